@@ -1,0 +1,41 @@
+# Two commands for a fresh machine with only Python 3.11+:
+#   make demo   - the whole product end to end on the embedded default (SQLite, in-process tasks)
+#   make test   - the whole test suite (starts PostgreSQL/Redis if installed but down)
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test install install-test bench-quick lint clean
+
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fptrack needs Python 3.11 or newer (found %s)" % sys.version.split()[0])'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	@touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/fptrack demo
+
+test: $(VENV)/.installed-test
+	bash deploy/ensure-services.sh
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench-quick: $(VENV)/.installed-test
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
+
+lint: $(VENV)/.installed-test
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) fptrack-data .pytest_cache .hypothesis

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Make the real services the tests use available, as far as this machine allows:
+# - PostgreSQL and Redis: started when installed but down.
+# - Chromium (admin browser tests): installed from Debian's packages when missing and we may.
+# A service that is not installed at all is left alone: its tests are skipped with the reason,
+# except under CI=true, where tests/conftest.py turns a missing service into a failure.
+set -u
+
+say() { printf 'ensure-services: %s\n' "$*"; }
+
+pg_up() { (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; }
+redis_up() { (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; }
+
+if pg_up; then
+  say "PostgreSQL is up on 127.0.0.1:5432"
+elif command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
+  say "starting PostgreSQL"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || say "could not start PostgreSQL"
+  for _ in $(seq 1 30); do pg_up && break; sleep 0.5; done
+else
+  say "PostgreSQL is not installed: its tests will be skipped (or fail under CI=true)"
+fi
+
+if redis_up; then
+  say "Redis is up on 127.0.0.1:6379"
+elif command -v redis-server >/dev/null 2>&1; then
+  say "starting Redis"
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no || say "could not start Redis"
+  for _ in $(seq 1 30); do redis_up && break; sleep 0.2; done
+else
+  say "Redis is not installed: its tests will be skipped (or fail under CI=true)"
+fi
+
+if command -v chromium >/dev/null 2>&1; then
+  say "Chromium found at $(command -v chromium)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  say "installing Debian's chromium for the admin browser tests"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/tmp/fptrack-apt.log 2>&1 \
+    || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >>/tmp/fptrack-apt.log 2>&1; } \
+    || say "could not install chromium (see /tmp/fptrack-apt.log): browser tests will be skipped"
+else
+  say "Chromium is not installed (apt-get install chromium): browser tests will be skipped"
+fi
+exit 0

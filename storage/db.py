@@ -1,0 +1,135 @@
+"""Engines, sessions and migrations.
+
+``create_engine_for(settings)`` is the one place that knows how to connect: SQLite gets foreign keys, WAL and a
+busy timeout (the crawler and the tasks share the file); PostgreSQL goes through psycopg 3.
+``migrate(settings)`` upgrades the schema to Alembic's head; on PostgreSQL under an advisory lock so two
+processes running ``fptrack init`` at once never race.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from storage.settings import Settings
+
+__all__ = [
+    "DatabaseUnavailable",
+    "SchemaOutOfDate",
+    "alembic_config",
+    "check_schema",
+    "create_engine_for",
+    "migrate",
+    "session_factory",
+    "session_scope",
+]
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+_ADVISORY_LOCK_KEY = 0x66707472  # "fptr"
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database cannot be reached; the message says which URL and why."""
+
+
+class SchemaOutOfDate(RuntimeError):
+    """The database has not been initialised or migrated: run ``fptrack init``."""
+
+
+def create_engine_for(settings: Settings) -> Engine:
+    url = settings.database_url
+    if settings.is_sqlite:
+        database = url.split("///", 1)[-1]
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A unit of work: commit on success, roll back on any error, always close."""
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def alembic_config(settings: Settings) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", settings.database_url.replace("%", "%%"))
+    return config
+
+
+def migrate(settings: Settings, engine: Engine | None = None, revision: str = "head") -> str:
+    """Upgrade the database to ``revision``; returns the revision now current."""
+    engine = engine or create_engine_for(settings)
+    config = alembic_config(settings)
+    try:
+        with engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _ADVISORY_LOCK_KEY})
+            config.attributes["connection"] = connection
+            command.upgrade(config, revision)
+            return _current_revision(connection)
+    except OperationalError as error:
+        raise DatabaseUnavailable(_describe_operational_error(settings, error)) from None
+
+
+def check_schema(engine: Engine, settings: Settings) -> None:
+    """Raise :class:`SchemaOutOfDate` unless the database is at Alembic's head."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config(settings)).get_current_head()
+    try:
+        with engine.connect() as connection:
+            current = _current_revision(connection)
+    except OperationalError as error:
+        raise DatabaseUnavailable(_describe_operational_error(settings, error)) from None
+    if current != head:
+        state = "not initialised" if not current else f"at revision {current}, head is {head}"
+        raise SchemaOutOfDate(f"the database is {state}: run `fptrack init` first")
+
+
+def _current_revision(connection) -> str:  # type: ignore[no-untyped-def]
+    if not inspect(connection).has_table("alembic_version"):
+        return ""
+    row = connection.execute(text("SELECT version_num FROM alembic_version")).first()
+    return row[0] if row else ""
+
+
+def _describe_operational_error(settings: Settings, error: OperationalError) -> str:
+    from sqlalchemy.engine import make_url
+
+    shown = make_url(settings.database_url).render_as_string(hide_password=True)
+    reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+    return f"cannot open the database {shown}: {reason}"
+
+

@@ -1,0 +1,131 @@
+"""The settings object: every connection URL and tunable, read once from the environment.
+
+No module reads the environment at import time; entry points (the CLI, the Celery worker, tests) build a
+:class:`Settings` with :meth:`Settings.from_env` and pass it to the factories that need it.
+
+| variable | default | meaning |
+| --- | --- | --- |
+| ``FPTRACK_DATA_DIR`` | ``./fptrack-data`` | local folder for the embedded database and caches |
+| ``FPTRACK_DATABASE_URL`` | ``sqlite:///<data dir>/fptrack.db`` | SQLAlchemy URL; ``postgresql://`` uses psycopg 3 |
+| ``FPTRACK_BROKER_URL`` | unset | Celery broker (``redis://``, ``amqp://``); unset runs tasks in-process |
+| ``FPTRACK_RESULT_BACKEND`` | unset | Celery result backend (defaults to the broker for ``redis://``) |
+| ``FPTRACK_SIMHASH_K`` | ``3`` | Hamming distance under which two 64-bit Simhashes are near-duplicates |
+| ``FPTRACK_SIMHASH_BLOCKS`` | ``4`` | blocks of the permuted-prefix index (must exceed k) |
+| ``FPTRACK_CRAWL_CONCURRENCY`` | ``8`` | concurrent requests of one crawl |
+| ``FPTRACK_CRAWL_TIMEOUT`` | ``20`` | seconds before a request is abandoned |
+| ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+__all__ = ["ConfigurationError", "Settings"]
+
+_SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+
+
+class ConfigurationError(ValueError):
+    """A setting is missing or malformed; the message names the variable and says what is expected."""
+
+
+def normalise_database_url(raw: str, *, variable: str = "FPTRACK_DATABASE_URL") -> str:
+    """Validate a database URL and pin PostgreSQL to the psycopg 3 driver.
+
+    Raises :class:`ConfigurationError` for anything that is not a SQLite or PostgreSQL URL.
+    """
+    try:
+        url: URL = make_url(raw)
+    except ArgumentError:
+        raise ConfigurationError(
+            f"{variable}={raw!r} is not a database URL; expected e.g. "
+            "sqlite:///fptrack-data/fptrack.db or postgresql://user@127.0.0.1:5432/fptrack"
+        ) from None
+    backend = url.get_backend_name()
+    if backend not in _SUPPORTED_BACKENDS:
+        raise ConfigurationError(
+            f"{variable}={raw!r}: unsupported database {backend!r}; fptrack runs on sqlite or postgresql"
+        )
+    if backend == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")
+        if not url.database:
+            raise ConfigurationError(f"{variable}={raw!r} names no database (add /<dbname> at the end)")
+    return url.render_as_string(hide_password=False)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable, in one frozen object."""
+
+    data_dir: Path = field(default_factory=lambda: Path("fptrack-data"))
+    database_url: str = ""
+    broker_url: str | None = None
+    result_backend: str | None = None
+    simhash_k: int = 3
+    simhash_blocks: int = 4
+    crawl_concurrency: int = 8
+    crawl_timeout: float = 20.0
+    user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
+
+    def __post_init__(self) -> None:
+        if not self.database_url:
+            object.__setattr__(self, "database_url", f"sqlite:///{self.data_dir / 'fptrack.db'}")
+        object.__setattr__(self, "database_url", normalise_database_url(self.database_url))
+        if self.simhash_blocks <= self.simhash_k:
+            raise ConfigurationError(
+                f"FPTRACK_SIMHASH_BLOCKS={self.simhash_blocks} must be larger than FPTRACK_SIMHASH_K={self.simhash_k}"
+            )
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def tasks_in_process(self) -> bool:
+        """True when no broker is configured: Celery tasks run eagerly in the calling process."""
+        return not self.broker_url
+
+    def with_overrides(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        data_dir = Path(env.get("FPTRACK_DATA_DIR") or "fptrack-data")
+        return cls(
+            data_dir=data_dir,
+            database_url=env.get("FPTRACK_DATABASE_URL", ""),
+            broker_url=env.get("FPTRACK_BROKER_URL") or None,
+            result_backend=env.get("FPTRACK_RESULT_BACKEND") or None,
+            simhash_k=_int(env, "FPTRACK_SIMHASH_K", 3),
+            simhash_blocks=_int(env, "FPTRACK_SIMHASH_BLOCKS", 4),
+            crawl_concurrency=_int(env, "FPTRACK_CRAWL_CONCURRENCY", 8),
+            crawl_timeout=_float(env, "FPTRACK_CRAWL_TIMEOUT", 20.0),
+            user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
+        )
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a number") from None

@@ -1,0 +1,34 @@
+import pytest
+
+from storage.settings import ConfigurationError, Settings
+
+
+def test_default_is_sqlite_in_data_dir(tmp_path) -> None:
+    settings = Settings.from_env({"FPTRACK_DATA_DIR": str(tmp_path)})
+    assert settings.database_url == f"sqlite:///{tmp_path}/fptrack.db"
+    assert settings.tasks_in_process
+
+
+def test_postgres_url_uses_psycopg3() -> None:
+    settings = Settings.from_env({"FPTRACK_DATABASE_URL": "postgresql://u@127.0.0.1:5432/db"})
+    assert settings.database_url.startswith("postgresql+psycopg://")
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("not a url", "not a database URL"),
+        ("mysql://u@h/db", "unsupported database"),
+        ("postgresql://u@127.0.0.1:5432", "names no database"),
+    ],
+)
+def test_malformed_database_url_is_a_clear_error(url: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        Settings.from_env({"FPTRACK_DATABASE_URL": url})
+
+
+def test_bad_numbers_name_the_variable() -> None:
+    with pytest.raises(ConfigurationError, match="FPTRACK_SIMHASH_K"):
+        Settings.from_env({"FPTRACK_SIMHASH_K": "three"})
+    with pytest.raises(ConfigurationError, match="must be larger"):
+        Settings.from_env({"FPTRACK_SIMHASH_K": "4", "FPTRACK_SIMHASH_BLOCKS": "4"})
