@@ -1,0 +1,91 @@
+"""``/matches``: the review queue, and ``/matches/<id>``: the evidence of one match, with the decision buttons."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from sqlalchemy.orm import joinedload
+from werkzeug.wrappers import Response
+
+from admin.views.context import db_session
+from admin.views.evidence import chapter_ranges, evidence_spans, highlight_segments, page_ranges
+from admin.views.queries import (
+    MATCH_STATUSES,
+    REVIEW_STATUSES,
+    list_matches,
+    match_filter_from_args,
+    positive_int_arg,
+    work_choices,
+)
+from storage.models import Match
+
+__all__ = ["PER_PAGE", "matches"]
+
+PER_PAGE = 50
+
+matches = Blueprint("matches", __name__, url_prefix="/matches")
+
+
+@matches.get("")
+def index() -> str:
+    try:
+        match_filter = match_filter_from_args(request.args)
+        number = positive_int_arg(request.args, "page", 1)
+    except ValueError as error:
+        abort(400, description=str(error))
+    session = db_session()
+    listing = list_matches(session, match_filter, number, PER_PAGE)
+    filters = {
+        "status": match_filter.status or "",
+        "work": "" if match_filter.work_id is None else str(match_filter.work_id),
+    }
+    return render_template(
+        "matches.html",
+        listing=listing,
+        filters=filters,
+        link_filters={name: value for name, value in filters.items() if value},
+        statuses=MATCH_STATUSES,
+        works=work_choices(session),
+    )
+
+
+def _load_match(match_id: int) -> Match:
+    match = db_session().get(
+        Match,
+        match_id,
+        options=[joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter)],
+    )
+    if match is None:
+        abort(404, description=f"There is no match with id {match_id}.")
+    return match
+
+
+@matches.get("/<int:match_id>")
+def detail(match_id: int) -> str:
+    match = _load_match(match_id)
+    chapter = match.chapter
+    spans = evidence_spans(match.spans)
+    # Spans are offsets into Work.text; the chapter shown is that text's [start, end) slice.
+    chapter_text = match.work.text[chapter.start : chapter.end] if match.work.text else chapter.text
+    return render_template(
+        "match.html",
+        match=match,
+        spans=spans,
+        page_segments=highlight_segments(match.page.text or "", page_ranges(spans)),
+        chapter_segments=highlight_segments(chapter_text, chapter_ranges(spans, chapter.start)),
+        review_statuses=REVIEW_STATUSES,
+    )
+
+
+@matches.post("/<int:match_id>/status")
+def set_status(match_id: int) -> Response:
+    # The CSRF token was checked before this view ran (see admin.web).
+    status = request.form.get("status", "")
+    if status not in REVIEW_STATUSES:
+        abort(400, description=f"A reviewer can set the status to {', '.join(REVIEW_STATUSES)}, not {status!r}.")
+    match = _load_match(match_id)
+    session = db_session()
+    if match.status != status:
+        match.status = status
+        session.commit()
+    flash(f"Match {match_id} is now {status}.")
+    return redirect(url_for("matches.detail", match_id=match_id), code=303)

@@ -1,0 +1,26 @@
+"""``/works`` and ``/works/<id>``: the registered works and their chapters, with match counts."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, render_template
+
+from admin.views.context import db_session
+from admin.views.queries import chapter_rows, work_rows
+
+__all__ = ["works"]
+
+works = Blueprint("works", __name__, url_prefix="/works")
+
+
+@works.get("")
+def index() -> str:
+    return render_template("works.html", works=work_rows(db_session()))
+
+
+@works.get("/<int:work_id>")
+def detail(work_id: int) -> str:
+    session = db_session()
+    rows = work_rows(session, work_id)
+    if not rows:
+        abort(404, description=f"There is no work with id {work_id}.")
+    return render_template("work.html", work=rows[0], chapters=chapter_rows(session, work_id))
