@@ -1,0 +1,526 @@
+"""The ``fptrack`` command line (click). Every subcommand has ``--help``.
+
+Errors a person can act on (a missing file, an unreachable URL, a malformed database URL, an uninitialised
+database) end in one line on stderr and a non-zero exit status, never a traceback; set ``FPTRACK_DEBUG=1`` to
+see the traceback of an unexpected failure.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, joinedload, sessionmaker
+
+from storage.db import (
+    DatabaseUnavailable,
+    SchemaOutOfDate,
+    check_schema,
+    create_engine_for,
+    migrate,
+    session_factory,
+    session_scope,
+)
+from storage.settings import ConfigurationError, Settings
+
+__all__ = ["main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+
+
+class CliError(click.ClickException):
+    """A one-line error for the user."""
+
+    exit_code = EXIT_FAILURE
+
+    def show(self, file: Any = None) -> None:
+        click.echo(click.style("error: ", fg="red", bold=True) + self.format_message(), err=True)
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from compare.works import WorkError
+    from crawler import CrawlError
+    from fingerprint.encoding import UndecodableError
+
+    return (ConfigurationError, DatabaseUnavailable, SchemaOutOfDate, WorkError, CrawlError, UndecodableError)
+
+
+def friendly_errors(command: F) -> F:
+    """Turn the errors a person can act on into :class:`CliError`; hide tracebacks of the rest."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except click.ClickException:
+            raise
+        except _known_errors() as error:
+            raise CliError(str(error)) from None
+        except KeyboardInterrupt:
+            raise CliError("interrupted") from None
+        except Exception as error:  # noqa: BLE001 - the last line of defence of a CLI
+            if os.environ.get("FPTRACK_DEBUG"):
+                raise
+            raise CliError(
+                f"unexpected {type(error).__name__}: {error} (set FPTRACK_DEBUG=1 to see the traceback)"
+            ) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+class Context:
+    """What every subcommand needs: the settings, built once; the database, opened on first use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._sessions: sessionmaker[Session] | None = None
+
+    def sessions(self, *, require_schema: bool = True) -> sessionmaker[Session]:
+        if self._sessions is None:
+            engine = create_engine_for(self.settings)
+            if require_schema:
+                check_schema(engine, self.settings)
+            self._sessions = session_factory(engine)
+        return self._sessions
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with session_scope(self.sessions()) as session:
+            yield session
+
+    def tasks(self):  # type: ignore[no-untyped-def]
+        from compare import tasks
+
+        self.sessions()  # fail early, with a clear message, when the database is not ready
+        tasks.configure(self.settings)
+        return tasks
+
+
+pass_context = click.make_pass_decorator(Context)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the embedded database (default: $FPTRACK_DATA_DIR or ./fptrack-data).",
+)
+@click.version_option(package_name="fptrack")
+@click.pass_context
+def main(ctx: click.Context, data_dir: Path | None) -> None:
+    """fptrack: find pirated copies of registered texts on the web.
+
+    \b
+    Typical session:
+      fptrack init                         create or migrate the database
+      fptrack works add novel.txt          register a work (UTF-8, GB18030/GBK or Big5)
+      fptrack crawl http://site/ --depth 3 crawl, fingerprint and compare
+      fptrack matches --format json        the flagged matches
+      fptrack serve                        review them in the admin web app
+
+    Configuration comes from the environment: FPTRACK_DATABASE_URL (default: a SQLite file in the data
+    folder; postgresql://... for production), FPTRACK_BROKER_URL (unset: tasks run in-process; redis://...
+    to use Celery workers started with `fptrack worker`). See the README for all variables.
+    """
+    environ = dict(os.environ)
+    if data_dir is not None:
+        environ["FPTRACK_DATA_DIR"] = str(data_dir)
+    try:
+        settings = Settings.from_env(environ)
+    except ConfigurationError as error:
+        raise CliError(str(error)) from None
+    ctx.obj = Context(settings)
+
+
+# -------------------------------------------------------------------------------------------------- init
+
+
+@main.command()
+@pass_context
+@friendly_errors
+def init(context: Context) -> None:
+    """Create the database, or migrate it to the current schema (safe to run again)."""
+    revision = migrate(context.settings)
+    click.echo(f"database ready at schema revision {revision}: {_shown_url(context.settings)}")
+
+
+def _shown_url(settings: Settings) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(settings.database_url).render_as_string(hide_password=True)
+
+
+# ------------------------------------------------------------------------------------------------- works
+
+
+@main.group()
+def works() -> None:
+    """Register and list the works to protect."""
+
+
+@works.command("add")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--title", help="Title of the work (default: the file name). Only with a single file.")
+@pass_context
+@friendly_errors
+def works_add(context: Context, files: tuple[Path, ...], title: str | None) -> None:
+    """Register works from text files; chapters are found from their headings.
+
+    The encoding (UTF-8, GB18030/GBK or Big5) is detected from the bytes. Registering a work also compares
+    it with every page crawled before (retroactive detection).
+    """
+    from compare.works import register_work_file
+
+    if title and len(files) > 1:
+        raise click.UsageError("--title applies to a single file; register the files one by one")
+    tasks = context.tasks()
+    failures = 0
+    for path in files:
+        try:
+            with context.session() as session:
+                registered = register_work_file(session, path, title=title)
+        except _known_errors() as error:
+            click.echo(click.style("error: ", fg="red", bold=True) + str(error), err=True)
+            failures += 1
+            continue
+        if registered.already_registered:
+            click.echo(f"{path}: already registered as work #{registered.work_id} ({registered.title})")
+            continue
+        click.echo(
+            f"registered work #{registered.work_id} {registered.title!r}: {registered.chapters} chapters, "
+            f"{registered.characters:,} characters ({registered.encoding})"
+        )
+        result = tasks.index_work.delay(registered.work_id)
+        if context.settings.tasks_in_process:
+            flagged = result.get()
+            if flagged:
+                click.echo(f"  retroactive check: {flagged} already-crawled page(s) copy this work")
+        else:
+            click.echo(f"  fingerprinting queued (task {result.id})")
+    if failures:
+        sys.exit(EXIT_FAILURE)
+
+
+@works.command("list")
+@pass_context
+@friendly_errors
+def works_list(context: Context) -> None:
+    """List the registered works."""
+    from storage.models import Chapter, Match, Work
+
+    with context.session() as session:
+        chapters = dict(session.execute(select(Chapter.work_id, func.count()).group_by(Chapter.work_id)).all())
+        matches = dict(session.execute(select(Match.work_id, func.count()).group_by(Match.work_id)).all())
+        rows = [
+            (w.id, w.title, chapters.get(w.id, 0), len(w.text), matches.get(w.id, 0))
+            for w in session.scalars(select(Work).order_by(Work.id))
+        ]
+    if not rows:
+        click.echo("no works registered yet: fptrack works add FILE")
+        return
+    _print_table(["id", "title", "chapters", "characters", "matches"], rows)
+
+
+# ------------------------------------------------------------------------------------------------- crawl
+
+
+@main.command()
+@click.argument("urls", nargs=-1, required=True)
+@click.option("--depth", default=2, show_default=True, type=click.IntRange(0, 50), help="Link depth to follow.")
+@click.option("--max-pages", default=200, show_default=True, type=click.IntRange(1), help="Stop after this many pages.")
+@click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
+@pass_context
+@friendly_errors
+def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, quiet: bool) -> None:
+    """Crawl sites from URLS (staying on their hosts), fingerprint every page and compare it with the
+    registered works. Prints progress, then a summary and the matches found."""
+    from crawler import CrawledPage, CrawlProgress, run_crawl
+
+    tasks = context.tasks()
+    pending: list[Any] = []
+    flagged_pages: list[tuple[str, int]] = []
+
+    def sink(page: CrawledPage) -> None:
+        page_id = _store_page(context, page)
+        if page_id is None:
+            return
+        result = tasks.fingerprint_page.delay(page_id)  # after the commit in _store_page
+        if context.settings.tasks_in_process:
+            if result.get():
+                flagged_pages.append((page.url, result.get()))
+        else:
+            pending.append((page.url, result))
+
+    def progress(update: CrawlProgress) -> None:
+        if not quiet:
+            click.echo(f"[{update.pages_seen}/{update.max_pages}] {update.last_status} {update.last_url}", err=True)
+
+    started = time.monotonic()
+    stats = run_crawl(list(urls), settings=context.settings, depth=depth, max_pages=max_pages, sink=sink, progress=progress)
+    if stats.pages_seen == 0 and stats.failures:
+        url, reason = stats.failures[0]
+        raise CliError(f"cannot crawl {url}: {reason}")
+    if pending:
+        flagged_pages.extend(_wait_for_workers(pending, context.settings))
+
+    statuses = ", ".join(f"{count} x {status}" for status, count in sorted(stats.by_status.items()))
+    click.echo(
+        f"crawled {stats.pages_seen} page(s) in {time.monotonic() - started:.1f}s ({statuses or 'none'}); "
+        f"{stats.pages_with_text} with text; {len(stats.failures)} failed"
+    )
+    for url, reason in stats.failures[:10]:
+        click.echo(f"  failed: {url}: {reason}")
+    if flagged_pages:
+        click.echo(f"{len(flagged_pages)} page(s) copy registered works:")
+        for url, count in flagged_pages:
+            click.echo(f"  {url} ({count} chapter match{'es' if count != 1 else ''})")
+    else:
+        click.echo("no copies of registered works found")
+    click.echo("see them all with: fptrack matches")
+
+
+def _store_page(context: Context, crawled: Any) -> int | None:
+    """Insert or update the page row and commit; returns its id when it has text to fingerprint."""
+    from urllib.parse import urlsplit
+
+    from storage.models import Page
+
+    with context.session() as session:
+        page = session.scalar(select(Page).where(Page.url == crawled.url))
+        unchanged = page is not None and page.content_sha256 == crawled.content_sha256 and page.status == crawled.status
+        if page is None:
+            page = Page(url=crawled.url)
+            session.add(page)
+        page.final_url = crawled.final_url
+        page.host = (urlsplit(crawled.final_url).hostname or "")[:255]
+        page.status = crawled.status
+        page.encoding = crawled.encoding
+        page.title = crawled.title
+        page.text = crawled.text
+        page.content_sha256 = crawled.content_sha256
+        page.snapshot_sha256 = crawled.snapshot_sha256
+        page.fetched_at = crawled.fetched_at
+        session.flush()
+        page_id = page.id
+    if crawled.status != 200 or not crawled.text.strip() or unchanged:
+        return None
+    return page_id
+
+
+def _wait_for_workers(pending: list[tuple[str, Any]], settings: Settings) -> list[tuple[str, int]]:
+    if not settings.result_backend and not (settings.broker_url or "").startswith(("redis://", "rediss://")):
+        click.echo(f"{len(pending)} page(s) queued for the workers (no result backend to wait on)")
+        return []
+    click.echo(f"waiting for the workers to fingerprint {len(pending)} page(s)...", err=True)
+    flagged = []
+    for url, result in pending:
+        count = result.get(timeout=600)
+        if count:
+            flagged.append((url, count))
+    return flagged
+
+
+# ------------------------------------------------------------------------------------------------- check
+
+
+@main.command()
+@click.argument("source")
+@click.option("--context-chars", default=30, show_default=True, help="Characters shown around each passage.")
+@pass_context
+@friendly_errors
+def check(context: Context, source: str, context_chars: int) -> None:
+    """Compare one document (a text file or an http(s) URL) with the registry now, and show the copied
+    passages highlighted. Nothing is stored. Exit status 3 when it copies a registered work."""
+    from compare.documents import analyse
+    from compare.service import compare_document
+    from compare.works import WorkError
+    from fingerprint.encoding import decode_bytes
+
+    if source.startswith(("http://", "https://")):
+        text, label = _fetch_one(context, source), source
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise WorkError(f"{source}: no such file")
+        data = path.read_bytes()
+        text = decode_bytes(data).text
+        if not text.strip():
+            raise WorkError(f"{source}: the file is empty")
+        label = str(path)
+    with context.session() as session:
+        document = analyse(text)
+        verdicts = [v for v in compare_document(session, document, context.settings) if v.copied_chars]
+    flagged = [v for v in verdicts if v.flagged]
+    if not flagged:
+        click.echo(f"{label}: no copy of a registered work found")
+        for v in verdicts[:3]:
+            click.echo(f"  closest: {v.work_title} / {v.chapter_title}: {v.copied_chars} characters in common")
+        return
+    click.echo(click.style(f"{label}: copies {len(flagged)} chapter(s) of registered works", bold=True))
+    for v in flagged:
+        click.echo(
+            f"\n  {v.work_title} / chapter {v.chapter_index} {v.chapter_title}  score {v.score:.2f}  "
+            f"({v.copied_chars} characters; {', '.join(v.methods)})"
+        )
+        for page_start, page_end, work_start, work_end in v.spans[:8]:
+            before = text[max(0, page_start - context_chars) : page_start].replace("\n", " ")
+            copied = text[page_start:page_end].replace("\n", " ")
+            if len(copied) > 160:
+                copied = copied[:75] + " … " + copied[-75:]
+            after = text[page_end : page_end + context_chars].replace("\n", " ")
+            click.echo(f"    [{page_start}:{page_end}] <- work [{work_start}:{work_end}]")
+            click.echo("      " + before + click.style(copied, fg="red", bold=True) + after)
+    sys.exit(3)
+
+
+def _fetch_one(context: Context, url: str) -> str:
+    from crawler import run_crawl
+
+    pages: list[Any] = []
+    stats = run_crawl([url], settings=context.settings, depth=0, max_pages=1, sink=pages.append)
+    if not pages:
+        reason = stats.failures[0][1] if stats.failures else "no response"
+        raise CliError(f"cannot fetch {url}: {reason}")
+    page = pages[0]
+    if page.status != 200 or not page.text.strip():
+        raise CliError(f"{url}: HTTP {page.status}, no text to check {('(' + page.error + ')') if page.error else ''}")
+    return str(page.text)
+
+
+# ----------------------------------------------------------------------------------------------- matches
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("--status", default="flagged", show_default=True, help="flagged, licensed, confirmed, dismissed or all.")
+@click.option("--work", "work_id", type=int, help="Only matches of this work id.")
+@pass_context
+@friendly_errors
+def matches(context: Context, fmt: str, status: str, work_id: int | None) -> None:
+    """The matches found: one JSON object per line with --format json (fields in the README)."""
+    from compare.records import MATCH_FIELDS, match_to_dict
+    from storage.models import Match
+
+    with context.session() as session:
+        query = select(Match).options(joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter))
+        if status != "all":
+            query = query.where(Match.status == status)
+        if work_id is not None:
+            query = query.where(Match.work_id == work_id)
+        records = [match_to_dict(m) for m in session.scalars(query.order_by(Match.first_seen, Match.id))]
+    if fmt == "json":
+        for record in records:
+            click.echo(json.dumps(record, ensure_ascii=False))
+    elif fmt == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(MATCH_FIELDS), lineterminator="\n")
+        writer.writeheader()
+        for record in records:
+            writer.writerow({**record, "methods": " ".join(record["methods"]), "spans": json.dumps(record["spans"])})
+    elif not records:
+        click.echo("no matches" + (f" with status {status}" if status != "all" else ""))
+    else:
+        _print_table(
+            ["score", "work", "chapter", "page", "methods", "first seen"],
+            [
+                (
+                    f"{r['score']:.2f}",
+                    r["work_title"],
+                    f"{r['chapter_index']} {r['chapter_title']}",
+                    r["page_url"],
+                    ",".join(r["methods"]),
+                    r["first_seen"][:19],
+                )
+                for r in records
+            ],
+        )
+
+
+def _print_table(headers: list[str], rows: list[tuple[Any, ...]]) -> None:
+    import unicodedata
+
+    def width(value: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in value)
+
+    def clip(value: str, limit: int = 60) -> str:
+        out, used = "", 0
+        for ch in value:
+            w = width(ch)
+            if used + w > limit:
+                return out + "…"
+            out, used = out + ch, used + w
+        return out
+
+    cells = [[clip(str(c)) for c in row] for row in rows]
+    widths = [max([width(h)] + [width(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = "  ".join(h + " " * (widths[i] - width(h)) for i, h in enumerate(headers))
+    click.echo(line.rstrip())
+    click.echo("  ".join("-" * w for w in widths))
+    for row in cells:
+        click.echo("  ".join(c + " " * (widths[i] - width(c)) for i, c in enumerate(row)).rstrip())
+
+
+# ------------------------------------------------------------------------------------ serve, worker, demo
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--debug", is_flag=True, help="Flask debug mode (never in production).")
+@pass_context
+@friendly_errors
+def serve(context: Context, host: str, port: int, debug: bool) -> None:
+    """Run the admin web app (dashboard, works, matches review). For production use a WSGI server:
+    gunicorn 'admin.web:create_app()'."""
+    from admin.web import create_app
+
+    context.sessions()  # a clear error now rather than on the first request
+    app = create_app(context.settings)
+    click.echo(f"admin on http://{host}:{port}/ (Ctrl+C to stop)")
+    app.run(host=host, port=port, debug=debug, use_reloader=False)
+
+
+@main.command()
+@click.option("--concurrency", "-c", default=0, type=int, help="Worker processes (default: one per core).")
+@click.option("--loglevel", default="INFO", show_default=True)
+@pass_context
+@friendly_errors
+def worker(context: Context, concurrency: int, loglevel: str) -> None:
+    """Run a Celery worker for the fingerprint stage (needs FPTRACK_BROKER_URL)."""
+    if context.settings.tasks_in_process:
+        raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there is nothing for a worker to do")
+    tasks = context.tasks()
+    argv = ["worker", f"--loglevel={loglevel}", "--without-gossip", "--without-mingle"]
+    if concurrency:
+        argv.append(f"--concurrency={concurrency}")
+    tasks.celery.worker_main(argv)
+
+
+@main.command()
+@click.option("--port", default=0, type=int, help="Port of the demo pirate site (default: any free port).")
+@click.option("--keep-serving", is_flag=True, help="Keep the demo site up until Ctrl+C.")
+@pass_context
+@friendly_errors
+def demo(context: Context, port: int, keep_serving: bool) -> None:
+    """The whole story on the embedded default: register sample works, serve a small pirate site on
+    127.0.0.1, crawl it, and print the matches. Uses its own data folder (./fptrack-demo unless
+    --data-dir is given) so your real data is never touched."""
+    from admin.demo import run_demo
+
+    run_demo(context.settings, port=port, keep_serving=keep_serving)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,153 @@
+"""Verification and passage localisation: which characters of a page copy which characters of a chapter.
+
+Both texts are compared in their normalised form (NFKC, Simplified, no punctuation or whitespace; see
+``fingerprint.normalize``) on two channels:
+
+- characters: every k-gram (``CHAR_K`` characters) of the page that also occurs in the chapter;
+- pinyin initials: every k-gram (``INITIALS_K`` letters) of the page's pinyin-initial string that also occurs in
+  the chapter's, so same-sound character swaps (a common dodge) keep matching.
+
+A page character is *covered* when a shared k-gram spans it. Covered runs closer than ``MAX_GAP`` characters are
+merged (edits between them), runs shorter than ``MIN_RUN`` are dropped (common phrases), and each run is paired
+with the chapter range its k-grams came from. Runs become spans in the ORIGINAL texts through the offset maps.
+
+Rolling k-gram hashes are computed with numpy (k vector operations over the whole text, no per-character Python
+loop); look-ups are a sort and a binary search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Alignment", "align", "kgram_hashes"]
+
+CHAR_K = 6
+INITIALS_K = 14
+MAX_GAP = 12
+MIN_RUN = 24
+_BASE = np.uint64(0x100000001B3)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Copied runs between a page and a chapter, in normalised offsets.
+
+    ``runs`` holds ``(page_start, page_end, chapter_start, chapter_end)``; ``page_covered`` and
+    ``chapter_covered`` count normalised characters inside runs.
+    """
+
+    runs: tuple[tuple[int, int, int, int], ...]
+    page_length: int
+    chapter_length: int
+    page_covered: int
+    chapter_covered: int
+
+    @property
+    def chapter_coverage(self) -> float:
+        return self.chapter_covered / self.chapter_length if self.chapter_length else 0.0
+
+    @property
+    def page_coverage(self) -> float:
+        return self.page_covered / self.page_length if self.page_length else 0.0
+
+
+def kgram_hashes(text: str, k: int) -> np.ndarray:
+    """64-bit polynomial hashes of every k-gram of ``text`` (``len(text) - k + 1`` values, uint64)."""
+    if len(text) < k:
+        return np.empty(0, dtype=np.uint64)
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    count = len(codes) - k + 1
+    hashes = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(k):
+            hashes = hashes * _BASE + codes[j : j + count] + np.uint64(1)
+        # final avalanche so nearby hashes do not share low bits
+        hashes ^= hashes >> np.uint64(29)
+        hashes *= np.uint64(0xBF58476D1CE4E5B9)
+        hashes ^= hashes >> np.uint64(32)
+    return hashes
+
+
+def _match_positions(page: np.ndarray, chapter: np.ndarray) -> np.ndarray:
+    """For each page k-gram, the position of the same k-gram in the chapter (first occurrence), or -1."""
+    if not len(page) or not len(chapter):
+        return np.full(len(page), -1, dtype=np.int64)
+    order = np.argsort(chapter, kind="stable")
+    sorted_hashes = chapter[order]
+    found = np.searchsorted(sorted_hashes, page)
+    found_clipped = np.minimum(found, len(sorted_hashes) - 1)
+    hit = sorted_hashes[found_clipped] == page
+    return np.where(hit, order[found_clipped], -1).astype(np.int64)
+
+
+def align(
+    page_text: str,
+    chapter_text: str,
+    page_initials: str = "",
+    chapter_initials: str = "",
+    *,
+    char_k: int = CHAR_K,
+    initials_k: int = INITIALS_K,
+    max_gap: int = MAX_GAP,
+    min_run: int = MIN_RUN,
+) -> Alignment:
+    """Align a page with a chapter (both normalised; initials, when given, have the same lengths)."""
+    n_page, n_chapter = len(page_text), len(chapter_text)
+    # chapter position of each page character's k-gram start, from the best channel available
+    targets = np.full(n_page, -1, dtype=np.int64)
+    spans: list[tuple[np.ndarray, np.ndarray, int]] = []
+    char_pos = _match_positions(kgram_hashes(page_text, char_k), kgram_hashes(chapter_text, char_k))
+    spans.append((np.nonzero(char_pos >= 0)[0], char_pos[char_pos >= 0], char_k))
+    if page_initials and chapter_initials:
+        ini_pos = _match_positions(kgram_hashes(page_initials, initials_k), kgram_hashes(chapter_initials, initials_k))
+        spans.append((np.nonzero(ini_pos >= 0)[0], ini_pos[ini_pos >= 0], initials_k))
+
+    covered = np.zeros(n_page + 1, dtype=np.int64)
+    for starts, chapter_starts, k in spans:
+        np.add.at(covered, starts, 1)
+        np.add.at(covered, starts + k, -1)
+        targets_slice = targets[starts]
+        targets[starts] = np.where(targets_slice >= 0, targets_slice, chapter_starts)
+    is_covered = np.cumsum(covered[:n_page]) > 0
+
+    runs = _runs(is_covered, max_gap, min_run)
+    result: list[tuple[int, int, int, int]] = []
+    chapter_mask = np.zeros(n_chapter, dtype=bool)
+    page_covered = 0
+    for start, end in runs:
+        anchors = targets[start:end]
+        anchor_at = np.nonzero(anchors >= 0)[0]
+        if not len(anchor_at):
+            continue
+        chapter_starts = anchors[anchor_at]
+        # a repeated phrase can anchor far away: the 2nd..98th percentile of the anchors bounds the range
+        c_start = int(np.percentile(chapter_starts, 2))
+        c_end = int(min(n_chapter, np.percentile(chapter_starts, 98) + char_k))
+        c_end = max(c_end, c_start + 1)
+        result.append((start, end, c_start, c_end))
+        page_covered += end - start
+        chapter_mask[c_start:c_end] = True
+    return Alignment(
+        runs=tuple(result),
+        page_length=n_page,
+        chapter_length=n_chapter,
+        page_covered=page_covered,
+        chapter_covered=int(chapter_mask.sum()),
+    )
+
+
+def _runs(mask: np.ndarray, max_gap: int, min_run: int) -> list[tuple[int, int]]:
+    if not mask.any():
+        return []
+    padded = np.concatenate(([False], mask, [False]))
+    edges = np.flatnonzero(padded[1:] != padded[:-1])
+    starts, ends = edges[0::2], edges[1::2]
+    merged: list[list[int]] = [[int(starts[0]), int(ends[0])]]
+    for s, e in zip(starts[1:], ends[1:]):
+        if s - merged[-1][1] <= max_gap:
+            merged[-1][1] = int(e)
+        else:
+            merged.append([int(s), int(e)])
+    return [(s, e) for s, e in merged if e - s >= min_run]
