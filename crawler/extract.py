@@ -1,0 +1,355 @@
+"""Main-text extraction: keep a page's body text (a chapter, an article), drop its chrome.
+
+Pure function, lxml only. The method is a line-level take on text-density / link-density block scoring
+(Sun, Song and Liao, "DOM Based Content Extraction via Text Density", SIGIR 2011; Kohlschütter et al.,
+"Boilerplate Detection using Shallow Text Features", WSDM 2010), adapted to Chinese pirate-site templates:
+
+1. Parse leniently; drop scripts, styles, forms' widgets, iframes, comments and hidden elements.
+2. Cut the page into *lines*: runs of text between block boundaries and ``<br>``. For each line count its
+   visible characters, the characters inside links and the characters inside "chrome" elements
+   (``<nav>``, ``<footer>``, ``<aside>``, or an id/class such as ``nav``, ``footer``, ``ad``, ``gg``,
+   ``copyright`` without a positive hint such as ``content`` or ``chapter``).
+3. Weigh each line: prose (sentence punctuation, or at least 15 characters) weighs its non-link character
+   count; short unpunctuated labels weigh 0.3 per character; chrome lines (link density > 0.5, inside a
+   chrome element, a site address, a copyright or site-promotion phrase) weigh minus their length.
+4. Sum the weights over every block's subtree and take the block with the largest sum (a
+   maximum-weight subtree: growing past the body text only adds chrome, which costs). Then walk down to
+   the smallest descendant still holding all of that block's prose, so a wrapper that adds only a heading
+   or a "next chapter" bar is not kept.
+5. The text is the block's lines in document order, minus chrome lines; paragraphs joined by ``"\\n"``.
+
+Whitespace is tidied (runs of spaces, ``&nbsp;``, full-width spaces and line breaks inside a paragraph
+become one space; ends are stripped); nothing else is changed, because match offsets refer to this text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+import lxml.etree
+import lxml.html
+
+__all__ = ["ExtractedText", "extract_main_text", "tidy_whitespace"]
+
+
+@dataclass(frozen=True)
+class ExtractedText:
+    """``title`` from ``<title>`` (else the first ``<h1>``); ``links`` are absolute http(s) URLs of every
+    ``<a href>`` on the page (fragments removed, duplicates dropped, document order)."""
+
+    title: str
+    text: str
+    links: tuple[str, ...]
+
+
+_DROP_TAGS = frozenset(
+    {
+        "script", "style", "noscript", "template", "iframe", "frame", "frameset", "object", "embed",
+        "applet", "svg", "math", "canvas", "select", "option", "button", "input", "textarea", "head",
+        "audio", "video", "map", "link", "meta",
+    }
+)  # fmt: skip
+_BLOCK_TAGS = frozenset(
+    {
+        "html", "body", "div", "p", "section", "article", "main", "aside", "header", "footer", "nav",
+        "ul", "ol", "li", "dl", "dt", "dd", "table", "thead", "tbody", "tfoot", "tr", "td", "th",
+        "caption", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "center", "form",
+        "fieldset", "legend", "hr", "figure", "figcaption", "details", "summary", "address", "menu",
+        "dir", "listing", "plaintext", "xmp",
+    }
+)  # fmt: skip
+_CHROME_TAGS = frozenset({"nav", "footer", "aside", "menu"})
+
+# Class/id tokens that mark chrome. Whole tokens only ("ad" must not match "reader" or "header").
+_NEGATIVE_TOKEN = re.compile(
+    r"^(?:ads?|adv\w*|advert\w*|adsense|gg|guanggao|banner\w*|sponsor\w*|promo\w*|nav\w*|navbar|menu\w*|"
+    r"foot|footer\w*|copyright|copy|sidebar|side|comments?|share\w*|social|breadcrumbs?|crumbs?|"
+    r"pager|pagination|paging|related|recommend\w*|tuijian|popup|modal|cookies?|toolbar|topbar|"
+    r"login|search|header|masthead|bottem|bottom|links?|friendlinks?|tags?)\d*$"
+)
+_POSITIVE_TOKEN = re.compile(
+    r"^(?:content|contents|chapter\w*|article\w*|text|txt|booktext|bookcontent|htmlcontent|chaptercontent|"
+    r"body|entry|post|story|novel|read\w*|nr|nr1|main|zw|zhengwen)\d*$"
+)
+_TOKEN_SPLIT = re.compile(r"[\s_\-]+|(?<=[a-z])(?=[A-Z])")
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+
+_SENTENCE_PUNCTUATION = re.compile(r"[，。！？；：、…,.!?;:\u201c\u201d\u300c\u300d]")
+_SITE_ADDRESS = re.compile(
+    r"https?://|www\.|[a-z0-9-]+\.(?:com|net|org|cc|la|info|co|me|tw|cn|xyz|top|vip|io)\b", re.IGNORECASE
+)
+_BOILERPLATE_PHRASE = re.compile(
+    r"copyright|©|all rights reserved|版权所有|备案|icp|本站|首发域名|记住本站|最新章节|手机阅读|手机版|"
+    r"加入书签|推荐本书|投推荐票|上一章|下一章|上一页|下一页|章节目录|返回目录|返回书页|章节报错|"
+    r"免费阅读|最快更新|无弹窗|请收藏|广告",
+    re.IGNORECASE,
+)
+_BOILERPLATE_LINE_MAX = 80  # longer lines are prose that happens to contain such a phrase
+_PROSE_MIN_CHARS = 15
+_WHITESPACE = re.compile(r"\s+")
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
+_INVALID_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def tidy_whitespace(text: str) -> str:
+    """Collapse every run of whitespace (ASCII, ``&nbsp;``, full-width space, newlines) to one space."""
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+@dataclass
+class _Block:
+    parent: int  # index of the enclosing block, -1 for the root
+    children: list[int] = field(default_factory=list)
+    score: float = 0.0
+    prose: float = 0.0
+
+
+@dataclass
+class _Line:
+    block: int
+    parts: list[str] = field(default_factory=list)
+    chars: int = 0
+    link_chars: int = 0
+    chrome_chars: int = 0
+    text: str = ""
+    weight: float = 0.0
+    is_chrome: bool = False
+    is_prose: bool = False
+
+
+def extract_main_text(html: str, base_url: str = "") -> ExtractedText:
+    """Title, main text and links of an HTML document (see the module docstring for the method).
+
+    Never raises on malformed markup: an empty or unparsable document gives empty strings.
+    """
+    root = _parse(html)
+    if root is None:
+        return ExtractedText(title="", text="", links=())
+    links = _links(root, base_url)
+    title = _title(root)
+    _drop_invisible(root)
+    blocks, lines = _segment(root)
+    text = _main_text(blocks, lines)
+    return ExtractedText(title=title, text=text, links=links)
+
+
+def _parse(html: str) -> lxml.html.HtmlElement | None:
+    # lxml refuses str input with an XML encoding declaration, and control characters upset libxml2.
+    cleaned = _INVALID_XML_CHARS.sub("", _XML_DECLARATION.sub("", html, count=1))
+    if not cleaned.strip():
+        return None
+    parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, recover=True, huge_tree=True)
+    try:
+        root = lxml.html.document_fromstring(cleaned, parser=parser)
+    except (lxml.etree.ParserError, ValueError):
+        return None
+    return root if isinstance(root, lxml.html.HtmlElement) else None
+
+
+def _title(root: lxml.html.HtmlElement) -> str:
+    for path in ("//title", "//h1"):
+        for element in root.xpath(path):
+            title = tidy_whitespace(element.text_content())
+            if title:
+                return title
+    return ""
+
+
+def _links(root: lxml.html.HtmlElement, base_url: str) -> tuple[str, ...]:
+    base = base_url
+    for element in root.xpath("//base[@href]"):
+        href = (element.get("href") or "").strip()
+        if href:
+            base = urljoin(base_url, href)
+            break
+    seen: dict[str, None] = {}
+    for anchor in root.xpath("//a[@href]"):
+        href = (anchor.get("href") or "").strip()
+        if not href or href.startswith("#"):
+            continue
+        try:
+            absolute = urldefrag(urljoin(base, href)).url
+            scheme = urlsplit(absolute).scheme.lower()
+        except ValueError:  # malformed (e.g. an invalid IPv6 literal)
+            continue
+        if scheme in ("http", "https"):
+            seen.setdefault(absolute, None)
+    return tuple(seen)
+
+
+def _drop_invisible(root: lxml.html.HtmlElement) -> None:
+    doomed = []
+    for element in root.iter():
+        tag = element.tag
+        if not isinstance(tag, str):
+            doomed.append(element)  # comments, processing instructions, entities
+        elif tag.lower() in _DROP_TAGS:
+            doomed.append(element)
+        elif element.get("hidden") is not None or _HIDDEN_STYLE.search(element.get("style") or ""):
+            doomed.append(element)
+    for element in doomed:
+        if element.getparent() is not None:
+            element.drop_tree()  # keeps the element's tail text
+
+
+def _is_chrome_element(element: lxml.html.HtmlElement, tag: str) -> bool:
+    if tag in _CHROME_TAGS:
+        return True
+    tokens = []
+    for attribute in ("id", "class"):
+        value = element.get(attribute)
+        if value:
+            tokens.extend(t.lower() for t in _TOKEN_SPLIT.split(value) if t)
+    if not tokens:
+        return False
+    if any(_POSITIVE_TOKEN.match(t) for t in tokens):
+        return False
+    return any(_NEGATIVE_TOKEN.match(t) for t in tokens)
+
+
+class _Segmenter:
+    """Cuts the document into lines, each owned by its nearest enclosing block."""
+
+    def __init__(self) -> None:
+        self.blocks: list[_Block] = []
+        self.lines: list[_Line] = []
+        self.block_stack: list[int] = []
+        self.link_depth = 0
+        self.chrome_depth = 0
+        self.pre_depth = 0
+        self.current: _Line | None = None
+
+    def open_block(self) -> None:
+        self.break_line()
+        parent = self.block_stack[-1] if self.block_stack else -1
+        self.blocks.append(_Block(parent=parent))
+        index = len(self.blocks) - 1
+        if parent >= 0:
+            self.blocks[parent].children.append(index)
+        self.block_stack.append(index)
+
+    def close_block(self) -> None:
+        self.break_line()
+        if len(self.block_stack) > 1:
+            self.block_stack.pop()
+
+    def break_line(self) -> None:
+        if self.current is not None and self.current.chars:
+            self.lines.append(self.current)
+        self.current = None
+
+    def add_text(self, text: str | None) -> None:
+        if not text:
+            return
+        if self.pre_depth:
+            pieces = text.split("\n")
+            for number, piece in enumerate(pieces):
+                if number:
+                    self.break_line()
+                self._add_piece(piece)
+        else:
+            self._add_piece(text)
+
+    def _add_piece(self, text: str) -> None:
+        if not text:
+            return
+        if self.current is None:
+            self.current = _Line(block=self.block_stack[-1])
+        visible = sum(1 for ch in text if not ch.isspace())
+        self.current.parts.append(text)
+        self.current.chars += visible
+        if self.link_depth:
+            self.current.link_chars += visible
+        if self.chrome_depth:
+            self.current.chrome_chars += visible
+
+
+def _segment(root: lxml.html.HtmlElement) -> tuple[list[_Block], list[_Line]]:
+    seg = _Segmenter()
+    seg.open_block()  # the document itself
+    # Per element, what its start event changed, so the end event can undo exactly that.
+    opened: list[tuple[bool, bool, bool, bool]] = []
+    for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
+        tag = element.tag.lower() if isinstance(element.tag, str) else ""
+        if event == "start":
+            is_block = tag in _BLOCK_TAGS
+            is_link = tag == "a"
+            is_chrome = _is_chrome_element(element, tag)
+            is_pre = tag in ("pre", "listing", "plaintext", "xmp", "textarea")
+            opened.append((is_block, is_link, is_chrome, is_pre))
+            if tag == "br":
+                seg.break_line()
+            if is_block:
+                seg.open_block()
+            seg.link_depth += is_link
+            seg.chrome_depth += is_chrome
+            seg.pre_depth += is_pre
+            seg.add_text(element.text)
+        else:
+            is_block, is_link, is_chrome, is_pre = opened.pop()
+            seg.link_depth -= is_link
+            seg.chrome_depth -= is_chrome
+            seg.pre_depth -= is_pre
+            if is_block:
+                seg.close_block()
+            if element is not root:
+                seg.add_text(element.tail)
+    seg.break_line()
+    return seg.blocks, seg.lines
+
+
+def _weigh(line: _Line) -> None:
+    line.text = tidy_whitespace("".join(line.parts))
+    non_link = line.chars - line.link_chars
+    boilerplate = len(line.text) <= _BOILERPLATE_LINE_MAX and (
+        _SITE_ADDRESS.search(line.text) is not None or _BOILERPLATE_PHRASE.search(line.text) is not None
+    )
+    line.is_chrome = (
+        line.link_chars * 2 > line.chars or line.chrome_chars * 2 > line.chars or boilerplate
+    )
+    if line.is_chrome:
+        line.weight = -float(line.chars)
+        return
+    line.is_prose = non_link >= _PROSE_MIN_CHARS or _SENTENCE_PUNCTUATION.search(line.text) is not None
+    line.weight = float(non_link) if line.is_prose else 0.3 * non_link
+
+
+def _main_text(blocks: list[_Block], lines: list[_Line]) -> str:
+    if not lines:
+        return ""
+    for line in lines:
+        _weigh(line)
+        prose = line.weight if line.is_prose else 0.0
+        index = line.block
+        while index >= 0:
+            block = blocks[index]
+            block.score += line.weight
+            block.prose += prose
+            index = block.parent
+    best = max(range(len(blocks)), key=lambda i: blocks[i].score)
+    if blocks[best].score <= 0 or blocks[best].prose <= 0:
+        return ""
+    # The smallest block that still holds all of the best block's prose.
+    descended = True
+    while descended:
+        descended = False
+        for child in blocks[best].children:
+            if blocks[child].prose >= blocks[best].prose - 1e-6:
+                best = child
+                descended = True
+                break
+    inside = _subtree(blocks, best)
+    kept = [line.text for line in lines if line.block in inside and not line.is_chrome and line.text]
+    return "\n".join(kept)
+
+
+def _subtree(blocks: list[_Block], top: int) -> set[int]:
+    members = {top}
+    pending = [top]
+    while pending:
+        for child in blocks[pending.pop()].children:
+            members.add(child)
+            pending.append(child)
+    return members

@@ -1,0 +1,61 @@
+"""Which URLs a crawl may request: http(s) only, fragments stripped, on the start URLs' sites only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urldefrag, urlsplit
+
+from crawler.pages import CrawlError
+
+__all__ = ["links_to_follow", "request_url", "site_of"]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def site_of(url: str) -> str:
+    """The site a URL belongs to: lower-case host, plus the port when it is not the scheme's default.
+
+    ``http://Example.com/a`` and ``https://example.com:443/b`` are one site (a site moving to https stays
+    in the crawl); ``http://127.0.0.1:8001`` and ``http://127.0.0.1:8002`` are two. Returns ``''`` for
+    URLs that are not http(s) or have no host.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return ""
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if scheme not in _DEFAULT_PORTS or not host:
+        return ""
+    if port is None or port == _DEFAULT_PORTS[scheme]:
+        return host
+    return f"{host}:{port}"
+
+
+def request_url(url: str) -> str:
+    """A start URL as it will be requested (fragment removed); :class:`CrawlError` when it cannot be."""
+    cleaned = url.strip()
+    if not site_of(cleaned):
+        raise CrawlError(f"cannot crawl {url!r}: expected an http:// or https:// URL with a host name")
+    return urldefrag(cleaned).url
+
+
+def links_to_follow(links: Iterable[str], allowed_sites: frozenset[str]) -> tuple[list[str], int]:
+    """The links to request from a page, and how many were dropped for being on another site.
+
+    Fragments are stripped and duplicates dropped (first occurrence kept); links that are not http(s)
+    are dropped without being counted as off-site.
+    """
+    kept: dict[str, None] = {}
+    off_site = 0
+    for link in links:
+        url = urldefrag(link.strip()).url
+        site = site_of(url)
+        if not site:
+            continue
+        if site not in allowed_sites:
+            off_site += 1
+            continue
+        kept.setdefault(url, None)
+    return list(kept), off_site

@@ -1,0 +1,65 @@
+"""The values the crawler hands to the rest of fptrack: one per fetched response, one per crawl."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = ["CrawlError", "CrawlFailure", "CrawlProgress", "CrawlStats", "CrawledPage"]
+
+
+class CrawlError(Exception):
+    """A crawl was asked for with bad arguments (a start URL that is not http(s), max_pages < 1, ...)."""
+
+
+@dataclass(frozen=True)
+class CrawledPage:
+    """One fetched response, decoded and reduced to its main text.
+
+    ``text`` is the extracted main text, paragraphs separated by ``"\\n"``, only whitespace tidied (the
+    fingerprint stage normalises; match offsets refer to this exact string). It is ``''`` for non-200
+    responses and non-text bodies, and ``error`` then says why.
+    """
+
+    url: str
+    final_url: str
+    status: int
+    encoding: str
+    title: str
+    text: str
+    content_sha256: str
+    snapshot_sha256: str
+    fetched_at: datetime
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class CrawlStats:
+    """What one crawl did. ``failures`` are requests that got no HTTP response at all."""
+
+    pages_seen: int
+    pages_with_text: int
+    by_status: Mapping[int, int]
+    failures: tuple[tuple[str, str], ...]
+    elapsed_seconds: float
+    sink_errors: int = 0
+
+
+@dataclass(frozen=True)
+class CrawlProgress:
+    """Passed to the progress callback after each page has been handed to the sink."""
+
+    pages_seen: int
+    max_pages: int
+    last_url: str
+    last_status: int
+
+
+@dataclass(frozen=True)
+class CrawlFailure:
+    """A request that ended without a response (internal item type: spider errback -> pipelines)."""
+
+    url: str
+    reason: str
+

@@ -1,0 +1,170 @@
+"""Turn one Scrapy response into a :class:`CrawledPage` and the links it offers (pure functions).
+
+Decoding follows the order a browser uses, then checks it: the HTTP ``Content-Type`` charset, else a
+``<meta charset>`` / ``<meta http-equiv="Content-Type">`` in the first bytes, handed to
+:func:`fingerprint.encoding.decode_bytes` as a *claim*; that function keeps the claim only when the bytes
+decode under it and otherwise detects (pages that lie about their charset exist).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from scrapy.http import Response
+
+from crawler.extract import extract_main_text, tidy_whitespace
+from crawler.pages import CrawledPage
+from fingerprint.encoding import UndecodableError, decode_bytes, looks_binary
+
+__all__ = [
+    "ParsedResponse",
+    "charset_from_content_type",
+    "charset_from_meta",
+    "describe_failure",
+    "is_binary_media_type",
+    "media_type",
+    "parse_response",
+]
+
+_META_SCAN_BYTES = 4096
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_.:\-]+)""", re.IGNORECASE)
+_CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?\s*([a-zA-Z0-9_.:\-]+)""", re.IGNORECASE)
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xml", "text/xml", ""})
+_TEXT_TYPES = frozenset({"text/plain"})
+_BINARY_PREFIXES = ("image/", "audio/", "video/", "font/", "model/")
+_BINARY_TYPES = frozenset(
+    {
+        "application/octet-stream", "application/zip", "application/x-zip-compressed", "application/gzip",
+        "application/x-gzip", "application/x-rar-compressed", "application/vnd.rar", "application/x-7z-compressed",
+        "application/x-tar", "application/pdf", "application/msword", "application/epub+zip",
+        "application/x-shockwave-flash", "application/wasm", "application/java-archive",
+        "application/vnd.android.package-archive", "application/x-msdownload",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ParsedResponse:
+    page: CrawledPage
+    links: tuple[str, ...]
+
+
+def media_type(content_type: str) -> str:
+    """``'text/html; charset=gbk'`` -> ``'text/html'``."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def is_binary_media_type(mime: str) -> bool:
+    """True for media types that are never text worth fingerprinting (images, archives, PDFs...)."""
+    return mime.startswith(_BINARY_PREFIXES) or mime in _BINARY_TYPES
+
+
+def charset_from_content_type(content_type: str) -> str | None:
+    match = _CHARSET_PARAM.search(content_type)
+    return match.group(1) if match else None
+
+
+def charset_from_meta(body: bytes) -> str | None:
+    """The charset a document declares in a ``<meta>`` element near its start, if any."""
+    match = _META_CHARSET.search(body[:_META_SCAN_BYTES])
+    return match.group(1).decode("ascii", errors="ignore") if match else None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def parse_response(response: Response, *, requested_url: str, fetched_at: datetime) -> ParsedResponse:
+    """Decode and extract one response. Never raises for bad content: the page's ``error`` says why.
+
+    Only 200 responses with a text body get text; only HTML pages give links.
+    """
+    body = response.body or b""
+    content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
+    mime = media_type(content_type)
+    common = {
+        "url": requested_url,
+        "final_url": response.url,
+        "status": response.status,
+        "snapshot_sha256": _sha256(body),
+        "fetched_at": fetched_at,
+    }
+
+    def without_text(error: str) -> ParsedResponse:
+        page = CrawledPage(
+            encoding="", title="", text="", content_sha256=_sha256(b""), error=error, **common
+        )  # type: ignore[arg-type]
+        return ParsedResponse(page=page, links=())
+
+    if response.status != 200:
+        return without_text(f"HTTP {response.status}")
+    if is_binary_media_type(mime):
+        return without_text(f"binary content ({mime})")
+    if mime not in _HTML_TYPES and mime not in _TEXT_TYPES and not mime.startswith("text/"):
+        return without_text(f"not text ({mime})")
+    if not body.strip():
+        return without_text("empty body")
+    if looks_binary(body):
+        return without_text(f"binary content ({mime or 'no content type'})")
+
+    declared = charset_from_content_type(content_type)
+    if declared is None and mime not in _TEXT_TYPES:
+        declared = charset_from_meta(body)
+    try:
+        decoded = decode_bytes(body, declared=declared)
+    except UndecodableError as exc:
+        return without_text(f"undecodable: {exc}")
+
+    if mime in _HTML_TYPES:
+        extracted = extract_main_text(decoded.text, base_url=response.url)
+        title, text, links = extracted.title, extracted.text, extracted.links
+    else:  # plain text (e.g. a .txt download): every non-empty line is a paragraph
+        lines = (tidy_whitespace(line) for line in decoded.text.splitlines())
+        title, text, links = "", "\n".join(line for line in lines if line), ()
+
+    page = CrawledPage(
+        encoding=decoded.encoding,
+        title=title,
+        text=text,
+        content_sha256=_sha256(text.encode("utf-8")),
+        error="",
+        **common,  # type: ignore[arg-type]
+    )
+    return ParsedResponse(page=page, links=links)
+
+
+def describe_failure(error: BaseException, *, timeout: float | None = None) -> str:
+    """A one-line, human-readable reason for a request that got no response."""
+    from twisted.internet import error as net
+    from twisted.internet.defer import CancelledError
+    from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
+
+    from scrapy import exceptions as scrapy_errors
+
+    def kinds(*names: str) -> tuple[type[BaseException], ...]:
+        # Scrapy >= 2.13 wraps Twisted's errors in its own classes; older versions raise Twisted's.
+        return tuple(getattr(scrapy_errors, name) for name in names if hasattr(scrapy_errors, name))
+
+    message = tidy_whitespace(str(error))
+    if isinstance(error, (net.ConnectionRefusedError, *kinds("DownloadConnectionRefusedError"))):
+        return "connection refused"
+    if isinstance(error, (net.DNSLookupError, *kinds("CannotResolveHostError"))):
+        return "DNS lookup failed (no such host)"
+    if isinstance(error, (net.TimeoutError, net.TCPTimedOutError, TimeoutError, *kinds("DownloadTimeoutError"))):
+        return f"timed out after {timeout:g} s" if timeout else "timed out"
+    if isinstance(error, (CancelledError, *kinds("DownloadCancelledError"))):
+        if "max size" in message:
+            return "response larger than the download size cap (DOWNLOAD_MAXSIZE)"
+        return "download cancelled" + (f": {message}" if message else "")
+    if isinstance(
+        error,
+        (ResponseNeverReceived, ResponseFailed, net.ConnectionLost, net.ConnectionDone,
+         *kinds("ResponseDataLossError", "DownloadFailedError")),
+    ):  # fmt: skip
+        return "connection lost" + (f": {message}" if message else " before the response was complete")
+    if isinstance(error, scrapy_errors.IgnoreRequest):
+        return message or "request ignored"
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__

@@ -1,0 +1,130 @@
+"""Item pipelines, one concern each, in this order: record -> sink -> progress.
+
+Callbacks cannot travel through Scrapy's settings as such (the settings are deep-copied, which would copy a
+bound method's object); they travel inside a :class:`CrawlHooks`, which deep-copies to itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scrapy.crawler import Crawler
+
+from crawler.pages import CrawledPage, CrawlFailure, CrawlProgress
+
+__all__ = ["CrawlHooks", "CrawlLedger", "ProgressPipeline", "RecordPipeline", "SinkPipeline"]
+
+HOOKS_SETTING = "FPTRACK_HOOKS"
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CrawlLedger:
+    """Running totals of one crawl, read by ``run_crawl`` when Scrapy is done."""
+
+    pages_seen: int = 0
+    pages_with_text: int = 0
+    by_status: Counter[int] = field(default_factory=Counter)
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    sink_errors: int = 0
+    progress_errors: int = 0
+
+
+@dataclass
+class CrawlHooks:
+    """The caller's callbacks and the ledger, shared by reference with the pipelines."""
+
+    sink: Callable[[CrawledPage], None]
+    progress: Callable[[CrawlProgress], None] | None
+    max_pages: int
+    ledger: CrawlLedger = field(default_factory=CrawlLedger)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CrawlHooks:
+        return self  # shared on purpose: the caller reads the ledger and owns the callbacks
+
+
+def _hooks(crawler: Crawler) -> CrawlHooks:
+    hooks = crawler.settings.get(HOOKS_SETTING)
+    if not isinstance(hooks, CrawlHooks):
+        raise RuntimeError(f"the {HOOKS_SETTING} setting must hold a CrawlHooks (run crawls with run_crawl)")
+    return hooks
+
+
+class RecordPipeline:
+    """Count pages by status and collect failures, in the ledger and in namespaced Scrapy stats."""
+
+    def __init__(self, ledger: CrawlLedger, stats: Any) -> None:
+        self.ledger = ledger
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RecordPipeline:
+        return cls(_hooks(crawler).ledger, crawler.stats)
+
+    def process_item(self, item: Any, spider: object = None) -> Any:
+        if isinstance(item, CrawledPage):
+            self.ledger.pages_seen += 1
+            self.ledger.by_status[item.status] += 1
+            self.stats.inc_value("fptrack/pages_seen")
+            self.stats.inc_value(f"fptrack/status/{item.status}")
+            if item.text:
+                self.ledger.pages_with_text += 1
+                self.stats.inc_value("fptrack/pages_with_text")
+            if item.error:
+                self.stats.inc_value("fptrack/pages_without_text")
+        elif isinstance(item, CrawlFailure):
+            self.ledger.failures.append((item.url, item.reason))
+            self.stats.inc_value("fptrack/failures")
+        return item
+
+
+class SinkPipeline:
+    """Hand each page to the caller's sink. A sink that raises is logged and counted; the crawl goes on."""
+
+    def __init__(self, hooks: CrawlHooks, stats: Any) -> None:
+        self.hooks = hooks
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SinkPipeline:
+        return cls(_hooks(crawler), crawler.stats)
+
+    def process_item(self, item: Any, spider: object = None) -> Any:
+        if isinstance(item, CrawledPage):
+            try:
+                self.hooks.sink(item)
+            except Exception:
+                self.hooks.ledger.sink_errors += 1
+                self.stats.inc_value("fptrack/sink_errors")
+                logger.exception("the page sink failed on %s; the crawl continues", item.url)
+        return item
+
+
+class ProgressPipeline:
+    """Tell the caller's progress callback after each page."""
+
+    def __init__(self, hooks: CrawlHooks) -> None:
+        self.hooks = hooks
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ProgressPipeline:
+        return cls(_hooks(crawler))
+
+    def process_item(self, item: Any, spider: object = None) -> Any:
+        if isinstance(item, CrawledPage) and self.hooks.progress is not None:
+            report = CrawlProgress(
+                pages_seen=self.hooks.ledger.pages_seen,
+                max_pages=self.hooks.max_pages,
+                last_url=item.url,
+                last_status=item.status,
+            )
+            try:
+                self.hooks.progress(report)
+            except Exception:
+                self.hooks.ledger.progress_errors += 1
+                logger.exception("the progress callback failed; the crawl continues")
+        return item

@@ -1,0 +1,88 @@
+"""The one spider: request pages breadth first within the start sites, parse each with pure functions."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import scrapy
+from scrapy.exceptions import CloseSpider
+from scrapy.http import Request, Response
+from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.python.failure import Failure
+
+from crawler.links import links_to_follow, site_of
+from crawler.pages import CrawledPage, CrawlFailure
+from crawler.parse import describe_failure, parse_response
+
+__all__ = ["PageSpider"]
+
+REQUESTED_URL = "fptrack_url"  # request meta key: the URL as first requested (kept through redirects)
+
+
+class PageSpider(scrapy.Spider):
+    """Fetch ``start_urls`` (depth 0) and the same-site links of every HTML page down to ``depth``;
+    emit one :class:`CrawledPage` per response, at most ``max_pages``, and a :class:`CrawlFailure` per
+    request that got no response."""
+
+    name = "fptrack-pages"
+    # Error pages are pages too: they reach parse() instead of being filtered (3xx stay with the
+    # redirect middleware, which ignores statuses listed here).
+    handle_httpstatus_list = list(range(400, 600))
+
+    def __init__(self, *, start_urls: Sequence[str], depth: int, max_pages: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.start_urls = list(start_urls)
+        self.depth = depth
+        self.max_pages = max_pages
+        self.allowed_sites = frozenset(site_of(url) for url in self.start_urls)
+        self.pages_emitted = 0
+
+    async def start(self) -> AsyncIterator[Request]:
+        for request in self._start_requests():
+            yield request
+
+    def start_requests(self) -> Iterator[Request]:  # Scrapy < 2.13
+        yield from self._start_requests()
+
+    def _start_requests(self) -> Iterator[Request]:
+        for url in self.start_urls:
+            yield self._request(url)
+
+    def _request(self, url: str) -> Request:
+        return Request(url, callback=self.parse, errback=self.on_error, meta={REQUESTED_URL: url})
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[CrawledPage | Request]:
+        if self.pages_emitted >= self.max_pages:
+            self._inc("fptrack/responses_over_budget")
+            return
+        self.pages_emitted += 1
+        parsed = parse_response(
+            response,
+            requested_url=response.meta.get(REQUESTED_URL, response.url),
+            fetched_at=datetime.now(UTC),
+        )
+        yield parsed.page
+        if self.pages_emitted >= self.max_pages:
+            raise CloseSpider("max_pages")
+        if response.meta.get("depth", 0) >= self.depth or not parsed.links:
+            return
+        follow, off_site = links_to_follow(parsed.links, self.allowed_sites)
+        if off_site:
+            self._inc("fptrack/links_off_site", off_site)
+        for url in follow:
+            yield self._request(url)
+
+    def on_error(self, failure: Failure) -> Iterator[CrawledPage | CrawlFailure | Request]:
+        if failure.check(HttpError):  # a status the list above does not cover: still a page
+            yield from self.parse(failure.value.response)
+            return
+        request = getattr(failure, "request", None)
+        url = request.meta.get(REQUESTED_URL, request.url) if request is not None else "?"
+        timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT") if self.crawler else None
+        yield CrawlFailure(url=url, reason=describe_failure(failure.value, timeout=timeout))
+
+    def _inc(self, key: str, count: int = 1) -> None:
+        if self.crawler and self.crawler.stats:
+            self.crawler.stats.inc_value(key, count)

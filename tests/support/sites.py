@@ -1,0 +1,293 @@
+"""Test web sites: serve a dict of pages on 127.0.0.1, and render pirate-site-like chapter pages.
+
+Serving::
+
+    pages = {
+        "/": Page.html("<a href='/1.html'>第一章</a>"),
+        "/1.html": chapter_page("第一章 山路", ["清晨的山谷里雾气很重。"], encoding="gbk"),
+        "/old": Redirect("/1.html"),
+        "/cover.png": Page(b"\\x89PNG...", content_type="image/png"),
+        "/slow": Page.html("<p>late</p>", delay=3.0),
+    }
+    with serve_site(pages) as base_url:      # 'http://127.0.0.1:<free port>'
+        ...                                  # base_url.requests: paths requested so far, in order
+
+Unknown paths get a plain 404. Loopback only; each site runs a ``ThreadingHTTPServer`` in a daemon thread.
+
+Rendering: :func:`render_chapter` builds a chapter page in one of :data:`TEMPLATES` (navigation bars,
+ads, footers, breadcrumbs around the text, as Chinese pirate sites do), encoded as asked; Big5 pages get
+Traditional Chinese through OpenCC ``s2t`` (use :func:`as_served` to get the text as it will appear).
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+__all__ = [
+    "TEMPLATES",
+    "Page",
+    "Redirect",
+    "SiteURL",
+    "as_served",
+    "chapter_page",
+    "closed_port_url",
+    "render_chapter",
+    "serve_site",
+    "to_traditional",
+]
+
+
+@dataclass(frozen=True)
+class Page:
+    """A response: status, body bytes, Content-Type (``None`` sends no Content-Type), extra headers, and
+    an optional delay in seconds before the response is sent (for timeouts)."""
+
+    body: bytes = b""
+    status: int = 200
+    content_type: str | None = "text/html; charset=utf-8"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+    @classmethod
+    def html(cls, markup: str, *, encoding: str = "utf-8", declare: bool = True, **kwargs: object) -> Page:
+        content_type = f"text/html; charset={encoding}" if declare else "text/html"
+        return cls(markup.encode(encoding), content_type=content_type, **kwargs)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """A redirect to ``location`` (a path on the same site or an absolute URL)."""
+
+    location: str
+    status: int = 302
+
+
+class SiteURL(str):
+    """The base URL of a served site (``http://127.0.0.1:<port>``), which also records the requests."""
+
+    requests: list[str]
+
+    def __new__(cls, value: str) -> SiteURL:
+        instance = super().__new__(cls, value)
+        instance.requests = []
+        return instance
+
+    def url(self, path: str) -> str:
+        return self + path
+
+
+def _handler_for(pages: Mapping[str, Page | Redirect], site: SiteURL) -> type[BaseHTTPRequestHandler]:
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            path = self.path
+            with lock:
+                site.requests.append(path)
+            spec = pages.get(path) or pages.get(urlsplit(path).path)
+            if spec is None:
+                spec = Page(b"<html><body><h1>404 Not Found</h1></body></html>", status=404)
+            if isinstance(spec, Redirect):
+                self.send_response(spec.status)
+                self.send_header("Location", spec.location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if spec.delay:
+                time.sleep(spec.delay)
+            try:
+                self.send_response(spec.status)
+                if spec.content_type is not None:
+                    self.send_header("Content-Type", spec.content_type)
+                for name, value in spec.headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(spec.body)))
+                self.end_headers()
+                self.wfile.write(spec.body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a timeout test)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass  # keep test output clean
+
+    return Handler
+
+
+@contextmanager
+def serve_site(pages: Mapping[str, Page | Redirect]) -> Iterator[SiteURL]:
+    """Serve ``pages`` on a free port of 127.0.0.1 for the duration of the ``with`` block."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    server.daemon_threads = True
+    site = SiteURL(f"http://127.0.0.1:{server.server_address[1]}")
+    server.RequestHandlerClass = _handler_for(dict(pages), site)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield site
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def closed_port_url() -> str:
+    """A loopback URL on which nothing listens (connection refused). A port is bound then released;
+    another process could grab it in between, which is unlikely enough for tests."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/"
+
+
+@lru_cache(maxsize=1)
+def _s2t() -> object:
+    import opencc
+
+    return opencc.OpenCC("s2t")
+
+
+def to_traditional(text: str) -> str:
+    """Simplified -> Traditional Chinese (OpenCC ``s2t``)."""
+    return _s2t().convert(text)  # type: ignore[attr-defined, no-any-return]
+
+
+def as_served(text: str, encoding: str) -> str:
+    """``text`` as a page in ``encoding`` shows it (Traditional for Big5)."""
+    return to_traditional(text) if encoding.lower().startswith("big5") else text
+
+
+_NAV = (
+    '<div class="nav"><ul><li><a href="/">首页</a></li><li><a href="/xuanhuan/">玄幻小说</a></li>'
+    '<li><a href="/xiuzhen/">修真小说</a></li><li><a href="/dushi/">都市小说</a></li>'
+    '<li><a href="/lishi/">历史小说</a></li><li><a href="/paihang/">排行榜单</a></li></ul></div>'
+)
+_CHAPTER_BAR = (
+    '<div class="bottem1"><a href="/book/1/prev.html">上一章</a> &larr; <a href="/book/1/">章节目录</a>'
+    ' &rarr; <a href="/book/1/next.html">下一章</a> <a href="/bookcase/">加入书签</a></div>'
+)
+_FOOTER = (
+    '<div class="footer"><p>本站所有小说为转载作品，所有章节均由网友上传，转载至本站只是为了宣传本书让更多读者欣赏。</p>'
+    "<p>Copyright &copy; 2024 书友小说网 All Rights Reserved.</p></div>"
+)
+_AD = '<div class="gg"><a href="/app/">下载客户端，免费看全本小说，无广告更流畅！</a></div>'
+_PROMO_LINE = "天才一秒记住本站地址：www.shuyou-example.com。手机版阅读网址：m.shuyou-example.com"
+
+
+def _paragraphs_br(paragraphs: Sequence[str]) -> str:
+    return "<br /><br />".join("&nbsp;&nbsp;&nbsp;&nbsp;" + html_lib.escape(p) for p in paragraphs)
+
+
+def _biquge(title: str, paragraphs: Sequence[str]) -> str:
+    return (
+        f"{_NAV}<div class='content_read'><div class='box_con'>"
+        f"<div class='con_top'><a href='/'>书友小说网</a> &gt; <a href='/book/1/'>某书</a> &gt; {html_lib.escape(title)}</div>"
+        f"<div class='bookname'><h1>{html_lib.escape(title)}</h1>{_CHAPTER_BAR}</div>"
+        f"<div id='content'>{_PROMO_LINE}<br /><br />{_paragraphs_br(paragraphs)}</div>"
+        f"{_CHAPTER_BAR}</div></div>{_FOOTER}"
+    )
+
+
+def _p_paragraphs(title: str, paragraphs: Sequence[str]) -> str:
+    body = "".join(f"<p>\u3000\u3000{html_lib.escape(p)}</p>" for p in paragraphs)
+    return (
+        f"<header class='site-header'><a href='/'>首页</a> | <a href='/top/'>排行</a> | <a href='/full/'>全本</a></header>"
+        f"{_NAV}<div class='reader'><h1 class='chapter-title'>{html_lib.escape(title)}</h1>"
+        f"<div class='read-content'>{body}</div>{_CHAPTER_BAR}</div>"
+        f"<ul class='related'><li><a href='/b/2/'>推荐：另一本书</a></li><li><a href='/b/3/'>推荐：第三本书</a></li></ul>"
+        f"{_FOOTER}"
+    )
+
+
+def _split_divs(title: str, paragraphs: Sequence[str]) -> str:
+    half = max(1, len(paragraphs) // 2)
+    first = "<br>".join(html_lib.escape(p) for p in paragraphs[:half])
+    second = "<br>".join(html_lib.escape(p) for p in paragraphs[half:])
+    return (
+        f"{_NAV}<table width='100%'><tr><td><h2>{html_lib.escape(title)}</h2></td></tr></table>"
+        f"<div id='main'><div class='txt'>{first}</div>{_AD}<div class='txt'>{second}</div></div>"
+        f"{_CHAPTER_BAR}{_FOOTER}"
+    )
+
+
+def _ad_inside(title: str, paragraphs: Sequence[str]) -> str:
+    half = max(1, len(paragraphs) // 2)
+    lines = [f"\u3000\u3000{html_lib.escape(p)}" for p in paragraphs]
+    return (
+        f"{_NAV}<div class='bookname'><h1>{html_lib.escape(title)}</h1></div>"
+        f"<div id='chaptercontent'>{'<br/>'.join(lines[:half])}<br/>{_AD}"
+        f"<script>document.write('<a href=\"/ad\">ad</a>');</script><style>.x{{color:red}}</style>"
+        f"<!-- 注释不应出现 -->{'<br/>'.join(lines[half:])}</div>{_FOOTER}"
+    )
+
+
+def _html5_article(title: str, paragraphs: Sequence[str]) -> str:
+    body = "\n".join(f"<p>{html_lib.escape(p)}</p>" for p in paragraphs)
+    return (
+        f"<nav><a href='/'>首页</a><a href='/list/'>书库</a><a href='/rank/'>排行</a></nav>"
+        f"<main><article><h1>{html_lib.escape(title)}</h1>{body}</article>"
+        f"<aside><h3>热门推荐</h3><ul><li><a href='/b/9/'>热门书一</a></li><li><a href='/b/8/'>热门书二</a></li></ul></aside></main>"
+        f"<footer>Copyright 2024 示例书站 备案号：京ICP备00000000号</footer>"
+    )
+
+
+TEMPLATES = ("biquge", "p-paragraphs", "split-divs", "ad-inside", "html5-article")
+_RENDERERS = {
+    "biquge": _biquge,
+    "p-paragraphs": _p_paragraphs,
+    "split-divs": _split_divs,
+    "ad-inside": _ad_inside,
+    "html5-article": _html5_article,
+}
+
+
+def render_chapter(
+    title: str,
+    paragraphs: Sequence[str],
+    *,
+    template: str = "biquge",
+    encoding: str = "utf-8",
+    meta_charset: bool = True,
+    site_name: str = "书友小说网",
+) -> bytes:
+    """A whole chapter page as bytes in ``encoding`` (Big5 pages converted to Traditional first).
+
+    ``meta_charset`` puts ``<meta charset>`` in the head; whether the HTTP header declares it is up to
+    :func:`chapter_page`.
+    """
+    if template not in _RENDERERS:
+        raise ValueError(f"unknown template {template!r}; choose one of {', '.join(TEMPLATES)}")
+    body = _RENDERERS[template](title, paragraphs)
+    meta = f'<meta http-equiv="Content-Type" content="text/html; charset={encoding}" />' if meta_charset else ""
+    document = (
+        f"<!DOCTYPE html><html><head>{meta}<title>{html_lib.escape(title)}_某书_{site_name}</title>"
+        f"<script src='/js/common.js'></script><style>body{{font-size:16px}}</style></head>"
+        f"<body>{body}</body></html>"
+    )
+    # OpenCC's s2t may give a character Big5 lacks (裏): send it as a character reference, as servers do.
+    return as_served(document, encoding).encode(encoding, errors="xmlcharrefreplace")
+
+
+def chapter_page(
+    title: str,
+    paragraphs: Sequence[str],
+    *,
+    template: str = "biquge",
+    encoding: str = "utf-8",
+    header_charset: bool = True,
+    meta_charset: bool = True,
+) -> Page:
+    """A :class:`Page` for :func:`render_chapter`, its charset declared in the HTTP header or not."""
+    body = render_chapter(title, paragraphs, template=template, encoding=encoding, meta_charset=meta_charset)
+    content_type = f"text/html; charset={encoding}" if header_charset else "text/html"
+    return Page(body, content_type=content_type)
