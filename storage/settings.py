@@ -13,6 +13,8 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_SIMHASH_BLOCKS`` | ``4`` | blocks of the permuted-prefix index (must exceed k) |
 | ``FPTRACK_CRAWL_CONCURRENCY`` | ``8`` | concurrent requests of one crawl |
 | ``FPTRACK_CRAWL_TIMEOUT`` | ``20`` | seconds before a request is abandoned |
+| ``FPTRACK_CRAWL_MAX_BYTES`` | ``10485760`` | response bodies larger than this are abandoned (reported as failures) |
+| ``FPTRACK_CRAWL_OBEY_ROBOTS`` | ``false`` | ``true`` makes crawls obey robots.txt |
 | ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
 """
 
@@ -71,6 +73,8 @@ class Settings:
     simhash_blocks: int = 4
     crawl_concurrency: int = 8
     crawl_timeout: float = 20.0
+    crawl_max_body_bytes: int = 10 * 1024 * 1024
+    crawl_obey_robots: bool = False
     user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
 
     def __post_init__(self) -> None:
@@ -107,6 +111,8 @@ class Settings:
             simhash_blocks=_int(env, "FPTRACK_SIMHASH_BLOCKS", 4),
             crawl_concurrency=_int(env, "FPTRACK_CRAWL_CONCURRENCY", 8),
             crawl_timeout=_float(env, "FPTRACK_CRAWL_TIMEOUT", 20.0),
+            crawl_max_body_bytes=_int(env, "FPTRACK_CRAWL_MAX_BYTES", 10 * 1024 * 1024),
+            crawl_obey_robots=_bool(env, "FPTRACK_CRAWL_OBEY_ROBOTS", False),
             user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
         )
 
@@ -119,6 +125,18 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{name}={raw!r} is not a boolean (use true or false)")
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
