@@ -27,11 +27,11 @@ _lock = threading.Lock()
 
 def scrapy_settings(settings: Settings, *, allowed_sites: Sequence[str], hooks: CrawlHooks) -> dict[str, Any]:
     """The Scrapy settings of an fptrack crawl, derived from fptrack's :class:`Settings`."""
-    max_bytes = int(getattr(settings, "crawl_max_body_bytes", DEFAULT_MAX_BODY_BYTES))
+    max_bytes = settings.crawl_max_body_bytes
     return {
         "BOT_NAME": "fptrack",
         "USER_AGENT": settings.user_agent,
-        "ROBOTSTXT_OBEY": bool(getattr(settings, "crawl_obey_robots", False)),
+        "ROBOTSTXT_OBEY": settings.crawl_obey_robots,
         "CONCURRENT_REQUESTS": settings.crawl_concurrency,
         "CONCURRENT_REQUESTS_PER_DOMAIN": settings.crawl_concurrency,
         "DOWNLOAD_TIMEOUT": settings.crawl_timeout,
