@@ -1,10 +1,7 @@
 """The admin's blueprints: dashboard, works, matches (HTML) and the JSON API."""
 
-from admin.views.api import api
-from admin.views.dashboard import dashboard
-from admin.views.matches import matches
-from admin.views.works import works
+from admin.views import api, dashboard, matches, works
 
-__all__ = ["BLUEPRINTS", "api", "dashboard", "matches", "works"]
+__all__ = ["BLUEPRINTS"]
 
-BLUEPRINTS = (dashboard, works, matches, api)
+BLUEPRINTS = (dashboard.blueprint, works.blueprint, matches.blueprint, api.blueprint)

@@ -16,19 +16,19 @@ from admin.views.queries import collect_stats, list_matches, match_filter_from_a
 from compare.records import match_to_dict
 from storage.models import Chapter, Match, Page, Work
 
-__all__ = ["API_MAX_PER_PAGE", "API_PER_PAGE", "api", "match_json"]
+__all__ = ["API_MAX_PER_PAGE", "API_PER_PAGE", "blueprint", "match_json"]
 
 API_PER_PAGE = 50
 API_MAX_PER_PAGE = 500
 
-api = Blueprint("api", __name__, url_prefix="/api")
+blueprint = Blueprint("api", __name__, url_prefix="/api")
 
 
 def match_json(match: Match) -> dict[str, Any]:
     return {"id": match.id, **match_to_dict(match), "status": match.status}
 
 
-@api.get("/matches")
+@blueprint.get("/matches")
 def list_matches_json() -> dict[str, Any]:
     try:
         match_filter = match_filter_from_args(request.args)
@@ -46,7 +46,7 @@ def list_matches_json() -> dict[str, Any]:
     }
 
 
-@api.get("/matches/<int:match_id>")
+@blueprint.get("/matches/<int:match_id>")
 def match_detail_json(match_id: int) -> dict[str, Any]:
     match = db_session().get(
         Match,
@@ -62,6 +62,6 @@ def match_detail_json(match_id: int) -> dict[str, Any]:
     return match_json(match)
 
 
-@api.get("/stats")
+@blueprint.get("/stats")
 def stats_json() -> dict[str, object]:
     return collect_stats(db_session()).as_json()

@@ -7,11 +7,11 @@ from flask import Blueprint, render_template
 from admin.views.context import db_session
 from admin.views.queries import collect_stats
 
-__all__ = ["dashboard"]
+__all__ = ["blueprint"]
 
-dashboard = Blueprint("dashboard", __name__)
+blueprint = Blueprint("dashboard", __name__)
 
 
-@dashboard.get("/")
+@blueprint.get("/")
 def index() -> str:
     return render_template("dashboard.html", stats=collect_stats(db_session()))

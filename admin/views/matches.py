@@ -18,14 +18,14 @@ from admin.views.queries import (
 )
 from storage.models import Match
 
-__all__ = ["PER_PAGE", "matches"]
+__all__ = ["PER_PAGE", "blueprint"]
 
 PER_PAGE = 50
 
-matches = Blueprint("matches", __name__, url_prefix="/matches")
+blueprint = Blueprint("matches", __name__, url_prefix="/matches")
 
 
-@matches.get("")
+@blueprint.get("")
 def index() -> str:
     try:
         match_filter = match_filter_from_args(request.args)
@@ -59,7 +59,7 @@ def _load_match(match_id: int) -> Match:
     return match
 
 
-@matches.get("/<int:match_id>")
+@blueprint.get("/<int:match_id>")
 def detail(match_id: int) -> str:
     match = _load_match(match_id)
     chapter = match.chapter
@@ -76,7 +76,7 @@ def detail(match_id: int) -> str:
     )
 
 
-@matches.post("/<int:match_id>/status")
+@blueprint.post("/<int:match_id>/status")
 def set_status(match_id: int) -> Response:
     # The CSRF token was checked before this view ran (see admin.web).
     status = request.form.get("status", "")

@@ -7,17 +7,17 @@ from flask import Blueprint, abort, render_template
 from admin.views.context import db_session
 from admin.views.queries import chapter_rows, work_rows
 
-__all__ = ["works"]
+__all__ = ["blueprint"]
 
-works = Blueprint("works", __name__, url_prefix="/works")
+blueprint = Blueprint("works", __name__, url_prefix="/works")
 
 
-@works.get("")
+@blueprint.get("")
 def index() -> str:
     return render_template("works.html", works=work_rows(db_session()))
 
 
-@works.get("/<int:work_id>")
+@blueprint.get("/<int:work_id>")
 def detail(work_id: int) -> str:
     session = db_session()
     rows = work_rows(session, work_id)

@@ -1,0 +1,499 @@
+"""The admin app through Flask's test client, on SQLite and on PostgreSQL (the ``settings`` fixture).
+
+Rows are seeded through the ORM with texts written for these tests; crawled strings carry hostile markup.
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from html import unescape
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from admin.web import CONTENT_SECURITY_POLICY, SECRET_KEY_FILE, create_app
+from compare.records import MATCH_FIELDS
+from storage.db import create_engine_for, migrate
+from storage.models import Chapter, Match, Page, Work
+from storage.settings import Settings
+
+SCRIPT = "<script>alert(1)</script>"
+ESCAPED_SCRIPT = "&lt;script&gt;alert(1)&lt;/script&gt;"
+
+CHAPTER_ONE = "第一章 山中\n山中有一座小庙，庙里住着一位老和尚。每天清晨他都去溪边挑水。\n"
+CHAPTER_TWO = "第二章 下山\n小和尚长大以后决定下山看看外面的世界，他带着一把旧伞出发了。\n"
+WORK_TEXT = CHAPTER_ONE + CHAPTER_TWO
+COPIED_ONE = "庙里住着一位老和尚"
+COPIED_TWO = "他带着一把旧伞出发了"
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Seeded:
+    work_id: int
+    other_work_id: int
+    chapter_ids: tuple[int, int]
+    hostile_match_id: int
+    plain_match_id: int
+    javascript_match_id: int
+    match_ids_newest_first: tuple[int, ...]
+
+
+def _work(title: str, text: str, chapters: list[str], sha: str) -> Work:
+    work = Work(title=title, source_name=f"{title}.txt", content_sha256=sha, text=text)
+    position = 0
+    for index, chapter_text in enumerate(chapters, start=1):
+        start = text.index(chapter_text, position)
+        position = start + len(chapter_text)
+        work.chapters.append(
+            Chapter(
+                index=index,
+                title=chapter_text.split("\n", 1)[0],
+                start=start,
+                end=position,
+                text=chapter_text,
+            )
+        )
+    return work
+
+
+def _span(page_text: str, passage: str) -> list[int]:
+    page_start = page_text.index(passage)
+    work_start = WORK_TEXT.index(passage)
+    return [page_start, page_start + len(passage), work_start, work_start + len(passage)]
+
+
+def seed(session: Session) -> Seeded:
+    work = _work("山中故事", WORK_TEXT, [CHAPTER_ONE, CHAPTER_TWO], "a" * 64)
+    other = _work(f"Other {SCRIPT}", "Chapter 1\nA quiet text.\n", ["Chapter 1\nA quiet text.\n"], "b" * 64)
+    session.add_all([work, other])
+
+    hostile_text = f"导航 首页 {SCRIPT} 正文：{COPIED_ONE}，然后 {COPIED_TWO}。<b>bold</b> 广告"
+    hostile = Page(
+        url=f'http://pirate.example/book/1.html?q="><script>alert(1)</script>',
+        final_url="http://pirate.example/book/1.html",
+        host="pirate.example",
+        status=200,
+        title=f"盗版 {SCRIPT}",
+        text=hostile_text,
+    )
+    plain_text = f"另一个网站转载：{COPIED_TWO}。"
+    plain = Page(
+        url="https://copy.example/ch2",
+        final_url="https://copy.example/ch2",
+        host="copy.example",
+        status=200,
+        title="转载",
+        text=plain_text,
+    )
+    javascript = Page(
+        url="javascript:alert(1)",
+        final_url="javascript:alert(1)",
+        host=SCRIPT,
+        status=200,
+        title="js",
+        text=f"{COPIED_ONE}",
+    )
+    other_page = Page(
+        url="http://pirate.example/other.html",
+        final_url="http://pirate.example/other.html",
+        host="pirate.example",
+        status=200,
+        title="other",
+        text="A quiet text.",
+    )
+    session.add_all([hostile, plain, javascript, other_page])
+    session.flush()
+    chapter_one, chapter_two = work.chapters
+
+    hostile_match = Match(
+        page=hostile,
+        work=work,
+        chapter=chapter_one,
+        score=0.9312,
+        methods=["simhash64", "winnowing"],
+        spans=[_span(hostile_text, COPIED_ONE), _span(hostile_text, COPIED_TWO)],
+        status="flagged",
+        first_seen=T0,
+        last_seen=T0,
+    )
+    plain_match = Match(
+        page=plain,
+        work=work,
+        chapter=chapter_two,
+        score=0.8,
+        methods=["dna"],
+        spans=[_span(plain_text, COPIED_TWO)],
+        status="licensed",
+        first_seen=T0 + timedelta(hours=1),
+        last_seen=T0 + timedelta(hours=1),
+    )
+    javascript_match = Match(
+        page=javascript,
+        work=work,
+        chapter=chapter_one,
+        score=0.7,
+        methods=["winnowing"],
+        spans=[[0, len(COPIED_ONE), *_span(WORK_TEXT, COPIED_ONE)[2:]]],
+        status="dismissed",
+        first_seen=T0 + timedelta(hours=2),
+        last_seen=T0 + timedelta(hours=2),
+    )
+    other_match = Match(
+        page=other_page,
+        work=other,
+        chapter=other.chapters[0],
+        score=0.99,
+        methods=["simhash64"],
+        spans=[[0, 13, 10, 23]],
+        status="confirmed",
+        first_seen=T0 + timedelta(hours=3),
+        last_seen=T0 + timedelta(hours=3),
+    )
+    session.add_all([hostile_match, plain_match, javascript_match, other_match])
+    session.commit()
+    seeded = Seeded(
+        work_id=work.id,
+        other_work_id=other.id,
+        chapter_ids=(chapter_one.id, chapter_two.id),
+        hostile_match_id=hostile_match.id,
+        plain_match_id=plain_match.id,
+        javascript_match_id=javascript_match.id,
+        match_ids_newest_first=(other_match.id, javascript_match.id, plain_match.id, hostile_match.id),
+    )
+    session.close()
+    return seeded
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[Flask]:
+    app = create_app(settings)
+    yield app
+    app.extensions["fptrack"].engine.dispose()
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def seeded(session: Session) -> Seeded:
+    return seed(session)
+
+
+def _text(response) -> str:  # type: ignore[no-untyped-def]
+    return response.get_data(as_text=True)
+
+
+def _marks(html: str, container_id: str) -> list[str]:
+    block = re.search(rf'<div class="text" id="{container_id}">(.*?)</div>', html, re.S)
+    assert block, container_id
+    return [unescape(re.sub(r"<[^>]+>", "", inner)) for inner in re.findall(r"<mark[^>]*>(.*?)</mark>", block.group(1), re.S)]
+
+
+def _csrf_from(html: str) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert found, "the review form carries no CSRF token"
+    return found.group(1)
+
+
+# ---------------------------------------------------------------------------------------------- pages
+
+
+def test_dashboard_shows_counts_and_top_hosts(client: FlaskClient, seeded: Seeded) -> None:
+    response = client.get("/")
+    html = _text(response)
+    assert response.status_code == 200
+    assert 'id="count-works">2<' in html
+    assert 'id="count-chapters">3<' in html
+    assert 'id="count-pages">4<' in html
+    assert 'id="count-matches">4<' in html
+    for status in ("flagged", "licensed", "confirmed", "dismissed"):
+        assert f'id="status-{status}">1<' in html
+    hosts = re.findall(r'<td class="host">(.*?)</td><td class="num">(\d+)</td>', html)
+    assert hosts[0] == ("pirate.example", "2")
+    assert sorted(hosts[1:]) == sorted([("copy.example", "1"), (ESCAPED_SCRIPT, "1")])
+
+
+def test_works_list_and_detail(client: FlaskClient, seeded: Seeded) -> None:
+    html = _text(client.get("/works"))
+    rows = re.findall(r'<a href="/works/(\d+)">(.*?)</a></td>\s*<td class="num">(\d+)</td>\s*<td class="num">(.*?)</td>', html)
+    by_id = {int(work_id): (title, chapters, re.sub(r"<[^>]+>", "", matches)) for work_id, title, chapters, matches in rows}
+    assert by_id[seeded.work_id] == ("山中故事", "2", "3")
+    assert by_id[seeded.other_work_id] == (f"Other {ESCAPED_SCRIPT}", "1", "1")
+
+    detail = _text(client.get(f"/works/{seeded.work_id}"))
+    chapters = re.findall(r'<td class="num">(\d+)</td>\s*<td>(.*?)</td>\s*<td class="num">(\d+)</td>\s*<td class="num">(\d+)</td>', detail)
+    assert chapters == [
+        ("1", "第一章 山中", str(len(CHAPTER_ONE)), "2"),
+        ("2", "第二章 下山", str(len(CHAPTER_TWO)), "1"),
+    ]
+
+
+@pytest.mark.parametrize("path", ["/works/999999", "/matches/999999", "/api/matches/999999"])
+def test_missing_ids_are_404(client: FlaskClient, seeded: Seeded, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 404
+    if path.startswith("/api/"):
+        assert "999999" in response.get_json()["error"]
+    else:
+        assert "999999" in _text(response)
+
+
+def _listed_match_ids(html: str) -> list[int]:
+    return [int(found) for found in re.findall(r'href="/matches/(\d+)"', html)]
+
+
+def test_matches_list_is_newest_first_and_filters(client: FlaskClient, seeded: Seeded) -> None:
+    html = _text(client.get("/matches"))
+    assert _listed_match_ids(html) == list(seeded.match_ids_newest_first)
+    assert "0.931" in html and "simhash64, winnowing" in html and "2026-03-01 12:00 UTC" in html
+
+    flagged = _text(client.get("/matches?status=flagged"))
+    assert _listed_match_ids(flagged) == [seeded.hostile_match_id]
+    by_work = _text(client.get(f"/matches?work={seeded.work_id}"))
+    assert _listed_match_ids(by_work) == list(seeded.match_ids_newest_first[1:])
+    both = _text(client.get(f"/matches?work={seeded.work_id}&status=licensed"))
+    assert _listed_match_ids(both) == [seeded.plain_match_id]
+
+
+@pytest.mark.parametrize("query", ["status=stolen", "work=abc", "page=0", "page=x"])
+def test_bad_filters_are_400_with_a_reason(client: FlaskClient, seeded: Seeded, query: str) -> None:
+    response = client.get(f"/matches?{query}")
+    assert response.status_code == 400
+    name = query.split("=")[0]
+    assert name in _text(response)
+
+
+def test_matches_list_paginates(client: FlaskClient, seeded: Seeded, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("admin.views.matches.PER_PAGE", 3)
+    first = _text(client.get("/matches"))
+    assert _listed_match_ids(first) == list(seeded.match_ids_newest_first[:3])
+    assert "page 1 of 2" in first and 'href="/matches?page=2"' in first
+    second = _text(client.get("/matches?page=2"))
+    assert _listed_match_ids(second) == list(seeded.match_ids_newest_first[3:])
+    # The pager keeps the filter.
+    monkeypatch.setattr("admin.views.matches.PER_PAGE", 2)
+    filtered = _text(client.get(f"/matches?work={seeded.work_id}"))
+    assert f'href="/matches?page=2&amp;work={seeded.work_id}"' in filtered
+    last = _text(client.get(f"/matches?page=2&work={seeded.work_id}"))
+    assert _listed_match_ids(last) == [seeded.hostile_match_id]
+    assert "page 2 of 2" in last
+
+
+def test_evidence_view_highlights_the_same_passages_on_both_sides(client: FlaskClient, seeded: Seeded) -> None:
+    response = client.get(f"/matches/{seeded.hostile_match_id}")
+    html = _text(response)
+    assert response.status_code == 200
+    assert _marks(html, "page-text") == [COPIED_ONE, COPIED_TWO]
+    # The match is attributed to chapter one: the chapter side shows passage 1; passage 2 lies in chapter two.
+    assert _marks(html, "work-text") == [COPIED_ONE]
+    assert 'id="p1"' in html and 'id="w1"' in html and 'id="p2"' in html
+    assert "第一章 山中" in html
+
+
+# ------------------------------------------------------------------------------------------- security
+
+
+@pytest.mark.parametrize("path", ["/", "/works", "/matches", "/matches/{hostile}", "/matches/{javascript}", "/works/{other}"])
+def test_hostile_crawled_strings_are_escaped(client: FlaskClient, seeded: Seeded, path: str) -> None:
+    url = path.format(hostile=seeded.hostile_match_id, javascript=seeded.javascript_match_id, other=seeded.other_work_id)
+    html = _text(client.get(url))
+    assert "<script" not in html.lower()
+    assert "<b>bold</b>" not in html
+    assert ESCAPED_SCRIPT in html
+    assert 'href="javascript:' not in html.lower()
+
+
+def test_only_http_urls_become_links(client: FlaskClient, seeded: Seeded) -> None:
+    html = _text(client.get("/matches"))
+    assert 'href="https://copy.example/ch2"' in html
+    assert 'href="http://pirate.example/book/1.html?q=&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"' in html
+    assert '<span class="url not-link" title="not an http(s) URL, shown as text">javascript:alert(1)</span>' in html
+    assert 'rel="noopener noreferrer nofollow"' in html
+
+
+def test_security_headers(client: FlaskClient, seeded: Seeded) -> None:
+    for path in ("/", "/matches", f"/matches/{seeded.hostile_match_id}", "/api/stats", "/nowhere"):
+        headers = client.get(path).headers
+        assert headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY, path
+        assert "script-src" not in CONTENT_SECURITY_POLICY and "default-src 'none'" in CONTENT_SECURITY_POLICY
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["Referrer-Policy"] == "no-referrer"
+        assert headers["X-Frame-Options"] == "DENY"
+
+
+# -------------------------------------------------------------------------------------- status change
+
+
+def _status_in_db(settings: Settings, match_id: int) -> str:
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            status = session.scalar(select(Match.status).where(Match.id == match_id))
+            assert status is not None
+            return status
+    finally:
+        engine.dispose()
+
+
+def test_status_change_needs_the_session_token(client: FlaskClient, seeded: Seeded, settings: Settings) -> None:
+    match_id = seeded.hostile_match_id
+    url = f"/matches/{match_id}/status"
+
+    assert client.post(url, data={"status": "confirmed"}).status_code == 400
+    assert client.post(url, data={"status": "confirmed", "csrf_token": "forged"}).status_code == 400
+    assert _status_in_db(settings, match_id) == "flagged"
+
+    # A token from another browser session is worth nothing here.
+    other_client = client.application.test_client()
+    foreign_token = _csrf_from(_text(other_client.get(f"/matches/{match_id}")))
+    token = _csrf_from(_text(client.get(f"/matches/{match_id}")))
+    assert foreign_token != token
+    assert client.post(url, data={"status": "confirmed", "csrf_token": foreign_token}).status_code == 400
+    assert _status_in_db(settings, match_id) == "flagged"
+
+    response = client.post(url, data={"status": "confirmed", "csrf_token": token})
+    assert response.status_code == 303
+    assert response.headers["Location"].endswith(f"/matches/{match_id}")
+    assert _status_in_db(settings, match_id) == "confirmed"
+    page = _text(client.get(f"/matches/{match_id}"))
+    assert f"Match {match_id} is now confirmed." in page
+    assert '<span class="status status-confirmed">confirmed</span>' in page
+
+    assert client.post(url, data={"status": "dismissed", "csrf_token": token}).status_code == 303
+    assert _status_in_db(settings, match_id) == "dismissed"
+
+
+def test_status_change_rejects_other_values_and_missing_matches(client: FlaskClient, seeded: Seeded, settings: Settings) -> None:
+    token = _csrf_from(_text(client.get(f"/matches/{seeded.hostile_match_id}")))
+    for status in ("licensed", "stolen", ""):
+        response = client.post(
+            f"/matches/{seeded.hostile_match_id}/status", data={"status": status, "csrf_token": token}
+        )
+        assert response.status_code == 400, status
+    assert _status_in_db(settings, seeded.hostile_match_id) == "flagged"
+    missing = client.post("/matches/999999/status", data={"status": "confirmed", "csrf_token": token})
+    assert missing.status_code == 404
+    assert client.get(f"/matches/{seeded.hostile_match_id}/status").status_code == 405
+
+
+# ------------------------------------------------------------------------------------------- JSON API
+
+
+def test_api_matches_carry_the_public_fields_plus_id_and_status(client: FlaskClient, seeded: Seeded) -> None:
+    body = client.get("/api/matches").get_json()
+    assert body["total"] == 4 and body["page"] == 1 and body["pages"] == 1 and body["per_page"] == 50
+    assert [item["id"] for item in body["items"]] == list(seeded.match_ids_newest_first)
+    hostile = next(item for item in body["items"] if item["id"] == seeded.hostile_match_id)
+    assert list(hostile) == ["id", *MATCH_FIELDS, "status"]
+    assert hostile["page_url"] == 'http://pirate.example/book/1.html?q="><script>alert(1)</script>'
+    assert hostile["work_id"] == seeded.work_id
+    assert hostile["work_title"] == "山中故事"
+    assert hostile["chapter_index"] == 1
+    assert hostile["chapter_title"] == "第一章 山中"
+    assert hostile["score"] == 0.9312
+    assert hostile["methods"] == ["simhash64", "winnowing"]
+    page_text = f"导航 首页 {SCRIPT} 正文：{COPIED_ONE}，然后 {COPIED_TWO}。<b>bold</b> 广告"
+    assert hostile["spans"] == [_span(page_text, COPIED_ONE), _span(page_text, COPIED_TWO)]
+    assert hostile["first_seen"] == "2026-03-01T12:00:00+00:00" or hostile["first_seen"] == "2026-03-01T12:00:00"
+    assert hostile["status"] == "flagged"
+
+    one = client.get(f"/api/matches/{seeded.hostile_match_id}").get_json()
+    assert one == hostile
+
+
+def test_api_matches_filters_and_paginates(client: FlaskClient, seeded: Seeded) -> None:
+    body = client.get(f"/api/matches?work={seeded.work_id}&per_page=2&page=2").get_json()
+    assert body["total"] == 3 and body["pages"] == 2 and body["page"] == 2
+    assert [item["id"] for item in body["items"]] == [seeded.hostile_match_id]
+    dismissed = client.get("/api/matches?status=dismissed").get_json()
+    assert [item["id"] for item in dismissed["items"]] == [seeded.javascript_match_id]
+    bad = client.get("/api/matches?status=stolen")
+    assert bad.status_code == 400 and "stolen" in bad.get_json()["error"]
+    assert client.get("/api/matches?per_page=100000").get_json()["per_page"] == 500
+
+
+def test_api_stats(client: FlaskClient, seeded: Seeded) -> None:
+    stats = client.get("/api/stats").get_json()
+    assert stats["works"] == 2 and stats["chapters"] == 3 and stats["pages"] == 4 and stats["matches"] == 4
+    assert stats["matches_by_status"] == {"flagged": 1, "licensed": 1, "confirmed": 1, "dismissed": 1}
+    assert stats["top_hosts"][0] == {"host": "pirate.example", "matches": 2}
+    assert {"host": SCRIPT, "matches": 1} in stats["top_hosts"]
+
+
+def test_empty_database_pages_render(client: FlaskClient) -> None:
+    for path in ("/", "/works", "/matches"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+    assert client.get("/api/stats").get_json()["matches"] == 0
+    assert client.get("/api/matches").get_json() == {"items": [], "page": 1, "per_page": 50, "total": 0, "pages": 1}
+
+
+# ---------------------------------------------------------------------------------- database not ready
+
+
+def test_uninitialised_database_says_run_fptrack_init(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(data_dir=tmp_path)
+    app = create_app(settings)
+    client = app.test_client()
+    try:
+        page = client.get("/matches")
+        assert page.status_code == 503
+        assert "fptrack init" in _text(page)
+        api = client.get("/api/stats")
+        assert api.status_code == 503 and "fptrack init" in api.get_json()["error"]
+        assert client.get("/static/admin.css").status_code == 200
+
+        migrate(settings)
+        assert client.get("/matches").status_code == 200  # picked up without a restart
+    finally:
+        app.extensions["fptrack"].engine.dispose()
+
+
+def test_unreachable_database_is_a_clear_503(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(data_dir=tmp_path, database_url="postgresql://nobody:secret@127.0.0.1:1/fptrack")
+    app = create_app(settings)
+    try:
+        response = app.test_client().get("/")
+        html = _text(response)
+        assert response.status_code == 503
+        assert "cannot open the database" in html and "127.0.0.1:1" in html
+        assert "secret" not in html
+    finally:
+        app.extensions["fptrack"].engine.dispose()
+
+
+# ------------------------------------------------------------------------------------------ app factory
+
+
+def test_secret_key_is_kept_private_in_the_data_dir(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(data_dir=tmp_path / "data")
+    first, second = create_app(settings), create_app(settings)
+    try:
+        key_file = tmp_path / "data" / SECRET_KEY_FILE
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        assert first.secret_key == second.secret_key and len(first.secret_key) == 32
+        assert create_app(Settings(data_dir=tmp_path / "elsewhere")).secret_key != first.secret_key
+    finally:
+        first.extensions["fptrack"].engine.dispose()
+        second.extensions["fptrack"].engine.dispose()
+
+
+def test_create_app_reads_the_environment_when_called(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("FPTRACK_DATA_DIR", str(tmp_path / "from-env"))
+    monkeypatch.delenv("FPTRACK_DATABASE_URL", raising=False)
+    app = create_app()
+    try:
+        assert app.extensions["fptrack"].settings.data_dir == tmp_path / "from-env"
+        assert (tmp_path / "from-env" / SECRET_KEY_FILE).exists()
+    finally:
+        app.extensions["fptrack"].engine.dispose()
