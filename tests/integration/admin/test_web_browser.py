@@ -1,0 +1,172 @@
+"""The admin in a real browser: Debian's Chromium driven by Playwright against the app on 127.0.0.1.
+
+A reviewer opens the dashboard, goes to a match, sees the copied passages highlighted on both sides, and
+confirms it; the hostile markup in the crawled page never runs. Playwright never downloads a browser here: it
+launches ``/usr/bin/chromium`` through ``executable_path``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from werkzeug.serving import make_server
+
+from admin.web import create_app
+from storage.db import create_engine_for
+from storage.models import Chapter, Match, Page, Work
+from storage.settings import Settings
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_PATH = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+CHAPTER_ONE = "第一回 风起\n江边的渡口只有一条旧船，船夫每天黄昏都会唱同一首歌。\n"
+CHAPTER_TWO = "第二回 夜航\n那天夜里雾很大，船夫没有唱歌，只是默默地把灯挂上了船头。\n"
+WORK_TEXT = CHAPTER_ONE + CHAPTER_TWO
+COPIED = ("船夫每天黄昏都会唱同一首歌", "江边的渡口只有一条旧船")
+HOSTILE_SCRIPT = "<script>window.__pwned = true; alert('pwned')</script>"
+HOSTILE_IMG = '<img src=x onerror="window.__pwned = true">'
+PAGE_TEXT = f"{HOSTILE_SCRIPT}本站首页 | {COPIED[1]}。{HOSTILE_IMG}好看：{COPIED[0]}。广告位"
+
+
+def _seed(settings: Settings) -> int:
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            work = Work(title="渡口", source_name="dukou.txt", content_sha256="c" * 64, text=WORK_TEXT)
+            one_start = 0
+            two_start = len(CHAPTER_ONE)
+            work.chapters.append(
+                Chapter(index=1, title="第一回 风起", start=one_start, end=two_start, text=CHAPTER_ONE)
+            )
+            work.chapters.append(
+                Chapter(index=2, title="第二回 夜航", start=two_start, end=len(WORK_TEXT), text=CHAPTER_TWO)
+            )
+            page = Page(
+                url='http://pirate.example/read/1.html?x="><script>window.__pwned=1</script>',
+                final_url="http://pirate.example/read/1.html",
+                host="pirate.example",
+                status=200,
+                title=f"渡口 全文 {HOSTILE_SCRIPT}",
+                text=PAGE_TEXT,
+            )
+            spans = []
+            for passage in COPIED:
+                page_start, work_start = PAGE_TEXT.index(passage), WORK_TEXT.index(passage)
+                spans.append([page_start, page_start + len(passage), work_start, work_start + len(passage)])
+            match = Match(
+                page=page,
+                work=work,
+                chapter=work.chapters[0],
+                score=0.97,
+                methods=["simhash64", "winnowing"],
+                spans=spans,
+                status="flagged",
+                first_seen=datetime(2026, 3, 2, 8, 30, tzinfo=UTC),
+                last_seen=datetime(2026, 3, 2, 8, 30, tzinfo=UTC),
+            )
+            session.add_all([work, page, match])
+            session.commit()
+            return match.id
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def served_admin(sqlite_settings: Settings) -> Iterator[tuple[str, Settings, int]]:
+    match_id = _seed(sqlite_settings)
+    app = create_app(sqlite_settings)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", sqlite_settings, match_id
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        app.extensions["fptrack"].engine.dispose()
+
+
+def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
+    served_admin: tuple[str, Settings, int],
+) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    base_url, settings, match_id = served_admin
+    dialogs: list[str] = []
+    console: list[str] = []
+    outside_requests: list[str] = []
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page()
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            page.on("console", lambda message: console.append(message.text))
+            page.on(
+                "request",
+                lambda request: None if request.url.startswith(base_url) else outside_requests.append(request.url),
+            )
+
+            page.goto(base_url + "/")
+            expect(page.locator("#count-matches")).to_have_text("1")
+            expect(page.locator("#status-flagged")).to_have_text("1")
+
+            page.get_by_role("link", name="Matches", exact=True).first.click()
+            expect(page).to_have_url(base_url + "/matches")
+            # The hostile page title is shown as text in the list.
+            expect(page.locator(".page-title")).to_have_text(f"渡口 全文 {HOSTILE_SCRIPT}")
+            page.get_by_role("link", name="evidence").click()
+            expect(page).to_have_url(f"{base_url}/matches/{match_id}")
+
+            page_marks = page.locator("#page-text mark")
+            expect(page_marks).to_have_text([COPIED[1], COPIED[0]])
+            expect(page.locator("#work-text mark")).to_have_text([COPIED[1], COPIED[0]])
+            highlight = page_marks.first.evaluate("element => getComputedStyle(element).backgroundColor")
+            assert highlight not in ("rgba(0, 0, 0, 0)", "transparent"), "the stylesheet did not load"
+            page_text = page.locator("#page-text").inner_text()
+            assert HOSTILE_SCRIPT in page_text and HOSTILE_IMG in page_text
+            assert page.locator("#page-text script, #page-text img, script").count() == 0
+
+            # Passage 1 of the page links to the same passage in the registered chapter.
+            page.locator("#page-text mark a").nth(1).click()
+            expect(page).to_have_url(f"{base_url}/matches/{match_id}#w1")
+
+            page.get_by_role("button", name="Confirm piracy").click()
+            expect(page).to_have_url(f"{base_url}/matches/{match_id}")
+            expect(page.locator("h1 .status")).to_have_text("confirmed")
+            expect(page.locator(".notice")).to_have_text(f"Match {match_id} is now confirmed.")
+            expect(page.get_by_role("button", name="Confirm piracy")).to_have_count(0)
+
+            page.goto(base_url + "/matches?status=confirmed")
+            expect(page.locator("td .status")).to_have_text(["confirmed"])
+
+            assert page.evaluate("typeof window.__pwned") == "undefined"
+        finally:
+            browser.close()
+
+    assert dialogs == []
+    # Nothing even tried to run: a blocked inline script would show up as a CSP report in the console.
+    assert not [line for line in console if "Content Security Policy" in line], console
+    assert outside_requests == []
+
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            assert session.scalar(select(Match.status).where(Match.id == match_id)) == "confirmed"
+    finally:
+        engine.dispose()
