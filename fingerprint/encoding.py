@@ -13,6 +13,7 @@ from dataclasses import dataclass
 __all__ = ["DecodedText", "UndecodableError", "decode_bytes", "normalise_encoding_name"]
 
 _CANDIDATES = ("utf-8", "gb18030", "big5")
+_DOUBLE_BYTE_CJK = ("gb18030", "big5", "big5hkscs")
 _SAMPLE_BYTES = 64 * 1024
 _ALIASES = {
     "gb2312": "gb18030",  # pirate pages label GBK text as gb2312; gb18030 is a strict superset
@@ -71,6 +72,15 @@ def decode_bytes(data: bytes, declared: str | None = None) -> DecodedText:
         return DecodedText("", normalise_encoding_name(declared) or "utf-8")
 
     declared_codec = normalise_encoding_name(declared)
+    if declared_codec in _DOUBLE_BYTE_CJK and not data.isascii():
+        # GBK and Big5 bytes often decode strictly under each other (into nonsense), and so may UTF-8 under
+        # GB18030: a page declaring one of them while being another is caught by weighing the rivals.
+        if declared_codec != "utf-8" and _decodes(data, "utf-8"):
+            return DecodedText(data.decode("utf-8"), "utf-8")
+        if _decodes(data, declared_codec):
+            rivals = [c for c in _DOUBLE_BYTE_CJK[:2] if c != declared_codec and _decodes(data, c)]
+            chosen = _declared_unless_garbled(data, declared_codec, rivals) if rivals else declared_codec
+            return DecodedText(data.decode(chosen), chosen)
     if declared_codec and _decodes(data, declared_codec):
         # A declared single-byte charset (latin-1 on a GBK page) decodes anything: trust it only for ASCII.
         if declared_codec in ("utf-8", "gb18030", "big5", "big5hkscs") or data.isascii():
@@ -98,6 +108,26 @@ def _decodes(data: bytes, codec: str) -> bool:
     except (UnicodeDecodeError, LookupError):
         return False
     return True
+
+
+def _declared_unless_garbled(data: bytes, declared: str, rivals: list[str]) -> str:
+    """Keep the declared codec unless charset_normalizer finds its decoding clearly messier than a rival's
+    (it drops a candidate whose mess ratio is too high; short samples score alike, and then the claim wins)."""
+    from charset_normalizer import from_bytes
+
+    isolation = [c.replace("-", "_") for c in (declared, *rivals)]
+    chaos: dict[str, float] = {}
+    for match in from_bytes(data[:_SAMPLE_BYTES], cp_isolation=isolation):
+        name = normalise_encoding_name(match.encoding)
+        if name is not None:
+            chaos[name] = min(match.chaos, chaos.get(name, 1.0))
+    rival_chaos = {c: chaos[c] for c in rivals if c in chaos}
+    if not rival_chaos:
+        return declared
+    best_rival = min(rival_chaos, key=rival_chaos.__getitem__)
+    if declared in chaos and chaos[declared] <= rival_chaos[best_rival] + 0.05:
+        return declared
+    return best_rival
 
 
 def _rank(data: bytes, candidates: list[str]) -> str:
