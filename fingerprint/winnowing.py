@@ -1,0 +1,62 @@
+"""Winnowing (Schleimer, Wilkerson, Aiken, "Winnowing: local algorithms for document fingerprinting",
+SIGMOD 2003) for passage localisation (ALGORITHMS.md 8).
+
+Hash every k-gram of the text; slide a window over w consecutive k-gram hashes; in each window select the
+minimum hash (the rightmost one on ties) and record it once as (hash, position of its k-gram). Guarantee:
+two texts sharing a run of at least ``w + k - 1`` characters share at least one selected fingerprint whose
+k-gram lies inside that run in both texts (the run holds w whole k-grams, i.e. one whole window, and both
+texts select that window's minimum). Noise shorter than k is never selected.
+
+Run it over the normalised text (exact passages) and over the pinyin-initial string (passages that survive
+homophone swaps and Traditional/Simplified conversion); positions index the input string, and the two are
+aligned because initials have one character per normalised character.
+
+Hashes are the 64-bit feature hashes of ``features.char_shingle_hashes`` reinterpreted as signed int64,
+so they go into a BIGINT column as they are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fingerprint.features import char_shingle_hashes
+
+__all__ = ["winnow", "winnow_hashes"]
+
+
+def winnow_hashes(hashes: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Winnow a sequence of int64 hashes with window ``w``: (selected hashes, their indices), in order.
+
+    A sequence shorter than one window is treated as one window (its minimum is selected).
+    """
+    if w < 1:
+        raise ValueError(f"winnowing window w must be >= 1, got {w}")
+    h = np.asarray(hashes, dtype=np.int64)
+    n = h.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if n <= w:
+        rev = h[::-1]
+        pos = n - 1 - int(np.argmin(rev))
+        return h[pos : pos + 1].copy(), np.array([pos], dtype=np.int64)
+    windows = np.lib.stride_tricks.sliding_window_view(h, w)
+    # rightmost minimum of each window: argmin over the reversed window
+    rightmost = w - 1 - np.argmin(windows[:, ::-1], axis=1)
+    positions = np.arange(n - w + 1, dtype=np.int64) + rightmost
+    # selected positions never decrease; keep each once
+    keep = np.ones(positions.size, dtype=bool)
+    keep[1:] = positions[1:] != positions[:-1]
+    positions = positions[keep]
+    return h[positions], positions
+
+
+def winnow(text: str, k: int, w: int) -> tuple[tuple[int, int], ...]:
+    """Winnowing fingerprints of ``text``: ((hash, position), ...) with signed 64-bit hashes.
+
+    ``position`` is the index in ``text`` of the first character of the selected k-gram.
+    """
+    if k < 1:
+        raise ValueError(f"winnowing k-gram length k must be >= 1, got {k}")
+    hashes = char_shingle_hashes(text, k).view(np.int64)
+    selected, positions = winnow_hashes(hashes, w)
+    return tuple(zip(selected.tolist(), positions.tolist()))

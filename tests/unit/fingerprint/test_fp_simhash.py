@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fingerprint.features import token_hashes
+from fingerprint.simhash import SimhashParams, hamming, simhash, simhash_text, simhash_tokens
+
+from .strategies import COMMON_HAN
+
+
+def _brute_simhash(words: list[str], weights: list[float], bits: int) -> int:
+    hashes = [int(h) for h in token_hashes(words, 0)]
+    if bits == 128:
+        hashes = [lo | (int(hi) << 64) for lo, hi in zip(hashes, token_hashes(words, 1))]
+    v = [0.0] * bits
+    for h, w in zip(hashes, weights):
+        for i in range(bits):
+            v[i] += w if (h >> i) & 1 else -w
+    return sum(1 << i for i in range(bits) if v[i] > 0)
+
+
+@given(
+    st.lists(st.text(min_size=1, max_size=4), min_size=0, max_size=30),
+    st.sampled_from([64, 128]),
+    st.data(),
+)
+def test_simhash_matches_the_definition(words: list[str], bits: int, data):
+    # integer-valued weights keep every sum exact, so ties (V[i] == 0 -> bit 0) are tested too
+    weights = data.draw(st.lists(st.integers(1, 50).map(float), min_size=len(words), max_size=len(words)))
+    assert simhash(words, weights, bits) == _brute_simhash(words, weights, bits)
+    assert simhash(words, None, bits) == _brute_simhash(words, [1.0] * len(words), bits)
+
+
+def test_simhash_input_checks():
+    with pytest.raises(ValueError, match="bits"):
+        simhash(["a"], bits=32)
+    with pytest.raises(ValueError, match="weights"):
+        simhash(["a", "b"], [1.0])
+    with pytest.raises(ValueError, match="shape"):
+        simhash(np.zeros(3, dtype=np.uint64), bits=128)
+    assert simhash([]) == 0
+
+
+def test_hamming():
+    assert hamming(0b1011, 0b0001) == 2
+    assert hamming(-1, 0) == 64
+    assert hamming(1 << 127, 0) == 1
+
+
+def test_params_validation():
+    with pytest.raises(ValueError, match="weighting"):
+        SimhashParams(scheme="bogus")
+    with pytest.raises(ValueError, match="bits"):
+        SimhashParams(bits=32)
+
+
+def test_position_option_separates_swapped_terms():
+    a, b = "能力比学历重要性高", "学历比能力重要性高"
+    assert simhash_text(a) == simhash_text(b)  # classic Simhash cannot tell them apart (E-Simhash fig. 2)
+    p = SimhashParams(position=True)
+    assert simhash_text(a, params=p) != simhash_text(b, params=p)
+
+
+sentences = st.lists(st.sampled_from(COMMON_HAN), min_size=200, max_size=600).map("".join)
+
+
+@settings(max_examples=50, deadline=None)
+@given(sentences, st.sampled_from(["tf", "tfidf", "entropy", "termlen"]), st.sampled_from([64, 128]))
+def test_identical_input_identical_output(text: str, scheme: str, bits: int):
+    p = SimhashParams(bits=bits, scheme=scheme)
+    a = simhash_text(text, params=p)
+    assert a == simhash_text(text, params=p)
+    assert 0 <= a < (1 << bits)
+
+
+def _edit(text: str, n_edits: int, rng: random.Random) -> str:
+    chars = list(text)
+    for _ in range(n_edits):
+        i = rng.randrange(len(chars))
+        chars[i] = rng.choice(COMMON_HAN)
+    return "".join(chars)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["tf", "tfidf", "termlen"]))
+def test_hamming_grows_with_edits(seed: int, scheme: str):
+    # statistically: the mean distance over many random edits rises with the number of edited characters
+    rng = random.Random(seed)
+    words = ["天下", "大势", "分久必合", "合久必分", "英雄", "豪杰", "兄弟", "结义", "桃园", "刘备", "关羽", "张飞",
+             "黄巾", "起义", "朝廷", "天子", "百姓", "军马", "将军", "城池"]
+    base = "".join(rng.choice(words) for _ in range(600))
+    p = SimhashParams(scheme=scheme)
+    fp = simhash_text(base, params=p)
+    means = []
+    for edits in (5, 60, 600):
+        d = [hamming(fp, simhash_text(_edit(base, edits, rng), params=p)) for _ in range(12)]
+        means.append(sum(d) / len(d))
+    assert means[0] < means[1] < means[2], means
+
+
+def test_simhash_tokens_ignores_stop_words():
+    assert simhash_tokens(["能力", "的", "学历"]) == simhash_tokens(["能力", "学历"])
