@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from flask import Flask, Response, render_template, request
+from flask.typing import ResponseReturnValue
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
@@ -143,14 +144,14 @@ def _wants_json() -> bool:
     return request.path == "/api" or request.path.startswith("/api/")
 
 
-def _http_error(error: HTTPException) -> tuple[object, int]:
+def _http_error(error: HTTPException) -> ResponseReturnValue:
     code = error.code or 500
     if _wants_json():
         return {"error": error.description or error.name}, code
     return render_template("error.html", code=code, name=error.name, description=error.description), code
 
 
-def _database_not_ready(error: Exception) -> tuple[object, int]:
+def _database_not_ready(error: Exception) -> ResponseReturnValue:
     message = str(error)
     if _wants_json():
         return {"error": message}, 503
@@ -158,7 +159,7 @@ def _database_not_ready(error: Exception) -> tuple[object, int]:
     return render_template("not_ready.html", message=message, initialise=initialise), 503
 
 
-def _database_lost(error: OperationalError) -> tuple[object, int]:
+def _database_lost(error: OperationalError) -> ResponseReturnValue:
     log.warning("database error during %s %s: %s", request.method, request.path, error)
     admin_state().schema_ready = False
     return _database_not_ready(DatabaseUnavailable("the database stopped answering; is it running?"))

@@ -78,4 +78,7 @@ def verify_csrf() -> None:
     expected = session.get(_CSRF_SESSION_KEY)
     sent = request.form.get(CSRF_FIELD) or request.headers.get("X-CSRF-Token") or ""
     if not isinstance(expected, str) or not expected or not hmac.compare_digest(expected, sent):
-        abort(400, description="The form's security token is missing or has expired. Reload the page and try again.")
+        abort(
+            400,
+            description="The form's security token is missing or has expired. Reload the page and try again.",
+        )

@@ -10,6 +10,7 @@ Spans are ``[page_start, page_end, work_start, work_end]`` character offsets int
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -58,13 +59,19 @@ def evidence_spans(raw_spans: Iterable[Sequence[object]] | None) -> list[Evidenc
         if not isinstance(raw, (list, tuple)) or len(raw) != 4:
             continue
         try:
-            page_start, page_end, work_start, work_end = (int(v) for v in raw)  # type: ignore[call-overload]
+            page_start, page_end, work_start, work_end = (_offset(value) for value in raw)
         except (TypeError, ValueError):
             continue
         if page_end < page_start or work_end < work_start:
             continue
         spans.append(EvidenceSpan(len(spans) + 1, page_start, page_end, work_start, work_end))
     return spans
+
+
+def _offset(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"an offset must be an integer, got {value!r}")
+    return int(value)
 
 
 def page_ranges(spans: Iterable[EvidenceSpan]) -> list[tuple[int, int, int]]:
@@ -96,7 +103,7 @@ def highlight_segments(text: str, ranges: Iterable[tuple[int, int, int]]) -> lis
     boundaries = sorted({0, length, *(s for s, _, _ in clipped), *(e for _, e, _ in clipped)})
     segments: list[Segment] = []
     anchored: set[int] = set()
-    for left, right in zip(boundaries, boundaries[1:]):
+    for left, right in itertools.pairwise(boundaries):
         covering = [number for start, end, number in clipped if start <= left and right <= end]
         mark = min(covering) if covering else None
         piece = text[left:right]

@@ -81,7 +81,9 @@ def set_status(match_id: int) -> Response:
     # The CSRF token was checked before this view ran (see admin.web).
     status = request.form.get("status", "")
     if status not in REVIEW_STATUSES:
-        abort(400, description=f"A reviewer can set the status to {', '.join(REVIEW_STATUSES)}, not {status!r}.")
+        abort(
+            400, description=f"A reviewer can set the status to {', '.join(REVIEW_STATUSES)}, not {status!r}."
+        )
     match = _load_match(match_id)
     session = db_session()
     if match.status != status:

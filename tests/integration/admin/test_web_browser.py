@@ -119,7 +119,9 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
             page.on("console", lambda message: console.append(message.text))
             page.on(
                 "request",
-                lambda request: None if request.url.startswith(base_url) else outside_requests.append(request.url),
+                lambda request: (
+                    None if request.url.startswith(base_url) else outside_requests.append(request.url)
+                ),
             )
 
             page.goto(base_url + "/")

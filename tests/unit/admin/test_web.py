@@ -77,7 +77,7 @@ def seed(session: Session) -> Seeded:
 
     hostile_text = f"导航 首页 {SCRIPT} 正文：{COPIED_ONE}，然后 {COPIED_TWO}。<b>bold</b> 广告"
     hostile = Page(
-        url=f'http://pirate.example/book/1.html?q="><script>alert(1)</script>',
+        url='http://pirate.example/book/1.html?q="><script>alert(1)</script>',
         final_url="http://pirate.example/book/1.html",
         host="pirate.example",
         status=200,
@@ -194,9 +194,12 @@ def _text(response) -> str:  # type: ignore[no-untyped-def]
 
 
 def _marks(html: str, container_id: str) -> list[str]:
-    block = re.search(rf'<div class="text" id="{container_id}">(.*?)</div>', html, re.S)
+    block = re.search(rf'<div class="text" id="{container_id}">(.*?)</div>', html, re.DOTALL)
     assert block, container_id
-    return [unescape(re.sub(r"<[^>]+>", "", inner)) for inner in re.findall(r"<mark[^>]*>(.*?)</mark>", block.group(1), re.S)]
+    return [
+        unescape(re.sub(r"<[^>]+>", "", inner))
+        for inner in re.findall(r"<mark[^>]*>(.*?)</mark>", block.group(1), re.DOTALL)
+    ]
 
 
 def _csrf_from(html: str) -> str:
@@ -225,13 +228,22 @@ def test_dashboard_shows_counts_and_top_hosts(client: FlaskClient, seeded: Seede
 
 def test_works_list_and_detail(client: FlaskClient, seeded: Seeded) -> None:
     html = _text(client.get("/works"))
-    rows = re.findall(r'<a href="/works/(\d+)">(.*?)</a></td>\s*<td class="num">(\d+)</td>\s*<td class="num">(.*?)</td>', html)
-    by_id = {int(work_id): (title, chapters, re.sub(r"<[^>]+>", "", matches)) for work_id, title, chapters, matches in rows}
+    rows = re.findall(
+        r'<a href="/works/(\d+)">(.*?)</a></td>\s*<td class="num">(\d+)</td>\s*<td class="num">(.*?)</td>',
+        html,
+    )
+    by_id = {
+        int(work_id): (title, chapters, re.sub(r"<[^>]+>", "", matches))
+        for work_id, title, chapters, matches in rows
+    }
     assert by_id[seeded.work_id] == ("山中故事", "2", "3")
     assert by_id[seeded.other_work_id] == (f"Other {ESCAPED_SCRIPT}", "1", "1")
 
     detail = _text(client.get(f"/works/{seeded.work_id}"))
-    chapters = re.findall(r'<td class="num">(\d+)</td>\s*<td>(.*?)</td>\s*<td class="num">(\d+)</td>\s*<td class="num">(\d+)</td>', detail)
+    chapters = re.findall(
+        r'<td class="num">(\d+)</td>\s*<td>(.*?)</td>\s*<td class="num">(\d+)</td>\s*<td class="num">(\d+)</td>',
+        detail,
+    )
     assert chapters == [
         ("1", "第一章 山中", str(len(CHAPTER_ONE)), "2"),
         ("2", "第二章 下山", str(len(CHAPTER_TWO)), "1"),
@@ -289,7 +301,9 @@ def test_matches_list_paginates(client: FlaskClient, seeded: Seeded, monkeypatch
     assert "page 2 of 2" in last
 
 
-def test_evidence_view_highlights_the_same_passages_on_both_sides(client: FlaskClient, seeded: Seeded) -> None:
+def test_evidence_view_highlights_the_same_passages_on_both_sides(
+    client: FlaskClient, seeded: Seeded
+) -> None:
     response = client.get(f"/matches/{seeded.hostile_match_id}")
     html = _text(response)
     assert response.status_code == 200
@@ -303,9 +317,13 @@ def test_evidence_view_highlights_the_same_passages_on_both_sides(client: FlaskC
 # ------------------------------------------------------------------------------------------- security
 
 
-@pytest.mark.parametrize("path", ["/", "/works", "/matches", "/matches/{hostile}", "/matches/{javascript}", "/works/{other}"])
+@pytest.mark.parametrize(
+    "path", ["/", "/works", "/matches", "/matches/{hostile}", "/matches/{javascript}", "/works/{other}"]
+)
 def test_hostile_crawled_strings_are_escaped(client: FlaskClient, seeded: Seeded, path: str) -> None:
-    url = path.format(hostile=seeded.hostile_match_id, javascript=seeded.javascript_match_id, other=seeded.other_work_id)
+    url = path.format(
+        hostile=seeded.hostile_match_id, javascript=seeded.javascript_match_id, other=seeded.other_work_id
+    )
     html = _text(client.get(url))
     assert "<script" not in html.lower()
     assert "<b>bold</b>" not in html
@@ -317,7 +335,10 @@ def test_only_http_urls_become_links(client: FlaskClient, seeded: Seeded) -> Non
     html = _text(client.get("/matches"))
     assert 'href="https://copy.example/ch2"' in html
     assert 'href="http://pirate.example/book/1.html?q=&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"' in html
-    assert '<span class="url not-link" title="not an http(s) URL, shown as text">javascript:alert(1)</span>' in html
+    assert (
+        '<span class="url not-link" title="not an http(s) URL, shown as text">javascript:alert(1)</span>'
+        in html
+    )
     assert 'rel="noopener noreferrer nofollow"' in html
 
 
@@ -345,7 +366,9 @@ def _status_in_db(settings: Settings, match_id: int) -> str:
         engine.dispose()
 
 
-def test_status_change_needs_the_session_token(client: FlaskClient, seeded: Seeded, settings: Settings) -> None:
+def test_status_change_needs_the_session_token(
+    client: FlaskClient, seeded: Seeded, settings: Settings
+) -> None:
     match_id = seeded.hostile_match_id
     url = f"/matches/{match_id}/status"
 
@@ -373,7 +396,9 @@ def test_status_change_needs_the_session_token(client: FlaskClient, seeded: Seed
     assert _status_in_db(settings, match_id) == "dismissed"
 
 
-def test_status_change_rejects_other_values_and_missing_matches(client: FlaskClient, seeded: Seeded, settings: Settings) -> None:
+def test_status_change_rejects_other_values_and_missing_matches(
+    client: FlaskClient, seeded: Seeded, settings: Settings
+) -> None:
     token = _csrf_from(_text(client.get(f"/matches/{seeded.hostile_match_id}")))
     for status in ("licensed", "stolen", ""):
         response = client.post(
@@ -404,7 +429,9 @@ def test_api_matches_carry_the_public_fields_plus_id_and_status(client: FlaskCli
     assert hostile["methods"] == ["simhash64", "winnowing"]
     page_text = f"导航 首页 {SCRIPT} 正文：{COPIED_ONE}，然后 {COPIED_TWO}。<b>bold</b> 广告"
     assert hostile["spans"] == [_span(page_text, COPIED_ONE), _span(page_text, COPIED_TWO)]
-    assert hostile["first_seen"] == "2026-03-01T12:00:00+00:00" or hostile["first_seen"] == "2026-03-01T12:00:00"
+    assert (
+        hostile["first_seen"] == "2026-03-01T12:00:00+00:00" or hostile["first_seen"] == "2026-03-01T12:00:00"
+    )
     assert hostile["status"] == "flagged"
 
     one = client.get(f"/api/matches/{seeded.hostile_match_id}").get_json()
@@ -435,7 +462,13 @@ def test_empty_database_pages_render(client: FlaskClient) -> None:
         response = client.get(path)
         assert response.status_code == 200, path
     assert client.get("/api/stats").get_json()["matches"] == 0
-    assert client.get("/api/matches").get_json() == {"items": [], "page": 1, "per_page": 50, "total": 0, "pages": 1}
+    assert client.get("/api/matches").get_json() == {
+        "items": [],
+        "page": 1,
+        "per_page": 50,
+        "total": 0,
+        "pages": 1,
+    }
 
 
 # ---------------------------------------------------------------------------------- database not ready

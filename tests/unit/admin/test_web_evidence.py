@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,9 +17,7 @@ from admin.views.evidence import (
     page_ranges,
 )
 
-ranges_strategy = st.lists(
-    st.tuples(st.integers(-5, 60), st.integers(-5, 60), st.integers(1, 6)), max_size=6
-)
+ranges_strategy = st.lists(st.tuples(st.integers(-5, 60), st.integers(-5, 60), st.integers(1, 6)), max_size=6)
 
 
 def test_highlight_marks_exactly_the_ranges() -> None:
@@ -57,7 +57,7 @@ def test_segments_rebuild_the_text_and_mark_the_union(text: str, ranges: list[tu
     segments = highlight_segments(text, ranges)
     assert "".join(s.text for s in segments) == text
     assert all(s.text for s in segments)
-    assert all(a.span != b.span for a, b in zip(segments, segments[1:]))
+    assert all(a.span != b.span for a, b in itertools.pairwise(segments))
     marked: list[int | None] = []
     for segment in segments:
         marked.extend([segment.span] * len(segment.text))
