@@ -23,7 +23,16 @@ import click
 
 from storage.settings import Settings
 
-__all__ = ["DEMO_DATA", "DemoPage", "build_demo_site", "run_demo", "serve_pages"]
+__all__ = [
+    "DEMO_DATA",
+    "DemoPage",
+    "build_demo_site",
+    "demo_chapters",
+    "homophone_swaps",
+    "random_edits",
+    "run_demo",
+    "serve_pages",
+]
 
 DEMO_DATA = Path(__file__).with_name("demo_data")
 REGISTERED = ("lighthouse.txt", "alley.txt")
@@ -37,7 +46,7 @@ class DemoPage:
     expect: str  # "copy of <work file>#<chapter>", "excerpt of ...", or "clean"
 
 
-def _chapters(name: str) -> list[str]:
+def demo_chapters(name: str) -> list[str]:
     from compare.chapters import split_chapters
 
     text = (DEMO_DATA / name).read_text("utf-8")
@@ -55,7 +64,7 @@ def _page(title: str, paragraphs: list[str], *, charset: str = "utf-8", nav: str
     )
 
 
-def _homophone_swaps(text: str, rate: float, rng: random.Random) -> str:
+def homophone_swaps(text: str, rate: float, rng: random.Random) -> str:
     """Replace a share of the characters by other characters with the same pinyin (a pirate's dodge)."""
     from pypinyin import Style, lazy_pinyin
 
@@ -74,7 +83,7 @@ def _homophone_swaps(text: str, rate: float, rng: random.Random) -> str:
     return "".join(out)
 
 
-def _edit(text: str, rate: float, rng: random.Random) -> str:
+def random_edits(text: str, rate: float, rng: random.Random) -> str:
     """Random deletions and replacements of a share of the characters."""
     filler = "的了在是我有他这中大来上个国到说们为子和你地出道也时年"
     out = []
@@ -91,8 +100,8 @@ def build_demo_site(seed: int = 7) -> list[DemoPage]:
     import opencc
 
     rng = random.Random(seed)
-    light, alley = _chapters("lighthouse.txt"), _chapters("alley.txt")
-    other = _chapters("rainy_night.txt")
+    light, alley = demo_chapters("lighthouse.txt"), demo_chapters("alley.txt")
+    other = demo_chapters("rainy_night.txt")
     news = (DEMO_DATA / "library_news.txt").read_text("utf-8").split("\n")
     nav = " ".join(
         f'<a href="{href}">{label}</a>'
@@ -114,13 +123,13 @@ def build_demo_site(seed: int = 7) -> list[DemoPage]:
         DemoPage("/book/1/1.html", _page("灯塔守望人 第一章", spliced, nav=nav, ad=ad).encode(),
                  "text/html; charset=utf-8", "copy lighthouse.txt#1 (ads spliced in)"),
         DemoPage("/book/1/2.html", _page("灯塔守望人 第二章", lines(light[1]), charset="gbk", nav=nav, ad=ad)
-                 .encode("gbk", "replace"), "text/html", "copy lighthouse.txt#2 (GBK, charset only in <meta>)"),
+                 .encode("gbk", "xmlcharrefreplace"), "text/html", "copy lighthouse.txt#2 (GBK, charset only in <meta>)"),
         DemoPage("/book/1/3.html", _page(t2s.convert("灯塔守望人 第三章"), [t2s.convert(x) for x in lines(light[2])],
-                 charset="big5", nav=nav).encode("big5", "replace"), "text/html; charset=big5",
+                 charset="big5", nav=nav).encode("big5", "xmlcharrefreplace"), "text/html; charset=big5",
                  "copy lighthouse.txt#3 (Traditional script, Big5)"),
-        DemoPage("/book/2/1.html", _page("青石巷 第一回", lines(_homophone_swaps(alley[0], 0.2, rng)), nav=nav, ad=ad)
+        DemoPage("/book/2/1.html", _page("青石巷 第一回", lines(homophone_swaps(alley[0], 0.2, rng)), nav=nav, ad=ad)
                  .encode(), "text/html; charset=utf-8", "copy alley.txt#1 (20% same-sound character swaps)"),
-        DemoPage("/book/2/2.html", _page("青石巷 第二回", lines(_edit(alley[1], 0.1, rng)), nav=nav).encode(),
+        DemoPage("/book/2/2.html", _page("青石巷 第二回", lines(random_edits(alley[1], 0.1, rng)), nav=nav).encode(),
                  "text/html; charset=utf-8", "copy alley.txt#2 (10% of characters edited)"),
         DemoPage("/book/2/3.html", b"<html><head><title>404</title></head><body>Not found</body></html>",
                  "text/html; charset=utf-8", "clean (404)"),
