@@ -10,12 +10,14 @@ Pure function, lxml only. The method is a line-level take on text-density / link
    (``<nav>``, ``<footer>``, ``<aside>``, or an id/class such as ``nav``, ``footer``, ``ad``, ``gg``,
    ``copyright`` without a positive hint such as ``content`` or ``chapter``).
 3. Weigh each line: prose (sentence punctuation, or at least 15 characters) weighs its non-link character
-   count; short unpunctuated labels weigh 0.3 per character; chrome lines (link density > 0.5, inside a
-   chrome element, a site address, a copyright or site-promotion phrase) weigh minus their length.
-4. Sum the weights over every block's subtree and take the block with the largest sum (a
-   maximum-weight subtree: growing past the body text only adds chrome, which costs). Then walk down to
-   the smallest descendant still holding all of that block's prose, so a wrapper that adds only a heading
-   or a "next chapter" bar is not kept.
+   count; short unpunctuated labels weigh 0.3 per character and count as neither prose nor chrome;
+   chrome lines (link density > 0.5, inside a chrome element, a site address, a copyright or
+   site-promotion phrase) weigh their length as chrome.
+4. Sum, over every block's subtree, the prose weight P and the chrome weight C, and take the block with
+   the largest P * P / (P + C): prose mass times prose purity (the text-density idea at block level).
+   Growing past the body text adds chrome and lowers purity; a promotion line inside the body text costs
+   little against its paragraphs. Then walk down to the smallest descendant still holding all of that
+   block's prose, so a wrapper that adds only a heading or a "next chapter" bar is not kept.
 5. The text is the block's lines in document order, minus chrome lines; paragraphs joined by ``"\\n"``.
 
 Whitespace is tidied (runs of spaces, ``&nbsp;``, full-width spaces and line breaks inside a paragraph
@@ -102,8 +104,13 @@ def tidy_whitespace(text: str) -> str:
 class _Block:
     parent: int  # index of the enclosing block, -1 for the root
     children: list[int] = field(default_factory=list)
-    score: float = 0.0
-    prose: float = 0.0
+    prose: float = 0.0  # summed weight of the prose lines in the subtree
+    chrome: float = 0.0  # summed length of the chrome lines in the subtree
+
+    @property
+    def score(self) -> float:
+        """Prose mass times prose purity, P * P / (P + C): the most prose with the least chrome."""
+        return self.prose * self.prose / (self.prose + self.chrome) if self.prose else 0.0
 
 
 @dataclass
@@ -322,15 +329,17 @@ def _main_text(blocks: list[_Block], lines: list[_Line]) -> str:
     for line in lines:
         _weigh(line)
         prose = line.weight if line.is_prose else 0.0
+        chrome = -line.weight if line.is_chrome else 0.0
         index = line.block
         while index >= 0:
             block = blocks[index]
-            block.score += line.weight
             block.prose += prose
+            block.chrome += chrome
             index = block.parent
-    best = max(range(len(blocks)), key=lambda i: blocks[i].score)
-    if blocks[best].score <= 0 or blocks[best].prose <= 0:
+    candidates = [i for i, block in enumerate(blocks) if block.prose > 0]
+    if not candidates:
         return ""
+    best = max(candidates, key=lambda i: blocks[i].score)
     # The smallest block that still holds all of the best block's prose.
     descended = True
     while descended:

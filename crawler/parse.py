@@ -107,6 +107,8 @@ def parse_response(response: Response, *, requested_url: str, fetched_at: dateti
         return without_text(f"not text ({mime})")
     if not body.strip():
         return without_text("empty body")
+    if body.count(b"\x00") <= max(8, len(body) // 1000):
+        body = body.replace(b"\x00", b"")  # a few stray NULs in a text page are damage, not a binary file
     if looks_binary(body):
         return without_text(f"binary content ({mime or 'no content type'})")
 

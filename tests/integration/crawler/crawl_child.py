@@ -1,0 +1,61 @@
+"""Run one ``run_crawl`` in a fresh process and print its results as JSON (Twisted's reactor runs once per
+process, so every crawl of the test suite gets its own child).
+
+    python -m tests.integration.crawler.crawl_child '{"start_urls": [...], "depth": 1, "max_pages": 10,
+        "settings": {"crawl_timeout": 2}, "failing_sink_urls": [...], "run_twice": false}'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any
+
+from crawler import CrawledPage, CrawlError, CrawlProgress, run_crawl
+from storage.settings import Settings
+
+
+def main(argv: list[str]) -> int:
+    request: dict[str, Any] = json.loads(argv[1])
+    settings = Settings().with_overrides(**request.get("settings", {}))
+    failing = set(request.get("failing_sink_urls", ()))
+    pages: list[dict[str, Any]] = []
+    progress: list[dict[str, Any]] = []
+
+    def sink(page: CrawledPage) -> None:
+        if page.url in failing:
+            raise RuntimeError(f"sink refuses {page.url}")
+        record = dataclasses.asdict(page)
+        record["fetched_at"] = page.fetched_at.isoformat()
+        pages.append(record)
+
+    def report(update: CrawlProgress) -> None:
+        progress.append(dataclasses.asdict(update))
+
+    result: dict[str, Any] = {"pages": pages, "progress": progress}
+    try:
+        stats = run_crawl(
+            request["start_urls"],
+            settings=settings,
+            depth=request.get("depth", 2),
+            max_pages=request.get("max_pages", 100),
+            sink=sink,
+            progress=report,
+        )
+    except CrawlError as exc:
+        result["crawl_error"] = str(exc)
+    else:
+        result["stats"] = dataclasses.asdict(stats)
+        result["stats"]["by_status"] = {str(k): v for k, v in stats.by_status.items()}
+        if request.get("run_twice"):
+            try:
+                run_crawl(request["start_urls"], settings=settings, sink=sink)
+            except CrawlError as exc:
+                result["second_run_error"] = str(exc)
+    json.dump(result, sys.stdout, ensure_ascii=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
