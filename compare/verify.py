@@ -27,6 +27,7 @@ CHAR_K = 6
 INITIALS_K = 14
 MAX_GAP = 12
 MIN_RUN = 24
+DIAGONAL_SLACK = 30
 _BASE = np.uint64(0x100000001B3)
 
 
@@ -122,10 +123,15 @@ def align(
         if not len(anchor_at):
             continue
         chapter_starts = anchors[anchor_at]
-        # a repeated phrase can anchor far away: the 2nd..98th percentile of the anchors bounds the range
-        c_start = int(np.percentile(chapter_starts, 2))
-        c_end = int(min(n_chapter, np.percentile(chapter_starts, 98) + char_k))
-        c_end = max(c_end, c_start + 1)
+        # A repeated phrase can anchor far away from the copied place. Anchors of one copied run lie near one
+        # diagonal (chapter position - page position), drifting only with the edits inside the run.
+        diagonals = chapter_starts - (start + anchor_at)
+        centre = np.median(diagonals)
+        near = np.abs(diagonals - centre) <= max(DIAGONAL_SLACK, 0.2 * (end - start))
+        kept_pages, kept_chapters = (start + anchor_at)[near], chapter_starts[near]
+        # extend from the first and last anchors to the run's ends, along their diagonals
+        c_start = int(max(0, kept_chapters.min() - (kept_pages[np.argmin(kept_chapters)] - start)))
+        c_end = int(min(n_chapter, kept_chapters.max() + (end - kept_pages[np.argmax(kept_chapters)])))
         result.append((start, end, c_start, c_end))
         page_covered += end - start
         chapter_mask[c_start:c_end] = True

@@ -1,0 +1,60 @@
+"""The fingerprint stage on a real Celery worker over Redis, sharing a real PostgreSQL database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from admin.demo import DEMO_DATA, demo_chapters
+from tests.conftest import REDIS_URL
+from tests.support.sites import Page, chapter_page, serve_site
+
+pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
+
+
+def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> None:
+    import redis
+
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env.update(
+        FPTRACK_DATA_DIR=str(tmp_path),
+        FPTRACK_DATABASE_URL=postgres_settings.database_url,
+        FPTRACK_BROKER_URL=REDIS_URL,
+    )
+
+    def fptrack(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True,
+                              timeout=180)
+
+    worker_log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
+        env=env, stdout=worker_log, stderr=subprocess.STDOUT,
+    )
+    try:
+        added = fptrack("works", "add", str(DEMO_DATA / "lighthouse.txt"))
+        assert "fingerprinting queued" in added.stdout, added.stdout + added.stderr
+        chapters = demo_chapters("lighthouse.txt")
+        pages = {
+            "/": Page.html('<a href="/1.html">1</a> <a href="/2.html">2</a>'),
+            "/1.html": chapter_page("第一章", chapters[0].split("\n")),
+            "/2.html": chapter_page("第二章", chapters[1].split("\n"), encoding="gbk"),
+        }
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "succeeded" not in (tmp_path / "worker.log").read_text():
+            time.sleep(0.5)  # the work's fingerprints must be indexed before pages are compared
+        with serve_site(pages) as base:
+            crawl = fptrack("crawl", base + "/", "--depth", "1")
+        assert crawl.returncode == 0, crawl.stderr
+        assert "2 page(s) copy registered works" in crawl.stdout, crawl.stdout + crawl.stderr
+        log = (tmp_path / "worker.log").read_text()
+        assert log.count("fptrack.fingerprint_page") >= 3 and "fptrack.index_work" in log
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        worker_log.close()

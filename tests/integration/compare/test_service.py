@@ -1,0 +1,67 @@
+"""The compare service on a real database (SQLite and PostgreSQL): fingerprint, index, compare, record."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from admin.demo import DEMO_DATA, demo_chapters
+from compare import service
+from compare.works import register_work_file
+from storage.models import CodeIndexRow, Fingerprint, Match, Page, SimhashIndexRow, Work
+from storage.settings import Settings
+
+
+def _page(session: Session, url: str, text: str) -> Page:
+    page = Page(url=url, final_url=url, host="127.0.0.1", status=200, encoding="utf-8", title="t", text=text)
+    session.add(page)
+    session.flush()
+    return page
+
+
+def _count(session: Session, model: type) -> int:
+    return session.scalar(select(func.count()).select_from(model)) or 0
+
+
+def test_page_copying_a_chapter_is_matched_with_spans(session: Session, settings: Settings) -> None:
+    work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+    service.index_work(session, work.work_id, settings)
+    chapter_two = demo_chapters("lighthouse.txt")[1]
+    text = "首页 > 小说 > 灯塔守望人\n" + chapter_two + "\n上一章 目录 下一章"
+    page = _page(session, "http://127.0.0.1/x.html", text)
+    matches = service.fingerprint_page(session, page.id, settings)
+    session.commit()
+
+    assert [(m.work_id, m.chapter.index) for m in matches] == [(work.work_id, 2)]
+    match = matches[0]
+    assert match.score > 0.9 and "winnowing" in match.methods
+    work_text = session.get(Work, work.work_id).text
+    for page_start, page_end, work_start, work_end in match.spans:
+        assert text[page_start:page_end] == work_text[work_start:work_end]
+
+
+def test_unrelated_page_has_no_match(session: Session, settings: Settings) -> None:
+    work = register_work_file(session, DEMO_DATA / "alley.txt")
+    service.index_work(session, work.work_id, settings)
+    page = _page(session, "http://127.0.0.1/news.html", (DEMO_DATA / "library_news.txt").read_text("utf-8"))
+    assert service.fingerprint_page(session, page.id, settings) == []
+
+
+def test_refingerprinting_and_deleting_leave_no_orphans(session: Session, settings: Settings) -> None:
+    work = register_work_file(session, DEMO_DATA / "alley.txt")
+    service.index_work(session, work.work_id, settings)
+    page = _page(session, "http://127.0.0.1/a.html", demo_chapters("alley.txt")[0])
+    service.fingerprint_page(session, page.id, settings)
+    session.commit()
+    before = (_count(session, Fingerprint), _count(session, SimhashIndexRow), _count(session, CodeIndexRow))
+    service.fingerprint_page(session, page.id, settings)
+    service.index_work(session, work.work_id, settings)
+    session.commit()
+    assert (_count(session, Fingerprint), _count(session, SimhashIndexRow), _count(session, CodeIndexRow)) == before
+    assert _count(session, Match) == 1
+
+    session.delete(session.get(Work, work.work_id))
+    session.delete(session.get(Page, page.id))
+    session.commit()
+    assert (_count(session, Fingerprint), _count(session, SimhashIndexRow), _count(session, CodeIndexRow)) == (0, 0, 0)
+    assert _count(session, Match) == 0
