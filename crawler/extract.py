@@ -16,8 +16,10 @@ Pure function, lxml only. The method is a line-level take on text-density / link
 4. Sum, over every block's subtree, the prose weight P and the chrome weight C, and take the block with
    the largest P * P / (P + C): prose mass times prose purity (the text-density idea at block level).
    Growing past the body text adds chrome and lowers purity; a promotion line inside the body text costs
-   little against its paragraphs. Then walk down to the smallest descendant still holding all of that
-   block's prose, so a wrapper that adds only a heading or a "next chapter" bar is not kept.
+   little against its paragraphs. Then walk down while one child holds all of the block's prose, or at
+   least 70 % of it with no look-alike sibling (same tag and class) holding the rest: a wrapper that adds
+   only a heading, a "next chapter" bar, a sidebar blurb or a comment thread is not kept, while a chapter
+   cut into several ``div.part`` siblings stays whole.
 5. The text is the block's lines in document order, minus chrome lines; paragraphs joined by ``"\\n"``.
 
 Whitespace is tidied (runs of spaces, ``&nbsp;``, full-width spaces and line breaks inside a paragraph
@@ -90,6 +92,7 @@ _BOILERPLATE_PHRASE = re.compile(
 )
 _BOILERPLATE_LINE_MAX = 80  # longer lines are prose that happens to contain such a phrase
 _PROSE_MIN_CHARS = 15
+_DOMINANT_SHARE = 0.7
 _WHITESPACE = re.compile(r"\s+")
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 _INVALID_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -103,6 +106,7 @@ def tidy_whitespace(text: str) -> str:
 @dataclass
 class _Block:
     parent: int  # index of the enclosing block, -1 for the root
+    signature: tuple[str, str, str] = ("", "", "")  # see _signature
     children: list[int] = field(default_factory=list)
     prose: float = 0.0  # summed weight of the prose lines in the subtree
     chrome: float = 0.0  # summed length of the chrome lines in the subtree
@@ -228,10 +232,10 @@ class _Segmenter:
         self.pre_depth = 0
         self.current: _Line | None = None
 
-    def open_block(self) -> None:
+    def open_block(self, signature: tuple[str, str, str] = ("", "", "")) -> None:
         self.break_line()
         parent = self.block_stack[-1] if self.block_stack else -1
-        self.blocks.append(_Block(parent=parent))
+        self.blocks.append(_Block(parent=parent, signature=signature))
         index = len(self.blocks) - 1
         if parent >= 0:
             self.blocks[parent].children.append(index)
@@ -273,6 +277,14 @@ class _Segmenter:
             self.current.chrome_chars += visible
 
 
+def _signature(element: lxml.html.HtmlElement, tag: str) -> tuple[str, str, str]:
+    """Tag, class and id without digits: the parts of one text cut into siblings share it
+    (``div.part``, ``#content1``/``#content2``); a comment list beside the text does not."""
+    classes = " ".join((element.get("class") or "").split())
+    identifier = re.sub(r"\d+", "", element.get("id") or "")
+    return (tag, classes, identifier)
+
+
 def _segment(root: lxml.html.HtmlElement) -> tuple[list[_Block], list[_Line]]:
     seg = _Segmenter()
     seg.open_block()  # the document itself
@@ -289,7 +301,7 @@ def _segment(root: lxml.html.HtmlElement) -> tuple[list[_Block], list[_Line]]:
             if tag == "br":
                 seg.break_line()
             if is_block:
-                seg.open_block()
+                seg.open_block(_signature(element, tag))
             seg.link_depth += is_link
             seg.chrome_depth += is_chrome
             seg.pre_depth += is_pre
@@ -340,18 +352,32 @@ def _main_text(blocks: list[_Block], lines: list[_Line]) -> str:
     if not candidates:
         return ""
     best = max(candidates, key=lambda i: blocks[i].score)
-    # The smallest block that still holds all of the best block's prose.
-    descended = True
-    while descended:
-        descended = False
-        for child in blocks[best].children:
-            if blocks[child].prose >= blocks[best].prose - 1e-6:
-                best = child
-                descended = True
-                break
+    best = _narrow(blocks, best)
     inside = _subtree(blocks, best)
     kept = [line.text for line in lines if line.block in inside and not line.is_chrome and line.text]
     return "\n".join(kept)
+
+
+def _narrow(blocks: list[_Block], best: int) -> int:
+    """Walk down from ``best`` while one child holds all of its prose, or most of it
+    (:data:`_DOMINANT_SHARE`) with no look-alike sibling holding the rest (a sidebar blurb or a comment
+    thread beside the chapter is dropped; a chapter cut into ``div.part`` siblings is kept whole)."""
+    while True:
+        block = blocks[best]
+        holders = [c for c in block.children if blocks[c].prose > 0]
+        if not holders:
+            return best
+        largest = max(holders, key=lambda c: blocks[c].prose)
+        share = blocks[largest].prose / block.prose
+        if share >= 1 - 1e-9:
+            best = largest
+            continue
+        signature = blocks[largest].signature
+        look_alike = any(blocks[c].signature == signature for c in holders if c != largest)
+        if share >= _DOMINANT_SHARE and not look_alike:
+            best = largest
+            continue
+        return best
 
 
 def _subtree(blocks: list[_Block], top: int) -> set[int]:

@@ -1,0 +1,224 @@
+"""Main-text extraction on varied chapter templates and hostile markup."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler.extract import extract_main_text, tidy_whitespace
+from tests.support.sites import TEMPLATES, render_chapter
+
+# Written for these tests: a short made-up scene.
+PARAGRAPHS = [
+    "雨停了以后，院子里的石板路泛着光，小满提着灯笼去后门看那只受伤的猫。",
+    "猫缩在柴堆里，见了灯光也不跑，只是轻轻地叫了一声。",
+    "“别怕。”她蹲下来，把带来的半碗米饭放在地上。",
+    "第二天一早，柴堆边只剩下空碗，墙头上却多了几个小小的泥脚印。",
+]
+CHROME = [
+    "首页", "玄幻小说", "排行榜单", "上一章", "章节目录", "加入书签", "本站所有小说为转载作品",
+    "Copyright", "下载客户端", "www.shuyou-example.com", "推荐：另一本书", "热门书一", "京ICP备",
+    "document.write", "color:red", "注释不应出现", "书友小说网 >",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_templates_keep_the_body_and_drop_the_chrome(template: str) -> None:
+    html = render_chapter("第九章 猫", PARAGRAPHS, template=template).decode("utf-8")
+    result = extract_main_text(html, "http://novel.test/book/1/9.html")
+    lines = result.text.split("\n")
+    body = [line for line in lines if line in PARAGRAPHS]
+    assert body == PARAGRAPHS, result.text
+    extra = [line for line in lines if line not in PARAGRAPHS]
+    assert all(len(line) <= len("第九章 猫") for line in extra), extra  # at most the chapter heading
+    for fragment in CHROME:
+        assert fragment not in result.text, fragment
+    assert result.title == "第九章 猫_某书_书友小说网"
+
+
+def test_br_separated_lines_with_nbsp_and_full_width_indents() -> None:
+    html = (
+        "<html><body><div class='nav'><a href='/'>首页</a><a href='/a'>分类</a></div><div id='content'>"
+        "&nbsp;&nbsp;&nbsp;&nbsp;第一段，开头是四个不换行空格。<br/><br/>"
+        "\u3000\u3000第二段，开头是两个全角空格。<br>\n\t<br>"
+        "   第三段  中间有   多个空格。  </div></body></html>"
+    )
+    assert extract_main_text(html).text == (
+        "第一段，开头是四个不换行空格。\n第二段，开头是两个全角空格。\n第三段 中间有 多个空格。"
+    )
+
+
+def test_text_split_over_sibling_divs_with_an_ad_between() -> None:
+    html = (
+        "<body><ul class='menu'><li><a href='/'>首页</a></li><li><a href='/b'>书库</a></li></ul>"
+        "<div class='wrap'><div class='part'>" + PARAGRAPHS[0] + "<br>" + PARAGRAPHS[1] + "</div>"
+        "<div><a href='/vip'>开通会员，畅读全站小说！</a></div>"
+        "<div class='part'>" + PARAGRAPHS[2] + "</div><div class='part'>" + PARAGRAPHS[3] + "</div></div>"
+        "<div class='foot'>联系我们 | 免责声明</div></body>"
+    )
+    assert extract_main_text(html).text.split("\n") == PARAGRAPHS
+
+
+def test_ad_div_and_script_inside_the_content_are_dropped() -> None:
+    html = (
+        "<div id='content'>" + PARAGRAPHS[0] + "<br>"
+        "<div class='ads'>点击领取新人红包，看书不花钱</div>"
+        "<script>var s = '<p>脚本里的假正文，不应出现。</p>'; document.write(s);</script>"
+        "<style>#content p { display: none }</style><!-- 这是注释，也不应出现 -->"
+        + PARAGRAPHS[1] + "<span style='display:none'>隐藏的水印文字</span><br>" + PARAGRAPHS[2] + "</div>"
+    )
+    text = extract_main_text(html).text
+    assert text.split("\n") == PARAGRAPHS[:3]
+
+
+def test_paragraphs_in_p_elements_with_inline_markup() -> None:
+    html = "<article>" + "".join(f"<p><b>{p[:3]}</b><em>{p[3:]}</em></p>" for p in PARAGRAPHS) + "</article>"
+    assert extract_main_text(html).text.split("\n") == PARAGRAPHS
+
+
+def test_a_link_inside_a_paragraph_does_not_drop_it() -> None:
+    html = f"<div id='content'><p>{PARAGRAPHS[0]}<a href='/n'>注</a>{PARAGRAPHS[1]}</p></div>"
+    assert extract_main_text(html).text == PARAGRAPHS[0] + "注" + PARAGRAPHS[1]
+
+
+def test_short_dialogue_lines_inside_the_body_are_kept() -> None:
+    html = "<div id='content'>" + PARAGRAPHS[0] + "<br>“嗯。”<br>“走吧”<br>" + PARAGRAPHS[1] + "</div>"
+    assert extract_main_text(html).text.split("\n") == [PARAGRAPHS[0], "“嗯。”", "“走吧”", PARAGRAPHS[1]]
+
+
+def test_pre_keeps_its_line_breaks() -> None:
+    html = "<pre>" + "\n".join(PARAGRAPHS) + "\n\n</pre>"
+    assert extract_main_text(html).text.split("\n") == PARAGRAPHS
+
+
+def test_chapter_index_pages_have_no_text_but_all_links() -> None:
+    items = "".join(f"<dd><a href='/book/1/{i}.html'>第{i}章 标题{i}</a></dd>" for i in range(1, 40))
+    html = f"<html><head><title>某书最新章节列表</title></head><body><dl>{items}</dl></body></html>"
+    result = extract_main_text(html, "http://novel.test/book/1/")
+    assert result.text == ""
+    assert result.title == "某书最新章节列表"
+    assert len(result.links) == 39 and result.links[0] == "http://novel.test/book/1/1.html"
+
+
+def test_links_are_absolute_http_deduplicated_and_fragment_free() -> None:
+    html = (
+        "<base href='http://novel.test/book/'>"
+        "<a href='1.html'>一</a><a href='1.html#top'>一</a><a href='#comments'>评论</a>"
+        "<a href='javascript:void(0)'>js</a><a href='mailto:a@b.c'>信</a><a href=' /2.html '>二</a>"
+        "<a href='https://other.test/x'>外站</a><a href='http://[::1'>坏</a><a>无</a>"
+    )
+    assert extract_main_text(html, "http://ignored.test/").links == (
+        "http://novel.test/book/1.html",
+        "http://novel.test/2.html",
+        "https://other.test/x",
+    )
+
+
+def test_title_falls_back_to_the_first_heading() -> None:
+    html = "<html><head><title>  </title></head><body><h1> 第三章\n 归来 </h1><p>" + PARAGRAPHS[0] + "</p>"
+    assert extract_main_text(html).title == "第三章 归来"
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "",
+        "   \n ",
+        "<html></html>",
+        "<html><body></body></html>",
+        "<!-- only a comment -->",
+        "<script>alert(1)</script>",
+        "\x00\x01\x02",
+        "<<<>>><</>",
+        "<?xml version='1.0' encoding='gbk'?><html><body><p>有XML声明的页面。</p></body></html>",
+        "<div>" * 5000 + "很深的嵌套，也要能取出来。" + "</div>" * 5000,
+        "<table><tr><td>表格<td>里的<tr><td>残缺</table></td></p></div>",
+        "<p>" + "字" * 200_000 + "</p>",
+    ],
+)
+def test_hostile_or_empty_documents_never_raise(html: str) -> None:
+    result = extract_main_text(html, "http://novel.test/")
+    assert isinstance(result.text, str)
+    assert "\n\n" not in result.text and result.text == result.text.strip()
+
+
+def test_xml_declaration_and_deep_nesting_still_give_text() -> None:
+    declared = "<?xml version='1.0' encoding='gbk'?><html><body><p>有XML声明的页面。</p></body></html>"
+    assert extract_main_text(declared).text == "有XML声明的页面。"
+    # libxml2 stops nesting elements at depth ~2000 (text deeper than that is lost); 1000 is far beyond
+    # any real template.
+    deep = "<div>" * 1000 + "很深的嵌套，也要能取出来。" + "</div>" * 1000
+    assert extract_main_text(deep).text == "很深的嵌套，也要能取出来。"
+
+
+def test_whitespace_tidying_only() -> None:
+    # No normalisation beyond whitespace: punctuation, width and script are kept as they are.
+    line = "ＡＢＣ，半角,全角，繁體字與简体字！？"
+    assert extract_main_text(f"<p>{line}</p>").text == line
+    assert tidy_whitespace("\u3000\u3000甲\xa0\xa0乙\n\t丙 ") == "甲 乙 丙"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(["<div>", "</div>", "<p>", "</p>", "<br>", "<a href='/x'>", "</a>", "<script>",
+                             "</script>", "<!--", "-->", "&nbsp;", "\u3000", "<", ">", "&", "\n", "<li>",
+                             "<div class='ad'>", "<title>", "</title>"]),
+            st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30),
+        ),
+        max_size=40,
+    )
+)  # fmt: skip
+def test_arbitrary_markup_gives_tidy_text(pieces: list[str]) -> None:
+    result = extract_main_text("".join(pieces), "http://novel.test/")
+    for line in result.text.split("\n") if result.text else []:
+        assert line and line == tidy_whitespace(line)
+    assert all(link.startswith("http") and "#" not in link for link in result.links)
+
+
+_BODY = "<br>".join(PARAGRAPHS)
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        pytest.param(
+            "<table><tr><td><a href=/>首页</a> | <a href=/l>书库</a></td></tr><tr><td width=20%>"
+            "<a href=/a>玄幻</a><br><a href=/b>武侠</a></td><td>" + _BODY + "</td></tr>"
+            "<tr><td colspan=2>联系站长：admin@example.com 本站内容来自网络</td></tr></table>",
+            id="table-layout",
+        ),
+        pytest.param(
+            "<div class=left><h3>作品简介</h3><p>一个关于小镇少女和流浪猫的温暖故事，讲述了成长与陪伴。</p></div>"
+            "<div class=right><div id=txt>" + _BODY + "</div></div>",
+            id="sidebar-blurb",
+        ),
+        pytest.param(
+            "<div id=content>" + _BODY + "</div><div id=pl><div class=item><span>书友甲：</span>写得真好，期待更新！"
+            "</div><div class=item><span>书友乙：</span>猫太可爱了，作者加油。</div></div>",
+            id="comment-thread",
+        ),
+        pytest.param(
+            "<div><div><a href=/>首页</a><a href=/x>排行</a><a href=/y>完本</a></div><div>" + _BODY + "</div>"
+            "<div>关于我们 联系方式</div></div>",
+            id="no-class-hints",
+        ),
+        pytest.param(
+            "<div id=content1>" + PARAGRAPHS[0] + "</div><div class=gg>广告</div><div id=content2>"
+            + "<br>".join(PARAGRAPHS[1:]) + "</div>",
+            id="uneven-numbered-parts",
+        ),
+    ],
+)  # fmt: skip
+def test_more_layouts(html: str) -> None:
+    assert extract_main_text(html).text.split("\n") == PARAGRAPHS
+
+
+def test_promotion_line_inside_a_short_body_does_not_lose_the_body() -> None:
+    html = (
+        "<div id=content>天才一秒记住本站地址：www.example-novel.com。最快更新！无弹窗！<br>" + PARAGRAPHS[0] + "</div>"
+        "<div class=footer>Copyright 2024 示例 All Rights Reserved.</div>"
+    )
+    assert extract_main_text(html).text == PARAGRAPHS[0]
