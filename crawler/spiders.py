@@ -80,9 +80,11 @@ class PageSpider(scrapy.Spider):
             return
         request = getattr(failure, "request", None)
         url = request.meta.get(REQUESTED_URL, request.url) if request is not None else "?"
-        timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT") if self.crawler else None
+        crawler = getattr(self, "crawler", None)  # None when the spider is built outside a crawl (tests)
+        timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT") if crawler else None
         yield CrawlFailure(url=url, reason=describe_failure(failure.value, timeout=timeout))
 
     def _inc(self, key: str, count: int = 1) -> None:
-        if self.crawler and self.crawler.stats:
-            self.crawler.stats.inc_value(key, count)
+        crawler = getattr(self, "crawler", None)
+        if crawler is not None and crawler.stats is not None:
+            crawler.stats.inc_value(key, count)
