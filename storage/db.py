@@ -61,6 +61,14 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+    # the Hamming distance the Simhash look-up verifies inside SQL (PostgreSQL: bit_count(a # b))
+    dbapi_connection.create_function("fp_hamming", 2, _hamming_or_null, deterministic=True)
+
+
+def _hamming_or_null(a: int | None, b: int | None) -> int | None:
+    if a is None or b is None:
+        return None
+    return ((a ^ b) & 0xFFFFFFFFFFFFFFFF).bit_count()
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -89,7 +97,11 @@ def alembic_config(settings: Settings) -> Config:
 
 
 def migrate(settings: Settings, engine: Engine | None = None, revision: str = "head") -> str:
-    """Upgrade the database to ``revision``; returns the revision now current."""
+    """Upgrade the database to ``revision``; returns the revision now current.
+
+    At head, the expression indexes of the configured Simhash layout (``FPTRACK_SIMHASH_K``/``_BLOCKS``) are
+    created too when it is not the default the migrations build.
+    """
     engine = engine or create_engine_for(settings)
     config = alembic_config(settings)
     try:
@@ -98,7 +110,13 @@ def migrate(settings: Settings, engine: Engine | None = None, revision: str = "h
                 connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _ADVISORY_LOCK_KEY})
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
-            return _current_revision(connection)
+            current = _current_revision(connection)
+            if revision == "head":
+                from storage.index import IndexLayout
+                from storage.repository import ensure_simhash_indexes
+
+                ensure_simhash_indexes(connection, IndexLayout(64, settings.simhash_k, settings.simhash_blocks))
+            return current
     except OperationalError as error:
         raise DatabaseUnavailable(_describe_operational_error(settings, error)) from None
 

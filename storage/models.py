@@ -4,6 +4,12 @@ Offsets (``Chapter.start``/``end``, match spans) are character offsets into the 
 ``Work.text`` and ``Page.text``: evidence shown to a person always points at what was registered or fetched.
 
 64-bit fingerprints are stored in signed BIGINT columns (see :func:`storage.index.to_signed64`).
+
+The permuted-prefix index of Simhashes is not a table of copies: it is one expression b-tree per permuted table
+on ``fingerprints.value`` itself (partial: ``kind = 'simhash64'``), keyed by the same bit gathering that
+:class:`storage.index.IndexLayout` computes in Python. Deleting or replacing a fingerprint row therefore cannot
+leave an index entry behind. Re-split overloaded buckets live in ``simhash_hot_index`` (rows, cascading deletes).
+Every constraint and index has a name (``NAMING_CONVENTION`` or explicit), so migrations can address it.
 """
 
 from __future__ import annotations
@@ -27,19 +33,35 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy import text as sql_text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from storage.index import DEFAULT_LAYOUT, IndexLayout
+
 __all__ = [
+    "CRAWL_JOB_STATUSES",
+    "REVIEW_DECISIONS",
     "Base",
     "Chapter",
     "CodeIndexRow",
+    "CorpusStatistics",
+    "CrawlJob",
     "Fingerprint",
     "Match",
     "Page",
+    "ReviewDecision",
+    "SimhashHotBucket",
+    "SimhashHotRow",
     "SimhashIndexRow",
+    "Site",
     "Work",
+    "simhash_index_ddl",
+    "simhash_index_names",
     "utcnow",
 ]
+
+CRAWL_JOB_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
+REVIEW_DECISIONS = ("flagged", "confirmed", "dismissed", "licensed")
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -97,10 +119,48 @@ class Chapter(Base):
     work: Mapped[Work] = relationship(back_populates="chapters")
 
 
+class Site(Base):
+    """A host that pages are crawled from (pirate sites, aggregators...)."""
+
+    __tablename__ = "sites"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    host: Mapped[str] = mapped_column(String(255), unique=True)
+    name: Mapped[str] = mapped_column(String(500), default="")
+    notes: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_crawled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class CrawlJob(Base):
+    """One run of the crawler: where it started, its limits, and how it went."""
+
+    __tablename__ = "crawl_jobs"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN (" + ", ".join(f"'{s}'" for s in CRAWL_JOB_STATUSES) + ")", name="known_status"
+        ),
+        Index("ix_crawl_jobs_started_at", "started_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    site_id: Mapped[int | None] = mapped_column(ForeignKey("sites.id", ondelete="SET NULL"), index=True)
+    start_urls: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    depth: Mapped[int] = mapped_column(Integer, default=0)
+    max_pages: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    pages_seen: Mapped[int] = mapped_column(Integer, default=0)
+    pages_failed: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str] = mapped_column(Text, default="")
+
+
 class Page(Base):
     """A fetched web page and the main text extracted from it."""
 
     __tablename__ = "pages"
+    __table_args__ = (Index("ix_pages_fetched_at", "fetched_at"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     url: Mapped[str] = mapped_column(String(2048), unique=True)
@@ -113,13 +173,60 @@ class Page(Base):
     content_sha256: Mapped[str] = mapped_column(String(64), index=True, default="")
     snapshot_sha256: Mapped[str] = mapped_column(String(64), default="")
     fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    site_id: Mapped[int | None] = mapped_column(ForeignKey("sites.id", ondelete="SET NULL"), index=True)
+    crawl_job_id: Mapped[int | None] = mapped_column(ForeignKey("crawl_jobs.id", ondelete="SET NULL"), index=True)
+    content_type: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    error: Mapped[str] = mapped_column(Text, default="", server_default="")
+    fingerprinted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    site: Mapped[Site | None] = relationship()
+
+
+def simhash_index_names(layout: IndexLayout) -> list[str]:
+    """Names of the expression indexes that serve ``layout``'s permuted tables."""
+    return [f"ix_fingerprints_{layout.name}_t{t}" for t in range(layout.table_count)]
+
+
+def _simhash_indexes(layout: IndexLayout) -> list[Index]:
+    predicate = sql_text(f"kind = '{layout.kind}'")
+    return [
+        Index(
+            name,
+            sql_text(layout.key_sql(t, "value")),
+            "value",
+            postgresql_include=["id"],
+            postgresql_where=predicate,
+            sqlite_where=predicate,
+        )
+        for t, name in enumerate(simhash_index_names(layout))
+    ]
+
+
+def simhash_index_ddl(layout: IndexLayout, dialect: str) -> list[tuple[str, str]]:
+    """(index name, CREATE INDEX statement) for every permuted table of ``layout`` on ``dialect``.
+
+    On PostgreSQL each index is ``(key, value) INCLUDE (id)`` so a lookup is an index-only scan that verifies
+    the Hamming distance on the index tuples; on SQLite ``id`` is the rowid, always present in an index.
+    """
+    statements = []
+    for t, name in enumerate(simhash_index_names(layout)):
+        include = " INCLUDE (id)" if dialect == "postgresql" else ""
+        statements.append(
+            (
+                name,
+                f"CREATE INDEX IF NOT EXISTS {name} ON fingerprints ({layout.key_sql(t, 'value')}, value)"
+                f"{include} WHERE kind = '{layout.kind}'",
+            )
+        )
+    return statements
 
 
 class Fingerprint(Base):
     """One fingerprint of one chapter or page.
 
     ``kind`` names the algorithm and its parameters (``simhash64``, ``dna``...). Scalar fingerprints use
-    ``value``; vector fingerprints (DNA codes, winnowing hashes) use ``payload`` (little-endian uint64s).
+    ``value``; vector fingerprints (DNA codes, winnowing hashes) use ``payload`` (little-endian int64 pairs
+    ``(code, position)``) and have one :class:`CodeIndexRow` per pair.
     """
 
     __tablename__ = "fingerprints"
@@ -127,6 +234,7 @@ class Fingerprint(Base):
         CheckConstraint("(chapter_id IS NULL) <> (page_id IS NULL)", name="one_owner"),
         UniqueConstraint("chapter_id", "kind"),
         UniqueConstraint("page_id", "kind"),
+        *_simhash_indexes(DEFAULT_LAYOUT),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -138,40 +246,91 @@ class Fingerprint(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-class SimhashIndexRow(Base):
-    """A row of the permuted-prefix index (Manku et al. 2007): one per (fingerprint, table)."""
+class SimhashHotBucket(Base):
+    """A bucket ``(table_no, key)`` of a layout that was re-split because it was overloaded."""
 
-    __tablename__ = "simhash_index"
-    __table_args__ = (Index("ix_simhash_index_table_prefix", "table_no", "prefix"),)
+    __tablename__ = "simhash_hot_buckets"
+
+    layout: Mapped[str] = mapped_column(String(16), primary_key=True)
+    table_no: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    key: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    split_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SimhashHotRow(Base):
+    """A fingerprint of a re-split bucket, filed under one of the k + 1 sub-keys of its table."""
+
+    __tablename__ = "simhash_hot_index"
+    __table_args__ = (
+        Index(
+            "ix_simhash_hot_index_lookup",
+            "layout",
+            "table_no",
+            "sub_no",
+            "key",
+            "value",
+            postgresql_include=["fingerprint_id"],
+        ),
+    )
 
     fingerprint_id: Mapped[int] = mapped_column(
         ForeignKey("fingerprints.id", ondelete="CASCADE"), primary_key=True
     )
+    layout: Mapped[str] = mapped_column(String(16), primary_key=True)
     table_no: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
-    prefix: Mapped[int] = mapped_column(BigInteger)
-    fingerprint: Mapped[int] = mapped_column(BigInteger)
+    sub_no: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    key: Mapped[int] = mapped_column(BigInteger)
+    value: Mapped[int] = mapped_column(BigInteger)
+
+
+SimhashIndexRow = SimhashHotRow
+"""Deprecated alias (revision 0001's table of index rows is gone: the permuted tables are expression indexes on
+``fingerprints.value``); the only Simhash index *rows* left are those of re-split buckets."""
 
 
 class CodeIndexRow(Base):
-    """Exact-match index of vector fingerprints: code -> (fingerprint, position)."""
+    """Exact-match index of vector fingerprints: code -> (fingerprint, position).
+
+    No surrogate key: a vector has one code per position. The lookup index covers ``fingerprint_id`` so a
+    code look-up is an index-only scan on PostgreSQL.
+    """
 
     __tablename__ = "code_index"
-    __table_args__ = (Index("ix_code_index_kind_code", "kind", "code"),)
+    __table_args__ = (Index("ix_code_index_kind_code", "kind", "code", postgresql_include=["fingerprint_id"]),)
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True)
     fingerprint_id: Mapped[int] = mapped_column(
-        ForeignKey("fingerprints.id", ondelete="CASCADE"), index=True
+        ForeignKey("fingerprints.id", ondelete="CASCADE"), primary_key=True
     )
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
     kind: Mapped[str] = mapped_column(String(40))
     code: Mapped[int] = mapped_column(BigInteger)
-    position: Mapped[int] = mapped_column(Integer)
+
+
+class CorpusStatistics(Base):
+    """A version of corpus statistics (IDF, entropy, pinyin reference...) as the fingerprint stage serialises
+    them (``payload``: opaque bytes, e.g. ``CorpusStats.to_bytes()``). The newest version of a name wins."""
+
+    __tablename__ = "corpus_stats"
+    __table_args__ = (UniqueConstraint("name", "version"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    name: Mapped[str] = mapped_column(String(60))
+    version: Mapped[int] = mapped_column(Integer)
+    document_count: Mapped[int] = mapped_column(BigInteger, default=0)
+    payload: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Match(Base):
-    """A page found to copy (part of) a chapter of a registered work."""
+    """A page found to copy (part of) a chapter of a registered work; ``spans`` are the evidence
+    (``[page_start, page_end, work_start, work_end]`` in characters of the original texts)."""
 
     __tablename__ = "matches"
-    __table_args__ = (UniqueConstraint("page_id", "chapter_id"),)
+    __table_args__ = (
+        UniqueConstraint("page_id", "chapter_id"),
+        Index("ix_matches_status_first_seen", "status", "first_seen"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     page_id: Mapped[int] = mapped_column(ForeignKey("pages.id", ondelete="CASCADE"), index=True)
@@ -187,3 +346,23 @@ class Match(Base):
     page: Mapped[Page] = relationship()
     work: Mapped[Work] = relationship()
     chapter: Mapped[Chapter] = relationship()
+
+
+class ReviewDecision(Base):
+    """What a person decided about a match, kept as history (the match's ``status`` is the latest)."""
+
+    __tablename__ = "review_decisions"
+    __table_args__ = (
+        CheckConstraint(
+            "decision IN (" + ", ".join(f"'{d}'" for d in REVIEW_DECISIONS) + ")", name="known_decision"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), index=True)
+    decision: Mapped[str] = mapped_column(String(20))
+    reviewer: Mapped[str] = mapped_column(String(200), default="")
+    note: Mapped[str] = mapped_column(Text, default="")
+    decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    match: Mapped[Match] = relationship()
