@@ -156,7 +156,8 @@ def simhash_tokens(tokens: Sequence[str], params: SimhashParams = SimhashParams(
                    stats: CorpusStats | None = None) -> int:
     """Simhash of a token sequence (all jieba tokens; stop words are removed here)."""
     h0 = token_hashes(tokens, 0)
-    content = ~np.isin(h0, stop_word_hashes(0))
+    stops = stop_word_hashes(0)
+    content = stops[np.minimum(np.searchsorted(stops, h0), stops.size - 1)] != h0
     h0 = h0[content]
     if h0.size == 0:
         return 0

@@ -1,0 +1,172 @@
+"""Fingerprint throughput: MB/s of Chinese text (UTF-8 bytes of the original) per core, for every fingerprint
+and for the full set a page needs (fingerprint.page.fingerprint_page), against PyPI `simhash` (Simhash on
+raw text) and `datasketch` MinHash (128 permutations, character 5-grams), measured in the same run on the
+same texts. Also: agreement of our per-character pinyin initial table with pypinyin's phrase-aware
+lazy_pinyin, and peak memory (tracemalloc for Python allocations, ru_maxrss for the process).
+
+Single process, single thread (OPENBLAS/OMP threads pinned to 1 before numpy loads), so MB/s is per core.
+
+    python benchmarks/fingerprint_throughput.py [--quick] [--json out.json]
+
+Last output line: JSON with the figures.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import random  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _corpus import iter_chapters, require_corpus  # noqa: E402
+
+from fingerprint.features import char_shingle_hashes, tokenize  # noqa: E402
+from fingerprint.ksentence import ksentence  # noqa: E402
+from fingerprint.minhash import MinHashParams, lsh_band_keys, minhash_signature  # noqa: E402
+from fingerprint.normalize import normalize  # noqa: E402
+from fingerprint.page import PageParams, fingerprint_page  # noqa: E402
+from fingerprint.pinyin_dna import DnaParams, dna_codes, pinyin_initials  # noqa: E402
+from fingerprint.simhash import SimhashParams, simhash_tokens  # noqa: E402
+from fingerprint.stats import CorpusStats  # noqa: E402
+from fingerprint.winnowing import winnow  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a smaller sample, under a minute")
+    ap.add_argument("--json", type=Path, help="also write the JSON figures to this file")
+    args = ap.parse_args()
+    require_corpus()
+
+    rng = random.Random(7)
+    chapters = [c for c in iter_chapters() if len(c.text) > 800]
+    rng.shuffle(chapters)
+    sample = chapters[: 40 if args.quick else 200]
+    texts = [c.text for c in sample]
+    repeat = 1 if args.quick else 3
+    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+
+    # warm every lazily built table, and corpus statistics from other chapters (as in production)
+    stats = CorpusStats.from_documents(normalize(c.text).text for c in chapters[-100:])
+    fingerprint_page(texts[0], stats=stats)
+    normalized = [normalize(t).text for t in texts]
+    tokens = [tokenize(n) for n in normalized]
+    initials = [pinyin_initials(n) for n in normalized]
+    shingles = [char_shingle_hashes(n, 5) for n in normalized]
+
+    rows: list[tuple[str, float, str]] = []
+
+    def stage(name: str, fn: Callable[[str], object], inputs: list, note: str = "") -> float:
+        seconds = min(_bench_list(fn, inputs) for _ in range(repeat))
+        rate = mb / seconds
+        rows.append((name, rate, note))
+        return rate
+
+    best_scheme = PageParams().simhash
+    stage("normalize (NFKC, t2s, artefacts, offsets)", normalize, texts)
+    stage("segment (rjieba, on normalised text)", tokenize, normalized)
+    stage(f"simhash 64 {best_scheme.scheme} (from tokens)", lambda tk: simhash_tokens(tk, best_scheme, stats), tokens)
+    stage("simhash 64 entropy (from tokens)", lambda tk: simhash_tokens(tk, SimhashParams(scheme="entropy"), stats), tokens)
+    stage("simhash 128 entropy (from tokens)",
+          lambda tk: simhash_tokens(tk, SimhashParams(bits=128, scheme="entropy"), stats), tokens)
+    stage("char 5-gram hashes", lambda n: char_shingle_hashes(n, 5), normalized)
+    mh = MinHashParams()
+    stage("minhash 128 oph + band keys (from hashes)", lambda h: lsh_band_keys(minhash_signature(h, mh), mh), shingles)
+    stage("minhash 128 affine (from hashes)", lambda h: minhash_signature(h, MinHashParams(scheme="affine")), shingles)
+    dna_rate = stage("pinyin DNA (initials + codes, from normalised)",
+                     lambda n: dna_codes(pinyin_initials(n), DnaParams(), stats.pinyin_reference()), normalized)
+    stage("pinyin initials only", pinyin_initials, normalized)
+    stage("winnowing k=8 w=16 (normalised text)", lambda n: winnow(n, 8, 16), normalized)
+    stage("winnowing k=8 w=16 (initials)", lambda s: winnow(s, 8, 16), initials)
+    stage("ksentence k=3 (from original)", ksentence, texts)
+    full_rate = stage("FULL SET a page needs (fingerprint_page)", lambda t: fingerprint_page(t, stats=stats), texts)
+
+    # reference implementations, same texts, same run
+    from datasketch import MinHash
+    from simhash import Simhash
+
+    simhash_rate = stage("PyPI simhash 2.x on raw text", lambda t: Simhash(t).value, texts)
+
+    def datasketch_minhash(t: str) -> object:
+        m = MinHash(num_perm=128)
+        m.update_batch([t[i : i + 5].encode("utf-8") for i in range(len(t) - 4)])
+        return m.hashvalues
+
+    datasketch_rate = stage("datasketch MinHash 128, char 5-grams", datasketch_minhash, normalized)
+
+    # pinyin agreement with pypinyin's phrase-aware lazy_pinyin on the Han characters of the sample
+    from pypinyin import Style, lazy_pinyin
+
+    han_total = han_agree = 0
+    for n, ini in zip(normalized[:20] if args.quick else normalized[:100], initials):
+        theirs = lazy_pinyin(n, style=Style.FIRST_LETTER, errors=lambda s: ["_"] * len(s))
+        if len(theirs) != len(n):
+            continue
+        for ch, ours, their in zip(n, ini, theirs):
+            if "\u4e00" <= ch <= "\u9fff":
+                han_total += 1
+                han_agree += ours == their[:1]
+    agreement = han_agree / max(han_total, 1)
+
+    tracemalloc.start()
+    for t in texts[:20]:
+        fingerprint_page(t, stats=stats)
+    _, traced_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"sample: {len(texts)} chapters, {mb:.2f} MB UTF-8, best of {repeat}")
+    print(f"{'fingerprint':55s} {'MB/s':>8s}")
+    for name, rate, _ in rows:
+        print(f"{name:55s} {rate:8.2f}")
+    print(f"full set / PyPI simhash: {full_rate / simhash_rate:.2f}x   "
+          f"our minhash / datasketch: {rows[6][1] / datasketch_rate:.1f}x")
+    print(f"pinyin initials agree with pypinyin lazy_pinyin on {agreement:.4%} of {han_total} Han characters")
+    print(f"peak memory: tracemalloc {traced_peak / 1e6:.1f} MB during fingerprint_page, process max RSS {maxrss_mb:.0f} MB")
+    targets = {
+        "full_set_ge_5MBps": full_rate >= 5.0,
+        "full_set_ge_4x_simhash": full_rate >= 4 * simhash_rate,
+        "dna_ge_20MBps": dna_rate >= 20.0,
+        "pinyin_agreement_ge_99_5": agreement >= 0.995,
+    }
+    print("targets: " + ", ".join(f"{k}={'met' if v else 'MISSED'}" for k, v in targets.items()))
+    figures = {
+        "benchmark": "fingerprint_throughput",
+        "quick": args.quick,
+        "mb": round(mb, 3),
+        "mb_per_s": {name: round(rate, 2) for name, rate, _ in rows},
+        "full_over_simhash": round(full_rate / simhash_rate, 2),
+        "pinyin_agreement": round(agreement, 5),
+        "peak_traced_mb": round(traced_peak / 1e6, 1),
+        "max_rss_mb": round(maxrss_mb),
+        "targets": targets,
+    }
+    if args.json:
+        args.json.write_text(json.dumps(figures, ensure_ascii=False, indent=2))
+    print(json.dumps(figures, ensure_ascii=False))
+
+
+def _bench_list(fn: Callable[[object], object], inputs: list) -> float:
+    t0 = time.perf_counter()
+    for x in inputs:
+        fn(x)
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    main()
