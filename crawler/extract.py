@@ -196,9 +196,11 @@ def _drop_invisible(root: lxml.html.HtmlElement) -> None:
         tag = element.tag
         if not isinstance(tag, str):
             doomed.append(element)  # comments, processing instructions, entities
-        elif tag.lower() in _DROP_TAGS:
-            doomed.append(element)
-        elif element.get("hidden") is not None or _HIDDEN_STYLE.search(element.get("style") or ""):
+        elif (
+            tag.lower() in _DROP_TAGS
+            or element.get("hidden") is not None
+            or _HIDDEN_STYLE.search(element.get("style") or "")
+        ):
             doomed.append(element)
     for element in doomed:
         if element.getparent() is not None:
@@ -208,7 +210,7 @@ def _drop_invisible(root: lxml.html.HtmlElement) -> None:
 def _is_chrome_element(element: lxml.html.HtmlElement, tag: str) -> bool:
     if tag in _CHROME_TAGS:
         return True
-    tokens = []
+    tokens: list[str] = []
     for attribute in ("id", "class"):
         value = element.get(attribute)
         if value:
@@ -325,9 +327,7 @@ def _weigh(line: _Line) -> None:
     boilerplate = len(line.text) <= _BOILERPLATE_LINE_MAX and (
         _SITE_ADDRESS.search(line.text) is not None or _BOILERPLATE_PHRASE.search(line.text) is not None
     )
-    line.is_chrome = (
-        line.link_chars * 2 > line.chars or line.chrome_chars * 2 > line.chars or boilerplate
-    )
+    line.is_chrome = line.link_chars * 2 > line.chars or line.chrome_chars * 2 > line.chars or boilerplate
     if line.is_chrome:
         line.weight = -float(line.chars)
         return

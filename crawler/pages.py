@@ -62,4 +62,3 @@ class CrawlFailure:
 
     url: str
     reason: str
-

@@ -94,9 +94,7 @@ def parse_response(response: Response, *, requested_url: str, fetched_at: dateti
     }
 
     def without_text(error: str) -> ParsedResponse:
-        page = CrawledPage(
-            encoding="", title="", text="", content_sha256=_sha256(b""), error=error, **common
-        )  # type: ignore[arg-type]
+        page = CrawledPage(encoding="", title="", text="", content_sha256=_sha256(b""), error=error, **common)  # type: ignore[arg-type]
         return ParsedResponse(page=page, links=())
 
     if response.status != 200:
@@ -140,11 +138,10 @@ def parse_response(response: Response, *, requested_url: str, fetched_at: dateti
 
 def describe_failure(error: BaseException, *, timeout: float | None = None) -> str:
     """A one-line, human-readable reason for a request that got no response."""
+    from scrapy import exceptions as scrapy_errors
     from twisted.internet import error as net
     from twisted.internet.defer import CancelledError
     from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
-
-    from scrapy import exceptions as scrapy_errors
 
     def kinds(*names: str) -> tuple[type[BaseException], ...]:
         # Scrapy >= 2.13 wraps Twisted's errors in its own classes; older versions raise Twisted's.
@@ -155,7 +152,9 @@ def describe_failure(error: BaseException, *, timeout: float | None = None) -> s
         return "connection refused"
     if isinstance(error, (net.DNSLookupError, *kinds("CannotResolveHostError"))):
         return "DNS lookup failed (no such host)"
-    if isinstance(error, (net.TimeoutError, net.TCPTimedOutError, TimeoutError, *kinds("DownloadTimeoutError"))):
+    if isinstance(
+        error, (net.TimeoutError, net.TCPTimedOutError, TimeoutError, *kinds("DownloadTimeoutError"))
+    ):
         return f"timed out after {timeout:g} s" if timeout else "timed out"
     if isinstance(error, (CancelledError, *kinds("DownloadCancelledError"))):
         if "max size" in message:

@@ -50,7 +50,7 @@ class CrawlHooks:
 def _hooks(crawler: Crawler) -> CrawlHooks:
     hooks = crawler.settings.get(HOOKS_SETTING)
     if not isinstance(hooks, CrawlHooks):
-        raise RuntimeError(f"the {HOOKS_SETTING} setting must hold a CrawlHooks (run crawls with run_crawl)")
+        raise TypeError(f"the {HOOKS_SETTING} setting must hold a CrawlHooks (run crawls with run_crawl)")
     return hooks
 
 

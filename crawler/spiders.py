@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import scrapy
 from scrapy.exceptions import CloseSpider
@@ -29,7 +29,7 @@ class PageSpider(scrapy.Spider):
     name = "fptrack-pages"
     # Error pages are pages too: they reach parse() instead of being filtered (3xx stay with the
     # redirect middleware, which ignores statuses listed here).
-    handle_httpstatus_list = list(range(400, 600))
+    handle_httpstatus_list: ClassVar[list[int]] = list(range(400, 600))
 
     def __init__(self, *, start_urls: Sequence[str], depth: int, max_pages: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -75,14 +75,16 @@ class PageSpider(scrapy.Spider):
             yield self._request(url)
 
     def on_error(self, failure: Failure) -> Iterator[CrawledPage | CrawlFailure | Request]:
-        if failure.check(HttpError):  # a status the list above does not cover: still a page
-            yield from self.parse(failure.value.response)
+        error = failure.value
+        if isinstance(error, HttpError):  # a status the list above does not cover: still a page
+            yield from self.parse(error.response)
             return
         request = getattr(failure, "request", None)
         url = request.meta.get(REQUESTED_URL, request.url) if request is not None else "?"
         crawler = getattr(self, "crawler", None)  # None when the spider is built outside a crawl (tests)
         timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT") if crawler else None
-        yield CrawlFailure(url=url, reason=describe_failure(failure.value, timeout=timeout))
+        reason = describe_failure(error, timeout=timeout) if error is not None else "unknown error"
+        yield CrawlFailure(url=url, reason=reason)
 
     def _inc(self, key: str, count: int = 1) -> None:
         crawler = getattr(self, "crawler", None)

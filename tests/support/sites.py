@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
 from urllib.parse import urlsplit
 
 __all__ = [
@@ -77,7 +78,7 @@ class SiteURL(str):
 
     requests: list[str]
 
-    def __new__(cls, value: str) -> SiteURL:
+    def __new__(cls, value: str) -> Self:
         instance = super().__new__(cls, value)
         instance.requests = []
         return instance
@@ -92,7 +93,7 @@ def _handler_for(pages: Mapping[str, Page | Redirect], site: SiteURL) -> type[Ba
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             path = self.path
             with lock:
                 site.requests.append(path)
@@ -119,7 +120,7 @@ def _handler_for(pages: Mapping[str, Page | Redirect], site: SiteURL) -> type[Ba
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             pass  # keep test output clean
 
     return Handler
@@ -277,7 +278,9 @@ def render_chapter(
     if template not in _RENDERERS:
         raise ValueError(f"unknown template {template!r}; choose one of {', '.join(TEMPLATES)}")
     body = _RENDERERS[template](title, paragraphs)
-    meta = f'<meta http-equiv="Content-Type" content="text/html; charset={encoding}" />' if meta_charset else ""
+    meta = (
+        f'<meta http-equiv="Content-Type" content="text/html; charset={encoding}" />' if meta_charset else ""
+    )
     document = (
         f"<!DOCTYPE html><html><head>{meta}<title>{html_lib.escape(title)}_某书_{site_name}</title>"
         f"<script src='/js/common.js'></script><style>body{{font-size:16px}}</style></head>"

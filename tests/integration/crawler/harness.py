@@ -34,7 +34,9 @@ class ChildCrawl:
 
     def page(self, url: str) -> dict[str, Any]:
         found = [p for p in self.pages if p["url"] == url]
-        assert len(found) == 1, f"expected one page for {url}, got {len(found)}: {[p['url'] for p in self.pages]}"
+        assert len(found) == 1, (
+            f"expected one page for {url}, got {len(found)}: {[p['url'] for p in self.pages]}"
+        )
         return found[0]
 
     @property

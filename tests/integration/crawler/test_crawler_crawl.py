@@ -39,10 +39,25 @@ def mixed_site(off_site: SiteURL) -> Iterator[SiteURL]:
     text_bytes = "\n".join(OTHER_PARAGRAPHS).encode("gbk")
     pages = {
         "/": _links(
-            "/utf8.html", "/utf8.html#comments", "/utf8.html#top", "/gbk-header.html", "/gbk-meta.html",
-            "/gbk-none.html", "/gbk-lying.html", "/big5.html", "/broken.html", "/empty.html",
-            "/missing.html", "/error.html", "/moved.html", "/cover.png", "/book.zip", "/notes.txt",
-            f"{off_site}/secret.html", "mailto:admin@example.com", "javascript:void(0)",
+            "/utf8.html",
+            "/utf8.html#comments",
+            "/utf8.html#top",
+            "/gbk-header.html",
+            "/gbk-meta.html",
+            "/gbk-none.html",
+            "/gbk-lying.html",
+            "/big5.html",
+            "/broken.html",
+            "/empty.html",
+            "/missing.html",
+            "/error.html",
+            "/moved.html",
+            "/cover.png",
+            "/book.zip",
+            "/notes.txt",
+            f"{off_site}/secret.html",
+            "mailto:admin@example.com",
+            "javascript:void(0)",
         ),
         "/utf8.html": chapter_page("第一章 山路", PARAGRAPHS, template="biquge"),
         "/gbk-header.html": chapter_page("第二章", PARAGRAPHS, encoding="gbk", meta_charset=False),
@@ -50,7 +65,12 @@ def mixed_site(off_site: SiteURL) -> Iterator[SiteURL]:
             "第三章", PARAGRAPHS, encoding="gbk", header_charset=False, template="p-paragraphs"
         ),
         "/gbk-none.html": chapter_page(
-            "第四章", PARAGRAPHS, encoding="gbk", header_charset=False, meta_charset=False, template="ad-inside"
+            "第四章",
+            PARAGRAPHS,
+            encoding="gbk",
+            header_charset=False,
+            meta_charset=False,
+            template="ad-inside",
         ),
         "/gbk-lying.html": Page(
             chapter_page("第五章", PARAGRAPHS, encoding="gbk", meta_charset=False).body,
@@ -163,7 +183,9 @@ def test_each_url_is_requested_and_sunk_once(mixed_crawl: ChildCrawl, mixed_site
     assert all("#" not in url for url in mixed_crawl.urls)
 
 
-def test_depth_one_does_not_follow_links_of_depth_one_pages(mixed_crawl: ChildCrawl, mixed_site: SiteURL) -> None:
+def test_depth_one_does_not_follow_links_of_depth_one_pages(
+    mixed_crawl: ChildCrawl, mixed_site: SiteURL
+) -> None:
     # The chapter templates link to /xuanhuan/, /book/1/... : depth 2, beyond the limit.
     assert "/xuanhuan/" not in mixed_site.requests
     assert "/book/1/" not in mixed_site.requests
@@ -219,7 +241,10 @@ def test_unreachable_start_url_is_a_failure_not_a_crash() -> None:
 
 
 def test_slow_page_times_out() -> None:
-    pages = {"/": _links("/slow.html", "/fast.html"), "/slow.html": Page.html("<p>迟到的页面。</p>", delay=3.0)}
+    pages = {
+        "/": _links("/slow.html", "/fast.html"),
+        "/slow.html": Page.html("<p>迟到的页面。</p>", delay=3.0),
+    }
     pages["/fast.html"] = chapter_page("第一章", PARAGRAPHS)
     with serve_site(pages) as site:
         result = crawl_in_child([site + "/"], depth=1, settings={"crawl_timeout": 1.0})

@@ -66,7 +66,10 @@ def test_ad_div_and_script_inside_the_content_are_dropped() -> None:
         "<div class='ads'>点击领取新人红包，看书不花钱</div>"
         "<script>var s = '<p>脚本里的假正文，不应出现。</p>'; document.write(s);</script>"
         "<style>#content p { display: none }</style><!-- 这是注释，也不应出现 -->"
-        + PARAGRAPHS[1] + "<span style='display:none'>隐藏的水印文字</span><br>" + PARAGRAPHS[2] + "</div>"
+        + PARAGRAPHS[1]
+        + "<span style='display:none'>隐藏的水印文字</span><br>"
+        + PARAGRAPHS[2]
+        + "</div>"
     )
     text = extract_main_text(html).text
     assert text.split("\n") == PARAGRAPHS[:3]
@@ -218,7 +221,9 @@ def test_more_layouts(html: str) -> None:
 
 def test_promotion_line_inside_a_short_body_does_not_lose_the_body() -> None:
     html = (
-        "<div id=content>天才一秒记住本站地址：www.example-novel.com。最快更新！无弹窗！<br>" + PARAGRAPHS[0] + "</div>"
+        "<div id=content>天才一秒记住本站地址：www.example-novel.com。最快更新！无弹窗！<br>"
+        + PARAGRAPHS[0]
+        + "</div>"
         "<div class=footer>Copyright 2024 示例 All Rights Reserved.</div>"
     )
     assert extract_main_text(html).text == PARAGRAPHS[0]

@@ -26,7 +26,9 @@ NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 URL = "http://novel.test/book/1/2.html"
 
 
-def _parse(body: bytes, content_type: str | None = "text/html", *, status: int = 200, cls: type = HtmlResponse):
+def _parse(
+    body: bytes, content_type: str | None = "text/html", *, status: int = 200, cls: type = HtmlResponse
+):
     headers = {"Content-Type": content_type} if content_type is not None else {}
     response = cls(URL, body=body, headers=headers, status=status)
     return parse_response(response, requested_url=URL, fetched_at=NOW)
@@ -46,7 +48,9 @@ def _parse(body: bytes, content_type: str | None = "text/html", *, status: int =
         ("big5", False, False, "big5"),
     ],
 )
-def test_charsets_declared_in_header_meta_or_nowhere(encoding: str, header: bool, meta: bool, expected: str) -> None:
+def test_charsets_declared_in_header_meta_or_nowhere(
+    encoding: str, header: bool, meta: bool, expected: str
+) -> None:
     paragraphs = PARAGRAPHS if encoding != "gb2312" else PARAGRAPHS[:1]
     body = render_chapter("第二章 渡口", paragraphs, encoding=encoding, meta_charset=meta)
     parsed = _parse(body, f"text/html; charset={encoding}" if header else "text/html")
@@ -56,7 +60,8 @@ def test_charsets_declared_in_header_meta_or_nowhere(encoding: str, header: bool
 
 
 @pytest.mark.parametrize(
-    ("actual", "claimed"), [("gbk", "big5"), ("big5", "gbk"), ("utf-8", "gbk"), ("gbk", "utf-8"), ("gbk", "latin-1")]
+    ("actual", "claimed"),
+    [("gbk", "big5"), ("big5", "gbk"), ("utf-8", "gbk"), ("gbk", "utf-8"), ("gbk", "latin-1")],
 )
 def test_pages_that_lie_about_their_charset(actual: str, claimed: str) -> None:
     body = render_chapter("第二章 渡口", PARAGRAPHS, encoding=actual, meta_charset=False)
@@ -174,5 +179,7 @@ def test_scrapy_wrapped_errors_read_well() -> None:
     assert describe_failure(exceptions.DownloadConnectionRefusedError("x")) == "connection refused"
     assert describe_failure(exceptions.CannotResolveHostError("x")) == "DNS lookup failed (no such host)"
     assert describe_failure(exceptions.DownloadTimeoutError("x"), timeout=20) == "timed out after 20 s"
-    cancelled = exceptions.DownloadCancelledError("expected response size (99) larger than download max size (9)")
+    cancelled = exceptions.DownloadCancelledError(
+        "expected response size (99) larger than download max size (9)"
+    )
     assert describe_failure(cancelled) == "response larger than the download size cap (DOWNLOAD_MAXSIZE)"

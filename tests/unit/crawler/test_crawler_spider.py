@@ -66,7 +66,9 @@ def test_request_url_strips_fragment_and_spaces() -> None:
 # ----------------------------------------------------------------------------------------------- spider
 
 
-def _response(url: str, html: str, *, depth: int, requested: str | None = None, status: int = 200) -> HtmlResponse:
+def _response(
+    url: str, html: str, *, depth: int, requested: str | None = None, status: int = 200
+) -> HtmlResponse:
     request = Request(url, meta={"depth": depth, REQUESTED_URL: requested or url})
     return HtmlResponse(
         url, body=html.encode("utf-8"), headers={"Content-Type": "text/html; charset=utf-8"},
