@@ -183,3 +183,19 @@ def test_scrapy_wrapped_errors_read_well() -> None:
         "expected response size (99) larger than download max size (9)"
     )
     assert describe_failure(cancelled) == "response larger than the download size cap (DOWNLOAD_MAXSIZE)"
+
+
+def test_mixed_encodings_keep_the_body() -> None:
+    # A UTF-8 page with one ad line pasted in as GBK: the damaged line may be garbled, the body is not.
+    body = render_chapter("第二章", PARAGRAPHS)
+    marker = "<div id='content'>".encode()
+    mixed = body.replace(marker, marker + "广告：下载阅读器".encode("gbk") + b"<br>")
+    parsed = _parse(mixed, "text/html")
+    assert parsed.page.encoding == "utf-8"
+    assert parsed.page.text.split("\n")[-2:] == PARAGRAPHS
+
+
+def test_huge_pages_are_parsed_whole() -> None:
+    body = render_chapter("第二章", PARAGRAPHS * 20_000)  # about 2.5 MB of text
+    parsed = _parse(body, "text/html; charset=utf-8")
+    assert parsed.page.text.count("\n") == 2 * 20_000 - 1
