@@ -448,6 +448,34 @@ def matches(context: Context, fmt: str, status: str, work_id: int | None) -> Non
         )
 
 
+@main.command()
+@click.option("--by", "dimension", type=click.Choice(["work", "host", "day"]), default="work", show_default=True)
+@click.option("--days", type=click.IntRange(1), help="Only matches first seen in the last N days.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@pass_context
+@friendly_errors
+def report(context: Context, dimension: str, days: int | None, fmt: str) -> None:
+    """Match counts per work, per host or per day, by review status."""
+    from datetime import timedelta
+
+    from analytics.rollups import match_rollup
+    from storage.models import utcnow
+
+    since = utcnow() - timedelta(days=days) if days else None
+    with context.session() as session:
+        rows = match_rollup(session, dimension, since=since)  # type: ignore[arg-type]
+    if fmt == "json":
+        for row in rows:
+            click.echo(json.dumps(row.as_json(), ensure_ascii=False))
+    elif not rows:
+        click.echo("no matches yet")
+    else:
+        _print_table(
+            [dimension, "flagged", "confirmed", "dismissed", "licensed", "pages"],
+            [(r.key, r.flagged, r.confirmed, r.dismissed, r.licensed, r.pages) for r in rows],
+        )
+
+
 def _print_table(headers: list[str], rows: list[tuple[Any, ...]]) -> None:
     import unicodedata
 
