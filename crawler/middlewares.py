@@ -11,28 +11,37 @@ from scrapy.http import Request
 
 from crawler.links import site_of
 from crawler.parse import is_binary_media_type, media_type
+from crawler.spiders import START_PAGE
 
 __all__ = ["SkipBinaryBodies", "StayOnStartSites"]
 
-ALLOWED_SITES_SETTING = "FPTRACK_ALLOWED_SITES"
-
 
 class StayOnStartSites:
-    """Refuse any request off the start sites. Links are already filtered by the spider; this catches
-    redirects (``302 Location: http://elsewhere/``), which would otherwise leave the crawl's sites."""
+    """Refuse any request off the crawl's sites (the spider's ``allowed_sites``). Links are already
+    filtered by the spider; this catches redirects (``302 Location: http://elsewhere/``). A start URL
+    that redirects to another site (``example.com`` -> ``www.example.com``) makes that site a crawl site."""
 
-    def __init__(self, allowed_sites: frozenset[str], stats: Any) -> None:
-        self.allowed_sites = allowed_sites
-        self.stats = stats
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StayOnStartSites:
-        return cls(frozenset(crawler.settings.getlist(ALLOWED_SITES_SETTING)), crawler.stats)
+        return cls(crawler)
 
     def process_request(self, request: Request, spider: object = None) -> None:
-        if site_of(request.url) not in self.allowed_sites:
-            self.stats.inc_value("fptrack/requests_off_site")
-            raise IgnoreRequest(f"off-site redirect to {request.url}")
+        sites: set[str] = getattr(self.crawler.spider, "allowed_sites", set())
+        site = site_of(request.url)
+        if site in sites:
+            return
+        stats = self.crawler.stats
+        if request.meta.get(START_PAGE) and request.meta.get("redirect_urls"):
+            sites.add(site)
+            if stats is not None:
+                stats.inc_value("fptrack/sites_added_by_start_redirect")
+            return
+        if stats is not None:
+            stats.inc_value("fptrack/requests_off_site")
+        raise IgnoreRequest(f"off-site redirect to {request.url}")
 
 
 class SkipBinaryBodies:

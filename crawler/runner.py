@@ -12,20 +12,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from crawler.links import request_url, site_of
-from crawler.middlewares import ALLOWED_SITES_SETTING
+from crawler.links import request_url
 from crawler.pages import CrawledPage, CrawlError, CrawlProgress, CrawlStats
 from crawler.pipelines import HOOKS_SETTING, CrawlHooks
 from storage.settings import Settings
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "run_crawl", "scrapy_settings"]
+__all__ = ["run_crawl", "scrapy_settings"]
 
-DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 _ran_in_this_process = False
 _lock = threading.Lock()
 
 
-def scrapy_settings(settings: Settings, *, allowed_sites: Sequence[str], hooks: CrawlHooks) -> dict[str, Any]:
+def scrapy_settings(settings: Settings, *, hooks: CrawlHooks) -> dict[str, Any]:
     """The Scrapy settings of an fptrack crawl, derived from fptrack's :class:`Settings`."""
     max_bytes = settings.crawl_max_body_bytes
     return {
@@ -52,7 +50,6 @@ def scrapy_settings(settings: Settings, *, allowed_sites: Sequence[str], hooks: 
             "crawler.pipelines.SinkPipeline": 200,
             "crawler.pipelines.ProgressPipeline": 300,
         },
-        ALLOWED_SITES_SETTING: list(allowed_sites),
         HOOKS_SETTING: hooks,
         "TELNETCONSOLE_ENABLED": False,
         "LOG_LEVEL": "WARNING",
@@ -73,7 +70,7 @@ def run_crawl(
     """Crawl from ``start_urls`` and return when done; ``sink`` gets every response, synchronously.
 
     Start pages are depth 0; links (``<a href>``) are followed to ``depth`` on the start URLs' sites
-    (host and port) only; at most ``max_pages`` responses are handed to ``sink``. Requests that get no
+    (host and port) only, plus the site a start URL redirects to (``example.com`` -> ``www.example.com``); at most ``max_pages`` responses are handed to ``sink``. Requests that get no
     response (refused, timed out, DNS) are listed in ``CrawlStats.failures`` with a readable reason.
 
     Runs Scrapy on Twisted's reactor in this thread, so it works **once per process**; a second call raises
@@ -99,8 +96,7 @@ def run_crawl(
     from crawler.spiders import PageSpider
 
     hooks = CrawlHooks(sink=sink, progress=progress, max_pages=max_pages)
-    allowed_sites = sorted({site_of(url) for url in urls})
-    process = CrawlerProcess(scrapy_settings(settings, allowed_sites=allowed_sites, hooks=hooks))
+    process = CrawlerProcess(scrapy_settings(settings, hooks=hooks))
     # Each failed request is reported once, in CrawlStats.failures; the retry middleware's own
     # "Gave up retrying" ERROR line would only repeat it on the user's terminal.
     logging.getLogger("scrapy.downloadermiddlewares.retry").setLevel(logging.CRITICAL)

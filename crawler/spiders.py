@@ -19,6 +19,7 @@ from crawler.parse import describe_failure, parse_response
 __all__ = ["PageSpider"]
 
 REQUESTED_URL = "fptrack_url"  # request meta key: the URL as first requested (kept through redirects)
+START_PAGE = "fptrack_start"  # request meta key: True on start requests (kept through redirects)
 
 
 class PageSpider(scrapy.Spider):
@@ -36,7 +37,9 @@ class PageSpider(scrapy.Spider):
         self.start_urls = list(start_urls)
         self.depth = depth
         self.max_pages = max_pages
-        self.allowed_sites = frozenset(site_of(url) for url in self.start_urls)
+        # Grows when a start URL redirects to another site (example.com -> www.example.com); see
+        # crawler.middlewares.StayOnStartSites, which reads and extends this set.
+        self.allowed_sites: set[str] = {site_of(url) for url in self.start_urls}
         self.pages_emitted = 0
 
     async def start(self) -> AsyncIterator[Request]:
@@ -48,10 +51,11 @@ class PageSpider(scrapy.Spider):
 
     def _start_requests(self) -> Iterator[Request]:
         for url in self.start_urls:
-            yield self._request(url)
+            yield self._request(url, start=True)
 
-    def _request(self, url: str) -> Request:
-        return Request(url, callback=self.parse, errback=self.on_error, meta={REQUESTED_URL: url})
+    def _request(self, url: str, *, start: bool = False) -> Request:
+        meta = {REQUESTED_URL: url, START_PAGE: start}
+        return Request(url, callback=self.parse, errback=self.on_error, meta=meta)
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[CrawledPage | Request]:
         if self.pages_emitted >= self.max_pages:
@@ -68,7 +72,7 @@ class PageSpider(scrapy.Spider):
             raise CloseSpider("max_pages")
         if response.meta.get("depth", 0) >= self.depth or not parsed.links:
             return
-        follow, off_site = links_to_follow(parsed.links, self.allowed_sites)
+        follow, off_site = links_to_follow(parsed.links, frozenset(self.allowed_sites))
         if off_site:
             self._inc("fptrack/links_off_site", off_site)
         for url in follow:

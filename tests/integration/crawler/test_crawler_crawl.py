@@ -252,15 +252,14 @@ def test_slow_page_times_out() -> None:
     assert sorted(result.urls) == [site + "/", site + "/fast.html"]
 
 
-def test_off_site_redirect_is_not_followed(off_site: SiteURL) -> None:
+def test_off_site_redirect_of_a_linked_page_is_not_followed(off_site: SiteURL) -> None:
     requests_before = list(off_site.requests)
-    with serve_site({"/away.html": Redirect(f"{off_site}/secret.html")}) as site:
-        result = crawl_in_child([site + "/away.html"], depth=1)
+    pages = {"/": _links("/away.html"), "/away.html": Redirect(f"{off_site}/secret.html")}
+    with serve_site(pages) as site:
+        result = crawl_in_child([site + "/"], depth=1)
     assert off_site.requests == requests_before
-    assert result.pages == []
-    [(url, reason)] = result.stats["failures"]
-    assert url == site + "/away.html"
-    assert reason == f"off-site redirect to {off_site}/secret.html"
+    assert result.urls == [site + "/"]
+    assert result.stats["failures"] == [[site + "/away.html", f"off-site redirect to {off_site}/secret.html"]]
 
 
 def test_bodies_over_the_size_cap_are_abandoned() -> None:
@@ -290,3 +289,12 @@ def test_run_crawl_refuses_a_second_run_in_one_process() -> None:
         result = crawl_in_child([site + "/"], depth=0, run_twice=True)
     assert result.stats["pages_seen"] == 1
     assert result.second_run_error is not None and "once per process" in result.second_run_error
+
+
+def test_a_start_url_redirecting_to_another_site_makes_it_the_crawl_site(off_site: SiteURL) -> None:
+    moved = {"/index.html": _links("/chapter.html"), "/chapter.html": chapter_page("第一章", PARAGRAPHS)}
+    with serve_site(moved) as new_home, serve_site({"/": Redirect(f"{new_home}/index.html")}) as old_home:
+        result = crawl_in_child([old_home + "/"], depth=1)
+    assert result.page(old_home + "/")["final_url"] == new_home + "/index.html"
+    assert result.page(new_home + "/chapter.html")["text"].split("\n") == PARAGRAPHS
+    assert result.stats["failures"] == []

@@ -188,7 +188,7 @@ def test_scrapy_wrapped_errors_read_well() -> None:
 def test_mixed_encodings_keep_the_body() -> None:
     # A UTF-8 page with one ad line pasted in as GBK: the damaged line may be garbled, the body is not.
     body = render_chapter("第二章", PARAGRAPHS)
-    marker = "<div id='content'>".encode()
+    marker = b"<div id='content'>"
     mixed = body.replace(marker, marker + "广告：下载阅读器".encode("gbk") + b"<br>")
     parsed = _parse(mixed, "text/html")
     assert parsed.page.encoding == "utf-8"
