@@ -33,29 +33,29 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _corpus import iter_chapters, news_texts, require_corpus  # noqa: E402
+from _corpus import iter_chapters, news_texts, require_corpus
 
-from fingerprint.features import char_shingle_hashes, tokenize  # noqa: E402
-from fingerprint.minhash import MinHashParams, minhash_signature  # noqa: E402
-from fingerprint.normalize import normalize  # noqa: E402
-from fingerprint.pinyin_dna import DnaParams, dna_codes, pinyin_initials  # noqa: E402
-from fingerprint.simhash import SimhashParams, simhash_tokens  # noqa: E402
-from fingerprint.stats import CorpusStats  # noqa: E402
-from fingerprint.winnowing import winnow  # noqa: E402
+from fingerprint.features import char_shingle_hashes, tokenize
+from fingerprint.minhash import MinHashParams, minhash_signature
+from fingerprint.normalize import normalize
+from fingerprint.pinyin_dna import DnaParams, dna_codes, pinyin_initials
+from fingerprint.simhash import SimhashParams, simhash_tokens
+from fingerprint.stats import CorpusStats
+from fingerprint.winnowing import winnow
 
 PAPER = {"dedup": {5: 0.833, 10: 0.751, 15: 0.687, 20: 0.661}, "precision": 0.963, "recall": 0.867, "f1": 0.912}
 RATIOS = (5, 10, 15, 20)
@@ -115,15 +115,33 @@ def _simhash_method(name: str, params: SimhashParams, stats: CorpusStats, k: int
     return Method(name, f"Hamming <= {k} of {params.bits}", fp, matches)
 
 
+class _SetIndex:
+    """Inverted index over the originals' fingerprint sets: the share of each original's set found in a query."""
+
+    def __init__(self, sets: list[np.ndarray]) -> None:
+        self.sizes = np.array([s.size for s in sets], dtype=np.float64)
+        owners = np.concatenate([np.full(s.size, i, dtype=np.int64) for i, s in enumerate(sets)] or [np.zeros(0, np.int64)])
+        values = np.concatenate(sets or [np.zeros(0, np.int64)]).astype(np.int64)
+        order = np.argsort(values, kind="stable")
+        self.values, self.owners = values[order], owners[order]
+
+    def shares(self, query: np.ndarray) -> np.ndarray:
+        lo = np.searchsorted(self.values, query, side="left")
+        hi = np.searchsorted(self.values, query, side="right")
+        hits = np.concatenate([self.owners[a:b] for a, b in zip(lo.tolist(), hi.tolist()) if b > a] or [np.zeros(0, np.int64)])
+        counts = np.bincount(hits, minlength=self.sizes.size).astype(np.float64)
+        return np.divide(counts, self.sizes, out=np.zeros_like(counts), where=self.sizes > 0)
+
+
 def _set_share_method(name: str, rule: str, make: Callable[[str, list[str]], np.ndarray], share: float) -> Method:
+    cache: dict[int, _SetIndex] = {}
+
     def matches(q: object, originals: list[object]) -> np.ndarray:
-        qs = np.unique(np.asarray(q))
-        out = np.zeros(len(originals), dtype=bool)
-        for i, o in enumerate(originals):
-            o = np.asarray(o)
-            if o.size:
-                out[i] = np.isin(o, qs, assume_unique=True).mean() >= share
-        return out
+        key = id(originals)
+        if key not in cache:
+            cache.clear()
+            cache[key] = _SetIndex([np.asarray(o) for o in originals])
+        return cache[key].shares(np.unique(np.asarray(q, dtype=np.int64))) >= share
 
     return Method(name, rule, lambda n, t: np.unique(make(n, t)), matches)
 
@@ -201,7 +219,7 @@ def main() -> None:
                     tp += int(hits[i])
                     found += int(hits[i])
                 else:
-                    found += int(m.matches(q, [originals[m.name][i]])[0])
+                    found += int(m.matches(q, originals[m.name])[i])
             dedup[m.name][ratio] = found / len(docs)
             if ratio == 10:
                 precision = tp / predicted if predicted else 0.0

@@ -18,31 +18,31 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import random  # noqa: E402
-import resource  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import platform
+import random
+import resource
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _corpus import iter_chapters, require_corpus  # noqa: E402
+from _corpus import iter_chapters, require_corpus
 
-from fingerprint.features import char_shingle_hashes, tokenize  # noqa: E402
-from fingerprint.ksentence import ksentence  # noqa: E402
-from fingerprint.minhash import MinHashParams, lsh_band_keys, minhash_signature  # noqa: E402
-from fingerprint.normalize import normalize  # noqa: E402
-from fingerprint.page import PageParams, fingerprint_page  # noqa: E402
-from fingerprint.pinyin_dna import DnaParams, dna_codes, pinyin_initials  # noqa: E402
-from fingerprint.simhash import SimhashParams, simhash_tokens  # noqa: E402
-from fingerprint.stats import CorpusStats  # noqa: E402
-from fingerprint.winnowing import winnow  # noqa: E402
+from fingerprint.features import char_shingle_hashes, tokenize
+from fingerprint.ksentence import ksentence
+from fingerprint.minhash import MinHashParams, lsh_band_keys, minhash_signature
+from fingerprint.normalize import normalize
+from fingerprint.page import PageParams, fingerprint_page
+from fingerprint.pinyin_dna import DnaParams, dna_codes, pinyin_initials
+from fingerprint.simhash import SimhashParams, simhash_tokens
+from fingerprint.stats import CorpusStats
+from fingerprint.winnowing import winnow
 
 
 def main() -> None:
@@ -91,7 +91,7 @@ def main() -> None:
                      lambda n: dna_codes(pinyin_initials(n), DnaParams(), stats.pinyin_reference()), normalized)
     stage("pinyin initials only", pinyin_initials, normalized)
     stage("winnowing k=8 w=16 (normalised text)", lambda n: winnow(n, 8, 16), normalized)
-    stage("winnowing k=8 w=16 (initials)", lambda s: winnow(s, 8, 16), initials)
+    stage("winnowing k=12 w=16 (initials)", lambda s: winnow(s, 12, 16), initials)
     stage("ksentence k=3 (from original)", ksentence, texts)
     full_rate = stage("FULL SET a page needs (fingerprint_page)", lambda t: fingerprint_page(t, stats=stats), texts)
 

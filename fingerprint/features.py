@@ -23,14 +23,14 @@ import numpy as np
 
 __all__ = [
     "STOP_WORDS",
-    "tokenize",
-    "segment",
-    "token_hashes",
-    "char_shingles",
     "char_shingle_hashes",
-    "word_shingle_hashes",
+    "char_shingles",
     "fmix64",
     "hash_strings",
+    "segment",
+    "token_hashes",
+    "tokenize",
+    "word_shingle_hashes",
 ]
 
 _U64 = np.uint64
@@ -39,14 +39,7 @@ _MASK64 = (1 << 64) - 1
 # Function words that carry no content (seed lsh-content-similarity: "noise reduction" of 的/地/得,
 # particles, pronouns, common adverbs and conjunctions). Written for this project.
 STOP_WORDS: frozenset[str] = frozenset(
-    """
-    的 地 得 了 着 过 吗 呢 吧 啊 呀 哦 嘛 么 哈 之 乎 者 也 矣 焉 哉 兮 耳 尔
-    是 在 和 与 及 或 而 且 并 但 却 就 都 又 也 还 才 很 太 更 最 已 已经 曾 将 把 被 让 给 对 向 从 自 于 以 为 因 因为 所以
-    如果 虽然 但是 而且 并且 或者 然后 于是 可是 不过 只是 只 仅 不 没 没有 无 非 别 勿
-    我 你 他 她 它 我们 你们 他们 她们 它们 自己 这 那 此 其 这个 那个 这些 那些 这样 那样 这里 那里 哪 哪里 什么 怎么 如何
-    一 一个 个 些 每 各 某 所 等 等等 之后 之前 以后 以前 其中 其他 其它
-    a an the of to in on at by for with from and or but is are was were be been it this that as
-    """.split()
+    ["的", "地", "得", "了", "着", "过", "吗", "呢", "吧", "啊", "呀", "哦", "嘛", "么", "哈", "之", "乎", "者", "也", "矣", "焉", "哉", "兮", "耳", "尔", "是", "在", "和", "与", "及", "或", "而", "且", "并", "但", "却", "就", "都", "又", "也", "还", "才", "很", "太", "更", "最", "已", "已经", "曾", "将", "把", "被", "让", "给", "对", "向", "从", "自", "于", "以", "为", "因", "因为", "所以", "如果", "虽然", "但是", "而且", "并且", "或者", "然后", "于是", "可是", "不过", "只是", "只", "仅", "不", "没", "没有", "无", "非", "别", "勿", "我", "你", "他", "她", "它", "我们", "你们", "他们", "她们", "它们", "自己", "这", "那", "此", "其", "这个", "那个", "这些", "那些", "这样", "那样", "这里", "那里", "哪", "哪里", "什么", "怎么", "如何", "一", "一个", "个", "些", "每", "各", "某", "所", "等", "等等", "之后", "之前", "以后", "以前", "其中", "其他", "其它", "a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "with", "from", "and", "or", "but", "is", "are", "was", "were", "be", "been", "it", "this", "that", "as"]
 )
 
 # Polynomial bases (odd, so invertible mod 2^64) and finaliser keys, one pair per seed.

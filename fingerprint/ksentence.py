@@ -20,7 +20,7 @@ import numpy as np
 
 from fingerprint.normalize import NormalizedText, normalize
 
-__all__ = ["KSentence", "ksentence", "SENTENCE_BREAK"]
+__all__ = ["SENTENCE_BREAK", "KSentence", "ksentence"]
 
 SENTENCE_BREAK = re.compile(r"[。！？!?；;…\n\r]+")
 _BREAK_CODE_POINTS = np.array(sorted(map(ord, "。！？!?；;…\n\r")), dtype=np.uint32)

@@ -32,13 +32,13 @@ from fingerprint.features import fmix64
 
 __all__ = [
     "MinHashParams",
-    "minhash_signature",
-    "estimate_jaccard",
-    "lsh_band_keys",
     "candidate_probability",
-    "threshold_for",
-    "jaccard",
     "containment",
+    "estimate_jaccard",
+    "jaccard",
+    "lsh_band_keys",
+    "minhash_signature",
+    "threshold_for",
 ]
 
 _U64 = np.uint64

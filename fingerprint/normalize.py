@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["NormalizedText", "normalize", "ARTIFACT_PATTERNS", "is_kept_char"]
+__all__ = ["ARTIFACT_PATTERNS", "NormalizedText", "is_kept_char", "normalize"]
 
 _MAX_CODE_POINT = 0x110000
 

@@ -21,7 +21,7 @@ from fingerprint.simhash import SimhashParams, simhash_tokens
 from fingerprint.stats import CorpusStats
 from fingerprint.winnowing import winnow
 
-__all__ = ["PageParams", "PageFingerprints", "fingerprint_page"]
+__all__ = ["PageFingerprints", "PageParams", "fingerprint_page"]
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,13 @@ class PageParams:
     shingle_k: int = 5
     dna: DnaParams = field(default_factory=DnaParams)
     winnow_k: int = 8
+    winnow_initials_k: int = 12  # 23-letter alphabet: longer k-grams for the same specificity
     winnow_w: int = 16
     ksentence_k: int = 3
 
     def __post_init__(self) -> None:
-        if self.shingle_k < 1 or self.winnow_k < 1 or self.winnow_w < 1 or self.ksentence_k < 1:
-            raise ValueError("shingle_k, winnow_k, winnow_w and ksentence_k must all be >= 1")
+        if min(self.shingle_k, self.winnow_k, self.winnow_initials_k, self.winnow_w, self.ksentence_k) < 1:
+            raise ValueError("shingle_k, winnow_k, winnow_initials_k, winnow_w and ksentence_k must all be >= 1")
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +71,6 @@ def fingerprint_page(text: str, params: PageParams = PageParams(), stats: Corpus
         band_keys=lsh_band_keys(signature, params.minhash),
         dna=dna_codes(initials, params.dna, reference),
         winnow_text=winnow(norm.text, params.winnow_k, params.winnow_w),
-        winnow_initials=winnow(initials, params.winnow_k, params.winnow_w),
+        winnow_initials=winnow(initials, params.winnow_initials_k, params.winnow_w),
         ksentence=ksentence(text, params.ksentence_k, normalized=norm).fingerprint,
     )

@@ -32,11 +32,11 @@ __all__ = [
     "PINYIN_ALPHABET",
     "UNKNOWN_INITIAL",
     "DnaParams",
-    "pinyin_initials",
+    "dna_code_distance",
     "dna_codes",
     "dna_positions",
-    "dna_code_distance",
     "initial_counts",
+    "pinyin_initials",
 ]
 
 # Letters that start a pinyin syllable (no syllable starts with i, u or v).

@@ -36,7 +36,7 @@ from fingerprint.features import fmix64, stop_word_hashes, token_hashes, tokeniz
 if TYPE_CHECKING:
     from fingerprint.stats import CorpusStats
 
-__all__ = ["SCHEMES", "SimhashParams", "simhash", "simhash_text", "simhash_tokens", "hamming", "term_weights"]
+__all__ = ["SCHEMES", "SimhashParams", "hamming", "simhash", "simhash_text", "simhash_tokens", "term_weights"]
 
 Scheme = Literal["tf", "tfidf", "entropy", "termlen"]
 SCHEMES: tuple[str, ...] = ("tf", "tfidf", "entropy", "termlen")

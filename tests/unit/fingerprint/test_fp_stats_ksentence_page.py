@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from fingerprint.features import token_hashes
 from fingerprint.ksentence import ksentence
-from fingerprint.normalize import normalize
 from fingerprint.page import PageParams, fingerprint_page
 from fingerprint.simhash import SimhashParams, hamming
 from fingerprint.stats import CorpusStats
