@@ -1,24 +1,61 @@
 """From an alignment to a verdict (pure).
 
-A page is flagged for a chapter when it copies at least ``MIN_COPIED`` normalised characters of it (shorter
-overlaps are quotations, not piracy) and either a good share of the chapter (``MIN_CHAPTER_COVERAGE``) or a long
-passage of it (``MIN_PASSAGE``: an excerpt inside an unrelated article). The score is the share of the chapter
+A page is flagged for a chapter when it copies at least ``min_copied`` normalised characters of it (shorter
+overlaps are quotations, not piracy) and either a good share of the chapter (``min_coverage``) or one long
+passage of it (``min_passage``: an excerpt inside an unrelated article). The score is the share of the chapter
 that the page reproduces.
 
-These are the walking skeleton's thresholds; the evaluation (benchmarks/piracy_eval.py) calibrates them.
+The default thresholds (:data:`DEFAULT_RULE`) are read off the precision/recall sweep that
+``benchmarks/piracy_eval.py`` prints over :func:`candidate_rule_grid` (see docs/compare.md for the curve and the
+reasoning), not tuned to make a test pass.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from compare.verify import Alignment
 
-__all__ = ["MIN_CHAPTER_COVERAGE", "MIN_COPIED", "MIN_PASSAGE", "Decision", "decide"]
+__all__ = [
+    "DEFAULT_RULE",
+    "Decision",
+    "DecisionRule",
+    "Evidence",
+    "candidate_rule_grid",
+    "decide",
+    "decide_with",
+    "evidence_of",
+]
 
-MIN_COPIED = 50
-MIN_CHAPTER_COVERAGE = 0.3
-MIN_PASSAGE = 300
+
+@dataclass(frozen=True)
+class Evidence:
+    """What an alignment says, in numbers a decision rule reads.
+
+    ``copied_chars``: normalised page characters inside copied runs; ``chapter_coverage``: share of the chapter's
+    normalised characters that those runs reproduce; ``longest_run``: the longest single copied run (page
+    characters).
+    """
+
+    copied_chars: int
+    chapter_coverage: float
+    longest_run: int
+
+
+@dataclass(frozen=True)
+class DecisionRule:
+    """Flag iff ``copied_chars >= min_copied`` and (``chapter_coverage >= min_coverage`` or ``longest_run >=
+    min_passage``)."""
+
+    min_copied: int = 50
+    min_coverage: float = 0.2
+    min_passage: int = 200
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+DEFAULT_RULE = DecisionRule()
 
 
 @dataclass(frozen=True)
@@ -28,9 +65,27 @@ class Decision:
     copied_chars: int
 
 
-def decide(alignment: Alignment) -> Decision:
-    copied = alignment.page_covered
-    coverage = min(1.0, alignment.chapter_coverage)
-    long_passage = copied >= MIN_PASSAGE
-    flagged = copied >= MIN_COPIED and (coverage >= MIN_CHAPTER_COVERAGE or long_passage)
-    return Decision(flagged=flagged, score=round(coverage, 4), copied_chars=copied)
+def evidence_of(alignment: Alignment) -> Evidence:
+    longest = max((end - start for start, end, _, _ in alignment.runs), default=0)
+    return Evidence(alignment.page_covered, min(1.0, alignment.chapter_coverage), longest)
+
+
+def decide_with(evidence: Evidence, rule: DecisionRule = DEFAULT_RULE) -> Decision:
+    flagged = evidence.copied_chars >= rule.min_copied and (
+        evidence.chapter_coverage >= rule.min_coverage or evidence.longest_run >= rule.min_passage
+    )
+    return Decision(flagged=flagged, score=round(evidence.chapter_coverage, 4), copied_chars=evidence.copied_chars)
+
+
+def decide(alignment: Alignment, rule: DecisionRule = DEFAULT_RULE) -> Decision:
+    return decide_with(evidence_of(alignment), rule)
+
+
+def candidate_rule_grid() -> list[DecisionRule]:
+    """The thresholds the evaluation sweeps: the quotation floor is fixed by the product (50 characters), the
+    other two vary."""
+    return [
+        DecisionRule(50, coverage, passage)
+        for coverage in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
+        for passage in (60, 100, 150, 200, 300, 400, 600)
+    ]

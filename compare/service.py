@@ -7,13 +7,14 @@ command, a test), so one unit of work either lands whole or not at all.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from compare.documents import Document, analyse
-from compare.scoring import decide
+from compare.scoring import Evidence, decide_with, evidence_of
 from compare.verify import align
 from storage.index import IndexLayout
 from storage.models import Chapter, Match, Page, Work, utcnow
@@ -50,6 +51,7 @@ class Verdict:
     methods: tuple[str, ...]
     spans: tuple[tuple[int, int, int, int], ...]
     flagged: bool
+    evidence: Evidence = field(default=Evidence(0, 0.0, 0), compare=False)
 
 
 def layout_for(settings: Settings) -> IndexLayout:
@@ -80,9 +82,16 @@ def find_candidates(
     return {o: found[o] for o in ranked[:limit]}
 
 
+@lru_cache(maxsize=4096)
+def chapter_document(text: str) -> Document:
+    """A chapter's analysis, kept per process: chapters are verified against many pages and never change."""
+    return analyse(text)
+
+
 def verify(document: Document, chapter: Chapter, chapter_doc: Document, methods: set[str]) -> Verdict:
     alignment = align(document.text, chapter_doc.text, document.initials, chapter_doc.initials)
-    decision = decide(alignment)
+    evidence = evidence_of(alignment)
+    decision = decide_with(evidence)
     spans = []
     for p_start, p_end, c_start, c_end in alignment.runs:
         page_span = document.normalized.original_span(p_start, p_end)
@@ -99,6 +108,7 @@ def verify(document: Document, chapter: Chapter, chapter_doc: Document, methods:
         methods=tuple(sorted(methods)),
         spans=tuple(spans),
         flagged=decision.flagged,
+        evidence=evidence,
     )
 
 
@@ -108,7 +118,7 @@ def compare_document(session: Session, document: Document, settings: Settings) -
     if not candidates:
         return []
     chapters = session.scalars(select(Chapter).where(Chapter.id.in_(list(candidates)))).all()
-    verdicts = [verify(document, c, analyse(c.text), candidates[c.id]) for c in chapters]
+    verdicts = [verify(document, c, chapter_document(c.text), candidates[c.id]) for c in chapters]
     return sorted(verdicts, key=lambda v: (-v.flagged, -v.score, v.chapter_id))
 
 
@@ -178,7 +188,7 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
     layout = layout_for(settings)
     pages: set[int] = set()
     for chapter in work.chapters:
-        document = analyse(chapter.text)
+        document = chapter_document(chapter.text)
         replace_fingerprints(
             session,
             owner="chapter",

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from admin.demo import DEMO_DATA, demo_chapters
 from compare import service
 from compare.works import register_work_file
-from storage.models import CodeIndexRow, Fingerprint, Match, Page, SimhashIndexRow, Work
+from storage.models import CodeIndexRow, Fingerprint, Match, Page, Work
 from storage.settings import Settings
 
 
@@ -53,15 +53,15 @@ def test_refingerprinting_and_deleting_leave_no_orphans(session: Session, settin
     page = _page(session, "http://127.0.0.1/a.html", demo_chapters("alley.txt")[0])
     service.fingerprint_page(session, page.id, settings)
     session.commit()
-    before = (_count(session, Fingerprint), _count(session, SimhashIndexRow), _count(session, CodeIndexRow))
+    before = (_count(session, Fingerprint), _count(session, CodeIndexRow))
     service.fingerprint_page(session, page.id, settings)
     service.index_work(session, work.work_id, settings)
     session.commit()
-    assert (_count(session, Fingerprint), _count(session, SimhashIndexRow), _count(session, CodeIndexRow)) == before
+    assert (_count(session, Fingerprint), _count(session, CodeIndexRow)) == before
     assert _count(session, Match) == 1
 
     session.delete(session.get(Work, work.work_id))
     session.delete(session.get(Page, page.id))
     session.commit()
-    assert (_count(session, Fingerprint), _count(session, SimhashIndexRow), _count(session, CodeIndexRow)) == (0, 0, 0)
+    assert (_count(session, Fingerprint), _count(session, CodeIndexRow)) == (0, 0)
     assert _count(session, Match) == 0

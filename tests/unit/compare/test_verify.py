@@ -3,7 +3,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compare.scoring import MIN_COPIED, decide
+from compare.scoring import DEFAULT_RULE, decide
 from compare.verify import align, kgram_hashes
 
 CJK = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳云腾致雨露结为霜金生丽水玉出昆冈剑号巨阙珠称夜光"
@@ -58,7 +58,7 @@ def test_pinyin_channel_survives_same_sound_swaps() -> None:
 def test_short_quotation_is_not_piracy() -> None:
     rng = random.Random(9)
     chapter = _random_text(rng, 3000)
-    page = _random_text(rng, 500) + chapter[1000 : 1000 + MIN_COPIED - 5] + _random_text(rng, 500)
+    page = _random_text(rng, 500) + chapter[1000 : 1000 + DEFAULT_RULE.min_copied - 5] + _random_text(rng, 500)
     decision = decide(align(page, chapter))
     assert not decision.flagged
 

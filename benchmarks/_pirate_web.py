@@ -1,0 +1,476 @@
+"""A pirate web built from ``../shared/corpus`` for ``benchmarks/piracy_eval.py`` (never used by tests).
+
+What is registered: the ``tennessine`` copy of 西游记 and 三国演义, minus every chapter whose number ends in 7
+(held out: their pages are hard negatives of the same work, same characters, same formulas). 水浒传 is not
+registered at all (its pages are negatives of the same genre).
+
+What is published, one page per line of :data:`KINDS` (pages spread over several pirate-site templates):
+
+- real copies: the other copies of the registered novels as found in the corpus (``real_etext``: xstt5 /
+  web-novel e-texts, ``real_rain8``: rain8 e-texts, ``pg_hant``: Project Gutenberg, Traditional, punctuation
+  stripped, some chapters merged);
+- synthetic copies of the registered originals: random edits at 5/10/15/20 % (modify, delete, insert, shift of
+  1-3 character units), same-sound swaps at 10/30 % (homophone table from pypinyin over the corpus characters),
+  Traditional served as Big5, injected pinyin annotations (``內(nèi)容``), ads spliced between and inside
+  paragraphs (patterns of ``observed_piracy_artifacts.tsv``), shuffled paragraphs, GBK pages, a chapter split
+  over two pages (each half is a page), two consecutive chapters on one page, an excerpt of 600-1200 characters
+  inside a news article;
+- negatives: 水浒传 chapters (all four copies), held-out chapters of the registered novels (other copies),
+  news articles, news quoting under 50 characters of a registered chapter.
+
+Ground truth of a page is the set of registered ``(work, chapter)`` it holds. For synthetic pages it is known by
+construction. For real copies (whose chapter boundaries differ: Gutenberg merges chapters) it comes from an
+oracle that knows both texts whole: a registered chapter is in the truth set when at least 25 % of its
+character 8-grams (Traditional folded to Simplified by OpenCC, CJK only) occur in the page. A page holding
+several chapters is correctly attributed when every chapter it is matched with is in its truth set.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from tests.support.sites import Page, render_chapter
+
+__all__ = [
+    "CORPUS",
+    "KINDS",
+    "NEGATIVE_KINDS",
+    "POSITIVE_KINDS",
+    "PageSpec",
+    "PirateWeb",
+    "build_pirate_web",
+    "oracle_text",
+]
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+REGISTERED = ("xiyouji", "sanguoyanyi")
+UNREGISTERED = ("shuihuzhuan",)
+ORIGINAL_SOURCE = "tennessine"
+HELD_OUT_DIGIT = 7
+
+POSITIVE_KINDS = (
+    "real_etext",
+    "real_rain8",
+    "pg_hant",
+    "edit_05",
+    "edit_10",
+    "edit_15",
+    "edit_20",
+    "homophone_10",
+    "homophone_30",
+    "big5_hant",
+    "pinyin_annotated",
+    "ads_spliced",
+    "shuffled",
+    "gbk",
+    "split_half",
+    "two_chapters",
+    "excerpt_news",
+)
+NEGATIVE_KINDS = ("neg_unregistered_novel", "neg_heldout_chapter", "neg_news", "neg_short_quote")
+KINDS = POSITIVE_KINDS + NEGATIVE_KINDS
+
+SITES = (
+    ("biquge", "书友小说网"),
+    ("p-paragraphs", "笔趣阁"),
+    ("split-divs", "顶点小说"),
+    ("ad-inside", "八一中文网"),
+    ("html5-article", "全本书屋"),
+)
+
+# Ads as pirate sites splice them (observed_piracy_artifacts.tsv and common promo lines).
+_ADS_BETWEEN = (
+    "更多TXT电子书下载,请访问雨枫轩:http://www.rain8.com",
+    "电子书版权为原出版社和作者所有",
+    "输入：中华古籍oldbook.126.com",
+    "天涯在线书库《www.tianyabook.com》",
+    "----------------------- Page 12-----------------------",
+    "更新时间:2007-11-16 7:55:51 本章字数:4804",
+    "天才一秒记住本站地址：www.biquge-example.com。手机版阅读网址：m.biquge-example.com",
+    "作品仅供读者预览,请在下载24小时内删除",
+)
+_ADS_INSIDE = (
+    "小^说^无广告的~顶点*小说~网www.shuyaya.com",
+    "看^书^神~站*最快~更新www.kanshu.la",
+    "www.xstt5.com",
+)
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One published page and what it really is."""
+
+    path: str
+    site: int
+    kind: str
+    positive: bool
+    truth: frozenset[tuple[str, int]]
+    body: bytes
+    content_type: str
+    excerpt_lines: tuple[str, ...] = ()  # excerpt kind: the copied lines as they appear on the page
+    excerpt_work_span: tuple[int, int] | None = None  # excerpt kind: [start, end) in the registered work file
+
+
+@dataclass
+class PirateWeb:
+    work_files: dict[str, str]  # work -> text registered (``fptrack works add``)
+    work_titles: dict[str, str]
+    chapter_titles: dict[tuple[str, str], int]  # (work, heading line) -> corpus chapter number
+    sites: list[dict[str, Page]]
+    pages: list[PageSpec] = field(default_factory=list)
+    excluded: dict[str, int] = field(default_factory=dict)  # pages left out, with why
+
+
+@dataclass(frozen=True)
+class _Chapter:
+    work: str
+    source: str
+    number: int
+    title: str
+    text: str
+
+
+def _load(work: str, source: str) -> list[_Chapter]:
+    path = CORPUS / "zh_novels" / f"{work}__{source}.jsonl"
+    chapters = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row["title"].startswith("__") or len(row["text"]) < 500:
+                continue  # front matter
+            chapters.append(_Chapter(work, source, int(row["chapter"]), row["title"], row["text"]))
+    return chapters
+
+
+def _sources(work: str) -> list[str]:
+    return sorted(p.name.split("__", 1)[1][:-6] for p in (CORPUS / "zh_novels").glob(f"{work}__*.jsonl"))
+
+
+def _news() -> list[dict[str, str]]:
+    with (CORPUS / "zh_news" / "thucnews_sample_1000.jsonl").open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+# ------------------------------------------------------------------------------------------------ oracle
+
+
+@lru_cache(maxsize=1)
+def _t2s():  # type: ignore[no-untyped-def]
+    import opencc
+
+    return opencc.OpenCC("t2s")
+
+
+_NOT_CJK = re.compile(r"[^\u3400-\u9fff]+")
+
+
+def oracle_text(text: str) -> str:
+    """The oracle's view of a text: Simplified (OpenCC phrase conversion), CJK characters only."""
+    return _NOT_CJK.sub("", _t2s().convert(text))
+
+
+def _grams(text: str, k: int) -> set[int]:
+    return {hash(text[i : i + k]) for i in range(len(text) - k + 1)}
+
+
+class _Oracle:
+    """Which registered chapters a text holds (>= 25 % of a chapter's 8-grams), and whether it shares a
+    verbatim 50-character run with any of them."""
+
+    def __init__(self, registered: dict[str, list[_Chapter]]) -> None:
+        self.grams = {(c.work, c.number): _grams(oracle_text(c.text), 8) for cs in registered.values() for c in cs}
+        self.long_grams: dict[str, set[int]] = {}
+        for work, chapters in registered.items():
+            merged: set[int] = set()
+            for c in chapters:
+                merged |= _grams(oracle_text(c.text), 50)
+            self.long_grams[work] = merged
+
+    def chapters_in(self, work: str, text: str) -> frozenset[tuple[str, int]]:
+        page = _grams(oracle_text(text), 8)
+        return frozenset(
+            key for key, grams in self.grams.items() if key[0] == work and len(grams & page) >= 0.25 * len(grams)
+        )
+
+    def shares_long_run(self, text: str) -> bool:
+        page = _grams(oracle_text(text), 50)
+        return any(page & grams for grams in self.long_grams.values())
+
+
+# ------------------------------------------------------------------------------------------------ edits
+
+
+def _is_han(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff"
+
+
+def random_edits(text: str, rate: float, rng: random.Random, pool: str) -> str:
+    """Edit about ``rate`` of the Han characters in units of 1-3 characters: replace, delete, insert, or shift
+    (swap with the next unit); the E-Simhash protocol's modify / delete / shift / replace."""
+    chars = list(text)
+    out: list[str] = []
+    i = 0
+    per_unit = rate / 2.0  # units average 2 characters
+    while i < len(chars):
+        ch = chars[i]
+        if _is_han(ch) and rng.random() < per_unit:
+            size = rng.randint(1, 3)
+            unit = chars[i : i + size]
+            op = rng.randrange(4)
+            if op == 0:  # replace
+                out.extend(rng.choice(pool) if _is_han(c) else c for c in unit)
+            elif op == 1:  # delete
+                out.extend(c for c in unit if not _is_han(c))
+            elif op == 2:  # insert before the unit
+                out.extend(rng.choice(pool) for _ in range(size))
+                out.extend(unit)
+            else:  # shift: swap with the next unit
+                following = chars[i + size : i + 2 * size]
+                out.extend(following)
+                out.extend(unit)
+                size += len(following)
+            i += size
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+class Homophones:
+    """Same-sound (toneless pinyin) character groups over a character set, from pypinyin."""
+
+    def __init__(self, characters: set[str]) -> None:
+        from pypinyin import Style, lazy_pinyin
+
+        self.sound: dict[str, str] = {}
+        groups: dict[str, list[str]] = {}
+        for ch in sorted(characters):
+            if _is_han(ch):
+                syllable = lazy_pinyin(ch, style=Style.NORMAL)[0]
+                self.sound[ch] = syllable
+                groups.setdefault(syllable, []).append(ch)
+        self.groups = groups
+
+    def swap(self, text: str, rate: float, rng: random.Random) -> str:
+        out = []
+        for ch in text:
+            others = self.groups.get(self.sound.get(ch, ""), ())
+            if len(others) > 1 and rng.random() < rate:
+                out.append(rng.choice([c for c in others if c != ch]))
+            else:
+                out.append(ch)
+        return "".join(out)
+
+
+def pinyin_annotations(text: str, rate: float, rng: random.Random) -> str:
+    """Inject ``(pīn)`` annotations after a share of the Han characters, as in ``內(nèi)容``."""
+    from pypinyin import Style, pinyin
+
+    out = []
+    for ch in text:
+        out.append(ch)
+        if _is_han(ch) and rng.random() < rate:
+            out.append(f"({pinyin(ch, style=Style.TONE)[0][0]})")
+    return "".join(out)
+
+
+def splice_ads(paragraphs: list[str], rng: random.Random) -> list[str]:
+    """Ads between paragraphs (every few paragraphs) and inside them (at a random character)."""
+    out = []
+    for index, paragraph in enumerate(paragraphs):
+        if len(paragraph) > 40 and rng.random() < 0.3:
+            cut = rng.randrange(10, len(paragraph) - 10)
+            paragraph = paragraph[:cut] + rng.choice(_ADS_INSIDE) + paragraph[cut:]
+        out.append(paragraph)
+        if index % 4 == 1:
+            out.append(rng.choice(_ADS_BETWEEN))
+    return out
+
+
+def paragraphs_of(text: str) -> list[str]:
+    return [line.strip(" \t\u3000") for line in text.split("\n") if line.strip(" \t\u3000")]
+
+
+def news_paragraphs(text: str) -> list[str]:
+    """A news text as paragraphs: its lines, long lines cut after a full stop every ~150 characters."""
+    out = []
+    for line in paragraphs_of(text):
+        while len(line) > 200:
+            cut = line.find("。", 150)
+            if cut < 0 or cut > len(line) - 20:
+                break
+            out.append(line[: cut + 1])
+            line = line[cut + 1 :]
+        out.append(line)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ building
+
+
+def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
+    """The whole pirate web. ``quick`` publishes a sample (a few chapters per kind and work)."""
+    rng = random.Random(seed)
+    originals = {w: _load(w, ORIGINAL_SOURCE) for w in REGISTERED}
+    registered = {w: [c for c in cs if c.number % 10 != HELD_OUT_DIGIT] for w, cs in originals.items()}
+    held_out = {w: {c.number for c in cs if c.number % 10 == HELD_OUT_DIGIT} for w, cs in originals.items()}
+
+    work_files: dict[str, str] = {}
+    chapter_offsets: dict[tuple[str, int], int] = {}
+    chapter_titles: dict[tuple[str, str], int] = {}
+    titles = {"xiyouji": "西游记", "sanguoyanyi": "三国演义"}
+    for work, chapters in registered.items():
+        parts = [titles[work] + "\n\n"]
+        length = len(parts[0])
+        for c in chapters:
+            heading = c.title.strip() + "\n"
+            parts.append(heading)
+            length += len(heading)
+            chapter_offsets[(work, c.number)] = length
+            parts.append(c.text + "\n\n")
+            length += len(c.text) + 2
+            chapter_titles[(work, c.title.strip())] = c.number
+        work_files[work] = "".join(parts)
+
+    news_texts = [n["text"] for n in _news() if len(n["text"]) > 300]
+    rng.shuffle(news_texts)
+    pool = "".join(sorted({ch for cs in registered.values() for c in cs for ch in c.text if _is_han(ch)}))
+    homophones = Homophones(set(pool) | {ch for t in news_texts[:200] for ch in t})
+    oracle = _Oracle(registered)
+
+    web = PirateWeb(work_files, {w: titles[w] for w in REGISTERED}, chapter_titles, [{} for _ in SITES])
+    per_kind = 4 if quick else 30
+    counter = [0]
+
+    def publish(kind: str, title: str, paragraphs: Sequence[str], truth: frozenset[tuple[str, int]], *,
+                encoding: str = "utf-8", template: int | None = None, **extra: object) -> None:
+        counter[0] += 1
+        site = counter[0] % len(SITES) if template is None else template
+        path = f"/{kind}/{counter[0]}.html"
+        body = render_chapter(title, list(paragraphs), template=SITES[site][0], encoding=encoding,
+                              site_name=SITES[site][1])
+        web.sites[site][path] = Page(body, content_type=f"text/html; charset={encoding}")
+        web.pages.append(PageSpec(path, site, kind, kind in POSITIVE_KINDS, truth, body,
+                                  f"text/html; charset={encoding}", **extra))  # type: ignore[arg-type]
+
+    def sample(chapters: list[_Chapter], n: int) -> list[_Chapter]:
+        return chapters if len(chapters) <= n else rng.sample(chapters, n)
+
+    # --- real copies of the registered novels
+    for work in REGISTERED:
+        for source in _sources(work):
+            if source == ORIGINAL_SOURCE:
+                continue
+            kind = "pg_hant" if source.startswith("pg_") else "real_rain8" if "rain8" in source else "real_etext"
+            everything = _load(work, source)
+            held = [c for c in everything if c.number in held_out[work]]
+            chapters = [c for c in everything if c.number not in held_out[work]]
+            if quick:
+                chapters, held = sample(chapters, per_kind), sample(held, 2)
+            for c in chapters + held:
+                truth = oracle.chapters_in(work, c.text)
+                if truth:
+                    publish(kind, c.title, paragraphs_of(c.text), truth)
+                elif c.number in held_out[work] and not oracle.shares_long_run(c.text):
+                    publish("neg_heldout_chapter", c.title, paragraphs_of(c.text), frozenset())
+                else:
+                    web.excluded[f"{kind}: no registered chapter found by the oracle"] = (
+                        web.excluded.get(f"{kind}: no registered chapter found by the oracle", 0) + 1
+                    )
+
+    # --- synthetic copies of the registered originals
+    for work in REGISTERED:
+        chapters = registered[work]
+        numbers = {c.number for c in chapters}
+        for kind in POSITIVE_KINDS[3:]:
+            for c in sample(chapters, per_kind):
+                truth = frozenset({(work, c.number)})
+                paragraphs = paragraphs_of(c.text)
+                if kind.startswith("edit_"):
+                    rate = int(kind[5:]) / 100
+                    publish(kind, c.title, paragraphs_of(random_edits(c.text, rate, rng, pool)), truth)
+                elif kind.startswith("homophone_"):
+                    rate = int(kind[10:]) / 100
+                    publish(kind, c.title, paragraphs_of(homophones.swap(c.text, rate, rng)), truth)
+                elif kind == "big5_hant":
+                    publish(kind, c.title, paragraphs, truth, encoding="big5")
+                elif kind == "gbk":
+                    publish(kind, c.title, paragraphs, truth, encoding="gbk")
+                elif kind == "pinyin_annotated":
+                    publish(kind, c.title, paragraphs_of(pinyin_annotations(c.text, 0.08, rng)), truth)
+                elif kind == "ads_spliced":
+                    publish(kind, c.title, splice_ads(paragraphs, rng), truth)
+                elif kind == "shuffled":
+                    shuffled = paragraphs[:]
+                    rng.shuffle(shuffled)
+                    publish(kind, c.title, shuffled, truth)
+                elif kind == "split_half":
+                    half = len(paragraphs) // 2
+                    publish(kind, c.title + "（上）", paragraphs[:half], truth)
+                    publish(kind, c.title + "（下）", paragraphs[half:], truth)
+                elif kind == "two_chapters":
+                    following = next((d for d in chapters if d.number == c.number + 1), None)
+                    if following is None or following.number not in numbers:
+                        continue
+                    publish(kind, f"{c.title} / {following.title}",
+                            paragraphs + [following.title] + paragraphs_of(following.text),
+                            frozenset({(work, c.number), (work, following.number)}))
+                elif kind == "excerpt_news":
+                    _publish_excerpt(publish, rng, work, c, news_texts, chapter_offsets)
+
+    # --- negatives
+    unregistered = [c for w in UNREGISTERED for s in _sources(w) for c in _load(w, s)]
+    for c in sample(unregistered, 2 * per_kind if quick else 200):
+        publish("neg_unregistered_novel", c.title, paragraphs_of(c.text), frozenset())
+    for text in news_texts[: 2 * per_kind if quick else 150]:
+        lines = news_paragraphs(text)
+        publish("neg_news", lines[0][:40], lines, frozenset(), template=4)
+    quote_news = news_texts[200 : 200 + (2 * per_kind if quick else 100)]
+    for text in quote_news:
+        work = rng.choice(REGISTERED)
+        c = rng.choice(registered[work])
+        body = oracle_text(c.text)
+        length = rng.randint(20, 45)
+        start = rng.randrange(0, max(1, len(body) - length))
+        lines = news_paragraphs(text)
+        lines.insert(min(2, len(lines)), f"正如古典小说里写的：“{body[start:start + length]}”，令人感慨。")
+        publish("neg_short_quote", lines[0][:40], lines, frozenset(), template=4)
+
+    for site, pages in enumerate(web.sites):
+        links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in sorted(pages))
+        index = f"<html><head><meta charset='utf-8'><title>{SITES[site][1]}</title></head><body><ul>{links}</ul></body></html>"
+        pages["/"] = Page.html(index)
+    return web
+
+
+def _publish_excerpt(publish, rng: random.Random, work: str, c: _Chapter, news_texts: list[str],  # type: ignore[no-untyped-def]
+                     chapter_offsets: dict[tuple[str, int], int]) -> None:
+    text = c.text
+    length = rng.randint(600, 1200)
+    if len(text) < length + 20:
+        return
+    start = rng.randrange(0, len(text) - length)
+    # start and end on a character that survives extraction (not whitespace), so the truth span is exact
+    while start < len(text) and not text[start].strip():
+        start += 1
+    end = start + length
+    while end > start and not text[end - 1].strip():
+        end -= 1
+    excerpt = text[start:end]
+    lines = paragraphs_of(excerpt)
+    news = news_paragraphs(rng.choice(news_texts))
+    paragraphs = news[:2] + ["网友转发了小说中的一段："] + lines + news[2:]
+    offset = chapter_offsets[(work, c.number)]
+    publish("excerpt_news", news[0][:40], paragraphs, frozenset({(work, c.number)}), template=4,
+            excerpt_lines=tuple(lines), excerpt_work_span=(offset + start, offset + end))
+
+
+def escape(text: str) -> str:
+    return html_lib.escape(text)

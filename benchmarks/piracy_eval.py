@@ -1,0 +1,415 @@
+"""The piracy evaluation: a pirate web built from ../shared/corpus, crawled by the real ``fptrack``.
+
+    python benchmarks/piracy_eval.py --quick          # a sample (~220 pages), a few minutes
+    python benchmarks/piracy_eval.py                  # everything (~2,000 pages)
+    python benchmarks/piracy_eval.py --postgres postgresql://postgres@127.0.0.1:5432/postgres
+
+1. ``benchmarks/_pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
+2. Five pirate sites are served on 127.0.0.1 (one port each). In a fresh data folder (SQLite, or a fresh
+   PostgreSQL database with ``--postgres``) the real command line runs in subprocesses:
+   ``fptrack init``, ``fptrack works add``, ``fptrack crawl <site>/... --depth 1``, ``fptrack matches --format json``.
+3. The peers see the same page texts as extracted by the crawl (read back from the database) and the same
+   registered chapter texts: PyPI ``simhash`` (``Simhash(text)``, ``SimhashIndex`` with k = 3) and
+   ``datasketch`` (``MinHashLSH``, threshold 0.5, 128 permutations, character 5-grams of the text without
+   whitespace). A peer flags a page for every chapter its index returns.
+4. Scores, per kind: recall (positive pages flagged for the right work), chapter accuracy (of those, pages whose
+   flagged chapters are all in the truth set), false positives on negatives, span IoU on the excerpt kind (page
+   side and work side, against the known copied span). Overall precision counts pages: a negative page with any
+   match, or a positive page matched only with chapters of other works, is a false positive.
+5. Calibration: every page is compared again in-process (``compare.service.compare_document``, the same code the
+   crawl ran) to get every candidate verdict, flagged or not, and the decision rule of ``compare/scoring.py`` is
+   swept over its thresholds: the precision/recall table is printed and written to ``--curve`` (TSV). The
+   thresholds in ``compare/scoring.py`` are read off this curve (docs/compare.md).
+
+The last line of output is JSON with the figures. No corpus text is written into the repository: work files
+and the database live in a temporary folder that is deleted afterwards (``--keep`` keeps it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _pirate_web import NEGATIVE_KINDS, POSITIVE_KINDS, PirateWeb, build_pirate_web  # noqa: E402
+
+from tests.support.sites import serve_site  # noqa: E402
+
+SYSTEMS = ("fptrack", "simhash", "minhash")
+
+
+# ------------------------------------------------------------------------------------------------ running
+
+
+@dataclass
+class Run:
+    env: dict[str, str]
+    database_url: str
+
+    def fptrack(self, *args: str, timeout: float = 7200) -> subprocess.CompletedProcess[str]:
+        completed = subprocess.run(
+            [sys.executable, "-m", "admin.cli", *args],
+            env=self.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if completed.returncode not in (0, 3):
+            sys.exit(f"fptrack {' '.join(args)} failed ({completed.returncode}):\n{completed.stderr[-3000:]}")
+        return completed
+
+
+def _fresh_database(postgres: str | None, data_dir: Path) -> tuple[str, Any]:
+    """A database URL for this run and a function that drops it afterwards."""
+    if not postgres:
+        return f"sqlite:///{data_dir / 'fptrack.db'}", lambda: None
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    name = f"fptrack_eval_{os.getpid()}"
+    admin_url = make_url(postgres)
+    dsn = admin_url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute(f"DROP DATABASE IF EXISTS {name}")
+        connection.execute(f"CREATE DATABASE {name}")
+
+    def drop() -> None:
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    return admin_url.set(database=name).render_as_string(hide_password=False), drop
+
+
+def _read_back(database_url: str) -> tuple[dict[str, str], dict[int, tuple[str, str, int, str]]]:
+    """Page texts by URL, and registered chapters: id -> (work title, chapter title, index, text)."""
+    from sqlalchemy import create_engine, text
+
+    from storage.settings import normalise_database_url
+
+    engine = create_engine(normalise_database_url(database_url))
+    with engine.connect() as connection:
+        pages = {url: body for url, body in connection.execute(text("SELECT url, text FROM pages WHERE status = 200"))}
+        chapters = {
+            cid: (work, title, index, body)
+            for cid, work, title, index, body in connection.execute(
+                text('SELECT c.id, w.title, c.title, c."index", c.text FROM chapters c JOIN works w ON w.id = c.work_id')
+            )
+        }
+    engine.dispose()
+    return pages, chapters
+
+
+# ------------------------------------------------------------------------------------------------ peers
+
+
+def run_peers(pages: dict[str, str], chapters: dict[int, tuple[str, str, int, str]]) -> dict[str, dict[str, set[int]]]:
+    """Chapter ids each peer returns for each page URL."""
+    from datasketch import MinHash, MinHashLSH
+    from simhash import Simhash, SimhashIndex
+
+    def shingles(body: str) -> list[bytes]:
+        compact = "".join(body.split())
+        return [compact[i : i + 5].encode("utf-8") for i in range(max(0, len(compact) - 4))]
+
+    def minhash(body: str) -> MinHash:
+        sketch = MinHash(num_perm=128)
+        sketch.update_batch(shingles(body))
+        return sketch
+
+    index = SimhashIndex([(str(cid), Simhash(c[3])) for cid, c in chapters.items()], k=3)
+    lsh = MinHashLSH(threshold=0.5, num_perm=128)
+    for cid, c in chapters.items():
+        lsh.insert(str(cid), minhash(c[3]))
+    found: dict[str, dict[str, set[int]]] = {"simhash": {}, "minhash": {}}
+    for url, body in pages.items():
+        found["simhash"][url] = {int(x) for x in index.get_near_dups(Simhash(body))}
+        found["minhash"][url] = {int(x) for x in lsh.query(minhash(body))} if body.strip() else set()
+    return found
+
+
+# ------------------------------------------------------------------------------------------------ scoring
+
+
+def _interval_iou(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> float:
+    def cover(spans: list[tuple[int, int]]) -> set[int]:
+        out: set[int] = set()
+        for s, e in spans:
+            out.update(range(s, e))
+        return out
+
+    x, y = cover(a), cover(b)
+    return len(x & y) / len(x | y) if x | y else 0.0
+
+
+def _excerpt_span(text: str, lines: tuple[str, ...]) -> tuple[int, int] | None:
+    start = text.find(lines[0][:40])
+    tail = lines[-1][-40:]
+    end = text.find(tail, max(0, start))
+    if start < 0 or end < 0:
+        return None
+    return start, end + len(tail)
+
+
+def score(web: PirateWeb, bases: list[str], flagged: dict[str, dict[str, set[tuple[str, int]]]],
+          spans: dict[str, list[tuple[str, int, list[int]]]], page_texts: dict[str, str]) -> dict[str, Any]:
+    """Per system and kind: pages, found, chapter-correct, false positives; overall precision and recall."""
+    results: dict[str, Any] = {}
+    for system, by_url in flagged.items():
+        kinds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        tp = fp = fn = 0
+        single = [0, 0]
+        ious_page: list[float] = []
+        ious_work: list[float] = []
+        for spec in web.pages:
+            url = bases[spec.site] + spec.path
+            got = by_url.get(url, set())
+            row = kinds[spec.kind]
+            row["pages"] += 1
+            if spec.positive:
+                works = {w for w, _ in spec.truth}
+                hit = any(w in works for w, _ in got)
+                if hit:
+                    tp += 1
+                    row["found"] += 1
+                    correct = got <= spec.truth
+                    row["chapter_ok"] += correct
+                    if len(spec.truth) == 1:
+                        single[0] += 1
+                        single[1] += correct
+                else:
+                    fn += 1
+                    if got:
+                        fp += 1
+                        row["false_pos"] += 1
+                if spec.kind == "excerpt_news" and system == "fptrack":
+                    text = page_texts.get(url, "")
+                    truth_page = _excerpt_span(text, spec.excerpt_lines)
+                    chosen = [s for w, c, s in spans.get(url, []) if (w, c) in spec.truth]
+                    if truth_page is None:
+                        continue
+                    iou_p = _interval_iou([(s[0], s[1]) for s in chosen], [truth_page]) if chosen else 0.0
+                    iou_w = _interval_iou([(s[2], s[3]) for s in chosen], [spec.excerpt_work_span]) if chosen else 0.0
+                    ious_page.append(iou_p)
+                    ious_work.append(iou_w)
+            else:
+                if got:
+                    fp += 1
+                    row["false_pos"] += 1
+        results[system] = {
+            "precision": tp / (tp + fp) if tp + fp else 1.0,
+            "recall": tp / (tp + fn) if tp + fn else 0.0,
+            "chapter_accuracy_single": single[1] / single[0] if single[0] else 0.0,
+            "kinds": {k: dict(v) for k, v in kinds.items()},
+        }
+        if ious_page:
+            results[system]["excerpt_iou_page"] = sum(ious_page) / len(ious_page)
+            results[system]["excerpt_iou_work"] = sum(ious_work) / len(ious_work)
+            results[system]["excerpt_iou_page_min"] = min(ious_page)
+    return results
+
+
+def print_table(results: dict[str, Any]) -> None:
+    head = f"{'kind':<24}{'pages':>6}" + "".join(f"{s + ' rec/chap':>22}" for s in SYSTEMS)
+    print(head)
+    print("-" * len(head))
+    for kind in POSITIVE_KINDS:
+        row = results["fptrack"]["kinds"].get(kind)
+        if not row:
+            continue
+        cells = ""
+        for s in SYSTEMS:
+            r = results[s]["kinds"][kind]
+            found = r.get("found", 0)
+            rec = found / r["pages"]
+            chap = r.get("chapter_ok", 0) / found if found else 0.0
+            cells += f"{rec:>14.3f} / {chap:<5.2f}"
+        print(f"{kind:<24}{int(row['pages']):>6}{cells}")
+    head2 = f"{'negative kind':<24}{'pages':>6}" + "".join(f"{s + ' false pos':>22}" for s in SYSTEMS)
+    print("\n" + head2)
+    print("-" * len(head2))
+    for kind in NEGATIVE_KINDS:
+        row = results["fptrack"]["kinds"].get(kind)
+        if not row:
+            continue
+        cells = "".join(f"{int(results[s]['kinds'][kind].get('false_pos', 0)):>22}" for s in SYSTEMS)
+        print(f"{kind:<24}{int(row['pages']):>6}{cells}")
+    print()
+    for s in SYSTEMS:
+        r = results[s]
+        extra = ""
+        if "excerpt_iou_page" in r:
+            extra = f"  excerpt IoU page {r['excerpt_iou_page']:.3f} work {r['excerpt_iou_work']:.3f}"
+        print(f"{s:<10} precision {r['precision']:.4f}  recall {r['recall']:.4f}  "
+              f"chapter accuracy (one-chapter pages) {r['chapter_accuracy_single']:.4f}{extra}")
+
+
+# ------------------------------------------------------------------------------------------------ calibration
+
+
+def calibrate(web: PirateWeb, bases: list[str], env: dict[str, str], curve_path: Path | None) -> list[dict[str, Any]]:
+    """Every candidate verdict of every page, then the decision rule swept over its thresholds."""
+    from compare.documents import analyse
+    from compare.scoring import candidate_rule_grid, decide_with
+    from compare.service import compare_document
+    from storage.db import create_engine_for, session_factory
+    from storage.settings import Settings
+
+    settings = Settings.from_env(env)
+    engine = create_engine_for(settings)
+    sessions = session_factory(engine)
+    verdicts: dict[str, list[Any]] = {}
+    from sqlalchemy import text as sql
+
+    with sessions() as session:
+        rows = session.execute(sql("SELECT url, text FROM pages WHERE status = 200")).all()
+        for url, body in rows:
+            verdicts[url] = compare_document(session, analyse(body), settings) if body.strip() else []
+    engine.dispose()
+
+    title_to_key = {t: w for w, t in web.work_titles.items()}
+    points = []
+    for rule in candidate_rule_grid():
+        tp = fp = fn = 0
+        chap_ok = chap_n = 0
+        for spec in web.pages:
+            url = bases[spec.site] + spec.path
+            got = {
+                (title_to_key.get(v.work_title, "?"), web.chapter_titles.get((title_to_key.get(v.work_title, "?"), v.chapter_title), -1))
+                for v in verdicts.get(url, [])
+                if decide_with(v.evidence, rule).flagged
+            }
+            if spec.positive:
+                works = {w for w, _ in spec.truth}
+                if any(w in works for w, _ in got):
+                    tp += 1
+                    if len(spec.truth) == 1:
+                        chap_n += 1
+                        chap_ok += got <= spec.truth
+                else:
+                    fn += 1
+                    fp += bool(got)
+            else:
+                fp += bool(got)
+        points.append({**rule.as_dict(), "precision": tp / (tp + fp) if tp + fp else 1.0,
+                       "recall": tp / (tp + fn) if tp + fn else 0.0,
+                       "chapter_accuracy": chap_ok / chap_n if chap_n else 0.0, "fp": fp, "fn": fn})
+    if curve_path:
+        keys = list(points[0])
+        curve_path.write_text("\t".join(keys) + "\n" + "".join("\t".join(str(round(p[k], 4)) for k in keys) + "\n" for p in points))
+    return points
+
+
+def print_curve(points: list[dict[str, Any]]) -> None:
+    print("\nprecision/recall of the decision rule over its thresholds (pages):")
+    keys = [k for k in points[0] if k not in ("precision", "recall", "chapter_accuracy", "fp", "fn")]
+    print("".join(f"{k:>16}" for k in keys) + f"{'precision':>11}{'recall':>9}{'chapter':>9}{'fp':>5}{'fn':>5}")
+    for p in points:
+        print("".join(f"{p[k]:>16}" for k in keys)
+              + f"{p['precision']:>11.4f}{p['recall']:>9.4f}{p['chapter_accuracy']:>9.4f}{p['fp']:>5}{p['fn']:>5}")
+
+
+# ------------------------------------------------------------------------------------------------ main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a sample of every kind (a few minutes)")
+    parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--postgres", metavar="URL", help="run on a fresh database created on this PostgreSQL server")
+    parser.add_argument("--curve", type=Path, help="write the threshold sweep (TSV) here")
+    parser.add_argument("--no-calibration", action="store_true", help="skip the threshold sweep")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
+    args = parser.parse_args()
+
+    started = time.monotonic()
+    web = build_pirate_web(quick=args.quick, seed=args.seed)
+    workdir = Path(tempfile.mkdtemp(prefix="fptrack-eval-"))
+    database_url, drop_database = _fresh_database(args.postgres, workdir)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env.update(FPTRACK_DATA_DIR=str(workdir), FPTRACK_DATABASE_URL=database_url, FPTRACK_CRAWL_TIMEOUT="60")
+    run = Run(env, database_url)
+    figures: dict[str, Any] = {"quick": args.quick, "backend": "postgresql" if args.postgres else "sqlite",
+                               "pages": len(web.pages)}
+    try:
+        run.fptrack("init")
+        files = []
+        for work, text in web.work_files.items():
+            path = workdir / f"{work}.txt"
+            path.write_text(text, encoding="utf-8")
+            files.append(str(path))
+        t0 = time.monotonic()
+        run.fptrack("works", "add", *files)
+        figures["register_seconds"] = round(time.monotonic() - t0, 1)
+        with ExitStack() as stack:
+            bases = [stack.enter_context(serve_site(pages)) for pages in web.sites]
+            t0 = time.monotonic()
+            crawl = run.fptrack("crawl", *(b + "/" for b in bases), "--depth", "1",
+                                "--max-pages", str(len(web.pages) + len(bases) + 10), "--quiet")
+            figures["crawl_seconds"] = round(time.monotonic() - t0, 1)
+        print(crawl.stdout.splitlines()[0])
+        matches = [json.loads(line) for line in run.fptrack("matches", "--format", "json").stdout.splitlines() if line.strip()]
+        page_texts, chapters = _read_back(database_url)
+        figures["pages_crawled"] = len(page_texts)
+        figures["pages_per_second"] = round(len(page_texts) / max(figures["crawl_seconds"], 1e-9), 2)
+
+        title_to_key = {t: w for w, t in web.work_titles.items()}
+        ours: dict[str, set[tuple[str, int]]] = defaultdict(set)
+        spans: dict[str, list[tuple[str, int, list[int]]]] = defaultdict(list)
+        for m in matches:
+            work = title_to_key.get(m["work_title"], m["work_title"])
+            chapter = web.chapter_titles.get((work, m["chapter_title"]), -1)
+            ours[m["page_url"]].add((work, chapter))
+            spans[m["page_url"]].extend((work, chapter, s) for s in m["spans"])
+        key_of = {cid: (title_to_key.get(w, w), web.chapter_titles.get((title_to_key.get(w, w), t), -1))
+                  for cid, (w, t, _i, _b) in chapters.items()}
+        t0 = time.monotonic()
+        peers = run_peers(page_texts, chapters)
+        figures["peer_seconds"] = round(time.monotonic() - t0, 1)
+        flagged = {"fptrack": dict(ours)}
+        for name, found in peers.items():
+            flagged[name] = {url: {key_of[c] for c in ids} for url, ids in found.items()}
+        results = score(web, bases, flagged, spans, page_texts)
+        print_table(results)
+        if not args.no_calibration:
+            points = calibrate(web, bases, env, args.curve)
+            print_curve(points)
+        figures["results"] = {
+            s: {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items() if k != "kinds"}
+            for s, r in results.items()
+        }
+        figures["recall_by_kind"] = {
+            s: {k: round(v.get("found", 0) / v["pages"], 4) for k, v in r["kinds"].items() if k in POSITIVE_KINDS}
+            for s, r in results.items()
+        }
+        figures["false_positives_by_kind"] = {
+            s: {k: int(v.get("false_pos", 0)) for k, v in r["kinds"].items()} for s, r in results.items()
+        }
+    finally:
+        if not args.keep:
+            drop_database()
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"kept {workdir} ({database_url})")
+    figures["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
+    figures["seconds"] = round(time.monotonic() - started, 1)
+    print(json.dumps(figures, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
