@@ -90,6 +90,7 @@ _BOILERPLATE_PHRASE = re.compile(
     r"免费阅读|最快更新|无弹窗|请收藏|广告",
     re.IGNORECASE,
 )
+_LONG_PROSE_CHARS = 60
 _BOILERPLATE_LINE_MAX = 80  # longer lines are prose that happens to contain such a phrase
 _PROSE_MIN_CHARS = 15
 _DOMINANT_SHARE = 0.7
@@ -327,7 +328,11 @@ def _weigh(line: _Line) -> None:
     boilerplate = len(line.text) <= _BOILERPLATE_LINE_MAX and (
         _SITE_ADDRESS.search(line.text) is not None or _BOILERPLATE_PHRASE.search(line.text) is not None
     )
-    line.is_chrome = line.link_chars * 2 > line.chars or line.chrome_chars * 2 > line.chars or boilerplate
+    # A long sentence-bearing paragraph is never a menu, even inside an element classed as one: broken pages
+    # leave a navigation <div> unclosed and the chapter ends up inside it.
+    long_prose = non_link >= _LONG_PROSE_CHARS and _SENTENCE_PUNCTUATION.search(line.text) is not None
+    in_chrome = line.chrome_chars * 2 > line.chars and not long_prose
+    line.is_chrome = line.link_chars * 2 > line.chars or in_chrome or boilerplate
     if line.is_chrome:
         line.weight = -float(line.chars)
         return
