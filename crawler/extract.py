@@ -90,7 +90,7 @@ _BOILERPLATE_PHRASE = re.compile(
     r"免费阅读|最快更新|无弹窗|请收藏|广告",
     re.IGNORECASE,
 )
-_LONG_PROSE_CHARS = 60
+_LONG_PROSE_CHARS = 30
 _BOILERPLATE_LINE_MAX = 80  # longer lines are prose that happens to contain such a phrase
 _PROSE_MIN_CHARS = 15
 _DOMINANT_SHARE = 0.7
