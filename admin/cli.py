@@ -214,6 +214,25 @@ def works_add(context: Context, files: tuple[Path, ...], title: str | None) -> N
         sys.exit(EXIT_FAILURE)
 
 
+@works.command("license")
+@click.argument("work_id", type=int)
+@click.argument("sites", nargs=-1, required=True)
+@pass_context
+@friendly_errors
+def works_license(context: Context, work_id: int, sites: tuple[str, ...]) -> None:
+    """Record SITES (host, or host:port) where work WORK_ID is published under licence: copies found there are
+    recorded with status 'licensed' (see them with `fptrack matches --status licensed`), not flagged."""
+    from compare.licensing import add_licensed_site
+
+    with context.session() as session:
+        for site in sites:
+            try:
+                relabelled = add_licensed_site(session, work_id, site)
+            except (LookupError, ValueError) as error:
+                raise CliError(str(error).strip("'\"")) from None
+            click.echo(f"work #{work_id}: {site} is licensed ({relabelled} existing match(es) relabelled)")
+
+
 @works.command("list")
 @pass_context
 @friendly_errors

@@ -10,10 +10,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numpy as np
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from compare.boilerplate import boilerplate_mask
 from compare.documents import Document, analyse
+from compare.licensing import is_licensed, licensed_hosts
 from compare.scoring import Evidence, decide_with, evidence_of
 from compare.verify import align
 from storage.index import IndexLayout
@@ -88,8 +91,10 @@ def chapter_document(text: str) -> Document:
     return analyse(text)
 
 
-def verify(document: Document, chapter: Chapter, chapter_doc: Document, methods: set[str]) -> Verdict:
-    alignment = align(document.text, chapter_doc.text, document.initials, chapter_doc.initials)
+def verify(
+    document: Document, chapter: Chapter, chapter_doc: Document, methods: set[str], ignore: np.ndarray | None = None
+) -> Verdict:
+    alignment = align(document.text, chapter_doc.text, document.initials, chapter_doc.initials, ignore=ignore)
     evidence = evidence_of(alignment)
     decision = decide_with(evidence)
     spans = []
@@ -112,13 +117,22 @@ def verify(document: Document, chapter: Chapter, chapter_doc: Document, methods:
     )
 
 
-def compare_document(session: Session, document: Document, settings: Settings) -> list[Verdict]:
-    """Verdicts for every candidate chapter of ``document``, best first (flagged or not)."""
+def compare_document(
+    session: Session, document: Document, settings: Settings, *, page: Page | None = None
+) -> list[Verdict]:
+    """Verdicts for every candidate chapter of ``document``, best first (flagged or not).
+
+    With the stored ``page`` the document comes from, text repeated across pages of its site is ignored too
+    (see :mod:`compare.boilerplate`); formulas shared by many registered chapters always are.
+    """
     candidates = find_candidates(session, document, layout_for(settings), owner="chapter")
     if not candidates:
         return []
+    ignore = boilerplate_mask(
+        session, document, page_id=page.id if page is not None else None, page_url=page.url if page else None
+    )
     chapters = session.scalars(select(Chapter).where(Chapter.id.in_(list(candidates)))).all()
-    verdicts = [verify(document, c, chapter_document(c.text), candidates[c.id]) for c in chapters]
+    verdicts = [verify(document, c, chapter_document(c.text), candidates[c.id], ignore) for c in chapters]
     return sorted(verdicts, key=lambda v: (-v.flagged, -v.score, v.chapter_id))
 
 
@@ -148,7 +162,7 @@ def recompare_page(session: Session, page_id: int, settings: Settings) -> list[M
 
 
 def _compare_and_record(session: Session, page: Page, document: Document, settings: Settings) -> list[Match]:
-    verdicts = compare_document(session, document, settings) if document.text else []
+    verdicts = compare_document(session, document, settings, page=page) if document.text else []
     return record_matches(session, page, verdicts)
 
 
@@ -160,19 +174,27 @@ def record_matches(session: Session, page: Page, verdicts: list[Verdict]) -> lis
     existing = {m.chapter_id: m for m in session.scalars(select(Match).where(Match.page_id == page.id))}
     now = utcnow()
     kept: list[Match] = []
+    licensed: dict[int, bool] = {}
     for verdict in verdicts:
         if not verdict.flagged:
             continue
+        if verdict.work_id not in licensed:
+            licensed[verdict.work_id] = is_licensed(page.url, licensed_hosts(session, verdict.work_id))
+        status = "licensed" if licensed[verdict.work_id] else "flagged"
         match = existing.pop(verdict.chapter_id, None)
         if match is None:
-            match = Match(page_id=page.id, work_id=verdict.work_id, chapter_id=verdict.chapter_id, first_seen=now)
+            match = Match(
+                page_id=page.id, work_id=verdict.work_id, chapter_id=verdict.chapter_id, first_seen=now, status=status
+            )
             session.add(match)
+        elif match.status in ("flagged", "licensed"):
+            match.status = status  # a reviewer's decision (confirmed, dismissed) stands
         match.score = verdict.score
         match.methods = list(verdict.methods)
         match.spans = [list(span) for span in verdict.spans]
         match.last_seen = now
         kept.append(match)
-    stale = [m.id for m in existing.values() if m.status == "flagged"]
+    stale = [m.id for m in existing.values() if m.status in ("flagged", "licensed")]
     if stale:
         session.execute(delete(Match).where(Match.id.in_(stale)))
     session.flush()

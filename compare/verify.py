@@ -93,16 +93,27 @@ def align(
     initials_k: int = INITIALS_K,
     max_gap: int = MAX_GAP,
     min_run: int = MIN_RUN,
+    ignore: np.ndarray | None = None,
 ) -> Alignment:
-    """Align a page with a chapter (both normalised; initials, when given, have the same lengths)."""
+    """Align a page with a chapter (both normalised; initials, when given, have the same lengths).
+
+    ``ignore`` (a boolean mask over the page's normalised characters, e.g. boilerplate) drops every page
+    k-gram that starts inside it, on both channels.
+    """
+    if ignore is not None and len(ignore) != len(page_text):
+        raise ValueError(f"ignore mask has length {len(ignore)}, the page text {len(page_text)}")
     n_page, n_chapter = len(page_text), len(chapter_text)
     # chapter position of each page character's k-gram start, from the best channel available
     targets = np.full(n_page, -1, dtype=np.int64)
     spans: list[tuple[np.ndarray, np.ndarray, int]] = []
     char_pos = _match_positions(kgram_hashes(page_text, char_k), kgram_hashes(chapter_text, char_k))
+    if ignore is not None and len(char_pos):
+        char_pos[ignore[: len(char_pos)]] = -1
     spans.append((np.nonzero(char_pos >= 0)[0], char_pos[char_pos >= 0], char_k))
     if page_initials and chapter_initials:
         ini_pos = _match_positions(kgram_hashes(page_initials, initials_k), kgram_hashes(chapter_initials, initials_k))
+        if ignore is not None and len(ini_pos):
+            ini_pos[ignore[: len(ini_pos)]] = -1
         spans.append((np.nonzero(ini_pos >= 0)[0], ini_pos[ini_pos >= 0], initials_k))
 
     covered = np.zeros(n_page + 1, dtype=np.int64)
