@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 MAX_CANDIDATES = 12
-MIN_SHARED = {"dna": 2, "winnow": 3, "winnow_py": 3}
+MIN_SHARED = {"dna": 2, "winnow": 2, "winnow_py": 2}
 METHOD_NAMES = {"dna": "pinyin_dna", "winnow": "winnowing", "winnow_py": "winnowing_pinyin"}
 
 

@@ -28,6 +28,7 @@ INITIALS_K = 14
 MAX_GAP = 12
 MIN_RUN = 24
 DIAGONAL_SLACK = 30
+SMOOTHING = 5
 _BASE = np.uint64(0x100000001B3)
 
 
@@ -128,24 +129,26 @@ def align(
     result: list[tuple[int, int, int, int]] = []
     chapter_mask = np.zeros(n_chapter, dtype=bool)
     page_covered = 0
-    for start, end in runs:
-        anchors = targets[start:end]
+    for run_start, run_end in runs:
+        anchors = targets[run_start:run_end]
         anchor_at = np.nonzero(anchors >= 0)[0]
         if not len(anchor_at):
             continue
-        chapter_starts = anchors[anchor_at]
-        # A repeated phrase can anchor far away from the copied place. Anchors of one copied run lie near one
-        # diagonal (chapter position - page position), drifting only with the edits inside the run.
-        diagonals = chapter_starts - (start + anchor_at)
-        centre = np.median(diagonals)
-        near = np.abs(diagonals - centre) <= max(DIAGONAL_SLACK, 0.2 * (end - start))
-        kept_pages, kept_chapters = (start + anchor_at)[near], chapter_starts[near]
-        # extend from the first and last anchors to the run's ends, along their diagonals
-        c_start = int(max(0, kept_chapters.min() - (kept_pages[np.argmin(kept_chapters)] - start)))
-        c_end = int(min(n_chapter, kept_chapters.max() + (end - kept_pages[np.argmax(kept_chapters)])))
-        result.append((start, end, c_start, c_end))
-        page_covered += end - start
-        chapter_mask[c_start:c_end] = True
+        for start, end, pages, chapter_starts in _split_by_diagonal(
+            run_start, run_end, run_start + anchor_at, anchors[anchor_at], min_run
+        ):
+            # A repeated phrase can anchor far away from the copied place. Anchors of one copied passage lie near
+            # one diagonal (chapter position - page position), drifting only with the edits inside it.
+            diagonals = chapter_starts - pages
+            centre = np.median(diagonals)
+            near = np.abs(diagonals - centre) <= max(DIAGONAL_SLACK, 0.2 * (end - start))
+            kept_pages, kept_chapters = pages[near], chapter_starts[near]
+            # extend from the first and last anchors to the passage's ends, along their diagonals
+            c_start = int(max(0, kept_chapters.min() - (kept_pages[np.argmin(kept_chapters)] - start)))
+            c_end = int(min(n_chapter, kept_chapters.max() + (end - kept_pages[np.argmax(kept_chapters)])))
+            result.append((start, end, c_start, c_end))
+            page_covered += end - start
+            chapter_mask[c_start:c_end] = True
     return Alignment(
         runs=tuple(result),
         page_length=n_page,
@@ -153,6 +156,40 @@ def align(
         page_covered=page_covered,
         chapter_covered=int(chapter_mask.sum()),
     )
+
+
+def _split_by_diagonal(
+    start: int, end: int, pages: np.ndarray, chapters: np.ndarray, min_run: int
+) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+    """Cut a covered page run where its anchors jump to another diagonal: paragraphs copied out of order
+    (shuffled, or two chapters' passages interleaved) are separate passages with their own chapter ranges.
+
+    The diagonal sequence is smoothed by a running median of :data:`SMOOTHING` anchors, so one stray anchor (a
+    phrase repeated elsewhere in the chapter) does not cut; a cut needs a jump of more than
+    :data:`DIAGONAL_SLACK` characters. Pieces shorter than ``min_run`` or with fewer than three anchors are
+    dropped.
+    """
+    diagonals = chapters - pages
+    if len(diagonals) >= SMOOTHING:
+        pad = SMOOTHING // 2
+        padded = np.concatenate((np.full(pad, diagonals[0]), diagonals, np.full(pad, diagonals[-1])))
+        smooth = np.median(np.lib.stride_tricks.sliding_window_view(padded, SMOOTHING), axis=1)
+    else:
+        smooth = diagonals.astype(np.float64)
+    cuts = np.flatnonzero(np.abs(np.diff(smooth)) > DIAGONAL_SLACK) + 1
+    if not len(cuts):
+        return [(start, end, pages, chapters)]
+    pieces = []
+    bounds = [0, *cuts.tolist(), len(pages)]
+    for i in range(len(bounds) - 1):
+        lo, hi = bounds[i], bounds[i + 1]
+        if hi - lo < 3:
+            continue
+        piece_start = start if i == 0 else int(pages[lo])
+        piece_end = end if hi == len(pages) else int(pages[hi])
+        if piece_end - piece_start >= min_run:
+            pieces.append((piece_start, piece_end, pages[lo:hi], chapters[lo:hi]))
+    return pieces
 
 
 def _runs(mask: np.ndarray, max_gap: int, min_run: int) -> list[tuple[int, int]]:
