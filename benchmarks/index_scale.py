@@ -403,6 +403,55 @@ class Bench:
         }
 
 
+def real_bucket_profile(mu: float, min_size: int) -> dict[str, object]:
+    """Bucket sizes of real page fingerprints (development corpus): novel chapters and news articles, plus the
+    template pages pirate sites serve around them (navigation, watermark, disclaimer and one chapter title, from
+    the artifacts observed in the corpus), fingerprinted as compare does."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _corpus import corpus_available, iter_chapters, news_texts
+
+    from fingerprint.normalize import normalize
+    from fingerprint.simhash import simhash_text
+
+    if not corpus_available():
+        return {"skipped": "development corpus not found"}
+    layout = DEFAULT_LAYOUT
+    texts = [c.text for c in iter_chapters("*tennessine.jsonl")] + news_texts()
+    titles = [c.title for c in iter_chapters("*rain8_liangwe.jsonl")]
+    template = (
+        "首页|原创书库|现代|言情 本站长期招收作品更新管理员 {title} 更新时间:2007-11-16 7:55:51 "
+        "TXT小说天堂 https://www.xstt5.com 作品仅供读者预览,请在下载24小时内删除 后一页"
+    )
+    boilerplate = [template.format(title=t) for t in titles]
+    started = time.perf_counter()
+    values = [simhash_text(normalize(t).text) for t in texts + boilerplate]
+    elapsed = time.perf_counter() - started
+    is_boilerplate = [False] * len(texts) + [True] * len(boilerplate)
+    n = len(values)
+    mean = layout.expected_bucket_size(n)
+    buckets: dict[tuple[int, int], list[int]] = {}
+    for i, value in enumerate(values):
+        for t, key in layout.keys(value):
+            buckets.setdefault((t, key), []).append(i)
+    sizes = sorted((len(members) for members in buckets.values()), reverse=True)
+    largest = max(buckets.values(), key=len)
+    return {
+        "documents": len(texts),
+        "boilerplate_pages": len(boilerplate),
+        "fingerprint_s": round(elapsed, 1),
+        "seed_mean_bucket": round(mean, 4),
+        "relative_trigger": round((1 + mu) * mean, 4),
+        "buckets_over_relative_trigger": sum(s > (1 + mu) * mean for s in sizes),
+        "non_empty_buckets": len(sizes),
+        "largest_buckets": sizes[:8],
+        "largest_bucket_boilerplate_share": round(sum(is_boilerplate[i] for i in largest) / len(largest), 3),
+        "buckets_over_min_size": sum(s > min_size for s in sizes),
+        "buckets_of_documents_only_max": max(
+            (len(m) for m in buckets.values() if not any(is_boilerplate[i] for i in m)), default=0
+        ),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="N = 100k, 300 queries: under a minute")
@@ -416,6 +465,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mu", type=float, default=2.0, help="re-split trigger: (1 + mu) x mean bucket size")
     parser.add_argument("--hot-min-size", type=int, default=None, help="smallest bucket re-split")
     parser.add_argument("--compare-rows", action="store_true", help="also measure the table-of-rows storage")
+    parser.add_argument("--real-buckets", action="store_true",
+                        help="only profile bucket sizes of real pages from the development corpus (no database)")
     parser.add_argument("--pg-url", default=os.environ.get("FPTRACK_BENCH_POSTGRES_URL",
                                                            "postgresql://postgres@127.0.0.1:5432/postgres"))
     parser.add_argument("--db", default="fptrack_bench_index", help="database to create (and drop)")
@@ -431,6 +482,13 @@ def main(argv: list[str] | None = None) -> None:
         from storage.repository import HOT_BUCKET_MIN_SIZE
 
         args.hot_min_size = HOT_BUCKET_MIN_SIZE
+
+    if args.real_buckets:
+        profile = real_bucket_profile(args.mu, args.hot_min_size)
+        for name, value in profile.items():
+            print(f"{name:<36} {value}")
+        print(json.dumps({"real_buckets": profile}, sort_keys=True))
+        return
 
     bench = Bench(args)
     bench.results["machine"] = machine()
