@@ -11,6 +11,8 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_RESULT_BACKEND`` | unset | Celery result backend (defaults to the broker for ``redis://``) |
 | ``FPTRACK_SIMHASH_K`` | ``3`` | Hamming distance under which two 64-bit Simhashes are near-duplicates |
 | ``FPTRACK_SIMHASH_BLOCKS`` | ``4`` | blocks of the permuted-prefix index (must exceed k) |
+| ``FPTRACK_SIMHASH_HOT_MU`` | ``2.0`` | a bucket over (1 + mu) x the mean bucket size is re-split (``storage.repository.split_hot_buckets``) |
+| ``FPTRACK_SIMHASH_HOT_MIN_SIZE`` | ``1024`` | buckets smaller than this are never re-split (docs/storage.md has the measurement) |
 | ``FPTRACK_CRAWL_CONCURRENCY`` | ``8`` | concurrent requests of one crawl |
 | ``FPTRACK_CRAWL_TIMEOUT`` | ``20`` | seconds before a request is abandoned |
 | ``FPTRACK_CRAWL_MAX_BYTES`` | ``10485760`` | response bodies larger than this are abandoned (reported as failures) |
@@ -71,6 +73,8 @@ class Settings:
     result_backend: str | None = None
     simhash_k: int = 3
     simhash_blocks: int = 4
+    simhash_hot_mu: float = 2.0
+    simhash_hot_min_size: int = 1024
     crawl_concurrency: int = 8
     crawl_timeout: float = 20.0
     crawl_max_body_bytes: int = 10 * 1024 * 1024
@@ -109,6 +113,8 @@ class Settings:
             result_backend=env.get("FPTRACK_RESULT_BACKEND") or None,
             simhash_k=_int(env, "FPTRACK_SIMHASH_K", 3),
             simhash_blocks=_int(env, "FPTRACK_SIMHASH_BLOCKS", 4),
+            simhash_hot_mu=_float(env, "FPTRACK_SIMHASH_HOT_MU", 2.0),
+            simhash_hot_min_size=_int(env, "FPTRACK_SIMHASH_HOT_MIN_SIZE", 1024),
             crawl_concurrency=_int(env, "FPTRACK_CRAWL_CONCURRENCY", 8),
             crawl_timeout=_float(env, "FPTRACK_CRAWL_TIMEOUT", 20.0),
             crawl_max_body_bytes=_int(env, "FPTRACK_CRAWL_MAX_BYTES", 10 * 1024 * 1024),

@@ -32,3 +32,11 @@ def test_bad_numbers_name_the_variable() -> None:
         Settings.from_env({"FPTRACK_SIMHASH_K": "three"})
     with pytest.raises(ConfigurationError, match="must be larger"):
         Settings.from_env({"FPTRACK_SIMHASH_K": "4", "FPTRACK_SIMHASH_BLOCKS": "4"})
+
+
+def test_hot_bucket_settings_are_read_from_the_environment() -> None:
+    settings = Settings.from_env({"FPTRACK_SIMHASH_HOT_MU": "1.5", "FPTRACK_SIMHASH_HOT_MIN_SIZE": "4096"})
+    assert (settings.simhash_hot_mu, settings.simhash_hot_min_size) == (1.5, 4096)
+    assert (Settings().simhash_hot_mu, Settings().simhash_hot_min_size) == (2.0, 1024)
+    with pytest.raises(ConfigurationError, match="FPTRACK_SIMHASH_HOT_MIN_SIZE"):
+        Settings.from_env({"FPTRACK_SIMHASH_HOT_MIN_SIZE": "many"})
