@@ -176,6 +176,7 @@ def score(web: PirateWeb, bases: list[str], flagged: dict[str, dict[str, set[tup
         single = [0, 0]
         ious_page: list[float] = []
         ious_work: list[float] = []
+        worst: list[tuple[float, str, tuple[int, int], list[list[int]]]] = []
         for spec in web.pages:
             url = bases[spec.site] + spec.path
             got = by_url.get(url, set())
@@ -207,6 +208,8 @@ def score(web: PirateWeb, bases: list[str], flagged: dict[str, dict[str, set[tup
                     iou_w = _interval_iou([(s[2], s[3]) for s in chosen], [spec.excerpt_work_span]) if chosen else 0.0
                     ious_page.append(iou_p)
                     ious_work.append(iou_w)
+                    if iou_p < 0.8:
+                        worst.append((round(iou_p, 3), url, truth_page, [s for s in chosen]))
             else:
                 if got:
                     fp += 1
@@ -221,6 +224,9 @@ def score(web: PirateWeb, bases: list[str], flagged: dict[str, dict[str, set[tup
             results[system]["excerpt_iou_page"] = sum(ious_page) / len(ious_page)
             results[system]["excerpt_iou_work"] = sum(ious_work) / len(ious_work)
             results[system]["excerpt_iou_page_min"] = min(ious_page)
+            results[system]["excerpt_iou_below_0.8"] = sum(i < 0.8 for i in ious_page)
+            for row in sorted(worst)[:5]:
+                print(f"excerpt with IoU {row[0]}: {row[1]} true page span {row[2]}, matched {row[3]}")
     return results
 
 
@@ -309,10 +315,39 @@ def calibrate(web: PirateWeb, bases: list[str], env: dict[str, str], curve_path:
         points.append({**rule.as_dict(), "precision": tp / (tp + fp) if tp + fp else 1.0,
                        "recall": tp / (tp + fn) if tp + fn else 0.0,
                        "chapter_accuracy": chap_ok / chap_n if chap_n else 0.0, "fp": fp, "fn": fn})
+    _print_margins(web, bases, verdicts, title_to_key)
     if curve_path:
         keys = list(points[0])
         curve_path.write_text("\t".join(keys) + "\n" + "".join("\t".join(str(round(p[k], 4)) for k in keys) + "\n" for p in points))
     return points
+
+
+def _print_margins(web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], title_to_key: dict[str, str]) -> None:
+    """Where the evidence of copies and of non-copies lies: per positive kind, the weakest copies (the best verdict
+    for a true chapter); per negative kind, the strongest verdict of any chapter."""
+    import numpy as np
+
+    rows: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
+    for spec in web.pages:
+        url = bases[spec.site] + spec.path
+        best = (0.0, 0, 0)
+        for v in verdicts.get(url, []):
+            key = (title_to_key.get(v.work_title, "?"),
+                   web.chapter_titles.get((title_to_key.get(v.work_title, "?"), v.chapter_title), -1))
+            if spec.positive and key not in spec.truth:
+                continue
+            e = v.evidence
+            best = max(best, (e.chapter_coverage, e.longest_run, e.copied_chars), key=lambda t: (t[1], t[0]))
+        rows[spec.kind].append(best)
+    print("\nevidence margins (positives: weakest copies; negatives: strongest look-alikes)")
+    print(f"{'kind':<24}{'coverage p1/min|max':>22}{'longest run p1/min|max':>26}{'copied p1/min|max':>22}")
+    for kind, values in rows.items():
+        array = np.array(values, dtype=float)
+        if kind in POSITIVE_KINDS:
+            cells = [f"{np.percentile(array[:, i], 1):>11.2f} / {array[:, i].min():<8.2f}" for i in range(3)]
+        else:
+            cells = [f"{'max':>11} {array[:, i].max():<10.2f}" for i in range(3)]
+        print(f"{kind:<24}{cells[0]:>22}{cells[1]:>26}{cells[2]:>22}")
 
 
 def print_curve(points: list[dict[str, Any]]) -> None:
