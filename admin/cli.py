@@ -71,7 +71,7 @@ def friendly_errors(command: F) -> F:
             raise CliError(str(error)) from None
         except KeyboardInterrupt:
             raise CliError("interrupted") from None
-        except Exception as error:  # noqa: BLE001 - the last line of defence of a CLI
+        except Exception as error:
             if os.environ.get("FPTRACK_DEBUG"):
                 raise
             raise CliError(

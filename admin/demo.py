@@ -151,7 +151,7 @@ def serve_pages(pages: list[DemoPage], port: int = 0) -> Iterator[str]:
     by_path = {p.path: p for p in pages}
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             page = by_path.get(self.path.split("?", 1)[0])
             status = 200 if page is not None and "404" not in page.expect else 404
             body = page.body if page is not None else b"<html><body>Not found</body></html>"
@@ -161,7 +161,7 @@ def serve_pages(pages: list[DemoPage], port: int = 0) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)

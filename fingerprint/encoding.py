@@ -24,7 +24,7 @@ _ALIASES = {
     "x-x-big5": "big5",
     "utf8": "utf-8",
 }
-_CONTROL = bytes(range(0, 9)) + bytes(range(14, 32))
+_CONTROL = bytes(range(9)) + bytes(range(14, 32))
 
 
 class UndecodableError(ValueError):
@@ -81,10 +81,10 @@ def decode_bytes(data: bytes, declared: str | None = None) -> DecodedText:
             rivals = [c for c in _DOUBLE_BYTE_CJK[:2] if c != declared_codec and _decodes(data, c)]
             chosen = _declared_unless_garbled(data, declared_codec, rivals) if rivals else declared_codec
             return DecodedText(data.decode(chosen), chosen)
-    if declared_codec and _decodes(data, declared_codec):
-        # A declared single-byte charset (latin-1 on a GBK page) decodes anything: trust it only for ASCII.
-        if declared_codec in ("utf-8", "gb18030", "big5", "big5hkscs") or data.isascii():
-            return DecodedText(data.decode(declared_codec), declared_codec)
+    # A declared single-byte charset (latin-1 on a GBK page) decodes anything: trust it only for ASCII.
+    trusted = declared_codec in ("utf-8", "gb18030", "big5", "big5hkscs") or data.isascii()
+    if declared_codec and trusted and _decodes(data, declared_codec):
+        return DecodedText(data.decode(declared_codec), declared_codec)
     if _decodes(data, "utf-8"):
         return DecodedText(data.decode("utf-8"), "utf-8")
 
@@ -92,7 +92,8 @@ def decode_bytes(data: bytes, declared: str | None = None) -> DecodedText:
     if len(strict) == 1:
         return DecodedText(data.decode(strict[0]), strict[0])
     if len(strict) > 1:
-        return DecodedText(data.decode(_rank(data, strict)), _rank(data, strict))
+        ranked = _rank(data, strict)
+        return DecodedText(data.decode(ranked), ranked)
     # Damaged text (a truncated multi-byte character, a stray byte): keep going with the best guess,
     # replacing only the bad bytes, unless most of it is unreadable.
     best = _rank(data, list(_CANDIDATES))

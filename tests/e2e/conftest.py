@@ -32,6 +32,7 @@ class Fptrack:
     def run(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         completed = subprocess.run(
             [sys.executable, "-m", "admin.cli", *args],
+            check=False,
             env=self.env(),
             capture_output=True,
             text=True,

@@ -112,7 +112,7 @@ def test_registering_a_work_finds_pages_crawled_before(fptrack) -> None:
 
 
 def test_recrawl_keeps_first_seen_and_does_not_duplicate(fptrack) -> None:
-    pages, expected = _site()
+    pages, _expected = _site()
     fptrack.run("init")
     fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"))
     with serve_site(pages) as base:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,7 +17,7 @@ def fptrack(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
     environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     environ.update(FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_CRAWL_TIMEOUT="3", **env)
     return subprocess.run(
-        [sys.executable, "-m", "admin.cli", *args], env=environ, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "admin.cli", *args], env=environ, capture_output=True, text=True, timeout=120, check=False
     )
 
 

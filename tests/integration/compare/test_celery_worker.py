@@ -28,7 +28,7 @@ def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> 
     )
 
     def fptrack(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True, check=False,
                               timeout=180)
 
     worker_log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below

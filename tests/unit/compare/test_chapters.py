@@ -1,3 +1,5 @@
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -38,7 +40,7 @@ def test_chapters_are_ordered_disjoint_and_inside_the_text(bodies: list[str]) ->
     text = "".join(f"第{i + 1}章 标题\n{body}\n" for i, body in enumerate(bodies))
     chapters = split_chapters(text)
     assert chapters
-    for before, after in zip(chapters, chapters[1:]):
+    for before, after in itertools.pairwise(chapters):
         assert before.end <= after.start and before.index < after.index
     assert all(0 <= c.start < c.end <= len(text) for c in chapters)
     assert chapters[-1].end == len(text)
