@@ -43,11 +43,11 @@ from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from storage.db import create_engine_for, migrate  # noqa: E402
-from storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64  # noqa: E402
-from storage.models import simhash_index_names  # noqa: E402
-from storage.repository import bulk_load_simhashes, simhash_candidates, split_hot_buckets  # noqa: E402
-from storage.settings import Settings  # noqa: E402
+from storage.db import create_engine_for, migrate
+from storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64
+from storage.models import simhash_index_names
+from storage.repository import bulk_load_simhashes, simhash_candidates, split_hot_buckets
+from storage.settings import Settings
 
 
 def percentile(values: list[float], q: float) -> float:

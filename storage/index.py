@@ -62,7 +62,7 @@ class IndexLayout:
     order) of ``blocks - k`` blocks, concatenated most significant first.
     """
 
-    __slots__ = ("bits", "blocks", "k", "_tables", "_splits")
+    __slots__ = ("_splits", "_tables", "bits", "blocks", "k")
 
     def __init__(self, bits: int = 64, k: int = 3, blocks: int = 4) -> None:
         if not 0 <= k < blocks <= bits:
@@ -180,7 +180,7 @@ def _positions_to_spans(positions: list[int]) -> tuple[Span, ...]:
     spans: list[Span] = []
     for p in positions:
         if spans and spans[-1][0] == p + 1:
-            shift, width = spans[-1]
+            _shift, width = spans[-1]
             spans[-1] = (p, width + 1)
         else:
             spans.append((p, 1))

@@ -214,8 +214,10 @@ def simhash_index_ddl(layout: IndexLayout, dialect: str) -> list[tuple[str, str]
         statements.append(
             (
                 name,
-                f"CREATE INDEX IF NOT EXISTS {name} ON fingerprints ({layout.key_sql(t, 'value')}, value)"
-                f"{include} WHERE kind = '{layout.kind}'",
+                (
+                    f"CREATE INDEX IF NOT EXISTS {name} ON fingerprints ({layout.key_sql(t, 'value')}, value)"
+                    f"{include} WHERE kind = '{layout.kind}'"
+                ),
             )
         )
     return statements

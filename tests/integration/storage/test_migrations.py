@@ -44,27 +44,27 @@ def empty_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[S
 def _skeleton_data(engine: Engine) -> None:
     """Rows as the skeleton (revision 0001) wrote them, including its table of Simhash index rows."""
     statements = [
-        "INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at) "
-        f"VALUES (1, '灯塔', 'a.txt', 'utf-8', 'sha-w', '第一章 灯塔 海风很大', '{NOW}')",
-        "INSERT INTO chapters (id, work_id, \"index\", title, start, \"end\", text) "
-        "VALUES (10, 1, 1, '第一章 灯塔', 0, 10, '第一章 灯塔 海风很大')",
-        "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, "
+        ("INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at) "
+        f"VALUES (1, '灯塔', 'a.txt', 'utf-8', 'sha-w', '第一章 灯塔 海风很大', '{NOW}')"),
+        ("INSERT INTO chapters (id, work_id, \"index\", title, start, \"end\", text) "
+        "VALUES (10, 1, 1, '第一章 灯塔', 0, 10, '第一章 灯塔 海风很大')"),
+        ("INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, "
         "snapshot_sha256, fetched_at) VALUES "
         f"(100, 'http://pirate.test/1', 'http://pirate.test/1', 'pirate.test', 200, 'gbk', 't', '海风很大', "
         f"'sha-p1', 'snap-1', '{NOW}'), "
         f"(101, 'http://pirate.test/2', 'http://pirate.test/2', 'pirate.test', 200, 'utf-8', 't', '无关', "
         f"'sha-p2', 'snap-2', '{NOW}'), "
-        f"(102, 'http://other.test/', 'http://other.test/', 'other.test', 404, '', '', '', '', '', '{NOW}')",
-        "INSERT INTO fingerprints (id, chapter_id, page_id, kind, value, payload, created_at) VALUES "
+        f"(102, 'http://other.test/', 'http://other.test/', 'other.test', 404, '', '', '', '', '', '{NOW}')"),
+        ("INSERT INTO fingerprints (id, chapter_id, page_id, kind, value, payload, created_at) VALUES "
         f"(1000, 10, NULL, 'simhash64', {to_signed64(SIMHASH)}, NULL, '{NOW}'), "
         f"(1001, NULL, 100, 'simhash64', {to_signed64(SIMHASH ^ 0b101)}, NULL, '{NOW}'), "
-        f"(1002, 10, NULL, 'dna', NULL, NULL, '{NOW}')",
-        "INSERT INTO simhash_index (fingerprint_id, table_no, prefix, fingerprint) VALUES "
-        f"(1000, 0, 1, {to_signed64(SIMHASH)}), (1001, 0, 1, {to_signed64(SIMHASH ^ 0b101)})",
-        "INSERT INTO code_index (id, fingerprint_id, kind, code, position) VALUES "
-        "(1, 1002, 'dna', 77, 0), (2, 1002, 'dna', -5, 1), (3, 1002, 'dna', 77, 2)",
-        "INSERT INTO matches (id, page_id, work_id, chapter_id, score, methods, spans, status, first_seen, "
-        f"last_seen) VALUES (7, 100, 1, 10, 0.9, '[\"simhash\"]', '[[0, 4, 6, 10]]', 'confirmed', '{NOW}', '{NOW}')",
+        f"(1002, 10, NULL, 'dna', NULL, NULL, '{NOW}')"),
+        ("INSERT INTO simhash_index (fingerprint_id, table_no, prefix, fingerprint) VALUES "
+        f"(1000, 0, 1, {to_signed64(SIMHASH)}), (1001, 0, 1, {to_signed64(SIMHASH ^ 0b101)})"),
+        ("INSERT INTO code_index (id, fingerprint_id, kind, code, position) VALUES "
+        "(1, 1002, 'dna', 77, 0), (2, 1002, 'dna', -5, 1), (3, 1002, 'dna', 77, 2)"),
+        ("INSERT INTO matches (id, page_id, work_id, chapter_id, score, methods, spans, status, first_seen, "
+        f"last_seen) VALUES (7, 100, 1, 10, 0.9, '[\"simhash\"]', '[[0, 4, 6, 10]]', 'confirmed', '{NOW}', '{NOW}')"),
     ]
     with engine.begin() as connection:
         for statement in statements:

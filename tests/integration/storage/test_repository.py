@@ -156,7 +156,7 @@ def test_corpus_statistics_are_versioned_bytes(session: Session) -> None:
     session.commit()
     latest = latest_corpus_stats(session, "idf")
     assert latest is not None and (latest.version, latest.document_count, latest.payload) == (2, 12, b"\x00\x02second")
-    with pytest.raises(ValueError, match="bytes"):
+    with pytest.raises(TypeError, match="bytes"):
         save_corpus_stats(session, "idf", "text")  # type: ignore[arg-type]
 
 
