@@ -271,9 +271,10 @@ def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, q
     tasks = context.tasks()
     pending: list[Any] = []
     flagged_pages: list[tuple[str, int]] = []
+    job_id = _start_crawl_job(context, urls, depth, max_pages)
 
     def sink(page: CrawledPage) -> None:
-        page_id = _store_page(context, page)
+        page_id = _store_page(context, page, job_id)
         if page_id is None:
             return
         result = tasks.fingerprint_page.delay(page_id)  # after the commit in _store_page
@@ -288,8 +289,16 @@ def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, q
             click.echo(f"[{update.pages_seen}/{update.max_pages}] {update.last_status} {update.last_url}", err=True)
 
     started = time.monotonic()
-    stats = run_crawl(list(urls), settings=context.settings, depth=depth, max_pages=max_pages, sink=sink, progress=progress)
-    if stats.pages_seen == 0 and stats.failures:
+    try:
+        stats = run_crawl(
+            list(urls), settings=context.settings, depth=depth, max_pages=max_pages, sink=sink, progress=progress
+        )
+    except BaseException as error:
+        _finish_crawl_job(context, job_id, None, error=str(error) or type(error).__name__)
+        raise
+    failed = stats.pages_seen == 0 and bool(stats.failures)
+    _finish_crawl_job(context, job_id, stats, error=f"{stats.failures[0][0]}: {stats.failures[0][1]}" if failed else "")
+    if failed:
         url, reason = stats.failures[0]
         raise CliError(f"cannot crawl {url}: {reason}")
     if pending:
@@ -311,11 +320,42 @@ def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, q
     click.echo("see them all with: fptrack matches")
 
 
-def _store_page(context: Context, crawled: Any) -> int | None:
+def _start_crawl_job(context: Context, urls: tuple[str, ...], depth: int, max_pages: int) -> int:
+    from urllib.parse import urlsplit
+
+    from storage.models import CrawlJob
+    from storage.repository import site_for_host
+
+    with context.session() as session:
+        host = urlsplit(urls[0]).hostname or ""
+        site_id = site_for_host(session, host).id if host else None
+        job = CrawlJob(site_id=site_id, start_urls=list(urls), depth=depth, max_pages=max_pages, status="running")
+        session.add(job)
+        session.flush()
+        return job.id
+
+
+def _finish_crawl_job(context: Context, job_id: int, stats: Any, *, error: str = "") -> None:
+    from storage.models import CrawlJob, utcnow
+
+    with context.session() as session:
+        job = session.get(CrawlJob, job_id)
+        if job is None:
+            return
+        job.status = "failed" if error else "finished"
+        job.error = error[:2000]
+        job.finished_at = utcnow()
+        if stats is not None:
+            job.pages_seen = stats.pages_seen
+            job.pages_failed = len(stats.failures)
+
+
+def _store_page(context: Context, crawled: Any, job_id: int | None = None) -> int | None:
     """Insert or update the page row and commit; returns its id when it has text to fingerprint."""
     from urllib.parse import urlsplit
 
     from storage.models import Page
+    from storage.repository import site_for_host
 
     with context.session() as session:
         page = session.scalar(select(Page).where(Page.url == crawled.url))
@@ -332,6 +372,10 @@ def _store_page(context: Context, crawled: Any) -> int | None:
         page.content_sha256 = crawled.content_sha256
         page.snapshot_sha256 = crawled.snapshot_sha256
         page.fetched_at = crawled.fetched_at
+        page.error = crawled.error
+        page.crawl_job_id = job_id
+        if page.host:
+            page.site_id = site_for_host(session, page.host).id
         session.flush()
         page_id = page.id
     if crawled.status != 200 or not crawled.text.strip() or unchanged:
@@ -517,6 +561,35 @@ def _print_table(headers: list[str], rows: list[tuple[Any, ...]]) -> None:
     click.echo("  ".join("-" * w for w in widths))
     for row in cells:
         click.echo("  ".join(c + " " * (widths[i] - width(c)) for i, c in enumerate(row)).rstrip())
+
+
+@main.command()
+@pass_context
+@friendly_errors
+def maintain(context: Context) -> None:
+    """Index upkeep, safe to run on a schedule: re-split overloaded Simhash buckets (boilerplate pages make
+    them) so that look-ups stay fast, and report the index's health."""
+    from compare.service import layout_for
+    from storage.repository import count_orphans, split_hot_buckets
+
+    settings = context.settings
+    with context.session() as session:
+        report = split_hot_buckets(
+            session, layout_for(settings), mu=settings.simhash_hot_mu, min_size=settings.simhash_hot_min_size
+        )
+        orphans = count_orphans(session)
+    click.echo(
+        f"simhash index {report.layout}: {report.fingerprints:,} fingerprints, mean bucket {report.mean_bucket_size:.2f}, "
+        f"re-split threshold {report.threshold:,.0f}"
+    )
+    if report.split:
+        click.echo(f"re-split {len(report.split)} overloaded bucket(s), {report.rows_filed:,} rows filed under sub-keys:")
+        for table_no, key, size in report.split[:20]:
+            click.echo(f"  table {table_no} key {key}: {size:,} fingerprints")
+    else:
+        click.echo("no overloaded buckets")
+    dangling = {name: count for name, count in orphans.items() if count}
+    click.echo("orphaned index rows: " + (", ".join(f"{n}={c}" for n, c in dangling.items()) if dangling else "none"))
 
 
 # ------------------------------------------------------------------------------------ serve, worker, demo

@@ -16,7 +16,7 @@ from admin.views.queries import (
     positive_int_arg,
     work_choices,
 )
-from storage.models import Match
+from storage.models import Match, ReviewDecision
 
 __all__ = ["PER_PAGE", "blueprint"]
 
@@ -88,6 +88,9 @@ def set_status(match_id: int) -> Response:
     session = db_session()
     if match.status != status:
         match.status = status
+        # The proxy in front of the admin authenticates; it names the reviewer in a header.
+        reviewer = request.headers.get("X-Forwarded-User") or request.remote_user or ""
+        session.add(ReviewDecision(match_id=match.id, decision=status, reviewer=reviewer[:200]))
         session.commit()
     flash(f"Match {match_id} is now {status}.")
     return redirect(url_for("matches.detail", match_id=match_id), code=303)

@@ -63,6 +63,27 @@ def _site() -> tuple[dict[str, Page | Redirect], dict[str, tuple[str, int]]]:
     return pages, expected
 
 
+def _assert_crawl_recorded(settings, *, pages_seen: int) -> None:
+    """The crawl is on record: a finished job, and every page tied to it and to its site."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from storage.db import create_engine_for
+    from storage.models import CrawlJob, Page
+
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            job = session.scalars(select(CrawlJob)).one()
+            assert (job.status, job.pages_seen, job.depth, job.max_pages) == ("finished", pages_seen, 3, 50)
+            assert job.finished_at is not None and job.site_id is not None
+            pages = session.scalars(select(Page)).all()
+            assert len(pages) == pages_seen
+            assert {(p.crawl_job_id, p.site_id) for p in pages} == {(job.id, job.site_id)}
+    finally:
+        engine.dispose()
+
+
 def _flagged(matches: list[dict], base: str) -> dict[str, tuple[str, int]]:
     return {m["page_url"].removeprefix(base): (m["work_title"], m["chapter_index"]) for m in matches}
 
@@ -76,6 +97,7 @@ def test_crawl_finds_exactly_the_copies(fptrack) -> None:
         crawl = fptrack.run("crawl", base + "/", "--depth", "3", "--max-pages", "50")
         assert {"/other.html", "/missing.html", "/alley/3-moved.html"} <= set(base.requests)
     assert " x 404" in crawl.stdout and "0 failed" in crawl.stdout
+    _assert_crawl_recorded(fptrack.settings, pages_seen=int(crawl.stdout.split("crawled ")[1].split(" ")[0]))
     matches = fptrack.matches()
     assert _flagged(matches, base) == expected
     assert len(matches) == len(expected)

@@ -38,7 +38,7 @@ def initialised(tmp_path: Path) -> Path:
 
 def test_every_command_has_help(tmp_path: Path) -> None:
     for command in (["--help"], ["init", "--help"], ["works", "add", "--help"], ["crawl", "--help"],
-                    ["check", "--help"], ["report", "--help"], ["matches", "--help"], ["serve", "--help"], ["demo", "--help"],
+                    ["check", "--help"], ["report", "--help"], ["maintain", "--help"], ["matches", "--help"], ["serve", "--help"], ["demo", "--help"],
                     ["worker", "--help"], ["works", "list", "--help"]):
         result = fptrack(tmp_path, *command)
         assert result.returncode == 0, (command, result.stderr)

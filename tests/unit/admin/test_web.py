@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from admin.web import CONTENT_SECURITY_POLICY, SECRET_KEY_FILE, create_app
 from compare.records import MATCH_FIELDS
 from storage.db import create_engine_for, migrate
-from storage.models import Chapter, Match, Page, Work
+from storage.models import Chapter, Match, Page, ReviewDecision, Work
 from storage.settings import Settings
 
 SCRIPT = "<script>alert(1)</script>"
@@ -355,6 +355,21 @@ def test_security_headers(client: FlaskClient, seeded: Seeded) -> None:
 # -------------------------------------------------------------------------------------- status change
 
 
+def _decisions_in_db(settings: Settings, match_id: int) -> list[tuple[str, str]]:
+    """The review history of a match, oldest first."""
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            rows = session.execute(
+                select(ReviewDecision.decision, ReviewDecision.reviewer)
+                .where(ReviewDecision.match_id == match_id)
+                .order_by(ReviewDecision.id)
+            )
+            return [tuple(row) for row in rows]  # type: ignore[misc]
+    finally:
+        engine.dispose()
+
+
 def _status_in_db(settings: Settings, match_id: int) -> str:
     engine = create_engine_for(settings)
     try:
@@ -392,8 +407,9 @@ def test_status_change_needs_the_session_token(
     assert f"Match {match_id} is now confirmed." in page
     assert '<span class="status status-confirmed">confirmed</span>' in page
 
-    assert client.post(url, data={"status": "dismissed", "csrf_token": token}).status_code == 303
+    assert client.post(url, data={"status": "dismissed", "csrf_token": token}, headers={"X-Forwarded-User": "lin"}).status_code == 303
     assert _status_in_db(settings, match_id) == "dismissed"
+    assert _decisions_in_db(settings, match_id) == [("confirmed", ""), ("dismissed", "lin")]
 
 
 def test_status_change_rejects_other_values_and_missing_matches(
