@@ -158,12 +158,17 @@ def _interval_iou(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> float:
 
 
 def _excerpt_span(text: str, lines: tuple[str, ...]) -> tuple[int, int] | None:
-    start = text.find(lines[0][:40])
-    tail = lines[-1][-40:]
-    end = text.find(tail, max(0, start))
-    if start < 0 or end < 0:
+    """Where the excerpt's lines sit in the extracted page text: each line found after the one before (a short
+    line can repeat inside the excerpt, so the last line is never looked up from the start)."""
+    start = position = text.find(lines[0])
+    if start < 0:
         return None
-    return start, end + len(tail)
+    for line in lines:
+        found = text.find(line, position)
+        if found < 0:
+            return None
+        position = found + len(line)
+    return start, position
 
 
 def score(web: PirateWeb, bases: list[str], flagged: dict[str, dict[str, set[tuple[str, int]]]],

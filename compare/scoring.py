@@ -48,8 +48,8 @@ class DecisionRule:
     min_passage``)."""
 
     min_copied: int = 50
-    min_coverage: float = 0.2
-    min_passage: int = 200
+    min_coverage: float = 0.15
+    min_passage: int = 150
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -86,6 +86,6 @@ def candidate_rule_grid() -> list[DecisionRule]:
     other two vary."""
     return [
         DecisionRule(50, coverage, passage)
-        for coverage in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
-        for passage in (60, 100, 150, 200, 300, 400, 600)
+        for coverage in (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.8)
+        for passage in (60, 90, 100, 150, 200, 300, 400, 600)
     ]
