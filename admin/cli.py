@@ -210,6 +210,7 @@ def works_add(context: Context, files: tuple[Path, ...], title: str | None) -> N
                 click.echo(f"  retroactive check: {flagged} already-crawled page(s) copy this work")
         else:
             click.echo(f"  fingerprinting queued (task {result.id})")
+    _refresh_corpus_stats(context)
     if failures:
         sys.exit(EXIT_FAILURE)
 
@@ -303,6 +304,7 @@ def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, q
         raise CliError(f"cannot crawl {url}: {reason}")
     if pending:
         flagged_pages.extend(_wait_for_workers(pending, context.settings))
+    _refresh_corpus_stats(context)
 
     statuses = ", ".join(f"{count} x {status}" for status, count in sorted(stats.by_status.items()))
     click.echo(
@@ -348,6 +350,25 @@ def _finish_crawl_job(context: Context, job_id: int, stats: Any, *, error: str =
         if stats is not None:
             job.pages_seen = stats.pages_seen
             job.pages_failed = len(stats.failures)
+
+
+def _refresh_corpus_stats(context: Context) -> None:
+    """Fold the new chapters and pages into the stored corpus statistics (IDF, entropy, pinyin reference)."""
+    from sqlalchemy.exc import IntegrityError
+
+    from analytics.corpus import refresh_corpus_stats
+
+    try:
+        with context.session() as session:
+            refresh = refresh_corpus_stats(session)
+    except IntegrityError:
+        click.echo("corpus statistics: another process is refreshing them; skipped", err=True)
+        return
+    if refresh.version is not None:
+        click.echo(
+            f"corpus statistics: +{refresh.documents_added} document(s), {refresh.documents:,} in all "
+            f"(version {refresh.version})"
+        )
 
 
 def _store_page(context: Context, crawled: Any, job_id: int | None = None) -> int | None:
@@ -567,8 +588,8 @@ def _print_table(headers: list[str], rows: list[tuple[Any, ...]]) -> None:
 @pass_context
 @friendly_errors
 def maintain(context: Context) -> None:
-    """Index upkeep, safe to run on a schedule: re-split overloaded Simhash buckets (boilerplate pages make
-    them) so that look-ups stay fast, and report the index's health."""
+    """Upkeep, safe to run on a schedule: re-split overloaded Simhash buckets (boilerplate pages make them) so
+    that look-ups stay fast, bring the corpus statistics up to date, and report the index's health."""
     from compare.service import layout_for
     from storage.repository import count_orphans, split_hot_buckets
 
@@ -588,6 +609,7 @@ def maintain(context: Context) -> None:
             click.echo(f"  table {table_no} key {key}: {size:,} fingerprints")
     else:
         click.echo("no overloaded buckets")
+    _refresh_corpus_stats(context)
     dangling = {name: count for name, count in orphans.items() if count}
     click.echo("orphaned index rows: " + (", ".join(f"{n}={c}" for n, c in dangling.items()) if dangling else "none"))
 
