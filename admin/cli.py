@@ -152,7 +152,9 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
 @pass_context
 @friendly_errors
 def init(context: Context) -> None:
-    """Create the database, or migrate it to the current schema (safe to run again)."""
+    """Create the database or migrate it to the current schema.
+
+    Safe to run again, and from several machines at once on PostgreSQL (an advisory lock serialises them)."""
     revision = migrate(context.settings)
     click.echo(f"database ready at schema revision {revision}: {_shown_url(context.settings)}")
 
@@ -265,8 +267,10 @@ def works_list(context: Context) -> None:
 @pass_context
 @friendly_errors
 def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, quiet: bool) -> None:
-    """Crawl sites from URLS (staying on their hosts), fingerprint every page and compare it with the
-    registered works. Prints progress, then a summary and the matches found."""
+    """Crawl sites, fingerprint and compare every page.
+
+    Starts from URLS and stays on their hosts; every page is fingerprinted and compared with the registered
+    works. Prints progress, then a summary and the pages that copy registered works."""
     from crawler import CrawledPage, CrawlProgress, run_crawl
 
     tasks = context.tasks()
@@ -426,8 +430,9 @@ def _wait_for_workers(pending: list[tuple[str, Any]], settings: Settings) -> lis
 @pass_context
 @friendly_errors
 def check(context: Context, source: str, context_chars: int) -> None:
-    """Compare one document (a text file or an http(s) URL) with the registry now, and show the copied
-    passages highlighted. Nothing is stored. Exit status 3 when it copies a registered work."""
+    """Compare one file or URL with the registry now.
+
+    Shows the verdict for a text file or an http(s) URL with the copied passages highlighted. Nothing is stored. Exit status 3 when it copies a registered work."""
     from compare.documents import analyse
     from compare.service import compare_document
     from compare.works import WorkError
@@ -494,7 +499,11 @@ def _fetch_one(context: Context, url: str) -> str:
 @pass_context
 @friendly_errors
 def matches(context: Context, fmt: str, status: str, work_id: int | None) -> None:
-    """The matches found: one JSON object per line with --format json (fields in the README)."""
+    """List the matches found.
+
+    With --format json: one object per line with page_url, work_id, work_title, chapter_index, chapter_title,
+    score, methods, spans ([page_start, page_end, work_start, work_end] in characters of the original texts)
+    and first_seen."""
     from compare.records import MATCH_FIELDS, match_to_dict
     from storage.models import Match
 
@@ -588,8 +597,10 @@ def _print_table(headers: list[str], rows: list[tuple[Any, ...]]) -> None:
 @pass_context
 @friendly_errors
 def maintain(context: Context) -> None:
-    """Upkeep, safe to run on a schedule: re-split overloaded Simhash buckets (boilerplate pages make them) so
-    that look-ups stay fast, bring the corpus statistics up to date, and report the index's health."""
+    """Index upkeep, safe to run on a schedule.
+
+    Re-splits overloaded Simhash buckets (boilerplate pages make them) so that look-ups stay fast, brings the
+    corpus statistics up to date, and reports orphaned index rows."""
     from compare.service import layout_for
     from storage.repository import count_orphans, split_hot_buckets
 
@@ -624,8 +635,10 @@ def maintain(context: Context) -> None:
 @pass_context
 @friendly_errors
 def serve(context: Context, host: str, port: int, debug: bool) -> None:
-    """Run the admin web app (dashboard, works, matches review). For production use a WSGI server:
-    gunicorn 'admin.web:create_app()'."""
+    """Run the admin web app.
+
+    Dashboard, works, and the review of matches with their evidence. For production use a WSGI server:
+    gunicorn 'admin.web:create_app()' behind a proxy that authenticates."""
     from admin.web import create_app
 
     context.sessions()  # a clear error now rather than on the first request
@@ -640,7 +653,9 @@ def serve(context: Context, host: str, port: int, debug: bool) -> None:
 @pass_context
 @friendly_errors
 def worker(context: Context, concurrency: int, loglevel: str) -> None:
-    """Run a Celery worker for the fingerprint stage (needs FPTRACK_BROKER_URL)."""
+    """Run a Celery worker for the fingerprint stage.
+
+    Needs FPTRACK_BROKER_URL (redis:// or amqp://); start one per machine, with one process per core."""
     if context.settings.tasks_in_process:
         raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there is nothing for a worker to do")
     tasks = context.tasks()
@@ -656,8 +671,10 @@ def worker(context: Context, concurrency: int, loglevel: str) -> None:
 @pass_context
 @friendly_errors
 def demo(context: Context, port: int, keep_serving: bool) -> None:
-    """The whole story on the embedded default: register sample works, serve a small pirate site on
-    127.0.0.1, crawl it, and print the matches. Uses its own data folder (./fptrack-demo unless
+    """Show the whole product end to end in a minute.
+
+    On the embedded default: register sample works, serve a small pirate site on 127.0.0.1, crawl it, and
+    print the matches. Uses its own data folder (./fptrack-demo unless
     --data-dir is given) so your real data is never touched."""
     from admin.demo import run_demo
 
