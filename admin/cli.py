@@ -179,9 +179,9 @@ def works() -> None:
 @pass_context
 @friendly_errors
 def works_add(context: Context, files: tuple[Path, ...], title: str | None) -> None:
-    """Register works from text files; chapters are found from their headings.
+    """Register works from text files.
 
-    The encoding (UTF-8, GB18030/GBK or Big5) is detected from the bytes. Registering a work also compares
+    Chapters are found from their headings (第…章/回/节, Chapter N). The encoding (UTF-8, GB18030/GBK or Big5) is detected from the bytes. Registering a work also compares
     it with every page crawled before (retroactive detection).
     """
     from compare.works import register_work_file
@@ -223,7 +223,9 @@ def works_add(context: Context, files: tuple[Path, ...], title: str | None) -> N
 @pass_context
 @friendly_errors
 def works_license(context: Context, work_id: int, sites: tuple[str, ...]) -> None:
-    """Record SITES (host, or host:port) where work WORK_ID is published under licence: copies found there are
+    """Allow sites that publish a work under licence.
+
+    SITES are hosts (or host:port) where work WORK_ID is published under licence: copies found there are
     recorded with status 'licensed' (see them with `fptrack matches --status licensed`), not flagged."""
     from compare.licensing import add_licensed_site
 
