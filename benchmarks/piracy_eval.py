@@ -402,7 +402,7 @@ def main() -> None:
             crawl = run.fptrack("crawl", *(b + "/" for b in bases), "--depth", "1",
                                 "--max-pages", str(len(web.pages) + len(bases) + 10), "--quiet")
             figures["crawl_seconds"] = round(time.monotonic() - t0, 1)
-        print(crawl.stdout.splitlines()[0])
+        print(next((line for line in crawl.stdout.splitlines() if line.startswith("crawled")), ""))
         matches = [json.loads(line) for line in run.fptrack("matches", "--format", "json").stdout.splitlines() if line.strip()]
         page_texts, chapters = _read_back(database_url)
         figures["pages_crawled"] = len(page_texts)
