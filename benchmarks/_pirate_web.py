@@ -185,7 +185,9 @@ class _Oracle:
     verbatim 50-character run with any of them."""
 
     def __init__(self, registered: dict[str, list[_Chapter]]) -> None:
-        self.grams = {(c.work, c.number): _grams(oracle_text(c.text), 8) for cs in registered.values() for c in cs}
+        self.grams = {
+            (c.work, c.number): _grams(oracle_text(c.text), 8) for cs in registered.values() for c in cs
+        }
         self.long_grams: dict[str, set[int]] = {}
         for work, chapters in registered.items():
             merged: set[int] = set()
@@ -196,7 +198,9 @@ class _Oracle:
     def chapters_in(self, work: str, text: str) -> frozenset[tuple[str, int]]:
         page = _grams(oracle_text(text), 8)
         return frozenset(
-            key for key, grams in self.grams.items() if key[0] == work and len(grams & page) >= 0.25 * len(grams)
+            key
+            for key, grams in self.grams.items()
+            if key[0] == work and len(grams & page) >= 0.25 * len(grams)
         )
 
     def shares_long_run(self, text: str) -> bool:
@@ -349,16 +353,35 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
     per_kind = 4 if quick else 30
     counter = [0]
 
-    def publish(kind: str, title: str, paragraphs: Sequence[str], truth: frozenset[tuple[str, int]], *,
-                encoding: str = "utf-8", template: int | None = None, **extra: object) -> None:
+    def publish(
+        kind: str,
+        title: str,
+        paragraphs: Sequence[str],
+        truth: frozenset[tuple[str, int]],
+        *,
+        encoding: str = "utf-8",
+        template: int | None = None,
+        **extra: object,
+    ) -> None:
         counter[0] += 1
         site = counter[0] % len(SITES) if template is None else template
         path = f"/{kind}/{counter[0]}.html"
-        body = render_chapter(title, list(paragraphs), template=SITES[site][0], encoding=encoding,
-                              site_name=SITES[site][1])
+        body = render_chapter(
+            title, list(paragraphs), template=SITES[site][0], encoding=encoding, site_name=SITES[site][1]
+        )
         web.sites[site][path] = Page(body, content_type=f"text/html; charset={encoding}")
-        web.pages.append(PageSpec(path, site, kind, kind in POSITIVE_KINDS, truth, body,
-                                  f"text/html; charset={encoding}", **extra))  # type: ignore[arg-type]
+        web.pages.append(
+            PageSpec(
+                path,
+                site,
+                kind,
+                kind in POSITIVE_KINDS,
+                truth,
+                body,
+                f"text/html; charset={encoding}",
+                **extra,
+            )
+        )  # type: ignore[arg-type]
 
     def sample(chapters: list[_Chapter], n: int) -> list[_Chapter]:
         return chapters if len(chapters) <= n else rng.sample(chapters, n)
@@ -368,7 +391,9 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
         for source in _sources(work):
             if source == ORIGINAL_SOURCE:
                 continue
-            kind = "pg_hant" if source.startswith("pg_") else "real_rain8" if "rain8" in source else "real_etext"
+            kind = (
+                "pg_hant" if source.startswith("pg_") else "real_rain8" if "rain8" in source else "real_etext"
+            )
             everything = _load(work, source)
             held = [c for c in everything if c.number in held_out[work]]
             chapters = [c for c in everything if c.number not in held_out[work]]
@@ -419,9 +444,12 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
                     following = next((d for d in chapters if d.number == c.number + 1), None)
                     if following is None or following.number not in numbers:
                         continue
-                    publish(kind, f"{c.title} / {following.title}",
-                            paragraphs + [following.title] + paragraphs_of(following.text),
-                            frozenset({(work, c.number), (work, following.number)}))
+                    publish(
+                        kind,
+                        f"{c.title} / {following.title}",
+                        paragraphs + [following.title] + paragraphs_of(following.text),
+                        frozenset({(work, c.number), (work, following.number)}),
+                    )
                 elif kind == "excerpt_news":
                     _publish_excerpt(publish, rng, work, c, news_texts, chapter_offsets)
 
@@ -440,7 +468,7 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
         length = rng.randint(20, 45)
         start = rng.randrange(0, max(1, len(body) - length))
         lines = news_paragraphs(text)
-        lines.insert(min(2, len(lines)), f"正如古典小说里写的：“{body[start:start + length]}”，令人感慨。")
+        lines.insert(min(2, len(lines)), f"正如古典小说里写的：“{body[start : start + length]}”，令人感慨。")
         publish("neg_short_quote", lines[0][:40], lines, frozenset(), template=4)
 
     for site, pages in enumerate(web.sites):
@@ -450,8 +478,14 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
     return web
 
 
-def _publish_excerpt(publish, rng: random.Random, work: str, c: _Chapter, news_texts: list[str],  # type: ignore[no-untyped-def]
-                     chapter_offsets: dict[tuple[str, int], int]) -> None:
+def _publish_excerpt(
+    publish,
+    rng: random.Random,
+    work: str,
+    c: _Chapter,
+    news_texts: list[str],  # type: ignore[no-untyped-def]
+    chapter_offsets: dict[tuple[str, int], int],
+) -> None:
     text = c.text
     length = rng.randint(600, 1200)
     if len(text) < length + 20:
@@ -468,8 +502,15 @@ def _publish_excerpt(publish, rng: random.Random, work: str, c: _Chapter, news_t
     news = news_paragraphs(rng.choice(news_texts))
     paragraphs = news[:2] + ["网友转发了小说中的一段："] + lines + news[2:]
     offset = chapter_offsets[(work, c.number)]
-    publish("excerpt_news", news[0][:40], paragraphs, frozenset({(work, c.number)}), template=4,
-            excerpt_lines=tuple(lines), excerpt_work_span=(offset + start, offset + end))
+    publish(
+        "excerpt_news",
+        news[0][:40],
+        paragraphs,
+        frozenset({(work, c.number)}),
+        template=4,
+        excerpt_lines=tuple(lines),
+        excerpt_work_span=(offset + start, offset + end),
+    )
 
 
 def escape(text: str) -> str:

@@ -46,9 +46,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _pirate_web import NEGATIVE_KINDS, POSITIVE_KINDS, PirateWeb, build_pirate_web  # noqa: E402
+from _pirate_web import NEGATIVE_KINDS, POSITIVE_KINDS, PirateWeb, build_pirate_web
 
-from tests.support.sites import serve_site  # noqa: E402
+from tests.support.sites import serve_site
 
 SYSTEMS = ("fptrack", "simhash", "minhash")
 
@@ -69,6 +69,7 @@ class Run:
             capture_output=True,
             text=True,
             timeout=timeout,
+            check=False,
         )
         if completed.returncode not in (0, 3):
             sys.exit(f"fptrack {' '.join(args)} failed ({completed.returncode}):\n{completed.stderr[-3000:]}")
@@ -104,11 +105,16 @@ def _read_back(database_url: str) -> tuple[dict[str, str], dict[int, tuple[str, 
 
     engine = create_engine(normalise_database_url(database_url))
     with engine.connect() as connection:
-        pages = {url: body for url, body in connection.execute(text("SELECT url, text FROM pages WHERE status = 200"))}
+        pages = {
+            url: body
+            for url, body in connection.execute(text("SELECT url, text FROM pages WHERE status = 200"))
+        }
         chapters = {
             cid: (work, title, index, body)
             for cid, work, title, index, body in connection.execute(
-                text('SELECT c.id, w.title, c.title, c."index", c.text FROM chapters c JOIN works w ON w.id = c.work_id')
+                text(
+                    'SELECT c.id, w.title, c.title, c."index", c.text FROM chapters c JOIN works w ON w.id = c.work_id'
+                )
             )
         }
     engine.dispose()
@@ -118,7 +124,9 @@ def _read_back(database_url: str) -> tuple[dict[str, str], dict[int, tuple[str, 
 # ------------------------------------------------------------------------------------------------ peers
 
 
-def run_peers(pages: dict[str, str], chapters: dict[int, tuple[str, str, int, str]]) -> dict[str, dict[str, set[int]]]:
+def run_peers(
+    pages: dict[str, str], chapters: dict[int, tuple[str, str, int, str]]
+) -> dict[str, dict[str, set[int]]]:
     """Chapter ids each peer returns for each page URL."""
     from datasketch import MinHash, MinHashLSH
     from simhash import Simhash, SimhashIndex
@@ -171,8 +179,13 @@ def _excerpt_span(text: str, lines: tuple[str, ...]) -> tuple[int, int] | None:
     return start, position
 
 
-def score(web: PirateWeb, bases: list[str], flagged: dict[str, dict[str, set[tuple[str, int]]]],
-          spans: dict[str, list[tuple[str, int, list[int]]]], page_texts: dict[str, str]) -> dict[str, Any]:
+def score(
+    web: PirateWeb,
+    bases: list[str],
+    flagged: dict[str, dict[str, set[tuple[str, int]]]],
+    spans: dict[str, list[tuple[str, int, list[int]]]],
+    page_texts: dict[str, str],
+) -> dict[str, Any]:
     """Per system and kind: pages, found, chapter-correct, false positives; overall precision and recall."""
     results: dict[str, Any] = {}
     for system, by_url in flagged.items():
@@ -210,7 +223,11 @@ def score(web: PirateWeb, bases: list[str], flagged: dict[str, dict[str, set[tup
                     if truth_page is None:
                         continue
                     iou_p = _interval_iou([(s[0], s[1]) for s in chosen], [truth_page]) if chosen else 0.0
-                    iou_w = _interval_iou([(s[2], s[3]) for s in chosen], [spec.excerpt_work_span]) if chosen else 0.0
+                    iou_w = (
+                        _interval_iou([(s[2], s[3]) for s in chosen], [spec.excerpt_work_span])
+                        if chosen
+                        else 0.0
+                    )
                     ious_page.append(iou_p)
                     ious_work.append(iou_w)
                     if iou_p < 0.8:
@@ -266,14 +283,18 @@ def print_table(results: dict[str, Any]) -> None:
         extra = ""
         if "excerpt_iou_page" in r:
             extra = f"  excerpt IoU page {r['excerpt_iou_page']:.3f} work {r['excerpt_iou_work']:.3f}"
-        print(f"{s:<10} precision {r['precision']:.4f}  recall {r['recall']:.4f}  "
-              f"chapter accuracy (one-chapter pages) {r['chapter_accuracy_single']:.4f}{extra}")
+        print(
+            f"{s:<10} precision {r['precision']:.4f}  recall {r['recall']:.4f}  "
+            f"chapter accuracy (one-chapter pages) {r['chapter_accuracy_single']:.4f}{extra}"
+        )
 
 
 # ------------------------------------------------------------------------------------------------ calibration
 
 
-def calibrate(web: PirateWeb, bases: list[str], env: dict[str, str], curve_path: Path | None) -> list[dict[str, Any]]:
+def calibrate(
+    web: PirateWeb, bases: list[str], env: dict[str, str], curve_path: Path | None
+) -> list[dict[str, Any]]:
     """Every candidate verdict of every page, then the decision rule swept over its thresholds."""
     from compare.documents import analyse
     from compare.scoring import candidate_rule_grid, decide_with
@@ -301,7 +322,10 @@ def calibrate(web: PirateWeb, bases: list[str], env: dict[str, str], curve_path:
         for spec in web.pages:
             url = bases[spec.site] + spec.path
             got = {
-                (title_to_key.get(v.work_title, "?"), web.chapter_titles.get((title_to_key.get(v.work_title, "?"), v.chapter_title), -1))
+                (
+                    title_to_key.get(v.work_title, "?"),
+                    web.chapter_titles.get((title_to_key.get(v.work_title, "?"), v.chapter_title), -1),
+                )
                 for v in verdicts.get(url, [])
                 if decide_with(v.evidence, rule).flagged
             }
@@ -317,17 +341,30 @@ def calibrate(web: PirateWeb, bases: list[str], env: dict[str, str], curve_path:
                     fp += bool(got)
             else:
                 fp += bool(got)
-        points.append({**rule.as_dict(), "precision": tp / (tp + fp) if tp + fp else 1.0,
-                       "recall": tp / (tp + fn) if tp + fn else 0.0,
-                       "chapter_accuracy": chap_ok / chap_n if chap_n else 0.0, "fp": fp, "fn": fn})
+        points.append(
+            {
+                **rule.as_dict(),
+                "precision": tp / (tp + fp) if tp + fp else 1.0,
+                "recall": tp / (tp + fn) if tp + fn else 0.0,
+                "chapter_accuracy": chap_ok / chap_n if chap_n else 0.0,
+                "fp": fp,
+                "fn": fn,
+            }
+        )
     _print_margins(web, bases, verdicts, title_to_key)
     if curve_path:
         keys = list(points[0])
-        curve_path.write_text("\t".join(keys) + "\n" + "".join("\t".join(str(round(p[k], 4)) for k in keys) + "\n" for p in points))
+        curve_path.write_text(
+            "\t".join(keys)
+            + "\n"
+            + "".join("\t".join(str(round(p[k], 4)) for k in keys) + "\n" for p in points)
+        )
     return points
 
 
-def _print_margins(web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], title_to_key: dict[str, str]) -> None:
+def _print_margins(
+    web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], title_to_key: dict[str, str]
+) -> None:
     """Where the evidence of copies and of non-copies lies: per positive kind, the weakest copies (the best verdict
     for a true chapter); per negative kind, the strongest verdict of any chapter."""
     import numpy as np
@@ -337,8 +374,10 @@ def _print_margins(web: PirateWeb, bases: list[str], verdicts: dict[str, list[An
         url = bases[spec.site] + spec.path
         best = (0.0, 0, 0)
         for v in verdicts.get(url, []):
-            key = (title_to_key.get(v.work_title, "?"),
-                   web.chapter_titles.get((title_to_key.get(v.work_title, "?"), v.chapter_title), -1))
+            key = (
+                title_to_key.get(v.work_title, "?"),
+                web.chapter_titles.get((title_to_key.get(v.work_title, "?"), v.chapter_title), -1),
+            )
             if spec.positive and key not in spec.truth:
                 continue
             e = v.evidence
@@ -358,10 +397,14 @@ def _print_margins(web: PirateWeb, bases: list[str], verdicts: dict[str, list[An
 def print_curve(points: list[dict[str, Any]]) -> None:
     print("\nprecision/recall of the decision rule over its thresholds (pages):")
     keys = [k for k in points[0] if k not in ("precision", "recall", "chapter_accuracy", "fp", "fn")]
-    print("".join(f"{k:>16}" for k in keys) + f"{'precision':>11}{'recall':>9}{'chapter':>9}{'fp':>5}{'fn':>5}")
+    print(
+        "".join(f"{k:>16}" for k in keys) + f"{'precision':>11}{'recall':>9}{'chapter':>9}{'fp':>5}{'fn':>5}"
+    )
     for p in points:
-        print("".join(f"{p[k]:>16}" for k in keys)
-              + f"{p['precision']:>11.4f}{p['recall']:>9.4f}{p['chapter_accuracy']:>9.4f}{p['fp']:>5}{p['fn']:>5}")
+        print(
+            "".join(f"{p[k]:>16}" for k in keys)
+            + f"{p['precision']:>11.4f}{p['recall']:>9.4f}{p['chapter_accuracy']:>9.4f}{p['fp']:>5}{p['fn']:>5}"
+        )
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -371,7 +414,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a sample of every kind (a few minutes)")
     parser.add_argument("--seed", type=int, default=5)
-    parser.add_argument("--postgres", metavar="URL", help="run on a fresh database created on this PostgreSQL server")
+    parser.add_argument(
+        "--postgres", metavar="URL", help="run on a fresh database created on this PostgreSQL server"
+    )
     parser.add_argument("--curve", type=Path, help="write the threshold sweep (TSV) here")
     parser.add_argument("--no-calibration", action="store_true", help="skip the threshold sweep")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
@@ -384,8 +429,11 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     env.update(FPTRACK_DATA_DIR=str(workdir), FPTRACK_DATABASE_URL=database_url, FPTRACK_CRAWL_TIMEOUT="60")
     run = Run(env, database_url)
-    figures: dict[str, Any] = {"quick": args.quick, "backend": "postgresql" if args.postgres else "sqlite",
-                               "pages": len(web.pages)}
+    figures: dict[str, Any] = {
+        "quick": args.quick,
+        "backend": "postgresql" if args.postgres else "sqlite",
+        "pages": len(web.pages),
+    }
     try:
         run.fptrack("init")
         files = []
@@ -399,11 +447,22 @@ def main() -> None:
         with ExitStack() as stack:
             bases = [stack.enter_context(serve_site(pages)) for pages in web.sites]
             t0 = time.monotonic()
-            crawl = run.fptrack("crawl", *(b + "/" for b in bases), "--depth", "1",
-                                "--max-pages", str(len(web.pages) + len(bases) + 10), "--quiet")
+            crawl = run.fptrack(
+                "crawl",
+                *(b + "/" for b in bases),
+                "--depth",
+                "1",
+                "--max-pages",
+                str(len(web.pages) + len(bases) + 10),
+                "--quiet",
+            )
             figures["crawl_seconds"] = round(time.monotonic() - t0, 1)
         print(next((line for line in crawl.stdout.splitlines() if line.startswith("crawled")), ""))
-        matches = [json.loads(line) for line in run.fptrack("matches", "--format", "json").stdout.splitlines() if line.strip()]
+        matches = [
+            json.loads(line)
+            for line in run.fptrack("matches", "--format", "json").stdout.splitlines()
+            if line.strip()
+        ]
         page_texts, chapters = _read_back(database_url)
         figures["pages_crawled"] = len(page_texts)
         figures["pages_per_second"] = round(len(page_texts) / max(figures["crawl_seconds"], 1e-9), 2)
@@ -416,8 +475,10 @@ def main() -> None:
             chapter = web.chapter_titles.get((work, m["chapter_title"]), -1)
             ours[m["page_url"]].add((work, chapter))
             spans[m["page_url"]].extend((work, chapter, s) for s in m["spans"])
-        key_of = {cid: (title_to_key.get(w, w), web.chapter_titles.get((title_to_key.get(w, w), t), -1))
-                  for cid, (w, t, _i, _b) in chapters.items()}
+        key_of = {
+            cid: (title_to_key.get(w, w), web.chapter_titles.get((title_to_key.get(w, w), t), -1))
+            for cid, (w, t, _i, _b) in chapters.items()
+        }
         t0 = time.monotonic()
         peers = run_peers(page_texts, chapters)
         figures["peer_seconds"] = round(time.monotonic() - t0, 1)
@@ -434,7 +495,11 @@ def main() -> None:
             for s, r in results.items()
         }
         figures["recall_by_kind"] = {
-            s: {k: round(v.get("found", 0) / v["pages"], 4) for k, v in r["kinds"].items() if k in POSITIVE_KINDS}
+            s: {
+                k: round(v.get("found", 0) / v["pages"], 4)
+                for k, v in r["kinds"].items()
+                if k in POSITIVE_KINDS
+            }
             for s, r in results.items()
         }
         figures["false_positives_by_kind"] = {
@@ -446,7 +511,11 @@ def main() -> None:
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             print(f"kept {workdir} ({database_url})")
-    figures["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
+    figures["machine"] = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+    }
     figures["seconds"] = round(time.monotonic() - started, 1)
     print(json.dumps(figures, ensure_ascii=False))
 

@@ -59,7 +59,7 @@ def mask_from_positions(length: int, positions: Iterable[int], k: int, w: int) -
     """Boolean mask over ``length`` normalised characters covering the k-grams at ``positions`` and the gaps of
     at most ``w`` characters between consecutive ones."""
     mask = np.zeros(length, dtype=bool)
-    ordered = sorted(set(int(p) for p in positions if 0 <= p < length))
+    ordered = sorted({int(p) for p in positions if 0 <= p < length})
     if not ordered:
         return mask
     start = end = ordered[0]
@@ -83,7 +83,9 @@ def _common_chapter_codes(session: Session, codes: list[int]) -> set[int]:
         statement = (
             select(CodeIndexRow.code)
             .join(Fingerprint, Fingerprint.id == CodeIndexRow.fingerprint_id)
-            .where(CodeIndexRow.kind == _KIND, CodeIndexRow.code.in_(chunk), Fingerprint.chapter_id.is_not(None))
+            .where(
+                CodeIndexRow.kind == _KIND, CodeIndexRow.code.in_(chunk), Fingerprint.chapter_id.is_not(None)
+            )
             .group_by(CodeIndexRow.code)
             .having(func.count(func.distinct(Fingerprint.chapter_id)) >= COMMON_MIN_CHAPTERS)
         )
@@ -100,7 +102,12 @@ def _site_codes(session: Session, codes: list[int], page_id: int, page_url: str)
             select(CodeIndexRow.code, Page.id, Page.url)
             .join(Fingerprint, Fingerprint.id == CodeIndexRow.fingerprint_id)
             .join(Page, Page.id == Fingerprint.page_id)
-            .where(CodeIndexRow.kind == _KIND, CodeIndexRow.code.in_(chunk), Page.host == host, Page.id != page_id)
+            .where(
+                CodeIndexRow.kind == _KIND,
+                CodeIndexRow.code.in_(chunk),
+                Page.host == host,
+                Page.id != page_id,
+            )
         )
         for code, other_id, other_url in session.execute(statement):
             if site_key(other_url) == key:

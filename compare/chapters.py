@@ -45,7 +45,11 @@ def split_chapters(text: str, *, default_title: str = "") -> list[ChapterSpan]:
     a text with any words in it."""
     headings = list(HEADING.finditer(text))
     if not headings:
-        return [ChapterSpan(1, default_title or _first_line(text), 0, len(text))] if _HAS_WORDS.search(text) else []
+        return (
+            [ChapterSpan(1, default_title or _first_line(text), 0, len(text))]
+            if _HAS_WORDS.search(text)
+            else []
+        )
 
     spans: list[ChapterSpan] = []
     front = text[: headings[0].start()]

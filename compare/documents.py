@@ -7,6 +7,7 @@ script changes) and winnowing hashes over the characters and over the pinyin ini
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fingerprint.normalize import NormalizedText, normalize
@@ -14,7 +15,7 @@ from fingerprint.pinyin_dna import dna_codes, pinyin_initials
 from fingerprint.simhash import simhash_text
 from fingerprint.winnowing import winnow
 
-__all__ = ["Document", "WINNOW_CHARS", "WINNOW_INITIALS", "analyse"]
+__all__ = ["WINNOW_CHARS", "WINNOW_INITIALS", "Document", "analyse"]
 
 # (k, w): winnowing guarantees that any shared run of w + k - 1 characters is found.
 WINNOW_CHARS = (8, 16)  # 23 characters
@@ -36,7 +37,7 @@ class Document:
         """The normalised text."""
         return self.normalized.text
 
-    def index_codes(self) -> dict[str, tuple[tuple[int, int], ...]]:
+    def index_codes(self) -> dict[str, Sequence[tuple[int, int]]]:
         """(code, position) pairs per indexed kind, as the store keeps them."""
         return {"dna": self.dna, "winnow": self.winnow_chars, "winnow_py": self.winnow_initials}
 

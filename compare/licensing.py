@@ -61,7 +61,11 @@ def is_licensed(url: str, sites: list[str] | tuple[str, ...] | set[str]) -> bool
 
 
 def licensed_hosts(session: Session, work_id: int) -> list[str]:
-    return list(session.scalars(select(LicensedSite.site).where(LicensedSite.work_id == work_id).order_by(LicensedSite.site)))
+    return list(
+        session.scalars(
+            select(LicensedSite.site).where(LicensedSite.work_id == work_id).order_by(LicensedSite.site)
+        )
+    )
 
 
 def add_licensed_site(session: Session, work_id: int, entry: str) -> int:
@@ -70,19 +74,21 @@ def add_licensed_site(session: Session, work_id: int, entry: str) -> int:
     if session.get(Work, work_id) is None:
         raise LookupError(f"no work with id {work_id}")
     site = normalise_site(entry)
-    if session.scalar(select(LicensedSite).where(LicensedSite.work_id == work_id, LicensedSite.site == site)) is None:
+    if (
+        session.scalar(select(LicensedSite).where(LicensedSite.work_id == work_id, LicensedSite.site == site))
+        is None
+    ):
         session.add(LicensedSite(work_id=work_id, site=site))
         session.flush()
     relabel = [
         match_id
         for match_id, url in session.execute(
-            select(Match.id, Page.url).join(Page, Page.id == Match.page_id).where(
-                Match.work_id == work_id, Match.status == "flagged"
-            )
+            select(Match.id, Page.url)
+            .join(Page, Page.id == Match.page_id)
+            .where(Match.work_id == work_id, Match.status == "flagged")
         )
         if is_licensed(url, [site])
     ]
     if relabel:
         session.execute(update(Match).where(Match.id.in_(relabel)).values(status="licensed"))
     return len(relabel)
-

@@ -74,7 +74,9 @@ def decide_with(evidence: Evidence, rule: DecisionRule = DEFAULT_RULE) -> Decisi
     flagged = evidence.copied_chars >= rule.min_copied and (
         evidence.chapter_coverage >= rule.min_coverage or evidence.longest_run >= rule.min_passage
     )
-    return Decision(flagged=flagged, score=round(evidence.chapter_coverage, 4), copied_chars=evidence.copied_chars)
+    return Decision(
+        flagged=flagged, score=round(evidence.chapter_coverage, 4), copied_chars=evidence.copied_chars
+    )
 
 
 def decide(alignment: Alignment, rule: DecisionRule = DEFAULT_RULE) -> Decision:

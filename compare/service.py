@@ -92,7 +92,11 @@ def chapter_document(text: str) -> Document:
 
 
 def verify(
-    document: Document, chapter: Chapter, chapter_doc: Document, methods: set[str], ignore: np.ndarray | None = None
+    document: Document,
+    chapter: Chapter,
+    chapter_doc: Document,
+    methods: set[str],
+    ignore: np.ndarray | None = None,
 ) -> Verdict:
     alignment = align(document.text, chapter_doc.text, document.initials, chapter_doc.initials, ignore=ignore)
     evidence = evidence_of(alignment)
@@ -184,7 +188,11 @@ def record_matches(session: Session, page: Page, verdicts: list[Verdict]) -> lis
         match = existing.pop(verdict.chapter_id, None)
         if match is None:
             match = Match(
-                page_id=page.id, work_id=verdict.work_id, chapter_id=verdict.chapter_id, first_seen=now, status=status
+                page_id=page.id,
+                work_id=verdict.work_id,
+                chapter_id=verdict.chapter_id,
+                first_seen=now,
+                status=status,
             )
             session.add(match)
         elif match.status in ("flagged", "licensed"):

@@ -53,15 +53,17 @@ def configure(settings: Settings) -> Celery:
 def _settings() -> Settings:
     if "settings" not in _runtime:
         raise RuntimeError("compare.tasks.configure(settings) was not called in this process")
-    return _runtime["settings"]
+    settings: Settings = _runtime["settings"]
+    return settings
 
 
 def _sessions() -> sessionmaker[Session]:
     _settings()
-    return _runtime["sessions"]
+    sessions: sessionmaker[Session] = _runtime["sessions"]
+    return sessions
 
 
-@celery.task(
+@celery.task(  # type: ignore[untyped-decorator]
     name="fptrack.fingerprint_page",
     autoretry_for=(OperationalError,),
     retry_backoff=True,
@@ -73,7 +75,7 @@ def fingerprint_page(page_id: int) -> int:
         return len(service.fingerprint_page(session, page_id, _settings()))
 
 
-@celery.task(
+@celery.task(  # type: ignore[untyped-decorator]
     name="fptrack.index_work",
     autoretry_for=(OperationalError,),
     retry_backoff=True,

@@ -112,7 +112,9 @@ def align(
         char_pos[ignore[: len(char_pos)]] = -1
     spans.append((np.nonzero(char_pos >= 0)[0], char_pos[char_pos >= 0], char_k))
     if page_initials and chapter_initials:
-        ini_pos = _match_positions(kgram_hashes(page_initials, initials_k), kgram_hashes(chapter_initials, initials_k))
+        ini_pos = _match_positions(
+            kgram_hashes(page_initials, initials_k), kgram_hashes(chapter_initials, initials_k)
+        )
         if ignore is not None and len(ini_pos):
             ini_pos[ignore[: len(ini_pos)]] = -1
         spans.append((np.nonzero(ini_pos >= 0)[0], ini_pos[ini_pos >= 0], initials_k))

@@ -40,7 +40,9 @@ def register_work_file(session: Session, path: Path, *, title: str | None = None
         raise WorkError(f"{path}: is a folder, not a text file")
     size = path.stat().st_size
     if size > MAX_WORK_BYTES:
-        raise WorkError(f"{path}: {size // (1024 * 1024)} MB is larger than the {MAX_WORK_BYTES >> 20} MB limit")
+        raise WorkError(
+            f"{path}: {size // (1024 * 1024)} MB is larger than the {MAX_WORK_BYTES >> 20} MB limit"
+        )
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -68,9 +70,12 @@ def register_work(
     spans = split_chapters(text, default_title=work_title)
     if not spans:
         raise WorkError(f"{source_name}: no text to register (only whitespace or punctuation)")
-    work = Work(title=work_title, source_name=source_name, encoding=decoded.encoding, content_sha256=digest, text=text)
+    work = Work(
+        title=work_title, source_name=source_name, encoding=decoded.encoding, content_sha256=digest, text=text
+    )
     work.chapters = [
-        Chapter(index=s.index, title=s.title[:500], start=s.start, end=s.end, text=text[s.start : s.end]) for s in spans
+        Chapter(index=s.index, title=s.title[:500], start=s.start, end=s.end, text=text[s.start : s.end])
+        for s in spans
     ]
     session.add(work)
     session.flush()

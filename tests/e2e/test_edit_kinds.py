@@ -41,7 +41,12 @@ def _pinyin_annotated(text: str, rng: random.Random) -> str:
     from pypinyin import Style, pinyin
 
     return "".join(
-        ch + (f"({pinyin(ch, style=Style.TONE)[0][0]})" if "\u4e00" <= ch <= "\u9fff" and rng.random() < 0.1 else "")
+        ch
+        + (
+            f"({pinyin(ch, style=Style.TONE)[0][0]})"
+            if "\u4e00" <= ch <= "\u9fff" and rng.random() < 0.1
+            else ""
+        )
         for ch in text
     )
 
@@ -67,22 +72,36 @@ def _site() -> tuple[dict[str, Page], dict[str, set[tuple[str, int]]], str]:
         "/copy.html": chapter_page("灯塔 第一章", _body(LIGHT[0])),
         "/gbk.html": chapter_page("灯塔 第二章", _body(LIGHT[1]), encoding="gbk", header_charset=False),
         "/big5.html": chapter_page("灯塔 第三章", _body(LIGHT[2]), encoding="big5", template="split-divs"),
-        "/edit05.html": chapter_page("青石巷1", _body(random_edits(ALLEY[0], 0.05, rng)), template="p-paragraphs"),
-        "/edit10.html": chapter_page("青石巷2", _body(random_edits(ALLEY[1], 0.10, rng)), template="ad-inside"),
-        "/edit15.html": chapter_page("青石巷3", _body(random_edits(ALLEY[2], 0.15, rng)), template="html5-article"),
+        "/edit05.html": chapter_page(
+            "青石巷1", _body(random_edits(ALLEY[0], 0.05, rng)), template="p-paragraphs"
+        ),
+        "/edit10.html": chapter_page(
+            "青石巷2", _body(random_edits(ALLEY[1], 0.10, rng)), template="ad-inside"
+        ),
+        "/edit15.html": chapter_page(
+            "青石巷3", _body(random_edits(ALLEY[2], 0.15, rng)), template="html5-article"
+        ),
         "/edit20.html": chapter_page("灯塔1", _body(random_edits(LIGHT[0], 0.20, rng))),
-        "/homophone10.html": chapter_page("灯塔2", _body(homophone_swaps(LIGHT[1], 0.10, rng)), template="p-paragraphs"),
+        "/homophone10.html": chapter_page(
+            "灯塔2", _body(homophone_swaps(LIGHT[1], 0.10, rng)), template="p-paragraphs"
+        ),
         "/homophone30.html": chapter_page("青石巷一", _body(homophone_swaps(ALLEY[0], 0.30, rng))),
-        "/pinyin.html": chapter_page("青石巷二", _body(_pinyin_annotated(ALLEY[1], rng)), template="split-divs"),
+        "/pinyin.html": chapter_page(
+            "青石巷二", _body(_pinyin_annotated(ALLEY[1], rng)), template="split-divs"
+        ),
         "/ads.html": chapter_page("青石巷三", _with_ads(_body(ALLEY[2])), template="p-paragraphs"),
         "/shuffled.html": chapter_page("灯塔三", shuffled, template="html5-article"),
         "/split-1.html": chapter_page("青石巷（上）", a1[:half]),
         "/split-2.html": chapter_page("青石巷（下）", a1[half:]),
         "/two.html": chapter_page("灯塔一二", _body(LIGHT[0]) + _body(LIGHT[1]), template="p-paragraphs"),
-        "/excerpt.html": chapter_page("老城区的手艺人", [NEWS[1], "网友转发：", excerpt, NEWS[2]], template="html5-article"),
+        "/excerpt.html": chapter_page(
+            "老城区的手艺人", [NEWS[1], "网友转发：", excerpt, NEWS[2]], template="html5-article"
+        ),
         "/other.html": chapter_page("雨夜来客", _body(OTHER[0])),
         "/news.html": chapter_page(NEWS[0], NEWS[1:], template="html5-article"),
-        "/quote.html": chapter_page("读书笔记", ["最近读到一句话：" + "".join(_body(LIGHT[2]))[200:240], "推荐大家读原著。"]),
+        "/quote.html": chapter_page(
+            "读书笔记", ["最近读到一句话：" + "".join(_body(LIGHT[2]))[200:240], "推荐大家读原著。"]
+        ),
     }
     index = "".join(f'<li><a href="{path}">{path}</a></li>' for path in pages)
     pages["/"] = Page.html(f"<html><body><ul>{index}</ul></body></html>")

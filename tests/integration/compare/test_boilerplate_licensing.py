@@ -27,15 +27,24 @@ def _filler(rng: random.Random, length: int) -> str:
 
 
 def _page(session: Session, url: str, text: str) -> Page:
-    page = Page(url=url, final_url=url, host=url.split("/")[2].split(":")[0], status=200, encoding="utf-8",
-                title="t", text=text)
+    page = Page(
+        url=url,
+        final_url=url,
+        host=url.split("/")[2].split(":")[0],
+        status=200,
+        encoding="utf-8",
+        title="t",
+        text=text,
+    )
     session.add(page)
     session.flush()
     return page
 
 
 def _flagged(session: Session, page: Page) -> list[tuple[int, str]]:
-    return [(m.chapter.index, m.status) for m in session.scalars(select(Match).where(Match.page_id == page.id))]
+    return [
+        (m.chapter.index, m.status) for m in session.scalars(select(Match).where(Match.page_id == page.id))
+    ]
 
 
 def test_site_template_quoting_a_work_is_boilerplate_but_a_copy_on_that_site_is_not(

@@ -28,13 +28,21 @@ def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> 
     )
 
     def fptrack(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True, check=False,
-                              timeout=180)
+        return subprocess.run(
+            [sys.executable, "-m", "admin.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=180,
+        )
 
     worker_log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
     worker = subprocess.Popen(
         [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
-        env=env, stdout=worker_log, stderr=subprocess.STDOUT,
+        env=env,
+        stdout=worker_log,
+        stderr=subprocess.STDOUT,
     )
     try:
         added = fptrack("works", "add", str(DEMO_DATA / "lighthouse.txt"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -19,7 +21,9 @@ from compare.verify import align
     k=st.integers(1, 10),
     w=st.integers(1, 20),
 )
-def test_mask_covers_every_kgram_and_only_short_gaps(length: int, positions: list[int], k: int, w: int) -> None:
+def test_mask_covers_every_kgram_and_only_short_gaps(
+    length: int, positions: list[int], k: int, w: int
+) -> None:
     mask = mask_from_positions(length, positions, k, w)
     assert mask.shape == (length,)
     inside = sorted({p for p in positions if 0 <= p < length})
@@ -29,7 +33,7 @@ def test_mask_covers_every_kgram_and_only_short_gaps(length: int, positions: lis
     expected = np.zeros(length, dtype=bool)
     for p in inside:
         expected[p : p + k] = True
-    for a, b in zip(inside, inside[1:]):
+    for a, b in itertools.pairwise(inside):
         if b - a <= w:
             expected[a:b] = True
     assert (mask == expected).all()
@@ -42,8 +46,12 @@ def test_site_key_keeps_the_port_and_folds_case() -> None:
 
 @pytest.mark.parametrize(
     ("entry", "normalised"),
-    [("Example.com", "example.com"), ("https://WWW.example.com/path?q=1", "www.example.com"),
-     ("127.0.0.1:8080", "127.0.0.1:8080"), ("http://127.0.0.1:8080/", "127.0.0.1:8080")],
+    [
+        ("Example.com", "example.com"),
+        ("https://WWW.example.com/path?q=1", "www.example.com"),
+        ("127.0.0.1:8080", "127.0.0.1:8080"),
+        ("http://127.0.0.1:8080/", "127.0.0.1:8080"),
+    ],
 )
 def test_normalise_site(entry: str, normalised: str) -> None:
     assert normalise_site(entry) == normalised

@@ -9,7 +9,11 @@ from compare.chapters import split_chapters
 def test_chinese_headings_with_titles() -> None:
     text = "书名\n作者\n\n第一回 灵根育孕\n正文一。\n第二回　心性修持\n正文二。\n第十二回 玄奘秉诚\n正文三。"
     chapters = split_chapters(text)
-    assert [(c.index, c.title) for c in chapters] == [(1, "第一回 灵根育孕"), (2, "第二回　心性修持"), (3, "第十二回 玄奘秉诚")]
+    assert [(c.index, c.title) for c in chapters] == [
+        (1, "第一回 灵根育孕"),
+        (2, "第二回　心性修持"),
+        (3, "第十二回 玄奘秉诚"),
+    ]
     assert text[chapters[1].start : chapters[1].end] == "第二回　心性修持\n正文二。\n"
 
 

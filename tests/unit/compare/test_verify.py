@@ -58,7 +58,9 @@ def test_pinyin_channel_survives_same_sound_swaps() -> None:
 def test_short_quotation_is_not_piracy() -> None:
     rng = random.Random(9)
     chapter = _random_text(rng, 3000)
-    page = _random_text(rng, 500) + chapter[1000 : 1000 + DEFAULT_RULE.min_copied - 5] + _random_text(rng, 500)
+    page = (
+        _random_text(rng, 500) + chapter[1000 : 1000 + DEFAULT_RULE.min_copied - 5] + _random_text(rng, 500)
+    )
     decision = decide(align(page, chapter))
     assert not decision.flagged
 
