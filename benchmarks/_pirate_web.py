@@ -16,7 +16,8 @@ What is published, one page per line of :data:`KINDS` (pages spread over several
   over two pages (each half is a page), two consecutive chapters on one page, an excerpt of 600-1200 characters
   inside a news article;
 - negatives: 水浒传 chapters (all four copies), held-out chapters of the registered novels (other copies),
-  news articles, news quoting under 50 characters of a registered chapter.
+  news articles, news quoting under 50 characters of a registered chapter, and the articles of a news portal
+  whose template carries the same 250-character passage of a registered chapter on every page (boilerplate).
 
 Ground truth of a page is the set of registered ``(work, chapter)`` it holds. For synthetic pages it is known by
 construction. For real copies (whose chapter boundaries differ: Gutenberg merges chapters) it comes from an
@@ -74,7 +75,13 @@ POSITIVE_KINDS = (
     "two_chapters",
     "excerpt_news",
 )
-NEGATIVE_KINDS = ("neg_unregistered_novel", "neg_heldout_chapter", "neg_news", "neg_short_quote")
+NEGATIVE_KINDS = (
+    "neg_unregistered_novel",
+    "neg_heldout_chapter",
+    "neg_news",
+    "neg_short_quote",
+    "neg_site_template",
+)
 KINDS = POSITIVE_KINDS + NEGATIVE_KINDS
 
 SITES = (
@@ -83,7 +90,9 @@ SITES = (
     ("split-divs", "顶点小说"),
     ("ad-inside", "八一中文网"),
     ("html5-article", "全本书屋"),
+    ("html5-article", "新闻门户"),  # a news portal whose template quotes a registered novel on every page
 )
+PIRATE_SITES = 5
 
 # Ads as pirate sites splice them (observed_piracy_artifacts.tsv and common promo lines).
 _ADS_BETWEEN = (
@@ -364,7 +373,7 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
         **extra: object,
     ) -> None:
         counter[0] += 1
-        site = counter[0] % len(SITES) if template is None else template
+        site = counter[0] % PIRATE_SITES if template is None else template
         path = f"/{kind}/{counter[0]}.html"
         body = render_chapter(
             title, list(paragraphs), template=SITES[site][0], encoding=encoding, site_name=SITES[site][1]
@@ -470,6 +479,15 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
         lines = news_paragraphs(text)
         lines.insert(min(2, len(lines)), f"正如古典小说里写的：“{body[start : start + length]}”，令人感慨。")
         publish("neg_short_quote", lines[0][:40], lines, frozenset(), template=4)
+
+    # a news portal that puts the same 250-character passage of a registered chapter (an "editor's pick") at the
+    # top of every article: its template, not a copy on any one page
+    pick_chapter = registered[REGISTERED[1]][0]
+    pick_text = pick_chapter.text.strip()
+    pick = paragraphs_of(pick_text[:260])
+    for text in news_texts[400 : 400 + (10 if quick else 40)]:
+        lines = news_paragraphs(text)
+        publish("neg_site_template", lines[0][:40], ["编者推荐：", *pick, *lines], frozenset(), template=5)
 
     for site, pages in enumerate(web.sites):
         links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in sorted(pages))

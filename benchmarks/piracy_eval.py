@@ -306,12 +306,18 @@ def calibrate(
     engine = create_engine_for(settings)
     sessions = session_factory(engine)
     verdicts: dict[str, list[Any]] = {}
-    from sqlalchemy import text as sql
+    from sqlalchemy import select
+
+    from storage.models import Page
 
     with sessions() as session:
-        rows = session.execute(sql("SELECT url, text FROM pages WHERE status = 200")).all()
-        for url, body in rows:
-            verdicts[url] = compare_document(session, analyse(body), settings) if body.strip() else []
+        for page in session.scalars(select(Page).where(Page.status == 200)):
+            # with the page, so site boilerplate is known exactly as the crawl knew it at its end
+            verdicts[page.url] = (
+                compare_document(session, analyse(page.text), settings, page=page)
+                if page.text.strip()
+                else []
+            )
     engine.dispose()
 
     title_to_key = {t: w for w, t in web.work_titles.items()}

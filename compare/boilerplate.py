@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -36,7 +37,9 @@ __all__ = [
     "COMMON_MIN_CHAPTERS",
     "DUPLICATE_SHARE",
     "SITE_MIN_PAGES",
+    "Boilerplate",
     "boilerplate_mask",
+    "find_boilerplate",
     "mask_from_positions",
     "site_key",
 ]
@@ -93,7 +96,8 @@ def _common_chapter_codes(session: Session, codes: list[int]) -> set[int]:
     return common
 
 
-def _site_codes(session: Session, codes: list[int], page_id: int, page_url: str) -> set[int]:
+def _site_codes(session: Session, codes: list[int], page_id: int, page_url: str) -> tuple[set[int], set[int]]:
+    """(site boilerplate codes of this page, the other pages of the site that hold some of them)."""
     key = site_key(page_url)
     host = urlsplit(page_url).hostname or ""
     holders: dict[int, set[int]] = defaultdict(set)  # other page -> codes it shares with this one
@@ -118,22 +122,61 @@ def _site_codes(session: Session, codes: list[int], page_id: int, page_url: str)
         if len(shared) <= limit:
             for code in shared:
                 per_code[code] += 1
-    return {code for code, count in per_code.items() if count >= SITE_MIN_PAGES}
+    boiler = {code for code, count in per_code.items() if count >= SITE_MIN_PAGES}
+    return boiler, {other for other, shared in holders.items() if shared & boiler}
+
+
+@dataclass(frozen=True)
+class Boilerplate:
+    """The boilerplate of one document: ``mask`` over its normalised characters (``None``: nothing), the site
+    boilerplate codes that registered chapters also hold (a site template quoting a work), and the other pages
+    of the site that carry those codes (compared before the template was known, they may hold stale matches)."""
+
+    mask: np.ndarray | None
+    quoting_codes: frozenset[int] = frozenset()
+    pages_with_template: frozenset[int] = frozenset()
+
+
+def find_boilerplate(
+    session: Session, document: Document, *, page_id: int | None = None, page_url: str | None = None
+) -> Boilerplate:
+    """The boilerplate of ``document`` (see the module docstring). Site boilerplate needs the stored page
+    (``page_id`` and ``page_url``)."""
+    if not document.winnow_chars:
+        return Boilerplate(None)
+    signed = [(to_signed64(code), position) for code, position in document.winnow_chars]
+    codes = sorted({code for code, _ in signed})
+    boiler = _common_chapter_codes(session, codes)
+    site: set[int] = set()
+    holders: set[int] = set()
+    if page_id is not None and page_url:
+        site, holders = _site_codes(session, codes, page_id, page_url)
+        boiler |= site
+    if not boiler:
+        return Boilerplate(None)
+    k, w = WINNOW_CHARS
+    mask = mask_from_positions(len(document.text), (p for c, p in signed if c in boiler), k, w)
+    quoting = _chapter_codes(session, sorted(site)) if site else set()
+    return Boilerplate(mask, frozenset(quoting), frozenset(holders) if quoting else frozenset())
+
+
+def _chapter_codes(session: Session, codes: list[int]) -> set[int]:
+    found: set[int] = set()
+    for chunk in _chunks(codes):
+        statement = (
+            select(CodeIndexRow.code)
+            .join(Fingerprint, Fingerprint.id == CodeIndexRow.fingerprint_id)
+            .where(
+                CodeIndexRow.kind == _KIND, CodeIndexRow.code.in_(chunk), Fingerprint.chapter_id.is_not(None)
+            )
+            .distinct()
+        )
+        found.update(session.scalars(statement))
+    return found
 
 
 def boilerplate_mask(
     session: Session, document: Document, *, page_id: int | None = None, page_url: str | None = None
 ) -> np.ndarray | None:
-    """Mask of the normalised characters of ``document`` that are boilerplate (see the module docstring), or
-    ``None`` when nothing is. Site boilerplate needs the stored page (``page_id`` and ``page_url``)."""
-    if not document.winnow_chars:
-        return None
-    signed = [(to_signed64(code), position) for code, position in document.winnow_chars]
-    codes = sorted({code for code, _ in signed})
-    boiler = _common_chapter_codes(session, codes)
-    if page_id is not None and page_url:
-        boiler |= _site_codes(session, codes, page_id, page_url)
-    if not boiler:
-        return None
-    k, w = WINNOW_CHARS
-    return mask_from_positions(len(document.text), (p for c, p in signed if c in boiler), k, w)
+    """Mask of the normalised characters of ``document`` that are boilerplate, or ``None`` when nothing is."""
+    return find_boilerplate(session, document, page_id=page_id, page_url=page_url).mask

@@ -14,7 +14,7 @@ import numpy as np
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from compare.boilerplate import boilerplate_mask
+from compare.boilerplate import find_boilerplate
 from compare.documents import Document, analyse
 from compare.licensing import is_licensed, licensed_hosts
 from compare.scoring import Evidence, decide_with, evidence_of
@@ -122,7 +122,12 @@ def verify(
 
 
 def compare_document(
-    session: Session, document: Document, settings: Settings, *, page: Page | None = None
+    session: Session,
+    document: Document,
+    settings: Settings,
+    *,
+    page: Page | None = None,
+    ignore: np.ndarray | None = None,
 ) -> list[Verdict]:
     """Verdicts for every candidate chapter of ``document``, best first (flagged or not).
 
@@ -132,9 +137,13 @@ def compare_document(
     candidates = find_candidates(session, document, layout_for(settings), owner="chapter")
     if not candidates:
         return []
-    ignore = boilerplate_mask(
-        session, document, page_id=page.id if page is not None else None, page_url=page.url if page else None
-    )
+    if ignore is None:
+        ignore = find_boilerplate(
+            session,
+            document,
+            page_id=page.id if page is not None else None,
+            page_url=page.url if page else None,
+        ).mask
     chapters = session.scalars(select(Chapter).where(Chapter.id.in_(list(candidates)))).all()
     verdicts = [verify(document, c, chapter_document(c.text), candidates[c.id], ignore) for c in chapters]
     return sorted(verdicts, key=lambda v: (-v.flagged, -v.score, v.chapter_id))
@@ -165,9 +174,27 @@ def recompare_page(session: Session, page_id: int, settings: Settings) -> list[M
     return _compare_and_record(session, page, analyse(page.text), settings)
 
 
-def _compare_and_record(session: Session, page: Page, document: Document, settings: Settings) -> list[Match]:
-    verdicts = compare_document(session, document, settings, page=page) if document.text else []
-    return record_matches(session, page, verdicts)
+def _compare_and_record(
+    session: Session, page: Page, document: Document, settings: Settings, *, recheck_site: bool = True
+) -> list[Match]:
+    if not document.text:
+        return record_matches(session, page, [])
+    boilerplate = find_boilerplate(session, document, page_id=page.id, page_url=page.url)
+    verdicts = compare_document(session, document, settings, page=page, ignore=boilerplate.mask)
+    matches = record_matches(session, page, verdicts)
+    if recheck_site and boilerplate.pages_with_template:
+        # This page revealed a site template that quotes a registered work; the site's pages compared before
+        # it was known may hold matches made of that template alone: compare them again, now knowing it.
+        stale = session.scalars(
+            select(Match.page_id)
+            .where(Match.page_id.in_(sorted(boilerplate.pages_with_template)), Match.status == "flagged")
+            .distinct()
+        ).all()
+        for other_id in stale:
+            other = session.get(Page, other_id)
+            if other is not None:
+                _compare_and_record(session, other, analyse(other.text), settings, recheck_site=False)
+    return matches
 
 
 def record_matches(session: Session, page: Page, verdicts: list[Verdict]) -> list[Match]:
