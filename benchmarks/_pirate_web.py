@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import html as html_lib
 import json
+import os
 import random
 import re
 from collections.abc import Sequence
@@ -50,7 +51,7 @@ __all__ = [
     "oracle_text",
 ]
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+CORPUS = Path(os.environ.get("FPTRACK_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
 REGISTERED = ("xiyouji", "sanguoyanyi")
 UNREGISTERED = ("shuihuzhuan",)
 ORIGINAL_SOURCE = "tennessine"
@@ -330,6 +331,8 @@ def news_paragraphs(text: str) -> list[str]:
 
 def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
     """The whole pirate web. ``quick`` publishes a sample (a few chapters per kind and work)."""
+    if not (CORPUS / "zh_novels").is_dir():
+        raise SystemExit(f"development corpus not found at {CORPUS} (set FPTRACK_CORPUS to its folder)")
     rng = random.Random(seed)
     originals = {w: _load(w, ORIGINAL_SOURCE) for w in REGISTERED}
     registered = {w: [c for c in cs if c.number % 10 != HELD_OUT_DIGIT] for w, cs in originals.items()}

@@ -37,6 +37,7 @@ __all__ = [
     "COMMON_MIN_CHAPTERS",
     "DUPLICATE_SHARE",
     "SITE_MIN_PAGES",
+    "TEMPLATE_MIN_QUOTE",
     "Boilerplate",
     "boilerplate_mask",
     "find_boilerplate",
@@ -47,6 +48,9 @@ __all__ = [
 SITE_MIN_PAGES = 5
 DUPLICATE_SHARE = 0.5
 COMMON_MIN_CHAPTERS = 5
+TEMPLATE_MIN_QUOTE = 50
+"""A site template quoting fewer normalised characters of a work than a match needs (``compare.scoring``'s
+``min_copied``) cannot have made a match, so it never triggers re-comparing the site's pages."""
 _KIND = "winnow"
 _CHUNK = 500
 
@@ -146,7 +150,8 @@ def find_boilerplate(
         return Boilerplate(None)
     signed = [(to_signed64(code), position) for code, position in document.winnow_chars]
     codes = sorted({code for code, _ in signed})
-    boiler = _common_chapter_codes(session, codes)
+    common = _common_chapter_codes(session, codes)
+    boiler = set(common)
     site: set[int] = set()
     holders: set[int] = set()
     if page_id is not None and page_url:
@@ -156,8 +161,13 @@ def find_boilerplate(
         return Boilerplate(None)
     k, w = WINNOW_CHARS
     mask = mask_from_positions(len(document.text), (p for c, p in signed if c in boiler), k, w)
-    quoting = _chapter_codes(session, sorted(site)) if site else set()
-    return Boilerplate(mask, frozenset(quoting), frozenset(holders) if quoting else frozenset())
+    quoting = _chapter_codes(session, sorted(site - common)) if site - common else set()
+    # Only a template that quotes a long stretch of a work could have made matches on its own; chapter formulas
+    # that every page of a novel site repeats (short, and common across chapters anyway) never could.
+    quoted = mask_from_positions(len(document.text), (p for c, p in signed if c in quoting), k, w)
+    if int(quoted.sum()) < TEMPLATE_MIN_QUOTE:
+        return Boilerplate(mask)
+    return Boilerplate(mask, frozenset(quoting), frozenset(holders))
 
 
 def _chapter_codes(session: Session, codes: list[int]) -> set[int]:

@@ -14,7 +14,7 @@ import numpy as np
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from compare.boilerplate import find_boilerplate
+from compare.boilerplate import Boilerplate, find_boilerplate
 from compare.documents import Document, analyse
 from compare.licensing import is_licensed, licensed_hosts
 from compare.scoring import Evidence, decide_with, evidence_of
@@ -127,7 +127,7 @@ def compare_document(
     settings: Settings,
     *,
     page: Page | None = None,
-    ignore: np.ndarray | None = None,
+    boilerplate: Boilerplate | None = None,
 ) -> list[Verdict]:
     """Verdicts for every candidate chapter of ``document``, best first (flagged or not).
 
@@ -137,13 +137,14 @@ def compare_document(
     candidates = find_candidates(session, document, layout_for(settings), owner="chapter")
     if not candidates:
         return []
-    if ignore is None:
-        ignore = find_boilerplate(
+    if boilerplate is None:
+        boilerplate = find_boilerplate(
             session,
             document,
             page_id=page.id if page is not None else None,
             page_url=page.url if page else None,
-        ).mask
+        )
+    ignore = boilerplate.mask
     chapters = session.scalars(select(Chapter).where(Chapter.id.in_(list(candidates)))).all()
     verdicts = [verify(document, c, chapter_document(c.text), candidates[c.id], ignore) for c in chapters]
     return sorted(verdicts, key=lambda v: (-v.flagged, -v.score, v.chapter_id))
@@ -180,7 +181,7 @@ def _compare_and_record(
     if not document.text:
         return record_matches(session, page, [])
     boilerplate = find_boilerplate(session, document, page_id=page.id, page_url=page.url)
-    verdicts = compare_document(session, document, settings, page=page, ignore=boilerplate.mask)
+    verdicts = compare_document(session, document, settings, page=page, boilerplate=boilerplate)
     matches = record_matches(session, page, verdicts)
     if recheck_site and boilerplate.pages_with_template:
         # This page revealed a site template that quotes a registered work; the site's pages compared before
