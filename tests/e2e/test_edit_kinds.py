@@ -10,6 +10,7 @@ quotation under 50 characters.
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -206,3 +207,29 @@ def _find(text: str, passage: str) -> tuple[int, int]:
     start = text.index(passage[:20])
     tail = passage[-20:]
     return start, text.index(tail, start) + len(tail)
+
+
+def test_a_licensed_site_moves_its_matches_out_of_the_flagged_list(fptrack) -> None:
+    pages = {
+        "/": Page.html('<a href="/1.html">1</a> <a href="/2.html">2</a>'),
+        "/1.html": chapter_page("灯塔 第一章", _body(LIGHT[0])),
+        "/2.html": chapter_page("青石巷 第一回", _body(ALLEY[0]), template="p-paragraphs"),
+    }
+    fptrack.run("init")
+    fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
+    with serve_site(pages) as base:
+        fptrack.run("crawl", base + "/", "--depth", "1", "--quiet")
+    assert {(m["work_title"], m["chapter_index"]) for m in fptrack.matches()} == {
+        ("灯塔守望人", 1),
+        ("青石巷", 1),
+    }
+
+    site = base.removeprefix("http://")
+    licensed = fptrack.run("works", "license", "1", site)
+    assert f"work #1: {site} is licensed (1 existing match(es) relabelled)" in licensed.stdout
+    assert [(m["work_title"], m["chapter_index"]) for m in fptrack.matches()] == [("青石巷", 1)]
+    out = fptrack.run("matches", "--format", "json", "--status", "licensed").stdout
+    assert [json.loads(line)["work_title"] for line in out.splitlines() if line.strip()] == ["灯塔守望人"]
+
+    refused = fptrack.run("works", "license", "99", site, check=False)
+    assert refused.returncode != 0 and "no work with id 99" in refused.stderr
