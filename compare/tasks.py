@@ -32,6 +32,7 @@ def configure(settings: Settings) -> Celery:
         broker_url=settings.broker_url or "memory://localhost/",
         result_backend=backend,
         task_always_eager=settings.tasks_in_process,
+        task_default_queue=settings.task_queue,
         task_eager_propagates=True,
         task_acks_late=True,
         task_reject_on_worker_lost=True,

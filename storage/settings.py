@@ -9,6 +9,7 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_DATABASE_URL`` | ``sqlite:///<data dir>/fptrack.db`` | SQLAlchemy URL; ``postgresql://`` uses psycopg 3 |
 | ``FPTRACK_BROKER_URL`` | unset | Celery broker (``redis://``, ``amqp://``); unset runs tasks in-process |
 | ``FPTRACK_RESULT_BACKEND`` | unset | Celery result backend (defaults to the broker for ``redis://``) |
+| ``FPTRACK_TASK_QUEUE`` | ``fptrack`` | Celery queue of the fingerprint stage (separate environments sharing a broker) |
 | ``FPTRACK_SIMHASH_K`` | ``3`` | Hamming distance under which two 64-bit Simhashes are near-duplicates |
 | ``FPTRACK_SIMHASH_BLOCKS`` | ``4`` | blocks of the permuted-prefix index (must exceed k) |
 | ``FPTRACK_SIMHASH_HOT_MU`` | ``2.0`` | a bucket over (1 + mu) x the mean bucket size is re-split (``storage.repository.split_hot_buckets``) |
@@ -71,6 +72,7 @@ class Settings:
     database_url: str = ""
     broker_url: str | None = None
     result_backend: str | None = None
+    task_queue: str = "fptrack"
     simhash_k: int = 3
     simhash_blocks: int = 4
     simhash_hot_mu: float = 2.0
@@ -111,6 +113,7 @@ class Settings:
             database_url=env.get("FPTRACK_DATABASE_URL", ""),
             broker_url=env.get("FPTRACK_BROKER_URL") or None,
             result_backend=env.get("FPTRACK_RESULT_BACKEND") or None,
+            task_queue=env.get("FPTRACK_TASK_QUEUE") or "fptrack",
             simhash_k=_int(env, "FPTRACK_SIMHASH_K", 3),
             simhash_blocks=_int(env, "FPTRACK_SIMHASH_BLOCKS", 4),
             simhash_hot_mu=_float(env, "FPTRACK_SIMHASH_HOT_MU", 2.0),

@@ -17,14 +17,15 @@ pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 
 
 def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> None:
-    import redis
+    import uuid
 
-    redis.Redis.from_url(REDIS_URL).flushdb()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     env.update(
         FPTRACK_DATA_DIR=str(tmp_path),
         FPTRACK_DATABASE_URL=postgres_settings.database_url,
         FPTRACK_BROKER_URL=REDIS_URL,
+        # a queue of this test alone: other runs sharing the Redis server never take its tasks
+        FPTRACK_TASK_QUEUE=f"fptrack-test-{uuid.uuid4().hex[:8]}",
     )
 
     def fptrack(*args: str) -> subprocess.CompletedProcess[str]:
