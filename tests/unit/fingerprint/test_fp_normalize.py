@@ -63,7 +63,7 @@ def test_expanding_characters_keep_offsets():
 
 
 def test_rejects_non_text():
-    with pytest.raises(ValueError, match="str"):
+    with pytest.raises(TypeError, match="str"):
         normalize(b"bytes")  # type: ignore[arg-type]
 
 
