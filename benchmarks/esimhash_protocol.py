@@ -66,7 +66,7 @@ COMMON = [bytes([hi, lo]).decode("gb2312") for hi in range(0xB0, 0xD8) for lo in
 def edit(text: str, ratio: float, rng: random.Random, donors: list[str]) -> str:
     """Random modify / delete / shift / replace operations touching ``ratio`` of the characters."""
     chars = list(text)
-    budget = int(round(ratio * len(chars)))
+    budget = round(ratio * len(chars))
     touched = 0
     while touched < budget and len(chars) > 20:
         run = min(rng.randint(1, 12), budget - touched)
