@@ -111,16 +111,8 @@ class Bench:
                 c.execute(text(f'DROP DATABASE IF EXISTS "{self.args.db}" WITH (FORCE)'))
 
     def make_owners(self, count: int) -> None:
+        self.make_extra_owners(1, count)
         with self.engine.begin() as c:
-            c.execute(
-                text(
-                    "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, "
-                    "snapshot_sha256, fetched_at, content_type, error) "
-                    "SELECT g, 'b:' || g, '', '', 200, '', '', '', '', '', now(), '', '' "
-                    "FROM generate_series(1, :n) AS g"
-                ),
-                {"n": count},
-            )
             c.execute(text("SELECT setval(pg_get_serial_sequence('pages', 'id'), :n)"), {"n": count})
 
     def make_fingerprints(self) -> None:

@@ -84,22 +84,6 @@ def _chunks(values: list[int]) -> Iterable[list[int]]:
         yield values[start : start + _CHUNK]
 
 
-def _common_chapter_codes(session: Session, codes: list[int]) -> set[int]:
-    common: set[int] = set()
-    for chunk in _chunks(codes):
-        statement = (
-            select(CodeIndexRow.code)
-            .join(Fingerprint, Fingerprint.id == CodeIndexRow.fingerprint_id)
-            .where(
-                CodeIndexRow.kind == _KIND, CodeIndexRow.code.in_(chunk), Fingerprint.chapter_id.is_not(None)
-            )
-            .group_by(CodeIndexRow.code)
-            .having(func.count(func.distinct(Fingerprint.chapter_id)) >= COMMON_MIN_CHAPTERS)
-        )
-        common.update(session.scalars(statement))
-    return common
-
-
 def _site_codes(session: Session, codes: list[int], page_id: int, page_url: str) -> tuple[set[int], set[int]]:
     """(site boilerplate codes of this page, the other pages of the site that hold some of them)."""
     key = site_key(page_url)
@@ -150,7 +134,7 @@ def find_boilerplate(
         return Boilerplate(None)
     signed = [(to_signed64(code), position) for code, position in document.winnow_chars]
     codes = sorted({code for code, _ in signed})
-    common = _common_chapter_codes(session, codes)
+    common = _chapter_codes(session, codes, min_chapters=COMMON_MIN_CHAPTERS)
     boiler = set(common)
     site: set[int] = set()
     holders: set[int] = set()
@@ -170,7 +154,8 @@ def find_boilerplate(
     return Boilerplate(mask, frozenset(quoting), frozenset(holders))
 
 
-def _chapter_codes(session: Session, codes: list[int]) -> set[int]:
+def _chapter_codes(session: Session, codes: list[int], *, min_chapters: int = 1) -> set[int]:
+    """The ``codes`` held by at least ``min_chapters`` registered chapters."""
     found: set[int] = set()
     for chunk in _chunks(codes):
         statement = (
@@ -179,8 +164,10 @@ def _chapter_codes(session: Session, codes: list[int]) -> set[int]:
             .where(
                 CodeIndexRow.kind == _KIND, CodeIndexRow.code.in_(chunk), Fingerprint.chapter_id.is_not(None)
             )
-            .distinct()
+            .group_by(CodeIndexRow.code)
         )
+        if min_chapters > 1:
+            statement = statement.having(func.count(func.distinct(Fingerprint.chapter_id)) >= min_chapters)
         found.update(session.scalars(statement))
     return found
 

@@ -585,22 +585,22 @@ def _file_in_hot_buckets(session: Session, layout: IndexLayout, rows: list[tuple
 
 def delete_pages(session: Session, page_ids: Iterable[int]) -> int:
     """Delete pages with their fingerprints, index rows and matches (cascading foreign keys)."""
-    ids = sorted(set(page_ids))
-    deleted = 0
-    for start in range(0, len(ids), _CHUNK):
-        result = session.execute(delete(Page).where(Page.id.in_(ids[start : start + _CHUNK])))
-        deleted += int(result.rowcount or 0)  # type: ignore[attr-defined]
-    return deleted
+    return _delete_by_id(session, Page, page_ids)
 
 
 def delete_works(session: Session, work_ids: Iterable[int]) -> int:
     """Delete works with their chapters, fingerprints, index rows and matches (cascading foreign keys)."""
-    ids = sorted(set(work_ids))
-    deleted = 0
-    for start in range(0, len(ids), _CHUNK):
-        result = session.execute(delete(Work).where(Work.id.in_(ids[start : start + _CHUNK])))
-        deleted += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    deleted = _delete_by_id(session, Work, work_ids)
     session.expire_all()
+    return deleted
+
+
+def _delete_by_id(session: Session, model: type[Page | Work], ids: Iterable[int]) -> int:
+    unique = sorted(set(ids))
+    deleted = 0
+    for start in range(0, len(unique), _CHUNK):
+        result = session.execute(delete(model).where(model.id.in_(unique[start : start + _CHUNK])))
+        deleted += int(result.rowcount or 0)  # type: ignore[attr-defined]
     return deleted
 
 
