@@ -157,6 +157,16 @@ def simhash_tokens(tokens: Sequence[str], params: SimhashParams = SimhashParams(
     """Simhash of a token sequence (all jieba tokens; stop words are removed here)."""
     h0 = token_hashes(tokens, 0)
     stops = stop_word_hashes(0)
+    if params.bits == 64 and not params.position and params.scheme != "termlen":
+        # Nothing below needs where terms occur: count distinct terms first, then drop the stop words among
+        # them (a few hundred look-ups instead of one per token). Same terms, same counts, same fingerprint.
+        uniq, counts = np.unique(h0, return_counts=True)
+        content = stops[np.minimum(np.searchsorted(stops, uniq), stops.size - 1)] != uniq
+        if not content.any():
+            return 0
+        uniq, counts = uniq[content], counts[content]
+        weights = term_weights(uniq, counts, np.zeros(uniq.size, dtype=np.int64), params, stats)
+        return simhash(uniq, weights, 64)
     content = stops[np.minimum(np.searchsorted(stops, h0), stops.size - 1)] != h0
     h0 = h0[content]
     if h0.size == 0:
@@ -166,7 +176,10 @@ def simhash_tokens(tokens: Sequence[str], params: SimhashParams = SimhashParams(
     content_idx = np.flatnonzero(content)
     if params.bits == 128:
         cols.append(token_hashes([tokens[i] for i in content_idx[first].tolist()], 1))
-    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))[content_idx[first]]
+    if params.scheme == "termlen":  # only this scheme looks at term lengths: skip the per-token pass otherwise
+        lengths = np.fromiter((len(tokens[i]) for i in content_idx[first].tolist()), dtype=np.int64, count=first.size)
+    else:
+        lengths = np.zeros(first.size, dtype=np.int64)
     weights = term_weights(uniq, counts, lengths, params, stats)
     matrix = np.stack(cols, axis=1)
     if params.position:

@@ -105,3 +105,15 @@ def test_hamming_grows_with_edits(seed: int, scheme: str):
 
 def test_simhash_tokens_ignores_stop_words():
     assert simhash_tokens(["能力", "的", "学历"]) == simhash_tokens(["能力", "学历"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(["的", "了", "灯塔", "守望", "老周", "海风", "是", "信", "弟弟", "在"]), max_size=60))
+def test_tf_simhash_of_tokens_is_the_simhash_of_their_content_words(tokens: list[str]) -> None:
+    # simhash_tokens counts distinct terms before dropping stop words; the result must be the plain Simhash of
+    # every non-stop token with weight 1 per occurrence.
+    from fingerprint.features import STOP_WORDS
+    from fingerprint.simhash import simhash, simhash_tokens
+
+    content = [t for t in tokens if t not in STOP_WORDS]
+    assert simhash_tokens(tokens) == simhash(content)
