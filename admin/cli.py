@@ -362,7 +362,7 @@ def _refresh_corpus_stats(context: Context) -> None:
     """Fold the new chapters and pages into the stored corpus statistics (IDF, entropy, pinyin reference)."""
     from sqlalchemy.exc import IntegrityError
 
-    from analytics.corpus import refresh_corpus_stats
+    from compare.corpus import refresh_corpus_stats
 
     try:
         with context.session() as session:
@@ -602,28 +602,25 @@ def maintain(context: Context) -> None:
     """Index upkeep, safe to run on a schedule.
 
     Re-splits overloaded Simhash buckets (boilerplate pages make them) so that look-ups stay fast, brings the
-    corpus statistics up to date, and reports orphaned index rows."""
-    from compare.service import layout_for
-    from storage.repository import count_orphans, split_hot_buckets
+    corpus statistics up to date, and reports orphaned index rows. With workers, `fptrack worker --beat` runs
+    the same upkeep every FPTRACK_MAINTAIN_EVERY seconds."""
+    from compare.maintenance import run_maintenance
 
-    settings = context.settings
     with context.session() as session:
-        report = split_hot_buckets(
-            session, layout_for(settings), mu=settings.simhash_hot_mu, min_size=settings.simhash_hot_min_size
-        )
-        orphans = count_orphans(session)
+        report = run_maintenance(session, context.settings)
+    buckets, corpus = report.buckets, report.corpus
     click.echo(
-        f"simhash index {report.layout}: {report.fingerprints:,} fingerprints, mean bucket {report.mean_bucket_size:.2f}, "
-        f"re-split threshold {report.threshold:,.0f}"
+        f"simhash index {buckets.layout}: {buckets.fingerprints:,} fingerprints, "
+        f"mean bucket {buckets.mean_bucket_size:.2f}, re-split threshold {buckets.threshold:,.0f}"
     )
-    if report.split:
-        click.echo(f"re-split {len(report.split)} overloaded bucket(s), {report.rows_filed:,} rows filed under sub-keys:")
-        for table_no, key, size in report.split[:20]:
+    if buckets.split:
+        click.echo(f"re-split {len(buckets.split)} overloaded bucket(s), {buckets.rows_filed:,} rows under sub-keys:")
+        for table_no, key, size in buckets.split[:20]:
             click.echo(f"  table {table_no} key {key}: {size:,} fingerprints")
     else:
         click.echo("no overloaded buckets")
-    _refresh_corpus_stats(context)
-    dangling = {name: count for name, count in orphans.items() if count}
+    click.echo(f"corpus statistics: +{corpus.documents_added} document(s), {corpus.documents:,} in all")
+    dangling = {name: count for name, count in report.orphans.items() if count}
     click.echo("orphaned index rows: " + (", ".join(f"{n}={c}" for n, c in dangling.items()) if dangling else "none"))
 
 
@@ -652,9 +649,10 @@ def serve(context: Context, host: str, port: int, debug: bool) -> None:
 @main.command()
 @click.option("--concurrency", "-c", default=0, type=int, help="Worker processes (default: one per core).")
 @click.option("--loglevel", default="INFO", show_default=True)
+@click.option("--beat", is_flag=True, help="Also run the scheduler of periodic upkeep (`fptrack maintain`); one per cluster.")
 @pass_context
 @friendly_errors
-def worker(context: Context, concurrency: int, loglevel: str) -> None:
+def worker(context: Context, concurrency: int, loglevel: str, beat: bool) -> None:
     """Run a Celery worker for the fingerprint stage.
 
     Needs FPTRACK_BROKER_URL (redis:// or amqp://); start one per machine, with one process per core."""
@@ -664,6 +662,10 @@ def worker(context: Context, concurrency: int, loglevel: str) -> None:
     argv = ["worker", f"--loglevel={loglevel}", "--without-gossip", "--without-mingle"]
     if concurrency:
         argv.append(f"--concurrency={concurrency}")
+    if beat:
+        schedule = context.settings.data_dir / "celerybeat-schedule"
+        context.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        argv += ["--beat", f"--schedule={schedule}"]
     tasks.celery.worker_main(argv)
 
 

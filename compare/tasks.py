@@ -17,7 +17,7 @@ from compare import service
 from storage.db import create_engine_for, session_factory, session_scope
 from storage.settings import Settings
 
-__all__ = ["celery", "configure", "fingerprint_page", "index_work"]
+__all__ = ["celery", "configure", "fingerprint_page", "index_work", "maintain"]
 
 celery = Celery("fptrack")
 _runtime: dict[str, Any] = {}
@@ -41,6 +41,9 @@ def configure(settings: Settings) -> Celery:
         accept_content=["json"],
         result_expires=3600,
         broker_connection_retry_on_startup=True,
+        beat_schedule={
+            "fptrack-maintain": {"task": "fptrack.maintain", "schedule": float(settings.maintain_every)},
+        },
     )
     if _runtime.get("settings") != settings:
         old = _runtime.get("engine")
@@ -91,3 +94,12 @@ def index_work(work_id: int) -> int:
         for page_id in service.index_work(session, work_id, settings):
             flagged += sum(m.work_id == work_id for m in service.recompare_page(session, page_id, settings))
         return flagged
+
+
+@celery.task(name="fptrack.maintain", autoretry_for=(OperationalError,), retry_backoff=True, max_retries=3)
+def maintain() -> dict[str, object]:
+    """Periodic upkeep (Celery beat): re-split overloaded buckets, refresh the corpus statistics."""
+    from compare.maintenance import run_maintenance
+
+    with session_scope(_sessions()) as session:
+        return run_maintenance(session, _settings()).as_json()

@@ -9,6 +9,7 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_DATABASE_URL`` | ``sqlite:///<data dir>/fptrack.db`` | SQLAlchemy URL; ``postgresql://`` uses psycopg 3 |
 | ``FPTRACK_BROKER_URL`` | unset | Celery broker (``redis://``, ``amqp://``); unset runs tasks in-process |
 | ``FPTRACK_RESULT_BACKEND`` | unset | Celery result backend (defaults to the broker for ``redis://``) |
+| ``FPTRACK_MAINTAIN_EVERY`` | ``3600`` | seconds between scheduled upkeep runs (``fptrack worker --beat``) |
 | ``FPTRACK_TASK_QUEUE`` | ``fptrack`` | Celery queue of the fingerprint stage (separate environments sharing a broker) |
 | ``FPTRACK_SIMHASH_K`` | ``3`` | Hamming distance under which two 64-bit Simhashes are near-duplicates |
 | ``FPTRACK_SIMHASH_BLOCKS`` | ``4`` | blocks of the permuted-prefix index (must exceed k) |
@@ -73,6 +74,7 @@ class Settings:
     broker_url: str | None = None
     result_backend: str | None = None
     task_queue: str = "fptrack"
+    maintain_every: int = 3600
     simhash_k: int = 3
     simhash_blocks: int = 4
     simhash_hot_mu: float = 2.0
@@ -114,6 +116,7 @@ class Settings:
             broker_url=env.get("FPTRACK_BROKER_URL") or None,
             result_backend=env.get("FPTRACK_RESULT_BACKEND") or None,
             task_queue=env.get("FPTRACK_TASK_QUEUE") or "fptrack",
+            maintain_every=_int(env, "FPTRACK_MAINTAIN_EVERY", 3600),
             simhash_k=_int(env, "FPTRACK_SIMHASH_K", 3),
             simhash_blocks=_int(env, "FPTRACK_SIMHASH_BLOCKS", 4),
             simhash_hot_mu=_float(env, "FPTRACK_SIMHASH_HOT_MU", 2.0),

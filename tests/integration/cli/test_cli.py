@@ -120,3 +120,11 @@ def test_matches_formats_when_empty(initialised: Path) -> None:
     assert fptrack(initialised, "matches", "--format", "json").stdout == ""
     csv_out = fptrack(initialised, "matches", "--format", "csv").stdout
     assert csv_out.splitlines() == ["page_url,work_id,work_title,chapter_index,chapter_title,score,methods,spans,first_seen"]
+
+
+def test_maintain_reports_index_and_statistics(initialised: Path) -> None:
+    fptrack(initialised, "works", "add", str(DEMO_DATA / "lighthouse.txt"))
+    result = fptrack(initialised, "maintain")
+    assert result.returncode == 0, result.stderr
+    assert "3 fingerprints" in result.stdout and "no overloaded buckets" in result.stdout
+    assert "orphaned index rows: none" in result.stdout

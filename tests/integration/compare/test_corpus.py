@@ -1,7 +1,7 @@
 from sqlalchemy.orm import Session
 
 from admin.demo import DEMO_DATA
-from analytics.corpus import load_corpus_stats, refresh_corpus_stats
+from compare.corpus import load_corpus_stats, refresh_corpus_stats
 from compare.works import register_work_file
 from fingerprint.normalize import normalize
 from fingerprint.stats import CorpusStats

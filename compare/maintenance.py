@@ -1,0 +1,45 @@
+"""Upkeep of the store, run by ``fptrack maintain`` and, with workers, by Celery beat on a schedule.
+
+- Re-split overloaded Simhash buckets (boilerplate pages make them; ALGORITHMS.md section 4) so that look-ups
+  stay fast: :func:`storage.repository.split_hot_buckets`.
+- Fold new chapters and pages into the corpus statistics: :func:`compare.corpus.refresh_corpus_stats`.
+- Count orphaned index rows (there should be none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from compare.corpus import CorpusRefresh, refresh_corpus_stats
+from compare.service import layout_for
+from storage.repository import HotBucketReport, count_orphans, split_hot_buckets
+from storage.settings import Settings
+
+__all__ = ["MaintenanceReport", "run_maintenance"]
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    buckets: HotBucketReport
+    corpus: CorpusRefresh
+    orphans: dict[str, int]
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "fingerprints": self.buckets.fingerprints,
+            "buckets_split": len(self.buckets.split),
+            "rows_filed": self.buckets.rows_filed,
+            "documents_added": self.corpus.documents_added,
+            "documents": self.corpus.documents,
+            "orphans": {name: count for name, count in self.orphans.items() if count},
+        }
+
+
+def run_maintenance(session: Session, settings: Settings) -> MaintenanceReport:
+    buckets = split_hot_buckets(
+        session, layout_for(settings), mu=settings.simhash_hot_mu, min_size=settings.simhash_hot_min_size
+    )
+    corpus = refresh_corpus_stats(session)
+    return MaintenanceReport(buckets, corpus, count_orphans(session))

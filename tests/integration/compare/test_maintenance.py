@@ -1,0 +1,23 @@
+"""Scheduled upkeep: the same service behind `fptrack maintain` and the Celery beat task."""
+
+from __future__ import annotations
+
+from admin.demo import DEMO_DATA
+from compare import tasks
+from compare.works import register_work_file
+from storage.db import create_engine_for, session_factory, session_scope
+from storage.settings import Settings
+
+
+def test_the_beat_task_refreshes_statistics_and_reports(settings: Settings) -> None:
+    with session_scope(session_factory(create_engine_for(settings))) as session:
+        work = register_work_file(session, DEMO_DATA / "alley.txt")
+    app = tasks.configure(settings)
+    tasks.index_work.delay(work.work_id).get()
+    assert app.conf.beat_schedule["fptrack-maintain"]["task"] == "fptrack.maintain"
+    assert app.conf.beat_schedule["fptrack-maintain"]["schedule"] == settings.maintain_every
+
+    first = tasks.maintain.delay().get()
+    assert first["fingerprints"] == 3 and first["documents_added"] == 3 and first["orphans"] == {}
+    again = tasks.maintain.delay().get()
+    assert again["documents_added"] == 0 and again["documents"] == 3
