@@ -34,8 +34,8 @@ bench-quick: $(VENV)/.installed-test
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
 
 lint: $(VENV)/.installed-test
-	$(PY) -m pip install --quiet -e '.[dev]'
-	$(VENV)/bin/ruff check .
+	$(PY) -m ruff check .
+	$(PY) -m mypy --strict fingerprint compare storage
 
 clean:
 	rm -rf $(VENV) fptrack-data .pytest_cache .hypothesis

@@ -96,7 +96,12 @@ def index_work(work_id: int) -> int:
         return flagged
 
 
-@celery.task(name="fptrack.maintain", autoretry_for=(OperationalError,), retry_backoff=True, max_retries=3)
+@celery.task(  # type: ignore[untyped-decorator]
+    name="fptrack.maintain",
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=3,
+)
 def maintain() -> dict[str, object]:
     """Periodic upkeep (Celery beat): re-split overloaded buckets, refresh the corpus statistics."""
     from compare.maintenance import run_maintenance

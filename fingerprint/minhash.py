@@ -162,7 +162,7 @@ def candidate_probability(s: float, r: int, b: int) -> float:
 
 def threshold_for(r: int, b: int) -> float:
     """The similarity where the banding S-curve is steepest, about (1/b)^(1/r)."""
-    return (1.0 / b) ** (1.0 / r)
+    return float((1.0 / b) ** (1.0 / r))
 
 
 def _as_set(values: np.ndarray) -> np.ndarray:

@@ -140,12 +140,13 @@ def term_weights(
     total = counts.sum()
     tf = counts / total if params.tf_mode == "relative" and total > 0 else counts
     idf = np.ones_like(tf) if stats is None else stats.idf(unique_hashes)
-    tfidf = tf * idf
+    tfidf: np.ndarray = tf * idf
     if params.scheme == "tfidf":
         return tfidf
     if params.scheme == "termlen":
         z = (term_lengths.astype(np.float64) - params.termlen_mu) / params.termlen_sigma
-        return tfidf * np.exp(-0.5 * z * z)
+        weighted: np.ndarray = tfidf * np.exp(-0.5 * z * z)
+        return weighted
     # entropy (E-Simhash)
     h = np.zeros_like(tf) if stats is None else stats.entropy(unique_hashes)
     w = np.sqrt((tfidf * tfidf + h * h) / 2.0)
