@@ -1,7 +1,7 @@
-"""The admin's blueprints: dashboard, works, matches (HTML) and the JSON API."""
+"""The admin's blueprints: dashboard, works, matches, crawls (HTML) and the JSON API."""
 
-from admin.views import api, dashboard, matches, works
+from admin.views import api, crawls, dashboard, matches, works
 
 __all__ = ["BLUEPRINTS"]
 
-BLUEPRINTS = (dashboard.blueprint, works.blueprint, matches.blueprint, api.blueprint)
+BLUEPRINTS = (dashboard.blueprint, works.blueprint, matches.blueprint, crawls.blueprint, api.blueprint)
