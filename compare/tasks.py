@@ -20,6 +20,12 @@ from storage.settings import Settings
 __all__ = ["celery", "configure", "fingerprint_page", "index_work", "maintain"]
 
 celery = Celery("fptrack")
+# A database that is briefly unreachable (a restart, a fail-over) must not lose a page: retry with back-off.
+_RETRY_ON_DATABASE_ERRORS: dict[str, Any] = {
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": True,
+    "max_retries": 5,
+}
 _runtime: dict[str, Any] = {}
 
 
@@ -67,24 +73,14 @@ def _sessions() -> sessionmaker[Session]:
     return sessions
 
 
-@celery.task(  # type: ignore[untyped-decorator]
-    name="fptrack.fingerprint_page",
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-)
+@celery.task(name="fptrack.fingerprint_page", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
 def fingerprint_page(page_id: int) -> int:
     """Fingerprint, index and compare one crawled page; returns the number of flagged matches."""
     with session_scope(_sessions()) as session:
         return len(service.fingerprint_page(session, page_id, _settings()))
 
 
-@celery.task(  # type: ignore[untyped-decorator]
-    name="fptrack.index_work",
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=5,
-)
+@celery.task(name="fptrack.index_work", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
 def index_work(work_id: int) -> int:
     """Fingerprint a newly registered work and re-compare the pages crawled before it; returns the number of
     pages now flagged against it."""
@@ -96,12 +92,7 @@ def index_work(work_id: int) -> int:
         return flagged
 
 
-@celery.task(  # type: ignore[untyped-decorator]
-    name="fptrack.maintain",
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    max_retries=3,
-)
+@celery.task(name="fptrack.maintain", **{**_RETRY_ON_DATABASE_ERRORS, "max_retries": 3})  # type: ignore[untyped-decorator]
 def maintain() -> dict[str, object]:
     """Periodic upkeep (Celery beat): re-split overloaded buckets, refresh the corpus statistics."""
     from compare.maintenance import run_maintenance
