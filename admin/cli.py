@@ -286,8 +286,8 @@ def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, q
             return
         result = tasks.fingerprint_page.delay(page_id)  # after the commit in _store_page
         if context.settings.tasks_in_process:
-            if result.get():
-                flagged_pages.append((page.url, result.get()))
+            if flagged := result.get():
+                flagged_pages.append((page.url, flagged))
         else:
             pending.append((page.url, result))
 
@@ -437,20 +437,12 @@ def check(context: Context, source: str, context_chars: int) -> None:
     Shows the verdict for a text file or an http(s) URL with the copied passages highlighted. Nothing is stored. Exit status 3 when it copies a registered work."""
     from compare.documents import analyse
     from compare.service import compare_document
-    from compare.works import WorkError
-    from fingerprint.encoding import decode_bytes
+    from compare.works import decode_work_text, read_work_file
 
     if source.startswith(("http://", "https://")):
         text, label = _fetch_one(context, source), source
     else:
-        path = Path(source)
-        if not path.is_file():
-            raise WorkError(f"{source}: no such file")
-        data = path.read_bytes()
-        text = decode_bytes(data).text
-        if not text.strip():
-            raise WorkError(f"{source}: the file is empty")
-        label = str(path)
+        text, label = decode_work_text(read_work_file(Path(source)), source).text, source
     with context.session() as session:
         document = analyse(text)
         verdicts = [v for v in compare_document(session, document, context.settings) if v.copied_chars]

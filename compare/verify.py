@@ -11,8 +11,8 @@ A page character is *covered* when a shared k-gram spans it. Covered runs closer
 merged (edits between them), runs shorter than ``MIN_RUN`` are dropped (common phrases), and each run is paired
 with the chapter range its k-grams came from. Runs become spans in the ORIGINAL texts through the offset maps.
 
-Rolling k-gram hashes are computed with numpy (k vector operations over the whole text, no per-character Python
-loop); look-ups are a sort and a binary search.
+k-gram hashes are the fingerprint package's (``char_shingle_hashes``: prefix sums in numpy, no per-character
+Python loop); look-ups are a sort and a binary search.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Alignment", "align", "kgram_hashes"]
+from fingerprint.features import char_shingle_hashes
+
+__all__ = ["Alignment", "align"]
 
 CHAR_K = 6
 INITIALS_K = 14
@@ -29,7 +31,6 @@ MAX_GAP = 12
 MIN_RUN = 24
 DIAGONAL_SLACK = 30
 SMOOTHING = 5
-_BASE = np.uint64(0x100000001B3)
 
 
 @dataclass(frozen=True)
@@ -53,23 +54,6 @@ class Alignment:
     @property
     def page_coverage(self) -> float:
         return self.page_covered / self.page_length if self.page_length else 0.0
-
-
-def kgram_hashes(text: str, k: int) -> np.ndarray:
-    """64-bit polynomial hashes of every k-gram of ``text`` (``len(text) - k + 1`` values, uint64)."""
-    if len(text) < k:
-        return np.empty(0, dtype=np.uint64)
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    count = len(codes) - k + 1
-    hashes = np.zeros(count, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(k):
-            hashes = hashes * _BASE + codes[j : j + count] + np.uint64(1)
-        # final avalanche so nearby hashes do not share low bits
-        hashes ^= hashes >> np.uint64(29)
-        hashes *= np.uint64(0xBF58476D1CE4E5B9)
-        hashes ^= hashes >> np.uint64(32)
-    return hashes
 
 
 def _match_positions(page: np.ndarray, chapter: np.ndarray) -> np.ndarray:
@@ -107,13 +91,13 @@ def align(
     # chapter position of each page character's k-gram start, from the best channel available
     targets = np.full(n_page, -1, dtype=np.int64)
     spans: list[tuple[np.ndarray, np.ndarray, int]] = []
-    char_pos = _match_positions(kgram_hashes(page_text, char_k), kgram_hashes(chapter_text, char_k))
+    char_pos = _match_positions(char_shingle_hashes(page_text, char_k), char_shingle_hashes(chapter_text, char_k))
     if ignore is not None and len(char_pos):
         char_pos[ignore[: len(char_pos)]] = -1
     spans.append((np.nonzero(char_pos >= 0)[0], char_pos[char_pos >= 0], char_k))
     if page_initials and chapter_initials:
         ini_pos = _match_positions(
-            kgram_hashes(page_initials, initials_k), kgram_hashes(chapter_initials, initials_k)
+            char_shingle_hashes(page_initials, initials_k), char_shingle_hashes(chapter_initials, initials_k)
         )
         if ignore is not None and len(ini_pos):
             ini_pos[ignore[: len(ini_pos)]] = -1

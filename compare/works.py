@@ -10,10 +10,17 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from compare.chapters import split_chapters
-from fingerprint.encoding import UndecodableError, decode_bytes
+from fingerprint.encoding import DecodedText, UndecodableError, decode_bytes
 from storage.models import Chapter, Work
 
-__all__ = ["RegisteredWork", "WorkError", "register_work", "register_work_file"]
+__all__ = [
+    "RegisteredWork",
+    "WorkError",
+    "decode_work_text",
+    "read_work_file",
+    "register_work",
+    "register_work_file",
+]
 
 MAX_WORK_BYTES = 200 * 1024 * 1024
 
@@ -32,8 +39,8 @@ class RegisteredWork:
     already_registered: bool
 
 
-def register_work_file(session: Session, path: Path, *, title: str | None = None) -> RegisteredWork:
-    """Register the text file at ``path`` (UTF-8, GB18030/GBK or Big5, detected)."""
+def read_work_file(path: Path) -> bytes:
+    """The bytes of the text file at ``path``; :class:`WorkError` names the path and what is wrong with it."""
     if not path.exists():
         raise WorkError(f"{path}: no such file")
     if path.is_dir():
@@ -44,15 +51,14 @@ def register_work_file(session: Session, path: Path, *, title: str | None = None
             f"{path}: {size // (1024 * 1024)} MB is larger than the {MAX_WORK_BYTES >> 20} MB limit"
         )
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as error:
         raise WorkError(f"{path}: cannot read ({error.strerror})") from None
-    return register_work(session, data, source_name=str(path), title=title or None, default_title=path.stem)
 
 
-def register_work(
-    session: Session, data: bytes, *, source_name: str, title: str | None = None, default_title: str = ""
-) -> RegisteredWork:
+def decode_work_text(data: bytes, source_name: str) -> DecodedText:
+    """Text of ``data`` (UTF-8, GB18030/GBK or Big5, detected) with ``\n`` line ends; :class:`WorkError` for
+    binary or empty input."""
     try:
         decoded = decode_bytes(data)
     except UndecodableError as error:
@@ -60,6 +66,20 @@ def register_work(
     text = decoded.text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise WorkError(f"{source_name}: the file is empty")
+    return DecodedText(text, decoded.encoding)
+
+
+def register_work_file(session: Session, path: Path, *, title: str | None = None) -> RegisteredWork:
+    """Register the text file at ``path`` (UTF-8, GB18030/GBK or Big5, detected)."""
+    data = read_work_file(path)
+    return register_work(session, data, source_name=str(path), title=title or None, default_title=path.stem)
+
+
+def register_work(
+    session: Session, data: bytes, *, source_name: str, title: str | None = None, default_title: str = ""
+) -> RegisteredWork:
+    decoded = decode_work_text(data, source_name)
+    text = decoded.text
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     existing = session.scalar(select(Work).where(Work.content_sha256 == digest))
     if existing is not None:

@@ -4,7 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compare.scoring import DEFAULT_RULE, decide
-from compare.verify import align, kgram_hashes
+from compare.verify import align
+from fingerprint.features import char_shingle_hashes
 
 CJK = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳云腾致雨露结为霜金生丽水玉出昆冈剑号巨阙珠称夜光"
 
@@ -13,9 +14,9 @@ def _random_text(rng: random.Random, n: int) -> str:
     return "".join(rng.choice(CJK) for _ in range(n))
 
 
-def test_kgram_hashes_equal_iff_kgrams_equal() -> None:
+def test_kgram_hashes_the_alignment_uses_are_equal_iff_kgrams_equal() -> None:
     text = "甲乙丙丁甲乙丙丁戊"
-    hashes = kgram_hashes(text, 4)
+    hashes = char_shingle_hashes(text, 4)
     assert len(hashes) == len(text) - 3
     assert hashes[0] == hashes[4] and len(set(hashes.tolist())) == 5
 
