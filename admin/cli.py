@@ -205,14 +205,25 @@ def works_add(context: Context, files: tuple[Path, ...], title: str | None) -> N
             f"registered work #{registered.work_id} {registered.title!r}: {registered.chapters} chapters, "
             f"{registered.characters:,} characters ({registered.encoding})"
         )
-        result = tasks.index_work.delay(registered.work_id)
+        try:
+            result = tasks.index_work.delay(registered.work_id)
+        except Exception as error:
+            if context.settings.tasks_in_process:
+                raise
+            click.echo(
+                click.style("error: ", fg="red", bold=True) + f"work #{registered.work_id} is saved but could not be "
+                f"handed to the workers ({type(error).__name__}: {error}); `fptrack maintain` or the workers' sweep "
+                "will index it",
+                err=True,
+            )
+            failures += 1
+            continue
         if context.settings.tasks_in_process:
             flagged = result.get()
             if flagged:
                 click.echo(f"  retroactive check: {flagged} already-crawled page(s) copy this work")
         else:
             click.echo(f"  fingerprinting queued (task {result.id})")
-    _refresh_corpus_stats(context)
     if failures:
         sys.exit(EXIT_FAILURE)
 
@@ -271,156 +282,61 @@ def works_list(context: Context) -> None:
 def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, quiet: bool) -> None:
     """Crawl sites, fingerprint and compare every page.
 
-    Starts from URLS and stays on their hosts; every page is fingerprinted and compared with the registered
-    works. Prints progress, then a summary and the pages that copy registered works."""
-    from crawler import CrawledPage, CrawlProgress, run_crawl
+    Starts from URLS and stays on their sites; every page is stored, fingerprinted and compared with the
+    registered works (in this process, or by the workers when FPTRACK_BROKER_URL is set: the crawl then waits
+    for them). Once every page is compared, text the site repeats on many pages (its template) is set aside and
+    the pages it touches are compared again. Prints progress, then a summary and the pages that copy registered
+    works. Exits 1 when the crawl failed or its pages could not be handed to the workers, 130 when interrupted."""
+    from crawler import CrawlProgress
+    from crawler.service import WaitProgress, run_crawl_job
 
-    tasks = context.tasks()
-    pending: list[Any] = []
-    flagged_pages: list[tuple[str, int]] = []
-    job_id = _start_crawl_job(context, urls, depth, max_pages)
-
-    def sink(page: CrawledPage) -> None:
-        page_id = _store_page(context, page, job_id)
-        if page_id is None:
-            return
-        result = tasks.fingerprint_page.delay(page_id)  # after the commit in _store_page
-        if context.settings.tasks_in_process:
-            if flagged := result.get():
-                flagged_pages.append((page.url, flagged))
-        else:
-            pending.append((page.url, result))
+    sessions = context.sessions()
 
     def progress(update: CrawlProgress) -> None:
         if not quiet:
-            click.echo(f"[{update.pages_seen}/{update.max_pages}] {update.last_status} {update.last_url}", err=True)
+            click.echo(
+                f"[{update.pages_seen} fetched, limit {update.max_pages}] {update.last_status} {update.last_url}",
+                err=True,
+            )
 
-    started = time.monotonic()
-    try:
-        stats = run_crawl(
-            list(urls), settings=context.settings, depth=depth, max_pages=max_pages, sink=sink, progress=progress
-        )
-    except BaseException as error:
-        _finish_crawl_job(context, job_id, None, error=str(error) or type(error).__name__)
-        raise
-    failed = stats.pages_seen == 0 and bool(stats.failures)
-    _finish_crawl_job(context, job_id, stats, error=f"{stats.failures[0][0]}: {stats.failures[0][1]}" if failed else "")
-    if failed:
-        url, reason = stats.failures[0]
-        raise CliError(f"cannot crawl {url}: {reason}")
-    if pending:
-        flagged_pages.extend(_wait_for_workers(pending, context.settings))
-    _refresh_corpus_stats(context)
+    last_shown = [-1.0]
 
-    statuses = ", ".join(f"{count} x {status}" for status, count in sorted(stats.by_status.items()))
-    click.echo(
-        f"crawled {stats.pages_seen} page(s) in {time.monotonic() - started:.1f}s ({statuses or 'none'}); "
-        f"{stats.pages_with_text} with text; {len(stats.failures)} failed"
+    def waiting(update: WaitProgress) -> None:
+        now = time.monotonic()
+        if now - last_shown[0] >= 2.0 or update.compared == update.queued:
+            last_shown[0] = now
+            click.echo(f"workers: {update.compared}/{update.queued} page(s) compared", err=True)
+
+    outcome = run_crawl_job(
+        context.settings, sessions, list(urls), depth=depth, max_pages=max_pages, progress=progress, waiting=waiting
     )
-    for url, reason in stats.failures[:10]:
-        click.echo(f"  failed: {url}: {reason}")
-    if flagged_pages:
-        click.echo(f"{len(flagged_pages)} page(s) copy registered works:")
-        for url, count in flagged_pages:
-            click.echo(f"  {url} ({count} chapter match{'es' if count != 1 else ''})")
-    else:
-        click.echo("no copies of registered works found")
-    click.echo("see them all with: fptrack matches")
-
-
-def _start_crawl_job(context: Context, urls: tuple[str, ...], depth: int, max_pages: int) -> int:
-    from urllib.parse import urlsplit
-
-    from storage.models import CrawlJob
-    from storage.repository import site_for_host
-
-    with context.session() as session:
-        host = urlsplit(urls[0]).hostname or ""
-        site_id = site_for_host(session, host).id if host else None
-        job = CrawlJob(site_id=site_id, start_urls=list(urls), depth=depth, max_pages=max_pages, status="running")
-        session.add(job)
-        session.flush()
-        return job.id
-
-
-def _finish_crawl_job(context: Context, job_id: int, stats: Any, *, error: str = "") -> None:
-    from storage.models import CrawlJob, utcnow
-
-    with context.session() as session:
-        job = session.get(CrawlJob, job_id)
-        if job is None:
-            return
-        job.status = "failed" if error else "finished"
-        job.error = error[:2000]
-        job.finished_at = utcnow()
-        if stats is not None:
-            job.pages_seen = stats.pages_seen
-            job.pages_failed = len(stats.failures)
-
-
-def _refresh_corpus_stats(context: Context) -> None:
-    """Fold the new chapters and pages into the stored corpus statistics (IDF, entropy, pinyin reference)."""
-    from sqlalchemy.exc import IntegrityError
-
-    from compare.corpus import refresh_corpus_stats
-
-    try:
-        with context.session() as session:
-            refresh = refresh_corpus_stats(session)
-    except IntegrityError:
-        click.echo("corpus statistics: another process is refreshing them; skipped", err=True)
-        return
-    if refresh.version is not None:
+    stats = outcome.stats
+    if stats is not None and (stats.pages_seen or not outcome.error):
+        statuses = ", ".join(f"{count} x {status}" for status, count in sorted(stats.by_status.items()))
         click.echo(
-            f"corpus statistics: +{refresh.documents_added} document(s), {refresh.documents:,} in all "
-            f"(version {refresh.version})"
+            f"crawled {stats.pages_seen} page(s) in {outcome.elapsed_seconds:.1f}s ({statuses or 'none'}); "
+            f"{stats.pages_with_text} with text, {outcome.pages_unchanged} unchanged since the last crawl; "
+            f"{len(stats.failures)} failed"
         )
-
-
-def _store_page(context: Context, crawled: Any, job_id: int | None = None) -> int | None:
-    """Insert or update the page row and commit; returns its id when it has text to fingerprint."""
-    from urllib.parse import urlsplit
-
-    from storage.models import Page
-    from storage.repository import site_for_host
-
-    with context.session() as session:
-        page = session.scalar(select(Page).where(Page.url == crawled.url))
-        unchanged = page is not None and page.content_sha256 == crawled.content_sha256 and page.status == crawled.status
-        if page is None:
-            page = Page(url=crawled.url)
-            session.add(page)
-        page.final_url = crawled.final_url
-        page.host = (urlsplit(crawled.final_url).hostname or "")[:255]
-        page.status = crawled.status
-        page.encoding = crawled.encoding
-        page.title = crawled.title
-        page.text = crawled.text
-        page.content_sha256 = crawled.content_sha256
-        page.snapshot_sha256 = crawled.snapshot_sha256
-        page.fetched_at = crawled.fetched_at
-        page.error = crawled.error
-        page.crawl_job_id = job_id
-        if page.host:
-            page.site_id = site_for_host(session, page.host).id
-        session.flush()
-        page_id = page.id
-    if crawled.status != 200 or not crawled.text.strip() or unchanged:
-        return None
-    return page_id
-
-
-def _wait_for_workers(pending: list[tuple[str, Any]], settings: Settings) -> list[tuple[str, int]]:
-    if not settings.result_backend and not (settings.broker_url or "").startswith(("redis://", "rediss://")):
-        click.echo(f"{len(pending)} page(s) queued for the workers (no result backend to wait on)")
-        return []
-    click.echo(f"waiting for the workers to fingerprint {len(pending)} page(s)...", err=True)
-    flagged = []
-    for url, result in pending:
-        count = result.get(timeout=600)
-        if count:
-            flagged.append((url, count))
-    return flagged
+        for url, reason in stats.failures[:10]:
+            click.echo(f"  failed: {url}: {reason}")
+    if outcome.copies:
+        click.echo(f"{len(outcome.copies)} page(s) copy registered works:")
+        for url, count in outcome.copies:
+            click.echo(f"  {url} ({count} chapter match{'es' if count != 1 else ''})")
+    elif outcome.ok:
+        click.echo("no copies of registered works found")
+    if outcome.status == "interrupted":
+        click.echo(
+            click.style("error: ", fg="red", bold=True)
+            + f"crawl #{outcome.job_id} interrupted; {outcome.pages_compared} page(s) compared, the rest are kept "
+            "and compared by the next crawl or `fptrack maintain`",
+            err=True,
+        )
+        sys.exit(130)
+    if not outcome.ok:
+        raise CliError(outcome.error or f"crawl #{outcome.job_id} failed")
+    click.echo("see them all with: fptrack matches")
 
 
 # ------------------------------------------------------------------------------------------------- check

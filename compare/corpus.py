@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 
 from fingerprint.normalize import normalize
 from fingerprint.stats import CorpusStats
+from storage.corpus_stats import latest_corpus_stats, save_corpus_stats
 from storage.models import Chapter, Page
-from storage.repository import latest_corpus_stats, save_corpus_stats
 
 __all__ = ["STATS_NAME", "CorpusRefresh", "load_corpus_stats", "refresh_corpus_stats"]
 

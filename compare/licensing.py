@@ -2,33 +2,20 @@
 ``licensed``, not flagged.
 
 An entry is a host (``example.com``: the host and its subdomains, ``www.example.com``, ``m.example.com``) or a
-host with a port (``127.0.0.1:8080``: exactly that site). The table is ``licensed_sites`` (Alembic revision
-``0003``); the model lives here because compare is its only user.
+host with a port (``127.0.0.1:8080``: exactly that site). The table is ``licensed_sites``
+(:class:`storage.models.LicensedSite`).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from urllib.parse import urlsplit
 
-from sqlalchemy import DateTime, ForeignKey, String, UniqueConstraint, select, update
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
-from storage.models import Base, BigId, Match, Page, Work, utcnow
+from storage.models import LicensedSite, Match, MatchStatus, Page, Work
 
 __all__ = ["LicensedSite", "add_licensed_site", "is_licensed", "licensed_hosts", "normalise_site"]
-
-
-class LicensedSite(Base):
-    """A site where a work is published under licence."""
-
-    __tablename__ = "licensed_sites"
-    __table_args__ = (UniqueConstraint("work_id", "site"),)
-
-    id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    work_id: Mapped[int] = mapped_column(ForeignKey("works.id", ondelete="CASCADE"), index=True)
-    site: Mapped[str] = mapped_column(String(300))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 def normalise_site(entry: str) -> str:
@@ -85,10 +72,10 @@ def add_licensed_site(session: Session, work_id: int, entry: str) -> int:
         for match_id, url in session.execute(
             select(Match.id, Page.url)
             .join(Page, Page.id == Match.page_id)
-            .where(Match.work_id == work_id, Match.status == "flagged")
+            .where(Match.work_id == work_id, Match.status == MatchStatus.FLAGGED)
         )
         if is_licensed(url, [site])
     ]
     if relabel:
-        session.execute(update(Match).where(Match.id.in_(relabel)).values(status="licensed"))
+        session.execute(update(Match).where(Match.id.in_(relabel)).values(status=MatchStatus.LICENSED))
     return len(relabel)

@@ -1,7 +1,7 @@
 """Upkeep of the store, run by ``fptrack maintain`` and, with workers, by Celery beat on a schedule.
 
 - Re-split overloaded Simhash buckets (boilerplate pages make them; ALGORITHMS.md section 4) so that look-ups
-  stay fast: :func:`storage.repository.split_hot_buckets`.
+  stay fast: :func:`storage.hot_buckets.split_hot_buckets`.
 - Fold new chapters and pages into the corpus statistics: :func:`compare.corpus.refresh_corpus_stats`.
 - Count orphaned index rows (there should be none).
 """
@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 
 from compare.corpus import CorpusRefresh, refresh_corpus_stats
 from compare.service import layout_for
-from storage.repository import HotBucketReport, count_orphans, split_hot_buckets
+from storage.hot_buckets import HotBucketReport, split_hot_buckets
+from storage.housekeeping import count_orphans
 from storage.settings import Settings
 
 __all__ = ["MaintenanceReport", "run_maintenance"]

@@ -1,42 +1,61 @@
 """The compare service: fingerprint pages and chapters, find candidates in the store, verify, record matches.
 
-Every function takes an open :class:`~sqlalchemy.orm.Session` and leaves committing to the caller (a task, a CLI
-command, a test), so one unit of work either lands whole or not at all.
+Every function takes an open :class:`~sqlalchemy.orm.Session` and leaves committing to the caller (a task, the
+crawl service, a test), so one unit of work either lands whole or not at all. Pages are handled in batches: one
+write of all their fingerprints, one candidate query per code kind for the whole batch, one read of the candidate
+chapters, one read of their existing matches.
+
+A page's verdicts are a function of its text, the registry and (once its site has settled) its site's template
+(:mod:`compare.templates`), never of which other pages were processed before it:
+
+- :func:`process_pages`: the crawl stage. Fingerprints, indexes and compares pages stored but not compared yet
+  (a page already compared at its current content is skipped, so a task delivered twice changes nothing);
+- :func:`recompare_pages`: compare already fingerprinted pages again (new works registered, a site settled);
+- :func:`index_work`: fingerprint a registered work's chapters and find the pages crawled before it.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from compare.boilerplate import Boilerplate, find_boilerplate
-from compare.documents import Document, analyse
+from compare.documents import WINNOW_CHARS, Document, analyse
 from compare.licensing import is_licensed, licensed_hosts
 from compare.scoring import Evidence, decide_with, evidence_of
 from compare.verify import align
-from storage.index import IndexLayout
-from storage.models import Chapter, Match, Page, Work, utcnow
-from storage.repository import Owner, code_candidates, replace_fingerprints, simhash_candidates
+from storage.candidates import code_holders, count_shared, simhash_candidates
+from storage.fingerprints import CHUNK, FingerprintSet, Owner, is_postgres, write_fingerprints
+from storage.index import IndexLayout, to_signed64
+from storage.models import Chapter, Match, MatchStatus, Page, Work, utcnow
 from storage.settings import Settings
 
 __all__ = [
+    "COMMON_MIN_CHAPTERS",
+    "ChapterInfo",
     "Verdict",
     "compare_document",
-    "fingerprint_page",
+    "find_candidates",
     "index_work",
     "layout_for",
-    "recompare_page",
+    "mask_from_positions",
+    "process_pages",
+    "recompare_pages",
     "record_matches",
 ]
 
 MAX_CANDIDATES = 12
 MIN_SHARED = {"dna": 2, "winnow": 2, "winnow_py": 2}
 METHOD_NAMES = {"dna": "pinyin_dna", "winnow": "winnowing", "winnow_py": "winnowing_pinyin"}
+COMMON_MIN_CHAPTERS = 5
+"""A winnowing hash held by at least this many registered chapters (chapter-closing formulas, a publisher's banner
+in every chapter) says nothing about which chapter a page copies: the alignment ignores it."""
+_MASK_KIND = "winnow"
 
 
 @dataclass(frozen=True)
@@ -57,8 +76,77 @@ class Verdict:
     evidence: Evidence = field(default=Evidence(0, 0.0, 0), compare=False)
 
 
+@dataclass(frozen=True)
+class ChapterInfo:
+    """What verification needs of a registered chapter."""
+
+    id: int
+    work_id: int
+    work_title: str
+    index: int
+    title: str
+    start: int
+    text: str
+
+
 def layout_for(settings: Settings) -> IndexLayout:
     return IndexLayout(64, settings.simhash_k, settings.simhash_blocks)
+
+
+@lru_cache(maxsize=4096)
+def chapter_document(text: str) -> Document:
+    """A chapter's analysis, kept per process: chapters are verified against many pages and never change."""
+    return analyse(text)
+
+
+# ---------------------------------------------------------------------------------------------- candidates
+
+
+@dataclass
+class _Holders:
+    """code -> owners holding it, per code kind, for one batch of documents (one query per kind)."""
+
+    by_kind: dict[str, dict[int, set[int]]]
+
+    @classmethod
+    def fetch(cls, session: Session, documents: Iterable[Document], *, owner: Owner) -> _Holders:
+        wanted: dict[str, set[int]] = defaultdict(set)
+        for document in documents:
+            for kind, pairs in document.index_codes().items():
+                wanted[kind].update(to_signed64(code) for code, _ in pairs)
+        return cls({kind: code_holders(session, kind, codes, owner=owner) for kind, codes in wanted.items()})
+
+    def of(self, document: Document, kind: str) -> dict[int, set[int]]:
+        table = self.by_kind.get(kind, {})
+        found = {}
+        for code, _ in document.index_codes().get(kind, ()):
+            signed = to_signed64(code)
+            if signed in table:
+                found[signed] = table[signed]
+        return found
+
+
+def _rank_candidates(
+    session: Session,
+    document: Document,
+    holders: _Holders,
+    layout: IndexLayout,
+    *,
+    owner: Owner,
+    exclude_id: int | None = None,
+    limit: int | None = MAX_CANDIDATES,
+) -> dict[int, set[str]]:
+    found: dict[int, set[str]] = defaultdict(set)
+    for hit in simhash_candidates(session, document.simhash, layout, owner=owner, exclude_id=exclude_id):
+        found[hit.owner_id].add("simhash")
+    votes: dict[int, int] = defaultdict(int)
+    for kind in document.index_codes():
+        for owner_id, shared in count_shared(holders.of(document, kind)).items():
+            if owner_id != exclude_id and shared >= MIN_SHARED[kind]:
+                found[owner_id].add(METHOD_NAMES[kind])
+                votes[owner_id] += shared
+    ranked = sorted(found, key=lambda o: ("simhash" not in found[o], -votes[o], o))
+    return {o: found[o] for o in ranked[:limit]}
 
 
 def find_candidates(
@@ -71,31 +159,59 @@ def find_candidates(
     limit: int | None = MAX_CANDIDATES,
 ) -> dict[int, set[str]]:
     """Owner ids that share fingerprints with ``document``, each with the methods that found it."""
-    found: dict[int, set[str]] = defaultdict(set)
-    for hit in simhash_candidates(session, document.simhash, layout, owner=owner, exclude_id=exclude_id):
-        found[hit.owner_id].add("simhash")
-    votes: dict[int, int] = defaultdict(int)
-    for kind, pairs in document.index_codes().items():
-        counts = code_candidates(session, kind, (code for code, _ in pairs), owner=owner)
-        for owner_id, shared in counts.items():
-            if owner_id != exclude_id and shared >= MIN_SHARED[kind]:
-                found[owner_id].add(METHOD_NAMES[kind])
-                votes[owner_id] += shared
-    ranked = sorted(found, key=lambda o: ("simhash" not in found[o], -votes[o], o))
-    return {o: found[o] for o in ranked[:limit]}
+    holders = _Holders.fetch(session, [document], owner=owner)
+    return _rank_candidates(session, document, holders, layout, owner=owner, exclude_id=exclude_id, limit=limit)
 
 
-@lru_cache(maxsize=4096)
-def chapter_document(text: str) -> Document:
-    """A chapter's analysis, kept per process: chapters are verified against many pages and never change."""
-    return analyse(text)
+# ------------------------------------------------------------------------------------------------- masks
+
+
+def mask_from_positions(length: int, positions: Iterable[int], k: int, w: int) -> np.ndarray:
+    """Boolean mask over ``length`` normalised characters covering the k-grams at ``positions`` and the gaps of
+    at most ``w`` characters between consecutive ones.
+
+    Winnowing (Schleimer, Wilkerson and Aiken, SIGMOD 2003) keeps at least one hash in every window of ``w``
+    consecutive k-grams, so consecutive selected positions inside a shared region are at most ``w`` apart: the
+    region a set of hashes stands for is rebuilt by merging their k-gram extents over such gaps.
+    """
+    mask = np.zeros(length, dtype=bool)
+    ordered = sorted({int(p) for p in positions if 0 <= p < length})
+    if not ordered:
+        return mask
+    start = end = ordered[0]
+    for position in ordered[1:]:
+        if position - end > w:
+            mask[start : min(length, end + k)] = True
+            start = position
+        end = position
+    mask[start : min(length, end + k)] = True
+    return mask
+
+
+def _ignore_mask(document: Document, ignored_codes: Collection[int]) -> np.ndarray | None:
+    """The normalised characters of ``document`` that its ``ignored_codes`` (winnowing hashes, signed) stand for."""
+    if not ignored_codes:
+        return None
+    positions = [p for code, p in document.winnow_chars if to_signed64(code) in ignored_codes]
+    if not positions:
+        return None
+    k, w = WINNOW_CHARS
+    return mask_from_positions(len(document.text), positions, k, w)
+
+
+def _common_codes(document: Document, holders: _Holders) -> set[int]:
+    """The document's winnowing hashes held by at least :data:`COMMON_MIN_CHAPTERS` registered chapters."""
+    return {code for code, owners in holders.of(document, _MASK_KIND).items() if len(owners) >= COMMON_MIN_CHAPTERS}
+
+
+# ---------------------------------------------------------------------------------------------- verifying
 
 
 def verify(
     document: Document,
-    chapter: Chapter,
+    chapter: ChapterInfo,
     chapter_doc: Document,
-    methods: set[str],
+    methods: Collection[str],
     ignore: np.ndarray | None = None,
 ) -> Verdict:
     alignment = align(document.text, chapter_doc.text, document.initials, chapter_doc.initials, ignore=ignore)
@@ -108,7 +224,7 @@ def verify(
         spans.append((*page_span, chapter.start + chapter_span[0], chapter.start + chapter_span[1]))
     return Verdict(
         work_id=chapter.work_id,
-        work_title=chapter.work.title,
+        work_title=chapter.work_title,
         chapter_id=chapter.id,
         chapter_index=chapter.index,
         chapter_title=chapter.title,
@@ -121,139 +237,228 @@ def verify(
     )
 
 
-def compare_document(
+def load_chapters(session: Session, chapter_ids: Iterable[int]) -> dict[int, ChapterInfo]:
+    """The chapters with these ids, in one query per chunk."""
+    unique = sorted(set(chapter_ids))
+    found: dict[int, ChapterInfo] = {}
+    for start in range(0, len(unique), CHUNK):
+        statement = (
+            select(Chapter.id, Chapter.work_id, Work.title, Chapter.index, Chapter.title, Chapter.start, Chapter.text)
+            .join(Work, Work.id == Chapter.work_id)
+            .where(Chapter.id.in_(unique[start : start + CHUNK]))
+        )
+        for row in session.execute(statement):
+            found[row[0]] = ChapterInfo(*row)
+    return found
+
+
+def _compare_batch(
     session: Session,
-    document: Document,
+    documents: Sequence[Document],
     settings: Settings,
     *,
-    page: Page | None = None,
-    boilerplate: Boilerplate | None = None,
-) -> list[Verdict]:
-    """Verdicts for every candidate chapter of ``document``, best first (flagged or not).
+    ignored: Sequence[Collection[int]] | None = None,
+) -> list[list[Verdict]]:
+    """Verdicts of every document against its candidate chapters, best first (flagged or not).
 
-    With the stored ``page`` the document comes from, text repeated across pages of its site is ignored too
-    (see :mod:`compare.boilerplate`); formulas shared by many registered chapters always are.
+    ``ignored``: per document, extra winnowing hashes (signed) to ignore, e.g. its site's template.
     """
-    candidates = find_candidates(session, document, layout_for(settings), owner="chapter")
-    if not candidates:
+    layout = layout_for(settings)
+    holders = _Holders.fetch(session, documents, owner="chapter")
+    candidates = [
+        _rank_candidates(session, document, holders, layout, owner="chapter") if document.text else {}
+        for document in documents
+    ]
+    chapters = load_chapters(session, (c for found in candidates for c in found))
+    results = []
+    for number, (document, found) in enumerate(zip(documents, candidates, strict=True)):
+        if not found:
+            results.append([])
+            continue
+        skip = _common_codes(document, holders)
+        if ignored is not None:
+            skip |= set(ignored[number])
+        ignore = _ignore_mask(document, skip)
+        verdicts = [
+            verify(document, chapters[c], chapter_document(chapters[c].text), methods, ignore)
+            for c, methods in found.items()
+            if c in chapters
+        ]
+        results.append(sorted(verdicts, key=lambda v: (-v.flagged, -v.score, v.chapter_id)))
+    return results
+
+
+def compare_document(
+    session: Session, document: Document, settings: Settings, *, ignored_codes: Collection[int] = ()
+) -> list[Verdict]:
+    """Verdicts for every candidate chapter of ``document``, best first (flagged or not). Nothing is stored."""
+    return _compare_batch(session, [document], settings, ignored=[ignored_codes])[0]
+
+
+# ------------------------------------------------------------------------------------------------- pages
+
+
+@dataclass(frozen=True)
+class PageOutcome:
+    """What processing one page decided: the chapters it copies (flagged or licensed matches)."""
+
+    page_id: int
+    url: str
+    matched_chapters: tuple[int, ...]
+
+
+def _lock_pages(session: Session, page_ids: Sequence[int], *, pending_only: bool) -> list[tuple[int, str, str]]:
+    """(id, url, text) of the pages to work on, locked for this transaction on PostgreSQL.
+
+    ``pending_only``: only pages stored and not compared yet; pages another worker holds are skipped (``SKIP
+    LOCKED``), so two deliveries of one task never work on one page at once, and a page done is not done again.
+    """
+    rows: list[tuple[int, str, str]] = []
+    unique = sorted(set(page_ids))
+    for start in range(0, len(unique), CHUNK):
+        statement = select(Page.id, Page.url, Page.text).where(Page.id.in_(unique[start : start + CHUNK]))
+        if pending_only:
+            statement = statement.where(Page.compared_at.is_(None))
+        statement = statement.order_by(Page.id)
+        if is_postgres(session):
+            statement = statement.with_for_update(skip_locked=pending_only, of=Page)
+        rows.extend((int(i), str(u), str(t or "")) for i, u, t in session.execute(statement))
+    return rows
+
+
+def process_pages(session: Session, page_ids: Sequence[int], settings: Settings) -> list[PageOutcome]:
+    """The crawl stage for a batch of stored pages: fingerprint, index, compare, record matches.
+
+    Pages already compared (``compared_at`` set: their content has not changed since) and pages that another
+    transaction is working on are skipped; ids of pages that are gone are ignored (the caller logs them).
+    Verdicts ignore the site template until the site settles (:func:`compare.templates.settle_site`).
+    """
+    rows = _lock_pages(session, page_ids, pending_only=True)
+    if not rows:
         return []
-    if boilerplate is None:
-        boilerplate = find_boilerplate(
-            session,
-            document,
-            page_id=page.id if page is not None else None,
-            page_url=page.url if page else None,
-        )
-    ignore = boilerplate.mask
-    chapters = session.scalars(select(Chapter).where(Chapter.id.in_(list(candidates)))).all()
-    verdicts = [verify(document, c, chapter_document(c.text), candidates[c.id], ignore) for c in chapters]
-    return sorted(verdicts, key=lambda v: (-v.flagged, -v.score, v.chapter_id))
-
-
-def fingerprint_page(session: Session, page_id: int, settings: Settings) -> list[Match]:
-    """Fingerprint a stored page, index it, compare it with every registered chapter and record the matches."""
-    page = session.get(Page, page_id)
-    if page is None:
-        raise LookupError(f"no page with id {page_id}")
-    document = analyse(page.text)
-    replace_fingerprints(
+    documents = [analyse(text) for _, _, text in rows]
+    write_fingerprints(
         session,
         owner="page",
-        owner_id=page.id,
         layout=layout_for(settings),
-        simhash=document.simhash,
-        codes=document.index_codes(),
+        items=[
+            FingerprintSet(page_id, document.simhash, document.index_codes())
+            for (page_id, _, _), document in zip(rows, documents, strict=True)
+            if document.text
+        ],
     )
-    return _compare_and_record(session, page, document, settings)
+    verdicts = _compare_batch(session, documents, settings)
+    outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts)
+    _mark_compared(session, [i for i, _, _ in rows], template_masked=False)
+    return outcomes
 
 
-def recompare_page(session: Session, page_id: int, settings: Settings) -> list[Match]:
-    """Compare an already fingerprinted page again (after new works were registered)."""
-    page = session.get(Page, page_id)
-    if page is None:
-        raise LookupError(f"no page with id {page_id}")
-    return _compare_and_record(session, page, analyse(page.text), settings)
+def recompare_pages(
+    session: Session,
+    page_ids: Sequence[int],
+    settings: Settings,
+    *,
+    ignored: Mapping[int, Collection[int]] | None = None,
+) -> list[PageOutcome]:
+    """Compare already fingerprinted pages again (new works registered, their site settled).
 
-
-def _compare_and_record(
-    session: Session, page: Page, document: Document, settings: Settings, *, recheck_site: bool = True
-) -> list[Match]:
-    if not document.text:
-        return record_matches(session, page, [])
-    boilerplate = find_boilerplate(session, document, page_id=page.id, page_url=page.url)
-    verdicts = compare_document(session, document, settings, page=page, boilerplate=boilerplate)
-    matches = record_matches(session, page, verdicts)
-    if recheck_site and boilerplate.pages_with_template:
-        # This page revealed a site template that quotes a registered work; the site's pages compared before
-        # it was known may hold matches made of that template alone: compare them again, now knowing it.
-        stale = session.scalars(
-            select(Match.page_id)
-            .where(Match.page_id.in_(sorted(boilerplate.pages_with_template)), Match.status == "flagged")
-            .distinct()
-        ).all()
-        for other_id in stale:
-            other = session.get(Page, other_id)
-            if other is not None:
-                _compare_and_record(session, other, analyse(other.text), settings, recheck_site=False)
-    return matches
-
-
-def record_matches(session: Session, page: Page, verdicts: list[Verdict]) -> list[Match]:
-    """Upsert the flagged verdicts of a page as matches; drop flagged matches that no longer hold.
-
-    A match keeps its ``first_seen`` and its review status across re-crawls.
+    ``ignored``: page id -> the site-template winnowing hashes (signed) to ignore on that page; pages not in it
+    are compared with nothing of their site ignored (and marked so: the next settling of their site decides
+    again, :func:`compare.templates.settle_site`).
     """
-    existing = {m.chapter_id: m for m in session.scalars(select(Match).where(Match.page_id == page.id))}
+    rows = _lock_pages(session, page_ids, pending_only=False)
+    if not rows:
+        return []
+    ignored = ignored or {}
+    documents = [analyse(text) for _, _, text in rows]
+    verdicts = _compare_batch(session, documents, settings, ignored=[ignored.get(i, ()) for i, _, _ in rows])
+    outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts)
+    masked = {i for i, codes in ignored.items() if codes}
+    _mark_compared(session, [i for i, _, _ in rows if i in masked], template_masked=True)
+    _mark_compared(session, [i for i, _, _ in rows if i not in masked], template_masked=False)
+    return outcomes
+
+
+def _mark_compared(session: Session, page_ids: Sequence[int], *, template_masked: bool) -> None:
     now = utcnow()
-    kept: list[Match] = []
-    licensed: dict[int, bool] = {}
-    for verdict in verdicts:
-        if not verdict.flagged:
-            continue
-        if verdict.work_id not in licensed:
-            licensed[verdict.work_id] = is_licensed(page.url, licensed_hosts(session, verdict.work_id))
-        status = "licensed" if licensed[verdict.work_id] else "flagged"
-        match = existing.pop(verdict.chapter_id, None)
-        if match is None:
-            match = Match(
-                page_id=page.id,
-                work_id=verdict.work_id,
-                chapter_id=verdict.chapter_id,
-                first_seen=now,
-                status=status,
-            )
-            session.add(match)
-        elif match.status in ("flagged", "licensed"):
-            match.status = status  # a reviewer's decision (confirmed, dismissed) stands
-        match.score = verdict.score
-        match.methods = list(verdict.methods)
-        match.spans = [list(span) for span in verdict.spans]
-        match.last_seen = now
-        kept.append(match)
-    stale = [m.id for m in existing.values() if m.status in ("flagged", "licensed")]
-    if stale:
-        session.execute(delete(Match).where(Match.id.in_(stale)))
+    for start in range(0, len(page_ids), CHUNK):
+        session.execute(
+            update(Page)
+            .where(Page.id.in_(page_ids[start : start + CHUNK]))
+            .values(compared_at=now, template_masked=template_masked)
+        )
+
+
+def record_matches(
+    session: Session, pages: Sequence[tuple[int, str]], verdicts: Sequence[Sequence[Verdict]]
+) -> list[PageOutcome]:
+    """Upsert the flagged verdicts of each ``(page id, url)`` as matches; drop machine-made matches that no longer
+    hold. A match keeps its ``first_seen`` and a reviewer's decision across re-crawls and re-comparisons."""
+    page_ids = [page_id for page_id, _ in pages]
+    existing: dict[tuple[int, int], Match] = {}
+    for start in range(0, len(page_ids), CHUNK):
+        for match in session.scalars(select(Match).where(Match.page_id.in_(page_ids[start : start + CHUNK]))):
+            existing[(match.page_id, match.chapter_id)] = match
+    now = utcnow()
+    licences: dict[int, list[str]] = {}
+    outcomes = []
+    machine_made = MatchStatus.machine_made()
+    for (page_id, url), page_verdicts in zip(pages, verdicts, strict=True):
+        matched = []
+        for verdict in page_verdicts:
+            if not verdict.flagged:
+                continue
+            if verdict.work_id not in licences:
+                licences[verdict.work_id] = licensed_hosts(session, verdict.work_id)
+            status = MatchStatus.LICENSED if is_licensed(url, licences[verdict.work_id]) else MatchStatus.FLAGGED
+            match = existing.pop((page_id, verdict.chapter_id), None)
+            if match is None:
+                match = Match(
+                    page_id=page_id,
+                    work_id=verdict.work_id,
+                    chapter_id=verdict.chapter_id,
+                    first_seen=now,
+                    status=status,
+                )
+                session.add(match)
+            elif match.status in machine_made:
+                match.status = status  # a reviewer's decision (confirmed, dismissed) stands
+            match.score = verdict.score
+            match.methods = list(verdict.methods)
+            match.spans = [list(span) for span in verdict.spans]
+            match.last_seen = now
+            matched.append(verdict.chapter_id)
+        outcomes.append(PageOutcome(page_id, url, tuple(matched)))
+    stale = [m.id for m in existing.values() if m.status in machine_made]
+    for start in range(0, len(stale), CHUNK):
+        session.execute(delete(Match).where(Match.id.in_(stale[start : start + CHUNK])))
     session.flush()
-    return kept
+    return outcomes
+
+
+# ------------------------------------------------------------------------------------------------- works
 
 
 def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
     """Fingerprint and index every chapter of a work; returns the ids of already-crawled pages that share
-    fingerprints with it (retroactive detection re-compares those pages)."""
-    work = session.get(Work, work_id)
-    if work is None:
+    fingerprints with it (retroactive detection re-compares those pages: :func:`recompare_pages`).
+
+    One write for all chapters (binary ``COPY`` on PostgreSQL) and one page-side look-up per code kind for the
+    whole work.
+    """
+    if session.get(Work, work_id) is None:
         raise LookupError(f"no work with id {work_id}")
     layout = layout_for(settings)
+    chapters = session.execute(select(Chapter.id, Chapter.text).where(Chapter.work_id == work_id)).all()
+    documents = [(int(chapter_id), chapter_document(text)) for chapter_id, text in chapters]
+    write_fingerprints(
+        session,
+        owner="chapter",
+        layout=layout,
+        items=[FingerprintSet(i, document.simhash, document.index_codes()) for i, document in documents],
+    )
+    holders = _Holders.fetch(session, (document for _, document in documents), owner="page")
     pages: set[int] = set()
-    for chapter in work.chapters:
-        document = chapter_document(chapter.text)
-        replace_fingerprints(
-            session,
-            owner="chapter",
-            owner_id=chapter.id,
-            layout=layout,
-            simhash=document.simhash,
-            codes=document.index_codes(),
-        )
-        pages.update(find_candidates(session, document, layout, owner="page", limit=None))
+    for _, document in documents:
+        pages.update(_rank_candidates(session, document, holders, layout, owner="page", limit=None))
     return sorted(pages)

@@ -7,6 +7,7 @@ input visible.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import Celery
@@ -17,9 +18,22 @@ from compare import service
 from storage.db import create_engine_for, session_factory, session_scope
 from storage.settings import Settings
 
-__all__ = ["celery", "configure", "fingerprint_page", "index_work", "maintain"]
+__all__ = [
+    "PAGES_PER_TASK",
+    "celery",
+    "configure",
+    "fingerprint_page",
+    "index_work",
+    "maintain",
+    "process_pages",
+    "settle_site",
+    "sweep",
+]
 
+log = logging.getLogger(__name__)
 celery = Celery("fptrack")
+PAGES_PER_TASK = 32
+"""Pages per ``process_pages`` task: one transaction, one candidate query per code kind for all of them."""
 # A database that is briefly unreachable (a restart, a fail-over) must not lose a page: retry with back-off.
 _RETRY_ON_DATABASE_ERRORS: dict[str, Any] = {
     "autoretry_for": (OperationalError,),
@@ -49,6 +63,7 @@ def configure(settings: Settings) -> Celery:
         broker_connection_retry_on_startup=True,
         beat_schedule={
             "fptrack-maintain": {"task": "fptrack.maintain", "schedule": float(settings.maintain_every)},
+            "fptrack-sweep": {"task": "fptrack.sweep", "schedule": float(settings.sweep_every)},
         },
     )
     if _runtime.get("settings") != settings:
@@ -73,23 +88,62 @@ def _sessions() -> sessionmaker[Session]:
     return sessions
 
 
+@celery.task(name="fptrack.process_pages", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
+def process_pages(page_ids: list[int]) -> dict[str, list[int]]:
+    """Fingerprint, index and compare a batch of stored pages; returns the ids done and their flagged pages.
+
+    Idempotent: pages already compared, or being compared by another worker, are skipped; pages that are gone
+    are logged and skipped."""
+    with session_scope(_sessions()) as session:
+        outcomes = service.process_pages(session, page_ids, _settings())
+    done = {o.page_id for o in outcomes}
+    if len(done) < len(set(page_ids)):
+        log.info("process_pages: %d of %d page(s) needed nothing (done already, taken, or gone)",
+                 len(set(page_ids)) - len(done), len(set(page_ids)))  # fmt: skip
+    return {"done": sorted(done), "flagged": sorted(o.page_id for o in outcomes if o.matched_chapters)}
+
+
 @celery.task(name="fptrack.fingerprint_page", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
 def fingerprint_page(page_id: int) -> int:
-    """Fingerprint, index and compare one crawled page; returns the number of flagged matches."""
+    """One page (messages of earlier releases); returns the number of chapters it copies."""
     with session_scope(_sessions()) as session:
-        return len(service.fingerprint_page(session, page_id, _settings()))
+        outcomes = service.process_pages(session, [page_id], _settings())
+    return sum(len(o.matched_chapters) for o in outcomes)
 
 
 @celery.task(name="fptrack.index_work", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
 def index_work(work_id: int) -> int:
     """Fingerprint a newly registered work and re-compare the pages crawled before it; returns the number of
     pages now flagged against it."""
+    from compare.pipeline import index_and_recheck
+
     with session_scope(_sessions()) as session:
-        settings = _settings()
-        flagged = 0
-        for page_id in service.index_work(session, work_id, settings):
-            flagged += sum(m.work_id == work_id for m in service.recompare_page(session, page_id, settings))
-        return flagged
+        return index_and_recheck(session, work_id, _settings())
+
+
+@celery.task(name="fptrack.settle_site", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
+def settle_site(site_id: int) -> dict[str, int]:
+    """Decide a site's template from all its pages and re-evaluate the pages it affects."""
+    from compare.templates import settle_site as settle
+
+    with session_scope(_sessions()) as session:
+        settled = settle(session, site_id, _settings())
+    return {"template_codes": settled.template_codes, "recompared": settled.recompared}
+
+
+@celery.task(name="fptrack.sweep", **{**_RETRY_ON_DATABASE_ERRORS, "max_retries": 3})  # type: ignore[untyped-decorator]
+def sweep() -> dict[str, int]:
+    """Hand on again what was left behind: pages stored and not compared, works registered and not indexed."""
+    from compare.pipeline import sweep_left_behind
+
+    settings = _settings()
+    with session_scope(_sessions()) as session:
+        left = sweep_left_behind(session, older_than_seconds=settings.sweep_after)
+    for start in range(0, len(left.pages), PAGES_PER_TASK):
+        process_pages.delay(left.pages[start : start + PAGES_PER_TASK])
+    for work_id in left.works:
+        index_work.delay(work_id)
+    return {"pages": len(left.pages), "works": len(left.works)}
 
 
 @celery.task(name="fptrack.maintain", **{**_RETRY_ON_DATABASE_ERRORS, "max_retries": 3})  # type: ignore[untyped-decorator]

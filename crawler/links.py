@@ -3,35 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import urldefrag, urlsplit
+from urllib.parse import urldefrag
 
 from crawler.pages import CrawlError
+from storage.sites import site_of
 
 __all__ = ["links_to_follow", "request_url", "site_of"]
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def site_of(url: str) -> str:
-    """The site a URL belongs to: lower-case host, plus the port when it is not the scheme's default.
-
-    ``http://Example.com/a`` and ``https://example.com:443/b`` are one site (a site moving to https stays
-    in the crawl); ``http://127.0.0.1:8001`` and ``http://127.0.0.1:8002`` are two. Returns ``''`` for
-    URLs that are not http(s) or have no host.
-    """
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return ""
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if scheme not in _DEFAULT_PORTS or not host:
-        return ""
-    if port is None or port == _DEFAULT_PORTS[scheme]:
-        return host
-    return f"{host}:{port}"
-
 
 def request_url(url: str) -> str:
     """A start URL as it will be requested (fragment removed); :class:`CrawlError` when it cannot be."""

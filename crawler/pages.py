@@ -44,6 +44,12 @@ class CrawlStats:
     failures: tuple[tuple[str, str], ...]
     elapsed_seconds: float
     sink_errors: int = 0
+    finish_reason: str = ""  # Scrapy's: "finished", "closespider_...", "shutdown" (Ctrl+C), "store_failed"
+
+    @property
+    def interrupted(self) -> bool:
+        """True when the crawl was stopped (Ctrl+C, SIGTERM) rather than finishing or reaching its limit."""
+        return self.finish_reason == "shutdown"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,10 @@
-"""Item pipelines, one concern each, in this order: record -> sink -> progress.
+"""Item pipelines, one concern each, in this order: record -> persist (or sink) -> progress.
+
+- :class:`RecordPipeline` counts pages by status and collects failures (ledger and namespaced Scrapy stats);
+- :class:`PersistPipeline` writes pages through a :class:`crawler.store.PageStore` a batch at a time (and at least
+  every :data:`FLUSH_SECONDS`, and when the spider closes); the store enqueues after each commit;
+- :class:`SinkPipeline` hands each page to a plain callback instead (``fptrack check`` of one URL, tests);
+- :class:`ProgressPipeline` tells the caller after each page.
 
 Callbacks cannot travel through Scrapy's settings as such (the settings are deep-copied, which would copy a
 bound method's object); they travel inside a :class:`CrawlHooks`, which deep-copies to itself.
@@ -16,7 +22,9 @@ from scrapy.crawler import Crawler
 
 from crawler.pages import CrawledPage, CrawlFailure, CrawlProgress
 
-__all__ = ["CrawlHooks", "CrawlLedger", "ProgressPipeline", "RecordPipeline", "SinkPipeline"]
+__all__ = ["CrawlHooks", "CrawlLedger", "PersistPipeline", "ProgressPipeline", "RecordPipeline", "SinkPipeline"]
+
+FLUSH_SECONDS = 1.0
 
 HOOKS_SETTING = "FPTRACK_HOOKS"
 logger = logging.getLogger(__name__)
@@ -32,15 +40,17 @@ class CrawlLedger:
     failures: list[tuple[str, str]] = field(default_factory=list)
     sink_errors: int = 0
     progress_errors: int = 0
+    finish_reason: str = ""
 
 
 @dataclass
 class CrawlHooks:
     """The caller's callbacks and the ledger, shared by reference with the pipelines."""
 
-    sink: Callable[[CrawledPage], None]
+    sink: Callable[[CrawledPage], None] | None
     progress: Callable[[CrawlProgress], None] | None
     max_pages: int
+    store: Any = None  # a crawler.store.PageStore, or None when ``sink`` takes the pages
     ledger: CrawlLedger = field(default_factory=CrawlLedger)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> CrawlHooks:
@@ -82,6 +92,59 @@ class RecordPipeline:
         return item
 
 
+class PersistPipeline:
+    """Write each page through the crawl's :class:`~crawler.store.PageStore` (batched; flushed on a timer and when
+    the spider closes). A failing write is logged and counted, and the crawl stops: pages it cannot store are
+    pages it would lose."""
+
+    def __init__(self, hooks: CrawlHooks, stats: Any) -> None:
+        self.hooks = hooks
+        self.stats = stats
+        self._timer: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PersistPipeline:
+        pipeline = cls(_hooks(crawler), crawler.stats)
+        pipeline.crawler = crawler
+        return pipeline
+
+    def open_spider(self, spider: object = None) -> None:
+        if self.hooks.store is None:
+            return
+        from twisted.internet import task
+
+        self._timer = task.LoopingCall(self._flush)
+        self._timer.start(FLUSH_SECONDS, now=False)
+
+    def close_spider(self, spider: object = None) -> None:
+        if self._timer is not None and self._timer.running:
+            self._timer.stop()
+        self._flush()
+        if hasattr(self, "crawler"):
+            self.hooks.ledger.finish_reason = str(self.crawler.stats.get_value("finish_reason") or "")
+
+    def _flush(self) -> None:
+        if self.hooks.store is None:
+            return
+        try:
+            self.hooks.store.flush()
+        except Exception as error:
+            self.hooks.ledger.sink_errors += 1
+            self.stats.inc_value("fptrack/store_errors")
+            logger.exception("storing a batch of pages failed")
+            self.hooks.ledger.failures.append(("(store)", f"cannot store pages: {error}"))
+            engine = getattr(getattr(self, "crawler", None), "engine", None)
+            if engine is not None and getattr(engine, "spider", None) is not None:
+                engine.close_spider(engine.spider, "store_failed")
+
+    def process_item(self, item: Any, spider: object = None) -> Any:
+        if isinstance(item, CrawledPage) and self.hooks.store is not None:
+            if self.hooks.store.add(item):
+                self._flush()
+            self.stats.inc_value("fptrack/pages_persisted")
+        return item
+
+
 class SinkPipeline:
     """Hand each page to the caller's sink. A sink that raises is logged and counted; the crawl goes on."""
 
@@ -94,7 +157,7 @@ class SinkPipeline:
         return cls(_hooks(crawler), crawler.stats)
 
     def process_item(self, item: Any, spider: object = None) -> Any:
-        if isinstance(item, CrawledPage):
+        if isinstance(item, CrawledPage) and self.hooks.sink is not None:
             try:
                 self.hooks.sink(item)
             except Exception:

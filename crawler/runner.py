@@ -15,6 +15,7 @@ from typing import Any
 from crawler.links import request_url
 from crawler.pages import CrawledPage, CrawlError, CrawlProgress, CrawlStats
 from crawler.pipelines import HOOKS_SETTING, CrawlHooks
+from crawler.store import PageStore
 from storage.settings import Settings
 
 __all__ = ["run_crawl", "scrapy_settings"]
@@ -47,7 +48,8 @@ def scrapy_settings(settings: Settings, *, hooks: CrawlHooks) -> dict[str, Any]:
         "EXTENSIONS": {"crawler.middlewares.SkipBinaryBodies": 100},
         "ITEM_PIPELINES": {
             "crawler.pipelines.RecordPipeline": 100,
-            "crawler.pipelines.SinkPipeline": 200,
+            "crawler.pipelines.PersistPipeline": 200,
+            "crawler.pipelines.SinkPipeline": 250,
             "crawler.pipelines.ProgressPipeline": 300,
         },
         HOOKS_SETTING: hooks,
@@ -64,10 +66,12 @@ def run_crawl(
     settings: Settings,
     depth: int = 2,
     max_pages: int = 100,
-    sink: Callable[[CrawledPage], None],
+    sink: Callable[[CrawledPage], None] | None = None,
+    store: PageStore | None = None,
     progress: Callable[[CrawlProgress], None] | None = None,
 ) -> CrawlStats:
-    """Crawl from ``start_urls`` and return when done; ``sink`` gets every response, synchronously.
+    """Crawl from ``start_urls`` and return when done; every response goes to ``store`` (batched writes, see
+    :mod:`crawler.store`) or, synchronously, to ``sink``.
 
     Start pages are depth 0; links (``<a href>``) are followed to ``depth`` on the start URLs' sites
     (host and port) only, plus the site a start URL redirects to (``example.com`` -> ``www.example.com``); at most ``max_pages`` responses are handed to ``sink``. Requests that get no
@@ -95,7 +99,9 @@ def run_crawl(
 
     from crawler.spiders import PageSpider
 
-    hooks = CrawlHooks(sink=sink, progress=progress, max_pages=max_pages)
+    if (sink is None) == (store is None):
+        raise CrawlError("run_crawl needs exactly one of sink= and store=")
+    hooks = CrawlHooks(sink=sink, progress=progress, max_pages=max_pages, store=store)
     process = CrawlerProcess(scrapy_settings(settings, hooks=hooks))
     # Each failed request is reported once, in CrawlStats.failures; the retry middleware's own
     # "Gave up retrying" ERROR line would only repeat it on the user's terminal.
@@ -113,6 +119,7 @@ def run_crawl(
         failures=tuple(ledger.failures),
         elapsed_seconds=elapsed,
         sink_errors=ledger.sink_errors,
+        finish_reason=ledger.finish_reason,
     )
 
 

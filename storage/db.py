@@ -68,7 +68,9 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
 def _hamming_or_null(a: int | None, b: int | None) -> int | None:
     if a is None or b is None:
         return None
-    return ((a ^ b) & 0xFFFFFFFFFFFFFFFF).bit_count()
+    from fingerprint.simhash import hamming
+
+    return hamming(a, b)
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -112,8 +114,8 @@ def migrate(settings: Settings, engine: Engine | None = None, revision: str = "h
             command.upgrade(config, revision)
             current = _current_revision(connection)
             if revision == "head":
+                from storage.fingerprints import ensure_simhash_indexes
                 from storage.index import IndexLayout
-                from storage.repository import ensure_simhash_indexes
 
                 ensure_simhash_indexes(connection, IndexLayout(64, settings.simhash_k, settings.simhash_blocks))
             return current

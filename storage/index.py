@@ -29,7 +29,6 @@ from math import comb
 __all__ = [
     "DEFAULT_LAYOUT",
     "IndexLayout",
-    "hamming",
     "permuted_prefix_keys",
     "to_signed64",
     "to_unsigned64",
@@ -48,10 +47,6 @@ def to_signed64(value: int) -> int:
 
 def to_unsigned64(value: int) -> int:
     return value & _MASK64
-
-
-def hamming(a: int, b: int) -> int:
-    return ((a ^ b) & _MASK64).bit_count()
 
 
 class IndexLayout:

@@ -15,11 +15,13 @@ Every constraint and index has a name (``NAMING_CONVENTION`` or explicit), so mi
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Float,
@@ -39,6 +41,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from storage.index import DEFAULT_LAYOUT, IndexLayout
 
 __all__ = [
+    "CODE_OWNER_CHAPTER",
+    "CODE_OWNER_PAGE",
     "CRAWL_JOB_STATUSES",
     "REVIEW_DECISIONS",
     "Base",
@@ -46,8 +50,11 @@ __all__ = [
     "CodeIndexRow",
     "CorpusStatistics",
     "CrawlJob",
+    "CrawlJobStatus",
     "Fingerprint",
+    "LicensedSite",
     "Match",
+    "MatchStatus",
     "Page",
     "ReviewDecision",
     "SimhashHotBucket",
@@ -60,8 +67,38 @@ __all__ = [
     "utcnow",
 ]
 
-CRAWL_JOB_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
-REVIEW_DECISIONS = ("flagged", "confirmed", "dismissed", "licensed")
+
+
+class MatchStatus(StrEnum):
+    """Where a match stands. ``flagged`` and ``licensed`` are the machine's verdicts (re-comparing a page may
+    change or drop them); ``confirmed`` and ``dismissed`` are a reviewer's decisions, which always stand."""
+
+    FLAGGED = "flagged"
+    CONFIRMED = "confirmed"
+    DISMISSED = "dismissed"
+    LICENSED = "licensed"
+
+    @classmethod
+    def machine_made(cls) -> tuple[MatchStatus, ...]:
+        """The statuses a comparison may overwrite or drop."""
+        return (cls.FLAGGED, cls.LICENSED)
+
+
+class CrawlJobStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+
+
+CRAWL_JOB_STATUSES = tuple(s.value for s in CrawlJobStatus)
+REVIEW_DECISIONS = tuple(s.value for s in MatchStatus)
+
+# code_index.owner: which side of the comparison a code belongs to
+CODE_OWNER_CHAPTER = 0
+CODE_OWNER_PAGE = 1
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -96,6 +133,9 @@ class Work(Base):
     content_sha256: Mapped[str] = mapped_column(String(64), unique=True)
     text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # set when every chapter is fingerprinted and the pages crawled before were checked; a work registered and
+    # never indexed (a lost task) is picked up again by the sweep
+    indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     chapters: Mapped[list[Chapter]] = relationship(
         back_populates="work", cascade="all, delete-orphan", passive_deletes=True, order_by="Chapter.index"
@@ -120,7 +160,12 @@ class Chapter(Base):
 
 
 class Site(Base):
-    """A host that pages are crawled from (pirate sites, aggregators...)."""
+    """A site that pages are crawled from (pirate sites, aggregators...).
+
+    ``host`` is the site key of :func:`storage.sites.site_of`: the lower-case host, plus the port when it is not
+    the scheme's default (``127.0.0.1:8001`` and ``127.0.0.1:8002`` are two sites). ``settled_at``: when the
+    site's templates were last decided from all its pages (:mod:`compare.templates`).
+    """
 
     __tablename__ = "sites"
 
@@ -130,6 +175,7 @@ class Site(Base):
     notes: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_crawled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class CrawlJob(Base):
@@ -153,6 +199,9 @@ class CrawlJob(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     pages_seen: Mapped[int] = mapped_column(Integer, default=0)
     pages_failed: Mapped[int] = mapped_column(Integer, default=0)
+    pages_stored: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    pages_unchanged: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    copies_found: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     error: Mapped[str] = mapped_column(Text, default="")
 
 
@@ -178,6 +227,11 @@ class Page(Base):
     content_type: Mapped[str] = mapped_column(String(200), default="", server_default="")
     error: Mapped[str] = mapped_column(Text, default="", server_default="")
     fingerprinted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # How far the page got: stored (compared_at NULL) -> fingerprinted -> compared. A page stored with text and
+    # never compared is picked up again by the sweep (compare.pipeline.sweep_pending_pages).
+    compared_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # the page's verdicts were decided with its site's template masked (compare.templates)
+    template_masked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
 
     site: Mapped[Site | None] = relationship()
 
@@ -292,14 +346,18 @@ SimhashIndexRow = SimhashHotRow
 
 
 class CodeIndexRow(Base):
-    """Exact-match index of vector fingerprints: code -> (fingerprint, position).
+    """Exact-match index of vector fingerprints: code -> (owner, fingerprint, position).
 
-    No surrogate key: a vector has one code per position. The lookup index covers ``fingerprint_id`` so a
-    code look-up is an index-only scan on PostgreSQL.
+    No surrogate key: a vector has one code per position. ``owner`` (:data:`CODE_OWNER_CHAPTER` or
+    :data:`CODE_OWNER_PAGE`) and ``owner_id`` repeat the fingerprint's owner so that a look-up asks one side only
+    and is an index-only scan on PostgreSQL (``kind, owner, code`` INCLUDE ``owner_id``): a page's codes are
+    compared with chapters without reading the rows of the millions of pages that share its site template.
     """
 
     __tablename__ = "code_index"
-    __table_args__ = (Index("ix_code_index_kind_code", "kind", "code", postgresql_include=["fingerprint_id"]),)
+    __table_args__ = (
+        Index("ix_code_index_kind_owner_code", "kind", "owner", "code", postgresql_include=["owner_id"]),
+    )
 
     fingerprint_id: Mapped[int] = mapped_column(
         ForeignKey("fingerprints.id", ondelete="CASCADE"), primary_key=True
@@ -307,6 +365,8 @@ class CodeIndexRow(Base):
     position: Mapped[int] = mapped_column(Integer, primary_key=True)
     kind: Mapped[str] = mapped_column(String(40))
     code: Mapped[int] = mapped_column(BigInteger)
+    owner: Mapped[int] = mapped_column(SmallInteger)
+    owner_id: Mapped[int] = mapped_column(BigInteger)
 
 
 class CorpusStatistics(Base):
@@ -341,7 +401,7 @@ class Match(Base):
     score: Mapped[float] = mapped_column(Float)
     methods: Mapped[list[Any]] = mapped_column(JSON, default=list)
     spans: Mapped[list[Any]] = mapped_column(JSON, default=list)
-    status: Mapped[str] = mapped_column(String(20), default="flagged")
+    status: Mapped[str] = mapped_column(String(20), default=MatchStatus.FLAGGED.value)
     first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -368,3 +428,16 @@ class ReviewDecision(Base):
     decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     match: Mapped[Match] = relationship()
+
+
+class LicensedSite(Base):
+    """A site where a work is published under licence (``compare.licensing``): copies found there are recorded
+    as ``licensed``, not flagged."""
+
+    __tablename__ = "licensed_sites"
+    __table_args__ = (UniqueConstraint("work_id", "site"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    work_id: Mapped[int] = mapped_column(ForeignKey("works.id", ondelete="CASCADE"), index=True)
+    site: Mapped[str] = mapped_column(String(300))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

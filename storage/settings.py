@@ -10,10 +10,12 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_BROKER_URL`` | unset | Celery broker (``redis://``, ``amqp://``); unset runs tasks in-process |
 | ``FPTRACK_RESULT_BACKEND`` | unset | Celery result backend (defaults to the broker for ``redis://``) |
 | ``FPTRACK_MAINTAIN_EVERY`` | ``3600`` | seconds between scheduled upkeep runs (``fptrack worker --beat``) |
+| ``FPTRACK_SWEEP_EVERY`` | ``300`` | seconds between sweeps for pages and works left behind (``fptrack worker --beat``) |
+| ``FPTRACK_SWEEP_AFTER`` | ``600`` | a page stored (a work registered) this many seconds ago and still not compared (indexed) is handed on again |
 | ``FPTRACK_TASK_QUEUE`` | ``fptrack`` | Celery queue of the fingerprint stage (separate environments sharing a broker) |
 | ``FPTRACK_SIMHASH_K`` | ``3`` | Hamming distance under which two 64-bit Simhashes are near-duplicates |
 | ``FPTRACK_SIMHASH_BLOCKS`` | ``4`` | blocks of the permuted-prefix index (must exceed k) |
-| ``FPTRACK_SIMHASH_HOT_MU`` | ``2.0`` | a bucket over (1 + mu) x the mean bucket size is re-split (``storage.repository.split_hot_buckets``) |
+| ``FPTRACK_SIMHASH_HOT_MU`` | ``2.0`` | a bucket over (1 + mu) x the mean bucket size is re-split (``storage.hot_buckets.split_hot_buckets``) |
 | ``FPTRACK_SIMHASH_HOT_MIN_SIZE`` | ``1024`` | buckets smaller than this are never re-split (docs/storage.md has the measurement) |
 | ``FPTRACK_CRAWL_CONCURRENCY`` | ``8`` | concurrent requests of one crawl |
 | ``FPTRACK_CRAWL_TIMEOUT`` | ``20`` | seconds before a request is abandoned |
@@ -75,6 +77,8 @@ class Settings:
     result_backend: str | None = None
     task_queue: str = "fptrack"
     maintain_every: int = 3600
+    sweep_every: int = 300
+    sweep_after: int = 600
     simhash_k: int = 3
     simhash_blocks: int = 4
     simhash_hot_mu: float = 2.0
@@ -117,6 +121,8 @@ class Settings:
             result_backend=env.get("FPTRACK_RESULT_BACKEND") or None,
             task_queue=env.get("FPTRACK_TASK_QUEUE") or "fptrack",
             maintain_every=_int(env, "FPTRACK_MAINTAIN_EVERY", 3600),
+            sweep_every=_int(env, "FPTRACK_SWEEP_EVERY", 300),
+            sweep_after=_int(env, "FPTRACK_SWEEP_AFTER", 600),
             simhash_k=_int(env, "FPTRACK_SIMHASH_K", 3),
             simhash_blocks=_int(env, "FPTRACK_SIMHASH_BLOCKS", 4),
             simhash_hot_mu=_float(env, "FPTRACK_SIMHASH_HOT_MU", 2.0),

@@ -13,10 +13,12 @@ import pytest
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
+from storage.candidates import code_candidates, simhash_candidates
 from storage.db import create_engine_for, migrate
+from storage.fingerprints import load_codes
+from storage.housekeeping import count_orphans
 from storage.index import DEFAULT_LAYOUT, to_signed64
 from storage.models import CodeIndexRow, Fingerprint, Match, Page, Site
-from storage.repository import code_candidates, count_orphans, load_codes, simhash_candidates
 from storage.settings import Settings
 from tests.conftest import POSTGRES_URL, _admin_engine, _pg_url, _reachable
 

@@ -10,23 +10,15 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from storage.index import DEFAULT_LAYOUT, hamming
+from fingerprint.simhash import hamming
+from storage.candidates import code_candidates, forget_hot_buckets, simhash_candidates
+from storage.corpus_stats import latest_corpus_stats, save_corpus_stats
+from storage.fingerprints import bulk_load_simhashes, load_codes, replace_fingerprints
+from storage.hot_buckets import split_hot_buckets
+from storage.housekeeping import count_orphans, delete_pages, delete_works
+from storage.index import DEFAULT_LAYOUT
 from storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, SimhashHotRow, Work
-from storage.repository import (
-    bulk_load_simhashes,
-    code_candidates,
-    count_orphans,
-    delete_pages,
-    delete_works,
-    forget_hot_buckets,
-    latest_corpus_stats,
-    load_codes,
-    replace_fingerprints,
-    save_corpus_stats,
-    simhash_candidates,
-    site_for_host,
-    split_hot_buckets,
-)
+from storage.sites import site_for_host
 
 LAYOUT = DEFAULT_LAYOUT
 BASE = 0x0123_4567_89AB_CDEF

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compare.boilerplate import mask_from_positions, site_key
 from compare.licensing import is_licensed, normalise_site
 from compare.scoring import DEFAULT_RULE, DecisionRule, Evidence, candidate_rule_grid, decide_with
+from compare.service import mask_from_positions
 from compare.verify import align
+from storage.sites import site_of as site_key
 
 
 @given(

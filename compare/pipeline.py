@@ -1,0 +1,101 @@
+"""The stages around the compare service that span many pages: retroactive checks of a newly registered work,
+settling the sites a batch of work touched, and the sweep for what was left behind.
+
+Every page and work records how far it got (``pages.compared_at``, ``works.indexed_at``); anything stored and not
+finished after ``FPTRACK_SWEEP_AFTER`` seconds is handed on again (:func:`sweep_left_behind`, run by
+``fptrack maintain``, by Celery beat and by a crawl waiting on its pages). Handing on again is always safe: the
+stages are idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from compare.service import index_work, recompare_pages
+from compare.templates import settle_site
+from storage.fingerprints import CHUNK
+from storage.models import Page, Work, utcnow
+from storage.settings import Settings
+
+__all__ = ["LeftBehind", "index_and_recheck", "settle_sites", "sites_of", "sweep_left_behind"]
+
+RECHECK_BATCH = 64
+
+
+def sites_of(session: Session, page_ids: Iterable[int]) -> list[int]:
+    unique = sorted(set(page_ids))
+    found: set[int] = set()
+    for start in range(0, len(unique), CHUNK):
+        found.update(
+            int(s)
+            for s in session.scalars(
+                select(Page.site_id).where(Page.id.in_(unique[start : start + CHUNK]), Page.site_id.is_not(None))
+            )
+        )
+    return sorted(found)
+
+
+def settle_sites(session: Session, site_ids: Iterable[int], settings: Settings) -> int:
+    """Settle every site in ``site_ids``; returns the number of pages compared again."""
+    return sum(settle_site(session, site_id, settings).recompared for site_id in sorted(set(site_ids)))
+
+
+def index_and_recheck(session: Session, work_id: int, settings: Settings) -> int:
+    """Index a registered work, compare again the pages crawled before it that share fingerprints with it, and
+    settle their sites; returns the number of pages now copying the work."""
+    candidates = index_work(session, work_id, settings)
+    flagged = 0
+    for start in range(0, len(candidates), RECHECK_BATCH):
+        for outcome in recompare_pages(session, candidates[start : start + RECHECK_BATCH], settings):
+            flagged += bool(outcome.matched_chapters)
+    if candidates:
+        settle_sites(session, sites_of(session, candidates), settings)
+        flagged = _pages_copying(session, candidates, work_id)
+    session.execute(update(Work).where(Work.id == work_id).values(indexed_at=utcnow()))
+    return flagged
+
+
+def _pages_copying(session: Session, page_ids: list[int], work_id: int) -> int:
+    from storage.models import Match
+
+    found: set[int] = set()
+    for start in range(0, len(page_ids), CHUNK):
+        found.update(
+            session.scalars(
+                select(Match.page_id).where(
+                    Match.page_id.in_(page_ids[start : start + CHUNK]),
+                    Match.work_id == work_id,
+                    Match.status.in_(["flagged", "licensed", "confirmed"]),
+                )
+            )
+        )
+    return len(found)
+
+
+@dataclass(frozen=True)
+class LeftBehind:
+    pages: list[int]
+    works: list[int]
+
+
+def sweep_left_behind(session: Session, *, older_than_seconds: float, limit: int = 100_000) -> LeftBehind:
+    """Pages stored with text and not compared, and works registered and not indexed, for longer than
+    ``older_than_seconds``."""
+    cutoff = utcnow() - timedelta(seconds=older_than_seconds)
+    pages = list(
+        session.scalars(
+            select(Page.id)
+            .where(Page.compared_at.is_(None), Page.fetched_at <= cutoff)
+            .order_by(Page.id)
+            .limit(limit)
+        )
+    )
+    works = list(
+        session.scalars(select(Work.id).where(Work.indexed_at.is_(None), Work.created_at <= cutoff).order_by(Work.id))
+    )
+    return LeftBehind([int(p) for p in pages], [int(w) for w in works])

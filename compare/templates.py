@@ -1,0 +1,141 @@
+"""Site templates: text a site repeats on many of its pages is never evidence of copying, decided once the site's
+crawl has settled, from all its pages.
+
+Navigation, ads, disclaimers and slogans that a site puts on every page are *template*. A winnowing hash
+(:data:`compare.documents.WINNOW_CHARS`) is a template hash of a site when pages of at least
+:data:`SITE_MIN_TEXTS` different texts of that site hold it. Pages are versions of one text when they share
+more than :data:`DUPLICATE_SHARE` of the smaller one's hashes: real pirate sites host one chapter under several
+URLs (desktop, mobile, print), and those are copies, never template.
+
+The verdicts of a page are first decided without its site's template (:func:`compare.service.process_pages`),
+then :func:`settle_site`, run once the crawl has stored and compared every page, decides the template from the
+whole site and compares again, ignoring it, the pages whose matches could rest on it: those holding a template
+hash that some registered chapter also holds (a template quoting a registered work). So the final matches are a
+function of the set of pages, never of the order in which they were fetched or processed, or of how many workers
+did it. :func:`site_template_codes` is the pure part (property-tested for order independence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from compare.service import recompare_pages
+from storage.candidates import code_holders
+from storage.fingerprints import CHUNK, load_code_arrays
+from storage.models import Match, Page, Site, utcnow
+from storage.settings import Settings
+
+__all__ = ["DUPLICATE_SHARE", "SITE_MIN_TEXTS", "SettledSite", "settle_site", "site_template_codes"]
+
+SITE_MIN_TEXTS = 6
+"""A hash is template when pages of at least this many different texts of one site hold it (the page itself and
+five others)."""
+DUPLICATE_SHARE = 0.5
+_KIND = "winnow"
+
+
+def site_template_codes(
+    code_sets: Mapping[str, np.ndarray], *, min_texts: int = SITE_MIN_TEXTS, duplicate_share: float = DUPLICATE_SHARE
+) -> set[int]:
+    """The template hashes of a site whose pages (URL -> its winnowing hashes) are ``code_sets``.
+
+    A hash is template when its holders include ``min_texts`` pages no two of which are versions of one text
+    (sharing more than ``duplicate_share`` of the smaller page's distinct hashes). Holders are visited in URL order
+    and grouped greedily, so the answer depends on the pages alone, never on the order they are given in.
+    """
+    urls = sorted(code_sets)
+    sets = [np.unique(np.asarray(code_sets[url], dtype=np.int64)) for url in urls]
+    if len(sets) < min_texts:
+        return set()
+    codes = np.concatenate(sets) if sets else np.empty(0, dtype=np.int64)
+    owners = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(sets)])
+    order = np.argsort(codes, kind="stable")  # stable: holders of a code stay in URL order
+    codes, owners = codes[order], owners[order]
+    unique, starts, counts = np.unique(codes, return_index=True, return_counts=True)
+    frequent = np.flatnonzero(counts >= min_texts)
+
+    same_text: dict[tuple[int, int], bool] = {}
+
+    def versions_of_one_text(a: int, b: int) -> bool:
+        key = (a, b) if a < b else (b, a)
+        if key not in same_text:
+            shared = np.intersect1d(sets[a], sets[b], assume_unique=True).size
+            same_text[key] = shared > duplicate_share * min(len(sets[a]), len(sets[b]))
+        return same_text[key]
+
+    decided: dict[bytes, bool] = {}
+    template: set[int] = set()
+    for index in frequent.tolist():
+        holders = owners[starts[index] : starts[index] + counts[index]]
+        signature = holders.tobytes()
+        if signature not in decided:
+            texts: list[int] = []
+            for holder in holders.tolist():
+                if not any(versions_of_one_text(holder, other) for other in texts):
+                    texts.append(holder)
+                    if len(texts) >= min_texts:
+                        break
+            decided[signature] = len(texts) >= min_texts
+        if decided[signature]:
+            template.add(int(unique[index]))
+    return template
+
+
+@dataclass(frozen=True)
+class SettledSite:
+    """What settling a site found and did."""
+
+    site_id: int
+    pages: int
+    template_codes: int
+    quoting_codes: int  # template hashes that registered chapters hold too
+    recompared: int
+    masked: int
+
+
+def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSite:
+    """Decide the site's template from all its fingerprinted pages and compare again, ignoring it, the pages whose
+    matches could rest on a template quoting a registered work (and, without it, pages that ignored an earlier
+    template the site no longer has). Idempotent: settling again with the same pages changes nothing."""
+    rows = session.execute(
+        select(Page.id, Page.url, Page.template_masked).where(
+            Page.site_id == site_id, Page.fingerprinted_at.is_not(None)
+        )
+    ).all()
+    ids = [int(page_id) for page_id, _, _ in rows]
+    arrays = load_code_arrays(session, owner="page", owner_ids=ids, kind=_KIND)
+    codes = {page_id: arrays[page_id][:, 0] for page_id in ids if page_id in arrays}
+    template = site_template_codes({url: codes[page_id] for page_id, url, _ in rows if page_id in codes})
+    quoting = set(code_holders(session, _KIND, template, owner="chapter")) if template else set()
+    was_masked = {int(page_id) for page_id, _, masked in rows if masked}
+    affected: list[int] = []
+    if quoting:
+        quoted = np.array(sorted(quoting), dtype=np.int64)
+        holding = [page_id for page_id, page_codes in codes.items() if np.isin(page_codes, quoted).any()]
+        # ignoring text only ever removes evidence: a page with no match cannot gain one, unless it lost it to an
+        # earlier template
+        affected = sorted(set(holding) & (_pages_with_matches(session, holding) | was_masked))
+    previously = sorted(was_masked - set(affected))
+    frozen = frozenset(template)
+    for start in range(0, len(affected), 64):
+        chunk = affected[start : start + 64]
+        recompare_pages(session, chunk, settings, ignored={page_id: frozen for page_id in chunk})
+    for start in range(0, len(previously), 64):
+        recompare_pages(session, previously[start : start + 64], settings)
+    session.execute(update(Site).where(Site.id == site_id).values(settled_at=utcnow()))
+    return SettledSite(site_id, len(rows), len(template), len(quoting), len(affected) + len(previously), len(affected))
+
+
+def _pages_with_matches(session: Session, page_ids: Sequence[int]) -> set[int]:
+    found: set[int] = set()
+    unique = sorted(set(page_ids))
+    for start in range(0, len(unique), CHUNK):
+        found.update(
+            session.scalars(select(Match.page_id).where(Match.page_id.in_(unique[start : start + CHUNK])).distinct())
+        )
+    return found

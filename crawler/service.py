@@ -1,0 +1,288 @@
+"""The crawl service: one crawl job from start URLs to settled verdicts. The CLI, scheduled crawls and tests call
+:func:`run_crawl_job`; they only present what it returns.
+
+1. A ``crawl_jobs`` row records the crawl (status, counts, error).
+2. Scrapy fetches; :class:`crawler.pipelines.PersistPipeline` stores pages a batch per transaction through a
+   :class:`crawler.store.PageStore`, which hands the ids to compare to the fingerprint stage after each commit:
+   run right here (no broker) or enqueued for Celery workers, :data:`compare.tasks.PAGES_PER_TASK` per task.
+3. With workers, the service waits until every page of the crawl is compared, showing pages done out of pages
+   queued. It says within :data:`NO_WORKER_SECONDS` when no worker consumes the queue, and hands pages on again
+   when they stall (a killed worker): the stage is idempotent.
+4. The crawl's sites settle (:func:`compare.templates.settle_site`): site templates are decided from all pages.
+5. The job is finished, failed or interrupted (Ctrl+C), with the pages of this crawl that copy registered works.
+
+A run that could not hand its pages on (no broker, no worker) says so and fails: the pages are kept, and the next
+crawl, ``fptrack maintain`` or the workers' periodic sweep compares them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from crawler.pages import CrawlProgress, CrawlStats
+from crawler.store import PageStore
+from storage.db import session_scope
+from storage.fingerprints import CHUNK
+from storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, utcnow
+from storage.settings import Settings
+from storage.sites import site_ids, site_of
+
+__all__ = ["CrawlOutcome", "WaitProgress", "run_crawl_job"]
+
+log = logging.getLogger(__name__)
+
+NO_WORKER_SECONDS = 20.0
+"""How long a crawl waits on queued pages with no worker answering before it says so and fails."""
+STALL_SECONDS = 60.0
+"""Pages of the crawl not compared after this long without any progress are handed on again."""
+POLL_SECONDS = 0.5
+
+
+class HandOffError(RuntimeError):
+    """Pages were stored but could not be handed to the fingerprint stage (no broker, no worker)."""
+
+
+@dataclass(frozen=True)
+class WaitProgress:
+    """While waiting on workers: pages compared out of pages queued."""
+
+    compared: int
+    queued: int
+
+
+@dataclass
+class CrawlOutcome:
+    """What one crawl job did, for the caller to present."""
+
+    job_id: int
+    stats: CrawlStats | None = None
+    pages_stored: int = 0
+    pages_unchanged: int = 0
+    pages_queued: int = 0
+    pages_compared: int = 0
+    copies: list[tuple[str, int]] = field(default_factory=list)  # (url, chapters) of this crawl's copying pages
+    status: str = CrawlJobStatus.RUNNING.value
+    error: str = ""
+    elapsed_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == CrawlJobStatus.FINISHED.value
+
+
+class _Dispatcher:
+    """Hands page ids to the fingerprint stage: in this process, or to the workers' queue."""
+
+    def __init__(self, settings: Settings, tasks: Any) -> None:
+        self.settings = settings
+        self.tasks = tasks
+        self.error = ""
+        self.queued = 0
+
+    def __call__(self, page_ids: list[int]) -> None:
+        size = self.tasks.PAGES_PER_TASK
+        for start in range(0, len(page_ids), size):
+            chunk = page_ids[start : start + size]
+            if self.error:  # the broker failed once: keep storing, hand nothing on (the sweep will)
+                return
+            try:
+                self.tasks.process_pages.delay(chunk)
+            except Exception as error:
+                if self.settings.tasks_in_process:
+                    raise
+                self.error = f"cannot hand pages to the workers ({type(error).__name__}: {error})"
+                log.error("%s; the pages are stored and will be compared later", self.error)
+                return
+            self.queued += len(chunk)
+
+
+def run_crawl_job(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    urls: Sequence[str],
+    *,
+    depth: int,
+    max_pages: int,
+    progress: Callable[[CrawlProgress], None] | None = None,
+    waiting: Callable[[WaitProgress], None] | None = None,
+    site_id: int | None = None,
+) -> CrawlOutcome:
+    """Run one crawl job (see the module docstring). Runs Scrapy in this process: once per process."""
+    from compare import tasks
+    from crawler.runner import run_crawl
+
+    tasks.configure(settings)
+    started = time.monotonic()
+    job_id = _start_job(sessions, urls, depth, max_pages, site_id)
+    outcome = CrawlOutcome(job_id=job_id)
+    dispatcher = _Dispatcher(settings, tasks)
+    store = PageStore(sessions, job_id=job_id, dispatch=dispatcher)
+    try:
+        outcome.stats = run_crawl(
+            list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress
+        )
+        store.flush()
+        outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
+        outcome.pages_queued = store.counts.to_compare
+        if outcome.stats.interrupted:
+            outcome.status, outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
+        elif not settings.tasks_in_process:
+            if dispatcher.error:
+                raise HandOffError(dispatcher.error)
+            _wait_for_workers(sessions, settings, tasks, store, waiting)
+        if outcome.status == CrawlJobStatus.RUNNING.value:
+            from compare.pipeline import settle_sites
+
+            with session_scope(sessions) as session:
+                settle_sites(session, store.counts.site_ids, settings)
+            stats = outcome.stats
+            if stats.pages_seen == 0 and stats.failures:
+                url, reason = stats.failures[0]
+                outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"cannot crawl {url}: {reason}"
+            else:
+                outcome.status = CrawlJobStatus.FINISHED.value
+    except KeyboardInterrupt:
+        outcome.status, outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
+    except HandOffError as error:
+        outcome.status, outcome.error = CrawlJobStatus.FAILED.value, str(error)
+    except BaseException as error:
+        outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"{type(error).__name__}: {error}"
+        _finish_job(sessions, outcome, store)
+        raise
+    outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
+    outcome.pages_queued = store.counts.to_compare
+    outcome.copies = _copies(sessions, store.counts.page_ids)
+    outcome.pages_compared = _compared(sessions, store.counts.page_ids)
+    outcome.elapsed_seconds = time.monotonic() - started
+    _finish_job(sessions, outcome, store)
+    return outcome
+
+
+def _start_job(
+    sessions: sessionmaker[Session], urls: Sequence[str], depth: int, max_pages: int, site_id: int | None
+) -> int:
+    with session_scope(sessions) as session:
+        if site_id is None:
+            key = site_of(urls[0]) if urls else ""
+            site_id = site_ids(session, [key]).get(key) if key else None
+        job = CrawlJob(
+            site_id=site_id, start_urls=list(urls), depth=depth, max_pages=max_pages, status=CrawlJobStatus.RUNNING
+        )
+        session.add(job)
+        session.flush()
+        return int(job.id)
+
+
+def _finish_job(sessions: sessionmaker[Session], outcome: CrawlOutcome, store: PageStore) -> None:
+    try:
+        with session_scope(sessions) as session:
+            job = session.get(CrawlJob, outcome.job_id)
+            if job is None:
+                return
+            job.status = outcome.status if outcome.status != CrawlJobStatus.RUNNING.value else "failed"
+            job.error = outcome.error[:2000]
+            job.finished_at = utcnow()
+            job.pages_stored = store.counts.stored
+            job.pages_unchanged = store.counts.unchanged
+            job.copies_found = len(outcome.copies)
+            if outcome.stats is not None:
+                job.pages_seen = outcome.stats.pages_seen
+                job.pages_failed = len(outcome.stats.failures)
+            if store.counts.site_ids:
+                session.execute(
+                    update(Site).where(Site.id.in_(sorted(store.counts.site_ids))).values(last_crawled_at=utcnow())
+                )
+    except Exception:
+        log.exception("could not record the end of crawl job %s", outcome.job_id)
+
+
+def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:
+    ids = sorted(page_ids)
+    pending: list[int] = []
+    with session_scope(sessions) as session:
+        for start in range(0, len(ids), CHUNK):
+            pending.extend(
+                session.scalars(
+                    select(Page.id).where(Page.id.in_(ids[start : start + CHUNK]), Page.compared_at.is_(None))
+                )
+            )
+    return sorted(int(p) for p in pending)
+
+
+def _workers_on_queue(tasks: Any, queue: str) -> list[str]:
+    """Names of the workers consuming ``queue`` (asks them over the broker; [] when none answers)."""
+    try:
+        replies = tasks.celery.control.inspect(timeout=2.0).active_queues() or {}
+    except Exception as error:  # noqa: BLE001 - any broker trouble means: no answer
+        log.warning("cannot ask the workers which queues they consume: %s", error)
+        return []
+    return sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or ()))
+
+
+def _wait_for_workers(
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    tasks: Any,
+    store: PageStore,
+    waiting: Callable[[WaitProgress], None] | None,
+) -> None:
+    queued = store.counts.to_compare
+    pending = _pending(sessions, store.counts.page_ids)
+    last_count, last_change = len(pending), time.monotonic()
+    checked_workers = False
+    while pending:
+        if waiting is not None:
+            waiting(WaitProgress(compared=queued - len(pending), queued=queued))
+        time.sleep(POLL_SECONDS)
+        pending = _pending(sessions, store.counts.page_ids)
+        now = time.monotonic()
+        if len(pending) != last_count:
+            last_count, last_change = len(pending), now
+            continue
+        idle = now - last_change
+        if idle >= NO_WORKER_SECONDS and not checked_workers:
+            checked_workers = True
+            if not _workers_on_queue(tasks, settings.task_queue):
+                raise HandOffError(
+                    f"no worker consumes the queue {settings.task_queue!r}: start one with `fptrack worker` "
+                    f"(same FPTRACK_BROKER_URL and FPTRACK_TASK_QUEUE); the {len(pending)} page(s) waiting are "
+                    "stored and will be compared once a worker runs"
+                )
+        if idle >= STALL_SECONDS:
+            log.warning("%d page(s) stalled for %.0fs (a worker died?): handing them on again", len(pending), idle)
+            for start in range(0, len(pending), tasks.PAGES_PER_TASK):
+                tasks.process_pages.delay(pending[start : start + tasks.PAGES_PER_TASK])
+            last_change, checked_workers = now, False
+    if waiting is not None:
+        waiting(WaitProgress(compared=queued, queued=queued))
+
+
+def _copies(sessions: sessionmaker[Session], page_ids: set[int]) -> list[tuple[str, int]]:
+    """(url, chapters) of the crawl's pages that copy registered works (not dismissed), whether or not the copies
+    were found by an earlier crawl."""
+    ids = sorted(page_ids)
+    found: list[tuple[str, int]] = []
+    statuses = [MatchStatus.FLAGGED, MatchStatus.CONFIRMED]
+    with session_scope(sessions) as session:
+        for start in range(0, len(ids), CHUNK):
+            found.extend(
+                (str(url), int(count))
+                for url, count in session.execute(
+                    select(Page.url, func.count(Match.id))
+                    .join(Match, Match.page_id == Page.id)
+                    .where(Page.id.in_(ids[start : start + CHUNK]), Match.status.in_(statuses))
+                    .group_by(Page.url)
+                )
+            )
+    return sorted(found)
+
+
+def _compared(sessions: sessionmaker[Session], page_ids: set[int]) -> int:
+    return len(page_ids) - len(_pending(sessions, page_ids))

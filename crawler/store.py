@@ -1,0 +1,150 @@
+"""Persisting crawled pages in batches, then handing the ones to compare on (enqueue after commit).
+
+A :class:`PageStore` is what :class:`crawler.pipelines.PersistPipeline` writes through. One transaction per
+batch: the batch's sites are upserted, its pages upserted by URL (``INSERT ... ON CONFLICT (url) DO UPDATE``, so
+two crawls meeting one URL at once never collide), and only after the commit are the ids of the pages that need
+comparing handed to ``dispatch``.
+
+Dedupe by content: a page fetched again with the same status and the same text keeps its fingerprints, matches
+and ``compared_at`` and is not compared again ("unchanged"); a page whose text changed loses ``compared_at`` and
+is compared again (its matches keep their history). A page that was stored and never compared (a lost task, a
+dead worker) is handed on again whatever its content.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import case, literal, null
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from crawler.pages import CrawledPage
+from storage.db import session_scope
+from storage.models import Page, utcnow
+from storage.sites import site_ids, site_of
+
+__all__ = ["PageStore", "StoreCounts"]
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 32
+
+
+@dataclass
+class StoreCounts:
+    stored: int = 0  # pages written (new or changed, with or without text)
+    unchanged: int = 0  # fetched again with the same content, already compared
+    to_compare: int = 0  # handed to dispatch
+    page_ids: set[int] = field(default_factory=set)  # every page this crawl stored or saw unchanged
+    site_ids: set[int] = field(default_factory=set)
+
+
+class PageStore:
+    """Buffers crawled pages and writes them a batch at a time (see the module docstring)."""
+
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        *,
+        job_id: int | None,
+        dispatch: Callable[[list[int]], None],
+        batch_size: int = BATCH_SIZE,
+    ) -> None:
+        self.sessions = sessions
+        self.job_id = job_id
+        self.dispatch = dispatch
+        self.batch_size = batch_size
+        self.counts = StoreCounts()
+        self._buffer: list[CrawledPage] = []
+
+    def add(self, page: CrawledPage) -> bool:
+        """Buffer a page; True when the batch is full and should be flushed."""
+        self._buffer.append(page)
+        return len(self._buffer) >= self.batch_size
+
+    def flush(self) -> None:
+        """Write the buffered pages in one transaction, then dispatch the ids that need comparing."""
+        if not self._buffer:
+            return
+        batch, self._buffer = self._buffer, []
+        with session_scope(self.sessions) as session:
+            to_compare = self._write(session, batch)
+        self.counts.to_compare += len(to_compare)
+        if to_compare:
+            self.dispatch(to_compare)
+
+    def _write(self, session: Session, batch: Sequence[CrawledPage]) -> list[int]:
+        # one row per URL: a batch may hold a URL twice (a start URL that is also linked): the last fetch wins
+        latest = {page.url: page for page in batch}
+        keys = {url: site_of(page.final_url) or site_of(url) for url, page in latest.items()}
+        sites = site_ids(session, keys.values())
+        now = utcnow()
+        rows = []
+        for url, page in latest.items():
+            comparable = page.status == 200 and bool(page.text.strip())
+            rows.append(
+                {
+                    "url": url[:2048],
+                    "final_url": page.final_url[:2048],
+                    "host": keys[url][:255],
+                    "status": page.status,
+                    "encoding": page.encoding[:40],
+                    "title": page.title,
+                    "text": page.text,
+                    "content_sha256": page.content_sha256,
+                    "snapshot_sha256": page.snapshot_sha256,
+                    "fetched_at": page.fetched_at,
+                    "error": page.error,
+                    "crawl_job_id": self.job_id,
+                    "site_id": sites.get(keys[url]),
+                    # nothing to compare: done as soon as stored (the sweep never waits for it)
+                    "compared_at": None if comparable else now,
+                    "template_masked": False,
+                }
+            )
+        dialect = session.get_bind().dialect.name
+        insert = pg_insert if dialect == "postgresql" else sqlite_insert
+        statement = insert(Page).values(rows)
+        new = statement.excluded
+        unchanged = (Page.content_sha256 == new.content_sha256) & (Page.status == new.status)
+        statement = statement.on_conflict_do_update(
+            index_elements=[Page.url],
+            set_={
+                "final_url": new.final_url,
+                "host": new.host,
+                "status": new.status,
+                "encoding": new.encoding,
+                "title": new.title,
+                "text": new.text,
+                "content_sha256": new.content_sha256,
+                "snapshot_sha256": new.snapshot_sha256,
+                "fetched_at": new.fetched_at,
+                "error": new.error,
+                "crawl_job_id": new.crawl_job_id,
+                "site_id": new.site_id,
+                "compared_at": case(
+                    (new.compared_at.is_not(None), new.compared_at),
+                    (unchanged, Page.compared_at),
+                    else_=null(),
+                ),
+                "fingerprinted_at": case((unchanged, Page.fingerprinted_at), else_=null()),
+                "template_masked": case((unchanged, Page.template_masked), else_=literal(False)),
+            },
+        ).returning(Page.id, Page.url, Page.compared_at)
+        comparable = {row["url"] for row in rows if row["compared_at"] is None}
+        to_compare = []
+        for page_id, url, compared_at in session.execute(statement):
+            self.counts.page_ids.add(int(page_id))
+            if compared_at is None:
+                to_compare.append(int(page_id))
+                self.counts.stored += 1
+            elif url in comparable:
+                self.counts.unchanged += 1
+            else:
+                self.counts.stored += 1
+        self.counts.site_ids.update(v for v in sites.values())
+        return sorted(to_compare)

@@ -1,0 +1,381 @@
+"""Writing fingerprints: an owner's Simhash and code vectors with their index rows, one owner or a batch at once,
+and bulk loads of Simhashes (binary ``COPY`` on PostgreSQL).
+
+- Simhash: a ``fingerprints`` row (``kind = 'simhash64'``, ``value``). The permuted-prefix tables of Manku et al.
+  are expression b-trees on ``value`` (see :mod:`storage.models`), so writing the row *is* writing the index;
+  rows landing in re-split buckets are also filed in ``simhash_hot_index`` (:mod:`storage.hot_buckets`).
+- Vector fingerprints (DNA codes, winnowing hashes): a ``fingerprints`` row (``payload``) plus one ``code_index``
+  row per ``(code, position)`` carrying its owner, so look-ups ask one side only (:mod:`storage.candidates`).
+
+Owners are chapters (registered works) or pages (crawled). Every index row hangs off a ``fingerprints`` row by a
+cascading foreign key, and fingerprints hang off their owner the same way, so deleting or re-fingerprinting a
+page, chapter or work leaves nothing behind (:func:`storage.housekeeping.count_orphans` checks it).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import numpy as np
+from sqlalchemy import Connection, delete, func, insert, select, text, update
+from sqlalchemy.orm import Session
+
+from storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64
+from storage.models import (
+    CODE_OWNER_CHAPTER,
+    CODE_OWNER_PAGE,
+    Fingerprint,
+    Page,
+    simhash_index_ddl,
+    simhash_index_names,
+    utcnow,
+)
+
+__all__ = [
+    "FingerprintSet",
+    "Owner",
+    "bulk_load_simhashes",
+    "ensure_simhash_indexes",
+    "load_code_arrays",
+    "load_codes",
+    "replace_fingerprints",
+    "write_fingerprints",
+]
+
+Owner = Literal["chapter", "page"]
+CHUNK = 2000  # bound parameters per statement (SQLite allows 32,766; PostgreSQL 65,535)
+
+
+def owner_column(owner: Owner):  # type: ignore[no-untyped-def]
+    if owner not in ("chapter", "page"):
+        raise ValueError(f"owner must be 'chapter' or 'page', got {owner!r}")
+    return Fingerprint.chapter_id if owner == "chapter" else Fingerprint.page_id
+
+
+def owner_code(owner: Owner) -> int:
+    """The ``code_index.owner`` value of a side."""
+    owner_column(owner)
+    return CODE_OWNER_CHAPTER if owner == "chapter" else CODE_OWNER_PAGE
+
+
+def is_postgres(bind: Session | Connection) -> bool:
+    return bind.get_bind().dialect.name == "postgresql" if isinstance(bind, Session) else (
+        bind.dialect.name == "postgresql"
+    )
+
+
+# ------------------------------------------------------------------------------------------------- writing
+
+@dataclass(frozen=True)
+class FingerprintSet:
+    """Everything stored for one owner: its Simhash and, per kind (``"dna"``, ``"winnow"``...), ``(code,
+    position)`` pairs with distinct positions (codes unsigned or signed 64-bit)."""
+
+    owner_id: int
+    simhash: int
+    codes: Mapping[str, Sequence[tuple[int, int]]]
+
+
+def replace_fingerprints(
+    session: Session,
+    *,
+    owner: Owner,
+    owner_id: int,
+    layout: IndexLayout,
+    simhash: int,
+    codes: Mapping[str, Sequence[tuple[int, int]]],
+) -> None:
+    """Store one owner's fingerprints and index rows, replacing any earlier ones (see :func:`write_fingerprints`)."""
+    write_fingerprints(session, owner=owner, layout=layout, items=[FingerprintSet(owner_id, simhash, codes)])
+
+
+def write_fingerprints(
+    session: Session, *, owner: Owner, layout: IndexLayout, items: Sequence[FingerprintSet]
+) -> None:
+    """Store the fingerprints and index rows of many owners in a few statements, replacing earlier ones.
+
+    One ``DELETE`` (cascading to their index rows), one multi-row ``INSERT ... RETURNING`` of the fingerprint
+    rows, then the code index rows by binary ``COPY`` on PostgreSQL or one ``executemany`` on SQLite. Pages get
+    ``fingerprinted_at``. Raises ``ValueError`` when a vector repeats a position.
+    """
+    column = owner_column(owner)
+    if not items:
+        return
+    owner_ids = [item.owner_id for item in items]
+    if len(set(owner_ids)) != len(owner_ids):
+        raise ValueError(f"{owner} fingerprints: an owner appears twice in one batch")
+    for start in range(0, len(owner_ids), CHUNK):
+        session.execute(delete(Fingerprint).where(column.in_(owner_ids[start : start + CHUNK])))
+
+    owner_key = column.key
+    now = utcnow()
+    rows: list[dict[str, Any]] = []
+    vectors: list[tuple[int, str, np.ndarray]] = []  # (row index, kind, (n, 2) int64 array)
+    for item in items:
+        rows.append({owner_key: item.owner_id, "kind": layout.kind, "value": to_signed64(item.simhash),
+                     "payload": None, "created_at": now})  # fmt: skip
+        for kind, pairs in item.codes.items():
+            array = _code_array(pairs)
+            if len(np.unique(array[:, 1])) != len(array):
+                raise ValueError(
+                    f"{owner} {item.owner_id}: the {kind!r} codes repeat a position; positions must be distinct"
+                )
+            vectors.append((len(rows), kind, array))
+            rows.append({owner_key: item.owner_id, "kind": kind, "value": None,
+                         "payload": array.astype("<i8").tobytes(), "created_at": now})  # fmt: skip
+    ids = list(
+        session.scalars(
+            insert(Fingerprint).returning(Fingerprint.id, sort_by_parameter_order=True), rows
+        )
+    )
+    from storage.hot_buckets import file_in_hot_buckets
+
+    file_in_hot_buckets(
+        session, layout, [(ids[i], int(row["value"])) for i, row in enumerate(rows) if row["value"] is not None]
+    )
+    side = owner_code(owner)
+    batches = [
+        (ids[index], kind, array, int(rows[index][owner_key])) for index, kind, array in vectors if len(array)
+    ]
+    if batches:
+        if is_postgres(session):
+            _copy_code_rows(session.connection(), batches, side)
+        else:
+            session.connection().exec_driver_sql(
+                "INSERT INTO code_index (fingerprint_id, position, kind, code, owner, owner_id) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (fingerprint_id, int(position), kind, int(code), side, owner_id)
+                    for fingerprint_id, kind, array, owner_id in batches
+                    for code, position in array.tolist()
+                ],
+            )
+    if owner == "page":
+        for start in range(0, len(owner_ids), CHUNK):
+            session.execute(
+                update(Page).where(Page.id.in_(owner_ids[start : start + CHUNK])).values(fingerprinted_at=now)
+            )
+
+
+def _code_array(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
+    """``(code, position)`` pairs as an ``(n, 2)`` int64 array with codes in the signed range."""
+    if isinstance(pairs, np.ndarray):
+        array = pairs.astype(np.uint64).view(np.int64) if pairs.dtype == np.uint64 else pairs
+        return array.astype(np.int64, copy=False).reshape(-1, 2)
+    return np.array([(to_signed64(c), p) for c, p in pairs], dtype=np.int64).reshape(-1, 2)
+
+
+def _copy_code_rows(connection: Connection, batches: list[tuple[int, str, np.ndarray, int]], side: int) -> None:
+    """``COPY code_index FROM STDIN (FORMAT BINARY)``, every row encoded by numpy (no per-row Python)."""
+    raw = connection.connection.driver_connection
+    buffer = io.BytesIO()
+    buffer.write(_COPY_HEADER)
+    for fingerprint_id, kind, array, owner_id in batches:
+        kind_bytes = kind.encode()
+        dtype = np.dtype(
+            [
+                ("fields", ">i2"),
+                ("fp_len", ">i4"), ("fp", ">i8"),
+                ("pos_len", ">i4"), ("pos", ">i4"),
+                ("kind_len", ">i4"), ("kind", f"S{len(kind_bytes)}"),
+                ("code_len", ">i4"), ("code", ">i8"),
+                ("owner_len", ">i4"), ("owner", ">i2"),
+                ("oid_len", ">i4"), ("oid", ">i8"),
+            ]
+        )  # fmt: skip
+        out = np.empty(len(array), dtype=dtype)
+        out["fields"] = 6
+        out["fp_len"], out["fp"] = 8, fingerprint_id
+        out["pos_len"], out["pos"] = 4, array[:, 1]
+        out["kind_len"], out["kind"] = len(kind_bytes), kind_bytes
+        out["code_len"], out["code"] = 8, array[:, 0]
+        out["owner_len"], out["owner"] = 2, side
+        out["oid_len"], out["oid"] = 8, owner_id
+        buffer.write(out.tobytes())
+    buffer.write(_COPY_TRAILER)
+    with raw.cursor() as cursor:  # type: ignore[union-attr]
+        sql = "COPY code_index (fingerprint_id, position, kind, code, owner, owner_id) FROM STDIN (FORMAT BINARY)"
+        with cursor.copy(sql) as copy:
+            copy.write(buffer.getvalue())
+
+
+def bulk_load_simhashes(
+    bind: Session | Connection,
+    items: Iterable[tuple[int, int]] | np.ndarray,
+    *,
+    owner: Owner,
+    layout: IndexLayout = DEFAULT_LAYOUT,
+    rebuild_indexes: bool = False,
+    batch_size: int = 200_000,
+) -> int:
+    """Load ``(owner_id, simhash)`` pairs as Simhash fingerprints; returns the number of rows loaded.
+
+    For owners that have no ``layout.kind`` fingerprint yet (a unique constraint refuses duplicates: use
+    :func:`replace_fingerprints` to replace one). ``items`` may be an ``(n, 2)`` integer array (fastest).
+
+    PostgreSQL: ``COPY fingerprints (...) FROM STDIN (FORMAT BINARY)`` through psycopg 3, the rows encoded with
+    numpy. ``rebuild_indexes=True`` drops the layout's expression indexes and the owner foreign keys and unique
+    constraints first and adds them back afterwards, as pg_restore does: one sort per index and one anti-join per
+    foreign key instead of per-row b-tree inserts and trigger checks (about 4x faster; for initial loads and
+    re-imports: it holds an exclusive lock on ``fingerprints`` until the transaction ends, and a violation
+    found when adding a constraint back rolls the whole load back). SQLite: batched ``INSERT`` statements.
+    Fingerprints landing in re-split buckets are filed in ``simhash_hot_index`` too.
+    """
+    if layout.bits != 64:
+        raise ValueError(f"bulk loading indexes 64-bit Simhashes, got a layout of {layout.bits} bits")
+    column_name = owner_column(owner).key
+    connection = bind.connection() if isinstance(bind, Session) else bind
+    pairs = _as_pairs(items)
+    if len(pairs) == 0:
+        return 0
+    before = int(connection.scalar(select(func.coalesce(func.max(Fingerprint.id), 0))) or 0)
+    if connection.dialect.name == "postgresql":
+        if rebuild_indexes:
+            connection.exec_driver_sql(f"SET LOCAL maintenance_work_mem = '{_REBUILD_MAINTENANCE_WORK_MEM}'")
+            for name in simhash_index_names(layout):
+                connection.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
+            for name, _ in _REBUILT_CONSTRAINTS:
+                connection.exec_driver_sql(f"ALTER TABLE fingerprints DROP CONSTRAINT {name}")
+        _copy_simhashes(connection, pairs, column_name, layout.kind, batch_size)
+        if rebuild_indexes:
+            # one sort per unique constraint and index, one anti-join per foreign key: what pg_restore does
+            for name, definition in _REBUILT_CONSTRAINTS:
+                connection.exec_driver_sql(f"ALTER TABLE fingerprints ADD CONSTRAINT {name} {definition}")
+            ensure_simhash_indexes(connection, layout)
+            connection.exec_driver_sql("ANALYZE fingerprints")  # estimates for the new rows before autovacuum
+    else:
+        now = datetime.now(UTC)
+        statement = text(
+            f"INSERT INTO fingerprints ({column_name}, kind, value, created_at) VALUES (:o, :k, :v, :t)"
+        )
+        for start in range(0, len(pairs), batch_size):
+            chunk = pairs[start : start + batch_size]
+            connection.execute(
+                statement, [{"o": int(o), "k": layout.kind, "v": int(v), "t": now} for o, v in chunk.tolist()]
+            )
+    from storage.hot_buckets import file_new_rows_in_hot_buckets
+
+    file_new_rows_in_hot_buckets(connection, layout, after_id=before)
+    return len(pairs)
+
+
+# Constraints of ``fingerprints`` that a rebuilding bulk load drops and adds back (names and definitions as in
+# storage.models / the migrations); primary key and CHECK stay.
+_REBUILT_CONSTRAINTS = (
+    ("fk_fingerprints_page_id_pages", "FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE"),
+    ("fk_fingerprints_chapter_id_chapters", "FOREIGN KEY (chapter_id) REFERENCES chapters (id) ON DELETE CASCADE"),
+    ("uq_fingerprints_page_id_kind", "UNIQUE (page_id, kind)"),
+    ("uq_fingerprints_chapter_id_kind", "UNIQUE (chapter_id, kind)"),
+)
+_REBUILD_MAINTENANCE_WORK_MEM = "1GB"
+
+
+def _as_pairs(items: Iterable[tuple[int, int]] | np.ndarray) -> np.ndarray:
+    if isinstance(items, np.ndarray):
+        array = items
+    else:
+        array = np.array([(o, to_signed64(v)) for o, v in items], dtype=np.int64).reshape(-1, 2)
+    if array.ndim != 2 or array.shape[1] != 2:
+        raise ValueError(f"expected (owner_id, simhash) pairs, got an array of shape {array.shape}")
+    if array.dtype == np.uint64:
+        array = array.view(np.int64)
+    return array.astype(np.int64, copy=False)
+
+
+_PG_EPOCH_US = int(datetime(2000, 1, 1, tzinfo=UTC).timestamp() * 1_000_000)
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + (0).to_bytes(4, "big") + (0).to_bytes(4, "big")
+_COPY_TRAILER = (-1).to_bytes(2, "big", signed=True)
+
+
+def _copy_rows_binary(owner_ids: np.ndarray, values: np.ndarray, kind: str, created_us: int) -> bytes:
+    """PostgreSQL binary COPY rows ``(owner bigint, kind text, value bigint, created_at timestamptz)``.
+
+    Layout per row (PostgreSQL docs, "COPY", binary format): int16 field count, then per field an int32 length
+    and the big-endian value.
+    """
+    kind_bytes = kind.encode()
+    dtype = np.dtype(
+        [
+            ("fields", ">i2"),
+            ("owner_len", ">i4"), ("owner", ">i8"),
+            ("kind_len", ">i4"), ("kind", f"S{len(kind_bytes)}"),
+            ("value_len", ">i4"), ("value", ">i8"),
+            ("time_len", ">i4"), ("time", ">i8"),
+        ]
+    )  # fmt: skip
+    rows = np.empty(len(owner_ids), dtype=dtype)
+    rows["fields"] = 4
+    rows["owner_len"], rows["owner"] = 8, owner_ids
+    rows["kind_len"], rows["kind"] = len(kind_bytes), kind_bytes
+    rows["value_len"], rows["value"] = 8, values
+    rows["time_len"], rows["time"] = 8, created_us
+    return rows.tobytes()
+
+
+def _copy_simhashes(connection: Connection, pairs: np.ndarray, owner_column: str, kind: str, batch: int) -> None:
+    raw = connection.connection.driver_connection  # the psycopg 3 connection, inside SQLAlchemy's transaction
+    created_us = int(datetime.now(UTC).timestamp() * 1_000_000) - _PG_EPOCH_US
+    with raw.cursor() as cursor:  # type: ignore[union-attr]
+        sql = f"COPY fingerprints ({owner_column}, kind, value, created_at) FROM STDIN (FORMAT BINARY)"
+        with cursor.copy(sql) as copy:
+            copy.write(_COPY_HEADER)
+            for start in range(0, len(pairs), batch):
+                chunk = pairs[start : start + batch]
+                copy.write(_copy_rows_binary(chunk[:, 0], chunk[:, 1], kind, created_us))
+            copy.write(_COPY_TRAILER)
+
+
+def ensure_simhash_indexes(connection: Connection, layout: IndexLayout) -> list[str]:
+    """Create the expression indexes of ``layout`` if they are missing; returns their names.
+
+    The migrations create the default layout's; a deployment that configures another layout gets its indexes
+    here (``storage.db.migrate`` calls this). Indexes of other layouts are left alone (drop them by name).
+    """
+    dialect = connection.dialect.name
+    created = []
+    for name, ddl in simhash_index_ddl(layout, dialect):
+        connection.exec_driver_sql(ddl)
+        created.append(name)
+    if dialect == "postgresql" and (connection.dialect.server_version_info or (0,)) >= (14,):
+        # PostgreSQL ignores the statistics of *partial* expression indexes when estimating; without these it
+        # guesses 0.5 % of the table per key, and at 10M rows that estimate switches on JIT compilation (~100 ms
+        # per look-up). Extended statistics on the same expressions give it the real ~N / 2**key_bits.
+        for t in range(layout.table_count):
+            connection.exec_driver_sql(
+                f"CREATE STATISTICS IF NOT EXISTS st_fingerprints_{layout.name}_t{t} "
+                f"ON ({layout.key_sql(t, 'value')}) FROM fingerprints"
+            )
+    return created
+
+
+# ------------------------------------------------------------------------------------------------- reading
+
+
+def load_code_arrays(session: Session, *, owner: Owner, owner_ids: Sequence[int], kind: str) -> dict[int, np.ndarray]:
+    """The stored ``(n, 2)`` (code, position) arrays of many owners' ``kind`` vectors (signed codes)."""
+    column = owner_column(owner)
+    found: dict[int, np.ndarray] = {}
+    unique = sorted(set(owner_ids))
+    for start in range(0, len(unique), CHUNK):
+        statement = select(column, Fingerprint.payload).where(
+            column.in_(unique[start : start + CHUNK]), Fingerprint.kind == kind
+        )
+        for owner_id, payload in session.execute(statement):
+            found[int(owner_id)] = np.frombuffer(payload or b"", dtype="<i8").reshape(-1, 2).astype(np.int64)
+    return found
+
+
+def load_codes(session: Session, *, owner: Owner, owner_id: int, kind: str) -> list[tuple[int, int]]:
+    """The stored (code, position) pairs of an owner's vector fingerprint (signed codes)."""
+    payload = session.scalar(
+        select(Fingerprint.payload).where(owner_column(owner) == owner_id, Fingerprint.kind == kind)
+    )
+    if not payload:
+        return []
+    array = np.frombuffer(payload, dtype="<i8").reshape(-1, 2)
+    return [(int(c), int(p)) for c, p in array]
+

@@ -1,0 +1,55 @@
+"""Deleting what fptrack created, and checking that nothing dangles."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import Connection, delete, func, select, text
+from sqlalchemy.orm import Session
+
+from storage.fingerprints import CHUNK
+from storage.models import Page, Work
+
+__all__ = ["count_orphans", "count_rows", "delete_pages", "delete_works"]
+
+
+def delete_pages(session: Session, page_ids: Iterable[int]) -> int:
+    """Delete pages with their fingerprints, index rows and matches (cascading foreign keys)."""
+    return _delete_by_id(session, Page, page_ids)
+
+
+def delete_works(session: Session, work_ids: Iterable[int]) -> int:
+    """Delete works with their chapters, fingerprints, index rows and matches (cascading foreign keys)."""
+    deleted = _delete_by_id(session, Work, work_ids)
+    session.expire_all()
+    return deleted
+
+
+def _delete_by_id(session: Session, model: type[Page | Work], ids: Iterable[int]) -> int:
+    unique = sorted(set(ids))
+    deleted = 0
+    for start in range(0, len(unique), CHUNK):
+        result = session.execute(delete(model).where(model.id.in_(unique[start : start + CHUNK])))
+        deleted += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return deleted
+
+
+def count_orphans(bind: Session | Connection) -> dict[str, int]:
+    """Rows that point at something that no longer exists (all zero in a healthy store)."""
+    checks = {
+        "code_index": "SELECT COUNT(*) FROM code_index c LEFT JOIN fingerprints f ON f.id = c.fingerprint_id "
+        "WHERE f.id IS NULL",
+        "simhash_hot_index": "SELECT COUNT(*) FROM simhash_hot_index h "
+        "LEFT JOIN fingerprints f ON f.id = h.fingerprint_id WHERE f.id IS NULL",
+        "fingerprints": "SELECT COUNT(*) FROM fingerprints f LEFT JOIN pages p ON p.id = f.page_id "
+        "LEFT JOIN chapters c ON c.id = f.chapter_id WHERE p.id IS NULL AND c.id IS NULL",
+        "chapters": "SELECT COUNT(*) FROM chapters c LEFT JOIN works w ON w.id = c.work_id WHERE w.id IS NULL",
+        "matches": "SELECT COUNT(*) FROM matches m LEFT JOIN pages p ON p.id = m.page_id "
+        "LEFT JOIN chapters c ON c.id = m.chapter_id WHERE p.id IS NULL OR c.id IS NULL",
+    }
+    return {name: int(bind.execute(text(sql)).scalar() or 0) for name, sql in checks.items()}
+
+
+def count_rows(session: Session, model: type) -> int:
+    return int(session.scalar(select(func.count()).select_from(model)) or 0)
+
