@@ -504,16 +504,45 @@ def _print_table(headers: list[str], rows: list[tuple[Any, ...]]) -> None:
 
 
 @main.command()
+@click.option(
+    "--older-than",
+    default=60,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Pick up pages and works left behind for at least this many seconds.",
+)
 @pass_context
 @friendly_errors
-def maintain(context: Context) -> None:
-    """Index upkeep, safe to run on a schedule.
+def maintain(context: Context, older_than: int) -> None:
+    """Index upkeep and the sweep for work left behind; safe to run on a schedule.
 
-    Re-splits overloaded Simhash buckets (boilerplate pages make them) so that look-ups stay fast, brings the
-    corpus statistics up to date, and reports orphaned index rows. With workers, `fptrack worker --beat` runs
-    the same upkeep every FPTRACK_MAINTAIN_EVERY seconds."""
+    Hands on again pages stored but never compared and works registered but never indexed (a lost task, a dead
+    worker, a broker that was down), re-splits overloaded Simhash buckets (boilerplate pages make them) so that
+    look-ups stay fast, brings the corpus statistics up to date, and reports orphaned index rows. With workers,
+    `fptrack worker --beat` runs the sweep every FPTRACK_SWEEP_EVERY seconds and the upkeep every
+    FPTRACK_MAINTAIN_EVERY seconds."""
     from compare.maintenance import run_maintenance
+    from compare.pipeline import sweep_left_behind, unsettled_sites
 
+    tasks = context.tasks()
+    with context.session() as session:
+        left = sweep_left_behind(session, older_than_seconds=older_than)
+    if left.pages or left.works:
+        where = "here" if context.settings.tasks_in_process else "to the workers"
+        click.echo(f"left behind: {len(left.pages)} page(s) not compared, {len(left.works)} work(s) not indexed; "
+                   f"handing them on {where}")  # fmt: skip
+        for work_id in left.works:
+            tasks.index_work.delay(work_id)
+        for start in range(0, len(left.pages), tasks.PAGES_PER_TASK):
+            tasks.process_pages.delay(left.pages[start : start + tasks.PAGES_PER_TASK])
+    else:
+        click.echo("left behind: nothing")
+    with context.session() as session:
+        unsettled = unsettled_sites(session)
+    if unsettled:
+        click.echo(f"settling {len(unsettled)} site(s) whose pages changed since they last settled")
+        for site_id in unsettled:
+            tasks.settle_site.delay(site_id)
     with context.session() as session:
         report = run_maintenance(session, context.settings)
     buckets, corpus = report.buckets, report.corpus
@@ -578,19 +607,27 @@ def worker(context: Context, concurrency: int, loglevel: str, beat: bool) -> Non
 
 
 @main.command()
+@click.option(
+    "--dir",
+    "demo_dir",
+    default=Path("fptrack-demo"),
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The demo's own data folder (made by the demo; never FPTRACK_DATA_DIR or --data-dir).",
+)
 @click.option("--port", default=0, type=int, help="Port of the demo pirate site (default: any free port).")
 @click.option("--keep-serving", is_flag=True, help="Keep the demo site up until Ctrl+C.")
 @pass_context
 @friendly_errors
-def demo(context: Context, port: int, keep_serving: bool) -> None:
+def demo(context: Context, demo_dir: Path, port: int, keep_serving: bool) -> None:
     """Show the whole product end to end in a minute.
 
     On the embedded default: register sample works, serve a small pirate site on 127.0.0.1, crawl it, and
-    print the matches. Uses its own data folder (./fptrack-demo unless
-    --data-dir is given) so your real data is never touched."""
+    print the matches. Uses a folder of its own (--dir, ./fptrack-demo by default), which it resets at every run;
+    it refuses a folder it did not make, so your data (FPTRACK_DATA_DIR, --data-dir) is never touched."""
     from admin.demo import run_demo
 
-    run_demo(context.settings, port=port, keep_serving=keep_serving)
+    run_demo(context.settings, data_dir=demo_dir, port=port, keep_serving=keep_serving)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -174,14 +174,33 @@ def serve_pages(pages: list[DemoPage], port: int = 0) -> Iterator[str]:
         server.server_close()
 
 
-def run_demo(settings: Settings, *, port: int = 0, keep_serving: bool = False) -> None:
+DEMO_MARKER = "fptrack-demo.marker"
+"""The file that says a folder was made by the demo: the only folder whose database the demo ever resets."""
+
+
+def prepare_demo_dir(data_dir: Path) -> None:
+    """Make ``data_dir`` ready for a fresh demo run, deleting only what an earlier demo run created.
+
+    A folder the demo did not create (no :data:`DEMO_MARKER` in it) and that holds anything is refused with a
+    ``click.ClickException``: the demo never touches a user's data.
+    """
+    marker = data_dir / DEMO_MARKER
+    if data_dir.exists() and not marker.exists() and any(data_dir.iterdir()):
+        raise click.ClickException(
+            f"{data_dir} exists and was not made by the demo; the demo never touches other data: "
+            "give it an empty or new folder with `fptrack demo --dir PATH`"
+        )
+    data_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text("made by `fptrack demo`; its database is reset at every demo run\n", encoding="utf-8")
+    for suffix in ("", "-wal", "-shm"):
+        (data_dir / f"fptrack.db{suffix}").unlink(missing_ok=True)
+
+
+def run_demo(settings: Settings, *, data_dir: Path, port: int = 0, keep_serving: bool = False) -> None:
     import subprocess
     import sys
 
-    data_dir = settings.data_dir if settings.data_dir != Path("fptrack-data") else Path("fptrack-demo")
-    if (data_dir / "fptrack.db").exists():
-        for suffix in ("", "-wal", "-shm"):
-            (data_dir / f"fptrack.db{suffix}").unlink(missing_ok=True)
+    prepare_demo_dir(data_dir)
     env = {**__import__("os").environ, "FPTRACK_DATA_DIR": str(data_dir)}
     env.pop("FPTRACK_DATABASE_URL", None)
     env.pop("FPTRACK_BROKER_URL", None)

@@ -11,20 +11,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from compare.service import index_work, recompare_pages
 from compare.templates import settle_site
 from storage.fingerprints import CHUNK
-from storage.models import Page, Work, utcnow
+from storage.models import Match, MatchStatus, Page, Site, Work, utcnow
 from storage.settings import Settings
 
-__all__ = ["LeftBehind", "index_and_recheck", "settle_sites", "sites_of", "sweep_left_behind"]
+__all__ = [
+    "LeftBehind",
+    "index_and_recheck",
+    "settle_sites",
+    "sites_of",
+    "sweep_left_behind",
+    "unsettled_sites",
+]
 
 RECHECK_BATCH = 64
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def sites_of(session: Session, page_ids: Iterable[int]) -> list[int]:
@@ -49,20 +57,15 @@ def index_and_recheck(session: Session, work_id: int, settings: Settings) -> int
     """Index a registered work, compare again the pages crawled before it that share fingerprints with it, and
     settle their sites; returns the number of pages now copying the work."""
     candidates = index_work(session, work_id, settings)
-    flagged = 0
     for start in range(0, len(candidates), RECHECK_BATCH):
-        for outcome in recompare_pages(session, candidates[start : start + RECHECK_BATCH], settings):
-            flagged += bool(outcome.matched_chapters)
+        recompare_pages(session, candidates[start : start + RECHECK_BATCH], settings)
     if candidates:
         settle_sites(session, sites_of(session, candidates), settings)
-        flagged = _pages_copying(session, candidates, work_id)
     session.execute(update(Work).where(Work.id == work_id).values(indexed_at=utcnow()))
-    return flagged
+    return _pages_copying(session, candidates, work_id)
 
 
 def _pages_copying(session: Session, page_ids: list[int], work_id: int) -> int:
-    from storage.models import Match
-
     found: set[int] = set()
     for start in range(0, len(page_ids), CHUNK):
         found.update(
@@ -70,7 +73,7 @@ def _pages_copying(session: Session, page_ids: list[int], work_id: int) -> int:
                 select(Match.page_id).where(
                     Match.page_id.in_(page_ids[start : start + CHUNK]),
                     Match.work_id == work_id,
-                    Match.status.in_(["flagged", "licensed", "confirmed"]),
+                    Match.status.in_([MatchStatus.FLAGGED, MatchStatus.LICENSED, MatchStatus.CONFIRMED]),
                 )
             )
         )
@@ -81,6 +84,7 @@ def _pages_copying(session: Session, page_ids: list[int], work_id: int) -> int:
 class LeftBehind:
     pages: list[int]
     works: list[int]
+    sites: list[int]  # sites with pages compared since they last settled, and none pending
 
 
 def sweep_left_behind(session: Session, *, older_than_seconds: float, limit: int = 100_000) -> LeftBehind:
@@ -98,4 +102,16 @@ def sweep_left_behind(session: Session, *, older_than_seconds: float, limit: int
     works = list(
         session.scalars(select(Work.id).where(Work.indexed_at.is_(None), Work.created_at <= cutoff).order_by(Work.id))
     )
-    return LeftBehind([int(p) for p in pages], [int(w) for w in works])
+    return LeftBehind([int(p) for p in pages], [int(w) for w in works], unsettled_sites(session))
+
+
+def unsettled_sites(session: Session) -> list[int]:
+    """Sites with pages compared after the site last settled and no page waiting to be compared: ready to settle
+    (a crawl settles its own sites; this catches pages compared by a sweep or a crawl that died)."""
+    changed = (
+        select(Page.id)
+        .where(Page.site_id == Site.id, Page.compared_at > func.coalesce(Site.settled_at, _EPOCH))
+        .exists()
+    )
+    waiting = select(Page.id).where(Page.site_id == Site.id, Page.compared_at.is_(None)).exists()
+    return [int(s) for s in session.scalars(select(Site.id).where(changed, ~waiting).order_by(Site.id))]

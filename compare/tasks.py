@@ -143,7 +143,9 @@ def sweep() -> dict[str, int]:
         process_pages.delay(left.pages[start : start + PAGES_PER_TASK])
     for work_id in left.works:
         index_work.delay(work_id)
-    return {"pages": len(left.pages), "works": len(left.works)}
+    for site_id in left.sites:
+        settle_site.delay(site_id)
+    return {"pages": len(left.pages), "works": len(left.works), "sites": len(left.sites)}
 
 
 @celery.task(name="fptrack.maintain", **{**_RETRY_ON_DATABASE_ERRORS, "max_retries": 3})  # type: ignore[untyped-decorator]

@@ -4,8 +4,9 @@ crawl has settled, from all its pages.
 Navigation, ads, disclaimers and slogans that a site puts on every page are *template*. A winnowing hash
 (:data:`compare.documents.WINNOW_CHARS`) is a template hash of a site when pages of at least
 :data:`SITE_MIN_TEXTS` different texts of that site hold it. Pages are versions of one text when they share
-more than :data:`DUPLICATE_SHARE` of the smaller one's hashes: real pirate sites host one chapter under several
-URLs (desktop, mobile, print), and those are copies, never template.
+more than :data:`DUPLICATE_SHARE` of the larger one's distinct hashes: real pirate sites host one chapter under several
+URLs (desktop, mobile, print), and those are copies, never template. Both pages must be mostly that text: a short
+page (a chapter of a few hundred characters) is not a version of every longer page that quotes it.
 
 The verdicts of a page are first decided without its site's template (:func:`compare.service.process_pages`),
 then :func:`settle_site`, run once the crawl has stored and compared every page, decides the template from the
@@ -45,7 +46,7 @@ def site_template_codes(
     """The template hashes of a site whose pages (URL -> its winnowing hashes) are ``code_sets``.
 
     A hash is template when its holders include ``min_texts`` pages no two of which are versions of one text
-    (sharing more than ``duplicate_share`` of the smaller page's distinct hashes). Holders are visited in URL order
+    (sharing more than ``duplicate_share`` of the larger page's distinct hashes). Holders are visited in URL order
     and grouped greedily, so the answer depends on the pages alone, never on the order they are given in.
     """
     urls = sorted(code_sets)
@@ -65,7 +66,7 @@ def site_template_codes(
         key = (a, b) if a < b else (b, a)
         if key not in same_text:
             shared = np.intersect1d(sets[a], sets[b], assume_unique=True).size
-            same_text[key] = shared > duplicate_share * min(len(sets[a]), len(sets[b]))
+            same_text[key] = shared > duplicate_share * max(len(sets[a]), len(sets[b]))
         return same_text[key]
 
     decided: dict[bytes, bool] = {}

@@ -6,8 +6,8 @@
    :class:`crawler.store.PageStore`, which hands the ids to compare to the fingerprint stage after each commit:
    run right here (no broker) or enqueued for Celery workers, :data:`compare.tasks.PAGES_PER_TASK` per task.
 3. With workers, the service waits until every page of the crawl is compared, showing pages done out of pages
-   queued. It says within :data:`NO_WORKER_SECONDS` when no worker consumes the queue, and hands pages on again
-   when they stall (a killed worker): the stage is idempotent.
+   queued. It says within ``FPTRACK_NO_WORKER_SECONDS`` when no worker consumes the queue, and hands pages on
+   again when they stall for ``FPTRACK_STALL_SECONDS`` (a killed worker): the stage is idempotent.
 4. The crawl's sites settle (:func:`compare.templates.settle_site`): site templates are decided from all pages.
 5. The job is finished, failed or interrupted (Ctrl+C), with the pages of this crawl that copy registered works.
 
@@ -38,10 +38,6 @@ __all__ = ["CrawlOutcome", "WaitProgress", "run_crawl_job"]
 
 log = logging.getLogger(__name__)
 
-NO_WORKER_SECONDS = 20.0
-"""How long a crawl waits on queued pages with no worker answering before it says so and fails."""
-STALL_SECONDS = 60.0
-"""Pages of the crawl not compared after this long without any progress are handed on again."""
 POLL_SECONDS = 0.5
 
 
@@ -247,7 +243,7 @@ def _wait_for_workers(
             last_count, last_change = len(pending), now
             continue
         idle = now - last_change
-        if idle >= NO_WORKER_SECONDS and not checked_workers:
+        if idle >= settings.no_worker_seconds and not checked_workers:
             checked_workers = True
             if not _workers_on_queue(tasks, settings.task_queue):
                 raise HandOffError(
@@ -255,7 +251,7 @@ def _wait_for_workers(
                     f"(same FPTRACK_BROKER_URL and FPTRACK_TASK_QUEUE); the {len(pending)} page(s) waiting are "
                     "stored and will be compared once a worker runs"
                 )
-        if idle >= STALL_SECONDS:
+        if idle >= settings.stall_seconds:
             log.warning("%d page(s) stalled for %.0fs (a worker died?): handing them on again", len(pending), idle)
             for start in range(0, len(pending), tasks.PAGES_PER_TASK):
                 tasks.process_pages.delay(pending[start : start + tasks.PAGES_PER_TASK])

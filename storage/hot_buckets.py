@@ -151,7 +151,7 @@ def file_in_hot_buckets(session: Session, layout: IndexLayout, rows: list[tuple[
     hot = set(
         session.execute(
             select(SimhashHotBucket.table_no, SimhashHotBucket.key).where(SimhashHotBucket.layout == layout.name)
-        ).tuples()
+        )
     )
     if not hot:
         return

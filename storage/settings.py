@@ -12,6 +12,8 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_MAINTAIN_EVERY`` | ``3600`` | seconds between scheduled upkeep runs (``fptrack worker --beat``) |
 | ``FPTRACK_SWEEP_EVERY`` | ``300`` | seconds between sweeps for pages and works left behind (``fptrack worker --beat``) |
 | ``FPTRACK_SWEEP_AFTER`` | ``600`` | a page stored (a work registered) this many seconds ago and still not compared (indexed) is handed on again |
+| ``FPTRACK_NO_WORKER_SECONDS`` | ``20`` | a crawl whose queued pages see no progress this long asks the workers, and fails when none consumes the queue |
+| ``FPTRACK_STALL_SECONDS`` | ``60`` | a crawl whose queued pages see no progress this long hands them on again (a worker died) |
 | ``FPTRACK_TASK_QUEUE`` | ``fptrack`` | Celery queue of the fingerprint stage (separate environments sharing a broker) |
 | ``FPTRACK_SIMHASH_K`` | ``3`` | Hamming distance under which two 64-bit Simhashes are near-duplicates |
 | ``FPTRACK_SIMHASH_BLOCKS`` | ``4`` | blocks of the permuted-prefix index (must exceed k) |
@@ -79,6 +81,8 @@ class Settings:
     maintain_every: int = 3600
     sweep_every: int = 300
     sweep_after: int = 600
+    no_worker_seconds: float = 20.0
+    stall_seconds: float = 60.0
     simhash_k: int = 3
     simhash_blocks: int = 4
     simhash_hot_mu: float = 2.0
@@ -123,6 +127,8 @@ class Settings:
             maintain_every=_int(env, "FPTRACK_MAINTAIN_EVERY", 3600),
             sweep_every=_int(env, "FPTRACK_SWEEP_EVERY", 300),
             sweep_after=_int(env, "FPTRACK_SWEEP_AFTER", 600),
+            no_worker_seconds=_float(env, "FPTRACK_NO_WORKER_SECONDS", 20.0),
+            stall_seconds=_float(env, "FPTRACK_STALL_SECONDS", 60.0),
             simhash_k=_int(env, "FPTRACK_SIMHASH_K", 3),
             simhash_blocks=_int(env, "FPTRACK_SIMHASH_BLOCKS", 4),
             simhash_hot_mu=_float(env, "FPTRACK_SIMHASH_HOT_MU", 2.0),

@@ -11,9 +11,12 @@ from sqlalchemy.orm import Session
 from admin.demo import DEMO_DATA, demo_chapters
 from compare import service
 from compare.licensing import add_licensed_site
+from compare.pipeline import index_and_recheck
+from compare.templates import settle_site
 from compare.works import register_work_file
 from storage.models import Match, Page
 from storage.settings import Settings
+from storage.sites import site_ids, site_of
 
 _POOL = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
 
@@ -27,18 +30,29 @@ def _filler(rng: random.Random, length: int) -> str:
 
 
 def _page(session: Session, url: str, text: str) -> Page:
+    key = site_of(url)
     page = Page(
         url=url,
         final_url=url,
-        host=url.split("/")[2].split(":")[0],
+        host=key,
         status=200,
         encoding="utf-8",
         title="t",
         text=text,
+        site_id=site_ids(session, [key])[key],
     )
     session.add(page)
     session.flush()
     return page
+
+
+def _process(session: Session, settings: Settings, *pages: Page) -> None:
+    service.process_pages(session, [p.id for p in pages], settings)
+
+
+def _settle(session: Session, settings: Settings, page: Page) -> None:
+    assert page.site_id is not None
+    settle_site(session, page.site_id, settings)
 
 
 def _flagged(session: Session, page: Page) -> list[tuple[int, str]]:
@@ -47,33 +61,74 @@ def _flagged(session: Session, page: Page) -> list[tuple[int, str]]:
     ]
 
 
-def test_site_template_quoting_a_work_is_boilerplate_but_a_copy_on_that_site_is_not(
-    session: Session, settings: Settings
-) -> None:
+def _template_site(session: Session, rng: random.Random, slogan: str, host: str, n: int) -> list[Page]:
+    return [_page(session, f"http://{host}/{i}.html", f"本站推荐：{slogan}\n" + _filler(rng, 700)) for i in range(n)]
+
+
+def test_site_template_quoting_a_work_is_set_aside_once_the_site_settles(session: Session, settings: Settings) -> None:
     work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
     service.index_work(session, work.work_id, settings)
     chapters = demo_chapters("lighthouse.txt")
     slogan = chapters[1][100:400]  # a 300-character passage every page of the site carries in its template
     rng = random.Random(3)
-    site_pages = []
-    for n in range(8):
-        text = f"本站推荐：{slogan}\n" + _filler(rng, 700)
-        site_pages.append(_page(session, f"http://news.test:8000/{n}.html", text))
-        service.fingerprint_page(session, site_pages[-1].id, settings)
-        if n == 0:  # alone, the passage is an excerpt like any other
-            assert _flagged(session, site_pages[0]) == [(2, "flagged")]
-    # once the site shows the passage on enough other pages, it is the site's template, not a copy
-    assert _flagged(session, site_pages[-1]) == []
-    # a real copy on the same site is still found (its text is not on the other pages)
+    site_pages = _template_site(session, rng, slogan, "news.test:8000", 8)
     copy = _page(session, "http://news.test:8000/copy.html", f"本站推荐：{slogan}\n" + chapters[0])
-    service.fingerprint_page(session, copy.id, settings)
-    assert _flagged(session, copy) == [(1, "flagged")]
-    # the first pages, flagged before the template was known, were compared again when it showed: all clear
-    assert [_flagged(session, page) for page in site_pages] == [[]] * len(site_pages)
-    # the same passage on another site, inside an article, is an excerpt: flagged
     other = _page(session, "http://blog.test/post.html", _filler(rng, 300) + slogan + _filler(rng, 300))
-    service.fingerprint_page(session, other.id, settings)
+    _process(session, settings, *site_pages, copy, other)
+    # before the site settles, each page is judged alone: the passage is an excerpt like any other
+    assert _flagged(session, site_pages[0]) == [(2, "flagged")]
+    _settle(session, settings, site_pages[0])
+    _settle(session, settings, other)
+    # the site shows the passage on many different pages: it is the site's template, not a copy
+    assert [_flagged(session, page) for page in site_pages] == [[]] * len(site_pages)
+    # a real copy on the same site is still found (its text is not on the other pages)
+    assert _flagged(session, copy) == [(1, "flagged")]
+    # the same passage on another site, inside an article, is an excerpt: flagged
     assert _flagged(session, other) == [(2, "flagged")]
+    # settling again changes nothing
+    _settle(session, settings, site_pages[0])
+    assert [_flagged(session, page) for page in (*site_pages, copy)] == [[]] * len(site_pages) + [[(1, "flagged")]]
+    session.commit()
+
+
+def test_one_chapter_under_many_urls_of_a_site_is_copied_everywhere(session: Session, settings: Settings) -> None:
+    """Desktop, mobile, print, AMP...: versions of one text are never the site's template."""
+    work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+    service.index_work(session, work.work_id, settings)
+    chapter = demo_chapters("lighthouse.txt")[2]
+    rng = random.Random(5)
+    mirrors = [
+        _page(session, f"http://mirror.test/{kind}/3.html", f"{kind} 本站首页\n" + chapter)
+        for kind in ("www", "m", "print", "amp", "wap", "txt", "old")
+    ]
+    others = _template_site(session, rng, "欢迎光临本站", "mirror.test", 6)
+    _process(session, settings, *others, *mirrors)
+    _settle(session, settings, mirrors[0])
+    assert [_flagged(session, page) for page in mirrors] == [[(3, "flagged")]] * len(mirrors)
+    session.commit()
+
+
+def test_final_matches_do_not_depend_on_processing_order(session: Session, settings: Settings) -> None:
+    work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+    service.index_work(session, work.work_id, settings)
+    chapters = demo_chapters("lighthouse.txt")
+    rng = random.Random(11)
+    pages = _template_site(session, rng, chapters[1][50:350], "order.test", 7)
+    pages += [_page(session, f"http://order.test/copy{i}.html", "目录\n" + chapters[0]) for i in range(3)]
+    pages.append(_page(session, "http://order.test/part.html", _filler(rng, 200) + chapters[2][:600]))
+    answers = []
+    for seed in (1, 2, 3):
+        order = list(pages)
+        random.Random(seed).shuffle(order)
+        for page in order:  # one page at a time, settling after each: the worst interleaving
+            page.compared_at = None
+            session.flush()
+            _process(session, settings, page)
+            _settle(session, settings, page)
+        answers.append([_flagged(session, page) for page in pages])
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0][:7] == [[]] * 7
+    assert answers[0][7:] == [[(1, "flagged")]] * 3 + [[(3, "flagged")]]
     session.commit()
 
 
@@ -83,13 +138,12 @@ def test_copies_on_a_licensed_site_are_recorded_as_licensed(session: Session, se
     chapter = demo_chapters("alley.txt")[0]
     pirate = _page(session, "http://pirate.test/1.html", chapter)
     partner = _page(session, "http://m.partner.test/1.html", chapter)
-    service.fingerprint_page(session, pirate.id, settings)
-    service.fingerprint_page(session, partner.id, settings)
+    _process(session, settings, pirate, partner)
     assert _flagged(session, partner) == [(1, "flagged")]
 
     assert add_licensed_site(session, work.work_id, "partner.test") == 1  # the existing match is relabelled
     assert _flagged(session, partner) == [(1, "licensed")]
-    service.recompare_page(session, partner.id, settings)  # and stays licensed when the page is seen again
+    service.recompare_pages(session, [partner.id], settings)  # and stays licensed when the page is seen again
     assert _flagged(session, partner) == [(1, "licensed")]
     assert _flagged(session, pirate) == [(1, "flagged")]
     with pytest.raises(LookupError, match="no work"):
@@ -100,9 +154,9 @@ def test_copies_on_a_licensed_site_are_recorded_as_licensed(session: Session, se
 def test_registering_a_work_finds_pages_crawled_before(session: Session, settings: Settings) -> None:
     chapter = demo_chapters("lighthouse.txt")[2]
     page = _page(session, "http://early.test/3.html", "首页 目录\n" + chapter)
-    assert service.fingerprint_page(session, page.id, settings) == []  # nothing registered yet
+    _process(session, settings, page)  # nothing registered yet
+    assert _flagged(session, page) == []
     work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
-    assert service.index_work(session, work.work_id, settings) == [page.id]
-    matches = service.recompare_page(session, page.id, settings)
-    assert [(m.work_id, m.chapter.index) for m in matches] == [(work.work_id, 3)]
+    assert index_and_recheck(session, work.work_id, settings) == 1
+    assert _flagged(session, page) == [(3, "flagged")]
     session.commit()

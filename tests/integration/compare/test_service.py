@@ -19,6 +19,14 @@ def _page(session: Session, url: str, text: str) -> Page:
     return page
 
 
+def _fingerprint(session: Session, page: Page, settings: Settings) -> list[Match]:
+    """Compare a page (again): what the crawl stage does to a page stored with new content."""
+    page.compared_at = None
+    session.flush()
+    service.process_pages(session, [page.id], settings)
+    return list(session.scalars(select(Match).where(Match.page_id == page.id)))
+
+
 def _count(session: Session, model: type) -> int:
     return session.scalar(select(func.count()).select_from(model)) or 0
 
@@ -29,7 +37,7 @@ def test_page_copying_a_chapter_is_matched_with_spans(session: Session, settings
     chapter_two = demo_chapters("lighthouse.txt")[1]
     text = "首页 > 小说 > 灯塔守望人\n" + chapter_two + "\n上一章 目录 下一章"
     page = _page(session, "http://127.0.0.1/x.html", text)
-    matches = service.fingerprint_page(session, page.id, settings)
+    matches = _fingerprint(session, page, settings)
     session.commit()
 
     assert [(m.work_id, m.chapter.index) for m in matches] == [(work.work_id, 2)]
@@ -44,17 +52,17 @@ def test_unrelated_page_has_no_match(session: Session, settings: Settings) -> No
     work = register_work_file(session, DEMO_DATA / "alley.txt")
     service.index_work(session, work.work_id, settings)
     page = _page(session, "http://127.0.0.1/news.html", (DEMO_DATA / "library_news.txt").read_text("utf-8"))
-    assert service.fingerprint_page(session, page.id, settings) == []
+    assert _fingerprint(session, page, settings) == []
 
 
 def test_refingerprinting_and_deleting_leave_no_orphans(session: Session, settings: Settings) -> None:
     work = register_work_file(session, DEMO_DATA / "alley.txt")
     service.index_work(session, work.work_id, settings)
     page = _page(session, "http://127.0.0.1/a.html", demo_chapters("alley.txt")[0])
-    service.fingerprint_page(session, page.id, settings)
+    _fingerprint(session, page, settings)
     session.commit()
     before = (_count(session, Fingerprint), _count(session, CodeIndexRow))
-    service.fingerprint_page(session, page.id, settings)
+    _fingerprint(session, page, settings)
     service.index_work(session, work.work_id, settings)
     session.commit()
     assert (_count(session, Fingerprint), _count(session, CodeIndexRow)) == before
@@ -65,3 +73,18 @@ def test_refingerprinting_and_deleting_leave_no_orphans(session: Session, settin
     session.commit()
     assert (_count(session, Fingerprint), _count(session, CodeIndexRow)) == (0, 0)
     assert _count(session, Match) == 0
+
+
+def test_a_page_already_compared_is_not_processed_again(session: Session, settings: Settings) -> None:
+    """A task delivered twice (or a page handed on again by the sweep after all) changes nothing."""
+    work = register_work_file(session, DEMO_DATA / "alley.txt")
+    service.index_work(session, work.work_id, settings)
+    page = _page(session, "http://127.0.0.1/b.html", demo_chapters("alley.txt")[1])
+    first = service.process_pages(session, [page.id], settings)
+    assert [o.page_id for o in first] == [page.id] and first[0].matched_chapters
+    match = session.scalar(select(Match).where(Match.page_id == page.id))
+    assert match is not None
+    seen = (match.id, match.first_seen, match.last_seen)
+    assert service.process_pages(session, [page.id, 999_999], settings) == []  # done already; gone: ignored
+    again = session.scalar(select(Match).where(Match.page_id == page.id))
+    assert again is not None and (again.id, again.first_seen, again.last_seen) == seen

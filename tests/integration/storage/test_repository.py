@@ -17,8 +17,8 @@ from storage.fingerprints import bulk_load_simhashes, load_codes, replace_finger
 from storage.hot_buckets import split_hot_buckets
 from storage.housekeeping import count_orphans, delete_pages, delete_works
 from storage.index import DEFAULT_LAYOUT
-from storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, SimhashHotRow, Work
-from storage.sites import site_for_host
+from storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, SimhashHotRow, Site, Work
+from storage.sites import site_ids, site_of
 
 LAYOUT = DEFAULT_LAYOUT
 BASE = 0x0123_4567_89AB_CDEF
@@ -152,8 +152,23 @@ def test_corpus_statistics_are_versioned_bytes(session: Session) -> None:
         save_corpus_stats(session, "idf", "text")  # type: ignore[arg-type]
 
 
-def test_site_for_host_is_created_once(session: Session) -> None:
-    first = site_for_host(session, "Pirate.Test")
-    assert site_for_host(session, "pirate.test").id == first.id
-    with pytest.raises(ValueError, match="host"):
-        site_for_host(session, " ")
+def test_sites_are_created_once_per_site_key(session: Session) -> None:
+    first = site_ids(session, ["Pirate.Test"])
+    assert site_ids(session, ["pirate.test", "pirate.test:8080"])["pirate.test"] == first["pirate.test"]
+    assert _count(session, Site) == 2
+    assert site_ids(session, [" ", ""]) == {}
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("http://Example.com/a", "example.com"),
+        ("https://example.com:443/b", "example.com"),
+        ("http://127.0.0.1:8001/x", "127.0.0.1:8001"),
+        ("ftp://example.com/", ""),
+        ("http://[::1]:8080/", "::1:8080"),
+        ("not a url", ""),
+    ],
+)
+def test_site_of_is_host_and_non_default_port(url: str, key: str) -> None:
+    assert site_of(url) == key

@@ -28,10 +28,14 @@ _S2T = opencc.OpenCC("s2t")
 
 @functools.cache
 def _homophones() -> dict[str, list[str]]:
-    """Common characters grouped by toneless pinyin (only groups with 2+ members)."""
+    """Common characters grouped by toneless pinyin (only groups with 2+ members). Polyphones whose reading in
+    the per-character table differs from pypinyin's first reading (乾: qian / gan) are left out: swapping them is
+    not a same-sound swap; nor are characters that normalisation changes (乾 is read as Traditional 干)."""
     groups: dict[str, list[str]] = defaultdict(list)
     for ch in COMMON_HAN:
-        groups[lazy_pinyin(ch)[0]].append(ch)
+        reading = lazy_pinyin(ch)[0]
+        if normalize(ch).text == ch and pinyin_initials(ch) == reading[:1]:
+            groups[reading].append(ch)
     return {ch: members for members in groups.values() if len(members) > 1 for ch in members}
 
 

@@ -1,0 +1,242 @@
+"""One answer in every run mode: the same pages give the same matches (page, work, chapter, spans).
+
+The pirate site of ``test_crawl_to_report`` plus one chapter served under five URLs (desktop, mobile, print...:
+copies, never template) and a run of pages whose template quotes a registered chapter (template, never a copy).
+It is crawled (a) in-process on SQLite, (b) in-process on PostgreSQL, (c) with two worker processes on
+PostgreSQL; then the same pages are (d) stored and processed in three different random orders, one batch at a
+time, and (e) processed with every task delivered twice (and once more, late, after the site settled).
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from admin.demo import DEMO_DATA
+from compare.service import process_pages
+from compare.templates import settle_site
+from crawler.pages import CrawledPage
+from crawler.store import PageStore
+from storage.db import create_engine_for, session_factory
+from storage.models import Page as PageRow
+from storage.models import Site
+from storage.settings import Settings
+from tests.conftest import REDIS_URL
+from tests.e2e.conftest import Fptrack
+from tests.e2e.test_crawl_to_report import ALLEY, LIGHT, _paragraphs, _site
+from tests.support.sites import Page, chapter_page, serve_site
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+MIRRORS = ["/m/2.html", "/print/2.html", "/wap/2.html", "/amp/2.html", "/txt/2.html"]
+TEMPLATE_PAGES = [f"/notes/{n}.html" for n in range(7)]
+FILLER = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
+
+
+def _parity_site() -> tuple[dict[str, Any], set[str]]:
+    pages, expected = _site()
+    rng = random.Random(7)
+    slogan = LIGHT[0][120:420]  # the site's banner quotes 300 characters of a registered chapter
+    for path in TEMPLATE_PAGES:
+        body = ["站长推荐：" + slogan] + ["".join(rng.choice(FILLER) for _ in range(60)) + "。" for _ in range(12)]
+        pages[path] = chapter_page("读书随笔", body, template="html5-article")
+    for n, path in enumerate(MIRRORS):
+        pages[path] = chapter_page("第二回", _paragraphs(ALLEY[1]), template=["biquge", "p-paragraphs", "html5-article",
+                                                                         "split-divs", "ad-inside"][n])
+    links = "".join(f'<a href="{p}">{p}</a> ' for p in [*TEMPLATE_PAGES, *MIRRORS])
+    index = pages["/"].body.decode().replace("</ul>", f"</ul><p>{links}</p>")
+    pages["/"] = Page.html(index)
+    must_flag = set(expected) | set(MIRRORS)
+    return pages, must_flag
+
+
+def _key(matches: list[dict[str, Any]], base: str) -> set[tuple[Any, ...]]:
+    return {
+        (m["page_url"].removeprefix(base), m["work_title"], m["chapter_index"], tuple(map(tuple, m["spans"])))
+        for m in matches
+    }
+
+
+def _register(fptrack: Fptrack) -> None:
+    fptrack.run("init")
+    fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
+
+
+def _crawl(fptrack: Fptrack, pages: dict[str, Any]) -> tuple[set[tuple[Any, ...]], str]:
+    with serve_site(pages) as base:
+        fptrack.run("crawl", base + "/", "--depth", "2", "--max-pages", "80", "--quiet", timeout=600)
+        return _key(fptrack.matches(), base), base
+
+
+@contextmanager
+def _workers(env: dict[str, str], log_dir: Path, count: int) -> Iterator[None]:
+    processes = []
+    logs = []
+    try:
+        for n in range(count):
+            log = open(log_dir / f"worker{n}.log", "w")  # noqa: SIM115 - closed below
+            logs.append(log)
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+        yield
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=30)
+        for log in logs:
+            log.close()
+
+
+def _stored_pages(settings: Settings) -> list[CrawledPage]:
+    """The pages of a finished crawl, as the crawler handed them over."""
+    engine = create_engine_for(settings)
+    try:
+        with session_factory(engine)() as session:
+            rows = session.scalars(select(PageRow).order_by(PageRow.url)).all()
+            return [
+                CrawledPage(
+                    url=r.url, final_url=r.final_url, status=r.status, encoding=r.encoding, title=r.title,
+                    text=r.text, content_sha256=r.content_sha256, snapshot_sha256=r.snapshot_sha256,
+                    fetched_at=datetime.now(UTC), error=r.error,
+                )
+                for r in rows
+            ]
+    finally:
+        engine.dispose()
+
+
+def _matches_of(settings: Settings, base: str) -> set[tuple[Any, ...]]:
+    from compare.records import match_to_dict
+    from storage.models import Match
+
+    engine = create_engine_for(settings)
+    try:
+        with session_factory(engine)() as session:
+            return _key([match_to_dict(m) for m in session.scalars(select(Match))], base)
+    finally:
+        engine.dispose()
+
+
+def _replay(settings: Settings, crawled: list[CrawledPage], seed: int, *, deliveries: int) -> None:
+    """Store ``crawled`` in a shuffled order and process the batches in another, each delivered ``deliveries``
+    times, then settle the site and deliver every batch once more (a late duplicate)."""
+    rng = random.Random(seed)
+    engine = create_engine_for(settings)
+    sessions = session_factory(engine)
+    try:
+        with sessions() as session:
+            session.execute(delete(PageRow))
+            session.commit()
+        batches: list[list[int]] = []
+        store = PageStore(sessions, job_id=None, dispatch=batches.append, batch_size=rng.randint(3, 9))
+        order = list(crawled)
+        rng.shuffle(order)
+        for page in order:
+            if store.add(page):
+                store.flush()
+        store.flush()
+        rng.shuffle(batches)
+        for batch in batches:
+            for _ in range(deliveries):
+                with sessions() as session:
+                    process_pages(session, rng.sample(batch, len(batch)), settings)
+                    session.commit()
+        with sessions() as session:
+            for site_id in session.scalars(select(Site.id)):
+                settle_site(session, site_id, settings)
+            session.commit()
+        for batch in batches:  # late duplicates, after the site settled: done already, changes nothing
+            with sessions() as session:
+                process_pages(session, batch, settings)
+                session.commit()
+    finally:
+        engine.dispose()
+
+
+def test_every_run_mode_gives_the_same_matches(sqlite_settings, postgres_settings, tmp_path) -> None:
+    pages, must_flag = _parity_site()
+    answers: dict[str, set[tuple[Any, ...]]] = {}
+
+    sqlite = Fptrack(sqlite_settings, {})
+    _register(sqlite)
+    answers["a: in-process, SQLite"], base_a = _crawl(sqlite, pages)
+
+    postgres = Fptrack(postgres_settings, {})
+    _register(postgres)
+    answers["b: in-process, PostgreSQL"], _ = _crawl(postgres, pages)
+
+    # c: a fresh PostgreSQL database of its own, two worker processes over Redis
+    worker_db = f"{postgres_settings.database_url.rsplit('/', 1)[0]}/fptrack_parity_{uuid.uuid4().hex[:8]}"
+    from sqlalchemy import create_engine, text
+
+    admin = create_engine(postgres_settings.database_url, isolation_level="AUTOCOMMIT")
+    name = worker_db.rsplit("/", 1)[1]
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    try:
+        worker_settings = Settings(data_dir=tmp_path / "workers", database_url=worker_db)
+        workers = Fptrack(
+            worker_settings,
+            {"FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_TASK_QUEUE": f"fptrack-parity-{uuid.uuid4().hex[:8]}"},
+        )
+        worker_settings.data_dir.mkdir(parents=True, exist_ok=True)
+        with _workers(workers.env(), tmp_path, 2):
+            workers.run("init")
+            workers.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
+            # registration is queued too: the crawl must not overtake it
+            _wait_indexed(worker_settings)
+            answers["c: two workers, PostgreSQL"], _ = _crawl(workers, pages)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+    crawled = _stored_pages(sqlite_settings)
+    for seed in (1, 2, 3):
+        _replay(postgres_settings, crawled, seed, deliveries=1)
+        answers[f"d: random order {seed}"] = _matches_of(postgres_settings, base_a)
+    _replay(postgres_settings, crawled, 4, deliveries=2)
+    answers["e: every task twice"] = _matches_of(postgres_settings, base_a)
+
+    reference = answers["a: in-process, SQLite"]
+    assert {path for path, *_ in reference} == must_flag  # the mirrors are copies, the template pages are not
+    for mode, answer in answers.items():
+        assert answer == reference, f"{mode} differs: {sorted(answer ^ reference)[:6]}"
+
+
+def _wait_indexed(settings: Settings, timeout: float = 120) -> None:
+    import time
+
+    from storage.models import Work
+
+    engine = create_engine_for(settings)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with Session(engine) as session:
+                states = list(session.scalars(select(Work.indexed_at)))
+            if states and all(states):
+                return
+            time.sleep(0.3)
+        raise AssertionError("the workers did not index the registered works")
+    finally:
+        engine.dispose()
+

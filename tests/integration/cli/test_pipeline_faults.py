@@ -1,0 +1,207 @@
+"""Nothing lost, nothing touched that is not ours: the crawl pipeline under faults, through the real CLI.
+
+- no worker consumes the queue: the crawl says so quickly and fails; the pages are kept, and `fptrack maintain`
+  compares them later;
+- the broker is unreachable: the crawl says it could not hand the pages on and fails; nothing is lost;
+- a whole worker is killed with SIGKILL mid-crawl and another started: every page is compared exactly once;
+- Ctrl+C: the crawl is recorded as interrupted and exits non-zero;
+- the demo never deletes data it did not create.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from admin.demo import DEMO_DATA, demo_chapters
+from storage.db import create_engine_for
+from storage.models import CrawlJob, Match, Page
+from storage.settings import Settings
+from tests.conftest import REDIS_URL
+from tests.support.sites import Page as SitePage
+from tests.support.sites import chapter_page, closed_port_url, serve_site
+
+pytestmark = pytest.mark.slow
+
+CHAPTERS = demo_chapters("lighthouse.txt")
+
+
+def _env(settings: Settings, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env.update(
+        FPTRACK_DATA_DIR=str(settings.data_dir),
+        FPTRACK_DATABASE_URL=settings.database_url,
+        FPTRACK_CRAWL_TIMEOUT="5",
+        **extra,
+    )
+    return env
+
+
+def _run(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _site(copies: int, others: int = 0) -> dict[str, SitePage]:
+    """``copies`` pages each copying one of the three chapters (with a distinct header line), ``others`` pages of
+    unrelated generated text, and an index linking them all."""
+    pages: dict[str, SitePage] = {}
+    for n in range(copies):
+        chapter = CHAPTERS[n % 3]
+        pages[f"/c/{n}.html"] = chapter_page(f"第{n}页", [f"第{n}页 本站地址", *chapter.split("\n")])
+    for n in range(others):
+        pages[f"/o/{n}.html"] = chapter_page("杂记", [f"第{n}篇。" + "今天天气晴朗，我们去公园散步。" * (5 + n % 7)])
+    links = "".join(f'<a href="{path}">{path}</a> ' for path in pages)
+    pages["/"] = SitePage.html(f"<html><body>{links}</body></html>")
+    return pages
+
+
+def _counts(settings: Settings) -> tuple[int, int, int]:
+    """(pages, pages not compared, matches)."""
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            pages = session.scalar(select(func.count()).select_from(Page)) or 0
+            pending = session.scalar(select(func.count()).select_from(Page).where(Page.compared_at.is_(None))) or 0
+            matches = session.scalar(select(func.count()).select_from(Match)) or 0
+            return int(pages), int(pending), int(matches)
+    finally:
+        engine.dispose()
+
+
+def _job_status(settings: Settings) -> str:
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            return str(session.scalars(select(CrawlJob.status).order_by(CrawlJob.id.desc())).first())
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.redis
+def test_no_worker_on_the_queue_fails_fast_and_loses_nothing(sqlite_settings: Settings) -> None:
+    env = _env(sqlite_settings)
+    assert _run(env, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
+    queued = {**env, "FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_TASK_QUEUE": f"nobody-{uuid.uuid4().hex[:8]}",
+              "FPTRACK_NO_WORKER_SECONDS": "5"}  # fmt: skip
+    with serve_site(_site(3)) as base:
+        started = time.monotonic()
+        crawl = _run(queued, "crawl", base + "/", "--depth", "1", "--quiet", timeout=120)
+        took = time.monotonic() - started
+    assert crawl.returncode == 1, crawl.stdout + crawl.stderr
+    assert "no worker consumes the queue" in crawl.stderr and "fptrack worker" in crawl.stderr
+    assert "Traceback" not in crawl.stderr
+    assert took < 60
+    assert _job_status(sqlite_settings) == "failed"
+    pages, pending, matches = _counts(sqlite_settings)
+    assert (pages, pending, matches) == (4, 3, 0)  # stored, kept, not compared
+    # later, with tasks in-process (or a worker running), the sweep picks them up
+    maintained = _run(env, "maintain", "--older-than", "0")
+    assert maintained.returncode == 0, maintained.stderr
+    assert "3 page(s) not compared" in maintained.stdout
+    assert _counts(sqlite_settings) == (4, 0, 3)
+
+
+def test_an_unreachable_broker_fails_the_crawl_and_loses_nothing(sqlite_settings: Settings) -> None:
+    env = _env(sqlite_settings)
+    assert _run(env, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
+    port = closed_port_url().rsplit(":", 1)[1].strip("/")
+    broken = {**env, "FPTRACK_BROKER_URL": f"redis://127.0.0.1:{port}/0"}
+    with serve_site(_site(2)) as base:
+        crawl = _run(broken, "crawl", base + "/", "--depth", "1", "--quiet", timeout=240)
+    assert crawl.returncode == 1, crawl.stdout + crawl.stderr
+    assert "cannot hand pages to the workers" in crawl.stderr, crawl.stderr
+    assert "no copies of registered works found" not in crawl.stdout
+    assert _counts(sqlite_settings)[:2] == (3, 2)
+    assert _run(env, "maintain", "--older-than", "0").returncode == 0
+    assert _counts(sqlite_settings) == (3, 0, 2)
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
+    postgres_settings: Settings, tmp_path: Path
+) -> None:
+    env = _env(postgres_settings, FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"kill-{uuid.uuid4().hex[:8]}",
+               FPTRACK_STALL_SECONDS="8")  # fmt: skip
+    assert _run({**env, "FPTRACK_BROKER_URL": ""}, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
+
+    def start_worker(name: str) -> subprocess.Popen[bytes]:
+        log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
+        return subprocess.Popen(
+            [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+    first = start_worker("first")
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        with serve_site(_site(150, 30)) as base:
+            crawl = subprocess.Popen(
+                [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--depth", "1", "--max-pages", "300", "-q"],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and b"succeeded" not in (tmp_path / "first.log").read_bytes():
+                time.sleep(0.2)
+            assert b"succeeded" in (tmp_path / "first.log").read_bytes(), "the worker never finished a task"
+            os.killpg(first.pid, signal.SIGKILL)  # the whole worker: main process and its pool, mid-batch
+            first.wait(timeout=30)
+            second = start_worker("second")
+            out, err = crawl.communicate(timeout=400)
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=30)
+    assert crawl.returncode == 0, out + err
+    assert "150 page(s) copy registered works" in out, out + err
+    pages, pending, matches = _counts(postgres_settings)
+    assert (pages, pending, matches) == (181, 0, 150)
+
+
+def test_ctrl_c_records_an_interrupted_crawl_and_exits_non_zero(sqlite_settings: Settings) -> None:
+    env = _env(sqlite_settings)
+    assert _run(env, "init").returncode == 0
+    slow = {path: SitePage(page.body, delay=0.3) for path, page in _site(40).items()}
+    with serve_site(slow) as base:
+        crawl = subprocess.Popen(
+            [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--depth", "1", "-q"],
+            env={**env, "FPTRACK_CRAWL_CONCURRENCY": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(4)
+        crawl.send_signal(signal.SIGINT)
+        out, err = crawl.communicate(timeout=120)
+    assert crawl.returncode == 130, out + err
+    assert "interrupted" in err
+    assert _job_status(sqlite_settings) == "interrupted"
+
+
+def test_the_demo_never_touches_data_it_did_not_create(tmp_path: Path) -> None:
+    mine = tmp_path / "my-data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env["FPTRACK_DATA_DIR"] = str(mine)
+    assert _run(env, "init").returncode == 0
+    assert _run(env, "works", "add", str(DEMO_DATA / "alley.txt")).returncode == 0
+    before = {p.name: p.stat().st_size for p in mine.iterdir()}
+
+    refused = _run(env, "demo", "--dir", str(mine))
+    assert refused.returncode == 1 and "was not made by the demo" in refused.stderr
+    demo = _run(env, "demo", "--dir", str(tmp_path / "demo"), timeout=300)
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    again = _run(env, "demo", "--dir", str(tmp_path / "demo"), timeout=300)  # a demo folder is reset, not refused
+    assert again.returncode == 0, again.stderr
+
+    assert {p.name for p in mine.iterdir()} == set(before)
+    listed = _run(env, "works", "list")
+    assert "青石巷" in listed.stdout and "灯塔守望人" not in listed.stdout

@@ -1,0 +1,48 @@
+"""The site-template rule (pure): a function of the set of pages, never of their order."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compare.templates import SITE_MIN_TEXTS, site_template_codes
+
+TEMPLATE = list(range(1000, 1030))
+
+
+def _page(rng: np.random.Generator, own: int, *, template: bool) -> np.ndarray:
+    codes = rng.integers(10**6, 10**12, size=own)
+    return np.concatenate([codes, TEMPLATE]) if template else codes
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 12), st.integers(0, 8), st.permutations(range(20)))
+def test_the_template_does_not_depend_on_page_order(seed: int, with_template: int, mirrors: int, order: list[int]) -> None:
+    rng = np.random.default_rng(seed)
+    pages = {f"http://s/{n}": _page(rng, 100, template=n < with_template) for n in range(12)}
+    chapter = rng.integers(10**6, 10**12, size=150)
+    for n in range(mirrors):  # one chapter under several URLs, each with a little of its own
+        pages[f"http://s/m{n}"] = np.concatenate([chapter, rng.integers(10**6, 10**12, size=10)])
+    urls = list(pages)
+    shuffled = {urls[i]: pages[urls[i]] for i in order if i < len(urls)}
+    shuffled.update({u: pages[u] for u in urls if u not in shuffled})
+    found = site_template_codes(shuffled)
+    assert found == site_template_codes(pages)
+    assert found == (set(TEMPLATE) if with_template >= SITE_MIN_TEXTS else set())
+
+
+def test_a_chapter_under_many_urls_is_never_template() -> None:
+    rng = np.random.default_rng(1)
+    chapter = rng.integers(10**6, 10**12, size=300)
+    pages = {f"http://s/{kind}/1": np.concatenate([chapter, rng.integers(10**6, 10**12, size=20)])
+             for kind in ("www", "m", "print", "amp", "wap", "txt", "old", "bak")}  # fmt: skip
+    assert site_template_codes(pages) == set()
+
+
+def test_a_short_page_quoting_the_template_does_not_hide_it() -> None:
+    """A page that is mostly the template text is not a version of every page carrying the template."""
+    rng = np.random.default_rng(2)
+    pages = {f"http://s/{n}": _page(rng, 90, template=True) for n in range(7)}
+    pages["http://s/a-short-one"] = np.concatenate([TEMPLATE, rng.integers(10**6, 10**12, size=8)])
+    assert site_template_codes(pages) == set(TEMPLATE)
