@@ -40,7 +40,7 @@ def sites_of(session: Session, page_ids: Iterable[int]) -> list[int]:
     found: set[int] = set()
     for start in range(0, len(unique), CHUNK):
         found.update(
-            int(s)
+            int(s or 0)
             for s in session.scalars(
                 select(Page.site_id).where(Page.id.in_(unique[start : start + CHUNK]), Page.site_id.is_not(None))
             )

@@ -29,7 +29,7 @@ from compare.documents import WINNOW_CHARS, Document, analyse
 from compare.licensing import is_licensed, licensed_hosts
 from compare.scoring import Evidence, decide_with, evidence_of
 from compare.verify import align
-from storage.candidates import code_holders, count_shared, simhash_candidates
+from storage.candidates import code_holder_pairs, simhash_candidates
 from storage.fingerprints import CHUNK, FingerprintSet, Owner, is_postgres, write_fingerprints
 from storage.index import IndexLayout, to_signed64
 from storage.models import Chapter, Match, MatchStatus, Page, Work, utcnow
@@ -102,28 +102,89 @@ def chapter_document(text: str) -> Document:
 # ---------------------------------------------------------------------------------------------- candidates
 
 
+def _signed_codes(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
+    """The distinct codes of ``(code, position)`` pairs in the signed 64-bit range the store keeps, sorted."""
+    if not len(pairs):
+        return np.empty(0, dtype=np.int64)
+    try:
+        codes = np.fromiter((code for code, _ in pairs), dtype=np.uint64, count=len(pairs)).view(np.int64)
+    except OverflowError:  # already signed
+        codes = np.array([to_signed64(code) for code, _ in pairs], dtype=np.int64)
+    return np.unique(codes)
+
+
+@dataclass(frozen=True)
+class _CodeTable:
+    """The holders of a batch's codes of one kind: sorted distinct codes, and for code ``i`` the owners
+    ``owners[starts[i]:starts[i + 1]]``."""
+
+    codes: np.ndarray
+    starts: np.ndarray
+    owners: np.ndarray
+
+    @classmethod
+    def of_pairs(cls, pairs: np.ndarray) -> _CodeTable:
+        codes, starts = np.unique(pairs[:, 0], return_index=True)
+        return cls(codes, np.append(starts, len(pairs)), pairs[:, 1])
+
+    def hits(self, query: np.ndarray) -> np.ndarray:
+        """Indices (into ``codes``) of the query codes someone holds."""
+        if not len(self.codes) or not len(query):
+            return np.empty(0, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.codes, query), len(self.codes) - 1)
+        found: np.ndarray = at[self.codes[at] == query]
+        return found
+
+    def shared_per_owner(self, hits: np.ndarray) -> dict[int, int]:
+        """owner -> number of the hit codes it holds."""
+        if not len(hits):
+            return {}
+        lengths = self.starts[hits + 1] - self.starts[hits]
+        offsets = np.repeat(self.starts[hits] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+        owners, counts = np.unique(self.owners[offsets], return_counts=True)
+        return dict(zip(owners.tolist(), counts.tolist(), strict=True))
+
+    def held_by_at_least(self, hits: np.ndarray, minimum: int) -> set[int]:
+        """The hit codes held by at least ``minimum`` owners."""
+        lengths = self.starts[hits + 1] - self.starts[hits]
+        return set(self.codes[hits[lengths >= minimum]].tolist())
+
+
 @dataclass
 class _Holders:
-    """code -> owners holding it, per code kind, for one batch of documents (one query per kind)."""
+    """Who holds the codes of a batch of documents, per code kind (one query per kind for the whole batch)."""
 
-    by_kind: dict[str, dict[int, set[int]]]
+    tables: dict[str, _CodeTable]
+    signed: dict[int, dict[str, np.ndarray]]  # id(document) -> kind -> its distinct signed codes
 
     @classmethod
     def fetch(cls, session: Session, documents: Iterable[Document], *, owner: Owner) -> _Holders:
-        wanted: dict[str, set[int]] = defaultdict(set)
+        signed: dict[int, dict[str, np.ndarray]] = {}
+        wanted: dict[str, list[np.ndarray]] = defaultdict(list)
         for document in documents:
-            for kind, pairs in document.index_codes().items():
-                wanted[kind].update(to_signed64(code) for code, _ in pairs)
-        return cls({kind: code_holders(session, kind, codes, owner=owner) for kind, codes in wanted.items()})
+            codes = {kind: _signed_codes(pairs) for kind, pairs in document.index_codes().items()}
+            signed[id(document)] = codes
+            for kind, values in codes.items():
+                wanted[kind].append(values)
+        tables = {
+            kind: _CodeTable.of_pairs(
+                code_holder_pairs(session, kind, np.unique(np.concatenate(arrays)).tolist(), owner=owner)
+            )
+            for kind, arrays in wanted.items()
+        }
+        return cls(tables, signed)
 
-    def of(self, document: Document, kind: str) -> dict[int, set[int]]:
-        table = self.by_kind.get(kind, {})
-        found = {}
-        for code, _ in document.index_codes().get(kind, ()):
-            signed = to_signed64(code)
-            if signed in table:
-                found[signed] = table[signed]
-        return found
+    def shared_per_owner(self, document: Document, kind: str) -> dict[int, int]:
+        table = self.tables.get(kind)
+        if table is None:
+            return {}
+        return table.shared_per_owner(table.hits(self.signed[id(document)].get(kind, np.empty(0, np.int64))))
+
+    def common(self, document: Document, kind: str, minimum: int) -> set[int]:
+        table = self.tables.get(kind)
+        if table is None:
+            return set()
+        return table.held_by_at_least(table.hits(self.signed[id(document)].get(kind, np.empty(0, np.int64))), minimum)
 
 
 def _rank_candidates(
@@ -141,7 +202,7 @@ def _rank_candidates(
         found[hit.owner_id].add("simhash")
     votes: dict[int, int] = defaultdict(int)
     for kind in document.index_codes():
-        for owner_id, shared in count_shared(holders.of(document, kind)).items():
+        for owner_id, shared in holders.shared_per_owner(document, kind).items():
             if owner_id != exclude_id and shared >= MIN_SHARED[kind]:
                 found[owner_id].add(METHOD_NAMES[kind])
                 votes[owner_id] += shared
@@ -201,7 +262,7 @@ def _ignore_mask(document: Document, ignored_codes: Collection[int]) -> np.ndarr
 
 def _common_codes(document: Document, holders: _Holders) -> set[int]:
     """The document's winnowing hashes held by at least :data:`COMMON_MIN_CHAPTERS` registered chapters."""
-    return {code for code, owners in holders.of(document, _MASK_KIND).items() if len(owners) >= COMMON_MIN_CHAPTERS}
+    return holders.common(document, _MASK_KIND, COMMON_MIN_CHAPTERS)
 
 
 # ---------------------------------------------------------------------------------------------- verifying
@@ -270,7 +331,7 @@ def _compare_batch(
         for document in documents
     ]
     chapters = load_chapters(session, (c for found in candidates for c in found))
-    results = []
+    results: list[list[Verdict]] = []
     for number, (document, found) in enumerate(zip(documents, candidates, strict=True)):
         if not found:
             results.append([])
@@ -397,8 +458,8 @@ def record_matches(
     page_ids = [page_id for page_id, _ in pages]
     existing: dict[tuple[int, int], Match] = {}
     for start in range(0, len(page_ids), CHUNK):
-        for match in session.scalars(select(Match).where(Match.page_id.in_(page_ids[start : start + CHUNK]))):
-            existing[(match.page_id, match.chapter_id)] = match
+        for row in session.scalars(select(Match).where(Match.page_id.in_(page_ids[start : start + CHUNK]))):
+            existing[(row.page_id, row.chapter_id)] = row
     now = utcnow()
     licences: dict[int, list[str]] = {}
     outcomes = []
@@ -411,7 +472,7 @@ def record_matches(
             if verdict.work_id not in licences:
                 licences[verdict.work_id] = licensed_hosts(session, verdict.work_id)
             status = MatchStatus.LICENSED if is_licensed(url, licences[verdict.work_id]) else MatchStatus.FLAGGED
-            match = existing.pop((page_id, verdict.chapter_id), None)
+            match: Match | None = existing.pop((page_id, verdict.chapter_id), None)
             if match is None:
                 match = Match(
                     page_id=page_id,

@@ -18,6 +18,7 @@ Python loop); look-ups are a sort and a binary search.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -56,12 +57,27 @@ class Alignment:
         return self.page_covered / self.page_length if self.page_length else 0.0
 
 
-def _match_positions(page: np.ndarray, chapter: np.ndarray) -> np.ndarray:
-    """For each page k-gram, the position of the same k-gram in the chapter (first occurrence), or -1."""
-    if not len(page) or not len(chapter):
+@lru_cache(maxsize=1024)
+def _sorted_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(order, sorted hashes) of the k-grams of a chapter: a chapter is aligned with many pages, sorted once."""
+    hashes = char_shingle_hashes(text, k)
+    order = np.argsort(hashes, kind="stable")
+    return order, hashes[order]
+
+
+@lru_cache(maxsize=64)
+def _page_shingles(text: str, k: int) -> np.ndarray:
+    """The k-gram hashes of a page, kept while it is aligned with each of its candidate chapters."""
+    return char_shingle_hashes(text, k)
+
+
+def _match_positions(page: np.ndarray, chapter: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """For each page k-gram, the position of the same k-gram in the chapter (first occurrence), or -1.
+
+    ``chapter`` is ``(order, sorted hashes)`` as :func:`_sorted_shingles` returns it."""
+    order, sorted_hashes = chapter
+    if not len(page) or not len(sorted_hashes):
         return np.full(len(page), -1, dtype=np.int64)
-    order = np.argsort(chapter, kind="stable")
-    sorted_hashes = chapter[order]
     found = np.searchsorted(sorted_hashes, page)
     found_clipped = np.minimum(found, len(sorted_hashes) - 1)
     hit = sorted_hashes[found_clipped] == page
@@ -91,13 +107,13 @@ def align(
     # chapter position of each page character's k-gram start, from the best channel available
     targets = np.full(n_page, -1, dtype=np.int64)
     spans: list[tuple[np.ndarray, np.ndarray, int]] = []
-    char_pos = _match_positions(char_shingle_hashes(page_text, char_k), char_shingle_hashes(chapter_text, char_k))
+    char_pos = _match_positions(_page_shingles(page_text, char_k), _sorted_shingles(chapter_text, char_k))
     if ignore is not None and len(char_pos):
         char_pos[ignore[: len(char_pos)]] = -1
     spans.append((np.nonzero(char_pos >= 0)[0], char_pos[char_pos >= 0], char_k))
     if page_initials and chapter_initials:
         ini_pos = _match_positions(
-            char_shingle_hashes(page_initials, initials_k), char_shingle_hashes(chapter_initials, initials_k)
+            _page_shingles(page_initials, initials_k), _sorted_shingles(chapter_initials, initials_k)
         )
         if ignore is not None and len(ini_pos):
             ini_pos[ignore[: len(ini_pos)]] = -1

@@ -18,10 +18,12 @@ crawl, ``fptrack maintain`` or the workers' periodic sweep compares them.
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -115,19 +117,21 @@ def run_crawl_job(
     from crawler.runner import run_crawl
 
     tasks.configure(settings)
+    stop = _StopSignals()
     started = time.monotonic()
     job_id = _start_job(sessions, urls, depth, max_pages, site_id)
     outcome = CrawlOutcome(job_id=job_id)
     dispatcher = _Dispatcher(settings, tasks)
     store = PageStore(sessions, job_id=job_id, dispatch=dispatcher)
     try:
-        outcome.stats = run_crawl(
-            list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress
-        )
+        with stop:
+            outcome.stats = run_crawl(
+                list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress
+            )
         store.flush()
         outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
         outcome.pages_queued = store.counts.to_compare
-        if outcome.stats.interrupted:
+        if outcome.stats.interrupted or stop.received:
             outcome.status, outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
         elif not settings.tasks_in_process:
             if dispatcher.error:
@@ -159,6 +163,29 @@ def run_crawl_job(
     outcome.elapsed_seconds = time.monotonic() - started
     _finish_job(sessions, outcome, store)
     return outcome
+
+
+class _StopSignals:
+    """Remembers a Ctrl+C (or SIGTERM) that arrives before Scrapy installs its own handlers (which end the crawl
+    with the reason "shutdown"): such a crawl is interrupted too, never "finished" with the pages it did not get."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> Self:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.received = True
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
 
 
 def _start_job(

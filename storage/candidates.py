@@ -16,12 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from fingerprint.simhash import hamming
-from storage.fingerprints import CHUNK, Owner, is_postgres, owner_code, owner_column
+from storage.fingerprints import Owner, is_postgres, owner_code, owner_column
 from storage.index import IndexLayout, to_signed64, to_unsigned64
 from storage.models import CodeIndexRow, SimhashHotBucket
 
@@ -29,6 +30,7 @@ __all__ = [
     "HOT_BUCKET_CACHE_SECONDS",
     "SimhashHit",
     "code_candidates",
+    "code_holder_pairs",
     "code_holders",
     "count_shared",
     "forget_hot_buckets",
@@ -36,6 +38,7 @@ __all__ = [
 ]
 
 PG_ARRAY_CHUNK = 20_000  # codes per ``= ANY(:codes)`` statement on PostgreSQL
+SQLITE_IN_CHUNK = 20_000  # codes written into one ``IN (...)`` on SQLite
 
 
 @dataclass(frozen=True)
@@ -142,29 +145,52 @@ def simhash_candidates(
     return sorted((SimhashHit(o, d) for o, d in best.items()), key=lambda h: (h.distance, h.owner_id))
 
 
-def code_holders(session: Session, kind: str, codes: Iterable[int], *, owner: Owner) -> dict[int, set[int]]:
-    """For each of ``codes`` (of ``kind``) held by someone on the ``owner`` side, the owner ids holding it.
+def code_holder_pairs(session: Session, kind: str, codes: Iterable[int], *, owner: Owner) -> np.ndarray:
+    """The distinct ``(code, owner id)`` pairs of the ``owner`` side holding any of ``codes`` (of ``kind``), as an
+    ``(n, 2)`` int64 array sorted by code then owner.
 
-    Codes are taken as unsigned or signed 64-bit integers; the keys of the answer are signed. PostgreSQL gets one
-    array parameter per chunk, so the statement text (and its prepared plan) is the same every time.
+    Codes are taken as unsigned or signed 64-bit integers and answered signed. PostgreSQL gets one array parameter
+    per chunk, so the statement text (and its prepared plan) is the same every time; SQLite gets the integers
+    written into the statement (binding thousands of parameters costs more than the look-ups).
     """
-    unique = sorted({to_signed64(c) for c in codes})
-    holders: dict[int, set[int]] = {}
+    unique = sorted({to_signed64(int(c)) for c in codes})
     postgres = is_postgres(session)
-    chunk_size = PG_ARRAY_CHUNK if postgres else CHUNK
+    chunk_size = PG_ARRAY_CHUNK if postgres else SQLITE_IN_CHUNK
     side = owner_code(owner)
+    parts = []
     for start in range(0, len(unique), chunk_size):
         chunk = unique[start : start + chunk_size]
-        condition = (
-            CodeIndexRow.code == any_(bindparam("codes", chunk, type_=ARRAY(BigInteger)))
-            if postgres
-            else CodeIndexRow.code.in_(chunk)
-        )
-        statement = select(CodeIndexRow.code, CodeIndexRow.owner_id).where(
-            CodeIndexRow.kind == kind, CodeIndexRow.owner == side, condition
-        )
-        for code, owner_id in session.execute(statement):
-            holders.setdefault(int(code), set()).add(int(owner_id))
+        if postgres:
+            statement = select(CodeIndexRow.code, CodeIndexRow.owner_id).where(
+                CodeIndexRow.kind == kind,
+                CodeIndexRow.owner == side,
+                CodeIndexRow.code == any_(bindparam("codes", chunk, type_=ARRAY(BigInteger))),
+            )
+            rows = session.execute(statement).all()
+        else:
+            raw = session.connection().connection.driver_connection
+            rows = raw.execute(  # type: ignore[union-attr]
+                "SELECT code, owner_id FROM code_index WHERE kind = ? AND owner = ? "
+                f"AND code IN ({','.join(map(str, chunk))})",
+                (kind, side),
+            ).fetchall()
+        if rows:
+            parts.append(np.array(rows, dtype=np.int64).reshape(-1, 2))
+    if not parts:
+        return np.empty((0, 2), dtype=np.int64)
+    pairs = np.concatenate(parts)
+    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    keep = np.ones(len(pairs), dtype=bool)
+    keep[1:] = (pairs[1:] != pairs[:-1]).any(axis=1)  # one row per (code, owner): a code repeats within a vector
+    return pairs[keep]
+
+
+def code_holders(session: Session, kind: str, codes: Iterable[int], *, owner: Owner) -> dict[int, set[int]]:
+    """For each of ``codes`` (of ``kind``) held by someone on the ``owner`` side, the owner ids holding it (keys
+    signed)."""
+    holders: dict[int, set[int]] = {}
+    for code, owner_id in code_holder_pairs(session, kind, codes, owner=owner).tolist():
+        holders.setdefault(code, set()).add(owner_id)
     return holders
 
 

@@ -166,7 +166,14 @@ def _code_array(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
     if isinstance(pairs, np.ndarray):
         array = pairs.astype(np.uint64).view(np.int64) if pairs.dtype == np.uint64 else pairs
         return array.astype(np.int64, copy=False).reshape(-1, 2)
-    return np.array([(to_signed64(c), p) for c, p in pairs], dtype=np.int64).reshape(-1, 2)
+    if not len(pairs):
+        return np.empty((0, 2), dtype=np.int64)
+    positions = np.fromiter((p for _, p in pairs), dtype=np.int64, count=len(pairs))
+    try:
+        codes = np.fromiter((c for c, _ in pairs), dtype=np.uint64, count=len(pairs)).view(np.int64)
+    except OverflowError:  # signed codes
+        codes = np.array([to_signed64(c) for c, _ in pairs], dtype=np.int64)
+    return np.column_stack((codes, positions))
 
 
 def _copy_code_rows(connection: Connection, batches: list[tuple[int, str, np.ndarray, int]], side: int) -> None:

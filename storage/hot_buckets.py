@@ -155,7 +155,7 @@ def file_in_hot_buckets(session: Session, layout: IndexLayout, rows: list[tuple[
     )
     if not hot:
         return
-    entries = []
+    entries: list[dict[str, int | str]] = []
     for fingerprint_id, value in rows:
         for t, key in layout.keys(value):
             if (t, key) in hot:

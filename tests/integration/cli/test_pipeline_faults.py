@@ -179,7 +179,9 @@ def test_ctrl_c_records_an_interrupted_crawl_and_exits_non_zero(sqlite_settings:
             [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--depth", "1", "-q"],
             env={**env, "FPTRACK_CRAWL_CONCURRENCY": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        time.sleep(4)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(base.requests) < 3:
+            time.sleep(0.1)
         crawl.send_signal(signal.SIGINT)
         out, err = crawl.communicate(timeout=120)
     assert crawl.returncode == 130, out + err
