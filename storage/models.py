@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     CheckConstraint,
     DateTime,
     Float,
@@ -41,12 +42,14 @@ from storage.index import DEFAULT_LAYOUT, IndexLayout
 __all__ = [
     "CRAWL_JOB_STATUSES",
     "REVIEW_DECISIONS",
+    "USER_ROLES",
     "Base",
     "Chapter",
     "CodeIndexRow",
     "CorpusStatistics",
     "CrawlJob",
     "Fingerprint",
+    "LoginFailure",
     "Match",
     "Page",
     "ReviewDecision",
@@ -54,6 +57,7 @@ __all__ = [
     "SimhashHotRow",
     "SimhashIndexRow",
     "Site",
+    "User",
     "Work",
     "simhash_index_ddl",
     "simhash_index_names",
@@ -62,6 +66,8 @@ __all__ = [
 
 CRAWL_JOB_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
 REVIEW_DECISIONS = ("flagged", "confirmed", "dismissed", "licensed")
+# Ordered from least to most privileged: each role can do what the ones before it can.
+USER_ROLES = ("viewer", "reviewer", "admin")
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -368,3 +374,37 @@ class ReviewDecision(Base):
     decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     match: Mapped[Match] = relationship()
+
+
+class User(Base):
+    """An account of the admin. ``password_hash`` is a salted scrypt hash (``werkzeug.security``), never the
+    password; ``username`` is stored lower-case (see ``admin.accounts``)."""
+
+    __tablename__ = "users"
+    __table_args__ = (
+        CheckConstraint("role IN (" + ", ".join(f"'{r}'" for r in USER_ROLES) + ")", name="known_role"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    username: Mapped[str] = mapped_column(String(150), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(20), default="viewer")
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_login_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class LoginFailure(Base):
+    """One failed login, counted per username and per client address to rate-limit guessing; rows older than
+    the window are pruned as new ones arrive."""
+
+    __tablename__ = "login_failures"
+    __table_args__ = (
+        Index("ix_login_failures_username_failed_at", "username", "failed_at"),
+        Index("ix_login_failures_client_failed_at", "client", "failed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    username: Mapped[str] = mapped_column(String(150))
+    client: Mapped[str] = mapped_column(String(64))
+    failed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
