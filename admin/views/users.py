@@ -21,7 +21,7 @@ blueprint = Blueprint("users", __name__, url_prefix="/users")
 
 class NewUserForm(FlaskForm):
     username = StringField("Username", validators=[DataRequired(), Length(max=150)])
-    role = SelectField("Role", choices=[(role, role) for role in ROLES], default="viewer")
+    role = SelectField("Role", choices=list(ROLES), default="viewer")
     password = PasswordField("Password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)])
 
 
