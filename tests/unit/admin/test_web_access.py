@@ -316,7 +316,7 @@ def test_wrong_password_and_unknown_user_look_the_same(app: Flask, accounts: dic
 def test_login_attempts_are_limited_per_username(app: Flask, accounts: dict[str, int]) -> None:
     client = app.test_client()
     for number in range(MAX_FAILURES_PER_USERNAME):
-        assert _attempt(client, "rita", "guess number %d" % number, f"198.51.100.{number}").status_code == 401
+        assert _attempt(client, "rita", f"guess number {number}", f"198.51.100.{number}").status_code == 401
     # from a fresh address, even the right password is refused until the window has passed
     refused = _attempt(client, "rita", PASSWORD, "203.0.113.9")
     assert refused.status_code == 429
