@@ -570,3 +570,18 @@ def test_create_app_reads_the_environment_when_called(tmp_path, monkeypatch: pyt
         assert (tmp_path / "from-env" / SECRET_KEY_FILE).exists()
     finally:
         app.extensions["fptrack"].engine.dispose()
+
+
+def test_processes_starting_together_agree_on_one_secret_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import multiprocessing
+
+    from admin.web import ensure_secret_key
+
+    data_dir = tmp_path / "shared"
+    with multiprocessing.get_context("fork").Pool(6) as pool:
+        keys = pool.map(ensure_secret_key, [data_dir] * 24)
+    assert len(set(keys)) == 1 and len(keys[0]) == 32
+    assert sorted(p.name for p in data_dir.iterdir()) == [SECRET_KEY_FILE]  # no temporary file left behind
+    (data_dir / SECRET_KEY_FILE).write_text("not hex", encoding="ascii")
+    replaced = ensure_secret_key(data_dir)
+    assert replaced != keys[0] and ensure_secret_key(data_dir) == replaced
