@@ -119,6 +119,7 @@ def test_skeleton_database_upgrades_without_data_loss(empty_settings: Settings) 
 
 
 @pytest.mark.filterwarnings("ignore:autogenerate skipping metadata-specified expression-based index")
+@pytest.mark.filterwarnings("ignore:Skipped unsupported reflection of expression-based index")
 def test_accounts_migration_matches_the_models_and_downgrades(empty_settings: Settings) -> None:
     """Revision 0004 adds ``users`` (role checked by the database) and ``login_failures``, exactly as the
     models declare them, and goes away cleanly on downgrade."""
