@@ -567,20 +567,63 @@ def maintain(context: Context, older_than: int) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
-@click.option("--debug", is_flag=True, help="Flask debug mode (never in production).")
+@click.option("--debug", is_flag=True, help="Flask debug mode with the Werkzeug debugger: loopback hosts only.")
+@click.option("--production", is_flag=True, help="Serve with gunicorn (several worker processes).")
+@click.option("--workers", type=click.IntRange(1, 64), help="gunicorn workers with --production (default: 2 per core + 1).")
 @pass_context
 @friendly_errors
-def serve(context: Context, host: str, port: int, debug: bool) -> None:
+def serve(context: Context, host: str, port: int, debug: bool, production: bool, workers: int | None) -> None:
     """Run the admin web app.
 
-    Dashboard, works, and the review of matches with their evidence. For production use a WSGI server:
-    gunicorn 'admin.web:create_app()' behind a proxy that authenticates."""
+    Dashboard, works, and the review of matches with their evidence, for logged-in accounts (create the first
+    with `fptrack users add NAME --role admin`). Without --production: Werkzeug's development server. With
+    --production: gunicorn, to put behind a reverse proxy that terminates TLS."""
+    from storage.settings import is_loopback_host
+
+    if debug and production:
+        raise click.UsageError("--debug is for the development server, not --production")
+    if workers is not None and not production:
+        raise click.UsageError("--workers applies to --production")
+    if debug and not is_loopback_host(host):
+        raise CliError(
+            f"--debug runs the Werkzeug debugger, which executes code sent by the browser: refused on {host}; "
+            "use --host 127.0.0.1"
+        )
+    context.sessions()  # a clear error now rather than on the first request
+    _serve_warnings(context, host, debug=debug, production=production)
+    if production:
+        from admin.production import bind_address, default_workers, run_production
+
+        count = workers or default_workers()
+        click.echo(f"admin on http://{bind_address(host, port)}/ with gunicorn, {count} worker(s) (Ctrl+C to stop)")
+        run_production(context.settings, host, port, count)
+        return
     from admin.web import create_app
 
-    context.sessions()  # a clear error now rather than on the first request
     app = create_app(context.settings)
     click.echo(f"admin on http://{host}:{port}/ (Ctrl+C to stop)")
     app.run(host=host, port=port, debug=debug, use_reloader=False)
+
+
+def _serve_warnings(context: Context, host: str, *, debug: bool, production: bool) -> None:
+    from storage.models import User
+    from storage.settings import is_loopback_host
+
+    def warn(message: str) -> None:
+        click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
+
+    settings = context.settings
+    if debug:
+        warn("debug mode: the Werkzeug debugger runs code typed into the browser; never leave it running")
+    if not production and not is_loopback_host(host):
+        warn(f"the development server is listening on {host}; use --production behind a TLS proxy")
+    if not is_loopback_host(host) and all(is_loopback_host(h) for h in settings.admin_hosts):
+        warn("FPTRACK_ADMIN_HOSTS names only loopback hosts: requests for any other host name are refused")
+    if settings.admin_cookies_secure and not production:
+        warn("session cookies are Secure (HTTPS only): logging in over plain http will not stick")
+    with context.session() as session:
+        if session.scalar(select(User.id).limit(1)) is None:
+            warn("no accounts yet: create the first admin with `fptrack users add NAME --role admin`")
 
 
 @main.command()
@@ -629,6 +672,12 @@ def demo(context: Context, demo_dir: Path, port: int, keep_serving: bool) -> Non
 
     run_demo(context.settings, data_dir=demo_dir, port=port, keep_serving=keep_serving)
 
+
+# Accounts and reviews live in their own module (admin/cli_users.py).
+from admin.cli_users import review, users
+
+main.add_command(users)
+main.add_command(review)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

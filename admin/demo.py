@@ -224,7 +224,8 @@ def run_demo(settings: Settings, *, data_dir: Path, port: int = 0, keep_serving:
         fptrack("check", f"{base_url}/news/1.html")
         click.echo(
             "\nReview the evidence in the admin web app:\n"
-            f"  fptrack --data-dir {data_dir} serve    then open http://127.0.0.1:5000/\n"
+            f"  fptrack --data-dir {data_dir} users add admin --role admin    once: choose a password\n"
+            f"  fptrack --data-dir {data_dir} serve    then open http://127.0.0.1:5000/ and log in\n"
             f"Machine-readable matches: fptrack --data-dir {data_dir} matches --format json"
         )
         if keep_serving:

@@ -3,11 +3,14 @@
 Pages (server-rendered, no JavaScript): the dashboard ``/``, ``/works``, ``/works/<id>``, ``/matches`` and
 the evidence view ``/matches/<id>`` with the reviewer's confirm/dismiss buttons; the JSON API under ``/api``.
 
+Every page needs a logged-in account with a role (``admin.security``: host, origin, login, role, CSRF);
+``/login``, ``/static`` and ``/healthz`` are the only public routes.
+
 Everything shown comes from crawled pages, i.e. from strangers: it is treated as hostile. Jinja autoescapes
 every value (nothing crawled is ever marked safe), highlighted passages are built by splitting text rather
 than inserting markup, only ``http(s)`` URLs become links, and a strict Content-Security-Policy forbids any
-script at all, so even a slip in escaping would not run code. State changes are POSTs with a per-session
-CSRF token.
+script at all, so even a slip in escaping would not run code. State changes are POSTs with Flask-WTF's CSRF
+token.
 
 The session cookie is signed with a key kept in ``<data dir>/admin-secret.key`` (created on first start,
 mode 0600), so every worker of one deployment and every restart agree on it.
@@ -23,23 +26,20 @@ from pathlib import Path
 
 from flask import Flask, Response, render_template, request
 from flask.typing import ResponseReturnValue
+from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import IntegerConverter, Map
 
+from admin.security import install_access_policy, install_security
 from admin.views import BLUEPRINTS
-from admin.views.context import (
-    CSRF_FIELD,
-    AdminState,
-    admin_state,
-    close_db_session,
-    csrf_token,
-    verify_csrf,
-)
+from admin.views.context import AdminState, admin_state, close_db_session
 from admin.views.evidence import is_web_url
+from admin.views.queries import MAX_ID
 from storage.db import DatabaseUnavailable, SchemaOutOfDate, check_schema, create_engine_for, session_factory
 from storage.settings import Settings
 
-__all__ = ["CONTENT_SECURITY_POLICY", "SECRET_KEY_FILE", "create_app"]
+__all__ = ["CONTENT_SECURITY_POLICY", "SECRET_KEY_FILE", "create_app", "ensure_secret_key"]
 
 log = logging.getLogger(__name__)
 
@@ -55,23 +55,27 @@ _SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    # Following a link to a pirate site must not tell it where the reviewer came from.
-    "Referrer-Policy": "no-referrer",
+    # Following a link to a pirate site must not tell it where the reviewer came from; our own forms keep
+    # their Origin (with no-referrer, browsers send "Origin: null" on POSTs).
+    "Referrer-Policy": "same-origin",
     "Cross-Origin-Opener-Policy": "same-origin",
 }
+
+
+class DatabaseIdConverter(IntegerConverter):
+    """``<int:...>`` in our routes: at most a signed 64-bit value, so a huge id is a 404 rather than an
+    OverflowError in the database driver."""
+
+    def __init__(self, map: Map, fixed_digits: int = 0, min: int | None = 1, max: int | None = MAX_ID) -> None:
+        super().__init__(map, fixed_digits=fixed_digits, min=min, max=max)
 
 
 def create_app(settings: Settings | None = None) -> Flask:
     """Build the admin app: one engine for the app's lifetime, one session per request."""
     settings = settings or Settings.from_env()
     app = Flask(__name__, template_folder="templates", static_folder="static")
-    app.config.update(
-        SECRET_KEY=_secret_key(settings.data_dir),
-        SESSION_COOKIE_NAME="fptrack_admin",
-        SESSION_COOKIE_HTTPONLY=True,
-        SESSION_COOKIE_SAMESITE="Lax",
-        MAX_CONTENT_LENGTH=64 * 1024,
-    )
+    app.url_map.converters["int"] = DatabaseIdConverter
+    app.config.update(SECRET_KEY=ensure_secret_key(settings.data_dir), MAX_CONTENT_LENGTH=64 * 1024)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
     app.jinja_env.autoescape = True
@@ -82,10 +86,14 @@ def create_app(settings: Settings | None = None) -> Flask:
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
 
+    # Order matters: host and origin first, then the database, then login and role, then the CSRF token.
+    install_security(app, settings)
     app.before_request(_require_schema)
-    app.before_request(verify_csrf)
+    install_access_policy(app)
+    CSRFProtect(app)
     app.after_request(_security_headers)
     app.teardown_appcontext(close_db_session)
+    app.register_error_handler(CSRFError, _csrf_error)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(SchemaOutOfDate, _database_not_ready)
     app.register_error_handler(DatabaseUnavailable, _database_not_ready)
@@ -93,38 +101,47 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     app.jinja_env.tests["web_url"] = is_web_url
     app.jinja_env.filters["when"] = _format_time
-    app.jinja_env.globals["csrf_field"] = CSRF_FIELD
-
-    @app.context_processor
-    def _template_globals() -> dict[str, object]:
-        return {"csrf_token": csrf_token}
-
     return app
 
 
-def _secret_key(data_dir: Path) -> bytes:
+def ensure_secret_key(data_dir: Path) -> bytes:
     """Read the key from the data folder, creating it (0600) on first start; if the folder is read-only, fall
-    back to a per-process key (forms then expire when the process restarts)."""
+    back to a per-process key (sessions then end when the process restarts).
+
+    Creation is atomic (written aside, then hard-linked into place, which fails if another process won the
+    race), so gunicorn workers starting together agree on one key.
+    """
     path = data_dir / SECRET_KEY_FILE
-    try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
-    except FileNotFoundError:
-        pass
-    except ValueError:
-        log.warning("%s is not a hex key; replacing it", path)
-    key = secrets.token_bytes(32)
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
-            handle.write(key.hex())
-    except OSError as error:
-        log.warning("cannot keep the admin secret key in %s (%s); using a per-process key", path, error)
-    return key
+    for _attempt in range(3):
+        try:
+            return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        except FileNotFoundError:
+            pass
+        except ValueError:
+            log.warning("%s is not a hex key; replacing it", path)
+            path.unlink(missing_ok=True)
+        key = secrets.token_bytes(32)
+        aside = data_dir / f".{SECRET_KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+                handle.write(key.hex())
+            try:
+                os.link(aside, path)
+            except FileExistsError:
+                continue  # another process created it first: read theirs
+            return key
+        except OSError as error:
+            log.warning("cannot keep the admin secret key in %s (%s); using a per-process key", path, error)
+            return key
+        finally:
+            aside.unlink(missing_ok=True)
+    raise RuntimeError(f"cannot read or create the admin secret key {path}")
 
 
 def _require_schema() -> None:
-    if request.endpoint == "static":
+    if request.endpoint in ("static", "health.healthz"):
         return
     state = admin_state()
     if not state.schema_ready:
@@ -151,18 +168,28 @@ def _http_error(error: HTTPException) -> ResponseReturnValue:
     return render_template("error.html", code=code, name=error.name, description=error.description), code
 
 
+def _csrf_error(error: CSRFError) -> ResponseReturnValue:
+    error.description = "The form's security token is missing or has expired. Reload the page and try again."
+    return _http_error(error)
+
+
 def _database_not_ready(error: Exception) -> ResponseReturnValue:
-    message = str(error)
+    """503. An uninitialised schema says to run ``fptrack init``; an unreachable database says only that
+    it is unavailable: its user, host, port and name go to the log, never to the page."""
+    initialise = isinstance(error, SchemaOutOfDate)
+    if initialise:
+        message = str(error)
+    else:
+        log.warning("database unavailable during %s %s: %s", request.method, request.path, error)
+        message = "database unavailable"
     if _wants_json():
         return {"error": message}, 503
-    initialise = isinstance(error, SchemaOutOfDate)
     return render_template("not_ready.html", message=message, initialise=initialise), 503
 
 
 def _database_lost(error: OperationalError) -> ResponseReturnValue:
-    log.warning("database error during %s %s: %s", request.method, request.path, error)
     admin_state().schema_ready = False
-    return _database_not_ready(DatabaseUnavailable("the database stopped answering; is it running?"))
+    return _database_not_ready(DatabaseUnavailable(f"the database stopped answering: {error}"))
 
 
 def _format_time(value: datetime | None) -> str:

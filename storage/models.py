@@ -45,6 +45,7 @@ __all__ = [
     "CODE_OWNER_PAGE",
     "CRAWL_JOB_STATUSES",
     "REVIEW_DECISIONS",
+    "USER_ROLES",
     "Base",
     "Chapter",
     "CodeIndexRow",
@@ -53,6 +54,7 @@ __all__ = [
     "CrawlJobStatus",
     "Fingerprint",
     "LicensedSite",
+    "LoginFailure",
     "Match",
     "MatchStatus",
     "Page",
@@ -61,6 +63,7 @@ __all__ = [
     "SimhashHotRow",
     "SimhashIndexRow",
     "Site",
+    "User",
     "Work",
     "simhash_index_ddl",
     "simhash_index_names",
@@ -99,6 +102,8 @@ REVIEW_DECISIONS = tuple(s.value for s in MatchStatus)
 # code_index.owner: which side of the comparison a code belongs to
 CODE_OWNER_CHAPTER = 0
 CODE_OWNER_PAGE = 1
+# Ordered from least to most privileged: each role can do what the ones before it can.
+USER_ROLES = ("viewer", "reviewer", "admin")
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -441,3 +446,37 @@ class LicensedSite(Base):
     work_id: Mapped[int] = mapped_column(ForeignKey("works.id", ondelete="CASCADE"), index=True)
     site: Mapped[str] = mapped_column(String(300))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class User(Base):
+    """An account of the admin. ``password_hash`` is a salted scrypt hash (``werkzeug.security``), never the
+    password; ``username`` is stored lower-case (see ``admin.accounts``)."""
+
+    __tablename__ = "users"
+    __table_args__ = (
+        CheckConstraint("role IN (" + ", ".join(f"'{r}'" for r in USER_ROLES) + ")", name="known_role"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    username: Mapped[str] = mapped_column(String(150), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(20), default="viewer")
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_login_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class LoginFailure(Base):
+    """One failed login, counted per username and per client address to rate-limit guessing; rows older than
+    the window are pruned as new ones arrive."""
+
+    __tablename__ = "login_failures"
+    __table_args__ = (
+        Index("ix_login_failures_username_failed_at", "username", "failed_at"),
+        Index("ix_login_failures_client_failed_at", "client", "failed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    username: Mapped[str] = mapped_column(String(150))
+    client: Mapped[str] = mapped_column(String(64))
+    failed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -24,10 +24,15 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_CRAWL_MAX_BYTES`` | ``10485760`` | response bodies larger than this are abandoned (reported as failures) |
 | ``FPTRACK_CRAWL_OBEY_ROBOTS`` | ``false`` | ``true`` makes crawls obey robots.txt |
 | ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
+| ``FPTRACK_ADMIN_HOSTS`` | ``localhost,127.0.0.1,::1`` | host names the admin answers to (``Host`` header, and ``Origin``/``Referer`` of every POST) |
+| ``FPTRACK_ADMIN_SECURE_COOKIES`` | auto | ``true``: the session cookie is ``Secure`` (HTTPS only); auto = true unless every admin host is loopback |
+| ``FPTRACK_ADMIN_TRUSTED_PROXIES`` | unset | addresses or networks (``10.0.0.0/8``) of the reverse proxies in front of the admin |
+| ``FPTRACK_ADMIN_TRUSTED_USER_HEADER`` | unset | a header (e.g. ``X-Forwarded-User``) naming the logged-in account, believed only from a trusted proxy |
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -36,9 +41,10 @@ from pathlib import Path
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-__all__ = ["ConfigurationError", "Settings"]
+__all__ = ["LOOPBACK_HOSTS", "ConfigurationError", "Settings", "is_loopback_host"]
 
 _SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 class ConfigurationError(ValueError):
@@ -92,6 +98,10 @@ class Settings:
     crawl_max_body_bytes: int = 10 * 1024 * 1024
     crawl_obey_robots: bool = False
     user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
+    admin_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    admin_secure_cookies: bool | None = None
+    admin_trusted_proxies: tuple[str, ...] = ()
+    admin_trusted_user_header: str | None = None
 
     def __post_init__(self) -> None:
         if not self.database_url:
@@ -101,10 +111,35 @@ class Settings:
             raise ConfigurationError(
                 f"FPTRACK_SIMHASH_BLOCKS={self.simhash_blocks} must be larger than FPTRACK_SIMHASH_K={self.simhash_k}"
             )
+        hosts = tuple(host.strip().lower().strip("[]") for host in self.admin_hosts if host.strip())
+        if not hosts:
+            raise ConfigurationError("FPTRACK_ADMIN_HOSTS names no host; e.g. admin.example.org,localhost")
+        object.__setattr__(self, "admin_hosts", hosts)
+        for proxy in self.admin_trusted_proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ConfigurationError(
+                    f"FPTRACK_ADMIN_TRUSTED_PROXIES: {proxy!r} is not an IP address or network (e.g. 10.0.0.5, "
+                    "10.0.0.0/8)"
+                ) from None
+        if self.admin_trusted_user_header and not self.admin_trusted_proxies:
+            raise ConfigurationError(
+                f"FPTRACK_ADMIN_TRUSTED_USER_HEADER={self.admin_trusted_user_header!r} needs "
+                "FPTRACK_ADMIN_TRUSTED_PROXIES: the header is believed only from those addresses"
+            )
 
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+    @property
+    def admin_cookies_secure(self) -> bool:
+        """Whether the admin's session cookie is ``Secure``: as configured, else on unless the admin only
+        answers to loopback names (a laptop over plain http)."""
+        if self.admin_secure_cookies is not None:
+            return self.admin_secure_cookies
+        return not all(is_loopback_host(host) for host in self.admin_hosts)
 
     @property
     def tasks_in_process(self) -> bool:
@@ -138,7 +173,32 @@ class Settings:
             crawl_max_body_bytes=_int(env, "FPTRACK_CRAWL_MAX_BYTES", 10 * 1024 * 1024),
             crawl_obey_robots=_bool(env, "FPTRACK_CRAWL_OBEY_ROBOTS", False),
             user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
+            admin_hosts=_list(env, "FPTRACK_ADMIN_HOSTS") or LOOPBACK_HOSTS,
+            admin_secure_cookies=_optional_bool(env, "FPTRACK_ADMIN_SECURE_COOKIES"),
+            admin_trusted_proxies=_list(env, "FPTRACK_ADMIN_TRUSTED_PROXIES"),
+            admin_trusted_user_header=(env.get("FPTRACK_ADMIN_TRUSTED_USER_HEADER") or "").strip() or None,
         )
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    host = host.strip().lower().strip("[]")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in (env.get(name) or "").split(",") if item.strip())
+
+
+def _optional_bool(env: Mapping[str, str], name: str) -> bool | None:
+    if (env.get(name) or "").strip().lower() in ("", "auto"):
+        return None
+    return _bool(env, name, False)
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

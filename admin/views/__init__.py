@@ -1,7 +1,16 @@
-"""The admin's blueprints: dashboard, works, matches, crawls (HTML) and the JSON API."""
+"""The admin's blueprints: login, health, dashboard, works, matches, crawls, users (HTML) and the JSON API."""
 
-from admin.views import api, crawls, dashboard, matches, works
+from admin.views import api, auth, crawls, dashboard, health, matches, users, works
 
 __all__ = ["BLUEPRINTS"]
 
-BLUEPRINTS = (dashboard.blueprint, works.blueprint, matches.blueprint, crawls.blueprint, api.blueprint)
+BLUEPRINTS = (
+    auth.blueprint,
+    health.blueprint,
+    dashboard.blueprint,
+    works.blueprint,
+    matches.blueprint,
+    crawls.blueprint,
+    users.blueprint,
+    api.blueprint,
+)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
 from sqlalchemy.orm import joinedload
 from werkzeug.wrappers import Response
 
+from admin.review import record_decision
+from admin.security import requires_role
 from admin.views.context import db_session
 from admin.views.evidence import chapter_ranges, evidence_spans, highlight_segments, page_ranges
 from admin.views.queries import (
@@ -16,7 +19,7 @@ from admin.views.queries import (
     positive_int_arg,
     work_choices,
 )
-from storage.models import Match, ReviewDecision
+from storage.models import Match
 
 __all__ = ["PER_PAGE", "blueprint"]
 
@@ -77,20 +80,22 @@ def detail(match_id: int) -> str:
 
 
 @blueprint.post("/<int:match_id>/status")
+@requires_role("reviewer")
 def set_status(match_id: int) -> Response:
-    # The CSRF token was checked before this view ran (see admin.web).
-    status = request.form.get("status", "")
-    if status not in REVIEW_STATUSES:
-        abort(
-            400, description=f"A reviewer can set the status to {', '.join(REVIEW_STATUSES)}, not {status!r}."
-        )
-    match = _load_match(match_id)
+    # Host, Origin, login, role and the CSRF token were checked before this view ran (see admin.security).
     session = db_session()
-    if match.status != status:
-        match.status = status
-        # The proxy in front of the admin authenticates; it names the reviewer in a header.
-        reviewer = request.headers.get("X-Forwarded-User") or request.remote_user or ""
-        session.add(ReviewDecision(match_id=match.id, decision=status, reviewer=reviewer[:200]))
-        session.commit()
-    flash(f"Match {match_id} is now {status}.")
+    try:
+        decision = record_decision(
+            session,
+            match_id,
+            request.form.get("status", ""),
+            reviewer=current_user.username,
+            note=request.form.get("note", ""),
+        )
+    except LookupError:
+        abort(404, description=f"There is no match with id {match_id}.")
+    except ValueError as error:
+        abort(400, description=str(error)[:1].upper() + str(error)[1:] + ".")
+    session.commit()
+    flash(f"Match {match_id} is now {decision.status}.")
     return redirect(url_for("matches.detail", match_id=match_id), code=303)

@@ -14,10 +14,13 @@ from math import ceil
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, joinedload
 
+from admin.review import REVIEW_STATUSES
 from storage.models import Chapter, Match, Page, Work
 
 __all__ = [
     "MATCH_STATUSES",
+    "MAX_ID",
+    "MAX_PAGE_NUMBER",
     "REVIEW_STATUSES",
     "ChapterRow",
     "HostCount",
@@ -35,8 +38,10 @@ __all__ = [
 ]
 
 MATCH_STATUSES = ("flagged", "licensed", "confirmed", "dismissed")
-# What a reviewer may set by hand; ``licensed`` comes from a work's allowlist, not from a click.
-REVIEW_STATUSES = ("confirmed", "dismissed", "flagged")
+# Largest id a database column holds (signed 64-bit) and largest page number a listing accepts: anything
+# bigger is a 400 (or a 404 for an id in a path), never an OverflowError deep in a driver.
+MAX_ID = 2**63 - 1
+MAX_PAGE_NUMBER = 2**31 - 1
 TOP_HOSTS = 10
 
 
@@ -191,7 +196,9 @@ def match_filter_from_args(args: Mapping[str, str]) -> MatchFilter:
         try:
             work_id = int(raw_work)
         except ValueError:
-            raise ValueError(f"work must be a work id (an integer), got {raw_work!r}") from None
+            raise ValueError(f"work must be a work id (an integer), got {raw_work[:40]!r}") from None
+        if not 1 <= work_id <= MAX_ID:
+            raise ValueError(f"work must be a work id between 1 and {MAX_ID}")
     return MatchFilter(status=status, work_id=work_id)
 
 
@@ -203,9 +210,11 @@ def positive_int_arg(args: Mapping[str, str], name: str, default: int, maximum: 
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a positive integer, got {raw!r}") from None
+        raise ValueError(f"{name} must be a positive integer, got {raw[:40]!r}") from None
     if value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value}")
+    if maximum is None and value > MAX_PAGE_NUMBER:
+        raise ValueError(f"{name} must be at most {MAX_PAGE_NUMBER}")
     return min(value, maximum) if maximum is not None else value
 
 

@@ -1,6 +1,6 @@
 """The admin in a real browser: Debian's Chromium driven by Playwright against the app on 127.0.0.1.
 
-A reviewer opens the dashboard, goes to a match, sees the copied passages highlighted on both sides, and
+A reviewer logs in (an account created through the account service), opens the dashboard, goes to a match, sees the copied passages highlighted on both sides, and
 confirms it; the hostile markup in the crawled page never runs. Playwright never downloads a browser here: it
 launches ``/usr/bin/chromium`` through ``executable_path``.
 """
@@ -18,8 +18,9 @@ from werkzeug.serving import make_server
 
 from admin.web import create_app
 from storage.db import create_engine_for
-from storage.models import Chapter, Match, Page, Work
+from storage.models import Chapter, Match, Page, ReviewDecision, Work
 from storage.settings import Settings
+from tests.support.accounts import PASSWORD, add_account
 
 pytestmark = pytest.mark.browser
 
@@ -89,6 +90,7 @@ def _seed(settings: Settings) -> int:
 @pytest.fixture
 def served_admin(sqlite_settings: Settings) -> Iterator[tuple[str, Settings, int]]:
     match_id = _seed(sqlite_settings)
+    add_account(sqlite_settings, "rita", "reviewer")
     app = create_app(sqlite_settings)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -125,6 +127,17 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
             )
 
             page.goto(base_url + "/")
+            # Without a session every page leads to the login form, which brings the reviewer back.
+            expect(page).to_have_url(base_url + "/login?next=/")
+            page.get_by_label("Username").fill("rita")
+            page.get_by_label("Password").fill("not the password")
+            page.get_by_role("button", name="Log in").click()
+            expect(page.locator("#login-error")).to_have_text("Wrong username or password.")
+            page.get_by_label("Username").fill("rita")
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Log in").click()
+            expect(page).to_have_url(base_url + "/")
+            expect(page.locator("#current-user")).to_have_text("rita")
             expect(page.locator("#count-matches")).to_have_text("1")
             expect(page.locator("#status-flagged")).to_have_text("1")
 
@@ -148,6 +161,7 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
             page.locator("#page-text mark a").nth(1).click()
             expect(page).to_have_url(f"{base_url}/matches/{match_id}#w1")
 
+            page.get_by_label("reason").fill("whole chapter copied")
             page.get_by_role("button", name="Confirm piracy").click()
             expect(page).to_have_url(f"{base_url}/matches/{match_id}")
             expect(page.locator("h1 .status")).to_have_text("confirmed")
@@ -158,6 +172,11 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
             expect(page.locator("td .status")).to_have_text(["confirmed"])
 
             assert page.evaluate("typeof window.__pwned") == "undefined"
+
+            page.get_by_role("button", name="Log out").click()
+            expect(page).to_have_url(base_url + "/login")
+            page.goto(base_url + "/matches")
+            expect(page).to_have_url(base_url + "/login?next=/matches")
         finally:
             browser.close()
 
@@ -170,5 +189,7 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
     try:
         with Session(engine) as session:
             assert session.scalar(select(Match.status).where(Match.id == match_id)) == "confirmed"
+            decision = session.scalars(select(ReviewDecision).where(ReviewDecision.match_id == match_id)).one()
+            assert (decision.decision, decision.reviewer, decision.note) == ("confirmed", "rita", "whole chapter copied")
     finally:
         engine.dispose()

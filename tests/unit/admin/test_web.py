@@ -23,6 +23,7 @@ from compare.records import MATCH_FIELDS
 from storage.db import create_engine_for, migrate
 from storage.models import Chapter, Match, Page, ReviewDecision, Work
 from storage.settings import Settings
+from tests.support.accounts import add_account, csrf_token_in, log_in
 
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED_SCRIPT = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -180,8 +181,12 @@ def app(settings: Settings) -> Iterator[Flask]:
 
 
 @pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
+def client(app: Flask, settings: Settings) -> FlaskClient:
+    """A browser logged in as ``rita``, a reviewer."""
+    add_account(settings, "rita", "reviewer")
+    client = app.test_client()
+    log_in(client, "rita")
+    return client
 
 
 @pytest.fixture
@@ -203,9 +208,8 @@ def _marks(html: str, container_id: str) -> list[str]:
 
 
 def _csrf_from(html: str) -> str:
-    found = re.search(r'name="csrf_token" value="([^"]+)"', html)
-    assert found, "the review form carries no CSRF token"
-    return found.group(1)
+    assert 'class="review"' in html, "no review form on the page"
+    return csrf_token_in(html)
 
 
 # ---------------------------------------------------------------------------------------------- pages
@@ -348,7 +352,7 @@ def test_security_headers(client: FlaskClient, seeded: Seeded) -> None:
         assert headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY, path
         assert "script-src" not in CONTENT_SECURITY_POLICY and "default-src 'none'" in CONTENT_SECURITY_POLICY
         assert headers["X-Content-Type-Options"] == "nosniff"
-        assert headers["Referrer-Policy"] == "no-referrer"
+        assert headers["Referrer-Policy"] == "same-origin"
         assert headers["X-Frame-Options"] == "DENY"
 
 
@@ -393,6 +397,8 @@ def test_status_change_needs_the_session_token(
 
     # A token from another browser session is worth nothing here.
     other_client = client.application.test_client()
+    add_account(settings, "sam", "reviewer")
+    log_in(other_client, "sam")
     foreign_token = _csrf_from(_text(other_client.get(f"/matches/{match_id}")))
     token = _csrf_from(_text(client.get(f"/matches/{match_id}")))
     assert foreign_token != token
@@ -407,9 +413,13 @@ def test_status_change_needs_the_session_token(
     assert f"Match {match_id} is now confirmed." in page
     assert '<span class="status status-confirmed">confirmed</span>' in page
 
-    assert client.post(url, data={"status": "dismissed", "csrf_token": token}, headers={"X-Forwarded-User": "lin"}).status_code == 303
+    # The reviewer is the logged-in account: a header naming someone else is not believed.
+    response = client.post(
+        url, data={"status": "dismissed", "csrf_token": token}, headers={"X-Forwarded-User": "lin"}
+    )
+    assert response.status_code == 303
     assert _status_in_db(settings, match_id) == "dismissed"
-    assert _decisions_in_db(settings, match_id) == [("confirmed", ""), ("dismissed", "lin")]
+    assert _decisions_in_db(settings, match_id) == [("confirmed", "rita"), ("dismissed", "rita")]
 
 
 def test_status_change_rejects_other_values_and_missing_matches(
@@ -503,20 +513,34 @@ def test_uninitialised_database_says_run_fptrack_init(tmp_path) -> None:  # type
         assert client.get("/static/admin.css").status_code == 200
 
         migrate(settings)
-        assert client.get("/matches").status_code == 200  # picked up without a restart
+        # picked up without a restart: the login page now answers
+        assert client.get("/matches").headers["Location"].startswith("/login")
+        assert "There are no accounts yet" in _text(client.get("/login"))
     finally:
         app.extensions["fptrack"].engine.dispose()
 
 
-def test_unreachable_database_is_a_clear_503(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    settings = Settings(data_dir=tmp_path, database_url="postgresql://nobody:secret@127.0.0.1:1/fptrack")
+def test_unreachable_database_is_a_503_that_reveals_nothing(
+    tmp_path, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(data_dir=tmp_path, database_url="postgresql://nobody:secret@127.0.0.1:1/hiddendb")
     app = create_app(settings)
     try:
-        response = app.test_client().get("/")
+        client = app.test_client()
+        with caplog.at_level("WARNING"):
+            response = client.get("/")
+            api = client.get("/api/stats")
         html = _text(response)
-        assert response.status_code == 503
-        assert "cannot open the database" in html and "127.0.0.1:1" in html
-        assert "secret" not in html
+        assert response.status_code == 503 and api.status_code == 503
+        assert "database unavailable" in html.lower()
+        assert api.get_json() == {"error": "database unavailable"}
+        for detail in ("nobody", "secret", "127.0.0.1", ":1/", "hiddendb", "5432"):
+            assert detail not in html and detail not in api.get_data(as_text=True), detail
+        # the operator finds the reason in the log (password hidden)
+        assert "127.0.0.1:1" in caplog.text and "hiddendb" in caplog.text and "secret" not in caplog.text
+        health = client.get("/healthz")
+        assert health.status_code == 503 and health.get_json()["status"] == "unavailable"
+        assert "hiddendb" not in health.get_data(as_text=True)
     finally:
         app.extensions["fptrack"].engine.dispose()
 
@@ -546,3 +570,18 @@ def test_create_app_reads_the_environment_when_called(tmp_path, monkeypatch: pyt
         assert (tmp_path / "from-env" / SECRET_KEY_FILE).exists()
     finally:
         app.extensions["fptrack"].engine.dispose()
+
+
+def test_processes_starting_together_agree_on_one_secret_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import multiprocessing
+
+    from admin.web import ensure_secret_key
+
+    data_dir = tmp_path / "shared"
+    with multiprocessing.get_context("fork").Pool(6) as pool:
+        keys = pool.map(ensure_secret_key, [data_dir] * 24)
+    assert len(set(keys)) == 1 and len(keys[0]) == 32
+    assert sorted(p.name for p in data_dir.iterdir()) == [SECRET_KEY_FILE]  # no temporary file left behind
+    (data_dir / SECRET_KEY_FILE).write_text("not hex", encoding="ascii")
+    replaced = ensure_secret_key(data_dir)
+    assert replaced != keys[0] and ensure_secret_key(data_dir) == replaced

@@ -13,12 +13,17 @@ from sqlalchemy.orm import Session
 from admin.web import create_app
 from storage.models import Chapter, CrawlJob, Match, Page, Site, Work
 from storage.settings import Settings
+from tests.support.accounts import add_account, log_in
 
 
 @pytest.fixture
 def client(settings: Settings) -> Iterator[FlaskClient]:
     app: Flask = create_app(settings)
-    yield app.test_client()
+    add_account(settings, "vera", "viewer")
+    client = app.test_client()
+    log_in(client, "vera")
+    yield client
+    app.extensions["fptrack"].engine.dispose()
 
 
 def _seed(session: Session) -> tuple[int, int]:

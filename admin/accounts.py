@@ -1,0 +1,239 @@
+"""Accounts of the admin: create, authenticate, change password, remove, list; and the login rate limit.
+
+Services over a SQLAlchemy session, no Flask: the web app and ``fptrack users`` call the same functions. Bad
+input raises :class:`ValueError` (or :class:`LookupError` for an unknown account) with a message a person can
+act on; the caller commits.
+
+Passwords are hashed with scrypt through ``werkzeug.security.generate_password_hash`` (salted, memory-hard;
+the parameters are stored in the hash, so raising them later still verifies old hashes). Usernames are
+case-insensitive: stored lower-case.
+
+Rate limit: every failed login is a row (username, client address, time). Before checking a password,
+:func:`login_allowed` counts the failures of the last :data:`FAILURE_WINDOW` for that username and for that
+address; over :data:`MAX_FAILURES_PER_USERNAME` or :data:`MAX_FAILURES_PER_CLIENT` the attempt is refused
+without looking at the password. The counter lives in the database rather than in process memory so that
+every gunicorn worker and every machine of a deployment share it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from storage.models import USER_ROLES, LoginFailure, User, utcnow
+
+__all__ = [
+    "FAILURE_WINDOW",
+    "MAX_FAILURES_PER_CLIENT",
+    "MAX_FAILURES_PER_USERNAME",
+    "MIN_PASSWORD_LENGTH",
+    "ROLES",
+    "Account",
+    "LoginRefused",
+    "authenticate",
+    "change_password",
+    "create_user",
+    "find_active_user",
+    "get_account",
+    "has_role",
+    "hash_password",
+    "list_users",
+    "login_allowed",
+    "normalise_username",
+    "record_login_failure",
+    "remove_user",
+]
+
+ROLES = USER_ROLES
+MIN_PASSWORD_LENGTH = 10
+MAX_PASSWORD_LENGTH = 1024
+PASSWORD_METHOD = "scrypt"
+FAILURE_WINDOW = timedelta(minutes=15)
+MAX_FAILURES_PER_USERNAME = 5
+MAX_FAILURES_PER_CLIENT = 20
+
+_USERNAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,149}")
+# Verified against when the username is unknown, so that an unknown name costs as much time as a known one.
+_DUMMY_HASH = generate_password_hash("not a password of anyone", method=PASSWORD_METHOD)
+
+
+@dataclass(frozen=True)
+class Account:
+    """What callers may see of a user: never the password hash."""
+
+    id: int
+    username: str
+    role: str
+    active: bool
+    created_at: datetime
+    last_login_at: datetime | None
+
+    @classmethod
+    def of(cls, user: User) -> Account:
+        return cls(user.id, user.username, user.role, user.active, user.created_at, user.last_login_at)
+
+
+class LoginRefused(Exception):
+    """Too many failed logins for this username or from this address; ``retry_after`` in seconds."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"too many failed logins; try again in {max(1, retry_after // 60)} minute(s)")
+        self.retry_after = retry_after
+
+
+def has_role(role: str, needed: str) -> bool:
+    """True when ``role`` can do what ``needed`` can (admin > reviewer > viewer)."""
+    if needed not in ROLES:
+        raise ValueError(f"unknown role {needed!r}; expected one of {', '.join(ROLES)}")
+    return role in ROLES and ROLES.index(role) >= ROLES.index(needed)
+
+
+def normalise_username(username: str) -> str:
+    name = username.strip().lower()
+    if not _USERNAME.fullmatch(name):
+        raise ValueError(
+            f"username {username!r} is not valid: 1 to 150 characters, letters, digits and . _ @ -, "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def _check_role(role: str) -> str:
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+    return role
+
+
+def hash_password(password: str) -> str:
+    """A salted scrypt hash of ``password``; ValueError if it is too short or too long."""
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise ValueError(f"the password must have at least {MIN_PASSWORD_LENGTH} characters")
+    if len(password) > MAX_PASSWORD_LENGTH:
+        raise ValueError(f"the password must have at most {MAX_PASSWORD_LENGTH} characters")
+    return generate_password_hash(password, method=PASSWORD_METHOD)
+
+
+def _get(session: Session, username: str) -> User:
+    name = normalise_username(username)
+    user = session.scalar(select(User).where(User.username == name))
+    if user is None:
+        raise LookupError(f"there is no user {name!r}")
+    return user
+
+
+def create_user(session: Session, username: str, password: str, role: str) -> Account:
+    name = normalise_username(username)
+    _check_role(role)
+    password_hash = hash_password(password)
+    if session.scalar(select(User.id).where(User.username == name)) is not None:
+        raise ValueError(f"user {name!r} already exists")
+    user = User(username=name, password_hash=password_hash, role=role, active=True)
+    session.add(user)
+    session.flush()
+    return Account.of(user)
+
+
+def change_password(session: Session, username: str, password: str) -> Account:
+    """Set a new password. Sessions of the user logged in with the old one stop working (see ``admin.auth``)."""
+    user = _get(session, username)
+    user.password_hash = hash_password(password)
+    session.flush()
+    return Account.of(user)
+
+
+def remove_user(session: Session, username: str) -> Account:
+    """Delete the account (its review decisions keep its name). The last active admin cannot be removed."""
+    user = _get(session, username)
+    if user.role == "admin" and user.active:
+        admins = session.scalar(
+            select(func.count()).select_from(User).where(User.role == "admin", User.active.is_(True))
+        )
+        if (admins or 0) <= 1:
+            raise ValueError(f"{user.username!r} is the last admin; add another admin before removing it")
+    account = Account.of(user)
+    session.delete(user)
+    session.flush()
+    return account
+
+
+def get_account(session: Session, username: str) -> Account:
+    """The account named ``username``; LookupError if there is none."""
+    return Account.of(_get(session, username))
+
+
+def list_users(session: Session) -> list[Account]:
+    return [Account.of(user) for user in session.scalars(select(User).order_by(User.username))]
+
+
+def find_active_user(session: Session, user_id: int | None = None, username: str | None = None) -> User | None:
+    """The active user with this id or username, or None."""
+    query = select(User).where(User.active.is_(True))
+    if user_id is not None:
+        query = query.where(User.id == user_id)
+    elif username is not None:
+        try:
+            query = query.where(User.username == normalise_username(username))
+        except ValueError:
+            return None
+    else:
+        return None
+    return session.scalar(query)
+
+
+def _recent_failures(session: Session, column: Any, value: str, since: datetime) -> tuple[int, datetime | None]:
+    count, oldest = session.execute(
+        select(func.count(), func.min(LoginFailure.failed_at)).where(column == value, LoginFailure.failed_at >= since)
+    ).one()
+    return int(count or 0), oldest
+
+
+def login_allowed(session: Session, username: str, client: str, now: datetime | None = None) -> None:
+    """Raise :class:`LoginRefused` if this username or this address failed too often lately."""
+    now = now or utcnow()
+    since = now - FAILURE_WINDOW
+    for limit, column, value in (
+        (MAX_FAILURES_PER_USERNAME, LoginFailure.username, username.strip().lower()[:150]),
+        (MAX_FAILURES_PER_CLIENT, LoginFailure.client, client[:64]),
+    ):
+        count, oldest = _recent_failures(session, column, value, since)
+        if count >= limit:
+            if oldest is not None and oldest.tzinfo is None:  # SQLite hands back naive UTC datetimes
+                oldest = oldest.replace(tzinfo=now.tzinfo)
+            retry_after = int(((oldest or now) + FAILURE_WINDOW - now).total_seconds()) + 1
+            raise LoginRefused(max(1, retry_after))
+
+
+def record_login_failure(session: Session, username: str, client: str, now: datetime | None = None) -> None:
+    now = now or utcnow()
+    session.execute(delete(LoginFailure).where(LoginFailure.failed_at < now - 4 * FAILURE_WINDOW))
+    session.add(LoginFailure(username=username.strip().lower()[:150], client=client[:64], failed_at=now))
+    session.flush()
+
+
+def authenticate(session: Session, username: str, password: str, client: str = "") -> User | None:
+    """The active user whose password this is, or None (and the failure is counted).
+
+    Raises :class:`LoginRefused` when the rate limit is reached, before the password is looked at. On success
+    the user's failures from this address are forgotten and ``last_login_at`` is set.
+    """
+    login_allowed(session, username, client)
+    user = find_active_user(session, username=username)
+    if user is None:
+        check_password_hash(_DUMMY_HASH, password)  # same cost as a real check: no timing oracle on names
+        record_login_failure(session, username, client)
+        return None
+    if not check_password_hash(user.password_hash, password):
+        record_login_failure(session, username, client)
+        return None
+    session.execute(
+        delete(LoginFailure).where(LoginFailure.username == user.username, LoginFailure.client == client[:64])
+    )
+    user.last_login_at = utcnow()
+    session.flush()
+    return user

@@ -1,0 +1,186 @@
+"""``fptrack users add|list|passwd|remove`` (accounts of the admin) and ``fptrack review`` (a decision on a
+match from the command line). Attached to the main group at the bottom of ``admin.cli``.
+
+This module does not import ``admin.cli`` at import time (``python -m admin.cli`` runs that module as
+``__main__`` and imports this one from it); the shared error handling is looked up when a command runs, and
+commands receive the CLI's context object through ``click.pass_obj``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+
+from admin.accounts import (
+    ROLES,
+    Account,
+    change_password,
+    create_user,
+    get_account,
+    has_role,
+    list_users,
+    remove_user,
+)
+
+__all__ = ["review", "users"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DECISIONS = {"confirm": "confirmed", "dismiss": "dismissed", "reopen": "flagged"}
+
+
+def _one_line_errors(command: F) -> F:
+    """ValueError and LookupError from the services become the CLI's one-line ``error:`` and exit 1; the rest
+    goes through ``admin.cli.friendly_errors`` like every other command."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from admin.cli import CliError, friendly_errors
+
+        def run() -> Any:
+            try:
+                return command(*args, **kwargs)
+            except (LookupError, ValueError) as error:
+                raise CliError(str(error)) from None
+
+        return friendly_errors(run)()
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _read_password(from_stdin: bool) -> str:
+    if from_stdin:
+        line = sys.stdin.readline()
+        if not line:
+            raise ValueError("--password-stdin: nothing on standard input")
+        return line.rstrip("\r\n")
+    password: str = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    return password
+
+
+def _describe(account: Account) -> str:
+    return f"{account.username} ({account.role})"
+
+
+@click.group()
+def users() -> None:
+    """Accounts of the admin web app.
+
+    \b
+    Roles: viewer reads everything; reviewer also confirms and dismisses matches;
+    admin also manages accounts. The first admin is created here:
+      fptrack users add alice --role admin
+    """
+
+
+_password_stdin = click.option(
+    "--password-stdin", is_flag=True, help="Read the password from the first line of standard input (no prompt)."
+)
+
+
+@users.command("add")
+@click.argument("username")
+@click.option("--role", type=click.Choice(ROLES), required=True, help="What the account may do.")
+@_password_stdin
+@click.pass_obj
+@_one_line_errors
+def users_add(context: Any, username: str, role: str, password_stdin: bool) -> None:
+    """Create an account. The password is asked twice (or read with --password-stdin)."""
+    password = _read_password(password_stdin)
+    with context.session() as session:
+        account = create_user(session, username, password, role)
+    click.echo(f"added {_describe(account)}")
+
+
+@users.command("list")
+@click.pass_obj
+@_one_line_errors
+def users_list(context: Any) -> None:
+    """List the accounts with their role and last login."""
+    from admin.cli import _print_table
+
+    with context.session() as session:
+        accounts = list_users(session)
+    if not accounts:
+        click.echo("no accounts yet: fptrack users add NAME --role admin")
+        return
+    _print_table(
+        ["username", "role", "active", "created", "last login"],
+        [
+            (
+                a.username,
+                a.role,
+                "yes" if a.active else "no",
+                a.created_at.strftime("%Y-%m-%d %H:%M"),
+                a.last_login_at.strftime("%Y-%m-%d %H:%M") if a.last_login_at else "never",
+            )
+            for a in accounts
+        ],
+    )
+
+
+@users.command("passwd")
+@click.argument("username")
+@_password_stdin
+@click.pass_obj
+@_one_line_errors
+def users_passwd(context: Any, username: str, password_stdin: bool) -> None:
+    """Set a new password; the user's open sessions end."""
+    with context.session() as session:
+        get_account(session, username)  # an unknown user fails before the password is asked for
+    password = _read_password(password_stdin)
+    with context.session() as session:
+        account = change_password(session, username, password)
+    click.echo(f"password changed for {_describe(account)}; their open sessions have ended")
+
+
+@users.command("remove")
+@click.argument("username")
+@click.pass_obj
+@_one_line_errors
+def users_remove(context: Any, username: str) -> None:
+    """Delete an account (its past review decisions keep its name). The last admin cannot be removed."""
+    with context.session() as session:
+        account = remove_user(session, username)
+    click.echo(f"removed {_describe(account)}")
+
+
+@click.command()
+@click.argument("match_id", type=click.IntRange(1, 2**63 - 1))
+@click.argument("decision", type=click.Choice(list(DECISIONS)))
+@click.option("--reason", default="", help="Why (kept with the decision).")
+@click.option(
+    "--as",
+    "as_user",
+    metavar="USERNAME",
+    help="Record the decision as this account (a reviewer or admin). Default: cli:<your login name>.",
+)
+@click.pass_obj
+@_one_line_errors
+def review(context: Any, match_id: int, decision: str, reason: str, as_user: str | None) -> None:
+    """Confirm or dismiss a match (or reopen it), as the admin's buttons do.
+
+    The decision is kept in the match's review history with who, when and why (--reason)."""
+    from admin.accounts import find_active_user
+    from admin.review import record_decision
+
+    with context.session() as session:
+        if as_user is not None:
+            user = find_active_user(session, username=as_user)
+            if user is None:
+                raise LookupError(f"there is no active user {as_user!r}")
+            if not has_role(user.role, "reviewer"):
+                raise ValueError(f"{user.username!r} is a {user.role}; reviewing needs the reviewer role")
+            reviewer = user.username
+        else:
+            reviewer = f"cli:{getpass.getuser()}"
+        outcome = record_decision(session, match_id, DECISIONS[decision], reviewer, reason)
+    if outcome.recorded:
+        click.echo(f"match {match_id}: {outcome.previous_status} -> {outcome.status} (by {reviewer})")
+    else:
+        click.echo(f"match {match_id} is already {outcome.status}; nothing recorded")

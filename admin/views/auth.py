@@ -1,0 +1,71 @@
+"""``/login`` and ``/logout``: password login into a Flask-Login session (rate-limited, see ``admin.accounts``)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, redirect, render_template, request, session, url_for
+from flask.typing import ResponseReturnValue
+from flask_login import current_user, login_user, logout_user
+from flask_wtf import FlaskForm
+from sqlalchemy import select
+from wtforms import HiddenField, PasswordField, StringField
+from wtforms.validators import DataRequired, Length
+
+from admin.accounts import MAX_PASSWORD_LENGTH, LoginRefused, authenticate
+from admin.security import client_address, is_safe_next, public, requires_role, session_user
+from admin.views.context import db_session
+from storage.models import User
+
+__all__ = ["LoginForm", "blueprint"]
+
+blueprint = Blueprint("auth", __name__)
+
+
+class LoginForm(FlaskForm):
+    username = StringField("Username", validators=[DataRequired(), Length(max=150)])
+    password = PasswordField("Password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)])
+    next = HiddenField()
+
+
+def _destination(target: str | None) -> str:
+    return target if target and is_safe_next(target) else url_for("dashboard.index")
+
+
+@blueprint.route("/login", methods=["GET", "POST"])
+@public
+def login() -> ResponseReturnValue:
+    form = LoginForm()
+    if request.method == "GET":
+        if current_user.is_authenticated:
+            return redirect(_destination(request.args.get("next")), code=303)
+        form.next.data = request.args.get("next", "")
+        return _page(form)
+    if not form.validate():
+        return _page(form, "Enter a username and a password.", 400)
+    database = db_session()
+    try:
+        user = authenticate(database, form.username.data or "", form.password.data or "", client_address())
+    except LoginRefused as refused:
+        database.rollback()
+        response = _page(form, str(refused).capitalize() + ".", 429)
+        return response[0], response[1], {"Retry-After": str(refused.retry_after)}
+    database.commit()
+    if user is None:
+        return _page(form, "Wrong username or password.", 401)
+    session.clear()  # nothing of the anonymous session (its CSRF token included) survives the login
+    login_user(session_user(user))
+    session.permanent = True
+    return redirect(_destination(form.next.data), code=303)
+
+
+def _page(form: LoginForm, error: str = "", status: int = 200) -> tuple[str, int]:
+    form.password.data = ""
+    no_accounts = db_session().scalar(select(User.id).limit(1)) is None
+    return render_template("login.html", form=form, error=error, no_accounts=no_accounts), status
+
+
+@blueprint.post("/logout")
+@requires_role("viewer")
+def logout() -> ResponseReturnValue:
+    logout_user()
+    session.clear()
+    return redirect(url_for("auth.login"), code=303)
