@@ -73,7 +73,15 @@ class RecordPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RecordPipeline:
-        return cls(_hooks(crawler).ledger, crawler.stats)
+        from scrapy import signals
+
+        pipeline = cls(_hooks(crawler).ledger, crawler.stats)
+        crawler.signals.connect(pipeline.spider_closed, signal=signals.spider_closed)
+        return pipeline
+
+    def spider_closed(self, spider: object, reason: str) -> None:
+        """Why the crawl ended: "finished", "max_pages", "shutdown" (Ctrl+C, SIGTERM), "store_failed"..."""
+        self.ledger.finish_reason = reason
 
     def process_item(self, item: Any, spider: object = None) -> Any:
         if isinstance(item, CrawledPage):
@@ -120,8 +128,6 @@ class PersistPipeline:
         if self._timer is not None and self._timer.running:
             self._timer.stop()
         self._flush()
-        if hasattr(self, "crawler"):
-            self.hooks.ledger.finish_reason = str(self.crawler.stats.get_value("finish_reason") or "")
 
     def _flush(self) -> None:
         if self.hooks.store is None:

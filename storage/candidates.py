@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import Connection, select, text
 from sqlalchemy.orm import Session
 
 from fingerprint.simhash import hamming
 from storage.fingerprints import Owner, is_postgres, owner_code, owner_column
 from storage.index import IndexLayout, to_signed64, to_unsigned64
-from storage.models import CodeIndexRow, SimhashHotBucket
+from storage.models import SimhashHotBucket
 
 __all__ = [
     "HOT_BUCKET_CACHE_SECONDS",
@@ -161,12 +160,18 @@ def code_holder_pairs(session: Session, kind: str, codes: Iterable[int], *, owne
     for start in range(0, len(unique), chunk_size):
         chunk = unique[start : start + chunk_size]
         if postgres:
-            statement = select(CodeIndexRow.code, CodeIndexRow.owner_id).where(
-                CodeIndexRow.kind == kind,
-                CodeIndexRow.owner == side,
-                CodeIndexRow.code == any_(bindparam("codes", chunk, type_=ARRAY(BigInteger))),
-            )
-            rows = session.execute(statement).all()
+            # one index probe per query code (a nested loop over the array): the plan does not depend on the
+            # statistics, which lag behind a table that grows by the batch (a stale estimate turned ``code =
+            # ANY(...)`` into a filter over every row of the kind: seconds per batch)
+            raw = session.connection().connection.driver_connection
+            with raw.cursor() as cursor:  # type: ignore[union-attr]
+                cursor.execute(
+                    "SELECT c.code, c.owner_id FROM unnest(%s::bigint[]) AS q(code) "
+                    "CROSS JOIN LATERAL (SELECT code, owner_id FROM code_index WHERE kind = %s AND owner = %s "
+                    "AND code = q.code) AS c",
+                    ("{" + ",".join(map(str, chunk)) + "}", kind, side),  # a literal: faster than adapting a list
+                )
+                rows = cursor.fetchall()
         else:
             raw = session.connection().connection.driver_connection
             rows = raw.execute(  # type: ignore[union-attr]

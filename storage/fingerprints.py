@@ -144,6 +144,7 @@ def write_fingerprints(
     if batches:
         if is_postgres(session):
             _copy_code_rows(session.connection(), batches, side)
+            _keep_statistics_fresh(session.connection(), sum(len(array) for _, _, array, _ in batches))
         else:
             session.connection().exec_driver_sql(
                 "INSERT INTO code_index (fingerprint_id, position, kind, code, owner, owner_id) "
@@ -159,6 +160,27 @@ def write_fingerprints(
             session.execute(
                 update(Page).where(Page.id.in_(owner_ids[start : start + CHUNK])).values(fingerprinted_at=now)
             )
+
+
+_rows_since_analyze: dict[str, int] = {}
+
+
+def _keep_statistics_fresh(connection: Connection, written: int) -> None:
+    """``ANALYZE`` the index tables once this process has written as many rows as they held at the last check.
+
+    Autovacuum analyses a table a minute or more after it grows; a new deployment's first crawl would meanwhile
+    be planned on the statistics of an empty table. Cheap (a sample of 30,000 rows) and rare (the tables must
+    double between two runs).
+    """
+    key = connection.engine.url.render_as_string(hide_password=True)
+    _rows_since_analyze[key] = _rows_since_analyze.get(key, 0) + written
+    held = connection.exec_driver_sql(
+        "SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE relname = 'code_index'"
+    ).scalar()
+    if _rows_since_analyze[key] >= max(int(held or 0), 20_000):
+        connection.exec_driver_sql("ANALYZE code_index")
+        connection.exec_driver_sql("ANALYZE fingerprints")
+        _rows_since_analyze[key] = 0
 
 
 def _code_array(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
