@@ -142,6 +142,9 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
         settings = Settings.from_env(environ)
     except ConfigurationError as error:
         raise CliError(str(error)) from None
+    from fingerprint.normalize import use_table_cache
+
+    use_table_cache(settings.cache_dir)
     ctx.obj = Context(settings)
 
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from storage.models import Match, ReviewDecision
+from storage.models import Match, MatchStatus, ReviewDecision
 
 __all__ = ["MAX_NOTE_LENGTH", "REVIEW_STATUSES", "Decision", "record_decision"]
 
 # What a reviewer may set by hand; ``licensed`` comes from a work's allowlist, not from a click.
-REVIEW_STATUSES = ("confirmed", "dismissed", "flagged")
+REVIEW_STATUSES = (MatchStatus.CONFIRMED.value, MatchStatus.DISMISSED.value, MatchStatus.FLAGGED.value)
 MAX_NOTE_LENGTH = 2000
 MAX_REVIEWER_LENGTH = 200
 

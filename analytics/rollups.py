@@ -13,12 +13,12 @@ from typing import Literal
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from storage.models import Match, Page, Work
+from storage.models import Match, MatchStatus, Page, Work
 
 __all__ = ["Dimension", "RollupRow", "match_rollup"]
 
 Dimension = Literal["work", "host", "day"]
-STATUSES = ("flagged", "confirmed", "dismissed", "licensed")
+STATUSES = tuple(s.value for s in MatchStatus)
 
 
 @dataclass(frozen=True)

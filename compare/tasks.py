@@ -45,6 +45,9 @@ _runtime: dict[str, Any] = {}
 
 def configure(settings: Settings) -> Celery:
     """Bind the Celery app and the task runtime (database sessions) to ``settings``; idempotent."""
+    from fingerprint.normalize import use_table_cache
+
+    use_table_cache(settings.cache_dir)
     backend = settings.result_backend
     if backend is None and settings.broker_url and settings.broker_url.startswith(("redis://", "rediss://")):
         backend = settings.broker_url

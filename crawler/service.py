@@ -123,6 +123,12 @@ def run_crawl_job(
     outcome = CrawlOutcome(job_id=job_id)
     dispatcher = _Dispatcher(settings, tasks)
     store = PageStore(sessions, job_id=job_id, dispatch=dispatcher)
+    if not settings.tasks_in_process and not _workers_on_queue(tasks, settings.task_queue):
+        log.warning(
+            "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored meanwhile; "
+            "the crawl fails if none shows up while it waits)",
+            settings.task_queue,
+        )
     try:
         with stop:
             outcome.stats = run_crawl(

@@ -158,10 +158,23 @@ def _map_char(ch: str, t2s: dict[int, int]) -> str:
     return "".join(out)
 
 
+_cache_dir: Path | None = None
+
+
+def use_table_cache(folder: Path | None) -> None:
+    """Keep the per-code-point table in ``folder`` (``None``: build it in memory in every process).
+
+    Building it walks all 1.1M code points through NFKC and OpenCC: about a second, which every process would
+    pay. The module never chooses a folder itself: entry points pass the one the settings name
+    (``FPTRACK_CACHE_DIR``)."""
+    global _cache_dir
+    _cache_dir = folder
+
+
 @functools.cache
 def _table() -> _Table:
-    """The per-code-point table; built once per machine and kept in the user's cache folder (building it
-    walks all 1.1M code points through NFKC and OpenCC: about a second, which every process would pay)."""
+    """The per-code-point table, read from the cache folder when one is set and holds it (see
+    :func:`use_table_cache`), else built (and then saved there)."""
     path = _table_cache_path()
     if path is not None:
         try:
@@ -180,16 +193,15 @@ def _table_cache_path() -> Path | None:
     """Cache file named after everything the table depends on: this module's code, Unicode, OpenCC."""
     from importlib.metadata import PackageNotFoundError, version
 
+    if _cache_dir is None:
+        return None
     try:
         opencc_version = version("opencc")
     except PackageNotFoundError:
         opencc_version = "unknown"
     code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    root = os.environ.get("FPTRACK_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fptrack"
-    )
     name = f"normalize-{code}-unicode{unicodedata.unidata_version}-opencc{opencc_version}.npz"
-    return Path(root) / name
+    return _cache_dir / name
 
 
 def _save_table(table: _Table, path: Path) -> None:

@@ -5,7 +5,8 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 
 | variable | default | meaning |
 | --- | --- | --- |
-| ``FPTRACK_DATA_DIR`` | ``./fptrack-data`` | local folder for the embedded database and caches |
+| ``FPTRACK_DATA_DIR`` | ``./fptrack-data`` | local folder for the embedded database |
+| ``FPTRACK_CACHE_DIR`` | ``$XDG_CACHE_HOME/fptrack`` or ``~/.cache/fptrack`` | tables worth keeping between processes (the normaliser's per-character table); empty: none |
 | ``FPTRACK_DATABASE_URL`` | ``sqlite:///<data dir>/fptrack.db`` | SQLAlchemy URL; ``postgresql://`` uses psycopg 3 |
 | ``FPTRACK_BROKER_URL`` | unset | Celery broker (``redis://``, ``amqp://``); unset runs tasks in-process |
 | ``FPTRACK_RESULT_BACKEND`` | unset | Celery result backend (defaults to the broker for ``redis://``) |
@@ -80,6 +81,7 @@ class Settings:
     """Everything configurable, in one frozen object."""
 
     data_dir: Path = field(default_factory=lambda: Path("fptrack-data"))
+    cache_dir: Path | None = None
     database_url: str = ""
     broker_url: str | None = None
     result_backend: str | None = None
@@ -153,8 +155,14 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
         data_dir = Path(env.get("FPTRACK_DATA_DIR") or "fptrack-data")
+        if "FPTRACK_CACHE_DIR" in env:
+            cache_dir = Path(env["FPTRACK_CACHE_DIR"]) if env["FPTRACK_CACHE_DIR"] else None
+        else:
+            cache_root = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+            cache_dir = Path(cache_root) / "fptrack"
         return cls(
             data_dir=data_dir,
+            cache_dir=cache_dir,
             database_url=env.get("FPTRACK_DATABASE_URL", ""),
             broker_url=env.get("FPTRACK_BROKER_URL") or None,
             result_backend=env.get("FPTRACK_RESULT_BACKEND") or None,

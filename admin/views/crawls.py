@@ -65,7 +65,9 @@ def _row(job: CrawlJob, host: str | None, matched: Any) -> CrawlRow:
         finished_at=job.finished_at,
         pages_seen=job.pages_seen,
         pages_failed=job.pages_failed,
-        pages_matched=int(matched),
+        # a finished crawl counts what it saw itself (re-crawled pages included, concurrent crawls apart); the
+        # pages it last stored are only a running crawl's best guess
+        pages_matched=int(job.copies_found) if job.finished_at is not None else int(matched),
         error=job.error,
     )
 

@@ -15,7 +15,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, joinedload
 
 from admin.review import REVIEW_STATUSES
-from storage.models import Chapter, Match, Page, Work
+from storage.models import Chapter, Match, MatchStatus, Page, Work
 
 __all__ = [
     "MATCH_STATUSES",
@@ -37,7 +37,7 @@ __all__ = [
     "work_rows",
 ]
 
-MATCH_STATUSES = ("flagged", "licensed", "confirmed", "dismissed")
+MATCH_STATUSES = tuple(s.value for s in MatchStatus)
 # Largest id a database column holds (signed 64-bit) and largest page number a listing accepts: anything
 # bigger is a 400 (or a 404 for an id in a path), never an OverflowError deep in a driver.
 MAX_ID = 2**63 - 1

@@ -207,3 +207,36 @@ def test_the_demo_never_touches_data_it_did_not_create(tmp_path: Path) -> None:
     assert {p.name for p in mine.iterdir()} == set(before)
     listed = _run(env, "works", "list")
     assert "青石巷" in listed.stdout and "灯塔守望人" not in listed.stdout
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_two_crawls_at_once_share_sites_and_pages_and_count_truly(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    settings: Settings = request.getfixturevalue(f"{backend}_settings")
+    env = _env(settings)
+    assert _run(env, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
+    with serve_site(_site(6, 4)) as first, serve_site(_site(4, 2)) as second:
+        crawls = [
+            subprocess.Popen(
+                [sys.executable, "-m", "admin.cli", "crawl", *urls, "--depth", "1", "-q"],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            for urls in ([first + "/", second + "/"], [second + "/", first + "/"])
+        ]
+        results = [crawl.communicate(timeout=300) for crawl in crawls]
+    for crawl, (out, err) in zip(crawls, results, strict=True):
+        assert crawl.returncode == 0, out + err
+        assert "10 page(s) copy registered works" in out, out + err  # each crawl saw every copy itself
+    pages, pending, matches = _counts(settings)
+    assert (pages, pending, matches) == (6 + 4 + 1 + 4 + 2 + 1, 0, 10)
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            from storage.models import Site
+
+            assert sorted(session.scalars(select(Site.host))) == sorted(
+                [first.removeprefix("http://"), second.removeprefix("http://")]
+            )
+    finally:
+        engine.dispose()

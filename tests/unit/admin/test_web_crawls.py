@@ -40,6 +40,7 @@ def _seed(session: Session) -> tuple[int, int]:
         finished_at=datetime(2026, 1, 1, 0, 5, tzinfo=UTC),
         pages_seen=3,
         pages_failed=0,
+        copies_found=2,  # what the crawl service records when the crawl ends
     )
     failed = CrawlJob(
         site_id=site.id,
