@@ -22,6 +22,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -76,7 +77,8 @@ class CrawlOutcome:
 
 
 class _Dispatcher:
-    """Hands page ids to the fingerprint stage: in this process, or to the workers' queue."""
+    """Hands page ids to the fingerprint stage: runs it right here with no broker, else queues it for the
+    workers (after a broker failure nothing more is queued: the sweep hands the pages on later)."""
 
     def __init__(self, settings: Settings, tasks: Any) -> None:
         self.settings = settings
@@ -88,7 +90,7 @@ class _Dispatcher:
         size = self.tasks.PAGES_PER_TASK
         for start in range(0, len(page_ids), size):
             chunk = page_ids[start : start + size]
-            if self.error:  # the broker failed once: keep storing, hand nothing on (the sweep will)
+            if self.error:
                 return
             try:
                 self.tasks.process_pages.delay(chunk)
@@ -122,7 +124,10 @@ def run_crawl_job(
     job_id = _start_job(sessions, urls, depth, max_pages, site_id)
     outcome = CrawlOutcome(job_id=job_id)
     dispatcher = _Dispatcher(settings, tasks)
-    store = PageStore(sessions, job_id=job_id, dispatch=dispatcher)
+    # With no broker, one thread of this process stores and compares each batch while Scrapy's thread goes on
+    # fetching and parsing (lxml, numpy and SQLite run outside the GIL); one writer, so SQLite never contends.
+    local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fptrack-store") if settings.tasks_in_process else None
+    store = PageStore(sessions, job_id=job_id, dispatch=dispatcher, executor=local)
     if not settings.tasks_in_process and not _workers_on_queue(tasks, settings.task_queue):
         log.warning(
             "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored meanwhile; "
@@ -135,6 +140,7 @@ def run_crawl_job(
                 list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress
             )
         store.flush()
+        store.drain()
         outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
         outcome.pages_queued = store.counts.to_compare
         if outcome.stats.interrupted or stop.received:
@@ -162,6 +168,9 @@ def run_crawl_job(
         outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"{type(error).__name__}: {error}"
         _finish_job(sessions, outcome, store)
         raise
+    finally:
+        if local is not None:
+            local.shutdown(wait=True, cancel_futures=True)
     outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
     outcome.pages_queued = store.counts.to_compare
     outcome.copies = _copies(sessions, store.counts.page_ids)

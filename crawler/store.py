@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 from sqlalchemy import case, literal, null
@@ -53,6 +54,7 @@ class PageStore:
         job_id: int | None,
         dispatch: Callable[[list[int]], None],
         batch_size: int = BATCH_SIZE,
+        executor: Executor | None = None,
     ) -> None:
         self.sessions = sessions
         self.job_id = job_id
@@ -60,6 +62,8 @@ class PageStore:
         self.batch_size = batch_size
         self.counts = StoreCounts()
         self._buffer: list[CrawledPage] = []
+        self._executor = executor
+        self._pending: list[Future[None]] = []
 
     def add(self, page: CrawledPage) -> bool:
         """Buffer a page; True when the batch is full and should be flushed."""
@@ -67,10 +71,25 @@ class PageStore:
         return len(self._buffer) >= self.batch_size
 
     def flush(self) -> None:
-        """Write the buffered pages in one transaction, then dispatch the ids that need comparing."""
+        """Write the buffered pages in one transaction, then dispatch the ids that need comparing (with an
+        executor: in its thread, in order, while the caller goes on; :meth:`drain` waits for them)."""
         if not self._buffer:
             return
         batch, self._buffer = self._buffer, []
+        if self._executor is None:
+            self._store(batch)
+        else:
+            self._pending = [f for f in self._pending if not f.done() or f.exception() is not None]
+            self._pending.append(self._executor.submit(self._store, batch))
+
+    def drain(self) -> None:
+        """Wait for the batches handed to the executor; raise the first failure (its pages were either not
+        stored, or stored and not compared: the sweep picks those up)."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+
+    def _store(self, batch: list[CrawledPage]) -> None:
         with session_scope(self.sessions) as session:
             to_compare = self._write(session, batch)
         self.counts.to_compare += len(to_compare)
