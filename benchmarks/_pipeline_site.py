@@ -1,22 +1,22 @@
-"""The generated pirate site of ``benchmarks/pipeline_throughput.py``: a registry, a site of chapter pages around it,
-and the ground truth (which page copies which registered chapter).
+"""The generated pirate site of ``benchmarks/pipeline_throughput.py``: a registry, a site of chapter pages
+around it, and the ground truth (which page copies which registered chapter).
 
 Text comes from :class:`TextPools`: :func:`corpus_pools` reads ``../shared/corpus`` (``FPTRACK_CORPUS``), and
 :func:`generated_pools` makes random Han text for the tests, which never need the corpus.
 
 - **Registered side**: the ``tennessine`` copies of 西游记 and 三国演义, cut at paragraph ends into pieces of about
-  ``chapter_chars`` characters. A registry larger than those pieces is filled with chapters synthesised from their
-  clauses (:class:`ClauseStream`).
+  ``chapter_chars`` characters. A registry larger than those pieces is filled with chapters synthesised from
+  their clauses (:class:`ClauseStream`).
 - **Unrelated side**: 水浒传 (``tennessine``, never registered) cut the same way, THUCNews articles grouped into
   pages of about the same size, and pages synthesised from the clauses of both.
 - Half of the chapter pages copy a registered chapter (round robin over the registry, so no chapter is copied
-  more than ``ceil(copies / registry)`` times): verbatim, with random edits at 5 % and 10 % of the Han characters,
-  with ads spliced in, or served as GBK. The other half are unrelated text.
+  more than ``ceil(copies / registry)`` times): verbatim, with random edits at 5 % and 10 % of the Han
+  characters, with ads spliced in, or served as GBK. The other half are unrelated text.
 
-The site: ``/`` links to index pages ``/list/<k>.html`` of ``links_per_index`` chapter pages each, chapter pages are
-``/book/<n>.html`` in a shuffled order (copies and unrelated pages interleave), each with links to the previous
-and next chapter page. Every page carries the same navigation bar and footer. A breadth-first crawl with
-``--depth 2`` reaches every page: ``/`` (0), the index pages (1), the chapter pages (2).
+The site: ``/`` links to index pages ``/list/<k>.html`` of ``links_per_index`` chapter pages each, chapter
+pages are ``/book/<n>.html`` in a shuffled order (copies and unrelated pages interleave), each with links to
+the previous and next chapter page. Every page carries the same navigation bar and footer. A breadth-first
+crawl with ``--depth 2`` reaches every page: ``/`` (0), the index pages (1), the chapter pages (2).
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def corpus_pools(corpus: Path, *, chapter_chars: int = 5000) -> TextPools:
 
 
 def generated_pools(*, seed: int = 1, clauses: int = 4000) -> TextPools:
-    """Random Han text (no corpus): clauses of 3-18 characters drawn from 2,000 common code points. For tests."""
+    """Random Han text (no corpus): clauses of 3-18 characters from 2,000 CJK code points. For tests."""
     rng = random.Random(seed)
     han = "".join(chr(0x4E00 + i) for i in range(0, 6000, 3))
 
@@ -189,12 +189,13 @@ def generated_pools(*, seed: int = 1, clauses: int = 4000) -> TextPools:
 class ClauseStream:
     """Clauses of a pool in shuffled order, one epoch after another, for synthesising text.
 
-    Each epoch is a fresh shuffle of the whole pool, so a clause comes back only once the pool is used up. From
-    epoch 1 on, every Han character goes through a random substitution drawn for that epoch (a fixed table per
-    epoch; characters trade places only with characters of similar frequency in the pool): text synthesised past
-    the size of the pool keeps the clause lengths, punctuation and character frequencies of the corpus but does not
-    repeat earlier epochs verbatim, which would make every clause a "formula" held by many registered chapters. ``first_epoch=1`` skips the plain
-    epoch (when the pool's own documents are used verbatim elsewhere).
+    Each epoch is a fresh shuffle of the whole pool, so a clause comes back only once the pool is used up.
+    From epoch 1 on, every Han character goes through a random substitution drawn for that epoch (a fixed
+    table per epoch; characters trade places only with characters of similar frequency in the pool): text
+    synthesised past the size of the pool keeps the clause lengths, punctuation and character frequencies of
+    the corpus but does not repeat earlier epochs verbatim, which would make every clause a "formula" held by
+    many registered chapters. ``first_epoch=1`` skips the plain epoch (when the pool's own documents are used
+    verbatim elsewhere).
     """
 
     def __init__(self, clauses: Sequence[str], *, seed: int, first_epoch: int = 0) -> None:
@@ -269,7 +270,7 @@ class ClauseStream:
 
 @dataclass(frozen=True)
 class RegisteredChapter:
-    """Chapter ``index`` (as the registry numbers it, from 1) of work ``work_title``: its heading line and body."""
+    """Chapter ``index`` (numbered by the registry, from 1) of ``work_title``: its heading line and body."""
 
     work_title: str
     index: int
@@ -314,7 +315,7 @@ def synthetic_work(
 
 @dataclass(frozen=True)
 class SitePage:
-    """A chapter page of the site; ``truth`` is the registered chapter it copies (``None``: unrelated text)."""
+    """A chapter page; ``truth`` is the registered chapter it copies (``None``: unrelated text)."""
 
     path: str
     kind: str
@@ -365,7 +366,8 @@ _PROMO = f"天才一秒记住本站地址：www.biquge-bench.com。{SITE_NAME}�
 
 def _document(title: str, body: str, encoding: str) -> bytes:
     markup = (
-        f'<!DOCTYPE html><html><head><meta http-equiv="Content-Type" content="text/html; charset={encoding}" />'
+        "<!DOCTYPE html><html><head>"
+        f'<meta http-equiv="Content-Type" content="text/html; charset={encoding}" />'
         f"<title>{html_lib.escape(title)}_{SITE_NAME}</title></head><body>{_NAV}{body}{_FOOTER}</body></html>"
     )
     return markup.encode(encoding, errors="xmlcharrefreplace")
@@ -375,7 +377,8 @@ def render_chapter_page(
     title: str, paragraphs: Sequence[str], *, prev: str, next_: str, index: str, encoding: str = "utf-8"
 ) -> bytes:
     """A chapter page: navigation, heading, a bar of previous / contents / next links, the text (paragraphs
-    separated by ``<br />``, a site promotion line first, as biquge-style sites do), the bar again, the footer."""
+    separated by ``<br />``, a site promotion line first, as biquge-style sites do), the bar again, the
+    footer."""
     bar = (
         f'<div class="bottem"><a href="{prev}">上一章</a> &larr; <a href="{index}">章节目录</a> &rarr; '
         f'<a href="{next_}">下一章</a></div>'

@@ -1,46 +1,55 @@
-"""The production pipeline end to end: pages per second of ``fptrack crawl`` on a generated pirate site, in four run
-modes, with the same matches in every mode; CPU per page per stage; registering a 1M-character work; compare time
-as the registry grows.
+"""The production pipeline end to end: pages per second of ``fptrack crawl`` on a generated pirate site, in
+four run modes, with the same matches in every mode; CPU per page per stage; registering a 1M-character work;
+compare time as the registry grows.
 
-    python benchmarks/pipeline_throughput.py --quick           # 300 pages, 100 registered chapters
-    python benchmarks/pipeline_throughput.py                   # 5,000 pages, 1,000 registered chapters
+    python benchmarks/pipeline_throughput.py --quick    # 300 pages, 100 chapters, 3 modes
+    python benchmarks/pipeline_throughput.py            # 5,000 pages, 1,000 chapters, all four modes
     python benchmarks/pipeline_throughput.py --pages 1000 --modes sqlite,postgres-w2 --scale-sizes 100,1000
 
-Needs ``../shared/corpus`` (``FPTRACK_CORPUS``); PostgreSQL (``--postgres``, a server where it may create its own
-database) and Redis (``--redis``) for the modes that use them: a service that is not reachable skips its modes.
+``--quick`` takes about a minute at the targets' speeds; on the code of its first commit it took 20 minutes
+(PostgreSQL in-process ran at 0.4 pages/s on a server with autovacuum off, see ``--analyze``).
 
-1. **The site** (``benchmarks/_pipeline_site.py``): ``--pages`` chapter pages of about 5,000 characters, half of
-   them verbatim or edited copies of registered chapters, half unrelated text (an unregistered novel, news,
+Needs ``../shared/corpus`` (``FPTRACK_CORPUS``); PostgreSQL (``--postgres``, a server where it may create its
+own database) and Redis (``--redis``) for the modes that use them: a service that is not reachable skips its
+modes.
+
+1. **The site** (``benchmarks/_pipeline_site.py``): ``--pages`` chapter pages of about 5,000 characters, half
+   of them verbatim or edited copies of registered chapters, half unrelated text (an unregistered novel, news,
    synthesised text), behind index pages, every page in the same site template (navigation bar, footer). It is
-   served by a ``ThreadingHTTPServer`` on 127.0.0.1 (``tests/support/sites.py``) in a thread of this process, on
-   one port for the whole run, so every mode crawls the same URLs. The registry: ``--registry`` chapters (corpus
-   chapters of 西游记 and 三国演义, then chapters synthesised from their clauses) in works of 200 chapters.
+   served by a ``ThreadingHTTPServer`` on 127.0.0.1 (``tests/support/sites.py``) in a thread of this process,
+   on one port for the whole run, so every mode crawls the same URLs. The registry: ``--registry`` chapters
+   (corpus chapters of 西游记 and 三国演义, then chapters synthesised from their clauses) in works of 200 chapters.
 2. **Modes**, each on a fresh database: ``sqlite`` (embedded default, tasks in-process), ``postgres`` (tasks
-   in-process), ``postgres-w1`` and ``postgres-w2`` (tasks on 1 or 2 ``fptrack worker -c 1`` processes over Redis,
-   ``--redis`` with a queue of this run's own). In each: ``fptrack init``, ``fptrack works add FILE --title T`` per
-   work (timed apart; always in-process, so the registry is complete when the crawl starts: with a broker
-   ``works add`` returns before the workers have indexed the work), then the timed ``fptrack crawl URL --depth 2
-   --max-pages N -q``: wall time until the command returns (fetched, stored, fingerprinted, compared, committed,
-   workers waited for). Then ``fptrack matches --format json``.
-3. **Parity**: the set of (page_url, work_id, chapter_index) of every mode against the first, and each against the
-   ground truth (the copies the generator made), with the misses per kind of copy.
-4. **CPU per page per stage**, in this process (``time.process_time``) on a sample of the pages: decode + main-text
-   extraction, analysis (normalise, Simhash, pinyin DNA, winnowing), compare with the registry of the SQLite mode
-   (two passes: the first fills the per-process cache of analysed chapters, as a long crawl does).
-5. **Registering a 1,000,000-character work** (200 chapters 第N章, synthesised from corpus clauses) with ``fptrack
-   works add`` on a fresh SQLite and a fresh PostgreSQL database, as a timed subprocess.
+   in-process), ``postgres-w1`` and ``postgres-w2`` (tasks on 1 or 2 ``fptrack worker -c 1`` processes over
+   Redis, ``--redis`` with a queue of this run's own). In each: ``fptrack init``, ``fptrack works add FILE
+   --title T`` per work (timed apart; always in-process, so the registry is complete when the crawl starts:
+   with a broker ``works add`` returns before the workers have indexed the work), then the timed ``fptrack
+   crawl URL --depth 2 --max-pages N -q``: wall time until the command returns (fetched, stored,
+   fingerprinted, compared, committed, workers waited for). Then ``fptrack matches --format json``.
+   PostgreSQL's planner statistics come from autovacuum; on a server where it is off (the output says so) a
+   fresh database has none, and ``--analyze`` runs ``ANALYZE`` after registering (untimed) to see the figures
+   a server with autovacuum would give.
+3. **Parity**: the set of (page_url, work_id, chapter_index) of every mode against the first, and each against
+   the ground truth (the copies the generator made), with the misses per kind of copy.
+4. **CPU per page per stage**, in this process (``time.process_time``) on a sample of the pages: decode +
+   main-text extraction, analysis (normalise, Simhash, pinyin DNA, winnowing), compare with the registry of
+   the SQLite mode (two passes: the first fills the per-process cache of analysed chapters, as a long crawl
+   does).
+5. **Registering a 1,000,000-character work** (200 chapters 第N章, synthesised from corpus clauses) with
+   ``fptrack works add`` on a fresh SQLite and a fresh PostgreSQL database, as a timed subprocess.
 6. **Compare time as the registry grows**: 100, 1,000 and 10,000 synthesised chapters registered in-process on
    SQLite (``register_work`` + ``index_work``, commit per work of 100 chapters); median time of
-   ``compare_document`` over a sample of copies and unrelated pages, at each size. ``--scale-budget`` caps the
-   registering time (what was reached is measured and said).
+   ``compare_document`` over a sample of copies and unrelated pages, at each size (second of two passes).
+   ``--scale-budget`` caps the registering time (what was reached is measured and said); ``--quick`` stops at
+   1,000.
 
-Synthesised text: corpus clauses (cut at punctuation) in shuffled order; past the size of the corpus, each further
-pass over the clauses re-letters the Han characters within bands of similar frequency, so synthesised chapters do
-not repeat each other verbatim (``ClauseStream`` in ``_pipeline_site.py``).
+Synthesised text: corpus clauses (cut at punctuation) in shuffled order; past the size of the corpus, each
+further pass over the clauses re-letters the Han characters within bands of similar frequency, so synthesised
+chapters do not repeat each other verbatim (``ClauseStream`` in ``_pipeline_site.py``).
 
-Prints a table per section (targets beside the figures: ratio >= 1.00 meets the target) and the machine, and ends
-with one JSON line. Progress goes to stderr. Temporary data lives in a ``tempfile.mkdtemp()`` folder, deleted at the
-end with the PostgreSQL databases this run created (``--keep`` keeps both).
+Prints a table per section (targets beside the figures: ratio >= 1.00 meets the target) and the machine, and
+ends with one JSON line. Progress goes to stderr. Temporary data lives in a ``tempfile.mkdtemp()`` folder,
+deleted at the end with the PostgreSQL databases this run created (``--keep`` keeps both).
 """
 
 from __future__ import annotations
@@ -70,6 +79,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._pipeline_site import (
+    COPY_KINDS,
+    UNRELATED_KINDS,
     ClauseStream,
     PipelineSite,
     TextPools,
@@ -98,7 +109,7 @@ def progress(message: str) -> None:
     print(f"# {message}", file=sys.stderr, flush=True)
 
 
-# ------------------------------------------------------------------------------------------------ PIPELINE API
+# ---------------------------------------------------------------------------------------------- PIPELINE API
 # Every in-process call of the pipeline's API is in this section (the rest drives the `fptrack` command line).
 # The API is being reworked: when names change, this is the one place to adjust.
 
@@ -147,7 +158,7 @@ def verdict_key(verdict: Any) -> tuple[str, int] | None:
 
 
 def register_in_process(session: Any, text: str, title: str, settings: Any) -> int:
-    """Register a work and index its chapters in the caller's session (the caller commits); returns chapters."""
+    """Register a work and index its chapters in the caller's session (the caller commits)."""
     from compare.service import index_work
     from compare.works import register_work
 
@@ -265,7 +276,7 @@ def base_env(data_dir: Path, database_url: str, concurrency: int) -> dict[str, s
         FPTRACK_CRAWL_CONCURRENCY=str(concurrency),
         # a page waits while the in-process stage runs before it: keep slow modes from timing out requests
         FPTRACK_CRAWL_TIMEOUT="180",
-        FPTRACK_ALLOW_PRIVATE_HOSTS="1",  # the site is on 127.0.0.1 (for the private-address guard of the design)
+        FPTRACK_ALLOW_PRIVATE_HOSTS="1",  # the site is on 127.0.0.1 (the design's private-address guard)
     )
     return env
 
@@ -273,7 +284,8 @@ def base_env(data_dir: Path, database_url: str, concurrency: int) -> dict[str, s
 def fptrack(
     env: dict[str, str], *args: str, timeout: float = 3600
 ) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Run ``fptrack ARGS`` (``python -m admin.cli``); (the completed process, wall seconds). Exits on failure."""
+    """Run ``fptrack ARGS`` (``python -m admin.cli``): (the completed process, wall seconds); raises on
+    failure."""
     started = time.perf_counter()
     completed = subprocess.run(
         [sys.executable, "-m", "admin.cli", *args],
@@ -387,9 +399,8 @@ def run_mode(
         _, seconds = fptrack(env, "works", "add", str(path), "--title", title)
         result.register_seconds += seconds
     if backend == "postgresql" and args.analyze:
-        services.analyze(
-            database_url
-        )  # untimed: planner statistics of the registry, as autovacuum would make
+        # untimed: planner statistics of the registry, as autovacuum would make them
+        services.analyze(database_url)
 
     max_pages = len(site.pages) + 10
     crawl_args = ("crawl", base + "/", "--depth", str(site.depth), "--max-pages", str(max_pages), "-q")
@@ -462,7 +473,7 @@ def parity_report(site: PipelineSite, results: list[ModeResult]) -> dict[str, An
 def stage_cpu(
     site: PipelineSite, base: str, database_url: str, data_dir: Path, sample: int, seed: int
 ) -> dict[str, Any]:
-    """CPU milliseconds per page of each stage on a sample of the site's chapter pages (see the module docstring)."""
+    """CPU milliseconds per page of each stage, on a sample of the site's chapter pages (module docstring)."""
     rng = random.Random(seed)
     copies = [p for p in site.chapter_pages if p.truth is not None]
     unrelated = [p for p in site.chapter_pages if p.truth is None]
@@ -517,13 +528,13 @@ def stage_cpu(
     }
 
 
-# ------------------------------------------------------------------------------------------------ registration
+# ---------------------------------------------------------------------------------------------- registration
 
 
 def register_large_work(
     pools: TextPools, workdir: Path, services: Services, chars: int, backends: list[str], seed: int
 ) -> dict[str, Any]:
-    """Seconds of ``fptrack works add`` for one work of ``chars`` characters, per backend, on a fresh database."""
+    """Seconds of ``fptrack works add`` of one work of ``chars`` characters, per backend, fresh database."""
     chapters = max(1, round(chars / 5000))
     stream = ClauseStream(pools.registered_clauses + pools.unrelated_clauses, seed=seed)
     text, _ = synthetic_work(
@@ -705,8 +716,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and the databases")
     args = parser.parse_args()
 
-    pages = args.pages or (300 if args.quick else 5000)
-    registry = args.registry or (100 if args.quick else 1000)
+    pages = args.pages if args.pages is not None else (300 if args.quick else 5000)
+    registry = args.registry if args.registry is not None else (100 if args.quick else 1000)
     modes = [
         m.strip()
         for m in (args.modes or ",".join(QUICK_MODES if args.quick else MODES)).split(",")
@@ -715,12 +726,14 @@ def main() -> None:
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         parser.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")
-    stage_sample = args.stage_sample or (50 if args.quick else 200)
+    stage_sample = args.stage_sample if args.stage_sample is not None else (50 if args.quick else 200)
     scale_text = (
         args.scale_sizes if args.scale_sizes is not None else ("100,1000" if args.quick else "100,1000,10000")
     )
     scale_sizes = [int(s) for s in scale_text.split(",") if s.strip()]
-    scale_sample = args.scale_sample or (30 if args.quick else 60)
+    scale_sample = args.scale_sample if args.scale_sample is not None else (30 if args.quick else 60)
+    if pages < 2 or registry < 1 or scale_sample < 2 or stage_sample < 0:
+        parser.error("need --pages >= 2, --registry >= 1, --scale-sample >= 2, --stage-sample >= 0")
     copies_per_chapter_cap = 4  # a chapter copied more often on one site would look like site boilerplate
     if math.ceil((pages // 2) / registry) > copies_per_chapter_cap:
         registry = math.ceil((pages // 2) / copies_per_chapter_cap)
@@ -800,7 +813,8 @@ def main() -> None:
     )
     if services.postgres_autovacuum == "off":
         print(
-            "note: autovacuum is off on this PostgreSQL server: the benchmark's databases get no planner statistics "
+            "note: autovacuum is off on this PostgreSQL server: the benchmark's databases get no planner "
+            "statistics "
             + (
                 "except the ANALYZE after registering (--analyze)"
                 if args.analyze
@@ -808,25 +822,23 @@ def main() -> None:
             )
         )
     counts = site.counts()
+    copy_kinds = ", ".join(f"{k} {counts[k]}" for k in COPY_KINDS if k in counts)
+    unrelated_kinds = ", ".join(f"{k} {counts[k]}" for k in UNRELATED_KINDS if k in counts)
     print(
         f"site: {counts['chapter_pages']:,} chapter pages + {counts['index_pages']} index pages "
-        f"({counts['copies']:,} copies: "
-        + ", ".join(
-            f"{k} {counts[k]}"
-            for k in ("verbatim", "edit_05", "edit_10", "ads_spliced", "gbk")
-            if k in counts
-        )
-        + f"; {counts['unrelated']:,} unrelated: "
-        + ", ".join(
-            f"{k} {counts[k]}" for k in ("unregistered_novel", "news", "synthetic_unrelated") if k in counts
-        )
-        + f"); registry {counts['registered_chapters']:,} chapters ({site.notes['registered_from_corpus']} from the "
-        f"corpus, {site.notes['registered_synthetic']} synthesised) in {len(site.works)} works; "
+        f"({counts['copies']:,} copies: {copy_kinds}; {counts['unrelated']:,} unrelated: {unrelated_kinds}); "
+        f"registry {counts['registered_chapters']:,} chapters ({site.notes['registered_from_corpus']} from "
+        f"the corpus, {site.notes['registered_synthetic']} synthesised) in {len(site.works)} works; "
         f"crawl --depth {site.depth}, FPTRACK_CRAWL_CONCURRENCY={args.concurrency}"
     )
     for r in results:
         if r.skipped:
             print(f"skipped {MODES[r.mode][0]}: {r.skipped}")
+        elif r.pages_crawled != len(site.pages) or r.failed:
+            print(
+                f"warning: {MODES[r.mode][0]} crawled {r.pages_crawled} of the {len(site.pages)} pages "
+                f"served ({r.failed} failed; statuses {r.statuses})"
+            )
 
     rows = []
     for r in results:
@@ -846,7 +858,8 @@ def main() -> None:
             ]
         )
     print_table(
-        "End to end (wall time of `fptrack crawl` until it returns; registration timed apart)",
+        "End to end (wall time of `fptrack crawl` until it returns; `works add` timed apart, in-process in "
+        "every mode)",
         ["mode", "register s", "crawl s", "pages", "failed", "pages/s", "target", "ratio"],
         rows,
     )
@@ -953,8 +966,8 @@ def main() -> None:
                 ]
             )
         print_table(
-            f"Compare time per page as the registry grows (in-process, SQLite, {scaling['sample']} pages: half copies, "
-            "half unrelated; second pass)",
+            f"Compare time per page as the registry grows (in-process, SQLite, {scaling['sample']} pages: "
+            "half copies, half unrelated; second pass)",
             [
                 "chapters",
                 "register s",

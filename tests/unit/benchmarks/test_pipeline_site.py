@@ -1,5 +1,5 @@
-"""The generated pirate site of benchmarks/pipeline_throughput.py: well-formed pages, every page reachable within
-the crawl depth, and ground truth that says what the generator built. Random text only (no corpus needed)."""
+"""The generated pirate site of benchmarks/pipeline_throughput.py: well-formed pages, every page reachable
+within the crawl depth, and ground truth that says what the generator built. Random text only (no corpus)."""
 
 from __future__ import annotations
 
