@@ -102,7 +102,7 @@ QUICK_MODES = ("sqlite", "postgres", "postgres-w2")
 TARGET_PAGES_PER_SECOND = {"sqlite": 50.0, "postgres-w2": 100.0}
 TARGET_REGISTER_SECONDS = {"postgresql": 5.0}
 TARGET_COMPARE_GROWTH = 2.0  # per-page compare time, largest registry / 100 chapters
-CRAWL_LINE = re.compile(r"crawled (\d+) page\(s\) in [\d.]+s \((.*)\); (\d+) with text; (\d+) failed")
+CRAWL_LINE = re.compile(r"crawled (\d+) page\(s\) in [\d.]+s \((.*)\); (\d+) with text[^;]*; (\d+) failed")
 
 
 def progress(message: str) -> None:

@@ -6,9 +6,11 @@
 - ``sites.settled_at`` (when the site's templates were last decided from all its pages); existing site keys stay
   (a host without a port is the same key under the new rule);
 - ``crawl_jobs``: ``pages_stored``, ``pages_unchanged``, ``copies_found`` and the status ``interrupted``;
-- ``code_index.owner`` / ``owner_id`` with the index ``(kind, owner, code) INCLUDE (owner_id)`` replacing
+- ``code_index.owner`` / ``owner_id`` with the index ``(code, owner, kind) INCLUDE (owner_id)`` replacing
   ``(kind, code) INCLUDE (fingerprint_id)``: a page's codes are looked up among chapters only (and a chapter's
-  among pages only) without joining ``fingerprints`` or reading the other side's rows.
+  among pages only) without joining ``fingerprints`` or reading the other side's rows. The 64-bit code leads:
+  b-tree comparisons are decided by one integer comparison instead of a collated text comparison of ``kind``
+  (a text ``COPY`` of 300,000 rows into the table measured 10-25 % faster).
 
 Pages already compared before this revision keep a NULL ``compared_at`` only if they were never fingerprinted.
 
@@ -33,6 +35,28 @@ def _status_check(statuses: tuple[str, ...]) -> str:
     return "status IN (" + ", ".join(f"'{s}'" for s in statuses) + ")"
 
 
+def _replace_status_check(statuses: tuple[str, ...]) -> None:
+    """Swap the CHECK constraint on ``crawl_jobs.status``.
+
+    SQLite cannot alter a constraint: the table is copied and swapped (Alembic's batch mode). With foreign keys on,
+    dropping the old table runs an implicit ``DELETE`` whose ``ON DELETE SET NULL`` would cut every page from its
+    crawl job, so the links are kept aside and put back.
+    """
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    if sqlite:
+        op.execute("CREATE TEMPORARY TABLE fptrack_page_jobs AS SELECT id, crawl_job_id FROM pages "
+                   "WHERE crawl_job_id IS NOT NULL")  # fmt: skip
+    with op.batch_alter_table("crawl_jobs") as batch:
+        batch.drop_constraint("ck_crawl_jobs_known_status", type_="check")
+        batch.create_check_constraint("known_status", _status_check(statuses))
+    if sqlite:
+        op.execute(
+            "UPDATE pages SET crawl_job_id = (SELECT j.crawl_job_id FROM fptrack_page_jobs j WHERE j.id = pages.id) "
+            "WHERE id IN (SELECT id FROM fptrack_page_jobs)"
+        )
+        op.execute("DROP TABLE fptrack_page_jobs")
+
+
 def upgrade() -> None:
     # Plain ADD COLUMN on both backends (a batch copy of ``pages`` on SQLite is not needed for added columns).
     op.add_column("pages", sa.Column("compared_at", sa.DateTime(timezone=True), nullable=True))
@@ -48,9 +72,7 @@ def upgrade() -> None:
     op.add_column("sites", sa.Column("settled_at", sa.DateTime(timezone=True), nullable=True))
     for column in ("pages_stored", "pages_unchanged", "copies_found"):
         op.add_column("crawl_jobs", sa.Column(column, sa.Integer(), nullable=False, server_default="0"))
-    with op.batch_alter_table("crawl_jobs") as batch:
-        batch.drop_constraint("ck_crawl_jobs_known_status", type_="check")
-        batch.create_check_constraint("known_status", _status_check(_NEW_STATUSES))
+    _replace_status_check(_NEW_STATUSES)
 
     op.add_column("code_index", sa.Column("owner", sa.SmallInteger(), nullable=True))
     op.add_column("code_index", sa.Column("owner_id", sa.BigInteger(), nullable=True))
@@ -66,22 +88,20 @@ def upgrade() -> None:
         batch.alter_column("owner_id", existing_type=sa.BigInteger(), nullable=False)
     op.drop_index("ix_code_index_kind_code", table_name="code_index")
     op.create_index(
-        "ix_code_index_kind_owner_code", "code_index", ["kind", "owner", "code"], postgresql_include=["owner_id"]
+        "ix_code_index_code_owner_kind", "code_index", ["code", "owner", "kind"], postgresql_include=["owner_id"]
     )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_code_index_kind_owner_code", table_name="code_index")
+    op.drop_index("ix_code_index_code_owner_kind", table_name="code_index")
     op.create_index("ix_code_index_kind_code", "code_index", ["kind", "code"], postgresql_include=["fingerprint_id"])
     with op.batch_alter_table("code_index") as batch:
         batch.drop_column("owner_id")
         batch.drop_column("owner")
     op.execute("UPDATE crawl_jobs SET status = 'failed' WHERE status = 'interrupted'")
-    with op.batch_alter_table("crawl_jobs") as batch:
-        batch.drop_constraint("ck_crawl_jobs_known_status", type_="check")
-        batch.create_check_constraint("known_status", _status_check(_OLD_STATUSES))
-        for column in ("copies_found", "pages_unchanged", "pages_stored"):
-            batch.drop_column(column)
+    _replace_status_check(_OLD_STATUSES)
+    for column in ("copies_found", "pages_unchanged", "pages_stored"):
+        op.drop_column("crawl_jobs", column)
     op.drop_column("sites", "settled_at")
     op.drop_column("works", "indexed_at")
     op.drop_column("pages", "template_masked")

@@ -18,7 +18,7 @@ from storage.db import create_engine_for, migrate
 from storage.fingerprints import load_codes
 from storage.housekeeping import count_orphans
 from storage.index import DEFAULT_LAYOUT, to_signed64
-from storage.models import CodeIndexRow, Fingerprint, Match, Page, Site
+from storage.models import CODE_OWNER_CHAPTER, CodeIndexRow, CrawlJob, Fingerprint, Match, Page, Site, Work
 from storage.settings import Settings
 from tests.conftest import POSTGRES_URL, _admin_engine, _pg_url, _reachable
 
@@ -105,6 +105,8 @@ def test_skeleton_database_upgrades_without_data_loss(empty_settings: Settings) 
             rows = session.execute(select(CodeIndexRow.position, CodeIndexRow.code).order_by(CodeIndexRow.position))
             assert [tuple(r) for r in rows] == [(0, 77), (1, -5), (2, 77)]
             assert code_candidates(session, "dna", [77, -5, 3], owner="chapter") == {10: 2}
+            owners = session.execute(select(CodeIndexRow.owner, CodeIndexRow.owner_id)).all()
+            assert {tuple(o) for o in owners} == {(CODE_OWNER_CHAPTER, 10)}  # 0004 fills in the owner
             assert load_codes(session, owner="chapter", owner_id=10, kind="dna") == []  # 0001 kept no payload here
             assert set(count_orphans(session).values()) == {0}
 
@@ -116,6 +118,34 @@ def test_skeleton_database_upgrades_without_data_loss(empty_settings: Settings) 
 
         # upgrading again is a no-op
         assert migrate(empty_settings, engine) == migrate(empty_settings, engine)
+    finally:
+        engine.dispose()
+
+
+def test_pipeline_migration_keeps_crawl_links_and_progress(empty_settings: Settings) -> None:
+    """0004 rebuilds ``crawl_jobs`` on SQLite (a new CHECK): pages keep their crawl job; what was fingerprinted
+    counts as compared; a work with fingerprints counts as indexed; the new status is accepted."""
+    engine = create_engine_for(empty_settings)
+    try:
+        assert migrate(empty_settings, engine, revision="0001") == "0001"
+        _skeleton_data(engine)
+        assert migrate(empty_settings, engine, revision="0003") == "0003"
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO crawl_jobs (id, start_urls, depth, max_pages, status, started_at, pages_seen, "
+                f"pages_failed, error) VALUES (5, '[]', 1, 10, 'finished', '{NOW}', 3, 0, '')"
+            ))  # fmt: skip
+            connection.execute(text("UPDATE pages SET crawl_job_id = 5"))
+        assert migrate(empty_settings, engine) not in ("", "0003")
+        with Session(engine) as session:
+            pages = {p.id: p for p in session.scalars(select(Page))}
+            assert {p.crawl_job_id for p in pages.values()} == {5}
+            assert pages[100].compared_at is not None and pages[101].compared_at is None
+            assert session.scalar(select(Work.indexed_at).where(Work.id == 1)) is not None
+            job = session.get(CrawlJob, 5)
+            assert job is not None and (job.pages_seen, job.copies_found) == (3, 0)
+            job.status = "interrupted"
+            session.commit()
     finally:
         engine.dispose()
 
