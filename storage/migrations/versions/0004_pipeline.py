@@ -6,6 +6,8 @@
 - ``sites.settled_at`` (when the site's templates were last decided from all its pages); existing site keys stay
   (a host without a port is the same key under the new rule);
 - ``crawl_jobs``: ``pages_stored``, ``pages_unchanged``, ``copies_found`` and the status ``interrupted``;
+- ``code_index`` loses its foreign key to ``fingerprints`` (its check on every inserted row halved the rate of
+  bulk loads); a trigger deletes a fingerprint's rows with it instead;
 - ``code_index.owner`` / ``owner_id`` with the index ``(code, owner, kind) INCLUDE (owner_id)`` replacing
   ``(kind, code) INCLUDE (fingerprint_id)``: a page's codes are looked up among chapters only (and a chapter's
   among pages only) without joining ``fingerprints`` or reading the other side's rows. The 64-bit code leads:
@@ -21,6 +23,8 @@ Create Date: 2026-11-23 03:00:00
 
 import sqlalchemy as sa
 from alembic import op
+
+from storage.models import code_index_cascade_ddl
 
 revision = "0004"
 down_revision = "0003"
@@ -86,6 +90,11 @@ def upgrade() -> None:
     with op.batch_alter_table("code_index") as batch:
         batch.alter_column("owner", existing_type=sa.SmallInteger(), nullable=False)
         batch.alter_column("owner_id", existing_type=sa.BigInteger(), nullable=False)
+        # 0002 built the table under a _v2 name and renamed its constraints on PostgreSQL only
+        sqlite = op.get_bind().dialect.name == "sqlite"
+        batch.drop_constraint(f"fk_code_index_fingerprint_id_fingerprints{'_v2' if sqlite else ''}", type_="foreignkey")
+    for statement in code_index_cascade_ddl(op.get_bind().dialect.name):
+        op.execute(statement)
     op.drop_index("ix_code_index_kind_code", table_name="code_index")
     op.create_index(
         "ix_code_index_code_owner_kind", "code_index", ["code", "owner", "kind"], postgresql_include=["owner_id"]
@@ -95,9 +104,17 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_code_index_code_owner_kind", table_name="code_index")
     op.create_index("ix_code_index_kind_code", "code_index", ["kind", "code"], postgresql_include=["fingerprint_id"])
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("DROP TRIGGER IF EXISTS tr_fingerprints_delete_code_rows ON fingerprints")
+        op.execute("DROP FUNCTION IF EXISTS fptrack_delete_code_rows()")
+    else:
+        op.execute("DROP TRIGGER IF EXISTS tr_fingerprints_delete_code_rows")
     with op.batch_alter_table("code_index") as batch:
         batch.drop_column("owner_id")
         batch.drop_column("owner")
+        batch.create_foreign_key(
+            "fk_code_index_fingerprint_id_fingerprints", "fingerprints", ["fingerprint_id"], ["id"], ondelete="CASCADE"
+        )
     op.execute("UPDATE crawl_jobs SET status = 'failed' WHERE status = 'interrupted'")
     _replace_status_check(_OLD_STATUSES)
     for column in ("copies_found", "pages_unchanged", "pages_stored"):
