@@ -198,8 +198,8 @@ def test_every_run_mode_gives_the_same_matches(sqlite_settings, postgres_setting
             {"FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_TASK_QUEUE": f"fptrack-parity-{uuid.uuid4().hex[:8]}"},
         )
         worker_settings.data_dir.mkdir(parents=True, exist_ok=True)
+        workers.run("init")  # a worker refuses a database that was never initialised
         with _workers(workers.env(), tmp_path, 2):
-            workers.run("init")
             workers.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
             # registration is queued too: the crawl must not overtake it
             _wait_indexed(worker_settings)
