@@ -17,6 +17,7 @@ every gunicorn worker and every machine of a deployment share it.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -60,7 +61,11 @@ MAX_FAILURES_PER_CLIENT = 20
 
 _USERNAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,149}")
 # Verified against when the username is unknown, so that an unknown name costs as much time as a known one.
-_DUMMY_HASH = generate_password_hash("not a password of anyone", method=PASSWORD_METHOD)
+@functools.cache
+def _dummy_hash() -> str:
+    """A hash to check unknown names against (made on first use: scrypt costs a quarter second, which every
+    command of the CLI would otherwise pay at import)."""
+    return generate_password_hash("not a password of anyone", method=PASSWORD_METHOD)
 
 
 @dataclass(frozen=True)
@@ -225,7 +230,7 @@ def authenticate(session: Session, username: str, password: str, client: str = "
     login_allowed(session, username, client)
     user = find_active_user(session, username=username)
     if user is None:
-        check_password_hash(_DUMMY_HASH, password)  # same cost as a real check: no timing oracle on names
+        check_password_hash(_dummy_hash(), password)  # same cost as a real check: no timing oracle on names
         record_login_failure(session, username, client)
         return None
     if not check_password_hash(user.password_hash, password):
