@@ -7,7 +7,6 @@ see the traceback of an unexpected failure.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import sys
@@ -412,12 +411,14 @@ def _fetch_one(context: Context, url: str) -> str:
 @pass_context
 @friendly_errors
 def matches(context: Context, fmt: str, status: str, work_id: int | None) -> None:
-    """List the matches found.
+    """List the matches found, with their id (for `fptrack review ID ...`) and review status.
 
     With --format json: one object per line with page_url, work_id, work_title, chapter_index, chapter_title,
-    score, methods, spans ([page_start, page_end, work_start, work_end] in characters of the original texts)
-    and first_seen."""
-    from compare.records import MATCH_FIELDS, match_to_dict
+    score, methods, spans ([page_start, page_end, work_start, work_end] in characters of the original texts),
+    first_seen, then id and status. CSV has the same columns in that order (cells a spreadsheet would read as
+    a formula are prefixed with an apostrophe)."""
+    from admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
+    from compare.records import match_to_dict
     from storage.models import Match
 
     with context.session() as session:
@@ -426,22 +427,25 @@ def matches(context: Context, fmt: str, status: str, work_id: int | None) -> Non
             query = query.where(Match.status == status)
         if work_id is not None:
             query = query.where(Match.work_id == work_id)
-        records = [match_to_dict(m) for m in session.scalars(query.order_by(Match.first_seen, Match.id))]
+        records = [
+            {**match_to_dict(m), "id": m.id, "status": m.status}
+            for m in session.scalars(query.order_by(Match.first_seen, Match.id))
+        ]
     if fmt == "json":
         for record in records:
             click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
-        writer = csv.DictWriter(sys.stdout, fieldnames=list(MATCH_FIELDS), lineterminator="\n")
-        writer.writeheader()
-        for record in records:
-            writer.writerow({**record, "methods": " ".join(record["methods"]), "spans": json.dumps(record["spans"])})
+        for line in csv_lines(CSV_MATCH_COLUMNS, (csv_match_row(record) for record in records)):
+            click.echo(line, nl=False)
     elif not records:
         click.echo("no matches" + (f" with status {status}" if status != "all" else ""))
     else:
         _print_table(
-            ["score", "work", "chapter", "page", "methods", "first seen"],
+            ["id", "status", "score", "work", "chapter", "page", "methods", "first seen"],
             [
                 (
+                    r["id"],
+                    r["status"],
                     f"{r['score']:.2f}",
                     r["work_title"],
                     f"{r['chapter_index']} {r['chapter_title']}",
@@ -457,11 +461,13 @@ def matches(context: Context, fmt: str, status: str, work_id: int | None) -> Non
 @main.command()
 @click.option("--by", "dimension", type=click.Choice(["work", "host", "day"]), default="work", show_default=True)
 @click.option("--days", type=click.IntRange(1), help="Only matches first seen in the last N days.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @pass_context
 @friendly_errors
 def report(context: Context, dimension: str, days: int | None, fmt: str) -> None:
-    """Match counts per work, per host or per day, by review status."""
+    """Match counts per work, per host or per day, by review status.
+
+    CSV columns: key, flagged, confirmed, dismissed, licensed, pages, total (the same as the JSON fields)."""
     from datetime import timedelta
 
     from analytics.rollups import match_rollup
@@ -473,6 +479,12 @@ def report(context: Context, dimension: str, days: int | None, fmt: str) -> None
     if fmt == "json":
         for row in rows:
             click.echo(json.dumps(row.as_json(), ensure_ascii=False))
+    elif fmt == "csv":
+        from admin.exports import csv_lines
+        from analytics.rollups import ROLLUP_COLUMNS
+
+        for line in csv_lines(ROLLUP_COLUMNS, (row.as_json() for row in rows)):
+            click.echo(line, nl=False)
     elif not rows:
         click.echo("no matches yet")
     else:

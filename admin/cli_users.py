@@ -150,6 +150,70 @@ def users_remove(context: Any, username: str) -> None:
     click.echo(f"removed {_describe(account)}")
 
 
+@users.command("token")
+@click.argument("username")
+@click.option("--name", default="", help="What the token is for (shown in `fptrack users tokens`).")
+@click.pass_obj
+@_one_line_errors
+def users_token(context: Any, username: str, name: str) -> None:
+    """Create an API token for USERNAME (printed once: keep it). Clients send it to /api as
+    `Authorization: Bearer TOKEN` and act with that user's role."""
+    from admin.tokens import create_token
+
+    with context.session() as session:
+        created = create_token(session, username, name)
+    click.echo(created.token)
+    click.echo(
+        f"token {created.info.id} ({created.info.prefix}...) for {created.info.username}: shown only now; "
+        f"revoke it with `fptrack users revoke-token {created.info.id}`",
+        err=True,
+    )
+
+
+@users.command("tokens")
+@click.argument("username", required=False)
+@click.pass_obj
+@_one_line_errors
+def users_tokens(context: Any, username: str | None) -> None:
+    """List API tokens (of USERNAME, or of everyone): id, user, name, prefix, created, last used, revoked."""
+    from admin.cli import _print_table
+    from admin.tokens import list_tokens
+
+    with context.session() as session:
+        tokens = list_tokens(session, username)
+    if not tokens:
+        click.echo("no API tokens")
+        return
+    _print_table(
+        ["id", "user", "name", "prefix", "created", "last used", "revoked"],
+        [
+            (
+                t.id,
+                t.username,
+                t.name,
+                t.prefix + "...",
+                t.created_at.strftime("%Y-%m-%d %H:%M"),
+                t.last_used_at.strftime("%Y-%m-%d %H:%M") if t.last_used_at else "never",
+                "yes" if t.revoked else "no",
+            )
+            for t in tokens
+        ],
+    )
+
+
+@users.command("revoke-token")
+@click.argument("token_id", type=click.IntRange(1, 2**63 - 1))
+@click.pass_obj
+@_one_line_errors
+def users_revoke_token(context: Any, token_id: int) -> None:
+    """Revoke an API token by its id; clients using it get 401 from then on."""
+    from admin.tokens import revoke_token
+
+    with context.session() as session:
+        info = revoke_token(session, token_id)
+    click.echo(f"revoked token {info.id} ({info.prefix}...) of {info.username}")
+
+
 @click.command()
 @click.argument("match_id", type=click.IntRange(1, 2**63 - 1))
 @click.argument("decision", type=click.Choice(list(DECISIONS)))

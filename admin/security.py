@@ -16,6 +16,12 @@ Every request goes through these checks, in this order (``install_security``):
    (GET, HEAD, OPTIONS) needs ``viewer`` and anything else needs ``reviewer``. Too low a role is a 403.
 5. **CSRF** (Flask-WTF's ``CSRFProtect``) on every state-changing request.
 
+An ``/api`` request carrying ``Authorization: Bearer <token>`` is authenticated by that API token alone
+(``admin.tokens``; a bad token is a 401 even with a valid session cookie): it acts as the token's user with that
+user's role, and skips the Origin and CSRF checks, which protect ambient credentials (cookies) that a
+browser would attach to a forged cross-site request; a browser never attaches an ``Authorization`` header
+by itself.
+
 Sessions are Flask's signed cookie (``HttpOnly``, ``SameSite=Lax``, ``Secure`` per
 ``FPTRACK_ADMIN_SECURE_COOKIES``), valid for :data:`SESSION_LIFETIME`. The session names the user by id and a
 token derived from the secret key and the user's password hash, so changing a password (or removing or
@@ -36,9 +42,10 @@ from datetime import timedelta
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from flask import Flask, abort, current_app, redirect, request, url_for
+from flask import Flask, abort, current_app, g, redirect, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_login import AnonymousUserMixin, LoginManager, UserMixin, current_user
+from flask_wtf.csrf import CSRFProtect
 from sqlalchemy.orm import Session
 
 from admin.accounts import find_active_user, has_role
@@ -48,6 +55,8 @@ from storage.settings import Settings
 __all__ = [
     "SESSION_LIFETIME",
     "SessionUser",
+    "bearer_token",
+    "check_csrf_unless_token",
     "client_address",
     "install_security",
     "is_safe_next",
@@ -165,8 +174,21 @@ def _check_host() -> None:
         abort(400, description="This server does not answer to that host name (see FPTRACK_ADMIN_HOSTS).")
 
 
+def bearer_token() -> str | None:
+    """The token of an ``Authorization: Bearer ...`` header on an ``/api`` request, else None. Such a request
+    is authenticated by its token alone (never by the session cookie), so it needs neither the Origin check
+    nor a CSRF token: a browser never attaches this header to a cross-site request by itself."""
+    if not _wants_json():
+        return None
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if not header:
+        return None
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
 def _check_origin() -> None:
-    if request.method in SAFE_METHODS:
+    if request.method in SAFE_METHODS or bearer_token() is not None:
         return
     source = request.headers.get("Origin") or request.headers.get("Referer") or ""
     if not source:
@@ -184,6 +206,32 @@ def _check_origin() -> None:
 
 def _wants_json() -> bool:
     return request.path == "/api" or request.path.startswith("/api/")
+
+
+def _load_token_user() -> ResponseReturnValue | None:
+    """An ``/api`` request with an ``Authorization`` header acts as the token's user, or is a 401."""
+    token = bearer_token()
+    if token is None:
+        return None
+    from admin.tokens import authenticate_token
+
+    database = _db()
+    user = authenticate_token(database, token) if token else None
+    if user is None:
+        database.rollback()
+        return {"error": "invalid or revoked API token"}, 401, {"WWW-Authenticate": 'Bearer realm="fptrack"'}
+    database.commit()  # last_used_at
+    # Flask-Login takes current_user from g._login_user: the token user, without touching the session cookie
+    g._login_user = SessionUser(user.id, user.username, user.role, token="")
+    g.api_token_user = True
+    return None
+
+
+def check_csrf_unless_token(csrf: CSRFProtect) -> None:
+    """Flask-WTF's CSRF check on every state-changing request, except those authenticated by an API token."""
+    if request.method in SAFE_METHODS or g.get("api_token_user"):
+        return
+    csrf.protect()
 
 
 def _require_login_and_role() -> ResponseReturnValue | None:
@@ -266,5 +314,6 @@ def install_security(app: Flask, settings: Settings) -> None:
 
 
 def install_access_policy(app: Flask) -> None:
-    """The login and role checks; installed after the database check of ``admin.web``."""
+    """API tokens, then the login and role checks; installed after the database check of ``admin.web``."""
+    app.before_request(_load_token_user)
     app.before_request(_require_login_and_role)

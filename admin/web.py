@@ -31,7 +31,7 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter, Map
 
-from admin.security import install_access_policy, install_security
+from admin.security import check_csrf_unless_token, install_access_policy, install_security
 from admin.views import BLUEPRINTS
 from admin.views.context import AdminState, admin_state, close_db_session
 from admin.views.evidence import is_web_url
@@ -90,7 +90,11 @@ def create_app(settings: Settings | None = None) -> Flask:
     install_security(app, settings)
     app.before_request(_require_schema)
     install_access_policy(app)
-    CSRFProtect(app)
+    # CSRFProtect's own hook is off (WTF_CSRF_CHECK_DEFAULT); ours runs it on every state-changing request
+    # except those authenticated by an API token (admin.security.check_csrf_unless_token).
+    app.config["WTF_CSRF_CHECK_DEFAULT"] = False
+    csrf = CSRFProtect(app)
+    app.before_request(lambda: check_csrf_unless_token(csrf))
     app.after_request(_security_headers)
     app.teardown_appcontext(close_db_session)
     app.register_error_handler(CSRFError, _csrf_error)

@@ -15,10 +15,12 @@ from sqlalchemy.orm import Session
 
 from storage.models import Match, MatchStatus, Page, Work
 
-__all__ = ["Dimension", "RollupRow", "match_rollup"]
+__all__ = ["ROLLUP_COLUMNS", "Dimension", "RollupRow", "match_rollup"]
 
 Dimension = Literal["work", "host", "day"]
 STATUSES = tuple(s.value for s in MatchStatus)
+# the fields of RollupRow.as_json, in order (CSV columns of `fptrack report --format csv`)
+ROLLUP_COLUMNS = ("key", *STATUSES, "pages", "total")
 
 
 @dataclass(frozen=True)

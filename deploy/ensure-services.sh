@@ -2,6 +2,8 @@
 # Make the real services the tests use available, as far as this machine allows:
 # - PostgreSQL and Redis: started when installed but down.
 # - Chromium (admin browser tests): installed from Debian's packages when missing and we may.
+# - A CJK font (fonts-wqy-microhei, else fonts-noto-cjk), so that Chinese renders in the browser tests'
+#   screenshots and in takedown notices printed to PDF: installed the same way.
 # A service that is not installed at all is left alone: its tests are skipped with the reason,
 # except under CI=true, where tests/conftest.py turns a missing service into a failure.
 set -u
@@ -41,5 +43,22 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     || say "could not install chromium (see /tmp/fptrack-apt.log): browser tests will be skipped"
 else
   say "Chromium is not installed (apt-get install chromium): browser tests will be skipped"
+fi
+has_cjk_font() { command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list :lang=zh family 2>/dev/null | head -n1)" ]; }
+
+if has_cjk_font; then
+  say "CJK font found: $(fc-list :lang=zh family | head -n1)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  say "installing a CJK font (fonts-wqy-microhei) for screenshots and PDF notices"
+  for font in fonts-wqy-microhei fonts-noto-cjk; do
+    if DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$font" >>/tmp/fptrack-apt.log 2>&1 \
+      || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
+           && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$font" >>/tmp/fptrack-apt.log 2>&1; }; then
+      break
+    fi
+  done
+  has_cjk_font || say "could not install a CJK font (see /tmp/fptrack-apt.log): Chinese shows as boxes in screenshots and PDFs"
+else
+  say "no CJK font (apt-get install fonts-wqy-microhei): Chinese shows as boxes in screenshots and PDFs"
 fi
 exit 0

@@ -47,6 +47,7 @@ __all__ = [
     "CRAWL_JOB_STATUSES",
     "REVIEW_DECISIONS",
     "USER_ROLES",
+    "ApiToken",
     "Base",
     "Chapter",
     "CodeIndexRow",
@@ -57,6 +58,7 @@ __all__ = [
     "LicensedSite",
     "LoginFailure",
     "Match",
+    "MatchNote",
     "MatchStatus",
     "Page",
     "ReviewDecision",
@@ -422,6 +424,8 @@ class Match(Base):
     __table_args__ = (
         UniqueConstraint("page_id", "chapter_id"),
         Index("ix_matches_status_first_seen", "status", "first_seen"),
+        # the admin's review list: newest first without a status filter
+        Index("ix_matches_first_seen", "first_seen"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -505,6 +509,37 @@ class LoginFailure(Base):
     username: Mapped[str] = mapped_column(String(150))
     client: Mapped[str] = mapped_column(String(64))
     failed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MatchNote(Base):
+    """A reviewer's note on a match (no change of status): the evidence page shows them with the decisions."""
+
+    __tablename__ = "match_notes"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"), index=True)
+    author: Mapped[str] = mapped_column(String(200))
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ApiToken(Base):
+    """A bearer token of the admin's JSON API, acting as its user (and that user's role). Only the SHA-256 of
+    the token is stored (the token is 256 random bits, so a fast hash is enough); ``prefix`` is the token's
+    first characters, shown to tell tokens apart. Removing the user removes its tokens."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    prefix: Mapped[str] = mapped_column(String(16))
+    token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    user: Mapped[User] = relationship()
 
 
 @event.listens_for(CodeIndexRow.__table__, "after_create")

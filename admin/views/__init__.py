@@ -1,6 +1,7 @@
-"""The admin's blueprints: login, health, dashboard, works, matches, crawls, users (HTML) and the JSON API."""
+"""The admin's blueprints: login, health, dashboard, works, matches, reports, crawls, users (HTML) and the JSON
+API."""
 
-from admin.views import api, auth, crawls, dashboard, health, matches, users, works
+from admin.views import api, auth, crawls, dashboard, health, matches, reports, users, works
 
 __all__ = ["BLUEPRINTS"]
 
@@ -10,6 +11,7 @@ BLUEPRINTS = (
     dashboard.blueprint,
     works.blueprint,
     matches.blueprint,
+    reports.blueprint,
     crawls.blueprint,
     users.blueprint,
     api.blueprint,

@@ -1,18 +1,39 @@
-"""The JSON API: ``/api/matches`` (paginated, filterable), ``/api/matches/<id>`` and ``/api/stats``.
+"""The JSON API under ``/api``: every list of the admin and every review action, described by an OpenAPI 3
+document at ``/api/openapi.json`` (``admin.openapi``).
 
-Match objects are ``compare.records.match_to_dict`` (the same fields as ``fptrack matches --format json``)
-plus ``id`` and ``status``. Errors are JSON too: ``{"error": "..."}`` with the HTTP status.
+Authentication: the admin's login session (then state changes need the ``X-CSRFToken`` header), or an API
+token (``Authorization: Bearer ...``, see ``admin.tokens``). Match objects are ``compare.records.match_to_dict``
+(the fields of ``fptrack matches --format json``) plus ``id`` and ``status``. Errors are JSON too:
+``{"error": "..."}`` with the HTTP status.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Blueprint, abort, request
+from flask_login import current_user
+from sqlalchemy import select
 from sqlalchemy.orm import joinedload
 
+from admin.openapi import openapi_document
+from admin.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
+from admin.security import requires_role
 from admin.views.context import db_session
-from admin.views.queries import collect_stats, list_matches, match_filter_from_args, positive_int_arg
+from admin.views.crawls import crawl_rows
+from admin.views.queries import (
+    MAX_ID,
+    chapter_rows,
+    collect_stats,
+    count_matches,
+    list_matches,
+    match_filter_from_args,
+    matching_ids,
+    positive_int_arg,
+    work_rows,
+)
+from analytics.rollups import match_rollup
 from compare.records import match_to_dict
 from storage.models import Chapter, Match, Page, Work
 
@@ -28,6 +49,33 @@ def match_json(match: Match) -> dict[str, Any]:
     return {"id": match.id, **match_to_dict(match), "status": match.status}
 
 
+def _bad(error: Exception) -> None:
+    message = str(error)
+    abort(400, description=message[:1].upper() + message[1:])
+
+
+def _body() -> Mapping[str, Any]:
+    """The request's JSON object, or its form fields."""
+    if request.is_json:
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict):
+            abort(400, description="The body must be a JSON object.")
+        return body
+    return request.form
+
+
+def _text_field(body: Mapping[str, Any], name: str) -> str:
+    value = body.get(name, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        abort(400, description=f"{name} must be a string.")
+    return value
+
+
+# ------------------------------------------------------------------------------------------------ lists
+
+
 @blueprint.get("/matches")
 def list_matches_json() -> dict[str, Any]:
     try:
@@ -35,7 +83,7 @@ def list_matches_json() -> dict[str, Any]:
         number = positive_int_arg(request.args, "page", 1)
         per_page = positive_int_arg(request.args, "per_page", API_PER_PAGE, maximum=API_MAX_PER_PAGE)
     except ValueError as error:
-        abort(400, description=str(error))
+        _bad(error)
     listing = list_matches(db_session(), match_filter, number, per_page)
     return {
         "items": [match_json(match) for match in listing.items],
@@ -46,8 +94,7 @@ def list_matches_json() -> dict[str, Any]:
     }
 
 
-@blueprint.get("/matches/<int:match_id>")
-def match_detail_json(match_id: int) -> dict[str, Any]:
+def _load(match_id: int) -> Match:
     match = db_session().get(
         Match,
         match_id,
@@ -59,9 +106,182 @@ def match_detail_json(match_id: int) -> dict[str, Any]:
     )
     if match is None:
         abort(404, description=f"There is no match with id {match_id}.")
-    return match_json(match)
+    return match
+
+
+@blueprint.get("/matches/<int:match_id>")
+def match_detail_json(match_id: int) -> dict[str, Any]:
+    return match_json(_load(match_id))
+
+
+@blueprint.get("/matches/<int:match_id>/history")
+def match_history_json(match_id: int) -> dict[str, Any]:
+    _load(match_id)
+    return {
+        "items": [
+            {"kind": e.kind, "at": e.at.isoformat(), "who": e.who, "text": e.text, "status": e.status}
+            for e in match_history(db_session(), match_id)
+        ]
+    }
+
+
+@blueprint.get("/works")
+def works_json() -> dict[str, Any]:
+    return {
+        "items": [
+            {
+                "id": w.id,
+                "title": w.title,
+                "source_name": w.source_name,
+                "chapters": w.chapters,
+                "matches": w.matches,
+                "created_at": w.created_at.isoformat(),
+            }
+            for w in work_rows(db_session())
+        ]
+    }
+
+
+@blueprint.get("/works/<int:work_id>")
+def work_json(work_id: int) -> dict[str, Any]:
+    session = db_session()
+    rows = work_rows(session, work_id)
+    if not rows:
+        abort(404, description=f"There is no work with id {work_id}.")
+    work = rows[0]
+    return {
+        "id": work.id,
+        "title": work.title,
+        "source_name": work.source_name,
+        "matches": work.matches,
+        "created_at": work.created_at.isoformat(),
+        "chapters": [
+            {"id": c.id, "index": c.index, "title": c.title, "length": c.length, "matches": c.matches}
+            for c in chapter_rows(session, work_id)
+        ],
+    }
+
+
+@blueprint.get("/crawls")
+def crawls_json() -> dict[str, Any]:
+    return {
+        "items": [
+            {
+                "id": c.id,
+                "site": c.host,
+                "start_urls": list(c.start_urls),
+                "depth": c.depth,
+                "max_pages": c.max_pages,
+                "status": c.status,
+                "started_at": c.started_at.isoformat(),
+                "finished_at": c.finished_at.isoformat() if c.finished_at else None,
+                "pages_seen": c.pages_seen,
+                "pages_failed": c.pages_failed,
+                "pages_matched": c.pages_matched,
+                "error": c.error,
+            }
+            for c in crawl_rows(db_session())
+        ]
+    }
 
 
 @blueprint.get("/stats")
 def stats_json() -> dict[str, object]:
     return collect_stats(db_session()).as_json()
+
+
+@blueprint.get("/reports/rollup")
+def rollup_json() -> dict[str, Any]:
+    by = request.args.get("by", "work")
+    if by not in ("work", "host", "day"):
+        abort(400, description="by must be work, host or day.")
+    return {"by": by, "items": [row.as_json() for row in match_rollup(db_session(), by)]}  # type: ignore[arg-type]
+
+
+@blueprint.get("/openapi.json")
+def openapi_json() -> dict[str, Any]:
+    return openapi_document()
+
+
+# ----------------------------------------------------------------------------------------------- review
+
+
+@blueprint.post("/matches/<int:match_id>/review")
+@requires_role("reviewer")
+def review_json(match_id: int) -> dict[str, Any]:
+    """``{"status": "confirmed"|"dismissed"|"flagged", "reason": "..."}``."""
+    body = _body()
+    session = db_session()
+    try:
+        decision = record_decision(
+            session, match_id, _text_field(body, "status"), current_user.username, _text_field(body, "reason")
+        )
+    except LookupError:
+        abort(404, description=f"There is no match with id {match_id}.")
+    except ValueError as error:
+        _bad(error)
+    session.commit()
+    return {
+        "id": match_id,
+        "previous_status": decision.previous_status,
+        "status": decision.status,
+        "recorded": decision.recorded,
+    }
+
+
+@blueprint.post("/matches/<int:match_id>/notes")
+@requires_role("reviewer")
+def note_json(match_id: int) -> tuple[dict[str, Any], int]:
+    """``{"text": "..."}``."""
+    session = db_session()
+    try:
+        note = add_note(session, match_id, current_user.username, _text_field(_body(), "text"))
+    except LookupError:
+        abort(404, description=f"There is no match with id {match_id}.")
+    except ValueError as error:
+        _bad(error)
+    session.commit()
+    return {"id": note.id, "match_id": match_id, "author": note.author, "text": note.text}, 201
+
+
+@blueprint.post("/matches/review")
+@requires_role("reviewer")
+def bulk_review_json() -> dict[str, Any]:
+    """Bulk decision: ``{"status", "reason", "ids": [...]}`` on the given matches of the filtered list (the
+    query string's filters), or ``{"status", "reason", "all": true, "expected": N}`` on every match of it
+    (refused with 409 unless the list still has N matches)."""
+    body = _body()
+    try:
+        match_filter = match_filter_from_args(request.args)
+    except ValueError as error:
+        _bad(error)
+    session = db_session()
+    if body.get("all") is True:
+        total = count_matches(session, match_filter)
+        if body.get("expected") != total:
+            abort(409, description=f"The list has {total} matches, not {body.get('expected')!r}; look again.")
+        if total > BULK_LIMIT:
+            abort(400, description=f"A bulk action changes at most {BULK_LIMIT} matches; narrow the filter.")
+        ids = matching_ids(session, match_filter, BULK_LIMIT)
+    else:
+        raw = body.get("ids")
+        if not isinstance(raw, list) or not raw or len(raw) > BULK_LIMIT:
+            abort(400, description=f"ids must be a list of 1 to {BULK_LIMIT} match ids (or send all: true).")
+        if not all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_ID for i in raw):
+            abort(400, description="ids must be match ids (positive integers).")
+        on_list = set(session.scalars(match_filter.apply(select(Match.id).where(Match.id.in_(raw)))))
+        ids = [match_id for match_id in raw if match_id in on_list]
+    try:
+        decisions = record_bulk_decision(
+            session, ids, _text_field(body, "status"), current_user.username, _text_field(body, "reason")
+        )
+    except ValueError as error:
+        session.rollback()
+        _bad(error)
+    session.commit()
+    return {
+        "items": [
+            {"id": d.match_id, "previous_status": d.previous_status, "status": d.status, "recorded": d.recorded}
+            for d in decisions
+        ]
+    }

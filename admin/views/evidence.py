@@ -3,6 +3,13 @@
 Pure functions, no Flask. The templates render each segment's text through Jinja's autoescape, so crawled text
 can never become markup: we highlight by *splitting* the text, never by inserting tags into it.
 
+Inside each copied passage the differences are marked too (:func:`span_diff`): a character-level diff
+(``difflib.SequenceMatcher``) of the page's span against the work's span gives the characters the copy
+*changed*, the ones it *inserted* (on the page, not in the work) and the ones it *deleted* (in the work, missing
+from the page); each side shows its own characters with their class, and a gap marker where the other side
+has characters this one lacks. Still by splitting: a highlighted segment carries :class:`Part` pieces, each
+escaped on its own.
+
 Spans are ``[page_start, page_end, work_start, work_end]`` character offsets into ``Page.text`` and
 ``Work.text`` (see ``compare.records``). The work side is shown as the attributed chapter, which is
 ``Work.text[chapter.start:chapter.end]``, so work offsets are shifted by ``chapter.start`` and clipped to it.
@@ -10,20 +17,40 @@ Spans are ``[page_start, page_end, work_start, work_end]`` character offsets int
 
 from __future__ import annotations
 
+import difflib
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 __all__ = [
+    "MAX_DIFF_LENGTH",
     "EvidenceSpan",
+    "Part",
     "Segment",
+    "SpanDiff",
     "chapter_ranges",
     "evidence_spans",
     "highlight_segments",
     "is_web_url",
     "page_ranges",
+    "span_diff",
 ]
+
+# Spans longer than this (characters, on either side) are highlighted without a character diff: the diff is
+# quadratic at worst and a reviewer reads a passage, not a book.
+MAX_DIFF_LENGTH = 20_000
+
+
+@dataclass(frozen=True)
+class Part:
+    """A piece of a highlighted segment: ``edit`` is None (the same on both sides), ``"changed"``,
+    ``"inserted"`` (only on the page) or ``"deleted"`` (only in the work). ``gap`` > 0 marks a point (empty
+    ``text``) where the other side has ``gap`` characters that this side lacks."""
+
+    text: str
+    edit: str | None = None
+    gap: int = 0
 
 
 @dataclass(frozen=True)
@@ -34,6 +61,7 @@ class Segment:
     text: str
     span: int | None = None
     anchor: bool = False
+    parts: tuple[Part, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -85,13 +113,136 @@ def chapter_ranges(spans: Iterable[EvidenceSpan], chapter_start: int) -> list[tu
     return [(s.work_start - chapter_start, s.work_end - chapter_start, s.number) for s in spans]
 
 
-def highlight_segments(text: str, ranges: Iterable[tuple[int, int, int]]) -> list[Segment]:
+@dataclass(frozen=True)
+class SpanDiff:
+    """The character differences inside one copied passage.
+
+    ``page_edits`` are ``(start, end, number, kind)`` in page offsets (kind ``changed`` or ``inserted``),
+    ``work_edits`` the same in work offsets (``changed`` or ``deleted``); ``page_gaps`` are ``(position,
+    number, length, kind)`` points of the page where ``length`` work characters are missing (kind
+    ``deleted``), ``work_gaps`` the points of the work where the page inserted characters (kind ``inserted``).
+    ``compared`` is False when the passage was too long to diff (:data:`MAX_DIFF_LENGTH`).
+    """
+
+    number: int
+    changed: int = 0
+    inserted: int = 0
+    deleted: int = 0
+    compared: bool = True
+    page_edits: tuple[tuple[int, int, int, str], ...] = ()
+    work_edits: tuple[tuple[int, int, int, str], ...] = ()
+    page_gaps: tuple[tuple[int, int, int, str], ...] = ()
+    work_gaps: tuple[tuple[int, int, int, str], ...] = ()
+
+    @property
+    def identical(self) -> bool:
+        return self.compared and not (self.changed or self.inserted or self.deleted)
+
+
+def span_diff(page_text: str, work_text: str, span: EvidenceSpan) -> SpanDiff:
+    """Diff the page's characters ``[page_start, page_end)`` against the work's ``[work_start, work_end)``.
+
+    ``difflib.SequenceMatcher`` (Ratcliff/Obershelp longest matching blocks, ``autojunk`` off: in Chinese prose
+    the common characters are the text, not noise) turns the page span into the work span with ``replace``
+    (changed on both sides), ``delete`` (page characters the work lacks: inserted by the copier) and ``insert``
+    (work characters the page lacks: deleted by the copier) operations.
+    """
+    page = page_text[span.page_start : span.page_end]
+    work = work_text[span.work_start : span.work_end]
+    if len(page) > MAX_DIFF_LENGTH or len(work) > MAX_DIFF_LENGTH:
+        return SpanDiff(span.number, compared=False)
+    page_edits: list[tuple[int, int, int, str]] = []
+    work_edits: list[tuple[int, int, int, str]] = []
+    page_gaps: list[tuple[int, int, int, str]] = []
+    work_gaps: list[tuple[int, int, int, str]] = []
+    changed = inserted = deleted = 0
+    p0, w0, n = span.page_start, span.work_start, span.number
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, page, work, autojunk=False).get_opcodes():
+        if tag == "replace":
+            changed += i2 - i1
+            page_edits.append((p0 + i1, p0 + i2, n, "changed"))
+            work_edits.append((w0 + j1, w0 + j2, n, "changed"))
+        elif tag == "delete":
+            inserted += i2 - i1
+            page_edits.append((p0 + i1, p0 + i2, n, "inserted"))
+            work_gaps.append((w0 + j1, n, i2 - i1, "inserted"))
+        elif tag == "insert":
+            deleted += j2 - j1
+            work_edits.append((w0 + j1, w0 + j2, n, "deleted"))
+            page_gaps.append((p0 + i1, n, j2 - j1, "deleted"))
+    return SpanDiff(
+        n, changed, inserted, deleted, True, tuple(page_edits), tuple(work_edits), tuple(page_gaps), tuple(work_gaps)
+    )
+
+
+def highlight_segments(
+    text: str,
+    ranges: Iterable[tuple[int, int, int]],
+    edits: Iterable[tuple[int, int, int, str]] = (),
+    gaps: Iterable[tuple[int, int, int, str]] = (),
+) -> list[Segment]:
     """Cut ``text`` into consecutive segments, marking the characters covered by ``ranges``.
 
     ``ranges`` are ``(start, end, number)`` half-open character ranges; they are clipped to the text, empty
     ones are ignored, and where ranges overlap the lowest number wins. The segments' texts concatenate back to
     ``text`` exactly, and adjacent segments never share the same mark.
+
+    ``edits`` (``(start, end, number, kind)``) and ``gaps`` (``(position, number, length, kind)``) of span
+    ``number`` cut that span's highlighted segments further into :class:`Part` pieces (see
+    :func:`span_diff`); a segment without edits or gaps has no parts.
     """
+    segments = _span_segments(text, ranges)
+    edits_by_span: dict[int, list[tuple[int, int, str]]] = {}
+    for start, end, number, kind in edits:
+        edits_by_span.setdefault(number, []).append((start, end, kind))
+    gaps_by_span: dict[int, list[tuple[int, int, str]]] = {}
+    for position, number, length, kind in gaps:
+        if length > 0:
+            gaps_by_span.setdefault(number, []).append((position, length, kind))
+    if not edits_by_span and not gaps_by_span:
+        return segments
+    result: list[Segment] = []
+    offset = 0
+    for segment in segments:
+        start, end = offset, offset + len(segment.text)
+        offset = end
+        if segment.span is None or (segment.span not in edits_by_span and segment.span not in gaps_by_span):
+            result.append(segment)
+            continue
+        parts = _parts(
+            text, start, end, edits_by_span.get(segment.span, []), gaps_by_span.get(segment.span, [])
+        )
+        result.append(Segment(segment.text, segment.span, segment.anchor, parts))
+    return result
+
+
+def _parts(
+    text: str, start: int, end: int, edits: list[tuple[int, int, str]], gaps: list[tuple[int, int, str]]
+) -> tuple[Part, ...]:
+    kinds: list[str | None] = [None] * (end - start)
+    for edit_start, edit_end, kind in edits:
+        for position in range(max(start, edit_start), min(end, edit_end)):
+            kinds[position - start] = kind
+    gaps_at: dict[int, list[tuple[int, str]]] = {}
+    for position, length, kind in gaps:
+        if start <= position <= end:
+            gaps_at.setdefault(position, []).append((length, kind))
+    parts: list[Part] = []
+    run_start = start
+    for position in range(start, end + 1):
+        at_end = position == end
+        boundary = at_end or position in gaps_at or (
+            position > run_start and kinds[position - start] != kinds[run_start - start]
+        )
+        if boundary and position > run_start:
+            parts.append(Part(text[run_start:position], kinds[run_start - start]))
+            run_start = position
+        for length, kind in gaps_at.get(position, []):
+            parts.append(Part("", kind, gap=length))
+    return tuple(parts)
+
+
+def _span_segments(text: str, ranges: Iterable[tuple[int, int, int]]) -> list[Segment]:
     length = len(text)
     clipped = sorted(
         (max(0, start), min(length, end), number)

@@ -1,53 +1,284 @@
-"""``/matches``: the review queue, and ``/matches/<id>``: the evidence of one match, with the decision buttons."""
+"""``/matches``: the review queue (filters, sort, URL search, bulk decisions, CSV/JSON export) and
+``/matches/<id>``: the evidence of one match, with the copied passages, the differences inside them, the
+history of decisions and notes, and the decision buttons."""
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
-from flask_login import current_user
-from sqlalchemy.orm import joinedload
-from werkzeug.wrappers import Response
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from admin.review import record_decision
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from flask_login import current_user
+from sqlalchemy import select
+from sqlalchemy.orm import Session, joinedload
+
+from admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
+from admin.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
 from admin.security import requires_role
-from admin.views.context import db_session
-from admin.views.evidence import chapter_ranges, evidence_spans, highlight_segments, page_ranges
+from admin.views.context import admin_state, db_session
+from admin.views.evidence import (
+    EvidenceSpan,
+    Segment,
+    SpanDiff,
+    chapter_ranges,
+    evidence_spans,
+    highlight_segments,
+    page_ranges,
+    span_diff,
+)
 from admin.views.queries import (
     MATCH_STATUSES,
+    MAX_ID,
     REVIEW_STATUSES,
+    SORT_KEYS,
+    MatchFilter,
+    count_matches,
+    iter_matches,
     list_matches,
     match_filter_from_args,
+    matching_ids,
     positive_int_arg,
     work_choices,
 )
+from compare.records import match_to_dict
 from storage.models import Match
 
-__all__ = ["PER_PAGE", "blueprint"]
+__all__ = ["PER_PAGE", "Evidence", "blueprint", "load_evidence", "match_record"]
 
 PER_PAGE = 50
 
 blueprint = Blueprint("matches", __name__, url_prefix="/matches")
 
 
+def match_record(match: Match) -> dict[str, object]:
+    """The documented match fields (``compare.records.match_to_dict``) plus ``id`` and ``status``."""
+    return {**match_to_dict(match), "id": match.id, "status": match.status}
+
+
+def _filter_or_400(args: object) -> MatchFilter:
+    try:
+        return match_filter_from_args(args)  # type: ignore[arg-type]
+    except ValueError as error:
+        abort(400, description=str(error)[:1].upper() + str(error)[1:] + ".")
+
+
 @blueprint.get("")
 def index() -> str:
+    match_filter = _filter_or_400(request.args)
     try:
-        match_filter = match_filter_from_args(request.args)
         number = positive_int_arg(request.args, "page", 1)
     except ValueError as error:
         abort(400, description=str(error))
     session = db_session()
     listing = list_matches(session, match_filter, number, PER_PAGE)
-    filters = {
-        "status": match_filter.status or "",
-        "work": "" if match_filter.work_id is None else str(match_filter.work_id),
-    }
+    link_filters = match_filter.as_args()
     return render_template(
         "matches.html",
         listing=listing,
-        filters=filters,
-        link_filters={name: value for name, value in filters.items() if value},
+        match_filter=match_filter,
+        filters={**{name: "" for name in ("status", "work", "site", "q", "from", "to", "min_score", "max_score")},
+                 **link_filters},
+        link_filters=link_filters,
         statuses=MATCH_STATUSES,
+        sort_keys=SORT_KEYS,
         works=work_choices(session),
+        bulk_limit=BULK_LIMIT,
+    )
+
+
+# --------------------------------------------------------------------------------------------- exports
+
+
+def _streamed(produce: Callable[[Session], Iterator[str]]) -> Iterator[str]:
+    """Run ``produce`` as the response body is sent, with a database session of its own (the request's session
+    is closed when the view returns, before a streamed body is read), closed when the body ends or is dropped."""
+    sessions = admin_state().sessions
+
+    def body() -> Iterator[str]:
+        session = sessions()
+        try:
+            yield from produce(session)
+        finally:
+            session.close()
+
+    return body()
+
+
+def _export_name(extension: str) -> str:
+    return f"fptrack-matches-{datetime.now(UTC):%Y%m%d-%H%M%S}.{extension}"
+
+
+@blueprint.get("/export.csv")
+def export_csv() -> Response:
+    """Every match of the filtered list (no pagination) as CSV, UTF-8 with a byte order mark (so that
+    spreadsheets read Chinese correctly), formula cells guarded (``admin.exports``)."""
+    match_filter = _filter_or_400(request.args)
+
+    def lines(session: Session) -> Iterator[str]:
+        yield "\ufeff"
+        records = (csv_match_row(match_record(match)) for match in iter_matches(session, match_filter))
+        yield from csv_lines(CSV_MATCH_COLUMNS, records)
+
+    return Response(
+        _streamed(lines),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{_export_name("csv")}"'},
+    )
+
+
+@blueprint.get("/export.json")
+def export_json() -> Response:
+    """Every match of the filtered list as one JSON array of match objects (the API's fields)."""
+    match_filter = _filter_or_400(request.args)
+
+    def chunks(session: Session) -> Iterator[str]:
+        yield "["
+        for number, match in enumerate(iter_matches(session, match_filter)):
+            yield ("," if number else "") + "\n" + json.dumps(match_record(match), ensure_ascii=False)
+        yield "\n]\n"
+
+    return Response(
+        _streamed(chunks),
+        mimetype="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{_export_name("json")}"'},
+    )
+
+
+# ------------------------------------------------------------------------------------------ bulk review
+
+
+@blueprint.post("/bulk")
+@requires_role("reviewer")
+def bulk() -> Response:
+    """Confirm, dismiss or reopen the selected matches of a filtered list, or all of them (``scope=all``, at
+    most ``BULK_LIMIT``, and only if the list still has the ``expected`` number of matches the reviewer saw).
+
+    The list's filter travels as form fields named like its query arguments (``status``, ``site``, ...); the
+    decision is ``decision`` (confirmed, dismissed or flagged) with an optional ``note``."""
+    match_filter = _filter_or_400(request.form)
+    back = url_for("matches.index", **match_filter.as_args())
+    session = db_session()
+    scope = request.form.get("scope", "selected")
+    if scope == "all":
+        total = count_matches(session, match_filter)
+        expected = request.form.get("expected", "")
+        if expected != str(total):
+            abort(
+                409,
+                description=f"The list has changed since you saw it: it now has {total} matches. "
+                "Look at it again before acting on all of them.",
+            )
+        if total > BULK_LIMIT:
+            abort(400, description=f"A bulk action changes at most {BULK_LIMIT} matches; narrow the filter.")
+        ids = matching_ids(session, match_filter, BULK_LIMIT)
+    elif scope == "selected":
+        chosen = _ids(request.form.getlist("ids"))
+        if not chosen:
+            flash("No match was selected: tick the matches to act on, or choose all matches of the list.")
+            return redirect(back, code=303)
+        ids = _on_list(session, match_filter, chosen)
+    else:
+        abort(400, description="scope must be 'selected' or 'all'.")
+    try:
+        decisions = record_bulk_decision(
+            session, ids, request.form.get("decision", ""), current_user.username, request.form.get("note", "")
+        )
+    except LookupError as error:
+        session.rollback()
+        abort(404, description=str(error)[:1].upper() + str(error)[1:] + ".")
+    except ValueError as error:
+        session.rollback()
+        abort(400, description=str(error)[:1].upper() + str(error)[1:] + ".")
+    session.commit()
+    changed = sum(1 for decision in decisions if decision.previous_status != decision.status)
+    status = request.form.get("decision", "")
+    flash(f"{changed} match{'' if changed == 1 else 'es'} now {status}; {len(decisions)} acted on.")
+    return redirect(back, code=303)
+
+
+def _ids(raw: list[str]) -> list[int]:
+    ids: list[int] = []
+    for value in raw:
+        try:
+            number = int(value)
+        except ValueError:
+            abort(400, description=f"Match ids are integers, not {value[:40]!r}.")
+        if not 1 <= number <= MAX_ID:
+            abort(404, description=f"There is no match with id {value[:40]}.")
+        ids.append(number)
+    if len(ids) > BULK_LIMIT:
+        abort(400, description=f"A bulk action changes at most {BULK_LIMIT} matches.")
+    return ids
+
+
+def _on_list(session: Session, match_filter: MatchFilter, ids: list[int]) -> list[int]:
+    """The ids of ``ids`` that the filter selects (a selection never reaches past the list it was made on)."""
+    if not ids:
+        return []
+    query = match_filter.apply(select(Match.id).where(Match.id.in_(ids)))
+    selected = set(session.scalars(query))
+    return [match_id for match_id in ids if match_id in selected]
+
+
+# ------------------------------------------------------------------------------------------- evidence
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the evidence page (and a takedown notice) shows of one match."""
+
+    match: Match
+    spans: list[EvidenceSpan]
+    diffs: dict[int, SpanDiff]
+    page_segments: list[Segment]
+    chapter_segments: list[Segment]
+
+    def passages(self, limit: int = 0) -> list[str]:
+        """The copied passages as the page has them (cut to ``limit`` characters when ``limit`` > 0)."""
+        text = self.match.page.text or ""
+        out = []
+        for span in self.spans:
+            passage = text[span.page_start : span.page_end]
+            out.append(passage[:limit] + "…" if limit and len(passage) > limit else passage)
+        return out
+
+
+def load_evidence(match: Match) -> Evidence:
+    """Spans, character diffs and highlighted segments of ``match`` (its page, work and chapter loaded)."""
+    chapter = match.chapter
+    spans = evidence_spans(match.spans)
+    page_text = match.page.text or ""
+    work_text = match.work.text or ""
+    # Spans are offsets into Work.text; the chapter shown is that text's [start, end) slice.
+    chapter_text = work_text[chapter.start : chapter.end] if work_text else chapter.text
+    diffs = {span.number: span_diff(page_text, work_text, span) for span in spans} if work_text else {}
+    shift = chapter.start
+    chapter_edits = [(s - shift, e - shift, n, k) for d in diffs.values() for s, e, n, k in d.work_edits]
+    chapter_gaps = [(p - shift, n, length, k) for d in diffs.values() for p, n, length, k in d.work_gaps]
+    return Evidence(
+        match=match,
+        spans=spans,
+        diffs=diffs,
+        page_segments=highlight_segments(
+            page_text,
+            page_ranges(spans),
+            [edit for d in diffs.values() for edit in d.page_edits],
+            [gap for d in diffs.values() for gap in d.page_gaps],
+        ),
+        chapter_segments=highlight_segments(
+            chapter_text, chapter_ranges(spans, chapter.start), chapter_edits, chapter_gaps
+        ),
     )
 
 
@@ -65,16 +296,16 @@ def _load_match(match_id: int) -> Match:
 @blueprint.get("/<int:match_id>")
 def detail(match_id: int) -> str:
     match = _load_match(match_id)
-    chapter = match.chapter
-    spans = evidence_spans(match.spans)
-    # Spans are offsets into Work.text; the chapter shown is that text's [start, end) slice.
-    chapter_text = match.work.text[chapter.start : chapter.end] if match.work.text else chapter.text
+    evidence = load_evidence(match)
     return render_template(
         "match.html",
         match=match,
-        spans=spans,
-        page_segments=highlight_segments(match.page.text or "", page_ranges(spans)),
-        chapter_segments=highlight_segments(chapter_text, chapter_ranges(spans, chapter.start)),
+        evidence=evidence,
+        spans=evidence.spans,
+        diffs=evidence.diffs,
+        page_segments=evidence.page_segments,
+        chapter_segments=evidence.chapter_segments,
+        history=match_history(db_session(), match_id),
         review_statuses=REVIEW_STATUSES,
     )
 
@@ -99,3 +330,18 @@ def set_status(match_id: int) -> Response:
     session.commit()
     flash(f"Match {match_id} is now {decision.status}.")
     return redirect(url_for("matches.detail", match_id=match_id), code=303)
+
+
+@blueprint.post("/<int:match_id>/notes")
+@requires_role("reviewer")
+def note(match_id: int) -> Response:
+    session = db_session()
+    try:
+        add_note(session, match_id, current_user.username, request.form.get("text", ""))
+    except LookupError:
+        abort(404, description=f"There is no match with id {match_id}.")
+    except ValueError as error:
+        abort(400, description=str(error)[:1].upper() + str(error)[1:] + ".")
+    session.commit()
+    flash("Note added.")
+    return redirect(url_for("matches.detail", match_id=match_id, _anchor="history"), code=303)

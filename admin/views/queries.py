@@ -6,10 +6,11 @@ pages and the JSON API, on SQLite and PostgreSQL alike.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, timedelta
 from math import ceil
+from typing import Any
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, joinedload
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_ID",
     "MAX_PAGE_NUMBER",
     "REVIEW_STATUSES",
+    "SORT_KEYS",
     "ChapterRow",
     "HostCount",
     "MatchFilter",
@@ -30,8 +32,11 @@ __all__ = [
     "WorkRow",
     "chapter_rows",
     "collect_stats",
+    "count_matches",
+    "iter_matches",
     "list_matches",
     "match_filter_from_args",
+    "matching_ids",
     "positive_int_arg",
     "work_choices",
     "work_rows",
@@ -170,25 +175,131 @@ def work_choices(session: Session) -> list[tuple[int, str]]:
     return [(id_, title) for id_, title in session.execute(select(Work.id, Work.title).order_by(Work.title))]
 
 
+SORT_KEYS = ("date", "score", "work", "site", "status")
+SORT_ORDERS = ("desc", "asc")
+MAX_SEARCH_LENGTH = 300
+
+
 @dataclass(frozen=True)
 class MatchFilter:
+    """What a match list shows, and in which order: the same object behind the review page, the exports,
+    the bulk actions and the JSON API, so that a bulk action or an export acts on exactly the list shown.
+
+    ``site`` is a page host (exact, lower-case); ``url`` a piece of the page URL (case-insensitive);
+    ``since``/``until`` first-seen days, both included; ``min_score``/``max_score`` in 0..1.
+    """
+
     status: str | None = None
     work_id: int | None = None
+    site: str | None = None
+    url: str | None = None
+    since: date | None = None
+    until: date | None = None
+    min_score: float | None = None
+    max_score: float | None = None
+    sort: str = "date"
+    order: str = "desc"
 
     def __post_init__(self) -> None:
         if self.status is not None and self.status not in MATCH_STATUSES:
             raise ValueError(f"unknown status {self.status!r}; expected one of {', '.join(MATCH_STATUSES)}")
+        if self.sort not in SORT_KEYS:
+            raise ValueError(f"sort must be one of {', '.join(SORT_KEYS)}, got {self.sort[:40]!r}")
+        if self.order not in SORT_ORDERS:
+            raise ValueError(f"order must be asc or desc, got {self.order[:40]!r}")
+        if self.since is not None and self.until is not None and self.until < self.since:
+            raise ValueError("the 'to' day is before the 'from' day")
 
     def apply(self, query: Select) -> Select:  # type: ignore[type-arg]
         if self.status is not None:
             query = query.where(Match.status == self.status)
         if self.work_id is not None:
             query = query.where(Match.work_id == self.work_id)
+        page_conditions = []
+        if self.site is not None:
+            page_conditions.append(Page.host == self.site)
+        if self.url is not None:
+            pattern = "%" + self.url.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            page_conditions.append(func.lower(Page.url).like(pattern, escape="\\"))
+        if page_conditions:
+            query = query.where(Match.page_id.in_(select(Page.id).where(*page_conditions).correlate(None)))
+        if self.since is not None:
+            query = query.where(Match.first_seen >= _day_start(self.since))
+        if self.until is not None:
+            query = query.where(Match.first_seen < _day_start(self.until + timedelta(days=1)))
+        if self.min_score is not None:
+            query = query.where(Match.score >= self.min_score)
+        if self.max_score is not None:
+            query = query.where(Match.score <= self.max_score)
         return query
+
+    def ordered(self, query: Select) -> Select:  # type: ignore[type-arg]
+        """``query`` (over ``Match``) in this filter's order; the match id breaks ties, so pages never overlap."""
+        descending = self.order == "desc"
+        key: Any
+        if self.sort == "score":
+            key = Match.score
+        elif self.sort == "status":
+            key = Match.status
+        elif self.sort == "work":
+            query = query.join(Work, Work.id == Match.work_id)
+            key = Work.title
+        elif self.sort == "site":
+            query = query.join(Page, Page.id == Match.page_id)
+            key = Page.host
+        else:
+            key = Match.first_seen
+        keys = [key, Match.id] if self.sort == "date" else [key, Match.first_seen, Match.id]
+        return query.order_by(*(k.desc() if descending else k.asc() for k in keys))
+
+    def as_args(self) -> dict[str, str]:
+        """The query arguments that rebuild this filter (defaults left out): for links, pagers and forms."""
+        values = {
+            "status": self.status or "",
+            "work": "" if self.work_id is None else str(self.work_id),
+            "site": self.site or "",
+            "q": self.url or "",
+            "from": self.since.isoformat() if self.since else "",
+            "to": self.until.isoformat() if self.until else "",
+            "min_score": "" if self.min_score is None else f"{self.min_score:g}",
+            "max_score": "" if self.max_score is None else f"{self.max_score:g}",
+            "sort": "" if self.sort == "date" else self.sort,
+            "order": "" if self.order == "desc" else self.order,
+        }
+        return {name: value for name, value in values.items() if value}
+
+
+def _day_start(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def _date_arg(args: Mapping[str, str], name: str) -> date | None:
+    raw = (args.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        return date.fromisoformat(raw[:10]) if len(raw) == 10 else date.fromisoformat(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a day as YYYY-MM-DD, got {raw[:40]!r}") from None
+
+
+def _score_arg(args: Mapping[str, str], name: str) -> float | None:
+    raw = (args.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number between 0 and 1, got {raw[:40]!r}") from None
+    if not 0.0 <= value <= 1.0:  # also refuses nan and inf
+        raise ValueError(f"{name} must be a number between 0 and 1, got {raw[:40]!r}")
+    return value
 
 
 def match_filter_from_args(args: Mapping[str, str]) -> MatchFilter:
-    """Read ``status`` and ``work`` from query arguments (empty means no filter); ValueError names the bad one."""
+    """Read a :class:`MatchFilter` from query arguments: ``status``, ``work``, ``site``, ``q`` (a piece of
+    the URL), ``from``/``to`` (days), ``min_score``/``max_score``, ``sort``, ``order``. Empty means no
+    filter; a ValueError names the bad argument."""
     status = (args.get("status") or "").strip() or None
     raw_work = (args.get("work") or "").strip()
     work_id: int | None = None
@@ -199,7 +310,23 @@ def match_filter_from_args(args: Mapping[str, str]) -> MatchFilter:
             raise ValueError(f"work must be a work id (an integer), got {raw_work[:40]!r}") from None
         if not 1 <= work_id <= MAX_ID:
             raise ValueError(f"work must be a work id between 1 and {MAX_ID}")
-    return MatchFilter(status=status, work_id=work_id)
+    site = (args.get("site") or "").strip().lower() or None
+    url = (args.get("q") or "").strip() or None
+    for name, value in (("site", site), ("q", url)):
+        if value is not None and len(value) > MAX_SEARCH_LENGTH:
+            raise ValueError(f"{name} must have at most {MAX_SEARCH_LENGTH} characters")
+    return MatchFilter(
+        status=status,
+        work_id=work_id,
+        site=site,
+        url=url,
+        since=_date_arg(args, "from"),
+        until=_date_arg(args, "to"),
+        min_score=_score_arg(args, "min_score"),
+        max_score=_score_arg(args, "max_score"),
+        sort=(args.get("sort") or "").strip() or "date",
+        order=(args.get("order") or "").strip() or "desc",
+    )
 
 
 def positive_int_arg(args: Mapping[str, str], name: str, default: int, maximum: int | None = None) -> int:
@@ -241,21 +368,43 @@ class PageOf:
 
 
 def list_matches(session: Session, match_filter: MatchFilter, number: int, per_page: int) -> PageOf:
-    """Matches newest first (first seen, then id), with page, work and chapter loaded."""
+    """One page of the matches the filter selects, in its order, with page, work and chapter loaded."""
     if per_page < 1:
         raise ValueError(f"per_page must be at least 1, got {per_page}")
     number = max(1, number)
     total = session.scalar(match_filter.apply(select(func.count()).select_from(Match))) or 0
     query = (
-        match_filter.apply(select(Match))
+        match_filter.ordered(match_filter.apply(select(Match)))
         # The texts (a whole novel per work) are only needed by the evidence view.
         .options(
             joinedload(Match.page).defer(Page.text),
             joinedload(Match.work).defer(Work.text),
             joinedload(Match.chapter).defer(Chapter.text),
         )
-        .order_by(Match.first_seen.desc(), Match.id.desc())
         .limit(per_page)
         .offset((number - 1) * per_page)
     )
     return PageOf(list(session.scalars(query).unique()), number, per_page, total)
+
+
+def iter_matches(session: Session, match_filter: MatchFilter, batch: int = 500) -> Iterator[Match]:
+    """Every match the filter selects, in its order, fetched ``batch`` at a time (for exports of any size)."""
+    query = (
+        match_filter.ordered(match_filter.apply(select(Match)))
+        .options(
+            joinedload(Match.page).defer(Page.text),
+            joinedload(Match.work).defer(Work.text),
+            joinedload(Match.chapter).defer(Chapter.text),
+        )
+        .execution_options(yield_per=batch)
+    )
+    yield from session.scalars(query)
+
+
+def matching_ids(session: Session, match_filter: MatchFilter, limit: int) -> list[int]:
+    """The ids of the matches the filter selects, in its order, at most ``limit`` of them."""
+    return list(session.scalars(match_filter.ordered(match_filter.apply(select(Match.id))).limit(limit)))
+
+
+def count_matches(session: Session, match_filter: MatchFilter) -> int:
+    return session.scalar(match_filter.apply(select(func.count()).select_from(Match))) or 0

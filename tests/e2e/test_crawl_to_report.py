@@ -105,7 +105,8 @@ def test_crawl_finds_exactly_the_copies(fptrack) -> None:
     fields = {"page_url", "work_id", "work_title", "chapter_index", "chapter_title", "score", "methods",
               "spans", "first_seen"}
     for match in matches:
-        assert set(match) == fields
+        assert set(match) == fields | {"id", "status"}  # the documented fields, then the id and review status
+        assert match["status"] == "flagged"
         assert 0 < match["score"] <= 1
         assert match["methods"]
         assert match["spans"] and all(len(span) == 4 for span in match["spans"])

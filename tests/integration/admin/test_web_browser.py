@@ -1,15 +1,22 @@
 """The admin in a real browser: Debian's Chromium driven by Playwright against the app on 127.0.0.1.
 
-A reviewer logs in (an account created through the account service), opens the dashboard, goes to a match, sees the copied passages highlighted on both sides, and
-confirms it; the hostile markup in the crawled page never runs. Playwright never downloads a browser here: it
+A reviewer logs in (an account created through the account service), opens the dashboard, goes to a match, sees
+the copied passages highlighted on both sides, confirms it, exports the list as CSV and prints the site's
+takedown notice (to PDF, through Chromium's own print); the hostile markup in the crawled page never runs.
+Screenshots are saved under ``$FPTRACK_TEST_ARTIFACTS`` (default ``test-artifacts/``) by every run; Chinese
+renders with the CJK font that ``deploy/ensure-services.sh`` installs. Playwright never downloads a browser here: it
 launches ``/usr/bin/chromium`` through ``executable_path``.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import os
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -25,6 +32,7 @@ from tests.support.accounts import PASSWORD, add_account
 pytestmark = pytest.mark.browser
 
 CHROMIUM_PATH = "/usr/bin/chromium"
+ARTIFACTS = Path(os.environ.get("FPTRACK_TEST_ARTIFACTS", "test-artifacts")) / "admin-browser"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -113,10 +121,11 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
     console: list[str] = []
     outside_requests: list[str] = []
 
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page()
+            page = browser.new_page(accept_downloads=True)
             page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
             page.on("console", lambda message: console.append(message.text))
             page.on(
@@ -140,6 +149,7 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
             expect(page.locator("#current-user")).to_have_text("rita")
             expect(page.locator("#count-matches")).to_have_text("1")
             expect(page.locator("#status-flagged")).to_have_text("1")
+            page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
 
             page.get_by_role("link", name="Matches", exact=True).first.click()
             expect(page).to_have_url(base_url + "/matches")
@@ -168,8 +178,39 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
             expect(page.locator(".notice")).to_have_text(f"Match {match_id} is now confirmed.")
             expect(page.get_by_role("button", name="Confirm piracy")).to_have_count(0)
 
+            page.screenshot(path=str(ARTIFACTS / "evidence.png"), full_page=True)
+
             page.goto(base_url + "/matches?status=confirmed")
             expect(page.locator("td .status")).to_have_text(["confirmed"])
+            page.screenshot(path=str(ARTIFACTS / "matches.png"), full_page=True)
+
+            # Export the filtered list as CSV: the hostile URL is a cell, the status and id are there.
+            with page.expect_download() as download_info:
+                page.locator("#export-csv").click()
+            download = download_info.value
+            assert download.suggested_filename.startswith("fptrack-matches-")
+            exported = Path(download.path()).read_text(encoding="utf-8-sig")
+            rows = list(csv.DictReader(io.StringIO(exported)))
+            assert [(row["id"], row["status"], row["work_title"]) for row in rows] == [(str(match_id), "confirmed", "渡口")]
+            assert rows[0]["page_url"].endswith("<script>window.__pwned=1</script>")
+            (ARTIFACTS / "matches.csv").write_text(exported, encoding="utf-8")
+
+            # The site's takedown notice: printable HTML, printed to PDF by Chromium.
+            page.get_by_role("link", name="Reports").first.click()
+            expect(page).to_have_url(base_url + "/reports")
+            page.locator("a.notice-html").click()
+            expect(page.locator("#notice-host")).to_have_text("pirate.example")
+            expect(page.locator("#notice-count")).to_contain_text("1 infringing page")
+            expect(page.locator("blockquote.passage")).to_have_text(list(COPIED))  # in the match's span order
+            expect(page.locator("h2 .url")).to_have_text('http://pirate.example/read/1.html?x="><script>window.__pwned=1</script>')
+            page.screenshot(path=str(ARTIFACTS / "notice.png"), full_page=True)
+            pdf = page.pdf(path=str(ARTIFACTS / "notice-printed.pdf"), format="A4")
+            assert pdf.startswith(b"%PDF-")
+            with page.expect_download() as pdf_info:
+                page.get_by_role("link", name="Download as PDF").click()
+            assert Path(pdf_info.value.path()).read_bytes().startswith(b"%PDF-")
+            pdf_info.value.save_as(ARTIFACTS / "notice.pdf")
+            page.goto(base_url + "/")  # the notice is a bare document: back to the admin to log out
 
             assert page.evaluate("typeof window.__pwned") == "undefined"
 

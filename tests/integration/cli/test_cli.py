@@ -119,7 +119,10 @@ def test_check_a_file_highlights_the_copy(initialised: Path) -> None:
 def test_matches_formats_when_empty(initialised: Path) -> None:
     assert fptrack(initialised, "matches", "--format", "json").stdout == ""
     csv_out = fptrack(initialised, "matches", "--format", "csv").stdout
-    assert csv_out.splitlines() == ["page_url,work_id,work_title,chapter_index,chapter_title,score,methods,spans,first_seen"]
+    # the documented columns first, in their order; then the match id and its review status
+    assert csv_out.splitlines() == [
+        "page_url,work_id,work_title,chapter_index,chapter_title,score,methods,spans,first_seen,id,status"
+    ]
 
 
 def test_maintain_reports_index_and_statistics(initialised: Path) -> None:

@@ -162,3 +162,20 @@ def test_serve_debug_only_on_loopback(initialised: Path) -> None:
     assert_clean_error(result, "Werkzeug debugger", "refused on 0.0.0.0")
     assert fptrack(initialised, "serve", "--debug", "--production").returncode == 2
     assert fptrack(initialised, "serve", "--workers", "2").returncode == 2
+
+
+def test_api_tokens_from_the_command_line(initialised: Path) -> None:
+    assert _stdin(initialised, "users", "add", "rita", "--role", "reviewer").returncode == 0
+    runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+    data_dir = str(initialised / "data")
+    created = runner.invoke(main, ["--data-dir", data_dir, "users", "token", "rita", "--name", "ci"])
+    assert created.exit_code == 0, created.output
+    token = created.stdout.strip()
+    assert token.startswith("fpt_") and "shown only now" in created.stderr
+    listing = runner.invoke(main, ["--data-dir", data_dir, "users", "tokens"]).stdout
+    assert "rita" in listing and token[:12] in listing and token not in listing and "never" in listing
+    revoked = runner.invoke(main, ["--data-dir", data_dir, "users", "revoke-token", "1"])
+    assert revoked.exit_code == 0 and "revoked token 1" in revoked.stdout
+    assert "yes" in runner.invoke(main, ["--data-dir", data_dir, "users", "tokens", "rita"]).stdout
+    assert_clean_error(fptrack(initialised, "users", "token", "ghost"), "no active user 'ghost'")
+    assert_clean_error(fptrack(initialised, "users", "revoke-token", "42"), "no API token with id 42")
