@@ -41,6 +41,7 @@ class CrawlLedger:
     sink_errors: int = 0
     progress_errors: int = 0
     finish_reason: str = ""
+    counters: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,6 +75,14 @@ class RecordPipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RecordPipeline:
         return cls(_hooks(crawler).ledger, crawler.stats)
+
+    def close_spider(self, spider: object = None) -> None:
+        stats = self.stats.get_stats() if self.stats is not None else {}
+        self.ledger.counters = {
+            str(key): int(value)
+            for key, value in stats.items()
+            if str(key).startswith(("fptrack/", "robotstxt/")) and isinstance(value, int)
+        }
 
     def process_item(self, item: Any, spider: object = None) -> Any:
         if isinstance(item, CrawledPage):
