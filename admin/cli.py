@@ -740,5 +740,9 @@ from admin.cli_users import review, users
 main.add_command(users)
 main.add_command(review)
 
+from admin.cli_sites import sites
+
+main.add_command(sites)
+
 if __name__ == "__main__":  # pragma: no cover
     main()
