@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -98,10 +99,10 @@ def test_two_scheduled_crawls_of_a_site_run_unattended(postgres_settings: Settin
         assert (job.trigger, job.site_id, job.status) == ("schedule", site_id, "finished"), (job.error, worker_log)
         assert job.stats is not None and job.stats["by_status"] == {"200": 4}
     # one crawl of the site at a time: each started after the one before had finished
-    for before, after in zip(jobs, jobs[1:], strict=False):
+    for before, after in pairwise(jobs):
         assert before.finished_at is not None and before.finished_at <= after.started_at
     first, second = jobs[0], jobs[1]
-    assert first.copies_found == 3 and first.pages_stored == 4
+    assert first.copies_found == 3 and first.pages_stored == 4, (first.stats, worker_log[-4000:])
     assert second.copies_found == 3 and second.pages_unchanged == 3  # the chapters did not change: not compared again
     assert _scalar(postgres_settings, select(Match.id).where(Match.status != "flagged")) is None
     assert requests.count("/c/0.html") == len(jobs)
