@@ -690,7 +690,8 @@ def _serve_warnings(context: Context, host: str, *, debug: bool, production: boo
 @main.command()
 @click.option("--concurrency", "-c", default=0, type=int, help="Worker processes (default: one per core).")
 @click.option("--loglevel", default="INFO", show_default=True)
-@click.option("--beat", is_flag=True, help="Also run the scheduler of periodic upkeep (`fptrack maintain`); one per cluster.")
+@click.option("--beat", is_flag=True, help="Also run the scheduler: periodic upkeep (`fptrack maintain`) and the crawls of "
+              "monitored sites when due (`fptrack sites`); one per cluster.")  # fmt: skip
 @pass_context
 @friendly_errors
 def worker(context: Context, concurrency: int, loglevel: str, beat: bool) -> None:

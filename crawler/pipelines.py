@@ -74,7 +74,17 @@ class RecordPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RecordPipeline:
-        return cls(_hooks(crawler).ledger, crawler.stats)
+        from scrapy import signals
+
+        pipeline = cls(_hooks(crawler).ledger, crawler.stats)
+        crawler.signals.connect(pipeline.spider_closed, signal=signals.spider_closed)
+        return pipeline
+
+    def spider_closed(self, spider: object = None, reason: str = "") -> None:
+        # Scrapy closes the pipelines before it records its finish_reason stat: the reason ("shutdown" on Ctrl+C or
+        # SIGTERM, "finished", "closespider_...") comes with the spider_closed signal, which is sent after.
+        self.ledger.finish_reason = str(reason or self.ledger.finish_reason)
+        self.close_spider(spider)
 
     def close_spider(self, spider: object = None) -> None:
         stats = self.stats.get_stats() if self.stats is not None else {}
