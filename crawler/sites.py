@@ -442,6 +442,9 @@ def run_site(
         options = crawl_options(site)
         if not urls:
             raise SiteError(f"site {site_name} has no start URL; add one with `fptrack sites edit {site_name}`")
+        if trigger == "schedule" and not (site.enabled and site.schedule):
+            # disabled (or unscheduled) between the scheduler's look and this process's start
+            return SiteRun(site_name, skipped=f"site {site_name} is no longer scheduled")
         token = claim(session, site_id, settings)
         if token is None:
             holder = session.get(MonitorLock, _lock_name(site_id))
