@@ -279,18 +279,63 @@ def works_list(context: Context) -> None:
 @click.option("--depth", default=2, show_default=True, type=click.IntRange(0, 50), help="Link depth to follow.")
 @click.option("--max-pages", default=200, show_default=True, type=click.IntRange(1), help="Stop after this many pages.")
 @click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
+@click.option(
+    "--allow-private-host",
+    "allow_private",
+    multiple=True,
+    metavar="HOST",
+    help="Let the crawl reach HOST (host, host:port, address or network) although it is private, loopback, "
+    "link-local...: refused otherwise, after DNS and on every redirect. Repeatable; adds to "
+    "FPTRACK_ALLOW_PRIVATE_HOSTS.",
+)
+@click.option(
+    "--set",
+    "-s",
+    "scrapy_set",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A Scrapy setting passed through (e.g. -s DOWNLOAD_DELAY=2 -s AUTOTHROTTLE_TARGET_CONCURRENCY=1). "
+    "Repeatable.",
+)
+@click.option("--delay", type=click.FloatRange(0), help="Seconds at least between two requests to a site "
+              "(default: FPTRACK_CRAWL_DELAY).")  # fmt: skip
+@click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt (default: FPTRACK_CRAWL_OBEY_ROBOTS).")
 @pass_context
 @friendly_errors
-def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, quiet: bool) -> None:
+def crawl(
+    context: Context,
+    urls: tuple[str, ...],
+    depth: int,
+    max_pages: int,
+    quiet: bool,
+    allow_private: tuple[str, ...],
+    scrapy_set: tuple[str, ...],
+    delay: float | None,
+    ignore_robots: bool,
+) -> None:
     """Crawl sites, fingerprint and compare every page.
 
     Starts from URLS and stays on their sites; every page is stored, fingerprinted and compared with the
     registered works (in this process, or by the workers when FPTRACK_BROKER_URL is set: the crawl then waits
     for them). Once every page is compared, text the site repeats on many pages (its template) is set aside and
     the pages it touches are compared again. Prints progress, then a summary and the pages that copy registered
-    works. Exits 1 when the crawl failed or its pages could not be handed to the workers, 130 when interrupted."""
+    works. Exits 1 when the crawl failed or its pages could not be handed to the workers, 130 when interrupted.
+
+    Polite by default: robots.txt obeyed, AutoThrottle on, FPTRACK_CRAWL_CONCURRENCY_PER_SITE requests at a time
+    per site. Private, loopback, link-local, multicast and reserved destinations are refused (and listed as
+    failures) unless allowed with --allow-private-host or FPTRACK_ALLOW_PRIVATE_HOSTS."""
     from crawler import CrawlProgress
+    from crawler.pages import CrawlOptions
+    from crawler.runner import check_options
     from crawler.service import WaitProgress, run_crawl_job
+
+    options = CrawlOptions(
+        allow_private_hosts=allow_private,
+        scrapy_settings=parse_scrapy_settings(scrapy_set),
+        delay=delay,
+        obey_robots=False if ignore_robots else None,
+    )
+    check_options(options)
 
     sessions = context.sessions()
 
@@ -310,7 +355,8 @@ def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, q
             click.echo(f"workers: {update.compared}/{update.queued} page(s) compared", err=True)
 
     outcome = run_crawl_job(
-        context.settings, sessions, list(urls), depth=depth, max_pages=max_pages, progress=progress, waiting=waiting
+        context.settings, sessions, list(urls), depth=depth, max_pages=max_pages, progress=progress, waiting=waiting,
+        options=options,
     )
     stats = outcome.stats
     if stats is not None and (stats.pages_seen or not outcome.error):
@@ -341,15 +387,28 @@ def crawl(context: Context, urls: tuple[str, ...], depth: int, max_pages: int, q
     click.echo("see them all with: fptrack matches")
 
 
+def parse_scrapy_settings(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``('DOWNLOAD_DELAY=2', ...)`` -> ``(('DOWNLOAD_DELAY', '2'), ...)``; a usage error names a malformed pair."""
+    parsed = []
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise click.UsageError(f"-s {pair!r}: expected NAME=VALUE, e.g. -s DOWNLOAD_DELAY=2")
+        parsed.append((name.strip(), value.strip()))
+    return tuple(parsed)
+
+
 # ------------------------------------------------------------------------------------------------- check
 
 
 @main.command()
 @click.argument("source")
 @click.option("--context-chars", default=30, show_default=True, help="Characters shown around each passage.")
+@click.option("--allow-private-host", "allow_private", multiple=True, metavar="HOST",
+              help="Let a URL on HOST (host, host:port or network) be fetched although it is private or loopback.")  # fmt: skip
 @pass_context
 @friendly_errors
-def check(context: Context, source: str, context_chars: int) -> None:
+def check(context: Context, source: str, context_chars: int, allow_private: tuple[str, ...]) -> None:
     """Compare one file or URL with the registry now.
 
     Shows the verdict for a text file or an http(s) URL with the copied passages highlighted. Nothing is stored. Exit status 3 when it copies a registered work."""
@@ -358,7 +417,7 @@ def check(context: Context, source: str, context_chars: int) -> None:
     from compare.works import decode_work_text, read_work_file
 
     if source.startswith(("http://", "https://")):
-        text, label = _fetch_one(context, source), source
+        text, label = _fetch_one(context, source, allow_private), source
     else:
         text, label = decode_work_text(read_work_file(Path(source)), source).text, source
     with context.session() as session:
@@ -387,11 +446,13 @@ def check(context: Context, source: str, context_chars: int) -> None:
     sys.exit(3)
 
 
-def _fetch_one(context: Context, url: str) -> str:
+def _fetch_one(context: Context, url: str, allow_private: tuple[str, ...] = ()) -> str:
     from crawler import run_crawl
+    from crawler.pages import CrawlOptions
 
     pages: list[Any] = []
-    stats = run_crawl([url], settings=context.settings, depth=0, max_pages=1, sink=pages.append)
+    options = CrawlOptions(allow_private_hosts=allow_private)
+    stats = run_crawl([url], settings=context.settings, depth=0, max_pages=1, sink=pages.append, options=options)
     if not pages:
         reason = stats.failures[0][1] if stats.failures else "no response"
         raise CliError(f"cannot fetch {url}: {reason}")
@@ -644,7 +705,8 @@ def _serve_warnings(context: Context, host: str, *, debug: bool, production: boo
 @main.command()
 @click.option("--concurrency", "-c", default=0, type=int, help="Worker processes (default: one per core).")
 @click.option("--loglevel", default="INFO", show_default=True)
-@click.option("--beat", is_flag=True, help="Also run the scheduler of periodic upkeep (`fptrack maintain`); one per cluster.")
+@click.option("--beat", is_flag=True, help="Also run the scheduler: periodic upkeep (`fptrack maintain`) and the crawls of "
+              "monitored sites when due (`fptrack sites`); one per cluster.")  # fmt: skip
 @pass_context
 @friendly_errors
 def worker(context: Context, concurrency: int, loglevel: str, beat: bool) -> None:
@@ -693,6 +755,10 @@ from admin.cli_users import review, users
 
 main.add_command(users)
 main.add_command(review)
+
+from admin.cli_sites import sites
+
+main.add_command(sites)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -219,9 +219,11 @@ def run_demo(settings: Settings, *, data_dir: Path, port: int = 0, keep_serving:
             click.echo(f"  {page.path:<18} {page.expect}")
         fptrack("init")
         fptrack("works", "add", *(str(DEMO_DATA / name) for name in REGISTERED))
-        fptrack("crawl", f"{base_url}/", "--depth", "2", "--max-pages", "50", "--quiet")
+        # the demo site lives on 127.0.0.1, which crawls refuse unless told: allow this one site, nothing else
+        own_site = base_url.split("://", 1)[1]
+        fptrack("crawl", f"{base_url}/", "--depth", "2", "--max-pages", "50", "--quiet", "--allow-private-host", own_site)
         fptrack("matches")
-        fptrack("check", f"{base_url}/news/1.html")
+        fptrack("check", f"{base_url}/news/1.html", "--allow-private-host", own_site)
         click.echo(
             "\nReview the evidence in the admin web app:\n"
             f"  fptrack --data-dir {data_dir} users add admin --role admin    once: choose a password\n"

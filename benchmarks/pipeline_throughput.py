@@ -276,7 +276,10 @@ def base_env(data_dir: Path, database_url: str, concurrency: int) -> dict[str, s
         FPTRACK_CRAWL_CONCURRENCY=str(concurrency),
         # a page waits while the in-process stage runs before it: keep slow modes from timing out requests
         FPTRACK_CRAWL_TIMEOUT="180",
-        FPTRACK_ALLOW_PRIVATE_HOSTS="1",  # the site is on 127.0.0.1 (the design's private-address guard)
+        FPTRACK_ALLOW_PRIVATE_HOSTS="127.0.0.1",  # the site is on loopback, which the guard refuses by default
+        # the pipeline's throughput, not politeness: the one site may take every request at once, unthrottled
+        FPTRACK_CRAWL_CONCURRENCY_PER_SITE=str(concurrency),
+        FPTRACK_CRAWL_AUTOTHROTTLE="false",
     )
     return env
 

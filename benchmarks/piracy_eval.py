@@ -461,6 +461,8 @@ def main() -> None:
                 "--max-pages",
                 str(len(web.pages) + len(bases) + 10),
                 "--quiet",
+                # the pirate web is served on 127.0.0.1: allow its own sites, nothing else
+                *(arg for b in bases for arg in ("--allow-private-host", b.split("://", 1)[1])),
             )
             figures["crawl_seconds"] = round(time.monotonic() - t0, 1)
         print(next((line for line in crawl.stdout.splitlines() if line.startswith("crawled")), ""))

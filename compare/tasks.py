@@ -67,7 +67,10 @@ def configure(settings: Settings) -> Celery:
         beat_schedule={
             "fptrack-maintain": {"task": "fptrack.maintain", "schedule": float(settings.maintain_every)},
             "fptrack-sweep": {"task": "fptrack.sweep", "schedule": float(settings.sweep_every)},
+            # monitoring: due site crawls (crawler/tasks.py), each in a process of its own
+            "fptrack-monitor": {"task": "fptrack.start_due_crawls", "schedule": float(settings.schedule_every)},
         },
+        include=["crawler.tasks"],
     )
     if _runtime.get("settings") != settings:
         old = _runtime.get("engine")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-__all__ = ["CrawlError", "CrawlFailure", "CrawlProgress", "CrawlStats", "CrawledPage"]
+__all__ = ["RENDER_JS_MODES", "CrawlError", "CrawlFailure", "CrawlOptions", "CrawlProgress", "CrawlStats", "CrawledPage"]
 
 
 class CrawlError(Exception):
@@ -45,6 +45,7 @@ class CrawlStats:
     elapsed_seconds: float
     sink_errors: int = 0
     finish_reason: str = ""  # Scrapy's: "finished", "closespider_...", "shutdown" (Ctrl+C), "store_failed"
+    counters: Mapping[str, int] = field(default_factory=dict)  # namespaced Scrapy stats: fptrack/..., robotstxt/...
 
     @property
     def interrupted(self) -> bool:
@@ -68,3 +69,31 @@ class CrawlFailure:
 
     url: str
     reason: str
+
+
+RENDER_JS_MODES = ("auto", "yes", "no")
+
+
+@dataclass(frozen=True)
+class CrawlOptions:
+    """How one crawl behaves beyond its start URLs and limits: a managed site's settings
+    (:mod:`crawler.sites`) or the options of ``fptrack crawl``. ``None`` means: the global setting.
+
+    - ``allowed_hosts``: more sites (``host`` or ``host:port``) that links may lead to;
+    - ``include`` / ``exclude``: regular expressions (``re.search``) on link URLs: a link is followed when it
+      matches one ``include`` pattern (or none are given) and no ``exclude`` pattern; start URLs always are;
+    - ``allow_private_hosts``: entries added to ``FPTRACK_ALLOW_PRIVATE_HOSTS`` for this crawl;
+    - ``delay``, ``concurrency``, ``obey_robots``: per-site politeness;
+    - ``render_js``: ``auto`` | ``yes`` | ``no`` (pages built by scripts);
+    - ``scrapy_settings``: Scrapy settings passed through (``fptrack crawl -s NAME=VALUE``), applied last.
+    """
+
+    allowed_hosts: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    allow_private_hosts: tuple[str, ...] = ()
+    delay: float | None = None
+    concurrency: int | None = None
+    obey_robots: bool | None = None
+    render_js: str = "auto"
+    scrapy_settings: tuple[tuple[str, str], ...] = ()

@@ -148,6 +148,8 @@ def describe_failure(error: BaseException, *, timeout: float | None = None) -> s
         return tuple(getattr(scrapy_errors, name) for name in names if hasattr(scrapy_errors, name))
 
     message = tidy_whitespace(str(error))
+    if message.startswith("refused by the private-address guard"):  # crawler.guard, either layer
+        return message
     if isinstance(error, (net.ConnectionRefusedError, *kinds("DownloadConnectionRefusedError"))):
         return "connection refused"
     if isinstance(error, (net.DNSLookupError, *kinds("CannotResolveHostError"))):

@@ -41,6 +41,7 @@ class CrawlLedger:
     sink_errors: int = 0
     progress_errors: int = 0
     finish_reason: str = ""
+    counters: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -79,9 +80,19 @@ class RecordPipeline:
         crawler.signals.connect(pipeline.spider_closed, signal=signals.spider_closed)
         return pipeline
 
-    def spider_closed(self, spider: object, reason: str) -> None:
-        """Why the crawl ended: "finished", "max_pages", "shutdown" (Ctrl+C, SIGTERM), "store_failed"..."""
-        self.ledger.finish_reason = reason
+    def spider_closed(self, spider: object = None, reason: str = "") -> None:
+        # Scrapy closes the pipelines before it records its finish_reason stat: the reason ("shutdown" on Ctrl+C or
+        # SIGTERM, "finished", "closespider_...") comes with the spider_closed signal, which is sent after.
+        self.ledger.finish_reason = str(reason or self.ledger.finish_reason)
+        self.close_spider(spider)
+
+    def close_spider(self, spider: object = None) -> None:
+        stats = self.stats.get_stats() if self.stats is not None else {}
+        self.ledger.counters = {
+            str(key): int(value)
+            for key, value in stats.items()
+            if str(key).startswith(("fptrack/", "robotstxt/")) and isinstance(value, int)
+        }
 
     def process_item(self, item: Any, spider: object = None) -> Any:
         if isinstance(item, CrawledPage):

@@ -7,32 +7,86 @@ Once per process: Scrapy runs on Twisted's reactor, which cannot be restarted af
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
 from crawler.links import request_url
-from crawler.pages import CrawledPage, CrawlError, CrawlProgress, CrawlStats
+from crawler.pages import CrawledPage, CrawlError, CrawlOptions, CrawlProgress, CrawlStats
 from crawler.pipelines import HOOKS_SETTING, CrawlHooks
 from crawler.store import PageStore
 from storage.settings import Settings
 
-__all__ = ["run_crawl", "scrapy_settings"]
+__all__ = ["PROTECTED_SCRAPY_SETTINGS", "check_options", "run_crawl", "scrapy_settings"]
+
+# Settings the crawl's correctness and safety rest on: ``-s`` cannot replace them.
+PROTECTED_SCRAPY_SETTINGS = frozenset(
+    {"ITEM_PIPELINES", "DOWNLOADER_MIDDLEWARES", "TWISTED_DNS_RESOLVER", "DNS_RESOLVER", "DOWNLOAD_HANDLERS",
+     "SPIDER_MIDDLEWARES", "EXTENSIONS", "TWISTED_REACTOR", "BOT_NAME"}
+)  # fmt: skip
+_SCRAPY_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 _ran_in_this_process = False
 _lock = threading.Lock()
 
 
-def scrapy_settings(settings: Settings, *, hooks: CrawlHooks) -> dict[str, Any]:
-    """The Scrapy settings of an fptrack crawl, derived from fptrack's :class:`Settings`."""
+def check_options(options: CrawlOptions) -> None:
+    """Raise :class:`CrawlError` (one line, naming the culprit) for options a crawl cannot run with."""
+    for kind, patterns in (("include", options.include), ("exclude", options.exclude)):
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise CrawlError(f"{kind} pattern {pattern!r} is not a regular expression: {error}") from None
+    if options.delay is not None and options.delay < 0:
+        raise CrawlError(f"delay must be >= 0 seconds, got {options.delay:g}")
+    if options.concurrency is not None and options.concurrency < 1:
+        raise CrawlError(f"concurrency must be >= 1, got {options.concurrency}")
+    if options.render_js not in ("auto", "yes", "no"):
+        raise CrawlError(f"render_js must be auto, yes or no, got {options.render_js!r}")
+    for name, _ in options.scrapy_settings:
+        if not _SCRAPY_NAME.match(name):
+            raise CrawlError(f"-s {name}: expected a Scrapy setting name in capitals (e.g. -s DOWNLOAD_DELAY=2)")
+        if name in PROTECTED_SCRAPY_SETTINGS or name.startswith("FPTRACK_"):
+            raise CrawlError(f"-s {name}: fptrack's own setting, it cannot be overridden")
+    try:
+        PrivateAddressPolicy.from_entries(options.allow_private_hosts)
+    except ValueError as error:
+        raise CrawlError(f"--allow-private-host: {error}") from None
+
+
+def scrapy_settings(
+    settings: Settings, *, hooks: CrawlHooks, options: CrawlOptions | None = None
+) -> dict[str, Any]:
+    """The Scrapy settings of an fptrack crawl, derived from fptrack's :class:`Settings` and the crawl's
+    :class:`CrawlOptions` (per-site politeness, private hosts allowed, ``-s`` settings passed through)."""
+    options = options or CrawlOptions()
     max_bytes = settings.crawl_max_body_bytes
-    return {
+    per_site = options.concurrency or settings.crawl_concurrency_per_site
+    delay = settings.crawl_delay if options.delay is None else options.delay
+    obey_robots = settings.crawl_obey_robots if options.obey_robots is None else options.obey_robots
+    policy = PrivateAddressPolicy.from_entries(
+        (*settings.allow_private_hosts, *options.allow_private_hosts), proxies=proxy_hosts()
+    )
+    values = {
         "BOT_NAME": "fptrack",
         "USER_AGENT": settings.user_agent,
-        "ROBOTSTXT_OBEY": settings.crawl_obey_robots,
-        "CONCURRENT_REQUESTS": settings.crawl_concurrency,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": settings.crawl_concurrency,
+        "ROBOTSTXT_OBEY": obey_robots,
+        "ROBOTSTXT_USER_AGENT": "fptrack",
+        "CONCURRENT_REQUESTS": max(settings.crawl_concurrency, per_site),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": per_site,
+        "DOWNLOAD_DELAY": delay,
+        # Polite by default: AutoThrottle keeps about ``per_site`` requests in flight per site and slows down as
+        # the site answers slower; it never goes below DOWNLOAD_DELAY.
+        "AUTOTHROTTLE_ENABLED": settings.crawl_autothrottle,
+        "AUTOTHROTTLE_START_DELAY": max(delay, 0.5),
+        "AUTOTHROTTLE_MAX_DELAY": max(delay, 30.0),
+        "AUTOTHROTTLE_TARGET_CONCURRENCY": float(per_site),
+        POLICY_SETTING: policy,
+        "TWISTED_DNS_RESOLVER": "crawler.guard.GuardedResolver",
         "DOWNLOAD_TIMEOUT": settings.crawl_timeout,
         "DOWNLOAD_MAXSIZE": max_bytes,
         "DOWNLOAD_WARNSIZE": 0,
@@ -44,7 +98,12 @@ def scrapy_settings(settings: Settings, *, hooks: CrawlHooks) -> dict[str, Any]:
         "DEPTH_PRIORITY": 1,
         "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
-        "DOWNLOADER_MIDDLEWARES": {"crawler.middlewares.StayOnStartSites": 50},
+        # Every request (redirects and robots.txt included) passes the site scope, then the private-address guard,
+        # before robots.txt is fetched and before any connection.
+        "DOWNLOADER_MIDDLEWARES": {
+            "crawler.middlewares.StayOnStartSites": 50,
+            "crawler.guard.PrivateAddressGuard": 60,
+        },
         "EXTENSIONS": {"crawler.middlewares.SkipBinaryBodies": 100},
         "ITEM_PIPELINES": {
             "crawler.pipelines.RecordPipeline": 100,
@@ -58,6 +117,8 @@ def scrapy_settings(settings: Settings, *, hooks: CrawlHooks) -> dict[str, Any]:
         "STATS_DUMP": False,
         "COOKIES_ENABLED": True,
     }
+    values.update(dict(options.scrapy_settings))
+    return values
 
 
 def run_crawl(
@@ -69,6 +130,7 @@ def run_crawl(
     sink: Callable[[CrawledPage], None] | None = None,
     store: PageStore | None = None,
     progress: Callable[[CrawlProgress], None] | None = None,
+    options: CrawlOptions | None = None,
 ) -> CrawlStats:
     """Crawl from ``start_urls`` and return when done; every response goes to ``store`` (batched writes, see
     :mod:`crawler.store`) or, synchronously, to ``sink``.
@@ -77,9 +139,15 @@ def run_crawl(
     (host and port) only, plus the site a start URL redirects to (``example.com`` -> ``www.example.com``); at most ``max_pages`` responses are handed to ``sink``. Requests that get no
     response (refused, timed out, DNS) are listed in ``CrawlStats.failures`` with a readable reason.
 
+    ``options`` (:class:`CrawlOptions`) adds sites, link patterns, per-site politeness, private hosts allowed and
+    Scrapy settings. Every destination passes :mod:`crawler.guard` (no private, loopback, link-local... address
+    unless allowed); refusals are failures with their reason.
+
     Runs Scrapy on Twisted's reactor in this thread, so it works **once per process**; a second call raises
     :class:`CrawlError`. Raises :class:`CrawlError` for bad arguments before anything is fetched.
     """
+    options = options or CrawlOptions()
+    check_options(options)
     global _ran_in_this_process
     urls = list(dict.fromkeys(request_url(url) for url in _as_url_list(start_urls)))
     if not urls:
@@ -102,12 +170,22 @@ def run_crawl(
     if (sink is None) == (store is None):
         raise CrawlError("run_crawl needs exactly one of sink= and store=")
     hooks = CrawlHooks(sink=sink, progress=progress, max_pages=max_pages, store=store)
-    process = CrawlerProcess(scrapy_settings(settings, hooks=hooks))
+    process = CrawlerProcess(scrapy_settings(settings, hooks=hooks, options=options))
     # Each failed request is reported once, in CrawlStats.failures; the retry middleware's own
     # "Gave up retrying" ERROR line would only repeat it on the user's terminal.
     logging.getLogger("scrapy.downloadermiddlewares.retry").setLevel(logging.CRITICAL)
+    # A robots.txt that cannot be fetched (refused, timed out) leaves the page to fail on its own, with its reason.
+    logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
     started = time.monotonic()
-    process.crawl(PageSpider, start_urls=urls, depth=depth, max_pages=max_pages)
+    process.crawl(
+        PageSpider,
+        start_urls=urls,
+        depth=depth,
+        max_pages=max_pages,
+        extra_sites=[request_site(host) for host in options.allowed_hosts],
+        include=options.include,
+        exclude=options.exclude,
+    )
     process.start(install_signal_handlers=threading.current_thread() is threading.main_thread())
     elapsed = time.monotonic() - started
 
@@ -120,7 +198,19 @@ def run_crawl(
         elapsed_seconds=elapsed,
         sink_errors=ledger.sink_errors,
         finish_reason=ledger.finish_reason,
+        counters=dict(ledger.counters),
     )
+
+
+def request_site(host: str) -> str:
+    """A site key (see :func:`storage.sites.site_of`) from ``host``, ``host:port`` or a URL."""
+    from storage.sites import site_of
+
+    text = host.strip()
+    key = site_of(text if "://" in text else f"http://{text}")
+    if not key:
+        raise CrawlError(f"allowed host {host!r} is not a host name (e.g. www.example.org or 127.0.0.1:8000)")
+    return key
 
 
 def _as_url_list(start_urls: Sequence[str]) -> list[str]:

@@ -29,7 +29,7 @@ from typing import Any, Self
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from crawler.pages import CrawlProgress, CrawlStats
+from crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from crawler.store import PageStore
 from storage.db import session_scope
 from storage.fingerprints import CHUNK
@@ -113,15 +113,24 @@ def run_crawl_job(
     progress: Callable[[CrawlProgress], None] | None = None,
     waiting: Callable[[WaitProgress], None] | None = None,
     site_id: int | None = None,
+    options: CrawlOptions | None = None,
+    trigger: str = "cli",
+    on_start: Callable[[int], None] | None = None,
 ) -> CrawlOutcome:
-    """Run one crawl job (see the module docstring). Runs Scrapy in this process: once per process."""
+    """Run one crawl job (see the module docstring). Runs Scrapy in this process: once per process.
+
+    ``options`` are the site's settings (or ``fptrack crawl``'s); ``trigger`` says what started the job (``cli``,
+    ``site``, ``schedule``); ``on_start`` is told the job's id once its row exists (a scheduled crawl ties its claim
+    to it)."""
     from compare import tasks
     from crawler.runner import run_crawl
 
     tasks.configure(settings)
     stop = _StopSignals()
     started = time.monotonic()
-    job_id = _start_job(sessions, urls, depth, max_pages, site_id)
+    job_id = _start_job(sessions, urls, depth, max_pages, site_id, trigger)
+    if on_start is not None:
+        on_start(job_id)
     outcome = CrawlOutcome(job_id=job_id)
     dispatcher = _Dispatcher(settings, tasks)
     # With no broker, one thread of this process stores and compares each batch while Scrapy's thread goes on
@@ -137,7 +146,8 @@ def run_crawl_job(
     try:
         with stop:
             outcome.stats = run_crawl(
-                list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress
+                list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress,
+                options=options,
             )
         store.flush()
         store.drain()
@@ -204,14 +214,16 @@ class _StopSignals:
 
 
 def _start_job(
-    sessions: sessionmaker[Session], urls: Sequence[str], depth: int, max_pages: int, site_id: int | None
+    sessions: sessionmaker[Session], urls: Sequence[str], depth: int, max_pages: int, site_id: int | None,
+    trigger: str = "cli",
 ) -> int:
     with session_scope(sessions) as session:
         if site_id is None:
             key = site_of(urls[0]) if urls else ""
             site_id = site_ids(session, [key]).get(key) if key else None
         job = CrawlJob(
-            site_id=site_id, start_urls=list(urls), depth=depth, max_pages=max_pages, status=CrawlJobStatus.RUNNING
+            site_id=site_id, start_urls=list(urls), depth=depth, max_pages=max_pages, status=CrawlJobStatus.RUNNING,
+            trigger=trigger,
         )
         session.add(job)
         session.flush()
@@ -233,12 +245,29 @@ def _finish_job(sessions: sessionmaker[Session], outcome: CrawlOutcome, store: P
             if outcome.stats is not None:
                 job.pages_seen = outcome.stats.pages_seen
                 job.pages_failed = len(outcome.stats.failures)
+                job.stats = job_stats(outcome.stats)
             if store.counts.site_ids:
                 session.execute(
                     update(Site).where(Site.id.in_(sorted(store.counts.site_ids))).values(last_crawled_at=utcnow())
                 )
     except Exception:
         log.exception("could not record the end of crawl job %s", outcome.job_id)
+
+
+MAX_FAILURES_RECORDED = 200
+
+
+def job_stats(stats: CrawlStats) -> dict[str, Any]:
+    """What a ``crawl_jobs.stats`` records of a crawl: pages by status, failures with their reasons (the first
+    :data:`MAX_FAILURES_RECORDED`), the crawler's counters (private-address refusals, robots.txt...)."""
+    return {
+        "by_status": {str(status): count for status, count in sorted(stats.by_status.items())},
+        "failures": [[url, reason] for url, reason in stats.failures[:MAX_FAILURES_RECORDED]],
+        "failures_total": len(stats.failures),
+        "counters": dict(sorted(stats.counters.items())),
+        "finish_reason": stats.finish_reason,
+        "elapsed_seconds": round(stats.elapsed_seconds, 3),
+    }
 
 
 def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:

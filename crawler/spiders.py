@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -32,14 +33,26 @@ class PageSpider(scrapy.Spider):
     # redirect middleware, which ignores statuses listed here).
     handle_httpstatus_list: ClassVar[list[int]] = list(range(400, 600))
 
-    def __init__(self, *, start_urls: Sequence[str], depth: int, max_pages: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        start_urls: Sequence[str],
+        depth: int,
+        max_pages: int,
+        extra_sites: Sequence[str] = (),
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.start_urls = list(start_urls)
         self.depth = depth
         self.max_pages = max_pages
         # Grows when a start URL redirects to another site (example.com -> www.example.com); see
         # crawler.middlewares.StayOnStartSites, which reads and extends this set.
-        self.allowed_sites: set[str] = {site_of(url) for url in self.start_urls}
+        self.allowed_sites: set[str] = {site_of(url) for url in self.start_urls} | set(extra_sites)
+        self.include = [re.compile(pattern) for pattern in include]
+        self.exclude = [re.compile(pattern) for pattern in exclude]
         self.pages_emitted = 0
 
     async def start(self) -> AsyncIterator[Request]:
@@ -76,7 +89,16 @@ class PageSpider(scrapy.Spider):
         if off_site:
             self._inc("fptrack/links_off_site", off_site)
         for url in follow:
-            yield self._request(url)
+            if self.wanted(url):
+                yield self._request(url)
+            else:
+                self._inc("fptrack/links_excluded")
+
+    def wanted(self, url: str) -> bool:
+        """The site's include/exclude patterns (``re.search``) on a link."""
+        if self.include and not any(pattern.search(url) for pattern in self.include):
+            return False
+        return not any(pattern.search(url) for pattern in self.exclude)
 
     def on_error(self, failure: Failure) -> Iterator[CrawledPage | CrawlFailure | Request]:
         error = failure.value

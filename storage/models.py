@@ -45,6 +45,7 @@ __all__ = [
     "CODE_OWNER_CHAPTER",
     "CODE_OWNER_PAGE",
     "CRAWL_JOB_STATUSES",
+    "RENDER_JS_MODES",
     "REVIEW_DECISIONS",
     "USER_ROLES",
     "ApiToken",
@@ -60,6 +61,7 @@ __all__ = [
     "Match",
     "MatchNote",
     "MatchStatus",
+    "MonitorLock",
     "Page",
     "ReviewDecision",
     "SimhashHotBucket",
@@ -101,6 +103,9 @@ class CrawlJobStatus(StrEnum):
 
 
 CRAWL_JOB_STATUSES = tuple(s.value for s in CrawlJobStatus)
+RENDER_JS_MODES = ("auto", "yes", "no")
+# a re-check of a page with a flagged or confirmed match: the copy is still there, the page changed and no longer
+# copies the chapter, the page is gone (404/410, no such host), or the check could not tell (refused, timeout, 5xx)
 REVIEW_DECISIONS = tuple(s.value for s in MatchStatus)
 
 # code_index.owner: which side of the comparison a code belongs to
@@ -185,6 +190,22 @@ class Site(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_crawled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Monitoring settings (``fptrack sites``, crawler/sites.py); a row made by a plain crawl is not ``managed``.
+    managed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=sql_text("true"))
+    start_urls: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default=sql_text("'[]'"))
+    allowed_hosts: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default=sql_text("'[]'"))
+    depth: Mapped[int] = mapped_column(Integer, default=2, server_default="2")
+    max_pages: Mapped[int] = mapped_column(Integer, default=200, server_default="200")
+    include_patterns: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default=sql_text("'[]'"))
+    exclude_patterns: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default=sql_text("'[]'"))
+    schedule: Mapped[str] = mapped_column(String(100), default="", server_default="")
+    delay: Mapped[float | None] = mapped_column(Float)
+    concurrency: Mapped[int | None] = mapped_column(Integer)
+    obey_robots: Mapped[bool] = mapped_column(Boolean, default=True, server_default=sql_text("true"))
+    render_js: Mapped[str] = mapped_column(String(8), default="auto", server_default="auto")
+    allow_private: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
+    next_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class CrawlJob(Base):
@@ -212,6 +233,10 @@ class CrawlJob(Base):
     pages_unchanged: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     copies_found: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     error: Mapped[str] = mapped_column(Text, default="")
+    # what started it (cli, site, schedule) and what it counted: pages by status, failures with their reasons
+    # (private-address refusals, robots.txt...), the crawler's counters
+    trigger: Mapped[str] = mapped_column(String(20), default="cli", server_default="cli")
+    stats: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class Page(Base):
@@ -540,6 +565,21 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     user: Mapped[User] = relationship()
+
+
+class MonitorLock(Base):
+    """A claim on one unit of scheduled work (``site:<id>`` for a site's crawl): at most one holder
+    at a time, across processes and machines. The holder refreshes ``heartbeat_at``; a claim whose heartbeat is
+    older than ``FPTRACK_CRAWL_STALE_SECONDS`` belonged to a process that died and may be taken over."""
+
+    __tablename__ = "monitor_locks"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    token: Mapped[str] = mapped_column(String(64))
+    owner: Mapped[str] = mapped_column(String(200), default="")
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("crawl_jobs.id", ondelete="SET NULL"))
+    acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 @event.listens_for(CodeIndexRow.__table__, "after_create")

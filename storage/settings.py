@@ -20,11 +20,17 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_SIMHASH_BLOCKS`` | ``4`` | blocks of the permuted-prefix index (must exceed k) |
 | ``FPTRACK_SIMHASH_HOT_MU`` | ``2.0`` | a bucket over (1 + mu) x the mean bucket size is re-split (``storage.hot_buckets.split_hot_buckets``) |
 | ``FPTRACK_SIMHASH_HOT_MIN_SIZE`` | ``1024`` | buckets smaller than this are never re-split (docs/storage.md has the measurement) |
-| ``FPTRACK_CRAWL_CONCURRENCY`` | ``8`` | concurrent requests of one crawl |
-| ``FPTRACK_CRAWL_TIMEOUT`` | ``20`` | seconds before a request is abandoned |
-| ``FPTRACK_CRAWL_MAX_BYTES`` | ``10485760`` | response bodies larger than this are abandoned (reported as failures) |
-| ``FPTRACK_CRAWL_OBEY_ROBOTS`` | ``false`` | ``true`` makes crawls obey robots.txt |
+| ``FPTRACK_CRAWL_CONCURRENCY`` | ``8`` | concurrent requests of one crawl (>= 1) |
+| ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE`` | ``2`` | concurrent requests to one site (>= 1; a site's ``concurrency`` setting wins) |
+| ``FPTRACK_CRAWL_DELAY`` | ``0`` | seconds at least between two requests to one site (a site's ``delay`` setting wins) |
+| ``FPTRACK_CRAWL_AUTOTHROTTLE`` | ``true`` | Scrapy's AutoThrottle: slow down as a site answers slower |
+| ``FPTRACK_CRAWL_TIMEOUT`` | ``20`` | seconds before a request is abandoned (> 0) |
+| ``FPTRACK_CRAWL_MAX_BYTES`` | ``10485760`` | response bodies larger than this are abandoned (reported as failures; >= 1) |
+| ``FPTRACK_CRAWL_OBEY_ROBOTS`` | ``true`` | crawls obey robots.txt (a site's ``obey_robots`` setting wins) |
+| ``FPTRACK_ALLOW_PRIVATE_HOSTS`` | unset | comma-separated hosts (``host``, ``host:port``) or networks (``10.0.0.0/8``) a crawl may reach although they are private, loopback, link-local... (``crawler.guard``) |
 | ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
+| ``FPTRACK_SCHEDULE_EVERY`` | ``30`` | seconds between two looks for due site crawls and re-checks (``fptrack worker --beat``) |
+| ``FPTRACK_CRAWL_STALE_SECONDS`` | ``120`` | a site crawl whose process gave no sign of life this long is marked failed (it died) |
 | ``FPTRACK_ADMIN_HOSTS`` | ``localhost,127.0.0.1,::1`` | host names the admin answers to (``Host`` header, and ``Origin``/``Referer`` of every POST) |
 | ``FPTRACK_ADMIN_SECURE_COOKIES`` | auto | ``true``: the session cookie is ``Secure`` (HTTPS only); auto = true unless every admin host is loopback |
 | ``FPTRACK_ADMIN_TRUSTED_PROXIES`` | unset | addresses or networks (``10.0.0.0/8``) of the reverse proxies in front of the admin |
@@ -38,11 +44,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-__all__ = ["LOOPBACK_HOSTS", "ConfigurationError", "Settings", "is_loopback_host"]
+__all__ = ["LOOPBACK_HOSTS", "ConfigurationError", "Settings", "classify_allow_entry", "is_loopback_host"]
 
 _SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -96,10 +103,16 @@ class Settings:
     simhash_hot_mu: float = 2.0
     simhash_hot_min_size: int = 1024
     crawl_concurrency: int = 8
+    crawl_concurrency_per_site: int = 2
+    crawl_delay: float = 0.0
+    crawl_autothrottle: bool = True
     crawl_timeout: float = 20.0
     crawl_max_body_bytes: int = 10 * 1024 * 1024
-    crawl_obey_robots: bool = False
+    crawl_obey_robots: bool = True
+    allow_private_hosts: tuple[str, ...] = ()
     user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
+    schedule_every: float = 30.0
+    crawl_stale_seconds: float = 120.0
     admin_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     admin_secure_cookies: bool | None = None
     admin_trusted_proxies: tuple[str, ...] = ()
@@ -113,6 +126,7 @@ class Settings:
             raise ConfigurationError(
                 f"FPTRACK_SIMHASH_BLOCKS={self.simhash_blocks} must be larger than FPTRACK_SIMHASH_K={self.simhash_k}"
             )
+        self._check_crawl_settings()
         hosts = tuple(host.strip().lower().strip("[]") for host in self.admin_hosts if host.strip())
         if not hosts:
             raise ConfigurationError("FPTRACK_ADMIN_HOSTS names no host; e.g. admin.example.org,localhost")
@@ -130,6 +144,29 @@ class Settings:
                 f"FPTRACK_ADMIN_TRUSTED_USER_HEADER={self.admin_trusted_user_header!r} needs "
                 "FPTRACK_ADMIN_TRUSTED_PROXIES: the header is believed only from those addresses"
             )
+
+    def _check_crawl_settings(self) -> None:
+        """Crawl tunables that would hang a crawl (0 concurrency) or switch a cap off (0 bytes) are refused."""
+        checks: list[tuple[str, float, float, str]] = [
+            ("FPTRACK_CRAWL_CONCURRENCY", self.crawl_concurrency, 1, "an integer >= 1"),
+            ("FPTRACK_CRAWL_CONCURRENCY_PER_SITE", self.crawl_concurrency_per_site, 1, "an integer >= 1"),
+            ("FPTRACK_CRAWL_MAX_BYTES", self.crawl_max_body_bytes, 1, "a number of bytes >= 1"),
+            ("FPTRACK_CRAWL_DELAY", self.crawl_delay, 0, "a number of seconds >= 0"),
+            ("FPTRACK_SCHEDULE_EVERY", self.schedule_every, 1, "a number of seconds >= 1"),
+            ("FPTRACK_CRAWL_STALE_SECONDS", self.crawl_stale_seconds, 5, "a number of seconds >= 5"),
+        ]
+        for name, value, minimum, expected in checks:
+            if value < minimum:
+                raise ConfigurationError(f"{name}={value:g} is out of range: expected {expected}")
+        if not self.crawl_timeout > 0:
+            raise ConfigurationError(f"FPTRACK_CRAWL_TIMEOUT={self.crawl_timeout:g} is out of range: expected seconds > 0")
+        entries = []
+        for entry in self.allow_private_hosts:
+            try:
+                entries.append(classify_allow_entry(entry)[1])
+            except ValueError as error:
+                raise ConfigurationError(f"FPTRACK_ALLOW_PRIVATE_HOSTS: {error}") from None
+        object.__setattr__(self, "allow_private_hosts", tuple(dict.fromkeys(entries)))
 
     @property
     def is_sqlite(self) -> bool:
@@ -177,15 +214,52 @@ class Settings:
             simhash_hot_mu=_float(env, "FPTRACK_SIMHASH_HOT_MU", 2.0),
             simhash_hot_min_size=_int(env, "FPTRACK_SIMHASH_HOT_MIN_SIZE", 1024),
             crawl_concurrency=_int(env, "FPTRACK_CRAWL_CONCURRENCY", 8),
+            crawl_concurrency_per_site=_int(env, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE", 2),
+            crawl_delay=_float(env, "FPTRACK_CRAWL_DELAY", 0.0),
+            crawl_autothrottle=_bool(env, "FPTRACK_CRAWL_AUTOTHROTTLE", True),
             crawl_timeout=_float(env, "FPTRACK_CRAWL_TIMEOUT", 20.0),
             crawl_max_body_bytes=_int(env, "FPTRACK_CRAWL_MAX_BYTES", 10 * 1024 * 1024),
-            crawl_obey_robots=_bool(env, "FPTRACK_CRAWL_OBEY_ROBOTS", False),
+            crawl_obey_robots=_bool(env, "FPTRACK_CRAWL_OBEY_ROBOTS", True),
+            allow_private_hosts=_list(env, "FPTRACK_ALLOW_PRIVATE_HOSTS"),
             user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
+            schedule_every=_float(env, "FPTRACK_SCHEDULE_EVERY", 30.0),
+            crawl_stale_seconds=_float(env, "FPTRACK_CRAWL_STALE_SECONDS", 120.0),
             admin_hosts=_list(env, "FPTRACK_ADMIN_HOSTS") or LOOPBACK_HOSTS,
             admin_secure_cookies=_optional_bool(env, "FPTRACK_ADMIN_SECURE_COOKIES"),
             admin_trusted_proxies=_list(env, "FPTRACK_ADMIN_TRUSTED_PROXIES"),
             admin_trusted_user_header=(env.get("FPTRACK_ADMIN_TRUSTED_USER_HEADER") or "").strip() or None,
         )
+
+
+def classify_allow_entry(entry: str) -> tuple[str, str]:
+    """An entry of ``FPTRACK_ALLOW_PRIVATE_HOSTS`` (or ``--allow-private-host``), normalised:
+    ``('network', '10.0.0.0/8')`` for an address or network, ``('host', 'example.org:8000')`` for a host with or
+    without a port. Raises ``ValueError`` naming the entry when it is neither."""
+    entry = entry.strip().lower()
+    bare = entry.strip("[]")
+    if "/" in entry or _is_address(bare):
+        try:
+            return "network", str(ipaddress.ip_network(bare, strict=False))
+        except ValueError:
+            raise ValueError(f"{entry!r} is not an address or network (e.g. 10.0.0.5, 10.0.0.0/8)") from None
+    parts = urlsplit(f"//{entry}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{entry!r} has a bad port (expected host or host:port)") from None
+    host = parts.hostname or ""
+    if not host or parts.path or parts.query or parts.username or any(c.isspace() for c in entry):
+        raise ValueError(f"{entry!r} is not a host, host:port, address or network")
+    shown = f"[{host}]" if ":" in host else host
+    return "host", f"{shown}:{port}" if port is not None else shown
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def is_loopback_host(host: str) -> bool:

@@ -94,7 +94,7 @@ def test_crawl_finds_exactly_the_copies(fptrack) -> None:
     added = fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
     assert "registered work #1 '灯塔守望人': 3 chapters" in added.stdout
     with serve_site(pages) as base:
-        crawl = fptrack.run("crawl", base + "/", "--depth", "3", "--max-pages", "50")
+        crawl = fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--max-pages", "50")
         assert {"/other.html", "/missing.html", "/alley/3-moved.html"} <= set(base.requests)
     assert " x 404" in crawl.stdout and "0 failed" in crawl.stdout
     _assert_crawl_recorded(fptrack.settings, pages_seen=int(crawl.stdout.split("crawled ")[1].split(" ")[0]))
@@ -126,7 +126,7 @@ def test_registering_a_work_finds_pages_crawled_before(fptrack) -> None:
     pages, expected = _site()
     fptrack.run("init")
     with serve_site(pages) as base:
-        fptrack.run("crawl", base + "/", "--depth", "3", "--quiet")
+        fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--quiet")
     assert fptrack.matches() == []
     added = fptrack.run("works", "add", str(DEMO_DATA / "alley.txt"))
     assert "retroactive check: 4 already-crawled page(s) copy this work" in added.stdout
@@ -139,9 +139,9 @@ def test_recrawl_keeps_first_seen_and_does_not_duplicate(fptrack) -> None:
     fptrack.run("init")
     fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"))
     with serve_site(pages) as base:
-        fptrack.run("crawl", base + "/", "--depth", "3", "--quiet")
+        fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--quiet")
         first = {m["page_url"]: m["first_seen"] for m in fptrack.matches()}
-        fptrack.run("crawl", base + "/", "--depth", "3", "--quiet")
+        fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--quiet")
         second = {m["page_url"]: m["first_seen"] for m in fptrack.matches()}
     assert first == second
     assert len(first) == 3

@@ -75,7 +75,7 @@ def _register(fptrack: Fptrack) -> None:
 
 def _crawl(fptrack: Fptrack, pages: dict[str, Any]) -> tuple[set[tuple[Any, ...]], str]:
     with serve_site(pages) as base:
-        fptrack.run("crawl", base + "/", "--depth", "2", "--max-pages", "80", "--quiet", timeout=600)
+        fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "2", "--max-pages", "80", "--quiet", timeout=600)
         return _key(fptrack.matches(), base), base
 
 

@@ -77,14 +77,27 @@ class SiteURL(str):
     """The base URL of a served site (``http://127.0.0.1:<port>``), which also records the requests."""
 
     requests: list[str]
+    user_agents: list[str]
 
     def __new__(cls, value: str) -> Self:
         instance = super().__new__(cls, value)
         instance.requests = []
+        instance.user_agents = []
         return instance
 
     def url(self, path: str) -> str:
         return self + path
+
+    @property
+    def key(self) -> str:
+        """The site key (``127.0.0.1:<port>``): what a crawl must be allowed to reach, loopback being refused by
+        the private-address guard unless allowed (``--allow-private-host``)."""
+        return self.split("://", 1)[1]
+
+    @property
+    def page_requests(self) -> list[str]:
+        """The paths requested, without the crawler's ``/robots.txt`` look-ups."""
+        return [path for path in self.requests if path != "/robots.txt"]
 
 
 def _handler_for(pages: Mapping[str, Page | Redirect], site: SiteURL) -> type[BaseHTTPRequestHandler]:
@@ -97,6 +110,7 @@ def _handler_for(pages: Mapping[str, Page | Redirect], site: SiteURL) -> type[Ba
             path = self.path
             with lock:
                 site.requests.append(path)
+                site.user_agents.append(self.headers.get("User-Agent", ""))
             spec = pages.get(path) or pages.get(urlsplit(path).path)
             if spec is None:
                 spec = Page(b"<html><body><h1>404 Not Found</h1></body></html>", status=404)

@@ -96,7 +96,7 @@ def test_no_worker_on_the_queue_fails_fast_and_loses_nothing(sqlite_settings: Se
               "FPTRACK_NO_WORKER_SECONDS": "5"}  # fmt: skip
     with serve_site(_site(3)) as base:
         started = time.monotonic()
-        crawl = _run(queued, "crawl", base + "/", "--depth", "1", "--quiet", timeout=120)
+        crawl = _run(queued, "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--quiet", timeout=120)
         took = time.monotonic() - started
     assert crawl.returncode == 1, crawl.stdout + crawl.stderr
     assert "no worker consumes the queue" in crawl.stderr and "fptrack worker" in crawl.stderr
@@ -118,7 +118,7 @@ def test_an_unreachable_broker_fails_the_crawl_and_loses_nothing(sqlite_settings
     port = closed_port_url().rsplit(":", 1)[1].strip("/")
     broken = {**env, "FPTRACK_BROKER_URL": f"redis://127.0.0.1:{port}/0"}
     with serve_site(_site(2)) as base:
-        crawl = _run(broken, "crawl", base + "/", "--depth", "1", "--quiet", timeout=240)
+        crawl = _run(broken, "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--quiet", timeout=240)
     assert crawl.returncode == 1, crawl.stdout + crawl.stderr
     assert "cannot hand pages to the workers" in crawl.stderr, crawl.stderr
     assert "no copies of registered works found" not in crawl.stdout
@@ -148,7 +148,7 @@ def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
     try:
         with serve_site(_site(150, 30)) as base:
             crawl = subprocess.Popen(
-                [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--depth", "1", "--max-pages", "300", "-q"],
+                [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--max-pages", "300", "-q"],
                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
             deadline = time.monotonic() + 120
@@ -176,7 +176,7 @@ def test_ctrl_c_records_an_interrupted_crawl_and_exits_non_zero(sqlite_settings:
     slow = {path: SitePage(page.body, delay=0.3) for path, page in _site(40).items()}
     with serve_site(slow) as base:
         crawl = subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--depth", "1", "-q"],
+            [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "-q"],
             env={**env, "FPTRACK_CRAWL_CONCURRENCY": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + 60
@@ -219,7 +219,8 @@ def test_two_crawls_at_once_share_sites_and_pages_and_count_truly(
     with serve_site(_site(6, 4)) as first, serve_site(_site(4, 2)) as second:
         crawls = [
             subprocess.Popen(
-                [sys.executable, "-m", "admin.cli", "crawl", *urls, "--depth", "1", "-q"],
+                [sys.executable, "-m", "admin.cli", "crawl", *urls, "--depth", "1", "-q",
+                 "--allow-private-host", first.key, "--allow-private-host", second.key],
                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
             for urls in ([first + "/", second + "/"], [second + "/", first + "/"])

@@ -58,7 +58,7 @@ def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> 
         while time.monotonic() < deadline and "succeeded" not in (tmp_path / "worker.log").read_text():
             time.sleep(0.5)  # the work's fingerprints must be indexed before pages are compared
         with serve_site(pages) as base:
-            crawl = fptrack("crawl", base + "/", "--depth", "1")
+            crawl = fptrack("crawl", base + "/", "--allow-private-host", base.key, "--depth", "1")
         assert crawl.returncode == 0, crawl.stderr
         assert "2 page(s) copy registered works" in crawl.stdout, crawl.stdout + crawl.stderr
         log = (tmp_path / "worker.log").read_text()

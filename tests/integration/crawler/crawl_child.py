@@ -2,7 +2,10 @@
 process, so every crawl of the test suite gets its own child).
 
     python -m tests.integration.crawler.crawl_child '{"start_urls": [...], "depth": 1, "max_pages": 10,
-        "settings": {"crawl_timeout": 2}, "failing_sink_urls": [...], "run_twice": false}'
+        "settings": {"crawl_timeout": 2}, "options": {"allow_private_hosts": ["127.0.0.1:8000"]},
+        "failing_sink_urls": [...], "run_twice": false}'
+
+``settings`` override :class:`Settings` fields (lists become tuples); ``options`` are :class:`CrawlOptions` fields.
 """
 
 from __future__ import annotations
@@ -13,12 +16,21 @@ import sys
 from typing import Any
 
 from crawler import CrawledPage, CrawlError, CrawlProgress, run_crawl
+from crawler.pages import CrawlOptions
 from storage.settings import Settings
+
+
+def _tuples(values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: tuple(tuple(v) if isinstance(v, list) else v for v in value) if isinstance(value, list) else value
+        for key, value in values.items()
+    }
 
 
 def main(argv: list[str]) -> int:
     request: dict[str, Any] = json.loads(argv[1])
-    settings = Settings().with_overrides(**request.get("settings", {}))
+    settings = Settings().with_overrides(**_tuples(request.get("settings", {})))
+    options = CrawlOptions(**_tuples(request.get("options", {})))
     failing = set(request.get("failing_sink_urls", ()))
     pages: list[dict[str, Any]] = []
     progress: list[dict[str, Any]] = []
@@ -42,6 +54,7 @@ def main(argv: list[str]) -> int:
             max_pages=request.get("max_pages", 100),
             sink=sink,
             progress=report,
+            options=options,
         )
     except CrawlError as exc:
         result["crawl_error"] = str(exc)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from storage.sites import site_of
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 # Written for these tests (not from any corpus): a few sentences of a made-up story.
@@ -44,8 +46,20 @@ class ChildCrawl:
         return [p["url"] for p in self.pages]
 
 
-def crawl_in_child(start_urls: list[str], *, timeout: float = 60, **options: Any) -> ChildCrawl:
-    request = {"start_urls": start_urls, **options}
+def crawl_in_child(
+    start_urls: list[str],
+    *,
+    timeout: float = 60,
+    allow: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    **options: Any,
+) -> ChildCrawl:
+    """Crawl in a child process. The test sites live on 127.0.0.1, which the private-address guard refuses: the
+    sites of ``start_urls`` are allowed explicitly (``allow``, default: those sites, e.g. ``127.0.0.1:41234``)."""
+    allowed = [site_of(url) for url in start_urls] if allow is None else allow
+    crawl_options = dict(options.pop("options", {}))
+    crawl_options.setdefault("allow_private_hosts", allowed)
+    request = {"start_urls": start_urls, "options": crawl_options, **options}
     completed = subprocess.run(
         [sys.executable, "-m", "tests.integration.crawler.crawl_child", json.dumps(request)],
         cwd=REPO_ROOT,
@@ -53,6 +67,7 @@ def crawl_in_child(start_urls: list[str], *, timeout: float = 60, **options: Any
         text=True,
         timeout=timeout,
         check=False,
+        env=env,
     )
     assert completed.returncode == 0, f"crawl child failed:\n{completed.stderr}"
     result = json.loads(completed.stdout)

@@ -1,0 +1,292 @@
+"""``fptrack sites``: the sites fptrack monitors (settings, schedules) and their crawls. The service is
+:mod:`crawler.sites`; this module only parses options and presents what it returns. Attached to the main group
+at the bottom of ``admin.cli``.
+
+Like ``admin.cli_users``, this module does not import ``admin.cli`` at import time (``python -m admin.cli`` runs
+that module as ``__main__``); the shared error handling is looked up when a command runs, and commands receive
+the CLI's context object through ``click.pass_obj``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+from sqlalchemy import select
+
+__all__ = ["sites"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+pass_context = click.pass_obj
+
+
+def friendly_errors(command: F) -> F:
+    """A site command's :class:`crawler.sites.SiteError` is the CLI's one-line ``error:``; the rest goes through
+    ``admin.cli.friendly_errors`` like every other command."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from admin.cli import CliError
+        from admin.cli import friendly_errors as shared
+        from crawler.sites import SiteError
+
+        def run() -> Any:
+            try:
+                return command(*args, **kwargs)
+            except SiteError as error:
+                raise CliError(str(error)) from None
+
+        return shared(run)()
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _fail(message: str) -> None:
+    from admin.cli import CliError
+
+    raise CliError(message)
+
+
+def _print_table(headers: list[str], rows: list[tuple[Any, ...]]) -> None:
+    from admin.cli import _print_table as print_table
+
+    print_table(headers, rows)
+
+
+def _site_options(command: Any) -> Any:
+    """The settings of a site, shared by ``add`` and ``edit`` (``None`` = not given)."""
+    options = [
+        click.option("--depth", type=click.IntRange(0, 50), help="Link depth followed from the start URLs [2]."),
+        click.option("--max-pages", type=click.IntRange(1), help="Pages per crawl at most [200]."),
+        click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="HOST",
+                     help="Another site (host or host:port) that links may lead to. Repeatable."),
+        click.option("--include", multiple=True, metavar="REGEX",
+                     help="Follow only links matching one of these (re.search). Repeatable."),
+        click.option("--exclude", multiple=True, metavar="REGEX", help="Never follow links matching this. Repeatable."),
+        click.option("--schedule", metavar="WHEN",
+                     help="Crawl every N seconds (3600, 30m, 6h, 1d) or on a cron expression ('0 3 * * *', UTC); "
+                     "'' for manual only [manual]."),
+        click.option("--delay", type=click.FloatRange(0), help="Seconds at least between two requests "
+                     "[FPTRACK_CRAWL_DELAY]."),
+        click.option("--concurrency", type=click.IntRange(1), help="Requests to the site at a time "
+                     "[FPTRACK_CRAWL_CONCURRENCY_PER_SITE]."),
+        click.option("--obey-robots/--ignore-robots", default=None, help="Obey the site's robots.txt [obey]."),
+        click.option("--render-js", type=click.Choice(["auto", "yes", "no"]),
+                     help="Render pages built by scripts [auto] (recorded; rendering is not built yet)."),
+        click.option("--allow-private/--no-allow-private", default=None,
+                     help="Let crawls reach the site's hosts although their addresses are private or loopback [no]."),
+        click.option("--enable/--disable", "enabled", default=None, help="Scheduled crawls run [enabled]."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _changes(values: dict[str, Any]) -> dict[str, Any]:
+    names = {"allowed_hosts": "allowed_hosts", "include": "include", "exclude": "exclude"}
+    changes: dict[str, Any] = {}
+    for key, value in values.items():
+        if value is None or (key in names and not value):
+            continue
+        changes[key] = tuple(value) if isinstance(value, tuple) else value
+    return changes
+
+
+@click.group()
+def sites() -> None:
+    """The sites fptrack monitors: their crawl settings and schedules.
+
+    \b
+      fptrack sites add books http://pirate.example/ --schedule 6h --depth 3
+      fptrack sites list
+      fptrack sites run books          crawl it now
+      fptrack worker --beat            scheduled crawls run by themselves
+
+    Every setting and its default: docs/monitoring.md."""
+
+
+@sites.command("add")
+@click.argument("name")
+@click.argument("urls", nargs=-1, required=True)
+@_site_options
+@pass_context
+@friendly_errors
+def sites_add(context: Any, name: str, urls: tuple[str, ...], **values: Any) -> None:
+    """Monitor a site: NAME and its start URLs.
+
+    The site is the host of the first URL; pages crawled there before (by `fptrack crawl`) are its pages. With
+    --schedule it is crawled at once by `fptrack worker --beat`, then on its schedule."""
+    from crawler.sites import SiteSpec, add_site
+
+    changes = _changes(values)
+    with context.session() as session:
+        shown = _describe(add_site(session, SiteSpec(name=name, start_urls=urls, **changes)))
+    click.echo(f"monitoring site {shown}")
+
+
+@sites.command("edit")
+@click.argument("name")
+@click.option("--start-url", "start_urls", multiple=True, metavar="URL", help="Replace the start URLs. Repeatable.")
+@click.option("--rename", help="A new name for the site.")
+@_site_options
+@pass_context
+@friendly_errors
+def sites_edit(context: Any, name: str, start_urls: tuple[str, ...], rename: str | None, **values: Any) -> None:
+    """Change settings of a monitored site (only the options given). A new schedule is due at once."""
+    from crawler.sites import edit_site
+
+    changes = _changes(values)
+    if start_urls:
+        changes["start_urls"] = start_urls
+    if rename:
+        changes["name"] = rename
+    if not changes:
+        raise click.UsageError("nothing to change: give at least one option (see --help)")
+    with context.session() as session:
+        shown = _describe(edit_site(session, name, **changes))
+    click.echo(f"site {shown}")
+
+
+@sites.command("remove")
+@click.argument("name")
+@pass_context
+@friendly_errors
+def sites_remove(context: Any, name: str) -> None:
+    """Stop monitoring a site.
+
+    Its settings and schedule are dropped and it is no longer crawled by the scheduler. Nothing is deleted: its
+    pages, matches, reviews and crawl history stay (they are evidence, and plain crawls may have made them);
+    `fptrack sites add` with the same host takes them up again."""
+    from crawler.sites import remove_site
+
+    with context.session() as session:
+        host = remove_site(session, name).host
+    click.echo(f"no longer monitoring {name} ({host}); its pages and matches are kept")
+
+
+@sites.command("list")
+@pass_context
+@friendly_errors
+def sites_list(context: Any) -> None:
+    """The monitored sites, their schedules and their last crawls."""
+    from storage.models import Site
+
+    with context.session() as session:
+        rows = []
+        for site in session.scalars(select(Site).where(Site.managed.is_(True)).order_by(Site.name)):
+            last = _jobs(session, int(site.id), 1)
+            rows.append((
+                site.name, site.host, site.schedule or "manual", "yes" if site.enabled else "no",
+                _when(site.next_crawl_at) if site.enabled and site.schedule else "-",
+                f"#{last[0].id} {last[0].status}" if last else "never",
+            ))  # fmt: skip
+    if not rows:
+        click.echo("no monitored sites yet: fptrack sites add NAME URL...")
+        return
+    _print_table(["name", "host", "schedule", "enabled", "next crawl", "last crawl"], rows)
+
+
+@sites.command("show")
+@click.argument("name")
+@pass_context
+@friendly_errors
+def sites_show(context: Any, name: str) -> None:
+    """A monitored site's settings and its recent crawls."""
+    from crawler.sites import find_site, spec_of
+
+    with context.session() as session:
+        site = find_site(session, name)
+        spec = spec_of(site)
+        click.echo(f"site {site.name} ({site.host}), {'enabled' if site.enabled else 'disabled'}")
+        for key in ("start_urls", "allowed_hosts", "depth", "max_pages", "include", "exclude", "schedule",
+                    "delay", "concurrency", "obey_robots", "render_js", "allow_private"):  # fmt: skip
+            value = getattr(spec, key)
+            if isinstance(value, tuple):
+                value = " ".join(value) or "-"
+            elif value is None:
+                value = "default"
+            elif value == "":
+                value = "manual"
+            click.echo(f"  {key:<14} {value}")
+        click.echo(f"  {'next crawl':<14} {_when(site.next_crawl_at) if site.schedule and site.enabled else '-'}")
+        jobs = _jobs(session, int(site.id), 10)
+        if jobs:
+            click.echo("recent crawls:")
+            _print_table(
+                ["job", "trigger", "status", "started", "pages", "failed", "copies", "error"],
+                [(j.id, j.trigger, j.status, _when(j.started_at), j.pages_seen, j.pages_failed, j.copies_found,
+                  j.error) for j in jobs],
+            )  # fmt: skip
+
+
+@sites.command("run")
+@click.argument("name")
+@click.option("--scheduled", is_flag=True, help="Started by the scheduler (recorded as trigger 'schedule').")
+@click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
+@pass_context
+@friendly_errors
+def sites_run(context: Any, name: str, scheduled: bool, quiet: bool) -> None:
+    """Crawl a monitored site now, with its settings.
+
+    At most one crawl per site at a time: when another is running (scheduled or not), this one says so and
+    exits. Prints a summary and the pages that copy registered works; exits 1 when the crawl failed."""
+    from crawler.sites import run_site
+
+    def progress(update: Any) -> None:
+        if not quiet:
+            click.echo(f"[{update.pages_seen} fetched, limit {update.max_pages}] {update.last_status} "
+                       f"{update.last_url}", err=True)  # fmt: skip
+
+    last_shown = [-1.0]
+
+    def waiting(update: Any) -> None:
+        now = time.monotonic()
+        if now - last_shown[0] >= 2.0 or update.compared == update.queued:
+            last_shown[0] = now
+            click.echo(f"workers: {update.compared}/{update.queued} page(s) compared", err=True)
+
+    result = run_site(
+        context.settings, context.sessions(), name, trigger="schedule" if scheduled else "site",
+        progress=progress, waiting=waiting,
+    )  # fmt: skip
+    if result.skipped:
+        if scheduled:
+            click.echo(result.skipped)
+            return
+        _fail(result.skipped)
+    outcome = result.outcome
+    stats = outcome.stats
+    if stats is not None:
+        click.echo(
+            f"crawl #{outcome.job_id} of {result.site_name}: {stats.pages_seen} page(s) in "
+            f"{outcome.elapsed_seconds:.1f}s, {outcome.pages_unchanged} unchanged, {len(stats.failures)} failed"
+        )
+        for url, reason in stats.failures[:10]:
+            click.echo(f"  failed: {url}: {reason}")
+    for url, count in outcome.copies:
+        click.echo(f"  copy: {url} ({count} chapter match{'es' if count != 1 else ''})")
+    if not outcome.ok:
+        click.echo(click.style("error: ", fg="red", bold=True) + (outcome.error or f"crawl #{outcome.job_id} "
+                   f"{outcome.status}"), err=True)  # fmt: skip
+        sys.exit(130 if outcome.status == "interrupted" else 1)
+
+
+def _jobs(session: Any, site_id: int, limit: int) -> list[Any]:
+    from storage.models import CrawlJob
+
+    query = select(CrawlJob).where(CrawlJob.site_id == site_id).order_by(CrawlJob.id.desc()).limit(limit)
+    return list(session.scalars(query))
+
+
+def _when(moment: Any) -> str:
+    return moment.isoformat(timespec="seconds") if moment is not None else "-"
+
+
+def _describe(site: Any) -> str:
+    schedule = f"every {site.schedule} s" if site.schedule.isdigit() else (f"cron {site.schedule!r}" if site.schedule
+                                                                         else "manual")  # fmt: skip
+    return f"{site.name} ({site.host}): {' '.join(site.start_urls)}, depth {site.depth}, {schedule}"

@@ -1,0 +1,70 @@
+"""Scheduled monitoring as a Celery beat task: start the site crawls that are due, each in a process of its own.
+
+``fptrack worker --beat`` sends :func:`start_due_crawls` every ``FPTRACK_SCHEDULE_EVERY`` seconds. The task drops
+the claims of crawls that died (their jobs are marked failed), takes the turn of every due site (a compare-and-set
+on ``sites.next_crawl_at``), and starts ``python -m admin.cli sites run NAME --scheduled`` for each: Scrapy's
+reactor runs once per process, and a crawl must survive the task that started it. The child claims the site
+(at most one crawl per site at a time) and records a crawl job (trigger ``schedule``) with its status, progress,
+stats and errors. Its output goes to ``<data dir>/logs/site-<id>.log``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from compare.tasks import _sessions, _settings, celery
+from storage.db import session_scope
+
+__all__ = ["start_due_crawls"]
+
+log = logging.getLogger(__name__)
+_children: list[subprocess.Popen[bytes]] = []
+
+
+def _reap_children() -> None:
+    """Collect the exit status of crawls started earlier (no zombie processes under a long-lived worker)."""
+    _children[:] = [child for child in _children if child.poll() is None]
+
+
+def spawn_site_crawl(site_id: int, name: str) -> subprocess.Popen[bytes]:
+    settings = _settings()
+    env = dict(os.environ)
+    env.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url)
+    logs = Path(settings.data_dir) / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    root = Path(__file__).resolve().parents[1]
+    with open(logs / f"site-{site_id}.log", "ab") as output:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "admin.cli", "sites", "run", name, "--scheduled", "--quiet"],
+            env=env, cwd=root, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+            start_new_session=True,  # a worker restart (SIGTERM to its group) does not kill the crawl
+        )  # fmt: skip
+    _children.append(child)
+    return child
+
+
+@celery.task(name="fptrack.start_due_crawls")  # type: ignore[untyped-decorator]
+def start_due_crawls() -> dict[str, Any]:
+    """Mark dead crawls failed, then start every due site's crawl in a process of its own."""
+    from crawler.sites import due_sites, reap_dead_claims
+
+    _reap_children()
+    with session_scope(_sessions()) as session:
+        failed = reap_dead_claims(session, _settings())
+    with session_scope(_sessions()) as session:
+        due = due_sites(session)
+    started = []
+    for site_id, name in due:
+        try:
+            child = spawn_site_crawl(site_id, name)
+        except OSError as error:
+            log.error("cannot start the crawl of site %s: %s", name, error)
+            continue
+        log.info("started the scheduled crawl of site %s (pid %d)", name, child.pid)
+        started.append(name)
+    return {"started": started, "dead_jobs_failed": failed}
