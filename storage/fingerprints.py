@@ -204,27 +204,13 @@ def _copy_code_rows(connection: Connection, batches: list[tuple[int, str, np.nda
     buffer = io.BytesIO()
     buffer.write(_COPY_HEADER)
     for fingerprint_id, kind, array, owner_id in batches:
-        kind_bytes = kind.encode()
-        dtype = np.dtype(
-            [
-                ("fields", ">i2"),
-                ("fp_len", ">i4"), ("fp", ">i8"),
-                ("pos_len", ">i4"), ("pos", ">i4"),
-                ("kind_len", ">i4"), ("kind", f"S{len(kind_bytes)}"),
-                ("code_len", ">i4"), ("code", ">i8"),
-                ("owner_len", ">i4"), ("owner", ">i2"),
-                ("oid_len", ">i4"), ("oid", ">i8"),
-            ]
-        )  # fmt: skip
-        out = np.empty(len(array), dtype=dtype)
-        out["fields"] = 6
-        out["fp_len"], out["fp"] = 8, fingerprint_id
-        out["pos_len"], out["pos"] = 4, array[:, 1]
-        out["kind_len"], out["kind"] = len(kind_bytes), kind_bytes
-        out["code_len"], out["code"] = 8, array[:, 0]
-        out["owner_len"], out["owner"] = 2, side
-        out["oid_len"], out["oid"] = 8, owner_id
-        buffer.write(out.tobytes())
+        buffer.write(
+            binary_copy_rows(
+                len(array),
+                [(">i8", fingerprint_id), (">i4", array[:, 1]), (f"S{len(kind.encode())}", kind.encode()),
+                 (">i8", array[:, 0]), (">i2", side), (">i8", owner_id)],
+            )
+        )
     buffer.write(_COPY_TRAILER)
     with raw.cursor() as cursor:  # type: ignore[union-attr]
         sql = "COPY code_index (fingerprint_id, position, kind, code, owner, owner_id) FROM STDIN (FORMAT BINARY)"
@@ -320,29 +306,29 @@ _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + (0).to_bytes(4, "big") + (0).to_bytes(4
 _COPY_TRAILER = (-1).to_bytes(2, "big", signed=True)
 
 
-def _copy_rows_binary(owner_ids: np.ndarray, values: np.ndarray, kind: str, created_us: int) -> bytes:
-    """PostgreSQL binary COPY rows ``(owner bigint, kind text, value bigint, created_at timestamptz)``.
+def binary_copy_rows(count: int, fields: Sequence[tuple[str, Any]]) -> bytes:
+    """``count`` rows in PostgreSQL's binary ``COPY`` format, encoded by numpy (no per-row Python).
 
-    Layout per row (PostgreSQL docs, "COPY", binary format): int16 field count, then per field an int32 length
-    and the big-endian value.
+    ``fields``: per column, a big-endian numpy type (``">i8"``, ``">i4"``, ``">i2"``, ``"S<n>"`` for text of n bytes)
+    and a value or an array of ``count`` values. Layout per row (PostgreSQL docs, "COPY", binary format): int16
+    field count, then per field an int32 length and the value.
     """
-    kind_bytes = kind.encode()
     dtype = np.dtype(
-        [
-            ("fields", ">i2"),
-            ("owner_len", ">i4"), ("owner", ">i8"),
-            ("kind_len", ">i4"), ("kind", f"S{len(kind_bytes)}"),
-            ("value_len", ">i4"), ("value", ">i8"),
-            ("time_len", ">i4"), ("time", ">i8"),
-        ]
-    )  # fmt: skip
-    rows = np.empty(len(owner_ids), dtype=dtype)
-    rows["fields"] = 4
-    rows["owner_len"], rows["owner"] = 8, owner_ids
-    rows["kind_len"], rows["kind"] = len(kind_bytes), kind_bytes
-    rows["value_len"], rows["value"] = 8, values
-    rows["time_len"], rows["time"] = 8, created_us
+        [("fields", ">i2")] + [item for n, (kind, _) in enumerate(fields) for item in ((f"len{n}", ">i4"), (f"v{n}", kind))]
+    )
+    rows = np.empty(count, dtype=dtype)
+    rows["fields"] = len(fields)
+    for n, (kind, value) in enumerate(fields):
+        rows[f"len{n}"] = np.dtype(kind).itemsize
+        rows[f"v{n}"] = value
     return rows.tobytes()
+
+
+def _copy_rows_binary(owner_ids: np.ndarray, values: np.ndarray, kind: str, created_us: int) -> bytes:
+    """Rows ``(owner bigint, kind text, value bigint, created_at timestamptz)`` of binary ``COPY``."""
+    kind_bytes = kind.encode()
+    fields = [(">i8", owner_ids), (f"S{len(kind_bytes)}", kind_bytes), (">i8", values), (">i8", created_us)]
+    return binary_copy_rows(len(owner_ids), fields)
 
 
 def _copy_simhashes(connection: Connection, pairs: np.ndarray, owner_column: str, kind: str, batch: int) -> None:
