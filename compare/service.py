@@ -518,6 +518,8 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
         layout=layout,
         items=[FingerprintSet(i, document.simhash, document.index_codes()) for i, document in documents],
     )
+    if session.scalar(select(Page.id).where(Page.fingerprinted_at.is_not(None)).limit(1)) is None:
+        return []  # no page fingerprinted yet: nothing to look up (a new deployment registering its works)
     holders = _Holders.fetch(session, (document for _, document in documents), owner="page")
     pages: set[int] = set()
     for _, document in documents:
