@@ -6,7 +6,7 @@ compare time as the registry grows.
     python benchmarks/pipeline_throughput.py            # 5,000 pages, 1,000 chapters, all four modes
     python benchmarks/pipeline_throughput.py --pages 1000 --modes sqlite,postgres-w2 --scale-sizes 100,1000
 
-``--quick`` takes about a minute at the targets' speeds; on the code of its first commit it took 20 minutes
+``--quick`` takes about a minute at the targets' speeds; on the code of its first commit it took 14-20 minutes
 (PostgreSQL in-process ran at 0.4 pages/s on a server with autovacuum off, see ``--analyze``).
 
 Needs ``../shared/corpus`` (``FPTRACK_CORPUS``); PostgreSQL (``--postgres``, a server where it may create its
@@ -102,6 +102,7 @@ QUICK_MODES = ("sqlite", "postgres", "postgres-w2")
 TARGET_PAGES_PER_SECOND = {"sqlite": 50.0, "postgres-w2": 100.0}
 TARGET_REGISTER_SECONDS = {"postgresql": 5.0}
 TARGET_COMPARE_GROWTH = 2.0  # per-page compare time, largest registry / 100 chapters
+WORKER_TASK_DONE = re.compile(r"Task fptrack\.fingerprint_page\[[^\]]+\] succeeded")
 CRAWL_LINE = re.compile(r"crawled (\d+) page\(s\) in [\d.]+s \((.*)\); (\d+) with text; (\d+) failed")
 
 
@@ -263,7 +264,8 @@ class Services:
             import redis
 
             client = redis.Redis.from_url(self.redis_url, socket_connect_timeout=3)
-            client.delete(queue, f"_kombu.binding.{queue}")
+            # kombu 5.x names the binding set ``_kombu.binding_permanent.<queue>``, older ones ``_kombu.binding.``
+            client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
         except Exception as error:  # noqa: BLE001 - cleaning up is best effort
             progress(f"could not remove queue {queue} from Redis: {error}")
 
@@ -363,6 +365,7 @@ class ModeResult:
     titled: set[tuple[str, str, int]] = field(default_factory=set)  # (path, work_title, chapter_index)
     database_url: str = ""
     skipped: str = ""
+    worker_tasks: list[int] = field(default_factory=list)  # fingerprint tasks each worker finished
 
     @property
     def pages_per_second(self) -> float:
@@ -414,6 +417,10 @@ def run_mode(
                 crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
         finally:
             services.forget_queue(queue)
+        result.worker_tasks = [
+            len(WORKER_TASK_DONE.findall(log.read_text(errors="replace")))
+            for log in sorted(data_dir.glob("worker-*.log"))
+        ]
         env.pop("FPTRACK_BROKER_URL")
     else:
         crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
@@ -866,12 +873,13 @@ def main() -> None:
                 f"{r.pages_per_second:.2f}",
                 f"{target:g}" if target else "",
                 ratio(r.pages_per_second, target, higher_is_better=True),
+                "+".join(map(str, r.worker_tasks)) or "-",
             ]
         )
     print_table(
         "End to end (wall time of `fptrack crawl` until it returns; `works add` timed apart, in-process in "
         "every mode)",
-        ["mode", "register s", "crawl s", "pages", "failed", "pages/s", "target", "ratio"],
+        ["mode", "register s", "crawl s", "pages", "failed", "pages/s", "target", "ratio", "worker tasks"],
         rows,
     )
 
@@ -1016,6 +1024,7 @@ def main() -> None:
                 "failed": r.failed,
                 "pages_per_second": round(r.pages_per_second, 3),
                 "matches": len(r.matches),
+                "worker_tasks": r.worker_tasks,
             }
         )
         for r in results
