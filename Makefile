@@ -31,7 +31,7 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench-quick: $(VENV)/.installed-test
-	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
+	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
