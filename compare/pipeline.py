@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from compare.service import index_work, recompare_pages
 from compare.templates import settle_site
-from storage.fingerprints import CHUNK
+from storage.fingerprints import id_chunks
 from storage.models import Match, MatchStatus, Page, Site, Work, utcnow
 from storage.settings import Settings
 
@@ -36,14 +36,11 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def sites_of(session: Session, page_ids: Iterable[int]) -> list[int]:
-    unique = sorted(set(page_ids))
     found: set[int] = set()
-    for start in range(0, len(unique), CHUNK):
+    for chunk in id_chunks(page_ids):
         found.update(
             int(s or 0)
-            for s in session.scalars(
-                select(Page.site_id).where(Page.id.in_(unique[start : start + CHUNK]), Page.site_id.is_not(None))
-            )
+            for s in session.scalars(select(Page.site_id).where(Page.id.in_(chunk), Page.site_id.is_not(None)))
         )
     return sorted(found)
 
@@ -67,11 +64,11 @@ def index_and_recheck(session: Session, work_id: int, settings: Settings) -> int
 
 def _pages_copying(session: Session, page_ids: list[int], work_id: int) -> int:
     found: set[int] = set()
-    for start in range(0, len(page_ids), CHUNK):
+    for chunk in id_chunks(page_ids):
         found.update(
             session.scalars(
                 select(Match.page_id).where(
-                    Match.page_id.in_(page_ids[start : start + CHUNK]),
+                    Match.page_id.in_(chunk),
                     Match.work_id == work_id,
                     Match.status.in_([MatchStatus.FLAGGED, MatchStatus.LICENSED, MatchStatus.CONFIRMED]),
                 )

@@ -30,7 +30,7 @@ from compare.licensing import is_licensed, licensed_hosts
 from compare.scoring import Evidence, decide_with, evidence_of
 from compare.verify import align
 from storage.candidates import code_holder_pairs, simhash_candidates
-from storage.fingerprints import CHUNK, FingerprintSet, Owner, is_postgres, write_fingerprints
+from storage.fingerprints import FingerprintSet, Owner, id_chunks, is_postgres, write_fingerprints
 from storage.index import IndexLayout, to_signed64
 from storage.models import Chapter, Match, MatchStatus, Page, Work, utcnow
 from storage.settings import Settings
@@ -40,7 +40,6 @@ __all__ = [
     "ChapterInfo",
     "Verdict",
     "compare_document",
-    "find_candidates",
     "index_work",
     "layout_for",
     "mask_from_positions",
@@ -210,20 +209,6 @@ def _rank_candidates(
     return {o: found[o] for o in ranked[:limit]}
 
 
-def find_candidates(
-    session: Session,
-    document: Document,
-    layout: IndexLayout,
-    *,
-    owner: Owner,
-    exclude_id: int | None = None,
-    limit: int | None = MAX_CANDIDATES,
-) -> dict[int, set[str]]:
-    """Owner ids that share fingerprints with ``document``, each with the methods that found it."""
-    holders = _Holders.fetch(session, [document], owner=owner)
-    return _rank_candidates(session, document, holders, layout, owner=owner, exclude_id=exclude_id, limit=limit)
-
-
 # ------------------------------------------------------------------------------------------------- masks
 
 
@@ -300,13 +285,12 @@ def verify(
 
 def load_chapters(session: Session, chapter_ids: Iterable[int]) -> dict[int, ChapterInfo]:
     """The chapters with these ids, in one query per chunk."""
-    unique = sorted(set(chapter_ids))
     found: dict[int, ChapterInfo] = {}
-    for start in range(0, len(unique), CHUNK):
+    for chunk in id_chunks(chapter_ids):
         statement = (
             select(Chapter.id, Chapter.work_id, Work.title, Chapter.index, Chapter.title, Chapter.start, Chapter.text)
             .join(Work, Work.id == Chapter.work_id)
-            .where(Chapter.id.in_(unique[start : start + CHUNK]))
+            .where(Chapter.id.in_(chunk))
         )
         for row in session.execute(statement):
             found[row[0]] = ChapterInfo(*row)
@@ -375,9 +359,8 @@ def _lock_pages(session: Session, page_ids: Sequence[int], *, pending_only: bool
     LOCKED``), so two deliveries of one task never work on one page at once, and a page done is not done again.
     """
     rows: list[tuple[int, str, str]] = []
-    unique = sorted(set(page_ids))
-    for start in range(0, len(unique), CHUNK):
-        statement = select(Page.id, Page.url, Page.text).where(Page.id.in_(unique[start : start + CHUNK]))
+    for chunk in id_chunks(page_ids):
+        statement = select(Page.id, Page.url, Page.text).where(Page.id.in_(chunk))
         if pending_only:
             statement = statement.where(Page.compared_at.is_(None))
         statement = statement.order_by(Page.id)
@@ -442,12 +425,8 @@ def recompare_pages(
 
 def _mark_compared(session: Session, page_ids: Sequence[int], *, template_masked: bool) -> None:
     now = utcnow()
-    for start in range(0, len(page_ids), CHUNK):
-        session.execute(
-            update(Page)
-            .where(Page.id.in_(page_ids[start : start + CHUNK]))
-            .values(compared_at=now, template_masked=template_masked)
-        )
+    for chunk in id_chunks(page_ids):
+        session.execute(update(Page).where(Page.id.in_(chunk)).values(compared_at=now, template_masked=template_masked))
 
 
 def record_matches(
@@ -457,8 +436,8 @@ def record_matches(
     hold. A match keeps its ``first_seen`` and a reviewer's decision across re-crawls and re-comparisons."""
     page_ids = [page_id for page_id, _ in pages]
     existing: dict[tuple[int, int], Match] = {}
-    for start in range(0, len(page_ids), CHUNK):
-        for row in session.scalars(select(Match).where(Match.page_id.in_(page_ids[start : start + CHUNK]))):
+    for chunk in id_chunks(page_ids):
+        for row in session.scalars(select(Match).where(Match.page_id.in_(chunk))):
             existing[(row.page_id, row.chapter_id)] = row
     now = utcnow()
     licences: dict[int, list[str]] = {}
@@ -491,8 +470,8 @@ def record_matches(
             matched.append(verdict.chapter_id)
         outcomes.append(PageOutcome(page_id, url, tuple(matched)))
     stale = [m.id for m in existing.values() if m.status in machine_made]
-    for start in range(0, len(stale), CHUNK):
-        session.execute(delete(Match).where(Match.id.in_(stale[start : start + CHUNK])))
+    for chunk in id_chunks(stale):
+        session.execute(delete(Match).where(Match.id.in_(chunk)))
     session.flush()
     return outcomes
 

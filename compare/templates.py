@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from compare.service import recompare_pages
 from storage.candidates import code_holders
-from storage.fingerprints import CHUNK, load_code_arrays
+from storage.fingerprints import id_chunks, load_code_arrays
 from storage.models import Match, Page, Site, utcnow
 from storage.settings import Settings
 
@@ -134,9 +134,6 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
 
 def _pages_with_matches(session: Session, page_ids: Sequence[int]) -> set[int]:
     found: set[int] = set()
-    unique = sorted(set(page_ids))
-    for start in range(0, len(unique), CHUNK):
-        found.update(
-            session.scalars(select(Match.page_id).where(Match.page_id.in_(unique[start : start + CHUNK])).distinct())
-        )
+    for chunk in id_chunks(page_ids):
+        found.update(session.scalars(select(Match.page_id).where(Match.page_id.in_(chunk)).distinct()))
     return found

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from crawler.store import PageStore
 from storage.db import session_scope
-from storage.fingerprints import CHUNK
+from storage.fingerprints import id_chunks
 from storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, utcnow
 from storage.settings import Settings
 from storage.sites import site_ids, site_of
@@ -271,14 +271,11 @@ def job_stats(stats: CrawlStats) -> dict[str, Any]:
 
 
 def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:
-    ids = sorted(page_ids)
     pending: list[int] = []
     with session_scope(sessions) as session:
-        for start in range(0, len(ids), CHUNK):
+        for chunk in id_chunks(page_ids):
             pending.extend(
-                session.scalars(
-                    select(Page.id).where(Page.id.in_(ids[start : start + CHUNK]), Page.compared_at.is_(None))
-                )
+                session.scalars(select(Page.id).where(Page.id.in_(chunk), Page.compared_at.is_(None)))
             )
     return sorted(int(p) for p in pending)
 
@@ -334,17 +331,16 @@ def _wait_for_workers(
 def _copies(sessions: sessionmaker[Session], page_ids: set[int]) -> list[tuple[str, int]]:
     """(url, chapters) of the crawl's pages that copy registered works (not dismissed), whether or not the copies
     were found by an earlier crawl."""
-    ids = sorted(page_ids)
     found: list[tuple[str, int]] = []
     statuses = [MatchStatus.FLAGGED, MatchStatus.CONFIRMED]
     with session_scope(sessions) as session:
-        for start in range(0, len(ids), CHUNK):
+        for chunk in id_chunks(page_ids):
             found.extend(
                 (str(url), int(count))
                 for url, count in session.execute(
                     select(Page.url, func.count(Match.id))
                     .join(Match, Match.page_id == Page.id)
-                    .where(Page.id.in_(ids[start : start + CHUNK]), Match.status.in_(statuses))
+                    .where(Page.id.in_(chunk), Match.status.in_(statuses))
                     .group_by(Page.url)
                 )
             )

@@ -15,7 +15,7 @@ page, chapter or work leaves nothing behind (:func:`storage.housekeeping.count_o
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -40,6 +40,7 @@ __all__ = [
     "Owner",
     "bulk_load_simhashes",
     "ensure_simhash_indexes",
+    "id_chunks",
     "load_code_arrays",
     "load_codes",
     "replace_fingerprints",
@@ -48,6 +49,13 @@ __all__ = [
 
 Owner = Literal["chapter", "page"]
 CHUNK = 2000  # bound parameters per statement (SQLite allows 32,766; PostgreSQL 65,535)
+
+
+def id_chunks(ids: Iterable[int], size: int = CHUNK) -> Iterator[list[int]]:
+    """``ids`` distinct and sorted, in lists of at most ``size``: the bound parameters of one ``IN (...)``."""
+    unique = sorted(set(ids))
+    for start in range(0, len(unique), size):
+        yield unique[start : start + size]
 
 
 def owner_column(owner: Owner):  # type: ignore[no-untyped-def]
@@ -108,8 +116,8 @@ def write_fingerprints(
     owner_ids = [item.owner_id for item in items]
     if len(set(owner_ids)) != len(owner_ids):
         raise ValueError(f"{owner} fingerprints: an owner appears twice in one batch")
-    for start in range(0, len(owner_ids), CHUNK):
-        session.execute(delete(Fingerprint).where(column.in_(owner_ids[start : start + CHUNK])))
+    for chunk in id_chunks(owner_ids):
+        session.execute(delete(Fingerprint).where(column.in_(chunk)))
 
     owner_key = column.key
     now = utcnow()
@@ -156,10 +164,8 @@ def write_fingerprints(
                 ],
             )
     if owner == "page":
-        for start in range(0, len(owner_ids), CHUNK):
-            session.execute(
-                update(Page).where(Page.id.in_(owner_ids[start : start + CHUNK])).values(fingerprinted_at=now)
-            )
+        for chunk in id_chunks(owner_ids):
+            session.execute(update(Page).where(Page.id.in_(chunk)).values(fingerprinted_at=now))
 
 
 _rows_since_analyze: dict[str, int] = {}
@@ -374,11 +380,8 @@ def load_code_arrays(session: Session, *, owner: Owner, owner_ids: Sequence[int]
     """The stored ``(n, 2)`` (code, position) arrays of many owners' ``kind`` vectors (signed codes)."""
     column = owner_column(owner)
     found: dict[int, np.ndarray] = {}
-    unique = sorted(set(owner_ids))
-    for start in range(0, len(unique), CHUNK):
-        statement = select(column, Fingerprint.payload).where(
-            column.in_(unique[start : start + CHUNK]), Fingerprint.kind == kind
-        )
+    for chunk in id_chunks(owner_ids):
+        statement = select(column, Fingerprint.payload).where(column.in_(chunk), Fingerprint.kind == kind)
         for owner_id, payload in session.execute(statement):
             found[int(owner_id)] = np.frombuffer(payload or b"", dtype="<i8").reshape(-1, 2).astype(np.int64)
     return found

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, delete, func, select, text
 from sqlalchemy.orm import Session
 
-from storage.fingerprints import CHUNK
+from storage.fingerprints import id_chunks
 from storage.models import Page, Work
 
 __all__ = ["count_orphans", "count_rows", "delete_pages", "delete_works"]
@@ -26,10 +26,9 @@ def delete_works(session: Session, work_ids: Iterable[int]) -> int:
 
 
 def _delete_by_id(session: Session, model: type[Page | Work], ids: Iterable[int]) -> int:
-    unique = sorted(set(ids))
     deleted = 0
-    for start in range(0, len(unique), CHUNK):
-        result = session.execute(delete(model).where(model.id.in_(unique[start : start + CHUNK])))
+    for chunk in id_chunks(ids):
+        result = session.execute(delete(model).where(model.id.in_(chunk)))
         deleted += int(result.rowcount or 0)  # type: ignore[attr-defined]
     return deleted
 
