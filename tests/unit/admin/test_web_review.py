@@ -234,6 +234,9 @@ def test_differences_inside_copied_passages_are_marked(reviewer: FlaskClient, se
     # a verbatim copy says so
     verbatim = _text(reviewer.get(f"/matches/{seeded.plain_match_id}"))
     assert '<td class="diff-summary">identical</td>' in verbatim
+    # the page's title is its title: the history section is in the page body, once
+    assert re.search(r"<title>Match \d+ · fptrack admin</title>", verbatim)
+    assert verbatim.count('id="history"') == 1
     assert 'class="edit-' not in verbatim.split('id="page-text"')[1]
 
 
