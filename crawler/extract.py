@@ -4,7 +4,10 @@ Pure function, lxml only. The method is a line-level take on text-density / link
 (Sun, Song and Liao, "DOM Based Content Extraction via Text Density", SIGIR 2011; Kohlschütter et al.,
 "Boilerplate Detection using Shallow Text Features", WSDM 2010), adapted to Chinese pirate-site templates:
 
-1. Parse leniently; drop scripts, styles, forms' widgets, iframes, comments and hidden elements.
+1. Parse leniently; drop scripts, styles, forms' widgets, iframes, comments and hidden elements (inline
+   ``display:none`` / ``visibility:hidden`` / ``font-size:0``, the ``hidden`` attribute, and the same declarations
+   in the page's ``<style>`` rules for simple selectors, see :func:`hidden_selectors`). A document nested deeper
+   than libxml2 parses (2,048 levels) is flattened below :data:`FLATTEN_DEPTH` levels and parsed again.
 2. Cut the page into *lines*: runs of text between block boundaries and ``<br>``. For each line count its
    visible characters, the characters inside links and the characters inside "chrome" elements
    (``<nav>``, ``<footer>``, ``<aside>``, or an id/class such as ``nav``, ``footer``, ``ad``, ``gg``,
@@ -20,10 +23,17 @@ Pure function, lxml only. The method is a line-level take on text-density / link
    least 70 % of it with no look-alike sibling (same tag and class) holding the rest: a wrapper that adds
    only a heading, a "next chapter" bar, a sidebar blurb or a comment thread is not kept, while a chapter
    cut into several ``div.part`` siblings stays whole.
-5. The text is the block's lines in document order, minus chrome lines; paragraphs joined by ``"\\n"``.
+5. The text is the block's lines in document order, minus chrome lines, minus a first line that repeats the
+   chapter heading; paragraphs joined by ``"\\n"``. Inside kept lines, site addresses spliced into a sentence
+   (``ｗww．ｕｕkａnｓhu．coｍ``) and reader notices (``章节错误,点此举报``, ``本章未完，点击下一页继续阅读``) are cut
+   out as substrings.
 
 Whitespace is tidied (runs of spaces, ``&nbsp;``, full-width spaces and line breaks inside a paragraph
-become one space; ends are stripped); nothing else is changed, because match offsets refer to this text.
+become one space; ends are stripped); apart from the cuts above nothing is changed, because match offsets refer
+to this text.
+
+Work is linear in the page size: links are resolved once per distinct ``href`` and at most ``max_links`` are
+kept; ``max_chars`` cuts the text at a paragraph boundary. What was cut or flattened is said in ``notes``.
 """
 
 from __future__ import annotations
@@ -35,17 +45,20 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import lxml.etree
 import lxml.html
 
-__all__ = ["ExtractedText", "extract_main_text", "tidy_whitespace"]
+__all__ = ["FLATTEN_DEPTH", "ExtractedText", "cap_text", "extract_main_text", "hidden_selectors", "tidy_whitespace"]
 
 
 @dataclass(frozen=True)
 class ExtractedText:
     """``title`` from ``<title>`` (else the first ``<h1>``); ``links`` are absolute http(s) URLs of every
-    ``<a href>`` on the page (fragments removed, duplicates dropped, document order)."""
+    ``<a href>`` on the page (fragments removed, duplicates dropped, document order, at most ``max_links``);
+    ``notes`` say what was cut or repaired (links over the cap, text over the cap, nesting flattened), one
+    line each, or why the text is empty when the document could not be parsed."""
 
     title: str
     text: str
     links: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 _DROP_TAGS = frozenset(
@@ -78,7 +91,14 @@ _POSITIVE_TOKEN = re.compile(
     r"body|entry|post|story|novel|read\w*|nr|nr1|main|zw|zhengwen)\d*$"
 )
 _TOKEN_SPLIT = re.compile(r"[\s_\-]+|(?<=[a-z])(?=[A-Z])")
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_HIDDEN_STYLE = re.compile(
+    r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0*(?:\.0*)?(?:px|pt|em|rem|%)?\s*(?:!important\s*)?(?:;|$)",
+    re.IGNORECASE,
+)
+# A simple selector: an optional tag, then any number of .class / #id parts (no combinators, attributes, pseudo-classes).
+_SIMPLE_SELECTOR = re.compile(r"^([a-zA-Z][a-zA-Z0-9]*|\*)?((?:[.#][\w-]+)*)$")
+_SELECTOR_PART = re.compile(r"([.#])([\w-]+)")
+_CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 
 _SENTENCE_PUNCTUATION = re.compile(r"[，。！？；：、…,.!?;:\u201c\u201d\u300c\u300d]")
 _SITE_ADDRESS = re.compile(
@@ -89,6 +109,34 @@ _BOILERPLATE_PHRASE = re.compile(
     r"加入书签|推荐本书|投推荐票|上一章|下一章|上一页|下一页|章节目录|返回目录|返回书页|章节报错|"
     r"免费阅读|最快更新|无弹窗|请收藏|广告",
     re.IGNORECASE,
+)
+def _either_width(word: str) -> str:
+    """A pattern for ``word`` in half-width or full-width letters, any case (``com`` matches ``ｃoＭ``)."""
+    return "".join(
+        f"[{ch.lower()}{ch.upper()}{chr(ord(ch.lower()) + 0xFEE0)}{chr(ord(ch.upper()) + 0xFEE0)}]" for ch in word
+    )
+
+
+# Reader notices pirate sites splice into the text, cut out wherever they are (with the punctuation they bring).
+_NOTICE = re.compile(
+    r"[(（【\[]?\s*(?:章节错误\s*[,，]?\s*点此举报(?:\s*[(（]\s*免注册\s*[)）])?|本章未完\s*[,，]?\s*点击下一页继续阅读|"
+    r"(?:请)?(?:加入书签|投推荐票)(?:\s*[,，、/|]\s*(?:加入书签|投推荐票|方便阅读|投票推荐))*)\s*[)）】\]]?\s*[。.!！]?"
+)
+# A site address spliced into a sentence, half-width or full-width letters and dots: ``www`` and spaces between the
+# parts (``ｗ ww ． xxx ． ｃom``), or a bare ``name.tld`` without spaces.
+_ALNUM = "a-zA-Z0-9ａ-ｚＡ-Ｚ０-９"
+_W = _either_width("w")
+_DOT = r"\s*[.．。]\s*"
+_TLD = "|".join(
+    _either_width(tld)
+    for tld in ("com", "net", "org", "cc", "la", "info", "co", "me", "tw", "cn", "xyz", "top", "vip", "io")
+)
+_SCHEME = rf"(?:(?:{_either_width('https')}|{_either_width('http')})\s*[:：]\s*[/／]\s*[/／]\s*)?"
+_SPLICED_ADDRESS = re.compile(
+    rf"[(（【\[]?\s*(?:"
+    rf"{_SCHEME}{_W}\s?{_W}\s?{_W}{_DOT}(?:[{_ALNUM}](?:\s?[{_ALNUM}\-－]){{0,62}}{_DOT})+(?:{_TLD})"
+    rf"|{_SCHEME}[{_ALNUM}][{_ALNUM}\-－]{{0,62}}(?:[.．][{_ALNUM}][{_ALNUM}\-－]{{0,62}})*[.．](?:{_TLD})"
+    rf")(?![{_ALNUM}])\s*[)）】\]]?"
 )
 _LONG_PROSE_CHARS = 30
 _BOILERPLATE_LINE_MAX = 80  # longer lines are prose that happens to contain such a phrase
@@ -131,33 +179,108 @@ class _Line:
     is_prose: bool = False
 
 
-def extract_main_text(html: str, base_url: str = "") -> ExtractedText:
+FLATTEN_DEPTH = 500  # a document libxml2 cannot parse keeps its outer levels; deeper elements are unwrapped
+_MAX_PARSE_DEPTH = 2048  # libxml2's limit, even with XML_PARSE_HUGE
+
+
+def extract_main_text(
+    html: str, base_url: str = "", *, max_links: int | None = None, max_chars: int | None = None
+) -> ExtractedText:
     """Title, main text and links of an HTML document (see the module docstring for the method).
 
-    Never raises on malformed markup: an empty or unparsable document gives empty strings.
+    ``max_links`` caps the links returned (the first ones in document order); ``max_chars`` caps the text
+    (:func:`cap_text`). Never raises on malformed markup: an empty or unparsable document gives empty
+    strings, and ``notes`` says why when it was not simply empty.
     """
-    root = _parse(html)
+    notes: list[str] = []
+    root = _parse(html, notes)
     if root is None:
-        return ExtractedText(title="", text="", links=())
-    links = _links(root, base_url)
+        return ExtractedText(title="", text="", links=(), notes=tuple(notes))
+    links = _links(root, base_url, max_links, notes)
     title = _title(root)
-    _drop_invisible(root)
+    _drop_invisible(root, hidden_selectors(root))
     blocks, lines = _segment(root)
-    text = _main_text(blocks, lines)
-    return ExtractedText(title=title, text=text, links=links)
+    del root  # the tree is the largest thing alive here; the lines hold all that is still needed
+    text = _main_text(blocks, lines, _headings(title, lines))
+    if max_chars is not None:
+        text, cut = cap_text(text, max_chars)
+        notes.extend(cut)
+    return ExtractedText(title=title, text=text, links=links, notes=tuple(notes))
 
 
-def _parse(html: str) -> lxml.html.HtmlElement | None:
+def cap_text(text: str, max_chars: int) -> tuple[str, tuple[str, ...]]:
+    """``text`` cut to at most ``max_chars`` characters at a paragraph boundary (inside the first paragraph
+    only when that one alone is longer), and the note saying so (none when nothing was cut)."""
+    if len(text) <= max_chars:
+        return text, ()
+    cut = text.rfind("\n", 0, max_chars + 1)
+    kept = text[:cut] if cut > 0 else text[:max_chars]
+    return kept, (f"text cut to {len(kept)} of {len(text)} characters (over the {max_chars}-character cap)",)
+
+
+def _parse(html: str, notes: list[str]) -> lxml.html.HtmlElement | None:
     # lxml refuses str input with an XML encoding declaration, and control characters upset libxml2.
     cleaned = _INVALID_XML_CHARS.sub("", _XML_DECLARATION.sub("", html, count=1))
     if not cleaned.strip():
         return None
+    root, too_deep = _parse_html(cleaned)
+    if too_deep:
+        # libxml2 stops building the tree at 2,048 levels and silently drops everything below: the text of a
+        # copy wrapped in thousands of <div>s would vanish. Unwrap the deep levels and parse again.
+        root, too_deep = _parse_html(_flatten(cleaned, FLATTEN_DEPTH))
+        if too_deep:
+            notes.append(f"nesting deeper than {_MAX_PARSE_DEPTH} levels could not be flattened; page not parsed")
+            return None
+        notes.append(f"nesting deeper than {_MAX_PARSE_DEPTH} levels flattened below level {FLATTEN_DEPTH}")
+    return root
+
+
+def _parse_html(markup: str) -> tuple[lxml.html.HtmlElement | None, bool]:
+    """The document and whether libxml2 gave up on its depth."""
     parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, recover=True, huge_tree=True)
     try:
-        root = lxml.html.document_fromstring(cleaned, parser=parser)
+        root = lxml.html.document_fromstring(markup, parser=parser)
     except (lxml.etree.ParserError, ValueError):
-        return None
-    return root if isinstance(root, lxml.html.HtmlElement) else None
+        return None, False
+    too_deep = any(
+        entry.type_name == "ERR_RESOURCE_LIMIT" or "Excessive depth" in entry.message for entry in parser.error_log
+    )
+    return (root if isinstance(root, lxml.html.HtmlElement) else None), too_deep
+
+
+_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>")
+_VOID_TAGS = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+)
+
+
+def _flatten(markup: str, max_depth: int) -> str:
+    """``markup`` with every element opened below ``max_depth`` levels unwrapped (its tags removed, its text kept;
+    a block element leaves a ``<br>`` so its text stays a line of its own). A tag scanner, not a parser:
+    implicitly closed elements (``<p>``, ``<li>`` without end tags) count as open, which only unwraps more."""
+    out: list[str] = []
+    stack: list[tuple[str, bool]] = []  # (tag, kept)
+    position = 0
+    for match in _TAG.finditer(markup):
+        closing, name = match.group(1), match.group(2).lower()
+        out.append(markup[position : match.start()])
+        position = match.end()
+        if name in _VOID_TAGS or match.group(3).rstrip().endswith("/"):
+            out.append(match.group(0))
+            continue
+        if not closing:
+            kept = len(stack) < max_depth
+            stack.append((name, kept))
+            out.append(match.group(0) if kept else ("<br>" if name in _BLOCK_TAGS else ""))
+            continue
+        for depth in range(len(stack) - 1, max(-1, len(stack) - 64), -1):  # its opening tag, if near the top
+            if stack[depth][0] == name:
+                kept = stack[depth][1]
+                del stack[depth:]
+                out.append(match.group(0) if kept else ("<br>" if name in _BLOCK_TAGS else ""))
+                break
+    out.append(markup[position:])
+    return "".join(out)
 
 
 def _title(root: lxml.html.HtmlElement) -> str:
@@ -169,29 +292,88 @@ def _title(root: lxml.html.HtmlElement) -> str:
     return ""
 
 
-def _links(root: lxml.html.HtmlElement, base_url: str) -> tuple[str, ...]:
+def _links(
+    root: lxml.html.HtmlElement, base_url: str, max_links: int | None, notes: list[str]
+) -> tuple[str, ...]:
+    """One pass over the anchors; each distinct ``href`` is resolved once (URL joining dominates the cost), and
+    the pass stops at ``max_links`` links."""
     base = base_url
-    for element in root.xpath("//base[@href]"):
+    for element in root.iter("base"):
         href = (element.get("href") or "").strip()
         if href:
             base = urljoin(base_url, href)
             break
+    hrefs: set[str] = set()
     seen: dict[str, None] = {}
-    for anchor in root.xpath("//a[@href]"):
+    for anchor in root.iter("a"):
         href = (anchor.get("href") or "").strip()
-        if not href or href.startswith("#"):
+        if not href or href[0] == "#" or href in hrefs:
             continue
+        hrefs.add(href)
         try:
             absolute = urldefrag(urljoin(base, href)).url
             scheme = urlsplit(absolute).scheme.lower()
         except ValueError:  # malformed (e.g. an invalid IPv6 literal)
             continue
-        if scheme in ("http", "https"):
-            seen.setdefault(absolute, None)
+        if scheme in ("http", "https") and absolute not in seen:
+            if max_links is not None and len(seen) >= max_links:
+                notes.append(f"links cut to the first {max_links} (more on the page)")
+                break
+            seen[absolute] = None
     return tuple(seen)
 
 
-def _drop_invisible(root: lxml.html.HtmlElement) -> None:
+def hidden_selectors(root: lxml.html.HtmlElement) -> list[tuple[str, frozenset[str], str]]:
+    """The simple selectors that the page's ``<style>`` rules hide (``display:none``, ``visibility:hidden``,
+    ``font-size:0``), as (tag or ``''``, classes, id or ``''``).
+
+    A small matcher, on purpose: selectors with combinators (``div .x``, ``a > b``), attributes, pseudo-classes
+    or inside ``@media`` / other at-rules are ignored, as are external style sheets and rules a later rule
+    overrides; inline styles are checked on each element separately."""
+    found: list[tuple[str, frozenset[str], str]] = []
+    for style in root.iter("style"):
+        css = _CSS_COMMENT.sub("", style.text or "")
+        depth, start, at_rule = 0, 0, False
+        for position, char in enumerate(css):
+            if char == "{":
+                if depth == 0:
+                    selectors, start = css[start:position].rsplit(";", 1)[-1], position + 1  # after an @import;
+                    at_rule = selectors.lstrip().startswith("@")
+                depth += 1
+            elif char == "}" and depth:
+                depth -= 1
+                if depth == 0:
+                    if not at_rule and _HIDDEN_STYLE.search(css[start:position]):
+                        found.extend(_simple_selectors(selectors))
+                    start = position + 1
+    return found
+
+
+def _simple_selectors(text: str) -> list[tuple[str, frozenset[str], str]]:
+    found = []
+    for selector in text.split(","):
+        match = _SIMPLE_SELECTOR.match(selector.strip())
+        if not match or not selector.strip():
+            continue
+        tag = (match.group(1) or "").lower().replace("*", "")
+        parts = _SELECTOR_PART.findall(match.group(2))
+        ids = [name for kind, name in parts if kind == "#"]
+        if len(ids) > 1 or (not tag and not parts) or tag in ("html", "body"):
+            continue
+        found.append((tag, frozenset(name for kind, name in parts if kind == "."), ids[0] if ids else ""))
+    return found
+
+
+def _matches(element: lxml.html.HtmlElement, tag: str, selectors: list[tuple[str, frozenset[str], str]]) -> bool:
+    classes = frozenset((element.get("class") or "").split())
+    identifier = element.get("id") or ""
+    return any(
+        (not want_tag or want_tag == tag) and want_classes <= classes and (not want_id or want_id == identifier)
+        for want_tag, want_classes, want_id in selectors
+    )
+
+
+def _drop_invisible(root: lxml.html.HtmlElement, hidden: list[tuple[str, frozenset[str], str]]) -> None:
     doomed = []
     for element in root.iter():
         tag = element.tag
@@ -201,6 +383,7 @@ def _drop_invisible(root: lxml.html.HtmlElement) -> None:
             tag.lower() in _DROP_TAGS
             or element.get("hidden") is not None
             or _HIDDEN_STYLE.search(element.get("style") or "")
+            or (hidden and _matches(element, tag.lower(), hidden))
         ):
             doomed.append(element)
     for element in doomed:
@@ -323,7 +506,18 @@ def _segment(root: lxml.html.HtmlElement) -> tuple[list[_Block], list[_Line]]:
 
 
 def _weigh(line: _Line) -> None:
-    line.text = tidy_whitespace("".join(line.parts))
+    raw = tidy_whitespace("".join(line.parts))
+    line.text = _cut_spliced(raw)
+    if line.text != raw:  # what was cut is chrome, the rest is judged on its own
+        removed = sum(1 for ch in raw if not ch.isspace()) - sum(1 for ch in line.text if not ch.isspace())
+        line.chars = max(0, line.chars - removed)
+        line.link_chars = min(line.link_chars, line.chars)
+        line.chrome_chars = min(line.chrome_chars, line.chars)
+        if not _SENTENCE_PUNCTUATION.sub("", line.text).strip() or (
+            len(raw) <= _BOILERPLATE_LINE_MAX and _BOILERPLATE_PHRASE.search(line.text) is not None
+        ):  # nothing but the address or notice and its punctuation, or a promotion line around the address
+            line.text, line.is_chrome, line.weight = raw, True, -float(max(line.chars, 1) + removed)
+            return
     non_link = line.chars - line.link_chars
     boilerplate = len(line.text) <= _BOILERPLATE_LINE_MAX and (
         _SITE_ADDRESS.search(line.text) is not None or _BOILERPLATE_PHRASE.search(line.text) is not None
@@ -340,7 +534,31 @@ def _weigh(line: _Line) -> None:
     line.weight = float(non_link) if line.is_prose else 0.3 * non_link
 
 
-def _main_text(blocks: list[_Block], lines: list[_Line]) -> str:
+def _cut_spliced(text: str) -> str:
+    """``text`` without the site addresses and reader notices spliced into it (see the module docstring)."""
+    if not text:
+        return text
+    cut = _NOTICE.sub("", _SPLICED_ADDRESS.sub("", text))
+    return text if cut == text else tidy_whitespace(cut)
+
+
+def _headings(title: str, lines: list[_Line]) -> set[str]:
+    """The page's headings, whitespace removed: the ``<title>``'s first part (``第九章 猫_某书_书友网``) and
+    the short lines the body may repeat at its top."""
+    found = {_squeeze(part) for part in _TITLE_SEPARATORS.split(title)[:1]}
+    found.discard("")
+    return found
+
+
+_TITLE_SEPARATORS = re.compile(r"\s*[_|｜\-–—]\s*|\s+-\s+")
+_HEADING_MAX_CHARS = 40
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split())
+
+
+def _main_text(blocks: list[_Block], lines: list[_Line], headings: set[str]) -> str:
     if not lines:
         return ""
     for line in lines:
@@ -360,7 +578,16 @@ def _main_text(blocks: list[_Block], lines: list[_Line]) -> str:
     best = _narrow(blocks, best)
     inside = _subtree(blocks, best)
     kept = [line.text for line in lines if line.block in inside and not line.is_chrome and line.text]
+    # The chapter heading repeated at the top of the body (as a line of the text block, not as its <h1>) is not
+    # the body: drop it when it equals the title's first part or a heading line just before the block.
+    headings = headings | {_squeeze(line.text) for line in lines[: _first_line(lines, inside)][-3:]}
+    while kept and len(kept[0]) <= _HEADING_MAX_CHARS and _squeeze(kept[0]) in headings and len(kept) > 1:
+        kept.pop(0)
     return "\n".join(kept)
+
+
+def _first_line(lines: list[_Line], inside: set[int]) -> int:
+    return next((number for number, line in enumerate(lines) if line.block in inside), len(lines))
 
 
 def _narrow(blocks: list[_Block], best: int) -> int:

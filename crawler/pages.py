@@ -19,7 +19,8 @@ class CrawledPage:
 
     ``text`` is the extracted main text, paragraphs separated by ``"\\n"``, only whitespace tidied (the
     fingerprint stage normalises; match offsets refer to this exact string). It is ``''`` for non-200
-    responses and non-text bodies, and ``error`` then says why.
+    responses and non-text bodies, and ``error`` then says why. ``note`` says what was cut or repaired on a page
+    that has text (text over the character cap, links over the link cap, nesting flattened), ``'; '``-joined.
     """
 
     url: str
@@ -32,6 +33,7 @@ class CrawledPage:
     snapshot_sha256: str
     fetched_at: datetime
     error: str = ""
+    note: str = ""
 
 
 @dataclass(frozen=True)

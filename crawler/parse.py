@@ -15,7 +15,7 @@ from datetime import datetime
 
 from scrapy.http import Response
 
-from crawler.extract import extract_main_text, tidy_whitespace
+from crawler.extract import cap_text, extract_main_text, tidy_whitespace
 from crawler.pages import CrawledPage
 from fingerprint.encoding import UndecodableError, decode_bytes, looks_binary
 
@@ -32,6 +32,7 @@ __all__ = [
 _META_SCAN_BYTES = 4096
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_.:\-]+)""", re.IGNORECASE)
 _CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?\s*([a-zA-Z0-9_.:\-]+)""", re.IGNORECASE)
+_NUMBER = re.compile(r"\d+")
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xml", "text/xml", ""})
 _TEXT_TYPES = frozenset({"text/plain"})
 _BINARY_PREFIXES = ("image/", "audio/", "video/", "font/", "model/")
@@ -77,10 +78,18 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def parse_response(response: Response, *, requested_url: str, fetched_at: datetime) -> ParsedResponse:
+def parse_response(
+    response: Response,
+    *,
+    requested_url: str,
+    fetched_at: datetime,
+    max_links: int | None = None,
+    max_chars: int | None = None,
+) -> ParsedResponse:
     """Decode and extract one response. Never raises for bad content: the page's ``error`` says why.
 
-    Only 200 responses with a text body get text; only HTML pages give links.
+    Only 200 responses with a text body get text; only HTML pages give links, at most ``max_links``. The text is
+    cut to ``max_chars`` at a paragraph boundary; the page's ``note`` records such cuts (and repairs).
     """
     body = response.body or b""
     content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
@@ -117,27 +126,38 @@ def parse_response(response: Response, *, requested_url: str, fetched_at: dateti
         decoded = decode_bytes(body, declared=declared)
     except UndecodableError as exc:
         return without_text(f"undecodable: {exc}")
+    encoding = decoded.encoding
 
+    notes: tuple[str, ...] = ()
     if mime in _HTML_TYPES:
-        extracted = extract_main_text(decoded.text, base_url=response.url)
-        title, text, links = extracted.title, extracted.text, extracted.links
+        extracted = extract_main_text(decoded.text, base_url=response.url, max_links=max_links, max_chars=max_chars)
+        title, text, links, notes = extracted.title, extracted.text, extracted.links, extracted.notes
     else:  # plain text (e.g. a .txt download): every non-empty line is a paragraph
         lines = (tidy_whitespace(line) for line in decoded.text.splitlines())
         title, text, links = "", "\n".join(line for line in lines if line), ()
+        if max_chars is not None:
+            text, notes = cap_text(text, max_chars)
+    del decoded
 
     page = CrawledPage(
-        encoding=decoded.encoding,
+        encoding=encoding,
         title=title,
         text=text,
         content_sha256=_sha256(text.encode("utf-8")),
-        error="",
+        # a document that could not be parsed at all (nesting too deep) has no text, and says why
+        error="; ".join(notes) if notes and not text else "",
+        note="; ".join(notes) if text else "",
         **common,  # type: ignore[arg-type]
     )
     return ParsedResponse(page=page, links=links)
 
 
-def describe_failure(error: BaseException, *, timeout: float | None = None) -> str:
-    """A one-line, human-readable reason for a request that got no response."""
+def describe_failure(
+    error: BaseException, *, timeout: float | None = None, max_bytes: int | None = None, received: int = 0
+) -> str:
+    """A one-line, human-readable reason for a request that got no response. ``received`` is how many body bytes
+    had arrived: a body without a Content-Length (chunked) that outgrows ``max_bytes`` is cancelled silently by
+    Scrapy, and only this count tells that cancel from others."""
     from scrapy import exceptions as scrapy_errors
     from twisted.internet import error as net
     from twisted.internet.defer import CancelledError
@@ -159,8 +179,13 @@ def describe_failure(error: BaseException, *, timeout: float | None = None) -> s
     ):
         return f"timed out after {timeout:g} s" if timeout else "timed out"
     if isinstance(error, (CancelledError, *kinds("DownloadCancelledError"))):
-        if "max size" in message:
-            return "response larger than the download size cap (DOWNLOAD_MAXSIZE)"
+        if "max size" in message:  # Content-Length over the cap; Scrapy's wording varies with its version
+            numbers = _NUMBER.findall(message.split(" in request ")[0])
+            cap = max_bytes or (int(numbers[-1]) if numbers else 0)
+            announced = f": {numbers[0]} bytes announced" if len(numbers) >= 2 else ""
+            return f"larger than {cap} bytes (the download size cap){announced}"
+        if max_bytes and received > max_bytes:
+            return f"larger than {max_bytes} bytes (the download size cap): stopped after {received} bytes"
         return "download cancelled" + (f": {message}" if message else "")
     if isinstance(
         error,
@@ -169,5 +194,7 @@ def describe_failure(error: BaseException, *, timeout: float | None = None) -> s
     ):  # fmt: skip
         return "connection lost" + (f": {message}" if message else " before the response was complete")
     if isinstance(error, scrapy_errors.IgnoreRequest):
+        if message.startswith("max redirections reached"):
+            return "too many redirects"
         return message or "request ignored"
     return f"{type(error).__name__}: {message}" if message else type(error).__name__

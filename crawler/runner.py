@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import logging
 import re
+import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
@@ -31,6 +33,10 @@ _SCRAPY_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 _ran_in_this_process = False
 _lock = threading.Lock()
+
+# After a Ctrl+C or SIGTERM, Scrapy stops gracefully (requests in flight finish, pages parsed so far are stored);
+# a crawl still running this many seconds later, or a second signal, stops the reactor at once.
+SHUTDOWN_GRACE_SECONDS = 5.0
 
 
 def check_options(options: CrawlOptions) -> None:
@@ -103,6 +109,8 @@ def scrapy_settings(
         "DOWNLOADER_MIDDLEWARES": {
             "crawler.middlewares.StayOnStartSites": 50,
             "crawler.guard.PrivateAddressGuard": 60,
+            # process_response runs from the highest number down: it sees a 3xx before RedirectMiddleware (600)
+            "crawler.middlewares.RefuseRedirectLoops": 650,
         },
         "EXTENSIONS": {"crawler.middlewares.SkipBinaryBodies": 100},
         "ITEM_PIPELINES": {
@@ -177,6 +185,11 @@ def run_crawl(
     # A robots.txt that cannot be fetched (refused, timed out) leaves the page to fail on its own, with its reason.
     logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
     started = time.monotonic()
+    spider_kwargs = dict(
+        max_links=settings.crawl_max_links,
+        max_chars=settings.max_page_chars,
+        max_bytes=settings.crawl_max_body_bytes,
+    )
     process.crawl(
         PageSpider,
         start_urls=urls,
@@ -185,11 +198,15 @@ def run_crawl(
         extra_sites=[request_site(host) for host in options.allowed_hosts],
         include=options.include,
         exclude=options.exclude,
+        **spider_kwargs,
     )
-    process.start(install_signal_handlers=threading.current_thread() is threading.main_thread())
+    with _stop_on_signals(process) as stopped:
+        process.start(install_signal_handlers=False)
     elapsed = time.monotonic() - started
 
     ledger = hooks.ledger
+    if stopped:  # the spider may not have closed (forced stop): the crawl was interrupted all the same
+        ledger.finish_reason = "shutdown"
     return CrawlStats(
         pages_seen=ledger.pages_seen,
         pages_with_text=ledger.pages_with_text,
@@ -200,6 +217,42 @@ def run_crawl(
         finish_reason=ledger.finish_reason,
         counters=dict(ledger.counters),
     )
+
+
+@contextmanager
+def _stop_on_signals(process: Any) -> Iterator[list[int]]:
+    """While the crawl runs: the first SIGINT/SIGTERM stops it gracefully, and stops the reactor outright
+    :data:`SHUTDOWN_GRACE_SECONDS` later if it is still running (a download dripping bytes, a page still being
+    parsed); a second signal stops it at once. Yields the list of signals received; the previous handlers come
+    back afterwards (the crawl service's own, which records an interrupted job). Only in the main thread:
+    elsewhere signals cannot be handled and the caller stops the crawl."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    from twisted.internet import reactor
+
+    def force() -> None:
+        if reactor.running:  # type: ignore[attr-defined]
+            reactor.stop()  # type: ignore[attr-defined]
+
+    def graceful() -> None:
+        logging.getLogger(__name__).warning(
+            "stopping the crawl (signal received); send it again to stop at once"
+        )
+        process.stop()
+        reactor.callLater(SHUTDOWN_GRACE_SECONDS, force)  # type: ignore[attr-defined]
+
+    def handle(signum: int, frame: Any) -> None:
+        received.append(signum)
+        reactor.callFromThread(graceful if len(received) == 1 else force)  # type: ignore[attr-defined]
+
+    previous = {signum: signal.signal(signum, handle) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def request_site(host: str) -> str:

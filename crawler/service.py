@@ -144,11 +144,13 @@ def run_crawl_job(
             settings.task_queue,
         )
     try:
-        with stop:
-            outcome.stats = run_crawl(
-                list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress,
-                options=options,
-            )
+        # The whole job, not only the crawl, answers Ctrl+C and SIGTERM: during the crawl run_crawl stops Scrapy
+        # (gracefully, then at once); before and after it (storing, waiting on workers) the job is interrupted.
+        stop.__enter__()
+        outcome.stats = run_crawl(
+            list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress,
+            options=options,
+        )
         store.flush()
         store.drain()
         outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
@@ -179,6 +181,7 @@ def run_crawl_job(
         _finish_job(sessions, outcome, store)
         raise
     finally:
+        stop.__exit__()
         if local is not None:
             local.shutdown(wait=True, cancel_futures=True)
     outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
@@ -191,8 +194,9 @@ def run_crawl_job(
 
 
 class _StopSignals:
-    """Remembers a Ctrl+C (or SIGTERM) that arrives before Scrapy installs its own handlers (which end the crawl
-    with the reason "shutdown"): such a crawl is interrupted too, never "finished" with the pages it did not get."""
+    """Turns a Ctrl+C (or SIGTERM) outside the crawl itself (before Scrapy starts, while pages are stored or
+    workers awaited) into an interrupted job, never a "finished" one with the pages it did not get, nor a job left
+    "running" by a process killed by the default SIGTERM action. During the crawl, crawler.runner handles them."""
 
     def __init__(self) -> None:
         self.received = False

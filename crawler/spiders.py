@@ -1,4 +1,8 @@
-"""The one spider: request pages breadth first within the start sites, parse each with pure functions."""
+"""The one spider: request pages breadth first within the start sites, parse each with pure functions.
+
+Parsing runs in a thread, :data:`PARSE_THREADS` pages at a time, never on Twisted's event loop: a page of
+200,000 links or 9 MB of text takes seconds to parse, and the loop must stay free to answer a Ctrl+C or SIGTERM
+and to keep other downloads moving. At most ``max_links`` links are taken from a page."""
 
 from __future__ import annotations
 
@@ -11,13 +15,19 @@ import scrapy
 from scrapy.exceptions import CloseSpider
 from scrapy.http import Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import DeferredSemaphore
+from twisted.internet.threads import deferToThread
 from twisted.python.failure import Failure
 
 from crawler.links import links_to_follow, site_of
 from crawler.pages import CrawledPage, CrawlFailure
-from crawler.parse import describe_failure, parse_response
+from crawler.parse import ParsedResponse, describe_failure, parse_response
 
-__all__ = ["PageSpider"]
+__all__ = ["PARSE_THREADS", "PageSpider"]
+
+PARSE_THREADS = 2  # pages parsed at once (each holds its tree in memory: bounded, whatever the concurrency)
+BYTES_RECEIVED = "fptrack_bytes"  # request meta key: body bytes received so far (crawler.middlewares)
 
 REQUESTED_URL = "fptrack_url"  # request meta key: the URL as first requested (kept through redirects)
 START_PAGE = "fptrack_start"  # request meta key: True on start requests (kept through redirects)
@@ -42,6 +52,9 @@ class PageSpider(scrapy.Spider):
         extra_sites: Sequence[str] = (),
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
+        max_links: int | None = None,
+        max_chars: int | None = None,
+        max_bytes: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -54,6 +67,10 @@ class PageSpider(scrapy.Spider):
         self.include = [re.compile(pattern) for pattern in include]
         self.exclude = [re.compile(pattern) for pattern in exclude]
         self.pages_emitted = 0
+        self.max_links = max_links
+        self.max_chars = max_chars
+        self.max_bytes = max_bytes
+        self._parsing: DeferredSemaphore | None = None  # made on first use, inside the running reactor
 
     async def start(self) -> AsyncIterator[Request]:
         for request in self._start_requests():
@@ -70,16 +87,14 @@ class PageSpider(scrapy.Spider):
         meta = {REQUESTED_URL: url, START_PAGE: start}
         return Request(url, callback=self.parse, errback=self.on_error, meta=meta)
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[CrawledPage | Request]:
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[CrawledPage | Request]:
         if self.pages_emitted >= self.max_pages:
             self._inc("fptrack/responses_over_budget")
             return
         self.pages_emitted += 1
-        parsed = parse_response(
-            response,
-            requested_url=response.meta.get(REQUESTED_URL, response.url),
-            fetched_at=datetime.now(UTC),
-        )
+        parsed = await self._parse_in_thread(response)
+        if parsed.page.note:
+            self._inc("fptrack/pages_with_notes")
         yield parsed.page
         if self.pages_emitted >= self.max_pages:
             raise CloseSpider("max_pages")
@@ -94,22 +109,51 @@ class PageSpider(scrapy.Spider):
             else:
                 self._inc("fptrack/links_excluded")
 
+    async def _parse_in_thread(self, response: Response) -> ParsedResponse:
+        if getattr(self, "crawler", None) is None:  # built outside a crawl (unit tests): no reactor to hand off to
+            return parse_response(
+                response,
+                requested_url=response.meta.get(REQUESTED_URL, response.url),
+                fetched_at=datetime.now(UTC),
+                max_links=self.max_links,
+                max_chars=self.max_chars,
+            )
+        if self._parsing is None:
+            self._parsing = DeferredSemaphore(PARSE_THREADS)
+        parsing = self._parsing.run(
+            deferToThread,
+            parse_response,
+            response,
+            requested_url=response.meta.get(REQUESTED_URL, response.url),
+            fetched_at=datetime.now(UTC),
+            max_links=self.max_links,
+            max_chars=self.max_chars,
+        )
+        result: ParsedResponse = await maybe_deferred_to_future(parsing)
+        return result
+
     def wanted(self, url: str) -> bool:
         """The site's include/exclude patterns (``re.search``) on a link."""
         if self.include and not any(pattern.search(url) for pattern in self.include):
             return False
         return not any(pattern.search(url) for pattern in self.exclude)
 
-    def on_error(self, failure: Failure) -> Iterator[CrawledPage | CrawlFailure | Request]:
+    async def on_error(self, failure: Failure) -> AsyncIterator[CrawledPage | CrawlFailure | Request]:
         error = failure.value
         if isinstance(error, HttpError):  # a status the list above does not cover: still a page
-            yield from self.parse(error.response)
+            async for item in self.parse(error.response):
+                yield item
             return
         request = getattr(failure, "request", None)
         url = request.meta.get(REQUESTED_URL, request.url) if request is not None else "?"
         crawler = getattr(self, "crawler", None)  # None when the spider is built outside a crawl (tests)
         timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT") if crawler else None
-        reason = describe_failure(error, timeout=timeout) if error is not None else "unknown error"
+        received = request.meta.get(BYTES_RECEIVED, 0) if request is not None else 0
+        reason = (
+            describe_failure(error, timeout=timeout, max_bytes=self.max_bytes, received=received)
+            if error is not None
+            else "unknown error"
+        )
         yield CrawlFailure(url=url, reason=reason)
 
     def _inc(self, key: str, count: int = 1) -> None:

@@ -260,6 +260,8 @@ class Page(Base):
     crawl_job_id: Mapped[int | None] = mapped_column(ForeignKey("crawl_jobs.id", ondelete="SET NULL"), index=True)
     content_type: Mapped[str] = mapped_column(String(200), default="", server_default="")
     error: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # what the crawler cut or repaired (text over FPTRACK_MAX_PAGE_CHARS, links over the cap, nesting flattened)
+    note: Mapped[str] = mapped_column(Text, default="", server_default="")
     fingerprinted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # How far the page got: stored (compared_at NULL) -> fingerprinted -> compared. A page stored with text and
     # never compared is picked up again by the sweep (compare.pipeline.sweep_pending_pages).

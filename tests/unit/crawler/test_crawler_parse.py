@@ -182,7 +182,12 @@ def test_scrapy_wrapped_errors_read_well() -> None:
     cancelled = exceptions.DownloadCancelledError(
         "expected response size (99) larger than download max size (9)"
     )
-    assert describe_failure(cancelled) == "response larger than the download size cap (DOWNLOAD_MAXSIZE)"
+    assert describe_failure(cancelled) == "larger than 9 bytes (the download size cap): 99 bytes announced"
+    chunked = exceptions.DownloadCancelledError()
+    assert describe_failure(chunked, max_bytes=9, received=12) == (
+        "larger than 9 bytes (the download size cap): stopped after 12 bytes"
+    )
+    assert describe_failure(chunked, max_bytes=9, received=5) == "download cancelled"
 
 
 def test_mixed_encodings_keep_the_body() -> None:

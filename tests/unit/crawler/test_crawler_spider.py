@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from scrapy.exceptions import CloseSpider
@@ -86,8 +89,17 @@ def _spider(depth: int = 2, max_pages: int = 10) -> PageSpider:
     return PageSpider(start_urls=["http://a.test/"], depth=depth, max_pages=max_pages)
 
 
+def _items(output: AsyncIterator[Any]) -> list[Any]:
+    """Everything an async callback yields (the spider's callbacks are async: parsing runs in a thread)."""
+
+    async def collect() -> list[Any]:
+        return [item async for item in output]
+
+    return asyncio.run(collect())
+
+
 def test_parse_emits_the_page_then_same_site_requests() -> None:
-    output = list(_spider().parse(_response("http://a.test/1.html", PAGE, depth=0)))
+    output = _items(_spider().parse(_response("http://a.test/1.html", PAGE, depth=0)))
     page, *requests = output
     assert isinstance(page, CrawledPage) and page.text == BODY
     assert [r.url for r in requests] == ["http://a.test/", "http://a.test/next.html"]
@@ -95,30 +107,35 @@ def test_parse_emits_the_page_then_same_site_requests() -> None:
 
 
 def test_parse_follows_no_links_at_the_depth_limit() -> None:
-    output = list(_spider(depth=1).parse(_response("http://a.test/1.html", PAGE, depth=1)))
+    output = _items(_spider(depth=1).parse(_response("http://a.test/1.html", PAGE, depth=1)))
     assert [type(item) for item in output] == [CrawledPage]
 
 
 def test_parse_keeps_the_first_requested_url_through_redirects() -> None:
     response = _response("http://a.test/new.html", PAGE, depth=0, requested="http://a.test/old.html")
-    page = next(iter(_spider().parse(response)))
+    page = _items(_spider().parse(response))[0]
     assert (page.url, page.final_url) == ("http://a.test/old.html", "http://a.test/new.html")
 
 
 def test_parse_stops_the_crawl_at_max_pages() -> None:
     spider = _spider(max_pages=2)
-    assert len(list(spider.parse(_response("http://a.test/1.html", PAGE, depth=0)))) == 3
-    generator = spider.parse(_response("http://a.test/2.html", PAGE, depth=0))
-    assert isinstance(next(generator), CrawledPage)
-    with pytest.raises(CloseSpider):
-        next(generator)
-    assert list(spider.parse(_response("http://a.test/3.html", PAGE, depth=0))) == []  # in flight: dropped
+    assert len(_items(spider.parse(_response("http://a.test/1.html", PAGE, depth=0)))) == 3
+
+    async def second_then_third() -> None:
+        generator = spider.parse(_response("http://a.test/2.html", PAGE, depth=0))
+        assert isinstance(await anext(generator), CrawledPage)
+        with pytest.raises(CloseSpider):
+            await anext(generator)
+        third = spider.parse(_response("http://a.test/3.html", PAGE, depth=0))
+        assert [item async for item in third] == []  # in flight: dropped
+
+    asyncio.run(second_then_third())
 
 
 def test_errback_turns_a_network_error_into_a_failure_item() -> None:
     failure = Failure(net.ConnectionRefusedError())
     failure.request = Request("http://a.test/x", meta={REQUESTED_URL: "http://a.test/x"})  # type: ignore[attr-defined]
-    assert list(_spider().on_error(failure)) == [CrawlFailure("http://a.test/x", "connection refused")]
+    assert _items(_spider().on_error(failure)) == [CrawlFailure("http://a.test/x", "connection refused")]
 
 
 # -------------------------------------------------------------------------------------------- pipelines
