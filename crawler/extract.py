@@ -53,12 +53,13 @@ class ExtractedText:
     """``title`` from ``<title>`` (else the first ``<h1>``); ``links`` are absolute http(s) URLs of every
     ``<a href>`` on the page (fragments removed, duplicates dropped, document order, at most ``max_links``);
     ``notes`` say what was cut or repaired (links over the cap, text over the cap, nesting flattened), one
-    line each, or why the text is empty when the document could not be parsed."""
+    line each; ``error`` why the text is empty when the document could not be parsed."""
 
     title: str
     text: str
     links: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    error: str = ""  # why a document that is not empty gave nothing (nesting too deep even to flatten)
 
 
 _DROP_TAGS = frozenset(
@@ -195,7 +196,7 @@ def extract_main_text(
     notes: list[str] = []
     root = _parse(html, notes)
     if root is None:
-        return ExtractedText(title="", text="", links=(), notes=tuple(notes))
+        return ExtractedText(title="", text="", links=(), error="; ".join(notes))
     links = _links(root, base_url, max_links, notes)
     title = _title(root)
     _drop_invisible(root, hidden_selectors(root))

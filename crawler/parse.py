@@ -129,9 +129,11 @@ def parse_response(
     encoding = decoded.encoding
 
     notes: tuple[str, ...] = ()
+    error = ""
     if mime in _HTML_TYPES:
         extracted = extract_main_text(decoded.text, base_url=response.url, max_links=max_links, max_chars=max_chars)
         title, text, links, notes = extracted.title, extracted.text, extracted.links, extracted.notes
+        error = extracted.error
     else:  # plain text (e.g. a .txt download): every non-empty line is a paragraph
         lines = (tidy_whitespace(line) for line in decoded.text.splitlines())
         title, text, links = "", "\n".join(line for line in lines if line), ()
@@ -144,9 +146,8 @@ def parse_response(
         title=title,
         text=text,
         content_sha256=_sha256(text.encode("utf-8")),
-        # a document that could not be parsed at all (nesting too deep) has no text, and says why
-        error="; ".join(notes) if notes and not text else "",
-        note="; ".join(notes) if text else "",
+        error=error,  # a document that could not be parsed at all (nesting too deep) has no text, and says why
+        note="; ".join(notes),
         **common,  # type: ignore[arg-type]
     )
     return ParsedResponse(page=page, links=links)

@@ -7,7 +7,8 @@ and to keep other downloads moving. At most ``max_links`` links are taken from a
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -16,8 +17,7 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.defer import DeferredSemaphore
-from twisted.internet.threads import deferToThread
+from twisted.internet.defer import Deferred, DeferredSemaphore
 from twisted.python.failure import Failure
 
 from crawler.links import links_to_follow, site_of
@@ -121,7 +121,7 @@ class PageSpider(scrapy.Spider):
         if self._parsing is None:
             self._parsing = DeferredSemaphore(PARSE_THREADS)
         parsing = self._parsing.run(
-            deferToThread,
+            _in_daemon_thread,
             parse_response,
             response,
             requested_url=response.meta.get(REQUESTED_URL, response.url),
@@ -160,3 +160,24 @@ class PageSpider(scrapy.Spider):
         crawler = getattr(self, "crawler", None)
         if crawler is not None and crawler.stats is not None:
             crawler.stats.inc_value(key, count)
+
+
+def _in_daemon_thread(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Deferred[Any]:
+    """``function(*args, **kwargs)`` in a thread of its own, its result delivered on the reactor.
+
+    Not Twisted's thread pool: the reactor joins that pool's threads when it stops, so a Ctrl+C would wait for
+    the page being parsed. A daemon thread is left behind instead; a stopped reactor drops its result."""
+    from twisted.internet import reactor
+
+    result: Deferred[Any] = Deferred()
+
+    def run() -> None:
+        try:
+            value = function(*args, **kwargs)
+        except BaseException:
+            reactor.callFromThread(result.errback, Failure())  # type: ignore[attr-defined]
+        else:
+            reactor.callFromThread(result.callback, value)  # type: ignore[attr-defined]
+
+    threading.Thread(target=run, name="fptrack-parse", daemon=True).start()
+    return result

@@ -8,6 +8,8 @@ Serving::
         "/old": Redirect("/1.html"),
         "/cover.png": Page(b"\\x89PNG...", content_type="image/png"),
         "/slow": Page.html("<p>late</p>", delay=3.0),
+        "/drip": Page.html("<p>...</p>", drip=0.5),         # one byte every 0.5 s, chunked
+        "/cal/": Generated(lambda path: Page.html(...)),    # every path under /cal/ (an endless calendar)
     }
     with serve_site(pages) as base_url:      # 'http://127.0.0.1:<free port>'
         ...                                  # base_url.requests: paths requested so far, in order
@@ -26,7 +28,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -36,6 +38,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "TEMPLATES",
+    "Generated",
     "Page",
     "Redirect",
     "SiteURL",
@@ -50,14 +53,17 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Page:
-    """A response: status, body bytes, Content-Type (``None`` sends no Content-Type), extra headers, and
-    an optional delay in seconds before the response is sent (for timeouts)."""
+    """A response: status, body bytes, Content-Type (``None`` sends no Content-Type), extra headers, an
+    optional delay in seconds before the response is sent (for timeouts), ``chunked`` to send the body without
+    a Content-Length, and ``drip`` to send it chunked one byte every ``drip`` seconds (a slow-drip server)."""
 
     body: bytes = b""
     status: int = 200
     content_type: str | None = "text/html; charset=utf-8"
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    chunked: bool = False
+    drip: float = 0.0
 
     @classmethod
     def html(cls, markup: str, *, encoding: str = "utf-8", declare: bool = True, **kwargs: object) -> Page:
@@ -71,6 +77,14 @@ class Redirect:
 
     location: str
     status: int = 302
+
+
+@dataclass(frozen=True)
+class Generated:
+    """Every path under the key it is served at (a prefix ending in ``/``) answered by ``render(path)``:
+    endless sites (a calendar whose every day links to the next)."""
+
+    render: Callable[[str], Page | Redirect]
 
 
 class SiteURL(str):
@@ -100,7 +114,7 @@ class SiteURL(str):
         return [path for path in self.requests if path != "/robots.txt"]
 
 
-def _handler_for(pages: Mapping[str, Page | Redirect], site: SiteURL) -> type[BaseHTTPRequestHandler]:
+def _handler_for(pages: Mapping[str, Page | Redirect | Generated], site: SiteURL) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -111,7 +125,12 @@ def _handler_for(pages: Mapping[str, Page | Redirect], site: SiteURL) -> type[Ba
             with lock:
                 site.requests.append(path)
                 site.user_agents.append(self.headers.get("User-Agent", ""))
-            spec = pages.get(path) or pages.get(urlsplit(path).path)
+            found = pages.get(path) or pages.get(urlsplit(path).path)
+            if found is None:
+                found = next(
+                    (g for prefix, g in pages.items() if isinstance(g, Generated) and path.startswith(prefix)), None
+                )
+            spec = found.render(path) if isinstance(found, Generated) else found
             if spec is None:
                 spec = Page(b"<html><body><h1>404 Not Found</h1></body></html>", status=404)
             if isinstance(spec, Redirect):
@@ -128,11 +147,26 @@ def _handler_for(pages: Mapping[str, Page | Redirect], site: SiteURL) -> type[Ba
                     self.send_header("Content-Type", spec.content_type)
                 for name, value in spec.headers.items():
                     self.send_header(name, value)
+                if spec.chunked or spec.drip:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self._send_chunked(spec)
+                    return
                 self.send_header("Content-Length", str(len(spec.body)))
                 self.end_headers()
                 self.wfile.write(spec.body)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
+
+        def _send_chunked(self, spec: Page) -> None:
+            size = 1 if spec.drip else 64 * 1024
+            for start in range(0, len(spec.body), size):
+                piece = spec.body[start : start + size]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                if spec.drip:
+                    self.wfile.flush()
+                    time.sleep(spec.drip)
+            self.wfile.write(b"0\r\n\r\n")
 
         def log_message(self, format: str, *args: object) -> None:
             pass  # keep test output clean
@@ -150,7 +184,7 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 @contextmanager
-def serve_site(pages: Mapping[str, Page | Redirect]) -> Iterator[SiteURL]:
+def serve_site(pages: Mapping[str, Page | Redirect | Generated]) -> Iterator[SiteURL]:
     """Serve ``pages`` on a free port of 127.0.0.1 for the duration of the ``with`` block."""
     server = _QuietServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     site = SiteURL(f"http://127.0.0.1:{server.server_address[1]}")
