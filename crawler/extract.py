@@ -111,9 +111,10 @@ _BOILERPLATE_PHRASE = re.compile(
     r"免费阅读|最快更新|无弹窗|请收藏|广告",
     re.IGNORECASE,
 )
-def _either_width(word: str) -> str:
-    """A pattern for ``word`` in half-width or full-width letters, any case (``com`` matches ``ｃoＭ``)."""
-    return "".join(
+def _either_width(word: str, spaced: bool = False) -> str:
+    """A pattern for ``word`` in half-width or full-width letters, any case (``com`` matches ``ｃoＭ``), with a
+    space allowed between letters when ``spaced``."""
+    return (r"\s?" if spaced else "").join(
         f"[{ch.lower()}{ch.upper()}{chr(ord(ch.lower()) + 0xFEE0)}{chr(ord(ch.upper()) + 0xFEE0)}]" for ch in word
     )
 
@@ -128,14 +129,13 @@ _NOTICE = re.compile(
 _ALNUM = "a-zA-Z0-9ａ-ｚＡ-Ｚ０-９"
 _W = _either_width("w")
 _DOT = r"\s*[.．。]\s*"
-_TLD = "|".join(
-    _either_width(tld)
-    for tld in ("com", "net", "org", "cc", "la", "info", "co", "me", "tw", "cn", "xyz", "top", "vip", "io")
-)
+_TLDS = ("com", "net", "org", "cc", "la", "info", "co", "me", "tw", "cn", "xyz", "top", "vip", "io")
+_TLD = "|".join(_either_width(tld) for tld in _TLDS)
+_SPACED_TLD = "|".join(_either_width(tld, spaced=True) for tld in _TLDS)
 _SCHEME = rf"(?:(?:{_either_width('https')}|{_either_width('http')})\s*[:：]\s*[/／]\s*[/／]\s*)?"
 _SPLICED_ADDRESS = re.compile(
     rf"[(（【\[]?\s*(?:"
-    rf"{_SCHEME}{_W}\s?{_W}\s?{_W}{_DOT}(?:[{_ALNUM}](?:\s?[{_ALNUM}\-－]){{0,62}}{_DOT})+(?:{_TLD})"
+    rf"{_SCHEME}{_W}\s?{_W}\s?{_W}{_DOT}(?:[{_ALNUM}](?:\s?[{_ALNUM}\-－]){{0,62}}{_DOT})+(?:{_SPACED_TLD})"
     rf"|{_SCHEME}[{_ALNUM}][{_ALNUM}\-－]{{0,62}}(?:[.．][{_ALNUM}][{_ALNUM}\-－]{{0,62}})*[.．](?:{_TLD})"
     rf")(?![{_ALNUM}])\s*[)）】\]]?"
 )
@@ -261,6 +261,7 @@ def _flatten(markup: str, max_depth: int) -> str:
     implicitly closed elements (``<p>``, ``<li>`` without end tags) count as open, which only unwraps more."""
     out: list[str] = []
     stack: list[tuple[str, bool]] = []  # (tag, kept)
+    kept_depth = 0
     position = 0
     for match in _TAG.finditer(markup):
         closing, name = match.group(1), match.group(2).lower()
@@ -270,13 +271,16 @@ def _flatten(markup: str, max_depth: int) -> str:
             out.append(match.group(0))
             continue
         if not closing:
-            kept = len(stack) < max_depth
+            # links keep their element a little deeper: a page of unclosed <div>s, each with its link, keeps them
+            kept = kept_depth < max_depth or (name == "a" and kept_depth < max_depth + 64)
+            kept_depth += kept
             stack.append((name, kept))
             out.append(match.group(0) if kept else ("<br>" if name in _BLOCK_TAGS else ""))
             continue
         for depth in range(len(stack) - 1, max(-1, len(stack) - 64), -1):  # its opening tag, if near the top
             if stack[depth][0] == name:
                 kept = stack[depth][1]
+                kept_depth -= sum(entry[1] for entry in stack[depth:])
                 del stack[depth:]
                 out.append(match.group(0) if kept else ("<br>" if name in _BLOCK_TAGS else ""))
                 break

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.extract import extract_main_text, tidy_whitespace
+from crawler.extract import cap_text, extract_main_text, tidy_whitespace
 from tests.support.sites import TEMPLATES, render_chapter
 
 # Written for these tests: a short made-up scene.
@@ -239,3 +239,163 @@ def test_chapter_swallowed_by_an_unclosed_navigation_div_is_kept() -> None:
     )
     text = extract_main_text(html).text
     assert text.split("\n") == prose
+
+
+# ------------------------------------------------------------------------------- fixes seen on pirate pages
+
+
+def _pirate(body: str, *, style: str = "", title: str = "第九章 猫_某书_笔趣阁") -> str:
+    """A biquge-like chapter page around ``body`` (the inside of ``div#content``)."""
+    return (
+        f"<html><head><title>{title}</title><style>body{{font-size:16px}}{style}</style></head><body>"
+        "<div class='nav'><a href='/'>首页</a> <a href='/xuanhuan/'>玄幻小说</a> <a href='/top/'>排行榜单</a></div>"
+        "<div class='bookname'><h1>第九章 猫</h1><div class='bottem1'><a href='/1/8.html'>上一章</a> "
+        "<a href='/1/'>章节目录</a> <a href='/1/10.html'>下一章</a></div></div>"
+        f"<div id='content'>{body}</div>"
+        "<div class='footer'>Copyright © 2024 笔趣阁 All Rights Reserved.</div></body></html>"
+    )
+
+
+def _br(lines: list[str]) -> str:
+    return "<br /><br />".join("&nbsp;&nbsp;&nbsp;&nbsp;" + line for line in lines)
+
+
+@pytest.mark.parametrize("heading", ["第九章 猫", "第九章　猫", "第九章猫", "  第九章 猫  "])
+def test_the_chapter_heading_repeated_at_the_top_of_the_body_is_left_out(heading: str) -> None:
+    result = extract_main_text(_pirate(_br([heading, *PARAGRAPHS])))
+    assert result.text.split("\n") == PARAGRAPHS
+
+
+def test_a_heading_like_line_inside_the_body_stays() -> None:
+    lines = [PARAGRAPHS[0], "第九章 猫", *PARAGRAPHS[1:]]
+    assert extract_main_text(_pirate(_br(lines))).text.split("\n") == lines
+
+
+@pytest.mark.parametrize(
+    "notice",
+    [
+        "章节错误,点此举报(免注册)",
+        "章节错误，点此举报（免注册）",
+        "本章未完，点击下一页继续阅读",
+        "加入书签",
+        "投推荐票",
+        "请加入书签，方便阅读",
+        "投推荐票 加入书签",
+        "【章节错误,点此举报】",
+    ],
+)
+def test_reader_notices_are_dropped_as_lines_and_as_splices(notice: str) -> None:
+    as_line = extract_main_text(_pirate(_br([*PARAGRAPHS[:2], notice, *PARAGRAPHS[2:]])))
+    assert as_line.text.split("\n") == PARAGRAPHS
+    spliced = [PARAGRAPHS[0] + notice, *PARAGRAPHS[1:]]  # glued to the end of a paragraph
+    assert extract_main_text(_pirate(_br(spliced))).text.split("\n") == PARAGRAPHS
+
+
+@pytest.mark.parametrize(
+    "ad",
+    [
+        "ｗww．ｕｕkａnｓhu．coｍ",
+        "www.uukanshu.com",
+        "ｗ ｗ ｗ ． ｕ ｕ ｋ ａ ｎ ｓ ｈ ｕ ． ｃ ｏ ｍ",
+        "www . biquge . la",
+        "（www．biquge．info）",
+        "http://www.xbiquge.cc",
+        "m.biquge.com",
+    ],
+)
+def test_an_address_spliced_mid_sentence_is_cut_out_and_the_sentence_kept(ad: str) -> None:
+    cut = 12
+    spliced = [PARAGRAPHS[0][:cut] + ad + PARAGRAPHS[0][cut:], *PARAGRAPHS[1:]]
+    assert extract_main_text(_pirate(_br(spliced))).text.split("\n") == PARAGRAPHS
+
+
+def test_a_promotion_line_around_an_address_is_still_dropped_whole() -> None:
+    lines = ["天才一秒记住本站地址：ｗww．ｕｕkａnｓhu．coｍ。手机版阅读网址：m.uukanshu.com", *PARAGRAPHS]
+    assert extract_main_text(_pirate(_br(lines))).text.split("\n") == PARAGRAPHS
+
+
+def test_prose_with_decimal_numbers_and_dots_is_not_mistaken_for_an_address() -> None:
+    lines = ["他跑完了3.5公里，又看了看表：9.58秒……不，是九点五十八分。", "It was 5 a.m. on the coast.", *PARAGRAPHS]
+    assert extract_main_text(_pirate(_br(lines))).text.split("\n") == lines
+
+
+@pytest.mark.parametrize(
+    ("style", "markup"),
+    [
+        (".hd{display:none}", "<span class='hd'>{}</span>"),
+        (".hd { display : none !important }", "<span class='x hd y'>{}</span>"),
+        ("#n1{visibility:hidden}", "<i id='n1'>{}</i>"),
+        ("span.tiny{font-size:0}", "<span class='tiny'>{}</span>"),
+        (".a.b{font-size:0px;color:#fff}", "<em class='b a'>{}</em>"),
+        ("p,.hd,font{display:none}", "<font>{}</font>"),
+        ("/* hide */ .hd{display:none}", "<span class='hd'>{}</span>"),
+        ("@import url(x.css);.hd{display:none}", "<span class='hd'>{}</span>"),
+    ],
+)
+def test_elements_hidden_by_style_rules_stay_out_of_the_text(style: str, markup: str) -> None:
+    spliced = [p[:6] + markup.format("盗版噪声") + p[6:] for p in PARAGRAPHS]
+    result = extract_main_text(_pirate(_br(spliced), style=style))
+    assert result.text.split("\n") == PARAGRAPHS
+
+
+@pytest.mark.parametrize(
+    ("style", "markup"),
+    [
+        ("div .hd{display:none}", "<span class='hd'>{}</span>"),  # descendant combinator: not handled
+        ("@media print{.hd{display:none}}", "<span class='hd'>{}</span>"),  # print only: visible on screen
+        (".hd{font-size:0.9em}", "<span class='hd'>{}</span>"),  # small, not hidden
+        (".hd{display:none}", "<span class='hdx'>{}</span>"),  # another class
+    ],
+)
+def test_rules_the_small_matcher_does_not_apply_leave_the_text(style: str, markup: str) -> None:
+    spliced = [p[:6] + markup.format("可见") + p[6:] for p in PARAGRAPHS]
+    result = extract_main_text(_pirate(_br(spliced), style=style))
+    assert result.text.split("\n") == [p[:6] + "可见" + p[6:] for p in PARAGRAPHS]
+
+
+def test_inline_font_size_zero_is_hidden_too() -> None:
+    spliced = [p[:6] + "<span style='font-size: 0'>噪声</span>" + p[6:] for p in PARAGRAPHS]
+    assert extract_main_text(_pirate(_br(spliced))).text.split("\n") == PARAGRAPHS
+
+
+# ------------------------------------------------------------------------------- bounds: depth, links, size
+
+
+@pytest.mark.parametrize("levels", [2046, 3000, 10000])
+def test_text_nested_deeper_than_libxml2_parses_is_found_after_flattening(levels: int) -> None:
+    inner = "".join(f"<p>{p}</p>" for p in PARAGRAPHS)
+    nav = "<div class='nav'><a href='/'>首页</a><a href='/top/'>排行榜单</a></div>"
+    html = f"<html><body>{nav}{'<div>' * levels}{inner}{'</div>' * levels}</body></html>"
+    result = extract_main_text(html)
+    assert result.text.split("\n") == PARAGRAPHS
+    assert result.notes == ("nesting deeper than 2048 levels flattened below level 500",)
+
+
+def test_unclosed_nesting_keeps_every_link_and_line() -> None:
+    html = "<html><body>" + "".join(f"<div><a href='/c/{n}.html'>第{n}章</a>" for n in range(5000)) + "</body></html>"
+    result = extract_main_text(html, "http://novel.test/")
+    assert len(result.links) == 5000
+    assert result.links[-1] == "http://novel.test/c/4999.html"
+
+
+def test_links_stop_at_the_cap_in_document_order_and_say_so() -> None:
+    anchors = "".join(f"<a href='/c/{n % 30}.html'>第{n}章</a>" for n in range(100))  # 30 distinct, repeated
+    result = extract_main_text(f"<html><body>{anchors}</body></html>", "http://novel.test/", max_links=10)
+    assert result.links == tuple(f"http://novel.test/c/{n}.html" for n in range(10))
+    assert result.notes == ("links cut to the first 10 (more on the page)",)
+    uncut = extract_main_text(f"<html><body>{anchors}</body></html>", "http://novel.test/", max_links=30)
+    assert len(uncut.links) == 30 and uncut.notes == ()
+
+
+def test_text_over_the_cap_is_cut_at_a_paragraph_boundary() -> None:
+    html = _pirate(_br(PARAGRAPHS))
+    full = extract_main_text(html).text
+    cap = len(full) - len(PARAGRAPHS[-1])  # the last paragraph (and its newline) does not fit
+    result = extract_main_text(html, max_chars=cap)
+    assert result.text.split("\n") == PARAGRAPHS[:-1]
+    assert result.notes == (f"text cut to {len(result.text)} of {len(full)} characters (over the {cap}-character cap)",)
+    assert extract_main_text(html, max_chars=len(full)).notes == ()
+
+
+def test_a_single_paragraph_over_the_cap_is_cut_inside() -> None:
+    assert cap_text("一二三四五六", 4) == ("一二三四", ("text cut to 4 of 6 characters (over the 4-character cap)",))
