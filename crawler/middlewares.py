@@ -92,9 +92,10 @@ class RefuseRedirectLoops:
         return cls()
 
     def process_response(self, request: Request, response: Response, spider: object = None) -> Response:
-        if response.status not in _REDIRECT_STATUSES or b"Location" not in response.headers:
+        location_header = response.headers.get(b"Location")
+        if response.status not in _REDIRECT_STATUSES or not location_header:
             return response
-        location = response.headers[b"Location"].decode("latin-1").strip()
+        location = location_header.decode("latin-1").strip()
         target = urldefrag(urljoin(request.url, location)).url
         chain = [urldefrag(url).url for url in (*request.meta.get("redirect_urls", ()), request.url)]
         if target in chain:

@@ -185,11 +185,11 @@ def run_crawl(
     # A robots.txt that cannot be fetched (refused, timed out) leaves the page to fail on its own, with its reason.
     logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
     started = time.monotonic()
-    spider_kwargs = dict(
-        max_links=settings.crawl_max_links,
-        max_chars=settings.max_page_chars,
-        max_bytes=settings.crawl_max_body_bytes,
-    )
+    spider_kwargs = {
+        "max_links": settings.crawl_max_links,
+        "max_chars": settings.max_page_chars,
+        "max_bytes": settings.crawl_max_body_bytes,
+    }
     process.crawl(
         PageSpider,
         start_urls=urls,
@@ -230,22 +230,24 @@ def _stop_on_signals(process: Any) -> Iterator[list[int]]:
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
-    from twisted.internet import reactor
+    from twisted.internet import reactor as installed
+
+    reactor: Any = installed  # the installed reactor (its interfaces are not declared on the module)
 
     def force() -> None:
-        if reactor.running:  # type: ignore[attr-defined]
-            reactor.stop()  # type: ignore[attr-defined]
+        if reactor.running:
+            reactor.stop()
 
     def graceful() -> None:
         logging.getLogger(__name__).warning(
             "stopping the crawl (signal received); send it again to stop at once"
         )
         process.stop()
-        reactor.callLater(SHUTDOWN_GRACE_SECONDS, force)  # type: ignore[attr-defined]
+        reactor.callLater(SHUTDOWN_GRACE_SECONDS, force)
 
     def handle(signum: int, frame: Any) -> None:
         received.append(signum)
-        reactor.callFromThread(graceful if len(received) == 1 else force)  # type: ignore[attr-defined]
+        reactor.callFromThread(graceful if len(received) == 1 else force)
 
     previous = {signum: signal.signal(signum, handle) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:

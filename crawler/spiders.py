@@ -167,17 +167,18 @@ def _in_daemon_thread(function: Callable[..., Any], *args: Any, **kwargs: Any) -
 
     Not Twisted's thread pool: the reactor joins that pool's threads when it stops, so a Ctrl+C would wait for
     the page being parsed. A daemon thread is left behind instead; a stopped reactor drops its result."""
-    from twisted.internet import reactor
+    from twisted.internet import reactor as installed
 
+    reactor: Any = installed
     result: Deferred[Any] = Deferred()
 
     def run() -> None:
         try:
             value = function(*args, **kwargs)
-        except BaseException:
-            reactor.callFromThread(result.errback, Failure())  # type: ignore[attr-defined]
+        except BaseException:  # noqa: BLE001 - handed to the callback's errback, as a thread pool would
+            reactor.callFromThread(result.errback, Failure())
         else:
-            reactor.callFromThread(result.callback, value)  # type: ignore[attr-defined]
+            reactor.callFromThread(result.callback, value)
 
     threading.Thread(target=run, name="fptrack-parse", daemon=True).start()
     return result

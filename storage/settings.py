@@ -27,7 +27,7 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_CRAWL_TIMEOUT`` | ``20`` | seconds before a request is abandoned (> 0) |
 | ``FPTRACK_CRAWL_MAX_BYTES`` | ``10485760`` | response bodies larger than this are abandoned (reported as failures; >= 1) |
 | ``FPTRACK_CRAWL_MAX_LINKS`` | ``5000`` | links taken from one page at most (the first in document order; >= 1) |
-| ``FPTRACK_MAX_PAGE_CHARS`` | ``1000000`` | characters of extracted text kept per page at most, cut at a paragraph boundary and recorded in ``pages.note`` (>= 1) |
+| ``FPTRACK_MAX_PAGE_CHARS`` | ``300000`` | characters of extracted text kept per page at most, cut at a paragraph boundary and recorded in ``pages.note`` (>= 1) |
 | ``FPTRACK_CRAWL_OBEY_ROBOTS`` | ``true`` | crawls obey robots.txt (a site's ``obey_robots`` setting wins) |
 | ``FPTRACK_ALLOW_PRIVATE_HOSTS`` | unset | comma-separated hosts (``host``, ``host:port``) or networks (``10.0.0.0/8``) a crawl may reach although they are private, loopback, link-local... (``crawler.guard``) |
 | ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
@@ -111,7 +111,7 @@ class Settings:
     crawl_timeout: float = 20.0
     crawl_max_body_bytes: int = 10 * 1024 * 1024
     crawl_max_links: int = 5000
-    max_page_chars: int = 1_000_000
+    max_page_chars: int = 300_000
     crawl_obey_robots: bool = True
     allow_private_hosts: tuple[str, ...] = ()
     user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
@@ -226,7 +226,7 @@ class Settings:
             crawl_timeout=_float(env, "FPTRACK_CRAWL_TIMEOUT", 20.0),
             crawl_max_body_bytes=_int(env, "FPTRACK_CRAWL_MAX_BYTES", 10 * 1024 * 1024),
             crawl_max_links=_int(env, "FPTRACK_CRAWL_MAX_LINKS", 5000),
-            max_page_chars=_int(env, "FPTRACK_MAX_PAGE_CHARS", 1_000_000),
+            max_page_chars=_int(env, "FPTRACK_MAX_PAGE_CHARS", 300_000),
             crawl_obey_robots=_bool(env, "FPTRACK_CRAWL_OBEY_ROBOTS", True),
             allow_private_hosts=_list(env, "FPTRACK_ALLOW_PRIVATE_HOSTS"),
             user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
