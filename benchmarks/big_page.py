@@ -108,8 +108,9 @@ def one_run(label: str, cap: int, url: str, key: str, work: Path) -> dict[str, o
         run(env, "works", "add", str(work), "--title", "样书")
         print(f"{label}: crawling...", file=sys.stderr)
         seconds, peak_mb = timed_crawl(env, url, key)
-        matches = json.loads(run(env, "matches", "--format", "json").stdout or "[]")
-        copies = sorted({(m.get("page_url", ""), m.get("chapter_index", m.get("chapter", ""))) for m in matches})
+        lines = run(env, "matches", "--format", "json").stdout.splitlines()
+        matches = [json.loads(line) for line in lines if line.strip()]  # one object per line
+        copies = sorted({(m["page_url"], m["chapter_index"]) for m in matches})
         database = data / "fptrack.db"
         with sqlite3.connect(database) as db:
             text_chars, note = db.execute("SELECT length(text), note FROM pages").fetchone()

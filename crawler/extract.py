@@ -548,8 +548,9 @@ def _cut_spliced(text: str) -> str:
 
 
 def _headings(title: str, lines: list[_Line]) -> set[str]:
-    """The page's headings, whitespace removed: the ``<title>``'s first part (``第九章 猫_某书_书友网``) and
-    the short lines the body may repeat at its top."""
+    """The ``<title>``'s first part (``第九章 猫`` of ``第九章 猫_某书_书友网``), whitespace removed: a heading the
+    body may repeat at its top (:func:`_main_text` adds the lines just before the body block, such as its
+    ``<h1>``)."""
     found = {_squeeze(part) for part in _TITLE_SEPARATORS.split(title)[:1]}
     found.discard("")
     return found
