@@ -144,8 +144,11 @@ def run_crawl(
     :mod:`crawler.store`) or, synchronously, to ``sink``.
 
     Start pages are depth 0; links (``<a href>``) are followed to ``depth`` on the start URLs' sites
-    (host and port) only, plus the site a start URL redirects to (``example.com`` -> ``www.example.com``); at most ``max_pages`` responses are handed to ``sink``. Requests that get no
-    response (refused, timed out, DNS) are listed in ``CrawlStats.failures`` with a readable reason.
+    (host and port) only, plus the site a start URL redirects to within its registrable domain (``example.com`` ->
+    ``www.example.com``); at most ``max_pages`` responses are handed to ``sink``. Requests that get no response
+    (refused, timed out, DNS, redirect loops, bodies over the size cap) are listed in ``CrawlStats.failures`` with a
+    readable reason. A first SIGINT/SIGTERM stops the crawl gracefully, forced after
+    :data:`SHUTDOWN_GRACE_SECONDS`; the stats then say ``interrupted``.
 
     ``options`` (:class:`CrawlOptions`) adds sites, link patterns, per-site politeness, private hosts allowed and
     Scrapy settings. Every destination passes :mod:`crawler.guard` (no private, loopback, link-local... address

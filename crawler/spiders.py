@@ -10,6 +10,7 @@ import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, ClassVar
 
 import scrapy
@@ -110,18 +111,7 @@ class PageSpider(scrapy.Spider):
                 self._inc("fptrack/links_excluded")
 
     async def _parse_in_thread(self, response: Response) -> ParsedResponse:
-        if getattr(self, "crawler", None) is None:  # built outside a crawl (unit tests): no reactor to hand off to
-            return parse_response(
-                response,
-                requested_url=response.meta.get(REQUESTED_URL, response.url),
-                fetched_at=datetime.now(UTC),
-                max_links=self.max_links,
-                max_chars=self.max_chars,
-            )
-        if self._parsing is None:
-            self._parsing = DeferredSemaphore(PARSE_THREADS)
-        parsing = self._parsing.run(
-            _in_daemon_thread,
+        work = partial(
             parse_response,
             response,
             requested_url=response.meta.get(REQUESTED_URL, response.url),
@@ -129,7 +119,11 @@ class PageSpider(scrapy.Spider):
             max_links=self.max_links,
             max_chars=self.max_chars,
         )
-        result: ParsedResponse = await maybe_deferred_to_future(parsing)
+        if getattr(self, "crawler", None) is None:  # built outside a crawl (unit tests): no reactor to hand off to
+            return work()
+        if self._parsing is None:
+            self._parsing = DeferredSemaphore(PARSE_THREADS)
+        result: ParsedResponse = await maybe_deferred_to_future(self._parsing.run(_in_daemon_thread, work))
         return result
 
     def wanted(self, url: str) -> bool:
