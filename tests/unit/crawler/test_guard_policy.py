@@ -74,6 +74,8 @@ def test_allow_entries_are_normalised(entry: str, normalised: tuple[str, str]) -
         ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "http://x/y"}, "FPTRACK_ALLOW_PRIVATE_HOSTS: 'http://x/y' is not an address"),
         ({"FPTRACK_CRAWL_CONCURRENCY": "0"}, "FPTRACK_CRAWL_CONCURRENCY=0 is out of range: expected an integer >= 1"),
         ({"FPTRACK_CRAWL_MAX_BYTES": "0"}, "FPTRACK_CRAWL_MAX_BYTES=0 is out of range"),
+        ({"FPTRACK_CRAWL_MAX_LINKS": "0"}, "FPTRACK_CRAWL_MAX_LINKS=0 is out of range: expected an integer >= 1"),
+        ({"FPTRACK_MAX_PAGE_CHARS": "0"}, "FPTRACK_MAX_PAGE_CHARS=0 is out of range: expected a number of characters >= 1"),
         ({"FPTRACK_CRAWL_CONCURRENCY_PER_SITE": "0"}, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE=0 is out of range"),
         ({"FPTRACK_CRAWL_DELAY": "-1"}, "FPTRACK_CRAWL_DELAY=-1 is out of range"),
         ({"FPTRACK_CRAWL_TIMEOUT": "0"}, "FPTRACK_CRAWL_TIMEOUT=0 is out of range"),
@@ -87,6 +89,7 @@ def test_crawl_settings_are_validated_at_start(env: dict[str, str], message: str
 
 def test_polite_defaults() -> None:
     settings = Settings.from_env({})
+    assert (settings.crawl_max_links, settings.max_page_chars) == (5000, 300_000)
     assert settings.crawl_obey_robots is True and settings.crawl_autothrottle is True
     assert settings.allow_private_hosts == ()
     assert Settings.from_env({"FPTRACK_ALLOW_PRIVATE_HOSTS": "127.0.0.1:80, 10.0.0.0/8"}).allow_private_hosts == (
