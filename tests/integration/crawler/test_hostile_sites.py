@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from datetime import date, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -38,7 +39,7 @@ def _many_links(count: int) -> Page:
 # ---------------------------------------------------------------------------------------------- 200,000 links
 
 
-def test_a_page_of_200000_links_is_stopped_by_sigterm_and_the_job_says_interrupted(tmp_path: object) -> None:
+def test_a_page_of_200000_links_is_stopped_by_sigterm_and_the_job_says_interrupted(tmp_path: Path) -> None:
     """The page that once hung a crawl for ten minutes, ignoring SIGTERM: parsing runs off the event loop, so the
     signal is handled while the page is parsed, and the crawl stops within its grace period."""
     data = str(tmp_path)
