@@ -760,5 +760,9 @@ from admin.cli_sites import sites
 
 main.add_command(sites)
 
+from admin.cli_takedowns import takedowns
+
+main.add_command(takedowns)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -46,6 +46,7 @@ __all__ = [
     "process_pages",
     "recompare_pages",
     "record_matches",
+    "verify_chapters",
 ]
 
 MAX_CANDIDATES = 12
@@ -338,6 +339,21 @@ def compare_document(
 ) -> list[Verdict]:
     """Verdicts for every candidate chapter of ``document``, best first (flagged or not). Nothing is stored."""
     return _compare_batch(session, [document], settings, ignored=[ignored_codes])[0]
+
+
+def verify_chapters(session: Session, document: Document, chapter_ids: Collection[int]) -> dict[int, Verdict]:
+    """The verdict of ``document`` against each of the given chapters (chapter id -> verdict), whether or not the
+    index would rank them among its candidates: the takedown re-check asks whether a page still copies the chapter
+    a match names. Hashes shared by many chapters are ignored as in :func:`compare_document`; nothing is stored."""
+    chapters = load_chapters(session, chapter_ids)
+    if not document.text or not chapters:
+        return {}
+    holders = _Holders.fetch(session, [document], owner="chapter")
+    ignore = _ignore_mask(document, _common_codes(document, holders))
+    return {
+        chapter_id: verify(document, chapter, chapter_document(chapter.text), (), ignore)
+        for chapter_id, chapter in chapters.items()
+    }
 
 
 # ------------------------------------------------------------------------------------------------- pages
