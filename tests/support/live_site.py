@@ -41,6 +41,7 @@ class LiveSite:
     robots: str = ""
     pages: dict[str, _Entry] = field(default_factory=dict)
     gone: dict[str, int] = field(default_factory=dict)  # path -> status of a removed page
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> Location (302)
     requests: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     answers: list[tuple[str, int]] = field(default_factory=list)  # (path, status) of every response
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -63,6 +64,11 @@ class LiveSite:
             self.pages.pop(path, None)
             self.gone[path] = status
 
+    def redirect(self, path: str, location: str) -> None:
+        with self.lock:
+            self.pages.pop(path, None)
+            self.redirects[path] = location
+
     def page_requests(self) -> list[tuple[str, dict[str, str]]]:
         with self.lock:
             return [(path, headers) for path, headers in self.requests if path != "/robots.txt"]
@@ -84,6 +90,10 @@ def _handler(site: LiveSite) -> type[BaseHTTPRequestHandler]:
                 site.requests.append((path, headers))
                 entry = site.pages.get(path)
                 gone = site.gone.get(path, 404)
+                location = site.redirects.get(path)
+            if location is not None:
+                self._send(302, b"", {"Location": location})
+                return
             if path == "/robots.txt" and site.robots:
                 self._send(200, site.robots.encode(), {"Content-Type": "text/plain"})
                 return
@@ -114,7 +124,7 @@ def _handler(site: LiveSite) -> type[BaseHTTPRequestHandler]:
             for name, value in headers.items():
                 self.send_header(name, value)
             if status != 304:
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(len(body)))  # 304 has no body, no length
             self.end_headers()
             if status != 304:
                 self.wfile.write(body)

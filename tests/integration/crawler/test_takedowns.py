@@ -202,3 +202,71 @@ def test_cli_lists_and_checks_takedowns(postgres_settings: Settings, tmp_path: P
             assert "Traceback" not in bad.stderr
     finally:
         engine.dispose()
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_beat_rechecks_through_a_real_worker(postgres_settings: Settings, tmp_path: Path) -> None:
+    """Nobody types a command: Celery beat sends fptrack.recheck_takedowns every FPTRACK_RECHECK_EVERY seconds to
+    a real worker over Redis, which records the copy present, then gone once the page is removed."""
+    import signal
+    import time
+    import uuid
+
+    from tests.conftest import REDIS_URL
+
+    engine = create_engine_for(postgres_settings)
+    sessions = session_factory(engine)
+    try:
+        with serve_live_site() as site:
+            for number, path in enumerate(["/a.html", "/b.html", "/c.html"]):
+                site.set(path, _markup(f"第{number}章", CHAPTERS[number].split("\n")))
+            matches = _copies(sessions, postgres_settings, site)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+            env.update(
+                FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=postgres_settings.database_url,
+                FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"recheck-{uuid.uuid4().hex[:8]}",
+                FPTRACK_RECHECK_EVERY="1", FPTRACK_RECHECK_AFTER="0", FPTRACK_ALLOW_PRIVATE_HOSTS=site.key,
+                FPTRACK_SCHEDULE_EVERY="3600", FPTRACK_CRAWL_TIMEOUT="5",
+            )  # fmt: skip
+            log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the worker owns it
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "admin.cli", "worker", "--beat", "--concurrency", "2"],
+                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+
+            def outcomes() -> list[str]:
+                with session_scope(sessions) as session:
+                    return list(
+                        session.scalars(
+                            select(TakedownCheck.outcome)
+                            .where(TakedownCheck.match_id == matches["/a.html"])
+                            .order_by(TakedownCheck.id)
+                        )
+                    )
+
+            def wait_for(condition: object, seconds: float = 90) -> None:
+                deadline = time.monotonic() + seconds
+                while time.monotonic() < deadline and not condition():  # type: ignore[operator]
+                    time.sleep(0.5)
+
+            try:
+                wait_for(lambda: "present" in outcomes())
+                site.remove("/a.html", status=410)
+                wait_for(lambda: "gone" in outcomes())
+            finally:
+                os.killpg(worker.pid, signal.SIGTERM)
+                worker.wait(timeout=60)
+                log.close()
+        worker_log = (tmp_path / "worker.log").read_text(errors="replace")
+        seen = outcomes()
+        assert "present" in seen and "gone" in seen, worker_log[-4000:]
+        assert seen.index("present") < seen.index("gone")
+        assert "fptrack.recheck_takedowns" in worker_log
+        with session_scope(sessions) as session:
+            match = session.get(Match, matches["/a.html"])
+            assert match is not None and match.taken_down_at is not None and match.status == "flagged"
+            assert session.scalar(select(func.count()).select_from(MonitorLock)) == 0  # each run released its claim
+    finally:
+        engine.dispose()
