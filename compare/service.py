@@ -449,7 +449,8 @@ def record_matches(
     session: Session, pages: Sequence[tuple[int, str]], verdicts: Sequence[Sequence[Verdict]]
 ) -> list[PageOutcome]:
     """Upsert the flagged verdicts of each ``(page id, url)`` as matches; drop machine-made matches that no longer
-    hold. A match keeps its ``first_seen`` and a reviewer's decision across re-crawls and re-comparisons."""
+    hold, unless a takedown re-check followed them (their history is the record of the takedown). A match keeps its
+    ``first_seen`` and a reviewer's decision across re-crawls and re-comparisons."""
     page_ids = [page_id for page_id, _ in pages]
     existing: dict[tuple[int, int], Match] = {}
     for chunk in id_chunks(page_ids):
@@ -485,7 +486,8 @@ def record_matches(
             match.last_seen = now
             matched.append(verdict.chapter_id)
         outcomes.append(PageOutcome(page_id, url, tuple(matched)))
-    stale = [m.id for m in existing.values() if m.status in machine_made]
+    # a match with takedown history (crawler/recheck.py) stays: the next re-check records the copy removed
+    stale = [m.id for m in existing.values() if m.status in machine_made and m.recheck_state is None]
     for chunk in id_chunks(stale):
         session.execute(delete(Match).where(Match.id.in_(chunk)))
     session.flush()

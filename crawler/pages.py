@@ -19,7 +19,8 @@ class CrawledPage:
 
     ``text`` is the extracted main text, paragraphs separated by ``"\\n"``, only whitespace tidied (the
     fingerprint stage normalises; match offsets refer to this exact string). It is ``''`` for non-200
-    responses and non-text bodies, and ``error`` then says why.
+    responses and non-text bodies, and ``error`` then says why. ``not_modified`` marks a 304 answer to a
+    conditional request: the page as stored is still current.
     """
 
     url: str
@@ -32,6 +33,11 @@ class CrawledPage:
     snapshot_sha256: str
     fetched_at: datetime
     error: str = ""
+    # validators of a 200 response (sent back on the next crawl: conditional requests, crawler/conditional.py)
+    etag: str = ""
+    last_modified: str = ""
+    # a 304 to a conditional request: the stored page is still current (nothing else of this value is meaningful)
+    not_modified: bool = False
 
 
 @dataclass(frozen=True)

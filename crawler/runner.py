@@ -103,6 +103,7 @@ def scrapy_settings(
         "DOWNLOADER_MIDDLEWARES": {
             "crawler.middlewares.StayOnStartSites": 50,
             "crawler.guard.PrivateAddressGuard": 60,
+            "crawler.conditional.ConditionalRequests": 70,
         },
         "EXTENSIONS": {"crawler.middlewares.SkipBinaryBodies": 100},
         "ITEM_PIPELINES": {

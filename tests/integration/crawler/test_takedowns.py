@@ -102,11 +102,22 @@ def test_removed_edited_and_kept_copies_are_told_apart(settings: Settings, sessi
             # evidence untouched: pages keep the text that was copied, no match was deleted
             assert session.scalar(select(func.count()).select_from(Match)) == 3
             assert session.scalar(select(Page.text).where(Page.url == site.url("/b.html"))) == CHAPTERS[1]
+            assert session.scalar(select(func.count()).select_from(Page)) == 3
             first_taken_down = removed.taken_down_at  # type: ignore[union-attr]
 
         with session_scope(sessions) as session:
             rows = {r.key: r for r in takedown_stats(session, "host")}
         assert (rows[site.key].matches, rows[site.key].checked, rows[site.key].taken_down) == (3, 3, 2)
+
+        # a crawl storing the edited page compares it again: the match no longer holds, but its takedown
+        # history keeps it (without history a machine-made match that no longer holds is dropped)
+        with session_scope(sessions) as session:
+            page = session.scalar(select(Page).where(Page.url == site.url("/b.html")))
+            page.text, page.compared_at = "\n".join(OTHER), None  # type: ignore[union-attr]
+            session.flush()
+            service.process_pages(session, [page.id], settings)  # type: ignore[union-attr]
+        with session_scope(sessions) as session:
+            assert session.get(Match, matches["/b.html"]) is not None
 
         site.set("/a.html", _markup("第1章", CHAPTERS[0].split("\n")))  # the copy is back
         third = recheck_matches(allowed, sessions, matches.values())
