@@ -29,8 +29,8 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_CRAWL_OBEY_ROBOTS`` | ``true`` | crawls obey robots.txt (a site's ``obey_robots`` setting wins) |
 | ``FPTRACK_ALLOW_PRIVATE_HOSTS`` | unset | comma-separated hosts (``host``, ``host:port``) or networks (``10.0.0.0/8``) a crawl may reach although they are private, loopback, link-local... (``crawler.guard``) |
 | ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
-| ``FPTRACK_SCHEDULE_EVERY`` | ``30`` | seconds between two looks for due site crawls and re-checks (``fptrack worker --beat``) |
-| ``FPTRACK_CRAWL_STALE_SECONDS`` | ``120`` | a site crawl whose process gave no sign of life this long is marked failed (it died) |
+| ``FPTRACK_SCHEDULE_EVERY`` | ``30`` | seconds between two looks for due site crawls (``fptrack worker --beat``) |
+| ``FPTRACK_CRAWL_STALE_SECONDS`` | ``120`` | a site crawl whose process gave no sign of life this long is marked failed (it died); the same for a takedown re-check run's claim |
 | ``FPTRACK_RECHECK_EVERY`` | ``86400`` | seconds between two runs of the takedown re-checks (``fptrack worker --beat``) |
 | ``FPTRACK_RECHECK_AFTER`` | ``72000`` | a flagged or confirmed match not re-checked for this many seconds is due (20 h: a daily run takes every match) |
 | ``FPTRACK_RECHECK_LIMIT`` | ``2000`` | matches re-checked at most per run, the longest unchecked first |
