@@ -10,8 +10,8 @@ Over the flagged and confirmed matches (the copies that should come down):
   taken-down matches; percentiles by linear interpolation between the two nearest ranks (PostgreSQL's
   ``percentile_cont``, which computes them in the database; on SQLite numpy does the same over the durations).
 
-One grouped query for the counts and one for the times, whatever the number of matches; the same answers on SQLite
-and PostgreSQL (durations rounded to 0.1 s).
+One grouped query whatever the number of matches on PostgreSQL (on SQLite a second one reads the durations of the
+matches taken down); the same answers on both (durations rounded to 0.1 s).
 """
 
 from __future__ import annotations
@@ -82,34 +82,28 @@ def _round(value: object) -> float | None:
 def takedown_stats(session: Session, by: Grouping = "all") -> list[TakedownRow]:
     """Takedown counts, rate and time to takedown, overall (``by='all'``: one row, also with no match) or per
     page host or per work (most matches first)."""
-    key = _key(by).label("key")
-    counts = _joined(
-        select(key, func.count(), func.count(Match.recheck_state), func.count(Match.taken_down_at)).select_from(Match),
-        by,
-    ).where(Match.status.in_(STATUSES))
+    postgres = session.get_bind().dialect.name == "postgresql"
+    # grouping sorts by the key (percentile_cont needs sorted groups): byte order, not the locale's collation
+    key = (_key(by).collate("C") if postgres and by != "all" else _key(by)).label("key")
+    counts = [func.count(), func.count(Match.recheck_state), func.count(Match.taken_down_at)]
+    if postgres:  # one pass: percentile_cont skips the NULL durations of matches not taken down
+        seconds = _seconds(session)
+        counts += [func.percentile_cont(0.5).within_group(seconds), func.percentile_cont(0.9).within_group(seconds)]
+    statement = _joined(select(key, *counts).select_from(Match), by).where(Match.status.in_(STATUSES))
     if by != "all":
-        counts = counts.group_by(key)
-    rows = {str(k): (int(n), int(c), int(t)) for k, n, c, t in session.execute(counts)}
-    times = _times(session, by, key)
-    result = [TakedownRow(k, n, c, t, *times.get(k, (None, None))) for k, (n, c, t) in rows.items()]
+        statement = statement.group_by(key)
+    rows = session.execute(statement).all()
+    if postgres:
+        result = [TakedownRow(str(k), int(n), int(c), int(t), _round(m), _round(p)) for k, n, c, t, m, p in rows]
+    else:
+        times = _sqlite_times(session, by, key)
+        result = [TakedownRow(str(k), int(n), int(c), int(t), *times.get(str(k), (None, None))) for k, n, c, t in rows]
     return sorted(result, key=lambda r: (-r.matches, r.key))
 
 
-def _times(session: Session, by: Grouping, key: Any) -> dict[str, tuple[float | None, float | None]]:
+def _sqlite_times(session: Session, by: Grouping, key: Any) -> dict[str, tuple[float | None, float | None]]:
     seconds = _seconds(session)
     taken = (Match.status.in_(STATUSES), Match.taken_down_at.is_not(None))
-    if session.get_bind().dialect.name == "postgresql":
-        statement = _joined(
-            select(
-                key,
-                func.percentile_cont(0.5).within_group(seconds),
-                func.percentile_cont(0.9).within_group(seconds),
-            ).select_from(Match),
-            by,
-        ).where(*taken)
-        if by != "all":
-            statement = statement.group_by(key)
-        return {str(k): (_round(m), _round(p)) for k, m, p in session.execute(statement)}
     durations: dict[str, list[float]] = defaultdict(list)
     for k, value in session.execute(_joined(select(key, seconds).select_from(Match), by).where(*taken)):
         durations[str(k)].append(float(value))
