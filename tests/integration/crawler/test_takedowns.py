@@ -153,6 +153,34 @@ def test_guard_and_robots_make_errors_not_takedowns(settings: Settings, sessions
             recheck_matches(settings, sessions, [999])
 
 
+def test_statuses_and_dead_hosts(settings: Settings, sessions: sessionmaker[Session]) -> None:
+    """451 is a takedown (unavailable for legal reasons), 503 is not (the site may be down for a while); a host
+    that no longer exists is gone (the fetcher is a stand-in here: a real DNS query would leave the machine)."""
+    from crawler.guarded_http import NoSuchHost
+
+    class DeadHosts:
+        def fetch(self, url: str) -> None:
+            raise NoSuchHost("DNS lookup failed (no such host pirate.invalid)")
+
+    with serve_live_site() as site:
+        for number, path in enumerate(["/a.html", "/b.html", "/c.html"]):
+            site.set(path, _markup(f"第{number}章", CHAPTERS[number].split("\n")))
+        matches = _copies(sessions, settings, site)
+        site.remove("/a.html", status=451)
+        site.remove("/b.html", status=503)
+        summary = recheck_matches(_allowed(settings, site), sessions, [matches["/a.html"], matches["/b.html"]])
+        dead = recheck_matches(settings, sessions, [matches["/c.html"]], fetcher=DeadHosts())  # type: ignore[arg-type]
+    assert dict(summary.outcomes) == {"gone": 1, "error": 1} and dict(dead.outcomes) == {"gone": 1}
+    with session_scope(sessions) as session:
+        rows = dict(session.execute(select(Match.id, Match.recheck_state)).all())
+        checks = {m: (status, detail) for m, status, detail in session.execute(
+            select(TakedownCheck.match_id, TakedownCheck.http_status, TakedownCheck.detail))}  # fmt: skip
+    assert rows == {matches["/a.html"]: "gone", matches["/b.html"]: "error", matches["/c.html"]: "gone"}
+    assert checks[matches["/a.html"]] == (451, "HTTP 451 (unavailable for legal reasons)")
+    assert checks[matches["/b.html"]] == (503, "HTTP 503")
+    assert checks[matches["/c.html"]] == (None, "DNS lookup failed (no such host pirate.invalid)")
+
+
 def test_due_matches_and_one_run_at_a_time(settings: Settings, sessions: sessionmaker[Session]) -> None:
     with serve_live_site() as site:
         for number, path in enumerate(["/a.html", "/b.html", "/c.html"]):
