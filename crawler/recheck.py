@@ -204,10 +204,11 @@ def _politeness(
 ) -> tuple[dict[str, tuple[float, bool]], list[str]]:
     """Per site key, (delay, obey robots) from the managed site's settings (else the global ones), and the
     private-address entries the sites allow (their ``allow_private`` setting)."""
-    keys = {site_of(t.url) for t in targets}
+    keys = sorted({site_of(t.url) for t in targets})
     rules: dict[str, tuple[float, bool]] = {}
     allowed: list[str] = []
-    for chunk in id_chunks(sorted(keys)):  # type: ignore[arg-type]
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
         for site in session.scalars(select(Site).where(Site.host.in_(chunk), Site.managed.is_(True))):
             delay = settings.crawl_delay if site.delay is None else float(site.delay)
             rules[site.host] = (delay, bool(site.obey_robots))

@@ -153,6 +153,21 @@ def test_guard_and_robots_make_errors_not_takedowns(settings: Settings, sessions
             recheck_matches(settings, sessions, [999])
 
 
+def test_a_managed_sites_settings_apply(settings: Settings, sessions: sessionmaker[Session]) -> None:
+    """A monitored site's allow_private lets its pages be re-checked; its delay and robots choice are used."""
+    from crawler.sites import SiteSpec, add_site
+
+    with serve_live_site(robots="User-agent: *\nDisallow: /\n") as site:
+        for number, path in enumerate(["/a.html", "/b.html", "/c.html"]):
+            site.set(path, _markup(f"第{number}章", CHAPTERS[number].split("\n")))
+        matches = _copies(sessions, settings, site)
+        with session_scope(sessions) as session:
+            add_site(session, SiteSpec("mine", (site.url("/"),), allow_private=True, obey_robots=False))
+        summary = recheck_matches(settings, sessions, matches.values())
+    assert dict(summary.outcomes) == {"present": 3}
+    assert "/robots.txt" not in [path for path, _ in site.requests]  # the site ignores robots.txt
+
+
 def test_statuses_and_dead_hosts(settings: Settings, sessions: sessionmaker[Session]) -> None:
     """451 is a takedown (unavailable for legal reasons), 503 is not (the site may be down for a while); a host
     that no longer exists is gone (the fetcher is a stand-in here: a real DNS query would leave the machine)."""
