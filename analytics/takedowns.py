@@ -85,7 +85,7 @@ def takedown_stats(session: Session, by: Grouping = "all") -> list[TakedownRow]:
     postgres = session.get_bind().dialect.name == "postgresql"
     # grouping sorts by the key (percentile_cont needs sorted groups): byte order, not the locale's collation
     key = (_key(by).collate("C") if postgres and by != "all" else _key(by)).label("key")
-    counts = [func.count(), func.count(Match.recheck_state), func.count(Match.taken_down_at)]
+    counts: list[Any] = [func.count(), func.count(Match.recheck_state), func.count(Match.taken_down_at)]
     if postgres:  # one pass: percentile_cont skips the NULL durations of matches not taken down
         seconds = _seconds(session)
         counts += [func.percentile_cont(0.5).within_group(seconds), func.percentile_cont(0.9).within_group(seconds)]
