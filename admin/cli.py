@@ -706,7 +706,7 @@ def _serve_warnings(context: Context, host: str, *, debug: bool, production: boo
 @click.option("--concurrency", "-c", default=0, type=int, help="Worker processes (default: one per core).")
 @click.option("--loglevel", default="INFO", show_default=True)
 @click.option("--beat", is_flag=True, help="Also run the scheduler: periodic upkeep (`fptrack maintain`) and the crawls of "
-              "monitored sites when due (`fptrack sites`); one per cluster.")  # fmt: skip
+              "monitored sites when due (`fptrack sites`), the takedown re-checks (`fptrack takedowns`); one per cluster.")  # fmt: skip
 @pass_context
 @friendly_errors
 def worker(context: Context, concurrency: int, loglevel: str, beat: bool) -> None:
@@ -759,6 +759,10 @@ main.add_command(review)
 from admin.cli_sites import sites
 
 main.add_command(sites)
+
+from admin.cli_takedowns import takedowns
+
+main.add_command(takedowns)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -46,6 +46,7 @@ __all__ = [
     "process_pages",
     "recompare_pages",
     "record_matches",
+    "verify_chapters",
 ]
 
 MAX_CANDIDATES = 12
@@ -340,6 +341,21 @@ def compare_document(
     return _compare_batch(session, [document], settings, ignored=[ignored_codes])[0]
 
 
+def verify_chapters(session: Session, document: Document, chapter_ids: Collection[int]) -> dict[int, Verdict]:
+    """The verdict of ``document`` against each of the given chapters (chapter id -> verdict), whether or not the
+    index would rank them among its candidates: the takedown re-check asks whether a page still copies the chapter
+    a match names. Hashes shared by many chapters are ignored as in :func:`compare_document`; nothing is stored."""
+    chapters = load_chapters(session, chapter_ids)
+    if not document.text or not chapters:
+        return {}
+    holders = _Holders.fetch(session, [document], owner="chapter")
+    ignore = _ignore_mask(document, _common_codes(document, holders))
+    return {
+        chapter_id: verify(document, chapter, chapter_document(chapter.text), (), ignore)
+        for chapter_id, chapter in chapters.items()
+    }
+
+
 # ------------------------------------------------------------------------------------------------- pages
 
 
@@ -433,7 +449,8 @@ def record_matches(
     session: Session, pages: Sequence[tuple[int, str]], verdicts: Sequence[Sequence[Verdict]]
 ) -> list[PageOutcome]:
     """Upsert the flagged verdicts of each ``(page id, url)`` as matches; drop machine-made matches that no longer
-    hold. A match keeps its ``first_seen`` and a reviewer's decision across re-crawls and re-comparisons."""
+    hold, unless a takedown re-check followed them (their history is the record of the takedown). A match keeps its
+    ``first_seen`` and a reviewer's decision across re-crawls and re-comparisons."""
     page_ids = [page_id for page_id, _ in pages]
     existing: dict[tuple[int, int], Match] = {}
     for chunk in id_chunks(page_ids):
@@ -469,7 +486,8 @@ def record_matches(
             match.last_seen = now
             matched.append(verdict.chapter_id)
         outcomes.append(PageOutcome(page_id, url, tuple(matched)))
-    stale = [m.id for m in existing.values() if m.status in machine_made]
+    # a match with takedown history (crawler/recheck.py) stays: the next re-check records the copy removed
+    stale = [m.id for m in existing.values() if m.status in machine_made and m.recheck_state is None]
     for chunk in id_chunks(stale):
         session.execute(delete(Match).where(Match.id.in_(chunk)))
     session.flush()

@@ -69,6 +69,8 @@ def configure(settings: Settings) -> Celery:
             "fptrack-sweep": {"task": "fptrack.sweep", "schedule": float(settings.sweep_every)},
             # monitoring: due site crawls (crawler/tasks.py), each in a process of its own
             "fptrack-monitor": {"task": "fptrack.start_due_crawls", "schedule": float(settings.schedule_every)},
+            # takedown verification: the pages of flagged and confirmed matches fetched again (crawler/recheck.py)
+            "fptrack-recheck": {"task": "fptrack.recheck_takedowns", "schedule": float(settings.recheck_every)},
         },
         include=["crawler.tasks"],
     )

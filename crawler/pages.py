@@ -20,7 +20,8 @@ class CrawledPage:
     ``text`` is the extracted main text, paragraphs separated by ``"\\n"``, only whitespace tidied (the
     fingerprint stage normalises; match offsets refer to this exact string). It is ``''`` for non-200
     responses and non-text bodies, and ``error`` then says why. ``note`` says what was cut or repaired on a page
-    that has text (text over the character cap, links over the link cap, nesting flattened), ``'; '``-joined.
+    that has text (text over the character cap, links over the link cap, nesting flattened), ``'; '``-joined. ``not_modified`` marks a 304 answer to a
+    conditional request: the page as stored is still current.
     """
 
     url: str
@@ -34,6 +35,11 @@ class CrawledPage:
     fetched_at: datetime
     error: str = ""
     note: str = ""
+    # validators of a 200 response (sent back on the next crawl: conditional requests, crawler/conditional.py)
+    etag: str = ""
+    last_modified: str = ""
+    # a 304 to a conditional request: the stored page is still current (nothing else of this value is meaningful)
+    not_modified: bool = False
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,10 @@ def charset_from_meta(body: bytes) -> str | None:
     return match.group(1).decode("ascii", errors="ignore") if match else None
 
 
+def _header(response: Response, name: bytes) -> str:
+    return (response.headers.get(name) or b"").decode("latin-1").strip()
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -101,11 +105,18 @@ def parse_response(
         "snapshot_sha256": _sha256(body),
         "fetched_at": fetched_at,
     }
+    if response.status == 200:  # the validators a conditional re-crawl sends back
+        common["etag"] = _header(response, b"ETag")[:300]
+        common["last_modified"] = _header(response, b"Last-Modified")[:100]
 
     def without_text(error: str) -> ParsedResponse:
         page = CrawledPage(encoding="", title="", text="", content_sha256=_sha256(b""), error=error, **common)  # type: ignore[arg-type]
         return ParsedResponse(page=page, links=())
 
+    if response.status == 304:
+        page = CrawledPage(encoding="", title="", text="", content_sha256="", error="not modified",
+                           not_modified=True, **common)  # type: ignore[arg-type]  # fmt: skip
+        return ParsedResponse(page=page, links=())
     if response.status != 200:
         return without_text(f"HTTP {response.status}")
     if is_binary_media_type(mime):

@@ -111,6 +111,7 @@ def scrapy_settings(
             "crawler.guard.PrivateAddressGuard": 60,
             # process_response runs from the highest number down: it sees a 3xx before RedirectMiddleware (600)
             "crawler.middlewares.RefuseRedirectLoops": 650,
+            "crawler.conditional.ConditionalRequests": 70,
         },
         "EXTENSIONS": {"crawler.middlewares.SkipBinaryBodies": 100},
         "ITEM_PIPELINES": {

@@ -41,8 +41,9 @@ class PageSpider(scrapy.Spider):
 
     name = "fptrack-pages"
     # Error pages are pages too: they reach parse() instead of being filtered (3xx stay with the
-    # redirect middleware, which ignores statuses listed here).
-    handle_httpstatus_list: ClassVar[list[int]] = list(range(400, 600))
+    # redirect middleware, which ignores statuses listed here; 304 is no redirect: the answer to a conditional
+    # request, crawler/conditional.py).
+    handle_httpstatus_list: ClassVar[list[int]] = [304, *range(400, 600)]  # 304: a conditional re-crawl
 
     def __init__(
         self,

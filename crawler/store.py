@@ -9,6 +9,10 @@ Dedupe by content: a page fetched again with the same status and the same text k
 and ``compared_at`` and is not compared again ("unchanged"); a page whose text changed loses ``compared_at`` and
 is compared again (its matches keep their history). A page that was stored and never compared (a lost task, a
 dead worker) is handed on again whatever its content.
+
+Conditional re-crawls (:mod:`crawler.conditional`): a page's ``ETag`` and ``Last-Modified`` are stored with it
+(:meth:`PageStore.validators` reads them back for the next request); a ``304 Not Modified`` answer keeps the page as
+stored (text, fingerprints, matches, ``compared_at``), moves its ``fetched_at`` and counts as unchanged.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
-from sqlalchemy import case, literal, null
+from sqlalchemy import case, literal, null, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
@@ -89,6 +93,15 @@ class PageStore:
         for future in pending:
             future.result()
 
+    def validators(self, url: str) -> tuple[str, str]:
+        """``(etag, last_modified)`` of the stored page at ``url`` (``''`` for none): what a conditional request
+        sends back. Only a page stored from a 200 response has them."""
+        with session_scope(self.sessions) as session:
+            row = session.execute(
+                select(Page.etag, Page.last_modified).where(Page.url == url[:2048], Page.status == 200)
+            ).first()
+        return (str(row[0] or ""), str(row[1] or "")) if row is not None else ("", "")
+
     def _store(self, batch: list[CrawledPage]) -> None:
         with session_scope(self.sessions) as session:
             to_compare = self._write(session, batch)
@@ -99,6 +112,10 @@ class PageStore:
     def _write(self, session: Session, batch: Sequence[CrawledPage]) -> list[int]:
         # one row per URL: a batch may hold a URL twice (a start URL that is also linked): the last fetch wins
         latest = {page.url: page for page in batch}
+        to_compare = self._touch_not_modified(session, [p for p in latest.values() if p.not_modified])
+        latest = {url: page for url, page in latest.items() if not page.not_modified}
+        if not latest:
+            return to_compare
         keys = {url: site_of(page.final_url) or site_of(url) for url, page in latest.items()}
         sites = site_ids(session, keys.values())
         now = utcnow()
@@ -124,6 +141,8 @@ class PageStore:
                     # nothing to compare: done as soon as stored (the sweep never waits for it)
                     "compared_at": None if comparable else now,
                     "template_masked": False,
+                    "etag": page.etag,
+                    "last_modified": page.last_modified,
                 }
             )
         dialect = session.get_bind().dialect.name
@@ -154,10 +173,11 @@ class PageStore:
                 ),
                 "fingerprinted_at": case((unchanged, Page.fingerprinted_at), else_=null()),
                 "template_masked": case((unchanged, Page.template_masked), else_=literal(False)),
+                "etag": new.etag,
+                "last_modified": new.last_modified,
             },
         ).returning(Page.id, Page.url, Page.compared_at)
         comparable = {row["url"] for row in rows if row["compared_at"] is None}
-        to_compare = []
         for page_id, url, compared_at in session.execute(statement):
             self.counts.page_ids.add(int(page_id))
             if compared_at is None:
@@ -169,3 +189,26 @@ class PageStore:
                 self.counts.stored += 1
         self.counts.site_ids.update(v for v in sites.values())
         return sorted(to_compare)
+
+    def _touch_not_modified(self, session: Session, pages: Sequence[CrawledPage]) -> list[int]:
+        """Pages answered ``304 Not Modified``: only ``fetched_at`` (and the crawl job) move; unchanged. A page
+        stored and never compared (a lost task) is handed on again, as a fetch with the same content would be."""
+        to_compare: list[int] = []
+        for page in pages:
+            row = session.execute(
+                update(Page)
+                .where(Page.url == page.url[:2048])
+                .values(fetched_at=page.fetched_at, crawl_job_id=self.job_id)
+                .returning(Page.id, Page.compared_at, Page.site_id)
+            ).first()
+            if row is None:
+                continue  # a 304 for a page never stored: nothing to keep
+            self.counts.page_ids.add(int(row[0]))
+            if row[2] is not None:
+                self.counts.site_ids.add(int(row[2]))
+            if row[1] is None:
+                to_compare.append(int(row[0]))
+                self.counts.stored += 1
+            else:
+                self.counts.unchanged += 1
+        return to_compare

@@ -20,7 +20,7 @@ from typing import Any
 from compare.tasks import _sessions, _settings, celery
 from storage.db import session_scope
 
-__all__ = ["start_due_crawls"]
+__all__ = ["recheck_takedowns", "start_due_crawls"]
 
 log = logging.getLogger(__name__)
 _children: list[subprocess.Popen[bytes]] = []
@@ -68,3 +68,18 @@ def start_due_crawls() -> dict[str, Any]:
         log.info("started the scheduled crawl of site %s (pid %d)", name, child.pid)
         started.append(name)
     return {"started": started, "dead_jobs_failed": failed}
+
+
+@celery.task(name="fptrack.recheck_takedowns")  # type: ignore[untyped-decorator]
+def recheck_takedowns() -> dict[str, object]:
+    """Re-check the pages of flagged and confirmed matches that are due (crawler/recheck.py): one run at a time
+    (the ``recheck:takedowns`` claim); a run that finds the claim held does nothing."""
+    from crawler.recheck import run_due_rechecks
+
+    summary = run_due_rechecks(_settings(), _sessions())
+    if summary.skipped:
+        log.info("takedown re-checks skipped: %s", summary.skipped)
+    else:
+        log.info("takedown re-checks: %d match(es) on %d page(s): %s", summary.matches, summary.pages,
+                 dict(summary.outcomes))  # fmt: skip
+    return summary.as_json()

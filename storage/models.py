@@ -47,6 +47,7 @@ __all__ = [
     "CRAWL_JOB_STATUSES",
     "RENDER_JS_MODES",
     "REVIEW_DECISIONS",
+    "TAKEDOWN_OUTCOMES",
     "USER_ROLES",
     "ApiToken",
     "Base",
@@ -68,6 +69,7 @@ __all__ = [
     "SimhashHotRow",
     "SimhashIndexRow",
     "Site",
+    "TakedownCheck",
     "User",
     "Work",
     "code_index_cascade_ddl",
@@ -106,6 +108,7 @@ CRAWL_JOB_STATUSES = tuple(s.value for s in CrawlJobStatus)
 RENDER_JS_MODES = ("auto", "yes", "no")
 # a re-check of a page with a flagged or confirmed match: the copy is still there, the page changed and no longer
 # copies the chapter, the page is gone (404/410, no such host), or the check could not tell (refused, timeout, 5xx)
+TAKEDOWN_OUTCOMES = ("present", "gone", "removed", "error")
 REVIEW_DECISIONS = tuple(s.value for s in MatchStatus)
 
 # code_index.owner: which side of the comparison a code belongs to
@@ -262,6 +265,9 @@ class Page(Base):
     error: Mapped[str] = mapped_column(Text, default="", server_default="")
     # what the crawler cut or repaired (text over FPTRACK_MAX_PAGE_CHARS, links over the cap, nesting flattened)
     note: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # validators of the last 200 response, sent back on the next crawl (If-None-Match / If-Modified-Since)
+    etag: Mapped[str] = mapped_column(String(300), default="", server_default="")
+    last_modified: Mapped[str] = mapped_column(String(100), default="", server_default="")
     fingerprinted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # How far the page got: stored (compared_at NULL) -> fingerprinted -> compared. A page stored with text and
     # never compared is picked up again by the sweep (compare.pipeline.sweep_pending_pages).
@@ -453,6 +459,9 @@ class Match(Base):
         Index("ix_matches_status_first_seen", "status", "first_seen"),
         # the admin's review list: newest first without a status filter
         Index("ix_matches_first_seen", "first_seen"),
+        # takedown re-checks: the matches due (crawler/recheck.py) and the takedown figures (analytics/takedowns.py)
+        Index("ix_matches_status_rechecked_at", "status", "rechecked_at"),
+        Index("ix_matches_recheck_state_taken_down_at", "recheck_state", "taken_down_at"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -465,10 +474,35 @@ class Match(Base):
     status: Mapped[str] = mapped_column(String(20), default=MatchStatus.FLAGGED.value)
     first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # takedown re-checks (crawler/recheck.py): the latest check, its outcome (one of TAKEDOWN_OUTCOMES; NULL =
+    # never checked) and the first check that found the copy gone or removed (cleared when it comes back)
+    rechecked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    recheck_state: Mapped[str | None] = mapped_column(String(10))
+    taken_down_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     page: Mapped[Page] = relationship()
     work: Mapped[Work] = relationship()
     chapter: Mapped[Chapter] = relationship()
+
+
+class TakedownCheck(Base):
+    """One re-check of a match's page: what it found (``outcome``, one of :data:`TAKEDOWN_OUTCOMES`), the HTTP
+    status when there was a response, and why (``detail``). History: the match carries the latest."""
+
+    __tablename__ = "takedown_checks"
+    __table_args__ = (
+        CheckConstraint(
+            "outcome IN (" + ", ".join(f"'{o}'" for o in TAKEDOWN_OUTCOMES) + ")", name="known_outcome"
+        ),
+        Index("ix_takedown_checks_match_id_checked_at", "match_id", "checked_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    match_id: Mapped[int] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"))
+    checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    outcome: Mapped[str] = mapped_column(String(10))
+    http_status: Mapped[int | None] = mapped_column(SmallInteger)
+    detail: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class ReviewDecision(Base):

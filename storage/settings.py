@@ -31,8 +31,11 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_CRAWL_OBEY_ROBOTS`` | ``true`` | crawls obey robots.txt (a site's ``obey_robots`` setting wins) |
 | ``FPTRACK_ALLOW_PRIVATE_HOSTS`` | unset | comma-separated hosts (``host``, ``host:port``) or networks (``10.0.0.0/8``) a crawl may reach although they are private, loopback, link-local... (``crawler.guard``) |
 | ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
-| ``FPTRACK_SCHEDULE_EVERY`` | ``30`` | seconds between two looks for due site crawls and re-checks (``fptrack worker --beat``) |
-| ``FPTRACK_CRAWL_STALE_SECONDS`` | ``120`` | a site crawl whose process gave no sign of life this long is marked failed (it died) |
+| ``FPTRACK_SCHEDULE_EVERY`` | ``30`` | seconds between two looks for due site crawls (``fptrack worker --beat``) |
+| ``FPTRACK_CRAWL_STALE_SECONDS`` | ``120`` | a site crawl whose process gave no sign of life this long is marked failed (it died); the same for a takedown re-check run's claim |
+| ``FPTRACK_RECHECK_EVERY`` | ``86400`` | seconds between two runs of the takedown re-checks (``fptrack worker --beat``) |
+| ``FPTRACK_RECHECK_AFTER`` | ``72000`` | a flagged or confirmed match not re-checked for this many seconds is due (20 h: a daily run takes every match) |
+| ``FPTRACK_RECHECK_LIMIT`` | ``2000`` | matches re-checked at most per run, the longest unchecked first |
 | ``FPTRACK_ADMIN_HOSTS`` | ``localhost,127.0.0.1,::1`` | host names the admin answers to (``Host`` header, and ``Origin``/``Referer`` of every POST) |
 | ``FPTRACK_ADMIN_SECURE_COOKIES`` | auto | ``true``: the session cookie is ``Secure`` (HTTPS only); auto = true unless every admin host is loopback |
 | ``FPTRACK_ADMIN_TRUSTED_PROXIES`` | unset | addresses or networks (``10.0.0.0/8``) of the reverse proxies in front of the admin |
@@ -117,6 +120,9 @@ class Settings:
     user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
     schedule_every: float = 30.0
     crawl_stale_seconds: float = 120.0
+    recheck_every: float = 86400.0
+    recheck_after: float = 72000.0
+    recheck_limit: int = 2000
     admin_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     admin_secure_cookies: bool | None = None
     admin_trusted_proxies: tuple[str, ...] = ()
@@ -160,6 +166,9 @@ class Settings:
             ("FPTRACK_CRAWL_DELAY", self.crawl_delay, 0, "a number of seconds >= 0"),
             ("FPTRACK_SCHEDULE_EVERY", self.schedule_every, 1, "a number of seconds >= 1"),
             ("FPTRACK_CRAWL_STALE_SECONDS", self.crawl_stale_seconds, 5, "a number of seconds >= 5"),
+            ("FPTRACK_RECHECK_EVERY", self.recheck_every, 1, "a number of seconds >= 1"),
+            ("FPTRACK_RECHECK_AFTER", self.recheck_after, 0, "a number of seconds >= 0"),
+            ("FPTRACK_RECHECK_LIMIT", self.recheck_limit, 1, "an integer >= 1"),
         ]
         for name, value, minimum, expected in checks:
             if value < minimum:
@@ -232,6 +241,9 @@ class Settings:
             user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
             schedule_every=_float(env, "FPTRACK_SCHEDULE_EVERY", 30.0),
             crawl_stale_seconds=_float(env, "FPTRACK_CRAWL_STALE_SECONDS", 120.0),
+            recheck_every=_float(env, "FPTRACK_RECHECK_EVERY", 86400.0),
+            recheck_after=_float(env, "FPTRACK_RECHECK_AFTER", 72000.0),
+            recheck_limit=_int(env, "FPTRACK_RECHECK_LIMIT", 2000),
             admin_hosts=_list(env, "FPTRACK_ADMIN_HOSTS") or LOOPBACK_HOSTS,
             admin_secure_cookies=_optional_bool(env, "FPTRACK_ADMIN_SECURE_COOKIES"),
             admin_trusted_proxies=_list(env, "FPTRACK_ADMIN_TRUSTED_PROXIES"),

@@ -1,0 +1,236 @@
+"""``fptrack takedowns``: whether the copies found were taken down. The re-checks are :mod:`crawler.recheck`, the
+figures :mod:`analytics.takedowns`; this module only parses options and presents what they return. Attached to
+the main group at the bottom of ``admin.cli`` (like ``admin.cli_sites``, it does not import ``admin.cli`` at import
+time, and receives the CLI's context object through ``click.pass_obj``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+from sqlalchemy import or_, select
+
+__all__ = ["takedowns"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+pass_context = click.pass_obj
+STATES = ("present", "gone", "removed", "error", "unchecked", "down")
+LIST_COLUMNS = (
+    "id", "page_url", "work_id", "work_title", "status", "state", "first_seen", "rechecked_at", "taken_down_at",
+    "time_to_takedown_seconds",
+)  # fmt: skip
+
+
+def friendly_errors(command: F) -> F:
+    """:class:`crawler.recheck.RecheckError` is the CLI's one-line ``error:``; the rest goes through
+    ``admin.cli.friendly_errors``."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from admin.cli import CliError
+        from admin.cli import friendly_errors as shared
+        from crawler.recheck import RecheckError
+
+        def run() -> Any:
+            try:
+                return command(*args, **kwargs)
+            except RecheckError as error:
+                raise CliError(str(error)) from None
+
+        return shared(run)()
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    moment = _aware(moment)
+    return moment.isoformat(timespec="seconds") if moment is not None else None
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m {secs}s" if minutes else f"{secs}s"
+
+
+@click.group(invoke_without_command=True)
+@click.option("--state", type=click.Choice(STATES), help="Only matches in this state ('down': gone or removed now).")
+@click.option("--work", "work_id", type=int, help="Only matches of this work id.")
+@click.option("--domain", help="Only pages on this host (e.g. pirate.example or 127.0.0.1:8000).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.pass_context
+def takedowns(ctx: click.Context, state: str | None, work_id: int | None, domain: str | None, fmt: str) -> None:
+    """Whether the copies found were taken down: the flagged and confirmed matches with their latest re-check.
+
+    \b
+      fptrack takedowns                      every match: state, first seen, taken down at, time to takedown
+      fptrack takedowns --state gone --format csv
+      fptrack takedowns check                re-check the matches that are due now
+      fptrack takedowns check --match 12     re-check match 12 now
+      fptrack takedowns stats --by host      takedown rate and time to takedown per site
+
+    States: present (the copy is still there), gone (404/410/451 or no such host), removed (the page is there,
+    the copy is not), error (the check could not tell), unchecked. JSON is one object per line with id, page_url,
+    work_id, work_title, status, state, first_seen, rechecked_at, taken_down_at, time_to_takedown_seconds; CSV has
+    the same columns. Settings: docs/monitoring.md."""
+    if ctx.invoked_subcommand is not None:
+        return
+    _list(ctx.obj, state, work_id, domain, fmt)
+
+
+@friendly_errors
+def _list(context: Any, state: str | None, work_id: int | None, domain: str | None, fmt: str) -> None:
+    from crawler.recheck import RECHECKED_STATUSES
+    from storage.models import Match, Page, Work
+
+    query = (
+        select(Match, Page.url, Work.title)
+        .join(Page, Page.id == Match.page_id)
+        .join(Work, Work.id == Match.work_id)
+        .where(or_(Match.status.in_(RECHECKED_STATUSES), Match.recheck_state.is_not(None)))
+    )
+    if state == "unchecked":
+        query = query.where(Match.recheck_state.is_(None))
+    elif state == "down":
+        query = query.where(Match.taken_down_at.is_not(None))
+    elif state is not None:
+        query = query.where(Match.recheck_state == state)
+    if work_id is not None:
+        query = query.where(Match.work_id == work_id)
+    if domain:
+        query = query.where(Page.host == domain.strip().lower())
+    records = []
+    with context.session() as session:
+        for match, url, title in session.execute(query.order_by(Match.first_seen, Match.id)):
+            first_seen, down = _aware(match.first_seen), _aware(match.taken_down_at)
+            records.append({
+                "id": match.id, "page_url": url, "work_id": match.work_id, "work_title": title,
+                "status": match.status, "state": match.recheck_state or "unchecked", "first_seen": _iso(first_seen),
+                "rechecked_at": _iso(match.rechecked_at), "taken_down_at": _iso(down),
+                "time_to_takedown_seconds": (
+                    round((down - first_seen).total_seconds(), 1) if down is not None and first_seen else None
+                ),
+            })  # fmt: skip
+    if fmt == "json":
+        for record in records:
+            click.echo(json.dumps(record, ensure_ascii=False))
+    elif fmt == "csv":
+        from admin.exports import csv_lines
+
+        for line in csv_lines(LIST_COLUMNS, records):
+            click.echo(line, nl=False)
+    elif not records:
+        click.echo("no matches to follow" + (f" in state {state}" if state else ""))
+    else:
+        from admin.cli import _print_table
+
+        _print_table(
+            ["id", "page", "state", "first seen", "taken down at", "time to takedown"],
+            [
+                (r["id"], r["page_url"], r["state"], (r["first_seen"] or "")[:19], (r["taken_down_at"] or "-")[:19],
+                 _duration(r["time_to_takedown_seconds"]))
+                for r in records
+            ],
+        )
+
+
+@takedowns.command("check")
+@click.option("--match", "match_ids", multiple=True, type=int, metavar="ID",
+              help="Re-check this match now (repeatable); default: every match that is due.")  # fmt: skip
+@click.option("--allow-private-host", "allow_private", multiple=True, metavar="HOST",
+              help="Let pages on HOST (host, host:port or network) be fetched although it is private or loopback.")  # fmt: skip
+@click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
+@pass_context
+@friendly_errors
+def takedowns_check(context: Any, match_ids: tuple[int, ...], allow_private: tuple[str, ...], quiet: bool) -> None:
+    """Re-check now whether copies were taken down: fetch their pages again (guarded, polite) and record each
+    match as present, gone, removed or error.
+
+    Without --match: the flagged and confirmed matches not re-checked for FPTRACK_RECHECK_AFTER seconds (at most
+    FPTRACK_RECHECK_LIMIT), as the scheduler does; skipped when a scheduled run is under way."""
+    from crawler.guard import PrivateAddressPolicy
+    from crawler.recheck import RecheckProgress, recheck_matches, run_due_rechecks
+
+    try:
+        PrivateAddressPolicy.from_entries(allow_private)
+    except ValueError as error:
+        raise click.UsageError(f"--allow-private-host: {error}") from None
+    settings = context.settings
+    if allow_private:
+        settings = settings.with_overrides(allow_private_hosts=(*settings.allow_private_hosts, *allow_private))
+    sessions = context.sessions()
+
+    def progress(update: RecheckProgress) -> None:
+        if not quiet:
+            click.echo(f"[{update.done}/{update.total}] {update.url}: {', '.join(sorted(set(update.outcomes)))}")
+
+    if match_ids:
+        summary = recheck_matches(settings, sessions, match_ids, progress=progress)
+    else:
+        summary = run_due_rechecks(settings, sessions, progress=progress)
+    if summary.skipped:
+        click.echo(f"nothing re-checked: {summary.skipped}")
+        return
+    if not summary.matches:
+        click.echo("no match is due for a re-check")
+        return
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(summary.outcomes.items()))
+    click.echo(
+        f"re-checked {summary.matches} match(es) on {summary.pages} page(s): {counts}; "
+        f"{summary.newly_taken_down} newly taken down"
+    )
+
+
+@takedowns.command("stats")
+@click.option("--by", "grouping", type=click.Choice(["all", "host", "work"]), default="all", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@pass_context
+@friendly_errors
+def takedowns_stats(context: Any, grouping: str, fmt: str) -> None:
+    """Takedown rate and time to takedown (median, 90th percentile), overall or per site or work.
+
+    Columns: key, matches (flagged and confirmed), checked, taken_down, rate (taken_down / checked),
+    median_seconds, p90_seconds (first seen to the first check that found the copy down)."""
+    from analytics.takedowns import TAKEDOWN_COLUMNS, takedown_stats
+
+    with context.session() as session:
+        rows = takedown_stats(session, grouping)  # type: ignore[arg-type]
+    if fmt == "json":
+        for row in rows:
+            click.echo(json.dumps(row.as_json(), ensure_ascii=False))
+    elif fmt == "csv":
+        from admin.exports import csv_lines
+
+        for line in csv_lines(TAKEDOWN_COLUMNS, (row.as_json() for row in rows)):
+            click.echo(line, nl=False)
+    elif not rows:
+        click.echo("no matches yet")
+    else:
+        from admin.cli import _print_table
+
+        _print_table(
+            [grouping, "matches", "checked", "taken down", "rate", "median", "p90"],
+            [
+                (r.key, r.matches, r.checked, r.taken_down, "-" if r.rate is None else f"{r.rate:.0%}",
+                 _duration(r.median_seconds), _duration(r.p90_seconds))
+                for r in rows
+            ],
+        )

@@ -1,0 +1,243 @@
+"""A plain HTTP client for one-off fetches outside Scrapy (takedown re-checks), behind the same private-address
+guard and politeness as a crawl.
+
+Why not Scrapy: a re-check fetches one known URL per page, no links, a few hundred pages a day spread over many
+sites; Scrapy's reactor runs once per process, so every re-check would need a process of its own (as scheduled
+crawls do) to fetch a handful of pages. A blocking client runs inside the Celery task or the CLI command, and what
+the crawl gets from Scrapy is done here the same way, with the crawler's own parts:
+
+- the guard: the host is resolved once (every address, IPv4 and IPv6), :meth:`PrivateAddressPolicy.refusal`
+  decides, and the connection goes to the address that was checked (pinned: a DNS answer that changes between the
+  check and the connection, DNS rebinding, cannot redirect it). Every redirect hop is checked again;
+- politeness: robots.txt (the ``fptrack`` user agent, else ``*``) when the site obeys it, the site's delay (and a
+  robots ``Crawl-delay``) between two requests to one site, ``FPTRACK_USER_AGENT``, the crawl timeout and the
+  body size cap.
+
+Limits: HTTP proxies from the environment are not used (a re-check connects directly); bodies are not
+decompressed (``Accept-Encoding: identity`` is sent).
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import socket
+import ssl
+import time
+import urllib.robotparser
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urljoin, urlsplit
+
+from crawler.guard import IPAddress, PrivateAddressPolicy
+from storage.settings import Settings
+from storage.sites import site_of
+
+__all__ = ["FetchFailure", "FetchResult", "GuardedFetcher", "NoSuchHost"]
+
+MAX_REDIRECTS = 10
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+
+class FetchFailure(Exception):
+    """A fetch that got no usable response; ``str()`` is the one-line reason recorded with the check."""
+
+
+class NoSuchHost(FetchFailure):
+    """The host name does not exist (DNS says so, not a temporary failure): for a re-check, the page is gone."""
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """The final response of a fetch (after redirects)."""
+
+    url: str  # the URL as requested
+    final_url: str
+    status: int
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+
+
+@dataclass
+class _SitePoliteness:
+    robots: urllib.robotparser.RobotFileParser | None
+    delay: float
+    last_request: float = field(default=float("-inf"))
+
+
+def _resolve(host: str, port: int) -> list[IPAddress]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        if error.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)):
+            raise NoSuchHost(f"DNS lookup failed (no such host {host})") from None
+        raise FetchFailure(f"DNS lookup of {host} failed: {error.strerror or error}") from None
+    except UnicodeError:
+        raise NoSuchHost(f"DNS lookup failed (bad host name {host!r})") from None
+    found: dict[str, IPAddress] = {}
+    for info in infos:
+        text = str(info[4][0]).split("%", 1)[0]
+        try:
+            found.setdefault(text, ipaddress.ip_address(text))
+        except ValueError:
+            continue
+    if not found:
+        raise NoSuchHost(f"DNS lookup failed (no address for {host})")
+    return list(found.values())
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    """An HTTP connection to ``address``, whatever ``host`` resolves to now (the ``Host`` header stays ``host``)."""
+
+    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """As :class:`_PinnedHTTP`, over TLS, the certificate checked against ``host`` (SNI too)."""
+
+    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self._address = address
+
+    def connect(self) -> None:
+        raw = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(raw, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+class GuardedFetcher:
+    """Fetch URLs one at a time, guarded and polite (see the module docstring).
+
+    ``policy`` says which private hosts may be reached; ``politeness(site_key)`` gives a site's ``(delay,
+    obey_robots)``. ``sleep`` and ``clock`` are injectable so tests need not wait."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        policy: PrivateAddressPolicy,
+        politeness: Callable[[str], tuple[float, bool]],
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.policy = policy
+        self.politeness = politeness
+        self.sleep = sleep
+        self.clock = clock
+        self._sites: dict[str, _SitePoliteness] = {}
+
+    def fetch(self, url: str) -> FetchResult:
+        """GET ``url``, following redirects (each hop guarded and allowed by robots.txt); :class:`FetchFailure`
+        (or :class:`NoSuchHost`) with the reason when there is no response to judge."""
+        current = url
+        for _ in range(MAX_REDIRECTS + 1):
+            self._check_robots(current)
+            status, headers, body = self._request(current)
+            location = headers.get("location")
+            if status in _REDIRECTS and location:
+                current = urljoin(current, location)
+                continue
+            return FetchResult(url=url, final_url=current, status=status, headers=headers, body=body)
+        raise FetchFailure(f"more than {MAX_REDIRECTS} redirects")
+
+    # ------------------------------------------------------------------------------------------ politeness
+
+    def _site(self, url: str) -> _SitePoliteness:
+        key = site_of(url)
+        site = self._sites.get(key)
+        if site is None:
+            delay, obey_robots = self.politeness(key)
+            site = _SitePoliteness(robots=None, delay=delay)
+            self._sites[key] = site
+            if obey_robots:
+                site.robots = self._robots(url, site)
+                crawl_delay = site.robots.crawl_delay("fptrack")
+                if crawl_delay:
+                    site.delay = max(site.delay, float(crawl_delay))
+        return site
+
+    def _robots(self, url: str, site: _SitePoliteness) -> urllib.robotparser.RobotFileParser:
+        """The site's robots.txt as Scrapy treats it: missing or unreachable allows everything."""
+        parts = urlsplit(url)
+        robots_url = f"{parts.scheme}://{parts.netloc}/robots.txt"
+        parser = urllib.robotparser.RobotFileParser(robots_url)
+        try:
+            status, _, body = self._request(robots_url, site)
+        except FetchFailure:
+            status, body = 404, b""
+        if status == 200:
+            parser.parse(body.decode("utf-8", errors="replace").splitlines())
+        else:
+            parser.parse([])
+        return parser
+
+    def _check_robots(self, url: str) -> None:
+        site = self._site(url)
+        if site.robots is not None and not site.robots.can_fetch("fptrack", url):
+            raise FetchFailure(f"forbidden by robots.txt: {url}")
+
+    def _wait_turn(self, site: _SitePoliteness) -> None:
+        wait = site.last_request + site.delay - self.clock()
+        if wait > 0:
+            self.sleep(wait)
+        site.last_request = self.clock()
+
+    # --------------------------------------------------------------------------------------------- requests
+
+    def _destination(self, url: str) -> tuple[str, str, int, str]:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme not in _DEFAULT_PORTS:
+            raise FetchFailure(f"refused by the private-address guard: {scheme}: URLs are never fetched")
+        host = (parts.hostname or "").lower()
+        if not host:
+            raise FetchFailure(f"no host in {url}")
+        try:
+            port = parts.port or _DEFAULT_PORTS[scheme]
+        except ValueError:
+            raise FetchFailure(f"refused by the private-address guard: bad port in {url}") from None
+        try:
+            addresses = [ipaddress.ip_address(host.strip("[]"))]
+        except ValueError:
+            addresses = _resolve(host, port)
+        reason = self.policy.refusal(host, port, addresses)
+        if reason is not None:
+            raise FetchFailure(reason)
+        return scheme, host, port, str(addresses[0])
+
+    def _request(self, url: str, site: _SitePoliteness | None = None) -> tuple[int, dict[str, str], bytes]:
+        scheme, host, port, address = self._destination(url)
+        self._wait_turn(site or self._site(url))
+        parts = urlsplit(url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        connection_type = _PinnedHTTPS if scheme == "https" else _PinnedHTTP
+        connection = connection_type(host, port, address, self.settings.crawl_timeout)
+        limit = self.settings.crawl_max_body_bytes
+        try:
+            connection.request(
+                "GET",
+                target,
+                headers={"User-Agent": self.settings.user_agent, "Accept-Encoding": "identity", "Accept": "*/*"},
+            )
+            response = connection.getresponse()
+            headers = {name.lower(): value for name, value in response.getheaders()}
+            body = response.read(limit + 1)
+        except ConnectionRefusedError:
+            raise FetchFailure("connection refused") from None
+        except TimeoutError:
+            raise FetchFailure(f"timed out after {self.settings.crawl_timeout:g} s") from None
+        except ssl.SSLError as error:
+            raise FetchFailure(f"TLS error: {error.reason or error}") from None
+        except (OSError, http.client.HTTPException) as error:
+            raise FetchFailure(f"connection lost: {type(error).__name__}: {error}") from None
+        finally:
+            connection.close()
+        if len(body) > limit:
+            raise FetchFailure("response larger than the download size cap (FPTRACK_CRAWL_MAX_BYTES)")
+        return response.status, headers, body
