@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -26,7 +26,11 @@ START_PAGE = "fptrack_start"  # request meta key: True on start requests (kept t
 class PageSpider(scrapy.Spider):
     """Fetch ``start_urls`` (depth 0) and the same-site links of every HTML page down to ``depth``;
     emit one :class:`CrawledPage` per response, at most ``max_pages``, and a :class:`CrawlFailure` per
-    request that got no response."""
+    request that got no response.
+
+    In a distributed crawl (:mod:`crawler.distributed`) ``take_page`` draws on the budget shared by all its
+    processes, and only the first process seeds the start URLs (``seed``); the others take requests from the
+    shared frontier."""
 
     name = "fptrack-pages"
     # Error pages are pages too: they reach parse() instead of being filtered (3xx stay with the
@@ -42,6 +46,8 @@ class PageSpider(scrapy.Spider):
         extra_sites: Sequence[str] = (),
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
+        take_page: Callable[[], bool] | None = None,
+        seed: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -54,6 +60,8 @@ class PageSpider(scrapy.Spider):
         self.include = [re.compile(pattern) for pattern in include]
         self.exclude = [re.compile(pattern) for pattern in exclude]
         self.pages_emitted = 0
+        self.take_page = take_page
+        self.seed = seed
 
     async def start(self) -> AsyncIterator[Request]:
         for request in self._start_requests():
@@ -63,6 +71,8 @@ class PageSpider(scrapy.Spider):
         yield from self._start_requests()
 
     def _start_requests(self) -> Iterator[Request]:
+        if not self.seed:
+            return
         for url in self.start_urls:
             yield self._request(url, start=True)
 
@@ -71,7 +81,7 @@ class PageSpider(scrapy.Spider):
         return Request(url, callback=self.parse, errback=self.on_error, meta=meta)
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[CrawledPage | Request]:
-        if self.pages_emitted >= self.max_pages:
+        if not self._take_page():
             self._inc("fptrack/responses_over_budget")
             return
         self.pages_emitted += 1
@@ -81,7 +91,7 @@ class PageSpider(scrapy.Spider):
             fetched_at=datetime.now(UTC),
         )
         yield parsed.page
-        if self.pages_emitted >= self.max_pages:
+        if self.take_page is None and self.pages_emitted >= self.max_pages:
             raise CloseSpider("max_pages")
         if response.meta.get("depth", 0) >= self.depth or not parsed.links:
             return
@@ -93,6 +103,12 @@ class PageSpider(scrapy.Spider):
                 yield self._request(url)
             else:
                 self._inc("fptrack/links_excluded")
+
+    def _take_page(self) -> bool:
+        """One page from the budget: this spider's own count, or the budget shared by a distributed crawl."""
+        if self.take_page is not None:
+            return self.take_page()
+        return self.pages_emitted < self.max_pages
 
     def wanted(self, url: str) -> bool:
         """The site's include/exclude patterns (``re.search``) on a link."""

@@ -31,6 +31,7 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
 | ``FPTRACK_SCHEDULE_EVERY`` | ``30`` | seconds between two looks for due site crawls and re-checks (``fptrack worker --beat``) |
 | ``FPTRACK_CRAWL_STALE_SECONDS`` | ``120`` | a site crawl whose process gave no sign of life this long is marked failed (it died) |
+| ``FPTRACK_CRAWL_REDIS_URL`` | the broker URL when it is ``redis://`` | Redis holding the shared frontier of distributed crawls (``fptrack crawl --distributed``, a site's ``distributed`` setting; ``crawler.distributed``) |
 | ``FPTRACK_ADMIN_HOSTS`` | ``localhost,127.0.0.1,::1`` | host names the admin answers to (``Host`` header, and ``Origin``/``Referer`` of every POST) |
 | ``FPTRACK_ADMIN_SECURE_COOKIES`` | auto | ``true``: the session cookie is ``Secure`` (HTTPS only); auto = true unless every admin host is loopback |
 | ``FPTRACK_ADMIN_TRUSTED_PROXIES`` | unset | addresses or networks (``10.0.0.0/8``) of the reverse proxies in front of the admin |
@@ -113,6 +114,7 @@ class Settings:
     user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
     schedule_every: float = 30.0
     crawl_stale_seconds: float = 120.0
+    crawl_redis_url: str | None = None
     admin_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     admin_secure_cookies: bool | None = None
     admin_trusted_proxies: tuple[str, ...] = ()
@@ -224,6 +226,7 @@ class Settings:
             user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
             schedule_every=_float(env, "FPTRACK_SCHEDULE_EVERY", 30.0),
             crawl_stale_seconds=_float(env, "FPTRACK_CRAWL_STALE_SECONDS", 120.0),
+            crawl_redis_url=(env.get("FPTRACK_CRAWL_REDIS_URL") or "").strip() or None,
             admin_hosts=_list(env, "FPTRACK_ADMIN_HOSTS") or LOOPBACK_HOSTS,
             admin_secure_cookies=_optional_bool(env, "FPTRACK_ADMIN_SECURE_COOKIES"),
             admin_trusted_proxies=_list(env, "FPTRACK_ADMIN_TRUSTED_PROXIES"),
