@@ -43,6 +43,7 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from collections import Counter
@@ -241,6 +242,8 @@ class SharedCrawl:
         self.keys: CrawlKeys | None = None
         self.joined: JoinedRun | None = None
         self.idle = False  # this process holds no request (set when Scrapy says it is idle)
+        self._stop_beating = threading.Event()
+        self._beating: threading.Thread | None = None
         self._scripts = {
             name: client.register_script(body)
             for name, body in (
@@ -288,6 +291,9 @@ class SharedCrawl:
             depth, max_pages = int(stored.get("depth", depth)), int(stored.get("max_pages", max_pages))
         self.joined = JoinedRun(role=role, run=run, depth=depth, max_pages=max_pages)
         self.idle = False
+        # From now until it leaves (the crawl, then waiting for the workers) this process shows it is alive.
+        self._beating = threading.Thread(target=self._beat, name="fptrack-crawl-heartbeat", daemon=True)
+        self._beating.start()
         log.info("%s distributed crawl %s of %s", "started" if role == "first" else "joined", run, self.site)
         return self.joined
 
@@ -340,6 +346,18 @@ class SharedCrawl:
             )
         )
 
+    def _beat(self) -> None:
+        while not self._stop_beating.wait(HEARTBEAT_SECONDS):
+            try:
+                self.heartbeat()
+            except Exception:  # a missed beat is retried; the crawl goes on
+                log.exception("cannot refresh this crawl process's heartbeat in Redis")
+
+    def _stop_heartbeat(self) -> None:
+        self._stop_beating.set()
+        if self._beating is not None and self._beating is not threading.current_thread():
+            self._beating.join(timeout=5)
+
     def heartbeat(self) -> None:
         keys = self._keys()
         self._scripts["heartbeat"](
@@ -352,6 +370,7 @@ class SharedCrawl:
         """Add this process's counts to the run's totals and leave it; True for the last process to leave, which
         finishes the job (:meth:`totals`, then :meth:`remove_keys`)."""
         keys = self._keys()
+        self._stop_heartbeat()
         stats = part.stats
         counts: Counter[str] = Counter(
             stored=part.stored, unchanged=part.unchanged, to_compare=part.to_compare, processes=1,
@@ -410,6 +429,7 @@ class SharedCrawl:
         self._scripts["forget"](keys=[CrawlKeys.current_of(self.site)], args=[keys.run])
 
     def close(self) -> None:
+        self._stop_heartbeat()
         with contextlib.suppress(Exception):  # closing a connection that is gone
             self.client.close()
 
@@ -477,32 +497,15 @@ class SharedScheduler(_scheduler_base()):  # type: ignore[misc]
             raise TypeError(f"the {SHARED_SETTING} setting must hold a SharedCrawl (run crawls with run_crawl)")
         scheduler: SharedScheduler = super().from_crawler(crawler)
         scheduler.shared = shared
-        scheduler._heartbeat = None
         crawler.signals.connect(scheduler.spider_idle, signal=signals.spider_idle)
         return scheduler
 
-    def open(self, spider: Any) -> Any:
-        from twisted.internet import task
-
-        result = super().open(spider)
-        self._heartbeat = task.LoopingCall(self._beat)
-        self._heartbeat.start(HEARTBEAT_SECONDS, now=True)
-        return result
-
     def close(self, reason: str) -> Any:
-        if self._heartbeat is not None and self._heartbeat.running:
-            self._heartbeat.stop()
         try:
             self.shared.set_not_busy()
         except Exception:  # leaving is retried by leave(); stale processes stop counting anyway
             log.exception("cannot tell Redis that this crawl process is done")
         return super().close(reason)
-
-    def _beat(self) -> None:
-        try:
-            self.shared.heartbeat()
-        except Exception:  # a missed beat is retried; the crawl goes on
-            log.exception("cannot refresh this crawl process's heartbeat in Redis")
 
     def has_pending_requests(self) -> bool:
         return not self.shared.budget_spent() and super().has_pending_requests()

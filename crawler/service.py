@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Self
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
+from crawler.pages import CrawlError, CrawlOptions, CrawlProgress, CrawlStats
 from crawler.store import PageStore, StoreCounts
 from storage.db import session_scope
 from storage.fingerprints import id_chunks
@@ -150,7 +150,13 @@ def run_crawl_job(
         if on_start is not None:
             on_start(job_id)
     else:
-        job_id = shared.wait_for_job()
+        try:
+            job_id = shared.wait_for_job()
+        except CrawlError as error:
+            from crawler.distributed import CrawlPart
+
+            shared.leave(CrawlPart(stats=None, error=str(error)))
+            raise
     outcome = CrawlOutcome(job_id=job_id, role=shared.joined.role if shared and shared.joined else "")
     dispatcher = _Dispatcher(settings, tasks)
     # With no broker, one thread of this process stores and compares each batch while Scrapy's thread goes on
