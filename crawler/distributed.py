@@ -121,13 +121,49 @@ class CrawlKeys:
     def base(self) -> str:
         return f"{KEY_PREFIX}:{self.site}:{self.run}"
 
-    def __getattr__(self, name: str) -> str:
-        if name in _RUN_KEYS:
-            return f"{self.base}:{name}"
-        raise AttributeError(name)
+    @property
+    def state(self) -> str:
+        return f"{self.base}:state"
+
+    @property
+    def requests(self) -> str:
+        return f"{self.base}:requests"
+
+    @property
+    def dupefilter(self) -> str:
+        return f"{self.base}:dupefilter"
+
+    @property
+    def pages(self) -> str:
+        return f"{self.base}:pages"
+
+    @property
+    def members(self) -> str:
+        return f"{self.base}:members"
+
+    @property
+    def busy(self) -> str:
+        return f"{self.base}:busy"
+
+    @property
+    def alive(self) -> str:
+        return f"{self.base}:alive"
+
+    @property
+    def totals(self) -> str:
+        return f"{self.base}:totals"
+
+    @property
+    def failures(self) -> str:
+        return f"{self.base}:failures"
+
+    @property
+    def errors(self) -> str:
+        return f"{self.base}:errors"
 
     def run_keys(self) -> list[str]:
-        return [f"{self.base}:{name}" for name in _RUN_KEYS]
+        """Every key of the run (what :meth:`SharedCrawl.remove_keys` deletes)."""
+        return [getattr(self, name) for name in _RUN_KEYS]
 
 
 _RUN_KEYS = ("state", "requests", "dupefilter", "pages", "members", "busy", "alive", "totals", "failures", "errors")

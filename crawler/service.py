@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Self
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from crawler.pages import CrawlError, CrawlOptions, CrawlProgress, CrawlStats
+from crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from crawler.store import PageStore, StoreCounts
 from storage.db import session_scope
 from storage.fingerprints import id_chunks
@@ -143,20 +143,21 @@ def run_crawl_job(
     started = time.monotonic()
     if shared is not None and shared.joined is not None:
         depth, max_pages = shared.joined.depth, shared.joined.max_pages
-    if shared is None or shared.first:
-        job_id = _start_job(sessions, urls, depth, max_pages, site_id, trigger)
-        if shared is not None:
-            shared.publish_job(job_id)
-        if on_start is not None:
-            on_start(job_id)
-    else:
-        try:
+    try:
+        if shared is None or shared.first:
+            job_id = _start_job(sessions, urls, depth, max_pages, site_id, trigger)
+            if shared is not None:
+                shared.publish_job(job_id)
+            if on_start is not None:
+                on_start(job_id)
+        else:
             job_id = shared.wait_for_job()
-        except CrawlError as error:
+    except Exception as error:
+        if shared is not None:  # no job to store into: leave the run, so that it can end
             from crawler.distributed import CrawlPart
 
-            shared.leave(CrawlPart(stats=None, error=str(error)))
-            raise
+            shared.leave(CrawlPart(stats=None, error=f"{type(error).__name__}: {error}"))
+        raise
     outcome = CrawlOutcome(job_id=job_id, role=shared.joined.role if shared and shared.joined else "")
     dispatcher = _Dispatcher(settings, tasks)
     # With no broker, one thread of this process stores and compares each batch while Scrapy's thread goes on
