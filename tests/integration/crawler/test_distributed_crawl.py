@@ -208,7 +208,7 @@ def test_a_distributed_site_run_twice_is_one_crawl(
         return subprocess.run([sys.executable, "-m", "admin.cli", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                               text=True, timeout=60, check=False)  # fmt: skip
 
-    pages = _site_pages(delay=0.05)
+    pages = _site_pages(delay=0.2)  # slow enough that the joiner, started once the crawl runs, finds it running
     with serve_site(pages) as base:
         added = cli("sites", "add", "shared-books", base + "/", "--depth", "3", "--max-pages", "1000",
                     "--allow-private", "--distributed")  # fmt: skip
