@@ -300,6 +300,8 @@ def works_list(context: Context) -> None:
 @click.option("--delay", type=click.FloatRange(0), help="Seconds at least between two requests to a site "
               "(default: FPTRACK_CRAWL_DELAY).")  # fmt: skip
 @click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt (default: FPTRACK_CRAWL_OBEY_ROBOTS).")
+@click.option("--distributed", is_flag=True, help="Share the crawl with other processes and machines through Redis "
+              "(FPTRACK_CRAWL_REDIS_URL): the same command elsewhere joins the running crawl of the first URL's site.")
 @pass_context
 @friendly_errors
 def crawl(
@@ -312,6 +314,7 @@ def crawl(
     scrapy_set: tuple[str, ...],
     delay: float | None,
     ignore_robots: bool,
+    distributed: bool,
 ) -> None:
     """Crawl sites, fingerprint and compare every page.
 
@@ -323,7 +326,11 @@ def crawl(
 
     Polite by default: robots.txt obeyed, AutoThrottle on, FPTRACK_CRAWL_CONCURRENCY_PER_SITE requests at a time
     per site. Private, loopback, link-local, multicast and reserved destinations are refused (and listed as
-    failures) unless allowed with --allow-private-host or FPTRACK_ALLOW_PRIVATE_HOSTS."""
+    failures) unless allowed with --allow-private-host or FPTRACK_ALLOW_PRIVATE_HOSTS.
+
+    With --distributed the frontier is shared in Redis: the first process seeds the start URLs, the same command run
+    while it crawls (on this machine or another) joins it, with its depth and page limit; the last process to finish
+    writes the job's totals (docs/monitoring.md, "Crawls over several machines")."""
     from crawler import CrawlProgress
     from crawler.pages import CrawlOptions
     from crawler.runner import check_options
@@ -338,6 +345,17 @@ def crawl(
     check_options(options)
 
     sessions = context.sessions()
+    shared = None
+    if distributed:
+        from crawler.distributed import SharedCrawl
+        from crawler.links import request_url
+        from storage.sites import site_of
+
+        shared = SharedCrawl.connect(context.settings, site_of(request_url(urls[0])))
+        joined = shared.enter(depth=depth, max_pages=max_pages)
+        if joined.role == "joined":
+            click.echo(f"joining the running distributed crawl of {shared.site} (depth {joined.depth}, limit "
+                       f"{joined.max_pages} pages)", err=True)  # fmt: skip
 
     def progress(update: CrawlProgress) -> None:
         if not quiet:
@@ -354,10 +372,18 @@ def crawl(
             last_shown[0] = now
             click.echo(f"workers: {update.compared}/{update.queued} page(s) compared", err=True)
 
-    outcome = run_crawl_job(
-        context.settings, sessions, list(urls), depth=depth, max_pages=max_pages, progress=progress, waiting=waiting,
-        options=options,
-    )
+    try:
+        outcome = run_crawl_job(
+            context.settings, sessions, list(urls), depth=depth, max_pages=max_pages, progress=progress,
+            waiting=waiting, options=options, shared=shared,
+        )  # fmt: skip
+    finally:
+        if shared is not None:
+            shared.close()
+    if not outcome.whole_job:
+        click.echo(f"this process's part of distributed crawl #{outcome.job_id}: "
+                   f"{outcome.stats.pages_seen if outcome.stats else 0} page(s); the last process to finish "
+                   "records the job's totals")  # fmt: skip
     stats = outcome.stats
     if stats is not None and (stats.pages_seen or not outcome.error):
         statuses = ", ".join(f"{count} x {status}" for status, count in sorted(stats.by_status.items()))

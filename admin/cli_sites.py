@@ -79,6 +79,9 @@ def _site_options(command: Any) -> Any:
                      help="Render pages built by scripts [auto] (recorded; rendering is not built yet)."),
         click.option("--allow-private/--no-allow-private", default=None,
                      help="Let crawls reach the site's hosts although their addresses are private or loopback [no]."),
+        click.option("--distributed/--no-distributed", default=None,
+                     help="Crawls share one frontier in Redis (FPTRACK_CRAWL_REDIS_URL): `sites run` on other machines "
+                     "joins the running crawl [no]."),
         click.option("--enable/--disable", "enabled", default=None, help="Scheduled crawls run [enabled]."),
     ]  # fmt: skip
     for option in reversed(options):
@@ -203,7 +206,7 @@ def sites_show(context: Any, name: str) -> None:
         spec = spec_of(site)
         click.echo(f"site {site.name} ({site.host}), {'enabled' if site.enabled else 'disabled'}")
         for key in ("start_urls", "allowed_hosts", "depth", "max_pages", "include", "exclude", "schedule",
-                    "delay", "concurrency", "obey_robots", "render_js", "allow_private"):  # fmt: skip
+                    "delay", "concurrency", "obey_robots", "render_js", "allow_private", "distributed"):  # fmt: skip
             value = getattr(spec, key)
             if isinstance(value, tuple):
                 value = " ".join(value) or "-"
@@ -227,13 +230,16 @@ def sites_show(context: Any, name: str) -> None:
 @click.argument("name")
 @click.option("--scheduled", is_flag=True, help="Started by the scheduler (recorded as trigger 'schedule').")
 @click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
+@click.option("--join", is_flag=True, help="Only join the running crawl of a distributed site (exit 1 when none runs).")
 @pass_context
 @friendly_errors
-def sites_run(context: Any, name: str, scheduled: bool, quiet: bool) -> None:
+def sites_run(context: Any, name: str, scheduled: bool, quiet: bool, join: bool) -> None:
     """Crawl a monitored site now, with its settings.
 
     At most one crawl per site at a time: when another is running (scheduled or not), this one says so and
-    exits. Prints a summary and the pages that copy registered works; exits 1 when the crawl failed."""
+    exits, except for a distributed site (--distributed), where this process joins the running crawl and shares
+    its work (with --join it only joins). Prints a summary and the pages that copy registered works; exits 1 when
+    the crawl failed."""
     from crawler.sites import run_site
 
     def progress(update: Any) -> None:
@@ -251,7 +257,7 @@ def sites_run(context: Any, name: str, scheduled: bool, quiet: bool) -> None:
 
     result = run_site(
         context.settings, context.sessions(), name, trigger="schedule" if scheduled else "site",
-        progress=progress, waiting=waiting,
+        progress=progress, waiting=waiting, join=join,
     )  # fmt: skip
     if result.skipped:
         if scheduled:
@@ -261,8 +267,9 @@ def sites_run(context: Any, name: str, scheduled: bool, quiet: bool) -> None:
     outcome = result.outcome
     stats = outcome.stats
     if stats is not None:
+        part = "" if outcome.whole_job else " (this process's part; the last process to finish records the job)"
         click.echo(
-            f"crawl #{outcome.job_id} of {result.site_name}: {stats.pages_seen} page(s) in "
+            f"crawl #{outcome.job_id} of {result.site_name}{part}: {stats.pages_seen} page(s) in "
             f"{outcome.elapsed_seconds:.1f}s, {outcome.pages_unchanged} unchanged, {len(stats.failures)} failed"
         )
         for url, reason in stats.failures[:10]:

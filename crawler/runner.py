@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
 from crawler.links import request_url
@@ -22,12 +22,18 @@ from crawler.pipelines import HOOKS_SETTING, CrawlHooks
 from crawler.store import PageStore
 from storage.settings import Settings
 
+if TYPE_CHECKING:
+    from crawler.distributed import SharedCrawl
+
 __all__ = ["PROTECTED_SCRAPY_SETTINGS", "check_options", "run_crawl", "scrapy_settings"]
 
 # Settings the crawl's correctness and safety rest on: ``-s`` cannot replace them.
 PROTECTED_SCRAPY_SETTINGS = frozenset(
     {"ITEM_PIPELINES", "DOWNLOADER_MIDDLEWARES", "TWISTED_DNS_RESOLVER", "DNS_RESOLVER", "DOWNLOAD_HANDLERS",
-     "SPIDER_MIDDLEWARES", "EXTENSIONS", "TWISTED_REACTOR", "BOT_NAME"}
+     "SPIDER_MIDDLEWARES", "EXTENSIONS", "TWISTED_REACTOR", "BOT_NAME",
+     # a distributed crawl's frontier (crawler.distributed)
+     "SCHEDULER", "DUPEFILTER_CLASS", "SCHEDULER_QUEUE_CLASS", "SCHEDULER_QUEUE_KEY", "SCHEDULER_DUPEFILTER_KEY",
+     "SCHEDULER_PERSIST", "SCHEDULER_FLUSH_ON_START", "REDIS_URL"}
 )  # fmt: skip
 _SCRAPY_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -65,10 +71,11 @@ def check_options(options: CrawlOptions) -> None:
 
 
 def scrapy_settings(
-    settings: Settings, *, hooks: CrawlHooks, options: CrawlOptions | None = None
+    settings: Settings, *, hooks: CrawlHooks, options: CrawlOptions | None = None, shared: SharedCrawl | None = None
 ) -> dict[str, Any]:
     """The Scrapy settings of an fptrack crawl, derived from fptrack's :class:`Settings` and the crawl's
-    :class:`CrawlOptions` (per-site politeness, private hosts allowed, ``-s`` settings passed through)."""
+    :class:`CrawlOptions` (per-site politeness, private hosts allowed, ``-s`` settings passed through); with
+    ``shared``, the frontier and dupefilter of a distributed crawl in Redis (:mod:`crawler.distributed`)."""
     options = options or CrawlOptions()
     max_bytes = settings.crawl_max_body_bytes
     per_site = options.concurrency or settings.crawl_concurrency_per_site
@@ -126,6 +133,10 @@ def scrapy_settings(
         "STATS_DUMP": False,
         "COOKIES_ENABLED": True,
     }
+    if shared is not None:
+        from crawler.distributed import scrapy_redis_settings
+
+        values.update(scrapy_redis_settings(shared))
     values.update(dict(options.scrapy_settings))
     return values
 
@@ -140,6 +151,7 @@ def run_crawl(
     store: PageStore | None = None,
     progress: Callable[[CrawlProgress], None] | None = None,
     options: CrawlOptions | None = None,
+    shared: SharedCrawl | None = None,
 ) -> CrawlStats:
     """Crawl from ``start_urls`` and return when done; every response goes to ``store`` (batched writes, see
     :mod:`crawler.store`) or, synchronously, to ``sink``.
@@ -154,6 +166,10 @@ def run_crawl(
     ``options`` (:class:`CrawlOptions`) adds sites, link patterns, per-site politeness, private hosts allowed and
     Scrapy settings. Every destination passes :mod:`crawler.guard` (no private, loopback, link-local... address
     unless allowed); refusals are failures with their reason.
+
+    ``shared`` (an entered :class:`crawler.distributed.SharedCrawl`) makes this process one of a distributed
+    crawl's: the frontier, the dupefilter and the ``max_pages`` budget are shared in Redis, and only the run's first
+    process requests the start URLs.
 
     Runs Scrapy on Twisted's reactor in this thread, so it works **once per process**; a second call raises
     :class:`CrawlError`. Raises :class:`CrawlError` for bad arguments before anything is fetched.
@@ -182,7 +198,7 @@ def run_crawl(
     if (sink is None) == (store is None):
         raise CrawlError("run_crawl needs exactly one of sink= and store=")
     hooks = CrawlHooks(sink=sink, progress=progress, max_pages=max_pages, store=store)
-    process = CrawlerProcess(scrapy_settings(settings, hooks=hooks, options=options))
+    process = CrawlerProcess(scrapy_settings(settings, hooks=hooks, options=options, shared=shared))
     # Each failed request is reported once, in CrawlStats.failures; the retry middleware's own
     # "Gave up retrying" ERROR line would only repeat it on the user's terminal.
     logging.getLogger("scrapy.downloadermiddlewares.retry").setLevel(logging.CRITICAL)
@@ -203,6 +219,8 @@ def run_crawl(
         include=options.include,
         exclude=options.exclude,
         **spider_kwargs,
+        take_page=shared.take_page if shared is not None else None,
+        seed=shared is None or shared.first,
     )
     with _stop_on_signals(process) as stopped:
         process.start(install_signal_handlers=False)

@@ -11,6 +11,10 @@
 4. The crawl's sites settle (:func:`compare.templates.settle_site`): site templates are decided from all pages.
 5. The job is finished, failed or interrupted (Ctrl+C), with the pages of this crawl that copy registered works.
 
+A distributed crawl (:mod:`crawler.distributed`) is one job crawled by several processes: the run's first process
+creates the job, the others store into it; each waits for its own pages to be compared, adds its counts to the
+run's totals in Redis and leaves; the last one to leave settles the sites and finishes the job with the totals.
+
 A run that could not hand its pages on (no broker, no worker) says so and fails: the pages are kept, and the next
 crawl, ``fptrack maintain`` or the workers' periodic sweep compares them.
 """
@@ -24,18 +28,21 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
-from crawler.store import PageStore
+from crawler.store import PageStore, StoreCounts
 from storage.db import session_scope
 from storage.fingerprints import id_chunks
 from storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, utcnow
 from storage.settings import Settings
 from storage.sites import site_ids, site_of
+
+if TYPE_CHECKING:
+    from crawler.distributed import SharedCrawl
 
 __all__ = ["CrawlOutcome", "WaitProgress", "run_crawl_job"]
 
@@ -70,6 +77,10 @@ class CrawlOutcome:
     status: str = CrawlJobStatus.RUNNING.value
     error: str = ""
     elapsed_seconds: float = 0.0
+    # a distributed crawl: 'first' (started the run) or 'joined'; ``whole_job`` is True when the counts above are
+    # the job's (this process finished it), False when they are this process's part of a job others finish
+    role: str = ""
+    whole_job: bool = True
 
     @property
     def ok(self) -> bool:
@@ -116,22 +127,38 @@ def run_crawl_job(
     options: CrawlOptions | None = None,
     trigger: str = "cli",
     on_start: Callable[[int], None] | None = None,
+    shared: SharedCrawl | None = None,
 ) -> CrawlOutcome:
     """Run one crawl job (see the module docstring). Runs Scrapy in this process: once per process.
 
     ``options`` are the site's settings (or ``fptrack crawl``'s); ``trigger`` says what started the job (``cli``,
     ``site``, ``schedule``); ``on_start`` is told the job's id once its row exists (a scheduled crawl ties its claim
-    to it)."""
+    to it). ``shared``, an entered :class:`crawler.distributed.SharedCrawl`, makes this process one of a distributed
+    crawl's (``depth`` and ``max_pages`` are then the run's); ``on_start`` is called by the run's first process only."""
     from compare import tasks
     from crawler.runner import run_crawl
 
     tasks.configure(settings)
     stop = _StopSignals()
     started = time.monotonic()
-    job_id = _start_job(sessions, urls, depth, max_pages, site_id, trigger)
-    if on_start is not None:
-        on_start(job_id)
-    outcome = CrawlOutcome(job_id=job_id)
+    if shared is not None and shared.joined is not None:
+        depth, max_pages = shared.joined.depth, shared.joined.max_pages
+    try:
+        if shared is None or shared.first:
+            job_id = _start_job(sessions, urls, depth, max_pages, site_id, trigger)
+            if shared is not None:
+                shared.publish_job(job_id)
+            if on_start is not None:
+                on_start(job_id)
+        else:
+            job_id = shared.wait_for_job()
+    except Exception as error:
+        if shared is not None:  # no job to store into: leave the run, so that it can end
+            from crawler.distributed import CrawlPart
+
+            shared.leave(CrawlPart(stats=None, error=f"{type(error).__name__}: {error}"))
+        raise
+    outcome = CrawlOutcome(job_id=job_id, role=shared.joined.role if shared and shared.joined else "")
     dispatcher = _Dispatcher(settings, tasks)
     # With no broker, one thread of this process stores and compares each batch while Scrapy's thread goes on
     # fetching and parsing (lxml, numpy and SQLite run outside the GIL); one writer, so SQLite never contends.
@@ -149,7 +176,7 @@ def run_crawl_job(
         stop.__enter__()
         outcome.stats = run_crawl(
             list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress,
-            options=options,
+            options=options, shared=shared,
         )
         store.flush()
         store.drain()
@@ -161,6 +188,8 @@ def run_crawl_job(
             if dispatcher.error:
                 raise HandOffError(dispatcher.error)
             _wait_for_workers(sessions, settings, tasks, store, waiting)
+        if outcome.status == CrawlJobStatus.RUNNING.value and shared is not None:
+            outcome.status = CrawlJobStatus.FINISHED.value  # this process's part; the last to leave settles
         if outcome.status == CrawlJobStatus.RUNNING.value:
             from compare.pipeline import settle_sites
 
@@ -178,7 +207,10 @@ def run_crawl_job(
         outcome.status, outcome.error = CrawlJobStatus.FAILED.value, str(error)
     except BaseException as error:
         outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"{type(error).__name__}: {error}"
-        _finish_job(sessions, outcome, store)
+        if shared is None:
+            _finish_job(sessions, outcome, store.counts)
+        else:
+            _leave_shared(shared, sessions, settings, outcome, store, started)
         raise
     finally:
         stop.__exit__()
@@ -189,8 +221,74 @@ def run_crawl_job(
     outcome.copies = _copies(sessions, store.counts.page_ids)
     outcome.pages_compared = _compared(sessions, store.counts.page_ids)
     outcome.elapsed_seconds = time.monotonic() - started
-    _finish_job(sessions, outcome, store)
+    if shared is not None:
+        return _leave_shared(shared, sessions, settings, outcome, store, started)
+    _finish_job(sessions, outcome, store.counts)
     return outcome
+
+
+def _leave_shared(
+    shared: SharedCrawl, sessions: sessionmaker[Session], settings: Settings, outcome: CrawlOutcome, store: PageStore,
+    started: float,
+) -> CrawlOutcome:
+    """Add this process's part to the distributed run and leave it; the last process to leave settles the job's
+    sites, finishes the job with the run's totals and removes the run's keys (returning the whole job's outcome)."""
+    from crawler.distributed import CrawlPart
+
+    part = CrawlPart(
+        stats=outcome.stats, stored=store.counts.stored, unchanged=store.counts.unchanged,
+        to_compare=store.counts.to_compare, interrupted=outcome.status == CrawlJobStatus.INTERRUPTED.value,
+        error=outcome.error if outcome.status == CrawlJobStatus.FAILED.value else "",
+    )  # fmt: skip
+    try:
+        last = shared.leave(part)
+    except Exception as error:  # Redis gone: the job cannot be finished by the run
+        log.exception("cannot leave the distributed crawl of job %s", outcome.job_id)
+        outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"cannot leave the distributed crawl: {error}"
+        _finish_job(sessions, outcome, store.counts)
+        return outcome
+    if not last:
+        outcome.whole_job = False
+        return outcome
+    elapsed = time.monotonic() - started
+    stats, totals, errors = shared.totals(elapsed)
+    page_ids, site_ids = _job_pages(sessions, outcome.job_id)
+    whole = CrawlOutcome(job_id=outcome.job_id, stats=stats, role=outcome.role, elapsed_seconds=elapsed)
+    whole.pages_stored, whole.pages_unchanged, whole.pages_queued = totals.stored, totals.unchanged, totals.to_compare
+    if errors:
+        whole.status, whole.error = CrawlJobStatus.FAILED.value, errors[0]
+    elif totals.interrupted:
+        whole.status, whole.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
+    elif stats.pages_seen == 0 and stats.failures:
+        url, reason = stats.failures[0]
+        whole.status, whole.error = CrawlJobStatus.FAILED.value, f"cannot crawl {url}: {reason}"
+    else:
+        from compare.pipeline import settle_sites
+
+        try:
+            with session_scope(sessions) as session:
+                settle_sites(session, site_ids, settings)
+            whole.status = CrawlJobStatus.FINISHED.value
+        except Exception as error:  # recorded on the job like any failed crawl
+            log.exception("settling the sites of job %s failed", outcome.job_id)
+            whole.status, whole.error = CrawlJobStatus.FAILED.value, f"{type(error).__name__}: {error}"
+    whole.copies = _copies(sessions, page_ids)
+    whole.pages_compared = _compared(sessions, page_ids)
+    counts = StoreCounts(stored=totals.stored, unchanged=totals.unchanged, to_compare=totals.to_compare,
+                         page_ids=page_ids, site_ids=site_ids)  # fmt: skip
+    _finish_job(sessions, whole, counts)
+    try:
+        shared.remove_keys()
+    except Exception:  # the keys expire on their own
+        log.exception("cannot remove the Redis keys of the distributed crawl of job %s", outcome.job_id)
+    return whole
+
+
+def _job_pages(sessions: sessionmaker[Session], job_id: int) -> tuple[set[int], set[int]]:
+    """Ids of the pages a crawl job stored (by any of its processes) and of their sites."""
+    with session_scope(sessions) as session:
+        rows = session.execute(select(Page.id, Page.site_id).where(Page.crawl_job_id == job_id)).all()
+    return {int(page_id) for page_id, _ in rows}, {int(site_id) for _, site_id in rows if site_id is not None}
 
 
 class _StopSignals:
@@ -234,7 +332,7 @@ def _start_job(
         return int(job.id)
 
 
-def _finish_job(sessions: sessionmaker[Session], outcome: CrawlOutcome, store: PageStore) -> None:
+def _finish_job(sessions: sessionmaker[Session], outcome: CrawlOutcome, counts: StoreCounts) -> None:
     try:
         with session_scope(sessions) as session:
             job = session.get(CrawlJob, outcome.job_id)
@@ -243,16 +341,16 @@ def _finish_job(sessions: sessionmaker[Session], outcome: CrawlOutcome, store: P
             job.status = outcome.status if outcome.status != CrawlJobStatus.RUNNING.value else "failed"
             job.error = outcome.error[:2000]
             job.finished_at = utcnow()
-            job.pages_stored = store.counts.stored
-            job.pages_unchanged = store.counts.unchanged
+            job.pages_stored = counts.stored
+            job.pages_unchanged = counts.unchanged
             job.copies_found = len(outcome.copies)
             if outcome.stats is not None:
                 job.pages_seen = outcome.stats.pages_seen
                 job.pages_failed = len(outcome.stats.failures)
                 job.stats = job_stats(outcome.stats)
-            if store.counts.site_ids:
+            if counts.site_ids:
                 session.execute(
-                    update(Site).where(Site.id.in_(sorted(store.counts.site_ids))).values(last_crawled_at=utcnow())
+                    update(Site).where(Site.id.in_(sorted(counts.site_ids))).values(last_crawled_at=utcnow())
                 )
     except Exception:
         log.exception("could not record the end of crawl job %s", outcome.job_id)

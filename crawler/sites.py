@@ -20,6 +20,7 @@ Every setting, with its default:
 | ``obey_robots`` | ``true`` | obey the site's robots.txt |
 | ``render_js`` | ``auto`` | ``auto`` / ``yes`` / ``no``: render pages built by scripts in a browser (stored; rendering is not built yet) |
 | ``allow_private`` | ``false`` | let the crawl reach the site's hosts although their addresses are private or loopback |
+| ``distributed`` | ``false`` | its crawls share one frontier in Redis: ``sites run`` on more machines joins the running crawl (:mod:`crawler.distributed`) |
 | ``enabled`` | ``true`` | scheduled crawls run (``sites run`` works either way) |
 
 Claims (:class:`storage.models.MonitorLock`, ``site:<id>``) are rows, not in-memory flags: at most one crawl of a
@@ -97,6 +98,7 @@ class SiteSpec:
     obey_robots: bool = True
     render_js: str = "auto"
     allow_private: bool = False
+    distributed: bool = False
     enabled: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -200,6 +202,7 @@ def spec_of(site: Site) -> SiteSpec:
         obey_robots=site.obey_robots,
         render_js=site.render_js,
         allow_private=site.allow_private,
+        distributed=site.distributed,
         enabled=site.enabled,
     )
 
@@ -221,6 +224,7 @@ def _apply(site: Site, spec: SiteSpec, now: datetime) -> None:
     site.obey_robots = spec.obey_robots
     site.render_js = spec.render_js
     site.allow_private = spec.allow_private
+    site.distributed = spec.distributed
     if schedule_changed:
         site.next_crawl_at = now if spec.schedule else None  # a new schedule is due at once
 
@@ -430,28 +434,65 @@ def run_site(
     trigger: str = "site",
     progress: Callable[[Any], None] | None = None,
     waiting: Callable[[Any], None] | None = None,
+    join: bool = False,
 ) -> SiteRun:
     """Crawl a managed site now, in this process (once per process: Scrapy), holding its claim throughout:
-    skipped when another crawl of the site is running. The schedule moves on to its next due time."""
+    skipped when another crawl of the site is running. The schedule moves on to its next due time.
+
+    A ``distributed`` site's crawl is shared (:mod:`crawler.distributed`): when another crawl of it is running, this
+    process joins it instead of being skipped (not when started by the scheduler); ``join`` only joins (a
+    :class:`SiteError` when no crawl of the site is running)."""
     from crawler.service import run_crawl_job
 
     with session_scope(sessions) as session:
         site = find_site(session, name)
-        site_id, site_name = int(site.id), site.name
+        site_id, site_name, host = int(site.id), site.name, site.host
         urls, depth, max_pages = list(site.start_urls or ()), site.depth, site.max_pages
         options = crawl_options(site)
+        distributed = bool(site.distributed)
         if not urls:
             raise SiteError(f"site {site_name} has no start URL; add one with `fptrack sites edit {site_name}`")
+        if join and not distributed:
+            raise SiteError(f"site {site_name} is not distributed; make it so with "
+                            f"`fptrack sites edit {site_name} --distributed`")  # fmt: skip
         if trigger == "schedule" and not (site.enabled and site.schedule):
             # disabled (or unscheduled) between the scheduler's look and this process's start
             return SiteRun(site_name, skipped=f"site {site_name} is no longer scheduled")
-        token = claim(session, site_id, settings)
+        token = None if join else claim(session, site_id, settings)
         if token is None:
             holder = session.get(MonitorLock, _lock_name(site_id))
             job = f"job #{holder.job_id}" if holder is not None and holder.job_id else "a crawl"
-            return SiteRun(site_name, skipped=f"site {site_name} is being crawled already ({job})")
-        if site.schedule:
+            busy = f"site {site_name} is being crawled already ({job})"
+            if not distributed or trigger == "schedule":
+                return SiteRun(site_name, skipped=busy)
+        elif site.schedule:
             site.next_crawl_at = next_due(site.schedule, utcnow())
+    shared = None
+    if distributed:
+        from crawler.distributed import DistributedError, SharedCrawl
+
+        try:
+            shared = SharedCrawl.connect(settings, host)
+            shared.enter(depth=depth, max_pages=max_pages, mode="new" if token is not None else "join")
+        except DistributedError as error:
+            if token is not None:
+                with session_scope(sessions) as session:
+                    release(session, site_id, token)
+            if shared is not None and token is None and not join:
+                return SiteRun(site_name, skipped=f"{busy}; {error}")
+            raise SiteError(f"site {site_name}: {error}") from None
+    if token is None:  # joined a distributed crawl that another process started (and holds the claim of)
+        try:
+            outcome = run_crawl_job(
+                settings, sessions, urls, depth=depth, max_pages=max_pages, progress=progress, waiting=waiting,
+                site_id=site_id, options=options, trigger=trigger, shared=shared,
+            )  # fmt: skip
+        except CrawlError as error:
+            raise SiteError(f"site {site_name}: {error}") from None
+        finally:
+            if shared is not None:
+                shared.close()
+        return SiteRun(site_name, outcome=outcome)
     stop = threading.Event()
     job_ids: list[int] = []
 
@@ -475,7 +516,7 @@ def run_site(
     try:
         outcome = run_crawl_job(
             settings, sessions, urls, depth=depth, max_pages=max_pages, progress=progress, waiting=waiting,
-            site_id=site_id, options=options, trigger=trigger, on_start=started,
+            site_id=site_id, options=options, trigger=trigger, on_start=started, shared=shared,
         )  # fmt: skip
     except CrawlError as error:
         raise SiteError(f"site {site_name}: {error}") from None
@@ -484,4 +525,6 @@ def run_site(
         thread.join(timeout=5)
         with session_scope(sessions) as session:
             release(session, site_id, token)
+        if shared is not None:
+            shared.close()
     return SiteRun(site_name, outcome=outcome)

@@ -37,7 +37,11 @@ START_PAGE = "fptrack_start"  # request meta key: True on start requests (kept t
 class PageSpider(scrapy.Spider):
     """Fetch ``start_urls`` (depth 0) and the same-site links of every HTML page down to ``depth``;
     emit one :class:`CrawledPage` per response, at most ``max_pages``, and a :class:`CrawlFailure` per
-    request that got no response."""
+    request that got no response.
+
+    In a distributed crawl (:mod:`crawler.distributed`) ``take_page`` draws on the budget shared by all its
+    processes, and only the first process seeds the start URLs (``seed``); the others take requests from the
+    shared frontier."""
 
     name = "fptrack-pages"
     # Error pages are pages too: they reach parse() instead of being filtered (3xx stay with the
@@ -57,6 +61,8 @@ class PageSpider(scrapy.Spider):
         max_links: int | None = None,
         max_chars: int | None = None,
         max_bytes: int | None = None,
+        take_page: Callable[[], bool] | None = None,
+        seed: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -73,6 +79,8 @@ class PageSpider(scrapy.Spider):
         self.max_chars = max_chars
         self.max_bytes = max_bytes
         self._parsing: DeferredSemaphore | None = None  # made on first use, inside the running reactor
+        self.take_page = take_page
+        self.seed = seed
 
     async def start(self) -> AsyncIterator[Request]:
         for request in self._start_requests():
@@ -82,6 +90,8 @@ class PageSpider(scrapy.Spider):
         yield from self._start_requests()
 
     def _start_requests(self) -> Iterator[Request]:
+        if not self.seed:
+            return
         for url in self.start_urls:
             yield self._request(url, start=True)
 
@@ -90,7 +100,7 @@ class PageSpider(scrapy.Spider):
         return Request(url, callback=self.parse, errback=self.on_error, meta=meta)
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[CrawledPage | Request]:
-        if self.pages_emitted >= self.max_pages:
+        if not self._take_page():
             self._inc("fptrack/responses_over_budget")
             return
         self.pages_emitted += 1
@@ -98,7 +108,7 @@ class PageSpider(scrapy.Spider):
         if parsed.page.note:
             self._inc("fptrack/pages_with_notes")
         yield parsed.page
-        if self.pages_emitted >= self.max_pages:
+        if self.take_page is None and self.pages_emitted >= self.max_pages:
             raise CloseSpider("max_pages")
         if response.meta.get("depth", 0) >= self.depth or not parsed.links:
             return
@@ -126,6 +136,12 @@ class PageSpider(scrapy.Spider):
             self._parsing = DeferredSemaphore(PARSE_THREADS)
         result: ParsedResponse = await maybe_deferred_to_future(self._parsing.run(_in_daemon_thread, work))
         return result
+
+    def _take_page(self) -> bool:
+        """One page from the budget: this spider's own count, or the budget shared by a distributed crawl."""
+        if self.take_page is not None:
+            return self.take_page()
+        return self.pages_emitted < self.max_pages
 
     def wanted(self, url: str) -> bool:
         """The site's include/exclude patterns (``re.search``) on a link."""

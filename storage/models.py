@@ -208,6 +208,8 @@ class Site(Base):
     obey_robots: Mapped[bool] = mapped_column(Boolean, default=True, server_default=sql_text("true"))
     render_js: Mapped[str] = mapped_column(String(8), default="auto", server_default="auto")
     allow_private: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
+    # its crawls share one frontier in Redis, so several processes and machines can crawl it (crawler/distributed.py)
+    distributed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
     next_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 

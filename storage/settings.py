@@ -36,6 +36,7 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_RECHECK_EVERY`` | ``86400`` | seconds between two runs of the takedown re-checks (``fptrack worker --beat``) |
 | ``FPTRACK_RECHECK_AFTER`` | ``72000`` | a flagged or confirmed match not re-checked for this many seconds is due (20 h: a daily run takes every match) |
 | ``FPTRACK_RECHECK_LIMIT`` | ``2000`` | matches re-checked at most per run, the longest unchecked first |
+| ``FPTRACK_CRAWL_REDIS_URL`` | the broker URL when it is ``redis://`` | Redis holding the shared frontier of distributed crawls (``fptrack crawl --distributed``, a site's ``distributed`` setting; ``crawler.distributed``) |
 | ``FPTRACK_ADMIN_HOSTS`` | ``localhost,127.0.0.1,::1`` | host names the admin answers to (``Host`` header, and ``Origin``/``Referer`` of every POST) |
 | ``FPTRACK_ADMIN_SECURE_COOKIES`` | auto | ``true``: the session cookie is ``Secure`` (HTTPS only); auto = true unless every admin host is loopback |
 | ``FPTRACK_ADMIN_TRUSTED_PROXIES`` | unset | addresses or networks (``10.0.0.0/8``) of the reverse proxies in front of the admin |
@@ -123,6 +124,7 @@ class Settings:
     recheck_every: float = 86400.0
     recheck_after: float = 72000.0
     recheck_limit: int = 2000
+    crawl_redis_url: str | None = None
     admin_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     admin_secure_cookies: bool | None = None
     admin_trusted_proxies: tuple[str, ...] = ()
@@ -244,6 +246,7 @@ class Settings:
             recheck_every=_float(env, "FPTRACK_RECHECK_EVERY", 86400.0),
             recheck_after=_float(env, "FPTRACK_RECHECK_AFTER", 72000.0),
             recheck_limit=_int(env, "FPTRACK_RECHECK_LIMIT", 2000),
+            crawl_redis_url=(env.get("FPTRACK_CRAWL_REDIS_URL") or "").strip() or None,
             admin_hosts=_list(env, "FPTRACK_ADMIN_HOSTS") or LOOPBACK_HOSTS,
             admin_secure_cookies=_optional_bool(env, "FPTRACK_ADMIN_SECURE_COOKIES"),
             admin_trusted_proxies=_list(env, "FPTRACK_ADMIN_TRUSTED_PROXIES"),
