@@ -300,6 +300,14 @@ def works_list(context: Context) -> None:
 @click.option("--delay", type=click.FloatRange(0), help="Seconds at least between two requests to a site "
               "(default: FPTRACK_CRAWL_DELAY).")  # fmt: skip
 @click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt (default: FPTRACK_CRAWL_OBEY_ROBOTS).")
+@click.option(
+    "--render-js",
+    type=click.Choice(["auto", "yes", "no"]),
+    default="auto",
+    show_default=True,
+    help="Render pages built by scripts in Chromium: auto = pages with scripts and (almost) no static text, yes = "
+    "every HTML page, no = never.",
+)
 @pass_context
 @friendly_errors
 def crawl(
@@ -312,6 +320,7 @@ def crawl(
     scrapy_set: tuple[str, ...],
     delay: float | None,
     ignore_robots: bool,
+    render_js: str,
 ) -> None:
     """Crawl sites, fingerprint and compare every page.
 
@@ -334,8 +343,12 @@ def crawl(
         scrapy_settings=parse_scrapy_settings(scrapy_set),
         delay=delay,
         obey_robots=False if ignore_robots else None,
+        render_js=render_js,
     )
     check_options(options)
+    from crawler.render import plan_rendering
+
+    plan_rendering(render_js, context.settings)  # --render-js yes without Chromium: one line, before any job
 
     sessions = context.sessions()
 
@@ -368,6 +381,8 @@ def crawl(
         )
         for url, reason in stats.failures[:10]:
             click.echo(f"  failed: {url}: {reason}")
+        for note in stats.notes:
+            click.echo(f"  note: {note}")
     if outcome.copies:
         click.echo(f"{len(outcome.copies)} page(s) copy registered works:")
         for url, count in outcome.copies:

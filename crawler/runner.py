@@ -15,8 +15,9 @@ from typing import Any
 
 from crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
 from crawler.links import request_url
-from crawler.pages import CrawledPage, CrawlError, CrawlOptions, CrawlProgress, CrawlStats
+from crawler.pages import RENDER_JS_MODES, CrawledPage, CrawlError, CrawlOptions, CrawlProgress, CrawlStats
 from crawler.pipelines import HOOKS_SETTING, CrawlHooks
+from crawler.render import RenderPlan, plan_rendering, playwright_settings
 from crawler.store import PageStore
 from storage.settings import Settings
 
@@ -45,7 +46,7 @@ def check_options(options: CrawlOptions) -> None:
         raise CrawlError(f"delay must be >= 0 seconds, got {options.delay:g}")
     if options.concurrency is not None and options.concurrency < 1:
         raise CrawlError(f"concurrency must be >= 1, got {options.concurrency}")
-    if options.render_js not in ("auto", "yes", "no"):
+    if options.render_js not in RENDER_JS_MODES:
         raise CrawlError(f"render_js must be auto, yes or no, got {options.render_js!r}")
     for name, _ in options.scrapy_settings:
         if not _SCRAPY_NAME.match(name):
@@ -59,10 +60,11 @@ def check_options(options: CrawlOptions) -> None:
 
 
 def scrapy_settings(
-    settings: Settings, *, hooks: CrawlHooks, options: CrawlOptions | None = None
+    settings: Settings, *, hooks: CrawlHooks, options: CrawlOptions | None = None, render: RenderPlan | None = None
 ) -> dict[str, Any]:
     """The Scrapy settings of an fptrack crawl, derived from fptrack's :class:`Settings` and the crawl's
-    :class:`CrawlOptions` (per-site politeness, private hosts allowed, ``-s`` settings passed through)."""
+    :class:`CrawlOptions` (per-site politeness, private hosts allowed, ``-s`` settings passed through) and, when it
+    renders pages built by scripts, its :class:`crawler.render.RenderPlan`."""
     options = options or CrawlOptions()
     max_bytes = settings.crawl_max_body_bytes
     per_site = options.concurrency or settings.crawl_concurrency_per_site
@@ -104,7 +106,7 @@ def scrapy_settings(
             "crawler.middlewares.StayOnStartSites": 50,
             "crawler.guard.PrivateAddressGuard": 60,
         },
-        "EXTENSIONS": {"crawler.middlewares.SkipBinaryBodies": 100},
+        "EXTENSIONS": {"crawler.middlewares.SkipBinaryBodies": 100, "crawler.render.RenderStats": 110},
         "ITEM_PIPELINES": {
             "crawler.pipelines.RecordPipeline": 100,
             "crawler.pipelines.PersistPipeline": 200,
@@ -117,6 +119,8 @@ def scrapy_settings(
         "STATS_DUMP": False,
         "COOKIES_ENABLED": True,
     }
+    if render is not None:
+        values.update(playwright_settings(render, policy, record=hooks.ledger.record_failure, user_agent=settings.user_agent))
     values.update(dict(options.scrapy_settings))
     return values
 
@@ -148,6 +152,7 @@ def run_crawl(
     """
     options = options or CrawlOptions()
     check_options(options)
+    render = plan_rendering(options.render_js, settings)  # render_js=yes without Chromium: a one-line error here
     global _ran_in_this_process
     urls = list(dict.fromkeys(request_url(url) for url in _as_url_list(start_urls)))
     if not urls:
@@ -170,7 +175,10 @@ def run_crawl(
     if (sink is None) == (store is None):
         raise CrawlError("run_crawl needs exactly one of sink= and store=")
     hooks = CrawlHooks(sink=sink, progress=progress, max_pages=max_pages, store=store)
-    process = CrawlerProcess(scrapy_settings(settings, hooks=hooks, options=options))
+    if render.unavailable:
+        hooks.ledger.notes.append(render.unavailable)
+        logging.getLogger(__name__).warning("%s; pages built by scripts keep their static text", render.unavailable)
+    process = CrawlerProcess(scrapy_settings(settings, hooks=hooks, options=options, render=render))
     # Each failed request is reported once, in CrawlStats.failures; the retry middleware's own
     # "Gave up retrying" ERROR line would only repeat it on the user's terminal.
     logging.getLogger("scrapy.downloadermiddlewares.retry").setLevel(logging.CRITICAL)
@@ -185,6 +193,7 @@ def run_crawl(
         extra_sites=[request_site(host) for host in options.allowed_hosts],
         include=options.include,
         exclude=options.exclude,
+        render=render,
     )
     process.start(install_signal_handlers=threading.current_thread() is threading.main_thread())
     elapsed = time.monotonic() - started
@@ -199,6 +208,7 @@ def run_crawl(
         sink_errors=ledger.sink_errors,
         finish_reason=ledger.finish_reason,
         counters=dict(ledger.counters),
+        notes=tuple(ledger.notes),
     )
 
 

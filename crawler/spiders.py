@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -15,12 +15,14 @@ from twisted.python.failure import Failure
 
 from crawler.links import links_to_follow, site_of
 from crawler.pages import CrawledPage, CrawlFailure
-from crawler.parse import describe_failure, parse_response
+from crawler.parse import ParsedResponse, describe_failure, parse_response
+from crawler.render import RENDER_META, RenderPlan, rendered_response
 
 __all__ = ["PageSpider"]
 
 REQUESTED_URL = "fptrack_url"  # request meta key: the URL as first requested (kept through redirects)
 START_PAGE = "fptrack_start"  # request meta key: True on start requests (kept through redirects)
+PAGE_DEPTH = "fptrack_depth"  # request meta key: link depth of the page (Scrapy's "depth" counts a render as a hop)
 
 
 class PageSpider(scrapy.Spider):
@@ -42,6 +44,7 @@ class PageSpider(scrapy.Spider):
         extra_sites: Sequence[str] = (),
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
+        render: RenderPlan | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -54,6 +57,7 @@ class PageSpider(scrapy.Spider):
         self.include = [re.compile(pattern) for pattern in include]
         self.exclude = [re.compile(pattern) for pattern in exclude]
         self.pages_emitted = 0
+        self.render = render or RenderPlan()  # default: never render (a spider built outside run_crawl)
 
     async def start(self) -> AsyncIterator[Request]:
         for request in self._start_requests():
@@ -66,31 +70,50 @@ class PageSpider(scrapy.Spider):
         for url in self.start_urls:
             yield self._request(url, start=True)
 
-    def _request(self, url: str, *, start: bool = False) -> Request:
-        meta = {REQUESTED_URL: url, START_PAGE: start}
+    def _request(self, url: str, *, start: bool = False, depth: int = 0) -> Request:
+        meta = {REQUESTED_URL: url, START_PAGE: start, PAGE_DEPTH: depth}
         return Request(url, callback=self.parse, errback=self.on_error, meta=meta)
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[CrawledPage | Request]:
         if self.pages_emitted >= self.max_pages:
             self._inc("fptrack/responses_over_budget")
             return
-        self.pages_emitted += 1
+        rendered = response.meta.get(RENDER_META) is not None
         parsed = parse_response(
-            response,
+            rendered_response(response) if rendered else response,
             requested_url=response.meta.get(REQUESTED_URL, response.url),
             fetched_at=datetime.now(UTC),
         )
+        if self.render.wants(response, parsed.page):
+            # built by scripts (or render_js=yes): the browser's rendering is the page; counted when it is emitted
+            self._inc("fptrack/render/requested")
+            meta = {key: response.meta[key] for key in (REQUESTED_URL, START_PAGE) if key in response.meta}
+            meta[PAGE_DEPTH] = self._depth(response.meta)
+            yield self.render.request(response, parsed, meta, callback=self.parse, errback=self.on_render_error)
+            return
+        if rendered:
+            self._inc("fptrack/render/pages")
+        yield from self._emit(parsed, response.meta)
+
+    @staticmethod
+    def _depth(meta: Mapping[str, Any]) -> int:
+        return int(meta.get(PAGE_DEPTH, meta.get("depth", 0)))
+
+    def _emit(self, parsed: ParsedResponse, meta: Mapping[str, Any]) -> Iterator[CrawledPage | Request]:
+        """Hand the page on (one more against ``max_pages``) and follow its links."""
+        self.pages_emitted += 1
         yield parsed.page
         if self.pages_emitted >= self.max_pages:
             raise CloseSpider("max_pages")
-        if response.meta.get("depth", 0) >= self.depth or not parsed.links:
+        depth = self._depth(meta)
+        if depth >= self.depth or not parsed.links:
             return
         follow, off_site = links_to_follow(parsed.links, frozenset(self.allowed_sites))
         if off_site:
             self._inc("fptrack/links_off_site", off_site)
         for url in follow:
             if self.wanted(url):
-                yield self._request(url)
+                yield self._request(url, depth=depth + 1)
             else:
                 self._inc("fptrack/links_excluded")
 
@@ -99,6 +122,20 @@ class PageSpider(scrapy.Spider):
         if self.include and not any(pattern.search(url) for pattern in self.include):
             return False
         return not any(pattern.search(url) for pattern in self.exclude)
+
+    def on_render_error(self, failure: Failure) -> Iterator[CrawledPage | CrawlFailure | Request]:
+        """A render that failed (timeout, browser crash, refused): the static page is kept, with its links."""
+        request = getattr(failure, "request", None)
+        static = request.meta.get(RENDER_META) if request is not None else None
+        if not isinstance(static, ParsedResponse):
+            yield from self.on_error(failure)
+            return
+        self._inc("fptrack/render/failed")
+        self.logger.warning("rendering %s failed (%s); its static text is kept", request.url, failure.value)
+        if self.pages_emitted >= self.max_pages:
+            self._inc("fptrack/responses_over_budget")
+            return
+        yield from self._emit(static, request.meta)
 
     def on_error(self, failure: Failure) -> Iterator[CrawledPage | CrawlFailure | Request]:
         error = failure.value

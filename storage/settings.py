@@ -28,6 +28,11 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_CRAWL_MAX_BYTES`` | ``10485760`` | response bodies larger than this are abandoned (reported as failures; >= 1) |
 | ``FPTRACK_CRAWL_OBEY_ROBOTS`` | ``true`` | crawls obey robots.txt (a site's ``obey_robots`` setting wins) |
 | ``FPTRACK_ALLOW_PRIVATE_HOSTS`` | unset | comma-separated hosts (``host``, ``host:port``) or networks (``10.0.0.0/8``) a crawl may reach although they are private, loopback, link-local... (``crawler.guard``) |
+| ``FPTRACK_CHROMIUM`` | unset | the browser that renders pages built by scripts (a path or a command); unset: ``chromium`` on the PATH (Debian's package; never downloaded) |
+| ``FPTRACK_RENDER_TIMEOUT`` | ``20`` | seconds a rendered page may take to load (> 0); a page that does not keeps its static text |
+| ``FPTRACK_RENDER_IDLE_WAIT`` | ``3`` | seconds at most, after the load event, waiting for a rendered page's requests to end (>= 0) |
+| ``FPTRACK_RENDER_PAGES`` | ``2`` | browser pages rendering at a time in one crawl (>= 1) |
+| ``FPTRACK_RENDER_MIN_CHARS`` | ``50`` | with ``render_js=auto``, a page with scripts and less main text than this is rendered (>= 1) |
 | ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
 | ``FPTRACK_SCHEDULE_EVERY`` | ``30`` | seconds between two looks for due site crawls and re-checks (``fptrack worker --beat``) |
 | ``FPTRACK_CRAWL_STALE_SECONDS`` | ``120`` | a site crawl whose process gave no sign of life this long is marked failed (it died) |
@@ -110,6 +115,11 @@ class Settings:
     crawl_max_body_bytes: int = 10 * 1024 * 1024
     crawl_obey_robots: bool = True
     allow_private_hosts: tuple[str, ...] = ()
+    chromium: str = ""
+    render_timeout: float = 20.0
+    render_idle_wait: float = 3.0
+    render_pages: int = 2
+    render_min_chars: int = 50
     user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
     schedule_every: float = 30.0
     crawl_stale_seconds: float = 120.0
@@ -154,12 +164,17 @@ class Settings:
             ("FPTRACK_CRAWL_DELAY", self.crawl_delay, 0, "a number of seconds >= 0"),
             ("FPTRACK_SCHEDULE_EVERY", self.schedule_every, 1, "a number of seconds >= 1"),
             ("FPTRACK_CRAWL_STALE_SECONDS", self.crawl_stale_seconds, 5, "a number of seconds >= 5"),
+            ("FPTRACK_RENDER_IDLE_WAIT", self.render_idle_wait, 0, "a number of seconds >= 0"),
+            ("FPTRACK_RENDER_PAGES", self.render_pages, 1, "an integer >= 1"),
+            ("FPTRACK_RENDER_MIN_CHARS", self.render_min_chars, 1, "an integer >= 1"),
         ]
         for name, value, minimum, expected in checks:
             if value < minimum:
                 raise ConfigurationError(f"{name}={value:g} is out of range: expected {expected}")
         if not self.crawl_timeout > 0:
             raise ConfigurationError(f"FPTRACK_CRAWL_TIMEOUT={self.crawl_timeout:g} is out of range: expected seconds > 0")
+        if not self.render_timeout > 0:
+            raise ConfigurationError(f"FPTRACK_RENDER_TIMEOUT={self.render_timeout:g} is out of range: expected seconds > 0")
         entries = []
         for entry in self.allow_private_hosts:
             try:
@@ -221,6 +236,11 @@ class Settings:
             crawl_max_body_bytes=_int(env, "FPTRACK_CRAWL_MAX_BYTES", 10 * 1024 * 1024),
             crawl_obey_robots=_bool(env, "FPTRACK_CRAWL_OBEY_ROBOTS", True),
             allow_private_hosts=_list(env, "FPTRACK_ALLOW_PRIVATE_HOSTS"),
+            chromium=(env.get("FPTRACK_CHROMIUM") or "").strip(),
+            render_timeout=_float(env, "FPTRACK_RENDER_TIMEOUT", 20.0),
+            render_idle_wait=_float(env, "FPTRACK_RENDER_IDLE_WAIT", 3.0),
+            render_pages=_int(env, "FPTRACK_RENDER_PAGES", 2),
+            render_min_chars=_int(env, "FPTRACK_RENDER_MIN_CHARS", 50),
             user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
             schedule_every=_float(env, "FPTRACK_SCHEDULE_EVERY", 30.0),
             crawl_stale_seconds=_float(env, "FPTRACK_CRAWL_STALE_SECONDS", 120.0),
