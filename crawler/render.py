@@ -31,7 +31,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Request, Response
 
@@ -57,6 +57,8 @@ RENDER_META = "fptrack_render"  # request meta: the static page this request ren
 _SCRIPT = re.compile(rb"<script\b", re.IGNORECASE)
 _NEVER_FETCHED = frozenset({"image", "media", "font"})  # resource types a browser rendering text never needs
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 10  # as Scrapy's REDIRECT_MAX_TIMES for the crawl's own requests
 _HARMLESS_SCHEMES = frozenset({"data", "blob", "about"})  # never leave the browser
 CHROMIUM_ARGS = (
     "--no-sandbox",  # a crawler may run as root in a container; the renderer has no privileges to drop anyway
@@ -197,35 +199,47 @@ class BrowserRequestGuard:
 
     async def route(self, route: Any, request: Any) -> None:
         """The page's own route handler (first layer): refused requests are aborted; the others are fetched here
-        with redirects *not* followed (``max_redirects=0``) and the answer handed to the browser, so each hop of a
-        redirect comes back through this handler and is checked (a browser follows redirects without asking
-        the route again)."""
+        one hop at a time (``max_redirects=0``), each redirect's destination checked before it is fetched, and the
+        final answer handed to the browser. A browser follows redirects without asking the route again: left to
+        it, ``/hop.js -> http://10.0.0.5/`` would pass."""
         from playwright.async_api import Error as PlaywrightError
 
         if await self._refused(request):
             await route.abort("blockedbyclient")
             return
+        url, method = request.url, request.method
         try:
-            response = await route.fetch(max_redirects=0, timeout=self.fetch_timeout * 1000)
+            for _ in range(MAX_REDIRECTS + 1):
+                response = await route.fetch(url=url, method=method, max_redirects=0, timeout=self.fetch_timeout * 1000)
+                location = response.headers.get("location")
+                if response.status not in _REDIRECT_STATUSES or not location:
+                    await route.fulfill(response=response)
+                    return
+                url = urljoin(url, location)
+                if response.status == 303:
+                    method = "GET"
+                if await self._refused(request, url):
+                    await route.abort("blockedbyclient")
+                    return
         except PlaywrightError as error:
             log.debug("browser request %s failed: %s", request.url, error)
-            await route.abort("failed")
-            return
-        await route.fulfill(response=response)
+        await route.abort("failed")  # failed, or more than MAX_REDIRECTS hops
 
-    async def _refused(self, request: Any) -> bool:
+    async def _refused(self, request: Any, url: str | None = None) -> bool:
+        """Whether the browser's ``request`` (or the redirect hop ``url`` it led to) must not be fetched."""
+        url = url or request.url
         if request.resource_type in _NEVER_FETCHED:
             self._inc("fptrack/render/skipped_media")
             return True
-        reason = await self.refusal(request.url)
+        reason = await self.refusal(url)
         if reason is None:
             return False
         self._inc("fptrack/render/refused_private_address")
         asking = _frame_url(request)
-        if self.record is not None and (request.url, asking) not in self._recorded:
-            self._recorded.add((request.url, asking))
-            self.record(request.url, f"{reason} (requested by the browser rendering {asking})" if asking else reason)
-        log.warning("browser request refused: %s: %s", request.url, reason)
+        if self.record is not None and (url, asking) not in self._recorded:
+            self._recorded.add((url, asking))
+            self.record(url, f"{reason} (requested by the browser rendering {asking})" if asking else reason)
+        log.warning("browser request refused: %s: %s", url, reason)
         return True
 
     async def refusal(self, url: str) -> str | None:
