@@ -32,6 +32,7 @@ class CrawledPage:
     snapshot_sha256: str
     fetched_at: datetime
     error: str = ""
+    next_part_url: str = ""  # the next part of a chapter split over pages ("下一页"), see crawler.multipage
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from datetime import datetime
 from scrapy.http import Response
 
 from crawler.extract import extract_main_text, tidy_whitespace
+from crawler.multipage import next_part_url
 from crawler.pages import CrawledPage
 from fingerprint.encoding import UndecodableError, decode_bytes, looks_binary
 
@@ -118,9 +119,11 @@ def parse_response(response: Response, *, requested_url: str, fetched_at: dateti
     except UndecodableError as exc:
         return without_text(f"undecodable: {exc}")
 
+    next_part = ""
     if mime in _HTML_TYPES:
         extracted = extract_main_text(decoded.text, base_url=response.url)
         title, text, links = extracted.title, extracted.text, extracted.links
+        next_part = next_part_url(decoded.text, response.url)
     else:  # plain text (e.g. a .txt download): every non-empty line is a paragraph
         lines = (tidy_whitespace(line) for line in decoded.text.splitlines())
         title, text, links = "", "\n".join(line for line in lines if line), ()
@@ -131,6 +134,7 @@ def parse_response(response: Response, *, requested_url: str, fetched_at: dateti
         text=text,
         content_sha256=_sha256(text.encode("utf-8")),
         error="",
+        next_part_url=next_part,
         **common,  # type: ignore[arg-type]
     )
     return ParsedResponse(page=page, links=links)

@@ -60,6 +60,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 10  # as Scrapy's REDIRECT_MAX_TIMES for the crawl's own requests
 _HARMLESS_SCHEMES = frozenset({"data", "blob", "about"})  # never leave the browser
+DEAD_PROXY = "127.0.0.1:1"  # nothing listens on port 1 (tcpmux, unassigned in practice)
 CHROMIUM_ARGS = (
     "--no-sandbox",  # a crawler may run as root in a container; the renderer has no privileges to drop anyway
     "--disable-gpu",
@@ -68,6 +69,11 @@ CHROMIUM_ARGS = (
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # The browser itself never goes on the network: every request of a page is fetched by the guard's route handler
+    # and fulfilled (BrowserRequestGuard.route). What is not routed (Chromium's own update checks, DNS prefetch...)
+    # meets a proxy that refuses every connection and a resolver that finds no host.
+    f"--proxy-server=http://{DEAD_PROXY}",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
 )
 
 
@@ -89,6 +95,7 @@ class RenderPlan:
     timeout: float = 20.0
     idle_wait: float = 3.0
     pages: int = 2
+    user_agent: str = ""
     unavailable: str = ""  # set when ``auto`` found no browser: the crawl's recorded reason
 
     @property
@@ -120,6 +127,7 @@ class RenderPlan:
                 RENDER_META: static,
                 "playwright": True,
                 "playwright_page_goto_kwargs": {"wait_until": "load"},
+                "playwright_context_kwargs": {"user_agent": self.user_agent, "service_workers": "block"},
                 "playwright_page_init_callback": "crawler.render.guard_page",
                 "playwright_page_methods": [PageMethod(settle_page, self.idle_wait)],
             },
@@ -139,7 +147,7 @@ def plan_rendering(mode: str, settings: Settings) -> RenderPlan:
         raise CrawlError(f"render_js must be auto, yes or no, got {mode!r}")
     common = {
         "mode": mode, "min_chars": settings.render_min_chars, "timeout": settings.render_timeout,
-        "idle_wait": settings.render_idle_wait, "pages": settings.render_pages,
+        "idle_wait": settings.render_idle_wait, "pages": settings.render_pages, "user_agent": settings.user_agent,
     }  # fmt: skip
     if mode == "no":
         return RenderPlan(**common)  # type: ignore[arg-type]
@@ -307,10 +315,11 @@ async def guard_page(page: Any, request: Request) -> None:
 
 
 def playwright_settings(
-    plan: RenderPlan, policy: PrivateAddressPolicy, record: Callable[[str, str], None], *, user_agent: str
+    plan: RenderPlan, policy: PrivateAddressPolicy, record: Callable[[str, str], None]
 ) -> dict[str, Any]:
     """The Scrapy settings that route rendering requests (meta ``playwright``) through Chromium; every other request
-    keeps Scrapy's own downloader. Empty when the plan renders nothing (the crawl then never starts a browser)."""
+    keeps Scrapy's own downloader. Empty when the plan renders nothing. No startup context: the browser is launched
+    by the first page that needs it, never by a crawl whose pages all have static text."""
     if not plan.active:
         return {}
     handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
@@ -329,7 +338,6 @@ def playwright_settings(
         "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": plan.pages,
         "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": plan.timeout * 1000,
         "PLAYWRIGHT_ABORT_REQUEST": BrowserRequestGuard(policy, record=record, fetch_timeout=plan.timeout),
-        "PLAYWRIGHT_CONTEXTS": {"default": {"user_agent": user_agent, "java_script_enabled": True}},
         "PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER": True,
     }
 

@@ -120,7 +120,7 @@ def scrapy_settings(
         "COOKIES_ENABLED": True,
     }
     if render is not None:
-        values.update(playwright_settings(render, policy, record=hooks.ledger.record_failure, user_agent=settings.user_agent))
+        values.update(playwright_settings(render, policy, record=hooks.ledger.record_failure))
     values.update(dict(options.scrapy_settings))
     return values
 

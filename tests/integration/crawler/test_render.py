@@ -105,10 +105,25 @@ def test_without_chromium_auto_keeps_static_text_and_says_why_while_yes_refuses(
         auto = crawl_in_child([site + "/"], depth=1, settings=missing, timeout=120)
         refused = crawl_in_child([site + "/"], depth=1, settings=missing, options={"render_js": "yes"}, timeout=120)
     assert auto.page(site + "/2.html")["text"] == ""
-    assert auto.stats["notes"] == [
-        "JS rendering off: '/nonexistent/chromium' not found (install the Debian package chromium or set "
-        "FPTRACK_CHROMIUM)"
-    ]
+    note = "JS rendering off: '/nonexistent/chromium' not found (install the Debian package chromium or set FPTRACK_CHROMIUM)"
+    assert auto.stats["notes"] == [note]
     assert refused.crawl_error is not None and "\n" not in refused.crawl_error
     assert refused.crawl_error.startswith("render_js=yes needs Chromium, and '/nonexistent/chromium' was not found")
     assert refused.pages == []
+
+
+def test_the_browser_makes_no_request_of_its_own() -> None:
+    """Chromium phones home (update checks to update.googleapis.com) and honours ``http_proxy``: it must not reach
+    anything, here a loopback listener standing in for a proxy that would forward it. Scrapy's own requests to the
+    loopback site go direct (``no_proxy``)."""
+    import os
+
+    from tests.integration.crawler.test_guard import _proxy
+
+    with serve_site(_site()) as site, _proxy() as proxy:
+        env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy")}
+        env.update(http_proxy=f"http://127.0.0.1:{proxy.port}", https_proxy=f"http://127.0.0.1:{proxy.port}",
+                   no_proxy="127.0.0.1")  # fmt: skip
+        result = crawl_in_child([site + "/"], depth=1, env=env, options={"render_js": "yes"}, timeout=180)
+    assert result.page(site + "/1.html")["text"].split("\n") == PARAGRAPHS
+    assert proxy.received == []

@@ -1,0 +1,23 @@
+"""multi-page chapters: each page records the URL of its chapter's next part ("下一页")
+
+Revision ID: 0009
+Revises: 0007
+Create Date: 2026-11-23 06:00:00
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0009"
+down_revision = "0007"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    # Plain ADD COLUMN (never a batch copy, which on SQLite would recreate ``pages`` and cascade to its matches).
+    op.add_column("pages", sa.Column("next_part_url", sa.String(2048), nullable=False, server_default=""))
+
+
+def downgrade() -> None:
+    op.drop_column("pages", "next_part_url")
