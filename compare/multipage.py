@@ -7,11 +7,10 @@ is compared), :func:`settle_chains` follows those links among the site's stored 
 records what it copies on the chain's **first page**:
 
 - the match's ``methods`` end with ``"multipage"`` (found on the joined chapter);
-- its ``spans`` are mapped back to the parts: ``[page_start, page_end, work_start, work_end]`` for passages on the
-  first page (offsets in its own text, as for any match), ``[page_start, page_end, work_start, work_end, part]``
-  for passages on part ``part`` (2, 3...; offsets in that part's text, in chain order). A passage running over a
-  page break is cut there (the work offsets of the cut are proportional). Readers of 4-element spans (the admin's
-  evidence view) show the first page's passages and skip the others.
+- its ``spans`` are the passages on the first page, in that page's own text as for any match (so the evidence
+  view, reports and the API show them unchanged); ``part_spans`` holds the passages on the later parts, one entry
+  per part ``{"page_id", "url", "part", "spans"}`` (``part`` 2, 3... in chain order; offsets in that part's text).
+  A passage running over a page break is cut there (the work offsets of the cut are proportional).
 
 Each page keeps its own verdicts too: a part that copies a chapter on its own is a match of its own. Chains are
 built from the set of stored pages alone (heads in URL order, each followed to its end), so the verdict depends
@@ -82,19 +81,18 @@ def join_parts(texts: Sequence[str]) -> tuple[str, list[int]]:
 
 def map_spans(
     spans: Sequence[tuple[int, int, int, int]], offsets: Sequence[int], lengths: Sequence[int]
-) -> list[list[int]]:
-    """Spans of the joined document -> spans of its parts (see the module docstring for the two shapes)."""
-    mapped: list[list[int]] = []
+) -> list[list[list[int]]]:
+    """Spans of the joined document -> the spans of each part, in that part's own text (one list per part)."""
+    mapped: list[list[list[int]]] = [[] for _ in offsets]
     for doc_start, doc_end, work_start, work_end in spans:
-        for number, (offset, length) in enumerate(zip(offsets, lengths, strict=True), start=1):
+        for number, (offset, length) in enumerate(zip(offsets, lengths, strict=True)):
             start, end = max(doc_start, offset), min(doc_end, offset + length)
             if start >= end:
                 continue
             width = max(doc_end - doc_start, 1)
             piece_start = work_start + (work_end - work_start) * (start - doc_start) // width
             piece_end = work_start + (work_end - work_start) * (end - doc_start) // width
-            span = [start - offset, end - offset, piece_start, piece_end]
-            mapped.append(span if number == 1 else [*span, number])
+            mapped[number].append([start - offset, end - offset, piece_start, piece_end])
     return mapped
 
 
@@ -125,7 +123,12 @@ def settle_chains(session: Session, site_id: int, settings: Settings, *, templat
         existing = {m.chapter_id: m for m in session.scalars(select(Match).where(Match.page_id == head.page_id))}
         for verdict in verdicts:
             match = _record(session, head, verdict, existing.get(verdict.chapter_id), licences, now)
-            match.spans = map_spans(verdict.spans, offsets, [len(t) for t in texts])
+            first, *later = map_spans(verdict.spans, offsets, [len(t) for t in texts])
+            match.spans = first
+            match.part_spans = [
+                {"page_id": part.page_id, "url": part.url, "part": number, "spans": spans}
+                for number, (part, spans) in enumerate(zip(chain[1:], later, strict=True), start=2)
+            ]
             session.flush()
             kept.add(int(match.id))
     _drop_stale(session, site_id, kept)

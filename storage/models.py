@@ -462,6 +462,9 @@ class Match(Base):
     score: Mapped[float] = mapped_column(Float)
     methods: Mapped[list[Any]] = mapped_column(JSON, default=list)
     spans: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    # a chapter split over pages, matched joined (compare.multipage): the passages on its later parts,
+    # [{"page_id", "url", "part", "spans": [[page_start, page_end, work_start, work_end], ...]}, ...]; else NULL
+    part_spans: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     status: Mapped[str] = mapped_column(String(20), default=MatchStatus.FLAGGED.value)
     first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,4 +1,5 @@
-"""multi-page chapters: each page records the URL of its chapter's next part ("下一页")
+"""multi-page chapters: each page records the URL of its chapter's next part ("下一页"); a match found on the joined
+parts records the passages on the later parts
 
 Revision ID: 0009
 Revises: 0007
@@ -17,7 +18,9 @@ depends_on = None
 def upgrade() -> None:
     # Plain ADD COLUMN (never a batch copy, which on SQLite would recreate ``pages`` and cascade to its matches).
     op.add_column("pages", sa.Column("next_part_url", sa.String(2048), nullable=False, server_default=""))
+    op.add_column("matches", sa.Column("part_spans", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
+    op.drop_column("matches", "part_spans")
     op.drop_column("pages", "next_part_url")

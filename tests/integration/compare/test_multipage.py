@@ -43,9 +43,14 @@ def _store(session: Session, order: list[int], *, chained: bool = True) -> dict[
     return pages
 
 
-def _matches(session: Session) -> list[tuple[str, int, list[str], list[list[int]]]]:
+def _matches(session: Session) -> list[tuple[str, int, list[str], dict[int, list[list[int]]]]]:
+    """(page URL, chapter, methods, part number -> spans in that part's text) of every match."""
     rows = session.scalars(select(Match).join(Page, Page.id == Match.page_id).order_by(Page.url)).all()
-    return [(m.page.url, m.chapter.index, list(m.methods), [list(s) for s in m.spans]) for m in rows]
+    return [
+        (m.page.url, m.chapter.index, list(m.methods),
+         {1: [list(s) for s in m.spans], **{p["part"]: p["spans"] for p in m.part_spans or []}})
+        for m in rows
+    ]  # fmt: skip
 
 
 def test_the_parts_joined_match_and_alone_do_not(session: Session, settings: Settings) -> None:
@@ -67,14 +72,15 @@ def test_the_parts_joined_match_and_alone_do_not(session: Session, settings: Set
             settle_site(session, pages[URLS[n]].site_id or 0, settings)
         answers.append(_matches(session))
     assert answers[0] == answers[1] == answers[2]
-    [(url, chapter, methods, spans)] = answers[0]
+    [(url, chapter, methods, parts)] = answers[0]
     assert (url, chapter, methods[-1]) == (URLS[0], 1, MULTIPAGE_METHOD)
-    parts = {1: [], 2: [], 3: []}
-    for span in spans:
-        parts[span[4] if len(span) == 5 else 1].append(span)
-    assert all(parts.values())  # passages found on each of the three parts
+    assert sorted(parts) == [1, 2, 3] and all(parts.values())  # passages found on each of the three parts
+    match = session.scalars(select(Match)).one()
+    assert [(p["url"], p["page_id"]) for p in match.part_spans] == [
+        (URLS[n], session.scalar(select(Page.id).where(Page.url == URLS[n]))) for n in (1, 2)
+    ]
     for number, part_spans in parts.items():
-        for page_start, page_end, work_start, work_end, *_ in part_spans:
+        for page_start, page_end, work_start, work_end in part_spans:
             copied = TEXTS[number - 1][page_start:page_end]
             assert copied and copied in SLICES[number - 1]  # offsets in that part's own text
             assert work.work_id and work_end > work_start
