@@ -314,12 +314,44 @@ async def guard_page(page: Any, request: Request) -> None:
     await page.route("**", _active_guard.route)
 
 
+class LazyBrowserProvider:
+    """``PLAYWRIGHT_BROWSER_PROVIDER``: scrapy-playwright's own provider, but Playwright's driver (a Node process) is
+    started with the first page to render, not when the crawl starts: in ``auto`` most crawls render nothing."""
+
+    def __init__(self, config: Any) -> None:
+        from scrapy_playwright.provider import PlaywrightBrowserProvider
+
+        self._provider = PlaywrightBrowserProvider(config)
+        self._started = False
+
+    async def start(self) -> None:
+        pass  # deferred to launch_browser
+
+    async def _ensure_started(self) -> None:
+        if not self._started:
+            self._started = True
+            await self._provider.start()
+
+    async def launch_browser(self) -> Any:
+        await self._ensure_started()
+        return await self._provider.launch_browser()
+
+    async def launch_persistent_context(self, context_kwargs: dict[str, Any]) -> Any:
+        await self._ensure_started()
+        return await self._provider.launch_persistent_context(context_kwargs)
+
+    async def close(self) -> None:
+        if self._started:
+            await self._provider.close()
+
+
 def playwright_settings(
     plan: RenderPlan, policy: PrivateAddressPolicy, record: Callable[[str, str], None]
 ) -> dict[str, Any]:
     """The Scrapy settings that route rendering requests (meta ``playwright``) through Chromium; every other request
-    keeps Scrapy's own downloader. Empty when the plan renders nothing. No startup context: the browser is launched
-    by the first page that needs it, never by a crawl whose pages all have static text."""
+    keeps Scrapy's own downloader. Empty when the plan renders nothing. No startup context and a lazy provider:
+    Playwright's driver and the browser start with the first page that needs them, never for a crawl whose pages
+    all have static text."""
     if not plan.active:
         return {}
     handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
@@ -327,6 +359,7 @@ def playwright_settings(
         "DOWNLOAD_HANDLERS": {"http": handler, "https": handler},
         "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
         "PLAYWRIGHT_BROWSER_TYPE": "chromium",
+        "PLAYWRIGHT_BROWSER_PROVIDER": "crawler.render.LazyBrowserProvider",
         "PLAYWRIGHT_LAUNCH_OPTIONS": {
             "executable_path": plan.browser,
             "headless": True,

@@ -127,3 +127,21 @@ def test_the_browser_makes_no_request_of_its_own() -> None:
         result = crawl_in_child([site + "/"], depth=1, env=env, options={"render_js": "yes"}, timeout=180)
     assert result.page(site + "/1.html")["text"].split("\n") == PARAGRAPHS
     assert proxy.received == []
+
+
+def test_a_render_that_times_out_keeps_the_static_page() -> None:
+    pages = {
+        "/": Page.html("<a href='/1.html'>1</a>"),
+        # the load event waits for a script that takes longer than FPTRACK_RENDER_TIMEOUT
+        "/1.html": Page.html("<html><body><div id='content'>加载中</div><a href='/2.html'>下一章</a>"
+                             "<script src='/slow.js'></script></body></html>"),
+        "/slow.js": Page(b"", content_type="text/javascript", delay=6.0),
+        "/2.html": chapter_page("第二章", PARAGRAPHS),
+    }
+    with serve_site(pages) as site:
+        result = crawl_in_child([site + "/"], depth=2, settings={"render_timeout": 1.5}, timeout=180)
+    assert result.page(site + "/1.html")["text"] in ("加载中", "")  # the static page, kept
+    assert result.page(site + "/2.html")["text"].split("\n") == PARAGRAPHS  # and its links followed
+    counters = result.stats["counters"]
+    assert counters["fptrack/render/failed"] == 1 and "fptrack/render/pages" not in counters
+    assert result.stats["failures"] == []
