@@ -10,10 +10,13 @@ pages, half of them filled from a JSON endpoint by a script, half printed by ``d
 (``tests/support/jspages.py``), each about 1,500 characters. Each crawl runs ``run_crawl`` (Scrapy, the sink, no
 database: the cost measured is fetching and extracting) in a child process of its own (``crawl_child``), timed from
 the outside: wall seconds, and CPU seconds of the child and everything it started (the Playwright driver and
-Chromium's processes included, ``RUSAGE_CHILDREN``). A one-page rendered crawl gives the fixed cost of starting the
-browser. The rendered crawl must extract every chapter (checked), the static one none.
+Chromium's processes included, ``RUSAGE_CHILDREN``). One-page crawls (static, and rendered) give the fixed costs
+(the Python process and Scrapy; plus, rendered, Playwright's driver and the browser): the cost *per page* is the
+marginal one, (N-page crawl - one-page crawl) / (N - 1). The rendered crawl must extract every chapter (checked),
+the static one none.
 
-Prints a table and ends with one JSON line; ``ratio`` is rendered / static, per page (wall and CPU).
+Prints a table and ends with one JSON line; ``ratio`` is rendered / static of the marginal cost per page (wall and
+CPU).
 """
 
 from __future__ import annotations
@@ -98,13 +101,16 @@ def main() -> int:
         print(f"crawling {count} chapter pages, statically and rendered ...", file=sys.stderr)
         static = _crawl(url, key, mode="no", max_pages=count + 1, render_pages=args.render_pages)
         rendered = _crawl(url, key, mode="yes", max_pages=count + 1, render_pages=args.render_pages)
+        one_static = _crawl(url, key, mode="no", max_pages=1, render_pages=args.render_pages)
         startup = _crawl(url, key, mode="yes", max_pages=1, render_pages=args.render_pages)
     if rendered["chapters_with_text"] != count or static["chapters_with_text"] != 0:
         raise SystemExit(f"unexpected extraction: static {static}, rendered {rendered}")
 
-    per_page = {
-        r["mode"]: (r["wall_s"] / r["pages"], r["cpu_s"] / r["pages"]) for r in (static, rendered)
-    }
+    def marginal(crawl: dict[str, Any], one: dict[str, Any]) -> tuple[float, float]:
+        extra = crawl["pages"] - one["pages"]
+        return (crawl["wall_s"] - one["wall_s"]) / extra, (crawl["cpu_s"] - one["cpu_s"]) / extra
+
+    per_page = {"no": marginal(static, one_static), "yes": marginal(rendered, startup)}
     wall_ratio = per_page["yes"][0] / per_page["no"][0]
     cpu_ratio = per_page["yes"][1] / per_page["no"][1]
     rows = [
@@ -112,16 +118,17 @@ def main() -> int:
          per_page["no"][0] * 1000, per_page["no"][1] * 1000),
         ("rendered (render_js=yes)", rendered["pages"], rendered["chapters_with_text"], rendered["wall_s"],
          rendered["cpu_s"], per_page["yes"][0] * 1000, per_page["yes"][1] * 1000),
-        ("one rendered page (browser start)", startup["pages"], "", startup["wall_s"], startup["cpu_s"], "", ""),
+        ("one static page (process start)", one_static["pages"], "", one_static["wall_s"], one_static["cpu_s"], "", ""),
+        ("one rendered page (+ browser start)", startup["pages"], "", startup["wall_s"], startup["cpu_s"], "", ""),
     ]  # fmt: skip
-    header = ("crawl", "pages", "chapters with text", "wall s", "CPU s", "wall ms/page", "CPU ms/page")
+    header = ("crawl", "pages", "chapters with text", "wall s", "CPU s", "wall ms/extra page", "CPU ms/extra page")
     widths = [max(len(str(h)), *(len(f"{r[i]:.1f}" if isinstance(r[i], float) else str(r[i])) for r in rows))
               for i, h in enumerate(header)]  # fmt: skip
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for row in rows:
         cells = [f"{v:.1f}" if isinstance(v, float) else str(v) for v in row]
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
-    print(f"rendered / static per page: wall x{wall_ratio:.1f}, CPU x{cpu_ratio:.1f} "
+    print(f"rendered / static, marginal cost per page: wall x{wall_ratio:.1f}, CPU x{cpu_ratio:.1f} "
           f"({args.render_pages} browser pages at a time; {os.cpu_count()} CPUs, {platform.platform()})")  # fmt: skip
     figures = {
         "benchmark": "render_cost",
@@ -129,6 +136,7 @@ def main() -> int:
         "render_pages": args.render_pages,
         "static": static,
         "rendered": rendered,
+        "process_start": one_static,
         "browser_start": startup,
         "wall_ms_per_page": {"static": round(per_page["no"][0] * 1000, 1), "rendered": round(per_page["yes"][0] * 1000, 1)},
         "cpu_ms_per_page": {"static": round(per_page["no"][1] * 1000, 1), "rendered": round(per_page["yes"][1] * 1000, 1)},
