@@ -15,11 +15,11 @@ The rendered DOM (``page.content()`` once the page loaded and its network went q
 once against ``max_pages``. A render that fails (timeout, crash) keeps the static page.
 
 The private-address guard holds for the browser: the page itself was checked by :class:`crawler.guard.PrivateAddressGuard`
-like every Scrapy request, and every request the browser makes (scripts, XHR/fetch, frames, redirects it is told
-about) passes :class:`BrowserRequestGuard`, which aborts those to refused destinations and records each as a failure
-of the crawl. Images, media and fonts are never fetched by the browser (no text in them). Limits: the browser
-follows an HTTP redirect of a sub-request without asking the route again, and resolves host names itself (see
-docs/monitoring.md).
+like every Scrapy request, and every request the browser makes (scripts, XHR/fetch, frames) goes through the route
+handler of :class:`BrowserRequestGuard`, which aborts those to refused destinations (recording each as a failure of
+the crawl) and fetches the others itself one redirect hop at a time, each hop checked. Chromium itself is started
+with a proxy that refuses every connection and a resolver that finds no host: what is not routed (its own update
+checks) reaches nothing. Images, media and fonts are never fetched (no text in them). See docs/monitoring.md.
 """
 
 from __future__ import annotations
