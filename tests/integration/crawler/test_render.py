@@ -46,13 +46,17 @@ def test_no_leaves_them_as_fetched_and_yes_renders_every_html_page() -> None:
         static = crawl_in_child([site + "/"], depth=1, options={"render_js": "no"}, timeout=180)
         static_requests = list(site.page_requests)
         site.requests.clear()
-        every = crawl_in_child([site + "/"], depth=1, options={"render_js": "yes"}, timeout=180)
+        every = crawl_in_child([site + "/"], depth=1, options={"render_js": "yes"}, settings={"render_pages": 1},
+                               timeout=180)
     assert static.page(site + "/1.html")["text"] in ("", "正在加载……")
     assert static.page(site + "/2.html")["text"] == ""
     assert "/api/chapter/1.json" not in static_requests
     assert not any(key.startswith(("fptrack/render", "playwright/")) for key in static.stats["counters"])
     assert every.page(site + "/1.html")["text"].split("\n") == PARAGRAPHS
-    assert every.stats["counters"]["fptrack/render/pages"] == 4  # the index and the static chapter too
+    counters = every.stats["counters"]
+    assert counters["fptrack/render/pages"] == 4  # the index and the static chapter too
+    # FPTRACK_RENDER_PAGES=1: one browser context, one page in it at a time
+    assert (counters["playwright/context_count/max_concurrent"], counters["playwright/page_count/max_concurrent"]) == (1, 1)
 
 
 def test_the_browser_cannot_reach_a_refused_address() -> None:
