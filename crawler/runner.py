@@ -51,7 +51,8 @@ def check_options(options: CrawlOptions) -> None:
     for name, _ in options.scrapy_settings:
         if not _SCRAPY_NAME.match(name):
             raise CrawlError(f"-s {name}: expected a Scrapy setting name in capitals (e.g. -s DOWNLOAD_DELAY=2)")
-        if name in PROTECTED_SCRAPY_SETTINGS or name.startswith("FPTRACK_"):
+        # PLAYWRIGHT_*: the browser's guard, its launch options (off the network) and its bounds (crawler.render)
+        if name in PROTECTED_SCRAPY_SETTINGS or name.startswith(("FPTRACK_", "PLAYWRIGHT_")):
             raise CrawlError(f"-s {name}: fptrack's own setting, it cannot be overridden")
     try:
         PrivateAddressPolicy.from_entries(options.allow_private_hosts)

@@ -37,6 +37,7 @@ def test_bad_crawl_settings_are_one_line_errors_at_start(tmp_path: Path, env: di
     ("args", "message"),
     [
         (["-s", "ITEM_PIPELINES={}"], "-s ITEM_PIPELINES: fptrack's own setting, it cannot be overridden"),
+        (["-s", "PLAYWRIGHT_LAUNCH_OPTIONS={}"], "-s PLAYWRIGHT_LAUNCH_OPTIONS: fptrack's own setting"),
         (["-s", "DOWNLOAD_DELAY"], "expected NAME=VALUE"),
         (["-s", "download_delay=1"], "expected a Scrapy setting name in capitals"),
         (["--allow-private-host", "a b"], "'a b' is not a host"),
