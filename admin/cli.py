@@ -302,6 +302,14 @@ def works_list(context: Context) -> None:
 @click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt (default: FPTRACK_CRAWL_OBEY_ROBOTS).")
 @click.option("--distributed", is_flag=True, help="Share the crawl with other processes and machines through Redis "
               "(FPTRACK_CRAWL_REDIS_URL): the same command elsewhere joins the running crawl of the first URL's site.")
+@click.option(
+    "--render-js",
+    type=click.Choice(["auto", "yes", "no"]),
+    default="auto",
+    show_default=True,
+    help="Render pages built by scripts in Chromium: auto = pages with scripts and (almost) no static text, yes = "
+    "every HTML page, no = never.",
+)
 @pass_context
 @friendly_errors
 def crawl(
@@ -315,6 +323,7 @@ def crawl(
     delay: float | None,
     ignore_robots: bool,
     distributed: bool,
+    render_js: str,
 ) -> None:
     """Crawl sites, fingerprint and compare every page.
 
@@ -341,8 +350,12 @@ def crawl(
         scrapy_settings=parse_scrapy_settings(scrapy_set),
         delay=delay,
         obey_robots=False if ignore_robots else None,
+        render_js=render_js,
     )
     check_options(options)
+    from crawler.render import plan_rendering
+
+    plan_rendering(render_js, context.settings)  # --render-js yes without Chromium: one line, before any job
 
     sessions = context.sessions()
     shared = None
@@ -394,6 +407,8 @@ def crawl(
         )
         for url, reason in stats.failures[:10]:
             click.echo(f"  failed: {url}: {reason}")
+        for note in stats.notes:
+            click.echo(f"  note: {note}")
     if outcome.copies:
         click.echo(f"{len(outcome.copies)} page(s) copy registered works:")
         for url, count in outcome.copies:

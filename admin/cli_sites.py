@@ -76,7 +76,8 @@ def _site_options(command: Any) -> Any:
                      "[FPTRACK_CRAWL_CONCURRENCY_PER_SITE]."),
         click.option("--obey-robots/--ignore-robots", default=None, help="Obey the site's robots.txt [obey]."),
         click.option("--render-js", type=click.Choice(["auto", "yes", "no"]),
-                     help="Render pages built by scripts [auto] (recorded; rendering is not built yet)."),
+                     help="Render pages built by scripts in Chromium [auto]: auto = pages with scripts and next to no "
+                     "static text, yes = every HTML page, no = never."),
         click.option("--allow-private/--no-allow-private", default=None,
                      help="Let crawls reach the site's hosts although their addresses are private or loopback [no]."),
         click.option("--distributed/--no-distributed", default=None,

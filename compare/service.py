@@ -483,6 +483,7 @@ def record_matches(
             match.score = verdict.score
             match.methods = list(verdict.methods)
             match.spans = [list(span) for span in verdict.spans]
+            match.part_spans = None  # the page's own verdict (compare.multipage adds the joined parts' passages)
             match.last_seen = now
             matched.append(verdict.chapter_id)
         outcomes.append(PageOutcome(page_id, url, tuple(matched)))

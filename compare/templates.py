@@ -25,6 +25,7 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from compare.multipage import settle_chains
 from compare.service import recompare_pages
 from storage.candidates import code_holders
 from storage.fingerprints import id_chunks, load_code_arrays
@@ -97,6 +98,7 @@ class SettledSite:
     quoting_codes: int  # template hashes that registered chapters hold too
     recompared: int
     masked: int
+    chains: int = 0  # chapters split over pages, compared joined
 
 
 def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSite:
@@ -128,8 +130,12 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
         recompare_pages(session, chunk, settings, ignored={page_id: frozen for page_id in chunk})
     for start in range(0, len(previously), 64):
         recompare_pages(session, previously[start : start + 64], settings)
+    # chapters split over pages, compared joined: after the pages' own verdicts, which they add to (compare.multipage)
+    chains = settle_chains(session, site_id, settings, template=frozen)
     session.execute(update(Site).where(Site.id == site_id).values(settled_at=utcnow()))
-    return SettledSite(site_id, len(rows), len(template), len(quoting), len(affected) + len(previously), len(affected))
+    return SettledSite(
+        site_id, len(rows), len(template), len(quoting), len(affected) + len(previously), len(affected), chains
+    )
 
 
 def _pages_with_matches(session: Session, page_ids: Sequence[int]) -> set[int]:

@@ -40,6 +40,7 @@ class CrawledPage:
     last_modified: str = ""
     # a 304 to a conditional request: the stored page is still current (nothing else of this value is meaningful)
     not_modified: bool = False
+    next_part_url: str = ""  # the next part of a chapter split over pages ("下一页"), see crawler.multipage
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class CrawlStats:
     sink_errors: int = 0
     finish_reason: str = ""  # Scrapy's: "finished", "closespider_...", "shutdown" (Ctrl+C), "store_failed"
     counters: Mapping[str, int] = field(default_factory=dict)  # namespaced Scrapy stats: fptrack/..., robotstxt/...
+    notes: tuple[str, ...] = ()  # how the crawl ran, when it is not as asked (e.g. JS rendering off: no Chromium)
 
     @property
     def interrupted(self) -> bool:

@@ -16,6 +16,7 @@ from datetime import datetime
 from scrapy.http import Response
 
 from crawler.extract import cap_text, extract_main_text, tidy_whitespace
+from crawler.multipage import next_part_url
 from crawler.pages import CrawledPage
 from fingerprint.encoding import UndecodableError, decode_bytes, looks_binary
 
@@ -141,10 +142,12 @@ def parse_response(
 
     notes: tuple[str, ...] = ()
     error = ""
+    next_part = ""
     if mime in _HTML_TYPES:
         extracted = extract_main_text(decoded.text, base_url=response.url, max_links=max_links, max_chars=max_chars)
         title, text, links, notes = extracted.title, extracted.text, extracted.links, extracted.notes
         error = extracted.error
+        next_part = next_part_url(decoded.text, response.url)
     else:  # plain text (e.g. a .txt download): every non-empty line is a paragraph
         lines = (tidy_whitespace(line) for line in decoded.text.splitlines())
         title, text, links = "", "\n".join(line for line in lines if line), ()
@@ -159,6 +162,7 @@ def parse_response(
         content_sha256=_sha256(text.encode("utf-8")),
         error=error,  # a document that could not be parsed at all (nesting too deep) has no text, and says why
         note="; ".join(notes),
+        next_part_url=next_part,
         **common,  # type: ignore[arg-type]
     )
     return ParsedResponse(page=page, links=links)

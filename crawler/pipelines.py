@@ -42,6 +42,11 @@ class CrawlLedger:
     progress_errors: int = 0
     finish_reason: str = ""
     counters: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def record_failure(self, url: str, reason: str) -> None:
+        """A failure found outside the spider (the browser's refused requests, :mod:`crawler.render`)."""
+        self.failures.append((url, reason))
 
 
 @dataclass
@@ -91,7 +96,7 @@ class RecordPipeline:
         self.ledger.counters = {
             str(key): int(value)
             for key, value in stats.items()
-            if str(key).startswith(("fptrack/", "robotstxt/")) and isinstance(value, int)
+            if str(key).startswith(("fptrack/", "robotstxt/", "playwright/")) and isinstance(value, int)
         }
 
     def process_item(self, item: Any, spider: object = None) -> Any:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
 from crawler.links import request_url
-from crawler.pages import CrawledPage, CrawlError, CrawlOptions, CrawlProgress, CrawlStats
+from crawler.pages import RENDER_JS_MODES, CrawledPage, CrawlError, CrawlOptions, CrawlProgress, CrawlStats
 from crawler.pipelines import HOOKS_SETTING, CrawlHooks
+from crawler.render import RenderPlan, plan_rendering, playwright_settings
 from crawler.store import PageStore
 from storage.settings import Settings
 
@@ -57,12 +58,13 @@ def check_options(options: CrawlOptions) -> None:
         raise CrawlError(f"delay must be >= 0 seconds, got {options.delay:g}")
     if options.concurrency is not None and options.concurrency < 1:
         raise CrawlError(f"concurrency must be >= 1, got {options.concurrency}")
-    if options.render_js not in ("auto", "yes", "no"):
+    if options.render_js not in RENDER_JS_MODES:
         raise CrawlError(f"render_js must be auto, yes or no, got {options.render_js!r}")
     for name, _ in options.scrapy_settings:
         if not _SCRAPY_NAME.match(name):
             raise CrawlError(f"-s {name}: expected a Scrapy setting name in capitals (e.g. -s DOWNLOAD_DELAY=2)")
-        if name in PROTECTED_SCRAPY_SETTINGS or name.startswith("FPTRACK_"):
+        # PLAYWRIGHT_*: the browser's guard, its launch options (off the network) and its bounds (crawler.render)
+        if name in PROTECTED_SCRAPY_SETTINGS or name.startswith(("FPTRACK_", "PLAYWRIGHT_")):
             raise CrawlError(f"-s {name}: fptrack's own setting, it cannot be overridden")
     try:
         PrivateAddressPolicy.from_entries(options.allow_private_hosts)
@@ -71,11 +73,17 @@ def check_options(options: CrawlOptions) -> None:
 
 
 def scrapy_settings(
-    settings: Settings, *, hooks: CrawlHooks, options: CrawlOptions | None = None, shared: SharedCrawl | None = None
+    settings: Settings,
+    *,
+    hooks: CrawlHooks,
+    options: CrawlOptions | None = None,
+    shared: SharedCrawl | None = None,
+    render: RenderPlan | None = None,
 ) -> dict[str, Any]:
     """The Scrapy settings of an fptrack crawl, derived from fptrack's :class:`Settings` and the crawl's
     :class:`CrawlOptions` (per-site politeness, private hosts allowed, ``-s`` settings passed through); with
-    ``shared``, the frontier and dupefilter of a distributed crawl in Redis (:mod:`crawler.distributed`)."""
+    ``shared``, the frontier and dupefilter of a distributed crawl in Redis (:mod:`crawler.distributed`); when it
+    renders pages built by scripts, its :class:`crawler.render.RenderPlan`."""
     options = options or CrawlOptions()
     max_bytes = settings.crawl_max_body_bytes
     per_site = options.concurrency or settings.crawl_concurrency_per_site
@@ -120,7 +128,7 @@ def scrapy_settings(
             "crawler.middlewares.RefuseRedirectLoops": 650,
             "crawler.conditional.ConditionalRequests": 70,
         },
-        "EXTENSIONS": {"crawler.middlewares.SkipBinaryBodies": 100},
+        "EXTENSIONS": {"crawler.middlewares.SkipBinaryBodies": 100, "crawler.render.RenderStats": 110},
         "ITEM_PIPELINES": {
             "crawler.pipelines.RecordPipeline": 100,
             "crawler.pipelines.PersistPipeline": 200,
@@ -137,6 +145,8 @@ def scrapy_settings(
         from crawler.distributed import scrapy_redis_settings
 
         values.update(scrapy_redis_settings(shared))
+    if render is not None:
+        values.update(playwright_settings(render, policy, record=hooks.ledger.record_failure))
     values.update(dict(options.scrapy_settings))
     return values
 
@@ -176,6 +186,7 @@ def run_crawl(
     """
     options = options or CrawlOptions()
     check_options(options)
+    render = plan_rendering(options.render_js, settings)  # render_js=yes without Chromium: a one-line error here
     global _ran_in_this_process
     urls = list(dict.fromkeys(request_url(url) for url in _as_url_list(start_urls)))
     if not urls:
@@ -198,7 +209,10 @@ def run_crawl(
     if (sink is None) == (store is None):
         raise CrawlError("run_crawl needs exactly one of sink= and store=")
     hooks = CrawlHooks(sink=sink, progress=progress, max_pages=max_pages, store=store)
-    process = CrawlerProcess(scrapy_settings(settings, hooks=hooks, options=options, shared=shared))
+    if render.unavailable:
+        hooks.ledger.notes.append(render.unavailable)
+        logging.getLogger(__name__).warning("%s; pages built by scripts keep their static text", render.unavailable)
+    process = CrawlerProcess(scrapy_settings(settings, hooks=hooks, options=options, shared=shared, render=render))
     # Each failed request is reported once, in CrawlStats.failures; the retry middleware's own
     # "Gave up retrying" ERROR line would only repeat it on the user's terminal.
     logging.getLogger("scrapy.downloadermiddlewares.retry").setLevel(logging.CRITICAL)
@@ -221,6 +235,7 @@ def run_crawl(
         **spider_kwargs,
         take_page=shared.take_page if shared is not None else None,
         seed=shared is None or shared.first,
+        render=render,
     )
     with _stop_on_signals(process) as stopped:
         process.start(install_signal_handlers=False)
@@ -238,6 +253,7 @@ def run_crawl(
         sink_errors=ledger.sink_errors,
         finish_reason=ledger.finish_reason,
         counters=dict(ledger.counters),
+        notes=tuple(ledger.notes),
     )
 
 

@@ -368,6 +368,7 @@ def job_stats(stats: CrawlStats) -> dict[str, Any]:
         "failures_total": len(stats.failures),
         "counters": dict(sorted(stats.counters.items())),
         "finish_reason": stats.finish_reason,
+        "notes": list(stats.notes),
         "elapsed_seconds": round(stats.elapsed_seconds, 3),
     }
 

@@ -18,7 +18,7 @@ Every setting, with its default:
 | ``delay`` | ``FPTRACK_CRAWL_DELAY`` (0) | seconds at least between two requests to the site |
 | ``concurrency`` | ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE`` (2) | requests to the site at a time |
 | ``obey_robots`` | ``true`` | obey the site's robots.txt |
-| ``render_js`` | ``auto`` | ``auto`` / ``yes`` / ``no``: render pages built by scripts in a browser (stored; rendering is not built yet) |
+| ``render_js`` | ``auto`` | ``auto`` / ``yes`` / ``no``: render pages built by scripts in Chromium (crawler.render) |
 | ``allow_private`` | ``false`` | let the crawl reach the site's hosts although their addresses are private or loopback |
 | ``distributed`` | ``false`` | its crawls share one frontier in Redis: ``sites run`` on more machines joins the running crawl (:mod:`crawler.distributed`) |
 | ``enabled`` | ``true`` | scheduled crawls run (``sites run`` works either way) |

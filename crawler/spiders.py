@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, ClassVar
@@ -24,6 +24,7 @@ from twisted.python.failure import Failure
 from crawler.links import links_to_follow, site_of
 from crawler.pages import CrawledPage, CrawlFailure
 from crawler.parse import ParsedResponse, describe_failure, parse_response
+from crawler.render import RENDER_META, RenderPlan, rendered_response
 
 __all__ = ["PARSE_THREADS", "PageSpider"]
 
@@ -32,6 +33,7 @@ BYTES_RECEIVED = "fptrack_bytes"  # request meta key: body bytes received so far
 
 REQUESTED_URL = "fptrack_url"  # request meta key: the URL as first requested (kept through redirects)
 START_PAGE = "fptrack_start"  # request meta key: True on start requests (kept through redirects)
+PAGE_DEPTH = "fptrack_depth"  # request meta key: link depth of the page (Scrapy's "depth" counts a render as a hop)
 
 
 class PageSpider(scrapy.Spider):
@@ -63,6 +65,7 @@ class PageSpider(scrapy.Spider):
         max_bytes: int | None = None,
         take_page: Callable[[], bool] | None = None,
         seed: bool = True,
+        render: RenderPlan | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -81,6 +84,8 @@ class PageSpider(scrapy.Spider):
         self._parsing: DeferredSemaphore | None = None  # made on first use, inside the running reactor
         self.take_page = take_page
         self.seed = seed
+        self.pages_taken = 0  # pages drawn from max_pages (emitted, or waiting on the browser)
+        self.render = render or RenderPlan()  # default: never render (a spider built outside run_crawl)
 
     async def start(self) -> AsyncIterator[Request]:
         for request in self._start_requests():
@@ -95,36 +100,57 @@ class PageSpider(scrapy.Spider):
         for url in self.start_urls:
             yield self._request(url, start=True)
 
-    def _request(self, url: str, *, start: bool = False) -> Request:
-        meta = {REQUESTED_URL: url, START_PAGE: start}
+    def _request(self, url: str, *, start: bool = False, depth: int = 0) -> Request:
+        meta = {REQUESTED_URL: url, START_PAGE: start, PAGE_DEPTH: depth}
         return Request(url, callback=self.parse, errback=self.on_error, meta=meta)
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[CrawledPage | Request]:
-        if not self._take_page():
+        rendered = response.meta.get(RENDER_META) is not None  # its static parse took the page from the budget
+        if not rendered and not self._take_page():
             self._inc("fptrack/responses_over_budget")
             return
-        self.pages_emitted += 1
-        parsed = await self._parse_in_thread(response)
+        parsed = await self._parse_in_thread(response, rendered_response(response) if rendered else response)
         if parsed.page.note:
             self._inc("fptrack/pages_with_notes")
+        if self.render.wants(response, parsed.page):
+            # built by scripts (or render_js=yes): the browser's rendering is the page (its budget is taken already)
+            self._inc("fptrack/render/requested")
+            meta = {key: response.meta[key] for key in (REQUESTED_URL, START_PAGE) if key in response.meta}
+            meta[PAGE_DEPTH] = self._depth(response.meta)
+            yield self.render.request(response, parsed, meta, callback=self.parse, errback=self.on_render_error)
+            return
+        if rendered:
+            self._inc("fptrack/render/pages")
+        for item in self._emit(parsed, response.meta):
+            yield item
+
+    @staticmethod
+    def _depth(meta: Mapping[str, Any]) -> int:
+        return int(meta.get(PAGE_DEPTH, meta.get("depth", 0)))
+
+    def _emit(self, parsed: ParsedResponse, meta: Mapping[str, Any]) -> Iterator[CrawledPage | Request]:
+        """Hand the page on and follow its links."""
+        self.pages_emitted += 1
         yield parsed.page
         if self.take_page is None and self.pages_emitted >= self.max_pages:
             raise CloseSpider("max_pages")
-        if response.meta.get("depth", 0) >= self.depth or not parsed.links:
+        depth = self._depth(meta)
+        if depth >= self.depth or not parsed.links:
             return
         follow, off_site = links_to_follow(parsed.links, frozenset(self.allowed_sites))
         if off_site:
             self._inc("fptrack/links_off_site", off_site)
         for url in follow:
             if self.wanted(url):
-                yield self._request(url)
+                yield self._request(url, depth=depth + 1)
             else:
                 self._inc("fptrack/links_excluded")
 
-    async def _parse_in_thread(self, response: Response) -> ParsedResponse:
+    async def _parse_in_thread(self, response: Response, source: Response) -> ParsedResponse:
+        """Parse ``source`` (``response`` itself, or the browser's rendering of it) in a thread of its own."""
         work = partial(
             parse_response,
-            response,
+            source,
             requested_url=response.meta.get(REQUESTED_URL, response.url),
             fetched_at=datetime.now(UTC),
             max_links=self.max_links,
@@ -141,13 +167,29 @@ class PageSpider(scrapy.Spider):
         """One page from the budget: this spider's own count, or the budget shared by a distributed crawl."""
         if self.take_page is not None:
             return self.take_page()
-        return self.pages_emitted < self.max_pages
+        if self.pages_taken >= self.max_pages:
+            return False
+        self.pages_taken += 1
+        return True
 
     def wanted(self, url: str) -> bool:
         """The site's include/exclude patterns (``re.search``) on a link."""
         if self.include and not any(pattern.search(url) for pattern in self.include):
             return False
         return not any(pattern.search(url) for pattern in self.exclude)
+
+    async def on_render_error(self, failure: Failure) -> AsyncIterator[CrawledPage | CrawlFailure | Request]:
+        """A render that failed (timeout, browser crash, refused): the static page is kept, with its links."""
+        request = getattr(failure, "request", None)
+        static = request.meta.get(RENDER_META) if request is not None else None
+        if not isinstance(static, ParsedResponse):
+            async for item in self.on_error(failure):
+                yield item
+            return
+        self._inc("fptrack/render/failed")
+        self.logger.warning("rendering %s failed (%s); its static text is kept", request.url, failure.value)
+        for item in self._emit(static, request.meta):
+            yield item
 
     async def on_error(self, failure: Failure) -> AsyncIterator[CrawledPage | CrawlFailure | Request]:
         error = failure.value

@@ -136,6 +136,7 @@ class PageStore:
                     "fetched_at": page.fetched_at,
                     "error": page.error,
                     "note": page.note,
+                    "next_part_url": page.next_part_url[:2048],
                     "crawl_job_id": self.job_id,
                     "site_id": sites.get(keys[url]),
                     # nothing to compare: done as soon as stored (the sweep never waits for it)
@@ -164,6 +165,7 @@ class PageStore:
                 "fetched_at": new.fetched_at,
                 "error": new.error,
                 "note": new.note,
+                "next_part_url": new.next_part_url,
                 "crawl_job_id": new.crawl_job_id,
                 "site_id": new.site_id,
                 "compared_at": case(

@@ -36,7 +36,7 @@ fi
 if command -v chromium >/dev/null 2>&1; then
   say "Chromium found at $(command -v chromium)"
 elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  say "installing Debian's chromium for the admin browser tests"
+  say "installing Debian's chromium (JS rendering of crawled pages, the admin browser tests)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/tmp/fptrack-apt.log 2>&1 \
     || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
          && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >>/tmp/fptrack-apt.log 2>&1; } \

@@ -276,6 +276,8 @@ class Page(Base):
     compared_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # the page's verdicts were decided with its site's template masked (compare.templates)
     template_masked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
+    # a chapter split over pages: the URL of this page's next part ("下一页"), '' when none (compare.multipage)
+    next_part_url: Mapped[str] = mapped_column(String(2048), default="", server_default="")
 
     site: Mapped[Site | None] = relationship()
 
@@ -473,6 +475,9 @@ class Match(Base):
     score: Mapped[float] = mapped_column(Float)
     methods: Mapped[list[Any]] = mapped_column(JSON, default=list)
     spans: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    # a chapter split over pages, matched joined (compare.multipage): the passages on its later parts,
+    # [{"page_id", "url", "part", "spans": [[page_start, page_end, work_start, work_end], ...]}, ...]; else NULL
+    part_spans: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     status: Mapped[str] = mapped_column(String(20), default=MatchStatus.FLAGGED.value)
     first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -30,6 +30,11 @@ No module reads the environment at import time; entry points (the CLI, the Celer
 | ``FPTRACK_MAX_PAGE_CHARS`` | ``300000`` | characters of extracted text kept per page at most, cut at a paragraph boundary and recorded in ``pages.note`` (>= 1) |
 | ``FPTRACK_CRAWL_OBEY_ROBOTS`` | ``true`` | crawls obey robots.txt (a site's ``obey_robots`` setting wins) |
 | ``FPTRACK_ALLOW_PRIVATE_HOSTS`` | unset | comma-separated hosts (``host``, ``host:port``) or networks (``10.0.0.0/8``) a crawl may reach although they are private, loopback, link-local... (``crawler.guard``) |
+| ``FPTRACK_CHROMIUM`` | unset | the browser that renders pages built by scripts (a path or a command); unset: ``chromium`` on the PATH (Debian's package; never downloaded) |
+| ``FPTRACK_RENDER_TIMEOUT`` | ``20`` | seconds a rendered page may take to load (> 0); a page that does not keeps its static text |
+| ``FPTRACK_RENDER_IDLE_WAIT`` | ``3`` | seconds at most, after the load event, waiting for a rendered page's requests to end (>= 0) |
+| ``FPTRACK_RENDER_PAGES`` | ``2`` | browser pages rendering at a time in one crawl (>= 1) |
+| ``FPTRACK_RENDER_MIN_CHARS`` | ``50`` | with ``render_js=auto``, a page with scripts and less main text than this is rendered (>= 1) |
 | ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
 | ``FPTRACK_SCHEDULE_EVERY`` | ``30`` | seconds between two looks for due site crawls (``fptrack worker --beat``) |
 | ``FPTRACK_CRAWL_STALE_SECONDS`` | ``120`` | a site crawl whose process gave no sign of life this long is marked failed (it died); the same for a takedown re-check run's claim |
@@ -118,6 +123,11 @@ class Settings:
     max_page_chars: int = 300_000
     crawl_obey_robots: bool = True
     allow_private_hosts: tuple[str, ...] = ()
+    chromium: str = ""
+    render_timeout: float = 20.0
+    render_idle_wait: float = 3.0
+    render_pages: int = 2
+    render_min_chars: int = 50
     user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
     schedule_every: float = 30.0
     crawl_stale_seconds: float = 120.0
@@ -171,12 +181,17 @@ class Settings:
             ("FPTRACK_RECHECK_EVERY", self.recheck_every, 1, "a number of seconds >= 1"),
             ("FPTRACK_RECHECK_AFTER", self.recheck_after, 0, "a number of seconds >= 0"),
             ("FPTRACK_RECHECK_LIMIT", self.recheck_limit, 1, "an integer >= 1"),
+            ("FPTRACK_RENDER_IDLE_WAIT", self.render_idle_wait, 0, "a number of seconds >= 0"),
+            ("FPTRACK_RENDER_PAGES", self.render_pages, 1, "an integer >= 1"),
+            ("FPTRACK_RENDER_MIN_CHARS", self.render_min_chars, 1, "an integer >= 1"),
         ]
         for name, value, minimum, expected in checks:
             if value < minimum:
                 raise ConfigurationError(f"{name}={value:g} is out of range: expected {expected}")
         if not self.crawl_timeout > 0:
             raise ConfigurationError(f"FPTRACK_CRAWL_TIMEOUT={self.crawl_timeout:g} is out of range: expected seconds > 0")
+        if not self.render_timeout > 0:
+            raise ConfigurationError(f"FPTRACK_RENDER_TIMEOUT={self.render_timeout:g} is out of range: expected seconds > 0")
         entries = []
         for entry in self.allow_private_hosts:
             try:
@@ -240,6 +255,11 @@ class Settings:
             max_page_chars=_int(env, "FPTRACK_MAX_PAGE_CHARS", 300_000),
             crawl_obey_robots=_bool(env, "FPTRACK_CRAWL_OBEY_ROBOTS", True),
             allow_private_hosts=_list(env, "FPTRACK_ALLOW_PRIVATE_HOSTS"),
+            chromium=(env.get("FPTRACK_CHROMIUM") or "").strip(),
+            render_timeout=_float(env, "FPTRACK_RENDER_TIMEOUT", 20.0),
+            render_idle_wait=_float(env, "FPTRACK_RENDER_IDLE_WAIT", 3.0),
+            render_pages=_int(env, "FPTRACK_RENDER_PAGES", 2),
+            render_min_chars=_int(env, "FPTRACK_RENDER_MIN_CHARS", 50),
             user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
             schedule_every=_float(env, "FPTRACK_SCHEDULE_EVERY", 30.0),
             crawl_stale_seconds=_float(env, "FPTRACK_CRAWL_STALE_SECONDS", 120.0),

@@ -37,6 +37,7 @@ def test_bad_crawl_settings_are_one_line_errors_at_start(tmp_path: Path, env: di
     ("args", "message"),
     [
         (["-s", "ITEM_PIPELINES={}"], "-s ITEM_PIPELINES: fptrack's own setting, it cannot be overridden"),
+        (["-s", "PLAYWRIGHT_LAUNCH_OPTIONS={}"], "-s PLAYWRIGHT_LAUNCH_OPTIONS: fptrack's own setting"),
         (["-s", "DOWNLOAD_DELAY"], "expected NAME=VALUE"),
         (["-s", "download_delay=1"], "expected a Scrapy setting name in capitals"),
         (["--allow-private-host", "a b"], "'a b' is not a host"),
@@ -67,3 +68,20 @@ def test_the_guard_refuses_loopback_until_allowed_and_records_why(initialised: P
     assert crawled.returncode == 0, crawled.stderr
     assert "crawled 1 page(s)" in crawled.stdout
     assert site.page_requests == ["/"]
+
+
+def test_render_js_yes_without_chromium_is_a_one_line_error_before_any_crawl(initialised: Path) -> None:
+    with serve_site({"/": chapter_page("第一章", PARAGRAPHS)}) as site:
+        result = fptrack(initialised, "crawl", site + "/", "--allow-private-host", site.key, "--render-js", "yes",
+                         FPTRACK_CHROMIUM="/nonexistent/chromium")  # fmt: skip
+        assert site.requests == []
+    assert_clean_error(result, "render_js=yes needs Chromium, and '/nonexistent/chromium' was not found")
+    assert result.stderr.count("\n") == 1
+
+
+def test_render_js_auto_without_chromium_crawls_statically_and_says_why(initialised: Path) -> None:
+    with serve_site({"/": chapter_page("第一章", PARAGRAPHS)}) as site:
+        result = fptrack(initialised, "crawl", site + "/", "--allow-private-host", site.key,
+                         FPTRACK_CHROMIUM="/nonexistent/chromium")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "note: JS rendering off: '/nonexistent/chromium' not found" in result.stdout

@@ -1,0 +1,168 @@
+"""Chapters split over several pages ("下一页"): compare the parts joined, once the site's crawl has settled.
+
+The crawler records on each page the URL of its chapter's next part (``pages.next_part_url``,
+:mod:`crawler.multipage`). When a site settles (:func:`compare.templates.settle_site`, after every page of the crawl
+is compared), :func:`settle_chains` follows those links among the site's stored pages, joins each chain's texts
+(``"\\n"`` between parts) into one document, compares it with the registered works (the site's template ignored) and
+records what it copies on the chain's **first page**:
+
+- the match's ``methods`` end with ``"multipage"`` (found on the joined chapter);
+- its ``spans`` are the passages on the first page, in that page's own text as for any match (so the evidence
+  view, reports and the API show them unchanged); ``part_spans`` holds the passages on the later parts, one entry
+  per part ``{"page_id", "url", "part", "spans"}`` (``part`` 2, 3... in chain order; offsets in that part's text).
+  A passage running over a page break is cut there (the work offsets of the cut are proportional).
+
+Each page keeps its own verdicts too: a part that copies a chapter on its own is a match of its own. Chains are
+built from the set of stored pages alone (heads in URL order, each followed to its end), so the verdict depends
+neither on the order the parts arrived in nor on the run mode. A chain with a part missing (failed, not crawled)
+joins the parts present from its first page on, up to the gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from compare.documents import analyse
+from compare.licensing import is_licensed, licensed_hosts
+from compare.service import Verdict, compare_document
+from storage.fingerprints import id_chunks
+from storage.models import Match, MatchStatus, Page, utcnow
+from storage.settings import Settings
+
+__all__ = ["MULTIPAGE_METHOD", "ChainPart", "chains_of", "join_parts", "map_spans", "settle_chains"]
+
+MULTIPAGE_METHOD = "multipage"
+MAX_PARTS = 50  # a chain longer than this is cut: a chapter is not 50 pages, a crawler trap may be
+
+
+@dataclass(frozen=True)
+class ChainPart:
+    page_id: int
+    url: str
+    text: str
+    next_url: str
+
+
+def chains_of(pages: Mapping[str, ChainPart]) -> list[list[ChainPart]]:
+    """The chains of two parts or more among ``pages`` (URL -> part): each starts at a page no other page names as
+    its next part, and follows ``next_url`` while the next part is present, has text and was not seen. Heads in URL
+    order: the answer depends on the pages alone."""
+    targets = {part.next_url for part in pages.values() if part.next_url}
+    chains: list[list[ChainPart]] = []
+    for url in sorted(pages):
+        if url in targets or not pages[url].next_url or not pages[url].text:
+            continue
+        chain = [pages[url]]
+        seen = {url}
+        while len(chain) < MAX_PARTS:
+            following = pages.get(chain[-1].next_url)
+            if following is None or following.url in seen or not following.text:
+                break
+            chain.append(following)
+            seen.add(following.url)
+        if len(chain) >= 2:
+            chains.append(chain)
+    return chains
+
+
+def join_parts(texts: Sequence[str]) -> tuple[str, list[int]]:
+    """The joined document and the offset of each part in it."""
+    offsets, position = [], 0
+    for text in texts:
+        offsets.append(position)
+        position += len(text) + 1
+    return "\n".join(texts), offsets
+
+
+def map_spans(
+    spans: Sequence[tuple[int, int, int, int]], offsets: Sequence[int], lengths: Sequence[int]
+) -> list[list[list[int]]]:
+    """Spans of the joined document -> the spans of each part, in that part's own text (one list per part)."""
+    mapped: list[list[list[int]]] = [[] for _ in offsets]
+    for doc_start, doc_end, work_start, work_end in spans:
+        for number, (offset, length) in enumerate(zip(offsets, lengths, strict=True)):
+            start, end = max(doc_start, offset), min(doc_end, offset + length)
+            if start >= end:
+                continue
+            width = max(doc_end - doc_start, 1)
+            piece_start = work_start + (work_end - work_start) * (start - doc_start) // width
+            piece_end = work_start + (work_end - work_start) * (end - doc_start) // width
+            mapped[number].append([start - offset, end - offset, piece_start, piece_end])
+    return mapped
+
+
+def _load_parts(session: Session, site_id: int) -> dict[str, ChainPart]:
+    columns = (Page.id, Page.url, Page.text, Page.next_part_url)
+    ok = (Page.site_id == site_id) & (Page.status == 200)
+    heads = session.execute(select(*columns).where(ok, Page.next_part_url != "")).all()
+    parts = {str(url): ChainPart(int(i), str(url), str(text or ""), str(nxt or "")) for i, url, text, nxt in heads}
+    missing = sorted({part.next_url for part in parts.values()} - set(parts))
+    for start in range(0, len(missing), 500):
+        for i, url, text, nxt in session.execute(select(*columns).where(ok, Page.url.in_(missing[start : start + 500]))):
+            parts[str(url)] = ChainPart(int(i), str(url), str(text or ""), str(nxt or ""))
+    return parts
+
+
+def settle_chains(session: Session, site_id: int, settings: Settings, *, template: Collection[int] = ()) -> int:
+    """Compare the site's multi-page chapters joined and record their matches on their first pages (see the module
+    docstring); drop the machine-made "multipage" matches that no longer hold. Returns the number of chains."""
+    chains = chains_of(_load_parts(session, site_id))
+    now = utcnow()
+    kept: set[int] = set()
+    licences: dict[int, list[str]] = {}
+    for chain in chains:
+        texts = [part.text for part in chain]
+        joined, offsets = join_parts(texts)
+        verdicts = [v for v in compare_document(session, analyse(joined), settings, ignored_codes=template) if v.flagged]
+        head = chain[0]
+        existing = {m.chapter_id: m for m in session.scalars(select(Match).where(Match.page_id == head.page_id))}
+        for verdict in verdicts:
+            match = _record(session, head, verdict, existing.get(verdict.chapter_id), licences, now)
+            first, *later = map_spans(verdict.spans, offsets, [len(t) for t in texts])
+            match.spans = first
+            match.part_spans = [
+                {"page_id": part.page_id, "url": part.url, "part": number, "spans": spans}
+                for number, (part, spans) in enumerate(zip(chain[1:], later, strict=True), start=2)
+            ]
+            session.flush()
+            kept.add(int(match.id))
+    _drop_stale(session, site_id, kept)
+    return len(chains)
+
+
+def _record(
+    session: Session, head: ChainPart, verdict: Verdict, match: Match | None, licences: dict[int, list[str]], now: datetime
+) -> Match:
+    if verdict.work_id not in licences:
+        licences[verdict.work_id] = licensed_hosts(session, verdict.work_id)
+    status = MatchStatus.LICENSED if is_licensed(head.url, licences[verdict.work_id]) else MatchStatus.FLAGGED
+    if match is None:
+        match = Match(page_id=head.page_id, work_id=verdict.work_id, chapter_id=verdict.chapter_id, first_seen=now,
+                      status=status)  # fmt: skip
+        session.add(match)
+    elif match.status in MatchStatus.machine_made():
+        match.status = status  # a reviewer's decision (confirmed, dismissed) stands
+    match.score = verdict.score
+    match.methods = [*verdict.methods, MULTIPAGE_METHOD]
+    match.last_seen = now
+    return match
+
+
+def _drop_stale(session: Session, site_id: int, kept: set[int]) -> None:
+    """Machine-made "multipage" matches of the site's pages that this settling did not find again."""
+    rows = session.execute(
+        select(Match.id, Match.methods, Match.status).join(Page, Page.id == Match.page_id).where(Page.site_id == site_id)
+    ).all()
+    machine_made = MatchStatus.machine_made()
+    stale = [
+        int(match_id)
+        for match_id, methods, status in rows
+        if MULTIPAGE_METHOD in (methods or ()) and int(match_id) not in kept and status in machine_made
+    ]
+    for chunk in id_chunks(stale):
+        session.execute(delete(Match).where(Match.id.in_(chunk)))

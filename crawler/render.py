@@ -1,0 +1,385 @@
+"""Pages whose text is built by scripts: render them in Debian's Chromium (scrapy-playwright), then extract as usual.
+
+Pirate sites hide chapters from plain crawlers: the HTML holds an empty ``<div id="content">`` and a script fills it
+from a JSON endpoint, or ``document.write`` prints it. Fetched statically such a page has no main text, so no copy is
+ever found. A crawl's ``render_js`` setting decides which pages a browser renders:
+
+- ``auto`` (default): an HTML page (status 200) whose static main text is shorter than ``FPTRACK_RENDER_MIN_CHARS``
+  while it carries a ``<script>`` is requested again through the browser; the others are not (a browser costs
+  far more than a download). Without Chromium, nothing is rendered and the crawl records why (``CrawlStats.notes``).
+- ``yes``: every HTML page is rendered (a one-line error before the crawl when Chromium is missing);
+- ``no``: never.
+
+The rendered DOM (``page.content()`` once the page loaded and its network went quiet) is handed to the same
+:func:`crawler.parse.parse_response` and the same pipeline as a static page: one page per URL either way, counted
+once against ``max_pages``. A render that fails (timeout, crash) keeps the static page.
+
+The private-address guard holds for the browser: the page itself was checked by :class:`crawler.guard.PrivateAddressGuard`
+like every Scrapy request, and every request the browser makes (scripts, XHR/fetch, frames) goes through the route
+handler of :class:`BrowserRequestGuard`, which aborts those to refused destinations (recording each as a failure of
+the crawl) and fetches the others itself one redirect hop at a time, each hop checked. Chromium itself is started
+with a proxy that refuses every connection and a resolver that finds no host: what is not routed (its own update
+checks) reaches nothing. Images, media and fonts are never fetched (no text in them). See docs/monitoring.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from scrapy.http import Request, Response
+
+from crawler.guard import PrivateAddressPolicy, _parse_address, _resolve_all
+from crawler.pages import CrawledPage, CrawlError
+from crawler.parse import ParsedResponse
+from storage.settings import Settings
+
+__all__ = [
+    "RENDER_META",
+    "BrowserRequestGuard",
+    "RenderPlan",
+    "chromium_path",
+    "plan_rendering",
+    "playwright_settings",
+    "rendered_response",
+    "settle_page",
+]
+
+log = logging.getLogger(__name__)
+
+RENDER_META = "fptrack_render"  # request meta: the static page this request renders again (a ParsedResponse)
+_SCRIPT = re.compile(rb"<script\b", re.IGNORECASE)
+_NEVER_FETCHED = frozenset({"image", "media", "font"})  # resource types a browser rendering text never needs
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 10  # as Scrapy's REDIRECT_MAX_TIMES for the crawl's own requests
+_HARMLESS_SCHEMES = frozenset({"data", "blob", "about"})  # never leave the browser
+DEAD_PROXY = "127.0.0.1:1"  # nothing listens on port 1 (tcpmux, unassigned in practice)
+CHROMIUM_ARGS = (
+    "--no-sandbox",  # a crawler may run as root in a container; the renderer has no privileges to drop anyway
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    # The browser itself never goes on the network: every request of a page is fetched by the guard's route handler
+    # and fulfilled (BrowserRequestGuard.route). What is not routed (Chromium's own update checks, DNS prefetch...)
+    # meets a proxy that refuses every connection and a resolver that finds no host.
+    f"--proxy-server=http://{DEAD_PROXY}",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+)
+
+
+def chromium_path(settings: Settings) -> str | None:
+    """Debian's Chromium (``FPTRACK_CHROMIUM``, else ``chromium`` / ``chromium-browser`` on the PATH), or None.
+    Playwright never downloads a browser here."""
+    if settings.chromium:
+        return shutil.which(settings.chromium)
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@dataclass(frozen=True)
+class RenderPlan:
+    """How one crawl renders pages: the mode asked for, the browser found, and why rendering is off if it is."""
+
+    mode: str = "no"
+    browser: str | None = None
+    min_chars: int = 50
+    timeout: float = 20.0
+    idle_wait: float = 3.0
+    pages: int = 2
+    user_agent: str = ""
+    unavailable: str = ""  # set when ``auto`` found no browser: the crawl's recorded reason
+
+    @property
+    def active(self) -> bool:
+        return self.mode != "no" and self.browser is not None
+
+    def wants(self, response: Response, page: CrawledPage) -> bool:
+        """Whether the static ``page`` parsed from ``response`` is to be rendered by the browser."""
+        if not self.active or response.meta.get(RENDER_META) is not None or page.status != 200:
+            return False
+        if page.error or not _is_html(response):
+            return False  # binary, plain text, undecodable: a browser would not do better
+        if self.mode == "yes":
+            return True
+        return len(page.text) < self.min_chars and _SCRIPT.search(response.body or b"") is not None
+
+    def request(self, response: Response, static: ParsedResponse, meta: dict[str, Any], **kwargs: Any) -> Request:
+        """The request that renders ``response`` again in the browser (its final URL: redirects were followed, and
+        checked, by Scrapy already). ``meta`` carries the spider's own keys; the static page and its links ride
+        along as the fallback."""
+        from scrapy_playwright.page import PageMethod
+
+        return Request(
+            response.url,
+            dont_filter=True,
+            priority=10,  # finish what was started before taking new pages
+            meta={
+                **meta,
+                RENDER_META: static,
+                "playwright": True,
+                "playwright_page_goto_kwargs": {"wait_until": "load"},
+                "playwright_context_kwargs": {"user_agent": self.user_agent, "service_workers": "block"},
+                "playwright_page_init_callback": "crawler.render.guard_page",
+                "playwright_page_methods": [PageMethod(settle_page, self.idle_wait)],
+            },
+            **kwargs,
+        )
+
+
+def _is_html(response: Response) -> bool:
+    content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").split(";", 1)[0].strip().lower()
+    return content_type in ("", "text/html", "application/xhtml+xml")
+
+
+def plan_rendering(mode: str, settings: Settings) -> RenderPlan:
+    """The :class:`RenderPlan` of a crawl asked to render ``mode`` (``auto`` / ``yes`` / ``no``). Raises
+    :class:`CrawlError` (one line) for ``yes`` without Chromium; ``auto`` without it renders nothing and says why."""
+    if mode not in ("auto", "yes", "no"):
+        raise CrawlError(f"render_js must be auto, yes or no, got {mode!r}")
+    common = {
+        "mode": mode, "min_chars": settings.render_min_chars, "timeout": settings.render_timeout,
+        "idle_wait": settings.render_idle_wait, "pages": settings.render_pages, "user_agent": settings.user_agent,
+    }  # fmt: skip
+    if mode == "no":
+        return RenderPlan(**common)  # type: ignore[arg-type]
+    browser = chromium_path(settings)
+    if browser is None:
+        wanted = settings.chromium or "chromium"
+        if mode == "yes":
+            raise CrawlError(
+                f"render_js=yes needs Chromium, and {wanted!r} was not found (install the Debian package chromium "
+                "or set FPTRACK_CHROMIUM)"
+            )
+        reason = f"JS rendering off: {wanted!r} not found (install the Debian package chromium or set FPTRACK_CHROMIUM)"
+        return RenderPlan(**common, unavailable=reason)  # type: ignore[arg-type]
+    try:
+        import scrapy_playwright  # noqa: F401
+    except ImportError:
+        if mode == "yes":
+            raise CrawlError("render_js=yes needs the Python package scrapy-playwright (pip install scrapy-playwright)") from None
+        return RenderPlan(**common, unavailable="JS rendering off: the Python package scrapy-playwright is missing")  # type: ignore[arg-type]
+    return RenderPlan(**common, browser=browser)  # type: ignore[arg-type]
+
+
+async def settle_page(page: Any, idle_wait: float) -> None:
+    """After the load event, give the page's scripts up to ``idle_wait`` seconds to finish their requests (a chapter
+    fetched as JSON arrives after ``load``); a page that never goes quiet (polling ads) is taken as it is then."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        await page.wait_for_load_state("networkidle", timeout=idle_wait * 1000)
+    except PlaywrightError:
+        pass  # timed out: its text is what it is now
+
+
+@dataclass
+class BrowserRequestGuard:
+    """``PLAYWRIGHT_ABORT_REQUEST``: called for every request the browser makes; True aborts it.
+
+    Refuses what :class:`crawler.guard.PrivateAddressGuard` refuses (the same policy, after DNS), and other schemes
+    than http(s)/ws(s) that would leave the browser; skips images, media and fonts. Each refusal is counted
+    (``fptrack/render/refused_private_address``) and recorded as a failure of the crawl with its reason and the page
+    that asked. Shared by reference through Scrapy's settings (which deep-copy their values).
+    """
+
+    policy: PrivateAddressPolicy
+    record: Callable[[str, str], None] | None = None  # (url, reason) of each refusal: the crawl's failures
+    stats: Any = None  # the crawler's stats, bound when the crawl starts (RenderStats)
+    fetch_timeout: float = 20.0
+    _resolved: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
+    _recorded: set[tuple[str, str]] = field(default_factory=set)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> BrowserRequestGuard:
+        return self
+
+    async def __call__(self, request: Any) -> bool:
+        """``PLAYWRIGHT_ABORT_REQUEST``: True aborts ``request`` (the second layer, see :meth:`route`)."""
+        return await self._refused(request)
+
+    async def route(self, route: Any, request: Any) -> None:
+        """The page's own route handler (first layer): refused requests are aborted; the others are fetched here
+        one hop at a time (``max_redirects=0``), each redirect's destination checked before it is fetched, and the
+        final answer handed to the browser. A browser follows redirects without asking the route again: left to
+        it, ``/hop.js -> http://10.0.0.5/`` would pass."""
+        from playwright.async_api import Error as PlaywrightError
+
+        if await self._refused(request):
+            await route.abort("blockedbyclient")
+            return
+        url, method = request.url, request.method
+        try:
+            for _ in range(MAX_REDIRECTS + 1):
+                response = await route.fetch(url=url, method=method, max_redirects=0, timeout=self.fetch_timeout * 1000)
+                location = response.headers.get("location")
+                if response.status not in _REDIRECT_STATUSES or not location:
+                    await route.fulfill(response=response)
+                    return
+                url = urljoin(url, location)
+                if response.status == 303:
+                    method = "GET"
+                if await self._refused(request, url):
+                    await route.abort("blockedbyclient")
+                    return
+        except PlaywrightError as error:
+            log.debug("browser request %s failed: %s", request.url, error)
+        await route.abort("failed")  # failed, or more than MAX_REDIRECTS hops
+
+    async def _refused(self, request: Any, url: str | None = None) -> bool:
+        """Whether the browser's ``request`` (or the redirect hop ``url`` it led to) must not be fetched."""
+        url = url or request.url
+        if request.resource_type in _NEVER_FETCHED:
+            self._inc("fptrack/render/skipped_media")
+            return True
+        reason = await self.refusal(url)
+        if reason is None:
+            return False
+        self._inc("fptrack/render/refused_private_address")
+        asking = _frame_url(request)
+        if self.record is not None and (url, asking) not in self._recorded:
+            self._recorded.add((url, asking))
+            self.record(url, f"{reason} (requested by the browser rendering {asking})" if asking else reason)
+        log.warning("browser request refused: %s: %s", url, reason)
+        return True
+
+    async def refusal(self, url: str) -> str | None:
+        """Why the browser must not fetch ``url``, or None when it may."""
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme in _HARMLESS_SCHEMES:
+            return None
+        if scheme not in _DEFAULT_PORTS:
+            return f"refused by the private-address guard: {scheme}: URLs are never fetched"
+        host = (parts.hostname or "").lower()
+        try:
+            port = parts.port or _DEFAULT_PORTS[scheme]
+        except ValueError:
+            return f"refused by the private-address guard: bad port in {url}"
+        if not host or self.policy.allows_host(host, port):
+            return None
+        literal = _parse_address(host)
+        if literal is not None:
+            addresses = [literal]
+        else:
+            key = (host, port)
+            if key not in self._resolved:
+                self._resolved[key] = await asyncio.to_thread(_resolve_all, host, port)
+            addresses = self._resolved[key]
+        return self.policy.refusal(host, port, addresses)
+
+    def _inc(self, key: str) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key)
+
+
+def _frame_url(request: Any) -> str:
+    try:
+        return str(request.frame.url)
+    except Exception:  # noqa: BLE001 - a service worker's request has no frame
+        return ""
+
+
+_active_guard: BrowserRequestGuard | None = None  # the crawl's guard: one crawl per process (crawler.runner)
+
+
+class RenderStats:
+    """Extension: binds the crawl's :class:`BrowserRequestGuard` to the crawler's stats once the crawler exists,
+    and makes it the guard :func:`guard_page` installs on every page."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RenderStats:
+        global _active_guard
+        guard = crawler.settings.get("PLAYWRIGHT_ABORT_REQUEST")
+        if isinstance(guard, BrowserRequestGuard):
+            guard.stats = crawler.stats
+            _active_guard = guard
+        return cls()
+
+
+async def guard_page(page: Any, request: Request) -> None:
+    """``playwright_page_init_callback``: route every request of the new page through the crawl's guard. Named by
+    its import path in the request's meta, so a request stays serialisable. With no guard bound, the page is
+    closed: its rendering fails and the static text is kept, never a page rendered unguarded."""
+    if _active_guard is None:
+        await page.close()
+        raise RuntimeError("no private-address guard bound for the browser; page closed")
+    await page.route("**", _active_guard.route)
+
+
+class LazyBrowserProvider:
+    """``PLAYWRIGHT_BROWSER_PROVIDER``: scrapy-playwright's own provider, but Playwright's driver (a Node process) is
+    started with the first page to render, not when the crawl starts: in ``auto`` most crawls render nothing."""
+
+    def __init__(self, config: Any) -> None:
+        from scrapy_playwright.provider import PlaywrightBrowserProvider
+
+        self._provider = PlaywrightBrowserProvider(config)
+        self._started = False
+
+    async def start(self) -> None:
+        pass  # deferred to launch_browser
+
+    async def _ensure_started(self) -> None:
+        if not self._started:
+            self._started = True
+            await self._provider.start()
+
+    async def launch_browser(self) -> Any:
+        await self._ensure_started()
+        return await self._provider.launch_browser()
+
+    async def launch_persistent_context(self, context_kwargs: dict[str, Any]) -> Any:
+        await self._ensure_started()
+        return await self._provider.launch_persistent_context(context_kwargs)
+
+    async def close(self) -> None:
+        if self._started:
+            await self._provider.close()
+
+
+def playwright_settings(
+    plan: RenderPlan, policy: PrivateAddressPolicy, record: Callable[[str, str], None]
+) -> dict[str, Any]:
+    """The Scrapy settings that route rendering requests (meta ``playwright``) through Chromium; every other request
+    keeps Scrapy's own downloader. Empty when the plan renders nothing. No startup context and a lazy provider:
+    Playwright's driver and the browser start with the first page that needs them, never for a crawl whose pages
+    all have static text."""
+    if not plan.active:
+        return {}
+    handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+    return {
+        "DOWNLOAD_HANDLERS": {"http": handler, "https": handler},
+        "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
+        "PLAYWRIGHT_BROWSER_TYPE": "chromium",
+        "PLAYWRIGHT_BROWSER_PROVIDER": "crawler.render.LazyBrowserProvider",
+        "PLAYWRIGHT_LAUNCH_OPTIONS": {
+            "executable_path": plan.browser,
+            "headless": True,
+            "args": list(CHROMIUM_ARGS),
+            "timeout": plan.timeout * 1000,
+        },
+        # one context, ``pages`` tabs at a time: the bound on the browser's memory and CPU
+        "PLAYWRIGHT_MAX_CONTEXTS": 1,
+        "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": plan.pages,
+        "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": plan.timeout * 1000,
+        "PLAYWRIGHT_ABORT_REQUEST": BrowserRequestGuard(policy, record=record, fetch_timeout=plan.timeout),
+        "PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER": True,
+    }
+
+
+def rendered_response(response: Response) -> Response:
+    """The browser's DOM as a UTF-8 page: scrapy-playwright re-encodes ``page.content()`` with the server's charset,
+    while the markup may still declare another in ``<meta>``; one declared charset, the right one, for
+    :func:`crawler.parse.parse_response`."""
+    headers = response.headers.copy()
+    headers[b"Content-Type"] = b"text/html; charset=utf-8"
+    return response.replace(headers=headers, body=response.text.encode("utf-8"))
+
