@@ -1,0 +1,58 @@
+"""match roll-ups: counts per first-seen day, work, host and status, kept by triggers
+
+Revision ID: 0011
+Revises: 0007
+Create Date: 2026-11-23 05:30:00
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+from storage.models import match_rollup_ddl
+
+revision = "0011"
+down_revision = "0007"
+branch_labels = None
+depends_on = None
+
+_BACKFILL = {
+    "postgresql": "(m.first_seen AT TIME ZONE 'UTC')::date",
+    "sqlite": "date(m.first_seen)",
+}
+
+
+def upgrade() -> None:
+    op.create_table(
+        "match_rollups",
+        sa.Column("day", sa.Date(), nullable=False),
+        sa.Column("work_id", sa.BigInteger(), nullable=False),
+        sa.Column("host", sa.String(255), nullable=False),
+        sa.Column("status", sa.String(20), nullable=False),
+        sa.Column("matches", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("day", "work_id", "host", "status", name="pk_match_rollups"),
+    )
+    dialect = op.get_bind().dialect.name
+    # the matches already recorded, then the triggers that keep the counts from now on (same transaction)
+    op.execute(
+        "INSERT INTO match_rollups (day, work_id, host, status, matches) "
+        f"SELECT {_BACKFILL.get(dialect, 'date(m.first_seen)')}, m.work_id, p.host, m.status, count(*) "
+        "FROM matches m JOIN pages p ON p.id = m.page_id GROUP BY 1, 2, 3, 4"
+    )
+    for statement in match_rollup_ddl(dialect):
+        op.execute(statement)
+
+
+def downgrade() -> None:
+    dialect = op.get_bind().dialect.name
+    for name, table in (
+        ("tr_matches_rollup_insert", "matches"),
+        ("tr_matches_rollup_delete", "matches"),
+        ("tr_matches_rollup_update", "matches"),
+        ("tr_pages_rollup_delete", "pages"),
+        ("tr_pages_rollup_host", "pages"),
+    ):
+        op.execute(f"DROP TRIGGER IF EXISTS {name}" + (f" ON {table}" if dialect == "postgresql" else ""))
+    if dialect == "postgresql":
+        op.execute("DROP FUNCTION IF EXISTS fptrack_rollup_matches()")
+        op.execute("DROP FUNCTION IF EXISTS fptrack_rollup_pages()")
+    op.drop_table("match_rollups")
