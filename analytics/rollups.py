@@ -20,6 +20,7 @@ from storage.models import Match, MatchRollup, MatchStatus, Page, Work
 
 __all__ = [
     "ROLLUP_COLUMNS",
+    "STATUSES",
     "Dimension",
     "KeyCount",
     "Period",

@@ -16,6 +16,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, joinedload
 
 from admin.review import REVIEW_STATUSES
+from analytics.rollups import status_totals, top_hosts
 from storage.models import Chapter, Match, MatchStatus, Page, Work
 
 __all__ = [
@@ -80,26 +81,17 @@ class Stats:
 
 
 def collect_stats(session: Session) -> Stats:
+    """The dashboard's and ``/api/stats``' counts; the match figures come from the kept roll-up table
+    (``analytics.rollups``), which the database holds equal to counting the matches themselves."""
     works = session.scalar(select(func.count()).select_from(Work)) or 0
     chapters = session.scalar(select(func.count()).select_from(Chapter)) or 0
     pages = session.scalar(select(func.count()).select_from(Page)) or 0
-    by_status = {status: 0 for status in MATCH_STATUSES}
-    for status, count in session.execute(select(Match.status, func.count()).group_by(Match.status)):
-        by_status[status] = by_status.get(status, 0) + count
-    match_count = func.count(Match.id).label("matches")
-    hosts = session.execute(
-        select(Page.host, match_count)
-        .join(Match, Match.page_id == Page.id)
-        .group_by(Page.host)
-        .order_by(match_count.desc(), Page.host)
-        .limit(TOP_HOSTS)
-    )
     return Stats(
         works=works,
         chapters=chapters,
         pages=pages,
-        matches_by_status=by_status,
-        top_hosts=tuple(HostCount(host or "", count) for host, count in hosts),
+        matches_by_status={status: count for status, count in status_totals(session).items()},
+        top_hosts=tuple(HostCount(row.key, row.total) for row in top_hosts(session, limit=TOP_HOSTS)),
     )
 
 
