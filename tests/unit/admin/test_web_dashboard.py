@@ -4,17 +4,47 @@ the period filter, SVG charts without scripts whose labels are escaped, tables b
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import timedelta
 from xml.etree import ElementTree
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session
 
 from admin.charts import CHART_CONTENT_SECURITY_POLICY
-from admin.web import CONTENT_SECURITY_POLICY
+from admin.web import CONTENT_SECURITY_POLICY, create_app
 from storage.models import CrawlJob, Site, utcnow
-from tests.unit.admin.test_web import ESCAPED_SCRIPT, SCRIPT, Seeded, _text, app, client, seeded  # noqa: F401
+from storage.settings import Settings
+from tests.support.accounts import add_account, log_in
+from tests.unit.admin.test_web import ESCAPED_SCRIPT, SCRIPT, Seeded, seed
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[Flask]:
+    app = create_app(settings)
+    yield app
+    app.extensions["fptrack"].engine.dispose()
+
+
+@pytest.fixture
+def client(app: Flask, settings: Settings) -> FlaskClient:
+    """A browser logged in as ``vera``, a viewer: the dashboard is read-only."""
+    add_account(settings, "vera", "viewer")
+    client = app.test_client()
+    log_in(client, "vera")
+    return client
+
+
+@pytest.fixture
+def seeded(session: Session) -> Seeded:
+    return seed(session)
+
+
+def _text(response) -> str:  # type: ignore[no-untyped-def]
+    return response.get_data(as_text=True)
+
 
 CHARTS = ("/charts/matches-over-time.svg", "/charts/works.svg", "/charts/hosts.svg")
 
