@@ -39,7 +39,8 @@ from admin.views.queries import MAX_ID
 from storage.db import DatabaseUnavailable, SchemaOutOfDate, check_schema, create_engine_for, session_factory
 from storage.settings import Settings
 
-__all__ = ["CONTENT_SECURITY_POLICY", "SECRET_KEY_FILE", "create_app", "ensure_secret_key", "format_duration"]
+__all__ = ["CONTENT_SECURITY_POLICY", "SECRET_KEY_FILE", "create_app", "ensure_secret_key", "format_duration",
+           "format_schedule"]
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.jinja_env.tests["web_url"] = is_web_url
     app.jinja_env.filters["when"] = _format_time
     app.jinja_env.filters["duration"] = format_duration
+    app.jinja_env.filters["schedule"] = format_schedule
     return app
 
 
@@ -222,3 +224,12 @@ def format_duration(seconds: int | None) -> str:
         if len(parts) == 2:
             break
     return " ".join(parts)
+
+
+def format_schedule(schedule: str) -> str:
+    """A site's schedule for people: ``every 6 h``, ``cron 0 3 * * * (UTC)``, ``manual``."""
+    if not schedule:
+        return "manual"
+    if schedule.isdigit():
+        return "every " + format_duration(int(schedule))
+    return f"cron {schedule} (UTC)"
