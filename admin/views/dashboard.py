@@ -39,7 +39,7 @@ DEFAULT_DAYS = 90
 TOP = 10
 RECENT_CRAWLS = 10
 # the latency shown is that of the most recent matches: an index range, whatever the size of the table
-LATENCY_SAMPLE = 10_000
+LATENCY_SAMPLE = 2_000
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""match roll-ups: counts per first-seen day, work, host and status, kept by triggers
+"""match roll-ups: counts per first-seen day, work, host and status, kept by triggers; the review list's indexes
+end with the match id
 
 Revision ID: 0011
 Revises: 0007
@@ -40,10 +41,19 @@ def upgrade() -> None:
     )
     for statement in match_rollup_ddl(dialect):
         op.execute(statement)
+    # the same orders as before, with the tie-break (id) in the key: deep pages become index-only walks
+    op.create_index("ix_matches_status_first_seen_id", "matches", ["status", "first_seen", "id"])
+    op.create_index("ix_matches_first_seen_id", "matches", ["first_seen", "id"])
+    op.drop_index("ix_matches_status_first_seen", table_name="matches")
+    op.drop_index("ix_matches_first_seen", table_name="matches")
 
 
 def downgrade() -> None:
     dialect = op.get_bind().dialect.name
+    op.create_index("ix_matches_status_first_seen", "matches", ["status", "first_seen"])
+    op.create_index("ix_matches_first_seen", "matches", ["first_seen"])
+    op.drop_index("ix_matches_status_first_seen_id", table_name="matches")
+    op.drop_index("ix_matches_first_seen_id", table_name="matches")
     for name, table in (
         ("tr_matches_rollup_insert", "matches"),
         ("tr_matches_rollup_delete", "matches"),
