@@ -41,9 +41,9 @@ from sqlalchemy import create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from admin.accounts import create_user  # noqa: E402
-from storage.db import create_engine_for, migrate, session_factory, session_scope  # noqa: E402
-from storage.settings import Settings  # noqa: E402
+from admin.accounts import create_user
+from storage.db import create_engine_for, migrate, session_factory, session_scope
+from storage.settings import Settings
 
 PASSWORD = "benchmark password 1"
 TARGET_MEDIAN_MS = 200.0

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import date, timedelta
 from xml.etree import ElementTree
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from admin.charts import CHART_CONTENT_SECURITY_POLICY
+from admin.views.queries import MatchFilter, count_matches
 from admin.web import CONTENT_SECURITY_POLICY, create_app
-from storage.models import CrawlJob, Site, utcnow
+from storage.models import CrawlJob, Match, Site, utcnow
 from storage.settings import Settings
 from tests.support.accounts import add_account, log_in
 from tests.unit.admin.test_web import ESCAPED_SCRIPT, SCRIPT, Seeded, seed
@@ -135,3 +137,25 @@ def test_crawl_health(client: FlaskClient, seeded: Seeded, session: Session) -> 
     crawls = _table(html, "table-crawls")
     assert [row[2][:6] for row in crawls[1:]] == ["failed", "finish", "failed"]
     assert f"gave up {ESCAPED_SCRIPT}" in html and crawls[2][3] == "7 / 10"
+
+
+@pytest.mark.parametrize(
+    "match_filter",
+    [
+        MatchFilter(),
+        MatchFilter(status="flagged"),
+        MatchFilter(site="pirate.example"),
+        MatchFilter(status="confirmed", site="pirate.example"),
+        MatchFilter(since=date(2026, 3, 1), until=date(2026, 3, 1)),
+        MatchFilter(since=date(2026, 3, 2)),
+        MatchFilter(min_score=0.85),  # counted from the matches themselves
+        MatchFilter(url="copy"),
+    ],
+)
+def test_counts_from_the_rollups_equal_counting_the_matches(
+    seeded: Seeded, session: Session, match_filter: MatchFilter
+) -> None:
+    counted = session.scalar(match_filter.apply(select(func.count()).select_from(Match)))
+    assert count_matches(session, match_filter) == counted
+    work = MatchFilter(work_id=seeded.work_id, status="dismissed")
+    assert count_matches(session, work) == session.scalar(work.apply(select(func.count()).select_from(Match))) == 1
