@@ -23,7 +23,7 @@ from admin.security import requires_role
 from admin.views.context import admin_state, db_session
 from admin.views.crawls import CrawlRow, crawl_rows
 from crawler.pages import RENDER_JS_MODES
-from crawler.sites import SiteError, SiteSpec, add_site, edit_site, spec_of
+from crawler.sites import SiteError, SiteSpec, add_site, edit_site, remove_site, spec_of
 from storage.models import CrawlJob, MonitorLock, Site
 
 __all__ = ["SiteRow", "blueprint", "site_rows", "spec_from_form"]
@@ -213,3 +213,14 @@ def run_now(site_id: int) -> ResponseReturnValue:
         abort(503, description=f"Cannot start the crawl: {error}")
     flash(f"Started a crawl of {site.name}; it appears below as soon as it has begun.")
     return redirect(url_for("sites.detail", site_id=site_id), code=303)
+
+
+@blueprint.post("/<int:site_id>/remove")
+@requires_role("admin")
+def remove(site_id: int) -> ResponseReturnValue:
+    """Stop monitoring the site (``fptrack sites remove``): its pages, matches and crawls stay."""
+    session = db_session()
+    site = remove_site(session, _managed_site(session, site_id).name)
+    session.commit()
+    flash(f"Stopped monitoring {site.name}; its pages, matches and crawls are kept.")
+    return redirect(url_for("sites.index"), code=303)

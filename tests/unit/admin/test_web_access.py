@@ -94,7 +94,7 @@ def test_the_route_map_is_what_these_tests_cover(app: Flask) -> None:
     endpoints = {rule.endpoint for rule in app.url_map.iter_rules()}
     assert PUBLIC_ENDPOINTS <= endpoints
     assert {"matches.set_status", "users.add", "users.remove", "auth.logout"} <= endpoints
-    assert {"sites.add", "sites.edit", "sites.run_now"} <= endpoints
+    assert {"sites.add", "sites.edit", "sites.run_now", "sites.remove"} <= endpoints
     assert len(_routes(app)) >= 15
 
 

@@ -156,3 +156,16 @@ def test_crawl_detail_shows_progress_stats_and_escaped_errors(admin: FlaskClient
     assert "The first 1 of 3 failures are kept." in page
     assert admin.get("/crawls/999999").status_code == 404
     assert f'href="/crawls/{job.id}"' in admin.get("/crawls").get_data(as_text=True)
+
+
+def test_admin_stops_monitoring_a_site_and_keeps_its_crawls(admin: FlaskClient, session: Session) -> None:
+    admin.post("/sites", data=_form(admin))
+    [site] = _sites(session)
+    session.add(CrawlJob(site_id=site.id, status="finished", max_pages=5, pages_seen=5, finished_at=utcnow()))
+    session.commit()
+    token = csrf_token_in(admin.get(f"/sites/{site.id}").get_data(as_text=True))
+    page = admin.post(f"/sites/{site.id}/remove", data={"csrf_token": token}, follow_redirects=True)
+    assert "Stopped monitoring books" in page.get_data(as_text=True)
+    assert _sites(session) == []
+    assert session.scalar(select(CrawlJob.id).where(CrawlJob.site_id == site.id)) is not None
+    assert admin.get(f"/sites/{site.id}").status_code == 404
