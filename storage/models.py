@@ -439,8 +439,9 @@ def match_rollup_ddl(dialect: str) -> list[str]:
     that changes a key or the status), followed by removing the rows it brought to zero. The host comes from
     the match's page; deleting a page first deletes its matches explicitly (a ``BEFORE DELETE`` trigger), so
     that their triggers still see the page's host, and a page whose host changes moves its matches' counts.
-    PostgreSQL: statement-level triggers over transition tables (one upsert per statement, rows in key order
-    so that concurrent writers lock rollup rows in the same order); SQLite: row triggers.
+    PostgreSQL: statement-level triggers over transition tables for inserts and deletes (one upsert per
+    statement, rows in key order so that concurrent writers lock rollup rows in the same order) and a row trigger
+    for updates, skipped (``WHEN``) unless the status or a key changes; SQLite: row triggers.
     """
     if dialect == "postgresql":
         day = "(m.first_seen AT TIME ZONE 'UTC')::date"
@@ -461,13 +462,20 @@ def match_rollup_ddl(dialect: str) -> list[str]:
                 f"(SELECT {_ROLLUP_KEY} FROM ({source}) AS delta);"
             )
 
-        both = delta_of["new"] + " UNION ALL " + delta_of["old"]
+        # an update that changes a key or the status moves one count; row-level, so that the far more frequent
+        # updates of last_seen, score and spans (every re-comparison) are skipped by the WHEN clause, in C
+        row_delta = (
+            "SELECT (OLD.first_seen AT TIME ZONE 'UTC')::date AS day, OLD.work_id, p.host, OLD.status, -1 AS d "
+            "FROM pages p WHERE p.id = OLD.page_id UNION ALL "
+            "SELECT (NEW.first_seen AT TIME ZONE 'UTC')::date, NEW.work_id, p.host, NEW.status, 1 "
+            "FROM pages p WHERE p.id = NEW.page_id"
+        )
         statements = [
             (
                 "CREATE OR REPLACE FUNCTION fptrack_rollup_matches() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
                 f"IF TG_OP = 'INSERT' THEN {apply(delta_of['new'])} "
                 f"ELSIF TG_OP = 'DELETE' THEN {apply(delta_of['old'])} "
-                f"ELSE {apply(both)} END IF; RETURN NULL; END $$"
+                f"ELSE {apply(row_delta)} END IF; RETURN NULL; END $$"
             ),
             (
                 "CREATE OR REPLACE FUNCTION fptrack_rollup_pages() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
@@ -481,17 +489,20 @@ def match_rollup_ddl(dialect: str) -> list[str]:
                 "RETURN NEW; END $$"
             ),
         ]
-        for event_name, tables in (
-            ("INSERT", "NEW TABLE AS new_matches"),
-            ("DELETE", "OLD TABLE AS old_matches"),
-            ("UPDATE", "OLD TABLE AS old_matches NEW TABLE AS new_matches"),
-        ):
+        for event_name, tables in (("INSERT", "NEW TABLE AS new_matches"), ("DELETE", "OLD TABLE AS old_matches")):
             name = f"tr_matches_rollup_{event_name.lower()}"
             statements += [
                 f"DROP TRIGGER IF EXISTS {name} ON matches",
                 (f"CREATE TRIGGER {name} AFTER {event_name} ON matches REFERENCING {tables} "
                 "FOR EACH STATEMENT EXECUTE FUNCTION fptrack_rollup_matches()"),
             ]
+        statements += [
+            "DROP TRIGGER IF EXISTS tr_matches_rollup_update ON matches",
+            ("CREATE TRIGGER tr_matches_rollup_update AFTER UPDATE OF status, work_id, page_id, first_seen ON matches "
+            "FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.work_id IS DISTINCT FROM NEW.work_id "
+            "OR OLD.page_id IS DISTINCT FROM NEW.page_id OR OLD.first_seen IS DISTINCT FROM NEW.first_seen) "
+            "EXECUTE FUNCTION fptrack_rollup_matches()"),
+        ]
         statements += [
             "DROP TRIGGER IF EXISTS tr_pages_rollup_delete ON pages",
             ("CREATE TRIGGER tr_pages_rollup_delete BEFORE DELETE ON pages FOR EACH ROW "
