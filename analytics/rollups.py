@@ -177,24 +177,13 @@ def matches_per_period(session: Session, period: Period, since: date, until: dat
     if since > until:
         raise ValueError(f"the period starts ({since}) after it ends ({until})")
 
-    def start_of(day: date) -> date:
-        return day - timedelta(days=day.weekday()) if period == "week" else day
-
-    step = timedelta(days=7 if period == "week" else 1)
-    buckets: dict[date, dict[str, int]] = {}
-    cursor = start_of(since)
-    while cursor <= until:
-        buckets[cursor] = dict.fromkeys(STATUSES, 0)
-        cursor += step
     statement = (
         select(MatchRollup.day, MatchRollup.status, func.sum(MatchRollup.matches))
         .where(MatchRollup.day >= since, MatchRollup.day <= until)
         .group_by(MatchRollup.day, MatchRollup.status)
     )
-    for day, status, count in session.execute(statement):
-        bucket = buckets[start_of(_as_date(day))]
-        bucket[status] = bucket.get(status, 0) + int(count or 0)
-    return [PeriodCount(start, counts) for start, counts in buckets.items()]
+    rows = [(_as_date(day), status, int(count or 0)) for day, status, count in session.execute(statement)]
+    return _bucketed(period, since, until, rows)
 
 
 def top_works(session: Session, *, since: date | None = None, limit: int = 10) -> list[KeyCount]:
@@ -208,6 +197,25 @@ def top_works(session: Session, *, since: date | None = None, limit: int = 10) -
 def top_hosts(session: Session, *, since: date | None = None, limit: int = 10) -> list[KeyCount]:
     """The hosts (sites) with most matches (first seen on or after ``since``), most first."""
     return [KeyCount(k, k, counts) for k, counts in _top(session, MatchRollup.host, since=since, limit=limit)]
+
+
+def _bucketed(period: Period, since: date, until: date, rows: Any) -> list[PeriodCount]:
+    """(day, status, count) rows summed per day or ISO week from ``since`` to ``until``, gaps as zeros."""
+
+    def start_of(day: date) -> date:
+        return day - timedelta(days=day.weekday()) if period == "week" else day
+
+    step = timedelta(days=7 if period == "week" else 1)
+    buckets: dict[date, dict[str, int]] = {}
+    cursor = start_of(since)
+    while cursor <= until:
+        buckets[cursor] = dict.fromkeys(STATUSES, 0)
+        cursor += step
+    for day, status, count in rows:
+        if since <= day <= until:
+            bucket = buckets[start_of(day)]
+            bucket[status] = bucket.get(status, 0) + int(count or 0)
+    return [PeriodCount(start, counts) for start, counts in buckets.items()]
 
 
 def _top(session: Session, column: Any, *, since: date | None, limit: int) -> list[tuple[Any, dict[str, int]]]:

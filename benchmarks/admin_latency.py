@@ -75,14 +75,14 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
             "SELECT (w - 1) * :per + c, w, c, '第' || c || '章', 0, 100, repeat('正文', 50) "
             "FROM generate_series(1, :works) AS w, generate_series(1, :per) AS c"
         ), {"works": works, "per": chapters_per_work})  # fmt: skip
-        # page i is on host i % hosts; a host's pages are found in batches of 25 on its crawl days
+        # page i is on host i % hosts; a host's pages are found in batches of 25 on its crawl days, over a year
         connection.execute(text(
             "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, "
             "snapshot_sha256, fetched_at, content_type, error, compared_at, template_masked) "
             "SELECT i, 'http://site' || (i % :hosts) || '.example/book/' || i || '.html', "
             "'http://site' || (i % :hosts) || '.example/book/' || i || '.html', 'site' || (i % :hosts) || '.example', "
             "200, 'utf-8', '盗版 第' || i || '页', repeat('正文复制', 40), md5(i::text), md5(i::text), "
-            "date_trunc('day', now()) - make_interval(days => ((i / :hosts / 25) * 7 + (i % :hosts) % 7) % 365) "
+            "date_trunc('day', now()) - make_interval(days => ((i / :hosts / 25) * 36 + (i % :hosts) % 36) % 365) "
             "+ make_interval(mins => i % 600), 'text/html', '', now(), false "
             "FROM generate_series(1, :pages) AS i"
         ), {"hosts": hosts, "pages": pages})  # fmt: skip

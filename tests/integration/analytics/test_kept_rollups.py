@@ -163,3 +163,4 @@ def test_dashboard_reads_of_the_rollup(session: Session) -> None:
     works = top_works(session, limit=1)
     assert [(w.label, w.total) for w in works] == [("书0", 2)]  # a tie with 书1: lower id first
     assert top_works(session, since=date(2026, 3, 9))[0].label == "书1"
+

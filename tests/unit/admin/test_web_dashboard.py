@@ -11,10 +11,11 @@ from xml.etree import ElementTree
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from admin.charts import CHART_CONTENT_SECURITY_POLICY
+from admin.views.dashboard import page_count
 from admin.views.queries import MatchFilter, count_matches
 from admin.web import CONTENT_SECURITY_POLICY, create_app
 from storage.models import CrawlJob, Match, Site, utcnow
@@ -159,3 +160,13 @@ def test_counts_from_the_rollups_equal_counting_the_matches(
     assert count_matches(session, match_filter) == counted
     work = MatchFilter(work_id=seeded.work_id, status="dismissed")
     assert count_matches(session, work) == session.scalar(work.apply(select(func.count()).select_from(Match))) == 1
+
+
+def test_page_count_is_exact_or_a_marked_estimate(client: FlaskClient, seeded: Seeded, session: Session,
+                                                  settings: Settings) -> None:
+    assert page_count(session) == (4, False)
+    if settings.database_url.startswith("postgresql"):
+        session.execute(text("ANALYZE pages"))
+        assert page_count(session, exact_below=1) == (4, True)  # the planner's figure, after ANALYZE
+    else:
+        assert page_count(session, exact_below=1) == (4, False)  # SQLite has no estimate: always exact
