@@ -68,9 +68,17 @@ def _render(chart: pygal.graph.graph.Graph) -> bytes:
     return svg
 
 
+def _whole_numbers(largest: int) -> dict[str, object]:
+    """Counts are whole: below ten, one axis label per unit instead of pygal's 0.1 steps."""
+    return {"y_labels": list(range(largest + 1))} if largest < 10 else {}
+
+
 def time_series_svg(periods: Sequence[PeriodCount], *, per: str) -> bytes:
     """Stacked bars of the matches first seen per day or week, one colour per status."""
-    chart = pygal.StackedBar(**_config(x_label_rotation=30, show_minor_x_labels=False, truncate_label=-1))
+    largest = max((p.total for p in periods), default=0)
+    chart = pygal.StackedBar(
+        **_config(x_label_rotation=30, show_minor_x_labels=False, truncate_label=-1, **_whole_numbers(largest))
+    )
     chart.title = f"Matches first seen per {per}"
     labels = [_label(p.start, per) for p in periods]
     chart.x_labels = labels
@@ -84,7 +92,10 @@ def time_series_svg(periods: Sequence[PeriodCount], *, per: str) -> bytes:
 
 def bars_svg(title: str, rows: Sequence[KeyCount]) -> bytes:
     """Horizontal stacked bars, one per work or host, largest on top."""
-    chart = pygal.HorizontalStackedBar(**_config(height=max(200, 60 + 28 * len(rows)), truncate_label=40))
+    largest = max((row.total for row in rows), default=0)
+    chart = pygal.HorizontalStackedBar(
+        **_config(height=max(200, 60 + 28 * len(rows)), truncate_label=40, **_whole_numbers(largest))
+    )
     chart.title = title
     ordered = list(reversed(rows))  # pygal draws the first label at the bottom
     chart.x_labels = [row.label for row in ordered]
