@@ -11,6 +11,7 @@ anyone who wants the figures.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import date
 
@@ -21,6 +22,11 @@ from pygal.style import Style
 from analytics.rollups import STATUSES, KeyCount, PeriodCount
 
 __all__ = ["CHART_CONTENT_SECURITY_POLICY", "STATUS_COLOURS", "bars_svg", "time_series_svg"]
+
+# Importing pygal appends to sys.meta_path an old-style importer (find_module only, no find_spec) that maps its
+# external ``pygal.maps.*`` plugins; code that walks sys.meta_path calling find_spec (pytest's importlib import
+# mode, importlib.util users) then fails with AttributeError. We use no map plugin: take it off again.
+sys.meta_path[:] = [finder for finder in sys.meta_path if type(finder).__name__ != "PluginImportFixer"]
 
 CHART_CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'"
 # one colour per status, the same on every chart (and in admin.css)
