@@ -39,7 +39,8 @@ from admin.views.queries import MAX_ID
 from storage.db import DatabaseUnavailable, SchemaOutOfDate, check_schema, create_engine_for, session_factory
 from storage.settings import Settings
 
-__all__ = ["CONTENT_SECURITY_POLICY", "SECRET_KEY_FILE", "create_app", "ensure_secret_key"]
+__all__ = ["CONTENT_SECURITY_POLICY", "SECRET_KEY_FILE", "create_app", "ensure_secret_key", "format_duration",
+           "format_schedule"]
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,8 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     app.jinja_env.tests["web_url"] = is_web_url
     app.jinja_env.filters["when"] = _format_time
+    app.jinja_env.filters["duration"] = format_duration
+    app.jinja_env.filters["schedule"] = format_schedule
     return app
 
 
@@ -203,3 +206,30 @@ def _format_time(value: datetime | None) -> str:
     if value.tzinfo is not None:
         value = value.astimezone(UTC)
     return value.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def format_duration(seconds: int | None) -> str:
+    """A duration for people, to two units: ``42 s``, ``3 min 5 s``, ``2 h 10 min``, ``3 d 4 h``."""
+    if seconds is None:
+        return ""
+    seconds = max(0, int(seconds))
+    units = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+    parts = []
+    for name, size in units:
+        if seconds >= size or (name == "s" and not parts):
+            parts.append(f"{seconds // size} {name}")
+            seconds %= size
+        elif parts:
+            break
+        if len(parts) == 2:
+            break
+    return " ".join(parts)
+
+
+def format_schedule(schedule: str) -> str:
+    """A site's schedule for people: ``every 6 h``, ``cron 0 3 * * * (UTC)``, ``manual``."""
+    if not schedule:
+        return "manual"
+    if schedule.isdigit():
+        return "every " + format_duration(int(schedule))
+    return f"cron {schedule} (UTC)"

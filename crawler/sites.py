@@ -249,8 +249,9 @@ def add_site(session: Session, spec: SiteSpec, *, now: datetime | None = None) -
     return site
 
 
-def edit_site(session: Session, name: str, *, now: datetime | None = None, **changes: Any) -> Site:
-    """Change settings of a managed site (``changes`` are :class:`SiteSpec` fields); a new schedule is due now."""
+def edit_site(session: Session, name: str, /, *, now: datetime | None = None, **changes: Any) -> Site:
+    """Change settings of a managed site (``changes`` are :class:`SiteSpec` fields, ``name=`` renames it: hence
+    ``name`` is positional-only); a new schedule is due now."""
     site = find_site(session, name)
     known = {f.name for f in fields(SiteSpec)}
     unknown = sorted(set(changes) - known)

@@ -19,8 +19,9 @@ from typing import Any
 
 from compare.tasks import _sessions, _settings, celery
 from storage.db import session_scope
+from storage.settings import Settings
 
-__all__ = ["recheck_takedowns", "start_due_crawls"]
+__all__ = ["recheck_takedowns", "spawn_site_crawl", "start_due_crawls"]
 
 log = logging.getLogger(__name__)
 _children: list[subprocess.Popen[bytes]] = []
@@ -31,8 +32,14 @@ def _reap_children() -> None:
     _children[:] = [child for child in _children if child.poll() is None]
 
 
-def spawn_site_crawl(site_id: int, name: str) -> subprocess.Popen[bytes]:
-    settings = _settings()
+def spawn_site_crawl(
+    site_id: int, name: str, *, settings: Settings | None = None, scheduled: bool = True
+) -> subprocess.Popen[bytes]:
+    """Start ``fptrack sites run NAME`` in a process of its own and return at once (the scheduler, and the
+    admin's "run now" with ``scheduled=False``, recorded as trigger ``site``). ``settings``: the caller's, or
+    those of the Celery worker."""
+    settings = settings or _settings()
+    _reap_children()
     env = dict(os.environ)
     env.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url)
     logs = Path(settings.data_dir) / "logs"
@@ -40,7 +47,7 @@ def spawn_site_crawl(site_id: int, name: str) -> subprocess.Popen[bytes]:
     root = Path(__file__).resolve().parents[1]
     with open(logs / f"site-{site_id}.log", "ab") as output:
         child = subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "sites", "run", name, "--scheduled", "--quiet"],
+            [sys.executable, "-m", "admin.cli", "sites", "run", name, "--quiet", *(["--scheduled"] if scheduled else [])],
             env=env, cwd=root, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
             start_new_session=True,  # a worker restart (SIGTERM to its group) does not kill the crawl
         )  # fmt: skip

@@ -1,7 +1,7 @@
-"""The admin's blueprints: login, health, dashboard, works, matches, reports, crawls, users (HTML) and the JSON
-API."""
+"""The admin's blueprints: login, health, dashboard, works, matches, reports, crawls, sites, users (HTML) and the
+JSON API."""
 
-from admin.views import api, auth, crawls, dashboard, health, matches, reports, users, works
+from admin.views import api, auth, crawls, dashboard, health, matches, reports, sites, users, works
 
 __all__ = ["BLUEPRINTS"]
 
@@ -13,6 +13,7 @@ BLUEPRINTS = (
     matches.blueprint,
     reports.blueprint,
     crawls.blueprint,
+    sites.blueprint,
     users.blueprint,
     api.blueprint,
 )

@@ -1,4 +1,5 @@
-"""``/crawls``: every crawl run (newest first) with its site, limits and outcome, for operators."""
+"""``/crawls``: every crawl run (newest first) with its site, limits and outcome, for operators;
+``/crawls/<id>``: one run's progress, counters and recorded failures."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from flask import Blueprint, render_template
+from flask import Blueprint, abort, render_template
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -22,6 +23,8 @@ LIMIT = 200
 @dataclass(frozen=True)
 class CrawlRow:
     id: int
+    site_id: int | None
+    trigger: str
     host: str
     start_urls: tuple[str, ...]
     depth: int
@@ -35,27 +38,41 @@ class CrawlRow:
     error: str
 
 
-def crawl_rows(session: Session, limit: int = LIMIT) -> list[CrawlRow]:
-    """The latest crawl jobs with the number of their pages that copy a registered work."""
-    matched = (
-        select(Page.crawl_job_id, func.count(func.distinct(Match.page_id)).label("n"))
-        .join(Match, Match.page_id == Page.id)
-        .group_by(Page.crawl_job_id)
-        .subquery("matched")
-    )
+def crawl_rows(
+    session: Session, limit: int = LIMIT, *, site_id: int | None = None, job_id: int | None = None
+) -> list[CrawlRow]:
+    """The latest crawl jobs (of one site, with ``site_id``) with the number of their pages that copy a
+    registered work: a finished job's own count, or, while it runs, its stored pages that have matches (counted
+    for the unfinished jobs listed only, so the page stays cheap beside a million matches)."""
     query = (
-        select(CrawlJob, Site.host, func.coalesce(matched.c.n, 0))
+        select(CrawlJob, Site.host)
         .outerjoin(Site, Site.id == CrawlJob.site_id)
-        .outerjoin(matched, matched.c.crawl_job_id == CrawlJob.id)
         .order_by(CrawlJob.started_at.desc(), CrawlJob.id.desc())
         .limit(limit)
     )
-    return [_row(job, host, count) for job, host, count in session.execute(query)]
+    if site_id is not None:
+        query = query.where(CrawlJob.site_id == site_id)
+    if job_id is not None:
+        query = query.where(CrawlJob.id == job_id)
+    jobs = session.execute(query).all()
+    unfinished = [job.id for job, _ in jobs if job.finished_at is None]
+    matched: dict[int, int] = {}
+    if unfinished:
+        counts = (
+            select(Page.crawl_job_id, func.count(func.distinct(Match.page_id)))
+            .join(Match, Match.page_id == Page.id)
+            .where(Page.crawl_job_id.in_(unfinished))
+            .group_by(Page.crawl_job_id)
+        )
+        matched = {int(job_id): int(count) for job_id, count in session.execute(counts)}
+    return [_row(job, host, matched.get(job.id, 0)) for job, host in jobs]
 
 
 def _row(job: CrawlJob, host: str | None, matched: Any) -> CrawlRow:
     return CrawlRow(
         id=job.id,
+        site_id=job.site_id,
+        trigger=job.trigger,
         host=host or "",
         start_urls=tuple(str(url) for url in job.start_urls or ()),
         depth=job.depth,
@@ -75,3 +92,15 @@ def _row(job: CrawlJob, host: str | None, matched: Any) -> CrawlRow:
 @blueprint.get("")
 def index() -> str:
     return render_template("crawls.html", crawls=crawl_rows(db_session()), limit=LIMIT)
+
+
+@blueprint.get("/<int:job_id>")
+def detail(job_id: int) -> str:
+    """One crawl: its progress (pages fetched of the limit), its counters and the failures it recorded."""
+    session = db_session()
+    job = session.get(CrawlJob, job_id)
+    if job is None:
+        abort(404, description=f"There is no crawl with id {job_id}.")
+    site = session.get(Site, job.site_id) if job.site_id is not None else None
+    row = crawl_rows(session, limit=1, job_id=job_id)[0]
+    return render_template("crawl.html", crawl=row, job=job, site=site, stats=job.stats or {})

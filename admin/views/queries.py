@@ -16,7 +16,8 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, joinedload
 
 from admin.review import REVIEW_STATUSES
-from storage.models import Chapter, Match, MatchStatus, Page, Work
+from analytics.rollups import status_totals, top_hosts
+from storage.models import Chapter, Match, MatchRollup, MatchStatus, Page, Work
 
 __all__ = [
     "MATCH_STATUSES",
@@ -80,26 +81,17 @@ class Stats:
 
 
 def collect_stats(session: Session) -> Stats:
+    """The dashboard's and ``/api/stats``' counts; the match figures come from the kept roll-up table
+    (``analytics.rollups``), which the database holds equal to counting the matches themselves."""
     works = session.scalar(select(func.count()).select_from(Work)) or 0
     chapters = session.scalar(select(func.count()).select_from(Chapter)) or 0
     pages = session.scalar(select(func.count()).select_from(Page)) or 0
-    by_status = {status: 0 for status in MATCH_STATUSES}
-    for status, count in session.execute(select(Match.status, func.count()).group_by(Match.status)):
-        by_status[status] = by_status.get(status, 0) + count
-    match_count = func.count(Match.id).label("matches")
-    hosts = session.execute(
-        select(Page.host, match_count)
-        .join(Match, Match.page_id == Page.id)
-        .group_by(Page.host)
-        .order_by(match_count.desc(), Page.host)
-        .limit(TOP_HOSTS)
-    )
     return Stats(
         works=works,
         chapters=chapters,
         pages=pages,
-        matches_by_status=by_status,
-        top_hosts=tuple(HostCount(host or "", count) for host, count in hosts),
+        matches_by_status={status: count for status, count in status_totals(session).items()},
+        top_hosts=tuple(HostCount(row.key, row.total) for row in top_hosts(session, limit=TOP_HOSTS)),
     )
 
 
@@ -368,23 +360,35 @@ class PageOf:
 
 
 def list_matches(session: Session, match_filter: MatchFilter, number: int, per_page: int) -> PageOf:
-    """One page of the matches the filter selects, in its order, with page, work and chapter loaded."""
+    """One page of the matches the filter selects, in its order, with page, work and chapter loaded.
+
+    Two steps: the page's ids (an index walk over ``matches`` alone, however deep the page), then those rows with
+    their page, work and chapter, so that a deep page never joins the rows it skips."""
     if per_page < 1:
         raise ValueError(f"per_page must be at least 1, got {per_page}")
     number = max(1, number)
-    total = session.scalar(match_filter.apply(select(func.count()).select_from(Match))) or 0
-    query = (
-        match_filter.ordered(match_filter.apply(select(Match)))
-        # The texts (a whole novel per work) are only needed by the evidence view.
-        .options(
-            joinedload(Match.page).defer(Page.text),
-            joinedload(Match.work).defer(Work.text),
-            joinedload(Match.chapter).defer(Chapter.text),
+    total = count_matches(session, match_filter)
+    ids = list(
+        session.scalars(
+            match_filter.ordered(match_filter.apply(select(Match.id)))
+            .limit(per_page)
+            .offset((number - 1) * per_page)
         )
-        .limit(per_page)
-        .offset((number - 1) * per_page)
     )
-    return PageOf(list(session.scalars(query).unique()), number, per_page, total)
+    rows = {
+        match.id: match
+        for match in session.scalars(
+            select(Match)
+            .where(Match.id.in_(ids))
+            # The texts (a whole novel per work) are only needed by the evidence view.
+            .options(
+                joinedload(Match.page).defer(Page.text),
+                joinedload(Match.work).defer(Work.text),
+                joinedload(Match.chapter).defer(Chapter.text),
+            )
+        ).unique()
+    } if ids else {}
+    return PageOf([rows[i] for i in ids if i in rows], number, per_page, total)
 
 
 def iter_matches(session: Session, match_filter: MatchFilter, batch: int = 500) -> Iterator[Match]:
@@ -407,4 +411,20 @@ def matching_ids(session: Session, match_filter: MatchFilter, limit: int) -> lis
 
 
 def count_matches(session: Session, match_filter: MatchFilter) -> int:
+    """How many matches the filter selects. Filters on status, work, site and first-seen days are counted from
+    the kept roll-up table (``analytics.rollups``: exact, and a few thousand rows rather than a million); a
+    score range or a URL search counts the matches themselves."""
+    if match_filter.url is None and match_filter.min_score is None and match_filter.max_score is None:
+        query = select(func.coalesce(func.sum(MatchRollup.matches), 0))
+        if match_filter.status is not None:
+            query = query.where(MatchRollup.status == match_filter.status)
+        if match_filter.work_id is not None:
+            query = query.where(MatchRollup.work_id == match_filter.work_id)
+        if match_filter.site is not None:
+            query = query.where(MatchRollup.host == match_filter.site)
+        if match_filter.since is not None:
+            query = query.where(MatchRollup.day >= match_filter.since)
+        if match_filter.until is not None:
+            query = query.where(MatchRollup.day <= match_filter.until)
+        return int(session.scalar(query) or 0)
     return session.scalar(match_filter.apply(select(func.count()).select_from(Match))) or 0

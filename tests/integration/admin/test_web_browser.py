@@ -150,6 +150,22 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
             expect(page.locator("#count-matches")).to_have_text("1")
             expect(page.locator("#status-flagged")).to_have_text("1")
             page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+            # all time: the seeded match is older than the default 90 days; the charts are SVG images drawn by
+            # the server, each loaded and drawn (a blocked or broken image has no natural width)
+            page.get_by_label("Period").select_option("0")
+            page.get_by_role("button", name="Show").click()
+            expect(page).to_have_url(base_url + "/?days=0&per=")
+            charts = page.locator("img.chart")
+            expect(charts).to_have_count(3)
+            for index in range(3):
+                chart = charts.nth(index)
+                chart.scroll_into_view_if_needed()
+                page.wait_for_function("image => image.complete && image.naturalWidth > 0", arg=chart.element_handle())
+            expect(page.locator("#table-works tbody th")).to_have_text(["渡口"])
+            expect(page.locator("#table-hosts tbody th")).to_have_text(["pirate.example"])
+            page.screenshot(path=str(ARTIFACTS / "dashboard-all-time.png"), full_page=True)
+            page.get_by_role("link", name="Sites", exact=True).click()
+            expect(page.locator("h1")).to_have_text("Sites")
 
             page.get_by_role("link", name="Matches", exact=True).first.click()
             expect(page).to_have_url(base_url + "/matches")

@@ -216,7 +216,7 @@ def _csrf_from(html: str) -> str:
 
 
 def test_dashboard_shows_counts_and_top_hosts(client: FlaskClient, seeded: Seeded) -> None:
-    response = client.get("/")
+    response = client.get("/?days=0")  # all time: the seeded matches are older than the default 90 days
     html = _text(response)
     assert response.status_code == 200
     assert 'id="count-works">2<' in html
@@ -225,7 +225,10 @@ def test_dashboard_shows_counts_and_top_hosts(client: FlaskClient, seeded: Seede
     assert 'id="count-matches">4<' in html
     for status in ("flagged", "licensed", "confirmed", "dismissed"):
         assert f'id="status-{status}">1<' in html
-    hosts = re.findall(r'<td class="host">(.*?)</td><td class="num">(\d+)</td>', html)
+    table = re.search(r'<table class="compact" id="table-hosts">(.*?)</table>', html, re.DOTALL)
+    assert table
+    hosts = re.findall(r'<th scope="row" class="host"><a [^>]*>(.*?)</a></th>.*?<td class="num">(\d+)</td></tr>',
+                       table.group(1), re.DOTALL)
     assert hosts[0] == ("pirate.example", "2")
     assert sorted(hosts[1:]) == sorted([("copy.example", "1"), (ESCAPED_SCRIPT, "1")])
 
@@ -322,7 +325,8 @@ def test_evidence_view_highlights_the_same_passages_on_both_sides(
 
 
 @pytest.mark.parametrize(
-    "path", ["/", "/works", "/matches", "/matches/{hostile}", "/matches/{javascript}", "/works/{other}"]
+    # the dashboard over all time: the seeded matches are older than its default 90 days
+    "path", ["/?days=0", "/works", "/matches", "/matches/{hostile}", "/matches/{javascript}", "/works/{other}"]
 )
 def test_hostile_crawled_strings_are_escaped(client: FlaskClient, seeded: Seeded, path: str) -> None:
     url = path.format(

@@ -27,6 +27,8 @@ PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static"}
 # GET routes that need a query argument (a notice names its site): without it, a 400 that says so
 NEEDS_ARGUMENTS = {"reports.notice", "reports.notice_pdf"}
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+# pages that only admins may open (forms that change things): a 403 for everyone else
+ADMIN_PAGES = {"sites.new", "sites.edit_form"}
 HUGE = "9" * 30
 
 
@@ -92,6 +94,7 @@ def test_the_route_map_is_what_these_tests_cover(app: Flask) -> None:
     endpoints = {rule.endpoint for rule in app.url_map.iter_rules()}
     assert PUBLIC_ENDPOINTS <= endpoints
     assert {"matches.set_status", "users.add", "users.remove", "auth.logout"} <= endpoints
+    assert {"sites.add", "sites.edit", "sites.run_now", "sites.remove"} <= endpoints
     assert len(_routes(app)) >= 15
 
 
@@ -157,7 +160,7 @@ def test_viewers_read_everything_and_change_nothing(
             continue
         if method == "GET":
             response = viewer.get(url)
-            expected = (403,) if rule.endpoint.startswith("users.") else (200, 404)
+            expected = (403,) if rule.endpoint.startswith("users.") or rule.endpoint in ADMIN_PAGES else (200, 404)
             if rule.endpoint in NEEDS_ARGUMENTS:
                 expected = (400,)
             assert response.status_code in expected, url
@@ -183,6 +186,12 @@ def test_reviewers_review_but_do_not_manage_accounts(app: Flask, seeded: Seeded,
     refused = reviewer.post("/users", data={"username": "x", "role": "admin", "password": PASSWORD, "csrf_token": token})
     assert refused.status_code == 403
     assert reviewer.post(f"/users/{accounts['vera']}/remove", data={"csrf_token": token}).status_code == 403
+    # sites are managed by admins: reviewers read them
+    assert reviewer.get("/sites").status_code == 200
+    assert reviewer.get("/sites/new").status_code == 403
+    site = {"name": "x", "start_urls": "http://x.example/", "csrf_token": token}
+    assert reviewer.post("/sites", data=site).status_code == 403
+    assert reviewer.post("/sites/1/run", data={"csrf_token": token}).status_code == 403
     response = reviewer.post(
         f"/matches/{seeded.hostile_match_id}/status", data={"status": "confirmed", "csrf_token": token}
     )

@@ -1,0 +1,226 @@
+"""``/sites``: the monitored sites (schedule, next crawl, last crawl), their crawls; for admins, a form to add
+and edit a site and a "run now" button.
+
+The rules are :mod:`crawler.sites`' (``SiteSpec.validated``, ``add_site``, ``edit_site``), the same as
+``fptrack sites add|edit``: this module only turns form fields into a :class:`~crawler.sites.SiteSpec` and shows
+the one-line :class:`~crawler.sites.SiteError` next to the form. "Run now" starts the crawl exactly as the
+scheduler does (:func:`crawler.tasks.spawn_site_crawl`: ``fptrack sites run NAME`` in a process of its own,
+which claims the site, so a site is never crawled twice at once) and answers at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from admin.security import requires_role
+from admin.views.context import admin_state, db_session
+from admin.views.crawls import CrawlRow, crawl_rows
+from crawler.pages import RENDER_JS_MODES
+from crawler.sites import SiteError, SiteSpec, add_site, edit_site, remove_site, spec_of
+from storage.models import CrawlJob, MonitorLock, Site
+
+__all__ = ["SiteRow", "blueprint", "site_rows", "spec_from_form"]
+
+blueprint = Blueprint("sites", __name__, url_prefix="/sites")
+SITE_CRAWLS = 50
+
+
+@dataclass(frozen=True)
+class SiteRow:
+    id: int
+    name: str
+    host: str
+    enabled: bool
+    schedule: str
+    next_crawl_at: datetime | None
+    last_crawled_at: datetime | None
+    last_status: str
+    last_error: str
+    running: bool
+
+
+def site_rows(session: Session) -> list[SiteRow]:
+    """Every monitored site by name, with its latest crawl's status and whether a crawl holds it now."""
+    latest = (
+        select(CrawlJob.site_id, func.max(CrawlJob.id).label("job_id"))
+        .where(CrawlJob.site_id.is_not(None))
+        .group_by(CrawlJob.site_id)
+        .subquery("latest")
+    )
+    query = (
+        select(Site, CrawlJob.status, CrawlJob.error, CrawlJob.started_at)
+        .outerjoin(latest, latest.c.site_id == Site.id)
+        .outerjoin(CrawlJob, CrawlJob.id == latest.c.job_id)
+        .where(Site.managed.is_(True))
+        .order_by(Site.name)
+    )
+    running = set(session.scalars(select(MonitorLock.name)))
+    return [
+        SiteRow(
+            id=site.id,
+            name=site.name,
+            host=site.host,
+            enabled=site.enabled,
+            schedule=site.schedule,
+            next_crawl_at=site.next_crawl_at,
+            last_crawled_at=started or site.last_crawled_at,
+            last_status=status or "",
+            last_error=error or "",
+            running=f"site:{site.id}" in running,
+        )
+        for site, status, error, started in session.execute(query)
+    ]
+
+
+def _lines(name: str) -> tuple[str, ...]:
+    return tuple(line.strip() for line in request.form.get(name, "").splitlines() if line.strip())
+
+
+def _optional_number(name: str, kind: type[int | float], what: str) -> Any:
+    raw = request.form.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return kind(raw)
+    except ValueError:
+        raise SiteError(f"{name.replace('_', ' ')}: expected {what}, got {raw!r}") from None
+
+
+def spec_from_form() -> SiteSpec:
+    """The site the form describes (not yet validated: :mod:`crawler.sites` does that); :class:`SiteError` for a
+    field that is not even a number."""
+    depth = _optional_number("depth", int, "a whole number")
+    max_pages = _optional_number("max_pages", int, "a whole number")
+    return SiteSpec(
+        name=request.form.get("name", ""),
+        start_urls=_lines("start_urls"),
+        allowed_hosts=_lines("allowed_hosts"),
+        depth=2 if depth is None else depth,
+        max_pages=200 if max_pages is None else max_pages,
+        include=_lines("include"),
+        exclude=_lines("exclude"),
+        schedule=request.form.get("schedule", ""),
+        delay=_optional_number("delay", float, "a number of seconds"),
+        concurrency=_optional_number("concurrency", int, "a whole number"),
+        obey_robots="obey_robots" in request.form,
+        render_js=request.form.get("render_js", "auto"),
+        allow_private="allow_private" in request.form,
+        enabled="enabled" in request.form,
+    )
+
+
+def _managed_site(session: Session, site_id: int) -> Site:
+    site = session.get(Site, site_id)
+    if site is None or not site.managed:
+        abort(404, description=f"There is no monitored site with id {site_id}.")
+    return site
+
+
+def _form(spec: SiteSpec, *, site: Site | None = None, error: str = "", status: int = 200) -> tuple[str, int]:
+    return render_template("site_form.html", spec=spec, site=site, error=error, render_js_modes=RENDER_JS_MODES), status
+
+
+@blueprint.get("")
+def index() -> str:
+    return render_template("sites.html", sites=site_rows(db_session()))
+
+
+@blueprint.get("/new")
+@requires_role("admin")
+def new() -> ResponseReturnValue:
+    return _form(SiteSpec(name="", start_urls=()))
+
+
+@blueprint.post("")
+@requires_role("admin")
+def add() -> ResponseReturnValue:
+    session = db_session()
+    try:
+        spec = spec_from_form()
+    except SiteError as error:
+        return _form(SiteSpec(name=request.form.get("name", ""), start_urls=_lines("start_urls")),
+                     error=str(error), status=400)  # fmt: skip
+    try:
+        site = add_site(session, spec)
+    except SiteError as error:
+        session.rollback()
+        return _form(spec, error=str(error), status=400)
+    session.commit()
+    flash(f"Monitoring {site.name} ({site.host}).")
+    return redirect(url_for("sites.detail", site_id=site.id), code=303)
+
+
+@blueprint.get("/<int:site_id>")
+def detail(site_id: int) -> str:
+    session = db_session()
+    site = _managed_site(session, site_id)
+    crawls: list[CrawlRow] = crawl_rows(session, limit=SITE_CRAWLS, site_id=site_id)
+    running = session.get(MonitorLock, f"site:{site_id}") is not None
+    return render_template("site.html", site=site, spec=spec_of(site), crawls=crawls, running=running,
+                           limit=SITE_CRAWLS)  # fmt: skip
+
+
+@blueprint.get("/<int:site_id>/edit")
+@requires_role("admin")
+def edit_form(site_id: int) -> ResponseReturnValue:
+    site = _managed_site(db_session(), site_id)
+    return _form(spec_of(site), site=site)
+
+
+@blueprint.post("/<int:site_id>")
+@requires_role("admin")
+def edit(site_id: int) -> ResponseReturnValue:
+    session = db_session()
+    site = _managed_site(session, site_id)
+    try:
+        spec = spec_from_form()
+    except SiteError as error:
+        return _form(spec_of(site), site=site, error=str(error), status=400)
+    try:
+        changes = {name: getattr(spec, name) for name in SiteSpec.__dataclass_fields__ if name != "extra"}
+        edited = edit_site(session, site.name, **changes)
+    except SiteError as error:
+        session.rollback()
+        return _form(spec, site=_managed_site(session, site_id), error=str(error), status=400)
+    session.commit()
+    flash(f"Saved {edited.name}.")
+    return redirect(url_for("sites.detail", site_id=site_id), code=303)
+
+
+@blueprint.post("/<int:site_id>/run")
+@requires_role("admin")
+def run_now(site_id: int) -> ResponseReturnValue:
+    from crawler.tasks import spawn_site_crawl
+
+    session = db_session()
+    site = _managed_site(session, site_id)
+    if not site.start_urls:
+        abort(400, description=f"Site {site.name} has no start URL; edit it first.")
+    holder = session.get(MonitorLock, f"site:{site_id}")
+    if holder is not None:
+        flash(f"{site.name} is being crawled already" + (f" (crawl #{holder.job_id})." if holder.job_id else "."))
+        return redirect(url_for("sites.detail", site_id=site_id), code=303)
+    try:
+        spawn_site_crawl(site.id, site.name, settings=admin_state().settings, scheduled=False)
+    except OSError as error:
+        abort(503, description=f"Cannot start the crawl: {error}")
+    flash(f"Started a crawl of {site.name}; it appears below as soon as it has begun.")
+    return redirect(url_for("sites.detail", site_id=site_id), code=303)
+
+
+@blueprint.post("/<int:site_id>/remove")
+@requires_role("admin")
+def remove(site_id: int) -> ResponseReturnValue:
+    """Stop monitoring the site (``fptrack sites remove``): its pages, matches and crawls stay."""
+    session = db_session()
+    site = remove_site(session, _managed_site(session, site_id).name)
+    session.commit()
+    flash(f"Stopped monitoring {site.name}; its pages, matches and crawls are kept.")
+    return redirect(url_for("sites.index"), code=303)
