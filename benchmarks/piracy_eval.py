@@ -3,6 +3,7 @@
     python benchmarks/piracy_eval.py --quick          # a sample (~220 pages), a few minutes
     python benchmarks/piracy_eval.py                  # everything (~2,000 pages)
     python benchmarks/piracy_eval.py --postgres postgresql://postgres@127.0.0.1:5432/postgres
+    python benchmarks/piracy_eval.py --quick --ablation   # also: each method of the page path removed in turn
 
 1. ``benchmarks/_pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
 2. Five pirate sites are served on 127.0.0.1 (one port each). In a fresh data folder (SQLite, or a fresh
@@ -17,9 +18,13 @@
    side and work side, against the known copied span). Overall precision counts pages: a negative page with any
    match, or a positive page matched only with chapters of other works, is a false positive.
 5. Calibration: every page is compared again in-process (``compare.service.compare_document``, the same code the
-   crawl ran) to get every candidate verdict, flagged or not, and the decision rule of ``compare/scoring.py`` is
-   swept over its thresholds: the precision/recall table is printed and written to ``--curve`` (TSV). The
-   thresholds in ``compare/scoring.py`` are read off this curve (docs/compare.md).
+   crawl ran, with the site templates the crawl settled on) to get every candidate verdict, flagged or not, and
+   the decision rule of the contract (``fingerprint.contract.DecisionRule``) is swept over its thresholds: the
+   precision/recall table is printed and written to ``--curve`` (TSV). The thresholds are read off this curve
+   (docs/compare.md).
+6. Ablation (``--ablation``): the same in-process comparison with each method of the page path removed in turn
+   (``CONTRACT.without(method)``: Simhash, pinyin DNA, winnowing on characters, winnowing on initials as candidate
+   sources; the initials channel of the alignment); recall per kind and false positives per variant.
 
 The last line of output is JSON with the figures. No corpus text is written into the repository: work files
 and the database live in a temporary folder that is deleted afterwards (``--keep`` keeps it).
@@ -292,71 +297,105 @@ def print_table(results: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------------ calibration
 
 
-def calibrate(
-    web: PirateWeb, bases: list[str], env: dict[str, str], curve_path: Path | None
-) -> list[dict[str, Any]]:
-    """Every candidate verdict of every page, then the decision rule swept over its thresholds."""
-    from compare.documents import analyse
-    from compare.scoring import candidate_rule_grid, decide_with
+def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
+    """Every candidate verdict (flagged or not) of every crawled page, compared in-process under ``contract`` (the
+    product's, or one with a method off), with the site templates the crawl settled on ignored exactly where the
+    crawl ignored them (pages marked ``template_masked``)."""
+    from sqlalchemy import select
+
     from compare.service import compare_document
+    from compare.templates import site_template_codes
+    from fingerprint.pipeline import fingerprint_text
     from storage.db import create_engine_for, session_factory
+    from storage.fingerprints import load_code_arrays
+    from storage.models import Page
     from storage.settings import Settings
 
     settings = Settings.from_env(env)
     engine = create_engine_for(settings)
-    sessions = session_factory(engine)
     verdicts: dict[str, list[Any]] = {}
-    from sqlalchemy import select
-
-    from storage.models import Page
-
-    with sessions() as session:
-        for page in session.scalars(select(Page).where(Page.status == 200)):
-            # with the page, so site boilerplate is known exactly as the crawl knew it at its end
-            verdicts[page.url] = (
-                compare_document(session, analyse(page.text), settings, page=page)
-                if page.text.strip()
+    with session_factory(engine)() as session:
+        pages = list(session.execute(select(Page.id, Page.url, Page.site_id, Page.text, Page.template_masked)
+                                     .where(Page.status == 200)))
+        templates: dict[int, frozenset[int]] = {}
+        for site_id in {row.site_id for row in pages if row.template_masked}:
+            ids = [row.id for row in pages if row.site_id == site_id]
+            arrays = load_code_arrays(session, owner="page", owner_ids=ids, kind="winnow")
+            urls = {row.id: row.url for row in pages if row.site_id == site_id}
+            templates[site_id] = frozenset(site_template_codes({urls[i]: arrays[i][:, 0] for i in ids if i in arrays}))
+        for row in pages:
+            ignored = templates.get(row.site_id, frozenset()) if row.template_masked else frozenset()
+            verdicts[row.url] = (
+                compare_document(session, fingerprint_text(row.text), settings, ignored_codes=ignored,
+                                 contract=contract)
+                if (row.text or "").strip()
                 else []
             )
     engine.dispose()
+    return verdicts
+
+
+def _flagged_keys(web: PirateWeb, verdicts: list[Any], rule: Any) -> set[tuple[str, int]]:
+    from compare.scoring import decide_with
 
     title_to_key = {t: w for w, t in web.work_titles.items()}
+    return {
+        (
+            title_to_key.get(v.work_title, "?"),
+            web.chapter_titles.get((title_to_key.get(v.work_title, "?"), v.chapter_title), -1),
+        )
+        for v in verdicts
+        if decide_with(v.evidence, rule).flagged
+    }
+
+
+def score_verdicts(web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], rule: Any) -> dict[str, Any]:
+    """Precision, recall and chapter accuracy of ``rule`` over in-process verdicts; per kind: pages, found (right
+    work), false positives (a negative with any match, a positive matched only with other works)."""
+    tp = fp = fn = 0
+    chap_ok = chap_n = 0
+    kinds: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for spec in web.pages:
+        got = _flagged_keys(web, verdicts.get(bases[spec.site] + spec.path, []), rule)
+        row = kinds[spec.kind]
+        row["pages"] += 1
+        if spec.positive:
+            works = {w for w, _ in spec.truth}
+            if any(w in works for w, _ in got):
+                tp += 1
+                row["found"] += 1
+                if len(spec.truth) == 1:
+                    chap_n += 1
+                    chap_ok += got <= spec.truth
+            else:
+                fn += 1
+                if got:
+                    fp += 1
+                    row["false_pos"] += 1
+        elif got:
+            fp += 1
+            row["false_pos"] += 1
+    return {
+        "precision": tp / (tp + fp) if tp + fp else 1.0,
+        "recall": tp / (tp + fn) if tp + fn else 0.0,
+        "chapter_accuracy": chap_ok / chap_n if chap_n else 0.0,
+        "fp": fp,
+        "fn": fn,
+        "kinds": {k: dict(v) for k, v in kinds.items()},
+    }
+
+
+def calibrate(
+    web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], curve_path: Path | None
+) -> list[dict[str, Any]]:
+    """The decision rule swept over its thresholds, on every candidate verdict of every page."""
+    from compare.scoring import candidate_rule_grid
+
     points = []
     for rule in candidate_rule_grid():
-        tp = fp = fn = 0
-        chap_ok = chap_n = 0
-        for spec in web.pages:
-            url = bases[spec.site] + spec.path
-            got = {
-                (
-                    title_to_key.get(v.work_title, "?"),
-                    web.chapter_titles.get((title_to_key.get(v.work_title, "?"), v.chapter_title), -1),
-                )
-                for v in verdicts.get(url, [])
-                if decide_with(v.evidence, rule).flagged
-            }
-            if spec.positive:
-                works = {w for w, _ in spec.truth}
-                if any(w in works for w, _ in got):
-                    tp += 1
-                    if len(spec.truth) == 1:
-                        chap_n += 1
-                        chap_ok += got <= spec.truth
-                else:
-                    fn += 1
-                    fp += bool(got)
-            else:
-                fp += bool(got)
-        points.append(
-            {
-                **rule.as_dict(),
-                "precision": tp / (tp + fp) if tp + fp else 1.0,
-                "recall": tp / (tp + fn) if tp + fn else 0.0,
-                "chapter_accuracy": chap_ok / chap_n if chap_n else 0.0,
-                "fp": fp,
-                "fn": fn,
-            }
-        )
+        scored = score_verdicts(web, bases, verdicts, rule)
+        points.append({**rule.as_dict(), **{k: v for k, v in scored.items() if k != "kinds"}})
+    title_to_key = {t: w for w, t in web.work_titles.items()}
     _print_margins(web, bases, verdicts, title_to_key)
     if curve_path:
         keys = list(points[0])
@@ -366,6 +405,32 @@ def calibrate(
             + "".join("\t".join(str(round(p[k], 4)) for k in keys) + "\n" for p in points)
         )
     return points
+
+
+def ablation(web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[str, list[Any]]) -> dict[str, Any]:
+    """Recall per kind and false positives with each method of the page path removed in turn (the decision rule
+    unchanged). ``full`` are the verdicts under the product's contract."""
+    from fingerprint.contract import CONTRACT, METHODS
+
+    results = {"all": score_verdicts(web, bases, full, CONTRACT.rule)}
+    for method in METHODS:
+        results["-" + method] = score_verdicts(web, bases, _all_verdicts(env, CONTRACT.without(method)), CONTRACT.rule)
+    variants = list(results)
+    print("\nablation: recall per kind (false positives per negative kind) with one method removed")
+    print(f"{'kind':<24}{'pages':>6}" + "".join(f"{v:>16}" for v in variants))
+    for kind in POSITIVE_KINDS + NEGATIVE_KINDS:
+        row = results["all"]["kinds"].get(kind)
+        if not row:
+            continue
+        cells = ""
+        for v in variants:
+            r = results[v]["kinds"][kind]
+            cells += f"{r.get('found', 0) / r['pages']:>16.3f}" if kind in POSITIVE_KINDS else f"{r.get('false_pos', 0):>16}"
+        print(f"{kind:<24}{row['pages']:>6}{cells}")
+    print(f"{'precision':<30}" + "".join(f"{results[v]['precision']:>16.4f}" for v in variants))
+    print(f"{'recall':<30}" + "".join(f"{results[v]['recall']:>16.4f}" for v in variants))
+    print(f"{'chapter accuracy':<30}" + "".join(f"{results[v]['chapter_accuracy']:>16.4f}" for v in variants))
+    return results
 
 
 def _print_margins(
@@ -425,6 +490,9 @@ def main() -> None:
     )
     parser.add_argument("--curve", type=Path, help="write the threshold sweep (TSV) here")
     parser.add_argument("--no-calibration", action="store_true", help="skip the threshold sweep")
+    parser.add_argument(
+        "--ablation", action="store_true", help="also compare every page with each method removed in turn"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     args = parser.parse_args()
 
@@ -496,8 +564,26 @@ def main() -> None:
         results = score(web, bases, flagged, spans, page_texts)
         print_table(results)
         if not args.no_calibration:
-            points = calibrate(web, bases, env, args.curve)
+            from fingerprint.contract import CONTRACT
+
+            verdicts = _all_verdicts(env, CONTRACT)
+            points = calibrate(web, bases, verdicts, args.curve)
             print_curve(points)
+            if args.ablation:
+                ablated = ablation(web, bases, env, verdicts)
+                figures["ablation"] = {
+                    variant: {
+                        "precision": round(r["precision"], 4),
+                        "recall": round(r["recall"], 4),
+                        "recall_by_kind": {
+                            k: round(v.get("found", 0) / v["pages"], 4)
+                            for k, v in r["kinds"].items()
+                            if k in POSITIVE_KINDS
+                        },
+                        "false_positives": r["fp"],
+                    }
+                    for variant, r in ablated.items()
+                }
         figures["results"] = {
             s: {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items() if k != "kinds"}
             for s, r in results.items()

@@ -5,16 +5,17 @@ overlaps are quotations, not piracy) and either a good share of the chapter (``m
 passage of it (``min_passage``: an excerpt inside an unrelated article). The score is the share of the chapter
 that the page reproduces.
 
-The default thresholds (:data:`DEFAULT_RULE`) are read off the precision/recall sweep that
+The thresholds are the contract's (``fingerprint.contract.DecisionRule``, :data:`DEFAULT_RULE`), read off the precision/recall sweep that
 ``benchmarks/piracy_eval.py`` prints over :func:`candidate_rule_grid` (see docs/compare.md for the curve and the
 reasoning), not tuned to make a test pass.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from compare.verify import Alignment
+from fingerprint.contract import CONTRACT, DecisionRule
 
 __all__ = [
     "DEFAULT_RULE",
@@ -42,20 +43,7 @@ class Evidence:
     longest_run: int
 
 
-@dataclass(frozen=True)
-class DecisionRule:
-    """Flag iff ``copied_chars >= min_copied`` and (``chapter_coverage >= min_coverage`` or ``longest_run >=
-    min_passage``)."""
-
-    min_copied: int = 50
-    min_coverage: float = 0.15
-    min_passage: int = 150
-
-    def as_dict(self) -> dict[str, float]:
-        return asdict(self)
-
-
-DEFAULT_RULE = DecisionRule()
+DEFAULT_RULE = CONTRACT.rule
 
 
 @dataclass(frozen=True)
