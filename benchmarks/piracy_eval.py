@@ -43,7 +43,7 @@ import tempfile
 import time
 from collections import defaultdict
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -221,7 +221,7 @@ def score(
                     if got:
                         fp += 1
                         row["false_pos"] += 1
-                if spec.kind == "excerpt_news" and system == "fptrack":
+                if spec.kind in ("excerpt_news", "excerpt_short") and system == "fptrack":
                     text = page_texts.get(url, "")
                     truth_page = _excerpt_span(text, spec.excerpt_lines)
                     chosen = [s for w, c, s in spans.get(url, []) if (w, c) in spec.truth]
@@ -305,6 +305,7 @@ def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
 
     from compare.service import compare_document
     from compare.templates import site_template_codes
+    from fingerprint.contract import METHODS
     from fingerprint.pipeline import fingerprint_text
     from storage.db import create_engine_for, session_factory
     from storage.fingerprints import load_code_arrays
@@ -323,10 +324,13 @@ def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
             arrays = load_code_arrays(session, owner="page", owner_ids=ids, kind="winnow")
             urls = {row.id: row.url for row in pages if row.site_id == site_id}
             templates[site_id] = frozenset(site_template_codes({urls[i]: arrays[i][:, 0] for i in ids if i in arrays}))
+        # every fingerprint of the page, whatever the variant reads (the boilerplate mask needs winnowing even when
+        # winnowing is not a candidate source)
+        everything = replace(contract, methods=frozenset(METHODS))
         for row in pages:
             ignored = templates.get(row.site_id, frozenset()) if row.template_masked else frozenset()
             verdicts[row.url] = (
-                compare_document(session, fingerprint_text(row.text), settings, ignored_codes=ignored,
+                compare_document(session, fingerprint_text(row.text, everything), settings, ignored_codes=ignored,
                                  contract=contract)
                 if (row.text or "").strip()
                 else []
@@ -407,29 +411,61 @@ def calibrate(
     return points
 
 
+def _index_chapters_with_every_method(env: dict[str, str]) -> None:
+    """Re-index the registered chapters with every method on (also those the product leaves off, e.g. pinyin DNA),
+    with the product's own writer, so that a variant reading such a method finds its codes. Variants that do not
+    read a kind never look at its codes."""
+    from sqlalchemy import select
+
+    from compare.service import layout_for
+    from fingerprint.contract import CONTRACT, METHODS
+    from fingerprint.pipeline import fingerprint_text
+    from storage.db import create_engine_for, session_factory, session_scope
+    from storage.fingerprints import FingerprintSet, write_fingerprints
+    from storage.models import Chapter
+    from storage.settings import Settings
+
+    settings = Settings.from_env(env)
+    everything = replace(CONTRACT, methods=frozenset(METHODS))
+    engine = create_engine_for(settings)
+    with session_scope(session_factory(engine)) as session:
+        items = []
+        for chapter_id, text in session.execute(select(Chapter.id, Chapter.text)):
+            fingerprints = fingerprint_text(text, everything)
+            items.append(FingerprintSet(chapter_id, fingerprints.simhash, fingerprints.index_codes()))
+        write_fingerprints(session, owner="chapter", layout=layout_for(settings), items=items)
+    engine.dispose()
+
+
 def ablation(web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[str, list[Any]]) -> dict[str, Any]:
     """Recall per kind and false positives with each method of the page path removed in turn (the decision rule
     unchanged). ``full`` are the verdicts under the product's contract."""
-    from fingerprint.contract import CONTRACT, METHODS
+    from fingerprint.contract import CANDIDATE_SOURCES, CONTRACT, METHODS
 
-    results = {"all": score_verdicts(web, bases, full, CONTRACT.rule)}
+    results = {"product": score_verdicts(web, bases, full, CONTRACT.rule)}
+    _index_chapters_with_every_method(env)
     for method in METHODS:
-        results["-" + method] = score_verdicts(web, bases, _all_verdicts(env, CONTRACT.without(method)), CONTRACT.rule)
+        variant = CONTRACT.without(method) if CONTRACT.uses(method) else CONTRACT.with_method(method)
+        name = ("-" if CONTRACT.uses(method) else "+") + method
+        results[name] = score_verdicts(web, bases, _all_verdicts(env, variant), CONTRACT.rule)
+    for source in CANDIDATE_SOURCES:
+        results["only " + source] = score_verdicts(web, bases, _all_verdicts(env, CONTRACT.only(source)), CONTRACT.rule)
     variants = list(results)
-    print("\nablation: recall per kind (false positives per negative kind) with one method removed")
-    print(f"{'kind':<24}{'pages':>6}" + "".join(f"{v:>16}" for v in variants))
+    print("\nablation: recall per kind (false positives per negative kind); -m: the product without m, +m: with m"
+          " (off in the product), only m: m the only candidate source")
+    print(f"{'kind':<24}{'pages':>6}" + "".join(f"{v:>18}" for v in variants))
     for kind in POSITIVE_KINDS + NEGATIVE_KINDS:
-        row = results["all"]["kinds"].get(kind)
+        row = results["product"]["kinds"].get(kind)
         if not row:
             continue
         cells = ""
         for v in variants:
             r = results[v]["kinds"][kind]
-            cells += f"{r.get('found', 0) / r['pages']:>16.3f}" if kind in POSITIVE_KINDS else f"{r.get('false_pos', 0):>16}"
+            cells += f"{r.get('found', 0) / r['pages']:>18.3f}" if kind in POSITIVE_KINDS else f"{r.get('false_pos', 0):>18}"
         print(f"{kind:<24}{row['pages']:>6}{cells}")
-    print(f"{'precision':<30}" + "".join(f"{results[v]['precision']:>16.4f}" for v in variants))
-    print(f"{'recall':<30}" + "".join(f"{results[v]['recall']:>16.4f}" for v in variants))
-    print(f"{'chapter accuracy':<30}" + "".join(f"{results[v]['chapter_accuracy']:>16.4f}" for v in variants))
+    print(f"{'precision':<30}" + "".join(f"{results[v]['precision']:>18.4f}" for v in variants))
+    print(f"{'recall':<30}" + "".join(f"{results[v]['recall']:>18.4f}" for v in variants))
+    print(f"{'chapter accuracy':<30}" + "".join(f"{results[v]['chapter_accuracy']:>18.4f}" for v in variants))
     return results
 
 

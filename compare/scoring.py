@@ -35,12 +35,15 @@ class Evidence:
 
     ``copied_chars``: normalised page characters inside copied runs; ``chapter_coverage``: share of the chapter's
     normalised characters that those runs reproduce; ``longest_run``: the longest single copied run (page
-    characters).
+    characters); ``density``: the copied share of the page stretch from the first copied character to the last (a
+    copy, even edited or with ads spliced in, is dense; a review quoting passages between its own comments is
+    not).
     """
 
     copied_chars: int
     chapter_coverage: float
     longest_run: int
+    density: float = 1.0
 
 
 DEFAULT_RULE = CONTRACT.rule
@@ -54,13 +57,17 @@ class Decision:
 
 
 def evidence_of(alignment: Alignment) -> Evidence:
-    longest = max((end - start for start, end, _, _ in alignment.runs), default=0)
-    return Evidence(alignment.page_covered, min(1.0, alignment.chapter_coverage), longest)
+    runs = alignment.runs
+    longest = max((end - start for start, end, _, _ in runs), default=0)
+    extent = max((end for _, end, _, _ in runs), default=0) - min((start for start, _, _, _ in runs), default=0)
+    density = alignment.page_covered / extent if extent > 0 else 0.0
+    return Evidence(alignment.page_covered, min(1.0, alignment.chapter_coverage), longest, min(1.0, density))
 
 
 def decide_with(evidence: Evidence, rule: DecisionRule = DEFAULT_RULE) -> Decision:
     flagged = evidence.copied_chars >= rule.min_copied and (
-        evidence.chapter_coverage >= rule.min_coverage or evidence.longest_run >= rule.min_passage
+        evidence.longest_run >= rule.min_passage
+        or (evidence.chapter_coverage >= rule.min_coverage and evidence.density >= rule.min_density)
     )
     return Decision(
         flagged=flagged, score=round(evidence.chapter_coverage, 4), copied_chars=evidence.copied_chars
@@ -73,9 +80,11 @@ def decide(alignment: Alignment, rule: DecisionRule = DEFAULT_RULE) -> Decision:
 
 def candidate_rule_grid() -> list[DecisionRule]:
     """The thresholds the evaluation sweeps: the quotation floor is fixed by the product (50 characters), the
-    other two vary."""
+    other three vary (density only where coverage is the deciding signal)."""
     return [
-        DecisionRule(50, coverage, passage)
+        DecisionRule(50, coverage, passage, density)
         for coverage in (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.8)
         for passage in (60, 90, 100, 150, 200, 300, 400, 600)
+        for density in (0.0, 0.3, 0.5, 0.7, 0.9)
+        if density == 0.0 or passage == 150
     ]

@@ -7,10 +7,10 @@ a k-gram length, a window, a DNA width or a threshold, because there is only one
 
 What it holds, by stage (docs/fingerprints.md and docs/compare.md say where each value was measured):
 
-- which **methods** the page path computes and reads (:data:`METHODS`): Simhash, pinyin DNA, winnowing on
-  characters, winnowing on pinyin initials (candidate generation) and the initials channel of the alignment.
-  :meth:`FingerprintContract.without` drops one, which is how the ablation of ``benchmarks/piracy_eval.py``
-  measures what each adds;
+- which **methods** the page path computes and reads (:data:`PAGE_PATH_METHODS`, out of :data:`METHODS`):
+  Simhash, winnowing on characters, winnowing on pinyin initials (candidate generation) and the initials channel
+  of the alignment; pinyin DNA is off. :meth:`FingerprintContract.without`, ``with_method`` and ``only`` make the
+  variants with which the ablation of ``benchmarks/piracy_eval.py`` measures what each adds;
 - the **fingerprints**: Simhash (bits, weighting), DNA (granularity, overlap, quantisation), winnowing (k, w) of
   the normalised characters and of the pinyin-initial string;
 - **candidates**: how many shared codes make a registered chapter a suspect, how many suspects are verified, how
@@ -31,8 +31,10 @@ from fingerprint.pinyin_dna import DnaParams
 from fingerprint.simhash import SimhashParams
 
 __all__ = [
+    "CANDIDATE_SOURCES",
     "CONTRACT",
     "METHODS",
+    "PAGE_PATH_METHODS",
     "AlignParams",
     "CandidateParams",
     "DecisionRule",
@@ -41,8 +43,13 @@ __all__ = [
 ]
 
 METHODS: tuple[str, ...] = ("simhash", "dna", "winnow", "winnow_py", "align_initials")
-"""The signals of the page path. The first four are candidate sources (each an index of ``storage``); the last is
-the pinyin-initial channel of the alignment (same-sound swaps keep aligning)."""
+"""The signals the page path can use. The first four are candidate sources (each an index of ``storage``); the last
+is the pinyin-initial channel of the alignment (same-sound swaps keep aligning)."""
+CANDIDATE_SOURCES: tuple[str, ...] = ("simhash", "dna", "winnow", "winnow_py")
+PAGE_PATH_METHODS = frozenset(METHODS) - {"dna"}
+"""What the product uses. Pinyin DNA is off: the ablation (docs/fingerprints.md) found nothing it adds that
+winnowing over the initials does not already find, and alone it finds almost nothing (exact codes break on every
+insertion or deletion, which shifts all later segment boundaries)."""
 
 CODE_KINDS: tuple[str, ...] = ("dna", "winnow", "winnow_py")
 """The (code, position) kinds a document stores, as ``storage`` names them."""
@@ -101,12 +108,14 @@ class AlignParams:
 
 @dataclass(frozen=True)
 class DecisionRule:
-    """Flag iff ``copied_chars >= min_copied`` and (``chapter_coverage >= min_coverage`` or ``longest_run >=
-    min_passage``). Read off the threshold sweep of ``benchmarks/piracy_eval.py`` (docs/compare.md)."""
+    """Flag iff ``copied_chars >= min_copied`` and (``longest_run >= min_passage`` or (``chapter_coverage >=
+    min_coverage`` and ``density >= min_density``)). Read off the threshold sweep of ``benchmarks/piracy_eval.py``
+    (docs/compare.md)."""
 
     min_copied: int = 50
     min_coverage: float = 0.15
     min_passage: int = 150
+    min_density: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -117,11 +126,14 @@ class FingerprintContract:
     """Every parameter of the page path. Frozen and hashable: use :meth:`without` / :func:`dataclasses.replace`
     for variants (benchmarks), never mutate."""
 
-    methods: frozenset[str] = frozenset(METHODS)
+    methods: frozenset[str] = PAGE_PATH_METHODS
     simhash: SimhashParams = field(default_factory=SimhashParams)
     dna: DnaParams = field(default_factory=DnaParams)
     winnow_chars: WinnowParams = WinnowParams(k=8, w=16)
-    winnow_initials: WinnowParams = WinnowParams(k=16, w=16)
+    winnow_initials: WinnowParams = WinnowParams(k=12, w=16)
+    """k measured by ``benchmarks/initials_k.py``: 12 finds 300-character excerpts of 20 %-edited copies and keeps
+    23 % of a whole such copy's hashes (16: 92 % and 15 %), with no registered chapter a suspect of any 水浒传
+    chapter or news article down to k = 10."""
     candidates: CandidateParams = CandidateParams()
     align: AlignParams = AlignParams()
     rule: DecisionRule = DecisionRule()
@@ -137,9 +149,17 @@ class FingerprintContract:
 
     def without(self, method: str) -> FingerprintContract:
         """This contract with one method off (ablation)."""
-        if method not in METHODS:
-            raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
-        return replace(self, methods=self.methods - {method})
+        return replace(self, methods=self.methods - {_known(method)})
+
+    def with_method(self, method: str) -> FingerprintContract:
+        """This contract with one more method on (ablation of a method the product leaves off)."""
+        return replace(self, methods=self.methods | {_known(method)})
+
+    def only(self, source: str) -> FingerprintContract:
+        """This contract with ``source`` as its only candidate source (the alignment unchanged)."""
+        if source not in CANDIDATE_SOURCES:
+            raise ValueError(f"{source!r} is not a candidate source; those are: {', '.join(CANDIDATE_SOURCES)}")
+        return replace(self, methods=(self.methods - set(CANDIDATE_SOURCES)) | {source})
 
     def uses(self, method: str) -> bool:
         return method in self.methods
@@ -147,6 +167,12 @@ class FingerprintContract:
     def code_kinds(self) -> tuple[str, ...]:
         """The stored code kinds this contract reads for candidates."""
         return tuple(kind for kind in CODE_KINDS if kind in self.methods)
+
+
+def _known(method: str) -> str:
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+    return method
 
 
 CONTRACT = FingerprintContract()
