@@ -112,14 +112,17 @@ def test_pirated_copy_fingerprints_stay_close():
 
 def test_a_method_the_contract_leaves_out_is_not_computed():
     text = "".join(COMMON_HAN[i * 11 % 3000] for i in range(600))
-    full = fingerprint_text(text)
+    everything = CONTRACT.with_method("dna")
+    full = fingerprint_text(text, everything)
     assert full.simhash and full.dna and full.winnow_chars and full.winnow_initials
     for method, empty in (("simhash", lambda f: f.simhash == 0), ("dna", lambda f: f.dna == ()),
                           ("winnow", lambda f: f.winnow_chars == ()), ("winnow_py", lambda f: f.winnow_initials == ())):
-        reduced = fingerprint_text(text, CONTRACT.without(method))
+        reduced = fingerprint_text(text, everything.without(method))
         assert empty(reduced), method
         assert reduced.text == full.text and reduced.initials == full.initials
-    assert CONTRACT.without("dna").code_kinds() == ("winnow", "winnow_py")
+    assert fingerprint_text(text).dna == ()  # the product leaves pinyin DNA off (docs/fingerprints.md, ablation)
+    assert CONTRACT.code_kinds() == ("winnow", "winnow_py")
+    assert CONTRACT.only("winnow").methods == {"winnow", "align_initials"}
 
 
 def test_the_contract_rejects_what_would_break_the_index():
