@@ -227,18 +227,17 @@ def build_methods(stats: CorpusStats) -> list[Method]:
     return methods
 
 
-DNA_GRID = (
-    (DnaParams(granularity=64), 0), (DnaParams(granularity=64), 2), (DnaParams(granularity=64), 4),
-    (DnaParams(granularity=128), 2), (DnaParams(granularity=128), 4), (DnaParams(granularity=128), 6),
-    (DnaParams(granularity=128, counts_per_level=3), 2),
-    (DnaParams(granularity=128, counts_per_level=3), 4),
+DNA_GRID = (  # (params, max L1 distance, share of the copy's codes that must be near an original's)
+    (DnaParams(granularity=64), 0, 0.5), (DnaParams(granularity=64), 2, 0.5), (DnaParams(granularity=64), 4, 0.5),
+    (DnaParams(granularity=128), 2, 0.5), (DnaParams(granularity=128), 4, 0.5), (DnaParams(granularity=128), 5, 0.5),
+    (DnaParams(granularity=128), 6, 0.5), (DnaParams(granularity=128), 6, 0.7), (DnaParams(granularity=128), 5, 0.7),
+    (DnaParams(granularity=128, counts_per_level=3), 4, 0.5),
 )
-DNA_SHARE = 0.5
 
 
 def dna_near_table(norms: list[str], docs: list[str], rng: random.Random) -> dict[str, dict[str, float]]:
     """Pinyin DNA alone, codes matched within an L1 distance (``fingerprint.dna_index``): a copy is predicted for
-    every original whose codes are near at least :data:`DNA_SHARE` of the copy's codes. Copies: the protocol's
+    every original whose codes are near at least a share (third value of :data:`DNA_GRID`) of the copy's codes. Copies: the protocol's
     edits at 5 % and same-sound swaps of 30 % of the characters (which leave the initials as they are, so any
     loss there is segment-boundary and polyphone effects)."""
     from _pirate_web import Homophones
@@ -252,10 +251,10 @@ def dna_near_table(norms: list[str], docs: list[str], rng: random.Random) -> dic
     }
     initials = [pinyin_initials(n) for n in norms]
     results: dict[str, dict[str, float]] = {}
-    print(f"\npinyin DNA alone, near codes (L1 <= d over the letter vectors), predicted when >= {DNA_SHARE:.0%}"
-          " of the copy's codes are near an original's")
-    print(f"{'params':36s} {'d':>3s} " + "".join(f"{k + ' rec':>18s}{'prec':>7s}" for k in copies))
-    for params, distance in DNA_GRID:
+    print("\npinyin DNA alone, near codes (L1 <= d over the letter vectors), predicted when >= share of the copy's"
+          " codes are near an original's")
+    print(f"{'params':28s} {'d':>3s} {'share':>6s} " + "".join(f"{k + ' rec':>18s}{'prec':>7s}" for k in copies))
+    for params, distance, share in DNA_GRID:
         index = DnaIndex(params, max_distance=distance)
         for owner, ini in enumerate(initials):
             index.add(owner, dna_codes(ini, params))
@@ -264,13 +263,13 @@ def dna_near_table(norms: list[str], docs: list[str], rng: random.Random) -> dic
         for kind, texts in copies.items():
             tp = predicted = 0
             for i, text in enumerate(texts):
-                hits = index.shares(dna_codes(pinyin_initials(text), params), len(norms)) >= DNA_SHARE
+                hits = index.shares(dna_codes(pinyin_initials(text), params), len(norms)) >= share
                 predicted += int(hits.sum())
                 tp += int(hits[i])
             row[kind + " recall"] = tp / len(texts)
             row[kind + " precision"] = tp / predicted if predicted else 0.0
-        results[f"{name} d={distance}"] = row
-        print(f"{name:36s} {distance:>3d} " + "".join(
+        results[f"{name} d={distance} share={share}"] = row
+        print(f"{name:28s} {distance:>3d} {share:>6.1f} " + "".join(
             f"{row[k + ' recall']:>18.3f}{row[k + ' precision']:>7.3f}" for k in copies))
     return results
 

@@ -476,10 +476,10 @@ def _print_margins(
     for a true chapter); per negative kind, the strongest verdict of any chapter."""
     import numpy as np
 
-    rows: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
+    rows: dict[str, list[tuple[float, int, int, float]]] = defaultdict(list)
     for spec in web.pages:
         url = bases[spec.site] + spec.path
-        best = (0.0, 0, 0)
+        best = (0.0, 0, 0, 0.0)
         for v in verdicts.get(url, []):
             key = (
                 title_to_key.get(v.work_title, "?"),
@@ -488,17 +488,20 @@ def _print_margins(
             if spec.positive and key not in spec.truth:
                 continue
             e = v.evidence
-            best = max(best, (e.chapter_coverage, e.longest_run, e.copied_chars), key=lambda t: (t[1], t[0]))
+            best = max(best, (e.chapter_coverage, e.longest_run, e.copied_chars, e.density), key=lambda t: (t[1], t[0]))
         rows[spec.kind].append(best)
     print("\nevidence margins (positives: weakest copies; negatives: strongest look-alikes)")
-    print(f"{'kind':<24}{'coverage p1/min|max':>22}{'longest run p1/min|max':>26}{'copied p1/min|max':>22}")
+    print(f"{'kind':<24}{'coverage p1/min|max':>22}{'longest run p1/min|max':>26}{'copied p1/min|max':>22}"
+          f"{'density p1/min|max':>22}")
     for kind, values in rows.items():
         array = np.array(values, dtype=float)
         if kind in POSITIVE_KINDS:
-            cells = [f"{np.percentile(array[:, i], 1):>11.2f} / {array[:, i].min():<8.2f}" for i in range(3)]
+            cells = [f"{np.percentile(array[:, i], 1):>11.2f} / {array[:, i].min():<8.2f}" for i in range(4)]
         else:
+            # the strongest look-alike; density of the look-alike with the highest coverage
             cells = [f"{'max':>11} {array[:, i].max():<10.2f}" for i in range(3)]
-        print(f"{kind:<24}{cells[0]:>22}{cells[1]:>26}{cells[2]:>22}")
+            cells.append(f"{'at max cov':>11} {array[int(np.argmax(array[:, 0])), 3]:<10.2f}")
+        print(f"{kind:<24}{cells[0]:>22}{cells[1]:>26}{cells[2]:>22}{cells[3]:>22}")
 
 
 def print_curve(points: list[dict[str, Any]]) -> None:

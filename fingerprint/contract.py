@@ -115,7 +115,7 @@ class DecisionRule:
     min_copied: int = 50
     min_coverage: float = 0.15
     min_passage: int = 150
-    min_density: float = 0.0
+    min_density: float = 0.5
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
