@@ -1,13 +1,14 @@
 """From an alignment to a verdict (pure).
 
 A page is flagged for a chapter when it copies at least ``min_copied`` normalised characters of it (shorter
-overlaps are quotations, not piracy) and either a good share of the chapter (``min_coverage``) or one long
-passage of it (``min_passage``: an excerpt inside an unrelated article). The score is the share of the chapter
-that the page reproduces.
+overlaps are quotations, not piracy) and either one long passage of it (``min_passage``: an excerpt inside an
+unrelated article) or a good share of the chapter (``min_coverage``) in a dense stretch of the page
+(``min_density``: a review that quotes many short passages between its own comments covers a share of the
+chapter too, but sparsely). The score is the share of the chapter that the page reproduces.
 
-The thresholds are the contract's (``fingerprint.contract.DecisionRule``, :data:`DEFAULT_RULE`), read off the precision/recall sweep that
-``benchmarks/piracy_eval.py`` prints over :func:`candidate_rule_grid` (see docs/compare.md for the curve and the
-reasoning), not tuned to make a test pass.
+The thresholds are the contract's (``fingerprint.contract.DecisionRule``, :data:`DEFAULT_RULE`), read off the
+precision/recall sweep that ``benchmarks/piracy_eval.py`` prints over :func:`candidate_rule_grid` (see
+docs/compare.md for the curve and the reasoning), not tuned to make a test pass.
 """
 
 from __future__ import annotations
