@@ -120,7 +120,7 @@ def align(
         targets[starts] = np.where(targets_slice >= 0, targets_slice, chapter_starts)
     is_covered = np.cumsum(covered[:n_page]) > 0
 
-    runs = _runs(is_covered, params.max_gap, params.min_run)
+    runs = _runs(is_covered, params.max_gap, params.min_run, _digit_prefix(page_text), params.max_gap_digit_share)
     result: list[tuple[int, int, int, int]] = []
     chapter_mask = np.zeros(n_chapter, dtype=bool)
     page_covered = 0
@@ -188,7 +188,21 @@ def _split_by_diagonal(
     return pieces
 
 
-def _runs(mask: np.ndarray, max_gap: int, min_run: int) -> list[tuple[int, int]]:
+def _digit_prefix(text: str) -> np.ndarray:
+    """Prefix counts of ASCII digits in a normalised text (NFKC has made full-width digits ASCII)."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    prefix = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum((codes >= 48) & (codes <= 57), out=prefix[1:])
+    return prefix
+
+
+def _runs(
+    mask: np.ndarray, max_gap: int, min_run: int, digits: np.ndarray, max_digit_share: float
+) -> list[tuple[int, int]]:
+    """Covered runs merged over gaps of at most ``max_gap`` characters, except gaps that are mostly digits (more
+    than ``max_digit_share``): two texts on one template with other numbers (market reports, price lists) share
+    their fixed words, and the numbers between them are what differs, not an edit of a copy. ``digits`` is the
+    page's digit prefix count (:func:`_digit_prefix`)."""
     if not mask.any():
         return []
     padded = np.concatenate(([False], mask, [False]))
@@ -196,7 +210,8 @@ def _runs(mask: np.ndarray, max_gap: int, min_run: int) -> list[tuple[int, int]]
     starts, ends = edges[0::2], edges[1::2]
     merged: list[list[int]] = [[int(starts[0]), int(ends[0])]]
     for s, e in zip(starts[1:], ends[1:]):
-        if s - merged[-1][1] <= max_gap:
+        gap = s - merged[-1][1]
+        if gap <= max_gap and digits[s] - digits[merged[-1][1]] <= max_digit_share * gap:
             merged[-1][1] = int(e)
         else:
             merged.append([int(s), int(e)])

@@ -98,6 +98,8 @@ class AlignParams:
     char_k: int = 6
     initials_k: int = 14
     max_gap: int = 12
+    max_gap_digit_share: float = 0.5
+    """Runs are not merged over a gap more than this share digits: templates with other numbers are not copies."""
     min_run: int = 24
     diagonal_slack: int = 30
     smoothing: int = 5
