@@ -453,16 +453,16 @@ def check(context: Context, source: str, context_chars: int, allow_private: tupl
     """Compare one file or URL with the registry now.
 
     Shows the verdict for a text file or an http(s) URL with the copied passages highlighted. Nothing is stored. Exit status 3 when it copies a registered work."""
-    from compare.documents import analyse
     from compare.service import compare_document
     from compare.works import decode_work_text, read_work_file
+    from fingerprint.pipeline import fingerprint_text
 
     if source.startswith(("http://", "https://")):
         text, label = _fetch_one(context, source, allow_private), source
     else:
         text, label = decode_work_text(read_work_file(Path(source)), source).text, source
     with context.session() as session:
-        document = analyse(text)
+        document = fingerprint_text(text)
         verdicts = [v for v in compare_document(session, document, context.settings) if v.copied_chars]
     flagged = [v for v in verdicts if v.flagged]
     if not flagged:

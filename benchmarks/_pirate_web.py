@@ -18,6 +18,16 @@ What is published, one page per line of :data:`KINDS` (pages spread over several
 - negatives: 水浒传 chapters (all four copies), held-out chapters of the registered novels (other copies),
   news articles, news quoting under 50 characters of a registered chapter, and the articles of a news portal
   whose template carries the same 250-character passage of a registered chapter on every page (boilerplate).
+- near the thresholds, positives: excerpts of 250-400 characters inside a news article (``excerpt_short``), 30 %
+  random edits, same-sound swaps of half the characters, sentence-level rewrites (a sixth of the sentences deleted, storyteller fillers put in front of and
+  inside a third of the others), and noise characters hidden by a CSS class (``<span class="kx">``, the class
+  ``display: none`` in the page's style sheet) after every 4-8 characters;
+- near the thresholds, negatives: reviews quoting 6-10 passages of 20-120 characters of one registered chapter
+  with commentary between them, the chapter catalogue (目录) of a registered work, and fan fiction: 水浒传 chapters
+  with their heroes and places renamed to those of 西游记.
+
+The registry also holds news articles (never published on the pirate web), one work per news category, so that
+look-alikes are judged against some hundreds of unrelated chapters as well.
 
 Ground truth of a page is the set of registered ``(work, chapter)`` it holds. For synthetic pages it is known by
 construction. For real copies (whose chapter boundaries differ: Gutenberg merges chapters) it comes from an
@@ -56,6 +66,15 @@ REGISTERED = ("xiyouji", "sanguoyanyi")
 UNREGISTERED = ("shuihuzhuan",)
 ORIGINAL_SOURCE = "tennessine"
 HELD_OUT_DIGIT = 7
+NEWS_ON_PAGES = 250
+"""News articles (of the 858 over 300 characters) kept for pages: news negatives, hosts of excerpts, quotes and
+reviews, the portal's articles. The other 750 articles, less those that share a run of :data:`NEWS_OVERLAP`
+normalised characters with one of those (44 with seed 5), are registered, cut into sections of at most
+:data:`NEWS_SECTION` characters at line ends or full stops, one work per category (seed 5: 1,592 sections; with
+the novels 1,790 registered chapters)."""
+NEWS_SECTION = 600
+NEWS_OVERLAP = 24  # the alignment's shortest run (CONTRACT.align.min_run)
+_TITLES = {"xiyouji": "西游记", "sanguoyanyi": "三国演义"}
 
 POSITIVE_KINDS = (
     "real_etext",
@@ -75,6 +94,12 @@ POSITIVE_KINDS = (
     "split_half",
     "two_chapters",
     "excerpt_news",
+    # near the thresholds
+    "excerpt_short",
+    "edit_30",
+    "homophone_50",
+    "sentence_rewrite",
+    "css_hidden_noise",
 )
 NEGATIVE_KINDS = (
     "neg_unregistered_novel",
@@ -82,6 +107,10 @@ NEGATIVE_KINDS = (
     "neg_news",
     "neg_short_quote",
     "neg_site_template",
+    # near the thresholds
+    "neg_review_quotes",
+    "neg_catalogue",
+    "neg_fan_fiction",
 )
 KINDS = POSITIVE_KINDS + NEGATIVE_KINDS
 
@@ -326,6 +355,72 @@ def news_paragraphs(text: str) -> list[str]:
     return out
 
 
+_FILLERS = ("话说", "只见", "却说", "原来", "不想", "且说", "正是", "忽然", "那时", "看官听说")
+_SENTENCE_END = re.compile(r"(?<=[。！？])")
+
+
+def sentence_rewrite(text: str, rng: random.Random) -> str:
+    """Delete about a sixth of the sentences; put a storyteller's filler in front of a third of the others and a
+    short aside inside a fifth of them."""
+    out = []
+    for line in paragraphs_of(text):
+        sentences = [x for x in _SENTENCE_END.split(line) if x]
+        kept = []
+        for sentence in sentences:
+            if len(sentences) > 1 and rng.random() < 1 / 6:
+                continue
+            if rng.random() < 1 / 3:
+                sentence = rng.choice(_FILLERS) + "，" + sentence
+            if len(sentence) > 12 and rng.random() < 0.2:
+                cut = rng.randrange(4, len(sentence) - 4)
+                sentence = sentence[:cut] + "，真个是" + rng.choice(_FILLERS[:4]) + "，" + sentence[cut:]
+            kept.append(sentence)
+        if kept:
+            out.append("".join(kept))
+    return "\n".join(out)
+
+
+_NOISE_MARK = "\ue000"
+_NOISE_CLASS = "kx"
+
+
+def hide_noise(text: str, rng: random.Random, pool: str) -> str:
+    """Put a noise character (marked for :func:`noise_as_hidden_spans`) after every 4-8 characters."""
+    out = []
+    countdown = rng.randint(4, 8)
+    for ch in text:
+        out.append(ch)
+        if _is_han(ch):
+            countdown -= 1
+            if countdown == 0:
+                out.append(_NOISE_MARK + rng.choice(pool))
+                countdown = rng.randint(4, 8)
+    return "".join(out)
+
+
+def noise_as_hidden_spans(body: bytes) -> bytes:
+    """Turn the marked noise characters of a rendered UTF-8 page into spans of a class the style sheet hides."""
+    html = body.decode("utf-8")
+    html = re.sub(_NOISE_MARK + "(.)", f'<span class="{_NOISE_CLASS}">\\1</span>', html)
+    html = html.replace("</head>", f"<style>.{_NOISE_CLASS}{{display:none}}</style></head>", 1)
+    return html.encode("utf-8")
+
+
+# 水浒传's heroes and places renamed to 西游记's: fan fiction that reuses the registered work's names
+_FAN_NAMES = (
+    ("宋江", "唐僧"), ("李逵", "八戒"), ("武松", "悟空"), ("林冲", "沙僧"), ("鲁智深", "行者"), ("吴用", "观音"),
+    ("晁盖", "如来"), ("梁山泊", "花果山"), ("梁山", "灵山"), ("东京", "长安"), ("高俅", "牛魔王"),
+    ("柴进", "太白金星"), ("花荣", "哪吒"), ("戴宗", "土地"), ("卢俊义", "唐王"), ("公孙胜", "菩提祖师"),
+    ("杨志", "二郎神"), ("史进", "红孩儿"), ("阮小二", "白骨精"), ("燕青", "玉帝"),
+)
+
+
+def fan_fiction(text: str) -> str:
+    for old, new in _FAN_NAMES:
+        text = text.replace(old, new)
+    return text
+
+
 # ------------------------------------------------------------------------------------------------ building
 
 
@@ -341,9 +436,8 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
     work_files: dict[str, str] = {}
     chapter_offsets: dict[tuple[str, int], int] = {}
     chapter_titles: dict[tuple[str, str], int] = {}
-    titles = {"xiyouji": "西游记", "sanguoyanyi": "三国演义"}
     for work, chapters in registered.items():
-        parts = [titles[work] + "\n\n"]
+        parts = [_TITLES[work] + "\n\n"]
         length = len(parts[0])
         for c in chapters:
             heading = c.title.strip() + "\n"
@@ -355,13 +449,39 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
             chapter_titles[(work, c.title.strip())] = c.number
         work_files[work] = "".join(parts)
 
-    news_texts = [n["text"] for n in _news() if len(n["text"]) > 300]
-    rng.shuffle(news_texts)
+    all_news = _news()
+    news_rows = [n for n in all_news if len(n["text"]) > 300]
+    rng.shuffle(news_rows)
+    news_texts = [n["text"] for n in news_rows[:NEWS_ON_PAGES]]  # published on pages, never registered
+    titles = dict(_TITLES)
+    by_category: dict[str, list[str]] = {}
+    on_pages = {id(n) for n in news_rows[:NEWS_ON_PAGES]}
+    # an article sharing a run of NEWS_OVERLAP normalised characters with one published on the pirate web (a news
+    # source's template, a republished story, a price list) would make that page a true copy, not a negative: not
+    # registered. The product's normalisation, so runs with digits and Latin letters count as the alignment sees
+    # them.
+    from fingerprint.normalize import normalize
+
+    published: set[int] = set()
+    for text in news_texts:
+        published |= _grams(normalize(text).text, NEWS_OVERLAP)
+    for row in all_news:
+        if id(row) not in on_pages and not (_grams(normalize(row["text"]).text, NEWS_OVERLAP) & published):
+            by_category.setdefault(row["category"], []).extend(_sections(row["text"], NEWS_SECTION))
+    for number, (category, texts) in enumerate(sorted(by_category.items())):
+        work = f"news{number}"
+        titles[work] = f"新闻选编·{category}"
+        parts = [titles[work] + "\n\n"]
+        for index, text in enumerate(texts, 1):
+            heading = f"第{index}章 {_NOT_CJK.sub('', text)[:16]}"
+            chapter_titles[(work, heading)] = index
+            parts.append(heading + "\n" + text.strip() + "\n\n")
+        work_files[work] = "".join(parts)
     pool = "".join(sorted({ch for cs in registered.values() for c in cs for ch in c.text if _is_han(ch)}))
     homophones = Homophones(set(pool) | {ch for t in news_texts[:200] for ch in t})
     oracle = _Oracle(registered)
 
-    web = PirateWeb(work_files, {w: titles[w] for w in REGISTERED}, chapter_titles, [{} for _ in SITES])
+    web = PirateWeb(work_files, titles, chapter_titles, [{} for _ in SITES])
     per_kind = 4 if quick else 30
     counter = [0]
 
@@ -373,6 +493,7 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
         *,
         encoding: str = "utf-8",
         template: int | None = None,
+        hidden_noise: bool = False,
         **extra: object,
     ) -> None:
         counter[0] += 1
@@ -381,6 +502,8 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
         body = render_chapter(
             title, list(paragraphs), template=SITES[site][0], encoding=encoding, site_name=SITES[site][1]
         )
+        if hidden_noise:
+            body = noise_as_hidden_spans(body)
         web.sites[site][path] = Page(body, content_type=f"text/html; charset={encoding}")
         web.pages.append(
             PageSpec(
@@ -464,15 +587,21 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
                     )
                 elif kind == "excerpt_news":
                     _publish_excerpt(publish, rng, work, c, news_texts, chapter_offsets)
+                elif kind == "excerpt_short":
+                    _publish_excerpt(publish, rng, work, c, news_texts, chapter_offsets, kind, (250, 400))
+                elif kind == "sentence_rewrite":
+                    publish(kind, c.title, paragraphs_of(sentence_rewrite(c.text, rng)), truth)
+                elif kind == "css_hidden_noise":
+                    publish(kind, c.title, paragraphs_of(hide_noise(c.text, rng, pool)), truth, hidden_noise=True)
 
     # --- negatives
     unregistered = [c for w in UNREGISTERED for s in _sources(w) for c in _load(w, s)]
     for c in sample(unregistered, 2 * per_kind if quick else 200):
         publish("neg_unregistered_novel", c.title, paragraphs_of(c.text), frozenset())
-    for text in news_texts[: 2 * per_kind if quick else 150]:
+    for text in news_texts[: 2 * per_kind if quick else 100]:
         lines = news_paragraphs(text)
         publish("neg_news", lines[0][:40], lines, frozenset(), template=4)
-    quote_news = news_texts[200 : 200 + (2 * per_kind if quick else 100)]
+    quote_news = news_texts[100 : 100 + (2 * per_kind if quick else 60)]
     for text in quote_news:
         work = rng.choice(REGISTERED)
         c = rng.choice(registered[work])
@@ -488,9 +617,39 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
     pick_chapter = registered[REGISTERED[1]][0]
     pick_text = pick_chapter.text.strip()
     pick = paragraphs_of(pick_text[:260])
-    for text in news_texts[400 : 400 + (10 if quick else 40)]:
+    for text in news_texts[220 : 220 + (10 if quick else 30)]:
         lines = news_paragraphs(text)
         publish("neg_site_template", lines[0][:40], ["编者推荐：", *pick, *lines], frozenset(), template=5)
+
+    # --- near the thresholds: reviews quoting many short passages, catalogues, fan fiction
+    for text in news_texts[160 : 160 + (2 * per_kind if quick else 60)]:
+        work = rng.choice(REGISTERED)
+        c = rng.choice(registered[work])
+        body = "".join(paragraphs_of(c.text))
+        lines = news_paragraphs(text)
+        review = ["书评：重读" + titles[work] + "，" + c.title.strip(), *lines[:2]]
+        quotes = rng.randint(6, 10)
+        slot = len(body) // quotes  # one passage per slot of the chapter: distinct passages, never adjacent
+        for number in range(quotes):
+            length = rng.randint(20, max(20, min(120, slot - 50)))
+            start = number * slot + rng.randrange(max(1, slot - length - 50))
+            passage = body[start : start + length]
+            comment = (
+                lines[2 + number % max(1, len(lines) - 2)]
+                if len(lines) > 2
+                else "此处写得极好，人物神态跃然纸上，读来令人拍案叫绝。"
+            )
+            review.append(f"书中写道：“{passage}”这一段{rng.choice(('笔力雄健', '耐人寻味', '颇见功力'))}。{comment}")
+        publish("neg_review_quotes", review[0][:40], review, frozenset(), template=4)
+    for work in REGISTERED:
+        headings = [c.title.strip() for c in registered[work]]
+        for start in range(0, len(headings), 40 if quick else 20):
+            publish("neg_catalogue", titles[work] + " 目录", headings[start : start + 40], frozenset())
+            if quick:
+                break
+    hall = [c for c in _load("shuihuzhuan", ORIGINAL_SOURCE) if any(old in c.text for old, _ in _FAN_NAMES[:6])]
+    for c in sample(hall, 2 * per_kind if quick else 60):
+        publish("neg_fan_fiction", fan_fiction(c.title), paragraphs_of(fan_fiction(c.text)), frozenset())
 
     for site, pages in enumerate(web.sites):
         links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in sorted(pages))
@@ -506,9 +665,11 @@ def _publish_excerpt(
     c: _Chapter,
     news_texts: list[str],  # type: ignore[no-untyped-def]
     chapter_offsets: dict[tuple[str, int], int],
+    kind: str = "excerpt_news",
+    lengths: tuple[int, int] = (600, 1200),
 ) -> None:
     text = c.text
-    length = rng.randint(600, 1200)
+    length = rng.randint(*lengths)
     if len(text) < length + 20:
         return
     start = rng.randrange(0, len(text) - length)
@@ -524,7 +685,7 @@ def _publish_excerpt(
     paragraphs = news[:2] + ["网友转发了小说中的一段："] + lines + news[2:]
     offset = chapter_offsets[(work, c.number)]
     publish(
-        "excerpt_news",
+        kind,
         news[0][:40],
         paragraphs,
         frozenset({(work, c.number)}),
@@ -532,6 +693,21 @@ def _publish_excerpt(
         excerpt_lines=tuple(lines),
         excerpt_work_span=(offset + start, offset + end),
     )
+
+
+def _sections(text: str, limit: int) -> list[str]:
+    """``text`` cut at line ends (long lines at a full stop, :func:`news_paragraphs`) into pieces of at most
+    ``limit`` characters (a longer line is one piece)."""
+    pieces: list[str] = []
+    current = ""
+    for line in news_paragraphs(text):
+        if current and len(current) + len(line) > limit:
+            pieces.append(current)
+            current = ""
+        current = f"{current}\n{line}" if current else line
+    if current:
+        pieces.append(current)
+    return pieces
 
 
 def escape(text: str) -> str:

@@ -17,8 +17,9 @@ original within the threshold; recall = copies whose own original is predicted, 
 predictions / all predictions.
 
 Other fingerprints use their own decision rule (documented in the table): MinHash (128, char 5-grams)
-estimated Jaccard >= 0.5; winnowing (k=8, w=16) over text or pinyin initials: share of the original's
-fingerprints found in the copy >= 0.25; pinyin DNA: share of the original's segment codes found >= 0.25.
+estimated Jaccard >= 0.5; winnowing over text or pinyin initials (k and w of ``fingerprint.contract.CONTRACT``):
+share of the original's fingerprints found in the copy >= 0.25; pinyin DNA: share of the original's segment
+codes found >= 0.25.
 
     python benchmarks/esimhash_protocol.py [--quick] [--json out.json]
 
@@ -49,11 +50,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _corpus import iter_chapters, news_texts, require_corpus
 
-from fingerprint.features import char_shingle_hashes, tokenize
+from fingerprint.contract import CONTRACT
+from fingerprint.features import char_shingle_hashes, stop_word_hashes, token_hashes, tokenize
 from fingerprint.minhash import MinHashParams, minhash_signature
 from fingerprint.normalize import normalize
 from fingerprint.pinyin_dna import DnaParams, dna_codes, pinyin_initials
-from fingerprint.simhash import SimhashParams, simhash_tokens
+from fingerprint.simhash import SimhashParams, simhash, simhash_tokens
 from fingerprint.stats import CorpusStats
 from fingerprint.winnowing import winnow
 
@@ -146,6 +148,46 @@ def _set_share_method(name: str, rule: str, make: Callable[[str, list[str]], np.
     return Method(name, rule, lambda n, t: np.unique(make(n, t)), matches)
 
 
+def _content_terms(tokens: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct content-term hashes seed 0, their seed-1 hashes, counts), stop words removed as Simhash does."""
+    h0, h1 = token_hashes(tokens, 0), token_hashes(tokens, 1)
+    stops = stop_word_hashes(0)
+    content = stops[np.minimum(np.searchsorted(stops, h0), stops.size - 1)] != h0
+    uniq, first, counts = np.unique(h0[content], return_index=True, return_counts=True)
+    return uniq, h1[content][first], counts
+
+
+def _entropy_only_method(stats: CorpusStats) -> Method:
+    """E-Simhash step 1 alone: the weight is the neighbour entropy H(t), no tf-idf at all."""
+
+    def fp(norm: str, tokens: list[str]) -> int:
+        uniq, second, _ = _content_terms(tokens)
+        return simhash(np.stack([uniq, second], axis=1), stats.entropy(uniq), 128) if uniq.size else 0
+
+    method = _simhash_method("simhash128 H only (step 1)", SimhashParams(bits=128), stats, 10)
+    return Method(method.name, method.rule, fp, method.matches)
+
+
+def weight_diagnosis(norms: list[str], tokens: list[list[str]], stats: CorpusStats) -> dict[str, float]:
+    """Where E-Simhash's weight comes from: per document, the mean tf-idf (relative tf, as specified; raw counts,
+    the other reading), the mean entropy H, the share of sum(w^2) that H^2 carries in w = sqrt((tfidf^2 + H^2)/2),
+    and the share of terms whose weight the W_t = 90 cap replaces. Medians over documents."""
+    rows: dict[str, list[float]] = {k: [] for k in ("tfidf_rel", "tfidf_raw", "H", "H_share_rel", "H_share_raw",
+                                                    "capped_rel", "capped_raw")}
+    for tk in tokens:
+        uniq, _, counts = _content_terms(tk)
+        if not uniq.size:
+            continue
+        idf, h = stats.idf(uniq), stats.entropy(uniq)
+        for mode, tf in (("rel", counts / counts.sum()), ("raw", counts.astype(np.float64))):
+            tfidf = tf * idf
+            rows[f"tfidf_{mode}"].append(float(tfidf.mean()))
+            rows[f"H_share_{mode}"].append(float((h * h).sum() / max((tfidf * tfidf + h * h).sum(), 1e-12)))
+            rows[f"capped_{mode}"].append(float((np.sqrt((tfidf * tfidf + h * h) / 2) > 90).mean()))
+        rows["H"].append(float(h.mean()))
+    return {k: round(float(np.median(v)), 4) for k, v in rows.items()}
+
+
 def build_methods(stats: CorpusStats) -> list[Method]:
     methods: list[Method] = []
     for scheme in ("tf", "tfidf", "entropy", "termlen"):
@@ -159,6 +201,7 @@ def build_methods(stats: CorpusStats) -> list[Method]:
     methods.append(_simhash_method("simhash128 entropy +position/8 buckets",
                                    SimhashParams(bits=128, scheme="entropy", position=True, position_buckets=8),
                                    stats, 10))
+    methods.append(_entropy_only_method(stats))
     for scheme in ("tf", "tfidf", "entropy"):
         methods.append(_simhash_method(f"simhash64 {scheme}", SimhashParams(bits=64, scheme=scheme), stats, 3))
     mh = MinHashParams()
@@ -167,10 +210,12 @@ def build_methods(stats: CorpusStats) -> list[Method]:
         lambda n, t: minhash_signature(char_shingle_hashes(n, 5), mh),
         lambda q, originals: np.mean(np.stack(originals) == np.asarray(q)[None, :], axis=1) >= 0.5,  # type: ignore[arg-type]
     ))
-    methods.append(_set_share_method("winnow text k8 w16", "share of original's fps >= 0.25",
-                                     lambda n, t: np.array([h for h, _ in winnow(n, 8, 16)], dtype=np.int64), 0.25))
-    methods.append(_set_share_method("winnow initials k12 w16", "share of original's fps >= 0.25",
-                                     lambda n, t: np.array([h for h, _ in winnow(pinyin_initials(n), 12, 16)],
+    wc, wi = CONTRACT.winnow_chars, CONTRACT.winnow_initials
+    methods.append(_set_share_method(f"winnow text k{wc.k} w{wc.w}", "share of original's fps >= 0.25",
+                                     lambda n, t: np.array([h for h, _ in winnow(n, wc.k, wc.w)], dtype=np.int64),
+                                     0.25))
+    methods.append(_set_share_method(f"winnow initials k{wi.k} w{wi.w}", "share of original's fps >= 0.25",
+                                     lambda n, t: np.array([h for h, _ in winnow(pinyin_initials(n), wi.k, wi.w)],
                                                            dtype=np.int64), 0.25))
     ref = stats.pinyin_reference()
     for p in (DnaParams(granularity=32), DnaParams(granularity=64), DnaParams(granularity=32, levels=2, counts_per_level=3),
@@ -180,6 +225,53 @@ def build_methods(stats: CorpusStats) -> list[Method]:
                                          lambda n, t, p=p: np.array(dna_codes(pinyin_initials(n), p, ref),
                                                                     dtype=np.int64), 0.25))
     return methods
+
+
+DNA_GRID = (  # (params, max L1 distance, share of the copy's codes that must be near an original's)
+    (DnaParams(granularity=64), 0, 0.5), (DnaParams(granularity=64), 2, 0.5), (DnaParams(granularity=64), 4, 0.5),
+    (DnaParams(granularity=128), 2, 0.5), (DnaParams(granularity=128), 4, 0.5), (DnaParams(granularity=128), 5, 0.5),
+    (DnaParams(granularity=128), 6, 0.5), (DnaParams(granularity=128), 6, 0.7), (DnaParams(granularity=128), 5, 0.7),
+    (DnaParams(granularity=128, counts_per_level=3), 4, 0.5),
+)
+
+
+def dna_near_table(norms: list[str], docs: list[str], rng: random.Random) -> dict[str, dict[str, float]]:
+    """Pinyin DNA alone, codes matched within an L1 distance (``fingerprint.dna_index``): a copy is predicted for
+    every original whose codes are near at least a share (third value of :data:`DNA_GRID`) of the copy's codes. Copies: the protocol's
+    edits at 5 % and same-sound swaps of 30 % of the characters (which leave the initials as they are, so any
+    loss there is segment-boundary and polyphone effects)."""
+    from _pirate_web import Homophones
+
+    from fingerprint.dna_index import DnaIndex
+
+    homophones = Homophones({ch for n in norms for ch in n})
+    copies = {
+        "edit 5%": [normalize(edit(d, 0.05, rng, docs)).text for d in docs],
+        "homophone 30%": [homophones.swap(n, 0.3, rng) for n in norms],
+    }
+    initials = [pinyin_initials(n) for n in norms]
+    results: dict[str, dict[str, float]] = {}
+    print("\npinyin DNA alone, near codes (L1 <= d over the letter vectors), predicted when >= share of the copy's"
+          " codes are near an original's")
+    print(f"{'params':28s} {'d':>3s} {'share':>6s} " + "".join(f"{k + ' rec':>18s}{'prec':>7s}" for k in copies))
+    for params, distance, share in DNA_GRID:
+        index = DnaIndex(params, max_distance=distance)
+        for owner, ini in enumerate(initials):
+            index.add(owner, dna_codes(ini, params))
+        name = f"n={params.granularity} L={params.levels} c={params.counts_per_level:g}"
+        row: dict[str, float] = {}
+        for kind, texts in copies.items():
+            tp = predicted = 0
+            for i, text in enumerate(texts):
+                hits = index.shares(dna_codes(pinyin_initials(text), params), len(norms)) >= share
+                predicted += int(hits.sum())
+                tp += int(hits[i])
+            row[kind + " recall"] = tp / len(texts)
+            row[kind + " precision"] = tp / predicted if predicted else 0.0
+        results[f"{name} d={distance} share={share}"] = row
+        print(f"{name:28s} {distance:>3d} {share:>6.1f} " + "".join(
+            f"{row[k + ' recall']:>18.3f}{row[k + ' precision']:>7.3f}" for k in copies))
+    return results
 
 
 def main() -> None:
@@ -242,6 +334,9 @@ def main() -> None:
             p[key] > PAPER[key] for key in ("precision", "recall", "f1"))
         print(f"{m.name:40s} {m.rule:34s} " + " ".join(f"{d[r]:6.3f}" for r in RATIOS)
               + f"  {p['precision']:.3f}  {p['recall']:.3f}  {p['f1']:.3f}" + ("  beats paper" if beats[m.name] else ""))
+    diagnosis = weight_diagnosis(norms, orig_tokens, stats)
+    print("\nE-Simhash weights, medians over the documents: " + ", ".join(f"{k} {v:g}" for k, v in diagnosis.items()))
+    dna_near = dna_near_table(norms, docs, rng)
     simhash_names = [m.name for m in methods if m.name.startswith("simhash128")]
     best = max(simhash_names, key=lambda n: (prf[n]["f1"], sum(dedup[n].values())))
     print(f"best Simhash row: {best} (beats every paper number: {beats[best]})")
@@ -255,6 +350,8 @@ def main() -> None:
         "prf": {k: {m: round(v, 4) for m, v in d.items()} for k, d in prf.items()},
         "beats_paper": beats,
         "best_simhash": best,
+        "weight_diagnosis": diagnosis,
+        "dna_near": {k: {m: round(v, 4) for m, v in d.items()} for k, d in dna_near.items()},
     }
     if args.json:
         args.json.write_text(json.dumps(figures, ensure_ascii=False, indent=2))

@@ -1,5 +1,5 @@
 """Fingerprint throughput: MB/s of Chinese text (UTF-8 bytes of the original) per core, for every fingerprint
-and for the full set a page needs (fingerprint.page.fingerprint_page), against PyPI `simhash` (Simhash on
+and for the set the page path computes (fingerprint.pipeline.fingerprint_text, under fingerprint.contract), against PyPI `simhash` (Simhash on
 raw text) and `datasketch` MinHash (128 permutations, character 5-grams), measured in the same run on the
 same texts. Also: agreement of our per-character pinyin initial table with pypinyin's phrase-aware
 lazy_pinyin, and peak memory (tracemalloc for Python allocations, ru_maxrss for the process).
@@ -34,12 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _corpus import iter_chapters, require_corpus
 
+from fingerprint.contract import CONTRACT
 from fingerprint.features import char_shingle_hashes, tokenize
 from fingerprint.ksentence import ksentence
 from fingerprint.minhash import MinHashParams, lsh_band_keys, minhash_signature
 from fingerprint.normalize import normalize
-from fingerprint.page import PageParams, fingerprint_page
-from fingerprint.pinyin_dna import DnaParams, dna_codes, pinyin_initials
+from fingerprint.pinyin_dna import dna_codes, pinyin_initials
+from fingerprint.pipeline import fingerprint_text
 from fingerprint.simhash import SimhashParams, simhash_tokens
 from fingerprint.stats import CorpusStats
 from fingerprint.winnowing import winnow
@@ -62,7 +63,7 @@ def main() -> None:
 
     # warm every lazily built table, and corpus statistics from other chapters (as in production)
     stats = CorpusStats.from_documents(normalize(c.text).text for c in chapters[-100:])
-    fingerprint_page(texts[0], stats=stats)
+    fingerprint_text(texts[0])
     normalized = [normalize(t).text for t in texts]
     tokens = [tokenize(n) for n in normalized]
     initials = [pinyin_initials(n) for n in normalized]
@@ -76,7 +77,7 @@ def main() -> None:
         rows.append((name, rate, note))
         return rate
 
-    best_scheme = PageParams().simhash
+    best_scheme = CONTRACT.simhash
     stage("normalize (NFKC, t2s, artefacts, offsets)", normalize, texts)
     stage("segment (rjieba, on normalised text)", tokenize, normalized)
     stage(f"simhash 64 {best_scheme.scheme} (from tokens)", lambda tk: simhash_tokens(tk, best_scheme, stats), tokens)
@@ -88,15 +89,13 @@ def main() -> None:
     stage("minhash 128 oph + band keys (from hashes)", lambda h: lsh_band_keys(minhash_signature(h, mh), mh), shingles)
     stage("minhash 128 affine (from hashes)", lambda h: minhash_signature(h, MinHashParams(scheme="affine")), shingles)
     dna_rate = stage("pinyin DNA (initials + codes, from normalised)",
-                     lambda n: dna_codes(pinyin_initials(n), DnaParams(), stats.pinyin_reference()), normalized)
+                     lambda n: dna_codes(pinyin_initials(n), CONTRACT.dna), normalized)
     stage("pinyin initials only", pinyin_initials, normalized)
-    stage("winnowing k=8 w=16 (normalised text)", lambda n: winnow(n, 8, 16), normalized)
-    stage("winnowing k=12 w=16 (initials)", lambda s: winnow(s, 12, 16), initials)
+    wc, wi = CONTRACT.winnow_chars, CONTRACT.winnow_initials
+    stage(f"winnowing k={wc.k} w={wc.w} (normalised text)", lambda n: winnow(n, wc.k, wc.w), normalized)
+    stage(f"winnowing k={wi.k} w={wi.w} (initials)", lambda s: winnow(s, wi.k, wi.w), initials)
     stage("ksentence k=3 (from original)", ksentence, texts)
-    full_rate = stage("FULL SET a page needs (fingerprint_page)", lambda t: fingerprint_page(t, stats=stats), texts)
-    from compare.documents import analyse  # what `fptrack crawl` computes and indexes for every page today
-
-    indexed_rate = stage("what fptrack indexes per page (compare.documents.analyse)", analyse, texts)
+    full_rate = stage("the page path: fingerprint.pipeline.fingerprint_text", fingerprint_text, texts)
 
     # reference implementations, same texts, same run
     from datasketch import MinHash
@@ -127,7 +126,7 @@ def main() -> None:
 
     tracemalloc.start()
     for t in texts[:20]:
-        fingerprint_page(t, stats=stats)
+        fingerprint_text(t)
     _, traced_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -137,14 +136,13 @@ def main() -> None:
     print(f"{'fingerprint':55s} {'MB/s':>8s}")
     for name, rate, _ in rows:
         print(f"{name:55s} {rate:8.2f}")
-    print(f"full set / PyPI simhash: {full_rate / simhash_rate:.2f}x   "
-          f"indexed set / PyPI simhash: {indexed_rate / simhash_rate:.2f}x   "
+    print(f"page path / PyPI simhash: {full_rate / simhash_rate:.2f}x   "
           f"our minhash / datasketch: {rows[6][1] / datasketch_rate:.1f}x")
     print(f"pinyin initials agree with pypinyin lazy_pinyin on {agreement:.4%} of {han_total} Han characters")
-    print(f"peak memory: tracemalloc {traced_peak / 1e6:.1f} MB during fingerprint_page, process max RSS {maxrss_mb:.0f} MB")
+    print(f"peak memory: tracemalloc {traced_peak / 1e6:.1f} MB during fingerprint_text, process max RSS {maxrss_mb:.0f} MB")
     targets = {
-        "full_set_ge_5MBps": full_rate >= 5.0,
-        "full_set_ge_4x_simhash": full_rate >= 4 * simhash_rate,
+        "page_path_ge_5MBps": full_rate >= 5.0,
+        "page_path_ge_4x_simhash": full_rate >= 4 * simhash_rate,
         "dna_ge_20MBps": dna_rate >= 20.0,
         "pinyin_agreement_ge_99_5": agreement >= 0.995,
     }
@@ -154,8 +152,7 @@ def main() -> None:
         "quick": args.quick,
         "mb": round(mb, 3),
         "mb_per_s": {name: round(rate, 2) for name, rate, _ in rows},
-        "full_over_simhash": round(full_rate / simhash_rate, 2),
-        "indexed_over_simhash": round(indexed_rate / simhash_rate, 2),
+        "page_path_over_simhash": round(full_rate / simhash_rate, 2),
         "pinyin_agreement": round(agreement, 5),
         "peak_traced_mb": round(traced_peak / 1e6, 1),
         "max_rss_mb": round(maxrss_mb),

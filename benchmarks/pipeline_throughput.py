@@ -141,9 +141,9 @@ def stage_extract(url: str, body: bytes, content_type: str) -> str:
 
 def stage_analyse(text: str) -> Any:
     """Normalise and fingerprint a text (Simhash, pinyin DNA, winnowing): the compare stage's document."""
-    from compare.documents import analyse
+    from fingerprint.pipeline import fingerprint_text
 
-    return analyse(text)
+    return fingerprint_text(text)
 
 
 def stage_compare(session: Any, document: Any, settings: Any) -> list[Any]:

@@ -3,6 +3,7 @@
     python benchmarks/piracy_eval.py --quick          # a sample (~220 pages), a few minutes
     python benchmarks/piracy_eval.py                  # everything (~2,000 pages)
     python benchmarks/piracy_eval.py --postgres postgresql://postgres@127.0.0.1:5432/postgres
+    python benchmarks/piracy_eval.py --quick --ablation   # also: each method of the page path removed in turn
 
 1. ``benchmarks/_pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
 2. Five pirate sites are served on 127.0.0.1 (one port each). In a fresh data folder (SQLite, or a fresh
@@ -17,9 +18,13 @@
    side and work side, against the known copied span). Overall precision counts pages: a negative page with any
    match, or a positive page matched only with chapters of other works, is a false positive.
 5. Calibration: every page is compared again in-process (``compare.service.compare_document``, the same code the
-   crawl ran) to get every candidate verdict, flagged or not, and the decision rule of ``compare/scoring.py`` is
-   swept over its thresholds: the precision/recall table is printed and written to ``--curve`` (TSV). The
-   thresholds in ``compare/scoring.py`` are read off this curve (docs/compare.md).
+   crawl ran, with the site templates the crawl settled on) to get every candidate verdict, flagged or not, and
+   the decision rule of the contract (``fingerprint.contract.DecisionRule``) is swept over its thresholds: the
+   precision/recall table is printed and written to ``--curve`` (TSV). The thresholds are read off this curve
+   (docs/compare.md).
+6. Ablation (``--ablation``): the same in-process comparison with each method of the page path removed in turn
+   (``CONTRACT.without(method)``: Simhash, pinyin DNA, winnowing on characters, winnowing on initials as candidate
+   sources; the initials channel of the alignment); recall per kind and false positives per variant.
 
 The last line of output is JSON with the figures. No corpus text is written into the repository: work files
 and the database live in a temporary folder that is deleted afterwards (``--keep`` keeps it).
@@ -38,7 +43,7 @@ import tempfile
 import time
 from collections import defaultdict
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -216,7 +221,7 @@ def score(
                     if got:
                         fp += 1
                         row["false_pos"] += 1
-                if spec.kind == "excerpt_news" and system == "fptrack":
+                if spec.kind in ("excerpt_news", "excerpt_short") and system == "fptrack":
                     text = page_texts.get(url, "")
                     truth_page = _excerpt_span(text, spec.excerpt_lines)
                     chosen = [s for w, c, s in spans.get(url, []) if (w, c) in spec.truth]
@@ -292,71 +297,109 @@ def print_table(results: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------------ calibration
 
 
-def calibrate(
-    web: PirateWeb, bases: list[str], env: dict[str, str], curve_path: Path | None
-) -> list[dict[str, Any]]:
-    """Every candidate verdict of every page, then the decision rule swept over its thresholds."""
-    from compare.documents import analyse
-    from compare.scoring import candidate_rule_grid, decide_with
+def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
+    """Every candidate verdict (flagged or not) of every crawled page, compared in-process under ``contract`` (the
+    product's, or one with a method off), with the site templates the crawl settled on ignored exactly where the
+    crawl ignored them (pages marked ``template_masked``)."""
+    from sqlalchemy import select
+
     from compare.service import compare_document
+    from compare.templates import site_template_codes
+    from fingerprint.contract import METHODS
+    from fingerprint.pipeline import fingerprint_text
     from storage.db import create_engine_for, session_factory
+    from storage.fingerprints import load_code_arrays
+    from storage.models import Page
     from storage.settings import Settings
 
     settings = Settings.from_env(env)
     engine = create_engine_for(settings)
-    sessions = session_factory(engine)
     verdicts: dict[str, list[Any]] = {}
-    from sqlalchemy import select
-
-    from storage.models import Page
-
-    with sessions() as session:
-        for page in session.scalars(select(Page).where(Page.status == 200)):
-            # with the page, so site boilerplate is known exactly as the crawl knew it at its end
-            verdicts[page.url] = (
-                compare_document(session, analyse(page.text), settings, page=page)
-                if page.text.strip()
+    with session_factory(engine)() as session:
+        pages = list(session.execute(select(Page.id, Page.url, Page.site_id, Page.text, Page.template_masked)
+                                     .where(Page.status == 200)))
+        templates: dict[int, frozenset[int]] = {}
+        for site_id in {row.site_id for row in pages if row.template_masked}:
+            ids = [row.id for row in pages if row.site_id == site_id]
+            arrays = load_code_arrays(session, owner="page", owner_ids=ids, kind="winnow")
+            urls = {row.id: row.url for row in pages if row.site_id == site_id}
+            templates[site_id] = frozenset(site_template_codes({urls[i]: arrays[i][:, 0] for i in ids if i in arrays}))
+        # every fingerprint of the page, whatever the variant reads (the boilerplate mask needs winnowing even when
+        # winnowing is not a candidate source)
+        everything = replace(contract, methods=frozenset(METHODS))
+        for row in pages:
+            ignored = templates.get(row.site_id, frozenset()) if row.template_masked else frozenset()
+            verdicts[row.url] = (
+                compare_document(session, fingerprint_text(row.text, everything), settings, ignored_codes=ignored,
+                                 contract=contract)
+                if (row.text or "").strip()
                 else []
             )
     engine.dispose()
+    return verdicts
+
+
+def _flagged_keys(web: PirateWeb, verdicts: list[Any], rule: Any) -> set[tuple[str, int]]:
+    from compare.scoring import decide_with
 
     title_to_key = {t: w for w, t in web.work_titles.items()}
+    return {
+        (
+            title_to_key.get(v.work_title, "?"),
+            web.chapter_titles.get((title_to_key.get(v.work_title, "?"), v.chapter_title), -1),
+        )
+        for v in verdicts
+        if decide_with(v.evidence, rule).flagged
+    }
+
+
+def score_verdicts(web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], rule: Any) -> dict[str, Any]:
+    """Precision, recall and chapter accuracy of ``rule`` over in-process verdicts; per kind: pages, found (right
+    work), false positives (a negative with any match, a positive matched only with other works)."""
+    tp = fp = fn = 0
+    chap_ok = chap_n = 0
+    kinds: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for spec in web.pages:
+        got = _flagged_keys(web, verdicts.get(bases[spec.site] + spec.path, []), rule)
+        row = kinds[spec.kind]
+        row["pages"] += 1
+        if spec.positive:
+            works = {w for w, _ in spec.truth}
+            if any(w in works for w, _ in got):
+                tp += 1
+                row["found"] += 1
+                if len(spec.truth) == 1:
+                    chap_n += 1
+                    chap_ok += got <= spec.truth
+            else:
+                fn += 1
+                if got:
+                    fp += 1
+                    row["false_pos"] += 1
+        elif got:
+            fp += 1
+            row["false_pos"] += 1
+    return {
+        "precision": tp / (tp + fp) if tp + fp else 1.0,
+        "recall": tp / (tp + fn) if tp + fn else 0.0,
+        "chapter_accuracy": chap_ok / chap_n if chap_n else 0.0,
+        "fp": fp,
+        "fn": fn,
+        "kinds": {k: dict(v) for k, v in kinds.items()},
+    }
+
+
+def calibrate(
+    web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], curve_path: Path | None
+) -> list[dict[str, Any]]:
+    """The decision rule swept over its thresholds, on every candidate verdict of every page."""
+    from compare.scoring import candidate_rule_grid
+
     points = []
     for rule in candidate_rule_grid():
-        tp = fp = fn = 0
-        chap_ok = chap_n = 0
-        for spec in web.pages:
-            url = bases[spec.site] + spec.path
-            got = {
-                (
-                    title_to_key.get(v.work_title, "?"),
-                    web.chapter_titles.get((title_to_key.get(v.work_title, "?"), v.chapter_title), -1),
-                )
-                for v in verdicts.get(url, [])
-                if decide_with(v.evidence, rule).flagged
-            }
-            if spec.positive:
-                works = {w for w, _ in spec.truth}
-                if any(w in works for w, _ in got):
-                    tp += 1
-                    if len(spec.truth) == 1:
-                        chap_n += 1
-                        chap_ok += got <= spec.truth
-                else:
-                    fn += 1
-                    fp += bool(got)
-            else:
-                fp += bool(got)
-        points.append(
-            {
-                **rule.as_dict(),
-                "precision": tp / (tp + fp) if tp + fp else 1.0,
-                "recall": tp / (tp + fn) if tp + fn else 0.0,
-                "chapter_accuracy": chap_ok / chap_n if chap_n else 0.0,
-                "fp": fp,
-                "fn": fn,
-            }
-        )
+        scored = score_verdicts(web, bases, verdicts, rule)
+        points.append({**rule.as_dict(), **{k: v for k, v in scored.items() if k != "kinds"}})
+    title_to_key = {t: w for w, t in web.work_titles.items()}
     _print_margins(web, bases, verdicts, title_to_key)
     if curve_path:
         keys = list(points[0])
@@ -368,6 +411,64 @@ def calibrate(
     return points
 
 
+def _index_chapters_with_every_method(env: dict[str, str]) -> None:
+    """Re-index the registered chapters with every method on (also those the product leaves off, e.g. pinyin DNA),
+    with the product's own writer, so that a variant reading such a method finds its codes. Variants that do not
+    read a kind never look at its codes."""
+    from sqlalchemy import select
+
+    from compare.service import layout_for
+    from fingerprint.contract import CONTRACT, METHODS
+    from fingerprint.pipeline import fingerprint_text
+    from storage.db import create_engine_for, session_factory, session_scope
+    from storage.fingerprints import FingerprintSet, write_fingerprints
+    from storage.models import Chapter
+    from storage.settings import Settings
+
+    settings = Settings.from_env(env)
+    everything = replace(CONTRACT, methods=frozenset(METHODS))
+    engine = create_engine_for(settings)
+    with session_scope(session_factory(engine)) as session:
+        items = []
+        for chapter_id, text in session.execute(select(Chapter.id, Chapter.text)):
+            fingerprints = fingerprint_text(text, everything)
+            items.append(FingerprintSet(chapter_id, fingerprints.simhash, fingerprints.index_codes()))
+        write_fingerprints(session, owner="chapter", layout=layout_for(settings), items=items)
+    engine.dispose()
+
+
+def ablation(web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[str, list[Any]]) -> dict[str, Any]:
+    """Recall per kind and false positives with each method of the page path removed in turn (the decision rule
+    unchanged). ``full`` are the verdicts under the product's contract."""
+    from fingerprint.contract import CANDIDATE_SOURCES, CONTRACT, METHODS
+
+    results = {"product": score_verdicts(web, bases, full, CONTRACT.rule)}
+    _index_chapters_with_every_method(env)
+    for method in METHODS:
+        variant = CONTRACT.without(method) if CONTRACT.uses(method) else CONTRACT.with_method(method)
+        name = ("-" if CONTRACT.uses(method) else "+") + method
+        results[name] = score_verdicts(web, bases, _all_verdicts(env, variant), CONTRACT.rule)
+    for source in CANDIDATE_SOURCES:
+        results["only " + source] = score_verdicts(web, bases, _all_verdicts(env, CONTRACT.only(source)), CONTRACT.rule)
+    variants = list(results)
+    print("\nablation: recall per kind (false positives per negative kind); -m: the product without m, +m: with m"
+          " (off in the product), only m: m the only candidate source")
+    print(f"{'kind':<24}{'pages':>6}" + "".join(f"{v:>18}" for v in variants))
+    for kind in POSITIVE_KINDS + NEGATIVE_KINDS:
+        row = results["product"]["kinds"].get(kind)
+        if not row:
+            continue
+        cells = ""
+        for v in variants:
+            r = results[v]["kinds"][kind]
+            cells += f"{r.get('found', 0) / r['pages']:>18.3f}" if kind in POSITIVE_KINDS else f"{r.get('false_pos', 0):>18}"
+        print(f"{kind:<24}{row['pages']:>6}{cells}")
+    print(f"{'precision':<30}" + "".join(f"{results[v]['precision']:>18.4f}" for v in variants))
+    print(f"{'recall':<30}" + "".join(f"{results[v]['recall']:>18.4f}" for v in variants))
+    print(f"{'chapter accuracy':<30}" + "".join(f"{results[v]['chapter_accuracy']:>18.4f}" for v in variants))
+    return results
+
+
 def _print_margins(
     web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], title_to_key: dict[str, str]
 ) -> None:
@@ -375,10 +476,10 @@ def _print_margins(
     for a true chapter); per negative kind, the strongest verdict of any chapter."""
     import numpy as np
 
-    rows: dict[str, list[tuple[float, int, int]]] = defaultdict(list)
+    rows: dict[str, list[tuple[float, int, int, float]]] = defaultdict(list)
     for spec in web.pages:
         url = bases[spec.site] + spec.path
-        best = (0.0, 0, 0)
+        best = (0.0, 0, 0, 0.0)
         for v in verdicts.get(url, []):
             key = (
                 title_to_key.get(v.work_title, "?"),
@@ -387,17 +488,20 @@ def _print_margins(
             if spec.positive and key not in spec.truth:
                 continue
             e = v.evidence
-            best = max(best, (e.chapter_coverage, e.longest_run, e.copied_chars), key=lambda t: (t[1], t[0]))
+            best = max(best, (e.chapter_coverage, e.longest_run, e.copied_chars, e.density), key=lambda t: (t[1], t[0]))
         rows[spec.kind].append(best)
     print("\nevidence margins (positives: weakest copies; negatives: strongest look-alikes)")
-    print(f"{'kind':<24}{'coverage p1/min|max':>22}{'longest run p1/min|max':>26}{'copied p1/min|max':>22}")
+    print(f"{'kind':<24}{'coverage p1/min|max':>22}{'longest run p1/min|max':>26}{'copied p1/min|max':>22}"
+          f"{'density p1/min|max':>22}")
     for kind, values in rows.items():
         array = np.array(values, dtype=float)
         if kind in POSITIVE_KINDS:
-            cells = [f"{np.percentile(array[:, i], 1):>11.2f} / {array[:, i].min():<8.2f}" for i in range(3)]
+            cells = [f"{np.percentile(array[:, i], 1):>11.2f} / {array[:, i].min():<8.2f}" for i in range(4)]
         else:
+            # the strongest look-alike; density of the look-alike with the highest coverage
             cells = [f"{'max':>11} {array[:, i].max():<10.2f}" for i in range(3)]
-        print(f"{kind:<24}{cells[0]:>22}{cells[1]:>26}{cells[2]:>22}")
+            cells.append(f"{'at max cov':>11} {array[int(np.argmax(array[:, 0])), 3]:<10.2f}")
+        print(f"{kind:<24}{cells[0]:>22}{cells[1]:>26}{cells[2]:>22}{cells[3]:>22}")
 
 
 def print_curve(points: list[dict[str, Any]]) -> None:
@@ -425,6 +529,9 @@ def main() -> None:
     )
     parser.add_argument("--curve", type=Path, help="write the threshold sweep (TSV) here")
     parser.add_argument("--no-calibration", action="store_true", help="skip the threshold sweep")
+    parser.add_argument(
+        "--ablation", action="store_true", help="also compare every page with each method removed in turn"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     args = parser.parse_args()
 
@@ -496,8 +603,26 @@ def main() -> None:
         results = score(web, bases, flagged, spans, page_texts)
         print_table(results)
         if not args.no_calibration:
-            points = calibrate(web, bases, env, args.curve)
+            from fingerprint.contract import CONTRACT
+
+            verdicts = _all_verdicts(env, CONTRACT)
+            points = calibrate(web, bases, verdicts, args.curve)
             print_curve(points)
+            if args.ablation:
+                ablated = ablation(web, bases, env, verdicts)
+                figures["ablation"] = {
+                    variant: {
+                        "precision": round(r["precision"], 4),
+                        "recall": round(r["recall"], 4),
+                        "recall_by_kind": {
+                            k: round(v.get("found", 0) / v["pages"], 4)
+                            for k, v in r["kinds"].items()
+                            if k in POSITIVE_KINDS
+                        },
+                        "false_positives": r["fp"],
+                    }
+                    for variant, r in ablated.items()
+                }
         figures["results"] = {
             s: {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items() if k != "kinds"}
             for s, r in results.items()

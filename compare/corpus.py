@@ -5,10 +5,11 @@ computed from the registered chapters and the crawled pages (``fingerprint.stats
 as constants. Each refresh folds in only the documents added since the previous one: a watermark of the last
 chapter and page ids is stored beside every version of the statistics.
 
-The fingerprints that are *indexed* (tf-weighted Simhash, DNA codes without a reference, winnowing) depend on
-no statistics, so stored fingerprints never go stale as the statistics move; the weighting schemes that use
-them (``tfidf``, ``entropy``, ``termlen``, DNA with a reference) read the latest version through
-:func:`load_corpus_stats`.
+The fingerprints that are *indexed* (tf-weighted Simhash and winnowing, ``fingerprint.contract.CONTRACT``)
+depend on no statistics, so stored fingerprints never go stale as the statistics move, and nothing on the page
+path reads them. They are folded in only by ``fptrack maintain`` (never by ``works add`` or a crawl) for the
+weighting schemes that use them (``tfidf``, ``entropy``, ``termlen``, DNA with a reference: benchmarks, or a
+future contract), which read the latest version through :func:`load_corpus_stats`.
 """
 
 from __future__ import annotations

@@ -25,10 +25,11 @@ import numpy as np
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from compare.documents import WINNOW_CHARS, Document, analyse
 from compare.licensing import is_licensed, licensed_hosts
 from compare.scoring import Evidence, decide_with, evidence_of
 from compare.verify import align
+from fingerprint.contract import CONTRACT, FingerprintContract
+from fingerprint.pipeline import TextFingerprints, fingerprint_text
 from storage.candidates import code_holder_pairs, simhash_candidates
 from storage.fingerprints import FingerprintSet, Owner, id_chunks, is_postgres, write_fingerprints
 from storage.index import IndexLayout, to_signed64
@@ -36,7 +37,6 @@ from storage.models import Chapter, Match, MatchStatus, Page, Work, utcnow
 from storage.settings import Settings
 
 __all__ = [
-    "COMMON_MIN_CHAPTERS",
     "ChapterInfo",
     "Verdict",
     "compare_document",
@@ -49,12 +49,8 @@ __all__ = [
     "verify_chapters",
 ]
 
-MAX_CANDIDATES = 12
-MIN_SHARED = {"dna": 2, "winnow": 2, "winnow_py": 2}
 METHOD_NAMES = {"dna": "pinyin_dna", "winnow": "winnowing", "winnow_py": "winnowing_pinyin"}
-COMMON_MIN_CHAPTERS = 5
-"""A winnowing hash held by at least this many registered chapters (chapter-closing formulas, a publisher's banner
-in every chapter) says nothing about which chapter a page copies: the alignment ignores it."""
+"""How a match names the index that made its chapter a candidate."""
 _MASK_KIND = "winnow"
 
 
@@ -94,9 +90,9 @@ def layout_for(settings: Settings) -> IndexLayout:
 
 
 @lru_cache(maxsize=4096)
-def chapter_document(text: str) -> Document:
-    """A chapter's analysis, kept per process: chapters are verified against many pages and never change."""
-    return analyse(text)
+def chapter_document(text: str) -> TextFingerprints:
+    """A chapter's fingerprints, kept per process: chapters are verified against many pages and never change."""
+    return fingerprint_text(text, CONTRACT)
 
 
 # ---------------------------------------------------------------------------------------------- candidates
@@ -158,7 +154,7 @@ class _Holders:
     signed: dict[int, dict[str, np.ndarray]]  # id(document) -> kind -> its distinct signed codes
 
     @classmethod
-    def fetch(cls, session: Session, documents: Iterable[Document], *, owner: Owner) -> _Holders:
+    def fetch(cls, session: Session, documents: Iterable[TextFingerprints], *, owner: Owner) -> _Holders:
         signed: dict[int, dict[str, np.ndarray]] = {}
         wanted: dict[str, list[np.ndarray]] = defaultdict(list)
         for document in documents:
@@ -174,13 +170,13 @@ class _Holders:
         }
         return cls(tables, signed)
 
-    def shared_per_owner(self, document: Document, kind: str) -> dict[int, int]:
+    def shared_per_owner(self, document: TextFingerprints, kind: str) -> dict[int, int]:
         table = self.tables.get(kind)
         if table is None:
             return {}
         return table.shared_per_owner(table.hits(self.signed[id(document)].get(kind, np.empty(0, np.int64))))
 
-    def common(self, document: Document, kind: str, minimum: int) -> set[int]:
+    def common(self, document: TextFingerprints, kind: str, minimum: int) -> set[int]:
         table = self.tables.get(kind)
         if table is None:
             return set()
@@ -189,21 +185,23 @@ class _Holders:
 
 def _rank_candidates(
     session: Session,
-    document: Document,
+    document: TextFingerprints,
     holders: _Holders,
     layout: IndexLayout,
     *,
     owner: Owner,
     exclude_id: int | None = None,
-    limit: int | None = MAX_CANDIDATES,
+    contract: FingerprintContract = CONTRACT,
+    limit: int | None = CONTRACT.candidates.max_candidates,
 ) -> dict[int, set[str]]:
     found: dict[int, set[str]] = defaultdict(set)
-    for hit in simhash_candidates(session, document.simhash, layout, owner=owner, exclude_id=exclude_id):
-        found[hit.owner_id].add("simhash")
+    if contract.uses("simhash"):
+        for hit in simhash_candidates(session, document.simhash, layout, owner=owner, exclude_id=exclude_id):
+            found[hit.owner_id].add("simhash")
     votes: dict[int, int] = defaultdict(int)
-    for kind in document.index_codes():
+    for kind in contract.code_kinds():
         for owner_id, shared in holders.shared_per_owner(document, kind).items():
-            if owner_id != exclude_id and shared >= MIN_SHARED[kind]:
+            if owner_id != exclude_id and shared >= contract.candidates.min_shared:
                 found[owner_id].add(METHOD_NAMES[kind])
                 votes[owner_id] += shared
     ranked = sorted(found, key=lambda o: ("simhash" not in found[o], -votes[o], o))
@@ -235,35 +233,43 @@ def mask_from_positions(length: int, positions: Iterable[int], k: int, w: int) -
     return mask
 
 
-def _ignore_mask(document: Document, ignored_codes: Collection[int]) -> np.ndarray | None:
+def _ignore_mask(document: TextFingerprints, ignored_codes: Collection[int]) -> np.ndarray | None:
     """The normalised characters of ``document`` that its ``ignored_codes`` (winnowing hashes, signed) stand for."""
     if not ignored_codes:
         return None
     positions = [p for code, p in document.winnow_chars if to_signed64(code) in ignored_codes]
     if not positions:
         return None
-    k, w = WINNOW_CHARS
-    return mask_from_positions(len(document.text), positions, k, w)
+    return mask_from_positions(len(document.text), positions, CONTRACT.winnow_chars.k, CONTRACT.winnow_chars.w)
 
 
-def _common_codes(document: Document, holders: _Holders) -> set[int]:
-    """The document's winnowing hashes held by at least :data:`COMMON_MIN_CHAPTERS` registered chapters."""
-    return holders.common(document, _MASK_KIND, COMMON_MIN_CHAPTERS)
+def _common_codes(document: TextFingerprints, holders: _Holders, contract: FingerprintContract) -> set[int]:
+    """The document's winnowing hashes held by at least ``common_min_chapters`` registered chapters."""
+    return holders.common(document, _MASK_KIND, contract.candidates.common_min_chapters)
 
 
 # ---------------------------------------------------------------------------------------------- verifying
 
 
 def verify(
-    document: Document,
+    document: TextFingerprints,
     chapter: ChapterInfo,
-    chapter_doc: Document,
+    chapter_doc: TextFingerprints,
     methods: Collection[str],
     ignore: np.ndarray | None = None,
+    contract: FingerprintContract = CONTRACT,
 ) -> Verdict:
-    alignment = align(document.text, chapter_doc.text, document.initials, chapter_doc.initials, ignore=ignore)
+    with_initials = contract.uses("align_initials")
+    alignment = align(
+        document.text,
+        chapter_doc.text,
+        document.initials if with_initials else "",
+        chapter_doc.initials if with_initials else "",
+        ignore=ignore,
+        params=contract.align,
+    )
     evidence = evidence_of(alignment)
-    decision = decide_with(evidence)
+    decision = decide_with(evidence, contract.rule)
     spans = []
     for p_start, p_end, c_start, c_end in alignment.runs:
         page_span = document.normalized.original_span(p_start, p_end)
@@ -300,19 +306,23 @@ def load_chapters(session: Session, chapter_ids: Iterable[int]) -> dict[int, Cha
 
 def _compare_batch(
     session: Session,
-    documents: Sequence[Document],
+    documents: Sequence[TextFingerprints],
     settings: Settings,
     *,
     ignored: Sequence[Collection[int]] | None = None,
+    contract: FingerprintContract = CONTRACT,
 ) -> list[list[Verdict]]:
     """Verdicts of every document against its candidate chapters, best first (flagged or not).
 
-    ``ignored``: per document, extra winnowing hashes (signed) to ignore, e.g. its site's template.
+    ``ignored``: per document, extra winnowing hashes (signed) to ignore, e.g. its site's template. ``contract``:
+    the product's, or a variant with a method off (the ablation of ``benchmarks/piracy_eval.py``).
     """
     layout = layout_for(settings)
     holders = _Holders.fetch(session, documents, owner="chapter")
     candidates = [
-        _rank_candidates(session, document, holders, layout, owner="chapter") if document.text else {}
+        _rank_candidates(session, document, holders, layout, owner="chapter", contract=contract)
+        if document.text
+        else {}
         for document in documents
     ]
     chapters = load_chapters(session, (c for found in candidates for c in found))
@@ -321,12 +331,12 @@ def _compare_batch(
         if not found:
             results.append([])
             continue
-        skip = _common_codes(document, holders)
+        skip = _common_codes(document, holders, contract)
         if ignored is not None:
             skip |= set(ignored[number])
         ignore = _ignore_mask(document, skip)
         verdicts = [
-            verify(document, chapters[c], chapter_document(chapters[c].text), methods, ignore)
+            verify(document, chapters[c], chapter_document(chapters[c].text), methods, ignore, contract)
             for c, methods in found.items()
             if c in chapters
         ]
@@ -335,10 +345,15 @@ def _compare_batch(
 
 
 def compare_document(
-    session: Session, document: Document, settings: Settings, *, ignored_codes: Collection[int] = ()
+    session: Session,
+    document: TextFingerprints,
+    settings: Settings,
+    *,
+    ignored_codes: Collection[int] = (),
+    contract: FingerprintContract = CONTRACT,
 ) -> list[Verdict]:
     """Verdicts for every candidate chapter of ``document``, best first (flagged or not). Nothing is stored."""
-    return _compare_batch(session, [document], settings, ignored=[ignored_codes])[0]
+    return _compare_batch(session, [document], settings, ignored=[ignored_codes], contract=contract)[0]
 
 
 def verify_chapters(session: Session, document: Document, chapter_ids: Collection[int]) -> dict[int, Verdict]:
@@ -396,7 +411,7 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
     rows = _lock_pages(session, page_ids, pending_only=True)
     if not rows:
         return []
-    documents = [analyse(text) for _, _, text in rows]
+    documents = [fingerprint_text(text, CONTRACT) for _, _, text in rows]
     write_fingerprints(
         session,
         owner="page",
@@ -430,7 +445,7 @@ def recompare_pages(
     if not rows:
         return []
     ignored = ignored or {}
-    documents = [analyse(text) for _, _, text in rows]
+    documents = [fingerprint_text(text, CONTRACT) for _, _, text in rows]
     verdicts = _compare_batch(session, documents, settings, ignored=[ignored.get(i, ()) for i, _, _ in rows])
     outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts)
     masked = {i for i, codes in ignored.items() if codes}

@@ -2,7 +2,7 @@
 crawl has settled, from all its pages.
 
 Navigation, ads, disclaimers and slogans that a site puts on every page are *template*. A winnowing hash
-(:data:`compare.documents.WINNOW_CHARS`) is a template hash of a site when pages of at least
+(``fingerprint.contract.CONTRACT.winnow_chars``) is a template hash of a site when pages of at least
 :data:`SITE_MIN_TEXTS` different texts of that site hold it. Pages are versions of one text when they share
 more than :data:`DUPLICATE_SHARE` of the larger one's distinct hashes: real pirate sites host one chapter under several
 URLs (desktop, mobile, print), and those are copies, never template. Both pages must be mostly that text: a short

@@ -3,13 +3,14 @@
 Both texts are compared in their normalised form (NFKC, Simplified, no punctuation or whitespace; see
 ``fingerprint.normalize``) on two channels:
 
-- characters: every k-gram (``CHAR_K`` characters) of the page that also occurs in the chapter;
-- pinyin initials: every k-gram (``INITIALS_K`` letters) of the page's pinyin-initial string that also occurs in
+- characters: every k-gram (``char_k`` characters) of the page that also occurs in the chapter;
+- pinyin initials: every k-gram (``initials_k`` letters) of the page's pinyin-initial string that also occurs in
   the chapter's, so same-sound character swaps (a common dodge) keep matching.
 
-A page character is *covered* when a shared k-gram spans it. Covered runs closer than ``MAX_GAP`` characters are
-merged (edits between them), runs shorter than ``MIN_RUN`` are dropped (common phrases), and each run is paired
+A page character is *covered* when a shared k-gram spans it. Covered runs closer than ``max_gap`` characters are
+merged (edits between them), runs shorter than ``min_run`` are dropped (common phrases), and each run is paired
 with the chapter range its k-grams came from. Runs become spans in the ORIGINAL texts through the offset maps.
+The parameters are the contract's (``fingerprint.contract.AlignParams``).
 
 k-gram hashes are the fingerprint package's (``char_shingle_hashes``: prefix sums in numpy, no per-character
 Python loop); look-ups are a sort and a binary search.
@@ -22,16 +23,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from fingerprint.contract import CONTRACT, AlignParams
 from fingerprint.features import char_shingle_hashes
 
 __all__ = ["Alignment", "align"]
-
-CHAR_K = 6
-INITIALS_K = 14
-MAX_GAP = 12
-MIN_RUN = 24
-DIAGONAL_SLACK = 30
-SMOOTHING = 5
 
 
 @dataclass(frozen=True)
@@ -90,17 +85,15 @@ def align(
     page_initials: str = "",
     chapter_initials: str = "",
     *,
-    char_k: int = CHAR_K,
-    initials_k: int = INITIALS_K,
-    max_gap: int = MAX_GAP,
-    min_run: int = MIN_RUN,
     ignore: np.ndarray | None = None,
+    params: AlignParams = CONTRACT.align,
 ) -> Alignment:
     """Align a page with a chapter (both normalised; initials, when given, have the same lengths).
 
     ``ignore`` (a boolean mask over the page's normalised characters, e.g. boilerplate) drops every page
     k-gram that starts inside it, on both channels.
     """
+    char_k, initials_k = params.char_k, params.initials_k
     if ignore is not None and len(ignore) != len(page_text):
         raise ValueError(f"ignore mask has length {len(ignore)}, the page text {len(page_text)}")
     n_page, n_chapter = len(page_text), len(chapter_text)
@@ -127,7 +120,7 @@ def align(
         targets[starts] = np.where(targets_slice >= 0, targets_slice, chapter_starts)
     is_covered = np.cumsum(covered[:n_page]) > 0
 
-    runs = _runs(is_covered, max_gap, min_run)
+    runs = _runs(is_covered, params.max_gap, params.min_run, _digit_prefix(page_text), params.max_gap_digit_share)
     result: list[tuple[int, int, int, int]] = []
     chapter_mask = np.zeros(n_chapter, dtype=bool)
     page_covered = 0
@@ -137,13 +130,13 @@ def align(
         if not len(anchor_at):
             continue
         for start, end, pages, chapter_starts in _split_by_diagonal(
-            run_start, run_end, run_start + anchor_at, anchors[anchor_at], min_run
+            run_start, run_end, run_start + anchor_at, anchors[anchor_at], params
         ):
             # A repeated phrase can anchor far away from the copied place. Anchors of one copied passage lie near
             # one diagonal (chapter position - page position), drifting only with the edits inside it.
             diagonals = chapter_starts - pages
             centre = np.median(diagonals)
-            near = np.abs(diagonals - centre) <= max(DIAGONAL_SLACK, 0.2 * (end - start))
+            near = np.abs(diagonals - centre) <= max(params.diagonal_slack, 0.2 * (end - start))
             kept_pages, kept_chapters = pages[near], chapter_starts[near]
             # extend from the first and last anchors to the passage's ends, along their diagonals
             c_start = int(max(0, kept_chapters.min() - (kept_pages[np.argmin(kept_chapters)] - start)))
@@ -161,24 +154,25 @@ def align(
 
 
 def _split_by_diagonal(
-    start: int, end: int, pages: np.ndarray, chapters: np.ndarray, min_run: int
+    start: int, end: int, pages: np.ndarray, chapters: np.ndarray, params: AlignParams
 ) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
     """Cut a covered page run where its anchors jump to another diagonal: paragraphs copied out of order
     (shuffled, or two chapters' passages interleaved) are separate passages with their own chapter ranges.
 
-    The diagonal sequence is smoothed by a running median of :data:`SMOOTHING` anchors, so one stray anchor (a
+    The diagonal sequence is smoothed by a running median of ``params.smoothing`` anchors, so one stray anchor (a
     phrase repeated elsewhere in the chapter) does not cut; a cut needs a jump of more than
-    :data:`DIAGONAL_SLACK` characters. Pieces shorter than ``min_run`` or with fewer than three anchors are
-    dropped.
+    ``params.diagonal_slack`` characters. Pieces shorter than ``params.min_run`` or with fewer than three anchors
+    are dropped.
     """
     diagonals = chapters - pages
-    if len(diagonals) >= SMOOTHING:
-        pad = SMOOTHING // 2
+    smoothing = params.smoothing
+    if len(diagonals) >= smoothing:
+        pad = smoothing // 2
         padded = np.concatenate((np.full(pad, diagonals[0]), diagonals, np.full(pad, diagonals[-1])))
-        smooth = np.median(np.lib.stride_tricks.sliding_window_view(padded, SMOOTHING), axis=1)
+        smooth = np.median(np.lib.stride_tricks.sliding_window_view(padded, smoothing), axis=1)
     else:
         smooth = diagonals.astype(np.float64)
-    cuts = np.flatnonzero(np.abs(np.diff(smooth)) > DIAGONAL_SLACK) + 1
+    cuts = np.flatnonzero(np.abs(np.diff(smooth)) > params.diagonal_slack) + 1
     if not len(cuts):
         return [(start, end, pages, chapters)]
     pieces = []
@@ -189,12 +183,26 @@ def _split_by_diagonal(
             continue
         piece_start = start if i == 0 else int(pages[lo])
         piece_end = end if hi == len(pages) else int(pages[hi])
-        if piece_end - piece_start >= min_run:
+        if piece_end - piece_start >= params.min_run:
             pieces.append((piece_start, piece_end, pages[lo:hi], chapters[lo:hi]))
     return pieces
 
 
-def _runs(mask: np.ndarray, max_gap: int, min_run: int) -> list[tuple[int, int]]:
+def _digit_prefix(text: str) -> np.ndarray:
+    """Prefix counts of ASCII digits in a normalised text (NFKC has made full-width digits ASCII)."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    prefix = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum((codes >= 48) & (codes <= 57), out=prefix[1:])
+    return prefix
+
+
+def _runs(
+    mask: np.ndarray, max_gap: int, min_run: int, digits: np.ndarray, max_digit_share: float
+) -> list[tuple[int, int]]:
+    """Covered runs merged over gaps of at most ``max_gap`` characters, except gaps that are mostly digits (more
+    than ``max_digit_share``): two texts on one template with other numbers (market reports, price lists) share
+    their fixed words, and the numbers between them are what differs, not an edit of a copy. ``digits`` is the
+    page's digit prefix count (:func:`_digit_prefix`)."""
     if not mask.any():
         return []
     padded = np.concatenate(([False], mask, [False]))
@@ -202,7 +210,8 @@ def _runs(mask: np.ndarray, max_gap: int, min_run: int) -> list[tuple[int, int]]
     starts, ends = edges[0::2], edges[1::2]
     merged: list[list[int]] = [[int(starts[0]), int(ends[0])]]
     for s, e in zip(starts[1:], ends[1:]):
-        if s - merged[-1][1] <= max_gap:
+        gap = s - merged[-1][1]
+        if gap <= max_gap and digits[s] - digits[merged[-1][1]] <= max_digit_share * gap:
             merged[-1][1] = int(e)
         else:
             merged.append([int(s), int(e)])

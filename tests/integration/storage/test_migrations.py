@@ -124,7 +124,8 @@ def test_skeleton_database_upgrades_without_data_loss(empty_settings: Settings) 
 
 def test_pipeline_migration_keeps_crawl_links_and_progress(empty_settings: Settings) -> None:
     """0004 rebuilds ``crawl_jobs`` on SQLite (a new CHECK): pages keep their crawl job; what was fingerprinted
-    counts as compared; a work with fingerprints counts as indexed; the new status is accepted."""
+    counts as compared; a work with fingerprints counts as indexed (until 0013 marks every work for indexing again);
+    the new status is accepted."""
     engine = create_engine_for(empty_settings)
     try:
         assert migrate(empty_settings, engine, revision="0001") == "0001"
@@ -136,12 +137,16 @@ def test_pipeline_migration_keeps_crawl_links_and_progress(empty_settings: Setti
                 f"pages_failed, error) VALUES (5, '[]', 1, 10, 'finished', '{NOW}', 3, 0, '')"
             ))  # fmt: skip
             connection.execute(text("UPDATE pages SET crawl_job_id = 5"))
-        assert migrate(empty_settings, engine) not in ("", "0003")
+        assert migrate(empty_settings, engine, revision="0004") == "0004"
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT indexed_at FROM works WHERE id = 1")).scalar() is not None
+        assert migrate(empty_settings, engine) not in ("", "0003", "0004")
         with Session(engine) as session:
             pages = {p.id: p for p in session.scalars(select(Page))}
             assert {p.crawl_job_id for p in pages.values()} == {5}
             assert pages[100].compared_at is not None and pages[101].compared_at is None
-            assert session.scalar(select(Work.indexed_at).where(Work.id == 1)) is not None
+            # 0013: every work is indexed again under the fingerprint contract (the sweep does it)
+            assert session.scalar(select(Work.indexed_at).where(Work.id == 1)) is None
             job = session.get(CrawlJob, 5)
             assert job is not None and (job.pages_seen, job.copies_found) == (3, 0)
             job.status = "interrupted"

@@ -10,7 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compare.licensing import is_licensed, normalise_site
-from compare.scoring import DEFAULT_RULE, DecisionRule, Evidence, candidate_rule_grid, decide_with
+from compare.scoring import (
+    DEFAULT_RULE,
+    DecisionRule,
+    Evidence,
+    candidate_rule_grid,
+    decide_with,
+    evidence_of,
+)
 from compare.service import mask_from_positions
 from compare.verify import align
 from storage.sites import site_of as site_key
@@ -93,3 +100,18 @@ def test_ignored_page_characters_never_align() -> None:
     assert align(page, chapter, ignore=ignore).page_covered == 0
     with pytest.raises(ValueError, match="ignore mask"):
         align(page, chapter, ignore=ignore[:-1])
+
+
+def test_a_review_quoting_many_passages_is_sparse_and_a_copy_is_dense() -> None:
+    chapter = "".join(chr(0x4E00 + (i * 7919) % 5000) for i in range(3000))
+    comment = "".join(chr(0x6000 + (i * 31) % 900) for i in range(150))  # the reviewer's own words
+    quotes = [chapter[start : start + 100] for start in range(0, 3000, 300)]  # ten passages of 100 characters
+    review = comment.join(quotes)
+    evidence = evidence_of(align(review, chapter))
+    assert evidence.longest_run < 150 and evidence.chapter_coverage >= 0.15  # coverage alone would flag it
+    assert evidence.density < 0.5 and not decide_with(evidence).flagged
+    edited = "".join(ch if i % 9 else "改" for i, ch in enumerate(chapter[:600]))  # a dense, edited copy
+    copy_evidence = evidence_of(align(edited, chapter))
+    assert copy_evidence.density > 0.9 and decide_with(copy_evidence).flagged
+    assert decide_with(Evidence(600, 0.25, 120, 0.3), DecisionRule(min_density=0.5)).flagged is False
+    assert decide_with(Evidence(600, 0.25, 120, 0.9), DecisionRule(min_density=0.5)).flagged is True

@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from compare.scoring import DEFAULT_RULE, decide
 from compare.verify import align
+from fingerprint.contract import AlignParams
 from fingerprint.features import char_shingle_hashes
 
 CJK = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳云腾致雨露结为霜金生丽水玉出昆冈剑号巨阙珠称夜光"
@@ -73,3 +74,19 @@ def test_long_excerpt_of_a_long_chapter_is_piracy() -> None:
     decision = decide(align(page, chapter))
     assert decision.flagged and decision.copied_chars >= 690
     assert decision.score < 0.2  # the score says which share of the chapter was taken
+
+
+def test_a_template_with_other_numbers_is_not_one_run() -> None:
+    """Market reports on one template share their fixed words; the numbers between them differ: no copy."""
+    rng = random.Random(3)
+
+    def report() -> str:
+        parts = []
+        for index in ("上证50etf", "上证180etf", "深证100etf", "中小板etf", "上证红利etf", "创业板etf"):
+            parts.append(f"{index}{rng.choice(('上涨', '跌'))}{rng.randint(10, 999):03d}报{rng.randint(1000, 9999)}元")
+        return "".join(parts)
+
+    page, chapter = report(), report()
+    assert len(align(page, chapter, params=AlignParams(max_gap_digit_share=1.0)).runs) == 1  # merged over numbers
+    assert align(page, chapter).runs == ()
+    assert align(page, page).page_covered == len(page)  # the same report, numbers and all, is one run

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pypinyin import Style, lazy_pinyin
 
+from fingerprint.dna_index import DnaIndex, dna_distances, unpack_codes
 from fingerprint.normalize import normalize
 from fingerprint.pinyin_dna import (
     DnaParams,
@@ -44,6 +45,7 @@ def test_initials_examples():
     assert pinyin_initials("") == ""
 
 
+@settings(deadline=None)  # a loaded machine is no failure of this property
 @given(st.one_of(any_text, prose))
 def test_initials_have_the_length_of_the_normalised_text(text: str):
     n = normalize(text)
@@ -158,3 +160,30 @@ def test_params_validation():
 def test_initial_counts():
     assert initial_counts("aab_z").tolist()[:2] == [2, 1]
     assert initial_counts("aab_z")[-1] == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=23, max_size=23), st.lists(st.integers(0, 3), min_size=23, max_size=23),
+       st.integers(0, 4))
+def test_the_dna_index_finds_exactly_the_codes_within_the_distance(a: list[int], b: list[int], d: int):
+    p = DnaParams()
+    pack = lambda values: sum(v << (2 * j) for j, v in enumerate(values))
+    code_a, code_b = pack(a), pack(b)
+    index = DnaIndex(p, max_distance=d)
+    index.add(7, [code_b])
+    distance = sum(abs(x - y) for x, y in zip(a, b))
+    assert dna_distances(code_a, [code_b], p).tolist() == [distance] == [dna_code_distance(code_a, code_b, p)]
+    assert index.near(code_a).tolist() == ([7] if distance <= d else [])
+    assert unpack_codes([code_a], p).tolist() == [a]
+
+
+def test_dna_near_matching_survives_an_insertion_that_exact_codes_do_not():
+    text = "".join(COMMON_HAN[i * 37 % 3755] for i in range(1200))
+    edited = text[:300] + "插" + text[300:]
+    p = DnaParams()
+    original, copy = dna_codes(pinyin_initials(text), p), dna_codes(pinyin_initials(edited), p)
+    later_exact = sum(c in set(original) for c in copy[10:]) / len(copy[10:])
+    index = DnaIndex(p, max_distance=2)
+    index.add(0, original)
+    shares = index.shares(copy, owners=1)
+    assert shares[0] >= 0.9 > later_exact

@@ -1,0 +1,73 @@
+"""The one fingerprint pipeline: a text in, everything the page path needs of it out, under the contract.
+
+One normalisation (with its offset map back to the original), one pinyin-initial string (one letter per
+normalised character), then the fingerprints that ``storage`` indexes: a Simhash for near-whole copies, pinyin
+DNA codes (homophone and script changes), winnowing hashes over the characters (edited and partial copies) and
+over the initials (same-sound swaps). Pages and registered chapters go through the same function, so the writer
+of the index and every query agree by construction.
+
+A method the contract leaves out is not computed (its codes are empty); MinHash, KSentence and the weighted
+Simhash schemes are not part of it (``fingerprint.contract``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fingerprint.contract import CONTRACT, FingerprintContract
+from fingerprint.normalize import NormalizedText, normalize
+from fingerprint.pinyin_dna import dna_codes, pinyin_initials
+from fingerprint.simhash import simhash_text
+from fingerprint.winnowing import winnow
+
+__all__ = ["TextFingerprints", "fingerprint_text"]
+
+
+@dataclass(frozen=True, eq=False)
+class TextFingerprints:
+    """The fingerprints of one text. ``simhash`` is unsigned (``contract.simhash.bits`` bits; 0 when Simhash is
+    off); every code is a (hash, position) pair whose hash fits a signed 64-bit BIGINT (DNA: position = segment
+    number; winnowing: position = normalised offset of the k-gram)."""
+
+    original: str
+    normalized: NormalizedText
+    initials: str
+    simhash: int
+    dna: tuple[tuple[int, int], ...]
+    winnow_chars: tuple[tuple[int, int], ...]
+    winnow_initials: tuple[tuple[int, int], ...]
+
+    @property
+    def text(self) -> str:
+        """The normalised text."""
+        return self.normalized.text
+
+    def index_codes(self) -> dict[str, Sequence[tuple[int, int]]]:
+        """(code, position) pairs per indexed kind, as the store keeps them."""
+        return {"dna": self.dna, "winnow": self.winnow_chars, "winnow_py": self.winnow_initials}
+
+
+def fingerprint_text(text: str, contract: FingerprintContract = CONTRACT) -> TextFingerprints:
+    """Normalise ``text`` (original, as crawled or registered) and compute the fingerprints ``contract`` uses."""
+    normalized = normalize(text)
+    initials = pinyin_initials(normalized.text)
+    uses = contract.uses
+    return TextFingerprints(
+        original=text,
+        normalized=normalized,
+        initials=initials,
+        simhash=simhash_text(normalized.text, params=contract.simhash) if uses("simhash") else 0,
+        dna=tuple(enumerate_codes(dna_codes(initials, contract.dna))) if uses("dna") else (),
+        winnow_chars=(
+            winnow(normalized.text, contract.winnow_chars.k, contract.winnow_chars.w) if uses("winnow") else ()
+        ),
+        winnow_initials=(
+            winnow(initials, contract.winnow_initials.k, contract.winnow_initials.w) if uses("winnow_py") else ()
+        ),
+    )
+
+
+def enumerate_codes(codes: Sequence[int]) -> list[tuple[int, int]]:
+    """``(code, segment number)`` pairs, the form every indexed kind is stored in."""
+    return [(code, position) for position, code in enumerate(codes)]
