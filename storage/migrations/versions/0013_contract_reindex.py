@@ -8,14 +8,14 @@ rows (derived data) and compares the pages that share codes with it. Pages are f
 are crawled again.
 
 Revision ID: 0013
-Revises: 0007
+Revises: 0012
 Create Date: 2026-11-23 06:00:00
 """
 
 from alembic import op
 
 revision = "0013"
-down_revision = "0007"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
