@@ -27,9 +27,9 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from compare.documents import analyse
 from compare.licensing import is_licensed, licensed_hosts
 from compare.service import Verdict, compare_document
+from fingerprint.pipeline import fingerprint_text
 from storage.fingerprints import id_chunks
 from storage.models import Match, MatchStatus, Page, utcnow
 from storage.settings import Settings
@@ -118,7 +118,7 @@ def settle_chains(session: Session, site_id: int, settings: Settings, *, templat
     for chain in chains:
         texts = [part.text for part in chain]
         joined, offsets = join_parts(texts)
-        verdicts = [v for v in compare_document(session, analyse(joined), settings, ignored_codes=template) if v.flagged]
+        verdicts = [v for v in compare_document(session, fingerprint_text(joined), settings, ignored_codes=template) if v.flagged]
         head = chain[0]
         existing = {m.chapter_id: m for m in session.scalars(select(Match).where(Match.page_id == head.page_id))}
         for verdict in verdicts:

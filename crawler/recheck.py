@@ -151,16 +151,16 @@ def judge_response(
         return {match_id: ("error", f"HTTP {result.status}") for match_id in chapters}
     from scrapy.http import Response
 
-    from compare.documents import analyse
     from compare.service import verify_chapters
     from crawler.parse import parse_response
+    from fingerprint.pipeline import fingerprint_text
 
     response = Response(url=result.final_url, status=result.status, headers=result.headers, body=result.body)
     page = parse_response(response, requested_url=result.url, fetched_at=fetched_at).page
     if not page.text.strip():
         reason = page.error or "no text"
         return {match_id: ("removed", f"HTTP 200 without the copy: {reason}") for match_id in chapters}
-    verdicts = verify_chapters(session, analyse(page.text), set(chapters.values()))
+    verdicts = verify_chapters(session, fingerprint_text(page.text), set(chapters.values()))
     judged: dict[int, tuple[str, str]] = {}
     for match_id, chapter_id in chapters.items():
         verdict = verdicts.get(chapter_id)
