@@ -170,3 +170,27 @@ def test_page_count_is_exact_or_a_marked_estimate(client: FlaskClient, seeded: S
         assert page_count(session, exact_below=1) == (4, True)  # the planner's figure, after ANALYZE
     else:
         assert page_count(session, exact_below=1) == (4, False)  # SQLite has no estimate: always exact
+
+
+def test_takedown_panel_shows_rate_and_time_to_takedown(client: FlaskClient, seeded: Seeded, session: Session) -> None:
+    import admin.views.dashboard as dashboard
+
+    dashboard._takedown_figures.clear()  # another test's figures (same URL) must not be served from the cache
+    html = _text(client.get("/?days=0"))
+    assert 'id="takedown-rate">–' in html  # nothing re-checked yet: no rate rather than 0 %
+    matches = session.scalars(select(Match).where(Match.id.in_(seeded.match_ids_newest_first))).all()
+    flagged = [m for m in matches if m.status in ("flagged", "confirmed")]
+    assert len(flagged) >= 2
+    down, up = flagged[0], flagged[1]
+    down.recheck_state, down.rechecked_at = "gone", utcnow()
+    down.taken_down_at = down.first_seen + timedelta(hours=5)
+    up.recheck_state, up.rechecked_at = "present", utcnow()
+    session.commit()
+    html = _text(client.get("/?days=0"))
+    assert 'id="takedown-rate">–' in html  # served from the process's cache (figures move with daily re-checks)
+    dashboard._takedown_figures.clear()
+    html = _text(client.get("/?days=0"))
+    assert re.search(r'id="takedown-checked">2<', html)
+    assert re.search(r'id="takedown-down">1<', html)
+    assert 'id="takedown-rate">50.0 %<' in html
+    assert re.search(r'id="takedown-median">[^<]*5', html)
