@@ -21,7 +21,6 @@ from admin.charts import CHART_CONTENT_SECURITY_POLICY, bars_svg, time_series_sv
 from admin.views.context import admin_state, db_session
 from admin.views.crawls import crawl_rows
 from analytics.latency import detection_latency
-from analytics.takedowns import TakedownRow, takedown_stats
 from analytics.rollups import (
     STATUSES,
     PeriodCount,
@@ -30,6 +29,7 @@ from analytics.rollups import (
     top_hosts,
     top_works,
 )
+from analytics.takedowns import TakedownRow, takedown_stats
 from storage.models import Chapter, CrawlJob, MatchRollup, Page, Site, Work, utcnow
 
 __all__ = ["DAY_CHOICES", "DashboardPeriod", "blueprint", "dashboard_period", "overdue_sites", "page_count"]

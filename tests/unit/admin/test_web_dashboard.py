@@ -173,7 +173,7 @@ def test_page_count_is_exact_or_a_marked_estimate(client: FlaskClient, seeded: S
 
 
 def test_takedown_panel_shows_rate_and_time_to_takedown(client: FlaskClient, seeded: Seeded, session: Session) -> None:
-    import admin.views.dashboard as dashboard
+    from admin.views import dashboard
 
     dashboard._takedown_figures.clear()  # another test's figures (same URL) must not be served from the cache
     html = _text(client.get("/?days=0"))
