@@ -52,7 +52,7 @@ from admin.views.queries import (
     work_choices,
 )
 from compare.records import match_to_dict
-from storage.models import Match
+from storage.models import Match, TakedownCheck
 
 __all__ = ["PER_PAGE", "Evidence", "blueprint", "load_evidence", "match_record"]
 
@@ -306,8 +306,23 @@ def detail(match_id: int) -> str:
         page_segments=evidence.page_segments,
         chapter_segments=evidence.chapter_segments,
         history=match_history(db_session(), match_id),
+        takedown_checks=_takedown_checks(match_id),
         review_statuses=REVIEW_STATUSES,
     )
+
+
+TAKEDOWN_CHECKS_SHOWN = 20
+
+
+def _takedown_checks(match_id: int) -> list[TakedownCheck]:
+    """The latest re-checks of the match's page (crawler.recheck), newest first."""
+    statement = (
+        select(TakedownCheck)
+        .where(TakedownCheck.match_id == match_id)
+        .order_by(TakedownCheck.checked_at.desc(), TakedownCheck.id.desc())
+        .limit(TAKEDOWN_CHECKS_SHOWN)
+    )
+    return list(db_session().scalars(statement))
 
 
 @blueprint.post("/<int:match_id>/status")

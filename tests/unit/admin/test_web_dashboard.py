@@ -194,3 +194,22 @@ def test_takedown_panel_shows_rate_and_time_to_takedown(client: FlaskClient, see
     assert re.search(r'id="takedown-down">1<', html)
     assert 'id="takedown-rate">50.0 %<' in html
     assert re.search(r'id="takedown-median">[^<]*5', html)
+
+
+def test_match_page_shows_its_takedown_checks_escaped(client: FlaskClient, seeded: Seeded, session: Session) -> None:
+    from storage.models import TakedownCheck
+
+    match = session.get(Match, seeded.plain_match_id)
+    assert match is not None
+    assert "Not re-checked yet" in _text(client.get(f"/matches/{match.id}"))
+    now = utcnow()
+    session.add(TakedownCheck(match_id=match.id, checked_at=now - timedelta(hours=2), outcome="present",
+                              http_status=200, detail="still copies 97 %"))  # fmt: skip
+    session.add(TakedownCheck(match_id=match.id, checked_at=now, outcome="gone", http_status=404, detail=SCRIPT))
+    match.recheck_state, match.rechecked_at, match.taken_down_at = "gone", now, now
+    session.commit()
+    html = _text(client.get(f"/matches/{match.id}"))
+    section = html[html.index('id="takedown"'):html.index('id="history"')]
+    assert 'class="recheck-gone">gone<' in section and "Taken down" in section
+    assert section.index(">gone<", section.index("<tbody>")) < section.index(">present<")  # newest first
+    assert SCRIPT not in html and ESCAPED_SCRIPT in section  # a page's answer is crawled text: inert
