@@ -8,22 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from functools import wraps
 from typing import Any, TypeVar
 
 import click
-from sqlalchemy import or_, select
+
+from analytics.takedowns import STATES
 
 __all__ = ["takedowns"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 pass_context = click.pass_obj
-STATES = ("present", "gone", "removed", "error", "unchecked", "down")
-LIST_COLUMNS = (
-    "id", "page_url", "work_id", "work_title", "status", "state", "first_seen", "rechecked_at", "taken_down_at",
-    "time_to_takedown_seconds",
-)  # fmt: skip
 
 
 def friendly_errors(command: F) -> F:
@@ -45,17 +40,6 @@ def friendly_errors(command: F) -> F:
         return shared(run)()
 
     return wrapper  # type: ignore[return-value]
-
-
-def _aware(moment: datetime | None) -> datetime | None:
-    if moment is None:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _iso(moment: datetime | None) -> str | None:
-    moment = _aware(moment)
-    return moment.isoformat(timespec="seconds") if moment is not None else None
 
 
 def _duration(seconds: float | None) -> str:
@@ -98,44 +82,18 @@ def takedowns(ctx: click.Context, state: str | None, work_id: int | None, domain
 
 @friendly_errors
 def _list(context: Any, state: str | None, work_id: int | None, domain: str | None, fmt: str) -> None:
-    from crawler.recheck import RECHECKED_STATUSES
-    from storage.models import Match, Page, Work
+    from analytics.takedowns import takedown_records
 
-    query = (
-        select(Match, Page.url, Work.title)
-        .join(Page, Page.id == Match.page_id)
-        .join(Work, Work.id == Match.work_id)
-        .where(or_(Match.status.in_(RECHECKED_STATUSES), Match.recheck_state.is_not(None)))
-    )
-    if state == "unchecked":
-        query = query.where(Match.recheck_state.is_(None))
-    elif state == "down":
-        query = query.where(Match.taken_down_at.is_not(None))
-    elif state is not None:
-        query = query.where(Match.recheck_state == state)
-    if work_id is not None:
-        query = query.where(Match.work_id == work_id)
-    if domain:
-        query = query.where(Page.host == domain.strip().lower())
-    records = []
     with context.session() as session:
-        for match, url, title in session.execute(query.order_by(Match.first_seen, Match.id)):
-            first_seen, down = _aware(match.first_seen), _aware(match.taken_down_at)
-            records.append({
-                "id": match.id, "page_url": url, "work_id": match.work_id, "work_title": title,
-                "status": match.status, "state": match.recheck_state or "unchecked", "first_seen": _iso(first_seen),
-                "rechecked_at": _iso(match.rechecked_at), "taken_down_at": _iso(down),
-                "time_to_takedown_seconds": (
-                    round((down - first_seen).total_seconds(), 1) if down is not None and first_seen else None
-                ),
-            })  # fmt: skip
+        records = takedown_records(session, state=state, work_id=work_id, domain=domain)
     if fmt == "json":
         for record in records:
             click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
         from admin.exports import csv_lines
+        from analytics.takedowns import RECORD_COLUMNS
 
-        for line in csv_lines(LIST_COLUMNS, records):
+        for line in csv_lines(RECORD_COLUMNS, records):
             click.echo(line, nl=False)
     elif not records:
         click.echo("no matches to follow" + (f" in state {state}" if state else ""))

@@ -138,6 +138,45 @@ def openapi_document() -> dict[str, Any]:
                 "error": _STRING,
             }
         ),
+        "Site": _object(
+            {
+                "id": _INT,
+                "name": _STRING,
+                "host": _STRING,
+                "enabled": {"type": "boolean"},
+                "schedule": {"type": "string", "description": "seconds between crawls or a cron expression; '' = manual"},
+                "next_crawl_at": {"oneOf": [_TIME, {"type": "null"}]},
+                "last_crawled_at": {"oneOf": [_TIME, {"type": "null"}]},
+                "last_status": _STRING,
+                "last_error": _STRING,
+                "running": {"type": "boolean"},
+            }
+        ),
+        "Takedown": _object(
+            {
+                "id": {**_INT, "description": "the match id"},
+                "page_url": _STRING,
+                "work_id": _INT,
+                "work_title": _STRING,
+                "status": _STATUS,
+                "state": {"type": "string", "enum": ["present", "gone", "removed", "error", "unchecked"]},
+                "first_seen": _TIME,
+                "rechecked_at": {"oneOf": [_TIME, {"type": "null"}]},
+                "taken_down_at": {"oneOf": [_TIME, {"type": "null"}]},
+                "time_to_takedown_seconds": {"oneOf": [{"type": "number"}, {"type": "null"}]},
+            }
+        ),
+        "TakedownStats": _object(
+            {
+                "key": _STRING,
+                "matches": _INT,
+                "checked": _INT,
+                "taken_down": _INT,
+                "rate": {"oneOf": [{"type": "number"}, {"type": "null"}]},
+                "median_seconds": {"oneOf": [{"type": "number"}, {"type": "null"}]},
+                "p90_seconds": {"oneOf": [{"type": "number"}, {"type": "null"}]},
+            }
+        ),
         "Stats": _object(
             {
                 "works": _INT,
@@ -284,6 +323,44 @@ def openapi_document() -> dict[str, Any]:
                 "summary": "The latest 200 crawl runs",
                 "operationId": "listCrawls",
                 "responses": {"200": _json(_items(_ref("Crawl")), "the crawls"), **_ERRORS},
+            }
+        },
+        "/api/sites": {
+            "get": {
+                "summary": "The monitored sites with their schedule and latest crawl",
+                "operationId": "listSites",
+                "responses": {"200": _json(_items(_ref("Site")), "the sites"), **_ERRORS},
+            }
+        },
+        "/api/takedowns": {
+            "get": {
+                "summary": "Matches followed for takedown (flagged and confirmed), their latest re-check, oldest first",
+                "operationId": "listTakedowns",
+                "parameters": [
+                    _query("state", {"type": "string", "enum": ["present", "gone", "removed", "error", "unchecked", "down"]},
+                           "only this state (down: gone or removed now)"),
+                    _query("work", _INT, "only this work id"),
+                    _query("domain", _STRING, "only pages on this host"),
+                    _query("page", {"type": "integer", "minimum": 1}, "page number (1)"),
+                    _query("per_page", {"type": "integer", "minimum": 1}, "items per page"),
+                ],
+                "responses": {
+                    "200": _json(_object({"items": {"type": "array", "items": _ref("Takedown")}, "page": _INT,
+                                          "per_page": _INT}), "a page of matches"),
+                    **_ERRORS,
+                },
+            }
+        },
+        "/api/takedowns/stats": {
+            "get": {
+                "summary": "Takedown rate and time to takedown, overall or per site or work",
+                "operationId": "getTakedownStats",
+                "parameters": [_query("by", {"type": "string", "enum": ["all", "host", "work"]}, "grouping (all)")],
+                "responses": {
+                    "200": _json(_object({"by": _STRING, "items": {"type": "array", "items": _ref("TakedownStats")}}),
+                                 "rows"),
+                    **_ERRORS,
+                },
             }
         },
         "/api/stats": {

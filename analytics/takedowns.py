@@ -18,15 +18,26 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
-from sqlalchemy import func, literal, select
+from sqlalchemy import func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from storage.models import Match, MatchStatus, Page, Work
 
-__all__ = ["TAKEDOWN_COLUMNS", "Grouping", "TakedownRow", "takedown_stats"]
+__all__ = [
+    "RECORD_COLUMNS", "STATES", "TAKEDOWN_COLUMNS", "Grouping", "TakedownRow", "takedown_records", "takedown_stats",
+]  # fmt: skip
+
+# the states a listing filters on: a match's latest re-check outcome, never checked, or down now (gone or removed)
+STATES = ("present", "gone", "removed", "error", "unchecked", "down")
+# the fields of each record of takedown_records, in order (the CSV columns of `fptrack takedowns`)
+RECORD_COLUMNS = (
+    "id", "page_url", "work_id", "work_title", "status", "state", "first_seen", "rechecked_at", "taken_down_at",
+    "time_to_takedown_seconds",
+)  # fmt: skip
 
 Grouping = Literal["all", "host", "work"]
 STATUSES = (MatchStatus.FLAGGED.value, MatchStatus.CONFIRMED.value)
@@ -112,3 +123,60 @@ def _sqlite_times(session: Session, by: Grouping, key: Any) -> dict[str, tuple[f
         median, p90 = np.percentile(np.asarray(values), [50, 90])
         found[k] = (_round(median), _round(p90))
     return found
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    moment = _aware(moment)
+    return moment.isoformat(timespec="seconds") if moment is not None else None
+
+
+def takedown_records(
+    session: Session,
+    *,
+    state: str | None = None,
+    work_id: int | None = None,
+    domain: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[dict[str, Any]]:
+    """The matches followed for takedown (flagged and confirmed, and any match re-checked before), oldest first,
+    each a dict of :data:`RECORD_COLUMNS`; ``state`` one of :data:`STATES`, ``domain`` a page host."""
+    if state is not None and state not in STATES:
+        raise ValueError(f"unknown takedown state {state!r}; choose one of {', '.join(STATES)}")
+    query = (
+        select(Match, Page.url, Work.title)
+        .join(Page, Page.id == Match.page_id)
+        .join(Work, Work.id == Match.work_id)
+        .where(or_(Match.status.in_(STATUSES), Match.recheck_state.is_not(None)))
+    )
+    if state == "unchecked":
+        query = query.where(Match.recheck_state.is_(None))
+    elif state == "down":
+        query = query.where(Match.taken_down_at.is_not(None))
+    elif state is not None:
+        query = query.where(Match.recheck_state == state)
+    if work_id is not None:
+        query = query.where(Match.work_id == work_id)
+    if domain:
+        query = query.where(Page.host == domain.strip().lower())
+    query = query.order_by(Match.first_seen, Match.id).offset(offset)
+    if limit is not None:
+        query = query.limit(limit)
+    records = []
+    for match, url, title in session.execute(query):
+        first_seen, down = _aware(match.first_seen), _aware(match.taken_down_at)
+        records.append({
+            "id": match.id, "page_url": url, "work_id": match.work_id, "work_title": title,
+            "status": match.status, "state": match.recheck_state or "unchecked", "first_seen": _iso(first_seen),
+            "rechecked_at": _iso(match.rechecked_at), "taken_down_at": _iso(down),
+            "time_to_takedown_seconds": (
+                round((down - first_seen).total_seconds(), 1) if down is not None and first_seen else None
+            ),
+        })  # fmt: skip
+    return records

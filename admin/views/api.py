@@ -33,7 +33,9 @@ from admin.views.queries import (
     positive_int_arg,
     work_rows,
 )
+from admin.views.sites import site_rows
 from analytics.rollups import match_rollup
+from analytics.takedowns import STATES, takedown_records, takedown_stats
 from compare.records import match_to_dict
 from storage.models import Chapter, Match, Page, Work
 
@@ -183,6 +185,55 @@ def crawls_json() -> dict[str, Any]:
             for c in crawl_rows(db_session())
         ]
     }
+
+
+@blueprint.get("/sites")
+def sites_json() -> dict[str, Any]:
+    return {
+        "items": [
+            {
+                "id": s.id,
+                "name": s.name,
+                "host": s.host,
+                "enabled": s.enabled,
+                "schedule": s.schedule,
+                "next_crawl_at": s.next_crawl_at.isoformat() if s.next_crawl_at else None,
+                "last_crawled_at": s.last_crawled_at.isoformat() if s.last_crawled_at else None,
+                "last_status": s.last_status,
+                "last_error": s.last_error,
+                "running": s.running,
+            }
+            for s in site_rows(db_session())
+        ]
+    }
+
+
+@blueprint.get("/takedowns")
+def takedowns_json() -> dict[str, Any]:
+    """The matches followed for takedown, oldest first, a page at a time (``analytics.takedowns``)."""
+    state = request.args.get("state") or None
+    domain = request.args.get("domain") or None
+    try:
+        if state is not None and state not in STATES:
+            raise ValueError(f"state must be one of {', '.join(STATES)}.")
+        work_id = positive_int_arg(request.args, "work", 0, maximum=2**63 - 1) or None  # 0: every work
+        number = positive_int_arg(request.args, "page", 1)
+        per_page = positive_int_arg(request.args, "per_page", API_PER_PAGE, maximum=API_MAX_PER_PAGE)
+    except ValueError as error:
+        _bad(error)
+    items = takedown_records(
+        db_session(), state=state, work_id=work_id, domain=domain, limit=per_page, offset=(number - 1) * per_page
+    )
+    return {"items": items, "page": number, "per_page": per_page}
+
+
+@blueprint.get("/takedowns/stats")
+def takedown_stats_json() -> dict[str, Any]:
+    by = request.args.get("by", "all")
+    if by not in ("all", "host", "work"):
+        abort(400, description="by must be all, host or work.")
+    rows = takedown_stats(db_session(), by)  # type: ignore[arg-type]
+    return {"by": by, "items": [{**row.as_json(), "rate": row.rate} for row in rows]}
 
 
 @blueprint.get("/stats")

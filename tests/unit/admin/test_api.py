@@ -194,3 +194,37 @@ def test_session_clients_still_need_the_csrf_token(app: Flask, seeded: Seeded, s
     assert client.post(url, json={"status": "confirmed"}).status_code == 400
     token = csrf_token_in(client.get("/").get_data(as_text=True))
     assert client.post(url, json={"status": "confirmed"}, headers={"X-CSRFToken": token}).status_code == 200
+
+
+def test_sites_and_takedowns_are_listed_for_api_clients(app: Flask, seeded: Seeded, settings: Settings) -> None:
+    from datetime import timedelta
+
+    from sqlalchemy.orm import Session
+
+    from crawler.sites import SiteSpec, add_site
+    from storage.db import create_engine_for
+    from storage.models import Match, utcnow
+
+    engine = create_engine_for(settings)
+    with Session(engine) as session:
+        add_site(session, SiteSpec(name="pirate-one", start_urls=("https://pirate.example/",), schedule="6h"))
+        match = session.get(Match, seeded.hostile_match_id)
+        assert match is not None and match.status == "flagged"
+        match.recheck_state, match.rechecked_at = "gone", utcnow()
+        match.taken_down_at = match.first_seen + timedelta(hours=3)
+        session.commit()
+    engine.dispose()
+    client, viewer = app.test_client(), _bearer(_token(settings, "vera", "viewer"))
+    sites = client.get("/api/sites", headers=viewer).get_json()["items"]
+    assert [(s["name"], s["host"], s["schedule"], s["enabled"]) for s in sites] == [
+        ("pirate-one", "pirate.example", "21600", True)
+    ]
+    down = client.get("/api/takedowns?state=down", headers=viewer).get_json()
+    assert [(t["id"], t["state"], t["time_to_takedown_seconds"]) for t in down["items"]] == [
+        (seeded.hostile_match_id, "gone", 10800.0)
+    ]
+    stats = client.get("/api/takedowns/stats", headers=viewer).get_json()["items"][0]
+    assert (stats["checked"], stats["taken_down"], stats["rate"], stats["median_seconds"]) == (1, 1, 1.0, 10800.0)
+    assert client.get("/api/takedowns?state=bogus", headers=viewer).status_code == 400
+    assert client.get("/api/takedowns/stats?by=bogus", headers=viewer).status_code == 400
+    assert client.get("/api/takedowns").status_code == 401
