@@ -26,15 +26,12 @@ machines; a claim without heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS`` is taken
 from __future__ import annotations
 
 import logging
-import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import delete, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from crawler.guard import PrivateAddressPolicy
@@ -299,24 +296,16 @@ def recheck_matches(
 def _claim(session: Session, settings: Settings, now: datetime) -> str | None:
     """Take ``recheck:takedowns`` (a dead holder's claim is taken over); the token, or None when a live run
     holds it."""
-    from crawler.sites import _owner, _owner_is_dead
+    from crawler.sites import owner_is_dead, take_lock
 
     held = session.get(MonitorLock, LOCK_NAME, with_for_update=True)
     if held is not None:
         beat = held.heartbeat_at if held.heartbeat_at.tzinfo else held.heartbeat_at.replace(tzinfo=UTC)
-        if beat >= now - timedelta(seconds=settings.crawl_stale_seconds) and not _owner_is_dead(held.owner):
+        if beat >= now - timedelta(seconds=settings.crawl_stale_seconds) and not owner_is_dead(held.owner):
             return None
         log.warning("taking over the claim %s of a re-check run that died (%s)", LOCK_NAME, held.owner)
         session.execute(delete(MonitorLock).where(MonitorLock.name == LOCK_NAME, MonitorLock.token == held.token))
-    token = uuid.uuid4().hex
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    inserted = session.execute(
-        insert(MonitorLock)
-        .values(name=LOCK_NAME, token=token, owner=_owner(), acquired_at=now, heartbeat_at=now)
-        .on_conflict_do_nothing(index_elements=[MonitorLock.name])
-        .returning(MonitorLock.token)
-    ).scalar()
-    return token if inserted == token else None
+    return take_lock(session, LOCK_NAME, now)
 
 
 def run_due_rechecks(

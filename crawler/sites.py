@@ -63,12 +63,14 @@ __all__ = [
     "edit_site",
     "find_site",
     "next_due",
+    "owner_is_dead",
     "parse_schedule",
     "reap_dead_claims",
     "release",
     "remove_site",
     "run_site",
     "spec_of",
+    "take_lock",
 ]
 
 log = logging.getLogger(__name__)
@@ -308,7 +310,7 @@ def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _owner_is_dead(owner: str) -> bool:
+def owner_is_dead(owner: str) -> bool:
     """True when ``owner`` (``host:pid``) is a process of this machine that no longer runs."""
     host, _, pid = owner.rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
@@ -328,16 +330,22 @@ def claim(session: Session, site_id: int, settings: Settings, *, now: datetime |
     now = now or utcnow()
     name = _lock_name(site_id)
     reap_dead_claims(session, settings, now=now, names=[name])
+    token = take_lock(session, name, now)
+    session.flush()
+    return token
+
+
+def take_lock(session: Session, name: str, now: datetime) -> str | None:
+    """Insert the ``monitor_locks`` row ``name`` for this process unless one exists (one statement, so two
+    processes never both get it); the new token, or None when the lock is held."""
     token = uuid.uuid4().hex
-    dialect = session.get_bind().dialect.name
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     inserted = session.execute(
         insert(MonitorLock)
         .values(name=name, token=token, owner=_owner(), acquired_at=now, heartbeat_at=now)
         .on_conflict_do_nothing(index_elements=[MonitorLock.name])
         .returning(MonitorLock.token)
     ).scalar()
-    session.flush()
     return token if inserted == token else None
 
 
@@ -369,7 +377,7 @@ def reap_dead_claims(
     failed: list[int] = []
     for lock in session.scalars(query.with_for_update(skip_locked=True)):
         heartbeat_at = lock.heartbeat_at if lock.heartbeat_at.tzinfo else lock.heartbeat_at.replace(tzinfo=UTC)
-        if heartbeat_at >= stale_before and not _owner_is_dead(lock.owner):
+        if heartbeat_at >= stale_before and not owner_is_dead(lock.owner):
             continue
         if lock.job_id is not None:
             job = session.get(CrawlJob, lock.job_id)
