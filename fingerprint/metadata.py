@@ -123,12 +123,17 @@ def _split_keywords(content: str) -> Iterable[str]:
 
 def metadata_from_html(html: str, url: str) -> PageMetadata:
     """Read keywords (``<meta name="keywords">``), tags (``rel="tag"`` links, ``<meta property="article:tag">``)
-    and the outgoing links (``<a href>``, made absolute against ``url``) of a page."""
+    and the outgoing links (``<a href>``, made absolute against ``url``) of a page. A page with nothing parsable
+    declares nothing (empty metadata), never an exception."""
+    import lxml.etree
     import lxml.html
 
     if not html.strip():
         return PageMetadata(url=url)
-    root = lxml.html.document_fromstring(html)
+    try:
+        root = lxml.html.document_fromstring(html)
+    except (lxml.etree.ParserError, ValueError):  # nothing parsable (a lone comment, an encoding declaration)
+        return PageMetadata(url=url)
     keywords: set[str] = set()
     for content in root.xpath('//meta[translate(@name, "KEYWORDS", "keywords")="keywords"]/@content'):
         keywords.update(_split_keywords(str(content)))
