@@ -20,7 +20,7 @@ from typing import Any
 
 from warcio.warcwriter import WARCWriter
 
-from storage.models import Page
+from storage.models import Page, as_utc
 
 __all__ = ["evidence_bundle", "page_warc", "sha256_hex"]
 
@@ -31,7 +31,7 @@ def sha256_hex(data: bytes) -> str:
 
 def _warc_date(moment: datetime | None) -> str:
     moment = moment or datetime.now(UTC)
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    moment = as_utc(moment)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

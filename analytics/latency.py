@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from storage.models import Match, Page, Work
+from storage.models import Match, Page, Work, as_utc
 
 __all__ = ["LatencySummary", "detection_latency", "nearest_rank"]
 
@@ -76,7 +76,7 @@ def detection_latency(
         return _on_postgresql(session, statement.subquery("timed"))
     latencies, unknown = [], 0
     for first_seen, fetched_at, registered_at in session.execute(statement):
-        seen, fetched, registered = _utc(first_seen), _utc(fetched_at), _utc(registered_at)
+        seen, fetched, registered = as_utc(first_seen), as_utc(fetched_at), as_utc(registered_at)
         if fetched > seen:
             unknown += 1
             continue
@@ -102,11 +102,6 @@ def _on_postgresql(session: Session, timed: object) -> LatencySummary:
     return LatencySummary(
         int(matches), int(unknown), None if median is None else int(median), None if p90 is None else int(p90)
     )
-
-
-def _utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; they were written in UTC."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _whole_seconds(delta: timedelta) -> int:

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
 from sqlalchemy import func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from storage.models import Match, MatchStatus, Page, Work
+from storage.models import Match, MatchStatus, Page, Work, as_utc
 
 __all__ = [
     "RECORD_COLUMNS", "STATES", "TAKEDOWN_COLUMNS", "Grouping", "TakedownRow", "takedown_records", "takedown_stats",
@@ -125,15 +125,8 @@ def _sqlite_times(session: Session, by: Grouping, key: Any) -> dict[str, tuple[f
     return found
 
 
-def _aware(moment: datetime | None) -> datetime | None:
-    if moment is None:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def _iso(moment: datetime | None) -> str | None:
-    moment = _aware(moment)
-    return moment.isoformat(timespec="seconds") if moment is not None else None
+    return as_utc(moment).isoformat(timespec="seconds") if moment is not None else None
 
 
 def takedown_records(
@@ -170,7 +163,8 @@ def takedown_records(
         query = query.limit(limit)
     records = []
     for match, url, title in session.execute(query):
-        first_seen, down = _aware(match.first_seen), _aware(match.taken_down_at)
+        first_seen = as_utc(match.first_seen)
+        down = as_utc(match.taken_down_at) if match.taken_down_at is not None else None
         records.append({
             "id": match.id, "page_url": url, "work_id": match.work_id, "work_title": title,
             "status": match.status, "state": match.recheck_state or "unchecked", "first_seen": _iso(first_seen),

@@ -5,10 +5,9 @@ DESIGN.md fixes the fields; this module is the one place that builds them.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-from storage.models import Match
+from storage.models import Match, as_utc
 
 __all__ = ["MATCH_FIELDS", "match_to_dict"]
 
@@ -38,10 +37,5 @@ def match_to_dict(match: Match) -> dict[str, Any]:
         "score": round(float(match.score), 4),
         "methods": list(match.methods or []),
         "spans": [list(map(int, span)) for span in (match.spans or [])],
-        "first_seen": _utc(match.first_seen).isoformat(timespec="seconds"),
+        "first_seen": as_utc(match.first_seen).isoformat(timespec="seconds"),
     }
-
-
-def _utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every time fptrack stores is UTC, so say so on both backends."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

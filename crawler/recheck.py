@@ -29,7 +29,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -38,7 +38,7 @@ from crawler.guard import PrivateAddressPolicy
 from crawler.guarded_http import FetchFailure, FetchResult, GuardedFetcher, NoSuchHost
 from storage.db import session_scope
 from storage.fingerprints import id_chunks
-from storage.models import Match, MatchStatus, MonitorLock, Page, Site, TakedownCheck, utcnow
+from storage.models import Match, MatchStatus, MonitorLock, Page, Site, TakedownCheck, as_utc, utcnow
 from storage.settings import Settings, classify_allow_entry
 from storage.sites import site_of
 
@@ -300,7 +300,7 @@ def _claim(session: Session, settings: Settings, now: datetime) -> str | None:
 
     held = session.get(MonitorLock, LOCK_NAME, with_for_update=True)
     if held is not None:
-        beat = held.heartbeat_at if held.heartbeat_at.tzinfo else held.heartbeat_at.replace(tzinfo=UTC)
+        beat = as_utc(held.heartbeat_at)
         if beat >= now - timedelta(seconds=settings.crawl_stale_seconds) and not owner_is_dead(held.owner):
             return None
         log.warning("taking over the claim %s of a re-check run that died (%s)", LOCK_NAME, held.owner)

@@ -49,7 +49,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from crawler.pages import RENDER_JS_MODES, CrawlError, CrawlOptions
 from storage.db import session_scope
-from storage.models import CrawlJob, CrawlJobStatus, MonitorLock, Site, utcnow
+from storage.models import CrawlJob, CrawlJobStatus, MonitorLock, Site, as_utc, utcnow
 from storage.settings import Settings, classify_allow_entry
 from storage.sites import site_of
 
@@ -69,6 +69,7 @@ __all__ = [
     "release",
     "remove_site",
     "run_site",
+    "site_lock_name",
     "spec_of",
     "take_lock",
 ]
@@ -302,7 +303,8 @@ def crawl_options(site: Site) -> CrawlOptions:
 # ----------------------------------------------------------------------------------------------- claims
 
 
-def _lock_name(site_id: int) -> str:
+def site_lock_name(site_id: int) -> str:
+    """The monitor_locks row a crawl of the site holds (the scheduler, the CLI and the admin all read it)."""
     return f"site:{site_id}"
 
 
@@ -328,7 +330,7 @@ def claim(session: Session, site_id: int, settings: Settings, *, now: datetime |
     """Claim the right to crawl a site; returns the claim's token, or None when a live crawl holds it. A claim
     whose holder died is taken over (its job is marked failed first)."""
     now = now or utcnow()
-    name = _lock_name(site_id)
+    name = site_lock_name(site_id)
     reap_dead_claims(session, settings, now=now, names=[name])
     token = take_lock(session, name, now)
     session.flush()
@@ -355,13 +357,13 @@ def heartbeat(session: Session, site_id: int, token: str, *, job_id: int | None 
     if job_id is not None:
         values["job_id"] = job_id
     result = session.execute(
-        update(MonitorLock).where(MonitorLock.name == _lock_name(site_id), MonitorLock.token == token).values(**values)
+        update(MonitorLock).where(MonitorLock.name == site_lock_name(site_id), MonitorLock.token == token).values(**values)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 def release(session: Session, site_id: int, token: str) -> None:
-    session.execute(delete(MonitorLock).where(MonitorLock.name == _lock_name(site_id), MonitorLock.token == token))
+    session.execute(delete(MonitorLock).where(MonitorLock.name == site_lock_name(site_id), MonitorLock.token == token))
 
 
 def reap_dead_claims(
@@ -376,7 +378,7 @@ def reap_dead_claims(
         query = query.where(MonitorLock.name.in_(list(names)))
     failed: list[int] = []
     for lock in session.scalars(query.with_for_update(skip_locked=True)):
-        heartbeat_at = lock.heartbeat_at if lock.heartbeat_at.tzinfo else lock.heartbeat_at.replace(tzinfo=UTC)
+        heartbeat_at = as_utc(lock.heartbeat_at)
         if heartbeat_at >= stale_before and not owner_is_dead(lock.owner):
             continue
         if lock.job_id is not None:
@@ -410,7 +412,7 @@ def due_sites(session: Session, *, now: datetime | None = None) -> list[tuple[in
     running = {name for name in session.scalars(select(MonitorLock.name))}
     due = []
     for site_id, name, schedule, was_due in candidates:
-        if _lock_name(site_id) in running:
+        if site_lock_name(site_id) in running:
             continue  # still crawling: it runs again when next due after that
         result = session.execute(
             update(Site)
@@ -469,7 +471,7 @@ def run_site(
             return SiteRun(site_name, skipped=f"site {site_name} is no longer scheduled")
         token = None if join else claim(session, site_id, settings)
         if token is None:
-            holder = session.get(MonitorLock, _lock_name(site_id))
+            holder = session.get(MonitorLock, site_lock_name(site_id))
             job = f"job #{holder.job_id}" if holder is not None and holder.job_id else "a crawl"
             busy = f"site {site_name} is being crawled already ({job})"
             if not distributed or trigger == "schedule":

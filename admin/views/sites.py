@@ -23,7 +23,7 @@ from admin.security import requires_role
 from admin.views.context import admin_state, db_session
 from admin.views.crawls import CrawlRow, crawl_rows
 from crawler.pages import RENDER_JS_MODES
-from crawler.sites import SiteError, SiteSpec, add_site, edit_site, remove_site, spec_of
+from crawler.sites import SiteError, SiteSpec, add_site, edit_site, remove_site, site_lock_name, spec_of
 from storage.models import CrawlJob, MonitorLock, Site
 
 __all__ = ["SiteRow", "blueprint", "site_rows", "spec_from_form"]
@@ -73,7 +73,7 @@ def site_rows(session: Session) -> list[SiteRow]:
             last_crawled_at=started or site.last_crawled_at,
             last_status=status or "",
             last_error=error or "",
-            running=f"site:{site.id}" in running,
+            running=site_lock_name(site.id) in running,
         )
         for site, status, error, started in session.execute(query)
     ]
@@ -162,7 +162,7 @@ def detail(site_id: int) -> str:
     session = db_session()
     site = _managed_site(session, site_id)
     crawls: list[CrawlRow] = crawl_rows(session, limit=SITE_CRAWLS, site_id=site_id)
-    running = session.get(MonitorLock, f"site:{site_id}") is not None
+    running = session.get(MonitorLock, site_lock_name(site_id)) is not None
     return render_template("site.html", site=site, spec=spec_of(site), crawls=crawls, running=running,
                            limit=SITE_CRAWLS)  # fmt: skip
 
@@ -203,7 +203,7 @@ def run_now(site_id: int) -> ResponseReturnValue:
     site = _managed_site(session, site_id)
     if not site.start_urls:
         abort(400, description=f"Site {site.name} has no start URL; edit it first.")
-    holder = session.get(MonitorLock, f"site:{site_id}")
+    holder = session.get(MonitorLock, site_lock_name(site_id))
     if holder is not None:
         flash(f"{site.name} is being crawled already" + (f" (crawl #{holder.job_id})." if holder.job_id else "."))
         return redirect(url_for("sites.detail", site_id=site_id), code=303)
