@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test install install-test bench-quick lint clean
+.PHONY: demo test reliability install install-test bench-quick lint clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fptrack needs Python 3.11 or newer (found %s)" % sys.version.split()[0])'
@@ -29,6 +29,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	bash deploy/ensure-services.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# the fault-injection and fuzzing tests alone, with their reports (they also run in `make test`)
+reliability: $(VENV)/.installed-test
+	bash deploy/ensure-services.sh
+	$(PY) -m pytest tests/reliability -s $(PYTEST_ARGS)
 
 bench-quick: $(VENV)/.installed-test
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
