@@ -45,6 +45,7 @@ __all__ = [
     "as_served",
     "chapter_page",
     "closed_port_url",
+    "free_port",
     "render_chapter",
     "serve_site",
     "to_traditional",
@@ -199,13 +200,17 @@ def serve_site(pages: Mapping[str, Page | Redirect | Generated]) -> Iterator[Sit
         thread.join(timeout=5)
 
 
-def closed_port_url() -> str:
-    """A loopback URL on which nothing listens (connection refused). A port is bound then released;
+def free_port() -> int:
+    """A loopback port nothing listens on now (for a server a test starts). A port is bound then released;
     another process could grab it in between, which is unlikely enough for tests."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/"
+        return int(probe.getsockname()[1])
+
+
+def closed_port_url() -> str:
+    """A loopback URL on which nothing listens (connection refused)."""
+    return f"http://127.0.0.1:{free_port()}/"
 
 
 @lru_cache(maxsize=1)

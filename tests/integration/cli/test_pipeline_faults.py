@@ -19,20 +19,19 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA, demo_chapters
+from admin.demo import DEMO_DATA
 from storage.db import create_engine_for
-from storage.models import CrawlJob, Match, Page
+from storage.models import CrawlJob
 from storage.settings import Settings
 from tests.conftest import REDIS_URL
+from tests.support.copy_site import copy_site, pipeline_counts
 from tests.support.sites import Page as SitePage
-from tests.support.sites import chapter_page, closed_port_url, serve_site
+from tests.support.sites import closed_port_url, serve_site
 
 pytestmark = pytest.mark.slow
-
-CHAPTERS = demo_chapters("lighthouse.txt")
 
 
 def _env(settings: Settings, **extra: str) -> dict[str, str]:
@@ -52,33 +51,6 @@ def _run(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.Co
     )
 
 
-def _site(copies: int, others: int = 0) -> dict[str, SitePage]:
-    """``copies`` pages each copying one of the three chapters (with a distinct header line), ``others`` pages of
-    unrelated generated text, and an index linking them all."""
-    pages: dict[str, SitePage] = {}
-    for n in range(copies):
-        chapter = CHAPTERS[n % 3]
-        pages[f"/c/{n}.html"] = chapter_page(f"第{n}页", [f"第{n}页 本站地址", *chapter.split("\n")])
-    for n in range(others):
-        pages[f"/o/{n}.html"] = chapter_page("杂记", [f"第{n}篇。" + "今天天气晴朗，我们去公园散步。" * (5 + n % 7)])
-    links = "".join(f'<a href="{path}">{path}</a> ' for path in pages)
-    pages["/"] = SitePage.html(f"<html><body>{links}</body></html>")
-    return pages
-
-
-def _counts(settings: Settings) -> tuple[int, int, int]:
-    """(pages, pages not compared, matches)."""
-    engine = create_engine_for(settings)
-    try:
-        with Session(engine) as session:
-            pages = session.scalar(select(func.count()).select_from(Page)) or 0
-            pending = session.scalar(select(func.count()).select_from(Page).where(Page.compared_at.is_(None))) or 0
-            matches = session.scalar(select(func.count()).select_from(Match)) or 0
-            return int(pages), int(pending), int(matches)
-    finally:
-        engine.dispose()
-
-
 def _job_status(settings: Settings) -> str:
     engine = create_engine_for(settings)
     try:
@@ -94,7 +66,7 @@ def test_no_worker_on_the_queue_fails_fast_and_loses_nothing(sqlite_settings: Se
     assert _run(env, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
     queued = {**env, "FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_TASK_QUEUE": f"nobody-{uuid.uuid4().hex[:8]}",
               "FPTRACK_NO_WORKER_SECONDS": "5"}  # fmt: skip
-    with serve_site(_site(3)) as base:
+    with serve_site(copy_site(3)) as base:
         started = time.monotonic()
         crawl = _run(queued, "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--quiet", timeout=120)
         took = time.monotonic() - started
@@ -103,13 +75,13 @@ def test_no_worker_on_the_queue_fails_fast_and_loses_nothing(sqlite_settings: Se
     assert "Traceback" not in crawl.stderr
     assert took < 60
     assert _job_status(sqlite_settings) == "failed"
-    pages, pending, matches = _counts(sqlite_settings)
+    pages, pending, matches = pipeline_counts(sqlite_settings)
     assert (pages, pending, matches) == (4, 3, 0)  # stored, kept, not compared
     # later, with tasks in-process (or a worker running), the sweep picks them up
     maintained = _run(env, "maintain", "--older-than", "0")
     assert maintained.returncode == 0, maintained.stderr
     assert "3 page(s) not compared" in maintained.stdout
-    assert _counts(sqlite_settings) == (4, 0, 3)
+    assert pipeline_counts(sqlite_settings) == (4, 0, 3)
 
 
 def test_an_unreachable_broker_fails_the_crawl_and_loses_nothing(sqlite_settings: Settings) -> None:
@@ -117,14 +89,14 @@ def test_an_unreachable_broker_fails_the_crawl_and_loses_nothing(sqlite_settings
     assert _run(env, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
     port = closed_port_url().rsplit(":", 1)[1].strip("/")
     broken = {**env, "FPTRACK_BROKER_URL": f"redis://127.0.0.1:{port}/0"}
-    with serve_site(_site(2)) as base:
+    with serve_site(copy_site(2)) as base:
         crawl = _run(broken, "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--quiet", timeout=240)
     assert crawl.returncode == 1, crawl.stdout + crawl.stderr
     assert "cannot hand pages to the workers" in crawl.stderr, crawl.stderr
     assert "no copies of registered works found" not in crawl.stdout
-    assert _counts(sqlite_settings)[:2] == (3, 2)
+    assert pipeline_counts(sqlite_settings)[:2] == (3, 2)
     assert _run(env, "maintain", "--older-than", "0").returncode == 0
-    assert _counts(sqlite_settings) == (3, 0, 2)
+    assert pipeline_counts(sqlite_settings) == (3, 0, 2)
 
 
 @pytest.mark.redis
@@ -146,7 +118,7 @@ def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
     first = start_worker("first")
     second: subprocess.Popen[bytes] | None = None
     try:
-        with serve_site(_site(150, 30)) as base:
+        with serve_site(copy_site(150, 30)) as base:
             crawl = subprocess.Popen(
                 [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--max-pages", "300", "-q"],
                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -166,14 +138,14 @@ def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
                 process.wait(timeout=30)
     assert crawl.returncode == 0, out + err
     assert "150 page(s) copy registered works" in out, out + err
-    pages, pending, matches = _counts(postgres_settings)
+    pages, pending, matches = pipeline_counts(postgres_settings)
     assert (pages, pending, matches) == (181, 0, 150)
 
 
 def test_ctrl_c_records_an_interrupted_crawl_and_exits_non_zero(sqlite_settings: Settings) -> None:
     env = _env(sqlite_settings)
     assert _run(env, "init").returncode == 0
-    slow = {path: SitePage(page.body, delay=0.3) for path, page in _site(40).items()}
+    slow = {path: SitePage(page.body, delay=0.3) for path, page in copy_site(40).items()}
     with serve_site(slow) as base:
         crawl = subprocess.Popen(
             [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "-q"],
@@ -216,7 +188,7 @@ def test_two_crawls_at_once_share_sites_and_pages_and_count_truly(
     settings: Settings = request.getfixturevalue(f"{backend}_settings")
     env = _env(settings)
     assert _run(env, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
-    with serve_site(_site(6, 4)) as first, serve_site(_site(4, 2)) as second:
+    with serve_site(copy_site(6, 4)) as first, serve_site(copy_site(4, 2)) as second:
         crawls = [
             subprocess.Popen(
                 [sys.executable, "-m", "admin.cli", "crawl", *urls, "--depth", "1", "-q",
@@ -229,7 +201,7 @@ def test_two_crawls_at_once_share_sites_and_pages_and_count_truly(
     for crawl, (out, err) in zip(crawls, results, strict=True):
         assert crawl.returncode == 0, out + err
         assert "10 page(s) copy registered works" in out, out + err  # each crawl saw every copy itself
-    pages, pending, matches = _counts(settings)
+    pages, pending, matches = pipeline_counts(settings)
     assert (pages, pending, matches) == (6 + 4 + 1 + 4 + 2 + 1, 0, 10)
     engine = create_engine_for(settings)
     try:
