@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from crawler.store import PageStore, StoreCounts
-from storage.db import session_scope
+from storage.db import retry_while_unreachable, session_scope
 from storage.fingerprints import id_chunks
 from storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, utcnow
 from storage.settings import Settings
@@ -191,10 +191,7 @@ def run_crawl_job(
         if outcome.status == CrawlJobStatus.RUNNING.value and shared is not None:
             outcome.status = CrawlJobStatus.FINISHED.value  # this process's part; the last to leave settles
         if outcome.status == CrawlJobStatus.RUNNING.value:
-            from compare.pipeline import settle_sites
-
-            with session_scope(sessions) as session:
-                settle_sites(session, store.counts.site_ids, settings)
+            _settle(sessions, store.counts.site_ids, settings)
             stats = outcome.stats
             if stats.pages_seen == 0 and stats.failures:
                 url, reason = stats.failures[0]
@@ -263,11 +260,8 @@ def _leave_shared(
         url, reason = stats.failures[0]
         whole.status, whole.error = CrawlJobStatus.FAILED.value, f"cannot crawl {url}: {reason}"
     else:
-        from compare.pipeline import settle_sites
-
         try:
-            with session_scope(sessions) as session:
-                settle_sites(session, site_ids, settings)
+            _settle(sessions, site_ids, settings)
             whole.status = CrawlJobStatus.FINISHED.value
         except Exception as error:  # recorded on the job like any failed crawl
             log.exception("settling the sites of job %s failed", outcome.job_id)
@@ -282,6 +276,17 @@ def _leave_shared(
     except Exception:  # the keys expire on their own
         log.exception("cannot remove the Redis keys of the distributed crawl of job %s", outcome.job_id)
     return whole
+
+
+def _settle(sessions: sessionmaker[Session], site_ids: set[int], settings: Settings) -> None:
+    """Settle the crawl's sites (idempotent: run again if the database was restarted meanwhile)."""
+    from compare.pipeline import settle_sites
+
+    def settle() -> None:
+        with session_scope(sessions) as session:
+            settle_sites(session, site_ids, settings)
+
+    retry_while_unreachable(settle, what="settling the crawl's sites")
 
 
 def _job_pages(sessions: sessionmaker[Session], job_id: int) -> tuple[set[int], set[int]]:
@@ -334,26 +339,30 @@ def _start_job(
 
 def _finish_job(sessions: sessionmaker[Session], outcome: CrawlOutcome, counts: StoreCounts) -> None:
     try:
-        with session_scope(sessions) as session:
-            job = session.get(CrawlJob, outcome.job_id)
-            if job is None:
-                return
-            job.status = outcome.status if outcome.status != CrawlJobStatus.RUNNING.value else "failed"
-            job.error = outcome.error[:2000]
-            job.finished_at = utcnow()
-            job.pages_stored = counts.stored
-            job.pages_unchanged = counts.unchanged
-            job.copies_found = len(outcome.copies)
-            if outcome.stats is not None:
-                job.pages_seen = outcome.stats.pages_seen
-                job.pages_failed = len(outcome.stats.failures)
-                job.stats = job_stats(outcome.stats)
-            if counts.site_ids:
-                session.execute(
-                    update(Site).where(Site.id.in_(sorted(counts.site_ids))).values(last_crawled_at=utcnow())
-                )
+        retry_while_unreachable(lambda: _record_end(sessions, outcome, counts), what="recording the end of the crawl")
     except Exception:
         log.exception("could not record the end of crawl job %s", outcome.job_id)
+
+
+def _record_end(sessions: sessionmaker[Session], outcome: CrawlOutcome, counts: StoreCounts) -> None:
+    with session_scope(sessions) as session:
+        job = session.get(CrawlJob, outcome.job_id)
+        if job is None:
+            return
+        job.status = outcome.status if outcome.status != CrawlJobStatus.RUNNING.value else "failed"
+        job.error = outcome.error[:2000]
+        job.finished_at = utcnow()
+        job.pages_stored = counts.stored
+        job.pages_unchanged = counts.unchanged
+        job.copies_found = len(outcome.copies)
+        if outcome.stats is not None:
+            job.pages_seen = outcome.stats.pages_seen
+            job.pages_failed = len(outcome.stats.failures)
+            job.stats = job_stats(outcome.stats)
+        if counts.site_ids:
+            session.execute(
+                update(Site).where(Site.id.in_(sorted(counts.site_ids))).values(last_crawled_at=utcnow())
+            )
 
 
 MAX_FAILURES_RECORDED = 200
@@ -374,13 +383,18 @@ def job_stats(stats: CrawlStats) -> dict[str, Any]:
 
 
 def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:
-    pending: list[int] = []
-    with session_scope(sessions) as session:
-        for chunk in id_chunks(page_ids):
-            pending.extend(
-                session.scalars(select(Page.id).where(Page.id.in_(chunk), Page.compared_at.is_(None)))
-            )
-    return sorted(int(p) for p in pending)
+    """The crawl's pages not compared yet (asked again while the database is restarted: the crawl waits)."""
+
+    def read() -> list[int]:
+        pending: list[int] = []
+        with session_scope(sessions) as session:
+            for chunk in id_chunks(page_ids):
+                pending.extend(
+                    session.scalars(select(Page.id).where(Page.id.in_(chunk), Page.compared_at.is_(None)))
+                )
+        return sorted(int(p) for p in pending)
+
+    return retry_while_unreachable(read, what="counting the pages still to compare")
 
 
 def _workers_on_queue(tasks: Any, queue: str) -> list[str]:
@@ -424,8 +438,11 @@ def _wait_for_workers(
                 )
         if idle >= settings.stall_seconds:
             log.warning("%d page(s) stalled for %.0fs (a worker died?): handing them on again", len(pending), idle)
-            for start in range(0, len(pending), tasks.PAGES_PER_TASK):
-                tasks.process_pages.delay(pending[start : start + tasks.PAGES_PER_TASK])
+            try:
+                for start in range(0, len(pending), tasks.PAGES_PER_TASK):
+                    tasks.process_pages.delay(pending[start : start + tasks.PAGES_PER_TASK])
+            except Exception as error:  # noqa: BLE001 - the broker is down: the next stall (or the sweep) tries again
+                log.warning("cannot hand the stalled pages on again (%s: %s)", type(error).__name__, error)
             last_change, checked_workers = now, False
     if waiting is not None:
         waiting(WaitProgress(compared=queued, queued=queued))
@@ -434,20 +451,24 @@ def _wait_for_workers(
 def _copies(sessions: sessionmaker[Session], page_ids: set[int]) -> list[tuple[str, int]]:
     """(url, chapters) of the crawl's pages that copy registered works (not dismissed), whether or not the copies
     were found by an earlier crawl."""
-    found: list[tuple[str, int]] = []
     statuses = [MatchStatus.FLAGGED, MatchStatus.CONFIRMED]
-    with session_scope(sessions) as session:
-        for chunk in id_chunks(page_ids):
-            found.extend(
-                (str(url), int(count))
-                for url, count in session.execute(
-                    select(Page.url, func.count(Match.id))
-                    .join(Match, Match.page_id == Page.id)
-                    .where(Page.id.in_(chunk), Match.status.in_(statuses))
-                    .group_by(Page.url)
+
+    def read() -> list[tuple[str, int]]:
+        found: list[tuple[str, int]] = []
+        with session_scope(sessions) as session:
+            for chunk in id_chunks(page_ids):
+                found.extend(
+                    (str(url), int(count))
+                    for url, count in session.execute(
+                        select(Page.url, func.count(Match.id))
+                        .join(Match, Match.page_id == Page.id)
+                        .where(Page.id.in_(chunk), Match.status.in_(statuses))
+                        .group_by(Page.url)
+                    )
                 )
-            )
-    return sorted(found)
+        return sorted(found)
+
+    return retry_while_unreachable(read, what="reading the crawl's copies")
 
 
 def _compared(sessions: sessionmaker[Session], page_ids: set[int]) -> int:

@@ -28,7 +28,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from crawler.pages import CrawledPage
-from storage.db import session_scope
+from storage.db import retry_while_unreachable, session_scope
 from storage.models import Page, utcnow
 from storage.sites import site_ids, site_of
 
@@ -46,6 +46,14 @@ class StoreCounts:
     to_compare: int = 0  # handed to dispatch
     page_ids: set[int] = field(default_factory=set)  # every page this crawl stored or saw unchanged
     site_ids: set[int] = field(default_factory=set)
+
+    def add(self, other: StoreCounts) -> None:
+        """Fold in the counts of one committed batch."""
+        self.stored += other.stored
+        self.unchanged += other.unchanged
+        self.to_compare += other.to_compare
+        self.page_ids |= other.page_ids
+        self.site_ids |= other.site_ids
 
 
 class PageStore:
@@ -96,23 +104,34 @@ class PageStore:
     def validators(self, url: str) -> tuple[str, str]:
         """``(etag, last_modified)`` of the stored page at ``url`` (``''`` for none): what a conditional request
         sends back. Only a page stored from a 200 response has them."""
-        with session_scope(self.sessions) as session:
-            row = session.execute(
-                select(Page.etag, Page.last_modified).where(Page.url == url[:2048], Page.status == 200)
-            ).first()
-        return (str(row[0] or ""), str(row[1] or "")) if row is not None else ("", "")
+
+        def read() -> tuple[str, str]:
+            with session_scope(self.sessions) as session:
+                row = session.execute(
+                    select(Page.etag, Page.last_modified).where(Page.url == url[:2048], Page.status == 200)
+                ).first()
+            return (str(row[0] or ""), str(row[1] or "")) if row is not None else ("", "")
+
+        return retry_while_unreachable(read, what=f"reading the validators of {url}")
 
     def _store(self, batch: list[CrawledPage]) -> None:
-        with session_scope(self.sessions) as session:
-            to_compare = self._write(session, batch)
-        self.counts.to_compare += len(to_compare)
+        # A database restarted meanwhile costs a pause, not the batch: the write is an upsert, safe to run again,
+        # and the batch's counts reach the crawl's only once committed.
+        def write() -> tuple[list[int], StoreCounts]:
+            counts = StoreCounts()
+            with session_scope(self.sessions) as session:
+                return self._write(session, batch, counts), counts
+
+        to_compare, counts = retry_while_unreachable(write, what=f"storing a batch of {len(batch)} page(s)")
+        counts.to_compare = len(to_compare)
+        self.counts.add(counts)
         if to_compare:
             self.dispatch(to_compare)
 
-    def _write(self, session: Session, batch: Sequence[CrawledPage]) -> list[int]:
+    def _write(self, session: Session, batch: Sequence[CrawledPage], counts: StoreCounts) -> list[int]:
         # one row per URL: a batch may hold a URL twice (a start URL that is also linked): the last fetch wins
         latest = {page.url: page for page in batch}
-        to_compare = self._touch_not_modified(session, [p for p in latest.values() if p.not_modified])
+        to_compare = self._touch_not_modified(session, [p for p in latest.values() if p.not_modified], counts)
         latest = {url: page for url, page in latest.items() if not page.not_modified}
         if not latest:
             return to_compare
@@ -181,18 +200,18 @@ class PageStore:
         ).returning(Page.id, Page.url, Page.compared_at)
         comparable = {row["url"] for row in rows if row["compared_at"] is None}
         for page_id, url, compared_at in session.execute(statement):
-            self.counts.page_ids.add(int(page_id))
+            counts.page_ids.add(int(page_id))
             if compared_at is None:
                 to_compare.append(int(page_id))
-                self.counts.stored += 1
+                counts.stored += 1
             elif url in comparable:
-                self.counts.unchanged += 1
+                counts.unchanged += 1
             else:
-                self.counts.stored += 1
-        self.counts.site_ids.update(v for v in sites.values())
+                counts.stored += 1
+        counts.site_ids.update(v for v in sites.values())
         return sorted(to_compare)
 
-    def _touch_not_modified(self, session: Session, pages: Sequence[CrawledPage]) -> list[int]:
+    def _touch_not_modified(self, session: Session, pages: Sequence[CrawledPage], counts: StoreCounts) -> list[int]:
         """Pages answered ``304 Not Modified``: only ``fetched_at`` (and the crawl job) move; unchanged. A page
         stored and never compared (a lost task) is handed on again, as a fetch with the same content would be."""
         to_compare: list[int] = []
@@ -205,12 +224,12 @@ class PageStore:
             ).first()
             if row is None:
                 continue  # a 304 for a page never stored: nothing to keep
-            self.counts.page_ids.add(int(row[0]))
+            counts.page_ids.add(int(row[0]))
             if row[2] is not None:
-                self.counts.site_ids.add(int(row[2]))
+                counts.site_ids.add(int(row[2]))
             if row[1] is None:
                 to_compare.append(int(row[0]))
-                self.counts.stored += 1
+                counts.stored += 1
             else:
-                self.counts.unchanged += 1
+                counts.unchanged += 1
         return to_compare

@@ -8,14 +8,17 @@ processes running ``fptrack init`` at once never race.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, inspect, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from storage.settings import Settings
@@ -27,9 +30,15 @@ __all__ = [
     "check_schema",
     "create_engine_for",
     "migrate",
+    "retry_while_unreachable",
     "session_factory",
     "session_scope",
 ]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+UNREACHABLE_RETRY_SECONDS = 60.0
+"""How long :func:`retry_while_unreachable` keeps trying by default: a restart or a fail-over, not an outage."""
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 _ADVISORY_LOCK_KEY = 0x66707472  # "fptr"
@@ -92,6 +101,31 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def retry_while_unreachable(
+    operation: Callable[[], T], *, what: str, seconds: float = UNREACHABLE_RETRY_SECONDS
+) -> T:
+    """Run ``operation`` (a whole unit of work: it opens, commits and closes its own session), again and again
+    with back-off (0.2 s doubling to 5 s) while the database is unreachable or cuts the connection, for
+    ``seconds`` at most; then the last error is raised.
+
+    Why: a database restarted under a running crawl (``pg_ctl restart``, a fail-over) must cost the crawl a pause,
+    not the pages it holds in memory. Only for operations that are safe to run twice (upserts, reads, settling);
+    an error that is not about the connection (a constraint, a bug) is raised at once."""
+    deadline = time.monotonic() + seconds
+    pause = 0.2
+    while True:
+        try:
+            return operation()
+        except DBAPIError as error:
+            lost = isinstance(error, OperationalError) or error.connection_invalidated
+            if not lost or time.monotonic() + pause > deadline:
+                raise
+            log.warning("%s: the database is unreachable (%s); trying again in %.1f s",
+                        what, str(error.orig or error).strip().splitlines()[0], pause)  # fmt: skip
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)
 
 
 def alembic_config(settings: Settings) -> Config:

@@ -93,9 +93,9 @@ def test_a_worker_killed_mid_batch_and_restarted_compares_every_page_once(cluste
 def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cluster) -> None:
     cluster.fptrack("works", "add", str(WORK))
     workers = [cluster.start_worker("w1"), cluster.start_worker("w2")]
-    with serve_site(_slow_site(0.05)) as base:
+    with serve_site(_slow_site(0.1)) as base:
         crawl = cluster.start_crawl(base)
-        stored, compared = _wait_compared(cluster, at_least=1)
+        stored, compared = _wait_compared(cluster, at_least=33)  # a batch through the workers: all three at work
         cluster.postgres.restart()  # fast shutdown: every connection of the crawl and the workers is cut
         assert crawl.process.poll() is None, "the crawl ended before PostgreSQL was restarted: make it longer"
         result = crawl.wait()
@@ -121,7 +121,7 @@ def test_redis_restarted_during_a_crawl_the_sweep_hands_the_pages_on(cluster: Cl
     cluster.env.update(FPTRACK_STALL_SECONDS="600", FPTRACK_SWEEP_EVERY="2", FPTRACK_SWEEP_AFTER="5")
     cluster.fptrack("works", "add", str(WORK))
     workers = [cluster.start_worker("w1", beat=True), cluster.start_worker("w2")]
-    with serve_site(_slow_site(0.05)) as base:
+    with serve_site(_slow_site(0.1)) as base:
         crawl = cluster.start_crawl(base)
         stored, compared = _wait_compared(cluster, at_least=1)
         cluster.redis.restart()  # SIGKILL, no persistence: queued and unacknowledged messages, results: all gone
