@@ -57,6 +57,7 @@ REPO = Path(__file__).resolve().parents[2]
 DATABASE = "fptrack"
 READY_SECONDS = 60.0
 _PROCESS_PAGES_RESULT = re.compile(r"fptrack\.process_pages\[[^\]]+\] succeeded in [0-9.]+s: (\{.*\})")
+_SWEEP_RESULT = re.compile(r"fptrack\.sweep\[[^\]]+\] succeeded in [0-9.]+s: (\{.*\})")
 
 
 def _as_postgres(*argv: str) -> list[str]:
@@ -223,6 +224,12 @@ class RedisServer:
         except redis.ConnectionError:
             return False
 
+    def queue_length(self, queue: str = "fptrack") -> int:
+        """Messages waiting in a Celery queue (a Redis list of that name)."""
+        import redis
+
+        return int(redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5).llen(queue))
+
     def stop(self) -> None:
         """SIGKILL: what is in memory (queued and unacknowledged messages, results) is gone."""
         process, self._process = self._process, None
@@ -278,6 +285,10 @@ class Worker:
         for found in _PROCESS_PAGES_RESULT.finditer(self.log()):
             done.extend(int(page_id) for page_id in ast.literal_eval(found.group(1))["done"])
         return done
+
+    def swept_pages(self) -> int:
+        """Pages the ``fptrack.sweep`` tasks this worker ran handed on again (their logged results)."""
+        return sum(int(ast.literal_eval(found.group(1))["pages"]) for found in _SWEEP_RESULT.finditer(self.log()))
 
     def kill(self) -> None:
         """SIGKILL to the worker's whole group (main process and pool child), whatever it is doing."""
@@ -397,9 +408,11 @@ class Cluster:
             stderr=err if err is not None else subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 
-    def fptrack(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        """Run the CLI to its end against the cluster."""
-        result = subprocess.run([sys.executable, "-m", "admin.cli", *args], env=self.env, cwd=REPO,
+    def fptrack(
+        self, *args: str, check: bool = True, timeout: float = 300, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the CLI to its end against the cluster (``env``: settings of this run only)."""
+        result = subprocess.run([sys.executable, "-m", "admin.cli", *args], env={**self.env, **(env or {})}, cwd=REPO,
                                 capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
         if check and result.returncode != 0:
             raise AssertionError(f"fptrack {' '.join(args)} exited {result.returncode}:\n{result.stderr[-3000:]}")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from compare.tasks import PAGES_PER_TASK
 from tests.reliability.cluster import Census, Cluster, Worker
 from tests.support.copy_site import WORK, copy_site, expected_copies
 from tests.support.sites import Page as SitePage
@@ -43,6 +44,17 @@ def _wait_compared(cluster: Cluster, at_least: int, timeout: float = 120) -> tup
             return stored, compared
         time.sleep(0.2)
     raise AssertionError(f"fewer than {at_least} pages compared within {timeout:.0f} s")
+
+
+def _wait_stored(cluster: Cluster, at_least: int, timeout: float = 120) -> int:
+    """Wait until ``at_least`` pages are stored; returns how many are then."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stored, _ = cluster.count_pages()
+        if stored >= at_least:
+            return stored
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {at_least} pages stored within {timeout:.0f} s")
 
 
 def _compared_twice(workers: Sequence[Worker]) -> list[int]:
@@ -119,13 +131,14 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
 def test_redis_restarted_during_a_crawl_the_sweep_hands_the_pages_on(cluster: Cluster) -> None:
     # The crawl's own stall hand-on is pushed out of the way: the workers' periodic sweep must do the work.
     cluster.env.update(FPTRACK_STALL_SECONDS="600", FPTRACK_SWEEP_EVERY="2", FPTRACK_SWEEP_AFTER="5")
-    cluster.fptrack("works", "add", str(WORK))
-    workers = [cluster.start_worker("w1", beat=True), cluster.start_worker("w2")]
-    with serve_site(_slow_site(0.1)) as base:
+    cluster.fptrack("works", "add", str(WORK), env={"FPTRACK_BROKER_URL": ""})  # indexed now, not queued
+    with serve_site(_slow_site(0.05)) as base:
         crawl = cluster.start_crawl(base)
-        stored, compared = _wait_compared(cluster, at_least=1)
-        cluster.redis.restart()  # SIGKILL, no persistence: queued and unacknowledged messages, results: all gone
+        # no worker yet: the crawl's batches pile up in Redis, then Redis goes down and comes back empty
+        stored, queued = _wait_stored(cluster, at_least=2 * PAGES_PER_TASK), cluster.redis.queue_length()
+        cluster.redis.restart()  # SIGKILL, no persistence: every queued message is gone
         assert crawl.process.poll() is None, "the crawl ended before Redis was restarted: make it longer"
+        workers = [cluster.start_worker("w1", beat=True), cluster.start_worker("w2")]
         result = crawl.wait()
     if result.returncode != 0:  # the crawl may not hand its pages on while Redis is down: it must say so
         assert "cannot hand pages to the workers" in result.stderr, result.stderr[-3000:]
@@ -133,15 +146,18 @@ def test_redis_restarted_during_a_crawl_the_sweep_hands_the_pages_on(cluster: Cl
     _wait_compared(cluster, at_least=PAGES, timeout=90)  # the sweep gets to every page in the end
     census = cluster.census(base)
     problems = census.lost_or_duplicated(expected_copies(COPIES))
-    sweeps = workers[0].log().count("fptrack.sweep[")
+    swept = sum(worker.swept_pages() for worker in workers)  # beat sends the sweep; any worker runs it
     _report(
         "Redis restarted (no persistence) during the crawl",
-        [f"restarted Redis (SIGKILL + start, every message lost) at {stored} pages stored, {compared} compared",
+        [(f"restarted Redis (SIGKILL + start) at {stored} pages stored, {queued} message(s) queued, no worker yet; "
+         "then started two workers (one with beat)"),
          f"crawl exit {result.returncode}: {result.stderr.strip().splitlines()[-1:] or 'ok'}",
-         (f"sweep task lines in the beat worker's log: {sweeps}; pages compared twice by the workers: "
+         (f"pages handed on again by the sweep: {swept}; pages compared twice by the workers: "
           f"{_compared_twice(workers) or 'none'}")],
         census, problems,
     )  # fmt: skip
+    assert queued > 0, "nothing was queued when Redis went down: the test lost nothing to recover"
+    assert swept > 0, "the sweep handed nothing on: who compared the lost pages?"
     assert census.pages == PAGES
     assert problems == {}
     assert _compared_twice(workers) == []
