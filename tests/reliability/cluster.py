@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,10 +65,10 @@ def _as_postgres(*argv: str) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv]
 
 
-def _wait_until(ready: object, what: str, timeout: float = READY_SECONDS) -> None:
+def _wait_until(ready: Callable[[], bool], what: str, timeout: float = READY_SECONDS) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if ready():  # type: ignore[operator]
+        if ready():
             return
         time.sleep(0.1)
     raise TimeoutError(f"{what} within {timeout:.0f} s")
