@@ -397,13 +397,14 @@ def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:
     return retry_while_unreachable(read, what="counting the pages still to compare")
 
 
-def _workers_on_queue(tasks: Any, queue: str) -> list[str]:
-    """Names of the workers consuming ``queue`` (asks them over the broker; [] when none answers)."""
+def _workers_on_queue(tasks: Any, queue: str) -> list[str] | None:
+    """Names of the workers consuming ``queue`` (asks them over the broker; [] when none answers), or None when
+    the broker cannot be asked: a broker down (restarting) says nothing about the workers."""
     try:
         replies = tasks.celery.control.inspect(timeout=2.0).active_queues() or {}
     except Exception as error:  # noqa: BLE001 - any broker trouble means: no answer
         log.warning("cannot ask the workers which queues they consume: %s", error)
-        return []
+        return None
     return sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or ()))
 
 
@@ -429,8 +430,9 @@ def _wait_for_workers(
             continue
         idle = now - last_change
         if idle >= settings.no_worker_seconds and not checked_workers:
-            checked_workers = True
-            if not _workers_on_queue(tasks, settings.task_queue):
+            workers = _workers_on_queue(tasks, settings.task_queue)
+            checked_workers = workers is not None  # the broker could not be asked: ask again at the next poll
+            if workers == []:
                 raise HandOffError(
                     f"no worker consumes the queue {settings.task_queue!r}: start one with `fptrack worker` "
                     f"(same FPTRACK_BROKER_URL and FPTRACK_TASK_QUEUE); the {len(pending)} page(s) waiting are "

@@ -18,8 +18,8 @@ workers and crawls as subprocesses, and a census of what the database holds afte
         census = cluster.census(base)                    # pages, pending, matches by path, duplicates, orphans
 
 PostgreSQL: one ``initdb`` and one ``fptrack init`` per test session (:class:`PostgresTemplate`), the data
-directory copied for each test; started with ``fsync=off`` and small buffers, as the ``postgres`` user (we run as
-root). Redis: ``--save "" --appendonly no``, so a restart loses everything, as a crashed broker without
+directory copied for each test; started with ``fsync=off`` and small buffers, as the ``postgres`` user when we run
+as root. Redis: ``--save "" --appendonly no``, so a restart loses everything, as a crashed broker without
 persistence does. Every process is stopped when the cluster is closed, whatever the test did.
 """
 
@@ -61,8 +61,14 @@ _SWEEP_RESULT = re.compile(r"fptrack\.sweep\[[^\]]+\] succeeded in [0-9.]+s: (\{
 
 
 def _as_postgres(*argv: str) -> list[str]:
-    """``argv`` run as the ``postgres`` user (PostgreSQL refuses to run as root)."""
-    return ["runuser", "-u", "postgres", "--", *argv]
+    """``argv`` run as the ``postgres`` user when we are root (PostgreSQL refuses to run as root)."""
+    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else list(argv)
+
+
+def _give_to_postgres(path: Path) -> None:
+    """Make ``path`` the ``postgres`` user's when we are root (else it is ours, and so is the server)."""
+    if os.geteuid() == 0:
+        shutil.chown(path, "postgres", "postgres")
 
 
 def _wait_until(ready: Callable[[], bool], what: str, timeout: float = READY_SECONDS) -> None:
@@ -159,7 +165,7 @@ class PostgresTemplate:
     @classmethod
     def build(cls) -> PostgresTemplate:
         root = Path(tempfile.mkdtemp(prefix="fptrack-reliability-"))
-        shutil.chown(root, "postgres", "postgres")  # the server's user must reach its data directories
+        _give_to_postgres(root)  # the server's user must reach its data directories
         data_dir = root / "template"
         initdb = _as_postgres(str(POSTGRES_BIN / "initdb"), "-D", str(data_dir), "-U", "postgres", "-A", "trust",
                               "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")  # fmt: skip
@@ -181,7 +187,7 @@ class PostgresTemplate:
     def copy(self, name: str) -> Path:
         target = self.root / name / "pgdata"
         target.parent.mkdir()
-        shutil.chown(target.parent, "postgres", "postgres")
+        _give_to_postgres(target.parent)
         subprocess.run(["cp", "-a", str(self.data_dir), str(target)], check=True)
         (target / "postmaster.pid").unlink(missing_ok=True)
         return target

@@ -2,10 +2,17 @@
 injected, and a report of what was done and what was lost, which must be nothing.
 
 Every test in this folder carries the ``reliability`` marker, so ``pytest -m reliability`` selects them.
+
+Fixtures: ``cluster`` (a PostgreSQL and a Redis of the test's own on spare loopback ports, and the fptrack
+processes it starts: tests/reliability/cluster.py), built from ``cluster_template`` (one ``initdb`` and one
+``fptrack init`` per session). They need PostgreSQL 15's server binaries and ``redis-server`` (the Debian packages
+of the shared servers), and ``runuser`` when run as root; missing ones skip the tests, or fail them under
+``CI=true``.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +32,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _tools_missing() -> list[str]:
-    wanted = [str(POSTGRES_BIN / "initdb"), str(POSTGRES_BIN / "postgres"), "redis-server", "runuser"]
+    wanted = [str(POSTGRES_BIN / "initdb"), str(POSTGRES_BIN / "postgres"), "redis-server"]
+    if os.geteuid() == 0:
+        wanted.append("runuser")
     return [tool for tool in wanted if shutil.which(tool) is None]
 
 

@@ -116,7 +116,10 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
     _report(
         "PostgreSQL restarted during the crawl",
         [f"restarted PostgreSQL (fast shutdown + start) at {stored} pages stored, {compared} compared",
-         f"crawl exit {result.returncode}; workers alive after: {[w.process.poll() is None for w in workers]}",
+         (f"crawl exit {result.returncode}; its database operations tried again: "
+          f"{result.stderr.count('the database is unreachable')}; worker tasks retried: "
+          f"{sum(w.log().count('] retry:') for w in workers)}; workers alive after: "
+          f"{[w.process.poll() is None for w in workers]}"),
          f"pages compared twice by the workers: {_compared_twice(workers) or 'none'}"],
         census, problems,
     )  # fmt: skip
