@@ -29,7 +29,7 @@ from storage.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.integration.crawler.harness import REPO_ROOT
 from tests.support.sites import Page as SitePage
-from tests.support.sites import SiteURL, chapter_page, serve_site
+from tests.support.sites import SiteURL, serve_site
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -69,10 +69,10 @@ def _site_pages() -> dict[str, SitePage]:
             else:
                 start = rng.randrange(len(filler) - 200)
                 paragraphs = [filler[start : start + 100], filler[start + 100 : start + 200]]
+            text = "".join(f"<p>{p}</p>" for p in paragraphs if p.strip())
             nav = f'<a href="/">目录</a> <a href="/s/{s}/">卷</a> <a href="/c/{s}-{(c + 1) % CHAPTERS_PER_SECTION}.html">下一章</a>'
-            page = chapter_page(f"第{c}章", paragraphs)
-            pages[path] = SitePage(page.body.replace(b"</body>", nav.encode() + b"</body>"), content_type=page.content_type,
-                                   delay=PAGE_DELAY)  # fmt: skip
+            pages[path] = SitePage.html(f"<html><head><title>第{c}章</title></head><body><h1>第{c}章</h1>{text}{nav}"
+                                        "</body></html>", delay=PAGE_DELAY)  # fmt: skip
     return pages
 
 
