@@ -114,7 +114,12 @@ class PageSpider(scrapy.Spider):
             self._inc("fptrack/resume/pages_before", len(self.state.done))
             self._inc("fptrack/resume/requests_pending", len(pending))
             for url, depth, start in pending:
-                yield self._request(url, start=start, depth=depth)
+                request = self._request(url, start=start, depth=depth)
+                # Scrapy takes these for start requests (depth 0); give them the depth and the priority its depth
+                # middleware gave them (DEPTH_PRIORITY = 1, crawler.runner), so the crawl stays breadth first
+                request.meta["depth"] = depth
+                request.priority = -depth
+                yield request
             return
         if self.state is not None:
             self.state.record(((url, 0) for url in self.start_urls), start=True)
@@ -123,8 +128,7 @@ class PageSpider(scrapy.Spider):
 
     def _request(self, url: str, *, start: bool = False, depth: int = 0) -> Request:
         meta = {REQUESTED_URL: url, START_PAGE: start, PAGE_DEPTH: depth}
-        # breadth first (DEPTH_PRIORITY) for resumed requests too, which Scrapy sees as start requests
-        return Request(url, callback=self.parse, errback=self.on_error, meta=meta, priority=-depth)
+        return Request(url, callback=self.parse, errback=self.on_error, meta=meta)
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[CrawledPage | Request]:
         rendered = response.meta.get(RENDER_META) is not None  # its static parse took the page from the budget
