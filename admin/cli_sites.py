@@ -200,6 +200,7 @@ def sites_list(context: Any) -> None:
 @friendly_errors
 def sites_show(context: Any, name: str) -> None:
     """A monitored site's settings and its recent crawls."""
+    from crawler.resume import state_dir
     from crawler.sites import find_site, spec_of
 
     with context.session() as session:
@@ -217,6 +218,9 @@ def sites_show(context: Any, name: str) -> None:
                 value = "manual"
             click.echo(f"  {key:<14} {value}")
         click.echo(f"  {'next crawl':<14} {_when(site.next_crawl_at) if site.schedule and site.enabled else '-'}")
+        state = state_dir(context.settings.data_dir, int(site.id))
+        if state.exists():  # an interrupted crawl's frontier: the next crawl continues it (crawler.resume)
+            click.echo(f"  {'resumes from':<14} {state}")
         jobs = _jobs(session, int(site.id), 10)
         if jobs:
             click.echo("recent crawls:")
@@ -275,6 +279,8 @@ def sites_run(context: Any, name: str, scheduled: bool, quiet: bool, join: bool)
         )
         for url, reason in stats.failures[:10]:
             click.echo(f"  failed: {url}: {reason}")
+        for note in stats.notes:
+            click.echo(f"  note: {note}")
     for url, count in outcome.copies:
         click.echo(f"  copy: {url} ({count} chapter match{'es' if count != 1 else ''})")
     if not outcome.ok:

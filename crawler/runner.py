@@ -25,6 +25,7 @@ from storage.settings import Settings
 
 if TYPE_CHECKING:
     from crawler.distributed import SharedCrawl
+    from crawler.resume import CrawlState
 
 __all__ = ["PROTECTED_SCRAPY_SETTINGS", "check_options", "run_crawl", "scrapy_settings"]
 
@@ -162,6 +163,7 @@ def run_crawl(
     progress: Callable[[CrawlProgress], None] | None = None,
     options: CrawlOptions | None = None,
     shared: SharedCrawl | None = None,
+    state: CrawlState | None = None,
 ) -> CrawlStats:
     """Crawl from ``start_urls`` and return when done; every response goes to ``store`` (batched writes, see
     :mod:`crawler.store`) or, synchronously, to ``sink``.
@@ -179,7 +181,8 @@ def run_crawl(
 
     ``shared`` (an entered :class:`crawler.distributed.SharedCrawl`) makes this process one of a distributed
     crawl's: the frontier, the dupefilter and the ``max_pages`` budget are shared in Redis, and only the run's first
-    process requests the start URLs.
+    process requests the start URLs. ``state`` (:class:`crawler.resume.CrawlState`, a site crawl) keeps the
+    frontier on disk, and continues the one an interrupted crawl left.
 
     Runs Scrapy on Twisted's reactor in this thread, so it works **once per process**; a second call raises
     :class:`CrawlError`. Raises :class:`CrawlError` for bad arguments before anything is fetched.
@@ -236,6 +239,7 @@ def run_crawl(
         take_page=shared.take_page if shared is not None else None,
         seed=shared is None or shared.first,
         render=render,
+        state=state,
     )
     with _stop_on_signals(process) as stopped:
         process.start(install_signal_handlers=False)

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Self
 
 from sqlalchemy import func, select, update
@@ -43,6 +43,7 @@ from storage.sites import site_ids, site_of
 
 if TYPE_CHECKING:
     from crawler.distributed import SharedCrawl
+    from crawler.resume import CrawlState
 
 __all__ = ["CrawlOutcome", "WaitProgress", "run_crawl_job"]
 
@@ -128,13 +129,18 @@ def run_crawl_job(
     trigger: str = "cli",
     on_start: Callable[[int], None] | None = None,
     shared: SharedCrawl | None = None,
+    state: CrawlState | None = None,
 ) -> CrawlOutcome:
     """Run one crawl job (see the module docstring). Runs Scrapy in this process: once per process.
 
     ``options`` are the site's settings (or ``fptrack crawl``'s); ``trigger`` says what started the job (``cli``,
     ``site``, ``schedule``); ``on_start`` is told the job's id once its row exists (a scheduled crawl ties its claim
     to it). ``shared``, an entered :class:`crawler.distributed.SharedCrawl`, makes this process one of a distributed
-    crawl's (``depth`` and ``max_pages`` are then the run's); ``on_start`` is called by the run's first process only."""
+    crawl's (``depth`` and ``max_pages`` are then the run's); ``on_start`` is called by the run's first process only.
+
+    ``state`` (:mod:`crawler.resume`, a site crawl's frontier on disk) is continued when an earlier crawl of it was
+    killed: the pages that crawl stored are not fetched again (those it left uncompared are compared now), the
+    budget counts them, and the job's stats say it resumed. It is removed when the crawl ends normally."""
     from compare import tasks
     from crawler.runner import run_crawl
 
@@ -164,6 +170,7 @@ def run_crawl_job(
     # fetching and parsing (lxml, numpy and SQLite run outside the GIL); one writer, so SQLite never contends.
     local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fptrack-store") if settings.tasks_in_process else None
     store = PageStore(sessions, job_id=job_id, dispatch=dispatcher, executor=local)
+    resumed = ""
     if not settings.tasks_in_process and not _workers_on_queue(tasks, settings.task_queue):
         log.warning(
             "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored meanwhile; "
@@ -174,12 +181,19 @@ def run_crawl_job(
         # The whole job, not only the crawl, answers Ctrl+C and SIGTERM: during the crawl run_crawl stops Scrapy
         # (gracefully, then at once); before and after it (storing, waiting on workers) the job is interrupted.
         stop.__enter__()
+        if state is not None:
+            resumed = _resume(sessions, state, job_id, store, dispatcher)
         outcome.stats = run_crawl(
             list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress,
-            options=options, shared=shared,
+            options=options, shared=shared, state=state,
         )
         store.flush()
         store.drain()
+        if resumed:
+            outcome.stats = replace(outcome.stats, notes=(*outcome.stats.notes, resumed))
+        if state is not None and outcome.stats.finish_reason in FINISHED_NORMALLY and not stop.received:
+            state.remove()  # every page it holds is stored: nothing left to resume
+            state = None
         outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
         outcome.pages_queued = store.counts.to_compare
         if outcome.stats.interrupted or stop.received:
@@ -211,6 +225,8 @@ def run_crawl_job(
         raise
     finally:
         stop.__exit__()
+        if state is not None:
+            state.close()
         if local is not None:
             local.shutdown(wait=True, cancel_futures=True)
     outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
@@ -287,6 +303,37 @@ def _settle(sessions: sessionmaker[Session], site_ids: set[int], settings: Setti
             settle_sites(session, site_ids, settings)
 
     retry_while_unreachable(settle, what="settling the crawl's sites")
+# Scrapy's finish reasons of a crawl that ran to its end: the frontier is exhausted, or the page budget spent.
+FINISHED_NORMALLY = frozenset({"finished", "max_pages"})
+
+
+def _resume(
+    sessions: sessionmaker[Session], state: CrawlState, job_id: int, store: PageStore, dispatcher: _Dispatcher
+) -> str:
+    """Tie ``state`` to the job; when earlier (killed) jobs crawled from it, mark the pages they stored done, hand
+    on those they left uncompared, count them as this crawl's, and return the line that says the crawl resumed."""
+    earlier = state.earlier_jobs() if state.resumed else []
+    state.add_job(job_id)
+    if not earlier:
+        return ""
+    with session_scope(sessions) as session:
+        rows = session.execute(
+            select(Page.id, Page.url, Page.site_id, Page.compared_at).where(Page.crawl_job_id.in_(earlier))
+        ).all()
+    state.done = {str(url) for _, url, _, _ in rows}
+    store.counts.page_ids.update(int(page_id) for page_id, _, _, _ in rows)
+    store.counts.site_ids.update(int(site_id) for _, _, site_id, _ in rows if site_id is not None)
+    uncompared = sorted(int(page_id) for page_id, _, _, compared_at in rows if compared_at is None)
+    if uncompared:
+        store.counts.to_compare += len(uncompared)
+        dispatcher(uncompared)
+    jobs = ", ".join(f"#{job}" for job in earlier)
+    line = (
+        f"resumed the interrupted crawl of job {jobs}: {len(rows)} page(s) stored before are not fetched again "
+        f"({len(uncompared)} handed on to compare); state in {state.directory}"
+    )
+    log.warning("%s", line)
+    return line
 
 
 def _job_pages(sessions: sessionmaker[Session], job_id: int) -> tuple[set[int], set[int]]:

@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import socket
+import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -453,6 +454,7 @@ def run_site(
     A ``distributed`` site's crawl is shared (:mod:`crawler.distributed`): when another crawl of it is running, this
     process joins it instead of being skipped (not when started by the scheduler); ``join`` only joins (a
     :class:`SiteError` when no crawl of the site is running)."""
+    from crawler.resume import CrawlState, state_key
     from crawler.service import run_crawl_job
 
     with session_scope(sessions) as session:
@@ -525,9 +527,16 @@ def run_site(
     thread = threading.Thread(target=beat, name=f"claim-{site_name}", daemon=True)
     thread.start()
     try:
+        state = None
+        if shared is None:  # a distributed crawl's frontier is in Redis already
+            try:
+                state = CrawlState.open(settings.data_dir, site_id, state_key(urls, depth, options))
+            except (OSError, sqlite3.Error) as error:
+                raise SiteError(f"site {site_name}: cannot keep the crawl's state under {settings.data_dir}: "
+                                f"{error}") from None  # fmt: skip
         outcome = run_crawl_job(
             settings, sessions, urls, depth=depth, max_pages=max_pages, progress=progress, waiting=waiting,
-            site_id=site_id, options=options, trigger=trigger, on_start=started, shared=shared,
+            site_id=site_id, options=options, trigger=trigger, on_start=started, shared=shared, state=state,
         )  # fmt: skip
     except CrawlError as error:
         raise SiteError(f"site {site_name}: {error}") from None

@@ -25,6 +25,7 @@ from crawler.links import links_to_follow, site_of
 from crawler.pages import CrawledPage, CrawlFailure
 from crawler.parse import ParsedResponse, describe_failure, parse_response
 from crawler.render import RENDER_META, RenderPlan, rendered_response
+from crawler.resume import CrawlState
 
 __all__ = ["PARSE_THREADS", "PageSpider"]
 
@@ -43,7 +44,11 @@ class PageSpider(scrapy.Spider):
 
     In a distributed crawl (:mod:`crawler.distributed`) ``take_page`` draws on the budget shared by all its
     processes, and only the first process seeds the start URLs (``seed``); the others take requests from the
-    shared frontier."""
+    shared frontier.
+
+    With ``state`` (a site crawl, :mod:`crawler.resume`) every request is recorded on disk before the page that
+    links to it is handed on; a resumed crawl requests what the earlier runs left pending, and its budget counts
+    the pages they stored."""
 
     name = "fptrack-pages"
     # Error pages are pages too: they reach parse() instead of being filtered (3xx stay with the
@@ -66,6 +71,7 @@ class PageSpider(scrapy.Spider):
         take_page: Callable[[], bool] | None = None,
         seed: bool = True,
         render: RenderPlan | None = None,
+        state: CrawlState | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -86,6 +92,10 @@ class PageSpider(scrapy.Spider):
         self.seed = seed
         self.pages_taken = 0  # pages drawn from max_pages (emitted, or waiting on the browser)
         self.render = render or RenderPlan()  # default: never render (a spider built outside run_crawl)
+        self.state = state
+        if state is not None and state.resumed:
+            self.pages_taken = self.pages_emitted = len(state.done)  # the earlier runs spent these
+            self.allowed_sites |= state.sites()
 
     async def start(self) -> AsyncIterator[Request]:
         for request in self._start_requests():
@@ -97,6 +107,22 @@ class PageSpider(scrapy.Spider):
     def _start_requests(self) -> Iterator[Request]:
         if not self.seed:
             return
+        if self.state is not None and self.state.resumed:
+            if self.take_page is None and self.pages_taken >= self.max_pages:
+                return  # the earlier runs spent the budget: nothing more to fetch
+            pending = self.state.pending()
+            self._inc("fptrack/resume/pages_before", len(self.state.done))
+            self._inc("fptrack/resume/requests_pending", len(pending))
+            for url, depth, start in pending:
+                request = self._request(url, start=start, depth=depth)
+                # Scrapy takes these for start requests (depth 0); give them the depth and the priority its depth
+                # middleware gave them (DEPTH_PRIORITY = 1, crawler.runner), so the crawl stays breadth first
+                request.meta["depth"] = depth
+                request.priority = -depth
+                yield request
+            return
+        if self.state is not None:
+            self.state.record(((url, 0) for url in self.start_urls), start=True)
         for url in self.start_urls:
             yield self._request(url, start=True)
 
@@ -129,22 +155,30 @@ class PageSpider(scrapy.Spider):
         return int(meta.get(PAGE_DEPTH, meta.get("depth", 0)))
 
     def _emit(self, parsed: ParsedResponse, meta: Mapping[str, Any]) -> Iterator[CrawledPage | Request]:
-        """Hand the page on and follow its links."""
+        """Hand the page on and follow its links (recorded in the crawl state first: once the page is stored, a
+        resumed crawl will not fetch it again, so its links must be known by then)."""
         self.pages_emitted += 1
+        depth = self._depth(meta)
+        follow = self._links(parsed) if depth < self.depth else []
+        if self.state is not None and follow:
+            follow = self.state.record((url, depth + 1) for url in follow)
         yield parsed.page
         if self.take_page is None and self.pages_emitted >= self.max_pages:
             raise CloseSpider("max_pages")
-        depth = self._depth(meta)
-        if depth >= self.depth or not parsed.links:
-            return
+        for url in follow:
+            yield self._request(url, depth=depth + 1)
+
+    def _links(self, parsed: ParsedResponse) -> list[str]:
+        """The page's links the crawl follows: on its sites and wanted by the include/exclude patterns."""
+        if not parsed.links:
+            return []
         follow, off_site = links_to_follow(parsed.links, frozenset(self.allowed_sites))
         if off_site:
             self._inc("fptrack/links_off_site", off_site)
-        for url in follow:
-            if self.wanted(url):
-                yield self._request(url, depth=depth + 1)
-            else:
-                self._inc("fptrack/links_excluded")
+        wanted = [url for url in follow if self.wanted(url)]
+        if len(wanted) < len(follow):
+            self._inc("fptrack/links_excluded", len(follow) - len(wanted))
+        return wanted
 
     async def _parse_in_thread(self, response: Response, source: Response) -> ParsedResponse:
         """Parse ``source`` (``response`` itself, or the browser's rendering of it) in a thread of its own."""
