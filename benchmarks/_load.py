@@ -44,7 +44,10 @@ function response(status, headers, body)
     ok = ok + 1
   else
     bad = bad + 1
-    if first_bad == "" then first_bad = tostring(status) .. " " .. string.sub(body or "", 1, 120) end
+    if first_bad == "" then
+      first_bad = tostring(status) .. " " .. string.gsub(string.sub(body or "", 1, 120), "[^%w%s%.:/<>=-]", "?")
+      first_bad = string.gsub(first_bad, "%s+", " ")
+    end
   end
   if ok + bad >= limit then wrk.thread:stop() end
 end
@@ -59,7 +62,7 @@ function done(summary, latency, requests)
   io.write(string.format(
     'FPTRACK_WRK {"ok": %d, "bad": %d, "requests": %d, "duration_us": %d, "socket_errors": %d, '
     .. '"status_errors": %d, "timeouts": %d, "p50_us": %d, "p90_us": %d, "p99_us": %d, "max_us": %d, '
-    .. '"first_bad": %q}\n',
+    .. '"first_bad": "%s"}\n',
     o, b, summary.requests, summary.duration, e.connect + e.read + e.write, e.status, e.timeout,
     latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max, example))
 end

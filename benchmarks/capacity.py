@@ -236,7 +236,7 @@ def stage_cpu(site: PipelineSite, base: str, database_url: str, workdir: Path, s
             server[stage] = server.get(stage, 0.0) + process_cpu_seconds(backend) - s0
             return value
 
-        ids = dict(session.execute(select(Page.url, Page.id).where(Page.url.in_(list(urls)))).tuples().all())
+        ids = {str(url): int(i) for url, i in session.execute(select(Page.url, Page.id).where(Page.url.in_(list(urls))))}
         site_id = session.execute(select(Page.site_id).where(Page.url.in_(list(urls))).limit(1)).scalar_one()
         site_pages = len(session.execute(select(Page.id).where(Page.site_id == site_id)).all())
         documents = []
