@@ -85,6 +85,8 @@ class LoadResult:
     p99_ms: float
     max_ms: float
     first_bad: str
+    server_cpu_ms: float | None = None  # gunicorn's CPU per request (its process tree), when measured
+    postgres_cpu_ms: float | None = None  # the database's backends' CPU per request, when measured
 
     @property
     def requests_per_second(self) -> float:
@@ -100,6 +102,7 @@ class LoadResult:
             "bad": self.bad, "socket_errors": self.socket_errors, "seconds": round(self.seconds, 2),
             "requests_per_second": round(self.requests_per_second, 1), "p50_ms": self.p50_ms,
             "p90_ms": self.p90_ms, "p99_ms": self.p99_ms, "max_ms": self.max_ms,
+            "server_cpu_ms_per_request": self.server_cpu_ms, "postgres_cpu_ms_per_request": self.postgres_cpu_ms,
         }  # fmt: skip
 
 
@@ -179,10 +182,16 @@ def wait_for(url: str, server: subprocess.Popen[bytes]) -> None:
     raise SystemExit("the admin server did not answer within 60 s")
 
 
+@dataclass(frozen=True)
+class AdminServer:
+    base: str  # http://127.0.0.1:PORT
+    pid: int  # gunicorn's arbiter; its workers are its children
+
+
 @contextmanager
-def serve_admin(database_url: str, data_dir: Path, workers: int) -> Iterator[str]:
-    """``fptrack serve --production`` (gunicorn, ``workers`` workers) on a free port of 127.0.0.1 for the block;
-    yields its base URL. Its log is ``data_dir / "server.log"``."""
+def serve_admin(database_url: str, data_dir: Path, workers: int) -> Iterator[AdminServer]:
+    """``fptrack serve --production`` (gunicorn, ``workers`` workers) on a free port of 127.0.0.1 for the block.
+    Its log is ``data_dir / "server.log"``."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     env.update(FPTRACK_DATABASE_URL=database_url, FPTRACK_DATA_DIR=str(data_dir))
@@ -195,7 +204,7 @@ def serve_admin(database_url: str, data_dir: Path, workers: int) -> Iterator[str
         try:
             base = f"http://127.0.0.1:{port}"
             wait_for(base + "/healthz", server)
-            yield base
+            yield AdminServer(base, server.pid)
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             try:

@@ -161,7 +161,8 @@ def main() -> None:
         load = generate(settings.database_url, args.matches, args.hosts, args.works)
         top_host = _top_confirmed_host(settings.database_url)
 
-        with serve_admin(database_url, data_dir, args.workers) as base:
+        with serve_admin(database_url, data_dir, args.workers) as server:
+            base = server.base
             client = log_in(base, "bench", PASSWORD)
             pages = {
                 "healthz (baseline)": "/healthz",

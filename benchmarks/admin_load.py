@@ -17,13 +17,17 @@ What it does, in a database of its own (created, then dropped at the end unless 
    page (session cookie) and ``/api/matches``, ``/api/matches/ID``, ``/api/stats`` (``Authorization: Bearer``).
    Each response counts as an error unless it is a 200 carrying the page's marker (the signed-in user's name
    on HTML pages, a key of the JSON): a login page, an error page or a socket error are all errors;
-4. prints a table (requests/s, p50, p90, p99, errors per endpoint and concurrency) and the load average, and
-   ends with a JSON line. Exit status 1 when any request failed.
+4. the CPU each request cost: gunicorn's process tree and the PostgreSQL backends of the database
+   (``benchmarks/_cpu.py``, from ``/proc``), divided by the requests of the run;
+5. prints a table (requests/s, p50, p90, p99, errors, CPU per request, per endpoint and concurrency) and the
+   load average, and ends with a JSON line. Exit status 1 when any request failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -41,7 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from admin.accounts import create_user
 from admin.tokens import create_token
-from benchmarks._load import LoadResult, cookie_header, log_in, run_wrk, serve_admin, wrk_path
+from benchmarks._cpu import BackendCpu, tree_cpu_seconds
+from benchmarks._load import AdminServer, LoadResult, cookie_header, log_in, run_wrk, serve_admin, wrk_path
 from benchmarks.admin_latency import PASSWORD, generate
 from storage.db import create_engine_for, migrate, session_factory, session_scope
 from storage.settings import Settings
@@ -86,11 +91,19 @@ def populate(settings: Settings, matches: int, hosts: int, works: int) -> tuple[
 
 
 def load_endpoints(
-    base: str, token: str, match_id: int, *, concurrency: list[int], seconds: float, max_requests: int
+    server: AdminServer,
+    token: str,
+    match_id: int,
+    *,
+    concurrency: list[int],
+    seconds: float,
+    max_requests: int,
+    postgres: tuple[str, str] | None = None,
 ) -> list[LoadResult]:
-    """Log in, then ``wrk`` against every endpoint at every concurrency, in turn."""
-    client = log_in(base, USERNAME, PASSWORD)
-    cookie = cookie_header(client)
+    """Log in, then ``wrk`` against every endpoint at every concurrency, in turn. ``postgres``: (a DSN of the
+    server, the database's name) to measure its backends' CPU per request as well as gunicorn's."""
+    base = server.base
+    cookie = cookie_header(log_in(base, USERNAME, PASSWORD))
     for endpoint in endpoints(match_id):  # warm every gunicorn worker's caches; fail early on a wrong marker
         headers = {"Authorization": f"Bearer {token}"} if endpoint.api else {"Cookie": cookie}
         for _ in range(4):
@@ -101,22 +114,36 @@ def load_endpoints(
     for connections in concurrency:
         for endpoint in endpoints(match_id):
             headers = {"Authorization": f"Bearer {token}"} if endpoint.api else {"Cookie": cookie}
-            results.append(run_wrk(endpoint.label, base + endpoint.path, marker=endpoint.marker, headers=headers,
-                                   connections=connections, seconds=seconds, max_requests=max_requests))  # fmt: skip
+            with contextlib.ExitStack() as stack:
+                backends = stack.enter_context(BackendCpu(*postgres)) if postgres else None
+                before = tree_cpu_seconds(server.pid)
+                result = run_wrk(endpoint.label, base + endpoint.path, marker=endpoint.marker, headers=headers,
+                                 connections=connections, seconds=seconds, max_requests=max_requests)  # fmt: skip
+                server_cpu = tree_cpu_seconds(server.pid) - before
+            count = max(1, result.requests)
+            results.append(dataclasses.replace(
+                result, server_cpu_ms=round(server_cpu * 1000 / count, 2),
+                postgres_cpu_ms=round(backends.seconds * 1000 / count, 2) if backends else None,
+            ))  # fmt: skip
     return results
 
 
 def print_results(results: list[LoadResult]) -> None:
     width = max(len(r.label) for r in results)
     print(f"{'endpoint':<{width}}  {'conc':>4}  {'requests':>8}  {'req/s':>7}  {'p50 ms':>7}  {'p90 ms':>7}  "
-          f"{'p99 ms':>7}  {'errors':>6}")  # fmt: skip
+          f"{'p99 ms':>7}  {'errors':>6}  {'gunicorn CPU ms/req':>19}  {'PostgreSQL CPU ms/req':>21}")  # fmt: skip
     for r in results:
         print(f"{r.label:<{width}}  {r.connections:>4}  {r.requests:>8}  {r.requests_per_second:>7.1f}  "
-              f"{r.p50_ms:>7.1f}  {r.p90_ms:>7.1f}  {r.p99_ms:>7.1f}  {r.errors:>6}")  # fmt: skip
+              f"{r.p50_ms:>7.1f}  {r.p90_ms:>7.1f}  {r.p99_ms:>7.1f}  {r.errors:>6}  "
+              f"{_figure(r.server_cpu_ms):>19}  {_figure(r.postgres_cpu_ms):>21}")  # fmt: skip
     for r in results:
         if r.errors:
             print(f"errors on {r.label} at {r.connections}: {r.bad} bad answers, {r.socket_errors} socket errors; "
                   f"first: {r.first_bad!r}")  # fmt: skip
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def main() -> None:
@@ -158,9 +185,9 @@ def main() -> None:
     try:
         print(f"generating {args.matches:,} matches on {args.hosts:,} hosts ...", file=sys.stderr)
         token, match_id = populate(Settings(data_dir=data_dir, database_url=database_url), args.matches, args.hosts, args.works)
-        with serve_admin(database_url, data_dir, args.workers) as base:
-            results = load_endpoints(base, token, match_id, concurrency=concurrency, seconds=args.seconds,
-                                     max_requests=args.max_requests)  # fmt: skip
+        with serve_admin(database_url, data_dir, args.workers) as server:
+            results = load_endpoints(server, token, match_id, concurrency=concurrency, seconds=args.seconds,
+                                     max_requests=args.max_requests, postgres=(args.pg_url, name))  # fmt: skip
     finally:
         if not args.keep:
             with admin_engine.connect() as connection:

@@ -47,14 +47,14 @@ import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._cpu import BackendCpu, process_cpu_seconds, tree_cpu_seconds
 from benchmarks._pipeline_site import PipelineSite, build_site, corpus_pools
 from benchmarks.pipeline_throughput import (
     CORPUS,
@@ -71,83 +71,7 @@ from benchmarks.pipeline_throughput import (
 )
 from tests.support.sites import serve_site
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 TABLES = ("pages", "fingerprints", "code_index", "matches", "chapters", "works", "sites", "crawl_jobs")
-
-
-# ----------------------------------------------------------------------------------------------- CPU of processes
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of one live process (``/proc/<pid>/stat``); 0.0 when it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime: fields 14 and 15 of stat(5)
-
-
-def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds of a process and its live descendants (a Celery worker and its pool process)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
-    total, pending = 0.0, [root]
-    while pending:
-        pid = pending.pop()
-        total += process_cpu_seconds(pid)
-        pending.extend(children.get(pid, []))
-    return total
-
-
-class BackendCpu:
-    """CPU seconds of the PostgreSQL backends serving one database, sampled from ``/proc`` in a thread: per
-    backend the last value seen, summed (backends that existed before ``start`` count from their value then)."""
-
-    def __init__(self, dsn: str, database: str, every: float = 0.2) -> None:
-        self.dsn, self.database, self.every = dsn, database, every
-        self.first: dict[int, float] = {}
-        self.last: dict[int, float] = {}
-        self.readable = True
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _sample(self, connection: Any, initial: bool) -> None:
-        rows = connection.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (self.database,)).fetchall()
-        for (pid,) in rows:
-            if not Path(f"/proc/{pid}/stat").exists():
-                self.readable = False
-                continue
-            seconds = process_cpu_seconds(int(pid))
-            if initial:
-                self.first[int(pid)] = seconds
-            self.last[int(pid)] = max(seconds, self.last.get(int(pid), 0.0))
-
-    def _run(self) -> None:
-        import psycopg
-
-        with psycopg.connect(self.dsn, autocommit=True) as connection:
-            self._sample(connection, initial=True)
-            while not self._stop.wait(self.every):
-                self._sample(connection, initial=False)
-            self._sample(connection, initial=False)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    @property
-    def seconds(self) -> float:
-        return sum(value - self.first.get(pid, 0.0) for pid, value in self.last.items())
 
 
 def children_cpu_seconds() -> float:

@@ -26,9 +26,10 @@ def test_admin_and_api_answer_every_request_under_load(postgres_settings: Settin
     postgres_settings.data_dir.mkdir(parents=True, exist_ok=True)
     token, match_id = populate(postgres_settings, matches=4000, hosts=200, works=20)
 
-    with serve_admin(postgres_settings.database_url, postgres_settings.data_dir, workers=2) as base:
+    with serve_admin(postgres_settings.database_url, postgres_settings.data_dir, workers=2) as server:
+        base = server.base
         results = load_endpoints(
-            base, token, match_id, concurrency=[CONCURRENCY], seconds=SECONDS, max_requests=MAX_REQUESTS
+            server, token, match_id, concurrency=[CONCURRENCY], seconds=SECONDS, max_requests=MAX_REQUESTS
         )
         # the checker itself: without the session cookie every answer is the login redirect (303), and each one counts
         anonymous = run_wrk("dashboard, signed out", base + "/", marker=HTML_MARKER, headers={},
