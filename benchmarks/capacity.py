@@ -229,6 +229,13 @@ def table_sizes(dsn: str) -> dict[str, dict[str, int]]:
         ):  # fmt: skip
             row = connection.execute(statement).fetchone()
             owners[label] = int(row[0]) if row else 0
+        for table in ("code_index", "fingerprints", "pages"):
+            for index, size in connection.execute(
+                "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index "
+                "WHERE indrelid = %s::regclass ORDER BY 2 DESC",
+                (table,),
+            ):
+                owners[f"index {table} {index}"] = int(size)
     sizes["_owners"] = owners
     return sizes
 
@@ -413,6 +420,16 @@ def main() -> None:
             [t, f"{s['rows']:,}", round(s["table"] / 1e6, 2), round(s["indexes"] / 1e6, 2), round(s["total"] / 1e6, 2),
              round(s["total"] / s["rows"]) if s["rows"] else "", round(s["table"] / s["rows"]) if s["rows"] else ""]
             for t, s in sizes.items() if not t.startswith("_")
+        ],
+    )  # fmt: skip
+    print_table(
+        "Indexes of the big tables",
+        ["table", "index", "MB", "bytes per row"],
+        [
+            [table, index, round(size / 1e6, 2), round(size / max(1, sizes[table]["rows"]), 1)]
+            for (table, index), size in (
+                (tuple(name.split()[1:3]), size) for name, size in sizes["_owners"].items() if name.startswith("index ")
+            )
         ],
     )  # fmt: skip
     print_table(
