@@ -82,3 +82,11 @@ class BackendCpu:
     @property
     def seconds(self) -> float:
         return sum(value - self.first.get(pid, 0.0) for pid, value in self.last.items())
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds of this process's finished (waited-for) children, ``getrusage(RUSAGE_CHILDREN)``."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime

@@ -54,7 +54,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._cpu import BackendCpu, process_cpu_seconds, tree_cpu_seconds
+from benchmarks._cpu import BackendCpu, children_cpu_seconds, process_cpu_seconds, tree_cpu_seconds
 from benchmarks._pipeline_site import PipelineSite, build_site, corpus_pools
 from benchmarks.pipeline_throughput import (
     CORPUS,
@@ -74,11 +74,11 @@ from tests.support.sites import serve_site
 TABLES = ("pages", "fingerprints", "code_index", "matches", "chapters", "works", "sites", "crawl_jobs")
 
 
-def children_cpu_seconds() -> float:
-    import resource
+def libpq_dsn(url: str) -> str:
+    """A SQLAlchemy URL (``postgresql+psycopg://...``) as psycopg's own connection string."""
+    from sqlalchemy.engine import make_url
 
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 # ------------------------------------------------------------------------------------------------------- the crawl
@@ -105,7 +105,7 @@ def crawl_end_to_end(
     crawl_args = ("crawl", base + "/", "--depth", str(site.depth), "--max-pages", str(len(site.pages) + 10), "-q")
     progress(f"crawling {len(site.pages)} pages with one worker")
     try:
-        with workers(env, 1, data_dir) as started, BackendCpu(services._dsn(), database) as backends:
+        with workers(env, 1, data_dir) as started, BackendCpu(libpq_dsn(args.postgres), database) as backends:
             worker_before = tree_cpu_seconds(started[0].pid)
             crawl_before = children_cpu_seconds()
             crawl, wall = fptrack(env, *crawl_args, timeout=600 + 20 * len(site.pages))
@@ -370,10 +370,7 @@ def main() -> None:
             progress(f"CPU per stage on {sample} pages")
             stages = stage_cpu(site, base, database_url, workdir, sample, args.seed)
         progress("VACUUM ANALYZE and table sizes")
-        from sqlalchemy.engine import make_url
-
-        dsn = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
-        sizes = table_sizes(dsn)
+        sizes = table_sizes(libpq_dsn(database_url))
         storage = storage_figures(sizes)
         progress("broker bytes per page")
         broker = queue_bytes(database_url, workdir, args.redis, crawl["pages"])
@@ -407,6 +404,9 @@ def main() -> None:
              round((crawl["crawl_process_cpu_s"] + crawl["worker_cpu_s"] + crawl["postgres_backends_cpu_s"]) * 1000 / n, 2)],
         ],
     )  # fmt: skip
+    if not crawl["postgres_cpu_readable"]:
+        print("note: /proc of the PostgreSQL backends was not readable (run as root or as postgres): "
+              "the PostgreSQL CPU figures are missing, not zero")  # fmt: skip
     print_table(
         f"CPU ms per page per stage (in-process, {stages['pages']} pages; settle: the whole site divided by its "
         f"{stages['site_pages']:,} pages)",
