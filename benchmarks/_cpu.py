@@ -54,8 +54,12 @@ class BackendCpu:
     def _sample(self, connection: Any, initial: bool) -> None:
         rows = connection.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (self.database,)).fetchall()
         for (pid,) in rows:
-            if not Path(f"/proc/{pid}/stat").exists():
+            try:
+                Path(f"/proc/{pid}/stat").read_bytes()
+            except PermissionError:  # /proc mounted with hidepid
                 self.readable = False
+                continue
+            except OSError:  # the backend ended between the query and the read
                 continue
             seconds = process_cpu_seconds(int(pid))
             if initial:

@@ -50,6 +50,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -352,6 +353,8 @@ def main() -> None:
     sample = args.stage_sample if args.stage_sample is not None else (60 if args.quick else 200)
     if pages < 2 or registry < 1 or sample < 1:
         parser.error("need --pages >= 2, --registry >= 1 and --stage-sample >= 1")
+    if urlsplit(args.postgres).hostname not in ("127.0.0.1", "localhost", "::1"):
+        parser.error("--postgres must be a server on this machine: its backends' CPU is read from /proc")
     registry = max(registry, -(-(pages // 2) // 4))  # no chapter copied more than 4 times (pipeline_throughput)
 
     started = time.monotonic()
