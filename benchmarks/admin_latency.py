@@ -25,11 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +38,7 @@ from sqlalchemy import create_engine, text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from admin.accounts import create_user
+from benchmarks._load import log_in, serve_admin
 from storage.db import create_engine_for, migrate, session_factory, session_scope
 from storage.settings import Settings
 
@@ -116,24 +113,6 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
     return timings
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def log_in(base: str) -> requests.Session:
-    client = requests.Session()
-    form = client.get(base + "/login", timeout=30).text
-    token = re.search(r'name="csrf_token"[^>]*value="([^"]+)"', form)
-    assert token, "no CSRF token on the login form"
-    answer = client.post(base + "/login", data={"username": "bench", "password": PASSWORD, "csrf_token": token.group(1)},
-                         allow_redirects=False, timeout=30)  # fmt: skip
-    if answer.status_code != 303:
-        raise SystemExit(f"login failed: HTTP {answer.status_code}")
-    return client
-
-
 def time_page(client: requests.Session, url: str, requests_count: int, warmup: int = 3) -> list[float]:
     for _ in range(warmup):
         client.get(url, timeout=60).raise_for_status()
@@ -172,7 +151,6 @@ def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="fptrack-bench-admin-"))
     database_url = urlsplit(args.pg_url)._replace(path="/" + name).geturl()
     settings = Settings(data_dir=data_dir, database_url=database_url)
-    server: subprocess.Popen[bytes] | None = None
     try:
         engine = create_engine_for(settings)
         migrate(settings, engine)
@@ -183,37 +161,25 @@ def main() -> None:
         load = generate(settings.database_url, args.matches, args.hosts, args.works)
         top_host = _top_confirmed_host(settings.database_url)
 
-        port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
-        env.update(FPTRACK_DATABASE_URL=database_url, FPTRACK_DATA_DIR=str(data_dir))
-        server = subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "serve", "--production", "--host", "127.0.0.1", "--port", str(port),
-             "--workers", str(args.workers)],
-            env=env, stdout=subprocess.DEVNULL, stderr=open(data_dir / "server.log", "wb"),  # noqa: SIM115
-            start_new_session=True, cwd=Path(__file__).resolve().parents[1],
-        )  # fmt: skip
-        base = f"http://127.0.0.1:{port}"
-        _wait_for(base + "/healthz", server)
-        client = log_in(base)
-        pages = {
-            "healthz (baseline)": "/healthz",
-            "dashboard": "/",
-            "matches flagged p1": "/matches?status=flagged",
-            "matches flagged p500": "/matches?status=flagged&page=500",
-            "notice": f"/reports/notice?host={top_host}",
-        }
-        results: dict[str, dict[str, float]] = {}
-        for label, path in pages.items():
-            samples = time_page(client, base + path, args.requests)
-            results[label] = {
-                "median_ms": round(statistics.median(samples), 1),
-                "p90_ms": round(percentile(samples, 90), 1),
-                "p99_ms": round(percentile(samples, 99), 1),
+        with serve_admin(database_url, data_dir, args.workers) as server:
+            base = server.base
+            client = log_in(base, "bench", PASSWORD)
+            pages = {
+                "healthz (baseline)": "/healthz",
+                "dashboard": "/",
+                "matches flagged p1": "/matches?status=flagged",
+                "matches flagged p500": "/matches?status=flagged&page=500",
+                "notice": f"/reports/notice?host={top_host}",
             }
+            results: dict[str, dict[str, float]] = {}
+            for label, path in pages.items():
+                samples = time_page(client, base + path, args.requests)
+                results[label] = {
+                    "median_ms": round(statistics.median(samples), 1),
+                    "p90_ms": round(percentile(samples, 90), 1),
+                    "p99_ms": round(percentile(samples, 99), 1),
+                }
     finally:
-        if server is not None:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=30)
         if not args.keep:
             with admin_engine.connect() as connection:
                 connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -252,20 +218,6 @@ def _top_confirmed_host(database_url: str) -> str:
         )).scalar_one()  # fmt: skip
     engine.dispose()
     return str(host)
-
-
-def _wait_for(url: str, server: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"the admin server exited with {server.returncode}")
-        try:
-            if requests.get(url, timeout=2).status_code == 200:
-                return
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit("the admin server did not answer within 60 s")
 
 
 if __name__ == "__main__":

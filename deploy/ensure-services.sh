@@ -2,6 +2,7 @@
 # Make the real services the tests use available, as far as this machine allows:
 # - PostgreSQL and Redis: started when installed but down.
 # - Chromium (admin browser tests): installed from Debian's packages when missing and we may.
+# - wrk (the admin and API load test): installed the same way.
 # - A CJK font (fonts-wqy-microhei, else fonts-noto-cjk), so that Chinese renders in the browser tests'
 #   screenshots and in takedown notices printed to PDF: installed the same way.
 # A service that is not installed at all is left alone: its tests are skipped with the reason,
@@ -43,6 +44,17 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     || say "could not install chromium (see /tmp/fptrack-apt.log): browser tests will be skipped"
 else
   say "Chromium is not installed (apt-get install chromium): browser tests will be skipped"
+fi
+if command -v wrk >/dev/null 2>&1; then
+  say "wrk found at $(command -v wrk)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  say "installing Debian's wrk (the admin and API load test, tests/reliability/test_admin_load.py)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >>/tmp/fptrack-apt.log 2>&1 \
+    || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >>/tmp/fptrack-apt.log 2>&1; } \
+    || say "could not install wrk (see /tmp/fptrack-apt.log): the admin load test will be skipped"
+else
+  say "wrk is not installed (apt-get install wrk): the admin load test will be skipped"
 fi
 has_cjk_font() { command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list :lang=zh family 2>/dev/null | head -n1)" ]; }
 
