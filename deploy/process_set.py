@@ -247,13 +247,17 @@ def down(env: dict[str, str], stop_seconds: float = STOP_SECONDS) -> None:
     # SIGTERM on to its processes (Celery's warm shutdown, gunicorn's graceful one); the crawls get it directly.
     tree = descendants({honcho})
     known = {pid: start_time(pid) for pid in tree}
-    _signal({pid: known[pid] for pid in {honcho} | detached(tree, honcho)}, signal.SIGTERM)
+    # Once each: a crawl takes a second SIGTERM as "stop at once".
+    signalled = {honcho} | detached(tree, honcho)
+    _signal({pid: known[pid] for pid in signalled}, signal.SIGTERM)
     deadline = time.monotonic() + stop_seconds
     while time.monotonic() < deadline:
         tree = descendants({pid for pid in known if _alive(pid, known[pid])})
         for pid in tree.keys() - known.keys():
             known[pid] = start_time(pid)  # started after the snapshot (a crawl starting as we stopped)
-        _signal({pid: known[pid] for pid in detached(tree, honcho) if pid in known}, signal.SIGTERM)
+        late = detached(tree, honcho) - signalled
+        _signal({pid: known[pid] for pid in late}, signal.SIGTERM)
+        signalled |= late
         if not any(_alive(pid, started) for pid, started in known.items()):
             break
         time.sleep(0.2)
