@@ -53,6 +53,17 @@ def _fill(site: LiveSite) -> None:
         site.set(f"/c/{n}.html", markup)
 
 
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+def _alive(pid: int, started: int | None) -> bool:
+    return started is not None and process_set.start_time(pid) == started
+
+
 def _wait_for(condition: Callable[[], bool], seconds: float, every: Callable[[], None] = lambda: None) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -109,10 +120,16 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
         assert again.returncode == 0 and "already running" in again.stdout, again.stdout + again.stderr
 
         # a monitored site, then nothing more: beat says it is due, the crawler crawls it, the workers compare
-        with serve_live_site() as site:
+        with serve_live_site() as site, serve_live_site() as slow:
             _fill(site)
+            # a second site crawled slowly (a request every 2 s), still crawling when the set goes down
+            slow.set("/", "<html><body>" + "".join(f'<a href="/{n}.html">{n}</a>' for n in range(60)) + "</body></html>")
+            for n in range(60):
+                slow.set(f"/{n}.html", f"<html><body><p>第{n}页：与登记的作品无关的文字。</p></body></html>")
             fptrack("works", "add", str(DEMO_DATA / "lighthouse.txt"), "--title", "灯塔")
             fptrack("sites", "add", "pirate", site.base + "/", "--schedule", "1h", "--depth", "1", "--allow-private")
+            fptrack("sites", "add", "slow", slow.base + "/", "--schedule", "1h", "--depth", "1", "--delay", "2",
+                    "--allow-private")  # fmt: skip
             engine = create_engine_for(Settings(database_url=url))
 
             def copies_found() -> bool:
@@ -126,23 +143,32 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
             found = _wait_for(copies_found, 240, every=note_processes)
             log = (tmp_path / "data" / process_set.LOG_FILE).read_text(errors="replace")
             assert found, log[-4000:]
-        assert list((tmp_path / "data" / "logs").glob("site-*.log")), "the crawl ran in a process of its own"
+            assert list((tmp_path / "data" / "logs").glob("site-*.log")), "the crawls ran in processes of their own"
 
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
-            assert response.status == 200 and json.loads(response.read())["database"] == "ok"
-        assert "worker-" in fptrack("ping", "--queue", "tasks").stdout
-        assert "crawler-" in fptrack("ping", "--queue", "crawls").stdout
-        note_processes()
-        roles = " ".join(Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ") for pid in seen
-                         if process_set.start_time(pid) == seen[pid])  # fmt: skip
-        for command in ("serve --production", "worker --no-crawls", "crawler", "beat"):
-            assert command in roles, roles
+            def slow_crawl_running() -> bool:
+                return any("sites run slow" in _command_line(pid) for pid in seen if _alive(pid, seen[pid]))
 
-        down = run_script("down")
-        assert down.returncode == 0, down.stdout + down.stderr
-        assert "stopped the process set" in down.stdout and "killed" not in down.stdout, down.stdout
-        survivors = [pid for pid, started in seen.items() if started is not None and process_set.start_time(pid) == started]
-        assert survivors == [], [Path(f"/proc/{p}/cmdline").read_text() for p in survivors]
+            crawling = _wait_for(lambda: slow_crawl_running() and bool(slow.page_requests()), 120, every=note_processes)
+            assert crawling, sorted(map(_command_line, seen))
+
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
+                assert response.status == 200 and json.loads(response.read())["database"] == "ok"
+            assert "worker-" in fptrack("ping", "--queue", "tasks").stdout
+            assert "crawler-" in fptrack("ping", "--queue", "crawls").stdout
+            note_processes()
+            roles = " ".join(_command_line(pid) for pid in seen if _alive(pid, seen[pid]))
+            for command in ("serve --production", "worker --no-crawls", "crawler", "beat", "sites run slow"):
+                assert command in roles, roles
+
+            down = run_script("down")
+            assert down.returncode == 0, down.stdout + down.stderr
+            assert "stopped the process set" in down.stdout and "killed" not in down.stdout, down.stdout
+
+        survivors = [_command_line(pid) for pid in seen if _alive(pid, seen[pid])]
+        assert survivors == []
+        with Session(engine) as session:  # the interrupted crawl said so (it runs again when next due)
+            statuses = dict(session.execute(select(CrawlJob.site_id, CrawlJob.status)).all())
+        assert "running" not in statuses.values(), statuses
         assert not pid_file.exists()
         assert bystander.poll() is None, "down stopped a process it did not start"
         shared = _admin_engine()
