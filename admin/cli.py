@@ -831,9 +831,9 @@ def beat(context: Context, loglevel: str) -> None:
 
     Sends the periodic tasks: the sweep (FPTRACK_SWEEP_EVERY) and upkeep (FPTRACK_MAINTAIN_EVERY) to the workers,
     the due site crawls (FPTRACK_SCHEDULE_EVERY) and takedown re-checks (FPTRACK_RECHECK_EVERY) to the crawl queue
-    (`fptrack crawler`, or a worker without --no-crawls). It does no work itself. Two schedulers send every task
-    twice; the same as `fptrack worker --beat`, in a process of its own. Its schedule file is
-    <data dir>/celerybeat-schedule."""
+    (`fptrack crawler`, or a worker without --no-crawls). It does no work itself: the scheduler of `fptrack worker
+    --beat`, in a process of its own. Run exactly one: two would send every task twice. Needs the broker, not the
+    database. Its schedule file is <data dir>/celerybeat-schedule."""
     if context.settings.tasks_in_process:
         raise CliError("FPTRACK_BROKER_URL is not set: there are no workers to send scheduled tasks to")
     from compare import tasks
