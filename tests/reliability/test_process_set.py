@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import redis
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
@@ -188,6 +189,10 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
         bystander.wait(timeout=10)
         if engine is not None:
             engine.dispose()
+        queue = env["FPTRACK_TASK_QUEUE"]
+        client = redis.Redis.from_url(REDIS_URL)
+        client.delete(queue, f"{queue}.crawls")  # what beat sent after the workers had gone
+        client.close()
         admin = _admin_engine()
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
