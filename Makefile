@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test reliability install install-test bench-quick lint clean
+.PHONY: demo test reliability up down install install-test bench-quick lint clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fptrack needs Python 3.11 or newer (found %s)" % sys.version.split()[0])'
@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) -m pip install --quiet -e '.[test,bench,deploy]'
 	@touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed
@@ -34,6 +34,17 @@ test: $(VENV)/.installed-test
 reliability: $(VENV)/.installed-test
 	bash deploy/ensure-services.sh
 	$(PY) -m pytest tests/reliability -s $(PYTEST_ARGS)
+
+# the whole process set on this machine (deploy/Procfile under honcho; settings from deploy/.env): deploy/README.md
+$(VENV)/.installed-deploy: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[deploy]'
+	@touch $(VENV)/.installed $@
+
+up: $(VENV)/.installed-deploy
+	$(PY) deploy/process_set.py up
+
+down:
+	$(PYTHON) deploy/process_set.py down
 
 bench-quick: $(VENV)/.installed-test
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done

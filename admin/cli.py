@@ -769,24 +769,166 @@ def _serve_warnings(context: Context, host: str, *, debug: bool, production: boo
 @click.option("--concurrency", "-c", default=0, type=int, help="Worker processes (default: one per core).")
 @click.option("--loglevel", default="INFO", show_default=True)
 @click.option("--beat", is_flag=True, help="Also run the scheduler: periodic upkeep (`fptrack maintain`) and the crawls of "
-              "monitored sites when due (`fptrack sites`), the takedown re-checks (`fptrack takedowns`); one per cluster.")  # fmt: skip
+              "monitored sites when due (`fptrack sites`), the takedown re-checks (`fptrack takedowns`); one per cluster. "
+              "Or run it alone with `fptrack beat`.")  # fmt: skip
+@click.option("--crawls/--no-crawls", default=True, show_default=True,
+              help="Also take the scheduler's crawl tasks (start the due site crawls here, the takedown re-checks). "
+              "--no-crawls: fingerprint and compare only, and run `fptrack crawler` elsewhere.")  # fmt: skip
 @pass_context
 @friendly_errors
-def worker(context: Context, concurrency: int, loglevel: str, beat: bool) -> None:
+def worker(context: Context, concurrency: int, loglevel: str, beat: bool, crawls: bool) -> None:
     """Run a Celery worker for the fingerprint stage.
 
-    Needs FPTRACK_BROKER_URL (redis:// or amqp://); start one per machine, with one process per core."""
+    Needs FPTRACK_BROKER_URL (redis:// or amqp://); start one per machine, with one process per core. It consumes
+    FPTRACK_TASK_QUEUE and, unless --no-crawls, the crawl queue (FPTRACK_TASK_QUEUE.crawls) too, so one worker
+    with --beat runs everything. Check it answers with `fptrack ping`."""
+    queues = [context.settings.task_queue] + ([context.settings.crawl_task_queue] if crawls else [])
+    _run_worker(context, "worker", queues, concurrency, loglevel, beat=beat)
+
+
+@main.command()
+@click.option("--concurrency", "-c", default=2, show_default=True, type=click.IntRange(1),
+              help="Crawl tasks at a time (each site crawl then runs in a process of its own).")  # fmt: skip
+@click.option("--loglevel", default="INFO", show_default=True)
+@pass_context
+@friendly_errors
+def crawler(context: Context, concurrency: int, loglevel: str) -> None:
+    """Run a crawler: a Celery worker for the scheduler's crawl tasks only.
+
+    It consumes the crawl queue (FPTRACK_TASK_QUEUE.crawls): the scheduler's "start the due site crawls", each
+    crawl then run as `fptrack sites run NAME --scheduled` in a process of its own on this machine (Scrapy,
+    Chromium; logs in <data dir>/logs/site-ID.log), and the takedown re-checks. The crawled pages are
+    fingerprinted by the workers (`fptrack worker --no-crawls`). Run crawlers where the bandwidth is."""
+    _run_worker(context, "crawler", [context.settings.crawl_task_queue], concurrency, loglevel, beat=False)
+
+
+def _run_worker(context: Context, role: str, queues: list[str], concurrency: int, loglevel: str, *, beat: bool) -> None:
     if context.settings.tasks_in_process:
         raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there is nothing for a worker to do")
     tasks = context.tasks()
-    argv = ["worker", f"--loglevel={loglevel}", "--without-gossip", "--without-mingle"]
+    # a node name of its own per process, so that several workers on one machine answer `fptrack ping` apart
+    argv = ["worker", f"--loglevel={loglevel}", "--without-gossip", "--without-mingle",
+            f"--hostname={role}-{os.getpid()}@%h", f"--queues={','.join(queues)}"]  # fmt: skip
     if concurrency:
         argv.append(f"--concurrency={concurrency}")
     if beat:
-        schedule = context.settings.data_dir / "celerybeat-schedule"
-        context.settings.data_dir.mkdir(parents=True, exist_ok=True)
-        argv += ["--beat", f"--schedule={schedule}"]
+        argv += ["--beat", f"--schedule={_beat_schedule_file(context.settings)}"]
     tasks.celery.worker_main(argv)
+
+
+def _beat_schedule_file(settings: Settings) -> Path:
+    """Where the scheduler remembers when each periodic task last ran (so a restart does not run them all)."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return settings.data_dir / "celerybeat-schedule"
+
+
+@main.command()
+@click.option("--loglevel", default="INFO", show_default=True)
+@pass_context
+@friendly_errors
+def beat(context: Context, loglevel: str) -> None:
+    """Run the scheduler alone: exactly one per cluster.
+
+    Sends the periodic tasks: the sweep (FPTRACK_SWEEP_EVERY) and upkeep (FPTRACK_MAINTAIN_EVERY) to the workers,
+    the due site crawls (FPTRACK_SCHEDULE_EVERY) and takedown re-checks (FPTRACK_RECHECK_EVERY) to the crawl queue
+    (`fptrack crawler`, or a worker without --no-crawls). It does no work itself: the scheduler of `fptrack worker
+    --beat`, in a process of its own. Run exactly one: two would send every task twice. Needs the broker, not the
+    database. Its schedule file is <data dir>/celerybeat-schedule."""
+    if context.settings.tasks_in_process:
+        raise CliError("FPTRACK_BROKER_URL is not set: there are no workers to send scheduled tasks to")
+    from compare import tasks
+
+    tasks.configure(context.settings)  # the scheduler only sends messages: it needs the broker, not the database
+    tasks.celery.start(["beat", f"--loglevel={loglevel}", f"--schedule={_beat_schedule_file(context.settings)}"])
+
+
+_WAIT_OPTION = click.option(
+    "--wait", default=0.0, show_default=True, type=click.FloatRange(0),
+    help="Keep asking for up to this many seconds before giving up (a start-up check: systemd's ExecStartPost).",
+)  # fmt: skip
+
+
+def _keep_trying(wait: float, check: Callable[[], str | None]) -> None:
+    """Run ``check`` (None when healthy, else why not) until it passes or ``wait`` seconds are over; the last
+    reason is the command's one-line error."""
+    deadline = time.monotonic() + wait
+    while (reason := check()) is not None:
+        if time.monotonic() >= deadline:
+            raise CliError(reason)
+        time.sleep(1.0)
+
+
+@main.command()
+@click.option("--timeout", default=5.0, show_default=True, type=click.FloatRange(0.1),
+              help="Seconds to wait for answers.")  # fmt: skip
+@click.option("--queue", "queue_kind", type=click.Choice(["any", "tasks", "crawls"]), default="any", show_default=True,
+              help="Only workers consuming this queue: tasks = FPTRACK_TASK_QUEUE (`fptrack worker`), crawls = the "
+              "crawl queue (`fptrack crawler`, or a worker without --no-crawls).")  # fmt: skip
+@click.option("--local", is_flag=True, help="Only workers on this machine (its host name): a container's own "
+              "health check.")  # fmt: skip
+@_WAIT_OPTION
+@pass_context
+@friendly_errors
+def ping(context: Context, timeout: float, queue_kind: str, local: bool, wait: float) -> None:
+    """Check that workers answer: exit 0 when at least one does within --timeout, else 1 with one line.
+
+    Asks over the broker (FPTRACK_BROKER_URL), not the database; prints the workers that answered and their
+    queues. Made for health checks (compose, systemd, `make up`)."""
+    if context.settings.tasks_in_process:
+        raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there are no workers to ping")
+    from celery.utils.nodenames import gethostname
+
+    from compare import tasks
+
+    tasks.configure(context.settings)
+    settings = context.settings
+    queue = {"any": None, "tasks": settings.task_queue, "crawls": settings.crawl_task_queue}[queue_kind]
+    answering: dict[str, list[str]] = {}
+
+    def check() -> str | None:
+        try:
+            answering.update(tasks.workers_answering(timeout, queue=queue, host=gethostname() if local else None))
+        except Exception as error:  # noqa: BLE001 - whatever the broker's client raises means: unreachable
+            return f"cannot reach the broker {_shown_broker(settings)}: {error}"
+        if answering:
+            return None
+        where, consuming = " on this machine" if local else "", f" consuming {queue}" if queue else ""
+        return f"no worker{consuming}{where} answered within {timeout:g}s on {_shown_broker(settings)}"
+
+    _keep_trying(wait, check)
+    for name, queues in sorted(answering.items()):
+        click.echo(f"{name}: ok ({', '.join(queues)})")
+
+
+@main.command()
+@click.option("--url", default="http://127.0.0.1:8000/healthz", show_default=True,
+              help="The admin's health endpoint.")  # fmt: skip
+@_WAIT_OPTION
+@friendly_errors
+def healthz(url: str, wait: float) -> None:
+    """Check the admin: exit 0 when its /healthz answers 200 (the admin runs and its database answers), else 1.
+
+    For health checks where no curl is at hand (the app image, systemd's ExecStartPost)."""
+    import urllib.error
+    import urllib.request
+
+    def check() -> str | None:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return None if response.status == 200 else f"{url} answered {response.status}"
+        except urllib.error.HTTPError as error:
+            return f"{url} answered {error.code}"
+        except (urllib.error.URLError, OSError) as error:
+            return f"{url}: {getattr(error, 'reason', error)}"
+
+    _keep_trying(wait, check)
+    click.echo(f"{url}: ok")
+
+
+def _shown_broker(settings: Settings) -> str:
+    from crawler.distributed import url_without_password
+
+    return url_without_password(settings.broker_url or "")
 
 
 @main.command()

@@ -28,6 +28,7 @@ __all__ = [
     "process_pages",
     "settle_site",
     "sweep",
+    "workers_answering",
 ]
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,11 @@ def configure(settings: Settings) -> Celery:
             # takedown verification: the pages of flagged and confirmed matches fetched again (crawler/recheck.py)
             "fptrack-recheck": {"task": "fptrack.recheck_takedowns", "schedule": float(settings.recheck_every)},
         },
+        # the scheduler's crawl tasks go to their own queue (crawler/tasks.py; `fptrack crawler`)
+        task_routes={
+            "fptrack.start_due_crawls": {"queue": settings.crawl_task_queue},
+            "fptrack.recheck_takedowns": {"queue": settings.crawl_task_queue},
+        },
         include=["crawler.tasks"],
     )
     if _runtime.get("settings") != settings:
@@ -81,6 +87,20 @@ def configure(settings: Settings) -> Celery:
         engine = create_engine_for(settings)
         _runtime.update(settings=settings, engine=engine, sessions=session_factory(engine))
     return celery
+
+
+def workers_answering(timeout: float, queue: str | None = None, host: str | None = None) -> dict[str, list[str]]:
+    """The workers that answer over the broker within ``timeout`` seconds, by node name, with the queues each
+    consumes; only those consuming ``queue`` and running on ``host`` (the part after ``@``) when given.
+
+    Broker errors propagate: a caller that must tell "no broker" from "no worker" can."""
+    replies = celery.control.inspect(timeout=timeout).active_queues() or {}
+    answering = {name: sorted(q.get("name", "") for q in queues or ()) for name, queues in replies.items()}
+    return {
+        name: queues
+        for name, queues in answering.items()
+        if (queue is None or queue in queues) and (host is None or name.partition("@")[2] == host)
+    }
 
 
 def _settings() -> Settings:

@@ -64,6 +64,7 @@ __all__ = [
     "SharedScheduler",
     "crawl_redis_url",
     "scrapy_redis_settings",
+    "url_without_password",
 ]
 
 log = logging.getLogger(__name__)
@@ -97,8 +98,8 @@ def crawl_redis_url(settings: Settings) -> str:
     )
 
 
-def _shown(url: str) -> str:
-    """A Redis URL without its password, for messages."""
+def url_without_password(url: str) -> str:
+    """A Redis (or any broker) URL without its password, for messages."""
     parts = urlsplit(url)
     if parts.password:
         netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
@@ -303,7 +304,7 @@ class SharedCrawl:
             client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30, health_check_interval=30)
             client.ping()
         except (redis.RedisError, ValueError, OSError) as error:
-            raise DistributedError(f"cannot reach the crawl Redis at {_shown(url)}: {error}") from None
+            raise DistributedError(f"cannot reach the crawl Redis at {url_without_password(url)}: {error}") from None
         return cls(client, url, site, stale_seconds=settings.crawl_stale_seconds)
 
     # ------------------------------------------------------------------------------------------- the run

@@ -448,11 +448,10 @@ def _workers_on_queue(tasks: Any, queue: str) -> list[str] | None:
     """Names of the workers consuming ``queue`` (asks them over the broker; [] when none answers), or None when
     the broker cannot be asked: a broker down (restarting) says nothing about the workers."""
     try:
-        replies = tasks.celery.control.inspect(timeout=2.0).active_queues() or {}
+        return sorted(tasks.workers_answering(2.0, queue=queue))
     except Exception as error:  # noqa: BLE001 - any broker trouble means: no answer
         log.warning("cannot ask the workers which queues they consume: %s", error)
         return None
-    return sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or ()))
 
 
 def _wait_for_workers(

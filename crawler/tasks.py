@@ -1,6 +1,8 @@
 """Scheduled monitoring as a Celery beat task: start the site crawls that are due, each in a process of its own.
 
-``fptrack worker --beat`` sends :func:`start_due_crawls` every ``FPTRACK_SCHEDULE_EVERY`` seconds. The task drops
+``fptrack beat`` (or ``fptrack worker --beat``) sends :func:`start_due_crawls` every ``FPTRACK_SCHEDULE_EVERY``
+seconds to the crawl queue (``Settings.crawl_task_queue``), so it runs on a crawler (``fptrack crawler``) or on a worker
+started without ``--no-crawls``, and the crawls it starts run on that machine. The task drops
 the claims of crawls that died (their jobs are marked failed), takes the turn of every due site (a compare-and-set
 on ``sites.next_crawl_at``), and starts ``python -m admin.cli sites run NAME --scheduled`` for each: Scrapy's
 reactor runs once per process, and a crawl must survive the task that started it. The child claims the site

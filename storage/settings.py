@@ -213,6 +213,13 @@ class Settings:
         return not all(is_loopback_host(host) for host in self.admin_hosts)
 
     @property
+    def crawl_task_queue(self) -> str:
+        """The queue of the scheduler's crawl tasks (start the due site crawls, the takedown re-checks): kept apart
+        from the fingerprint queue so that crawls can run on crawler processes (``fptrack crawler``) while
+        ``fptrack worker --no-crawls`` only fingerprints and compares."""
+        return f"{self.task_queue}.crawls"
+
+    @property
     def tasks_in_process(self) -> bool:
         """True when no broker is configured: Celery tasks run eagerly in the calling process."""
         return not self.broker_url
