@@ -127,6 +127,12 @@ def decode_bytes(data: bytes, declared: str | None = None) -> DecodedText:
         return DecodedText("", normalise_encoding_name(declared) or "utf-8")
 
     declared_codec = normalise_encoding_name(declared)
+    if data.isascii():
+        # ASCII reads alike under every charset a page may sensibly claim; a claim that reads it otherwise (UTF-16,
+        # UTF-7, HZ: "plain page" as "汰楡..."), is wrong, and the bytes stay the ASCII they are.
+        text = data.decode("ascii")
+        kept = declared_codec is not None and _decodes(data, declared_codec) and data.decode(declared_codec) == text
+        return DecodedText(text, declared_codec if kept and declared_codec else "utf-8")
     if declared_codec in _DOUBLE_BYTE_CJK and not data.isascii():
         # GBK and Big5 bytes often decode strictly under each other (into nonsense), and so may UTF-8 under
         # GB18030: a page declaring one of them while being another is caught by weighing the rivals.
@@ -136,9 +142,8 @@ def decode_bytes(data: bytes, declared: str | None = None) -> DecodedText:
             rivals = [c for c in _DOUBLE_BYTE_CJK[:2] if c != declared_codec and _decodes(data, c)]
             chosen = _declared_unless_garbled(data, declared_codec, rivals) if rivals else declared_codec
             return DecodedText(data.decode(chosen), chosen)
-    # A declared single-byte charset (latin-1 on a GBK page) decodes anything: trust it only for ASCII.
-    trusted = declared_codec in ("utf-8", "gb18030", "big5", "big5hkscs") or data.isascii()
-    if declared_codec and trusted and _decodes(data, declared_codec):
+    # A declared single-byte charset (latin-1 on a GBK page) decodes anything: not trusted.
+    if declared_codec in ("utf-8", "gb18030", "big5", "big5hkscs") and _decodes(data, declared_codec):
         return DecodedText(data.decode(declared_codec), declared_codec)
     if _decodes(data, "utf-8"):
         return DecodedText(data.decode("utf-8"), "utf-8")
