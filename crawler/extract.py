@@ -318,9 +318,15 @@ def _flatten(markup: str, max_depth: int) -> str:
     stack: list[tuple[str, bool]] = []  # (tag, kept)
     kept_depth = 0
     position = 0
+
+    def unwrapped(name: str) -> str:
+        # one <br> for a run of unwrapped blocks with no text between them: a million nested <div>s are one line
+        return "<br>" if name in _BLOCK_TAGS and (not out or out[-1] != "<br>") else ""
+
     for match in _TAG.finditer(markup):
         closing, name = match.group(1), match.group(2).lower()
-        out.append(markup[position : match.start()])
+        if position < match.start():
+            out.append(markup[position : match.start()])
         position = match.end()
         if name in _VOID_TAGS or match.group(3).rstrip().endswith("/"):
             out.append(match.group(0))
@@ -330,14 +336,14 @@ def _flatten(markup: str, max_depth: int) -> str:
             kept = kept_depth < max_depth or (name == "a" and kept_depth < max_depth + 64)
             kept_depth += kept
             stack.append((name, kept))
-            out.append(match.group(0) if kept else ("<br>" if name in _BLOCK_TAGS else ""))
+            out.append(match.group(0) if kept else unwrapped(name))
             continue
         for depth in range(len(stack) - 1, max(-1, len(stack) - 64), -1):  # its opening tag, if near the top
             if stack[depth][0] == name:
                 kept = stack[depth][1]
                 kept_depth -= sum(entry[1] for entry in stack[depth:])
                 del stack[depth:]
-                out.append(match.group(0) if kept else ("<br>" if name in _BLOCK_TAGS else ""))
+                out.append(match.group(0) if kept else unwrapped(name))
                 break
     out.append(markup[position:])
     return "".join(out)

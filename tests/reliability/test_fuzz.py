@@ -29,7 +29,7 @@ SMALL_TIMEOUT = 30.0  # seconds of wall-clock time for one small input on a load
 BIG_TIMEOUT = 240.0  # for one adversarial giant
 MAX_LINKS, MAX_CHARS = 5000, 300_000  # the crawler's defaults (FPTRACK_CRAWL_MAX_LINKS, FPTRACK_MAX_PAGE_CHARS)
 FUZZ = settings(
-    max_examples=120,
+    max_examples=200,
     deadline=timedelta(seconds=SMALL_TIMEOUT + 5),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
 )
@@ -107,10 +107,18 @@ SPECIAL_CHARS = (
     "(nèi)^~*"  # the artefact patterns' delimiters
 )
 
-any_text = st.text(st.characters(blacklist_categories=()), max_size=300)  # every code point, surrogates too
-special_text = st.text(st.sampled_from(SPECIAL_CHARS) | st.characters(), max_size=300)
-cjk_text = st.text(st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF) | st.sampled_from("，。！？、\n "),
-                   max_size=300)  # fmt: skip
+
+
+def _longer(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Hypothesis keeps most drawn strings short: repeat some of them, up to 40 times, for inputs of kilobytes."""
+    return st.builds(lambda value, times: value * times, strategy, st.integers(1, 40) | st.just(1))
+
+
+any_text = _longer(st.text(st.characters(blacklist_categories=()), max_size=300))  # every code point, surrogates too
+special_text = _longer(st.text(st.sampled_from(SPECIAL_CHARS) | st.characters(), max_size=300))
+cjk_text = _longer(st.text(st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF) | st.sampled_from("，。！？、\n "),
+                           max_size=300))  # fmt: skip
+random_bytes = _longer(st.binary(max_size=3000))
 markup = st.lists(
     st.sampled_from(FRAGMENTS)
     | st.text(max_size=40)
@@ -126,7 +134,7 @@ def bodies(draw: st.DrawFn) -> bytes:
     """Response bodies: markup in some encoding (lossily: mixed encodings), raw bytes, or markup cut short."""
     kind = draw(st.sampled_from(["encoded", "mixed", "binary", "truncated", "bom"]))
     if kind == "binary":
-        return draw(st.binary(max_size=4000))
+        return draw(random_bytes)
     text = draw(markup)
     encoded = text.encode(draw(st.sampled_from(CODECS)), errors="replace")
     if kind == "mixed":
@@ -144,10 +152,10 @@ def byte_inputs(draw: st.DrawFn) -> bytes:
     two codecs glued together."""
     kind = draw(st.sampled_from(["random", "bom", "text", "truncated", "mixed"]))
     if kind == "random":
-        return draw(st.binary(max_size=3000))
+        return draw(random_bytes)
     if kind == "bom":
         bom = draw(st.sampled_from([codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE]))
-        return bom + draw(st.binary(max_size=3000) | cjk_text.map(str.encode))
+        return bom + draw(random_bytes | cjk_text.map(str.encode))
     text = draw(cjk_text | special_text.filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)))
     data = text.encode(draw(st.sampled_from(CODECS)), errors="replace")
     if kind == "truncated":
@@ -189,7 +197,7 @@ def test_fuzz_charset_decoder(data: bytes, declared: str | None) -> None:
 
 
 @FUZZ
-@given(text=st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=300) | cjk_text,
+@given(text=_longer(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=300)) | cjk_text,
        declared=st.sampled_from(CHARSETS))  # fmt: skip
 @example(text="plain ASCII page", declared="utf-16")
 @example(text="a+b-c", declared="utf-7")
@@ -213,7 +221,7 @@ def test_fuzz_chapter_splitter(text: str) -> None:
     run("chapters", text, label="split_chapters")
 
 
-@settings(FUZZ, max_examples=60)
+@settings(FUZZ, max_examples=100)
 @given(text=cjk_text | special_text | books())
 def test_fuzz_fingerprint_text(text: str) -> None:
     run("fingerprints", text, label="fingerprint_text")

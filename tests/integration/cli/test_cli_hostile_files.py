@@ -26,7 +26,9 @@ MEMORY_LIMIT = 1024**3  # address space of a `fptrack check` child: a read of /d
 TEXT = "河面上起了风，渡船摇得厉害，老周把缆绳又绕了两圈。\n对岸的灯一盏一盏亮起来，像是有人在数着什么。\n" * 30
 
 
-def _run(settings: Settings, *args: str, memory: int | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    settings: Settings, *args: str, memory: int | None = None, stdin: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     environ.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url)
 
@@ -34,10 +36,11 @@ def _run(settings: Settings, *args: str, memory: int | None = None) -> subproces
         if memory is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
-    return subprocess.run(
-        [sys.executable, "-m", "admin.cli", *args],
-        env=environ, capture_output=True, text=True, timeout=120, check=False, preexec_fn=limit_memory,
-    )  # fmt: skip
+    with open(stdin or os.devnull, "rb") as source:
+        return subprocess.run(
+            [sys.executable, "-m", "admin.cli", *args], stdin=source,
+            env=environ, capture_output=True, text=True, timeout=120, check=False, preexec_fn=limit_memory,
+        )  # fmt: skip
 
 
 def _hostile_files(folder: Path) -> dict[str, bytes]:
@@ -124,3 +127,9 @@ def test_check_reads_a_bounded_amount_of_any_file(
     result = _run(sqlite_settings, "check", path, memory=MEMORY_LIMIT)
     assert_clean_error(result, fragment)
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_password_from_an_endless_stdin_is_refused_not_read_forever(sqlite_settings: Settings) -> None:
+    result = _run(sqlite_settings, "users", "add", "ada", "--role", "admin", "--password-stdin",
+                  memory=MEMORY_LIMIT, stdin=Path("/dev/zero"))  # fmt: skip
+    assert_clean_error(result, "at most 1024 characters")
