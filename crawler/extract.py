@@ -7,7 +7,8 @@ Pure function, lxml only. The method is a line-level take on text-density / link
 1. Parse leniently; drop scripts, styles, forms' widgets, iframes, comments and hidden elements (inline
    ``display:none`` / ``visibility:hidden`` / ``font-size:0``, the ``hidden`` attribute, and the same declarations
    in the page's ``<style>`` rules for simple selectors, see :func:`hidden_selectors`). A document nested deeper
-   than libxml2 parses (2,048 levels) is flattened below :data:`FLATTEN_DEPTH` levels and parsed again.
+   than libxml2 parses (2,048 levels) is flattened below :data:`FLATTEN_DEPTH` levels and parsed again; a start tag
+   longer than :data:`MAX_TAG_CHARS` keeps its first attributes (:func:`shorten_huge_tags`).
 2. Cut the page into *lines*: runs of text between block boundaries and ``<br>``. For each line count its
    visible characters, the characters inside links and the characters inside "chrome" elements
    (``<nav>``, ``<footer>``, ``<aside>``, or an id/class such as ``nav``, ``footer``, ``ad``, ``gg``,
@@ -312,7 +313,8 @@ _VOID_TAGS = frozenset(
 
 def _flatten(markup: str, max_depth: int) -> str:
     """``markup`` with every element opened below ``max_depth`` levels unwrapped (its tags removed, its text kept;
-    a block element leaves a ``<br>`` so its text stays a line of its own). A tag scanner, not a parser:
+    a block element leaves a ``<br>``, one per run of them without text between, so its text stays a line of its
+    own). A tag scanner, not a parser:
     implicitly closed elements (``<p>``, ``<li>`` without end tags) count as open, which only unwraps more."""
     out: list[str] = []
     stack: list[tuple[str, bool]] = []  # (tag, kept)
