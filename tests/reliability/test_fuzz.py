@@ -45,9 +45,9 @@ def _report() -> Iterator[None]:
     yield
     _sandbox.close()
     print("\nfuzzing report: what each target was fed (sandbox: 1 GB address space)")
-    print(f"  {'target':<28} {'inputs':>7} {'bytes':>14} {'seconds':>8}")
+    print(f"  {'target':<46} {'inputs':>7} {'bytes':>14} {'seconds':>8}")
     for target, (count, size, seconds) in sorted(_fed.items()):
-        print(f"  {target:<28} {int(count):>7} {int(size):>14,} {seconds:>8.1f}")
+        print(f"  {target:<46} {int(count):>7} {int(size):>14,} {seconds:>8.1f}")
 
 
 def _size(value: Any) -> int:
