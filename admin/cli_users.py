@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from admin.accounts import (
+    MAX_PASSWORD_LENGTH,
     ROLES,
     Account,
     change_password,
@@ -55,7 +56,8 @@ def _one_line_errors(command: F) -> F:
 
 def _read_password(from_stdin: bool) -> str:
     if from_stdin:
-        line = sys.stdin.readline()
+        # bounded: `< /dev/zero` has no line end; a longer line is refused as too long a password
+        line = sys.stdin.readline(MAX_PASSWORD_LENGTH + 3)
         if not line:
             raise ValueError("--password-stdin: nothing on standard input")
         return line.rstrip("\r\n")

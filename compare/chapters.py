@@ -6,7 +6,7 @@ Recognised headings, each on a line of its own (optionally followed by a title o
 heading becomes chapter 0 ("front matter") when it holds at least ``MIN_FRONT_MATTER`` word characters (a title
 and an author line are not a chapter); a text without headings is one chapter.
 A heading with no text under it (a volume title followed at once by its first chapter) is folded into the
-next chapter's title, so every chapter has a body.
+next chapter's title (at most ``MAX_TITLE_CHARS`` of them), so every chapter has a body.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ HEADING = re.compile(
 _HAS_WORDS = re.compile(r"\w")
 _WORD = re.compile(r"\w")
 MIN_FRONT_MATTER = 100
+MAX_TITLE_CHARS = 500  # as long as a stored chapter title
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def split_chapters(text: str, *, default_title: str = "") -> list[ChapterSpan]:
 
     spans: list[ChapterSpan] = []
     front = text[: headings[0].start()]
-    if len(_WORD.findall(front)) >= MIN_FRONT_MATTER:
+    if sum(1 for _ in zip(range(MIN_FRONT_MATTER), _WORD.finditer(front))) >= MIN_FRONT_MATTER:
         spans.append(ChapterSpan(0, "前言" if _is_cjk(front) else "Front matter", 0, headings[0].start()))
 
     pending_title = ""
@@ -65,7 +66,8 @@ def split_chapters(text: str, *, default_title: str = "") -> list[ChapterSpan]:
         body = text[heading.end() : end]
         start = heading.start() if pending_start is None else pending_start
         if not _HAS_WORDS.search(body) and position + 1 < len(headings):
-            pending_title = f"{pending_title} {title}".strip()
+            # capped: a run of a hundred thousand empty headings must not build a title of them all (quadratic)
+            pending_title = f"{pending_title} {title}".strip()[:MAX_TITLE_CHARS]
             pending_start = start
             continue
         number += 1

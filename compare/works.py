@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from compare.chapters import split_chapters
-from fingerprint.encoding import DecodedText, UndecodableError, decode_bytes
+from fingerprint.encoding import DecodedText, UndecodableError, decode_bytes, refuse_binary_start
+from fingerprint.normalize import is_kept_char
 from storage.models import Chapter, Work
 
 __all__ = [
@@ -23,6 +27,7 @@ __all__ = [
 ]
 
 MAX_WORK_BYTES = 200 * 1024 * 1024
+_READ_CHUNK = 1024 * 1024
 
 
 class WorkError(ValueError):
@@ -39,21 +44,62 @@ class RegisteredWork:
     already_registered: bool
 
 
-def read_work_file(path: Path) -> bytes:
-    """The bytes of the text file at ``path``; :class:`WorkError` names the path and what is wrong with it."""
-    if not path.exists():
-        raise WorkError(f"{path}: no such file")
-    if path.is_dir():
-        raise WorkError(f"{path}: is a folder, not a text file")
-    size = path.stat().st_size
-    if size > MAX_WORK_BYTES:
-        raise WorkError(
-            f"{path}: {size // (1024 * 1024)} MB is larger than the {MAX_WORK_BYTES >> 20} MB limit"
-        )
+def read_work_file(path: Path, limit: int = MAX_WORK_BYTES) -> bytes:
+    """The bytes of the text file at ``path``; :class:`WorkError` names the path and what is wrong with it.
+
+    At most ``limit + 1`` bytes are read from any file: a device (``/dev/zero``), a FIFO or a pipe reports no
+    size, so the size a regular file states is checked first and the read itself stops at the limit. Input
+    whose first megabyte is already binary for any length up to the limit stops there (``/dev/urandom``). A FIFO
+    is opened without waiting for a writer: with none, it reads as empty."""
     try:
-        return path.read_bytes()
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise WorkError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise WorkError(f"{path}: is a folder, not a text file") from None
     except OSError as error:
         raise WorkError(f"{path}: cannot read ({error.strerror})") from None
+    try:
+        status = os.fstat(descriptor)
+        if stat.S_ISDIR(status.st_mode):
+            raise WorkError(f"{path}: is a folder, not a text file")
+        if status.st_size > limit and stat.S_ISREG(status.st_mode):
+            raise WorkError(f"{path}: {_size(status.st_size)} is larger than the {_size(limit)} limit")
+        os.set_blocking(descriptor, True)  # non-blocking only for the open; reads wait for a FIFO's writer
+        handle = os.fdopen(descriptor, "rb", buffering=0)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with handle:
+        try:
+            data = _read_at_most(handle, limit + 1)
+        except OSError as error:
+            raise WorkError(f"{path}: cannot read ({error.strerror})") from None
+        except UndecodableError as error:
+            raise WorkError(f"{path}: {error}") from None
+    if len(data) > limit:
+        raise WorkError(f"{path}: larger than the {_size(limit)} limit (read stopped there)")
+    return data
+
+
+def _read_at_most(handle: BinaryIO, most: int) -> bytes:
+    """Up to ``most`` bytes of ``handle``, refusing binary input as soon as its first megabyte shows it."""
+    chunks: list[bytes] = []
+    total, checked = 0, False
+    while total < most:
+        chunk = handle.read(min(_READ_CHUNK, most - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        if not checked and total >= _READ_CHUNK:
+            refuse_binary_start(b"".join(chunks), most)
+            checked = True
+    return b"".join(chunks)
+
+
+def _size(count: int) -> str:
+    return f"{count >> 20} MB" if count >= 1 << 20 else f"{count:,} bytes"
 
 
 def decode_work_text(data: bytes, source_name: str) -> DecodedText:
@@ -88,7 +134,7 @@ def register_work(
         )
     work_title = (title or _title_line(text) or default_title or source_name).strip()[:500]
     spans = split_chapters(text, default_title=work_title)
-    if not spans:
+    if not spans or not any(is_kept_char(ch) for ch in text):  # "____" has word characters, no letter
         raise WorkError(f"{source_name}: no text to register (only whitespace or punctuation)")
     work = Work(
         title=work_title, source_name=source_name, encoding=decoded.encoding, content_sha256=digest, text=text

@@ -7,7 +7,8 @@ Pure function, lxml only. The method is a line-level take on text-density / link
 1. Parse leniently; drop scripts, styles, forms' widgets, iframes, comments and hidden elements (inline
    ``display:none`` / ``visibility:hidden`` / ``font-size:0``, the ``hidden`` attribute, and the same declarations
    in the page's ``<style>`` rules for simple selectors, see :func:`hidden_selectors`). A document nested deeper
-   than libxml2 parses (2,048 levels) is flattened below :data:`FLATTEN_DEPTH` levels and parsed again.
+   than libxml2 parses (2,048 levels) is flattened below :data:`FLATTEN_DEPTH` levels and parsed again; a start tag
+   longer than :data:`MAX_TAG_CHARS` keeps its first attributes (:func:`shorten_huge_tags`).
 2. Cut the page into *lines*: runs of text between block boundaries and ``<br>``. For each line count its
    visible characters, the characters inside links and the characters inside "chrome" elements
    (``<nav>``, ``<footer>``, ``<aside>``, or an id/class such as ``nav``, ``footer``, ``ad``, ``gg``,
@@ -45,7 +46,16 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import lxml.etree
 import lxml.html
 
-__all__ = ["FLATTEN_DEPTH", "ExtractedText", "cap_text", "extract_main_text", "hidden_selectors", "tidy_whitespace"]
+__all__ = [
+    "FLATTEN_DEPTH",
+    "MAX_TAG_CHARS",
+    "ExtractedText",
+    "cap_text",
+    "extract_main_text",
+    "hidden_selectors",
+    "shorten_huge_tags",
+    "tidy_whitespace",
+]
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,7 @@ _SPLICED_ADDRESS = re.compile(
     rf"|{_SCHEME}[{_ALNUM}][{_ALNUM}\-－]{{0,62}}(?:[.．][{_ALNUM}][{_ALNUM}\-－]{{0,62}})*[.．](?:{_TLD})"
     rf")(?![{_ALNUM}])\s*[)）】\]]?"
 )
+_ADDRESS_DOTS = re.compile(r"[.．。]")
 _LONG_PROSE_CHARS = 30
 _BOILERPLATE_LINE_MAX = 80  # longer lines are prose that happens to contain such a phrase
 _PROSE_MIN_CHARS = 15
@@ -215,7 +226,7 @@ def cap_text(text: str, max_chars: int) -> tuple[str, tuple[str, ...]]:
     if len(text) <= max_chars:
         return text, ()
     cut = text.rfind("\n", 0, max_chars + 1)
-    kept = text[:cut] if cut > 0 else text[:max_chars]
+    kept = text[:cut] if cut > 0 else text[:max_chars].rstrip()  # a paragraph cut inside keeps no trailing space
     return kept, (f"text cut to {len(kept)} of {len(text)} characters (over the {max_chars}-character cap)",)
 
 
@@ -224,16 +235,26 @@ def _parse(html: str, notes: list[str]) -> lxml.html.HtmlElement | None:
     cleaned = _INVALID_XML_CHARS.sub("", _XML_DECLARATION.sub("", html, count=1))
     if not cleaned.strip():
         return None
-    root, too_deep = _parse_html(cleaned)
-    if too_deep:
+    cleaned = shorten_huge_tags(cleaned, notes)
+    try:
+        root, too_deep = _parse_html(cleaned)
+        if not too_deep:
+            return root
         # libxml2 stops building the tree at 2,048 levels and silently drops everything below: the text of a
         # copy wrapped in thousands of <div>s would vanish. Unwrap the deep levels and parse again.
         root, too_deep = _parse_html(_flatten(cleaned, FLATTEN_DEPTH))
-        if too_deep:
-            notes.append(f"nesting deeper than {_MAX_PARSE_DEPTH} levels could not be flattened; page not parsed")
-            return None
-        notes.append(f"nesting deeper than {_MAX_PARSE_DEPTH} levels flattened below level {FLATTEN_DEPTH}")
+    except _ParserGaveUp as error:
+        notes.append(f"the HTML parser gave up ({error}); page not parsed")
+        return None
+    if too_deep:
+        notes.append(f"nesting deeper than {_MAX_PARSE_DEPTH} levels could not be flattened; page not parsed")
+        return None
+    notes.append(f"nesting deeper than {_MAX_PARSE_DEPTH} levels flattened below level {FLATTEN_DEPTH}")
     return root
+
+
+class _ParserGaveUp(Exception):
+    """libxml2 stopped with an error of its own (out of memory, most likely), not a recoverable syntax error."""
 
 
 def _parse_html(markup: str) -> tuple[lxml.html.HtmlElement | None, bool]:
@@ -241,12 +262,47 @@ def _parse_html(markup: str) -> tuple[lxml.html.HtmlElement | None, bool]:
     parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, recover=True, huge_tree=True)
     try:
         root = lxml.html.document_fromstring(markup, parser=parser)
-    except (lxml.etree.ParserError, ValueError):
+    except ValueError:
         return None, False
+    except lxml.etree.LxmlError as error:  # libxml2 out of memory reports "unknown error"
+        raise _ParserGaveUp(str(error) or type(error).__name__) from None
     too_deep = any(
         entry.type_name == "ERR_RESOURCE_LIMIT" or "Excessive depth" in entry.message for entry in parser.error_log
     )
     return (root if isinstance(root, lxml.html.HtmlElement) else None), too_deep
+
+
+MAX_TAG_CHARS = 16_384  # a start tag longer than this keeps its first attributes only
+_MAX_ATTRIBUTES = 256
+_TAG_START = re.compile(r"<([a-zA-Z][a-zA-Z0-9:-]*)")
+_ATTRIBUTE = re.compile(r"""\s+[^\s=/>"'<]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+
+
+def shorten_huge_tags(markup: str, notes: list[str] | None = None) -> str:
+    """``markup`` with every start tag longer than :data:`MAX_TAG_CHARS` cut to its first well-formed attributes
+    (at most 256, all within that length).
+
+    libxml2 checks each attribute of an element against all the ones before it: a tag of a million attributes
+    would take hours to parse. Linear: the markup is cut at each ``>``, and only pieces longer than the limit are
+    looked at (a ``>`` inside a quoted value ends a piece early, which only keeps more)."""
+    pieces = markup.split(">")
+    shortened = 0
+    for number, piece in enumerate(pieces):
+        if len(piece) <= MAX_TAG_CHARS:
+            continue
+        start = piece.rfind("<")
+        tag = _TAG_START.match(piece, start) if start >= 0 and len(piece) - start > MAX_TAG_CHARS else None
+        if tag is None:
+            continue
+        head = piece[tag.end() : tag.end() + MAX_TAG_CHARS]
+        attributes = [match.group(0) for _, match in zip(range(_MAX_ATTRIBUTES), _ATTRIBUTE.finditer(head))]
+        pieces[number] = piece[: tag.end()] + "".join(attributes)  # each whole: no quote left open
+        shortened += 1
+    if not shortened:
+        return markup
+    if notes is not None:
+        notes.append(f"{shortened} start tag(s) longer than {MAX_TAG_CHARS} characters cut to their first attributes")
+    return ">".join(pieces)
 
 
 _TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>")
@@ -257,15 +313,22 @@ _VOID_TAGS = frozenset(
 
 def _flatten(markup: str, max_depth: int) -> str:
     """``markup`` with every element opened below ``max_depth`` levels unwrapped (its tags removed, its text kept;
-    a block element leaves a ``<br>`` so its text stays a line of its own). A tag scanner, not a parser:
+    a block element leaves a ``<br>``, one per run of them without text between, so its text stays a line of its
+    own). A tag scanner, not a parser:
     implicitly closed elements (``<p>``, ``<li>`` without end tags) count as open, which only unwraps more."""
     out: list[str] = []
     stack: list[tuple[str, bool]] = []  # (tag, kept)
     kept_depth = 0
     position = 0
+
+    def unwrapped(name: str) -> str:
+        # one <br> for a run of unwrapped blocks with no text between them: a million nested <div>s are one line
+        return "<br>" if name in _BLOCK_TAGS and (not out or out[-1] != "<br>") else ""
+
     for match in _TAG.finditer(markup):
         closing, name = match.group(1), match.group(2).lower()
-        out.append(markup[position : match.start()])
+        if position < match.start():
+            out.append(markup[position : match.start()])
         position = match.end()
         if name in _VOID_TAGS or match.group(3).rstrip().endswith("/"):
             out.append(match.group(0))
@@ -275,14 +338,14 @@ def _flatten(markup: str, max_depth: int) -> str:
             kept = kept_depth < max_depth or (name == "a" and kept_depth < max_depth + 64)
             kept_depth += kept
             stack.append((name, kept))
-            out.append(match.group(0) if kept else ("<br>" if name in _BLOCK_TAGS else ""))
+            out.append(match.group(0) if kept else unwrapped(name))
             continue
         for depth in range(len(stack) - 1, max(-1, len(stack) - 64), -1):  # its opening tag, if near the top
             if stack[depth][0] == name:
                 kept = stack[depth][1]
                 kept_depth -= sum(entry[1] for entry in stack[depth:])
                 del stack[depth:]
-                out.append(match.group(0) if kept else ("<br>" if name in _BLOCK_TAGS else ""))
+                out.append(match.group(0) if kept else unwrapped(name))
                 break
     out.append(markup[position:])
     return "".join(out)
@@ -543,7 +606,9 @@ def _cut_spliced(text: str) -> str:
     """``text`` without the site addresses and reader notices spliced into it (see the module docstring)."""
     if not text:
         return text
-    cut = _NOTICE.sub("", _SPLICED_ADDRESS.sub("", text))
+    # Every address has a dot: a long line of links or letters without one is not scanned at every position.
+    spliced = _SPLICED_ADDRESS.sub("", text) if _ADDRESS_DOTS.search(text) else text
+    cut = _NOTICE.sub("", spliced)
     return text if cut == text else tidy_whitespace(cut)
 
 

@@ -20,6 +20,8 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import lxml.etree
 import lxml.html
 
+from crawler.extract import shorten_huge_tags
+
 __all__ = ["NEXT_LABELS", "next_part_url", "part_of"]
 
 NEXT_LABELS = frozenset({"下一页", "下页", "下一頁", "下頁", "下一分页", "下一页>", "下一页>>", "下一页→"})
@@ -55,8 +57,8 @@ def next_part_url(html: str, page_url: str) -> str:
     if not any(hint in html for hint in _LABEL_HINT):
         return ""  # the common case, without parsing the page a second time
     try:
-        root = lxml.html.fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
+        root = lxml.html.fromstring(shorten_huge_tags(html))  # a million attributes would take libxml2 hours
+    except (ValueError, lxml.etree.LxmlError):  # an empty document; libxml2 out of memory
         return ""
     for anchor in root.iter("a"):
         href = (anchor.get("href") or "").strip()

@@ -18,7 +18,7 @@ from scrapy.http import Response
 from crawler.extract import cap_text, extract_main_text, tidy_whitespace
 from crawler.multipage import next_part_url
 from crawler.pages import CrawledPage
-from fingerprint.encoding import UndecodableError, decode_bytes, looks_binary
+from fingerprint.encoding import UndecodableError, decode_bytes, looks_binary, without_stray_nuls
 
 __all__ = [
     "ParsedResponse",
@@ -126,8 +126,7 @@ def parse_response(
         return without_text(f"not text ({mime})")
     if not body.strip():
         return without_text("empty body")
-    if body.count(b"\x00") <= max(8, len(body) // 1000):
-        body = body.replace(b"\x00", b"")  # a few stray NULs in a text page are damage, not a binary file
+    body = without_stray_nuls(body)  # a few stray NULs in a text page are damage, not a binary file
     if looks_binary(body):
         return without_text(f"binary content ({mime or 'no content type'})")
 

@@ -48,3 +48,18 @@ def test_chapters_are_ordered_disjoint_and_inside_the_text(bodies: list[str]) ->
         assert before.end <= after.start and before.index < after.index
     assert all(0 <= c.start < c.end <= len(text) for c in chapters)
     assert chapters[-1].end == len(text)
+
+
+def test_a_run_of_empty_headings_folds_into_a_bounded_title() -> None:
+    """Found by fuzzing (issue 12): 100,000 empty headings built a 400,000-character title, quadratically."""
+    from compare.chapters import MAX_TITLE_CHARS
+
+    spans = split_chapters("第1章\n" * 20_000 + "正文。")
+    assert len(spans) == 1 and spans[0].start == 0
+    assert len(spans[0].title) <= MAX_TITLE_CHARS + 80
+
+
+def test_long_front_matter_is_counted_without_listing_every_character() -> None:
+    text = "字" * 1_000_000 + "\n第1章\n正文。"
+    spans = split_chapters(text)
+    assert [(s.index, s.start) for s in spans] == [(0, 0), (1, 1_000_001)]
