@@ -15,25 +15,7 @@ from fingerprint.contract import CONTRACT, FingerprintContract
 from fingerprint.pipeline import fingerprint_text
 from storage.models import Chapter
 from storage.settings import Settings
-
-# Generated text for these tests (no real work): kana words, a few with kanji, joined into sentences.
-_WORDS = (
-    "わたしは", "あなたの", "ともだちと", "きのう", "あした", "ゆっくり", "たくさんの", "ちいさな", "おおきな",
-    "しずかに", "はやく", "みちを", "やまの", "うみへ", "かぜが", "あめの", "ひかりを", "こえが", "まどから",
-    "ふるい", "あたらしい", "てがみを", "ほんを", "よみました", "あるきました", "はしりました", "みました",
-    "ききました", "わらいました", "ないていた", "まっていた", "かえりました", "ねむっていた", "さがしていた",
-    "コーヒーを", "ノートに", "ラジオの", "バスで", "ホテルの", "ドアを", "ピアノが", "カメラで", "タクシーを",
-    "そして", "けれども", "だから", "それから", "まるで", "きっと", "すこし", "もういちど", "なぜか",
-    "えきの", "まちかどで", "にわに", "そらは", "ゆきが", "はなを", "とりが", "ねこが", "いぬと", "こどもたちは",
-)
-
-
-def _kana_prose(rng: random.Random, length: int) -> str:
-    sentences: list[str] = []
-    while sum(map(len, sentences)) < length:
-        sentences.append("".join(rng.choice(_WORDS) for _ in range(rng.randint(4, 9))) + "。")
-    return "".join(sentences)
-
+from tests.support.kana import kana_prose
 
 _CHINESE = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
 
@@ -50,7 +32,7 @@ def _flagged(session: Session, settings: Settings, text: str, contract: Fingerpr
 
 def _register_kana_work(session: Session, settings: Settings, seed: int) -> list[int]:
     rng = random.Random(seed)
-    body = "".join(f"第{i}章 {i}\n{_kana_prose(rng, 900)}\n\n" for i in range(1, 4))
+    body = "".join(f"第{i}章 {i}\n{kana_prose(rng, 900)}\n\n" for i in range(1, 4))
     work = register_work(session, f"かなのものがたり{seed}\n\n{body}".encode(), source_name=f"kana{seed}.txt")
     service.index_work(session, work.work_id, settings)
     return list(session.scalars(select(Chapter.id).where(Chapter.work_id == work.work_id).order_by(Chapter.index)))
@@ -70,6 +52,6 @@ def test_unrelated_kana_text_is_not_a_copy_of_a_kana_chapter(session: Session, s
     """Two texts in one script without pinyin share every long run of placeholder initials: the initials channel
     must not count that as evidence."""
     _register_kana_work(session, settings, seed=1)
-    other = _kana_prose(random.Random(7), 1200)
+    other = kana_prose(random.Random(7), 1200)
     assert _flagged(session, settings, other, CONTRACT) == []
     assert _flagged(session, settings, other, CONTRACT.only("winnow_py")) == []
