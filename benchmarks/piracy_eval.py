@@ -221,7 +221,7 @@ def score(
                     if got:
                         fp += 1
                         row["false_pos"] += 1
-                if spec.kind in ("excerpt_news", "excerpt_short") and system == "fptrack":
+                if spec.kind in ("excerpt_news", "excerpt_short", "kana_excerpt") and system == "fptrack":
                     text = page_texts.get(url, "")
                     truth_page = _excerpt_span(text, spec.excerpt_lines)
                     chosen = [s for w, c, s in spans.get(url, []) if (w, c) in spec.truth]
@@ -442,14 +442,21 @@ def ablation(web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[s
     unchanged). ``full`` are the verdicts under the product's contract."""
     from fingerprint.contract import CANDIDATE_SOURCES, CONTRACT, METHODS
 
-    results = {"product": score_verdicts(web, bases, full, CONTRACT.rule)}
     _index_chapters_with_every_method(env)
+    contracts = {"product": CONTRACT}
     for method in METHODS:
         variant = CONTRACT.without(method) if CONTRACT.uses(method) else CONTRACT.with_method(method)
-        name = ("-" if CONTRACT.uses(method) else "+") + method
-        results[name] = score_verdicts(web, bases, _all_verdicts(env, variant), CONTRACT.rule)
+        contracts[("-" if CONTRACT.uses(method) else "+") + method] = variant
     for source in CANDIDATE_SOURCES:
-        results["only " + source] = score_verdicts(web, bases, _all_verdicts(env, CONTRACT.only(source)), CONTRACT.rule)
+        contracts["only " + source] = CONTRACT.only(source)
+    results: dict[str, Any] = {}
+    for name, contract in contracts.items():
+        # the product's verdicts again, in-process like every variant, so that the costs compare
+        started = time.perf_counter()
+        verdicts = _all_verdicts(env, contract)
+        results[name] = score_verdicts(web, bases, verdicts if name != "product" else full, CONTRACT.rule)
+        results[name]["seconds"] = time.perf_counter() - started
+        results[name]["candidates_per_page"] = sum(map(len, verdicts.values())) / max(1, len(verdicts))
     variants = list(results)
     print("\nablation: recall per kind (false positives per negative kind); -m: the product without m, +m: with m"
           " (off in the product), only m: m the only candidate source")
@@ -466,6 +473,8 @@ def ablation(web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[s
     print(f"{'precision':<30}" + "".join(f"{results[v]['precision']:>18.4f}" for v in variants))
     print(f"{'recall':<30}" + "".join(f"{results[v]['recall']:>18.4f}" for v in variants))
     print(f"{'chapter accuracy':<30}" + "".join(f"{results[v]['chapter_accuracy']:>18.4f}" for v in variants))
+    print(f"{'candidates verified / page':<30}" + "".join(f"{results[v]['candidates_per_page']:>18.2f}" for v in variants))
+    print(f"{'seconds (in-process compare)':<30}" + "".join(f"{results[v]['seconds']:>18.1f}" for v in variants))
     return results
 
 
@@ -620,6 +629,8 @@ def main() -> None:
                             if k in POSITIVE_KINDS
                         },
                         "false_positives": r["fp"],
+                        "candidates_per_page": round(r["candidates_per_page"], 3),
+                        "seconds": round(r["seconds"], 1),
                     }
                     for variant, r in ablated.items()
                 }
