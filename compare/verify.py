@@ -149,8 +149,10 @@ def align(
             # A repeated phrase can anchor far away from the copied place. Anchors of one copied passage lie near
             # one diagonal (chapter position - page position), drifting only with the edits inside it.
             diagonals = chapter_starts - pages
-            centre = np.median(diagonals)
-            near = np.abs(diagonals - centre) <= max(params.diagonal_slack, 0.2 * (end - start))
+            off_centre = np.abs(diagonals - np.median(diagonals))
+            # anchors split evenly between two distant diagonals (phrases repeated all over both texts) leave the
+            # median between them, near neither: then the anchors closest to it stand for the passage
+            near = off_centre <= max(params.diagonal_slack, 0.2 * (end - start), off_centre.min())
             kept_pages, kept_chapters = pages[near], chapter_starts[near]
             # extend from the first and last anchors to the passage's ends, along their diagonals
             c_start = int(max(0, kept_chapters.min() - (kept_pages[np.argmin(kept_chapters)] - start)))

@@ -47,10 +47,13 @@ METHODS: tuple[str, ...] = ("simhash", "dna", "winnow", "winnow_py", "align_init
 """The signals the page path can use. The first four are candidate sources (each an index of ``storage``); the last
 is the pinyin-initial channel of the alignment (same-sound swaps keep aligning)."""
 CANDIDATE_SOURCES: tuple[str, ...] = ("simhash", "dna", "winnow", "winnow_py")
-PAGE_PATH_METHODS = frozenset(METHODS) - {"dna"}
-"""What the product uses. Pinyin DNA is off: the ablation (docs/fingerprints.md) found nothing it adds that
-winnowing over the initials does not already find, and alone it finds almost nothing (exact codes break on every
-insertion or deletion, which shifts all later segment boundaries)."""
+PAGE_PATH_METHODS = frozenset(METHODS) - {"dna", "simhash"}
+"""What the product uses. Pinyin DNA is off: the ablation (docs/compare.md) found nothing it adds that winnowing
+over the initials does not already find, and alone it finds almost nothing (exact codes break on every insertion
+or deletion, which shifts all later segment boundaries). Simhash is off too: on two full runs every copy it finds
+the winnowing finds as well, and it is the costliest part of fingerprinting a page (word segmentation: the page
+path runs ~2.7x faster without it, ``benchmarks/fingerprint_throughput.py``); no Simhash row is stored for a page
+or a chapter any more (rows written by earlier releases stay readable and unread)."""
 
 CODE_KINDS: tuple[str, ...] = ("dna", "winnow", "winnow_py")
 """The (code, position) kinds a document stores, as ``storage`` names them."""

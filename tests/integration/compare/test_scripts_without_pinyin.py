@@ -44,7 +44,7 @@ def test_a_kana_excerpt_is_found_through_the_character_winnowing_only(session: S
     rng = random.Random(2)
     page = _chinese_filler(rng, 400) + "\n" + excerpt + "\n" + _chinese_filler(rng, 400)
     assert _flagged(session, settings, page, CONTRACT) == [chapters[1]]
-    # the initials of kana are all one placeholder: winnowing over them gives no candidate, nor does Simhash
+    # the initials of kana are all one placeholder: winnowing over them gives no candidate
     assert _flagged(session, settings, page, CONTRACT.without("winnow")) == []
 
 

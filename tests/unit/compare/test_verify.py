@@ -101,3 +101,15 @@ def test_placeholder_initials_are_no_evidence() -> None:
     assert align(page, chapter, initials, pinyin_initials(chapter)).runs == ()
     # the same text is still found through its characters
     assert align(page, page, initials, initials).page_covered == len(page)
+
+
+def test_anchors_split_between_two_distant_diagonals_still_align() -> None:
+    """Generated kana prose repeats its words all over both texts: a run's anchors can fall evenly on two distant
+    diagonals, leaving none near their median (this raised on an empty selection)."""
+    from tests.support.kana import kana_prose
+
+    for seed in range(12, 20):
+        page = kana_prose(random.Random(seed), 1800)
+        chapter = kana_prose(random.Random(1000 + seed), 2000)
+        alignment = align(page, chapter, pinyin_initials(page), pinyin_initials(chapter))
+        assert all(0 <= c0 <= c1 <= len(chapter) for _, _, c0, c1 in alignment.runs)
