@@ -228,13 +228,15 @@ def build_methods(stats: CorpusStats) -> list[Method]:
 
 
 DNA_GRID = (  # (params, max L1 distance, share of the copy's codes that must be near an original's)
-    (DnaParams(granularity=64), 0, 0.5), (DnaParams(granularity=64), 2, 0.5), (DnaParams(granularity=64), 4, 0.5),
-    (DnaParams(granularity=128), 2, 0.5), (DnaParams(granularity=128), 4, 0.5), (DnaParams(granularity=128), 5, 0.5),
-    (DnaParams(granularity=128), 6, 0.5), (DnaParams(granularity=128), 6, 0.7), (DnaParams(granularity=128), 5, 0.7),
+    # the chosen parameters first, then their neighbours: each parameter set is printed when done
     (DnaParams(granularity=128, counts_per_level=3), 3, 0.5), (DnaParams(granularity=128, counts_per_level=3), 4, 0.4),
     (DnaParams(granularity=128, counts_per_level=3), 4, 0.5), (DnaParams(granularity=128, counts_per_level=3), 5, 0.5),
-    (DnaParams(granularity=128, counts_per_level=3), 5, 0.6), (DnaParams(granularity=96, counts_per_level=3), 4, 0.5),
-    (DnaParams(granularity=160, counts_per_level=3), 4, 0.5), (DnaParams(granularity=128, counts_per_level=4), 4, 0.5),
+    (DnaParams(granularity=128, counts_per_level=3), 5, 0.6),
+    (DnaParams(granularity=128), 2, 0.5), (DnaParams(granularity=128), 4, 0.5), (DnaParams(granularity=128), 5, 0.5),
+    (DnaParams(granularity=128), 6, 0.5), (DnaParams(granularity=128), 6, 0.7), (DnaParams(granularity=128), 5, 0.7),
+    (DnaParams(granularity=128, counts_per_level=4), 4, 0.5), (DnaParams(granularity=128, counts_per_level=4), 5, 0.5),
+    (DnaParams(granularity=160, counts_per_level=3), 4, 0.5), (DnaParams(granularity=96, counts_per_level=3), 4, 0.5),
+    (DnaParams(granularity=64), 0, 0.5), (DnaParams(granularity=64), 2, 0.5), (DnaParams(granularity=64), 4, 0.5),
 )
 
 

@@ -133,11 +133,14 @@ class DnaIndex:
             return result
         query = thermometer_codes(codes, self.params)
         step = max(1, chunk_pairs // len(stored))
+        small = beyond < 256  # popcounts add up in uint8 (one byte per pair: the pass is memory-bound)
         for lo in range(0, len(query), step):
             block = query[lo : lo + step]
-            distance = np.zeros((len(block), len(stored)), dtype=np.int16)
-            for word in range(stored.shape[1]):
-                distance += np.bitwise_count(block[:, word, None] ^ stored[None, :, word]).astype(np.int16)
+            distance = np.bitwise_count(block[:, 0, None] ^ stored[None, :, 0])
+            if not small:
+                distance = distance.astype(np.int16)
+            for word in range(1, stored.shape[1]):
+                distance += np.bitwise_count(block[:, word, None] ^ stored[None, :, word])
             result[lo : lo + step, present] = np.minimum.reduceat(distance, starts, axis=1)
         return result
 
