@@ -437,7 +437,9 @@ def _index_chapters_with_every_method(env: dict[str, str]) -> None:
     engine.dispose()
 
 
-def ablation(web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[str, list[Any]]) -> dict[str, Any]:
+def ablation(
+    web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[str, list[Any]], only: list[str] | None = None
+) -> dict[str, Any]:
     """Recall per kind and false positives with each method of the page path removed in turn (the decision rule
     unchanged). ``full`` are the verdicts under the product's contract."""
     from fingerprint.contract import CANDIDATE_SOURCES, CONTRACT, METHODS
@@ -449,6 +451,11 @@ def ablation(web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[s
         contracts[("-" if CONTRACT.uses(method) else "+") + method] = variant
     for source in CANDIDATE_SOURCES:
         contracts["only " + source] = CONTRACT.only(source)
+    if only:
+        unknown = set(only) - set(contracts)
+        if unknown:
+            raise SystemExit(f"unknown ablation variant(s) {sorted(unknown)}; known: {', '.join(contracts)}")
+        contracts = {name: c for name, c in contracts.items() if name == "product" or name in only}
     results: dict[str, Any] = {}
     for name, contract in contracts.items():
         # the product's verdicts again, in-process like every variant, so that the costs compare
@@ -541,6 +548,9 @@ def main() -> None:
     parser.add_argument(
         "--ablation", action="store_true", help="also compare every page with each method removed in turn"
     )
+    parser.add_argument(
+        "--variants", help="with --ablation: only these variants, comma-separated (e.g. '-winnow,+simhash')"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     args = parser.parse_args()
 
@@ -618,7 +628,7 @@ def main() -> None:
             points = calibrate(web, bases, verdicts, args.curve)
             print_curve(points)
             if args.ablation:
-                ablated = ablation(web, bases, env, verdicts)
+                ablated = ablation(web, bases, env, verdicts, args.variants.split(",") if args.variants else None)
                 figures["ablation"] = {
                     variant: {
                         "precision": round(r["precision"], 4),
