@@ -4,6 +4,7 @@
     python benchmarks/piracy_eval.py                  # everything (~2,000 pages)
     python benchmarks/piracy_eval.py --postgres postgresql://postgres@127.0.0.1:5432/postgres
     python benchmarks/piracy_eval.py --quick --ablation   # also: each method of the page path removed in turn
+    python benchmarks/piracy_eval.py --ablation --variants '-winnow,+simhash'   # some variants only
 
 1. ``benchmarks/_pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
 2. Five pirate sites are served on 127.0.0.1 (one port each). In a fresh data folder (SQLite, or a fresh
@@ -23,8 +24,10 @@
    precision/recall table is printed and written to ``--curve`` (TSV). The thresholds are read off this curve
    (docs/compare.md).
 6. Ablation (``--ablation``): the same in-process comparison with each method of the page path removed in turn
-   (``CONTRACT.without(method)``: Simhash, pinyin DNA, winnowing on characters, winnowing on initials as candidate
-   sources; the initials channel of the alignment); recall per kind and false positives per variant.
+   (``CONTRACT.without(method)``: winnowing on characters, winnowing on initials as candidate sources; the
+   initials channel of the alignment), each method the product leaves off added (``+simhash``, ``+dna``), and each
+   candidate source alone (``only m``); recall per kind, false positives, candidates verified per page and the
+   seconds of each variant's in-process pass. ``--variants '-winnow,+simhash'`` runs only those (and the product).
 
 The last line of output is JSON with the figures. No corpus text is written into the repository: work files
 and the database live in a temporary folder that is deleted afterwards (``--keep`` keeps it).
