@@ -149,10 +149,13 @@ def align(
             # A repeated phrase can anchor far away from the copied place. Anchors of one copied passage lie near
             # one diagonal (chapter position - page position), drifting only with the edits inside it.
             diagonals = chapter_starts - pages
-            off_centre = np.abs(diagonals - np.median(diagonals))
-            # anchors split evenly between two distant diagonals (phrases repeated all over both texts) leave the
-            # median between them, near neither: then the anchors closest to it stand for the passage
-            near = off_centre <= max(params.diagonal_slack, 0.2 * (end - start), off_centre.min())
+            slack = max(params.diagonal_slack, 0.2 * (end - start))
+            near = np.abs(diagonals - np.median(diagonals)) <= slack
+            if not near.any():
+                # anchors split evenly between distant diagonals (phrases repeated all over both texts) leave the
+                # median between them, near none: the diagonal that most anchors agree with stands for the passage
+                votes = (np.abs(diagonals[:, None] - diagonals[None, :]) <= slack).sum(axis=1)
+                near = np.abs(diagonals - diagonals[int(np.argmax(votes))]) <= slack
             kept_pages, kept_chapters = pages[near], chapter_starts[near]
             # extend from the first and last anchors to the passage's ends, along their diagonals
             c_start = int(max(0, kept_chapters.min() - (kept_pages[np.argmin(kept_chapters)] - start)))
