@@ -8,8 +8,8 @@ a k-gram length, a window, a DNA width or a threshold, because there is only one
 What it holds, by stage (docs/fingerprints.md and docs/compare.md say where each value was measured):
 
 - which **methods** the page path computes and reads (:data:`PAGE_PATH_METHODS`, out of :data:`METHODS`):
-  Simhash, winnowing on characters, winnowing on pinyin initials (candidate generation) and the initials channel
-  of the alignment; pinyin DNA is off. :meth:`FingerprintContract.without`, ``with_method`` and ``only`` make the
+  winnowing on characters, winnowing on pinyin initials (candidate generation) and the initials channel of the
+  alignment; Simhash and pinyin DNA are off. :meth:`FingerprintContract.without`, ``with_method`` and ``only`` make the
   variants with which the ablation of ``benchmarks/piracy_eval.py`` measures what each adds;
 - the **fingerprints**: Simhash (bits, weighting), DNA (granularity, overlap, quantisation), winnowing (k, w) of
   the normalised characters and of the pinyin-initial string;
