@@ -21,7 +21,9 @@ What is published, one page per line of :data:`KINDS` (pages spread over several
 - near the thresholds, positives: excerpts of 250-400 characters inside a news article (``excerpt_short``), 30 %
   random edits, same-sound swaps of half the characters, sentence-level rewrites (a sixth of the sentences deleted, storyteller fillers put in front of and
   inside a third of the others), and noise characters hidden by a CSS class (``<span class="kx">``, the class
-  ``display: none`` in the page's style sheet) after every 4-8 characters;
+  ``display: none`` in the page's style sheet) after every 4-8 characters; the same noise hidden by a rule in an
+  external style sheet (``css_external_noise``), which the crawler does not fetch, so the noise reaches the page
+  text (drawn from its own random stream after every other page, so the other kinds' pages stay as they were);
 - near the thresholds, negatives: reviews quoting 6-10 passages of 20-120 characters of one registered chapter
   with commentary between them, the chapter catalogue (目录) of a registered work, and fan fiction: 水浒传 chapters
   with their heroes and places renamed to those of 西游记.
@@ -48,6 +50,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from tests.support.kana import kana_prose
 from tests.support.sites import Page, render_chapter
 
 __all__ = [
@@ -75,6 +78,7 @@ the novels 1,790 registered chapters)."""
 NEWS_SECTION = 600
 NEWS_OVERLAP = 24  # the alignment's shortest run (CONTRACT.align.min_run)
 _TITLES = {"xiyouji": "西游记", "sanguoyanyi": "三国演义"}
+KANA_WORK, KANA_CHAPTERS = "kana", 24
 
 POSITIVE_KINDS = (
     "real_etext",
@@ -100,7 +104,11 @@ POSITIVE_KINDS = (
     "homophone_50",
     "sentence_rewrite",
     "css_hidden_noise",
+    "css_external_noise",
+    # a work in a script without pinyin
+    "kana_excerpt",
 )
+_OWN_STREAM_KINDS = ("css_external_noise", "kana_excerpt")  # added later: drawn last, from their own random stream
 NEGATIVE_KINDS = (
     "neg_unregistered_novel",
     "neg_heldout_chapter",
@@ -111,6 +119,7 @@ NEGATIVE_KINDS = (
     "neg_review_quotes",
     "neg_catalogue",
     "neg_fan_fiction",
+    "neg_kana_unregistered",
 )
 KINDS = POSITIVE_KINDS + NEGATIVE_KINDS
 
@@ -398,11 +407,18 @@ def hide_noise(text: str, rng: random.Random, pool: str) -> str:
     return "".join(out)
 
 
-def noise_as_hidden_spans(body: bytes) -> bytes:
-    """Turn the marked noise characters of a rendered UTF-8 page into spans of a class the style sheet hides."""
+def noise_as_hidden_spans(body: bytes, *, external: bool = False) -> bytes:
+    """Turn the marked noise characters of a rendered UTF-8 page into spans of a class the style sheet hides: the
+    page's own ``<style>``, or (``external``) a linked style sheet, which a crawler that does not fetch style
+    sheets never sees."""
     html = body.decode("utf-8")
     html = re.sub(_NOISE_MARK + "(.)", f'<span class="{_NOISE_CLASS}">\\1</span>', html)
-    html = html.replace("</head>", f"<style>.{_NOISE_CLASS}{{display:none}}</style></head>", 1)
+    rule = (
+        '<link rel="stylesheet" href="/static/reader.css">'
+        if external
+        else f"<style>.{_NOISE_CLASS}{{display:none}}</style>"
+    )
+    html = html.replace("</head>", rule + "</head>", 1)
     return html.encode("utf-8")
 
 
@@ -477,6 +493,20 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
             chapter_titles[(work, heading)] = index
             parts.append(heading + "\n" + text.strip() + "\n\n")
         work_files[work] = "".join(parts)
+    # a work in kana (generated, tests.support.kana), registered last: its own stream, the other works unchanged
+    kana_rng = random.Random(f"{seed}-kana-work")
+    titles[KANA_WORK] = "かなのものがたり"
+    parts = [titles[KANA_WORK] + "\n\n"]
+    kana_chapters: list[_Chapter] = []
+    for number in range(1, KANA_CHAPTERS + 1):
+        heading = f"第{number}章 かな{number}"
+        chapter_titles[(KANA_WORK, heading)] = number
+        body = kana_prose(kana_rng, kana_rng.randint(1200, 2400))
+        offset = sum(map(len, parts)) + len(heading) + 1
+        chapter_offsets[(KANA_WORK, number)] = offset
+        kana_chapters.append(_Chapter(KANA_WORK, "generated", number, heading, body))
+        parts.append(heading + "\n" + body + "\n\n")
+    work_files[KANA_WORK] = "".join(parts)
     pool = "".join(sorted({ch for cs in registered.values() for c in cs for ch in c.text if _is_han(ch)}))
     homophones = Homophones(set(pool) | {ch for t in news_texts[:200] for ch in t})
     oracle = _Oracle(registered)
@@ -494,6 +524,7 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
         encoding: str = "utf-8",
         template: int | None = None,
         hidden_noise: bool = False,
+        external_style: bool = False,
         **extra: object,
     ) -> None:
         counter[0] += 1
@@ -503,7 +534,7 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
             title, list(paragraphs), template=SITES[site][0], encoding=encoding, site_name=SITES[site][1]
         )
         if hidden_noise:
-            body = noise_as_hidden_spans(body)
+            body = noise_as_hidden_spans(body, external=external_style)
         web.sites[site][path] = Page(body, content_type=f"text/html; charset={encoding}")
         web.pages.append(
             PageSpec(
@@ -550,6 +581,8 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
         chapters = registered[work]
         numbers = {c.number for c in chapters}
         for kind in POSITIVE_KINDS[3:]:
+            if kind in _OWN_STREAM_KINDS:
+                continue
             for c in sample(chapters, per_kind):
                 truth = frozenset({(work, c.number)})
                 paragraphs = paragraphs_of(c.text)
@@ -650,6 +683,19 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
     hall = [c for c in _load("shuihuzhuan", ORIGINAL_SOURCE) if any(old in c.text for old, _ in _FAN_NAMES[:6])]
     for c in sample(hall, 2 * per_kind if quick else 60):
         publish("neg_fan_fiction", fan_fiction(c.title), paragraphs_of(fan_fiction(c.text)), frozenset())
+
+    # --- kinds added later, from their own stream: every page above is the same with or without them
+    late = random.Random(f"{seed}-late-kinds")
+    for work in REGISTERED:
+        for c in late.sample(registered[work], min(per_kind, len(registered[work]))):
+            truth = frozenset({(work, c.number)})
+            noisy = paragraphs_of(hide_noise(c.text, late, pool))
+            publish("css_external_noise", c.title, noisy, truth, hidden_noise=True, external_style=True)
+    # excerpts of the kana work inside news articles, and kana prose that is not registered
+    for c in late.sample(kana_chapters, min(2 * per_kind, len(kana_chapters))):
+        _publish_excerpt(publish, late, KANA_WORK, c, news_texts, chapter_offsets, "kana_excerpt", (300, 600))
+    for number in range(2 * per_kind):
+        publish("neg_kana_unregistered", f"かな{number}", news_paragraphs(kana_prose(late, 1800)), frozenset())
 
     for site, pages in enumerate(web.sites):
         links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in sorted(pages))

@@ -96,6 +96,9 @@ def main() -> None:
     stage(f"winnowing k={wi.k} w={wi.w} (initials)", lambda s: winnow(s, wi.k, wi.w), initials)
     stage("ksentence k=3 (from original)", ksentence, texts)
     full_rate = stage("the page path: fingerprint.pipeline.fingerprint_text", fingerprint_text, texts)
+    # the page path as it was with its Simhash (and so with word segmentation): what taking it off saved
+    with_simhash = CONTRACT.with_method("simhash")
+    stage("the page path with Simhash (before issue 13)", lambda t: fingerprint_text(t, with_simhash), texts)
 
     # reference implementations, same texts, same run
     from datasketch import MinHash

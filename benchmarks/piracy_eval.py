@@ -4,6 +4,7 @@
     python benchmarks/piracy_eval.py                  # everything (~2,000 pages)
     python benchmarks/piracy_eval.py --postgres postgresql://postgres@127.0.0.1:5432/postgres
     python benchmarks/piracy_eval.py --quick --ablation   # also: each method of the page path removed in turn
+    python benchmarks/piracy_eval.py --ablation --variants '-winnow,+simhash'   # some variants only
 
 1. ``benchmarks/_pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
 2. Five pirate sites are served on 127.0.0.1 (one port each). In a fresh data folder (SQLite, or a fresh
@@ -23,8 +24,10 @@
    precision/recall table is printed and written to ``--curve`` (TSV). The thresholds are read off this curve
    (docs/compare.md).
 6. Ablation (``--ablation``): the same in-process comparison with each method of the page path removed in turn
-   (``CONTRACT.without(method)``: Simhash, pinyin DNA, winnowing on characters, winnowing on initials as candidate
-   sources; the initials channel of the alignment); recall per kind and false positives per variant.
+   (``CONTRACT.without(method)``: winnowing on characters, winnowing on initials as candidate sources; the
+   initials channel of the alignment), each method the product leaves off added (``+simhash``, ``+dna``), and each
+   candidate source alone (``only m``); recall per kind, false positives, candidates verified per page and the
+   seconds of each variant's in-process pass. ``--variants '-winnow,+simhash'`` runs only those (and the product).
 
 The last line of output is JSON with the figures. No corpus text is written into the repository: work files
 and the database live in a temporary folder that is deleted afterwards (``--keep`` keeps it).
@@ -221,7 +224,7 @@ def score(
                     if got:
                         fp += 1
                         row["false_pos"] += 1
-                if spec.kind in ("excerpt_news", "excerpt_short") and system == "fptrack":
+                if spec.kind in ("excerpt_news", "excerpt_short", "kana_excerpt") and system == "fptrack":
                     text = page_texts.get(url, "")
                     truth_page = _excerpt_span(text, spec.excerpt_lines)
                     chosen = [s for w, c, s in spans.get(url, []) if (w, c) in spec.truth]
@@ -437,19 +440,33 @@ def _index_chapters_with_every_method(env: dict[str, str]) -> None:
     engine.dispose()
 
 
-def ablation(web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[str, list[Any]]) -> dict[str, Any]:
+def ablation(
+    web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[str, list[Any]], only: list[str] | None = None
+) -> dict[str, Any]:
     """Recall per kind and false positives with each method of the page path removed in turn (the decision rule
     unchanged). ``full`` are the verdicts under the product's contract."""
     from fingerprint.contract import CANDIDATE_SOURCES, CONTRACT, METHODS
 
-    results = {"product": score_verdicts(web, bases, full, CONTRACT.rule)}
     _index_chapters_with_every_method(env)
+    contracts = {"product": CONTRACT}
     for method in METHODS:
         variant = CONTRACT.without(method) if CONTRACT.uses(method) else CONTRACT.with_method(method)
-        name = ("-" if CONTRACT.uses(method) else "+") + method
-        results[name] = score_verdicts(web, bases, _all_verdicts(env, variant), CONTRACT.rule)
+        contracts[("-" if CONTRACT.uses(method) else "+") + method] = variant
     for source in CANDIDATE_SOURCES:
-        results["only " + source] = score_verdicts(web, bases, _all_verdicts(env, CONTRACT.only(source)), CONTRACT.rule)
+        contracts["only " + source] = CONTRACT.only(source)
+    if only:
+        unknown = set(only) - set(contracts)
+        if unknown:
+            raise SystemExit(f"unknown ablation variant(s) {sorted(unknown)}; known: {', '.join(contracts)}")
+        contracts = {name: c for name, c in contracts.items() if name == "product" or name in only}
+    results: dict[str, Any] = {}
+    for name, contract in contracts.items():
+        # the product's verdicts again, in-process like every variant, so that the costs compare
+        started = time.perf_counter()
+        verdicts = _all_verdicts(env, contract)
+        results[name] = score_verdicts(web, bases, verdicts if name != "product" else full, CONTRACT.rule)
+        results[name]["seconds"] = time.perf_counter() - started
+        results[name]["candidates_per_page"] = sum(map(len, verdicts.values())) / max(1, len(verdicts))
     variants = list(results)
     print("\nablation: recall per kind (false positives per negative kind); -m: the product without m, +m: with m"
           " (off in the product), only m: m the only candidate source")
@@ -466,6 +483,8 @@ def ablation(web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[s
     print(f"{'precision':<30}" + "".join(f"{results[v]['precision']:>18.4f}" for v in variants))
     print(f"{'recall':<30}" + "".join(f"{results[v]['recall']:>18.4f}" for v in variants))
     print(f"{'chapter accuracy':<30}" + "".join(f"{results[v]['chapter_accuracy']:>18.4f}" for v in variants))
+    print(f"{'candidates verified / page':<30}" + "".join(f"{results[v]['candidates_per_page']:>18.2f}" for v in variants))
+    print(f"{'seconds (in-process compare)':<30}" + "".join(f"{results[v]['seconds']:>18.1f}" for v in variants))
     return results
 
 
@@ -531,6 +550,9 @@ def main() -> None:
     parser.add_argument("--no-calibration", action="store_true", help="skip the threshold sweep")
     parser.add_argument(
         "--ablation", action="store_true", help="also compare every page with each method removed in turn"
+    )
+    parser.add_argument(
+        "--variants", help="with --ablation: only these variants, comma-separated (e.g. '-winnow,+simhash')"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     args = parser.parse_args()
@@ -609,7 +631,7 @@ def main() -> None:
             points = calibrate(web, bases, verdicts, args.curve)
             print_curve(points)
             if args.ablation:
-                ablated = ablation(web, bases, env, verdicts)
+                ablated = ablation(web, bases, env, verdicts, args.variants.split(",") if args.variants else None)
                 figures["ablation"] = {
                     variant: {
                         "precision": round(r["precision"], 4),
@@ -620,6 +642,8 @@ def main() -> None:
                             if k in POSITIVE_KINDS
                         },
                         "false_positives": r["fp"],
+                        "candidates_per_page": round(r["candidates_per_page"], 3),
+                        "seconds": round(r["seconds"], 1),
                     }
                     for variant, r in ablated.items()
                 }

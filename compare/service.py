@@ -195,7 +195,7 @@ def _rank_candidates(
     limit: int | None = CONTRACT.candidates.max_candidates,
 ) -> dict[int, set[str]]:
     found: dict[int, set[str]] = defaultdict(set)
-    if contract.uses("simhash"):
+    if contract.uses("simhash") and document.simhash is not None:
         for hit in simhash_candidates(session, document.simhash, layout, owner=owner, exclude_id=exclude_id):
             found[hit.owner_id].add("simhash")
     votes: dict[int, int] = defaultdict(int)

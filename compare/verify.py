@@ -5,7 +5,9 @@ Both texts are compared in their normalised form (NFKC, Simplified, no punctuati
 
 - characters: every k-gram (``char_k`` characters) of the page that also occurs in the chapter;
 - pinyin initials: every k-gram (``initials_k`` letters) of the page's pinyin-initial string that also occurs in
-  the chapter's, so same-sound character swaps (a common dodge) keep matching.
+  the chapter's, so same-sound character swaps (a common dodge) keep matching. A k-gram holding a character
+  without a pinyin reading (``UNKNOWN_INITIAL``: kana, Hangul, Cyrillic...) is no evidence: two unrelated texts
+  in such a script share every run of placeholders, so those k-grams are left to the character channel.
 
 A page character is *covered* when a shared k-gram spans it. Covered runs closer than ``max_gap`` characters are
 merged (edits between them), runs shorter than ``min_run`` are dropped (common phrases), and each run is paired
@@ -25,6 +27,7 @@ import numpy as np
 
 from fingerprint.contract import CONTRACT, AlignParams
 from fingerprint.features import char_shingle_hashes
+from fingerprint.pinyin_dna import UNKNOWN_INITIAL
 
 __all__ = ["Alignment", "align"]
 
@@ -79,6 +82,16 @@ def _match_positions(page: np.ndarray, chapter: tuple[np.ndarray, np.ndarray]) -
     return np.where(hit, order[found_clipped], -1).astype(np.int64)
 
 
+def _grams_holding(text: str, char: str, k: int) -> np.ndarray:
+    """For each k-gram start of ``text``, whether the k-gram holds ``char`` (length ``max(0, len - k + 1)``)."""
+    if len(text) < k:
+        return np.zeros(0, dtype=bool)
+    marks = np.frombuffer(text.encode("ascii"), dtype=np.uint8) == ord(char)
+    counts = np.concatenate(([0], np.cumsum(marks)))
+    held: np.ndarray = (counts[k:] - counts[:-k]) > 0
+    return held
+
+
 def align(
     page_text: str,
     chapter_text: str,
@@ -110,6 +123,7 @@ def align(
         )
         if ignore is not None and len(ini_pos):
             ini_pos[ignore[: len(ini_pos)]] = -1
+        ini_pos[_grams_holding(page_initials, UNKNOWN_INITIAL, initials_k)[: len(ini_pos)]] = -1
         spans.append((np.nonzero(ini_pos >= 0)[0], ini_pos[ini_pos >= 0], initials_k))
 
     covered = np.zeros(n_page + 1, dtype=np.int64)
@@ -135,8 +149,13 @@ def align(
             # A repeated phrase can anchor far away from the copied place. Anchors of one copied passage lie near
             # one diagonal (chapter position - page position), drifting only with the edits inside it.
             diagonals = chapter_starts - pages
-            centre = np.median(diagonals)
-            near = np.abs(diagonals - centre) <= max(params.diagonal_slack, 0.2 * (end - start))
+            slack = max(params.diagonal_slack, 0.2 * (end - start))
+            near = np.abs(diagonals - np.median(diagonals)) <= slack
+            if not near.any():
+                # anchors split evenly between distant diagonals (phrases repeated all over both texts) leave the
+                # median between them, near none: the diagonal that most anchors agree with stands for the passage
+                votes = (np.abs(diagonals[:, None] - diagonals[None, :]) <= slack).sum(axis=1)
+                near = np.abs(diagonals - diagonals[int(np.argmax(votes))]) <= slack
             kept_pages, kept_chapters = pages[near], chapter_starts[near]
             # extend from the first and last anchors to the passage's ends, along their diagonals
             c_start = int(max(0, kept_chapters.min() - (kept_pages[np.argmin(kept_chapters)] - start)))

@@ -8,8 +8,8 @@ a k-gram length, a window, a DNA width or a threshold, because there is only one
 What it holds, by stage (docs/fingerprints.md and docs/compare.md say where each value was measured):
 
 - which **methods** the page path computes and reads (:data:`PAGE_PATH_METHODS`, out of :data:`METHODS`):
-  Simhash, winnowing on characters, winnowing on pinyin initials (candidate generation) and the initials channel
-  of the alignment; pinyin DNA is off. :meth:`FingerprintContract.without`, ``with_method`` and ``only`` make the
+  winnowing on characters, winnowing on pinyin initials (candidate generation) and the initials channel of the
+  alignment; Simhash and pinyin DNA are off. :meth:`FingerprintContract.without`, ``with_method`` and ``only`` make the
   variants with which the ablation of ``benchmarks/piracy_eval.py`` measures what each adds;
 - the **fingerprints**: Simhash (bits, weighting), DNA (granularity, overlap, quantisation), winnowing (k, w) of
   the normalised characters and of the pinyin-initial string;
@@ -47,10 +47,13 @@ METHODS: tuple[str, ...] = ("simhash", "dna", "winnow", "winnow_py", "align_init
 """The signals the page path can use. The first four are candidate sources (each an index of ``storage``); the last
 is the pinyin-initial channel of the alignment (same-sound swaps keep aligning)."""
 CANDIDATE_SOURCES: tuple[str, ...] = ("simhash", "dna", "winnow", "winnow_py")
-PAGE_PATH_METHODS = frozenset(METHODS) - {"dna"}
-"""What the product uses. Pinyin DNA is off: the ablation (docs/fingerprints.md) found nothing it adds that
-winnowing over the initials does not already find, and alone it finds almost nothing (exact codes break on every
-insertion or deletion, which shifts all later segment boundaries)."""
+PAGE_PATH_METHODS = frozenset(METHODS) - {"dna", "simhash"}
+"""What the product uses. Pinyin DNA is off: the ablation (docs/compare.md) found nothing it adds that winnowing
+over the initials does not already find, and alone it finds almost nothing (exact codes break on every insertion
+or deletion, which shifts all later segment boundaries). Simhash is off too: on two full runs every copy it finds
+the winnowing finds as well, and it is the costliest part of fingerprinting a page (word segmentation: the page
+path runs ~2.7x faster without it, ``benchmarks/fingerprint_throughput.py``); no Simhash row is stored for a page
+or a chapter any more (rows written by earlier releases stay readable and unread)."""
 
 CODE_KINDS: tuple[str, ...] = ("dna", "winnow", "winnow_py")
 """The (code, position) kinds a document stores, as ``storage`` names them."""

@@ -10,6 +10,14 @@ Fast distance queries by **multi-index blocks** (the pigeonhole argument of Mank
 L1 instead of Hamming): split the letters into ``max_distance + 1`` blocks; codes at L1 distance <= d differ in
 at most d letters, so at least one block is identical. Each block's value is an exact key; a query looks up its
 ``d + 1`` keys and verifies the candidates' distance with a vectorised unpacking. No false negatives.
+
+Many queries at once (a whole document's codes against every stored code) go faster without the blocks:
+:meth:`DnaIndex.min_distances` writes each letter value v as a **thermometer code** (v ones in ``levels - 1``
+bits), under which the L1 distance of two letter vectors is the Hamming distance of their thermometer codes, and
+counts differing bits with a popcount over all pairs. One pass gives the smallest distance to every owner, from
+which any ``max_distance`` is read off (the benchmark sweeps d without querying again). With few letter values
+(4 levels, values crowded near the middle) a block of 23 / (d + 1) letters is an unselective key, so the blocks
+save little over the brute force once d >= 4.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import numpy as np
 
 from fingerprint.pinyin_dna import DnaParams
 
-__all__ = ["DnaIndex", "dna_distances", "unpack_codes"]
+__all__ = ["DnaIndex", "dna_distances", "thermometer_codes", "unpack_codes"]
 
 _DEFAULT = DnaParams()
 
@@ -43,6 +51,22 @@ def dna_distances(code: int, others: Sequence[int] | np.ndarray, params: DnaPara
     return distances
 
 
+def thermometer_codes(codes: Sequence[int] | np.ndarray, params: DnaParams = _DEFAULT) -> np.ndarray:
+    """(n, words) uint64 thermometer codes of ``codes``: letter j with value v sets bits
+    [j * (levels - 1), j * (levels - 1) + v), so that popcount(a ^ b) summed over the words is the L1 distance of
+    the letter vectors."""
+    values = unpack_codes(codes, params).astype(np.int64)
+    width = params.levels - 1
+    bits = np.arange(width, dtype=np.int64)
+    # (n, letters * width) booleans, then packed 64 per word (little-endian bit order)
+    flat = (values[:, :, None] > bits[None, None, :]).reshape(len(values), values.shape[1] * width)
+    words = -(-flat.shape[1] // 64)
+    padded = np.zeros((len(values), words * 64), dtype=np.uint8)
+    padded[:, : flat.shape[1]] = flat
+    packed: np.ndarray = np.packbits(padded, axis=1, bitorder="little").view(np.uint64)
+    return packed
+
+
 class DnaIndex:
     """Owners' DNA codes, queried for codes within ``max_distance`` (L1 over the letter vectors)."""
 
@@ -62,9 +86,12 @@ class DnaIndex:
         self._codes: list[int] = []
         self._owners: list[int] = []
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None  # (codes, owners), rebuilt after an add
+        # min_distances' layout for one ``owners`` bound, rebuilt after an add
+        self._by_owner: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def add(self, owner: int, codes: Sequence[int]) -> None:
         self._arrays = None
+        self._by_owner = None
         for code in codes:
             row = len(self._codes)
             self._codes.append(int(code))
@@ -90,13 +117,49 @@ class DnaIndex:
         owners: np.ndarray = all_owners[ordered[keep]]
         return owners
 
+    def min_distances(self, codes: Sequence[int], owners: int, chunk_pairs: int = 1 << 22) -> np.ndarray:
+        """(len(codes), owners) smallest L1 distance from each query code to any stored code of owner
+        ``0 .. owners - 1``; an owner without codes gets ``letters * (levels - 1) + 1`` (beyond any distance).
+
+        Brute force over all pairs by thermometer codes and popcount, ``chunk_pairs`` pairs at a time (memory)."""
+        if owners < 0:
+            raise ValueError(f"owners must be >= 0, got {owners}")
+        beyond = len(self.params.alphabet) * (self.params.levels - 1) + 1
+        result = np.full((len(codes), owners), beyond, dtype=np.int16)
+        if not len(codes) or not self._codes or not owners:
+            return result
+        stored, starts, present = self._thermometer_by_owner(owners)
+        if not len(stored):
+            return result
+        query = thermometer_codes(codes, self.params)
+        step = max(1, chunk_pairs // len(stored))
+        small = beyond < 256  # popcounts add up in uint8 (one byte per pair: the pass is memory-bound)
+        for lo in range(0, len(query), step):
+            block = query[lo : lo + step]
+            distance = np.bitwise_count(block[:, 0, None] ^ stored[None, :, 0])
+            if not small:
+                distance = distance.astype(np.int16)
+            for word in range(1, stored.shape[1]):
+                distance += np.bitwise_count(block[:, word, None] ^ stored[None, :, word])
+            result[lo : lo + step, present] = np.minimum.reduceat(distance, starts, axis=1)
+        return result
+
+    def _thermometer_by_owner(self, owners: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Stored thermometer codes of the owners below ``owners``, sorted by owner; the first row of each owner
+        present; those owners. Kept until the next :meth:`add`."""
+        if self._by_owner is None or self._by_owner[0] != owners:
+            all_owners = np.asarray(self._owners, dtype=np.int64)
+            order = np.flatnonzero(all_owners < owners)
+            order = order[np.argsort(all_owners[order], kind="stable")]
+            present, starts = np.unique(all_owners[order], return_index=True)
+            stored = thermometer_codes(np.asarray(self._codes, dtype=np.int64)[order], self.params)
+            self._by_owner = (owners, stored, starts, present)
+        return self._by_owner[1], self._by_owner[2], self._by_owner[3]
+
     def shares(self, codes: Sequence[int], owners: int) -> np.ndarray:
         """For each owner ``0 .. owners - 1``, the share of the query ``codes`` with a near code of that owner."""
-        found = np.zeros(owners, dtype=np.float64)
         if not len(codes):
-            return found
-        for code in codes:
-            hit = np.unique(self.near(code))
-            found[hit[hit < owners]] += 1
-        shares: np.ndarray = found / len(codes)
+            return np.zeros(owners, dtype=np.float64)
+        near = self.min_distances(codes, owners) <= self.max_distance
+        shares: np.ndarray = near.mean(axis=0)
         return shares

@@ -26,14 +26,14 @@ __all__ = ["TextFingerprints", "fingerprint_text"]
 
 @dataclass(frozen=True, eq=False)
 class TextFingerprints:
-    """The fingerprints of one text. ``simhash`` is unsigned (``contract.simhash.bits`` bits; 0 when Simhash is
-    off); every code is a (hash, position) pair whose hash fits a signed 64-bit BIGINT (DNA: position = segment
+    """The fingerprints of one text. ``simhash`` is unsigned (``contract.simhash.bits`` bits; None when Simhash is
+    off, and then nothing stores one); every code is a (hash, position) pair whose hash fits a signed 64-bit BIGINT (DNA: position = segment
     number; winnowing: position = normalised offset of the k-gram)."""
 
     original: str
     normalized: NormalizedText
     initials: str
-    simhash: int
+    simhash: int | None
     dna: tuple[tuple[int, int], ...]
     winnow_chars: tuple[tuple[int, int], ...]
     winnow_initials: tuple[tuple[int, int], ...]
@@ -57,7 +57,7 @@ def fingerprint_text(text: str, contract: FingerprintContract = CONTRACT) -> Tex
         original=text,
         normalized=normalized,
         initials=initials,
-        simhash=simhash_text(normalized.text, params=contract.simhash) if uses("simhash") else 0,
+        simhash=simhash_text(normalized.text, params=contract.simhash) if uses("simhash") else None,
         dna=tuple(enumerate_codes(dna_codes(initials, contract.dna))) if uses("dna") else (),
         winnow_chars=(
             winnow(normalized.text, contract.winnow_chars.k, contract.winnow_chars.w) if uses("winnow") else ()

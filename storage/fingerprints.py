@@ -80,11 +80,12 @@ def is_postgres(bind: Session | Connection) -> bool:
 
 @dataclass(frozen=True)
 class FingerprintSet:
-    """Everything stored for one owner: its Simhash and, per kind (``"dna"``, ``"winnow"``...), ``(code,
-    position)`` pairs with distinct positions (codes unsigned or signed 64-bit)."""
+    """Everything stored for one owner: its Simhash (None: no Simhash row, for a contract that does not use it)
+    and, per kind (``"dna"``, ``"winnow"``...), ``(code, position)`` pairs with distinct positions (codes unsigned
+    or signed 64-bit)."""
 
     owner_id: int
-    simhash: int
+    simhash: int | None
     codes: Mapping[str, Sequence[tuple[int, int]]]
 
 
@@ -94,7 +95,7 @@ def replace_fingerprints(
     owner: Owner,
     owner_id: int,
     layout: IndexLayout,
-    simhash: int,
+    simhash: int | None,
     codes: Mapping[str, Sequence[tuple[int, int]]],
 ) -> None:
     """Store one owner's fingerprints and index rows, replacing any earlier ones (see :func:`write_fingerprints`)."""
@@ -124,8 +125,9 @@ def write_fingerprints(
     rows: list[dict[str, Any]] = []
     vectors: list[tuple[int, str, np.ndarray]] = []  # (row index, kind, (n, 2) int64 array)
     for item in items:
-        rows.append({owner_key: item.owner_id, "kind": layout.kind, "value": to_signed64(item.simhash),
-                     "payload": None, "created_at": now})  # fmt: skip
+        if item.simhash is not None:
+            rows.append({owner_key: item.owner_id, "kind": layout.kind, "value": to_signed64(item.simhash),
+                         "payload": None, "created_at": now})  # fmt: skip
         for kind, pairs in item.codes.items():
             array = _code_array(pairs)
             if len(np.unique(array[:, 1])) != len(array):
@@ -135,10 +137,10 @@ def write_fingerprints(
             vectors.append((len(rows), kind, array))
             rows.append({owner_key: item.owner_id, "kind": kind, "value": None,
                          "payload": array.astype("<i8").tobytes(), "created_at": now})  # fmt: skip
-    ids = list(
-        session.scalars(
-            insert(Fingerprint).returning(Fingerprint.id, sort_by_parameter_order=True), rows
-        )
+    ids = (
+        list(session.scalars(insert(Fingerprint).returning(Fingerprint.id, sort_by_parameter_order=True), rows))
+        if rows
+        else []
     )
     from storage.hot_buckets import file_in_hot_buckets
 

@@ -18,6 +18,7 @@ def test_the_beat_task_refreshes_statistics_and_reports(settings: Settings) -> N
     assert app.conf.beat_schedule["fptrack-maintain"]["schedule"] == settings.maintain_every
 
     first = tasks.maintain.delay().get()
-    assert first["fingerprints"] == 3 and first["documents_added"] == 3 and first["orphans"] == {}
+    # no Simhash on the page path (fingerprint.contract): the hot-bucket upkeep finds no Simhash row to look at
+    assert first["fingerprints"] == 0 and first["documents_added"] == 3 and first["orphans"] == {}
     again = tasks.maintain.delay().get()
     assert again["documents_added"] == 0 and again["documents"] == 3

@@ -120,6 +120,20 @@ def test_refingerprinting_and_deleting_leave_no_orphans(session: Session) -> Non
     forget_hot_buckets()
 
 
+def test_an_owner_without_a_simhash_gets_no_simhash_row(session: Session) -> None:
+    """The page path without Simhash (fingerprint.contract): codes stored, no Simhash row, and re-fingerprinting a
+    page that had one (written by an earlier release) removes it."""
+    page = _page(session, 0)
+    replace_fingerprints(session, owner="page", owner_id=page.id, layout=LAYOUT, simhash=BASE, codes=_codes(1))
+    replace_fingerprints(session, owner="page", owner_id=page.id, layout=LAYOUT, simhash=None, codes=_codes(2))
+    session.commit()
+    kinds = set(session.scalars(select(Fingerprint.kind).where(Fingerprint.page_id == page.id)))
+    assert kinds == set(_codes(2)) and LAYOUT.kind not in kinds
+    assert simhash_candidates(session, BASE, LAYOUT, owner="page") == []
+    assert code_candidates(session, "dna", [c for c, _ in _codes(2)["dna"]], owner="page") == {page.id: 20}
+    assert session.scalar(select(Page.fingerprinted_at).where(Page.id == page.id)) is not None
+
+
 def test_bulk_load_matches_brute_force(session: Session) -> None:
     forget_hot_buckets()
     rng = np.random.default_rng(3)

@@ -7,6 +7,7 @@ from compare.scoring import DEFAULT_RULE, decide
 from compare.verify import align
 from fingerprint.contract import AlignParams
 from fingerprint.features import char_shingle_hashes
+from fingerprint.pinyin_dna import UNKNOWN_INITIAL, pinyin_initials
 
 CJK = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳云腾致雨露结为霜金生丽水玉出昆冈剑号巨阙珠称夜光"
 
@@ -90,3 +91,30 @@ def test_a_template_with_other_numbers_is_not_one_run() -> None:
     assert len(align(page, chapter, params=AlignParams(max_gap_digit_share=1.0)).runs) == 1  # merged over numbers
     assert align(page, chapter).runs == ()
     assert align(page, page).page_covered == len(page)  # the same report, numbers and all, is one run
+
+
+def test_placeholder_initials_are_no_evidence() -> None:
+    """Kana have no pinyin: unrelated kana texts share every run of placeholder initials, never a copied run."""
+    page, chapter = "あいうえおかきくけこ" * 8, "さしすせそたちつてと" * 8
+    initials = pinyin_initials(page)
+    assert set(initials) == {UNKNOWN_INITIAL} and set(pinyin_initials(chapter)) == {UNKNOWN_INITIAL}
+    assert align(page, chapter, initials, pinyin_initials(chapter)).runs == ()
+    # the same text is still found through its characters
+    assert align(page, page, initials, initials).page_covered == len(page)
+
+
+def test_anchors_split_between_two_distant_diagonals_still_align() -> None:
+    """Generated kana prose repeats its words all over both texts: a run's anchors can fall evenly on two distant
+    diagonals, leaving none near their median (this raised on an empty selection, then, taking both diagonals,
+    gave a 44-character run a 659-character chapter range and half a chapter's coverage)."""
+    from tests.support.kana import kana_prose
+
+    slack = AlignParams().diagonal_slack
+    for seed in range(12, 20):
+        page = kana_prose(random.Random(seed), 1800)
+        chapter = kana_prose(random.Random(1000 + seed), 2000)
+        alignment = align(page, chapter, pinyin_initials(page), pinyin_initials(chapter))
+        for p0, p1, c0, c1 in alignment.runs:
+            assert 0 <= c0 <= c1 <= len(chapter)
+            assert c1 - c0 <= (p1 - p0) + 2 * max(slack, 0.2 * (p1 - p0))  # one diagonal, within its slack
+        assert decide(alignment).flagged is False

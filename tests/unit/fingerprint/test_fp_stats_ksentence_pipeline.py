@@ -90,13 +90,14 @@ def test_ksentence_ignores_sentence_order():
 @settings(max_examples=20, deadline=None)
 @given(st.lists(st.sampled_from(COMMON_HAN), min_size=0, max_size=400).map("".join))
 def test_fingerprint_text_is_deterministic_and_bigint_safe(text: str):
-    a, b = fingerprint_text(text), fingerprint_text(text)
+    with_simhash = CONTRACT.with_method("simhash")
+    a, b = fingerprint_text(text, with_simhash), fingerprint_text(text, with_simhash)
     assert a.simhash == b.simhash and a.dna == b.dna and a.winnow_chars == b.winnow_chars
     assert a.winnow_initials == b.winnow_initials
     assert len(a.initials) == len(a.normalized.text)
     signed = [h for codes in a.index_codes().values() for h, _ in codes]
     assert all(-(1 << 63) <= v < (1 << 63) for v in signed)
-    assert 0 <= a.simhash < (1 << 64)
+    assert a.simhash is not None and 0 <= a.simhash < (1 << 64)
 
 
 def test_pirated_copy_fingerprints_stay_close():
@@ -105,22 +106,24 @@ def test_pirated_copy_fingerprints_stay_close():
     chars.insert(500, "(nèi)")
     chars.insert(1200, "小^说^无广告的~顶点*小说~网www.example.com")
     pirate = opencc.OpenCC("s2t").convert("".join(chars))
-    a, b = fingerprint_text(original), fingerprint_text(pirate)
-    assert hamming(a.simhash, b.simhash) <= 3
+    with_simhash = CONTRACT.with_method("simhash")
+    a, b = fingerprint_text(original, with_simhash), fingerprint_text(pirate, with_simhash)
+    assert a.simhash is not None and b.simhash is not None and hamming(a.simhash, b.simhash) <= 3
     assert len({h for h, _ in a.winnow_chars} & {h for h, _ in b.winnow_chars}) >= 0.9 * len(a.winnow_chars)
 
 
 def test_a_method_the_contract_leaves_out_is_not_computed():
     text = "".join(COMMON_HAN[i * 11 % 3000] for i in range(600))
-    everything = CONTRACT.with_method("dna")
+    everything = CONTRACT.with_method("dna").with_method("simhash")
     full = fingerprint_text(text, everything)
     assert full.simhash and full.dna and full.winnow_chars and full.winnow_initials
-    for method, empty in (("simhash", lambda f: f.simhash == 0), ("dna", lambda f: f.dna == ()),
+    for method, empty in (("simhash", lambda f: f.simhash is None), ("dna", lambda f: f.dna == ()),
                           ("winnow", lambda f: f.winnow_chars == ()), ("winnow_py", lambda f: f.winnow_initials == ())):
         reduced = fingerprint_text(text, everything.without(method))
         assert empty(reduced), method
         assert reduced.text == full.text and reduced.initials == full.initials
-    assert fingerprint_text(text).dna == ()  # the product leaves pinyin DNA off (docs/fingerprints.md, ablation)
+    assert fingerprint_text(text).dna == ()  # the product leaves pinyin DNA off (docs/compare.md, ablation)
+    assert fingerprint_text(text).simhash is None  # and Simhash (same ablation, and its cost)
     assert CONTRACT.code_kinds() == ("winnow", "winnow_py")
     assert CONTRACT.only("winnow").methods == {"winnow", "align_initials"}
 
@@ -130,5 +133,5 @@ def test_the_contract_rejects_what_would_break_the_index():
         CONTRACT.without("minhash")
     with pytest.raises(ValueError, match="tf-weighted"):
         type(CONTRACT)(simhash=SimhashParams(scheme="entropy"))
-    assert set(METHODS) - {"dna"} == set(CONTRACT.methods)
+    assert set(METHODS) - {"dna", "simhash"} == set(CONTRACT.methods)
     assert CONTRACT.winnow_chars.guarantee == CONTRACT.winnow_chars.k + CONTRACT.winnow_chars.w - 1
