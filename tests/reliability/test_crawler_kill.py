@@ -1,7 +1,8 @@
 """A site crawl killed outright (SIGKILL to its process group: no cleanup runs) and started again resumes: it does
 not fetch again the pages the killed run stored, every page of the site ends up stored once, and every copy is
-compared and matched once. Real processes (`fptrack sites run`), PostgreSQL, a loopback site that logs every
-request; once with the fingerprint stage in the crawl's process, once on a real Celery worker over Redis."""
+compared and matched once. Real processes (`fptrack sites run`), the test's own PostgreSQL and Redis
+(tests/reliability/cluster.py), a loopback site that logs every request; once with the fingerprint stage in the
+crawl's process, once on a real Celery worker over Redis."""
 
 from __future__ import annotations
 
@@ -11,11 +12,9 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from pathlib import Path
+from contextlib import contextmanager
 
 import pytest
 from sqlalchemy import func, select
@@ -26,12 +25,12 @@ from crawler.resume import state_dir
 from storage.db import create_engine_for
 from storage.models import Chapter, CrawlJob, Match, Page, Site
 from storage.settings import Settings
-from tests.conftest import REDIS_URL
 from tests.integration.crawler.harness import REPO_ROOT
+from tests.reliability.cluster import Cluster
 from tests.support.sites import Page as SitePage
 from tests.support.sites import SiteURL, serve_site
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = pytest.mark.slow
 
 SECTIONS = 10
 CHAPTERS_PER_SECTION = 19  # 1 index + 10 sections + 190 chapter pages = 201 pages
@@ -76,12 +75,11 @@ def _site_pages() -> dict[str, SitePage]:
     return pages
 
 
-def _env(settings: Settings, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
-    env.update(
-        FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url, FPTRACK_CRAWL_TIMEOUT="10",
-        FPTRACK_CRAWL_AUTOTHROTTLE="false", FPTRACK_CRAWL_CONCURRENCY_PER_SITE="2", **extra,
-    )  # fmt: skip
+def _env(cluster: Cluster, *, workers: bool = False) -> dict[str, str]:
+    """The cluster's settings; without its broker (the fingerprint stage in the crawl's process) unless ``workers``."""
+    env = {**cluster.env, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE": "2"}
+    if not workers:
+        del env["FPTRACK_BROKER_URL"]
     return env
 
 
@@ -105,25 +103,6 @@ def _stored_urls(settings: Settings) -> list[str]:
         return [str(url) for url in session.scalars(select(Page.url))]
 
 
-@contextmanager
-def _worker(env: dict[str, str], log: Path) -> Iterator[None]:
-    """A real Celery worker on the test's own queue (it survives the crawl's kill: another process group)."""
-    with open(log, "wb") as out:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        try:
-            yield
-        finally:
-            worker.terminate()
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
-
-
 def _kill_mid_crawl(env: dict[str, str], base: SiteURL, settings: Settings, after_pages: int) -> None:
     """Start `sites run books` in a process group of its own and SIGKILL the group once ``after_pages`` pages are
     stored (and before the crawl ends)."""
@@ -141,30 +120,28 @@ def _kill_mid_crawl(env: dict[str, str], base: SiteURL, settings: Settings, afte
     assert crawl.returncode == -signal.SIGKILL
 
 
-@pytest.mark.parametrize("fingerprinting", ["in-process", pytest.param("workers", marks=pytest.mark.redis)])
-def test_a_killed_site_crawl_resumes_without_refetching_or_duplicating(
-    postgres_settings: Settings, tmp_path: Path, fingerprinting: str
-) -> None:
-    env = _env(postgres_settings)
-    in_process = dict(env)
-    if fingerprinting == "workers":
-        env.update(FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"resume-{uuid.uuid4().hex[:8]}")
+@pytest.mark.parametrize("fingerprinting", ["in-process", "workers"])
+def test_a_killed_site_crawl_resumes_without_refetching_or_duplicating(cluster: Cluster, fingerprinting: str) -> None:
+    in_process = _env(cluster)
+    env = _env(cluster, workers=fingerprinting == "workers")
+    settings = Settings.from_env(env)
     for work in WORKS:
         added = _cli(in_process, "works", "add", str(DEMO_DATA / work))
         assert added.returncode == 0, added.stderr
     pages = _site_pages()
     copies = _copies()
-    worker = _worker(env, tmp_path / "worker.log") if fingerprinting == "workers" else None
-    with serve_site(pages) as base, worker or nullcontext():
+    if fingerprinting == "workers":
+        cluster.start_worker("worker")  # another process group: it survives the crawl's kill
+    with serve_site(pages) as base:
         added = _cli(in_process, "sites", "add", "books", base + "/", "--depth", "3", "--max-pages", "1000",
                      "--allow-private")  # fmt: skip
         assert added.returncode == 0, added.stderr
-        with _session(postgres_settings) as session:
+        with _session(settings) as session:
             site_id = int(session.scalars(select(Site.id).where(Site.name == "books")).one())
-        state = state_dir(postgres_settings.data_dir, site_id)
+        state = state_dir(settings.data_dir, site_id)
 
-        _kill_mid_crawl(env, base, postgres_settings, KILL_AFTER_PAGES)
-        before = {url.removeprefix(base) for url in _stored_urls(postgres_settings)}
+        _kill_mid_crawl(env, base, settings, KILL_AFTER_PAGES)
+        before = {url.removeprefix(base) for url in _stored_urls(settings)}
         requests_before = len(base.requests)
         assert (state / "frontier.sqlite").exists(), "the killed crawl left no state to resume from"
         assert len(before) < len(pages), "the kill landed after the crawl had stored every page"
@@ -174,7 +151,7 @@ def test_a_killed_site_crawl_resumes_without_refetching_or_duplicating(
         second_run = [path for path in base.requests[requests_before:] if path != "/robots.txt"]
 
     refetched = sorted(set(second_run) & before)
-    with _session(postgres_settings) as session:
+    with _session(settings) as session:
         rows = session.execute(select(Page.url, func.count()).group_by(Page.url)).all()
         uncompared = session.scalar(select(func.count()).select_from(Page).where(Page.compared_at.is_(None)))
         matches = session.execute(
@@ -207,31 +184,33 @@ def test_a_killed_site_crawl_resumes_without_refetching_or_duplicating(
     assert not state.exists(), "a crawl that finished left its state behind"
 
 
-def test_the_page_budget_counts_the_pages_of_the_killed_run(postgres_settings: Settings) -> None:
-    env = _env(postgres_settings)
+def test_the_page_budget_counts_the_pages_of_the_killed_run(cluster: Cluster) -> None:
+    env = _env(cluster)
+    settings = Settings.from_env(env)
     budget = 120
     pages = _site_pages()
     with serve_site(pages) as base:
         added = _cli(env, "sites", "add", "books", base + "/", "--depth", "3", "--max-pages", str(budget),
                      "--allow-private")  # fmt: skip
         assert added.returncode == 0, added.stderr
-        _kill_mid_crawl(env, base, postgres_settings, 40)
-        before = len(_stored_urls(postgres_settings))
+        _kill_mid_crawl(env, base, settings, 40)
+        before = len(_stored_urls(settings))
         resumed = _cli(env, "sites", "run", "books", "-q")
         assert resumed.returncode == 0, f"{resumed.stdout}\n{resumed.stderr}"
-    after = len(_stored_urls(postgres_settings))
+    after = len(_stored_urls(settings))
     print(f"\nbudget {budget}: stored before the kill {before}, after the resume {after}")
     assert before < budget
     assert after == budget
 
 
-def test_a_changed_site_does_not_resume_a_stale_state(postgres_settings: Settings) -> None:
-    env = _env(postgres_settings)
+def test_a_changed_site_does_not_resume_a_stale_state(cluster: Cluster) -> None:
+    env = _env(cluster)
+    settings = Settings.from_env(env)
     with serve_site(_site_pages()) as base:
         added = _cli(env, "sites", "add", "books", base + "/", "--depth", "3", "--max-pages", "1000",
                      "--allow-private")  # fmt: skip
         assert added.returncode == 0, added.stderr
-        _kill_mid_crawl(env, base, postgres_settings, 30)
+        _kill_mid_crawl(env, base, settings, 30)
         edited = _cli(env, "sites", "edit", "books", "--depth", "1")
         assert edited.returncode == 0, edited.stderr
         requests_before = len(base.requests)
