@@ -94,7 +94,9 @@ def workers_answering(timeout: float, queue: str | None = None, host: str | None
     consumes; only those consuming ``queue`` and running on ``host`` (the part after ``@``) when given.
 
     Broker errors propagate: a caller that must tell "no broker" from "no worker" can."""
-    replies = celery.control.inspect(timeout=timeout).active_queues() or {}
+    # a connection of its own to the broker configured now (the app's pooled one may predate a reconfigure)
+    with celery.connection_for_write() as connection:
+        replies = celery.control.inspect(timeout=timeout, connection=connection).active_queues() or {}
     answering = {name: sorted(q.get("name", "") for q in queues or ()) for name, queues in replies.items()}
     return {
         name: queues

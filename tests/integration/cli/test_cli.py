@@ -130,5 +130,6 @@ def test_maintain_reports_index_and_statistics(initialised: Path) -> None:
     fptrack(initialised, "works", "add", str(DEMO_DATA / "lighthouse.txt"))
     result = fptrack(initialised, "maintain")
     assert result.returncode == 0, result.stderr
-    assert "3 fingerprints" in result.stdout and "no overloaded buckets" in result.stdout
+    # the contract writes no Simhash for a chapter or a page (off the page path since issue 13): the index is empty
+    assert "simhash index f64k3b4: 0 fingerprints" in result.stdout and "no overloaded buckets" in result.stdout
     assert "orphaned index rows: none" in result.stdout
