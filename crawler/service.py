@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from crawler.store import PageStore, StoreCounts
-from storage.db import retry_while_unreachable, session_scope
+from storage.db import retry_in_session, session_scope
 from storage.fingerprints import id_chunks
 from storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, utcnow
 from storage.settings import Settings
@@ -298,11 +298,10 @@ def _settle(sessions: sessionmaker[Session], site_ids: set[int], settings: Setti
     """Settle the crawl's sites (idempotent: run again if the database was restarted meanwhile)."""
     from compare.pipeline import settle_sites
 
-    def settle() -> None:
-        with session_scope(sessions) as session:
-            settle_sites(session, site_ids, settings)
+    retry_in_session(sessions, lambda session: settle_sites(session, site_ids, settings),
+                     what="settling the crawl's sites")  # fmt: skip
 
-    retry_while_unreachable(settle, what="settling the crawl's sites")
+
 # Scrapy's finish reasons of a crawl that ran to its end: the frontier is exhausted, or the page budget spent.
 FINISHED_NORMALLY = frozenset({"finished", "max_pages"})
 
@@ -386,30 +385,28 @@ def _start_job(
 
 def _finish_job(sessions: sessionmaker[Session], outcome: CrawlOutcome, counts: StoreCounts) -> None:
     try:
-        retry_while_unreachable(lambda: _record_end(sessions, outcome, counts), what="recording the end of the crawl")
+        retry_in_session(sessions, lambda session: _record_end(session, outcome, counts),
+                         what="recording the end of the crawl")  # fmt: skip
     except Exception:
         log.exception("could not record the end of crawl job %s", outcome.job_id)
 
 
-def _record_end(sessions: sessionmaker[Session], outcome: CrawlOutcome, counts: StoreCounts) -> None:
-    with session_scope(sessions) as session:
-        job = session.get(CrawlJob, outcome.job_id)
-        if job is None:
-            return
-        job.status = outcome.status if outcome.status != CrawlJobStatus.RUNNING.value else "failed"
-        job.error = outcome.error[:2000]
-        job.finished_at = utcnow()
-        job.pages_stored = counts.stored
-        job.pages_unchanged = counts.unchanged
-        job.copies_found = len(outcome.copies)
-        if outcome.stats is not None:
-            job.pages_seen = outcome.stats.pages_seen
-            job.pages_failed = len(outcome.stats.failures)
-            job.stats = job_stats(outcome.stats)
-        if counts.site_ids:
-            session.execute(
-                update(Site).where(Site.id.in_(sorted(counts.site_ids))).values(last_crawled_at=utcnow())
-            )
+def _record_end(session: Session, outcome: CrawlOutcome, counts: StoreCounts) -> None:
+    job = session.get(CrawlJob, outcome.job_id)
+    if job is None:
+        return
+    job.status = outcome.status if outcome.status != CrawlJobStatus.RUNNING.value else "failed"
+    job.error = outcome.error[:2000]
+    job.finished_at = utcnow()
+    job.pages_stored = counts.stored
+    job.pages_unchanged = counts.unchanged
+    job.copies_found = len(outcome.copies)
+    if outcome.stats is not None:
+        job.pages_seen = outcome.stats.pages_seen
+        job.pages_failed = len(outcome.stats.failures)
+        job.stats = job_stats(outcome.stats)
+    if counts.site_ids:
+        session.execute(update(Site).where(Site.id.in_(sorted(counts.site_ids))).values(last_crawled_at=utcnow()))
 
 
 MAX_FAILURES_RECORDED = 200
@@ -432,16 +429,13 @@ def job_stats(stats: CrawlStats) -> dict[str, Any]:
 def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:
     """The crawl's pages not compared yet (asked again while the database is restarted: the crawl waits)."""
 
-    def read() -> list[int]:
+    def read(session: Session) -> list[int]:
         pending: list[int] = []
-        with session_scope(sessions) as session:
-            for chunk in id_chunks(page_ids):
-                pending.extend(
-                    session.scalars(select(Page.id).where(Page.id.in_(chunk), Page.compared_at.is_(None)))
-                )
+        for chunk in id_chunks(page_ids):
+            pending.extend(session.scalars(select(Page.id).where(Page.id.in_(chunk), Page.compared_at.is_(None))))
         return sorted(int(p) for p in pending)
 
-    return retry_while_unreachable(read, what="counting the pages still to compare")
+    return retry_in_session(sessions, read, what="counting the pages still to compare")
 
 
 def _workers_on_queue(tasks: Any, queue: str) -> list[str] | None:
@@ -501,22 +495,21 @@ def _copies(sessions: sessionmaker[Session], page_ids: set[int]) -> list[tuple[s
     were found by an earlier crawl."""
     statuses = [MatchStatus.FLAGGED, MatchStatus.CONFIRMED]
 
-    def read() -> list[tuple[str, int]]:
+    def read(session: Session) -> list[tuple[str, int]]:
         found: list[tuple[str, int]] = []
-        with session_scope(sessions) as session:
-            for chunk in id_chunks(page_ids):
-                found.extend(
-                    (str(url), int(count))
-                    for url, count in session.execute(
-                        select(Page.url, func.count(Match.id))
-                        .join(Match, Match.page_id == Page.id)
-                        .where(Page.id.in_(chunk), Match.status.in_(statuses))
-                        .group_by(Page.url)
-                    )
+        for chunk in id_chunks(page_ids):
+            found.extend(
+                (str(url), int(count))
+                for url, count in session.execute(
+                    select(Page.url, func.count(Match.id))
+                    .join(Match, Match.page_id == Page.id)
+                    .where(Page.id.in_(chunk), Match.status.in_(statuses))
+                    .group_by(Page.url)
                 )
+            )
         return sorted(found)
 
-    return retry_while_unreachable(read, what="reading the crawl's copies")
+    return retry_in_session(sessions, read, what="reading the crawl's copies")
 
 
 def _compared(sessions: sessionmaker[Session], page_ids: set[int]) -> int:

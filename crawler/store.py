@@ -28,7 +28,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from crawler.pages import CrawledPage
-from storage.db import retry_while_unreachable, session_scope
+from storage.db import retry_in_session
 from storage.models import Page, utcnow
 from storage.sites import site_ids, site_of
 
@@ -105,24 +105,22 @@ class PageStore:
         """``(etag, last_modified)`` of the stored page at ``url`` (``''`` for none): what a conditional request
         sends back. Only a page stored from a 200 response has them."""
 
-        def read() -> tuple[str, str]:
-            with session_scope(self.sessions) as session:
-                row = session.execute(
-                    select(Page.etag, Page.last_modified).where(Page.url == url[:2048], Page.status == 200)
-                ).first()
+        def read(session: Session) -> tuple[str, str]:
+            row = session.execute(
+                select(Page.etag, Page.last_modified).where(Page.url == url[:2048], Page.status == 200)
+            ).first()
             return (str(row[0] or ""), str(row[1] or "")) if row is not None else ("", "")
 
-        return retry_while_unreachable(read, what=f"reading the validators of {url}")
+        return retry_in_session(self.sessions, read, what=f"reading the validators of {url}")
 
     def _store(self, batch: list[CrawledPage]) -> None:
         # A database restarted meanwhile costs a pause, not the batch: the write is an upsert, safe to run again,
         # and the batch's counts reach the crawl's only once committed.
-        def write() -> tuple[list[int], StoreCounts]:
+        def write(session: Session) -> tuple[list[int], StoreCounts]:
             counts = StoreCounts()
-            with session_scope(self.sessions) as session:
-                return self._write(session, batch, counts), counts
+            return self._write(session, batch, counts), counts
 
-        to_compare, counts = retry_while_unreachable(write, what=f"storing a batch of {len(batch)} page(s)")
+        to_compare, counts = retry_in_session(self.sessions, write, what=f"storing a batch of {len(batch)} page(s)")
         counts.to_compare = len(to_compare)
         self.counts.add(counts)
         if to_compare:

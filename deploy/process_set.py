@@ -75,26 +75,27 @@ def data_dir(env: dict[str, str]) -> Path:
 # ------------------------------------------------------------------------------------------- the process tree
 
 
+def _stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (field 3 of proc(5) first), None when the process
+    is gone. The name is cut at the last ``)``: it may hold spaces and parentheses."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
 def start_time(pid: int) -> int | None:
     """The kernel's start time of ``pid`` (clock ticks since boot), None when it is gone: a pid with another
     start time is another process that reused the number, and is never signalled."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rpartition(")")[2].split()
-    return int(fields[19])  # field 22 of proc(5), counted after the command name
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields is not None else None  # field 22 of proc(5)
 
 
 def _parents() -> dict[int, int]:
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(fields[1])
+        if entry.name.isdigit() and (fields := _stat_fields(entry.name)) is not None:
+            parents[int(entry.name)] = int(fields[1])  # field 4 of proc(5): the parent
     return parents
 
 

@@ -133,7 +133,7 @@ def decode_bytes(data: bytes, declared: str | None = None) -> DecodedText:
         text = data.decode("ascii")
         kept = declared_codec is not None and _decodes(data, declared_codec) and data.decode(declared_codec) == text
         return DecodedText(text, declared_codec if kept and declared_codec else "utf-8")
-    if declared_codec in _DOUBLE_BYTE_CJK and not data.isascii():
+    if declared_codec in _DOUBLE_BYTE_CJK:
         # GBK and Big5 bytes often decode strictly under each other (into nonsense), and so may UTF-8 under
         # GB18030: a page declaring one of them while being another is caught by weighing the rivals.
         if declared_codec != "utf-8" and _decodes(data, "utf-8"):

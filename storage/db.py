@@ -30,6 +30,7 @@ __all__ = [
     "check_schema",
     "create_engine_for",
     "migrate",
+    "retry_in_session",
     "retry_while_unreachable",
     "session_factory",
     "session_scope",
@@ -126,6 +127,19 @@ def retry_while_unreachable(
                         what, str(error.orig or error).strip().splitlines()[0], pause)  # fmt: skip
             time.sleep(pause)
             pause = min(pause * 2, 5.0)
+
+
+def retry_in_session(
+    sessions: sessionmaker[Session], work: Callable[[Session], T], *, what: str, seconds: float = UNREACHABLE_RETRY_SECONDS
+) -> T:
+    """``work(session)`` in a unit of work of its own (:func:`session_scope`), run again whole by
+    :func:`retry_while_unreachable` while the database is unreachable."""
+
+    def unit() -> T:
+        with session_scope(sessions) as session:
+            return work(session)
+
+    return retry_while_unreachable(unit, what=what, seconds=seconds)
 
 
 def alembic_config(settings: Settings) -> Config:

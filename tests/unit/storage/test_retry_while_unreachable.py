@@ -1,4 +1,4 @@
-"""storage.db.retry_while_unreachable: a database that refuses connections for a while costs a pause; any other
+"""storage.db.retry_while_unreachable (and retry_in_session, a unit of work run again whole): a database that refuses connections for a while costs a pause; any other
 error is raised at once. The connection errors are real (a PostgreSQL URL on a loopback port nothing listens on),
 as is the constraint violation (SQLite)."""
 
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
 
-from storage.db import retry_while_unreachable
+from storage.db import retry_in_session, retry_while_unreachable
 from tests.support.sites import free_port
 
 
@@ -63,4 +64,27 @@ def test_an_error_that_is_not_about_the_connection_is_raised_at_once(tmp_path: P
     with pytest.raises(IntegrityError):
         retry_while_unreachable(operation, what="inserting", seconds=30)
     assert len(calls) == 2
+    engine.dispose()
+
+
+def test_a_unit_of_work_gets_a_session_of_its_own_each_time_and_is_committed(tmp_path: Path) -> None:
+    refused = create_engine(f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/nothing")
+    seen: list[Session] = []
+
+    def work(session: Session) -> None:
+        seen.append(session)
+        session.execute(text("SELECT 1"))
+
+    with pytest.raises(OperationalError, match="Connection refused"):
+        retry_in_session(sessionmaker(refused), work, what="reading", seconds=1)
+    refused.dispose()
+    assert len(seen) >= 2 and len(set(map(id, seen))) == len(seen)
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY)"))
+    retry_in_session(sessionmaker(engine), lambda session: session.execute(text("INSERT INTO t (id) VALUES (7)")),
+                     what="inserting")  # fmt: skip
+    with engine.connect() as connection:
+        assert connection.scalar(text("SELECT id FROM t")) == 7
     engine.dispose()
