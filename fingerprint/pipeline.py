@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fingerprint.contract import CONTRACT, FingerprintContract
+from fingerprint.contract import CODE_KINDS, CONTRACT, FingerprintContract
 from fingerprint.normalize import NormalizedText, normalize
 from fingerprint.pinyin_dna import dna_codes, pinyin_initials
 from fingerprint.simhash import simhash_text
@@ -37,6 +37,8 @@ class TextFingerprints:
     dna: tuple[tuple[int, int], ...]
     winnow_chars: tuple[tuple[int, int], ...]
     winnow_initials: tuple[tuple[int, int], ...]
+    # the code kinds the contract computed: a kind it does not use is not stored (no empty row per text)
+    code_kinds: tuple[str, ...] = CODE_KINDS
 
     @property
     def text(self) -> str:
@@ -44,8 +46,9 @@ class TextFingerprints:
         return self.normalized.text
 
     def index_codes(self) -> dict[str, Sequence[tuple[int, int]]]:
-        """(code, position) pairs per indexed kind, as the store keeps them."""
-        return {"dna": self.dna, "winnow": self.winnow_chars, "winnow_py": self.winnow_initials}
+        """(code, position) pairs per indexed kind the contract computed, as the store keeps them."""
+        codes = {"dna": self.dna, "winnow": self.winnow_chars, "winnow_py": self.winnow_initials}
+        return {kind: codes[kind] for kind in self.code_kinds}
 
 
 def fingerprint_text(text: str, contract: FingerprintContract = CONTRACT) -> TextFingerprints:
@@ -65,6 +68,7 @@ def fingerprint_text(text: str, contract: FingerprintContract = CONTRACT) -> Tex
         winnow_initials=(
             winnow(initials, contract.winnow_initials.k, contract.winnow_initials.w) if uses("winnow_py") else ()
         ),
+        code_kinds=contract.code_kinds(),
     )
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from sqlalchemy import func, select
+
 from admin.demo import DEMO_DATA
 from compare import tasks
 from compare.works import register_work_file
 from storage.db import create_engine_for, session_factory, session_scope
+from storage.models import Fingerprint
 from storage.settings import Settings
 
 
@@ -14,6 +17,10 @@ def test_the_beat_task_refreshes_statistics_and_reports(settings: Settings) -> N
         work = register_work_file(session, DEMO_DATA / "alley.txt")
     app = tasks.configure(settings)
     tasks.index_work.delay(work.work_id).get()
+    with session_scope(session_factory(create_engine_for(settings))) as session:
+        rows = session.execute(select(Fingerprint.kind, func.count()).group_by(Fingerprint.kind)).all()
+        kinds = {str(kind): int(count) for kind, count in rows}
+    assert kinds == {"winnow": 3, "winnow_py": 3}  # the kinds the contract computes: no empty row of another kind
     assert app.conf.beat_schedule["fptrack-maintain"]["task"] == "fptrack.maintain"
     assert app.conf.beat_schedule["fptrack-maintain"]["schedule"] == settings.maintain_every
 

@@ -135,3 +135,10 @@ def test_the_contract_rejects_what_would_break_the_index():
         type(CONTRACT)(simhash=SimhashParams(scheme="entropy"))
     assert set(METHODS) - {"dna", "simhash"} == set(CONTRACT.methods)
     assert CONTRACT.winnow_chars.guarantee == CONTRACT.winnow_chars.k + CONTRACT.winnow_chars.w - 1
+
+
+def test_only_the_code_kinds_the_contract_computes_are_stored() -> None:
+    text = "红楼梦第一回甄士隐梦幻识通灵贾雨村风尘怀闺秀。" * 40
+    assert set(fingerprint_text(text).index_codes()) == {"winnow", "winnow_py"}  # DNA is off the page path
+    with_dna = fingerprint_text(text, CONTRACT.with_method("dna")).index_codes()
+    assert set(with_dna) == {"dna", "winnow", "winnow_py"} and with_dna["dna"]
