@@ -344,6 +344,7 @@ def crawl(
     from crawler.pages import CrawlOptions
     from crawler.runner import check_options
     from crawler.service import WaitProgress, run_crawl_job
+    from crawler.sites import one_off_claim
 
     options = CrawlOptions(
         allow_private_hosts=allow_private,
@@ -386,10 +387,17 @@ def crawl(
             click.echo(f"workers: {update.compared}/{update.queued} page(s) compared", err=True)
 
     try:
-        outcome = run_crawl_job(
-            context.settings, sessions, list(urls), depth=depth, max_pages=max_pages, progress=progress,
-            waiting=waiting, options=options, shared=shared,
-        )  # fmt: skip
+        if shared is None:  # a sign of life: killed, the job is marked failed, not left "running" (crawler.sites)
+            with one_off_claim(sessions, context.settings) as started:
+                outcome = run_crawl_job(
+                    context.settings, sessions, list(urls), depth=depth, max_pages=max_pages, progress=progress,
+                    waiting=waiting, options=options, on_start=started,
+                )  # fmt: skip
+        else:
+            outcome = run_crawl_job(
+                context.settings, sessions, list(urls), depth=depth, max_pages=max_pages, progress=progress,
+                waiting=waiting, options=options, shared=shared,
+            )  # fmt: skip
     finally:
         if shared is not None:
             shared.close()

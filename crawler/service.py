@@ -318,10 +318,13 @@ def _resume(
     state.add_job(job_id)
     if not earlier:
         return ""
-    with session_scope(sessions) as session:
-        rows = session.execute(
+    rows = retry_in_session(
+        sessions,
+        lambda session: session.execute(
             select(Page.id, Page.url, Page.site_id, Page.compared_at).where(Page.crawl_job_id.in_(earlier))
-        ).all()
+        ).all(),
+        what="reading the pages of the interrupted crawl",
+    )
     state.done = {str(url) for _, url, _, _ in rows}
     store.counts.page_ids.update(int(page_id) for page_id, _, _, _ in rows)
     store.counts.site_ids.update(int(site_id) for _, _, site_id, _ in rows if site_id is not None)
@@ -340,8 +343,11 @@ def _resume(
 
 def _job_pages(sessions: sessionmaker[Session], job_id: int) -> tuple[set[int], set[int]]:
     """Ids of the pages a crawl job stored (by any of its processes) and of their sites."""
-    with session_scope(sessions) as session:
-        rows = session.execute(select(Page.id, Page.site_id).where(Page.crawl_job_id == job_id)).all()
+    rows = retry_in_session(
+        sessions,
+        lambda session: session.execute(select(Page.id, Page.site_id).where(Page.crawl_job_id == job_id)).all(),
+        what="reading the pages of the crawl",
+    )
     return {int(page_id) for page_id, _ in rows}, {int(site_id) for _, site_id in rows if site_id is not None}
 
 

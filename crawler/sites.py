@@ -38,12 +38,13 @@ import socket
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
@@ -59,11 +60,14 @@ __all__ = [
     "SiteSpec",
     "add_site",
     "claim",
+    "crawl_lock_name",
     "crawl_options",
     "due_sites",
     "edit_site",
     "find_site",
+    "kept_alive",
     "next_due",
+    "one_off_claim",
     "owner_is_dead",
     "parse_schedule",
     "reap_dead_claims",
@@ -309,6 +313,12 @@ def site_lock_name(site_id: int) -> str:
     return f"site:{site_id}"
 
 
+def crawl_lock_name(key: str) -> str:
+    """The monitor_locks row a one-off crawl (``fptrack crawl``) holds while it runs: no exclusion, only a sign of
+    life, so that a crawl whose process was killed is marked failed instead of staying "running" for ever."""
+    return f"crawl:{key}"
+
+
 def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -353,28 +363,89 @@ def take_lock(session: Session, name: str, now: datetime) -> str | None:
 
 
 def heartbeat(session: Session, site_id: int, token: str, *, job_id: int | None = None) -> bool:
-    """Refresh a claim (and tie it to its job); False when the claim was lost (taken over as dead)."""
+    """Refresh a site's claim (and tie it to its job); False when the claim was lost (taken over as dead)."""
+    return _refresh(session, site_lock_name(site_id), token, job_id=job_id)
+
+
+def release(session: Session, site_id: int, token: str) -> None:
+    _drop(session, site_lock_name(site_id), token)
+
+
+def _refresh(session: Session, name: str, token: str, *, job_id: int | None = None) -> bool:
     values: dict[str, Any] = {"heartbeat_at": utcnow()}
     if job_id is not None:
         values["job_id"] = job_id
     result = session.execute(
-        update(MonitorLock).where(MonitorLock.name == site_lock_name(site_id), MonitorLock.token == token).values(**values)
+        update(MonitorLock).where(MonitorLock.name == name, MonitorLock.token == token).values(**values)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-def release(session: Session, site_id: int, token: str) -> None:
-    session.execute(delete(MonitorLock).where(MonitorLock.name == site_lock_name(site_id), MonitorLock.token == token))
+def _drop(session: Session, name: str, token: str) -> None:
+    session.execute(delete(MonitorLock).where(MonitorLock.name == name, MonitorLock.token == token))
+
+
+@contextmanager
+def kept_alive(
+    sessions: sessionmaker[Session], settings: Settings, name: str, token: str
+) -> Iterator[Callable[[int], None]]:
+    """Keep the claim ``name`` alive while the body runs (a thread refreshes its heartbeat a few times per
+    ``FPTRACK_CRAWL_STALE_SECONDS``) and release it after. Yields ``started(job_id)``, which ties the claim to the
+    crawl job once the job exists: a claim that stops beating marks that job failed (:func:`reap_dead_claims`)."""
+    stop = threading.Event()
+    job_ids: list[int] = []
+
+    def beat() -> None:
+        every = max(1.0, min(10.0, settings.crawl_stale_seconds / 4))
+        while not stop.wait(every):
+            try:
+                with session_scope(sessions) as session:
+                    if not _refresh(session, name, token, job_id=job_ids[0] if job_ids else None):
+                        log.error("the claim %s was lost (taken over as dead)", name)
+            except Exception:  # a missed beat is retried; the crawl goes on
+                log.exception("cannot refresh the claim %s", name)
+
+    def started(job_id: int) -> None:
+        job_ids.append(job_id)
+        with session_scope(sessions) as session:
+            _refresh(session, name, token, job_id=job_id)
+
+    thread = threading.Thread(target=beat, name=f"claim-{name}", daemon=True)
+    thread.start()
+    try:
+        yield started
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        with session_scope(sessions) as session:
+            _drop(session, name, token)
+
+
+@contextmanager
+def one_off_claim(sessions: sessionmaker[Session], settings: Settings) -> Iterator[Callable[[int], None]]:
+    """The sign of life of a one-off crawl (see :func:`crawl_lock_name`), kept while the body runs; yields the
+    ``started(job_id)`` of :func:`kept_alive`. Taking it first reaps the claims of crawls that died."""
+    now = utcnow()
+    name = crawl_lock_name(uuid.uuid4().hex)
+    with session_scope(sessions) as session:
+        failed = reap_dead_claims(session, settings, now=now)
+        if failed:
+            log.warning("marked failed the crawl job(s) %s, whose process died", ", ".join(f"#{j}" for j in failed))
+        token = take_lock(session, name, now)
+    if token is None:  # a fresh random name is never held
+        raise RuntimeError(f"cannot take the claim {name}")
+    with kept_alive(sessions, settings, name, token) as started:
+        yield started
 
 
 def reap_dead_claims(
     session: Session, settings: Settings, *, now: datetime | None = None, names: Sequence[str] | None = None
 ) -> list[int]:
     """Drop the claims of crawls that died (no heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS``, or their process is
-    gone) and mark their jobs failed; returns those job ids."""
+    gone): a site's crawl or a one-off crawl; mark their jobs failed and return those job ids."""
     now = now or utcnow()
     stale_before = now - timedelta(seconds=settings.crawl_stale_seconds)
-    query = select(MonitorLock).where(MonitorLock.name.like("site:%"))
+    query = select(MonitorLock).where(or_(MonitorLock.name.like("site:%"), MonitorLock.name.like("crawl:%")))
     if names is not None:
         query = query.where(MonitorLock.name.in_(list(names)))
     failed: list[int] = []
@@ -386,9 +457,10 @@ def reap_dead_claims(
             job = session.get(CrawlJob, lock.job_id)
             if job is not None and job.status == CrawlJobStatus.RUNNING.value:
                 job.status = CrawlJobStatus.FAILED.value
+                again = "run the crawl again" if lock.name.startswith("crawl:") else "the site runs again when next due"
                 job.error = (
                     f"the crawl process ({lock.owner}) died: no sign of life since "
-                    f"{heartbeat_at.isoformat(timespec='seconds')}; the site runs again when next due"
+                    f"{heartbeat_at.isoformat(timespec='seconds')}; {again}"
                 )
                 job.finished_at = now
                 failed.append(int(job.id))
@@ -506,45 +578,22 @@ def run_site(
             if shared is not None:
                 shared.close()
         return SiteRun(site_name, outcome=outcome)
-    stop = threading.Event()
-    job_ids: list[int] = []
-
-    def beat() -> None:
-        every = max(1.0, min(10.0, settings.crawl_stale_seconds / 4))
-        while not stop.wait(every):
-            try:
-                with session_scope(sessions) as session:
-                    if not heartbeat(session, site_id, token, job_id=job_ids[0] if job_ids else None):
-                        log.error("the claim on site %s was lost (taken over as dead)", site_name)
-            except Exception:  # a missed beat is retried; the crawl goes on
-                log.exception("cannot refresh the claim on site %s", site_name)
-
-    def started(job_id: int) -> None:
-        job_ids.append(job_id)
-        with session_scope(sessions) as session:
-            heartbeat(session, site_id, token, job_id=job_id)
-
-    thread = threading.Thread(target=beat, name=f"claim-{site_name}", daemon=True)
-    thread.start()
     try:
-        state = None
-        if shared is None:  # a distributed crawl's frontier is in Redis already
-            try:
-                state = CrawlState.open(settings.data_dir, site_id, state_key(urls, depth, options))
-            except (OSError, sqlite3.Error) as error:
-                raise SiteError(f"site {site_name}: cannot keep the crawl's state under {settings.data_dir}: "
-                                f"{error}") from None  # fmt: skip
-        outcome = run_crawl_job(
-            settings, sessions, urls, depth=depth, max_pages=max_pages, progress=progress, waiting=waiting,
-            site_id=site_id, options=options, trigger=trigger, on_start=started, shared=shared, state=state,
-        )  # fmt: skip
+        with kept_alive(sessions, settings, site_lock_name(site_id), token) as started:
+            state = None
+            if shared is None:  # a distributed crawl's frontier is in Redis already
+                try:
+                    state = CrawlState.open(settings.data_dir, site_id, state_key(urls, depth, options))
+                except (OSError, sqlite3.Error) as error:
+                    raise SiteError(f"site {site_name}: cannot keep the crawl's state under {settings.data_dir}: "
+                                    f"{error}") from None  # fmt: skip
+            outcome = run_crawl_job(
+                settings, sessions, urls, depth=depth, max_pages=max_pages, progress=progress, waiting=waiting,
+                site_id=site_id, options=options, trigger=trigger, on_start=started, shared=shared, state=state,
+            )  # fmt: skip
     except CrawlError as error:
         raise SiteError(f"site {site_name}: {error}") from None
     finally:
-        stop.set()
-        thread.join(timeout=5)
-        with session_scope(sessions) as session:
-            release(session, site_id, token)
         if shared is not None:
             shared.close()
     return SiteRun(site_name, outcome=outcome)

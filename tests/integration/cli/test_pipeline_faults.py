@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from admin.demo import DEMO_DATA
 from storage.db import create_engine_for
-from storage.models import CrawlJob
+from storage.models import CrawlJob, MonitorLock
 from storage.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.support.copy_site import copy_site, pipeline_counts
@@ -157,6 +157,41 @@ def test_ctrl_c_records_an_interrupted_crawl_and_exits_non_zero(sqlite_settings:
     assert crawl.returncode == 130, out + err
     assert "interrupted" in err
     assert _job_status(sqlite_settings) == "interrupted"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_killed_crawl_is_marked_failed_by_the_next_one_not_left_running(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    settings: Settings = request.getfixturevalue(f"{backend}_settings")
+    env = _env(settings)
+    assert _run(env, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
+    slow = {path: SitePage(page.body, delay=0.3) for path, page in copy_site(40).items()}
+    with serve_site(slow) as base:
+        crawl = subprocess.Popen(
+            [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "-q"],
+            env={**env, "FPTRACK_CRAWL_CONCURRENCY": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(base.requests) < 3:
+            time.sleep(0.1)
+        crawl.kill()  # SIGKILL: nothing of the process runs to record its end
+        crawl.communicate(timeout=60)
+        assert _job_status(settings) == "running"  # as it was left
+        with serve_site(copy_site(2)) as other:
+            again = _run(env, "crawl", other + "/", "--allow-private-host", other.key, "--depth", "1", "-q")
+    assert again.returncode == 0, again.stdout + again.stderr
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            jobs = session.execute(select(CrawlJob.id, CrawlJob.status, CrawlJob.error).order_by(CrawlJob.id)).all()
+            locks = session.scalars(select(MonitorLock.name)).all()
+    finally:
+        engine.dispose()
+    (_, killed_status, killed_error), (_, status, _) = jobs
+    assert killed_status == "failed" and "died" in killed_error and "run the crawl again" in killed_error
+    assert status == "finished"
+    assert locks == []  # the second crawl's own claim went with it
 
 
 def test_the_demo_never_touches_data_it_did_not_create(tmp_path: Path) -> None:
