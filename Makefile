@@ -51,7 +51,7 @@ bench-quick: $(VENV)/.installed-test
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
-	$(PY) -m mypy --strict fingerprint compare storage
+	$(PY) -m mypy --strict fingerprint compare storage crawler
 
 clean:
 	rm -rf $(VENV) fptrack-data .pytest_cache .hypothesis

@@ -513,7 +513,8 @@ def scrapy_redis_settings(shared: SharedCrawl) -> dict[str, Any]:
 def _scheduler_base() -> type:
     from scrapy_redis.scheduler import Scheduler
 
-    return Scheduler
+    base: type = Scheduler
+    return base
 
 
 class SharedScheduler(_scheduler_base()):  # type: ignore[misc]
@@ -572,7 +573,7 @@ class SharedScheduler(_scheduler_base()):  # type: ignore[misc]
         if over == 0:
             from twisted.internet import reactor
 
-            reactor.callLater(IDLE_POLL_SECONDS, self._look_again)  # type: ignore[attr-defined]
+            reactor.callLater(IDLE_POLL_SECONDS, self._look_again)  # type: ignore[arg-type]
             raise DontCloseSpider
 
     def _look_again(self) -> None:

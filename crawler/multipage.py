@@ -65,7 +65,7 @@ def next_part_url(html: str, page_url: str) -> str:
         label = _SPACES.sub("", anchor.text_content() or "")
         if not href or label not in NEXT_LABELS:
             continue
-        target = urldefrag(urljoin(page_url, href))[0]
+        target = str(urldefrag(urljoin(page_url, href))[0])
         if _continues(page_url, target):
             return target
     return ""

@@ -125,6 +125,7 @@ class PersistPipeline:
         self.hooks = hooks
         self.stats = stats
         self._timer: Any = None
+        self.crawler: Crawler | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PersistPipeline:

@@ -216,7 +216,7 @@ class PageSpider(scrapy.Spider):
         """A render that failed (timeout, browser crash, refused): the static page is kept, with its links."""
         request = getattr(failure, "request", None)
         static = request.meta.get(RENDER_META) if request is not None else None
-        if not isinstance(static, ParsedResponse):
+        if request is None or not isinstance(static, ParsedResponse):
             async for item in self.on_error(failure):
                 yield item
             return
@@ -263,7 +263,7 @@ def _in_daemon_thread(function: Callable[..., Any], *args: Any, **kwargs: Any) -
         try:
             value = function(*args, **kwargs)
         except BaseException:  # noqa: BLE001 - handed to the callback's errback, as a thread pool would
-            reactor.callFromThread(result.errback, Failure())
+            reactor.callFromThread(result.errback, Failure())  # type: ignore[no-untyped-call]
         else:
             reactor.callFromThread(result.callback, value)
 

@@ -168,7 +168,7 @@ class PageStore:
         statement = insert(Page).values(rows)
         new = statement.excluded
         unchanged = (Page.content_sha256 == new.content_sha256) & (Page.status == new.status)
-        statement = statement.on_conflict_do_update(
+        upsert = statement.on_conflict_do_update(
             index_elements=[Page.url],
             set_={
                 "final_url": new.final_url,
@@ -196,13 +196,13 @@ class PageStore:
                 "last_modified": new.last_modified,
             },
         ).returning(Page.id, Page.url, Page.compared_at)
-        comparable = {row["url"] for row in rows if row["compared_at"] is None}
-        for page_id, url, compared_at in session.execute(statement):
+        waiting = {row["url"] for row in rows if row["compared_at"] is None}  # stored with text to compare
+        for page_id, url, compared_at in session.execute(upsert):
             counts.page_ids.add(int(page_id))
             if compared_at is None:
                 to_compare.append(int(page_id))
                 counts.stored += 1
-            elif url in comparable:
+            elif url in waiting:
                 counts.unchanged += 1
             else:
                 counts.stored += 1

@@ -19,5 +19,5 @@ def test_ruff_finds_nothing() -> None:
 
 
 def test_the_core_packages_are_strictly_typed() -> None:
-    result = _run("mypy", "--strict", "fingerprint", "compare", "storage")
+    result = _run("mypy", "--strict", "fingerprint", "compare", "storage", "crawler")
     assert result.returncode == 0, result.stdout + result.stderr
