@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from storage.models import TAKEDOWN_OUTCOMES
+
 __all__ = ["openapi_document"]
 
 _STRING = {"type": "string"}
@@ -90,6 +92,38 @@ def openapi_document() -> dict[str, Any]:
                 "status": _STATUS,
             }
         ),
+        "MatchDetail": {
+            "allOf": [
+                _ref("Match"),
+                _object(
+                    {
+                        "page_note": {"type": "string", "description": "what was cut or repaired on the page"},
+                        "parts": {
+                            "type": "array",
+                            "description": "a chapter split over pages: the passages on its later parts",
+                            "items": _object(
+                                {
+                                    "page_id": _INT,
+                                    "url": _STRING,
+                                    "part": _INT,
+                                    "spans": {
+                                        "type": "array",
+                                        "items": {"type": "array", "items": _INT, "minItems": 4, "maxItems": 4},
+                                    },
+                                }
+                            ),
+                        },
+                        "takedown": _object(
+                            {
+                                "state": {"type": "string", "enum": [*TAKEDOWN_OUTCOMES, "unchecked"]},
+                                "rechecked_at": {"oneOf": [_TIME, {"type": "null"}]},
+                                "taken_down_at": {"oneOf": [_TIME, {"type": "null"}]},
+                            }
+                        ),
+                    }
+                ),
+            ]
+        },
         "MatchPage": _object(
             {"items": {"type": "array", "items": _ref("Match")}, "page": _INT, "per_page": _INT, "total": _INT, "pages": _INT}
         ),
@@ -239,7 +273,7 @@ def openapi_document() -> dict[str, Any]:
                 "summary": "One match",
                 "operationId": "getMatch",
                 "parameters": [_id("match_id")],
-                "responses": {"200": _json(_ref("Match"), "the match"), **_WRITE_ERRORS},
+                "responses": {"200": _json(_ref("MatchDetail"), "the match, with its page note, parts and takedown state"), **_WRITE_ERRORS},
             }
         },
         "/api/matches/{match_id}/history": {

@@ -10,6 +10,7 @@ token (``Authorization: Bearer ...``, see ``admin.tokens``). Match objects are `
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, abort, request
@@ -37,7 +38,7 @@ from admin.views.sites import site_rows
 from analytics.rollups import match_rollup
 from analytics.takedowns import STATES, takedown_records, takedown_stats
 from compare.records import match_to_dict
-from storage.models import Chapter, Match, Page, Work
+from storage.models import Chapter, Match, Page, Work, as_utc
 
 __all__ = ["API_MAX_PER_PAGE", "API_PER_PAGE", "blueprint", "match_json"]
 
@@ -47,8 +48,35 @@ API_MAX_PER_PAGE = 500
 blueprint = Blueprint("api", __name__, url_prefix="/api")
 
 
-def match_json(match: Match) -> dict[str, Any]:
-    return {"id": match.id, **match_to_dict(match), "status": match.status}
+def match_json(match: Match, *, detail: bool = False) -> dict[str, Any]:
+    """A match as the API gives it: the documented fields with ``id`` and ``status``; ``detail`` (one match) adds
+    what the page said of itself (``page_note``: text cut or repaired), the passages on the later parts of a chapter
+    split over pages (``parts``) and the takedown state (``takedown``)."""
+    found = {"id": match.id, **match_to_dict(match), "status": match.status}
+    if not detail:
+        return found
+    return {
+        **found,
+        "page_note": match.page.note or "",
+        "parts": [
+            {
+                "page_id": int(part["page_id"]),
+                "url": str(part["url"]),
+                "part": int(part["part"]),
+                "spans": [list(map(int, span)) for span in part["spans"]],
+            }
+            for part in match.part_spans or []
+        ],
+        "takedown": {
+            "state": match.recheck_state or "unchecked",
+            "rechecked_at": _time(match.rechecked_at),
+            "taken_down_at": _time(match.taken_down_at),
+        },
+    }
+
+
+def _time(value: datetime | None) -> str | None:
+    return as_utc(value).isoformat(timespec="seconds") if value is not None else None
 
 
 def _bad(error: Exception) -> None:
@@ -113,7 +141,7 @@ def _load(match_id: int) -> Match:
 
 @blueprint.get("/matches/<int:match_id>")
 def match_detail_json(match_id: int) -> dict[str, Any]:
-    return match_json(_load(match_id))
+    return match_json(_load(match_id), detail=True)
 
 
 @blueprint.get("/matches/<int:match_id>/history")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from flask import Flask
@@ -228,3 +229,28 @@ def test_sites_and_takedowns_are_listed_for_api_clients(app: Flask, seeded: Seed
     assert client.get("/api/takedowns?state=bogus", headers=viewer).status_code == 400
     assert client.get("/api/takedowns/stats?by=bogus", headers=viewer).status_code == 400
     assert client.get("/api/takedowns").status_code == 401
+
+
+def test_one_match_carries_its_page_note_parts_and_takedown_state(
+    app: Flask, seeded: Seeded, settings: Settings
+) -> None:
+    engine, session = _db(settings)
+    with session:
+        match = session.get(Match, seeded.hostile_match_id)
+        assert match is not None
+        match.page.note = "text cut at 300000 characters"
+        match.part_spans = [{"page_id": 77, "url": f"http://pirate.example/{SCRIPT}", "part": 2,
+                             "spans": [[0, 10, 20, 30]]}]  # fmt: skip
+        match.recheck_state = "gone"
+        match.rechecked_at = match.taken_down_at = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+        session.commit()
+    engine.dispose()
+    client, headers = app.test_client(), _bearer(_token(settings, "vera", "viewer"))
+    one = client.get(f"/api/matches/{seeded.hostile_match_id}", headers=headers).get_json()
+    assert one["page_note"] == "text cut at 300000 characters"
+    assert one["parts"] == [{"page_id": 77, "url": f"http://pirate.example/{SCRIPT}", "part": 2,
+                             "spans": [[0, 10, 20, 30]]}]  # fmt: skip
+    assert one["takedown"] == {"state": "gone", "rechecked_at": "2026-03-02T08:00:00+00:00",
+                               "taken_down_at": "2026-03-02T08:00:00+00:00"}  # fmt: skip
+    listed = client.get("/api/matches", headers=headers).get_json()["items"]
+    assert all("takedown" not in item for item in listed)  # the list stays light

@@ -465,7 +465,8 @@ def test_api_matches_carry_the_public_fields_plus_id_and_status(client: FlaskCli
     assert hostile["status"] == "flagged"
 
     one = client.get(f"/api/matches/{seeded.hostile_match_id}").get_json()
-    assert one == hostile
+    unchecked = {"state": "unchecked", "rechecked_at": None, "taken_down_at": None}
+    assert one == {**hostile, "page_note": "", "parts": [], "takedown": unchecked}  # one match says a little more
 
 
 def test_api_matches_filters_and_paginates(client: FlaskClient, seeded: Seeded) -> None:
@@ -589,3 +590,21 @@ def test_processes_starting_together_agree_on_one_secret_key(tmp_path) -> None: 
     (data_dir / SECRET_KEY_FILE).write_text("not hex", encoding="ascii")
     replaced = ensure_secret_key(data_dir)
     assert replaced != keys[0] and ensure_secret_key(data_dir) == replaced
+
+
+def test_the_match_page_shows_the_page_note_and_the_later_parts_escaped(
+    client: FlaskClient, seeded: Seeded, session: Session
+) -> None:
+    match = session.get(Match, seeded.hostile_match_id)
+    assert match is not None
+    match.page.note = f"text cut at 300000 characters {SCRIPT}"
+    match.part_spans = [{"page_id": 9, "url": f"http://pirate.example/2?{SCRIPT}", "part": 2, "spans": [[0, 9, 0, 9]]},
+                        {"page_id": 10, "url": "javascript:alert(1)", "part": 3, "spans": []}]  # fmt: skip
+    session.commit()
+    html = _text(client.get(f"/matches/{seeded.hostile_match_id}"))
+    note = re.search(r'<dd class="page-note">(.*?)</dd>', html, re.DOTALL)
+    assert note and note.group(1) == f"text cut at 300000 characters {ESCAPED_SCRIPT}"
+    parts = re.search(r'<dd class="later-parts">(.*?)</dd>', html, re.DOTALL)
+    assert parts and "part 2:" in parts.group(1) and ", 1 passage</li>" in parts.group(1)
+    assert f"http://pirate.example/2?{ESCAPED_SCRIPT}" in parts.group(1) and SCRIPT not in html
+    assert 'href="javascript:' not in parts.group(1) and "part 3:" in parts.group(1) and ", 0 passages</li>" in parts.group(1)
