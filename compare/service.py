@@ -356,15 +356,18 @@ def compare_document(
     return _compare_batch(session, [document], settings, ignored=[ignored_codes], contract=contract)[0]
 
 
-def verify_chapters(session: Session, document: TextFingerprints, chapter_ids: Collection[int]) -> dict[int, Verdict]:
+def verify_chapters(
+    session: Session, document: TextFingerprints, chapter_ids: Collection[int], *, ignored_codes: Collection[int] = ()
+) -> dict[int, Verdict]:
     """The verdict of ``document`` against each of the given chapters (chapter id -> verdict), whether or not the
     index would rank them among its candidates: the takedown re-check asks whether a page still copies the chapter
-    a match names. Hashes shared by many chapters are ignored as in :func:`compare_document`; nothing is stored."""
+    a match names. Hashes shared by many chapters are ignored as in :func:`compare_document`, and so are
+    ``ignored_codes`` (winnowing hashes, signed: the page's site template); nothing is stored."""
     chapters = load_chapters(session, chapter_ids)
     if not document.text or not chapters:
         return {}
     holders = _Holders.fetch(session, [document], owner="chapter")
-    ignore = _ignore_mask(document, _common_codes(document, holders, CONTRACT))
+    ignore = _ignore_mask(document, _common_codes(document, holders, CONTRACT) | set(ignored_codes))
     return {
         chapter_id: verify(document, chapter, chapter_document(chapter.text), (), ignore)
         for chapter_id, chapter in chapters.items()

@@ -32,7 +32,7 @@ from storage.fingerprints import id_chunks, load_code_arrays
 from storage.models import Match, Page, Site, utcnow
 from storage.settings import Settings
 
-__all__ = ["DUPLICATE_SHARE", "SITE_MIN_TEXTS", "SettledSite", "settle_site", "site_template_codes"]
+__all__ = ["DUPLICATE_SHARE", "SITE_MIN_TEXTS", "SettledSite", "settle_site", "site_template", "site_template_codes"]
 
 SITE_MIN_TEXTS = 6
 """A hash is template when pages of at least this many different texts of one site hold it (the page itself and
@@ -105,15 +105,7 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
     """Decide the site's template from all its fingerprinted pages and compare again, ignoring it, the pages whose
     matches could rest on a template quoting a registered work (and, without it, pages that ignored an earlier
     template the site no longer has). Idempotent: settling again with the same pages changes nothing."""
-    rows = session.execute(
-        select(Page.id, Page.url, Page.template_masked).where(
-            Page.site_id == site_id, Page.fingerprinted_at.is_not(None)
-        )
-    ).all()
-    ids = [int(page_id) for page_id, _, _ in rows]
-    arrays = load_code_arrays(session, owner="page", owner_ids=ids, kind=_KIND)
-    codes = {page_id: arrays[page_id][:, 0] for page_id in ids if page_id in arrays}
-    template = site_template_codes({url: codes[page_id] for page_id, url, _ in rows if page_id in codes})
+    rows, codes, template = _site_template(session, site_id)
     quoting = set(code_holders(session, _KIND, template, owner="chapter")) if template else set()
     was_masked = {int(page_id) for page_id, _, masked in rows if masked}
     affected: list[int] = []
@@ -136,6 +128,31 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
     return SettledSite(
         site_id, len(rows), len(template), len(quoting), len(affected) + len(previously), len(affected), chains
     )
+
+
+def site_template(session: Session, site_id: int) -> frozenset[int]:
+    """The site's template as its pages stored now decide it (the winnowing hashes, signed, :func:`settle_site`
+    ignores): what the takedown re-check of a page compared without its template ignores too."""
+    return frozenset(_site_template(session, site_id)[2])
+
+
+def _site_template(
+    session: Session, site_id: int
+) -> tuple[list[tuple[int, str, bool]], dict[int, np.ndarray], set[int]]:
+    """(id, url, template_masked) of the site's fingerprinted pages, their winnowing hashes, and the template."""
+    rows = [
+        (int(page_id), str(url), bool(masked))
+        for page_id, url, masked in session.execute(
+            select(Page.id, Page.url, Page.template_masked).where(
+                Page.site_id == site_id, Page.fingerprinted_at.is_not(None)
+            )
+        )
+    ]
+    ids = [page_id for page_id, _, _ in rows]
+    arrays = load_code_arrays(session, owner="page", owner_ids=ids, kind=_KIND)
+    codes = {page_id: arrays[page_id][:, 0] for page_id in ids if page_id in arrays}
+    template = site_template_codes({url: codes[page_id] for page_id, url, _ in rows if page_id in codes})
+    return rows, codes, template
 
 
 def _pages_with_matches(session: Session, page_ids: Sequence[int]) -> set[int]:

@@ -137,10 +137,16 @@ def due_matches(
 
 
 def judge_response(
-    session: Session, result: FetchResult, chapters: dict[int, int], *, fetched_at: datetime
+    session: Session,
+    result: FetchResult,
+    chapters: dict[int, int],
+    *,
+    fetched_at: datetime,
+    template: Collection[int] = (),
 ) -> dict[int, tuple[str, str]]:
     """match id -> (outcome, detail) for a response of the page of matches ``chapters`` (match id -> chapter
-    id): gone for 404/410/451, present or removed for a 200 (extracted and verified), error otherwise."""
+    id): gone for 404/410/451, present or removed for a 200 (extracted and verified, ignoring ``template``, the
+    site's template hashes when the page was compared without them), error otherwise."""
     if result.status in GONE_STATUSES:
         detail = f"HTTP {result.status}" + (" (unavailable for legal reasons)" if result.status == 451 else "")
         return {match_id: ("gone", detail) for match_id in chapters}
@@ -157,7 +163,7 @@ def judge_response(
     if not page.text.strip():
         reason = page.error or "no text"
         return {match_id: ("removed", f"HTTP 200 without the copy: {reason}") for match_id in chapters}
-    verdicts = verify_chapters(session, fingerprint_text(page.text), set(chapters.values()))
+    verdicts = verify_chapters(session, fingerprint_text(page.text), set(chapters.values()), ignored_codes=template)
     judged: dict[int, tuple[str, str]] = {}
     for match_id, chapter_id in chapters.items():
         verdict = verdicts.get(chapter_id)
@@ -177,17 +183,21 @@ class _Target:
     page_id: int
     url: str
     chapters: dict[int, int]  # match id -> chapter id
+    # the site whose template the page's matches were decided without (compare.templates), else None
+    masked_by: int | None = None
 
 
 def _targets(session: Session, match_ids: Sequence[int]) -> list[_Target]:
     pages: dict[int, _Target] = {}
     for chunk in id_chunks(match_ids):
         rows = session.execute(
-            select(Match.id, Match.chapter_id, Page.id, Page.url).join(Page, Page.id == Match.page_id)
+            select(Match.id, Match.chapter_id, Page.id, Page.url, Page.site_id, Page.template_masked)
+            .join(Page, Page.id == Match.page_id)
             .where(Match.id.in_(chunk))
         )  # fmt: skip
-        for match_id, chapter_id, page_id, url in rows:
-            target = pages.setdefault(int(page_id), _Target(int(page_id), str(url), {}))
+        for match_id, chapter_id, page_id, url, site_id, masked in rows:
+            masked_by = int(site_id) if masked and site_id is not None else None
+            target = pages.setdefault(int(page_id), _Target(int(page_id), str(url), {}, masked_by))
             target.chapters[int(match_id)] = int(chapter_id)
     missing = sorted(set(match_ids) - {m for t in pages.values() for m in t.chapters})
     if missing:
@@ -265,6 +275,9 @@ def recheck_matches(
             return rules.get(key, (settings.crawl_delay, settings.crawl_obey_robots))
 
         fetcher = GuardedFetcher(settings, policy, politeness)
+    from compare.templates import site_template
+
+    templates: dict[int, frozenset[int]] = {}  # site id -> its template, decided once per run
     for done, target in enumerate(targets, start=1):
         now = utcnow()
         status: int | None = None
@@ -277,7 +290,12 @@ def recheck_matches(
         else:
             status = result.status
             with session_scope(sessions) as session:
-                judged = judge_response(session, result, target.chapters, fetched_at=now)
+                template: frozenset[int] = frozenset()
+                if target.masked_by is not None and result.status == 200:
+                    if target.masked_by not in templates:
+                        templates[target.masked_by] = site_template(session, target.masked_by)
+                    template = templates[target.masked_by]
+                judged = judge_response(session, result, target.chapters, fetched_at=now, template=template)
         verdicts = [PageVerdict(m, outcome, status, detail) for m, (outcome, detail) in sorted(judged.items())]
         with session_scope(sessions) as session:
             summary.newly_taken_down += _record(session, verdicts, now)

@@ -324,3 +324,56 @@ def test_beat_rechecks_through_a_real_worker(postgres_settings: Settings, tmp_pa
             assert session.scalar(select(func.count()).select_from(MonitorLock)) == 0  # each run released its claim
     finally:
         engine.dispose()
+
+
+def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
+    """The site's banner quotes 300 characters of chapter 1 on every page: template, never evidence. The copy of
+    chapter 1 was flagged with the banner ignored; once the copy is taken off and only the banner is left, the
+    re-check must say removed, not present on the strength of the banner alone."""
+    import random
+
+    from compare.templates import settle_site
+    from crawler.guarded_http import FetchResult
+    from crawler.recheck import judge_response
+    from storage.models import utcnow
+    from storage.sites import site_ids
+
+    banner = "站长推荐：" + CHAPTERS[0][120:420]
+    filler = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
+    rng = random.Random(5)
+    with serve_live_site() as site:
+        with session_scope(sessions) as session:
+            work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+            service.index_work(session, work.work_id, settings)
+            site_id = site_ids(session, [site.key])[site.key]
+            texts = {f"/notes/{n}.html": [banner, *("".join(rng.choice(filler) for _ in range(60)) + "。"
+                                                     for _ in range(12))] for n in range(7)}  # fmt: skip
+            texts["/copy.html"] = [banner, *CHAPTERS[0].split("\n")]
+            ids = []
+            for path, paragraphs in texts.items():
+                page = Page(url=site.url(path), final_url=site.url(path), host=site.key, status=200, encoding="utf-8",
+                            title=path, text="\n".join(paragraphs), site_id=site_id)  # fmt: skip
+                session.add(page)
+                session.flush()
+                ids.append(page.id)
+            service.process_pages(session, ids, settings)
+            settle_site(session, site_id, settings)
+        with session_scope(sessions) as session:
+            flagged = session.execute(select(Page.url, Match.id, Page.template_masked).join(Match.page)).all()
+        assert [(url.removeprefix(site.base), masked) for url, _, masked in flagged] == [("/copy.html", True)]
+        match_id = flagged[0][1]
+
+        left = [banner, "本章节因版权原因已下架，请阅读其他作品。", *texts["/notes/0.html"][1:]]
+        site.set("/copy.html", _markup("第1章", left))
+        with session_scope(sessions) as session:  # the banner alone, its template not ignored, looks like a copy
+            chapter_id = session.scalar(select(Match.chapter_id).where(Match.id == match_id))
+            body = _markup("第1章", left).encode("utf-8")
+            response = FetchResult(url=site.url("/copy.html"), final_url=site.url("/copy.html"), status=200,
+                                   headers={"content-type": "text/html; charset=utf-8"}, body=body)  # fmt: skip
+            naive = judge_response(session, response, {match_id: int(chapter_id)}, fetched_at=utcnow())  # type: ignore[arg-type]
+        assert naive[match_id][0] == "present", naive
+
+        checked = recheck_matches(_allowed(settings, site), sessions, [match_id])
+        assert dict(checked.outcomes) == {"removed": 1} and checked.newly_taken_down == 1
