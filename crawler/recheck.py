@@ -6,7 +6,9 @@ Each re-check of a match ends in one outcome (:data:`storage.models.TAKEDOWN_OUT
 - ``gone``: the page answers 404, 410 or 451 (unavailable for legal reasons), or its host no longer exists;
 - ``removed``: the page is still there (200) but no longer copies the match's chapter: its text is extracted with
   the crawler's own parser (:func:`crawler.parse.parse_response`) and verified against the chapter with the
-  compare stage's own code (:func:`compare.service.verify_chapters`); a page with no text left counts too;
+  compare stage's own code (:func:`compare.service.verify_chapters`), ignoring the site's template when the page's
+  matches were decided without it (a banner quoting the chapter is not the copy); a page with no text left counts
+  too;
 - ``present``: the page still copies the chapter (edited or not);
 - ``error``: the check could not tell (refused by the private-address guard or robots.txt, timed out, connection
   refused, 5xx, 403...). An error changes nothing but ``rechecked_at`` and ``recheck_state``.
