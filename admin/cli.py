@@ -178,13 +178,17 @@ def works() -> None:
 @works.command("add")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--title", help="Title of the work (default: the file name). Only with a single file.")
+@click.option("--wait", is_flag=True, help="With workers (FPTRACK_BROKER_URL): wait until they have fingerprinted each "
+              "work and compared it with the pages crawled before, and print what they found (without a broker "
+              "this is always so).")  # fmt: skip
 @pass_context
 @friendly_errors
-def works_add(context: Context, files: tuple[Path, ...], title: str | None) -> None:
+def works_add(context: Context, files: tuple[Path, ...], title: str | None, wait: bool) -> None:
     """Register works from text files.
 
     Chapters are found from their headings (第…章/回/节, Chapter N). The encoding (UTF-8, GB18030/GBK or Big5) is detected from the bytes. Registering a work also compares
-    it with every page crawled before (retroactive detection).
+    it with every page crawled before (retroactive detection): right here without a broker, else on the workers
+    (--wait waits for them).
     """
     from compare.works import register_work_file
 
@@ -192,6 +196,7 @@ def works_add(context: Context, files: tuple[Path, ...], title: str | None) -> N
         raise click.UsageError("--title applies to a single file; register the files one by one")
     tasks = context.tasks()
     failures = 0
+    queued: list[int] = []
     for path in files:
         try:
             with context.session() as session:
@@ -226,8 +231,54 @@ def works_add(context: Context, files: tuple[Path, ...], title: str | None) -> N
                 click.echo(f"  retroactive check: {flagged} already-crawled page(s) copy this work")
         else:
             click.echo(f"  fingerprinting queued (task {result.id})")
+            queued.append(registered.work_id)
+    if wait and queued and not _wait_for_indexing(context, tasks, queued):
+        failures += 1
     if failures:
         sys.exit(EXIT_FAILURE)
+
+
+def _wait_for_indexing(context: Context, tasks: Any, work_ids: list[int]) -> bool:
+    """Wait until the workers have indexed ``work_ids`` (``works.indexed_at``), then say what each found among the
+    pages crawled before; False (said on stderr) when no worker consumes the queue."""
+    from sqlalchemy import distinct, func, select
+
+    from crawler.service import POLL_SECONDS, _workers_on_queue
+    from storage.models import Match, MatchStatus, Work
+
+    settings = context.settings
+    waiting, since = set(work_ids), time.monotonic()
+    asked = False
+    while waiting:
+        with context.session() as session:
+            done = set(session.scalars(select(Work.id).where(Work.id.in_(sorted(waiting)), Work.indexed_at.is_not(None))))
+            if done:
+                copying = (
+                    select(Match.work_id, func.count(distinct(Match.page_id)))
+                    .where(Match.work_id.in_(sorted(done)),
+                           Match.status.in_([MatchStatus.FLAGGED, MatchStatus.LICENSED, MatchStatus.CONFIRMED]))
+                    .group_by(Match.work_id)
+                )  # fmt: skip
+                counts = {int(work_id): int(pages) for work_id, pages in session.execute(copying)}
+                for work_id in sorted(done):
+                    click.echo(f"work #{work_id} fingerprinted: {counts.get(work_id, 0)} already-crawled page(s) "
+                               "copy it")  # fmt: skip
+        waiting -= done
+        if not waiting:
+            return True
+        if not asked and time.monotonic() - since >= settings.no_worker_seconds:
+            workers = _workers_on_queue(tasks, settings.task_queue)
+            asked = workers is not None
+            if workers == []:
+                click.echo(
+                    click.style("error: ", fg="red", bold=True) + f"no worker consumes the queue "
+                    f"{settings.task_queue!r}: start one with `fptrack worker`; the work(s) "
+                    f"{', '.join(f'#{w}' for w in sorted(waiting))} are saved and will be indexed once a worker runs",
+                    err=True,
+                )  # fmt: skip
+                return False
+        time.sleep(POLL_SECONDS)
+    return True
 
 
 @works.command("license")

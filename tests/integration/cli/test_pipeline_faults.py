@@ -61,6 +61,17 @@ def _job_status(settings: Settings) -> str:
 
 
 @pytest.mark.redis
+def test_works_add_wait_says_when_no_worker_consumes_the_queue(sqlite_settings: Settings) -> None:
+    queued = {**_env(sqlite_settings), "FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_NO_WORKER_SECONDS": "2",
+              "FPTRACK_TASK_QUEUE": f"nobody-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+    added = _run(queued, "works", "add", str(DEMO_DATA / "alley.txt"), "--wait", timeout=120)
+    assert added.returncode == 1, added.stdout + added.stderr
+    assert "no worker consumes the queue" in added.stderr and "#1 are saved" in added.stderr, added.stderr
+    assert "Traceback" not in added.stderr
+    assert "青石巷" in _run(queued, "works", "list").stdout  # registered, waiting for a worker
+
+
+@pytest.mark.redis
 def test_no_worker_on_the_queue_fails_fast_and_loses_nothing(sqlite_settings: Settings) -> None:
     env = _env(sqlite_settings)
     assert _run(env, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -46,21 +45,26 @@ def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> 
         stderr=subprocess.STDOUT,
     )
     try:
-        added = fptrack("works", "add", str(DEMO_DATA / "lighthouse.txt"))
+        # --wait: the work's fingerprints are indexed (by the worker) before the command returns
+        added = fptrack("works", "add", str(DEMO_DATA / "lighthouse.txt"), "--wait")
+        assert added.returncode == 0, added.stdout + added.stderr
         assert "fingerprinting queued" in added.stdout, added.stdout + added.stderr
+        assert "work #1 fingerprinted: 0 already-crawled page(s) copy it" in added.stdout, added.stdout
         chapters = demo_chapters("lighthouse.txt")
         pages = {
-            "/": Page.html('<a href="/1.html">1</a> <a href="/2.html">2</a>'),
+            "/": Page.html('<a href="/1.html">1</a> <a href="/2.html">2</a> <a href="/3.html">3</a>'),
             "/1.html": chapter_page("第一章", chapters[0].split("\n")),
             "/2.html": chapter_page("第二章", chapters[1].split("\n"), encoding="gbk"),
+            "/3.html": chapter_page("第一回", demo_chapters("alley.txt")[0].split("\n")),  # not registered yet
         }
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and "succeeded" not in (tmp_path / "worker.log").read_text():
-            time.sleep(0.5)  # the work's fingerprints must be indexed before pages are compared
         with serve_site(pages) as base:
             crawl = fptrack("crawl", base + "/", "--allow-private-host", base.key, "--depth", "1")
         assert crawl.returncode == 0, crawl.stderr
         assert "2 page(s) copy registered works" in crawl.stdout, crawl.stdout + crawl.stderr
+        # registered after the crawl: the worker compares it with the pages crawled before, and --wait says so
+        later = fptrack("works", "add", str(DEMO_DATA / "alley.txt"), "--wait")
+        assert later.returncode == 0, later.stdout + later.stderr
+        assert "work #2 fingerprinted: 1 already-crawled page(s) copy it" in later.stdout, later.stdout
         log = (tmp_path / "worker.log").read_text()
         assert "fptrack.process_pages" in log and "fptrack.index_work" in log
     finally:
