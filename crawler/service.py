@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from crawler.store import PageStore, StoreCounts
-from storage.db import retry_in_session, session_scope
+from storage.db import retry_in_session, retry_while_unreachable, session_scope
 from storage.fingerprints import id_chunks
 from storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, utcnow
 from storage.settings import Settings
@@ -103,17 +103,28 @@ class _Dispatcher:
         size = self.tasks.PAGES_PER_TASK
         for start in range(0, len(page_ids), size):
             chunk = page_ids[start : start + size]
+            if self.settings.tasks_in_process:
+                self._compare_here(chunk)
+                continue
             if self.error:
                 return
             try:
                 self.tasks.process_pages.delay(chunk)
-            except Exception as error:
-                if self.settings.tasks_in_process:
-                    raise
+            except Exception as error:  # noqa: BLE001 - any broker trouble: the sweep hands the pages on later
                 self.error = f"cannot hand pages to the workers ({type(error).__name__}: {error})"
                 log.error("%s; the pages are stored and will be compared later", self.error)
                 return
             self.queued += len(chunk)
+
+    def _compare_here(self, chunk: list[int]) -> None:
+        """The task's body, in this thread. Not through Celery's eager mode, whose retry gives up at once (raising
+        ``Retry``) while the database restarts: the batch is one unit of work, safe to run again whole."""
+
+        def compare() -> None:
+            self.tasks.process_pages.run(chunk)
+
+        retry_while_unreachable(compare, what=f"comparing a batch of {len(chunk)} page(s)")
+        self.queued += len(chunk)
 
 
 def run_crawl_job(

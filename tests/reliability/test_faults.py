@@ -5,6 +5,7 @@ Each test prints what it did and what was lost, which must be nothing (issue 12)
 - a worker killed with SIGKILL while it holds a task, then restarted: every page fingerprinted and compared exactly
   once, every copy found once;
 - PostgreSQL restarted during the crawl: the crawl and the workers ride it out; no page or match lost or doubled;
+  the same with tasks in-process (no broker): the crawl's own thread rides it out;
 - Redis (no persistence) restarted during the crawl, every queued message lost: the workers' sweep hands the pages
   on again; the crawl finishes or says why it could not, and every page is compared in the end.
 """
@@ -129,6 +130,75 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
     assert census.pages == PAGES
     assert problems == {}
     assert _compared_twice(workers) == []
+
+
+def test_postgres_restarted_during_an_in_process_crawl_loses_and_doubles_nothing(cluster: Cluster) -> None:
+    in_process = {"FPTRACK_BROKER_URL": ""}  # no broker: the crawl's own thread stores and compares each batch
+    cluster.fptrack("works", "add", str(WORK), env=in_process)
+    with serve_site(_slow_site(0.1)) as base:
+        crawl = cluster.start_crawl(base, **in_process)
+        stored, compared = _wait_compared(cluster, at_least=33)
+        cluster.postgres.restart()  # fast shutdown: every connection of the crawl is cut, mid-batch or between
+        assert crawl.process.poll() is None, "the crawl ended before PostgreSQL was restarted: make it longer"
+        result = crawl.wait()
+    census = cluster.census(base)
+    problems = census.lost_or_duplicated(expected_copies(COPIES))
+    _report(
+        "PostgreSQL restarted during an in-process crawl (no broker)",
+        [f"restarted PostgreSQL (fast shutdown + start) at {stored} pages stored, {compared} compared",
+         (f"crawl exit {result.returncode}; its database operations tried again: "
+          f"{result.stderr.count('the database is unreachable')}")],
+        census, problems,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert f"{COPIES} page(s) copy registered works" in result.stdout, result.stdout
+    assert census.pages == PAGES
+    assert problems == {}
+
+
+def test_an_in_process_batch_compared_while_postgres_is_down_waits_for_it(cluster: Cluster) -> None:
+    """The window the restart above may miss: the crawl's thread starts comparing a batch while PostgreSQL is down.
+    Celery's eager retry would give up at once; the crawl's own retry waits for the database and compares it."""
+    import hashlib
+    import threading
+    from datetime import UTC, datetime
+
+    from compare import tasks
+    from crawler.pages import CrawledPage
+    from crawler.service import _copies, _Dispatcher, _pending
+    from crawler.store import PageStore
+    from storage.db import create_engine_for, session_factory
+    from storage.settings import Settings
+    from tests.support.copy_site import CHAPTERS
+
+    in_process = {**cluster.env, "FPTRACK_BROKER_URL": ""}
+    cluster.fptrack("works", "add", str(WORK), env=in_process)
+    settings = Settings.from_env(in_process)
+    tasks.configure(settings)
+    engine = create_engine_for(settings)
+    try:
+        sessions = session_factory(engine)
+        store = PageStore(sessions, job_id=None, dispatch=lambda ids: None)  # stored, not compared yet
+        for number, chapter in enumerate(CHAPTERS):
+            url = f"http://127.0.0.1:9/{number}.html"
+            store.add(CrawledPage(url=url, final_url=url, status=200, encoding="utf-8", title=url, text=chapter,
+                                  content_sha256=hashlib.sha256(chapter.encode()).hexdigest(), snapshot_sha256="",
+                                  fetched_at=datetime.now(UTC)))  # fmt: skip
+        store.flush()
+        ids = sorted(store.counts.page_ids)
+        cluster.postgres.stop("fast")
+        back = threading.Timer(2.0, cluster.postgres.start)
+        back.start()
+        try:
+            _Dispatcher(settings, tasks)(ids)  # refused until the database is back, then compared once
+        finally:
+            back.join()
+        pending, copies = _pending(sessions, set(ids)), _copies(sessions, set(ids))
+    finally:
+        engine.dispose()
+    print(f"\n== in-process batch started while PostgreSQL was down (back after 2 s): {len(ids)} pages, "
+          f"{len(pending)} left uncompared, {len(copies)} copies found")  # fmt: skip
+    assert pending == [] and len(copies) == len(CHAPTERS)
 
 
 def test_redis_restarted_during_a_crawl_the_sweep_hands_the_pages_on(cluster: Cluster) -> None:
