@@ -103,25 +103,30 @@ def test_a_worker_killed_mid_batch_and_restarted_compares_every_page_once(cluste
     assert second.pages_done(), "the restarted worker compared nothing: the killed batch was not handed on"
 
 
-def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cluster) -> None:
-    cluster.fptrack("works", "add", str(WORK))
-    workers = [cluster.start_worker("w1"), cluster.start_worker("w2")]
+@pytest.mark.parametrize("mode", ["workers", "in-process"])
+def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cluster, mode: str) -> None:
+    # in-process: no broker, the crawl's own thread stores and compares each batch
+    env = {"FPTRACK_BROKER_URL": ""} if mode == "in-process" else {}
+    cluster.fptrack("works", "add", str(WORK), env=env)
+    workers = [cluster.start_worker("w1"), cluster.start_worker("w2")] if mode == "workers" else []
     with serve_site(_slow_site(0.1)) as base:
-        crawl = cluster.start_crawl(base)
-        stored, compared = _wait_compared(cluster, at_least=33)  # a batch through the workers: all three at work
+        crawl = cluster.start_crawl(base, **env)
+        stored, compared = _wait_compared(cluster, at_least=33)  # a batch through the compare stage: all at work
         cluster.postgres.restart()  # fast shutdown: every connection of the crawl and the workers is cut
         assert crawl.process.poll() is None, "the crawl ended before PostgreSQL was restarted: make it longer"
         result = crawl.wait()
     census = cluster.census(base)
     problems = census.lost_or_duplicated(expected_copies(COPIES))
+    retried = f"crawl exit {result.returncode}; its database operations tried again: " + str(
+        result.stderr.count("the database is unreachable")
+    )
+    if workers:
+        retried += (f"; worker tasks retried: {sum(w.log().count('] retry:') for w in workers)}; workers alive "
+                    f"after: {[w.process.poll() is None for w in workers]}; pages compared twice by the workers: "
+                    f"{_compared_twice(workers) or 'none'}")  # fmt: skip
     _report(
-        "PostgreSQL restarted during the crawl",
-        [f"restarted PostgreSQL (fast shutdown + start) at {stored} pages stored, {compared} compared",
-         (f"crawl exit {result.returncode}; its database operations tried again: "
-          f"{result.stderr.count('the database is unreachable')}; worker tasks retried: "
-          f"{sum(w.log().count('] retry:') for w in workers)}; workers alive after: "
-          f"{[w.process.poll() is None for w in workers]}"),
-         f"pages compared twice by the workers: {_compared_twice(workers) or 'none'}"],
+        f"PostgreSQL restarted during the crawl ({mode})",
+        [f"restarted PostgreSQL (fast shutdown + start) at {stored} pages stored, {compared} compared", retried],
         census, problems,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
@@ -130,30 +135,6 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
     assert census.pages == PAGES
     assert problems == {}
     assert _compared_twice(workers) == []
-
-
-def test_postgres_restarted_during_an_in_process_crawl_loses_and_doubles_nothing(cluster: Cluster) -> None:
-    in_process = {"FPTRACK_BROKER_URL": ""}  # no broker: the crawl's own thread stores and compares each batch
-    cluster.fptrack("works", "add", str(WORK), env=in_process)
-    with serve_site(_slow_site(0.1)) as base:
-        crawl = cluster.start_crawl(base, **in_process)
-        stored, compared = _wait_compared(cluster, at_least=33)
-        cluster.postgres.restart()  # fast shutdown: every connection of the crawl is cut, mid-batch or between
-        assert crawl.process.poll() is None, "the crawl ended before PostgreSQL was restarted: make it longer"
-        result = crawl.wait()
-    census = cluster.census(base)
-    problems = census.lost_or_duplicated(expected_copies(COPIES))
-    _report(
-        "PostgreSQL restarted during an in-process crawl (no broker)",
-        [f"restarted PostgreSQL (fast shutdown + start) at {stored} pages stored, {compared} compared",
-         (f"crawl exit {result.returncode}; its database operations tried again: "
-          f"{result.stderr.count('the database is unreachable')}")],
-        census, problems,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert f"{COPIES} page(s) copy registered works" in result.stdout, result.stdout
-    assert census.pages == PAGES
-    assert problems == {}
 
 
 def test_an_in_process_batch_compared_while_postgres_is_down_waits_for_it(cluster: Cluster) -> None:

@@ -29,7 +29,7 @@ from storage.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.support.copy_site import copy_site, pipeline_counts
 from tests.support.sites import Page as SitePage
-from tests.support.sites import closed_port_url, serve_site
+from tests.support.sites import SiteURL, closed_port_url, serve_site
 
 pytestmark = pytest.mark.slow
 
@@ -151,18 +151,28 @@ def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
     assert (pages, pending, matches) == (181, 0, 150)
 
 
+def _slow_copy_site() -> dict[str, SitePage]:
+    """40 copies answered after 0.3 s each: a crawl that is still running when the test hits it."""
+    return {path: SitePage(page.body, delay=0.3) for path, page in copy_site(40).items()}
+
+
+def _crawl_under_way(env: dict[str, str], base: SiteURL) -> subprocess.Popen[str]:
+    """``fptrack crawl base/`` in the background, returned once it has fetched three pages."""
+    crawl = subprocess.Popen(
+        [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "-q"],
+        env={**env, "FPTRACK_CRAWL_CONCURRENCY": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(base.requests) < 3:
+        time.sleep(0.1)
+    return crawl
+
+
 def test_ctrl_c_records_an_interrupted_crawl_and_exits_non_zero(sqlite_settings: Settings) -> None:
     env = _env(sqlite_settings)
     assert _run(env, "init").returncode == 0
-    slow = {path: SitePage(page.body, delay=0.3) for path, page in copy_site(40).items()}
-    with serve_site(slow) as base:
-        crawl = subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "-q"],
-            env={**env, "FPTRACK_CRAWL_CONCURRENCY": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(base.requests) < 3:
-            time.sleep(0.1)
+    with serve_site(_slow_copy_site()) as base:
+        crawl = _crawl_under_way(env, base)
         crawl.send_signal(signal.SIGINT)
         out, err = crawl.communicate(timeout=120)
     assert crawl.returncode == 130, out + err
@@ -170,22 +180,11 @@ def test_ctrl_c_records_an_interrupted_crawl_and_exits_non_zero(sqlite_settings:
     assert _job_status(sqlite_settings) == "interrupted"
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_a_killed_crawl_is_marked_failed_by_the_next_one_not_left_running(
-    backend: str, request: pytest.FixtureRequest
-) -> None:
-    settings: Settings = request.getfixturevalue(f"{backend}_settings")
-    env = _env(settings)
+def test_a_killed_crawl_is_marked_failed_by_the_next_one_not_left_running(settings: Settings) -> None:
+    env = _env(settings)  # on SQLite and on PostgreSQL (the settings fixture)
     assert _run(env, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
-    slow = {path: SitePage(page.body, delay=0.3) for path, page in copy_site(40).items()}
-    with serve_site(slow) as base:
-        crawl = subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "-q"],
-            env={**env, "FPTRACK_CRAWL_CONCURRENCY": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(base.requests) < 3:
-            time.sleep(0.1)
+    with serve_site(_slow_copy_site()) as base:
+        crawl = _crawl_under_way(env, base)
         crawl.kill()  # SIGKILL: nothing of the process runs to record its end
         crawl.communicate(timeout=60)
         assert _job_status(settings) == "running"  # as it was left
