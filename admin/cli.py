@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -437,17 +437,14 @@ def crawl(
             last_shown[0] = now
             click.echo(f"workers: {update.compared}/{update.queued} page(s) compared", err=True)
 
+    # a one-off crawl keeps a sign of life: killed, its job is marked failed, not left "running" (crawler.sites);
+    # a distributed crawl's processes keep theirs in Redis
+    alive = one_off_claim(sessions, context.settings) if shared is None else nullcontext(None)
     try:
-        if shared is None:  # a sign of life: killed, the job is marked failed, not left "running" (crawler.sites)
-            with one_off_claim(sessions, context.settings) as started:
-                outcome = run_crawl_job(
-                    context.settings, sessions, list(urls), depth=depth, max_pages=max_pages, progress=progress,
-                    waiting=waiting, options=options, on_start=started,
-                )  # fmt: skip
-        else:
+        with alive as started:
             outcome = run_crawl_job(
                 context.settings, sessions, list(urls), depth=depth, max_pages=max_pages, progress=progress,
-                waiting=waiting, options=options, shared=shared,
+                waiting=waiting, options=options, shared=shared, on_start=started,
             )  # fmt: skip
     finally:
         if shared is not None:
