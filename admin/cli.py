@@ -243,8 +243,9 @@ def _wait_for_indexing(context: Context, tasks: Any, work_ids: list[int]) -> boo
     pages crawled before; False (said on stderr) when no worker consumes the queue."""
     from sqlalchemy import distinct, func, select
 
+    from compare.pipeline import COPYING_STATUSES
     from crawler.service import POLL_SECONDS, _workers_on_queue
-    from storage.models import Match, MatchStatus, Work
+    from storage.models import Match, Work
 
     settings = context.settings
     waiting, since = set(work_ids), time.monotonic()
@@ -255,10 +256,9 @@ def _wait_for_indexing(context: Context, tasks: Any, work_ids: list[int]) -> boo
             if done:
                 copying = (
                     select(Match.work_id, func.count(distinct(Match.page_id)))
-                    .where(Match.work_id.in_(sorted(done)),
-                           Match.status.in_([MatchStatus.FLAGGED, MatchStatus.LICENSED, MatchStatus.CONFIRMED]))
+                    .where(Match.work_id.in_(sorted(done)), Match.status.in_(COPYING_STATUSES))
                     .group_by(Match.work_id)
-                )  # fmt: skip
+                )
                 counts = {int(work_id): int(pages) for work_id, pages in session.execute(copying)}
                 for work_id in sorted(done):
                     click.echo(f"work #{work_id} fingerprinted: {counts.get(work_id, 0)} already-crawled page(s) "

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
 from sqlalchemy import func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from storage.models import Match, MatchStatus, Page, Work, as_utc
+from storage.models import Match, MatchStatus, Page, Work, as_utc, iso_utc
 
 __all__ = [
     "RECORD_COLUMNS", "STATES", "TAKEDOWN_COLUMNS", "Grouping", "TakedownRow", "takedown_records", "takedown_stats",
@@ -125,10 +124,6 @@ def _sqlite_times(session: Session, by: Grouping, key: Any) -> dict[str, tuple[f
     return found
 
 
-def _iso(moment: datetime | None) -> str | None:
-    return as_utc(moment).isoformat(timespec="seconds") if moment is not None else None
-
-
 def takedown_records(
     session: Session,
     *,
@@ -167,8 +162,8 @@ def takedown_records(
         down = as_utc(match.taken_down_at) if match.taken_down_at is not None else None
         records.append({
             "id": match.id, "page_url": url, "work_id": match.work_id, "work_title": title,
-            "status": match.status, "state": match.recheck_state or "unchecked", "first_seen": _iso(first_seen),
-            "rechecked_at": _iso(match.rechecked_at), "taken_down_at": _iso(down),
+            "status": match.status, "state": match.recheck_state or "unchecked", "first_seen": iso_utc(first_seen),
+            "rechecked_at": iso_utc(match.rechecked_at), "taken_down_at": iso_utc(down),
             "time_to_takedown_seconds": (
                 round((down - first_seen).total_seconds(), 1) if down is not None and first_seen else None
             ),

@@ -23,6 +23,7 @@ from storage.models import Match, MatchStatus, Page, Site, Work, utcnow
 from storage.settings import Settings
 
 __all__ = [
+    "COPYING_STATUSES",
     "LeftBehind",
     "index_and_recheck",
     "settle_sites",
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 RECHECK_BATCH = 64
+# the statuses of a match whose page copies its work (any but dismissed): what "pages copying a work" counts
+COPYING_STATUSES = (MatchStatus.FLAGGED, MatchStatus.LICENSED, MatchStatus.CONFIRMED)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -70,7 +73,7 @@ def _pages_copying(session: Session, page_ids: list[int], work_id: int) -> int:
                 select(Match.page_id).where(
                     Match.page_id.in_(chunk),
                     Match.work_id == work_id,
-                    Match.status.in_([MatchStatus.FLAGGED, MatchStatus.LICENSED, MatchStatus.CONFIRMED]),
+                    Match.status.in_(COPYING_STATUSES),
                 )
             )
         )

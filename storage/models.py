@@ -74,7 +74,9 @@ __all__ = [
     "TakedownCheck",
     "User",
     "Work",
+    "as_utc",
     "code_index_cascade_ddl",
+    "iso_utc",
     "match_rollup_ddl",
     "simhash_index_ddl",
     "simhash_index_names",
@@ -140,6 +142,11 @@ def as_utc(moment: datetime) -> datetime:
     """A stored time as an aware UTC datetime: SQLite hands back naive datetimes, and every time fptrack stores
     is UTC, so say so on both backends."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def iso_utc(moment: datetime | None) -> str | None:
+    """A stored time as JSON gives it: ISO 8601 in UTC to the second, or None."""
+    return as_utc(moment).isoformat(timespec="seconds") if moment is not None else None
 
 
 class Base(DeclarativeBase):

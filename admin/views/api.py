@@ -10,7 +10,6 @@ token (``Authorization: Bearer ...``, see ``admin.tokens``). Match objects are `
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, abort, request
@@ -38,7 +37,7 @@ from admin.views.sites import site_rows
 from analytics.rollups import match_rollup
 from analytics.takedowns import STATES, takedown_records, takedown_stats
 from compare.records import match_to_dict
-from storage.models import Chapter, Match, Page, Work, as_utc
+from storage.models import Chapter, Match, Page, Work, iso_utc
 
 __all__ = ["API_MAX_PER_PAGE", "API_PER_PAGE", "blueprint", "match_json"]
 
@@ -69,14 +68,10 @@ def match_json(match: Match, *, detail: bool = False) -> dict[str, Any]:
         ],
         "takedown": {
             "state": match.recheck_state or "unchecked",
-            "rechecked_at": _time(match.rechecked_at),
-            "taken_down_at": _time(match.taken_down_at),
+            "rechecked_at": iso_utc(match.rechecked_at),
+            "taken_down_at": iso_utc(match.taken_down_at),
         },
     }
-
-
-def _time(value: datetime | None) -> str | None:
-    return as_utc(value).isoformat(timespec="seconds") if value is not None else None
 
 
 def _bad(error: Exception) -> None:
