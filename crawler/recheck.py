@@ -277,8 +277,6 @@ def recheck_matches(
             return rules.get(key, (settings.crawl_delay, settings.crawl_obey_robots))
 
         fetcher = GuardedFetcher(settings, policy, politeness)
-    from compare.templates import site_template
-
     templates: dict[int, frozenset[int]] = {}  # site id -> its template, decided once per run
     for done, target in enumerate(targets, start=1):
         now = utcnow()
@@ -292,11 +290,7 @@ def recheck_matches(
         else:
             status = result.status
             with session_scope(sessions) as session:
-                template: frozenset[int] = frozenset()
-                if target.masked_by is not None and result.status == 200:
-                    if target.masked_by not in templates:
-                        templates[target.masked_by] = site_template(session, target.masked_by)
-                    template = templates[target.masked_by]
+                template = _template_of(session, target, templates) if result.status == 200 else frozenset()
                 judged = judge_response(session, result, target.chapters, fetched_at=now, template=template)
         verdicts = [PageVerdict(m, outcome, status, detail) for m, (outcome, detail) in sorted(judged.items())]
         with session_scope(sessions) as session:
@@ -308,6 +302,18 @@ def recheck_matches(
         if progress is not None:
             progress(RecheckProgress(done, len(targets), target.url, tuple(v.outcome for v in verdicts)))
     return summary
+
+
+def _template_of(session: Session, target: _Target, templates: dict[int, frozenset[int]]) -> frozenset[int]:
+    """The template hashes to ignore on ``target``: its site's (decided once per run, kept in ``templates``) when its
+    matches were decided without them, else none."""
+    if target.masked_by is None:
+        return frozenset()
+    if target.masked_by not in templates:
+        from compare.templates import site_template
+
+        templates[target.masked_by] = site_template(session, target.masked_by)
+    return templates[target.masked_by]
 
 
 # --------------------------------------------------------------------------------------------- the claim
