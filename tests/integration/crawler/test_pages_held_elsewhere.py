@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from admin.demo import DEMO_DATA
@@ -23,7 +24,7 @@ from crawler.pages import CrawledPage
 from crawler.service import _compare_the_rest, _copies, _Dispatcher, _pending
 from crawler.store import PageStore
 from storage.db import create_engine_for, session_factory
-from storage.models import Page
+from storage.models import Chapter, Page
 from storage.settings import Settings
 
 pytestmark = pytest.mark.postgres
@@ -42,7 +43,7 @@ def _stored_copies(sessions: sessionmaker[Session], settings: Settings) -> tuple
     with sessions.begin() as session:
         work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
         index_work(session, work.work_id, settings)
-        chapters = [str(t) for t in session.execute(text("SELECT text FROM chapters ORDER BY id")).scalars()][:3]
+        chapters = list(session.scalars(select(Chapter.text).order_by(Chapter.id).limit(3)))
     dispatcher = _Dispatcher(settings, tasks)
     store = PageStore(sessions, job_id=None, dispatch=lambda ids: None)  # stored, handed on to nobody yet
     for number, chapter in enumerate(chapters):
@@ -66,7 +67,7 @@ def _hold(sessions: sessionmaker[Session], page_ids: set[int], held: threading.E
     with sessions() as session:
         session.execute(select(Page.id).where(Page.id.in_(page_ids)).with_for_update())
         held.set()
-        threading.Event().wait(1.5)
+        time.sleep(1.5)  # the other crawl's compare takes a while
         if compare:
             compare_service.process_pages(session, sorted(page_ids), settings)
             session.commit()
