@@ -27,7 +27,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from storage.models import USER_ROLES, LoginFailure, User, utcnow
+from fptrack.storage.models import USER_ROLES, LoginFailure, User, utcnow
 
 __all__ = [
     "FAILURE_WINDOW",

@@ -19,7 +19,7 @@ import pygal
 from lxml import etree
 from pygal.style import Style
 
-from analytics.rollups import STATUSES, KeyCount, PeriodCount
+from fptrack.analytics.rollups import STATUSES, KeyCount, PeriodCount
 
 __all__ = ["CHART_CONTENT_SECURITY_POLICY", "STATUS_COLOURS", "bars_svg", "time_series_svg"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from warcio.warcwriter import WARCWriter
 
-from storage.models import Page, as_utc
+from fptrack.storage.models import Page, as_utc
 
 __all__ = ["evidence_bundle", "page_warc", "sha256_hex"]
 

@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from compare.records import MATCH_FIELDS
+from fptrack.compare.records import MATCH_FIELDS
 
 __all__ = [
     "CSV_MATCH_COLUMNS",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.models import TAKEDOWN_OUTCOMES
+from fptrack.storage.models import TAKEDOWN_OUTCOMES
 
 __all__ = ["openapi_document"]
 

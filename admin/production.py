@@ -14,7 +14,7 @@ from typing import Any
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
-from storage.settings import Settings
+from fptrack.core.settings import Settings
 
 __all__ = ["AdminServer", "bind_address", "default_workers", "run_production"]
 
@@ -45,13 +45,13 @@ class AdminServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set("control_socket_disable", True)
 
     def load(self) -> Flask:
-        from admin.web import create_app
+        from fptrack.admin.web import create_app
 
         return create_app(self.settings)
 
 
 def run_production(settings: Settings, host: str, port: int, workers: int) -> None:
-    from admin.web import ensure_secret_key
+    from fptrack.admin.web import ensure_secret_key
 
     ensure_secret_key(settings.data_dir)
     options: dict[str, Any] = {

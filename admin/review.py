@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.models import Match, MatchNote, MatchStatus, ReviewDecision
+from fptrack.storage.models import Match, MatchNote, MatchStatus, ReviewDecision
 
 __all__ = [
     "BULK_LIMIT",

@@ -48,9 +48,9 @@ from flask_login import AnonymousUserMixin, LoginManager, UserMixin, current_use
 from flask_wtf.csrf import CSRFProtect
 from sqlalchemy.orm import Session
 
-from admin.accounts import find_active_user, has_role
-from storage.models import User
-from storage.settings import Settings
+from fptrack.admin.accounts import find_active_user, has_role
+from fptrack.storage.models import User
+from fptrack.core.settings import Settings
 
 __all__ = [
     "SESSION_LIFETIME",
@@ -141,7 +141,7 @@ def _settings() -> Settings:
 
 
 def _db() -> Session:
-    from admin.views.context import db_session  # admin.views imports this module
+    from fptrack.admin.views.context import db_session  # admin.views imports this module
 
     return db_session()
 
@@ -213,7 +213,7 @@ def _load_token_user() -> ResponseReturnValue | None:
     token = bearer_token()
     if token is None:
         return None
-    from admin.tokens import authenticate_token
+    from fptrack.admin.tokens import authenticate_token
 
     database = _db()
     user = authenticate_token(database, token) if token else None

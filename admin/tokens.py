@@ -18,8 +18,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from admin.accounts import normalise_username
-from storage.models import ApiToken, User, utcnow
+from fptrack.admin.accounts import normalise_username
+from fptrack.storage.models import ApiToken, User, utcnow
 
 __all__ = ["TOKEN_PREFIX", "NewToken", "TokenInfo", "authenticate_token", "create_token", "list_tokens", "revoke_token"]
 

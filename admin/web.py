@@ -31,13 +31,13 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter, Map
 
-from admin.security import check_csrf_unless_token, install_access_policy, install_security
-from admin.views import BLUEPRINTS
-from admin.views.context import AdminState, admin_state, close_db_session
-from admin.views.evidence import is_web_url
-from admin.views.queries import MAX_ID
-from storage.db import DatabaseUnavailable, SchemaOutOfDate, check_schema, create_engine_for, session_factory
-from storage.settings import Settings
+from fptrack.admin.security import check_csrf_unless_token, install_access_policy, install_security
+from fptrack.admin.views import BLUEPRINTS
+from fptrack.admin.views.context import AdminState, admin_state, close_db_session
+from fptrack.admin.views.evidence import is_web_url
+from fptrack.admin.views.queries import MAX_ID
+from fptrack.storage.db import DatabaseUnavailable, SchemaOutOfDate, check_schema, create_engine_for, session_factory
+from fptrack.core.settings import Settings
 
 __all__ = ["CONTENT_SECURITY_POLICY", "SECRET_KEY_FILE", "create_app", "ensure_secret_key", "format_duration",
            "format_schedule"]

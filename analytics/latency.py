@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from storage.models import Match, Page, Work, as_utc
+from fptrack.storage.models import Match, Page, Work, as_utc
 
 __all__ = ["LatencySummary", "detection_latency", "nearest_rank"]
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from sqlalchemy import case, delete, func, select, text
 from sqlalchemy.orm import Session
 
-from storage.models import Match, MatchRollup, MatchStatus, Page, Work
+from fptrack.storage.models import Match, MatchRollup, MatchStatus, Page, Work
 
 __all__ = [
     "ROLLUP_COLUMNS",

@@ -1,6 +1,6 @@
 """Takedown figures: how many copies were taken down once found, and how fast, overall and per site or work.
 
-Read by the admin dashboard and ``fptrack takedowns``; the re-checks that feed them are :mod:`crawler.recheck`.
+Read by the admin dashboard and ``fptrack takedowns``; the re-checks that feed them are :mod:`jobs.rechecks`.
 Over the flagged and confirmed matches (the copies that should come down):
 
 - ``checked``: matches re-checked at least once (``recheck_state`` set);
@@ -24,7 +24,7 @@ import numpy as np
 from sqlalchemy import func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from storage.models import Match, MatchStatus, Page, Work, as_utc, iso_utc
+from fptrack.storage.models import Match, MatchStatus, Page, Work, as_utc, iso_utc
 
 __all__ = [
     "RECORD_COLUMNS", "STATES", "TAKEDOWN_COLUMNS", "Grouping", "TakedownRow", "takedown_records", "takedown_stats",

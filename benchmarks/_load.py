@@ -197,7 +197,7 @@ def serve_admin(database_url: str, data_dir: Path, workers: int) -> Iterator[Adm
     env.update(FPTRACK_DATABASE_URL=database_url, FPTRACK_DATA_DIR=str(data_dir))
     with (data_dir / "server.log").open("wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "serve", "--production", "--host", "127.0.0.1", "--port", str(port),
+            [sys.executable, "-m", "fptrack.cli", "serve", "--production", "--host", "127.0.0.1", "--port", str(port),
              "--workers", str(workers)],
             env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, cwd=ROOT,
         )  # fmt: skip

@@ -476,7 +476,7 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
     # source's template, a republished story, a price list) would make that page a true copy, not a negative: not
     # registered. The product's normalisation, so runs with digits and Latin letters count as the alignment sees
     # them.
-    from fingerprint.normalize import normalize
+    from fptrack.fingerprint.normalize import normalize
 
     published: set[int] = set()
     for text in news_texts:

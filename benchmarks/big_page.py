@@ -75,7 +75,7 @@ def build(megabytes: float) -> tuple[list[str], bytes]:
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True, check=True)
+    return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True, check=True)
 
 
 def timed_crawl(env: dict[str, str], url: str, key: str) -> tuple[float, float]:
@@ -89,7 +89,7 @@ def timed_crawl(env: dict[str, str], url: str, key: str) -> tuple[float, float]:
     )
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", wrapper, sys.executable, "-m", "admin.cli", "crawl", url, "--depth", "0",
+        [sys.executable, "-c", wrapper, sys.executable, "-m", "fptrack.cli", "crawl", url, "--depth", "0",
          "--allow-private-host", key, "-q"],
         env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
@@ -129,7 +129,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=9.0, help="page size in megabytes (default 9)")
     args = parser.parse_args()
-    from storage.settings import Settings
+    from fptrack.core.settings import Settings
 
     default_cap = Settings().max_page_chars
     chapters, body = build(args.mb)

@@ -77,7 +77,7 @@ class Databases:
     def __init__(self, server_url: str) -> None:
         from sqlalchemy import create_engine
 
-        from storage.settings import Settings
+        from fptrack.core.settings import Settings
 
         self.server_url = server_url
         self.admin = create_engine(Settings(database_url=server_url).database_url, isolation_level="AUTOCOMMIT")
@@ -106,10 +106,10 @@ def job_counts(database_url: str) -> tuple[int, int, int, str]:
     from sqlalchemy import func, select
     from sqlalchemy.orm import Session
 
-    from storage.db import create_engine_for
-    from storage.models import CrawlJob
-    from storage.models import Page as PageRow
-    from storage.settings import Settings
+    from fptrack.storage.db import create_engine_for
+    from fptrack.storage.models import CrawlJob
+    from fptrack.storage.models import Page as PageRow
+    from fptrack.core.settings import Settings
 
     engine = create_engine_for(Settings(database_url=database_url))
     try:
@@ -125,7 +125,7 @@ def job_counts(database_url: str) -> tuple[int, int, int, str]:
 def run_mode(processes: int, distributed: bool, base: Any, env: dict[str, str], max_pages: int) -> tuple[float, float]:
     """(wall seconds from the processes' start to the last one's exit, seconds from the first request the site got
     to the last: the crawl itself, without the start-up of the processes, which on a loaded machine is long)."""
-    command = [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--depth", "3", "--max-pages", str(max_pages),
+    command = [sys.executable, "-m", "fptrack.cli", "crawl", base + "/", "--depth", "3", "--max-pages", str(max_pages),
                "--allow-private-host", base.key, "-q"]  # fmt: skip
     if distributed:
         command.append("--distributed")
@@ -201,7 +201,7 @@ def main() -> None:
                 env.update(FPTRACK_DATABASE_URL=database_url, FPTRACK_CRAWL_REDIS_URL=args.redis,
                            FPTRACK_CRAWL_AUTOTHROTTLE="false", FPTRACK_CRAWL_CONCURRENCY_PER_SITE="4",
                            FPTRACK_DATA_DIR=str(ROOT / "fptrack-data"))  # fmt: skip
-                init = subprocess.run([sys.executable, "-m", "admin.cli", "init"], cwd=ROOT, env=env,
+                init = subprocess.run([sys.executable, "-m", "fptrack.cli", "init"], cwd=ROOT, env=env,
                                       capture_output=True, text=True, check=False)  # fmt: skip
                 if init.returncode != 0:
                     raise SystemExit(f"fptrack init failed: {init.stderr}")

@@ -50,14 +50,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _corpus import iter_chapters, news_texts, require_corpus
 
-from fingerprint.contract import CONTRACT
-from fingerprint.features import char_shingle_hashes, stop_word_hashes, token_hashes, tokenize
-from fingerprint.minhash import MinHashParams, minhash_signature
-from fingerprint.normalize import normalize
-from fingerprint.pinyin_dna import DnaParams, dna_codes, pinyin_initials
-from fingerprint.simhash import SimhashParams, simhash, simhash_tokens
-from fingerprint.stats import CorpusStats
-from fingerprint.winnowing import winnow
+from fptrack.fingerprint.contract import CONTRACT
+from fptrack.fingerprint.features import char_shingle_hashes, stop_word_hashes, token_hashes, tokenize
+from fptrack.fingerprint.minhash import MinHashParams, minhash_signature
+from fptrack.fingerprint.normalize import normalize
+from fptrack.fingerprint.pinyin_dna import DnaParams, dna_codes, pinyin_initials
+from fptrack.fingerprint.simhash import SimhashParams, simhash, simhash_tokens
+from fptrack.fingerprint.stats import CorpusStats
+from fptrack.fingerprint.winnowing import winnow
 
 PAPER = {"dedup": {5: 0.833, 10: 0.751, 15: 0.687, 20: 0.661}, "precision": 0.963, "recall": 0.867, "f1": 0.912}
 RATIOS = (5, 10, 15, 20)
@@ -261,7 +261,7 @@ def near_duplicates(norms: list[str], k: int = 8, share: float = 0.5) -> np.ndar
 
 
 def dna_near_table(norms: list[str], docs: list[str], rng: random.Random) -> dict[str, dict[str, float]]:
-    """Pinyin DNA alone, codes matched within an L1 distance (``fingerprint.dna_index``): a copy is predicted for
+    """Pinyin DNA alone, codes matched within an L1 distance (``research.dna_index``): a copy is predicted for
     every original whose codes are near at least a share (third value of :data:`DNA_GRID`) of the copy's codes.
     Copies: the protocol's edits at 5 % and same-sound swaps of 30 % of the characters (which leave the initials as
     they are, so any loss there is segment-boundary and polyphone effects). The smallest distance from every copy
@@ -270,7 +270,7 @@ def dna_near_table(norms: list[str], docs: list[str], rng: random.Random) -> dic
     of the copy's own (:func:`near_duplicates`)."""
     from _pirate_web import Homophones
 
-    from fingerprint.dna_index import DnaIndex
+    from fptrack.research.dna_index import DnaIndex
 
     homophones = Homophones({ch for n in norms for ch in n})
     copies = {

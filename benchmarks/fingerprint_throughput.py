@@ -34,16 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _corpus import iter_chapters, require_corpus
 
-from fingerprint.contract import CONTRACT
-from fingerprint.features import char_shingle_hashes, tokenize
-from fingerprint.ksentence import ksentence
-from fingerprint.minhash import MinHashParams, lsh_band_keys, minhash_signature
-from fingerprint.normalize import normalize
-from fingerprint.pinyin_dna import dna_codes, pinyin_initials
-from fingerprint.pipeline import fingerprint_text
-from fingerprint.simhash import SimhashParams, simhash_tokens
-from fingerprint.stats import CorpusStats
-from fingerprint.winnowing import winnow
+from fptrack.fingerprint.contract import CONTRACT
+from fptrack.fingerprint.features import char_shingle_hashes, tokenize
+from fptrack.research.ksentence import ksentence
+from fptrack.fingerprint.minhash import MinHashParams, lsh_band_keys, minhash_signature
+from fptrack.fingerprint.normalize import normalize
+from fptrack.fingerprint.pinyin_dna import dna_codes, pinyin_initials
+from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.fingerprint.simhash import SimhashParams, simhash_tokens
+from fptrack.fingerprint.stats import CorpusStats
+from fptrack.fingerprint.winnowing import winnow
 
 
 def main() -> None:

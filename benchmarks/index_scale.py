@@ -43,13 +43,13 @@ from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from storage.candidates import simhash_candidates
-from storage.db import create_engine_for, migrate
-from storage.fingerprints import bulk_load_simhashes
-from storage.hot_buckets import split_hot_buckets
-from storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64
-from storage.models import simhash_index_names
-from storage.settings import Settings
+from fptrack.storage.candidates import simhash_candidates
+from fptrack.storage.db import create_engine_for, migrate
+from fptrack.storage.fingerprints import bulk_load_simhashes
+from fptrack.storage.hot_buckets import split_hot_buckets
+from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64
+from fptrack.storage.models import simhash_index_names
+from fptrack.core.settings import Settings
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -404,8 +404,8 @@ def real_bucket_profile(mu: float, min_size: int) -> dict[str, object]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _corpus import corpus_available, iter_chapters, news_texts
 
-    from fingerprint.normalize import normalize
-    from fingerprint.simhash import simhash_text
+    from fptrack.fingerprint.normalize import normalize
+    from fptrack.fingerprint.simhash import simhash_text
 
     if not corpus_available():
         return {"skipped": "development corpus not found"}
@@ -473,7 +473,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.hot < 0:
         args.hot = max(5_000, args.n // 200)
     if args.hot_min_size is None:
-        from storage.hot_buckets import HOT_BUCKET_MIN_SIZE
+        from fptrack.storage.hot_buckets import HOT_BUCKET_MIN_SIZE
 
         args.hot_min_size = HOT_BUCKET_MIN_SIZE
 

@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _pirate_web import Homophones, _load, _news, random_edits
 
-from fingerprint.contract import CONTRACT
-from fingerprint.normalize import normalize
-from fingerprint.pinyin_dna import pinyin_initials
-from fingerprint.winnowing import winnow
+from fptrack.fingerprint.contract import CONTRACT
+from fptrack.fingerprint.normalize import normalize
+from fptrack.fingerprint.pinyin_dna import pinyin_initials
+from fptrack.fingerprint.winnowing import winnow
 
 KS = (10, 12, 14, 16, 18, 20)
 EXCERPT = 300

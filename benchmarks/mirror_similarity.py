@@ -3,7 +3,7 @@
     python benchmarks/mirror_similarity.py [--articles 240] [--mirrors 2] [--seed 5]
     python benchmarks/mirror_similarity.py --quick      # 60 articles, a few seconds
 
-The simhash-optimization seed (ALGORITHMS.md 5, ``fingerprint.metadata``) scores two documents by
+The simhash-optimization seed (ALGORITHMS.md 5, ``research.metadata``) scores two documents by
 ``mu / (Hamming + 1) + (1 - mu) * MinHash(metadata)``. This measures whether that finds re-hosted pages better
 than the content Simhash alone, where it matters: mirror sites.
 
@@ -23,7 +23,7 @@ than the content Simhash alone, where it matters: mirror sites.
   tags).
 - **Scores**, per pair of pages: content = Hamming distance of the contract's Simhash of the extracted text
   (``crawler.extract`` of the HTML: template text included where the extractor keeps it), metadata = the
-  estimated Jaccard of ``fingerprint.metadata.metadata_signature`` of ``metadata_from_html``, combined = the
+  estimated Jaccard of ``research.metadata.metadata_signature`` of ``metadata_from_html``, combined = the
   seed's rule with mu = 0.85. A pair is *similar* when its score passes the threshold.
 - **Thresholds** are chosen on the calibration seed (``--seed``; the best F1 over the sweep) and the table is
   measured on a held-out seed (``--seed + 1``: other articles, other templates, other mirrors). Content is also
@@ -52,17 +52,17 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _corpus import CORPUS, require_corpus
 
-from crawler.extract import extract_main_text
-from fingerprint.contract import CONTRACT
-from fingerprint.features import segment
-from fingerprint.metadata import (
+from fptrack.crawler.extract import extract_main_text
+from fptrack.fingerprint.contract import CONTRACT
+from fptrack.fingerprint.features import segment
+from fptrack.research.metadata import (
     COMBINED_MU,
     metadata_from_html,
     metadata_signature,
     metadata_similarity,
 )
-from fingerprint.normalize import normalize
-from fingerprint.simhash import simhash_text
+from fptrack.fingerprint.normalize import normalize
+from fptrack.fingerprint.simhash import simhash_text
 
 _NAV = ["首页", "新闻", "体育", "财经", "娱乐", "科技", "教育", "房产", "游戏", "时尚", "家居", "论坛", "博客", "视频"]
 _SITE_WORDS = ["资讯", "门户", "在线", "天下", "中文网", "快报", "头条", "热点", "生活", "视界", "速递", "之家"]

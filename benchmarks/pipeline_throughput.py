@@ -118,8 +118,8 @@ def progress(message: str) -> None:
 
 def pipeline_sessions(database_url: str, data_dir: Path, *, migrate_schema: bool = False) -> tuple[Any, Any]:
     """(settings, sessionmaker) for a database; ``migrate_schema`` creates the schema first."""
-    from storage.db import create_engine_for, migrate, session_factory
-    from storage.settings import Settings
+    from fptrack.storage.db import create_engine_for, migrate, session_factory
+    from fptrack.core.settings import Settings
 
     settings = Settings(data_dir=data_dir, database_url=database_url)
     engine = create_engine_for(settings)
@@ -134,7 +134,7 @@ def stage_extract(url: str, body: bytes, content_type: str) -> str:
 
     from scrapy.http import HtmlResponse
 
-    from crawler.parse import parse_response
+    from fptrack.crawler.parse import parse_response
 
     response = HtmlResponse(url=url, body=body, headers={"Content-Type": content_type})
     return str(parse_response(response, requested_url=url, fetched_at=datetime.now(UTC)).page.text)
@@ -142,14 +142,14 @@ def stage_extract(url: str, body: bytes, content_type: str) -> str:
 
 def stage_analyse(text: str) -> Any:
     """Normalise and fingerprint a text under the contract (the two winnowings): the compare stage's document."""
-    from fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.pipeline import fingerprint_text
 
     return fingerprint_text(text)
 
 
 def stage_compare(session: Any, document: Any, settings: Any) -> list[Any]:
     """Candidates from the indexes, verification and verdicts against every registered chapter."""
-    from compare.service import compare_document
+    from fptrack.compare.service import compare_document
 
     return list(compare_document(session, document, settings))
 
@@ -161,8 +161,8 @@ def verdict_key(verdict: Any) -> tuple[str, int] | None:
 
 def register_in_process(session: Any, text: str, title: str, settings: Any) -> int:
     """Register a work and index its chapters in the caller's session (the caller commits)."""
-    from compare.service import index_work
-    from compare.works import register_work
+    from fptrack.compare.service import index_work
+    from fptrack.compare.works import register_work
 
     registered = register_work(session, text.encode("utf-8"), source_name=f"{title}.txt", title=title)
     index_work(session, registered.work_id, settings)
@@ -290,11 +290,11 @@ def base_env(data_dir: Path, database_url: str, concurrency: int) -> dict[str, s
 def fptrack(
     env: dict[str, str], *args: str, timeout: float = 3600
 ) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Run ``fptrack ARGS`` (``python -m admin.cli``): (the completed process, wall seconds); raises on
+    """Run ``fptrack ARGS`` (``python -m fptrack.cli``): (the completed process, wall seconds); raises on
     failure."""
     started = time.perf_counter()
     completed = subprocess.run(
-        [sys.executable, "-m", "admin.cli", *args],
+        [sys.executable, "-m", "fptrack.cli", *args],
         env=env,
         cwd=ROOT,
         capture_output=True,
@@ -322,7 +322,7 @@ def workers(env: dict[str, str], count: int, log_dir: Path) -> Iterator[list[sub
             logs.append((log, log_path))
             started.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "admin.cli", "worker", "-c", "1", "--loglevel", "INFO"],
+                    [sys.executable, "-m", "fptrack.cli", "worker", "-c", "1", "--loglevel", "INFO"],
                     env=env,
                     cwd=ROOT,
                     stdout=log,

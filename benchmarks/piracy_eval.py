@@ -71,7 +71,7 @@ class Run:
 
     def fptrack(self, *args: str, timeout: float = 7200) -> subprocess.CompletedProcess[str]:
         completed = subprocess.run(
-            [sys.executable, "-m", "admin.cli", *args],
+            [sys.executable, "-m", "fptrack.cli", *args],
             env=self.env,
             cwd=ROOT,
             capture_output=True,
@@ -109,7 +109,7 @@ def _read_back(database_url: str) -> tuple[dict[str, str], dict[int, tuple[str, 
     """Page texts by URL, and registered chapters: id -> (work title, chapter title, index, text)."""
     from sqlalchemy import create_engine, text
 
-    from storage.settings import normalise_database_url
+    from fptrack.core.settings import normalise_database_url
 
     engine = create_engine(normalise_database_url(database_url))
     with engine.connect() as connection:
@@ -306,14 +306,14 @@ def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
     crawl ignored them (pages marked ``template_masked``)."""
     from sqlalchemy import select
 
-    from compare.service import compare_document
-    from compare.templates import site_template_codes
-    from fingerprint.contract import METHODS
-    from fingerprint.pipeline import fingerprint_text
-    from storage.db import create_engine_for, session_factory
-    from storage.fingerprints import load_code_arrays
-    from storage.models import Page
-    from storage.settings import Settings
+    from fptrack.compare.service import compare_document
+    from fptrack.compare.templates import site_template_codes
+    from fptrack.fingerprint.contract import METHODS
+    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.storage.db import create_engine_for, session_factory
+    from fptrack.storage.fingerprints import load_code_arrays
+    from fptrack.storage.models import Page
+    from fptrack.core.settings import Settings
 
     settings = Settings.from_env(env)
     engine = create_engine_for(settings)
@@ -343,7 +343,7 @@ def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
 
 
 def _flagged_keys(web: PirateWeb, verdicts: list[Any], rule: Any) -> set[tuple[str, int]]:
-    from compare.scoring import decide_with
+    from fptrack.compare.scoring import decide_with
 
     title_to_key = {t: w for w, t in web.work_titles.items()}
     return {
@@ -396,7 +396,7 @@ def calibrate(
     web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], curve_path: Path | None
 ) -> list[dict[str, Any]]:
     """The decision rule swept over its thresholds, on every candidate verdict of every page."""
-    from compare.scoring import candidate_rule_grid
+    from fptrack.compare.scoring import candidate_rule_grid
 
     points = []
     for rule in candidate_rule_grid():
@@ -420,13 +420,13 @@ def _index_chapters_with_every_method(env: dict[str, str]) -> None:
     read a kind never look at its codes."""
     from sqlalchemy import select
 
-    from compare.service import layout_for
-    from fingerprint.contract import CONTRACT, METHODS
-    from fingerprint.pipeline import fingerprint_text
-    from storage.db import create_engine_for, session_factory, session_scope
-    from storage.fingerprints import FingerprintSet, write_fingerprints
-    from storage.models import Chapter
-    from storage.settings import Settings
+    from fptrack.compare.service import layout_for
+    from fptrack.fingerprint.contract import CONTRACT, METHODS
+    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.storage.db import create_engine_for, session_factory, session_scope
+    from fptrack.storage.fingerprints import FingerprintSet, write_fingerprints
+    from fptrack.storage.models import Chapter
+    from fptrack.core.settings import Settings
 
     settings = Settings.from_env(env)
     everything = replace(CONTRACT, methods=frozenset(METHODS))
@@ -445,7 +445,7 @@ def ablation(
 ) -> dict[str, Any]:
     """Recall per kind and false positives with each method of the page path removed in turn (the decision rule
     unchanged). ``full`` are the verdicts under the product's contract."""
-    from fingerprint.contract import CANDIDATE_SOURCES, CONTRACT, METHODS
+    from fptrack.fingerprint.contract import CANDIDATE_SOURCES, CONTRACT, METHODS
 
     _index_chapters_with_every_method(env)
     contracts = {"product": CONTRACT}
@@ -625,7 +625,7 @@ def main() -> None:
         results = score(web, bases, flagged, spans, page_texts)
         print_table(results)
         if not args.no_calibration:
-            from fingerprint.contract import CONTRACT
+            from fptrack.fingerprint.contract import CONTRACT
 
             verdicts = _all_verdicts(env, CONTRACT)
             points = calibrate(web, bases, verdicts, args.curve)

@@ -1,5 +1,5 @@
 """Takedown figures at scale, on PostgreSQL: ``analytics.takedowns.takedown_stats`` (overall, per host, per work)
-and the re-check scheduler's look-up (``crawler.recheck.due_matches``) over N matches, against a baseline measured
+and the re-check scheduler's look-up (``jobs.rechecks.due_matches``) over N matches, against a baseline measured
 in the same run: the same figures computed in Python from every match row (what a dashboard without the grouped
 queries would do). Both answers are compared, so the speed-up is for the same numbers.
 
@@ -33,11 +33,11 @@ from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analytics.takedowns import STATUSES, TakedownRow, takedown_stats
-from crawler.recheck import due_matches
-from storage.db import create_engine_for, migrate
-from storage.models import Match, Page, Work
-from storage.settings import Settings
+from fptrack.analytics.takedowns import STATUSES, TakedownRow, takedown_stats
+from fptrack.jobs.rechecks import due_matches
+from fptrack.storage.db import create_engine_for, migrate
+from fptrack.storage.models import Match, Page, Work
+from fptrack.core.settings import Settings
 
 FILL = """
 INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at)

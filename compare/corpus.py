@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from fingerprint.normalize import normalize
-from fingerprint.stats import CorpusStats
-from storage.corpus_stats import latest_corpus_stats, save_corpus_stats
-from storage.models import Chapter, Page
+from fptrack.fingerprint.normalize import normalize
+from fptrack.fingerprint.stats import CorpusStats
+from fptrack.storage.corpus_stats import latest_corpus_stats, save_corpus_stats
+from fptrack.storage.models import Chapter, Page
 
 __all__ = ["STATS_NAME", "CorpusRefresh", "load_corpus_stats", "refresh_corpus_stats"]
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from storage.models import LicensedSite, Match, MatchStatus, Page, Work
+from fptrack.storage.models import LicensedSite, Match, MatchStatus, Page, Work
 
 __all__ = ["LicensedSite", "add_licensed_site", "is_licensed", "licensed_hosts", "normalise_site"]
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from compare.corpus import CorpusRefresh, refresh_corpus_stats
-from compare.service import layout_for
-from storage.hot_buckets import HotBucketReport, split_hot_buckets
-from storage.housekeeping import count_orphans
-from storage.settings import Settings
+from fptrack.compare.corpus import CorpusRefresh, refresh_corpus_stats
+from fptrack.compare.service import layout_for
+from fptrack.storage.hot_buckets import HotBucketReport, split_hot_buckets
+from fptrack.storage.housekeeping import count_orphans
+from fptrack.core.settings import Settings
 
 __all__ = ["MaintenanceReport", "run_maintenance"]
 

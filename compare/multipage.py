@@ -27,12 +27,12 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from compare.licensing import is_licensed, licensed_hosts
-from compare.service import Verdict, compare_document
-from fingerprint.pipeline import fingerprint_text
-from storage.fingerprints import id_chunks
-from storage.models import Match, MatchStatus, Page, utcnow
-from storage.settings import Settings
+from fptrack.compare.licensing import is_licensed, licensed_hosts
+from fptrack.compare.service import Verdict, compare_document
+from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.models import Match, MatchStatus, Page, utcnow
+from fptrack.core.settings import Settings
 
 __all__ = ["MULTIPAGE_METHOD", "ChainPart", "chains_of", "join_parts", "map_spans", "settle_chains"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.models import Match, as_utc
+from fptrack.storage.models import Match, as_utc
 
 __all__ = ["MATCH_FIELDS", "match_to_dict"]
 

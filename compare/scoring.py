@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compare.verify import Alignment
-from fingerprint.contract import CONTRACT, DecisionRule
+from fptrack.compare.verify import Alignment
+from fptrack.fingerprint.contract import CONTRACT, DecisionRule
 
 __all__ = [
     "DEFAULT_RULE",

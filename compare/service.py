@@ -25,16 +25,16 @@ import numpy as np
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from compare.licensing import is_licensed, licensed_hosts
-from compare.scoring import Evidence, decide_with, evidence_of
-from compare.verify import align
-from fingerprint.contract import CONTRACT, FingerprintContract
-from fingerprint.pipeline import TextFingerprints, fingerprint_text
-from storage.candidates import code_holder_pairs, simhash_candidates
-from storage.fingerprints import FingerprintSet, Owner, id_chunks, is_postgres, write_fingerprints
-from storage.index import IndexLayout, to_signed64
-from storage.models import Chapter, Match, MatchStatus, Page, Work, utcnow
-from storage.settings import Settings
+from fptrack.compare.licensing import is_licensed, licensed_hosts
+from fptrack.compare.scoring import Evidence, decide_with, evidence_of
+from fptrack.compare.verify import align
+from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
+from fptrack.fingerprint.pipeline import TextFingerprints, fingerprint_text
+from fptrack.storage.candidates import code_holder_pairs, simhash_candidates
+from fptrack.storage.fingerprints import FingerprintSet, Owner, id_chunks, is_postgres, write_fingerprints
+from fptrack.storage.index import IndexLayout, to_signed64
+from fptrack.storage.models import Chapter, Match, MatchStatus, Page, Work, utcnow
+from fptrack.core.settings import Settings
 
 __all__ = [
     "ChapterInfo",
@@ -505,7 +505,7 @@ def record_matches(
             match.last_seen = now
             matched.append(verdict.chapter_id)
         outcomes.append(PageOutcome(page_id, url, tuple(matched)))
-    # a match with takedown history (crawler/recheck.py) stays: the next re-check records the copy removed
+    # a match with takedown history (jobs/rechecks.py) stays: the next re-check records the copy removed
     stale = [m.id for m in existing.values() if m.status in machine_made and m.recheck_state is None]
     for chunk in id_chunks(stale):
         session.execute(delete(Match).where(Match.id.in_(chunk)))

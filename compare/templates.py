@@ -25,12 +25,12 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from compare.multipage import settle_chains
-from compare.service import recompare_pages
-from storage.candidates import code_holders
-from storage.fingerprints import id_chunks, load_code_arrays
-from storage.models import Match, Page, Site, utcnow
-from storage.settings import Settings
+from fptrack.compare.multipage import settle_chains
+from fptrack.compare.service import recompare_pages
+from fptrack.storage.candidates import code_holders
+from fptrack.storage.fingerprints import id_chunks, load_code_arrays
+from fptrack.storage.models import Match, Page, Site, utcnow
+from fptrack.core.settings import Settings
 
 __all__ = ["DUPLICATE_SHARE", "SITE_MIN_TEXTS", "SettledSite", "settle_site", "site_template", "site_template_codes"]
 

@@ -25,9 +25,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from fingerprint.contract import CONTRACT, AlignParams
-from fingerprint.features import char_shingle_hashes
-from fingerprint.pinyin_dna import UNKNOWN_INITIAL
+from fptrack.fingerprint.contract import CONTRACT, AlignParams
+from fptrack.fingerprint.features import char_shingle_hashes
+from fptrack.fingerprint.pinyin_dna import UNKNOWN_INITIAL
 
 __all__ = ["Alignment", "align"]
 

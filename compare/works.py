@@ -12,10 +12,10 @@ from typing import BinaryIO
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from compare.chapters import split_chapters
-from fingerprint.encoding import DecodedText, UndecodableError, decode_bytes, refuse_binary_start
-from fingerprint.normalize import is_kept_char
-from storage.models import Chapter, Work
+from fptrack.compare.chapters import split_chapters
+from fptrack.fingerprint.encoding import DecodedText, UndecodableError, decode_bytes, refuse_binary_start
+from fptrack.fingerprint.normalize import is_kept_char
+from fptrack.storage.models import Chapter, Work
 
 __all__ = [
     "RegisteredWork",
@@ -150,7 +150,7 @@ def register_work(
 
 def _title_line(text: str) -> str:
     """The first line of the text when it reads like a title (short, not a chapter heading)."""
-    from compare.chapters import HEADING
+    from fptrack.compare.chapters import HEADING
 
     for line in text.split("\n", 20)[:20]:
         line = line.strip(" \t\u3000《》")

@@ -4,9 +4,9 @@ Public surface: :func:`run_crawl` (once per process, see its docstring), the val
 pure main-text extractor :func:`extract_main_text`.
 """
 
-from crawler.extract import ExtractedText, extract_main_text
-from crawler.pages import CrawledPage, CrawlError, CrawlProgress, CrawlStats
-from crawler.runner import run_crawl
+from fptrack.crawler.extract import ExtractedText, extract_main_text
+from fptrack.crawler.pages import CrawledPage, CrawlError, CrawlProgress, CrawlStats
+from fptrack.crawler.runner import run_crawl
 
 __all__ = [
     "CrawlError",

@@ -19,7 +19,7 @@ from typing import Any
 from scrapy.crawler import Crawler
 from scrapy.http import Request
 
-from crawler.pipelines import HOOKS_SETTING, CrawlHooks
+from fptrack.crawler.pipelines import HOOKS_SETTING, CrawlHooks
 
 __all__ = ["CONDITIONAL", "ConditionalRequests"]
 
@@ -48,7 +48,7 @@ class ConditionalRequests:
         from scrapy.utils.defer import maybe_deferred_to_future
         from twisted.internet.threads import deferToThread
 
-        from crawler.spiders import REQUESTED_URL
+        from fptrack.crawler.spiders import REQUESTED_URL
 
         url = request.meta.get(REQUESTED_URL, request.url)
         etag, last_modified = await maybe_deferred_to_future(deferToThread(self.store.validators, url))

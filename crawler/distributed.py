@@ -51,8 +51,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from crawler.pages import CrawlError, CrawlStats
-from storage.settings import Settings
+from fptrack.crawler.pages import CrawlError, CrawlStats
+from fptrack.core.settings import Settings
 
 __all__ = [
     "KEY_PREFIX",
@@ -497,7 +497,7 @@ def scrapy_redis_settings(shared: SharedCrawl) -> dict[str, Any]:
     process to leave removes it."""
     keys = shared._keys()
     return {
-        "SCHEDULER": "crawler.distributed.SharedScheduler",
+        "SCHEDULER": "fptrack.crawler.distributed.SharedScheduler",
         "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
         "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.PriorityQueue",
         "SCHEDULER_QUEUE_KEY": keys.requests,

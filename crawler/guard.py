@@ -34,7 +34,7 @@ from scrapy.http import Request
 from scrapy.resolver import CachingThreadedResolver
 from twisted.internet.error import DNSLookupError
 
-from storage.settings import classify_allow_entry
+from fptrack.core.settings import classify_allow_entry
 
 __all__ = [
     "POLICY_SETTING",

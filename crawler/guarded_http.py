@@ -29,9 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
-from crawler.guard import IPAddress, PrivateAddressPolicy
-from storage.settings import Settings
-from storage.sites import site_of
+from fptrack.crawler.guard import IPAddress, PrivateAddressPolicy
+from fptrack.core.settings import Settings
+from fptrack.storage.sites import site_of
 
 __all__ = ["FetchFailure", "FetchResult", "GuardedFetcher", "NoSuchHost"]
 

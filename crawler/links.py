@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import urldefrag
 
-from crawler.pages import CrawlError
-from storage.sites import site_of
+from fptrack.crawler.pages import CrawlError
+from fptrack.storage.sites import site_of
 
 __all__ = ["links_to_follow", "request_url", "site_of"]
 

@@ -12,9 +12,9 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http import Request, Response
 
-from crawler.links import site_of
-from crawler.parse import is_binary_media_type, media_type
-from crawler.spiders import BYTES_RECEIVED, START_PAGE
+from fptrack.crawler.links import site_of
+from fptrack.crawler.parse import is_binary_media_type, media_type
+from fptrack.crawler.spiders import BYTES_RECEIVED, START_PAGE
 
 __all__ = ["RefuseRedirectLoops", "SkipBinaryBodies", "StayOnStartSites", "same_registrable_domain"]
 

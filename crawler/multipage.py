@@ -20,7 +20,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import lxml.etree
 import lxml.html
 
-from crawler.extract import shorten_huge_tags
+from fptrack.crawler.extract import shorten_huge_tags
 
 __all__ = ["NEXT_LABELS", "next_part_url", "part_of"]
 

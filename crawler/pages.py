@@ -87,7 +87,7 @@ RENDER_JS_MODES = ("auto", "yes", "no")
 @dataclass(frozen=True)
 class CrawlOptions:
     """How one crawl behaves beyond its start URLs and limits: a managed site's settings
-    (:mod:`crawler.sites`) or the options of ``fptrack crawl``. ``None`` means: the global setting.
+    (:mod:`jobs.sites`) or the options of ``fptrack crawl``. ``None`` means: the global setting.
 
     - ``allowed_hosts``: more sites (``host`` or ``host:port``) that links may lead to;
     - ``include`` / ``exclude``: regular expressions (``re.search``) on link URLs: a link is followed when it

@@ -15,10 +15,10 @@ from datetime import datetime
 
 from scrapy.http import Response
 
-from crawler.extract import cap_text, extract_main_text, tidy_whitespace
-from crawler.multipage import next_part_url
-from crawler.pages import CrawledPage
-from fingerprint.encoding import UndecodableError, decode_bytes, looks_binary, without_stray_nuls
+from fptrack.crawler.extract import cap_text, extract_main_text, tidy_whitespace
+from fptrack.crawler.multipage import next_part_url
+from fptrack.crawler.pages import CrawledPage
+from fptrack.fingerprint.encoding import UndecodableError, decode_bytes, looks_binary, without_stray_nuls
 
 __all__ = [
     "ParsedResponse",

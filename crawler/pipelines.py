@@ -20,7 +20,7 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
-from crawler.pages import CrawledPage, CrawlFailure, CrawlProgress
+from fptrack.crawler.pages import CrawledPage, CrawlFailure, CrawlProgress
 
 __all__ = ["CrawlHooks", "CrawlLedger", "PersistPipeline", "ProgressPipeline", "RecordPipeline", "SinkPipeline"]
 

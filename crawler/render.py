@@ -35,10 +35,10 @@ from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Request, Response
 
-from crawler.guard import PrivateAddressPolicy, _parse_address, _resolve_all
-from crawler.pages import CrawledPage, CrawlError
-from crawler.parse import ParsedResponse
-from storage.settings import Settings
+from fptrack.crawler.guard import PrivateAddressPolicy, _parse_address, _resolve_all
+from fptrack.crawler.pages import CrawledPage, CrawlError
+from fptrack.crawler.parse import ParsedResponse
+from fptrack.core.settings import Settings
 
 __all__ = [
     "RENDER_META",
@@ -128,7 +128,7 @@ class RenderPlan:
                 "playwright": True,
                 "playwright_page_goto_kwargs": {"wait_until": "load"},
                 "playwright_context_kwargs": {"user_agent": self.user_agent, "service_workers": "block"},
-                "playwright_page_init_callback": "crawler.render.guard_page",
+                "playwright_page_init_callback": "fptrack.crawler.render.guard_page",
                 "playwright_page_methods": [PageMethod(settle_page, self.idle_wait)],
             },
             **kwargs,
@@ -359,7 +359,7 @@ def playwright_settings(
         "DOWNLOAD_HANDLERS": {"http": handler, "https": handler},
         "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",
         "PLAYWRIGHT_BROWSER_TYPE": "chromium",
-        "PLAYWRIGHT_BROWSER_PROVIDER": "crawler.render.LazyBrowserProvider",
+        "PLAYWRIGHT_BROWSER_PROVIDER": "fptrack.crawler.render.LazyBrowserProvider",
         "PLAYWRIGHT_LAUNCH_OPTIONS": {
             "executable_path": plan.browser,
             "headless": True,

@@ -15,17 +15,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
-from crawler.links import request_url
-from crawler.pages import RENDER_JS_MODES, CrawledPage, CrawlError, CrawlOptions, CrawlProgress, CrawlStats
-from crawler.pipelines import HOOKS_SETTING, CrawlHooks
-from crawler.render import RenderPlan, plan_rendering, playwright_settings
-from crawler.store import PageStore
-from storage.settings import Settings
+from fptrack.crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
+from fptrack.crawler.links import request_url
+from fptrack.crawler.pages import RENDER_JS_MODES, CrawledPage, CrawlError, CrawlOptions, CrawlProgress, CrawlStats
+from fptrack.crawler.pipelines import HOOKS_SETTING, CrawlHooks
+from fptrack.crawler.render import RenderPlan, plan_rendering, playwright_settings
+from fptrack.crawler.store import PageStore
+from fptrack.core.settings import Settings
 
 if TYPE_CHECKING:
-    from crawler.distributed import SharedCrawl
-    from crawler.resume import CrawlState
+    from fptrack.crawler.distributed import SharedCrawl
+    from fptrack.crawler.resume import CrawlState
 
 __all__ = ["PROTECTED_SCRAPY_SETTINGS", "check_options", "run_crawl", "scrapy_settings"]
 
@@ -108,7 +108,7 @@ def scrapy_settings(
         "AUTOTHROTTLE_MAX_DELAY": max(delay, 30.0),
         "AUTOTHROTTLE_TARGET_CONCURRENCY": float(per_site),
         POLICY_SETTING: policy,
-        "TWISTED_DNS_RESOLVER": "crawler.guard.GuardedResolver",
+        "TWISTED_DNS_RESOLVER": "fptrack.crawler.guard.GuardedResolver",
         "DOWNLOAD_TIMEOUT": settings.crawl_timeout,
         "DOWNLOAD_MAXSIZE": max_bytes,
         "DOWNLOAD_WARNSIZE": 0,
@@ -123,18 +123,18 @@ def scrapy_settings(
         # Every request (redirects and robots.txt included) passes the site scope, then the private-address guard,
         # before robots.txt is fetched and before any connection.
         "DOWNLOADER_MIDDLEWARES": {
-            "crawler.middlewares.StayOnStartSites": 50,
-            "crawler.guard.PrivateAddressGuard": 60,
+            "fptrack.crawler.middlewares.StayOnStartSites": 50,
+            "fptrack.crawler.guard.PrivateAddressGuard": 60,
             # process_response runs from the highest number down: it sees a 3xx before RedirectMiddleware (600)
-            "crawler.middlewares.RefuseRedirectLoops": 650,
-            "crawler.conditional.ConditionalRequests": 70,
+            "fptrack.crawler.middlewares.RefuseRedirectLoops": 650,
+            "fptrack.crawler.conditional.ConditionalRequests": 70,
         },
-        "EXTENSIONS": {"crawler.middlewares.SkipBinaryBodies": 100, "crawler.render.RenderStats": 110},
+        "EXTENSIONS": {"fptrack.crawler.middlewares.SkipBinaryBodies": 100, "fptrack.crawler.render.RenderStats": 110},
         "ITEM_PIPELINES": {
-            "crawler.pipelines.RecordPipeline": 100,
-            "crawler.pipelines.PersistPipeline": 200,
-            "crawler.pipelines.SinkPipeline": 250,
-            "crawler.pipelines.ProgressPipeline": 300,
+            "fptrack.crawler.pipelines.RecordPipeline": 100,
+            "fptrack.crawler.pipelines.PersistPipeline": 200,
+            "fptrack.crawler.pipelines.SinkPipeline": 250,
+            "fptrack.crawler.pipelines.ProgressPipeline": 300,
         },
         HOOKS_SETTING: hooks,
         "TELNETCONSOLE_ENABLED": False,
@@ -143,7 +143,7 @@ def scrapy_settings(
         "COOKIES_ENABLED": True,
     }
     if shared is not None:
-        from crawler.distributed import scrapy_redis_settings
+        from fptrack.crawler.distributed import scrapy_redis_settings
 
         values.update(scrapy_redis_settings(shared))
     if render is not None:
@@ -207,7 +207,7 @@ def run_crawl(
 
     from scrapy.crawler import CrawlerProcess
 
-    from crawler.spiders import PageSpider
+    from fptrack.crawler.spiders import PageSpider
 
     if (sink is None) == (store is None):
         raise CrawlError("run_crawl needs exactly one of sink= and store=")
@@ -301,7 +301,7 @@ def _stop_on_signals(process: Any) -> Iterator[list[int]]:
 
 def request_site(host: str) -> str:
     """A site key (see :func:`storage.sites.site_of`) from ``host``, ``host:port`` or a URL."""
-    from storage.sites import site_of
+    from fptrack.storage.sites import site_of
 
     text = host.strip()
     key = site_of(text if "://" in text else f"http://{text}")

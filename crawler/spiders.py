@@ -21,11 +21,11 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredSemaphore
 from twisted.python.failure import Failure
 
-from crawler.links import links_to_follow, site_of
-from crawler.pages import CrawledPage, CrawlFailure
-from crawler.parse import ParsedResponse, describe_failure, parse_response
-from crawler.render import RENDER_META, RenderPlan, rendered_response
-from crawler.resume import CrawlState
+from fptrack.crawler.links import links_to_follow, site_of
+from fptrack.crawler.pages import CrawledPage, CrawlFailure
+from fptrack.crawler.parse import ParsedResponse, describe_failure, parse_response
+from fptrack.crawler.render import RENDER_META, RenderPlan, rendered_response
+from fptrack.crawler.resume import CrawlState
 
 __all__ = ["PARSE_THREADS", "PageSpider"]
 

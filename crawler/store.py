@@ -27,10 +27,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from crawler.pages import CrawledPage
-from storage.db import retry_in_session
-from storage.models import Page, utcnow
-from storage.sites import site_ids, site_of
+from fptrack.crawler.pages import CrawledPage
+from fptrack.storage.db import retry_in_session
+from fptrack.storage.models import Page, utcnow
+from fptrack.storage.sites import site_ids, site_of
 
 __all__ = ["PageStore", "StoreCounts"]
 

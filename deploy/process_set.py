@@ -145,7 +145,7 @@ def ensure_database(env: dict[str, str]) -> None:
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    from storage.settings import Settings
+    from fptrack.core.settings import Settings
 
     settings = Settings.from_env(env)
     url = make_url(settings.database_url)

@@ -18,7 +18,7 @@ What it holds, by stage (docs/fingerprints.md and docs/compare.md say where each
 - **alignment**: k-gram lengths of the two channels, gap merging, the shortest run, the diagonal slack;
 - the **decision rule**: quotation floor, chapter coverage, one long passage.
 
-MinHash and KSentence (``fingerprint.minhash``, ``fingerprint.ksentence``) and the corpus statistics
+MinHash and KSentence (``fingerprint.minhash``, ``research.ksentence``) and the corpus statistics
 (``fingerprint.stats``) are not on the page path: nothing there reads them (the winnowing indexes and the
 alignment decide; MinHash as a peer finds about half of the eval's copies, docs/compare.md). They stay usable on
 their own, with their tests and benchmarks.
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from fingerprint.pinyin_dna import DnaParams
-from fingerprint.simhash import SimhashParams
+from fptrack.fingerprint.pinyin_dna import DnaParams
+from fptrack.fingerprint.simhash import SimhashParams
 
 __all__ = [
     "CANDIDATE_SOURCES",

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fingerprint.features import fmix64
+from fptrack.fingerprint.features import fmix64
 
 __all__ = [
     "MinHashParams",

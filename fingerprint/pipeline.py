@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fingerprint.contract import CODE_KINDS, CONTRACT, FingerprintContract
-from fingerprint.normalize import NormalizedText, normalize
-from fingerprint.pinyin_dna import dna_codes, pinyin_initials
-from fingerprint.simhash import simhash_text
-from fingerprint.winnowing import winnow
+from fptrack.fingerprint.contract import CODE_KINDS, CONTRACT, FingerprintContract
+from fptrack.fingerprint.normalize import NormalizedText, normalize
+from fptrack.fingerprint.pinyin_dna import dna_codes, pinyin_initials
+from fptrack.fingerprint.simhash import simhash_text
+from fptrack.fingerprint.winnowing import winnow
 
 __all__ = ["TextFingerprints", "fingerprint_text"]
 

@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from fingerprint.features import fmix64, stop_word_hashes, token_hashes, tokenize
+from fptrack.fingerprint.features import fmix64, stop_word_hashes, token_hashes, tokenize
 
 if TYPE_CHECKING:
-    from fingerprint.stats import CorpusStats
+    from fptrack.fingerprint.stats import CorpusStats
 
 __all__ = ["SCHEMES", "SimhashParams", "hamming", "simhash", "simhash_text", "simhash_tokens", "term_weights"]
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fingerprint.features import token_hashes, tokenize
-from fingerprint.pinyin_dna import PINYIN_ALPHABET, initial_counts, pinyin_initials
+from fptrack.fingerprint.features import token_hashes, tokenize
+from fptrack.fingerprint.pinyin_dna import PINYIN_ALPHABET, initial_counts, pinyin_initials
 
 __all__ = ["CorpusStats", "document_terms"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fingerprint.features import char_shingle_hashes
+from fptrack.fingerprint.features import char_shingle_hashes
 
 __all__ = ["winnow", "winnow_hashes"]
 

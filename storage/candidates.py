@@ -20,10 +20,10 @@ import numpy as np
 from sqlalchemy import Connection, select, text
 from sqlalchemy.orm import Session
 
-from fingerprint.simhash import hamming
-from storage.fingerprints import Owner, is_postgres, owner_code, owner_column
-from storage.index import IndexLayout, to_signed64, to_unsigned64
-from storage.models import SimhashHotBucket
+from fptrack.fingerprint.simhash import hamming
+from fptrack.storage.fingerprints import Owner, is_postgres, owner_code, owner_column
+from fptrack.storage.index import IndexLayout, to_signed64, to_unsigned64
+from fptrack.storage.models import SimhashHotBucket
 
 __all__ = [
     "HOT_BUCKET_CACHE_SECONDS",

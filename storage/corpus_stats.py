@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from storage.models import CorpusStatistics
+from fptrack.storage.models import CorpusStatistics
 
 __all__ = ["StoredCorpusStats", "latest_corpus_stats", "save_corpus_stats"]
 

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.settings import Settings
+from fptrack.core.settings import Settings
 
 __all__ = [
     "DatabaseUnavailable",
@@ -81,7 +81,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
 def _hamming_or_null(a: int | None, b: int | None) -> int | None:
     if a is None or b is None:
         return None
-    from fingerprint.simhash import hamming
+    from fptrack.fingerprint.simhash import hamming
 
     return hamming(a, b)
 
@@ -165,8 +165,8 @@ def migrate(settings: Settings, engine: Engine | None = None, revision: str = "h
             command.upgrade(config, revision)
             current = _current_revision(connection)
             if revision == "head":
-                from storage.fingerprints import ensure_simhash_indexes
-                from storage.index import IndexLayout
+                from fptrack.storage.fingerprints import ensure_simhash_indexes
+                from fptrack.storage.index import IndexLayout
 
                 ensure_simhash_indexes(connection, IndexLayout(64, settings.simhash_k, settings.simhash_blocks))
             return current

@@ -24,8 +24,8 @@ import numpy as np
 from sqlalchemy import Connection, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
-from storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64
-from storage.models import (
+from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64
+from fptrack.storage.models import (
     CODE_OWNER_CHAPTER,
     CODE_OWNER_PAGE,
     Fingerprint,
@@ -142,7 +142,7 @@ def write_fingerprints(
         if rows
         else []
     )
-    from storage.hot_buckets import file_in_hot_buckets
+    from fptrack.storage.hot_buckets import file_in_hot_buckets
 
     file_in_hot_buckets(
         session, layout, [(ids[i], int(row["value"])) for i, row in enumerate(rows) if row["value"] is not None]
@@ -280,7 +280,7 @@ def bulk_load_simhashes(
             connection.execute(
                 statement, [{"o": int(o), "k": layout.kind, "v": int(v), "t": now} for o, v in chunk.tolist()]
             )
-    from storage.hot_buckets import file_new_rows_in_hot_buckets
+    from fptrack.storage.hot_buckets import file_new_rows_in_hot_buckets
 
     file_new_rows_in_hot_buckets(connection, layout, after_id=before)
     return len(pairs)

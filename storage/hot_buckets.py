@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, func, insert, select, text
 from sqlalchemy.orm import Session
 
-from storage.candidates import forget_hot_buckets
-from storage.index import DEFAULT_LAYOUT, IndexLayout
-from storage.models import Fingerprint, SimhashHotBucket, SimhashHotRow, utcnow
+from fptrack.storage.candidates import forget_hot_buckets
+from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout
+from fptrack.storage.models import Fingerprint, SimhashHotBucket, SimhashHotRow, utcnow
 
 __all__ = ["HOT_BUCKET_MIN_SIZE", "HOT_BUCKET_MU", "HotBucketReport", "bucket_sizes", "split_hot_buckets"]
 

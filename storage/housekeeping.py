@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, delete, func, select, text
 from sqlalchemy.orm import Session
 
-from storage.fingerprints import id_chunks
-from storage.models import Page, Work
+from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.models import Page, Work
 
 __all__ = ["count_orphans", "count_rows", "delete_pages", "delete_works"]
 

@@ -40,7 +40,7 @@ from sqlalchemy import (
 from sqlalchemy import text as sql_text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from storage.index import DEFAULT_LAYOUT, IndexLayout
+from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout
 
 __all__ = [
     "CODE_OWNER_CHAPTER",
@@ -209,7 +209,7 @@ class Site(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_crawled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    # Monitoring settings (``fptrack sites``, crawler/sites.py); a row made by a plain crawl is not ``managed``.
+    # Monitoring settings (``fptrack sites``, jobs/sites.py); a row made by a plain crawl is not ``managed``.
     managed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
     enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=sql_text("true"))
     start_urls: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default=sql_text("'[]'"))
@@ -288,7 +288,7 @@ class Page(Base):
     last_modified: Mapped[str] = mapped_column(String(100), default="", server_default="")
     fingerprinted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # How far the page got: stored (compared_at NULL) -> fingerprinted -> compared. A page stored with text and
-    # never compared is picked up again by the sweep (compare.pipeline.sweep_pending_pages).
+    # never compared is picked up again by the sweep (jobs.pipeline.sweep_pending_pages).
     compared_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # the page's verdicts were decided with its site's template masked (compare.templates)
     template_masked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
@@ -604,7 +604,7 @@ class Match(Base):
         # order) in the key makes a deep page an index-only walk, without a sort or a visit to the rows it skips
         Index("ix_matches_status_first_seen_id", "status", "first_seen", "id"),
         Index("ix_matches_first_seen_id", "first_seen", "id"),
-        # takedown re-checks: the matches due (crawler/recheck.py) and the takedown figures (analytics/takedowns.py)
+        # takedown re-checks: the matches due (jobs/rechecks.py) and the takedown figures (analytics/takedowns.py)
         Index("ix_matches_status_rechecked_at", "status", "rechecked_at"),
         Index("ix_matches_recheck_state_taken_down_at", "recheck_state", "taken_down_at"),
     )
@@ -622,7 +622,7 @@ class Match(Base):
     status: Mapped[str] = mapped_column(String(20), default=MatchStatus.FLAGGED.value)
     first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    # takedown re-checks (crawler/recheck.py): the latest check, its outcome (one of TAKEDOWN_OUTCOMES; NULL =
+    # takedown re-checks (jobs/rechecks.py): the latest check, its outcome (one of TAKEDOWN_OUTCOMES; NULL =
     # never checked) and the first check that found the copy gone or removed (cleared when it comes back)
     rechecked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     recheck_state: Mapped[str | None] = mapped_column(String(10))

@@ -10,7 +10,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from storage.models import Site
+from fptrack.storage.models import Site
 
 __all__ = ["site_ids", "site_of"]
 

@@ -22,8 +22,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session
 
-from storage.db import create_engine_for, migrate
-from storage.settings import Settings
+from fptrack.storage.db import create_engine_for, migrate
+from fptrack.core.settings import Settings
 
 POSTGRES_URL = os.environ.get("FPTRACK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("FPTRACK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")

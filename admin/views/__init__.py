@@ -1,7 +1,7 @@
 """The admin's blueprints: login, health, dashboard, works, matches, reports, crawls, sites, users (HTML) and the
 JSON API."""
 
-from admin.views import api, auth, crawls, dashboard, health, matches, reports, sites, users, works
+from fptrack.admin.views import api, auth, crawls, dashboard, health, matches, reports, sites, users, works
 
 __all__ = ["BLUEPRINTS"]
 

@@ -17,12 +17,12 @@ from flask_login import current_user
 from sqlalchemy import select
 from sqlalchemy.orm import joinedload
 
-from admin.openapi import openapi_document
-from admin.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
-from admin.security import requires_role
-from admin.views.context import db_session
-from admin.views.crawls import crawl_rows
-from admin.views.queries import (
+from fptrack.admin.openapi import openapi_document
+from fptrack.admin.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
+from fptrack.admin.security import requires_role
+from fptrack.admin.views.context import db_session
+from fptrack.admin.views.crawls import crawl_rows
+from fptrack.admin.views.queries import (
     MAX_ID,
     chapter_rows,
     collect_stats,
@@ -33,11 +33,11 @@ from admin.views.queries import (
     positive_int_arg,
     work_rows,
 )
-from admin.views.sites import site_rows
-from analytics.rollups import match_rollup
-from analytics.takedowns import STATES, takedown_records, takedown_stats
-from compare.records import match_to_dict
-from storage.models import Chapter, Match, Page, Work, iso_utc
+from fptrack.admin.views.sites import site_rows
+from fptrack.analytics.rollups import match_rollup
+from fptrack.analytics.takedowns import STATES, takedown_records, takedown_stats
+from fptrack.compare.records import match_to_dict
+from fptrack.storage.models import Chapter, Match, Page, Work, iso_utc
 
 __all__ = ["API_MAX_PER_PAGE", "API_PER_PAGE", "blueprint", "match_json"]
 

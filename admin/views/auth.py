@@ -10,10 +10,10 @@ from sqlalchemy import select
 from wtforms import HiddenField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
-from admin.accounts import MAX_PASSWORD_LENGTH, LoginRefused, authenticate
-from admin.security import client_address, is_safe_next, public, requires_role, session_user
-from admin.views.context import db_session
-from storage.models import User
+from fptrack.admin.accounts import MAX_PASSWORD_LENGTH, LoginRefused, authenticate
+from fptrack.admin.security import client_address, is_safe_next, public, requires_role, session_user
+from fptrack.admin.views.context import db_session
+from fptrack.storage.models import User
 
 __all__ = ["LoginForm", "blueprint"]
 

@@ -12,7 +12,7 @@ from flask import current_app, g
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.settings import Settings
+from fptrack.core.settings import Settings
 
 __all__ = ["AdminState", "admin_state", "close_db_session", "db_session"]
 

@@ -11,8 +11,8 @@ from flask import Blueprint, abort, render_template
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from admin.views.context import db_session
-from storage.models import CrawlJob, Match, Page, Site
+from fptrack.admin.views.context import db_session
+from fptrack.storage.models import CrawlJob, Match, Page, Site
 
 __all__ = ["CrawlRow", "blueprint", "crawl_rows"]
 

@@ -17,11 +17,11 @@ from flask import Blueprint, Response, abort, render_template, request
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from admin.charts import CHART_CONTENT_SECURITY_POLICY, bars_svg, time_series_svg
-from admin.views.context import admin_state, db_session
-from admin.views.crawls import crawl_rows
-from analytics.latency import detection_latency
-from analytics.rollups import (
+from fptrack.admin.charts import CHART_CONTENT_SECURITY_POLICY, bars_svg, time_series_svg
+from fptrack.admin.views.context import admin_state, db_session
+from fptrack.admin.views.crawls import crawl_rows
+from fptrack.analytics.latency import detection_latency
+from fptrack.analytics.rollups import (
     STATUSES,
     PeriodCount,
     matches_per_period,
@@ -29,8 +29,8 @@ from analytics.rollups import (
     top_hosts,
     top_works,
 )
-from analytics.takedowns import TakedownRow, takedown_stats
-from storage.models import Chapter, CrawlJob, MatchRollup, Page, Site, Work, utcnow
+from fptrack.analytics.takedowns import TakedownRow, takedown_stats
+from fptrack.storage.models import Chapter, CrawlJob, MatchRollup, Page, Site, Work, utcnow
 
 __all__ = ["DAY_CHOICES", "DashboardPeriod", "blueprint", "dashboard_period", "overdue_sites", "page_count"]
 

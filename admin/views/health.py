@@ -9,8 +9,8 @@ from flask.typing import ResponseReturnValue
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from admin.security import public
-from admin.views.context import admin_state
+from fptrack.admin.security import public
+from fptrack.admin.views.context import admin_state
 
 __all__ = ["blueprint"]
 

@@ -23,11 +23,11 @@ from flask_login import current_user
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
-from admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
-from admin.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
-from admin.security import requires_role
-from admin.views.context import admin_state, db_session
-from admin.views.evidence import (
+from fptrack.admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
+from fptrack.admin.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
+from fptrack.admin.security import requires_role
+from fptrack.admin.views.context import admin_state, db_session
+from fptrack.admin.views.evidence import (
     EvidenceSpan,
     Segment,
     SpanDiff,
@@ -37,7 +37,7 @@ from admin.views.evidence import (
     page_ranges,
     span_diff,
 )
-from admin.views.queries import (
+from fptrack.admin.views.queries import (
     MATCH_STATUSES,
     MAX_ID,
     REVIEW_STATUSES,
@@ -51,8 +51,8 @@ from admin.views.queries import (
     positive_int_arg,
     work_choices,
 )
-from compare.records import match_to_dict
-from storage.models import Match, TakedownCheck
+from fptrack.compare.records import match_to_dict
+from fptrack.storage.models import Match, TakedownCheck
 
 __all__ = ["PER_PAGE", "Evidence", "blueprint", "load_evidence", "match_record"]
 
@@ -315,7 +315,7 @@ TAKEDOWN_CHECKS_SHOWN = 20
 
 
 def _takedown_checks(match_id: int) -> list[TakedownCheck]:
-    """The latest re-checks of the match's page (crawler.recheck), newest first."""
+    """The latest re-checks of the match's page (jobs.rechecks), newest first."""
     statement = (
         select(TakedownCheck)
         .where(TakedownCheck.match_id == match_id)

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, joinedload
 
-from admin.review import REVIEW_STATUSES
-from analytics.rollups import status_totals, top_hosts
-from storage.models import Chapter, Match, MatchRollup, MatchStatus, Page, Work
+from fptrack.admin.review import REVIEW_STATUSES
+from fptrack.analytics.rollups import status_totals, top_hosts
+from fptrack.storage.models import Chapter, Match, MatchRollup, MatchStatus, Page, Work
 
 __all__ = [
     "MATCH_STATUSES",

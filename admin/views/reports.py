@@ -14,14 +14,14 @@ from flask import Blueprint, Response, abort, render_template, request
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload
 
-from admin.evidence_bundle import evidence_bundle
-from admin.pdf import PdfUnavailable, html_to_pdf
-from admin.review import match_history
-from admin.views.context import db_session
-from admin.views.matches import load_evidence, match_record
-from admin.views.queries import MATCH_STATUSES
-from analytics.rollups import match_rollup
-from storage.models import Chapter, Match, Page, Work
+from fptrack.admin.evidence_bundle import evidence_bundle
+from fptrack.admin.pdf import PdfUnavailable, html_to_pdf
+from fptrack.admin.review import match_history
+from fptrack.admin.views.context import db_session
+from fptrack.admin.views.matches import load_evidence, match_record
+from fptrack.admin.views.queries import MATCH_STATUSES
+from fptrack.analytics.rollups import match_rollup
+from fptrack.storage.models import Chapter, Match, Page, Work
 
 __all__ = ["NOTICE_LIMIT", "NoticeEntry", "blueprint", "notice_entries"]
 

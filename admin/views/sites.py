@@ -1,10 +1,10 @@
 """``/sites``: the monitored sites (schedule, next crawl, last crawl), their crawls; for admins, a form to add
 and edit a site and a "run now" button.
 
-The rules are :mod:`crawler.sites`' (``SiteSpec.validated``, ``add_site``, ``edit_site``), the same as
-``fptrack sites add|edit``: this module only turns form fields into a :class:`~crawler.sites.SiteSpec` and shows
-the one-line :class:`~crawler.sites.SiteError` next to the form. "Run now" starts the crawl exactly as the
-scheduler does (:func:`crawler.tasks.spawn_site_crawl`: ``fptrack sites run NAME`` in a process of its own,
+The rules are :mod:`jobs.sites`' (``SiteSpec.validated``, ``add_site``, ``edit_site``), the same as
+``fptrack sites add|edit``: this module only turns form fields into a :class:`~jobs.sites.SiteSpec` and shows
+the one-line :class:`~jobs.sites.SiteError` next to the form. "Run now" starts the crawl exactly as the
+scheduler does (:func:`jobs.crawl_tasks.spawn_site_crawl`: ``fptrack sites run NAME`` in a process of its own,
 which claims the site, so a site is never crawled twice at once) and answers at once.
 """
 
@@ -19,12 +19,12 @@ from flask.typing import ResponseReturnValue
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from admin.security import requires_role
-from admin.views.context import admin_state, db_session
-from admin.views.crawls import CrawlRow, crawl_rows
-from crawler.pages import RENDER_JS_MODES
-from crawler.sites import SiteError, SiteSpec, add_site, edit_site, remove_site, site_lock_name, spec_of
-from storage.models import CrawlJob, MonitorLock, Site
+from fptrack.admin.security import requires_role
+from fptrack.admin.views.context import admin_state, db_session
+from fptrack.admin.views.crawls import CrawlRow, crawl_rows
+from fptrack.crawler.pages import RENDER_JS_MODES
+from fptrack.jobs.sites import SiteError, SiteSpec, add_site, edit_site, remove_site, site_lock_name, spec_of
+from fptrack.storage.models import CrawlJob, MonitorLock, Site
 
 __all__ = ["SiteRow", "blueprint", "site_rows", "spec_from_form"]
 
@@ -94,7 +94,7 @@ def _optional_number(name: str, kind: type[int | float], what: str) -> Any:
 
 
 def spec_from_form() -> SiteSpec:
-    """The site the form describes (not yet validated: :mod:`crawler.sites` does that); :class:`SiteError` for a
+    """The site the form describes (not yet validated: :mod:`jobs.sites` does that); :class:`SiteError` for a
     field that is not even a number."""
     depth = _optional_number("depth", int, "a whole number")
     max_pages = _optional_number("max_pages", int, "a whole number")
@@ -197,7 +197,7 @@ def edit(site_id: int) -> ResponseReturnValue:
 @blueprint.post("/<int:site_id>/run")
 @requires_role("admin")
 def run_now(site_id: int) -> ResponseReturnValue:
-    from crawler.tasks import spawn_site_crawl
+    from fptrack.jobs.crawl_tasks import spawn_site_crawl
 
     session = db_session()
     site = _managed_site(session, site_id)

@@ -9,10 +9,10 @@ from flask_wtf import FlaskForm
 from wtforms import PasswordField, SelectField, StringField
 from wtforms.validators import DataRequired, Length
 
-from admin.accounts import MAX_PASSWORD_LENGTH, ROLES, create_user, list_users, remove_user
-from admin.security import requires_role
-from admin.views.context import db_session
-from storage.models import User
+from fptrack.admin.accounts import MAX_PASSWORD_LENGTH, ROLES, create_user, list_users, remove_user
+from fptrack.admin.security import requires_role
+from fptrack.admin.views.context import db_session
+from fptrack.storage.models import User
 
 __all__ = ["NewUserForm", "blueprint"]
 

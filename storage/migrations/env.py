@@ -3,7 +3,7 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-from storage.models import Base
+from fptrack.storage.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from storage.settings import Settings
+from fptrack.core.settings import Settings
 
 
 @dataclass
@@ -31,7 +31,7 @@ class Fptrack:
 
     def run(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         completed = subprocess.run(
-            [sys.executable, "-m", "admin.cli", *args],
+            [sys.executable, "-m", "fptrack.cli", *args],
             check=False,
             env=self.env(),
             capture_output=True,

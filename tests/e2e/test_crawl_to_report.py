@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from admin.demo import DEMO_DATA, demo_chapters, homophone_swaps, random_edits
+from fptrack.cli.demo import DEMO_DATA, demo_chapters, homophone_swaps, random_edits
 from tests.support.sites import Page, Redirect, chapter_page, serve_site
 
 pytestmark = pytest.mark.slow
@@ -68,8 +68,8 @@ def _assert_crawl_recorded(settings, *, pages_seen: int) -> None:
     from sqlalchemy import select
     from sqlalchemy.orm import Session
 
-    from storage.db import create_engine_for
-    from storage.models import CrawlJob, Page
+    from fptrack.storage.db import create_engine_for
+    from fptrack.storage.models import CrawlJob, Page
 
     engine = create_engine_for(settings)
     try:

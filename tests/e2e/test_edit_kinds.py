@@ -1,7 +1,7 @@
 """End to end, one page per way pirates disguise a copy: the real ``fptrack`` CLI crawls a real HTTP server on
 127.0.0.1 and the match JSON is checked exactly: which (work, chapter) every page copies, and where.
 
-Texts are the project's own (``admin/demo_data``); edits are generated with fixed seeds. Kinds: a verbatim copy,
+Texts are the project's own (``cli/demo_data``); edits are generated with fixed seeds. Kinds: a verbatim copy,
 GBK, Big5 (Traditional), random edits at 5/10/15/20 %, same-sound swaps at 10/30 %, injected pinyin annotations,
 ads spliced between and inside paragraphs, shuffled paragraphs, a chapter split over two pages, two chapters on
 one page and an excerpt inside a news story; and pages that must not match: an unregistered story, news, a
@@ -16,11 +16,11 @@ import random
 import pytest
 from sqlalchemy import select
 
-from admin.demo import DEMO_DATA, demo_chapters, homophone_swaps, random_edits
-from fingerprint.normalize import is_kept_char
-from storage.db import create_engine_for, session_factory
-from storage.models import Page as StoredPage
-from storage.models import Work
+from fptrack.cli.demo import DEMO_DATA, demo_chapters, homophone_swaps, random_edits
+from fptrack.fingerprint.normalize import is_kept_char
+from fptrack.storage.db import create_engine_for, session_factory
+from fptrack.storage.models import Page as StoredPage
+from fptrack.storage.models import Work
 from tests.support.sites import Page, as_served, chapter_page, serve_site
 
 pytestmark = pytest.mark.slow

@@ -23,15 +23,15 @@ import pytest
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA
-from compare.service import process_pages
-from compare.templates import settle_site
-from crawler.pages import CrawledPage
-from crawler.store import PageStore
-from storage.db import create_engine_for, session_factory
-from storage.models import Page as PageRow
-from storage.models import Site
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA
+from fptrack.compare.service import process_pages
+from fptrack.compare.templates import settle_site
+from fptrack.crawler.pages import CrawledPage
+from fptrack.crawler.store import PageStore
+from fptrack.storage.db import create_engine_for, session_factory
+from fptrack.storage.models import Page as PageRow
+from fptrack.storage.models import Site
+from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import Fptrack
 from tests.e2e.test_crawl_to_report import ALLEY, LIGHT, _paragraphs, _site
@@ -89,7 +89,7 @@ def _workers(env: dict[str, str], log_dir: Path, count: int) -> Iterator[None]:
             logs.append(log)
             processes.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
+                    [sys.executable, "-m", "fptrack.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
                     env=env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -124,8 +124,8 @@ def _stored_pages(settings: Settings) -> list[CrawledPage]:
 
 
 def _matches_of(settings: Settings, base: str) -> set[tuple[Any, ...]]:
-    from compare.records import match_to_dict
-    from storage.models import Match
+    from fptrack.compare.records import match_to_dict
+    from fptrack.storage.models import Match
 
     engine = create_engine_for(settings)
     try:
@@ -225,7 +225,7 @@ def test_every_run_mode_gives_the_same_matches(sqlite_settings, postgres_setting
 def _wait_indexed(settings: Settings, timeout: float = 120) -> None:
     import time
 
-    from storage.models import Work
+    from fptrack.storage.models import Work
 
     engine = create_engine_for(settings)
     try:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from admin.demo import DEMO_DATA
-from compare.multipage import MULTIPAGE_METHOD
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA
+from fptrack.compare.multipage import MULTIPAGE_METHOD
+from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import Fptrack
 from tests.e2e.test_mode_parity import _wait_indexed, _workers
@@ -47,8 +47,8 @@ def _part_spans(settings: Settings, base: str) -> tuple[tuple[Any, ...], ...]:
     """(part URL, part number, spans) of the stored matches' later parts (not in ``fptrack matches``)."""
     from sqlalchemy import select
 
-    from storage.db import create_engine_for, session_factory
-    from storage.models import Match
+    from fptrack.storage.db import create_engine_for, session_factory
+    from fptrack.storage.models import Match
 
     engine = create_engine_for(settings)
     try:

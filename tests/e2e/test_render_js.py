@@ -1,5 +1,5 @@
 """End to end: copies of a registered work that only a browser sees are found by ``fptrack crawl`` (which runs
-``crawler.service.run_crawl_job``): a chapter loaded from a JSON endpoint and a chapter printed by ``document.write``,
+``jobs.crawls.run_crawl_job``): a chapter loaded from a JSON endpoint and a chapter printed by ``document.write``,
 on SQLite and PostgreSQL in-process, and with a real Celery worker over Redis; ``--render-js no`` finds neither."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from admin.demo import DEMO_DATA
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA
+from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import Fptrack
 from tests.e2e.test_crawl_to_report import LIGHT, _paragraphs

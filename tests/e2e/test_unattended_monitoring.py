@@ -22,10 +22,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA, demo_chapters
-from storage.db import create_engine_for
-from storage.models import CrawlJob, Match, Page, Site
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import CrawlJob, Match, Page, Site
+from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.sites import render_chapter
@@ -69,7 +69,7 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
         in_process = {**env, "FPTRACK_BROKER_URL": ""}
 
         def fptrack(*args: str, environment: dict[str, str] = in_process) -> subprocess.CompletedProcess[str]:
-            done = subprocess.run([sys.executable, "-m", "admin.cli", *args], env=environment, capture_output=True,
+            done = subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=environment, capture_output=True,
                                   text=True, timeout=180, check=False)  # fmt: skip
             assert done.returncode == 0, (args, done.stdout, done.stderr)
             return done
@@ -82,7 +82,7 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
             fptrack("sites", "add", name, site.base + "/", "--schedule", "1h", "--depth", "1", "--allow-private")
         log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the worker owns it
         worker = subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "worker", "--beat", "--concurrency", "2", "--loglevel", "INFO"],
+            [sys.executable, "-m", "fptrack.cli", "worker", "--beat", "--concurrency", "2", "--loglevel", "INFO"],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 

@@ -44,9 +44,9 @@ from typing import IO
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.orm import Session
 
-from storage.housekeeping import count_orphans
-from storage.models import Chapter, CrawlJob, Match, Page
-from storage.settings import Settings
+from fptrack.storage.housekeeping import count_orphans
+from fptrack.storage.models import Chapter, CrawlJob, Match, Page
+from fptrack.core.settings import Settings
 from tests.support.sites import free_port
 
 __all__ = ["POSTGRES_BIN", "Census", "Cluster", "Crawl", "PostgresServer", "PostgresTemplate", "RedisServer",
@@ -178,7 +178,7 @@ class PostgresTemplate:
                 connection.execute(text(f'CREATE DATABASE "{DATABASE}"'))
             admin.dispose()
             env = {**_base_env(), "FPTRACK_DATABASE_URL": server.url, "FPTRACK_DATA_DIR": str(root / "data")}
-            subprocess.run([sys.executable, "-m", "admin.cli", "init"], env=env, cwd=REPO, check=True,
+            subprocess.run([sys.executable, "-m", "fptrack.cli", "init"], env=env, cwd=REPO, check=True,
                            capture_output=True)  # fmt: skip
         finally:
             server.stop("fast")
@@ -410,7 +410,7 @@ class Cluster:
         err = open(stderr, "ab") if stderr is not None else None  # noqa: SIM115
         self._logs += [f for f in (out, err) if f is not None]
         return subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", *argv], env={**self.env, **env}, cwd=REPO, stdout=out,
+            [sys.executable, "-m", "fptrack.cli", *argv], env={**self.env, **env}, cwd=REPO, stdout=out,
             stderr=err if err is not None else subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 
@@ -418,7 +418,7 @@ class Cluster:
         self, *args: str, check: bool = True, timeout: float = 300, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         """Run the CLI to its end against the cluster (``env``: settings of this run only)."""
-        result = subprocess.run([sys.executable, "-m", "admin.cli", *args], env={**self.env, **(env or {})}, cwd=REPO,
+        result = subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env={**self.env, **(env or {})}, cwd=REPO,
                                 capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
         if check and result.returncode != 0:
             raise AssertionError(f"fptrack {' '.join(args)} exited {result.returncode}:\n{result.stderr[-3000:]}")

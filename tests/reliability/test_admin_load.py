@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks._load import run_wrk, serve_admin
 from benchmarks.admin_load import HTML_MARKER, endpoints, load_endpoints, populate, print_results
-from storage.settings import Settings
+from fptrack.core.settings import Settings
 from tests.conftest import _require
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]

@@ -20,11 +20,11 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA, demo_chapters
-from crawler.resume import state_dir
-from storage.db import create_engine_for
-from storage.models import Chapter, CrawlJob, Match, Page, Site
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.crawler.resume import state_dir
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import Chapter, CrawlJob, Match, Page, Site
+from fptrack.core.settings import Settings
 from tests.integration.crawler.harness import REPO_ROOT
 from tests.reliability.cluster import Cluster
 from tests.support.sites import Page as SitePage
@@ -84,7 +84,7 @@ def _env(cluster: Cluster, *, workers: bool = False) -> dict[str, str]:
 
 
 def _cli(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "admin.cli", *args], cwd=REPO_ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)  # fmt: skip
 
 
@@ -106,7 +106,7 @@ def _stored_urls(settings: Settings) -> list[str]:
 def _kill_mid_crawl(env: dict[str, str], base: SiteURL, settings: Settings, after_pages: int) -> None:
     """Start `sites run books` in a process group of its own and SIGKILL the group once ``after_pages`` pages are
     stored (and before the crawl ends)."""
-    crawl = subprocess.Popen([sys.executable, "-m", "admin.cli", "sites", "run", "books", "-q"], cwd=REPO_ROOT,
+    crawl = subprocess.Popen([sys.executable, "-m", "fptrack.cli", "sites", "run", "books", "-q"], cwd=REPO_ROOT,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 120

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from compare.tasks import PAGES_PER_TASK
+from fptrack.jobs.tasks import PAGES_PER_TASK
 from tests.reliability.cluster import Census, Cluster, Worker
 from tests.support.copy_site import WORK, copy_site, expected_copies
 from tests.support.sites import Page as SitePage
@@ -144,12 +144,12 @@ def test_an_in_process_batch_compared_while_postgres_is_down_waits_for_it(cluste
     import threading
     from datetime import UTC, datetime
 
-    from compare import tasks
-    from crawler.pages import CrawledPage
-    from crawler.service import _copies, _Dispatcher, _pending
-    from crawler.store import PageStore
-    from storage.db import create_engine_for, session_factory
-    from storage.settings import Settings
+    from fptrack.jobs import tasks
+    from fptrack.crawler.pages import CrawledPage
+    from fptrack.jobs.crawls import _copies, _Dispatcher, _pending
+    from fptrack.crawler.store import PageStore
+    from fptrack.storage.db import create_engine_for, session_factory
+    from fptrack.core.settings import Settings
     from tests.support.copy_site import CHAPTERS
 
     in_process = {**cluster.env, "FPTRACK_BROKER_URL": ""}

@@ -26,11 +26,11 @@ import redis
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA, demo_chapters
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from deploy import process_set
-from storage.db import create_engine_for
-from storage.models import CrawlJob, Match, Site
-from storage.settings import Settings
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import CrawlJob, Match, Site
+from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL, _admin_engine, _pg_url
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.sites import render_chapter
@@ -95,7 +95,7 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
                               env=env, capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
 
     def fptrack(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True,
                               timeout=180, check=False)  # fmt: skip
         assert done.returncode == 0, (args, done.stdout, done.stderr)
         return done
@@ -176,7 +176,7 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
         with shared.connect() as connection:
             assert connection.scalar(text("SELECT 1")) == 1  # the shared PostgreSQL still runs
         shared.dispose()
-        fptrack_env_ping = subprocess.run([sys.executable, "-m", "admin.cli", "ping", "--queue", "tasks", "--timeout", "2"],
+        fptrack_env_ping = subprocess.run([sys.executable, "-m", "fptrack.cli", "ping", "--queue", "tasks", "--timeout", "2"],
                                           env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
         assert fptrack_env_ping.returncode == 1 and "no worker consuming" in fptrack_env_ping.stderr
 

@@ -7,9 +7,9 @@ import re
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session
 
-from admin.accounts import create_user
-from storage.db import create_engine_for, session_factory, session_scope
-from storage.settings import Settings
+from fptrack.admin.accounts import create_user
+from fptrack.storage.db import create_engine_for, session_factory, session_scope
+from fptrack.core.settings import Settings
 
 PASSWORD = "correct horse battery staple"
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA, demo_chapters
-from storage.db import create_engine_for
-from storage.models import Match, Page
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import Match, Page
+from fptrack.core.settings import Settings
 from tests.support.sites import Page as SitePage
 from tests.support.sites import chapter_page
 

@@ -22,8 +22,8 @@ def warm_up() -> None:
     """Everything built lazily (the normalisation table, pinyin, charset_normalizer), before limits apply."""
     import charset_normalizer  # noqa: F401 - imported lazily by the decoder
 
-    from crawler.parse import parse_response  # noqa: F401
-    from fingerprint.pipeline import fingerprint_text
+    from fptrack.crawler.parse import parse_response  # noqa: F401
+    from fptrack.fingerprint.pipeline import fingerprint_text
 
     fingerprint_text("预热：河面上起了风，渡船摇得厉害。Warm-up 123")
 
@@ -51,7 +51,7 @@ def _storable(text: str, what: str) -> None:
 
 
 def _check_extracted(text: str, title: str, links: tuple[str, ...], max_links: int | None, max_chars: int | None) -> None:
-    from crawler.extract import tidy_whitespace
+    from fptrack.crawler.extract import tidy_whitespace
 
     _storable(text, "text")
     _storable(title, "title")
@@ -72,7 +72,7 @@ def html_page(spec: Input, content_type: str | None, max_links: int | None, max_
     """A response body through :func:`crawler.parse.parse_response`, which never raises for bad content."""
     from scrapy.http import HtmlResponse
 
-    from crawler.parse import parse_response
+    from fptrack.crawler.parse import parse_response
 
     body = build(spec)
     assert isinstance(body, bytes)
@@ -91,7 +91,7 @@ def html_page(spec: Input, content_type: str | None, max_links: int | None, max_
 
 def extract(spec: Input, base_url: str, max_links: int | None, max_chars: int | None) -> dict[str, Any]:
     """Markup through :func:`crawler.extract.extract_main_text`, which never raises on malformed markup."""
-    from crawler.extract import extract_main_text
+    from fptrack.crawler.extract import extract_main_text
 
     html = build(spec)
     assert isinstance(html, str)
@@ -103,7 +103,7 @@ def extract(spec: Input, base_url: str, max_links: int | None, max_chars: int | 
 
 def decode(spec: Input, declared: str | None) -> dict[str, Any]:
     """Bytes through :func:`fingerprint.encoding.decode_bytes`: text, or its documented ``UndecodableError``."""
-    from fingerprint.encoding import UndecodableError, decode_bytes, normalise_encoding_name
+    from fptrack.fingerprint.encoding import UndecodableError, decode_bytes, normalise_encoding_name
 
     data = build(spec)
     assert isinstance(data, bytes)
@@ -123,7 +123,7 @@ def normalise(spec: Input, provenance: bool) -> dict[str, Any]:
     source, idempotent; with ``provenance`` (small inputs) each output character comes from its source character."""
     import numpy as np
 
-    from fingerprint.normalize import is_kept_char, normalize
+    from fptrack.fingerprint.normalize import is_kept_char, normalize
 
     text = build(spec)
     assert isinstance(text, str)
@@ -151,7 +151,7 @@ def chapters(spec: Input) -> dict[str, Any]:
     without words."""
     import re
 
-    from compare.chapters import MIN_FRONT_MATTER, split_chapters
+    from fptrack.compare.chapters import MIN_FRONT_MATTER, split_chapters
 
     text = build(spec)
     assert isinstance(text, str)
@@ -177,7 +177,7 @@ def chapters(spec: Input) -> dict[str, Any]:
 def fingerprints(spec: Input) -> dict[str, Any]:
     """:func:`fingerprint.pipeline.fingerprint_text` end to end: one initial per normalised character, a 64-bit
     Simhash, codes that fit a signed BIGINT at positions inside the text."""
-    from fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.pipeline import fingerprint_text
 
     text = build(spec)
     assert isinstance(text, str)

@@ -24,7 +24,7 @@ Create Date: 2026-11-23 03:00:00
 import sqlalchemy as sa
 from alembic import op
 
-from storage.models import code_index_cascade_ddl
+from fptrack.storage.models import code_index_cascade_ddl
 
 revision = "0004"
 down_revision = "0003"

@@ -9,7 +9,7 @@ Create Date: 2026-11-23 05:30:00
 import sqlalchemy as sa
 from alembic import op
 
-from storage.models import match_rollup_ddl
+from fptrack.storage.models import match_rollup_ddl
 
 revision = "0012"
 down_revision = "0011"

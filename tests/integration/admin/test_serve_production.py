@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.db import migrate
-from storage.settings import Settings
+from fptrack.storage.db import migrate
+from fptrack.core.settings import Settings
 from tests.support.accounts import PASSWORD, add_account
 
 pytestmark = pytest.mark.slow
@@ -54,7 +54,7 @@ def test_production_server_serves_the_admin_to_a_logged_in_user(tmp_path: Path) 
     environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     environ["FPTRACK_DATA_DIR"] = str(settings.data_dir)
     process = subprocess.Popen(
-        [sys.executable, "-m", "admin.cli", "serve", "--production", "--port", str(port), "--workers", "2"],
+        [sys.executable, "-m", "fptrack.cli", "serve", "--production", "--port", str(port), "--workers", "2"],
         env=environ,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -23,10 +23,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from werkzeug.serving import make_server
 
-from admin.web import create_app
-from storage.db import create_engine_for
-from storage.models import Chapter, Match, Page, ReviewDecision, Work
-from storage.settings import Settings
+from fptrack.admin.web import create_app
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import Chapter, Match, Page, ReviewDecision, Work
+from fptrack.core.settings import Settings
 from tests.support.accounts import PASSWORD, add_account
 
 pytestmark = pytest.mark.browser

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from admin.review import record_decision
-from analytics.rollups import (
+from fptrack.admin.review import record_decision
+from fptrack.analytics.rollups import (
     kept_rollup,
     matches_per_period,
     rebuild_rollups,
@@ -21,8 +21,8 @@ from analytics.rollups import (
     top_hosts,
     top_works,
 )
-from compare.service import Verdict, record_matches
-from storage.models import Chapter, Match, Page, Work
+from fptrack.compare.service import Verdict, record_matches
+from fptrack.storage.models import Chapter, Match, Page, Work
 
 HOSTS = ("a.test", "b.test", "c.test:8001")
 START = datetime(2026, 3, 1, 22, 30, tzinfo=UTC)  # late in the day: an hour later is another UTC day

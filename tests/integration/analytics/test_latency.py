@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.orm import Session
 
-from analytics.latency import detection_latency, nearest_rank
-from storage.models import Chapter, Match, Page, Work
+from fptrack.analytics.latency import detection_latency, nearest_rank
+from fptrack.storage.models import Chapter, Match, Page, Work
 
 T0 = datetime(2026, 5, 1, 8, tzinfo=UTC)
 

@@ -3,8 +3,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.orm import Session
 
-from analytics.rollups import match_rollup
-from storage.models import Chapter, Match, Page, Work
+from fptrack.analytics.rollups import match_rollup
+from fptrack.storage.models import Chapter, Match, Page, Work
 
 
 def _seed(session: Session) -> None:

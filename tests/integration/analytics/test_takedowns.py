@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from sqlalchemy.orm import Session
 
-from analytics.takedowns import takedown_stats
-from storage.models import Chapter, Match, Page, Work
+from fptrack.analytics.takedowns import takedown_stats
+from fptrack.storage.models import Chapter, Match, Page, Work
 
 T0 = datetime(2026, 3, 1, 8, tzinfo=UTC)
 # (host, status, recheck_state, hours from first seen to taken down or None)

@@ -7,11 +7,11 @@ from click.testing import CliRunner
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
-from admin.cli import main
-from analytics.rollups import kept_rollup
-from storage.db import create_engine_for
-from storage.models import MatchRollup
-from storage.settings import Settings
+from fptrack.cli import main
+from fptrack.analytics.rollups import kept_rollup
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import MatchRollup
+from fptrack.core.settings import Settings
 from tests.integration.analytics.test_kept_rollups import from_scratch
 from tests.unit.admin.test_web import seed
 

@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from compare.works import MAX_WORK_BYTES
-from storage.db import create_engine_for
-from storage.models import Chapter, Work
-from storage.settings import Settings
+from fptrack.compare.works import MAX_WORK_BYTES
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import Chapter, Work
+from fptrack.core.settings import Settings
 from tests.integration.cli.test_cli import assert_clean_error
 
 MEMORY_LIMIT = 1024**3  # address space of a `fptrack check` child: a read of /dev/zero used to take 11.5 GB
@@ -38,7 +38,7 @@ def _run(
 
     with open(stdin or os.devnull, "rb") as source:
         return subprocess.run(
-            [sys.executable, "-m", "admin.cli", *args], stdin=source,
+            [sys.executable, "-m", "fptrack.cli", *args], stdin=source,
             env=environ, capture_output=True, text=True, timeout=120, check=False, preexec_fn=limit_memory,
         )  # fmt: skip
 

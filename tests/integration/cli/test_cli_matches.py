@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy.orm import Session
 
-from admin.cli import main
-from compare.records import MATCH_FIELDS
-from storage.db import create_engine_for, migrate
-from storage.models import Match, Page
-from storage.settings import Settings
+from fptrack.cli import main
+from fptrack.compare.records import MATCH_FIELDS
+from fptrack.storage.db import create_engine_for, migrate
+from fptrack.storage.models import Match, Page
+from fptrack.core.settings import Settings
 from tests.unit.admin.test_web import T0, Seeded, seed
 
 FORMULA_URL = "=HYPERLINK(\"http://evil.example\",\"click\")"

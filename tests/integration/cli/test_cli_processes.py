@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from storage.settings import Settings
+from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.integration.cli.test_cli import assert_clean_error, fptrack
 from tests.support.sites import closed_port_url
@@ -34,7 +34,7 @@ def running(tmp_path: Path, name: str, *args: str, **env: str) -> Iterator[subpr
     environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     environ.update(FPTRACK_DATA_DIR=str(tmp_path / "data"), **env)
     with open(tmp_path / f"{name}.log", "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "admin.cli", *args], env=environ, stdout=log,
+        process = subprocess.Popen([sys.executable, "-m", "fptrack.cli", *args], env=environ, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
         try:
             yield process

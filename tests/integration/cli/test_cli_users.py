@@ -11,10 +11,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash
 
-from admin.cli import main
-from storage.db import create_engine_for
-from storage.models import Match, ReviewDecision, User
-from storage.settings import Settings
+from fptrack.cli import main
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import Match, ReviewDecision, User
+from fptrack.core.settings import Settings
 from tests.integration.cli.test_cli import assert_clean_error, fptrack
 from tests.unit.admin.test_web import seed
 
@@ -48,7 +48,7 @@ def _stdin(tmp_path: Path, *args: str, password: str = PASSWORD):  # type: ignor
     environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     environ["FPTRACK_DATA_DIR"] = str(tmp_path / "data")
     return subprocess.run(
-        [sys.executable, "-m", "admin.cli", *args, "--password-stdin"],
+        [sys.executable, "-m", "fptrack.cli", *args, "--password-stdin"],
         input=password + "\n",
         env=environ,
         capture_output=True,

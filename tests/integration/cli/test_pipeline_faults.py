@@ -22,10 +22,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA
-from storage.db import create_engine_for
-from storage.models import CrawlJob, MonitorLock
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import CrawlJob, MonitorLock
+from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.support.copy_site import copy_site, pipeline_counts
 from tests.support.sites import Page as SitePage
@@ -47,7 +47,7 @@ def _env(settings: Settings, **extra: str) -> dict[str, str]:
 
 def _run(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 
@@ -120,7 +120,7 @@ def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
     def start_worker(name: str) -> subprocess.Popen[bytes]:
         log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
         return subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
+            [sys.executable, "-m", "fptrack.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 
@@ -129,7 +129,7 @@ def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
     try:
         with serve_site(copy_site(150, 30)) as base:
             crawl = subprocess.Popen(
-                [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--max-pages", "300", "-q"],
+                [sys.executable, "-m", "fptrack.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--max-pages", "300", "-q"],
                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
             deadline = time.monotonic() + 120
@@ -159,7 +159,7 @@ def _slow_copy_site() -> dict[str, SitePage]:
 def _crawl_under_way(env: dict[str, str], base: SiteURL) -> subprocess.Popen[str]:
     """``fptrack crawl base/`` in the background, returned once it has fetched three pages."""
     crawl = subprocess.Popen(
-        [sys.executable, "-m", "admin.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "-q"],
+        [sys.executable, "-m", "fptrack.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "-q"],
         env={**env, "FPTRACK_CRAWL_CONCURRENCY": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
@@ -234,7 +234,7 @@ def test_two_crawls_at_once_share_sites_and_pages_and_count_truly(
     with serve_site(copy_site(6, 4)) as first, serve_site(copy_site(4, 2)) as second:
         crawls = [
             subprocess.Popen(
-                [sys.executable, "-m", "admin.cli", "crawl", *urls, "--depth", "1", "-q",
+                [sys.executable, "-m", "fptrack.cli", "crawl", *urls, "--depth", "1", "-q",
                  "--allow-private-host", first.key, "--allow-private-host", second.key],
                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
@@ -249,7 +249,7 @@ def test_two_crawls_at_once_share_sites_and_pages_and_count_truly(
     engine = create_engine_for(settings)
     try:
         with Session(engine) as session:
-            from storage.models import Site
+            from fptrack.storage.models import Site
 
             assert sorted(session.scalars(select(Site.host))) == sorted(
                 [first.removeprefix("http://"), second.removeprefix("http://")]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from admin.demo import DEMO_DATA, demo_chapters
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from tests.conftest import REDIS_URL
 from tests.support.sites import Page, chapter_page, serve_site
 
@@ -29,7 +29,7 @@ def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> 
 
     def fptrack(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "admin.cli", *args],
+            [sys.executable, "-m", "fptrack.cli", *args],
             env=env,
             capture_output=True,
             text=True,
@@ -39,7 +39,7 @@ def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> 
 
     worker_log = open(tmp_path / "worker.log", "w")  # noqa: SIM115 - closed below
     worker = subprocess.Popen(
-        [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
+        [sys.executable, "-m", "fptrack.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
         env=env,
         stdout=worker_log,
         stderr=subprocess.STDOUT,

@@ -1,11 +1,11 @@
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA
-from compare.corpus import load_corpus_stats, refresh_corpus_stats
-from compare.works import register_work_file
-from fingerprint.normalize import normalize
-from fingerprint.stats import CorpusStats
-from storage.models import Chapter, Page
+from fptrack.cli.demo import DEMO_DATA
+from fptrack.compare.corpus import load_corpus_stats, refresh_corpus_stats
+from fptrack.compare.works import register_work_file
+from fptrack.fingerprint.normalize import normalize
+from fptrack.fingerprint.stats import CorpusStats
+from fptrack.storage.models import Chapter, Page
 
 
 def test_statistics_are_built_from_the_store_and_updated_incrementally(session: Session) -> None:

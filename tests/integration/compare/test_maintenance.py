@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from admin.demo import DEMO_DATA
-from compare import tasks
-from compare.works import register_work_file
-from storage.db import create_engine_for, session_factory, session_scope
-from storage.models import Fingerprint
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA
+from fptrack.jobs import tasks
+from fptrack.compare.works import register_work_file
+from fptrack.storage.db import create_engine_for, session_factory, session_scope
+from fptrack.storage.models import Fingerprint
+from fptrack.core.settings import Settings
 
 
 def test_the_beat_task_refreshes_statistics_and_reports(settings: Settings) -> None:

@@ -9,14 +9,14 @@ import random
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA, demo_chapters
-from compare import service
-from compare.multipage import MULTIPAGE_METHOD
-from compare.templates import settle_site
-from compare.works import register_work_file
-from storage.models import Match, Page
-from storage.settings import Settings
-from storage.sites import site_ids, site_of
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.compare import service
+from fptrack.compare.multipage import MULTIPAGE_METHOD
+from fptrack.compare.templates import settle_site
+from fptrack.compare.works import register_work_file
+from fptrack.storage.models import Match, Page
+from fptrack.core.settings import Settings
+from fptrack.storage.sites import site_ids, site_of
 from tests.support.multipage import CONTINUED
 
 CHAPTER = demo_chapters("lighthouse.txt")[0]

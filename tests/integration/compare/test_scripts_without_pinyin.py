@@ -9,12 +9,12 @@ import random
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from compare import service
-from compare.works import register_work
-from fingerprint.contract import CONTRACT, FingerprintContract
-from fingerprint.pipeline import fingerprint_text
-from storage.models import Chapter
-from storage.settings import Settings
+from fptrack.compare import service
+from fptrack.compare.works import register_work
+from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
+from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.storage.models import Chapter
+from fptrack.core.settings import Settings
 from tests.support.kana import kana_prose
 
 _CHINESE = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA, demo_chapters
-from compare import service
-from compare.works import register_work_file
-from storage.models import CodeIndexRow, Fingerprint, Match, Page, Work
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.compare import service
+from fptrack.compare.works import register_work_file
+from fptrack.storage.models import CodeIndexRow, Fingerprint, Match, Page, Work
+from fptrack.core.settings import Settings
 
 
 def _page(session: Session, url: str, text: str) -> Page:

@@ -15,9 +15,9 @@ import json
 import sys
 from typing import Any
 
-from crawler import CrawledPage, CrawlError, CrawlProgress, run_crawl
-from crawler.pages import CrawlOptions
-from storage.settings import Settings
+from fptrack.crawler import CrawledPage, CrawlError, CrawlProgress, run_crawl
+from fptrack.crawler.pages import CrawlOptions
+from fptrack.core.settings import Settings
 
 
 def _tuples(values: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from storage.sites import site_of
+from fptrack.storage.sites import site_of
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 

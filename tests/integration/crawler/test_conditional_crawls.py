@@ -12,10 +12,10 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA, demo_chapters
-from storage.db import create_engine_for
-from storage.models import CrawlJob, Fingerprint, Match, Page
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import CrawlJob, Fingerprint, Match, Page
+from fptrack.core.settings import Settings
 from tests.support.live_site import serve_live_site
 from tests.support.sites import render_chapter
 
@@ -32,7 +32,7 @@ def _fptrack(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     env.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url,
                FPTRACK_CRAWL_TIMEOUT="5")  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True,
                           timeout=180, check=False)  # fmt: skip
 
 

@@ -17,9 +17,9 @@ import redis
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from storage.db import create_engine_for
-from storage.models import CrawlJob, Page
-from storage.settings import Settings
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import CrawlJob, Page
+from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.integration.crawler.harness import OTHER_PARAGRAPHS, PARAGRAPHS, REPO_ROOT
 from tests.support.sites import Page as SitePage
@@ -75,7 +75,7 @@ def _env(settings: Settings, **extra: str) -> dict[str, str]:
 
 
 def _crawl_command(base: SiteURL, *args: str) -> list[str]:
-    return [sys.executable, "-m", "admin.cli", "crawl", "--distributed", base + "/", "--allow-private-host", base.key,
+    return [sys.executable, "-m", "fptrack.cli", "crawl", "--distributed", base + "/", "--allow-private-host", base.key,
             "-q", *args]  # fmt: skip
 
 
@@ -205,7 +205,7 @@ def test_a_distributed_site_run_twice_is_one_crawl(
     env = _env(postgres_settings, FPTRACK_CRAWL_REDIS_URL=REDIS_URL)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "admin.cli", *args], cwd=REPO_ROOT, env=env, capture_output=True,
+        return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                               text=True, timeout=60, check=False)  # fmt: skip
 
     pages = _site_pages(delay=0.2)  # slow enough that the joiner, started once the crawl runs, finds it running
@@ -219,7 +219,7 @@ def test_a_distributed_site_run_twice_is_one_crawl(
         assert nothing.returncode == 1
         assert nothing.stderr.strip() == "error: site shared-books: no distributed crawl of " + base.key + " is running to join"
 
-        command = [sys.executable, "-m", "admin.cli", "sites", "run", "shared-books", "-q"]
+        command = [sys.executable, "-m", "fptrack.cli", "sites", "run", "shared-books", "-q"]
         first = _start(command, env)
         deadline = time.monotonic() + 60
         while not base.page_requests and time.monotonic() < deadline:

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from crawler.distributed import CrawlKeys, CrawlPart, DistributedError, SharedCrawl, crawl_redis_url
-from crawler.pages import CrawlStats
-from storage.settings import Settings
+from fptrack.crawler.distributed import CrawlKeys, CrawlPart, DistributedError, SharedCrawl, crawl_redis_url
+from fptrack.crawler.pages import CrawlStats
+from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 
 pytestmark = [pytest.mark.redis]

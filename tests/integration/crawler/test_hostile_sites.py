@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.db import create_engine_for
-from storage.models import CrawlJob
-from storage.settings import Settings
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import CrawlJob
+from fptrack.core.settings import Settings
 from tests.integration.crawler.harness import PARAGRAPHS, crawl_in_child
 from tests.support.sites import Generated, Page, Redirect, chapter_page, serve_site
 
@@ -45,7 +45,7 @@ def test_a_page_of_200000_links_is_stopped_by_sigterm_and_the_job_says_interrupt
     data = str(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     env.update(FPTRACK_DATA_DIR=data, FPTRACK_CRAWL_TIMEOUT="5")
-    cli = [sys.executable, "-m", "admin.cli"]
+    cli = [sys.executable, "-m", "fptrack.cli"]
     assert subprocess.run([*cli, "init"], env=env, capture_output=True, check=False).returncode == 0
     with serve_site({"/": _many_links(200_000)}) as base:
         crawl = subprocess.Popen(

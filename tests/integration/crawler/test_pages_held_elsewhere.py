@@ -15,17 +15,17 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from admin.demo import DEMO_DATA
-from compare import service as compare_service
-from compare import tasks
-from compare.service import index_work
-from compare.works import register_work_file
-from crawler.pages import CrawledPage
-from crawler.service import _compare_the_rest, _copies, _Dispatcher, _pending
-from crawler.store import PageStore
-from storage.db import create_engine_for, session_factory
-from storage.models import Chapter, Page
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA
+from fptrack.compare import service as compare_service
+from fptrack.jobs import tasks
+from fptrack.compare.service import index_work
+from fptrack.compare.works import register_work_file
+from fptrack.crawler.pages import CrawledPage
+from fptrack.jobs.crawls import _compare_the_rest, _copies, _Dispatcher, _pending
+from fptrack.crawler.store import PageStore
+from fptrack.storage.db import create_engine_for, session_factory
+from fptrack.storage.models import Chapter, Page
+from fptrack.core.settings import Settings
 
 pytestmark = pytest.mark.postgres
 

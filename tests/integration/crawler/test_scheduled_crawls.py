@@ -17,10 +17,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from admin.demo import DEMO_DATA, demo_chapters
-from storage.db import create_engine_for
-from storage.models import CrawlJob, Match, MonitorLock, Site
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import CrawlJob, Match, MonitorLock, Site
+from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.support.sites import Page, chapter_page, serve_site
 
@@ -37,7 +37,7 @@ def _env(settings: Settings, **extra: str) -> dict[str, str]:
 
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True,
                           timeout=120, check=False)  # fmt: skip
 
 
@@ -72,7 +72,7 @@ def test_two_scheduled_crawls_of_a_site_run_unattended(postgres_settings: Settin
         assert added.returncode == 0, added.stderr
         log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the worker owns it
         worker = subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "worker", "--beat", "--concurrency", "2", "--loglevel", "INFO"],
+            [sys.executable, "-m", "fptrack.cli", "worker", "--beat", "--concurrency", "2", "--loglevel", "INFO"],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         try:

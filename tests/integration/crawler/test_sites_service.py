@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from crawler.sites import (
+from fptrack.jobs.sites import (
     SiteError,
     SiteSpec,
     add_site,
@@ -23,8 +23,8 @@ from crawler.sites import (
     release,
     remove_site,
 )
-from storage.models import CrawlJob, MonitorLock, Page, Site
-from storage.settings import Settings
+from fptrack.storage.models import CrawlJob, MonitorLock, Page, Site
+from fptrack.core.settings import Settings
 
 T0 = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 

@@ -14,14 +14,14 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from admin.demo import DEMO_DATA, demo_chapters
-from analytics.takedowns import takedown_stats
-from compare import service
-from compare.works import register_work_file
-from crawler.recheck import RecheckError, due_matches, recheck_matches, run_due_rechecks
-from storage.db import create_engine_for, session_factory, session_scope
-from storage.models import Match, MonitorLock, Page, TakedownCheck
-from storage.settings import Settings
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.analytics.takedowns import takedown_stats
+from fptrack.compare import service
+from fptrack.compare.works import register_work_file
+from fptrack.jobs.rechecks import RecheckError, due_matches, recheck_matches, run_due_rechecks
+from fptrack.storage.db import create_engine_for, session_factory, session_scope
+from fptrack.storage.models import Match, MonitorLock, Page, TakedownCheck
+from fptrack.core.settings import Settings
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.sites import render_chapter
 
@@ -155,7 +155,7 @@ def test_guard_and_robots_make_errors_not_takedowns(settings: Settings, sessions
 
 def test_a_managed_sites_settings_apply(settings: Settings, sessions: sessionmaker[Session]) -> None:
     """A monitored site's allow_private lets its pages be re-checked; its delay and robots choice are used."""
-    from crawler.sites import SiteSpec, add_site
+    from fptrack.jobs.sites import SiteSpec, add_site
 
     with serve_live_site(robots="User-agent: *\nDisallow: /\n") as site:
         for number, path in enumerate(["/a.html", "/b.html", "/c.html"]):
@@ -171,7 +171,7 @@ def test_a_managed_sites_settings_apply(settings: Settings, sessions: sessionmak
 def test_statuses_and_dead_hosts(settings: Settings, sessions: sessionmaker[Session]) -> None:
     """451 is a takedown (unavailable for legal reasons), 503 is not (the site may be down for a while); a host
     that no longer exists is gone (the fetcher is a stand-in here: a real DNS query would leave the machine)."""
-    from crawler.guarded_http import NoSuchHost
+    from fptrack.crawler.guarded_http import NoSuchHost
 
     class DeadHosts:
         def fetch(self, url: str) -> None:
@@ -225,7 +225,7 @@ def test_cli_lists_and_checks_takedowns(postgres_settings: Settings, tmp_path: P
     env.update(FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=postgres_settings.database_url)
 
     def fptrack(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "admin.cli", *args], env=env, capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True,
                               timeout=120, check=False)  # fmt: skip
 
     try:
@@ -286,7 +286,7 @@ def test_beat_rechecks_through_a_real_worker(postgres_settings: Settings, tmp_pa
             )  # fmt: skip
             log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the worker owns it
             worker = subprocess.Popen(
-                [sys.executable, "-m", "admin.cli", "worker", "--beat", "--concurrency", "2"],
+                [sys.executable, "-m", "fptrack.cli", "worker", "--beat", "--concurrency", "2"],
                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
 
@@ -334,11 +334,11 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
     re-check must say removed, not present on the strength of the banner alone."""
     import random
 
-    from compare.templates import settle_site
-    from crawler.guarded_http import FetchResult
-    from crawler.recheck import judge_response
-    from storage.models import utcnow
-    from storage.sites import site_ids
+    from fptrack.compare.templates import settle_site
+    from fptrack.crawler.guarded_http import FetchResult
+    from fptrack.jobs.rechecks import judge_response
+    from fptrack.storage.models import utcnow
+    from fptrack.storage.sites import site_ids
 
     banner = "站长推荐：" + CHAPTERS[0][120:420]
     filler = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"

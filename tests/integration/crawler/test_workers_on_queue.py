@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from compare import tasks
-from crawler.service import _workers_on_queue
-from storage.settings import Settings
+from fptrack.jobs import tasks
+from fptrack.jobs.crawls import _workers_on_queue
+from fptrack.core.settings import Settings
 from tests.support.sites import free_port
 
 

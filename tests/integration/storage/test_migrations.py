@@ -13,13 +13,13 @@ import pytest
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
-from storage.candidates import code_candidates, simhash_candidates
-from storage.db import create_engine_for, migrate
-from storage.fingerprints import load_codes
-from storage.housekeeping import count_orphans
-from storage.index import DEFAULT_LAYOUT, to_signed64
-from storage.models import CODE_OWNER_CHAPTER, CodeIndexRow, CrawlJob, Fingerprint, Match, Page, Site, Work
-from storage.settings import Settings
+from fptrack.storage.candidates import code_candidates, simhash_candidates
+from fptrack.storage.db import create_engine_for, migrate
+from fptrack.storage.fingerprints import load_codes
+from fptrack.storage.housekeeping import count_orphans
+from fptrack.storage.index import DEFAULT_LAYOUT, to_signed64
+from fptrack.storage.models import CODE_OWNER_CHAPTER, CodeIndexRow, CrawlJob, Fingerprint, Match, Page, Site, Work
+from fptrack.core.settings import Settings
 from tests.conftest import POSTGRES_URL, _admin_engine, _pg_url, _reachable
 
 SIMHASH = 0xDEAD_BEEF_0BAD_F00D
@@ -166,8 +166,8 @@ def test_accounts_migration_matches_the_models_and_downgrades(empty_settings: Se
     from sqlalchemy import inspect
     from sqlalchemy.exc import IntegrityError
 
-    from storage.db import alembic_config
-    from storage.models import Base, User
+    from fptrack.storage.db import alembic_config
+    from fptrack.storage.models import Base, User
 
     engine = create_engine_for(empty_settings)
     try:

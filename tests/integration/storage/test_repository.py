@@ -10,15 +10,15 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from fingerprint.simhash import hamming
-from storage.candidates import code_candidates, forget_hot_buckets, simhash_candidates
-from storage.corpus_stats import latest_corpus_stats, save_corpus_stats
-from storage.fingerprints import bulk_load_simhashes, load_codes, replace_fingerprints
-from storage.hot_buckets import split_hot_buckets
-from storage.housekeeping import count_orphans, delete_pages, delete_works
-from storage.index import DEFAULT_LAYOUT
-from storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, SimhashHotRow, Site, Work
-from storage.sites import site_ids, site_of
+from fptrack.fingerprint.simhash import hamming
+from fptrack.storage.candidates import code_candidates, forget_hot_buckets, simhash_candidates
+from fptrack.storage.corpus_stats import latest_corpus_stats, save_corpus_stats
+from fptrack.storage.fingerprints import bulk_load_simhashes, load_codes, replace_fingerprints
+from fptrack.storage.hot_buckets import split_hot_buckets
+from fptrack.storage.housekeeping import count_orphans, delete_pages, delete_works
+from fptrack.storage.index import DEFAULT_LAYOUT
+from fptrack.storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, SimhashHotRow, Site, Work
+from fptrack.storage.sites import site_ids, site_of
 
 LAYOUT = DEFAULT_LAYOUT
 BASE = 0x0123_4567_89AB_CDEF

@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash
 
-from admin.accounts import (
+from fptrack.admin.accounts import (
     FAILURE_WINDOW,
     MAX_FAILURES_PER_USERNAME,
     LoginRefused,
@@ -27,8 +27,8 @@ from admin.accounts import (
     record_login_failure,
     remove_user,
 )
-from admin.review import record_decision
-from storage.models import LoginFailure, ReviewDecision, User, utcnow
+from fptrack.admin.review import record_decision
+from fptrack.storage.models import LoginFailure, ReviewDecision, User, utcnow
 from tests.unit.admin.test_web import seed
 
 PASSWORD = "correct horse battery staple"

@@ -14,12 +14,12 @@ from openapi_spec_validator import validate
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from admin.tokens import create_token, list_tokens, revoke_token
-from admin.web import create_app
-from compare.records import MATCH_FIELDS
-from storage.db import create_engine_for, session_factory, session_scope
-from storage.models import ApiToken, Match, MatchNote, ReviewDecision
-from storage.settings import Settings
+from fptrack.admin.tokens import create_token, list_tokens, revoke_token
+from fptrack.admin.web import create_app
+from fptrack.compare.records import MATCH_FIELDS
+from fptrack.storage.db import create_engine_for, session_factory, session_scope
+from fptrack.storage.models import ApiToken, Match, MatchNote, ReviewDecision
+from fptrack.core.settings import Settings
 from tests.support.accounts import add_account, csrf_token_in, log_in
 from tests.unit.admin.test_web import SCRIPT, Seeded, seed
 
@@ -121,7 +121,7 @@ def test_revoked_tokens_and_removed_users_stop_working(app: Flask, settings: Set
         with session_scope(session_factory(engine)) as session:
             token_id = next(t.id for t in list_tokens(session, "rita"))
             assert revoke_token(session, token_id).revoked
-            from admin.accounts import remove_user
+            from fptrack.admin.accounts import remove_user
 
             remove_user(session, "otto")
     finally:
@@ -202,9 +202,9 @@ def test_sites_and_takedowns_are_listed_for_api_clients(app: Flask, seeded: Seed
 
     from sqlalchemy.orm import Session
 
-    from crawler.sites import SiteSpec, add_site
-    from storage.db import create_engine_for
-    from storage.models import Match, utcnow
+    from fptrack.jobs.sites import SiteSpec, add_site
+    from fptrack.storage.db import create_engine_for
+    from fptrack.storage.models import Match, utcnow
 
     engine = create_engine_for(settings)
     with Session(engine) as session:

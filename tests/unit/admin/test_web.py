@@ -18,11 +18,11 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from admin.web import CONTENT_SECURITY_POLICY, SECRET_KEY_FILE, create_app
-from compare.records import MATCH_FIELDS
-from storage.db import create_engine_for, migrate
-from storage.models import Chapter, Match, Page, ReviewDecision, Work
-from storage.settings import Settings
+from fptrack.admin.web import CONTENT_SECURITY_POLICY, SECRET_KEY_FILE, create_app
+from fptrack.compare.records import MATCH_FIELDS
+from fptrack.storage.db import create_engine_for, migrate
+from fptrack.storage.models import Chapter, Match, Page, ReviewDecision, Work
+from fptrack.core.settings import Settings
 from tests.support.accounts import add_account, csrf_token_in, log_in
 
 SCRIPT = "<script>alert(1)</script>"
@@ -293,14 +293,14 @@ def test_bad_filters_are_400_with_a_reason(client: FlaskClient, seeded: Seeded, 
 
 
 def test_matches_list_paginates(client: FlaskClient, seeded: Seeded, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("admin.views.matches.PER_PAGE", 3)
+    monkeypatch.setattr("fptrack.admin.views.matches.PER_PAGE", 3)
     first = _text(client.get("/matches"))
     assert _listed_match_ids(first) == list(seeded.match_ids_newest_first[:3])
     assert "page 1 of 2" in first and 'href="/matches?page=2"' in first
     second = _text(client.get("/matches?page=2"))
     assert _listed_match_ids(second) == list(seeded.match_ids_newest_first[3:])
     # The pager keeps the filter.
-    monkeypatch.setattr("admin.views.matches.PER_PAGE", 2)
+    monkeypatch.setattr("fptrack.admin.views.matches.PER_PAGE", 2)
     filtered = _text(client.get(f"/matches?work={seeded.work_id}"))
     assert f'href="/matches?page=2&amp;work={seeded.work_id}"' in filtered
     last = _text(client.get(f"/matches?page=2&work={seeded.work_id}"))
@@ -580,7 +580,7 @@ def test_create_app_reads_the_environment_when_called(tmp_path, monkeypatch: pyt
 def test_processes_starting_together_agree_on_one_secret_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import multiprocessing
 
-    from admin.web import ensure_secret_key
+    from fptrack.admin.web import ensure_secret_key
 
     data_dir = tmp_path / "shared"
     with multiprocessing.get_context("fork").Pool(6) as pool:

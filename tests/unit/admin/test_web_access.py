@@ -15,11 +15,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from werkzeug.routing import Rule
 
-from admin.accounts import MAX_FAILURES_PER_CLIENT, MAX_FAILURES_PER_USERNAME, change_password, remove_user
-from admin.web import create_app
-from storage.db import create_engine_for, session_factory, session_scope
-from storage.models import Match, ReviewDecision, User
-from storage.settings import Settings
+from fptrack.admin.accounts import MAX_FAILURES_PER_CLIENT, MAX_FAILURES_PER_USERNAME, change_password, remove_user
+from fptrack.admin.web import create_app
+from fptrack.storage.db import create_engine_for, session_factory, session_scope
+from fptrack.storage.models import Match, ReviewDecision, User
+from fptrack.core.settings import Settings
 from tests.support.accounts import PASSWORD, add_account, csrf_token_in, log_in
 from tests.unit.admin.test_web import Seeded, seed
 

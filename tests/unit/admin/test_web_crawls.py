@@ -10,9 +10,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session
 
-from admin.web import create_app
-from storage.models import Chapter, CrawlJob, Match, Page, Site, Work
-from storage.settings import Settings
+from fptrack.admin.web import create_app
+from fptrack.storage.models import Chapter, CrawlJob, Match, Page, Site, Work
+from fptrack.core.settings import Settings
 from tests.support.accounts import add_account, log_in
 
 

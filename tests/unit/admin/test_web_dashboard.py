@@ -14,12 +14,12 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from admin.charts import CHART_CONTENT_SECURITY_POLICY
-from admin.views.dashboard import page_count
-from admin.views.queries import MatchFilter, count_matches
-from admin.web import CONTENT_SECURITY_POLICY, create_app
-from storage.models import CrawlJob, Match, Site, utcnow
-from storage.settings import Settings
+from fptrack.admin.charts import CHART_CONTENT_SECURITY_POLICY
+from fptrack.admin.views.dashboard import page_count
+from fptrack.admin.views.queries import MatchFilter, count_matches
+from fptrack.admin.web import CONTENT_SECURITY_POLICY, create_app
+from fptrack.storage.models import CrawlJob, Match, Site, utcnow
+from fptrack.core.settings import Settings
 from tests.support.accounts import add_account, log_in
 from tests.unit.admin.test_web import ESCAPED_SCRIPT, SCRIPT, Seeded, seed
 
@@ -173,7 +173,7 @@ def test_page_count_is_exact_or_a_marked_estimate(client: FlaskClient, seeded: S
 
 
 def test_takedown_panel_shows_rate_and_time_to_takedown(client: FlaskClient, seeded: Seeded, session: Session) -> None:
-    from admin.views import dashboard
+    from fptrack.admin.views import dashboard
 
     dashboard._takedown_figures.clear()  # another test's figures (same URL) must not be served from the cache
     html = _text(client.get("/?days=0"))
@@ -197,7 +197,7 @@ def test_takedown_panel_shows_rate_and_time_to_takedown(client: FlaskClient, see
 
 
 def test_match_page_shows_its_takedown_checks_escaped(client: FlaskClient, seeded: Seeded, session: Session) -> None:
-    from storage.models import TakedownCheck
+    from fptrack.storage.models import TakedownCheck
 
     match = session.get(Match, seeded.plain_match_id)
     assert match is not None

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from admin.views.evidence import (
+from fptrack.admin.views.evidence import (
     EvidenceSpan,
     Segment,
     chapter_ranges,

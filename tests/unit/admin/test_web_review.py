@@ -19,10 +19,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from warcio.archiveiterator import ArchiveIterator
 
-from admin.exports import CSV_MATCH_COLUMNS
-from storage.db import create_engine_for
-from storage.models import Match, MatchNote, Page, ReviewDecision
-from storage.settings import Settings
+from fptrack.admin.exports import CSV_MATCH_COLUMNS
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import Match, MatchNote, Page, ReviewDecision
+from fptrack.core.settings import Settings
 from tests.support.accounts import add_account, csrf_token_in, log_in
 from tests.unit.admin.test_web import SCRIPT, T0, WORK_TEXT, Seeded, seed
 
@@ -62,7 +62,7 @@ def seeded(session: Session) -> Seeded:
 
 @pytest.fixture
 def app(settings: Settings) -> Flask:
-    from admin.web import create_app
+    from fptrack.admin.web import create_app
 
     app = create_app(settings)
     yield app  # type: ignore[misc]

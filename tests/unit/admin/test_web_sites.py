@@ -1,5 +1,5 @@
 """The sites pages through Flask's test client on SQLite and PostgreSQL: everyone reads, admins add, edit and
-run; the rules and messages are crawler.sites' (the same as ``fptrack sites add|edit``); crawl details."""
+run; the rules and messages are jobs.sites' (the same as ``fptrack sites add|edit``); crawl details."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from flask.testing import FlaskClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from admin.web import create_app
-from crawler.sites import SiteError, SiteSpec
-from storage.models import CrawlJob, MonitorLock, Site, utcnow
-from storage.settings import Settings
+from fptrack.admin.web import create_app
+from fptrack.jobs.sites import SiteError, SiteSpec
+from fptrack.storage.models import CrawlJob, MonitorLock, Site, utcnow
+from fptrack.core.settings import Settings
 from tests.support.accounts import add_account, csrf_token_in, log_in
 
 SCRIPT = "<script>alert(1)</script>"

@@ -19,7 +19,7 @@ from benchmarks._pipeline_site import (
     build_site,
     generated_pools,
 )
-from compare.chapters import split_chapters
+from fptrack.compare.chapters import split_chapters
 from tests.support.sites import serve_site
 
 PAGES, REGISTRY, PER_WORK, PER_INDEX = 60, 20, 8, 25

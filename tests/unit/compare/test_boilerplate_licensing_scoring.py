@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compare.licensing import is_licensed, normalise_site
-from compare.scoring import (
+from fptrack.compare.licensing import is_licensed, normalise_site
+from fptrack.compare.scoring import (
     DEFAULT_RULE,
     DecisionRule,
     Evidence,
@@ -18,9 +18,9 @@ from compare.scoring import (
     decide_with,
     evidence_of,
 )
-from compare.service import mask_from_positions
-from compare.verify import align
-from storage.sites import site_of as site_key
+from fptrack.compare.service import mask_from_positions
+from fptrack.compare.verify import align
+from fptrack.storage.sites import site_of as site_key
 
 
 @given(

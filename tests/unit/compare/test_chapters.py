@@ -3,7 +3,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compare.chapters import split_chapters
+from fptrack.compare.chapters import split_chapters
 
 
 def test_chinese_headings_with_titles() -> None:
@@ -52,7 +52,7 @@ def test_chapters_are_ordered_disjoint_and_inside_the_text(bodies: list[str]) ->
 
 def test_a_run_of_empty_headings_folds_into_a_bounded_title() -> None:
     """Found by fuzzing (issue 12): 100,000 empty headings built a 400,000-character title, quadratically."""
-    from compare.chapters import MAX_TITLE_CHARS
+    from fptrack.compare.chapters import MAX_TITLE_CHARS
 
     spans = split_chapters("第1章\n" * 20_000 + "正文。")
     assert len(spans) == 1 and spans[0].start == 0

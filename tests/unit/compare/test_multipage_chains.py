@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from compare.multipage import ChainPart, chains_of, join_parts, map_spans
+from fptrack.compare.multipage import ChainPart, chains_of, join_parts, map_spans
 
 
 def _pages(*links: tuple[str, str], texts: dict[str, str] | None = None) -> dict[str, ChainPart]:

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compare.templates import SITE_MIN_TEXTS, site_template_codes
+from fptrack.compare.templates import SITE_MIN_TEXTS, site_template_codes
 
 TEMPLATE = list(range(1000, 1030))
 

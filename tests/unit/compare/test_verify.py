@@ -3,11 +3,11 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compare.scoring import DEFAULT_RULE, decide
-from compare.verify import align
-from fingerprint.contract import AlignParams
-from fingerprint.features import char_shingle_hashes
-from fingerprint.pinyin_dna import UNKNOWN_INITIAL, pinyin_initials
+from fptrack.compare.scoring import DEFAULT_RULE, decide
+from fptrack.compare.verify import align
+from fptrack.fingerprint.contract import AlignParams
+from fptrack.fingerprint.features import char_shingle_hashes
+from fptrack.fingerprint.pinyin_dna import UNKNOWN_INITIAL, pinyin_initials
 
 CJK = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳云腾致雨露结为霜金生丽水玉出昆冈剑号巨阙珠称夜光"
 

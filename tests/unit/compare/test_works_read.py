@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from compare.works import MAX_WORK_BYTES, WorkError, read_work_file
+from fptrack.compare.works import MAX_WORK_BYTES, WorkError, read_work_file
 
 LINE = "河面上起了风，渡船摇得厉害。\n".encode()
 

@@ -10,9 +10,9 @@ import pytest
 from scrapy.exceptions import CloseSpider
 from scrapy.http import Request
 
-from crawler.pages import CrawledPage, CrawlOptions
-from crawler.resume import CrawlState, state_dir, state_key
-from crawler.spiders import PAGE_DEPTH, PageSpider
+from fptrack.crawler.pages import CrawledPage, CrawlOptions
+from fptrack.crawler.resume import CrawlState, state_dir, state_key
+from fptrack.crawler.spiders import PAGE_DEPTH, PageSpider
 from tests.unit.crawler.test_crawler_spider import PAGE, _items, _response
 
 KEY = state_key(["http://a.test/"], 2, CrawlOptions())

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from crawler.extract import MAX_TAG_CHARS, cap_text, extract_main_text, shorten_huge_tags
-from crawler.multipage import next_part_url
+from fptrack.crawler.extract import MAX_TAG_CHARS, cap_text, extract_main_text, shorten_huge_tags
+from fptrack.crawler.multipage import next_part_url
 
 CHAPTER = "河面上起了风，渡船摇得厉害，老周把缆绳又绕了两圈。对岸的灯一盏一盏亮起来，像是有人在数着什么。"
 

@@ -6,7 +6,7 @@ import pytest
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request, Response
 
-from crawler.middlewares import RefuseRedirectLoops, same_registrable_domain
+from fptrack.crawler.middlewares import RefuseRedirectLoops, same_registrable_domain
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from scrapy.http import HtmlResponse, Response, TextResponse
 from twisted.internet import error as net
 
-from crawler.parse import (
+from fptrack.crawler.parse import (
     charset_from_content_type,
     charset_from_meta,
     describe_failure,

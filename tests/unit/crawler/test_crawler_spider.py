@@ -15,12 +15,12 @@ from scrapy.utils.test import get_crawler
 from twisted.internet import error as net
 from twisted.python.failure import Failure
 
-from crawler import CrawledPage, CrawlError, CrawlProgress, run_crawl
-from crawler.links import links_to_follow, request_url, site_of
-from crawler.pages import CrawlFailure
-from crawler.pipelines import CrawlHooks, ProgressPipeline, RecordPipeline, SinkPipeline
-from crawler.spiders import REQUESTED_URL, PageSpider
-from storage.settings import Settings
+from fptrack.crawler import CrawledPage, CrawlError, CrawlProgress, run_crawl
+from fptrack.crawler.links import links_to_follow, request_url, site_of
+from fptrack.crawler.pages import CrawlFailure
+from fptrack.crawler.pipelines import CrawlHooks, ProgressPipeline, RecordPipeline, SinkPipeline
+from fptrack.crawler.spiders import REQUESTED_URL, PageSpider
+from fptrack.core.settings import Settings
 
 BODY = "窗外的桂花开了，满院子都是甜丝丝的香气，奶奶说今年会是个好年景。"
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from crawler.guard import GuardedResolver, PrivateAddressPolicy, RefusedAddressError, address_kind
-from storage.settings import ConfigurationError, Settings, classify_allow_entry
+from fptrack.crawler.guard import GuardedResolver, PrivateAddressPolicy, RefusedAddressError, address_kind
+from fptrack.core.settings import ConfigurationError, Settings, classify_allow_entry
 
 
 @pytest.mark.parametrize(

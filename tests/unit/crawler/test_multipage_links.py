@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.multipage import next_part_url, part_of
+from fptrack.crawler.multipage import next_part_url, part_of
 from tests.support.multipage import split_chapter_pages
 
 BASE = "http://pirate.test/book"

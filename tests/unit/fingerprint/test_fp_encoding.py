@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from fingerprint.encoding import (
+from fptrack.fingerprint.encoding import (
     UndecodableError,
     decode_bytes,
     refuse_binary_start,

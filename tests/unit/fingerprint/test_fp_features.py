@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fingerprint.features import (
+from fptrack.fingerprint.features import (
     STOP_WORDS,
     char_shingle_hashes,
     char_shingles,
@@ -77,6 +77,6 @@ def test_word_shingles_are_order_sensitive():
 
 
 def test_stop_words_are_lower_case_and_normalised():
-    from fingerprint.normalize import normalize
+    from fptrack.fingerprint.normalize import normalize
 
     assert all(normalize(w).text == w for w in STOP_WORDS)

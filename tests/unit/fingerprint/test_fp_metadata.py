@@ -1,11 +1,11 @@
-"""fingerprint.metadata: page metadata read from HTML, its MinHash signature, the seed's combined similarity."""
+"""research.metadata: page metadata read from HTML, its MinHash signature, the seed's combined similarity."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from fingerprint.metadata import (
+from fptrack.research.metadata import (
     COMBINED_MU,
     PageMetadata,
     combined_similarity,
@@ -14,7 +14,7 @@ from fingerprint.metadata import (
     metadata_signature,
     metadata_similarity,
 )
-from fingerprint.minhash import MinHashParams
+from fptrack.fingerprint.minhash import MinHashParams
 
 PAGE = """<html><head><meta name="Keywords" content="西游记, 孙悟空，花果山、 美猴王">
 <meta property="article:tag" content="名著"></head><body>

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint.features import char_shingle_hashes
-from fingerprint.minhash import (
+from fptrack.fingerprint.features import char_shingle_hashes
+from fptrack.fingerprint.minhash import (
     MinHashParams,
     candidate_probability,
     containment,

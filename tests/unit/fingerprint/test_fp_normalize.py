@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint.normalize import NormalizedText, normalize
+from fptrack.fingerprint.normalize import NormalizedText, normalize
 
 from .strategies import COMMON_HAN, any_text, han_text, prose
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fingerprint import normalize as module
+from fptrack.fingerprint import normalize as module
 
 
 @pytest.fixture(autouse=True)

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pypinyin import Style, lazy_pinyin
 
-from fingerprint.dna_index import DnaIndex, dna_distances, thermometer_codes, unpack_codes
-from fingerprint.normalize import normalize
-from fingerprint.pinyin_dna import (
+from fptrack.research.dna_index import DnaIndex, dna_distances, thermometer_codes, unpack_codes
+from fptrack.fingerprint.normalize import normalize
+from fptrack.fingerprint.pinyin_dna import (
     DnaParams,
     dna_code_distance,
     dna_codes,
@@ -20,7 +20,7 @@ from fingerprint.pinyin_dna import (
     initial_counts,
     pinyin_initials,
 )
-from fingerprint.winnowing import winnow
+from fptrack.fingerprint.winnowing import winnow
 
 from .strategies import COMMON_HAN, any_text, prose
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint.features import token_hashes
-from fingerprint.simhash import SimhashParams, hamming, simhash, simhash_text, simhash_tokens
+from fptrack.fingerprint.features import token_hashes
+from fptrack.fingerprint.simhash import SimhashParams, hamming, simhash, simhash_text, simhash_tokens
 
 from .strategies import COMMON_HAN
 
@@ -112,8 +112,8 @@ def test_simhash_tokens_ignores_stop_words():
 def test_tf_simhash_of_tokens_is_the_simhash_of_their_content_words(tokens: list[str]) -> None:
     # simhash_tokens counts distinct terms before dropping stop words; the result must be the plain Simhash of
     # every non-stop token with weight 1 per occurrence.
-    from fingerprint.features import STOP_WORDS
-    from fingerprint.simhash import simhash, simhash_tokens
+    from fptrack.fingerprint.features import STOP_WORDS
+    from fptrack.fingerprint.simhash import simhash, simhash_tokens
 
     content = [t for t in tokens if t not in STOP_WORDS]
     assert simhash_tokens(tokens) == simhash(content)

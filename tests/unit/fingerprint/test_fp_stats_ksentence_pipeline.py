@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint.contract import CONTRACT, METHODS
-from fingerprint.features import token_hashes
-from fingerprint.ksentence import ksentence
-from fingerprint.pipeline import fingerprint_text
-from fingerprint.simhash import SimhashParams, hamming
-from fingerprint.stats import CorpusStats
+from fptrack.fingerprint.contract import CONTRACT, METHODS
+from fptrack.fingerprint.features import token_hashes
+from fptrack.research.ksentence import ksentence
+from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.fingerprint.simhash import SimhashParams, hamming
+from fptrack.fingerprint.stats import CorpusStats
 
 from .strategies import COMMON_HAN
 
@@ -40,7 +40,7 @@ def test_entropy_counts_distinct_neighbours():
     stats = CorpusStats.from_documents(["甲乙丁", "丙乙丁"])
     h = token_hashes(["乙"])
     # tokens depend on the segmenter; check against what it produced
-    from fingerprint.features import tokenize
+    from fptrack.fingerprint.features import tokenize
 
     if tokenize("甲乙丁") == ["甲", "乙", "丁"] and tokenize("丙乙丁") == ["丙", "乙", "丁"]:
         assert stats.entropy(h)[0] == pytest.approx(0.5)

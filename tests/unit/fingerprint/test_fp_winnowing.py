@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint.winnowing import winnow, winnow_hashes
+from fptrack.fingerprint.winnowing import winnow, winnow_hashes
 
 from .strategies import COMMON_HAN
 

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint.simhash import hamming
-from storage.index import IndexLayout, permuted_prefix_keys, to_signed64, to_unsigned64
+from fptrack.fingerprint.simhash import hamming
+from fptrack.storage.index import IndexLayout, permuted_prefix_keys, to_signed64, to_unsigned64
 
 u64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
 

@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fingerprint.simhash import hamming
-from storage.index import DEFAULT_LAYOUT, IndexLayout
+from fptrack.fingerprint.simhash import hamming
+from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout
 
 u64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
 layouts = st.sampled_from([DEFAULT_LAYOUT, IndexLayout(64, 3, 5), IndexLayout(64, 2, 4), IndexLayout(64, 1, 3)])

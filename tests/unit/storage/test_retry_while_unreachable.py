@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from storage.db import retry_in_session, retry_while_unreachable
+from fptrack.storage.db import retry_in_session, retry_while_unreachable
 from tests.support.sites import free_port
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from storage.settings import ConfigurationError, Settings
+from fptrack.core.settings import ConfigurationError, Settings
 
 
 def test_default_is_sqlite_in_data_dir(tmp_path) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fingerprint.normalize import NormalizedText, normalize
+from fptrack.fingerprint.normalize import NormalizedText, normalize
 
 __all__ = ["SENTENCE_BREAK", "KSentence", "ksentence"]
 

@@ -14,9 +14,9 @@ from celery import Celery
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from compare import service
-from storage.db import create_engine_for, session_factory, session_scope
-from storage.settings import Settings
+from fptrack.compare import service
+from fptrack.storage.db import create_engine_for, session_factory, session_scope
+from fptrack.core.settings import Settings
 
 __all__ = [
     "PAGES_PER_TASK",
@@ -46,7 +46,7 @@ _runtime: dict[str, Any] = {}
 
 def configure(settings: Settings) -> Celery:
     """Bind the Celery app and the task runtime (database sessions) to ``settings``; idempotent."""
-    from fingerprint.normalize import use_table_cache
+    from fptrack.fingerprint.normalize import use_table_cache
 
     use_table_cache(settings.cache_dir)
     backend = settings.result_backend
@@ -68,17 +68,17 @@ def configure(settings: Settings) -> Celery:
         beat_schedule={
             "fptrack-maintain": {"task": "fptrack.maintain", "schedule": float(settings.maintain_every)},
             "fptrack-sweep": {"task": "fptrack.sweep", "schedule": float(settings.sweep_every)},
-            # monitoring: due site crawls (crawler/tasks.py), each in a process of its own
+            # monitoring: due site crawls (jobs/crawl_tasks.py), each in a process of its own
             "fptrack-monitor": {"task": "fptrack.start_due_crawls", "schedule": float(settings.schedule_every)},
-            # takedown verification: the pages of flagged and confirmed matches fetched again (crawler/recheck.py)
+            # takedown verification: the pages of flagged and confirmed matches fetched again (jobs/rechecks.py)
             "fptrack-recheck": {"task": "fptrack.recheck_takedowns", "schedule": float(settings.recheck_every)},
         },
-        # the scheduler's crawl tasks go to their own queue (crawler/tasks.py; `fptrack crawler`)
+        # the scheduler's crawl tasks go to their own queue (jobs/crawl_tasks.py; `fptrack crawler`)
         task_routes={
             "fptrack.start_due_crawls": {"queue": settings.crawl_task_queue},
             "fptrack.recheck_takedowns": {"queue": settings.crawl_task_queue},
         },
-        include=["crawler.tasks"],
+        include=["fptrack.jobs.crawl_tasks"],
     )
     if _runtime.get("settings") != settings:
         old = _runtime.get("engine")
@@ -107,7 +107,7 @@ def workers_answering(timeout: float, queue: str | None = None, host: str | None
 
 def _settings() -> Settings:
     if "settings" not in _runtime:
-        raise RuntimeError("compare.tasks.configure(settings) was not called in this process")
+        raise RuntimeError("jobs.tasks.configure(settings) was not called in this process")
     settings: Settings = _runtime["settings"]
     return settings
 
@@ -147,7 +147,7 @@ def process_one_page(page_id: int) -> int:
 def index_work(work_id: int) -> int:
     """Fingerprint a newly registered work and re-compare the pages crawled before it; returns the number of
     pages now flagged against it."""
-    from compare.pipeline import index_and_recheck
+    from fptrack.jobs.pipeline import index_and_recheck
 
     with session_scope(_sessions()) as session:
         return index_and_recheck(session, work_id, _settings())
@@ -156,7 +156,7 @@ def index_work(work_id: int) -> int:
 @celery.task(name="fptrack.settle_site", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
 def settle_site(site_id: int) -> dict[str, int]:
     """Decide a site's template from all its pages and re-evaluate the pages it affects."""
-    from compare.templates import settle_site as settle
+    from fptrack.compare.templates import settle_site as settle
 
     with session_scope(_sessions()) as session:
         settled = settle(session, site_id, _settings())
@@ -166,7 +166,7 @@ def settle_site(site_id: int) -> dict[str, int]:
 @celery.task(name="fptrack.sweep", **{**_RETRY_ON_DATABASE_ERRORS, "max_retries": 3})  # type: ignore[untyped-decorator]
 def sweep() -> dict[str, int]:
     """Hand on again what was left behind: pages stored and not compared, works registered and not indexed."""
-    from compare.pipeline import sweep_left_behind
+    from fptrack.jobs.pipeline import sweep_left_behind
 
     settings = _settings()
     with session_scope(_sessions()) as session:
@@ -183,7 +183,7 @@ def sweep() -> dict[str, int]:
 @celery.task(name="fptrack.maintain", **{**_RETRY_ON_DATABASE_ERRORS, "max_retries": 3})  # type: ignore[untyped-decorator]
 def maintain() -> dict[str, object]:
     """Periodic upkeep (Celery beat): re-split overloaded buckets, refresh the corpus statistics."""
-    from compare.maintenance import run_maintenance
+    from fptrack.compare.maintenance import run_maintenance
 
     with session_scope(_sessions()) as session:
         return run_maintenance(session, _settings()).as_json()

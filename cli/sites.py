@@ -1,8 +1,8 @@
 """``fptrack sites``: the sites fptrack monitors (settings, schedules) and their crawls. The service is
-:mod:`crawler.sites`; this module only parses options and presents what it returns. Attached to the main group
-at the bottom of ``admin.cli``.
+:mod:`jobs.sites`; this module only parses options and presents what it returns. Attached to the main group
+at the bottom of ``cli``.
 
-Like ``admin.cli_users``, this module does not import ``admin.cli`` at import time (``python -m admin.cli`` runs
+Like ``cli.users``, this module does not import ``cli`` at import time (``python -m fptrack.cli`` runs
 that module as ``__main__``); the shared error handling is looked up when a command runs, and commands receive
 the CLI's context object through ``click.pass_obj``.
 """
@@ -25,14 +25,14 @@ pass_context = click.pass_obj
 
 
 def friendly_errors(command: F) -> F:
-    """A site command's :class:`crawler.sites.SiteError` is the CLI's one-line ``error:``; the rest goes through
-    ``admin.cli.friendly_errors`` like every other command."""
+    """A site command's :class:`jobs.sites.SiteError` is the CLI's one-line ``error:``; the rest goes through
+    ``cli.friendly_errors`` like every other command."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from admin.cli import CliError
-        from admin.cli import friendly_errors as shared
-        from crawler.sites import SiteError
+        from fptrack.cli import CliError
+        from fptrack.cli import friendly_errors as shared
+        from fptrack.jobs.sites import SiteError
 
         def run() -> Any:
             try:
@@ -46,13 +46,13 @@ def friendly_errors(command: F) -> F:
 
 
 def _fail(message: str) -> None:
-    from admin.cli import CliError
+    from fptrack.cli import CliError
 
     raise CliError(message)
 
 
 def _print_table(headers: list[str], rows: list[tuple[Any, ...]]) -> None:
-    from admin.cli import _print_table as print_table
+    from fptrack.cli import _print_table as print_table
 
     print_table(headers, rows)
 
@@ -124,7 +124,7 @@ def sites_add(context: Any, name: str, urls: tuple[str, ...], **values: Any) -> 
 
     The site is the host of the first URL; pages crawled there before (by `fptrack crawl`) are its pages. With
     --schedule it is crawled at once by `fptrack worker --beat`, then on its schedule."""
-    from crawler.sites import SiteSpec, add_site
+    from fptrack.jobs.sites import SiteSpec, add_site
 
     changes = _changes(values)
     with context.session() as session:
@@ -141,7 +141,7 @@ def sites_add(context: Any, name: str, urls: tuple[str, ...], **values: Any) -> 
 @friendly_errors
 def sites_edit(context: Any, name: str, start_urls: tuple[str, ...], rename: str | None, **values: Any) -> None:
     """Change settings of a monitored site (only the options given). A new schedule is due at once."""
-    from crawler.sites import edit_site
+    from fptrack.jobs.sites import edit_site
 
     changes = _changes(values)
     if start_urls:
@@ -165,7 +165,7 @@ def sites_remove(context: Any, name: str) -> None:
     Its settings and schedule are dropped and it is no longer crawled by the scheduler. Nothing is deleted: its
     pages, matches, reviews and crawl history stay (they are evidence, and plain crawls may have made them);
     `fptrack sites add` with the same host takes them up again."""
-    from crawler.sites import remove_site
+    from fptrack.jobs.sites import remove_site
 
     with context.session() as session:
         host = remove_site(session, name).host
@@ -177,7 +177,7 @@ def sites_remove(context: Any, name: str) -> None:
 @friendly_errors
 def sites_list(context: Any) -> None:
     """The monitored sites, their schedules and their last crawls."""
-    from storage.models import Site
+    from fptrack.storage.models import Site
 
     with context.session() as session:
         rows = []
@@ -200,8 +200,8 @@ def sites_list(context: Any) -> None:
 @friendly_errors
 def sites_show(context: Any, name: str) -> None:
     """A monitored site's settings and its recent crawls."""
-    from crawler.resume import state_dir
-    from crawler.sites import find_site, spec_of
+    from fptrack.crawler.resume import state_dir
+    from fptrack.jobs.sites import find_site, spec_of
 
     with context.session() as session:
         site = find_site(session, name)
@@ -245,7 +245,7 @@ def sites_run(context: Any, name: str, scheduled: bool, quiet: bool, join: bool)
     exits, except for a distributed site (--distributed), where this process joins the running crawl and shares
     its work (with --join it only joins). Prints a summary and the pages that copy registered works; exits 1 when
     the crawl failed."""
-    from crawler.sites import run_site
+    from fptrack.jobs.sites import run_site
 
     def progress(update: Any) -> None:
         if not quiet:
@@ -290,7 +290,7 @@ def sites_run(context: Any, name: str, scheduled: bool, quiet: bool, join: bool)
 
 
 def _jobs(session: Any, site_id: int, limit: int) -> list[Any]:
-    from storage.models import CrawlJob
+    from fptrack.storage.models import CrawlJob
 
     query = select(CrawlJob).where(CrawlJob.site_id == site_id).order_by(CrawlJob.id.desc()).limit(limit)
     return list(session.scalars(query))

@@ -1,5 +1,5 @@
 """Managed sites: the sites fptrack monitors, their crawl settings and schedules, and the claims that keep one
-crawl per site at a time. ``fptrack sites ...`` (admin/cli_sites.py) and the scheduler (crawler/tasks.py) call it.
+crawl per site at a time. ``fptrack sites ...`` (cli/sites.py) and the scheduler (jobs/crawl_tasks.py) call it.
 
 A managed site is a ``sites`` row with ``managed = true``; its ``host`` is the site key of its first start URL
 (:func:`storage.sites.site_of`), so pages crawled before it was added (by ``fptrack crawl``) already belong to it.
@@ -49,11 +49,11 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from crawler.pages import RENDER_JS_MODES, CrawlError, CrawlOptions
-from storage.db import session_scope
-from storage.models import CrawlJob, CrawlJobStatus, MonitorLock, Site, as_utc, utcnow
-from storage.settings import Settings, classify_allow_entry
-from storage.sites import site_of
+from fptrack.crawler.pages import RENDER_JS_MODES, CrawlError, CrawlOptions
+from fptrack.storage.db import session_scope
+from fptrack.storage.models import CrawlJob, CrawlJobStatus, MonitorLock, Site, as_utc, utcnow
+from fptrack.core.settings import Settings, classify_allow_entry
+from fptrack.storage.sites import site_of
 
 __all__ = [
     "SiteError",
@@ -506,7 +506,7 @@ class SiteRun:
     """What ``run_site`` did: the crawl's outcome, or why it did not run."""
 
     site_name: str
-    outcome: Any = None  # crawler.service.CrawlOutcome
+    outcome: Any = None  # jobs.crawls.CrawlOutcome
     skipped: str = ""
 
 
@@ -526,8 +526,8 @@ def run_site(
     A ``distributed`` site's crawl is shared (:mod:`crawler.distributed`): when another crawl of it is running, this
     process joins it instead of being skipped (not when started by the scheduler); ``join`` only joins (a
     :class:`SiteError` when no crawl of the site is running)."""
-    from crawler.resume import CrawlState, state_key
-    from crawler.service import run_crawl_job
+    from fptrack.crawler.resume import CrawlState, state_key
+    from fptrack.jobs.crawls import run_crawl_job
 
     with session_scope(sessions) as session:
         site = find_site(session, name)
@@ -554,7 +554,7 @@ def run_site(
             site.next_crawl_at = next_due(site.schedule, utcnow())
     shared = None
     if distributed:
-        from crawler.distributed import DistributedError, SharedCrawl
+        from fptrack.crawler.distributed import DistributedError, SharedCrawl
 
         try:
             shared = SharedCrawl.connect(settings, host)

@@ -1,7 +1,7 @@
 """``fptrack users add|list|passwd|remove`` (accounts of the admin) and ``fptrack review`` (a decision on a
-match from the command line). Attached to the main group at the bottom of ``admin.cli``.
+match from the command line). Attached to the main group at the bottom of ``cli``.
 
-This module does not import ``admin.cli`` at import time (``python -m admin.cli`` runs that module as
+This module does not import ``cli`` at import time (``python -m fptrack.cli`` runs that module as
 ``__main__`` and imports this one from it); the shared error handling is looked up when a command runs, and
 commands receive the CLI's context object through ``click.pass_obj``.
 """
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from admin.accounts import (
+from fptrack.admin.accounts import (
     MAX_PASSWORD_LENGTH,
     ROLES,
     Account,
@@ -37,11 +37,11 @@ DECISIONS = {"confirm": "confirmed", "dismiss": "dismissed", "reopen": "flagged"
 
 def _one_line_errors(command: F) -> F:
     """ValueError and LookupError from the services become the CLI's one-line ``error:`` and exit 1; the rest
-    goes through ``admin.cli.friendly_errors`` like every other command."""
+    goes through ``cli.friendly_errors`` like every other command."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from admin.cli import CliError, friendly_errors
+        from fptrack.cli import CliError, friendly_errors
 
         def run() -> Any:
             try:
@@ -104,7 +104,7 @@ def users_add(context: Any, username: str, role: str, password_stdin: bool) -> N
 @_one_line_errors
 def users_list(context: Any) -> None:
     """List the accounts with their role and last login."""
-    from admin.cli import _print_table
+    from fptrack.cli import _print_table
 
     with context.session() as session:
         accounts = list_users(session)
@@ -160,7 +160,7 @@ def users_remove(context: Any, username: str) -> None:
 def users_token(context: Any, username: str, name: str) -> None:
     """Create an API token for USERNAME (printed once: keep it). Clients send it to /api as
     `Authorization: Bearer TOKEN` and act with that user's role."""
-    from admin.tokens import create_token
+    from fptrack.admin.tokens import create_token
 
     with context.session() as session:
         created = create_token(session, username, name)
@@ -178,8 +178,8 @@ def users_token(context: Any, username: str, name: str) -> None:
 @_one_line_errors
 def users_tokens(context: Any, username: str | None) -> None:
     """List API tokens (of USERNAME, or of everyone): id, user, name, prefix, created, last used, revoked."""
-    from admin.cli import _print_table
-    from admin.tokens import list_tokens
+    from fptrack.cli import _print_table
+    from fptrack.admin.tokens import list_tokens
 
     with context.session() as session:
         tokens = list_tokens(session, username)
@@ -209,7 +209,7 @@ def users_tokens(context: Any, username: str | None) -> None:
 @_one_line_errors
 def users_revoke_token(context: Any, token_id: int) -> None:
     """Revoke an API token by its id; clients using it get 401 from then on."""
-    from admin.tokens import revoke_token
+    from fptrack.admin.tokens import revoke_token
 
     with context.session() as session:
         info = revoke_token(session, token_id)
@@ -232,8 +232,8 @@ def review(context: Any, match_id: int, decision: str, reason: str, as_user: str
     """Confirm or dismiss a match (or reopen it), as the admin's buttons do.
 
     The decision is kept in the match's review history with who, when and why (--reason)."""
-    from admin.accounts import find_active_user
-    from admin.review import record_decision
+    from fptrack.admin.accounts import find_active_user
+    from fptrack.admin.review import record_decision
 
     with context.session() as session:
         if as_user is not None:

@@ -1,6 +1,6 @@
-"""``fptrack takedowns``: whether the copies found were taken down. The re-checks are :mod:`crawler.recheck`, the
+"""``fptrack takedowns``: whether the copies found were taken down. The re-checks are :mod:`jobs.rechecks`, the
 figures :mod:`analytics.takedowns`; this module only parses options and presents what they return. Attached to
-the main group at the bottom of ``admin.cli`` (like ``admin.cli_sites``, it does not import ``admin.cli`` at import
+the main group at the bottom of ``cli`` (like ``cli.sites``, it does not import ``cli`` at import
 time, and receives the CLI's context object through ``click.pass_obj``).
 """
 
@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from analytics.takedowns import STATES
+from fptrack.analytics.takedowns import STATES
 
 __all__ = ["takedowns"]
 
@@ -22,14 +22,14 @@ pass_context = click.pass_obj
 
 
 def friendly_errors(command: F) -> F:
-    """:class:`crawler.recheck.RecheckError` is the CLI's one-line ``error:``; the rest goes through
-    ``admin.cli.friendly_errors``."""
+    """:class:`jobs.rechecks.RecheckError` is the CLI's one-line ``error:``; the rest goes through
+    ``cli.friendly_errors``."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from admin.cli import CliError
-        from admin.cli import friendly_errors as shared
-        from crawler.recheck import RecheckError
+        from fptrack.cli import CliError
+        from fptrack.cli import friendly_errors as shared
+        from fptrack.jobs.rechecks import RecheckError
 
         def run() -> Any:
             try:
@@ -82,7 +82,7 @@ def takedowns(ctx: click.Context, state: str | None, work_id: int | None, domain
 
 @friendly_errors
 def _list(context: Any, state: str | None, work_id: int | None, domain: str | None, fmt: str) -> None:
-    from analytics.takedowns import takedown_records
+    from fptrack.analytics.takedowns import takedown_records
 
     with context.session() as session:
         records = takedown_records(session, state=state, work_id=work_id, domain=domain)
@@ -90,15 +90,15 @@ def _list(context: Any, state: str | None, work_id: int | None, domain: str | No
         for record in records:
             click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
-        from admin.exports import csv_lines
-        from analytics.takedowns import RECORD_COLUMNS
+        from fptrack.admin.exports import csv_lines
+        from fptrack.analytics.takedowns import RECORD_COLUMNS
 
         for line in csv_lines(RECORD_COLUMNS, records):
             click.echo(line, nl=False)
     elif not records:
         click.echo("no matches to follow" + (f" in state {state}" if state else ""))
     else:
-        from admin.cli import _print_table
+        from fptrack.cli import _print_table
 
         _print_table(
             ["id", "page", "state", "first seen", "taken down at", "time to takedown"],
@@ -124,8 +124,8 @@ def takedowns_check(context: Any, match_ids: tuple[int, ...], allow_private: tup
 
     Without --match: the flagged and confirmed matches not re-checked for FPTRACK_RECHECK_AFTER seconds (at most
     FPTRACK_RECHECK_LIMIT), as the scheduler does; skipped when a scheduled run is under way."""
-    from crawler.guard import PrivateAddressPolicy
-    from crawler.recheck import RecheckProgress, recheck_matches, run_due_rechecks
+    from fptrack.crawler.guard import PrivateAddressPolicy
+    from fptrack.jobs.rechecks import RecheckProgress, recheck_matches, run_due_rechecks
 
     try:
         PrivateAddressPolicy.from_entries(allow_private)
@@ -167,7 +167,7 @@ def takedowns_stats(context: Any, grouping: str, fmt: str) -> None:
 
     Columns: key, matches (flagged and confirmed), checked, taken_down, rate (taken_down / checked),
     median_seconds, p90_seconds (first seen to the first check that found the copy down)."""
-    from analytics.takedowns import TAKEDOWN_COLUMNS, takedown_stats
+    from fptrack.analytics.takedowns import TAKEDOWN_COLUMNS, takedown_stats
 
     with context.session() as session:
         rows = takedown_stats(session, grouping)  # type: ignore[arg-type]
@@ -175,14 +175,14 @@ def takedowns_stats(context: Any, grouping: str, fmt: str) -> None:
         for row in rows:
             click.echo(json.dumps(row.as_json(), ensure_ascii=False))
     elif fmt == "csv":
-        from admin.exports import csv_lines
+        from fptrack.admin.exports import csv_lines
 
         for line in csv_lines(TAKEDOWN_COLUMNS, (row.as_json() for row in rows)):
             click.echo(line, nl=False)
     elif not rows:
         click.echo("no matches yet")
     else:
-        from admin.cli import _print_table
+        from fptrack.cli import _print_table
 
         _print_table(
             [grouping, "matches", "checked", "taken down", "rate", "median", "p90"],

@@ -4,7 +4,7 @@
 seconds to the crawl queue (``Settings.crawl_task_queue``), so it runs on a crawler (``fptrack crawler``) or on a worker
 started without ``--no-crawls``, and the crawls it starts run on that machine. The task drops
 the claims of crawls that died (their jobs are marked failed), takes the turn of every due site (a compare-and-set
-on ``sites.next_crawl_at``), and starts ``python -m admin.cli sites run NAME --scheduled`` for each: Scrapy's
+on ``sites.next_crawl_at``), and starts ``python -m fptrack.cli sites run NAME --scheduled`` for each: Scrapy's
 reactor runs once per process, and a crawl must survive the task that started it. The child claims the site
 (at most one crawl per site at a time) and records a crawl job (trigger ``schedule``) with its status, progress,
 stats and errors. Its output goes to ``<data dir>/logs/site-<id>.log``.
@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from compare.tasks import _sessions, _settings, celery
-from storage.db import session_scope
-from storage.settings import Settings
+from fptrack.jobs.tasks import _sessions, _settings, celery
+from fptrack.storage.db import session_scope
+from fptrack.core.settings import Settings
 
 __all__ = ["recheck_takedowns", "spawn_site_crawl", "start_due_crawls"]
 
@@ -49,7 +49,7 @@ def spawn_site_crawl(
     root = Path(__file__).resolve().parents[1]
     with open(logs / f"site-{site_id}.log", "ab") as output:
         child = subprocess.Popen(
-            [sys.executable, "-m", "admin.cli", "sites", "run", name, "--quiet", *(["--scheduled"] if scheduled else [])],
+            [sys.executable, "-m", "fptrack.cli", "sites", "run", name, "--quiet", *(["--scheduled"] if scheduled else [])],
             env=env, cwd=root, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
             start_new_session=True,  # a worker restart (SIGTERM to its group) does not kill the crawl
         )  # fmt: skip
@@ -60,7 +60,7 @@ def spawn_site_crawl(
 @celery.task(name="fptrack.start_due_crawls")  # type: ignore[untyped-decorator]
 def start_due_crawls() -> dict[str, Any]:
     """Mark dead crawls failed, then start every due site's crawl in a process of its own."""
-    from crawler.sites import due_sites, reap_dead_claims
+    from fptrack.jobs.sites import due_sites, reap_dead_claims
 
     _reap_children()
     with session_scope(_sessions()) as session:
@@ -81,9 +81,9 @@ def start_due_crawls() -> dict[str, Any]:
 
 @celery.task(name="fptrack.recheck_takedowns")  # type: ignore[untyped-decorator]
 def recheck_takedowns() -> dict[str, object]:
-    """Re-check the pages of flagged and confirmed matches that are due (crawler/recheck.py): one run at a time
+    """Re-check the pages of flagged and confirmed matches that are due (jobs/rechecks.py): one run at a time
     (the ``recheck:takedowns`` claim); a run that finds the claim held does nothing."""
-    from crawler.recheck import run_due_rechecks
+    from fptrack.jobs.rechecks import run_due_rechecks
 
     summary = run_due_rechecks(_settings(), _sessions())
     if summary.skipped:

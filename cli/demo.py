@@ -1,6 +1,6 @@
 """``fptrack demo``: the product end to end on the embedded default, in about a minute.
 
-1. Registers two short works written for this project (``admin/demo_data``).
+1. Registers two short works written for this project (``cli/demo_data``).
 2. Builds a small pirate site: copies of their chapters as pirates publish them (UTF-8 with ads spliced in,
    GBK, Traditional script served as Big5, same-sound character swaps, edited text, an excerpt quoted inside
    a news article) next to pages that must NOT match (an unregistered story, unrelated news, a page quoting
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from storage.settings import Settings
+from fptrack.core.settings import Settings
 
 __all__ = [
     "DEMO_DATA",
@@ -47,7 +47,7 @@ class DemoPage:
 
 
 def demo_chapters(name: str) -> list[str]:
-    from compare.chapters import split_chapters
+    from fptrack.compare.chapters import split_chapters
 
     text = (DEMO_DATA / name).read_text("utf-8")
     return [text[c.start : c.end] for c in split_chapters(text) if c.index > 0]
@@ -207,7 +207,7 @@ def run_demo(settings: Settings, *, data_dir: Path, port: int = 0, keep_serving:
 
     def fptrack(*args: str) -> None:
         click.echo(click.style("\n$ fptrack " + " ".join(args), fg="cyan", bold=True))
-        completed = subprocess.run([sys.executable, "-m", "admin.cli", *args], env=env, check=False)
+        completed = subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, check=False)
         if completed.returncode not in (0, 3):
             raise click.ClickException(f"`fptrack {' '.join(args)}` failed with exit status {completed.returncode}")
 

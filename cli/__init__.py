@@ -21,7 +21,7 @@ import click
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload, sessionmaker
 
-from storage.db import (
+from fptrack.storage.db import (
     DatabaseUnavailable,
     SchemaOutOfDate,
     check_schema,
@@ -30,7 +30,7 @@ from storage.db import (
     session_factory,
     session_scope,
 )
-from storage.settings import ConfigurationError, Settings
+from fptrack.core.settings import ConfigurationError, Settings
 
 __all__ = ["main"]
 
@@ -50,9 +50,9 @@ class CliError(click.ClickException):
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
-    from compare.works import WorkError
-    from crawler import CrawlError
-    from fingerprint.encoding import UndecodableError
+    from fptrack.compare.works import WorkError
+    from fptrack.crawler import CrawlError
+    from fptrack.fingerprint.encoding import UndecodableError
 
     return (ConfigurationError, DatabaseUnavailable, SchemaOutOfDate, WorkError, CrawlError, UndecodableError)
 
@@ -101,7 +101,7 @@ class Context:
             yield session
 
     def tasks(self):  # type: ignore[no-untyped-def]
-        from compare import tasks
+        from fptrack.jobs import tasks
 
         self.sessions()  # fail early, with a clear message, when the database is not ready
         tasks.configure(self.settings)
@@ -141,7 +141,7 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
         settings = Settings.from_env(environ)
     except ConfigurationError as error:
         raise CliError(str(error)) from None
-    from fingerprint.normalize import use_table_cache
+    from fptrack.fingerprint.normalize import use_table_cache
 
     use_table_cache(settings.cache_dir)
     ctx.obj = Context(settings)
@@ -190,7 +190,7 @@ def works_add(context: Context, files: tuple[Path, ...], title: str | None, wait
     it with every page crawled before (retroactive detection): right here without a broker, else on the workers
     (--wait waits for them).
     """
-    from compare.works import register_work_file
+    from fptrack.compare.works import register_work_file
 
     if title and len(files) > 1:
         raise click.UsageError("--title applies to a single file; register the files one by one")
@@ -243,9 +243,9 @@ def _wait_for_indexing(context: Context, tasks: Any, work_ids: list[int]) -> boo
     pages crawled before; False (said on stderr) when no worker consumes the queue."""
     from sqlalchemy import distinct, func, select
 
-    from compare.pipeline import COPYING_STATUSES
-    from crawler.service import POLL_SECONDS, _workers_on_queue
-    from storage.models import Match, Work
+    from fptrack.jobs.pipeline import COPYING_STATUSES
+    from fptrack.jobs.crawls import POLL_SECONDS, _workers_on_queue
+    from fptrack.storage.models import Match, Work
 
     settings = context.settings
     waiting, since = set(work_ids), time.monotonic()
@@ -291,7 +291,7 @@ def works_license(context: Context, work_id: int, sites: tuple[str, ...]) -> Non
 
     SITES are hosts (or host:port) where work WORK_ID is published under licence: copies found there are
     recorded with status 'licensed' (see them with `fptrack matches --status licensed`), not flagged."""
-    from compare.licensing import add_licensed_site
+    from fptrack.compare.licensing import add_licensed_site
 
     with context.session() as session:
         for site in sites:
@@ -307,7 +307,7 @@ def works_license(context: Context, work_id: int, sites: tuple[str, ...]) -> Non
 @friendly_errors
 def works_list(context: Context) -> None:
     """List the registered works."""
-    from storage.models import Chapter, Match, Work
+    from fptrack.storage.models import Chapter, Match, Work
 
     with context.session() as session:
         chapters = dict(session.execute(select(Chapter.work_id, func.count()).group_by(Chapter.work_id)).all())
@@ -391,11 +391,11 @@ def crawl(
     With --distributed the frontier is shared in Redis: the first process seeds the start URLs, the same command run
     while it crawls (on this machine or another) joins it, with its depth and page limit; the last process to finish
     writes the job's totals (docs/monitoring.md, "Crawls over several machines")."""
-    from crawler import CrawlProgress
-    from crawler.pages import CrawlOptions
-    from crawler.runner import check_options
-    from crawler.service import WaitProgress, run_crawl_job
-    from crawler.sites import one_off_claim
+    from fptrack.crawler import CrawlProgress
+    from fptrack.crawler.pages import CrawlOptions
+    from fptrack.crawler.runner import check_options
+    from fptrack.jobs.crawls import WaitProgress, run_crawl_job
+    from fptrack.jobs.sites import one_off_claim
 
     options = CrawlOptions(
         allow_private_hosts=allow_private,
@@ -405,16 +405,16 @@ def crawl(
         render_js=render_js,
     )
     check_options(options)
-    from crawler.render import plan_rendering
+    from fptrack.crawler.render import plan_rendering
 
     plan_rendering(render_js, context.settings)  # --render-js yes without Chromium: one line, before any job
 
     sessions = context.sessions()
     shared = None
     if distributed:
-        from crawler.distributed import SharedCrawl
-        from crawler.links import request_url
-        from storage.sites import site_of
+        from fptrack.crawler.distributed import SharedCrawl
+        from fptrack.crawler.links import request_url
+        from fptrack.storage.sites import site_of
 
         shared = SharedCrawl.connect(context.settings, site_of(request_url(urls[0])))
         joined = shared.enter(depth=depth, max_pages=max_pages)
@@ -437,7 +437,7 @@ def crawl(
             last_shown[0] = now
             click.echo(f"workers: {update.compared}/{update.queued} page(s) compared", err=True)
 
-    # a one-off crawl keeps a sign of life: killed, its job is marked failed, not left "running" (crawler.sites);
+    # a one-off crawl keeps a sign of life: killed, its job is marked failed, not left "running" (jobs.sites);
     # a distributed crawl's processes keep theirs in Redis
     alive = one_off_claim(sessions, context.settings) if shared is None else nullcontext(None)
     try:
@@ -509,9 +509,9 @@ def check(context: Context, source: str, context_chars: int, allow_private: tupl
     """Compare one file or URL with the registry now.
 
     Shows the verdict for a text file or an http(s) URL with the copied passages highlighted. Nothing is stored. Exit status 3 when it copies a registered work."""
-    from compare.service import compare_document
-    from compare.works import decode_work_text, read_work_file
-    from fingerprint.pipeline import fingerprint_text
+    from fptrack.compare.service import compare_document
+    from fptrack.compare.works import decode_work_text, read_work_file
+    from fptrack.fingerprint.pipeline import fingerprint_text
 
     if source.startswith(("http://", "https://")):
         text, label = _fetch_one(context, source, allow_private), source
@@ -544,8 +544,8 @@ def check(context: Context, source: str, context_chars: int, allow_private: tupl
 
 
 def _fetch_one(context: Context, url: str, allow_private: tuple[str, ...] = ()) -> str:
-    from crawler import run_crawl
-    from crawler.pages import CrawlOptions
+    from fptrack.crawler import run_crawl
+    from fptrack.crawler.pages import CrawlOptions
 
     pages: list[Any] = []
     options = CrawlOptions(allow_private_hosts=allow_private)
@@ -575,9 +575,9 @@ def matches(context: Context, fmt: str, status: str, work_id: int | None) -> Non
     score, methods, spans ([page_start, page_end, work_start, work_end] in characters of the original texts),
     first_seen, then id and status. CSV has the same columns in that order (cells a spreadsheet would read as
     a formula are prefixed with an apostrophe)."""
-    from admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
-    from compare.records import match_to_dict
-    from storage.models import Match
+    from fptrack.admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
+    from fptrack.compare.records import match_to_dict
+    from fptrack.storage.models import Match
 
     with context.session() as session:
         query = select(Match).options(joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter))
@@ -628,8 +628,8 @@ def report(context: Context, dimension: str, days: int | None, fmt: str) -> None
     CSV columns: key, flagged, confirmed, dismissed, licensed, pages, total (the same as the JSON fields)."""
     from datetime import timedelta
 
-    from analytics.rollups import match_rollup
-    from storage.models import utcnow
+    from fptrack.analytics.rollups import match_rollup
+    from fptrack.storage.models import utcnow
 
     since = utcnow() - timedelta(days=days) if days else None
     with context.session() as session:
@@ -638,8 +638,8 @@ def report(context: Context, dimension: str, days: int | None, fmt: str) -> None
         for row in rows:
             click.echo(json.dumps(row.as_json(), ensure_ascii=False))
     elif fmt == "csv":
-        from admin.exports import csv_lines
-        from analytics.rollups import ROLLUP_COLUMNS
+        from fptrack.admin.exports import csv_lines
+        from fptrack.analytics.rollups import ROLLUP_COLUMNS
 
         for line in csv_lines(ROLLUP_COLUMNS, (row.as_json() for row in rows)):
             click.echo(line, nl=False)
@@ -665,7 +665,7 @@ def analytics_rebuild(context: Context) -> None:
 
     The database keeps them in step with every change by itself; rebuild after restoring or bulk-loading
     matches with the triggers off, or to check them. On PostgreSQL, writes to matches wait until it is done."""
-    from analytics.rollups import kept_rollup, rebuild_rollups
+    from fptrack.analytics.rollups import kept_rollup, rebuild_rollups
 
     with context.session() as session:
         before = kept_rollup(session)
@@ -716,8 +716,8 @@ def maintain(context: Context, older_than: int) -> None:
     look-ups stay fast, brings the corpus statistics up to date, and reports orphaned index rows. With workers,
     `fptrack worker --beat` runs the sweep every FPTRACK_SWEEP_EVERY seconds and the upkeep every
     FPTRACK_MAINTAIN_EVERY seconds."""
-    from compare.maintenance import run_maintenance
-    from compare.pipeline import sweep_left_behind, unsettled_sites
+    from fptrack.compare.maintenance import run_maintenance
+    from fptrack.jobs.pipeline import sweep_left_behind, unsettled_sites
 
     tasks = context.tasks()
     with context.session() as session:
@@ -773,7 +773,7 @@ def serve(context: Context, host: str, port: int, debug: bool, production: bool,
     Dashboard, works, and the review of matches with their evidence, for logged-in accounts (create the first
     with `fptrack users add NAME --role admin`). Without --production: Werkzeug's development server. With
     --production: gunicorn, to put behind a reverse proxy that terminates TLS."""
-    from storage.settings import is_loopback_host
+    from fptrack.core.settings import is_loopback_host
 
     if debug and production:
         raise click.UsageError("--debug is for the development server, not --production")
@@ -787,13 +787,13 @@ def serve(context: Context, host: str, port: int, debug: bool, production: bool,
     context.sessions()  # a clear error now rather than on the first request
     _serve_warnings(context, host, debug=debug, production=production)
     if production:
-        from admin.production import bind_address, default_workers, run_production
+        from fptrack.admin.production import bind_address, default_workers, run_production
 
         count = workers or default_workers()
         click.echo(f"admin on http://{bind_address(host, port)}/ with gunicorn, {count} worker(s) (Ctrl+C to stop)")
         run_production(context.settings, host, port, count)
         return
-    from admin.web import create_app
+    from fptrack.admin.web import create_app
 
     app = create_app(context.settings)
     click.echo(f"admin on http://{host}:{port}/ (Ctrl+C to stop)")
@@ -801,8 +801,8 @@ def serve(context: Context, host: str, port: int, debug: bool, production: bool,
 
 
 def _serve_warnings(context: Context, host: str, *, debug: bool, production: bool) -> None:
-    from storage.models import User
-    from storage.settings import is_loopback_host
+    from fptrack.storage.models import User
+    from fptrack.core.settings import is_loopback_host
 
     def warn(message: str) -> None:
         click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
@@ -892,7 +892,7 @@ def beat(context: Context, loglevel: str) -> None:
     database. Its schedule file is <data dir>/celerybeat-schedule."""
     if context.settings.tasks_in_process:
         raise CliError("FPTRACK_BROKER_URL is not set: there are no workers to send scheduled tasks to")
-    from compare import tasks
+    from fptrack.jobs import tasks
 
     tasks.configure(context.settings)  # the scheduler only sends messages: it needs the broker, not the database
     tasks.celery.start(["beat", f"--loglevel={loglevel}", f"--schedule={_beat_schedule_file(context.settings)}"])
@@ -934,7 +934,7 @@ def ping(context: Context, timeout: float, queue_kind: str, local: bool, wait: f
         raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there are no workers to ping")
     from celery.utils.nodenames import gethostname
 
-    from compare import tasks
+    from fptrack.jobs import tasks
 
     tasks.configure(context.settings)
     settings = context.settings
@@ -982,7 +982,7 @@ def healthz(url: str, wait: float) -> None:
 
 
 def _shown_broker(settings: Settings) -> str:
-    from crawler.distributed import url_without_password
+    from fptrack.crawler.distributed import url_without_password
 
     return url_without_password(settings.broker_url or "")
 
@@ -1006,22 +1006,22 @@ def demo(context: Context, demo_dir: Path, port: int, keep_serving: bool) -> Non
     On the embedded default: register sample works, serve a small pirate site on 127.0.0.1, crawl it, and
     print the matches. Uses a folder of its own (--dir, ./fptrack-demo by default), which it resets at every run;
     it refuses a folder it did not make, so your data (FPTRACK_DATA_DIR, --data-dir) is never touched."""
-    from admin.demo import run_demo
+    from fptrack.cli.demo import run_demo
 
     run_demo(context.settings, data_dir=demo_dir, port=port, keep_serving=keep_serving)
 
 
-# Accounts and reviews live in their own module (admin/cli_users.py).
-from admin.cli_users import review, users
+# Accounts and reviews live in their own module (cli/users.py).
+from fptrack.cli.users import review, users
 
 main.add_command(users)
 main.add_command(review)
 
-from admin.cli_sites import sites
+from fptrack.cli.sites import sites
 
 main.add_command(sites)
 
-from admin.cli_takedowns import takedowns
+from fptrack.cli.takedowns import takedowns
 
 main.add_command(takedowns)
 

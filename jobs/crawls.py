@@ -4,7 +4,7 @@
 1. A ``crawl_jobs`` row records the crawl (status, counts, error).
 2. Scrapy fetches; :class:`crawler.pipelines.PersistPipeline` stores pages a batch per transaction through a
    :class:`crawler.store.PageStore`, which hands the ids to compare to the fingerprint stage after each commit:
-   run right here (no broker) or enqueued for Celery workers, :data:`compare.tasks.PAGES_PER_TASK` per task.
+   run right here (no broker) or enqueued for Celery workers, :data:`jobs.tasks.PAGES_PER_TASK` per task.
 3. With workers, the service waits until every page of the crawl is compared, showing pages done out of pages
    queued. It says within ``FPTRACK_NO_WORKER_SECONDS`` when no worker consumes the queue, and hands pages on
    again when they stall for ``FPTRACK_STALL_SECONDS`` (a killed worker): the stage is idempotent.
@@ -34,17 +34,17 @@ from typing import TYPE_CHECKING, Any, Self
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
-from crawler.store import PageStore, StoreCounts
-from storage.db import retry_in_session, retry_while_unreachable, session_scope
-from storage.fingerprints import id_chunks
-from storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, utcnow
-from storage.settings import Settings
-from storage.sites import site_ids, site_of
+from fptrack.crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
+from fptrack.crawler.store import PageStore, StoreCounts
+from fptrack.storage.db import retry_in_session, retry_while_unreachable, session_scope
+from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, utcnow
+from fptrack.core.settings import Settings
+from fptrack.storage.sites import site_ids, site_of
 
 if TYPE_CHECKING:
-    from crawler.distributed import SharedCrawl
-    from crawler.resume import CrawlState
+    from fptrack.crawler.distributed import SharedCrawl
+    from fptrack.crawler.resume import CrawlState
 
 __all__ = ["CrawlOutcome", "WaitProgress", "run_crawl_job"]
 
@@ -153,8 +153,8 @@ def run_crawl_job(
     ``state`` (:mod:`crawler.resume`, a site crawl's frontier on disk) is continued when an earlier crawl of it was
     killed: the pages that crawl stored are not fetched again (those it left uncompared are compared now), the
     budget counts them, and the job's stats say it resumed. It is removed when the crawl ends normally."""
-    from compare import tasks
-    from crawler.runner import run_crawl
+    from fptrack.jobs import tasks
+    from fptrack.crawler.runner import run_crawl
 
     tasks.configure(settings)
     stop = _StopSignals()
@@ -172,7 +172,7 @@ def run_crawl_job(
             job_id = shared.wait_for_job()
     except Exception as error:
         if shared is not None:  # no job to store into: leave the run, so that it can end
-            from crawler.distributed import CrawlPart
+            from fptrack.crawler.distributed import CrawlPart
 
             shared.leave(CrawlPart(stats=None, error=f"{type(error).__name__}: {error}"))
         raise
@@ -260,7 +260,7 @@ def _leave_shared(
 ) -> CrawlOutcome:
     """Add this process's part to the distributed run and leave it; the last process to leave settles the job's
     sites, finishes the job with the run's totals and removes the run's keys (returning the whole job's outcome)."""
-    from crawler.distributed import CrawlPart
+    from fptrack.crawler.distributed import CrawlPart
 
     part = CrawlPart(
         stats=outcome.stats, stored=store.counts.stored, unchanged=store.counts.unchanged,
@@ -310,7 +310,7 @@ def _leave_shared(
 
 def _settle(sessions: sessionmaker[Session], site_ids: set[int], settings: Settings) -> None:
     """Settle the crawl's sites (idempotent: run again if the database was restarted meanwhile)."""
-    from compare.pipeline import settle_sites
+    from fptrack.jobs.pipeline import settle_sites
 
     retry_in_session(sessions, lambda session: settle_sites(session, site_ids, settings),
                      what="settling the crawl's sites")  # fmt: skip

@@ -29,8 +29,8 @@ from urllib.parse import urljoin, urlsplit
 
 import numpy as np
 
-from fingerprint.features import hash_strings
-from fingerprint.minhash import MinHashParams, estimate_jaccard, minhash_signature
+from fptrack.fingerprint.features import hash_strings
+from fptrack.fingerprint.minhash import MinHashParams, estimate_jaccard, minhash_signature
 
 __all__ = [
     "COMBINED_MU",

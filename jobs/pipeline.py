@@ -16,11 +16,11 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from compare.service import index_work, recompare_pages
-from compare.templates import settle_site
-from storage.fingerprints import id_chunks
-from storage.models import Match, MatchStatus, Page, Site, Work, utcnow
-from storage.settings import Settings
+from fptrack.compare.service import index_work, recompare_pages
+from fptrack.compare.templates import settle_site
+from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.models import Match, MatchStatus, Page, Site, Work, utcnow
+from fptrack.core.settings import Settings
 
 __all__ = [
     "COPYING_STATUSES",

@@ -36,13 +36,13 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from crawler.guard import PrivateAddressPolicy
-from crawler.guarded_http import FetchFailure, FetchResult, GuardedFetcher, NoSuchHost
-from storage.db import session_scope
-from storage.fingerprints import id_chunks
-from storage.models import Match, MatchStatus, MonitorLock, Page, Site, TakedownCheck, as_utc, utcnow
-from storage.settings import Settings, classify_allow_entry
-from storage.sites import site_of
+from fptrack.crawler.guard import PrivateAddressPolicy
+from fptrack.crawler.guarded_http import FetchFailure, FetchResult, GuardedFetcher, NoSuchHost
+from fptrack.storage.db import session_scope
+from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.models import Match, MatchStatus, MonitorLock, Page, Site, TakedownCheck, as_utc, utcnow
+from fptrack.core.settings import Settings, classify_allow_entry
+from fptrack.storage.sites import site_of
 
 __all__ = [
     "LOCK_NAME",
@@ -156,9 +156,9 @@ def judge_response(
         return {match_id: ("error", f"HTTP {result.status}") for match_id in chapters}
     from scrapy.http import Response
 
-    from compare.service import verify_chapters
-    from crawler.parse import parse_response
-    from fingerprint.pipeline import fingerprint_text
+    from fptrack.compare.service import verify_chapters
+    from fptrack.crawler.parse import parse_response
+    from fptrack.fingerprint.pipeline import fingerprint_text
 
     response = Response(url=result.final_url, status=result.status, headers=result.headers, body=result.body)
     page = parse_response(response, requested_url=result.url, fetched_at=fetched_at).page
@@ -310,7 +310,7 @@ def _template_of(session: Session, target: _Target, templates: dict[int, frozens
     if target.masked_by is None:
         return frozenset()
     if target.masked_by not in templates:
-        from compare.templates import site_template
+        from fptrack.compare.templates import site_template
 
         templates[target.masked_by] = site_template(session, target.masked_by)
     return templates[target.masked_by]
@@ -322,7 +322,7 @@ def _template_of(session: Session, target: _Target, templates: dict[int, frozens
 def _claim(session: Session, settings: Settings, now: datetime) -> str | None:
     """Take ``recheck:takedowns`` (a dead holder's claim is taken over); the token, or None when a live run
     holds it."""
-    from crawler.sites import owner_is_dead, take_lock
+    from fptrack.jobs.sites import owner_is_dead, take_lock
 
     held = session.get(MonitorLock, LOCK_NAME, with_for_update=True)
     if held is not None:
