@@ -1,4 +1,4 @@
-"""Exports of match lists: CSV and JSON lines, shared by ``fptrack matches`` / ``fptrack report`` and the admin.
+"""Exports of match lists as CSV, shared by ``fptrack matches`` / ``fptrack report`` and the admin.
 
 Pure functions over plain values, no Flask. Everything in a match record that came from a crawled page (its
 URL, and through the work's chapter titles what a rights holder typed) may be hostile. A spreadsheet opens a
@@ -26,7 +26,6 @@ __all__ = [
     "csv_lines",
     "csv_match_row",
     "csv_safe_cell",
-    "json_lines",
 ]
 
 CSV_MATCH_COLUMNS: tuple[str, ...] = (*MATCH_FIELDS, "id", "status")
@@ -69,12 +68,6 @@ def csv_lines(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> I
     for row in rows:
         writer.writerow({column: csv_safe_cell(row.get(column)) for column in columns})
         yield _drain(buffer)
-
-
-def json_lines(records: Iterable[Mapping[str, Any]]) -> Iterator[str]:
-    """One JSON object per line (UTF-8 characters kept, not ``\\u`` escaped)."""
-    for record in records:
-        yield json.dumps(record, ensure_ascii=False) + "\n"
 
 
 def _drain(buffer: io.StringIO) -> str:

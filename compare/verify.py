@@ -50,10 +50,6 @@ class Alignment:
     def chapter_coverage(self) -> float:
         return self.chapter_covered / self.chapter_length if self.chapter_length else 0.0
 
-    @property
-    def page_coverage(self) -> float:
-        return self.page_covered / self.page_length if self.page_length else 0.0
-
 
 @lru_cache(maxsize=1024)
 def _sorted_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.compare.chapters import split_chapters
+from fptrack.core.errors import FptrackError
 from fptrack.fingerprint.encoding import DecodedText, UndecodableError, decode_bytes, refuse_binary_start
 from fptrack.fingerprint.normalize import is_kept_char
 from fptrack.storage.models import Chapter, Work
@@ -30,7 +31,7 @@ MAX_WORK_BYTES = 200 * 1024 * 1024
 _READ_CHUNK = 1024 * 1024
 
 
-class WorkError(ValueError):
+class WorkError(FptrackError, ValueError):
     """A work cannot be registered; the message names the input and the reason."""
 
 

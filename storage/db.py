@@ -21,6 +21,7 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 
 __all__ = [
@@ -45,11 +46,11 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 _ADVISORY_LOCK_KEY = 0x66707472  # "fptr"
 
 
-class DatabaseUnavailable(RuntimeError):
+class DatabaseUnavailable(FptrackError, RuntimeError):
     """The database cannot be reached; the message says which URL and why."""
 
 
-class SchemaOutOfDate(RuntimeError):
+class SchemaOutOfDate(FptrackError, RuntimeError):
     """The database has not been initialised or migrated: run ``fptrack init``."""
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 from itertools import combinations
-from math import comb
 
 __all__ = [
     "DEFAULT_LAYOUT",
@@ -137,10 +136,6 @@ class IndexLayout:
             raise ValueError(f"{name!r} is not an index layout name like 'f64k3b4'")
         bits, k, blocks = (int(g) for g in found.groups())
         return cls(bits, k, blocks)
-
-    @staticmethod
-    def table_count_for(k: int, blocks: int) -> int:
-        return comb(blocks, blocks - k)
 
 
 # ------------------------------------------------------------------------------------------------ helpers

@@ -287,8 +287,9 @@ class Page(Base):
     etag: Mapped[str] = mapped_column(String(300), default="", server_default="")
     last_modified: Mapped[str] = mapped_column(String(100), default="", server_default="")
     fingerprinted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    # How far the page got: stored (compared_at NULL) -> fingerprinted -> compared. A page stored with text and
-    # never compared is picked up again by the sweep (jobs.pipeline.sweep_pending_pages).
+    # How far the page got: stored (compared_at NULL) -> fingerprinted -> compared. A page left uncompared longer
+    # than FPTRACK_SWEEP_AFTER is handed on again by the sweep (jobs.pipeline.sweep_left_behind, run by
+    # fptrack maintain, Celery beat and a crawl waiting on its pages).
     compared_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # the page's verdicts were decided with its site's template masked (compare.templates)
     template_masked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
