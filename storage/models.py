@@ -14,8 +14,10 @@ Every constraint and index has a name (``NAMING_CONVENTION`` or explicit), so mi
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 from enum import StrEnum
+from importlib.resources import files
 from typing import Any, ClassVar
 
 from sqlalchemy import (
@@ -455,128 +457,32 @@ def code_index_cascade_ddl(dialect: str) -> list[str]:
     ]
 
 
-_ROLLUP_KEY = "day, work_id, host, status"
-
-
 def match_rollup_ddl(dialect: str) -> list[str]:
-    """Statements that keep ``match_rollups`` in step with ``matches`` (see :class:`MatchRollup`).
+    """Statements that keep ``match_rollups`` in step with ``matches`` (see :class:`MatchRollup`): triggers on
+    ``matches`` and ``pages``, written out with the reasons in ``storage/sql/match_rollups.<dialect>.sql``
+    (PostgreSQL: statement-level triggers over transition tables; any other dialect: SQLite's row triggers)."""
+    return _sql_statements(f"match_rollups.{'postgresql' if dialect == 'postgresql' else 'sqlite'}.sql")
 
-    Each change is an upsert of a signed delta (+1 per inserted row, -1 per deleted row, both for an update
-    that changes a key or the status), followed by removing the rows it brought to zero. The host comes from
-    the match's page; deleting a page first deletes its matches explicitly (a ``BEFORE DELETE`` trigger), so
-    that their triggers still see the page's host, and a page whose host changes moves its matches' counts.
-    PostgreSQL: statement-level triggers over transition tables for inserts and deletes (one upsert per
-    statement, rows in key order so that concurrent writers lock rollup rows in the same order) and a row trigger
-    for updates, skipped (``WHEN``) unless the status or a key changes; SQLite: row triggers.
+
+def _sql_statements(name: str) -> list[str]:
+    """The statements of ``storage/sql/<name>``, shipped with the package.
+
+    The file's format: statements end with ``;`` and are separated by a blank line, lines starting with ``--``
+    are comments; a statement's lines are joined by single spaces and its final ``;`` dropped (what
+    ``exec_driver_sql`` and Alembic's ``op.execute`` take).
     """
-    if dialect == "postgresql":
-        day = "(m.first_seen AT TIME ZONE 'UTC')::date"
-        delta_of = {
-            "new": f"SELECT {day} AS day, m.work_id, p.host, m.status, 1 AS d "
-            "FROM new_matches m JOIN pages p ON p.id = m.page_id",
-            "old": f"SELECT {day} AS day, m.work_id, p.host, m.status, -1 AS d "
-            "FROM old_matches m JOIN pages p ON p.id = m.page_id",
-        }
-
-        def apply(source: str) -> str:
-            return (
-                f"INSERT INTO match_rollups AS r ({_ROLLUP_KEY}, matches) "
-                f"SELECT {_ROLLUP_KEY}, sum(d) FROM ({source}) AS delta GROUP BY {_ROLLUP_KEY} "
-                f"HAVING sum(d) <> 0 ORDER BY {_ROLLUP_KEY} "
-                f"ON CONFLICT ({_ROLLUP_KEY}) DO UPDATE SET matches = r.matches + EXCLUDED.matches; "
-                f"DELETE FROM match_rollups WHERE matches = 0 AND ({_ROLLUP_KEY}) IN "
-                f"(SELECT {_ROLLUP_KEY} FROM ({source}) AS delta);"
-            )
-
-        # an update that changes a key or the status moves one count; row-level, so that the far more frequent
-        # updates of last_seen, score and spans (every re-comparison) are skipped by the WHEN clause, in C
-        row_delta = (
-            "SELECT (OLD.first_seen AT TIME ZONE 'UTC')::date AS day, OLD.work_id, p.host, OLD.status, -1 AS d "
-            "FROM pages p WHERE p.id = OLD.page_id UNION ALL "
-            "SELECT (NEW.first_seen AT TIME ZONE 'UTC')::date, NEW.work_id, p.host, NEW.status, 1 "
-            "FROM pages p WHERE p.id = NEW.page_id"
-        )
-        statements = [
-            (
-                "CREATE OR REPLACE FUNCTION fptrack_rollup_matches() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                f"IF TG_OP = 'INSERT' THEN {apply(delta_of['new'])} "
-                f"ELSIF TG_OP = 'DELETE' THEN {apply(delta_of['old'])} "
-                f"ELSE {apply(row_delta)} END IF; RETURN NULL; END $$"
-            ),
-            (
-                "CREATE OR REPLACE FUNCTION fptrack_rollup_pages() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                "IF TG_OP = 'DELETE' THEN DELETE FROM matches WHERE page_id = OLD.id; RETURN OLD; END IF; "
-                f"INSERT INTO match_rollups AS r ({_ROLLUP_KEY}, matches) "
-                f"SELECT {day}, m.work_id, h.host, m.status, sum(h.d) FROM matches m "
-                "CROSS JOIN (VALUES (NEW.host, 1), (OLD.host, -1)) AS h (host, d) WHERE m.page_id = NEW.id "
-                f"GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4 "
-                f"ON CONFLICT ({_ROLLUP_KEY}) DO UPDATE SET matches = r.matches + EXCLUDED.matches; "
-                "DELETE FROM match_rollups WHERE matches = 0 AND host = OLD.host; "
-                "RETURN NEW; END $$"
-            ),
-        ]
-        for event_name, tables in (("INSERT", "NEW TABLE AS new_matches"), ("DELETE", "OLD TABLE AS old_matches")):
-            name = f"tr_matches_rollup_{event_name.lower()}"
-            statements += [
-                f"DROP TRIGGER IF EXISTS {name} ON matches",
-                (f"CREATE TRIGGER {name} AFTER {event_name} ON matches REFERENCING {tables} "
-                "FOR EACH STATEMENT EXECUTE FUNCTION fptrack_rollup_matches()"),
-            ]
-        statements += [
-            "DROP TRIGGER IF EXISTS tr_matches_rollup_update ON matches",
-            ("CREATE TRIGGER tr_matches_rollup_update AFTER UPDATE OF status, work_id, page_id, first_seen ON matches "
-            "FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.work_id IS DISTINCT FROM NEW.work_id "
-            "OR OLD.page_id IS DISTINCT FROM NEW.page_id OR OLD.first_seen IS DISTINCT FROM NEW.first_seen) "
-            "EXECUTE FUNCTION fptrack_rollup_matches()"),
-        ]
-        statements += [
-            "DROP TRIGGER IF EXISTS tr_pages_rollup_delete ON pages",
-            ("CREATE TRIGGER tr_pages_rollup_delete BEFORE DELETE ON pages FOR EACH ROW "
-            "EXECUTE FUNCTION fptrack_rollup_pages()"),
-            "DROP TRIGGER IF EXISTS tr_pages_rollup_host ON pages",
-            ("CREATE TRIGGER tr_pages_rollup_host AFTER UPDATE OF host ON pages FOR EACH ROW "
-            "WHEN (OLD.host IS DISTINCT FROM NEW.host) EXECUTE FUNCTION fptrack_rollup_pages()"),
-        ]
-        return statements
-
-    def add(row: str, sign: str) -> str:
-        return (
-            f"INSERT INTO match_rollups ({_ROLLUP_KEY}, matches) "
-            f"SELECT date({row}.first_seen), {row}.work_id, p.host, {row}.status, {sign}1 "
-            f"FROM pages p WHERE p.id = {row}.page_id "
-            f"ON CONFLICT ({_ROLLUP_KEY}) DO UPDATE SET matches = matches + excluded.matches; "
-            f"DELETE FROM match_rollups WHERE matches = 0 AND day = date({row}.first_seen) "
-            f"AND work_id = {row}.work_id AND status = {row}.status;"
-        )
-
-    changed = (
-        "OLD.status IS NOT NEW.status OR OLD.work_id IS NOT NEW.work_id OR OLD.page_id IS NOT NEW.page_id "
-        "OR date(OLD.first_seen) IS NOT date(NEW.first_seen)"
-    )
-    return [
-        "DROP TRIGGER IF EXISTS tr_matches_rollup_insert",
-        f"CREATE TRIGGER tr_matches_rollup_insert AFTER INSERT ON matches BEGIN {add('NEW', '+')} END",
-        "DROP TRIGGER IF EXISTS tr_matches_rollup_delete",
-        f"CREATE TRIGGER tr_matches_rollup_delete AFTER DELETE ON matches BEGIN {add('OLD', '-')} END",
-        "DROP TRIGGER IF EXISTS tr_matches_rollup_update",
-        (
-            "CREATE TRIGGER tr_matches_rollup_update AFTER UPDATE OF status, work_id, page_id, first_seen "
-            f"ON matches WHEN {changed} BEGIN {add('OLD', '-')} {add('NEW', '+')} END"
-        ),
-        "DROP TRIGGER IF EXISTS tr_pages_rollup_delete",
-        ("CREATE TRIGGER tr_pages_rollup_delete BEFORE DELETE ON pages BEGIN "
-        "DELETE FROM matches WHERE page_id = OLD.id; END"),
-        "DROP TRIGGER IF EXISTS tr_pages_rollup_host",
-        (
-            "CREATE TRIGGER tr_pages_rollup_host AFTER UPDATE OF host ON pages WHEN OLD.host IS NOT NEW.host "
-            f"BEGIN INSERT INTO match_rollups ({_ROLLUP_KEY}, matches) "
-            "SELECT date(m.first_seen), m.work_id, h.host, m.status, sum(h.d) FROM matches m "
-            "CROSS JOIN (SELECT NEW.host AS host, 1 AS d UNION ALL SELECT OLD.host, -1) AS h "
-            "WHERE m.page_id = NEW.id GROUP BY 1, 2, 3, 4 "
-            f"ON CONFLICT ({_ROLLUP_KEY}) DO UPDATE SET matches = matches + excluded.matches; "
-            "DELETE FROM match_rollups WHERE matches = 0 AND host = OLD.host; END"
-        ),
-    ]
+    text = files("fptrack.storage").joinpath("sql", name).read_text(encoding="utf-8")
+    kept = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    statements = []
+    for block in re.split(r"\n\s*\n", kept):
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        if not lines:
+            continue
+        statement = " ".join(lines)
+        if not statement.endswith(";"):
+            raise ValueError(f"storage/sql/{name}: a statement does not end with ';': {statement[:80]!r}")
+        statements.append(statement[:-1])
+    return statements
 
 
 class CorpusStatistics(Base):
