@@ -74,7 +74,7 @@ _PUBLIC_ENDPOINTS = frozenset({"static"})
 _HOST_EXEMPT_ENDPOINTS = frozenset({"health.healthz"})
 
 
-class SessionUser(UserMixin):
+class SessionUser(UserMixin):  # type: ignore[misc]  # flask-login ships no type hints
     """The logged-in account as the request sees it: a detached snapshot, never the ORM row."""
 
     def __init__(self, user_id: int, username: str, role: str, token: str) -> None:
@@ -90,7 +90,7 @@ class SessionUser(UserMixin):
         return has_role(self.role, role)
 
 
-class Anonymous(AnonymousUserMixin):
+class Anonymous(AnonymousUserMixin):  # type: ignore[misc]  # flask-login ships no type hints
     username = ""
     role = ""
 

@@ -214,7 +214,7 @@ def format_duration(seconds: int | None) -> str:
         return ""
     seconds = max(0, int(seconds))
     units = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
-    parts = []
+    parts: list[str] = []
     for name, size in units:
         if seconds >= size or (name == "s" and not parts):
             parts.append(f"{seconds // size} {name}")

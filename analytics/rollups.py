@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import case, delete, func, select, text
+from sqlalchemy import SQLColumnExpression, case, delete, func, select, text
 from sqlalchemy.orm import Session
 
 from fptrack.storage.models import Match, MatchRollup, MatchStatus, Page, Work
@@ -60,6 +60,7 @@ class RollupRow:
 
 def match_rollup(session: Session, by: Dimension, *, since: datetime | None = None) -> list[RollupRow]:
     """Match counts grouped ``by`` work title, page host or first-seen day, largest first (days: newest first)."""
+    key: SQLColumnExpression[str]
     if by == "work":
         key = Work.title + " (#" + func.cast(Work.id, Work.title.type) + ")"
     elif by == "host":
@@ -78,9 +79,10 @@ def match_rollup(session: Session, by: Dimension, *, since: datetime | None = No
     )
     if since is not None:
         statement = statement.where(Match.first_seen >= since)
+    # each row: the key, one count per status (STATUSES' order), the distinct pages
     rows = [
-        RollupRow(_text(k), int(f or 0), int(c or 0), int(d or 0), int(lic or 0), int(p or 0))
-        for k, f, c, d, lic, p in session.execute(statement)
+        RollupRow(_text(row[0]), *(int(count or 0) for count in row[1:]))
+        for row in session.execute(statement)
     ]
     if by == "day":
         return sorted(rows, key=lambda r: r.key, reverse=True)

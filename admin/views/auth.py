@@ -20,7 +20,7 @@ __all__ = ["LoginForm", "blueprint"]
 blueprint = Blueprint("auth", __name__)
 
 
-class LoginForm(FlaskForm):
+class LoginForm(FlaskForm):  # type: ignore[misc]  # Flask-WTF ships no type hints
     username = StringField("Username", validators=[DataRequired(), Length(max=150)])
     password = PasswordField("Password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)])
     next = HiddenField()

@@ -64,7 +64,7 @@ def crawl_rows(
             .where(Page.crawl_job_id.in_(unfinished))
             .group_by(Page.crawl_job_id)
         )
-        matched = {int(job_id): int(count) for job_id, count in session.execute(counts)}
+        matched = {job_id: int(count) for job_id, count in session.execute(counts) if job_id is not None}
     return [_row(job, host, matched.get(job.id, 0)) for job, host in jobs]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 from datetime import UTC, datetime
 
 from flask import (
@@ -20,6 +21,7 @@ from flask import (
     url_for,
 )
 from flask_login import current_user
+from werkzeug.wrappers import Response as BaseResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
@@ -160,14 +162,15 @@ def export_json() -> Response:
 
 @blueprint.post("/bulk")
 @requires_role("reviewer")
-def bulk() -> Response:
+def bulk() -> BaseResponse:
     """Confirm, dismiss or reopen the selected matches of a filtered list, or all of them (``scope=all``, at
     most ``BULK_LIMIT``, and only if the list still has the ``expected`` number of matches the reviewer saw).
 
     The list's filter travels as form fields named like its query arguments (``status``, ``site``, ...); the
     decision is ``decision`` (confirmed, dismissed or flagged) with an optional ``note``."""
     match_filter = _filter_or_400(request.form)
-    back = url_for("matches.index", **match_filter.as_args())
+    filter_args: dict[str, Any] = dict(match_filter.as_args())
+    back = url_for("matches.index", **filter_args)
     session = db_session()
     scope = request.form.get("scope", "selected")
     if scope == "all":
@@ -327,7 +330,7 @@ def _takedown_checks(match_id: int) -> list[TakedownCheck]:
 
 @blueprint.post("/<int:match_id>/status")
 @requires_role("reviewer")
-def set_status(match_id: int) -> Response:
+def set_status(match_id: int) -> BaseResponse:
     # Host, Origin, login, role and the CSRF token were checked before this view ran (see admin.security).
     session = db_session()
     try:
@@ -349,7 +352,7 @@ def set_status(match_id: int) -> Response:
 
 @blueprint.post("/<int:match_id>/notes")
 @requires_role("reviewer")
-def note(match_id: int) -> Response:
+def note(match_id: int) -> BaseResponse:
     session = db_session()
     try:
         add_note(session, match_id, current_user.username, request.form.get("text", ""))

@@ -19,7 +19,7 @@ __all__ = ["NewUserForm", "blueprint"]
 blueprint = Blueprint("users", __name__, url_prefix="/users")
 
 
-class NewUserForm(FlaskForm):
+class NewUserForm(FlaskForm):  # type: ignore[misc]  # Flask-WTF ships no type hints
     username = StringField("Username", validators=[DataRequired(), Length(max=150)])
     role = SelectField("Role", choices=list(ROLES), default="viewer")
     password = PasswordField("Password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)])
