@@ -5,14 +5,11 @@ loopback listener, so that even a broken guard could not send anything beyond th
 from __future__ import annotations
 
 import os
-import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 from tests.integration.crawler.harness import PARAGRAPHS, crawl_in_child
+from tests.support.proxy import loopback_proxy
 from tests.support.sites import Page, Redirect, chapter_page, serve_site
 
 pytestmark = pytest.mark.slow
@@ -52,54 +49,6 @@ def test_a_host_name_is_checked_after_dns_resolution() -> None:
     assert reason.startswith(f"{GUARD}: localhost (") and "is a loopback address" in reason
 
 
-class _Listener:
-    """A loopback TCP listener standing in for an HTTP proxy: records what it is sent, answers 200."""
-
-    def __init__(self) -> None:
-        self.received: list[str] = []
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self._stop = False
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        self.server.settimeout(0.2)
-        while not self._stop:
-            try:
-                connection, _ = self.server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with connection:
-                connection.settimeout(5)
-                try:
-                    data = connection.recv(65536)
-                except OSError:
-                    continue
-                self.received.append(data.decode("latin-1").split("\r\n", 1)[0])
-                body = "<p>经由代理取得的页面，内容并不重要，只要能证明代理确实收到了请求就可以了。</p>".encode()
-                connection.sendall(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n"
-                    + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
-                )
-
-    def close(self) -> None:
-        self._stop = True
-        self.thread.join(timeout=5)
-        self.server.close()
-
-
-@contextmanager
-def _proxy() -> Iterator[_Listener]:
-    listener = _Listener()
-    try:
-        yield listener
-    finally:
-        listener.close()
-
-
 def test_with_an_http_proxy_refused_destinations_never_reach_the_proxy() -> None:
     refused = [
         "http://10.255.255.1/",  # private
@@ -110,7 +59,7 @@ def test_with_an_http_proxy_refused_destinations_never_reach_the_proxy() -> None
         "http://[fe80::1]/",  # IPv6 link-local
         "http://[::ffff:127.0.0.1]/",  # IPv4-mapped loopback
     ]
-    with serve_site({}) as site, _proxy() as proxy:
+    with serve_site({}) as site, loopback_proxy() as proxy:
         env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy")}
         env.update(http_proxy=f"http://127.0.0.1:{proxy.port}", no_proxy="")
         control = site + "/via-proxy.html"  # allowed: proves the proxy is in effect for this crawl

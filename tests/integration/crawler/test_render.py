@@ -8,6 +8,7 @@ import pytest
 
 from tests.integration.crawler.harness import OTHER_PARAGRAPHS, PARAGRAPHS, crawl_in_child
 from tests.support.jspages import fetching_page, json_chapter, json_endpoint, written_chapter
+from tests.support.proxy import loopback_proxy
 from tests.support.sites import Page, Redirect, chapter_page, serve_site
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -122,9 +123,7 @@ def test_the_browser_makes_no_request_of_its_own() -> None:
     loopback site go direct (``no_proxy``)."""
     import os
 
-    from tests.integration.crawler.test_guard import _proxy
-
-    with serve_site(_site()) as site, _proxy() as proxy:
+    with serve_site(_site()) as site, loopback_proxy() as proxy:
         env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy")}
         env.update(http_proxy=f"http://127.0.0.1:{proxy.port}", https_proxy=f"http://127.0.0.1:{proxy.port}",
                    no_proxy="127.0.0.1")  # fmt: skip
