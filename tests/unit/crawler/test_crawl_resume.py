@@ -13,7 +13,7 @@ from scrapy.http import Request
 from fptrack.crawler.pages import CrawledPage, CrawlOptions
 from fptrack.crawler.resume import CrawlState, state_dir, state_key
 from fptrack.crawler.spiders import PAGE_DEPTH, PageSpider
-from tests.unit.crawler.test_crawler_spider import PAGE, _items, _response
+from tests.support.spider import PAGE, callback_items, html_response
 
 KEY = state_key(["http://a.test/"], 2, CrawlOptions())
 
@@ -74,12 +74,12 @@ def test_the_resumed_spider_requests_what_is_pending_and_counts_the_budget_spent
     (request,) = list(spider.start_requests())
     assert (request.url, request.meta[PAGE_DEPTH], request.priority) == ("http://a.test/2.html", 1, -1)
     # a page links to the start page (stored before) and next.html (new): only next.html is requested
-    page, *requests = _items(spider.parse(_response("http://a.test/2.html", PAGE, depth=1)))
+    page, *requests = callback_items(spider.parse(html_response("http://a.test/2.html", PAGE, depth=1)))
     assert isinstance(page, CrawledPage)
     assert [r.url for r in requests if isinstance(r, Request)] == ["http://a.test/next.html"]
     assert spider.pages_taken == 3  # two stored before the kill, one now
     with pytest.raises(CloseSpider):  # the fourth page spends the budget of 4
-        _items(spider.parse(_response("http://a.test/next.html", PAGE, depth=2)))
+        callback_items(spider.parse(html_response("http://a.test/next.html", PAGE, depth=2)))
 
 
 def test_a_resumed_spider_whose_budget_was_spent_requests_nothing(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_a_fresh_spider_records_its_start_urls_and_links_before_the_page_goes_on
     state = CrawlState.open(tmp_path, 7, KEY)
     spider = PageSpider(start_urls=["http://a.test/"], depth=2, max_pages=10, state=state)
     assert [r.url for r in spider.start_requests()] == ["http://a.test/"]
-    generator = spider.parse(_response("http://a.test/", PAGE, depth=0))
+    generator = spider.parse(html_response("http://a.test/", PAGE, depth=0))
 
     async def first() -> object:
         return await anext(generator)

@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from scrapy.exceptions import CloseSpider
-from scrapy.http import HtmlResponse, Request
+from scrapy.http import Request
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 from twisted.internet import error as net
 from twisted.python.failure import Failure
 
+from fptrack.core.settings import Settings
 from fptrack.crawler import CrawledPage, CrawlError, CrawlProgress, run_crawl
 from fptrack.crawler.links import links_to_follow, request_url, site_of
 from fptrack.crawler.pages import CrawlFailure
 from fptrack.crawler.pipelines import CrawlHooks, ProgressPipeline, RecordPipeline, SinkPipeline
 from fptrack.crawler.spiders import REQUESTED_URL, PageSpider
-from fptrack.core.settings import Settings
-
-BODY = "窗外的桂花开了，满院子都是甜丝丝的香气，奶奶说今年会是个好年景。"
-
+from tests.support.spider import BODY, PAGE, callback_items, html_response
 
 # ------------------------------------------------------------------------------------------------ links
 
@@ -69,37 +65,14 @@ def test_request_url_strips_fragment_and_spaces() -> None:
 # ----------------------------------------------------------------------------------------------- spider
 
 
-def _response(
-    url: str, html: str, *, depth: int, requested: str | None = None, status: int = 200
-) -> HtmlResponse:
-    request = Request(url, meta={"depth": depth, REQUESTED_URL: requested or url})
-    return HtmlResponse(
-        url, body=html.encode("utf-8"), headers={"Content-Type": "text/html; charset=utf-8"},
-        request=request, status=status,
-    )  # fmt: skip
-
-
-PAGE = (
-    "<html><body><div class='nav'><a href='/'>首页</a><a href='http://other.test/x'>友站</a></div>"
-    f"<div id='content'>{BODY}</div><a href='/next.html#a'>下一章</a><a href='/next.html'>下一章</a></body></html>"
-)
-
-
 def _spider(depth: int = 2, max_pages: int = 10) -> PageSpider:
     return PageSpider(start_urls=["http://a.test/"], depth=depth, max_pages=max_pages)
 
 
-def _items(output: AsyncIterator[Any]) -> list[Any]:
-    """Everything an async callback yields (the spider's callbacks are async: parsing runs in a thread)."""
-
-    async def collect() -> list[Any]:
-        return [item async for item in output]
-
-    return asyncio.run(collect())
 
 
 def test_parse_emits_the_page_then_same_site_requests() -> None:
-    output = _items(_spider().parse(_response("http://a.test/1.html", PAGE, depth=0)))
+    output = callback_items(_spider().parse(html_response("http://a.test/1.html", PAGE, depth=0)))
     page, *requests = output
     assert isinstance(page, CrawledPage) and page.text == BODY
     assert [r.url for r in requests] == ["http://a.test/", "http://a.test/next.html"]
@@ -107,26 +80,26 @@ def test_parse_emits_the_page_then_same_site_requests() -> None:
 
 
 def test_parse_follows_no_links_at_the_depth_limit() -> None:
-    output = _items(_spider(depth=1).parse(_response("http://a.test/1.html", PAGE, depth=1)))
+    output = callback_items(_spider(depth=1).parse(html_response("http://a.test/1.html", PAGE, depth=1)))
     assert [type(item) for item in output] == [CrawledPage]
 
 
 def test_parse_keeps_the_first_requested_url_through_redirects() -> None:
-    response = _response("http://a.test/new.html", PAGE, depth=0, requested="http://a.test/old.html")
-    page = _items(_spider().parse(response))[0]
+    response = html_response("http://a.test/new.html", PAGE, depth=0, requested="http://a.test/old.html")
+    page = callback_items(_spider().parse(response))[0]
     assert (page.url, page.final_url) == ("http://a.test/old.html", "http://a.test/new.html")
 
 
 def test_parse_stops_the_crawl_at_max_pages() -> None:
     spider = _spider(max_pages=2)
-    assert len(_items(spider.parse(_response("http://a.test/1.html", PAGE, depth=0)))) == 3
+    assert len(callback_items(spider.parse(html_response("http://a.test/1.html", PAGE, depth=0)))) == 3
 
     async def second_then_third() -> None:
-        generator = spider.parse(_response("http://a.test/2.html", PAGE, depth=0))
+        generator = spider.parse(html_response("http://a.test/2.html", PAGE, depth=0))
         assert isinstance(await anext(generator), CrawledPage)
         with pytest.raises(CloseSpider):
             await anext(generator)
-        third = spider.parse(_response("http://a.test/3.html", PAGE, depth=0))
+        third = spider.parse(html_response("http://a.test/3.html", PAGE, depth=0))
         assert [item async for item in third] == []  # in flight: dropped
 
     asyncio.run(second_then_third())
@@ -135,7 +108,7 @@ def test_parse_stops_the_crawl_at_max_pages() -> None:
 def test_errback_turns_a_network_error_into_a_failure_item() -> None:
     failure = Failure(net.ConnectionRefusedError())
     failure.request = Request("http://a.test/x", meta={REQUESTED_URL: "http://a.test/x"})  # type: ignore[attr-defined]
-    assert _items(_spider().on_error(failure)) == [CrawlFailure("http://a.test/x", "connection refused")]
+    assert callback_items(_spider().on_error(failure)) == [CrawlFailure("http://a.test/x", "connection refused")]
 
 
 # -------------------------------------------------------------------------------------------- pipelines
