@@ -10,7 +10,7 @@ What it does (in a database of its own, created and dropped: ``--db``, on ``--pg
 1. migrates the real schema (Alembic), inserts N bare pages to own the fingerprints (untimed);
 2. generates N fingerprints: uniform random 64-bit values, plus for each of Q query values planted neighbours at
    distances 0..k (found) and k + 1 (not to be found);
-3. loads them with ``storage.fingerprints.bulk_load_simhashes`` (binary COPY; indexes rebuilt after the load), then
+3. loads them with ``storage.simhash_index.bulk_load_simhashes`` (binary COPY; indexes rebuilt after the load), then
    VACUUM ANALYZE (index-only scans need the visibility map); then an incremental load with the indexes in place;
 4. sizes: the fingerprints heap and every index, per fingerprint;
 5. latency of ``simhash_candidates`` (the store's real query path, Python included) for the Q queries;
@@ -43,13 +43,12 @@ from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fptrack.storage.candidates import simhash_candidates
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for, migrate
-from fptrack.storage.fingerprints import bulk_load_simhashes
 from fptrack.storage.hot_buckets import split_hot_buckets
 from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64
 from fptrack.storage.models import simhash_index_names
-from fptrack.core.settings import Settings
+from fptrack.storage.simhash_index import bulk_load_simhashes, simhash_candidates
 
 
 def percentile(values: list[float], q: float) -> float:

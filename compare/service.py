@@ -28,13 +28,14 @@ from sqlalchemy.orm import Session
 from fptrack.compare.licensing import is_licensed, licensed_hosts
 from fptrack.compare.scoring import Evidence, decide_with, evidence_of
 from fptrack.compare.verify import align
+from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
 from fptrack.fingerprint.pipeline import TextFingerprints, fingerprint_text
-from fptrack.storage.candidates import code_holder_pairs, simhash_candidates
+from fptrack.storage.code_index import code_holder_pairs
 from fptrack.storage.fingerprints import FingerprintSet, Owner, id_chunks, is_postgres, write_fingerprints
 from fptrack.storage.index import IndexLayout, to_signed64
 from fptrack.storage.models import Chapter, Match, MatchStatus, Page, Work, utcnow
-from fptrack.core.settings import Settings
+from fptrack.storage.simhash_index import simhash_candidates
 
 __all__ = [
     "ChapterInfo",

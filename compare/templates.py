@@ -27,10 +27,10 @@ from sqlalchemy.orm import Session
 
 from fptrack.compare.multipage import settle_chains
 from fptrack.compare.service import recompare_pages
-from fptrack.storage.candidates import code_holders
+from fptrack.core.settings import Settings
+from fptrack.storage.code_index import code_holders
 from fptrack.storage.fingerprints import id_chunks, load_code_arrays
 from fptrack.storage.models import Match, Page, Site, utcnow
-from fptrack.core.settings import Settings
 
 __all__ = ["DUPLICATE_SHARE", "SITE_MIN_TEXTS", "SettledSite", "settle_site", "site_template", "site_template_codes"]
 

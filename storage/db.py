@@ -166,8 +166,8 @@ def migrate(settings: Settings, engine: Engine | None = None, revision: str = "h
             command.upgrade(config, revision)
             current = _current_revision(connection)
             if revision == "head":
-                from fptrack.storage.fingerprints import ensure_simhash_indexes
                 from fptrack.storage.index import IndexLayout
+                from fptrack.storage.simhash_index import ensure_simhash_indexes
 
                 ensure_simhash_indexes(connection, IndexLayout(64, settings.simhash_k, settings.simhash_blocks))
             return current

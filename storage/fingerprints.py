@@ -1,11 +1,12 @@
-"""Writing fingerprints: an owner's Simhash and code vectors with their index rows, one owner or a batch at once,
-and bulk loads of Simhashes (binary ``COPY`` on PostgreSQL).
+"""Writing and reading fingerprints: an owner's Simhash and code vectors with their index rows, one owner or a
+batch at once, and the owners they belong to.
 
 - Simhash: a ``fingerprints`` row (``kind = 'simhash64'``, ``value``). The permuted-prefix tables of Manku et al.
   are expression b-trees on ``value`` (see :mod:`storage.models`), so writing the row *is* writing the index;
-  rows landing in re-split buckets are also filed in ``simhash_hot_index`` (:mod:`storage.hot_buckets`).
+  rows landing in re-split buckets are also filed in ``simhash_hot_index`` (:mod:`storage.hot_buckets`). The
+  query and the bulk loads are :mod:`storage.simhash_index`.
 - Vector fingerprints (DNA codes, winnowing hashes): a ``fingerprints`` row (``payload``) plus one ``code_index``
-  row per ``(code, position)`` carrying its owner, so look-ups ask one side only (:mod:`storage.candidates`).
+  row per ``(code, position)`` carrying its owner, so look-ups ask one side only (:mod:`storage.code_index`).
 
 Owners are chapters (registered works) or pages (crawled). Every index row hangs off a ``fingerprints`` row by a
 cascading foreign key, and fingerprints hang off their owner the same way, so deleting or re-fingerprinting a
@@ -17,32 +18,26 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
-from sqlalchemy import Connection, delete, func, insert, select, text, update
+from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.orm import Session
 
-from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64
-from fptrack.storage.models import (
-    CODE_OWNER_CHAPTER,
-    CODE_OWNER_PAGE,
-    Fingerprint,
-    Page,
-    simhash_index_ddl,
-    simhash_index_names,
-    utcnow,
-)
+from fptrack.storage.binary_copy import COPY_HEADER, COPY_TRAILER, binary_copy_rows
+from fptrack.storage.hot_buckets import file_in_hot_buckets
+from fptrack.storage.index import IndexLayout, to_signed64
+from fptrack.storage.models import CODE_OWNER_CHAPTER, CODE_OWNER_PAGE, Fingerprint, Page, utcnow
 
 __all__ = [
     "FingerprintSet",
     "Owner",
-    "bulk_load_simhashes",
-    "ensure_simhash_indexes",
     "id_chunks",
+    "is_postgres",
     "load_code_arrays",
     "load_codes",
+    "owner_code",
+    "owner_column",
     "replace_fingerprints",
     "write_fingerprints",
 ]
@@ -142,8 +137,6 @@ def write_fingerprints(
         if rows
         else []
     )
-    from fptrack.storage.hot_buckets import file_in_hot_buckets
-
     file_in_hot_buckets(
         session, layout, [(ids[i], int(row["value"])) for i, row in enumerate(rows) if row["value"] is not None]
     )
@@ -210,7 +203,7 @@ def _copy_code_rows(connection: Connection, batches: list[tuple[int, str, np.nda
     """``COPY code_index FROM STDIN (FORMAT BINARY)``, every row encoded by numpy (no per-row Python)."""
     raw = connection.connection.driver_connection
     buffer = io.BytesIO()
-    buffer.write(_COPY_HEADER)
+    buffer.write(COPY_HEADER)
     for fingerprint_id, kind, array, owner_id in batches:
         buffer.write(
             binary_copy_rows(
@@ -219,160 +212,11 @@ def _copy_code_rows(connection: Connection, batches: list[tuple[int, str, np.nda
                  (">i8", array[:, 0]), (">i2", side), (">i8", owner_id)],
             )
         )
-    buffer.write(_COPY_TRAILER)
+    buffer.write(COPY_TRAILER)
     with raw.cursor() as cursor:  # type: ignore[union-attr]
         sql = "COPY code_index (fingerprint_id, position, kind, code, owner, owner_id) FROM STDIN (FORMAT BINARY)"
         with cursor.copy(sql) as copy:
             copy.write(buffer.getvalue())
-
-
-def bulk_load_simhashes(
-    bind: Session | Connection,
-    items: Iterable[tuple[int, int]] | np.ndarray,
-    *,
-    owner: Owner,
-    layout: IndexLayout = DEFAULT_LAYOUT,
-    rebuild_indexes: bool = False,
-    batch_size: int = 200_000,
-) -> int:
-    """Load ``(owner_id, simhash)`` pairs as Simhash fingerprints; returns the number of rows loaded.
-
-    For owners that have no ``layout.kind`` fingerprint yet (a unique constraint refuses duplicates: use
-    :func:`replace_fingerprints` to replace one). ``items`` may be an ``(n, 2)`` integer array (fastest).
-
-    PostgreSQL: ``COPY fingerprints (...) FROM STDIN (FORMAT BINARY)`` through psycopg 3, the rows encoded with
-    numpy. ``rebuild_indexes=True`` drops the layout's expression indexes and the owner foreign keys and unique
-    constraints first and adds them back afterwards, as pg_restore does: one sort per index and one anti-join per
-    foreign key instead of per-row b-tree inserts and trigger checks (about 4x faster; for initial loads and
-    re-imports: it holds an exclusive lock on ``fingerprints`` until the transaction ends, and a violation
-    found when adding a constraint back rolls the whole load back). SQLite: batched ``INSERT`` statements.
-    Fingerprints landing in re-split buckets are filed in ``simhash_hot_index`` too.
-    """
-    if layout.bits != 64:
-        raise ValueError(f"bulk loading indexes 64-bit Simhashes, got a layout of {layout.bits} bits")
-    column_name = owner_column(owner).key
-    connection = bind.connection() if isinstance(bind, Session) else bind
-    pairs = _as_pairs(items)
-    if len(pairs) == 0:
-        return 0
-    before = int(connection.scalar(select(func.coalesce(func.max(Fingerprint.id), 0))) or 0)
-    if connection.dialect.name == "postgresql":
-        if rebuild_indexes:
-            connection.exec_driver_sql(f"SET LOCAL maintenance_work_mem = '{_REBUILD_MAINTENANCE_WORK_MEM}'")
-            for name in simhash_index_names(layout):
-                connection.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
-            for name, _ in _REBUILT_CONSTRAINTS:
-                connection.exec_driver_sql(f"ALTER TABLE fingerprints DROP CONSTRAINT {name}")
-        _copy_simhashes(connection, pairs, column_name, layout.kind, batch_size)
-        if rebuild_indexes:
-            # one sort per unique constraint and index, one anti-join per foreign key: what pg_restore does
-            for name, definition in _REBUILT_CONSTRAINTS:
-                connection.exec_driver_sql(f"ALTER TABLE fingerprints ADD CONSTRAINT {name} {definition}")
-            ensure_simhash_indexes(connection, layout)
-            connection.exec_driver_sql("ANALYZE fingerprints")  # estimates for the new rows before autovacuum
-    else:
-        now = datetime.now(UTC)
-        statement = text(
-            f"INSERT INTO fingerprints ({column_name}, kind, value, created_at) VALUES (:o, :k, :v, :t)"
-        )
-        for start in range(0, len(pairs), batch_size):
-            chunk = pairs[start : start + batch_size]
-            connection.execute(
-                statement, [{"o": int(o), "k": layout.kind, "v": int(v), "t": now} for o, v in chunk.tolist()]
-            )
-    from fptrack.storage.hot_buckets import file_new_rows_in_hot_buckets
-
-    file_new_rows_in_hot_buckets(connection, layout, after_id=before)
-    return len(pairs)
-
-
-# Constraints of ``fingerprints`` that a rebuilding bulk load drops and adds back (names and definitions as in
-# storage.models / the migrations); primary key and CHECK stay.
-_REBUILT_CONSTRAINTS = (
-    ("fk_fingerprints_page_id_pages", "FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE"),
-    ("fk_fingerprints_chapter_id_chapters", "FOREIGN KEY (chapter_id) REFERENCES chapters (id) ON DELETE CASCADE"),
-    ("uq_fingerprints_page_id_kind", "UNIQUE (page_id, kind)"),
-    ("uq_fingerprints_chapter_id_kind", "UNIQUE (chapter_id, kind)"),
-)
-_REBUILD_MAINTENANCE_WORK_MEM = "1GB"
-
-
-def _as_pairs(items: Iterable[tuple[int, int]] | np.ndarray) -> np.ndarray:
-    if isinstance(items, np.ndarray):
-        array = items
-    else:
-        array = np.array([(o, to_signed64(v)) for o, v in items], dtype=np.int64).reshape(-1, 2)
-    if array.ndim != 2 or array.shape[1] != 2:
-        raise ValueError(f"expected (owner_id, simhash) pairs, got an array of shape {array.shape}")
-    if array.dtype == np.uint64:
-        array = array.view(np.int64)
-    return array.astype(np.int64, copy=False)
-
-
-_PG_EPOCH_US = int(datetime(2000, 1, 1, tzinfo=UTC).timestamp() * 1_000_000)
-_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + (0).to_bytes(4, "big") + (0).to_bytes(4, "big")
-_COPY_TRAILER = (-1).to_bytes(2, "big", signed=True)
-
-
-def binary_copy_rows(count: int, fields: Sequence[tuple[str, Any]]) -> bytes:
-    """``count`` rows in PostgreSQL's binary ``COPY`` format, encoded by numpy (no per-row Python).
-
-    ``fields``: per column, a big-endian numpy type (``">i8"``, ``">i4"``, ``">i2"``, ``"S<n>"`` for text of n bytes)
-    and a value or an array of ``count`` values. Layout per row (PostgreSQL docs, "COPY", binary format): int16
-    field count, then per field an int32 length and the value.
-    """
-    dtype = np.dtype(
-        [("fields", ">i2")] + [item for n, (kind, _) in enumerate(fields) for item in ((f"len{n}", ">i4"), (f"v{n}", kind))]
-    )
-    rows = np.empty(count, dtype=dtype)
-    rows["fields"] = len(fields)
-    for n, (kind, value) in enumerate(fields):
-        rows[f"len{n}"] = np.dtype(kind).itemsize
-        rows[f"v{n}"] = value
-    return rows.tobytes()
-
-
-def _copy_rows_binary(owner_ids: np.ndarray, values: np.ndarray, kind: str, created_us: int) -> bytes:
-    """Rows ``(owner bigint, kind text, value bigint, created_at timestamptz)`` of binary ``COPY``."""
-    kind_bytes = kind.encode()
-    fields = [(">i8", owner_ids), (f"S{len(kind_bytes)}", kind_bytes), (">i8", values), (">i8", created_us)]
-    return binary_copy_rows(len(owner_ids), fields)
-
-
-def _copy_simhashes(connection: Connection, pairs: np.ndarray, owner_column: str, kind: str, batch: int) -> None:
-    raw = connection.connection.driver_connection  # the psycopg 3 connection, inside SQLAlchemy's transaction
-    created_us = int(datetime.now(UTC).timestamp() * 1_000_000) - _PG_EPOCH_US
-    with raw.cursor() as cursor:  # type: ignore[union-attr]
-        sql = f"COPY fingerprints ({owner_column}, kind, value, created_at) FROM STDIN (FORMAT BINARY)"
-        with cursor.copy(sql) as copy:
-            copy.write(_COPY_HEADER)
-            for start in range(0, len(pairs), batch):
-                chunk = pairs[start : start + batch]
-                copy.write(_copy_rows_binary(chunk[:, 0], chunk[:, 1], kind, created_us))
-            copy.write(_COPY_TRAILER)
-
-
-def ensure_simhash_indexes(connection: Connection, layout: IndexLayout) -> list[str]:
-    """Create the expression indexes of ``layout`` if they are missing; returns their names.
-
-    The migrations create the default layout's; a deployment that configures another layout gets its indexes
-    here (``storage.db.migrate`` calls this). Indexes of other layouts are left alone (drop them by name).
-    """
-    dialect = connection.dialect.name
-    created = []
-    for name, ddl in simhash_index_ddl(layout, dialect):
-        connection.exec_driver_sql(ddl)
-        created.append(name)
-    if dialect == "postgresql" and (connection.dialect.server_version_info or (0,)) >= (14,):
-        # PostgreSQL ignores the statistics of *partial* expression indexes when estimating; without these it
-        # guesses 0.5 % of the table per key, and at 10M rows that estimate switches on JIT compilation (~100 ms
-        # per look-up). Extended statistics on the same expressions give it the real ~N / 2**key_bits.
-        for t in range(layout.table_count):
-            connection.exec_driver_sql(
-                f"CREATE STATISTICS IF NOT EXISTS st_fingerprints_{layout.name}_t{t} "
-                f"ON ({layout.key_sql(t, 'value')}) FROM fingerprints"
-            )
-    return created
 
 
 # ------------------------------------------------------------------------------------------------- reading

@@ -2,21 +2,33 @@
 
 A re-split bucket's fingerprints are filed under k + 1 sub-keys each (:meth:`IndexLayout.split_keys`) in
 ``simhash_hot_index``; later writes into the bucket are filed there too, and queries falling into it read the
-sub-keys only (:mod:`storage.candidates`).
+sub-keys only (:func:`storage.simhash_index.simhash_candidates`). Which buckets are re-split is read from the
+registry (``simhash_hot_buckets``) and cached per database for the queries (:func:`hot_bucket_keys`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, func, insert, select, text
 from sqlalchemy.orm import Session
 
-from fptrack.storage.candidates import forget_hot_buckets
 from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout
 from fptrack.storage.models import Fingerprint, SimhashHotBucket, SimhashHotRow, utcnow
 
-__all__ = ["HOT_BUCKET_MIN_SIZE", "HOT_BUCKET_MU", "HotBucketReport", "bucket_sizes", "split_hot_buckets"]
+__all__ = [
+    "HOT_BUCKET_CACHE_SECONDS",
+    "HOT_BUCKET_MIN_SIZE",
+    "HOT_BUCKET_MU",
+    "HotBucketReport",
+    "bucket_sizes",
+    "file_in_hot_buckets",
+    "file_new_rows_in_hot_buckets",
+    "forget_hot_buckets",
+    "hot_bucket_keys",
+    "split_hot_buckets",
+]
 
 HOT_BUCKET_MU = 2.0
 """The seed's trigger: a bucket holding more than (1 + mu) x the mean bucket size is re-split."""
@@ -143,7 +155,7 @@ def file_new_rows_in_hot_buckets(connection: Connection, layout: IndexLayout, *,
 def file_in_hot_buckets(session: Session, layout: IndexLayout, rows: list[tuple[int, int]]) -> None:
     """File freshly written Simhashes ``(fingerprint id, signed value)`` under sub-keys where their bucket is hot.
 
-    Reads the registry of re-split buckets once (not the cache of :mod:`storage.candidates`: a row must never
+    Reads the registry of re-split buckets once (not the cache of :func:`hot_bucket_keys`: a row must never
     miss a bucket split a moment ago, since queries falling into a re-split bucket read its sub-keys only).
     """
     if not rows:
@@ -166,3 +178,39 @@ def file_in_hot_buckets(session: Session, layout: IndexLayout, rows: list[tuple[
                 )  # fmt: skip
     if entries:
         session.execute(insert(SimhashHotRow), entries)
+
+
+# --------------------------------------------------------------------------- the registry as queries read it
+
+
+HOT_BUCKET_CACHE_SECONDS = 30.0
+_hot_cache: dict[tuple[str, str], tuple[float, frozenset[tuple[int, int]]]] = {}
+
+
+def hot_bucket_keys(session: Session, layout: IndexLayout) -> frozenset[tuple[int, int]]:
+    """The re-split buckets of ``layout``, cached per database for :data:`HOT_BUCKET_CACHE_SECONDS`.
+
+    A stale answer costs speed, never answers: a re-split bucket's fingerprints stay in the expression index too
+    (reading it whole finds the same neighbours), and a bucket believed re-split is read through a statement that
+    checks the registry (:func:`storage.simhash_index.simhash_candidates`).
+    """
+    bind = session.get_bind()
+    engine = bind.engine if isinstance(bind, Connection) else bind
+    cache_key = (engine.url.render_as_string(hide_password=True), layout.name)
+    now = time.monotonic()
+    cached = _hot_cache.get(cache_key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    buckets = frozenset(
+        (int(t), int(k))
+        for t, k in session.execute(
+            select(SimhashHotBucket.table_no, SimhashHotBucket.key).where(SimhashHotBucket.layout == layout.name)
+        )
+    )
+    _hot_cache[cache_key] = (now + HOT_BUCKET_CACHE_SECONDS, buckets)
+    return buckets
+
+
+def forget_hot_buckets() -> None:
+    """Drop the cached re-split bucket sets (after :func:`split_hot_buckets`, or in tests)."""
+    _hot_cache.clear()

@@ -12,11 +12,10 @@ from sqlalchemy import insert, text
 from sqlalchemy.orm import Session
 
 from fptrack.fingerprint.simhash import hamming
-from fptrack.storage.candidates import forget_hot_buckets, simhash_candidates
-from fptrack.storage.fingerprints import ensure_simhash_indexes
-from fptrack.storage.hot_buckets import split_hot_buckets
+from fptrack.storage.hot_buckets import forget_hot_buckets, split_hot_buckets
 from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64
 from fptrack.storage.models import Page
+from fptrack.storage.simhash_index import ensure_simhash_indexes, simhash_candidates
 
 u64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
 LAYOUTS = [DEFAULT_LAYOUT, IndexLayout(64, 3, 5), IndexLayout(64, 2, 4), IndexLayout(64, 1, 2)]
@@ -35,7 +34,7 @@ def _store(session: Session, values: list[int]) -> dict[int, int]:
         [{"url": f"http://t.test/{i}", "final_url": "", "status": 200} for i in range(len(values))],
     )
     ids = [i for (i,) in session.execute(text("SELECT id FROM pages ORDER BY id"))][-len(values) :]
-    from fptrack.storage.fingerprints import bulk_load_simhashes
+    from fptrack.storage.simhash_index import bulk_load_simhashes
 
     bulk_load_simhashes(session, list(zip(ids, values, strict=True)), owner="page", layout=session.info["layout"])
     return dict(zip(ids, values, strict=True))
@@ -99,7 +98,7 @@ def test_sql_key_expressions_equal_python_keys(any_session: Session, values: lis
 @pytest.mark.postgres
 def test_lookup_is_an_index_only_scan(pg_session: Session) -> None:
     """The plan reads the expression indexes only (no sequential scan, no heap), for every table."""
-    from fptrack.storage.candidates import _candidate_params, _candidate_sql
+    from fptrack.storage.simhash_index import _candidate_params, _candidate_sql
 
     layout = DEFAULT_LAYOUT
     plan = "\n".join(

@@ -13,13 +13,23 @@ import pytest
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
-from fptrack.storage.candidates import code_candidates, simhash_candidates
+from fptrack.core.settings import Settings
+from fptrack.storage.code_index import code_candidates
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.fingerprints import load_codes
 from fptrack.storage.housekeeping import count_orphans
 from fptrack.storage.index import DEFAULT_LAYOUT, to_signed64
-from fptrack.storage.models import CODE_OWNER_CHAPTER, CodeIndexRow, CrawlJob, Fingerprint, Match, Page, Site, Work
-from fptrack.core.settings import Settings
+from fptrack.storage.models import (
+    CODE_OWNER_CHAPTER,
+    CodeIndexRow,
+    CrawlJob,
+    Fingerprint,
+    Match,
+    Page,
+    Site,
+    Work,
+)
+from fptrack.storage.simhash_index import simhash_candidates
 from tests.conftest import POSTGRES_URL, _admin_engine, _pg_url, _reachable
 
 SIMHASH = 0xDEAD_BEEF_0BAD_F00D

@@ -11,13 +11,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from fptrack.fingerprint.simhash import hamming
-from fptrack.storage.candidates import code_candidates, forget_hot_buckets, simhash_candidates
+from fptrack.storage.code_index import code_candidates
 from fptrack.storage.corpus_stats import latest_corpus_stats, save_corpus_stats
-from fptrack.storage.fingerprints import bulk_load_simhashes, load_codes, replace_fingerprints
-from fptrack.storage.hot_buckets import split_hot_buckets
+from fptrack.storage.fingerprints import load_codes, replace_fingerprints
+from fptrack.storage.hot_buckets import forget_hot_buckets, split_hot_buckets
 from fptrack.storage.housekeeping import count_orphans, delete_pages, delete_works
 from fptrack.storage.index import DEFAULT_LAYOUT
 from fptrack.storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, SimhashHotRow, Site, Work
+from fptrack.storage.simhash_index import bulk_load_simhashes, simhash_candidates
 from fptrack.storage.sites import site_ids, site_of
 
 LAYOUT = DEFAULT_LAYOUT

@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from fptrack.fingerprint.contract import CONTRACT, METHODS
 from fptrack.fingerprint.features import token_hashes
-from fptrack.research.ksentence import ksentence
 from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.fingerprint.simhash import SimhashParams, hamming
 from fptrack.fingerprint.stats import CorpusStats
@@ -69,22 +68,6 @@ def test_pinyin_reference():
     assert CorpusStats.empty().pinyin_reference() is None
     ref = CorpusStats.from_documents(DOCS).pinyin_reference()
     assert ref is not None and ref.sum() == pytest.approx(1.0) and len(ref) == 23
-
-
-def test_ksentence_survives_traditional_and_punctuation():
-    text = "第一句话写得比较短。第二句话要写得长一些才能入选！第三句话是全文里面最长的一句话没有之一？短句。"
-    a = ksentence(text, k=2)
-    b = ksentence(opencc.OpenCC("s2t").convert(text).replace("。", "．\n"), k=2)
-    assert a.fingerprint == b.fingerprint
-    assert len(a.spans) == 2 and -(1 << 63) <= a.fingerprint < (1 << 63)
-    assert ksentence(text, k=3).fingerprint != a.fingerprint
-    with pytest.raises(ValueError):
-        ksentence(text, k=0)
-
-
-def test_ksentence_ignores_sentence_order():
-    s1, s2, s3 = "甲乙丙丁戊己庚辛壬癸", "子丑寅卯辰巳午未申酉戌亥", "春夏秋冬东南西北上下"
-    assert ksentence(f"{s1}。{s2}。{s3}。", k=3).fingerprint == ksentence(f"{s3}。{s1}。{s2}。", k=3).fingerprint
 
 
 @settings(max_examples=20, deadline=None)

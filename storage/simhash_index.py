@@ -1,0 +1,231 @@
+"""The Simhash index: the permuted-prefix tables of Manku et al. (:mod:`storage.index`) over the ``simhash64``
+rows of ``fingerprints``, found within ``layout.k`` bits.
+
+- :func:`simhash_candidates`: the query. One statement, one exact-key look-up per table in its expression index,
+  the Hamming distance verified on the index tuples; a bucket re-split by
+  :func:`storage.hot_buckets.split_hot_buckets` is read under its k + 1 sub-keys instead.
+- :func:`ensure_simhash_indexes`: the expression indexes of a configured layout (the migrations build the
+  default's; ``storage.db.migrate`` calls this for another).
+- :func:`bulk_load_simhashes`: many ``(owner, simhash)`` pairs at once by binary ``COPY``, the indexes optionally
+  rebuilt afterwards as pg_restore does (initial loads, re-imports; benchmarks/index_scale.py loads 10M rows).
+
+Writing one owner's Simhash with its other fingerprints is :func:`storage.fingerprints.write_fingerprints`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, func, select, text
+from sqlalchemy.orm import Session
+
+from fptrack.fingerprint.simhash import hamming
+from fptrack.storage.binary_copy import COPY_HEADER, COPY_TRAILER, PG_EPOCH_US, binary_copy_rows
+from fptrack.storage.fingerprints import Owner, is_postgres, owner_column
+from fptrack.storage.hot_buckets import file_new_rows_in_hot_buckets, hot_bucket_keys
+from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64, to_unsigned64
+from fptrack.storage.models import Fingerprint, simhash_index_ddl, simhash_index_names
+
+__all__ = ["SimhashHit", "bulk_load_simhashes", "ensure_simhash_indexes", "simhash_candidates"]
+
+
+@dataclass(frozen=True)
+class SimhashHit:
+    owner_id: int
+    distance: int
+
+
+def _distance_sql(postgres: bool) -> str:
+    # PostgreSQL 14+ has bit_count(bit); SQLite gets fp_hamming from storage.db's connection hook.
+    return "bit_count((value # :q)::bit(64))" if postgres else "fp_hamming(value, :q)"
+
+
+def _candidate_sql(layout: IndexLayout, postgres: bool, hot_tables: frozenset[int] = frozenset()) -> str:
+    """One statement: per table, the exact-key look-up in its expression index; for a table whose bucket of the
+    query is (believed) re-split, the k + 1 sub-key look-ups in ``simhash_hot_index`` instead, guarded by the
+    registry so that a stale belief still reads the right place. The Hamming distance is verified in the scans."""
+    distance = _distance_sql(postgres)
+    branches = []
+    for t in range(layout.table_count):
+        whole = (
+            f"SELECT id, value FROM fingerprints WHERE kind = '{layout.kind}' "
+            f"AND {layout.key_sql(t, 'value')} = :k{t} AND {distance} <= :maxd"
+        )
+        if t not in hot_tables:
+            branches.append(whole)
+            continue
+        registered = f"SELECT 1 FROM simhash_hot_buckets WHERE layout = :layout AND table_no = {t} AND key = :k{t}"
+        branches.append(f"{whole} AND NOT EXISTS ({registered})")
+        for s in range(layout.k + 1):
+            branches.append(
+                f"SELECT fingerprint_id, value FROM simhash_hot_index WHERE layout = :layout AND table_no = {t} "
+                f"AND sub_no = {s} AND key = :s{t}_{s} AND {distance} <= :maxd AND EXISTS ({registered})"
+            )
+    return " UNION ".join(branches)
+
+
+def _candidate_params(fingerprint: int, layout: IndexLayout, hot_tables: frozenset[int] = frozenset()) -> dict[
+    str, Any
+]:
+    params: dict[str, Any] = {"q": to_signed64(fingerprint), "maxd": layout.k}
+    if hot_tables:
+        params["layout"] = layout.name
+    for t, key in layout.keys(fingerprint):
+        params[f"k{t}"] = key
+        if t in hot_tables:
+            for s, sub_key in layout.split_keys(fingerprint, t):
+                params[f"s{t}_{s}"] = sub_key
+    return params
+
+
+def simhash_candidates(
+    session: Session, fingerprint: int, layout: IndexLayout, *, owner: Owner, exclude_id: int | None = None
+) -> list[SimhashHit]:
+    """Owners whose Simhash is within ``layout.k`` bits of ``fingerprint``, nearest first."""
+    column = owner_column(owner)
+    postgres = is_postgres(session)
+    hot = hot_bucket_keys(session, layout)
+    hot_tables = frozenset(t for t, key in layout.keys(fingerprint) if (t, key) in hot) if hot else frozenset()
+    # owners through a correlated primary-key look-up per verified candidate: a join here invites a hash join
+    # over the whole table whenever the planner overestimates the candidates
+    owner_sql = f"SELECT f.{column.key} FROM fingerprints f WHERE f.id = c.id"
+    statement = text(f"SELECT ({owner_sql}) AS owner_id, c.value FROM ({_candidate_sql(layout, postgres, hot_tables)}) AS c")
+    best: dict[int, int] = {}
+    for owner_id, stored in session.execute(statement, _candidate_params(fingerprint, layout, hot_tables)):
+        if owner_id is None or owner_id == exclude_id:
+            continue
+        distance = hamming(to_unsigned64(stored), fingerprint)
+        if distance <= layout.k and distance < best.get(owner_id, layout.k + 1):
+            best[owner_id] = distance
+    return sorted((SimhashHit(o, d) for o, d in best.items()), key=lambda h: (h.distance, h.owner_id))
+
+
+# ------------------------------------------------------------------------------------------------- loading
+
+
+def ensure_simhash_indexes(connection: Connection, layout: IndexLayout) -> list[str]:
+    """Create the expression indexes of ``layout`` if they are missing; returns their names.
+
+    The migrations create the default layout's; a deployment that configures another layout gets its indexes
+    here (``storage.db.migrate`` calls this). Indexes of other layouts are left alone (drop them by name).
+    """
+    dialect = connection.dialect.name
+    created = []
+    for name, ddl in simhash_index_ddl(layout, dialect):
+        connection.exec_driver_sql(ddl)
+        created.append(name)
+    if dialect == "postgresql" and (connection.dialect.server_version_info or (0,)) >= (14,):
+        # PostgreSQL ignores the statistics of *partial* expression indexes when estimating; without these it
+        # guesses 0.5 % of the table per key, and at 10M rows that estimate switches on JIT compilation (~100 ms
+        # per look-up). Extended statistics on the same expressions give it the real ~N / 2**key_bits.
+        for t in range(layout.table_count):
+            connection.exec_driver_sql(
+                f"CREATE STATISTICS IF NOT EXISTS st_fingerprints_{layout.name}_t{t} "
+                f"ON ({layout.key_sql(t, 'value')}) FROM fingerprints"
+            )
+    return created
+
+
+def bulk_load_simhashes(
+    bind: Session | Connection,
+    items: Iterable[tuple[int, int]] | np.ndarray,
+    *,
+    owner: Owner,
+    layout: IndexLayout = DEFAULT_LAYOUT,
+    rebuild_indexes: bool = False,
+    batch_size: int = 200_000,
+) -> int:
+    """Load ``(owner_id, simhash)`` pairs as Simhash fingerprints; returns the number of rows loaded.
+
+    For owners that have no ``layout.kind`` fingerprint yet (a unique constraint refuses duplicates: use
+    :func:`storage.fingerprints.replace_fingerprints` to replace one). ``items`` may be an ``(n, 2)`` integer array (fastest).
+
+    PostgreSQL: ``COPY fingerprints (...) FROM STDIN (FORMAT BINARY)`` through psycopg 3, the rows encoded with
+    numpy. ``rebuild_indexes=True`` drops the layout's expression indexes and the owner foreign keys and unique
+    constraints first and adds them back afterwards, as pg_restore does: one sort per index and one anti-join per
+    foreign key instead of per-row b-tree inserts and trigger checks (about 4x faster; for initial loads and
+    re-imports: it holds an exclusive lock on ``fingerprints`` until the transaction ends, and a violation
+    found when adding a constraint back rolls the whole load back). SQLite: batched ``INSERT`` statements.
+    Fingerprints landing in re-split buckets are filed in ``simhash_hot_index`` too.
+    """
+    if layout.bits != 64:
+        raise ValueError(f"bulk loading indexes 64-bit Simhashes, got a layout of {layout.bits} bits")
+    column_name = owner_column(owner).key
+    connection = bind.connection() if isinstance(bind, Session) else bind
+    pairs = _as_pairs(items)
+    if len(pairs) == 0:
+        return 0
+    before = int(connection.scalar(select(func.coalesce(func.max(Fingerprint.id), 0))) or 0)
+    if connection.dialect.name == "postgresql":
+        if rebuild_indexes:
+            connection.exec_driver_sql(f"SET LOCAL maintenance_work_mem = '{_REBUILD_MAINTENANCE_WORK_MEM}'")
+            for name in simhash_index_names(layout):
+                connection.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
+            for name, _ in _REBUILT_CONSTRAINTS:
+                connection.exec_driver_sql(f"ALTER TABLE fingerprints DROP CONSTRAINT {name}")
+        _copy_simhashes(connection, pairs, column_name, layout.kind, batch_size)
+        if rebuild_indexes:
+            # one sort per unique constraint and index, one anti-join per foreign key: what pg_restore does
+            for name, definition in _REBUILT_CONSTRAINTS:
+                connection.exec_driver_sql(f"ALTER TABLE fingerprints ADD CONSTRAINT {name} {definition}")
+            ensure_simhash_indexes(connection, layout)
+            connection.exec_driver_sql("ANALYZE fingerprints")  # estimates for the new rows before autovacuum
+    else:
+        now = datetime.now(UTC)
+        statement = text(
+            f"INSERT INTO fingerprints ({column_name}, kind, value, created_at) VALUES (:o, :k, :v, :t)"
+        )
+        for start in range(0, len(pairs), batch_size):
+            chunk = pairs[start : start + batch_size]
+            connection.execute(
+                statement, [{"o": int(o), "k": layout.kind, "v": int(v), "t": now} for o, v in chunk.tolist()]
+            )
+    file_new_rows_in_hot_buckets(connection, layout, after_id=before)
+    return len(pairs)
+
+
+# Constraints of ``fingerprints`` that a rebuilding bulk load drops and adds back (names and definitions as in
+# storage.models / the migrations); primary key and CHECK stay.
+_REBUILT_CONSTRAINTS = (
+    ("fk_fingerprints_page_id_pages", "FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE"),
+    ("fk_fingerprints_chapter_id_chapters", "FOREIGN KEY (chapter_id) REFERENCES chapters (id) ON DELETE CASCADE"),
+    ("uq_fingerprints_page_id_kind", "UNIQUE (page_id, kind)"),
+    ("uq_fingerprints_chapter_id_kind", "UNIQUE (chapter_id, kind)"),
+)
+_REBUILD_MAINTENANCE_WORK_MEM = "1GB"
+
+
+def _as_pairs(items: Iterable[tuple[int, int]] | np.ndarray) -> np.ndarray:
+    if isinstance(items, np.ndarray):
+        array = items
+    else:
+        array = np.array([(o, to_signed64(v)) for o, v in items], dtype=np.int64).reshape(-1, 2)
+    if array.ndim != 2 or array.shape[1] != 2:
+        raise ValueError(f"expected (owner_id, simhash) pairs, got an array of shape {array.shape}")
+    if array.dtype == np.uint64:
+        array = array.view(np.int64)
+    return array.astype(np.int64, copy=False)
+
+
+def _copy_rows_binary(owner_ids: np.ndarray, values: np.ndarray, kind: str, created_us: int) -> bytes:
+    """Rows ``(owner bigint, kind text, value bigint, created_at timestamptz)`` of binary ``COPY``."""
+    kind_bytes = kind.encode()
+    fields = [(">i8", owner_ids), (f"S{len(kind_bytes)}", kind_bytes), (">i8", values), (">i8", created_us)]
+    return binary_copy_rows(len(owner_ids), fields)
+
+
+def _copy_simhashes(connection: Connection, pairs: np.ndarray, owner_column: str, kind: str, batch: int) -> None:
+    raw = connection.connection.driver_connection  # the psycopg 3 connection, inside SQLAlchemy's transaction
+    created_us = int(datetime.now(UTC).timestamp() * 1_000_000) - PG_EPOCH_US
+    with raw.cursor() as cursor:  # type: ignore[union-attr]
+        sql = f"COPY fingerprints ({owner_column}, kind, value, created_at) FROM STDIN (FORMAT BINARY)"
+        with cursor.copy(sql) as copy:
+            copy.write(COPY_HEADER)
+            for start in range(0, len(pairs), batch):
+                chunk = pairs[start : start + batch]
+                copy.write(_copy_rows_binary(chunk[:, 0], chunk[:, 1], kind, created_us))
+            copy.write(COPY_TRAILER)
