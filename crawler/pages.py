@@ -6,10 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from fptrack.core.errors import FptrackError
+
 __all__ = ["RENDER_JS_MODES", "CrawlError", "CrawlFailure", "CrawlOptions", "CrawlProgress", "CrawlStats", "CrawledPage"]
 
 
-class CrawlError(Exception):
+class CrawlError(FptrackError):
     """A crawl was asked for with bad arguments (a start URL that is not http(s), max_pages < 1, ...)."""
 
 
@@ -87,7 +89,7 @@ RENDER_JS_MODES = ("auto", "yes", "no")
 @dataclass(frozen=True)
 class CrawlOptions:
     """How one crawl behaves beyond its start URLs and limits: a managed site's settings
-    (:mod:`jobs.sites`) or the options of ``fptrack crawl``. ``None`` means: the global setting.
+    (:func:`jobs.sites.crawl_options`) or the options of ``fptrack crawl``. ``None`` means: the global setting.
 
     - ``allowed_hosts``: more sites (``host`` or ``host:port``) that links may lead to;
     - ``include`` / ``exclude``: regular expressions (``re.search``) on link URLs: a link is followed when it

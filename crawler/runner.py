@@ -1,33 +1,46 @@
 """``run_crawl``: one Scrapy crawl, in this process, from start URLs to a :class:`CrawlStats`.
 
-Once per process: Scrapy runs on Twisted's reactor, which cannot be restarted after it stops. The CLI calls
-``run_crawl`` once per command; tests and long-running services run each crawl in a child process.
+Once per process: Scrapy runs on Twisted's reactor, which cannot be restarted after it stops. The crawl service
+(:func:`jobs.crawls.run_crawl_job`) calls ``run_crawl`` once per process: ``fptrack crawl`` and ``fptrack sites run``
+in theirs, a scheduled crawl in a process of its own (:mod:`jobs.site_crawl`); tests run each crawl in a child.
+
+The Scrapy settings of a crawl are :data:`STATIC_SCRAPY_SETTINGS`, the same for every crawl (the components and
+their order), and what :func:`scrapy_settings` derives from fptrack's settings and the crawl's options.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from fptrack.core.settings import Settings
 from fptrack.crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
 from fptrack.crawler.links import request_url
-from fptrack.crawler.pages import RENDER_JS_MODES, CrawledPage, CrawlError, CrawlOptions, CrawlProgress, CrawlStats
+from fptrack.crawler.pages import (
+    RENDER_JS_MODES,
+    CrawledPage,
+    CrawlError,
+    CrawlOptions,
+    CrawlProgress,
+    CrawlStats,
+)
 from fptrack.crawler.pipelines import HOOKS_SETTING, CrawlHooks
 from fptrack.crawler.render import RenderPlan, plan_rendering, playwright_settings
 from fptrack.crawler.store import PageStore
-from fptrack.core.settings import Settings
 
 if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.resume import CrawlState
 
-__all__ = ["PROTECTED_SCRAPY_SETTINGS", "check_options", "run_crawl", "scrapy_settings"]
+__all__ = ["PROTECTED_SCRAPY_SETTINGS", "STATIC_SCRAPY_SETTINGS", "check_options", "run_crawl", "scrapy_settings"]
 
 # Settings the crawl's correctness and safety rest on: ``-s`` cannot replace them.
 PROTECTED_SCRAPY_SETTINGS = frozenset(
@@ -73,6 +86,44 @@ def check_options(options: CrawlOptions) -> None:
         raise CrawlError(f"--allow-private-host: {error}") from None
 
 
+STATIC_SCRAPY_SETTINGS: Mapping[str, Any] = MappingProxyType({
+    "BOT_NAME": "fptrack",
+    "ROBOTSTXT_USER_AGENT": "fptrack",
+    "TWISTED_DNS_RESOLVER": "fptrack.crawler.guard.GuardedResolver",
+    "DOWNLOAD_WARNSIZE": 0,
+    "RETRY_TIMES": 1,
+    "RETRY_HTTP_CODES": [502, 503, 504, 408, 429],
+    "REDIRECT_MAX_TIMES": 10,
+    # Breadth first, so a max_pages budget is spent on the shallowest pages.
+    "DEPTH_LIMIT": 0,
+    "DEPTH_PRIORITY": 1,
+    "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+    "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    # Every request (redirects and robots.txt included) passes the site scope, then the private-address guard,
+    # before robots.txt is fetched and before any connection.
+    "DOWNLOADER_MIDDLEWARES": {
+        "fptrack.crawler.middlewares.StayOnStartSites": 50,
+        "fptrack.crawler.guard.PrivateAddressGuard": 60,
+        # process_response runs from the highest number down: it sees a 3xx before RedirectMiddleware (600)
+        "fptrack.crawler.middlewares.RefuseRedirectLoops": 650,
+        "fptrack.crawler.conditional.ConditionalRequests": 70,
+    },
+    "EXTENSIONS": {"fptrack.crawler.middlewares.SkipBinaryBodies": 100, "fptrack.crawler.render.RenderStats": 110},
+    "ITEM_PIPELINES": {
+        "fptrack.crawler.pipelines.RecordPipeline": 100,
+        "fptrack.crawler.pipelines.PersistPipeline": 200,
+        "fptrack.crawler.pipelines.SinkPipeline": 250,
+        "fptrack.crawler.pipelines.ProgressPipeline": 300,
+    },
+    "TELNETCONSOLE_ENABLED": False,
+    "LOG_LEVEL": "WARNING",
+    "STATS_DUMP": False,
+    "COOKIES_ENABLED": True,
+})
+"""The Scrapy settings every fptrack crawl has, whatever its settings and options: the components in their order,
+breadth-first scheduling, retries and redirects, quiet logs. :func:`scrapy_settings` adds what depends on them."""
+
+
 def scrapy_settings(
     settings: Settings,
     *,
@@ -81,23 +132,22 @@ def scrapy_settings(
     shared: SharedCrawl | None = None,
     render: RenderPlan | None = None,
 ) -> dict[str, Any]:
-    """The Scrapy settings of an fptrack crawl, derived from fptrack's :class:`Settings` and the crawl's
-    :class:`CrawlOptions` (per-site politeness, private hosts allowed, ``-s`` settings passed through); with
-    ``shared``, the frontier and dupefilter of a distributed crawl in Redis (:mod:`crawler.distributed`); when it
-    renders pages built by scripts, its :class:`crawler.render.RenderPlan`."""
+    """The Scrapy settings of an fptrack crawl: :data:`STATIC_SCRAPY_SETTINGS` and what derives from fptrack's
+    :class:`Settings` and the crawl's :class:`CrawlOptions` (per-site politeness, private hosts allowed, ``-s``
+    settings passed through, applied last); with ``shared``, the frontier and dupefilter of a distributed crawl in
+    Redis (:mod:`crawler.distributed`); when it renders pages built by scripts, its
+    :class:`crawler.render.RenderPlan`."""
     options = options or CrawlOptions()
-    max_bytes = settings.crawl_max_body_bytes
     per_site = options.concurrency or settings.crawl_concurrency_per_site
     delay = settings.crawl_delay if options.delay is None else options.delay
     obey_robots = settings.crawl_obey_robots if options.obey_robots is None else options.obey_robots
     policy = PrivateAddressPolicy.from_entries(
         (*settings.allow_private_hosts, *options.allow_private_hosts), proxies=proxy_hosts()
     )
-    values = {
-        "BOT_NAME": "fptrack",
+    values = copy.deepcopy(dict(STATIC_SCRAPY_SETTINGS))  # the crawl's own: Scrapy may change what it is given
+    values.update({
         "USER_AGENT": settings.user_agent,
         "ROBOTSTXT_OBEY": obey_robots,
-        "ROBOTSTXT_USER_AGENT": "fptrack",
         "CONCURRENT_REQUESTS": max(settings.crawl_concurrency, per_site),
         "CONCURRENT_REQUESTS_PER_DOMAIN": per_site,
         "DOWNLOAD_DELAY": delay,
@@ -108,40 +158,10 @@ def scrapy_settings(
         "AUTOTHROTTLE_MAX_DELAY": max(delay, 30.0),
         "AUTOTHROTTLE_TARGET_CONCURRENCY": float(per_site),
         POLICY_SETTING: policy,
-        "TWISTED_DNS_RESOLVER": "fptrack.crawler.guard.GuardedResolver",
         "DOWNLOAD_TIMEOUT": settings.crawl_timeout,
-        "DOWNLOAD_MAXSIZE": max_bytes,
-        "DOWNLOAD_WARNSIZE": 0,
-        "RETRY_TIMES": 1,
-        "RETRY_HTTP_CODES": [502, 503, 504, 408, 429],
-        "REDIRECT_MAX_TIMES": 10,
-        # Breadth first, so a max_pages budget is spent on the shallowest pages.
-        "DEPTH_LIMIT": 0,
-        "DEPTH_PRIORITY": 1,
-        "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
-        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
-        # Every request (redirects and robots.txt included) passes the site scope, then the private-address guard,
-        # before robots.txt is fetched and before any connection.
-        "DOWNLOADER_MIDDLEWARES": {
-            "fptrack.crawler.middlewares.StayOnStartSites": 50,
-            "fptrack.crawler.guard.PrivateAddressGuard": 60,
-            # process_response runs from the highest number down: it sees a 3xx before RedirectMiddleware (600)
-            "fptrack.crawler.middlewares.RefuseRedirectLoops": 650,
-            "fptrack.crawler.conditional.ConditionalRequests": 70,
-        },
-        "EXTENSIONS": {"fptrack.crawler.middlewares.SkipBinaryBodies": 100, "fptrack.crawler.render.RenderStats": 110},
-        "ITEM_PIPELINES": {
-            "fptrack.crawler.pipelines.RecordPipeline": 100,
-            "fptrack.crawler.pipelines.PersistPipeline": 200,
-            "fptrack.crawler.pipelines.SinkPipeline": 250,
-            "fptrack.crawler.pipelines.ProgressPipeline": 300,
-        },
+        "DOWNLOAD_MAXSIZE": settings.crawl_max_body_bytes,
         HOOKS_SETTING: hooks,
-        "TELNETCONSOLE_ENABLED": False,
-        "LOG_LEVEL": "WARNING",
-        "STATS_DUMP": False,
-        "COOKIES_ENABLED": True,
-    }
+    })
     if shared is not None:
         from fptrack.crawler.distributed import scrapy_redis_settings
 
@@ -190,24 +210,11 @@ def run_crawl(
     options = options or CrawlOptions()
     check_options(options)
     render = plan_rendering(options.render_js, settings)  # render_js=yes without Chromium: a one-line error here
-    global _ran_in_this_process
-    urls = list(dict.fromkeys(request_url(url) for url in _as_url_list(start_urls)))
-    if not urls:
-        raise CrawlError("no start URLs given")
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-        raise CrawlError(f"depth must be an integer >= 0, got {depth!r}")
-    if isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1:
-        raise CrawlError(f"max_pages must be an integer >= 1, got {max_pages!r}")
-    with _lock:
-        if _ran_in_this_process:
-            raise CrawlError(
-                "run_crawl runs once per process (Twisted's reactor cannot restart); start a new process"
-            )
-        _ran_in_this_process = True
-
-    from scrapy.crawler import CrawlerProcess
+    urls = _checked_start(start_urls, depth, max_pages)
+    _take_the_reactor()
 
     from fptrack.crawler.spiders import PageSpider
+    from scrapy.crawler import CrawlerProcess
 
     if (sink is None) == (store is None):
         raise CrawlError("run_crawl needs exactly one of sink= and store=")
@@ -216,17 +223,8 @@ def run_crawl(
         hooks.ledger.notes.append(render.unavailable)
         logging.getLogger(__name__).warning("%s; pages built by scripts keep their static text", render.unavailable)
     process = CrawlerProcess(scrapy_settings(settings, hooks=hooks, options=options, shared=shared, render=render))
-    # Each failed request is reported once, in CrawlStats.failures; the retry middleware's own
-    # "Gave up retrying" ERROR line would only repeat it on the user's terminal.
-    logging.getLogger("scrapy.downloadermiddlewares.retry").setLevel(logging.CRITICAL)
-    # A robots.txt that cannot be fetched (refused, timed out) leaves the page to fail on its own, with its reason.
-    logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
+    _quiet_repeated_failures()
     started = time.monotonic()
-    spider_kwargs = {
-        "max_links": settings.crawl_max_links,
-        "max_chars": settings.max_page_chars,
-        "max_bytes": settings.crawl_max_body_bytes,
-    }
     process.crawl(
         PageSpider,
         start_urls=urls,
@@ -235,7 +233,9 @@ def run_crawl(
         extra_sites=[request_site(host) for host in options.allowed_hosts],
         include=options.include,
         exclude=options.exclude,
-        **spider_kwargs,
+        max_links=settings.crawl_max_links,
+        max_chars=settings.max_page_chars,
+        max_bytes=settings.crawl_max_body_bytes,
         take_page=shared.take_page if shared is not None else None,
         seed=shared is None or shared.first,
         render=render,
@@ -243,11 +243,45 @@ def run_crawl(
     )
     with _stop_on_signals(process) as stopped:
         process.start(install_signal_handlers=False)
-    elapsed = time.monotonic() - started
-
-    ledger = hooks.ledger
     if stopped:  # the spider may not have closed (forced stop): the crawl was interrupted all the same
-        ledger.finish_reason = "shutdown"
+        hooks.ledger.finish_reason = "shutdown"
+    return _stats_of(hooks, elapsed=time.monotonic() - started)
+
+
+def _checked_start(start_urls: Sequence[str], depth: int, max_pages: int) -> list[str]:
+    """The start URLs as requested (deduplicated, in order); :class:`CrawlError` for bad start arguments."""
+    urls = list(dict.fromkeys(request_url(url) for url in _as_url_list(start_urls)))
+    if not urls:
+        raise CrawlError("no start URLs given")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+        raise CrawlError(f"depth must be an integer >= 0, got {depth!r}")
+    if isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1:
+        raise CrawlError(f"max_pages must be an integer >= 1, got {max_pages!r}")
+    return urls
+
+
+def _take_the_reactor() -> None:
+    """Twisted's reactor runs once per process: the first crawl takes it, a second one is a :class:`CrawlError`."""
+    global _ran_in_this_process
+    with _lock:
+        if _ran_in_this_process:
+            raise CrawlError(
+                "run_crawl runs once per process (Twisted's reactor cannot restart); start a new process"
+            )
+        _ran_in_this_process = True
+
+
+def _quiet_repeated_failures() -> None:
+    # Each failed request is reported once, in CrawlStats.failures; the retry middleware's own
+    # "Gave up retrying" ERROR line would only repeat it on the user's terminal.
+    logging.getLogger("scrapy.downloadermiddlewares.retry").setLevel(logging.CRITICAL)
+    # A robots.txt that cannot be fetched (refused, timed out) leaves the page to fail on its own, with its reason.
+    logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
+
+
+def _stats_of(hooks: CrawlHooks, *, elapsed: float) -> CrawlStats:
+    """What the crawl's pipelines recorded (its ledger), as the :class:`CrawlStats` it returns."""
+    ledger = hooks.ledger
     return CrawlStats(
         pages_seen=ledger.pages_seen,
         pages_with_text=ledger.pages_with_text,

@@ -28,32 +28,35 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Self
 
-from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session, sessionmaker
-
+from fptrack.core.errors import FptrackError
+from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from fptrack.crawler.store import PageStore, StoreCounts
+from fptrack.jobs.pipeline import INFRINGING_STATUSES, settle_sites
 from fptrack.storage.db import retry_in_session, retry_while_unreachable, session_scope
 from fptrack.storage.fingerprints import id_chunks
-from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, utcnow
-from fptrack.core.settings import Settings
+from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of
+from fptrack.taskqueue import workers_on_queue
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session, sessionmaker
 
 if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.resume import CrawlState
 
-__all__ = ["CrawlOutcome", "WaitProgress", "run_crawl_job"]
+__all__ = ["CrawlOutcome", "HandOffError", "WaitProgress", "run_crawl_job"]
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5
 
 
-class HandOffError(RuntimeError):
+class HandOffError(FptrackError, RuntimeError):
     """Pages were stored but could not be handed to the fingerprint stage (no broker, no worker)."""
 
 
@@ -154,104 +157,160 @@ def run_crawl_job(
     killed: the pages that crawl stored are not fetched again (those it left uncompared are compared now), the
     budget counts them, and the job's stats say it resumed. It is removed when the crawl ends normally."""
     from fptrack.jobs import tasks
-    from fptrack.crawler.runner import run_crawl
 
     tasks.configure(settings)
-    stop = _StopSignals()
     started = time.monotonic()
     if shared is not None and shared.joined is not None:
         depth, max_pages = shared.joined.depth, shared.joined.max_pages
+    job_id = _open_job(sessions, urls, depth, max_pages, site_id, trigger, on_start=on_start, shared=shared)
+    outcome = CrawlOutcome(job_id=job_id, role=shared.joined.role if shared and shared.joined else "")
+    dispatcher = _Dispatcher(settings, tasks)
+    with ExitStack() as stack:
+        # With no broker, one thread of this process stores and compares each batch while Scrapy's thread goes on
+        # fetching and parsing (lxml, numpy and SQLite run outside the GIL); one writer, so SQLite never contends.
+        local = None
+        if settings.tasks_in_process:
+            local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fptrack-store")
+            stack.callback(local.shutdown, wait=True, cancel_futures=True)
+        store = PageStore(sessions, job_id=job_id, dispatch=dispatcher, executor=local)
+        if not settings.tasks_in_process and not workers_on_queue(settings.task_queue):
+            log.warning(
+                "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored meanwhile; "
+                "the crawl fails if none shows up while it waits)",
+                settings.task_queue,
+            )
+        if state is not None:
+            stack.callback(state.close)  # harmless once the state is removed (the crawl ran to its end)
+        # The whole job, not only the crawl, answers Ctrl+C and SIGTERM: during the crawl run_crawl stops Scrapy
+        # (gracefully, then at once); before and after it (storing, waiting on workers) the job is interrupted.
+        stop = stack.enter_context(_StopSignals())
+        job = _Job(settings, sessions, tasks, outcome, store, dispatcher, stop, shared, started)
+        try:
+            job.crawl(urls, depth, max_pages, progress, options, state)
+            job.compare_pages(waiting)
+            job.conclude()
+        except KeyboardInterrupt:
+            outcome.status, outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
+        except HandOffError as error:
+            outcome.status, outcome.error = CrawlJobStatus.FAILED.value, str(error)
+        except BaseException as error:
+            outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"{type(error).__name__}: {error}"
+            job.record_end()
+            raise
+    job.count()
+    return job.record_end()
+
+
+def _open_job(
+    sessions: sessionmaker[Session], urls: Sequence[str], depth: int, max_pages: int, site_id: int | None,
+    trigger: str, *, on_start: Callable[[int], None] | None, shared: SharedCrawl | None,
+) -> int:
+    """The job's id: a new ``crawl_jobs`` row (told to ``on_start``, and published to the other processes of a
+    distributed run this one started), or the row the run's first process made."""
     try:
-        if shared is None or shared.first:
-            job_id = _start_job(sessions, urls, depth, max_pages, site_id, trigger)
-            if shared is not None:
-                shared.publish_job(job_id)
-            if on_start is not None:
-                on_start(job_id)
-        else:
-            job_id = shared.wait_for_job()
+        if shared is not None and not shared.first:
+            return shared.wait_for_job()
+        job_id = _start_job(sessions, urls, depth, max_pages, site_id, trigger)
+        if shared is not None:
+            shared.publish_job(job_id)
+        if on_start is not None:
+            on_start(job_id)
+        return job_id
     except Exception as error:
         if shared is not None:  # no job to store into: leave the run, so that it can end
             from fptrack.crawler.distributed import CrawlPart
 
             shared.leave(CrawlPart(stats=None, error=f"{type(error).__name__}: {error}"))
         raise
-    outcome = CrawlOutcome(job_id=job_id, role=shared.joined.role if shared and shared.joined else "")
-    dispatcher = _Dispatcher(settings, tasks)
-    # With no broker, one thread of this process stores and compares each batch while Scrapy's thread goes on
-    # fetching and parsing (lxml, numpy and SQLite run outside the GIL); one writer, so SQLite never contends.
-    local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fptrack-store") if settings.tasks_in_process else None
-    store = PageStore(sessions, job_id=job_id, dispatch=dispatcher, executor=local)
-    resumed = ""
-    if not settings.tasks_in_process and not _workers_on_queue(tasks, settings.task_queue):
-        log.warning(
-            "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored meanwhile; "
-            "the crawl fails if none shows up while it waits)",
-            settings.task_queue,
-        )
-    try:
-        # The whole job, not only the crawl, answers Ctrl+C and SIGTERM: during the crawl run_crawl stops Scrapy
-        # (gracefully, then at once); before and after it (storing, waiting on workers) the job is interrupted.
-        stop.__enter__()
+
+
+@dataclass
+class _Job:
+    """A crawl job while it runs: the parts :func:`run_crawl_job` set up, and its steps, which fill ``outcome``."""
+
+    settings: Settings
+    sessions: sessionmaker[Session]
+    tasks: Any  # jobs.tasks
+    outcome: CrawlOutcome
+    store: PageStore
+    dispatcher: _Dispatcher
+    stop: _StopSignals
+    shared: SharedCrawl | None
+    started: float
+
+    def crawl(
+        self, urls: Sequence[str], depth: int, max_pages: int, progress: Callable[[CrawlProgress], None] | None,
+        options: CrawlOptions | None, state: CrawlState | None,
+    ) -> None:
+        """The crawl itself (Scrapy), continuing ``state`` when an earlier crawl of it was killed, and every page
+        it stored written and handed on; the state is removed when the crawl ran to its end."""
+        from fptrack.crawler.runner import run_crawl
+
+        resumed = ""
         if state is not None:
-            resumed = _resume(sessions, state, job_id, store, dispatcher)
-        outcome.stats = run_crawl(
-            list(urls), settings=settings, depth=depth, max_pages=max_pages, store=store, progress=progress,
-            options=options, shared=shared, state=state,
-        )
-        store.flush()
-        store.drain()
+            resumed = _resume(self.sessions, state, self.outcome.job_id, self.store, self.dispatcher)
+        self.outcome.stats = run_crawl(
+            list(urls), settings=self.settings, depth=depth, max_pages=max_pages, store=self.store,
+            progress=progress, options=options, shared=self.shared, state=state,
+        )  # fmt: skip
+        self.store.flush()
+        self.store.drain()
+        stats = self.outcome.stats
         if resumed:
-            outcome.stats = replace(outcome.stats, notes=(*outcome.stats.notes, resumed))
-        if state is not None and outcome.stats.finish_reason in FINISHED_NORMALLY and not stop.received:
+            stats = self.outcome.stats = replace(stats, notes=(*stats.notes, resumed))
+        if state is not None and stats.finish_reason in FINISHED_NORMALLY and not self.stop.received:
             state.remove()  # every page it holds is stored: nothing left to resume
-            state = None
-        outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
-        outcome.pages_queued = store.counts.to_compare
-        if outcome.stats.interrupted or stop.received:
-            outcome.status, outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
-        elif settings.tasks_in_process:
-            _compare_the_rest(sessions, settings, store, dispatcher)
+        self._count_stored()
+
+    def compare_pages(self, waiting: Callable[[WaitProgress], None] | None) -> None:
+        """Every page of the crawl compared: here (no broker), or by the workers, awaited; an interrupted crawl
+        goes no further."""
+        assert self.outcome.stats is not None  # crawled
+        if self.outcome.stats.interrupted or self.stop.received:
+            self.outcome.status, self.outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
+        elif self.settings.tasks_in_process:
+            _compare_the_rest(self.sessions, self.settings, self.store, self.dispatcher)
         else:
-            if dispatcher.error:
-                raise HandOffError(dispatcher.error)
-            _wait_for_workers(sessions, settings, tasks, store, waiting)
-        if outcome.status == CrawlJobStatus.RUNNING.value and shared is not None:
-            outcome.status = CrawlJobStatus.FINISHED.value  # this process's part; the last to leave settles
-        if outcome.status == CrawlJobStatus.RUNNING.value:
-            _settle(sessions, store.counts.site_ids, settings)
-            stats = outcome.stats
-            if stats.pages_seen == 0 and stats.failures:
-                url, reason = stats.failures[0]
-                outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"cannot crawl {url}: {reason}"
-            else:
-                outcome.status = CrawlJobStatus.FINISHED.value
-    except KeyboardInterrupt:
-        outcome.status, outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
-    except HandOffError as error:
-        outcome.status, outcome.error = CrawlJobStatus.FAILED.value, str(error)
-    except BaseException as error:
-        outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"{type(error).__name__}: {error}"
-        if shared is None:
-            _finish_job(sessions, outcome, store.counts)
+            if self.dispatcher.error:
+                raise HandOffError(self.dispatcher.error)
+            _wait_for_workers(self.sessions, self.settings, self.tasks, self.store, waiting)
+
+    def conclude(self) -> None:
+        """The verdict of a job still running: one process of a distributed crawl has done its part (the last to
+        leave settles the sites); otherwise the crawl's sites settle, and the job failed when it reached no page."""
+        outcome = self.outcome
+        if outcome.status != CrawlJobStatus.RUNNING.value:
+            return
+        if self.shared is not None:
+            outcome.status = CrawlJobStatus.FINISHED.value
+            return
+        _settle(self.sessions, self.store.counts.site_ids, self.settings)
+        assert outcome.stats is not None  # crawled
+        if outcome.stats.pages_seen == 0 and outcome.stats.failures:
+            url, reason = outcome.stats.failures[0]
+            outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"cannot crawl {url}: {reason}"
         else:
-            _leave_shared(shared, sessions, settings, outcome, store, started)
-        raise
-    finally:
-        stop.__exit__()
-        if state is not None:
-            state.close()
-        if local is not None:
-            local.shutdown(wait=True, cancel_futures=True)
-    outcome.pages_stored, outcome.pages_unchanged = store.counts.stored, store.counts.unchanged
-    outcome.pages_queued = store.counts.to_compare
-    outcome.copies = _copies(sessions, store.counts.page_ids)
-    outcome.pages_compared = _compared(sessions, store.counts.page_ids)
-    outcome.elapsed_seconds = time.monotonic() - started
-    if shared is not None:
-        return _leave_shared(shared, sessions, settings, outcome, store, started)
-    _finish_job(sessions, outcome, store.counts)
-    return outcome
+            outcome.status = CrawlJobStatus.FINISHED.value
+
+    def count(self) -> None:
+        """What the job did as the database has it now: pages stored and compared, pages that copy works."""
+        self._count_stored()
+        self.outcome.copies = _copies(self.sessions, self.store.counts.page_ids)
+        self.outcome.pages_compared = _compared(self.sessions, self.store.counts.page_ids)
+        self.outcome.elapsed_seconds = time.monotonic() - self.started
+
+    def record_end(self) -> CrawlOutcome:
+        """Record the job's end: this process's own job, or its part of a distributed run (the outcome of the
+        whole job when this process is the last to leave it)."""
+        if self.shared is None:
+            _finish_job(self.sessions, self.outcome, self.store.counts)
+            return self.outcome
+        return _leave_shared(self.shared, self.sessions, self.settings, self.outcome, self.store, self.started)
+
+    def _count_stored(self) -> None:
+        counts = self.store.counts
+        self.outcome.pages_stored, self.outcome.pages_unchanged = counts.stored, counts.unchanged
+        self.outcome.pages_queued = counts.to_compare
 
 
 def _leave_shared(
@@ -310,8 +369,6 @@ def _leave_shared(
 
 def _settle(sessions: sessionmaker[Session], site_ids: set[int], settings: Settings) -> None:
     """Settle the crawl's sites (idempotent: run again if the database was restarted meanwhile)."""
-    from fptrack.jobs.pipeline import settle_sites
-
     retry_in_session(sessions, lambda session: settle_sites(session, site_ids, settings),
                      what="settling the crawl's sites")  # fmt: skip
 
@@ -458,16 +515,6 @@ def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:
     return retry_in_session(sessions, read, what="counting the pages still to compare")
 
 
-def _workers_on_queue(tasks: Any, queue: str) -> list[str] | None:
-    """Names of the workers consuming ``queue`` (asks them over the broker; [] when none answers), or None when
-    the broker cannot be asked: a broker down (restarting) says nothing about the workers."""
-    try:
-        return sorted(tasks.workers_answering(2.0, queue=queue))
-    except Exception as error:  # noqa: BLE001 - any broker trouble means: no answer
-        log.warning("cannot ask the workers which queues they consume: %s", error)
-        return None
-
-
 def _wait_for_workers(
     sessions: sessionmaker[Session],
     settings: Settings,
@@ -490,7 +537,7 @@ def _wait_for_workers(
             continue
         idle = now - last_change
         if idle >= settings.no_worker_seconds and not checked_workers:
-            workers = _workers_on_queue(tasks, settings.task_queue)
+            workers = workers_on_queue(settings.task_queue)
             checked_workers = workers is not None  # the broker could not be asked: ask again at the next poll
             if workers == []:
                 raise HandOffError(
@@ -531,9 +578,9 @@ def _compare_the_rest(
 
 
 def _copies(sessions: sessionmaker[Session], page_ids: set[int]) -> list[tuple[str, int]]:
-    """(url, chapters) of the crawl's pages that copy registered works (not dismissed), whether or not the copies
-    were found by an earlier crawl."""
-    statuses = [MatchStatus.FLAGGED, MatchStatus.CONFIRMED]
+    """(url, chapters) of the crawl's pages that copy registered works without a licence and whose matches a
+    reviewer did not dismiss (:data:`jobs.pipeline.INFRINGING_STATUSES`), whether or not the copies were found by
+    an earlier crawl."""
 
     def read(session: Session) -> list[tuple[str, int]]:
         found: list[tuple[str, int]] = []
@@ -543,7 +590,7 @@ def _copies(sessions: sessionmaker[Session], page_ids: set[int]) -> list[tuple[s
                 for url, count in session.execute(
                     select(Page.url, func.count(Match.id))
                     .join(Match, Match.page_id == Page.id)
-                    .where(Page.id.in_(chunk), Match.status.in_(statuses))
+                    .where(Page.id.in_(chunk), Match.status.in_(INFRINGING_STATUSES))
                     .group_by(Page.url)
                 )
             )

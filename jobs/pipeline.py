@@ -13,17 +13,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from fptrack.compare.service import index_work, recompare_pages
+from fptrack.compare.templates import settle_site
+from fptrack.core.settings import Settings
+from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.models import Match, MatchStatus, Page, Site, Work, utcnow
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from fptrack.compare.service import index_work, recompare_pages
-from fptrack.compare.templates import settle_site
-from fptrack.storage.fingerprints import id_chunks
-from fptrack.storage.models import Match, MatchStatus, Page, Site, Work, utcnow
-from fptrack.core.settings import Settings
-
 __all__ = [
     "COPYING_STATUSES",
+    "INFRINGING_STATUSES",
     "LeftBehind",
     "index_and_recheck",
     "settle_sites",
@@ -35,6 +35,9 @@ __all__ = [
 RECHECK_BATCH = 64
 # the statuses of a match whose page copies its work (any but dismissed): what "pages copying a work" counts
 COPYING_STATUSES = (MatchStatus.FLAGGED, MatchStatus.LICENSED, MatchStatus.CONFIRMED)
+# of those, the copies made without a licence (licensed ones are the rights holder's own sites): what a crawl
+# reports as the copies it found, and what takedown re-checks follow
+INFRINGING_STATUSES = (MatchStatus.FLAGGED, MatchStatus.CONFIRMED)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

@@ -33,16 +33,18 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select, update
-from sqlalchemy.orm import Session, sessionmaker
-
+from fptrack.core.errors import FptrackError
+from fptrack.core.settings import Settings, classify_allow_entry
 from fptrack.crawler.guard import PrivateAddressPolicy
 from fptrack.crawler.guarded_http import FetchFailure, FetchResult, GuardedFetcher, NoSuchHost
+from fptrack.jobs.pipeline import INFRINGING_STATUSES
 from fptrack.storage.db import session_scope
 from fptrack.storage.fingerprints import id_chunks
-from fptrack.storage.models import Match, MatchStatus, MonitorLock, Page, Site, TakedownCheck, as_utc, utcnow
-from fptrack.core.settings import Settings, classify_allow_entry
+from fptrack.storage.locks import drop_lock, holder_died, refresh_lock, take_lock
+from fptrack.storage.models import Match, MonitorLock, Page, Site, TakedownCheck, utcnow
 from fptrack.storage.sites import site_of
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
 
 __all__ = [
     "LOCK_NAME",
@@ -59,12 +61,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 LOCK_NAME = "recheck:takedowns"
-RECHECKED_STATUSES = (MatchStatus.FLAGGED.value, MatchStatus.CONFIRMED.value)
+RECHECKED_STATUSES = tuple(status.value for status in INFRINGING_STATUSES)
 GONE_STATUSES = frozenset({404, 410, 451})
 TAKEN_DOWN = frozenset({"gone", "removed"})
 
 
-class RecheckError(ValueError):
+class RecheckError(FptrackError, ValueError):
     """A re-check that cannot be done as asked (an unknown match id); the message says why, in one line."""
 
 
@@ -154,11 +156,10 @@ def judge_response(
         return {match_id: ("gone", detail) for match_id in chapters}
     if result.status != 200:
         return {match_id: ("error", f"HTTP {result.status}") for match_id in chapters}
-    from scrapy.http import Response
-
     from fptrack.compare.service import verify_chapters
     from fptrack.crawler.parse import parse_response
     from fptrack.fingerprint.pipeline import fingerprint_text
+    from scrapy.http import Response
 
     response = Response(url=result.final_url, status=result.status, headers=result.headers, body=result.body)
     page = parse_response(response, requested_url=result.url, fetched_at=fetched_at).page
@@ -322,15 +323,12 @@ def _template_of(session: Session, target: _Target, templates: dict[int, frozens
 def _claim(session: Session, settings: Settings, now: datetime) -> str | None:
     """Take ``recheck:takedowns`` (a dead holder's claim is taken over); the token, or None when a live run
     holds it."""
-    from fptrack.jobs.sites import owner_is_dead, take_lock
-
     held = session.get(MonitorLock, LOCK_NAME, with_for_update=True)
     if held is not None:
-        beat = as_utc(held.heartbeat_at)
-        if beat >= now - timedelta(seconds=settings.crawl_stale_seconds) and not owner_is_dead(held.owner):
+        if not holder_died(held, now - timedelta(seconds=settings.crawl_stale_seconds)):
             return None
         log.warning("taking over the claim %s of a re-check run that died (%s)", LOCK_NAME, held.owner)
-        session.execute(delete(MonitorLock).where(MonitorLock.name == LOCK_NAME, MonitorLock.token == held.token))
+        drop_lock(session, LOCK_NAME, held.token)
     return take_lock(session, LOCK_NAME, now)
 
 
@@ -349,11 +347,7 @@ def run_due_rechecks(
 
     def heartbeat() -> None:
         with session_scope(sessions) as session:
-            session.execute(
-                update(MonitorLock)
-                .where(MonitorLock.name == LOCK_NAME, MonitorLock.token == token)
-                .values(heartbeat_at=utcnow())
-            )
+            refresh_lock(session, LOCK_NAME, token)
 
     try:
         with session_scope(sessions) as session:
@@ -361,4 +355,4 @@ def run_due_rechecks(
         return recheck_matches(settings, sessions, due, progress=progress, heartbeat=heartbeat)
     finally:
         with session_scope(sessions) as session:
-            session.execute(delete(MonitorLock).where(MonitorLock.name == LOCK_NAME, MonitorLock.token == token))
+            drop_lock(session, LOCK_NAME, token)

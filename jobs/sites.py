@@ -1,5 +1,7 @@
-"""Managed sites: the sites fptrack monitors, their crawl settings and schedules, and the claims that keep one
-crawl per site at a time. ``fptrack sites ...`` (cli/sites.py) and the scheduler (jobs/crawl_tasks.py) call it.
+"""Managed sites: the sites fptrack monitors, their crawl settings (:class:`SiteSpec`), their schedules and when
+each is due. ``fptrack sites ...`` (cli/sites.py), the admin's site pages and the scheduler
+(:func:`jobs.tasks.start_due_crawls`) call it. Running a site's crawl is :mod:`jobs.site_runs` (its claim, its
+process) and :mod:`jobs.site_crawl` (the crawl itself).
 
 A managed site is a ``sites`` row with ``managed = true``; its ``host`` is the site key of its first start URL
 (:func:`storage.sites.site_of`), so pages crawled before it was added (by ``fptrack crawl``) already belong to it.
@@ -23,69 +25,46 @@ Every setting, with its default:
 | ``distributed`` | ``false`` | its crawls share one frontier in Redis: ``sites run`` on more machines joins the running crawl (:mod:`crawler.distributed`) |
 | ``enabled`` | ``true`` | scheduled crawls run (``sites run`` works either way) |
 
-Claims (:class:`storage.models.MonitorLock`, ``site:<id>``) are rows, not in-memory flags: at most one crawl of a
-site at a time across processes and machines. The crawl's process refreshes its claim's heartbeat; a claim without
-a heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS`` (or whose process is gone, on the same machine) belonged to a crawl
-that died: its job is marked failed and the site runs again when next due.
+A schedule is seconds between crawls or a cron expression (UTC); ``sites.next_crawl_at`` says when the site is
+next due, and :func:`due_sites` takes the turn of every site that is (a compare-and-set: two schedulers never both
+start one), skipping a site whose claim (:func:`site_lock_name`) says it is still being crawled.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import re
-import socket
-import sqlite3
-import threading
-import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session, sessionmaker
-
-from fptrack.crawler.pages import RENDER_JS_MODES, CrawlError, CrawlOptions
-from fptrack.storage.db import session_scope
-from fptrack.storage.models import CrawlJob, CrawlJobStatus, MonitorLock, Site, as_utc, utcnow
-from fptrack.core.settings import Settings, classify_allow_entry
+from fptrack.core.errors import FptrackError
+from fptrack.core.settings import classify_allow_entry
+from fptrack.crawler.pages import RENDER_JS_MODES, CrawlOptions
+from fptrack.storage.models import MonitorLock, Site, utcnow
 from fptrack.storage.sites import site_of
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 __all__ = [
     "SiteError",
     "SiteSpec",
     "add_site",
-    "claim",
-    "crawl_lock_name",
     "crawl_options",
     "due_sites",
     "edit_site",
     "find_site",
-    "kept_alive",
     "next_due",
-    "one_off_claim",
-    "owner_is_dead",
     "parse_schedule",
-    "reap_dead_claims",
-    "release",
     "remove_site",
-    "run_site",
     "site_lock_name",
     "spec_of",
-    "take_lock",
 ]
-
-log = logging.getLogger(__name__)
 
 _INTERVAL = re.compile(r"^(\d+)\s*([smhd]?)$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-class SiteError(ValueError):
+class SiteError(FptrackError, ValueError):
     """A site command that cannot be done (unknown site, bad setting); the message says why, in one line."""
 
 
@@ -196,6 +175,7 @@ def find_site(session: Session, name: str) -> Site:
 
 
 def spec_of(site: Site) -> SiteSpec:
+    """The settings of ``site``, as a :class:`SiteSpec`."""
     return SiteSpec(
         name=site.name,
         start_urls=tuple(site.start_urls or ()),
@@ -305,169 +285,13 @@ def crawl_options(site: Site) -> CrawlOptions:
     )
 
 
-# ----------------------------------------------------------------------------------------------- claims
+# ---------------------------------------------------------------------------------------------- schedule
 
 
 def site_lock_name(site_id: int) -> str:
-    """The monitor_locks row a crawl of the site holds (the scheduler, the CLI and the admin all read it)."""
+    """The claim (``monitor_locks`` row) a crawl of the site holds while it runs (:mod:`jobs.site_runs`); the
+    scheduler, the CLI and the admin read it to tell a site being crawled."""
     return f"site:{site_id}"
-
-
-def crawl_lock_name(key: str) -> str:
-    """The monitor_locks row a one-off crawl (``fptrack crawl``) holds while it runs: no exclusion, only a sign of
-    life, so that a crawl whose process was killed is marked failed instead of staying "running" for ever."""
-    return f"crawl:{key}"
-
-
-def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def owner_is_dead(owner: str) -> bool:
-    """True when ``owner`` (``host:pid``) is a process of this machine that no longer runs."""
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
-def claim(session: Session, site_id: int, settings: Settings, *, now: datetime | None = None) -> str | None:
-    """Claim the right to crawl a site; returns the claim's token, or None when a live crawl holds it. A claim
-    whose holder died is taken over (its job is marked failed first)."""
-    now = now or utcnow()
-    name = site_lock_name(site_id)
-    reap_dead_claims(session, settings, now=now, names=[name])
-    token = take_lock(session, name, now)
-    session.flush()
-    return token
-
-
-def take_lock(session: Session, name: str, now: datetime) -> str | None:
-    """Insert the ``monitor_locks`` row ``name`` for this process unless one exists (one statement, so two
-    processes never both get it); the new token, or None when the lock is held."""
-    token = uuid.uuid4().hex
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    inserted = session.execute(
-        insert(MonitorLock)
-        .values(name=name, token=token, owner=_owner(), acquired_at=now, heartbeat_at=now)
-        .on_conflict_do_nothing(index_elements=[MonitorLock.name])
-        .returning(MonitorLock.token)
-    ).scalar()
-    return token if inserted == token else None
-
-
-def heartbeat(session: Session, site_id: int, token: str, *, job_id: int | None = None) -> bool:
-    """Refresh a site's claim (and tie it to its job); False when the claim was lost (taken over as dead)."""
-    return _refresh(session, site_lock_name(site_id), token, job_id=job_id)
-
-
-def release(session: Session, site_id: int, token: str) -> None:
-    _drop(session, site_lock_name(site_id), token)
-
-
-def _refresh(session: Session, name: str, token: str, *, job_id: int | None = None) -> bool:
-    values: dict[str, Any] = {"heartbeat_at": utcnow()}
-    if job_id is not None:
-        values["job_id"] = job_id
-    result = session.execute(
-        update(MonitorLock).where(MonitorLock.name == name, MonitorLock.token == token).values(**values)
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
-
-
-def _drop(session: Session, name: str, token: str) -> None:
-    session.execute(delete(MonitorLock).where(MonitorLock.name == name, MonitorLock.token == token))
-
-
-@contextmanager
-def kept_alive(
-    sessions: sessionmaker[Session], settings: Settings, name: str, token: str
-) -> Iterator[Callable[[int], None]]:
-    """Keep the claim ``name`` alive while the body runs (a thread refreshes its heartbeat a few times per
-    ``FPTRACK_CRAWL_STALE_SECONDS``) and release it after. Yields ``started(job_id)``, which ties the claim to the
-    crawl job once the job exists: a claim that stops beating marks that job failed (:func:`reap_dead_claims`)."""
-    stop = threading.Event()
-    job_ids: list[int] = []
-
-    def beat() -> None:
-        every = max(1.0, min(10.0, settings.crawl_stale_seconds / 4))
-        while not stop.wait(every):
-            try:
-                with session_scope(sessions) as session:
-                    if not _refresh(session, name, token, job_id=job_ids[0] if job_ids else None):
-                        log.error("the claim %s was lost (taken over as dead)", name)
-            except Exception:  # a missed beat is retried; the crawl goes on
-                log.exception("cannot refresh the claim %s", name)
-
-    def started(job_id: int) -> None:
-        job_ids.append(job_id)
-        with session_scope(sessions) as session:
-            _refresh(session, name, token, job_id=job_id)
-
-    thread = threading.Thread(target=beat, name=f"claim-{name}", daemon=True)
-    thread.start()
-    try:
-        yield started
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        with session_scope(sessions) as session:
-            _drop(session, name, token)
-
-
-@contextmanager
-def one_off_claim(sessions: sessionmaker[Session], settings: Settings) -> Iterator[Callable[[int], None]]:
-    """The sign of life of a one-off crawl (see :func:`crawl_lock_name`), kept while the body runs; yields the
-    ``started(job_id)`` of :func:`kept_alive`. Taking it first reaps the claims of crawls that died."""
-    now = utcnow()
-    name = crawl_lock_name(uuid.uuid4().hex)
-    with session_scope(sessions) as session:
-        failed = reap_dead_claims(session, settings, now=now)
-        if failed:
-            log.warning("marked failed the crawl job(s) %s, whose process died", ", ".join(f"#{j}" for j in failed))
-        token = take_lock(session, name, now)
-    if token is None:  # a fresh random name is never held
-        raise RuntimeError(f"cannot take the claim {name}")
-    with kept_alive(sessions, settings, name, token) as started:
-        yield started
-
-
-def reap_dead_claims(
-    session: Session, settings: Settings, *, now: datetime | None = None, names: Sequence[str] | None = None
-) -> list[int]:
-    """Drop the claims of crawls that died (no heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS``, or their process is
-    gone): a site's crawl or a one-off crawl; mark their jobs failed and return those job ids."""
-    now = now or utcnow()
-    stale_before = now - timedelta(seconds=settings.crawl_stale_seconds)
-    query = select(MonitorLock).where(or_(MonitorLock.name.like("site:%"), MonitorLock.name.like("crawl:%")))
-    if names is not None:
-        query = query.where(MonitorLock.name.in_(list(names)))
-    failed: list[int] = []
-    for lock in session.scalars(query.with_for_update(skip_locked=True)):
-        heartbeat_at = as_utc(lock.heartbeat_at)
-        if heartbeat_at >= stale_before and not owner_is_dead(lock.owner):
-            continue
-        if lock.job_id is not None:
-            job = session.get(CrawlJob, lock.job_id)
-            if job is not None and job.status == CrawlJobStatus.RUNNING.value:
-                job.status = CrawlJobStatus.FAILED.value
-                again = "run the crawl again" if lock.name.startswith("crawl:") else "the site runs again when next due"
-                job.error = (
-                    f"the crawl process ({lock.owner}) died: no sign of life since "
-                    f"{heartbeat_at.isoformat(timespec='seconds')}; {again}"
-                )
-                job.finished_at = now
-                failed.append(int(job.id))
-        log.warning("dropping the claim %s of a crawl that died (%s)", lock.name, lock.owner)
-        session.delete(lock)
-    session.flush()
-    return failed
 
 
 def due_sites(session: Session, *, now: datetime | None = None) -> list[tuple[int, str]]:
@@ -496,104 +320,3 @@ def due_sites(session: Session, *, now: datetime | None = None) -> list[tuple[in
             due.append((int(site_id), str(name)))
     session.flush()
     return due
-
-
-# -------------------------------------------------------------------------------------------------- run
-
-
-@dataclass
-class SiteRun:
-    """What ``run_site`` did: the crawl's outcome, or why it did not run."""
-
-    site_name: str
-    outcome: Any = None  # jobs.crawls.CrawlOutcome
-    skipped: str = ""
-
-
-def run_site(
-    settings: Settings,
-    sessions: sessionmaker[Session],
-    name: str,
-    *,
-    trigger: str = "site",
-    progress: Callable[[Any], None] | None = None,
-    waiting: Callable[[Any], None] | None = None,
-    join: bool = False,
-) -> SiteRun:
-    """Crawl a managed site now, in this process (once per process: Scrapy), holding its claim throughout:
-    skipped when another crawl of the site is running. The schedule moves on to its next due time.
-
-    A ``distributed`` site's crawl is shared (:mod:`crawler.distributed`): when another crawl of it is running, this
-    process joins it instead of being skipped (not when started by the scheduler); ``join`` only joins (a
-    :class:`SiteError` when no crawl of the site is running)."""
-    from fptrack.crawler.resume import CrawlState, state_key
-    from fptrack.jobs.crawls import run_crawl_job
-
-    with session_scope(sessions) as session:
-        site = find_site(session, name)
-        site_id, site_name, host = int(site.id), site.name, site.host
-        urls, depth, max_pages = list(site.start_urls or ()), site.depth, site.max_pages
-        options = crawl_options(site)
-        distributed = bool(site.distributed)
-        if not urls:
-            raise SiteError(f"site {site_name} has no start URL; add one with `fptrack sites edit {site_name}`")
-        if join and not distributed:
-            raise SiteError(f"site {site_name} is not distributed; make it so with "
-                            f"`fptrack sites edit {site_name} --distributed`")  # fmt: skip
-        if trigger == "schedule" and not (site.enabled and site.schedule):
-            # disabled (or unscheduled) between the scheduler's look and this process's start
-            return SiteRun(site_name, skipped=f"site {site_name} is no longer scheduled")
-        token = None if join else claim(session, site_id, settings)
-        if token is None:
-            holder = session.get(MonitorLock, site_lock_name(site_id))
-            job = f"job #{holder.job_id}" if holder is not None and holder.job_id else "a crawl"
-            busy = f"site {site_name} is being crawled already ({job})"
-            if not distributed or trigger == "schedule":
-                return SiteRun(site_name, skipped=busy)
-        elif site.schedule:
-            site.next_crawl_at = next_due(site.schedule, utcnow())
-    shared = None
-    if distributed:
-        from fptrack.crawler.distributed import DistributedError, SharedCrawl
-
-        try:
-            shared = SharedCrawl.connect(settings, host)
-            shared.enter(depth=depth, max_pages=max_pages, mode="new" if token is not None else "join")
-        except DistributedError as error:
-            if token is not None:
-                with session_scope(sessions) as session:
-                    release(session, site_id, token)
-            if shared is not None and token is None and not join:
-                return SiteRun(site_name, skipped=f"{busy}; {error}")
-            raise SiteError(f"site {site_name}: {error}") from None
-    if token is None:  # joined a distributed crawl that another process started (and holds the claim of)
-        try:
-            outcome = run_crawl_job(
-                settings, sessions, urls, depth=depth, max_pages=max_pages, progress=progress, waiting=waiting,
-                site_id=site_id, options=options, trigger=trigger, shared=shared,
-            )  # fmt: skip
-        except CrawlError as error:
-            raise SiteError(f"site {site_name}: {error}") from None
-        finally:
-            if shared is not None:
-                shared.close()
-        return SiteRun(site_name, outcome=outcome)
-    try:
-        with kept_alive(sessions, settings, site_lock_name(site_id), token) as started:
-            state = None
-            if shared is None:  # a distributed crawl's frontier is in Redis already
-                try:
-                    state = CrawlState.open(settings.data_dir, site_id, state_key(urls, depth, options))
-                except (OSError, sqlite3.Error) as error:
-                    raise SiteError(f"site {site_name}: cannot keep the crawl's state under {settings.data_dir}: "
-                                    f"{error}") from None  # fmt: skip
-            outcome = run_crawl_job(
-                settings, sessions, urls, depth=depth, max_pages=max_pages, progress=progress, waiting=waiting,
-                site_id=site_id, options=options, trigger=trigger, on_start=started, shared=shared, state=state,
-            )  # fmt: skip
-    except CrawlError as error:
-        raise SiteError(f"site {site_name}: {error}") from None
-    finally:
-        if shared is not None:
-            shared.close()
-    return SiteRun(site_name, outcome=outcome)

@@ -197,7 +197,7 @@ def edit(site_id: int) -> ResponseReturnValue:
 @blueprint.post("/<int:site_id>/run")
 @requires_role("admin")
 def run_now(site_id: int) -> ResponseReturnValue:
-    from fptrack.jobs.crawl_tasks import spawn_site_crawl
+    from fptrack.jobs.site_runs import spawn_site_crawl
 
     session = db_session()
     site = _managed_site(session, site_id)

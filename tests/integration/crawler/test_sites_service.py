@@ -9,18 +9,16 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from fptrack.jobs.site_runs import claim, reap_dead_claims, release
 from fptrack.jobs.sites import (
     SiteError,
     SiteSpec,
     add_site,
-    claim,
     crawl_options,
     due_sites,
     edit_site,
     next_due,
     parse_schedule,
-    reap_dead_claims,
-    release,
     remove_site,
 )
 from fptrack.storage.models import CrawlJob, MonitorLock, Page, Site
