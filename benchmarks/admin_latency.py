@@ -37,10 +37,10 @@ from sqlalchemy import create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fptrack.admin.accounts import create_user
 from benchmarks._load import log_in, serve_admin
-from fptrack.storage.db import create_engine_for, migrate, session_factory, session_scope
+from fptrack.admin.accounts import create_user
 from fptrack.core.settings import Settings
+from fptrack.storage.db import create_engine_for, migrate, session_factory, session_scope
 
 PASSWORD = "benchmark password 1"
 TARGET_MEDIAN_MS = 200.0

@@ -137,9 +137,9 @@ def stage_cpu(site: PipelineSite, base: str, database_url: str, workdir: Path, s
     from sqlalchemy import select
 
     from fptrack.compare.service import compare_document, layout_for
-    from fptrack.jobs.tasks import PAGES_PER_TASK
     from fptrack.compare.templates import settle_site
     from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.jobs.tasks import PAGES_PER_TASK
     from fptrack.storage.fingerprints import FingerprintSet, write_fingerprints
     from fptrack.storage.models import Page
 
@@ -292,9 +292,9 @@ def queue_bytes(database_url: str, workdir: Path, redis_url: str, pages: int) ->
     import redis
     from sqlalchemy import select
 
+    from fptrack.core.settings import Settings
     from fptrack.jobs import tasks
     from fptrack.storage.models import Page
-    from fptrack.core.settings import Settings
 
     queue = f"fptrack_capacity_bytes_{os.getpid()}"
     settings = Settings(data_dir=workdir / "crawl", database_url=database_url, broker_url=redis_url, task_queue=queue)

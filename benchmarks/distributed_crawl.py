@@ -106,10 +106,10 @@ def job_counts(database_url: str) -> tuple[int, int, int, str]:
     from sqlalchemy import func, select
     from sqlalchemy.orm import Session
 
+    from fptrack.core.settings import Settings
     from fptrack.storage.db import create_engine_for
     from fptrack.storage.models import CrawlJob
     from fptrack.storage.models import Page as PageRow
-    from fptrack.core.settings import Settings
 
     engine = create_engine_for(Settings(database_url=database_url))
     try:

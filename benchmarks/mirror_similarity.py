@@ -55,14 +55,14 @@ from _corpus import CORPUS, require_corpus
 from fptrack.crawler.extract import extract_main_text
 from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.features import segment
+from fptrack.fingerprint.normalize import normalize
+from fptrack.fingerprint.simhash import simhash_text
 from fptrack.research.metadata import (
     COMBINED_MU,
     metadata_from_html,
     metadata_signature,
     metadata_similarity,
 )
-from fptrack.fingerprint.normalize import normalize
-from fptrack.fingerprint.simhash import simhash_text
 
 _NAV = ["首页", "新闻", "体育", "财经", "娱乐", "科技", "教育", "房产", "游戏", "时尚", "家居", "论坛", "博客", "视频"]
 _SITE_WORDS = ["资讯", "门户", "在线", "天下", "中文网", "快报", "头条", "热点", "生活", "视界", "速递", "之家"]

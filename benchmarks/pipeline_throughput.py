@@ -118,8 +118,8 @@ def progress(message: str) -> None:
 
 def pipeline_sessions(database_url: str, data_dir: Path, *, migrate_schema: bool = False) -> tuple[Any, Any]:
     """(settings, sessionmaker) for a database; ``migrate_schema`` creates the schema first."""
-    from fptrack.storage.db import create_engine_for, migrate, session_factory
     from fptrack.core.settings import Settings
+    from fptrack.storage.db import create_engine_for, migrate, session_factory
 
     settings = Settings(data_dir=data_dir, database_url=database_url)
     engine = create_engine_for(settings)

@@ -308,12 +308,12 @@ def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
 
     from fptrack.compare.service import compare_document
     from fptrack.compare.templates import site_template_codes
+    from fptrack.core.settings import Settings
     from fptrack.fingerprint.contract import METHODS
     from fptrack.fingerprint.pipeline import fingerprint_text
     from fptrack.storage.db import create_engine_for, session_factory
     from fptrack.storage.fingerprints import load_code_arrays
     from fptrack.storage.models import Page
-    from fptrack.core.settings import Settings
 
     settings = Settings.from_env(env)
     engine = create_engine_for(settings)
@@ -421,12 +421,12 @@ def _index_chapters_with_every_method(env: dict[str, str]) -> None:
     from sqlalchemy import select
 
     from fptrack.compare.service import layout_for
+    from fptrack.core.settings import Settings
     from fptrack.fingerprint.contract import CONTRACT, METHODS
     from fptrack.fingerprint.pipeline import fingerprint_text
     from fptrack.storage.db import create_engine_for, session_factory, session_scope
     from fptrack.storage.fingerprints import FingerprintSet, write_fingerprints
     from fptrack.storage.models import Chapter
-    from fptrack.core.settings import Settings
 
     settings = Settings.from_env(env)
     everything = replace(CONTRACT, methods=frozenset(METHODS))

@@ -34,10 +34,10 @@ from sqlalchemy.orm import Session
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fptrack.analytics.takedowns import STATUSES, TakedownRow, takedown_stats
+from fptrack.core.settings import Settings
 from fptrack.jobs.rechecks import due_matches
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.models import Match, Page, Work
-from fptrack.core.settings import Settings
 
 FILL = """
 INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at)

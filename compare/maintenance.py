@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from fptrack.compare.corpus import CorpusRefresh, refresh_corpus_stats
 from fptrack.compare.service import layout_for
+from fptrack.core.settings import Settings
 from fptrack.storage.hot_buckets import HotBucketReport, split_hot_buckets
 from fptrack.storage.housekeeping import count_orphans
-from fptrack.core.settings import Settings
 
 __all__ = ["MaintenanceReport", "run_maintenance"]
 

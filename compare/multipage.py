@@ -29,10 +29,10 @@ from sqlalchemy.orm import Session
 
 from fptrack.compare.licensing import is_licensed, licensed_hosts
 from fptrack.compare.service import Verdict, compare_document
+from fptrack.core.settings import Settings
 from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.models import Match, MatchStatus, Page, utcnow
-from fptrack.core.settings import Settings
 
 __all__ = ["MULTIPAGE_METHOD", "ChainPart", "chains_of", "join_parts", "map_spans", "settle_chains"]
 

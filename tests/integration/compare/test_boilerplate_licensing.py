@@ -11,11 +11,11 @@ from sqlalchemy.orm import Session
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.compare import service
 from fptrack.compare.licensing import add_licensed_site
-from fptrack.jobs.pipeline import index_and_recheck
 from fptrack.compare.templates import settle_site
 from fptrack.compare.works import register_work_file
-from fptrack.storage.models import Match, Page
 from fptrack.core.settings import Settings
+from fptrack.jobs.pipeline import index_and_recheck
+from fptrack.storage.models import Match, Page
 from fptrack.storage.sites import site_ids, site_of
 
 _POOL = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"

@@ -9,18 +9,17 @@ import random
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.cli.demo import DEMO_DATA
 from fptrack.compare import service
 from fptrack.compare.multipage import MULTIPAGE_METHOD
 from fptrack.compare.templates import settle_site
 from fptrack.compare.works import register_work_file
-from fptrack.storage.models import Match, Page
 from fptrack.core.settings import Settings
+from fptrack.storage.models import Match, Page
 from fptrack.storage.sites import site_ids, site_of
-from tests.support.multipage import CONTINUED
+from tests.support.multipage import CONTINUED, demo_chapter_slices
 
-CHAPTER = demo_chapters("lighthouse.txt")[0]
-SLICES = [CHAPTER[20:62], CHAPTER[62:104], CHAPTER[104:146]]  # 42 characters each: under the 50 of a quotation
+SLICES = demo_chapter_slices()  # 42 characters each: under the 50 of a quotation
 URLS = ["http://split.test/book/7.html", "http://split.test/book/7_2.html", "http://split.test/book/7_3.html"]
 TEXTS = [f"第七章 （{n + 1}/3）\n{part}" + (f"\n{CONTINUED}" if n < 2 else "") for n, part in enumerate(SLICES)]
 

@@ -11,10 +11,10 @@ from sqlalchemy.orm import Session
 
 from fptrack.compare import service
 from fptrack.compare.works import register_work
+from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
 from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.storage.models import Chapter
-from fptrack.core.settings import Settings
 from tests.support.kana import kana_prose
 
 _CHINESE = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"

@@ -8,8 +8,8 @@ from sqlalchemy.orm import Session
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.compare import service
 from fptrack.compare.works import register_work_file
-from fptrack.storage.models import CodeIndexRow, Fingerprint, Match, Page, Work
 from fptrack.core.settings import Settings
+from fptrack.storage.models import CodeIndexRow, Fingerprint, Match, Page, Work
 
 
 def _page(session: Session, url: str, text: str) -> Page:

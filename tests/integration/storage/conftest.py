@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from fptrack.storage.db import create_engine_for
 from fptrack.core.settings import Settings
+from fptrack.storage.db import create_engine_for
 from tests.conftest import _admin_engine, _pg_url
 
 
