@@ -8,60 +8,13 @@ checked exactly, on SQLite and on PostgreSQL.
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
-from fptrack.cli.demo import DEMO_DATA, demo_chapters, homophone_swaps, random_edits
-from tests.support.sites import Page, Redirect, chapter_page, serve_site
+from fptrack.cli.demo import DEMO_DATA
+from tests.support.pirate_site import LIGHT, pirate_site
+from tests.support.sites import serve_site
 
 pytestmark = pytest.mark.slow
-
-LIGHT = demo_chapters("lighthouse.txt")
-ALLEY = demo_chapters("alley.txt")
-OTHER = demo_chapters("rainy_night.txt")
-NEWS = (DEMO_DATA / "library_news.txt").read_text("utf-8").split("\n")
-
-
-def _paragraphs(chapter: str) -> list[str]:
-    return [line for line in chapter.split("\n") if line.strip()]
-
-
-def _site() -> tuple[dict[str, Page | Redirect], dict[str, tuple[str, int]]]:
-    rng = random.Random(11)
-    links = "".join(
-        f'<li><a href="{p}">{p}</a></li>'
-        for p in ["/light/1.html", "/light/2.html", "/light/3.html", "/alley/1.html", "/alley/2.html",
-                  "/alley/3.html", "/other.html", "/news.html", "/quote.html", "/missing.html", "/excerpt.html"]
-    )
-    broken = chapter_page("第二回", _paragraphs(ALLEY[1]), template="p-paragraphs").body.decode()
-    broken = broken.replace("</p>", "").replace("</div>", "", 2).replace("</body></html>", "<div><span>")
-    excerpt = ALLEY[2][40:300]
-    pages: dict[str, Page | Redirect] = {
-        "/": Page.html(f"<html><body><h1>书友小说网</h1><ul>{links}</ul></body></html>"),
-        "/light/1.html": chapter_page("第一章", _paragraphs(LIGHT[0]), template="biquge"),
-        "/light/2.html": chapter_page("第二章", _paragraphs(LIGHT[1]), encoding="gbk", header_charset=False),
-        "/light/3.html": chapter_page("第三章", _paragraphs(LIGHT[2]), encoding="big5", template="split-divs"),
-        "/alley/1.html": chapter_page("第一回", _paragraphs(homophone_swaps(ALLEY[0], 0.25, rng)), template="ad-inside"),
-        "/alley/2.html": Page.html(broken),
-        "/alley/3.html": Redirect("/alley/3-moved.html"),
-        "/alley/3-moved.html": chapter_page("第三回", _paragraphs(random_edits(ALLEY[2], 0.1, rng)), template="html5-article"),
-        "/other.html": chapter_page("雨夜来客", _paragraphs(OTHER[0])),
-        "/news.html": chapter_page(NEWS[0], NEWS[1:], template="html5-article"),
-        "/quote.html": chapter_page("读书笔记", ["最近读到一句话：" + LIGHT[2][200:230], "推荐大家读原著。"]),
-        "/excerpt.html": chapter_page("老城区的手艺人", [NEWS[2], "网友转发：" + excerpt, NEWS[3]], template="html5-article"),
-    }
-    expected = {
-        "/light/1.html": ("灯塔守望人", 1),
-        "/light/2.html": ("灯塔守望人", 2),
-        "/light/3.html": ("灯塔守望人", 3),
-        "/alley/1.html": ("青石巷", 1),
-        "/alley/2.html": ("青石巷", 2),
-        "/alley/3.html": ("青石巷", 3),
-        "/excerpt.html": ("青石巷", 3),
-    }
-    return pages, expected
-
 
 def _assert_crawl_recorded(settings, *, pages_seen: int) -> None:
     """The crawl is on record: a finished job, and every page tied to it and to its site."""
@@ -89,7 +42,7 @@ def _flagged(matches: list[dict], base: str) -> dict[str, tuple[str, int]]:
 
 
 def test_crawl_finds_exactly_the_copies(fptrack) -> None:
-    pages, expected = _site()
+    pages, expected = pirate_site()
     fptrack.run("init")
     added = fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
     assert "registered work #1 '灯塔守望人': 3 chapters" in added.stdout
@@ -123,7 +76,7 @@ def test_crawl_finds_exactly_the_copies(fptrack) -> None:
 
 
 def test_registering_a_work_finds_pages_crawled_before(fptrack) -> None:
-    pages, expected = _site()
+    pages, expected = pirate_site()
     fptrack.run("init")
     with serve_site(pages) as base:
         fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--quiet")
@@ -135,7 +88,7 @@ def test_registering_a_work_finds_pages_crawled_before(fptrack) -> None:
 
 
 def test_recrawl_keeps_first_seen_and_does_not_duplicate(fptrack) -> None:
-    pages, _expected = _site()
+    pages, _expected = pirate_site()
     fptrack.run("init")
     fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"))
     with serve_site(pages) as base:

@@ -10,32 +10,27 @@ time, and (e) processed with every task delivered twice (and once more, late, af
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import delete, select
-from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA
 from fptrack.compare.service import process_pages
 from fptrack.compare.templates import settle_site
+from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
 from fptrack.crawler.store import PageStore
 from fptrack.storage.db import create_engine_for, session_factory
 from fptrack.storage.models import Page as PageRow
 from fptrack.storage.models import Site
-from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import Fptrack
-from tests.e2e.test_crawl_to_report import ALLEY, LIGHT, _paragraphs, _site
+from tests.support.pirate_site import ALLEY, LIGHT, paragraphs_of, pirate_site
 from tests.support.sites import Page, chapter_page, serve_site
+from tests.support.workers import wait_indexed, worker_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -45,14 +40,14 @@ FILLER = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星�
 
 
 def _parity_site() -> tuple[dict[str, Any], set[str]]:
-    pages, expected = _site()
+    pages, expected = pirate_site()
     rng = random.Random(7)
     slogan = LIGHT[0][120:420]  # the site's banner quotes 300 characters of a registered chapter
     for path in TEMPLATE_PAGES:
         body = ["站长推荐：" + slogan] + ["".join(rng.choice(FILLER) for _ in range(60)) + "。" for _ in range(12)]
         pages[path] = chapter_page("读书随笔", body, template="html5-article")
     for n, path in enumerate(MIRRORS):
-        pages[path] = chapter_page("第二回", _paragraphs(ALLEY[1]), template=["biquge", "p-paragraphs", "html5-article",
+        pages[path] = chapter_page("第二回", paragraphs_of(ALLEY[1]), template=["biquge", "p-paragraphs", "html5-article",
                                                                          "split-divs", "ad-inside"][n])
     links = "".join(f'<a href="{p}">{p}</a> ' for p in [*TEMPLATE_PAGES, *MIRRORS])
     index = pages["/"].body.decode().replace("</ul>", f"</ul><p>{links}</p>")
@@ -77,32 +72,6 @@ def _crawl(fptrack: Fptrack, pages: dict[str, Any]) -> tuple[set[tuple[Any, ...]
     with serve_site(pages) as base:
         fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "2", "--max-pages", "80", "--quiet", timeout=600)
         return _key(fptrack.matches(), base), base
-
-
-@contextmanager
-def _workers(env: dict[str, str], log_dir: Path, count: int) -> Iterator[None]:
-    processes = []
-    logs = []
-    try:
-        for n in range(count):
-            log = open(log_dir / f"worker{n}.log", "w")  # noqa: SIM115 - closed below
-            logs.append(log)
-            processes.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "fptrack.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                )
-            )
-        yield
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=30)
-        for log in logs:
-            log.close()
 
 
 def _stored_pages(settings: Settings) -> list[CrawledPage]:
@@ -199,10 +168,10 @@ def test_every_run_mode_gives_the_same_matches(sqlite_settings, postgres_setting
         )
         worker_settings.data_dir.mkdir(parents=True, exist_ok=True)
         workers.run("init")  # a worker refuses a database that was never initialised
-        with _workers(workers.env(), tmp_path, 2):
+        with worker_processes(workers.env(), tmp_path, 2):
             workers.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
             # registration is queued too: the crawl must not overtake it
-            _wait_indexed(worker_settings)
+            wait_indexed(worker_settings)
             answers["c: two workers, PostgreSQL"], _ = _crawl(workers, pages)
     finally:
         with admin.connect() as connection:
@@ -220,23 +189,3 @@ def test_every_run_mode_gives_the_same_matches(sqlite_settings, postgres_setting
     assert {path for path, *_ in reference} == must_flag  # the mirrors are copies, the template pages are not
     for mode, answer in answers.items():
         assert answer == reference, f"{mode} differs: {sorted(answer ^ reference)[:6]}"
-
-
-def _wait_indexed(settings: Settings, timeout: float = 120) -> None:
-    import time
-
-    from fptrack.storage.models import Work
-
-    engine = create_engine_for(settings)
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with Session(engine) as session:
-                states = list(session.scalars(select(Work.indexed_at)))
-            if states and all(states):
-                return
-            time.sleep(0.3)
-        raise AssertionError("the workers did not index the registered works")
-    finally:
-        engine.dispose()
-

@@ -14,10 +14,9 @@ from fptrack.compare.multipage import MULTIPAGE_METHOD
 from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import Fptrack
-from tests.e2e.test_mode_parity import _wait_indexed, _workers
-from tests.integration.compare.test_multipage import SLICES
-from tests.support.multipage import split_chapter_pages
+from tests.support.multipage import demo_chapter_slices, split_chapter_pages
 from tests.support.sites import Page, chapter_page, serve_site
+from tests.support.workers import wait_indexed, worker_processes
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +28,7 @@ def _pages() -> dict[str, Page]:
         # the next chapter, linked with "下一章" from every part: never a part of chapter 7
         "/book/8.html": chapter_page("第八章", ["这一章与登记的作品毫无关系，讲的是城里新开的一家面馆。", "面馆老板每天清晨五点起来和面。"]),
     }
-    pages.update(split_chapter_pages("/book/7.html", "第七章", SLICES))
+    pages.update(split_chapter_pages("/book/7.html", "第七章", demo_chapter_slices()))
     return pages
 
 
@@ -90,9 +89,9 @@ def test_the_same_matches_in_process_and_with_workers(sqlite_settings: Settings,
         {"FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_TASK_QUEUE": f"fptrack-multipage-{uuid.uuid4().hex[:8]}"},
     )
     workers.run("init")
-    with _workers(workers.env(), tmp_path, 2):
+    with worker_processes(workers.env(), tmp_path, 2):
         workers.run("works", "add", str(DEMO_DATA / "lighthouse.txt"))
-        _wait_indexed(postgres_settings)
+        wait_indexed(postgres_settings)
         answer = _crawl(workers)
     _check(reference)
     assert answer == reference

@@ -12,10 +12,10 @@ from fptrack.cli.demo import DEMO_DATA
 from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import Fptrack
-from tests.e2e.test_crawl_to_report import LIGHT, _paragraphs
-from tests.e2e.test_mode_parity import _wait_indexed, _workers
 from tests.support.jspages import json_chapter, json_endpoint, written_chapter
+from tests.support.pirate_site import LIGHT, paragraphs_of
 from tests.support.sites import Page, serve_site
+from tests.support.workers import wait_indexed, worker_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 EXPECTED = {"/book/1.html": ("灯塔守望人", 1), "/book/2.html": ("灯塔守望人", 2)}
@@ -26,8 +26,8 @@ def _pages() -> dict[str, Page]:
         "/": Page.html("<html><body><h1>书友小说网</h1><a href='/book/1.html'>第一章</a> <a href='/book/2.html'>第二章</a>"
                        "</body></html>"),
         "/book/1.html": json_chapter("第一章", "/api/1.json"),
-        "/api/1.json": json_endpoint(_paragraphs(LIGHT[0])),
-        "/book/2.html": written_chapter("第二章", _paragraphs(LIGHT[1])),
+        "/api/1.json": json_endpoint(paragraphs_of(LIGHT[0])),
+        "/book/2.html": written_chapter("第二章", paragraphs_of(LIGHT[1])),
     }
 
 
@@ -60,7 +60,7 @@ def test_script_built_copies_are_found_by_a_celery_worker(postgres_settings: Set
         {"FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_TASK_QUEUE": f"fptrack-render-{uuid.uuid4().hex[:8]}"},
     )
     fptrack.run("init")
-    with _workers(fptrack.env(), tmp_path, 1):
+    with worker_processes(fptrack.env(), tmp_path, 1):
         fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"))
-        _wait_indexed(postgres_settings)
+        wait_indexed(postgres_settings)
         assert _crawl(fptrack) == EXPECTED

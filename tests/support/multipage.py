@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from tests.support.sites import Page
 
-__all__ = ["CONTINUED", "part_paths", "split_chapter_pages"]
+__all__ = ["CONTINUED", "demo_chapter_slices", "part_paths", "split_chapter_pages"]
 
 CONTINUED = "本章未完，请点击下一页继续阅读。"
 
@@ -36,3 +36,13 @@ def split_chapter_pages(first: str, title: str, parts: Sequence[str]) -> dict[st
             f"<a href='/book/8.html'>下一章</a> {more}</div></body></html>"
         )
     return pages
+
+
+def demo_chapter_slices() -> list[str]:
+    """Three consecutive slices of the first chapter of the demo's ``lighthouse.txt``, 42 characters each: under
+    the 50 of a quotation, so that only the parts joined are a copy."""
+    # imported here: the crawler's unit tests use this module without loading the command line's package
+    from fptrack.cli.demo import demo_chapters
+
+    chapter = demo_chapters("lighthouse.txt")[0]
+    return [chapter[20:62], chapter[62:104], chapter[104:146]]

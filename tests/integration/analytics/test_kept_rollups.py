@@ -3,7 +3,6 @@ sequence of writes through the real services (record_matches, record_decision) a
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 
 from hypothesis import HealthCheck, given
@@ -23,6 +22,7 @@ from fptrack.analytics.rollups import (
 )
 from fptrack.compare.service import Verdict, record_matches
 from fptrack.storage.models import Chapter, Match, Page, Work
+from tests.support.rollups import from_scratch
 
 HOSTS = ("a.test", "b.test", "c.test:8001")
 START = datetime(2026, 3, 1, 22, 30, tzinfo=UTC)  # late in the day: an hour later is another UTC day
@@ -40,18 +40,6 @@ def _seed(session: Session) -> None:
         host = HOSTS[n % len(HOSTS)]
         session.add(Page(url=f"http://{host}/{n}", final_url=f"http://{host}/{n}", host=host, status=200, text="t"))
     session.flush()
-
-
-def from_scratch(session: Session) -> dict[tuple[date, int, str, str], int]:
-    """The reference: every match counted once, keyed in Python from its own row."""
-    rows = session.execute(
-        select(Match.first_seen, Match.work_id, Page.host, Match.status).join(Page, Page.id == Match.page_id)
-    )
-    counts: Counter[tuple[date, int, str, str]] = Counter()
-    for first_seen, work_id, host, status in rows:
-        seen = first_seen.replace(tzinfo=UTC) if first_seen.tzinfo is None else first_seen.astimezone(UTC)
-        counts[(seen.date(), work_id, host, status)] += 1
-    return dict(counts)
 
 
 def _verdict(chapter: Chapter) -> Verdict:

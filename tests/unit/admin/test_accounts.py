@@ -29,7 +29,7 @@ from fptrack.admin.accounts import (
 )
 from fptrack.admin.review import record_decision
 from fptrack.storage.models import LoginFailure, ReviewDecision, User, utcnow
-from tests.unit.admin.test_web import seed
+from tests.support.admin_seed import seed
 
 PASSWORD = "correct horse battery staple"
 

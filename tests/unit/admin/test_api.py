@@ -5,7 +5,6 @@ SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -15,25 +14,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.admin.tokens import create_token, list_tokens, revoke_token
-from fptrack.admin.web import create_app
 from fptrack.compare.records import MATCH_FIELDS
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
 from fptrack.storage.models import ApiToken, Match, MatchNote, ReviewDecision
-from fptrack.core.settings import Settings
 from tests.support.accounts import add_account, csrf_token_in, log_in
-from tests.unit.admin.test_web import SCRIPT, Seeded, seed
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[Flask]:
-    app = create_app(settings)
-    yield app
-    app.extensions["fptrack"].engine.dispose()
-
-
-@pytest.fixture
-def seeded(session: Session) -> Seeded:
-    return seed(session)
+from tests.support.admin_seed import SCRIPT, Seeded
 
 
 def _token(settings: Settings, username: str, role: str) -> str:

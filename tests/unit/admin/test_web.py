@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import re
 import stat
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from html import unescape
 
 import pytest
@@ -20,164 +17,20 @@ from sqlalchemy.orm import Session
 
 from fptrack.admin.web import CONTENT_SECURITY_POLICY, SECRET_KEY_FILE, create_app
 from fptrack.compare.records import MATCH_FIELDS
-from fptrack.storage.db import create_engine_for, migrate
-from fptrack.storage.models import Chapter, Match, Page, ReviewDecision, Work
 from fptrack.core.settings import Settings
+from fptrack.storage.db import create_engine_for, migrate
+from fptrack.storage.models import Match, ReviewDecision
 from tests.support.accounts import add_account, csrf_token_in, log_in
-
-SCRIPT = "<script>alert(1)</script>"
-ESCAPED_SCRIPT = "&lt;script&gt;alert(1)&lt;/script&gt;"
-
-CHAPTER_ONE = "第一章 山中\n山中有一座小庙，庙里住着一位老和尚。每天清晨他都去溪边挑水。\n"
-CHAPTER_TWO = "第二章 下山\n小和尚长大以后决定下山看看外面的世界，他带着一把旧伞出发了。\n"
-WORK_TEXT = CHAPTER_ONE + CHAPTER_TWO
-COPIED_ONE = "庙里住着一位老和尚"
-COPIED_TWO = "他带着一把旧伞出发了"
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class Seeded:
-    work_id: int
-    other_work_id: int
-    chapter_ids: tuple[int, int]
-    hostile_match_id: int
-    plain_match_id: int
-    javascript_match_id: int
-    match_ids_newest_first: tuple[int, ...]
-
-
-def _work(title: str, text: str, chapters: list[str], sha: str) -> Work:
-    work = Work(title=title, source_name=f"{title}.txt", content_sha256=sha, text=text)
-    position = 0
-    for index, chapter_text in enumerate(chapters, start=1):
-        start = text.index(chapter_text, position)
-        position = start + len(chapter_text)
-        work.chapters.append(
-            Chapter(
-                index=index,
-                title=chapter_text.split("\n", 1)[0],
-                start=start,
-                end=position,
-                text=chapter_text,
-            )
-        )
-    return work
-
-
-def _span(page_text: str, passage: str) -> list[int]:
-    page_start = page_text.index(passage)
-    work_start = WORK_TEXT.index(passage)
-    return [page_start, page_start + len(passage), work_start, work_start + len(passage)]
-
-
-def seed(session: Session) -> Seeded:
-    work = _work("山中故事", WORK_TEXT, [CHAPTER_ONE, CHAPTER_TWO], "a" * 64)
-    other = _work(f"Other {SCRIPT}", "Chapter 1\nA quiet text.\n", ["Chapter 1\nA quiet text.\n"], "b" * 64)
-    session.add_all([work, other])
-
-    hostile_text = f"导航 首页 {SCRIPT} 正文：{COPIED_ONE}，然后 {COPIED_TWO}。<b>bold</b> 广告"
-    hostile = Page(
-        url='http://pirate.example/book/1.html?q="><script>alert(1)</script>',
-        final_url="http://pirate.example/book/1.html",
-        host="pirate.example",
-        status=200,
-        title=f"盗版 {SCRIPT}",
-        text=hostile_text,
-    )
-    plain_text = f"另一个网站转载：{COPIED_TWO}。"
-    plain = Page(
-        url="https://copy.example/ch2",
-        final_url="https://copy.example/ch2",
-        host="copy.example",
-        status=200,
-        title="转载",
-        text=plain_text,
-    )
-    javascript = Page(
-        url="javascript:alert(1)",
-        final_url="javascript:alert(1)",
-        host=SCRIPT,
-        status=200,
-        title="js",
-        text=f"{COPIED_ONE}",
-    )
-    other_page = Page(
-        url="http://pirate.example/other.html",
-        final_url="http://pirate.example/other.html",
-        host="pirate.example",
-        status=200,
-        title="other",
-        text="A quiet text.",
-    )
-    session.add_all([hostile, plain, javascript, other_page])
-    session.flush()
-    chapter_one, chapter_two = work.chapters
-
-    hostile_match = Match(
-        page=hostile,
-        work=work,
-        chapter=chapter_one,
-        score=0.9312,
-        methods=["simhash64", "winnowing"],
-        spans=[_span(hostile_text, COPIED_ONE), _span(hostile_text, COPIED_TWO)],
-        status="flagged",
-        first_seen=T0,
-        last_seen=T0,
-    )
-    plain_match = Match(
-        page=plain,
-        work=work,
-        chapter=chapter_two,
-        score=0.8,
-        methods=["dna"],
-        spans=[_span(plain_text, COPIED_TWO)],
-        status="licensed",
-        first_seen=T0 + timedelta(hours=1),
-        last_seen=T0 + timedelta(hours=1),
-    )
-    javascript_match = Match(
-        page=javascript,
-        work=work,
-        chapter=chapter_one,
-        score=0.7,
-        methods=["winnowing"],
-        spans=[[0, len(COPIED_ONE), *_span(WORK_TEXT, COPIED_ONE)[2:]]],
-        status="dismissed",
-        first_seen=T0 + timedelta(hours=2),
-        last_seen=T0 + timedelta(hours=2),
-    )
-    other_match = Match(
-        page=other_page,
-        work=other,
-        chapter=other.chapters[0],
-        score=0.99,
-        methods=["simhash64"],
-        spans=[[0, 13, 10, 23]],
-        status="confirmed",
-        first_seen=T0 + timedelta(hours=3),
-        last_seen=T0 + timedelta(hours=3),
-    )
-    session.add_all([hostile_match, plain_match, javascript_match, other_match])
-    session.commit()
-    seeded = Seeded(
-        work_id=work.id,
-        other_work_id=other.id,
-        chapter_ids=(chapter_one.id, chapter_two.id),
-        hostile_match_id=hostile_match.id,
-        plain_match_id=plain_match.id,
-        javascript_match_id=javascript_match.id,
-        match_ids_newest_first=(other_match.id, javascript_match.id, plain_match.id, hostile_match.id),
-    )
-    session.close()
-    return seeded
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[Flask]:
-    app = create_app(settings)
-    yield app
-    app.extensions["fptrack"].engine.dispose()
+from tests.support.admin_seed import (
+    CHAPTER_ONE,
+    CHAPTER_TWO,
+    COPIED_ONE,
+    COPIED_TWO,
+    ESCAPED_SCRIPT,
+    SCRIPT,
+    Seeded,
+    passage_span,
+)
 
 
 @pytest.fixture
@@ -187,11 +40,6 @@ def client(app: Flask, settings: Settings) -> FlaskClient:
     client = app.test_client()
     log_in(client, "rita")
     return client
-
-
-@pytest.fixture
-def seeded(session: Session) -> Seeded:
-    return seed(session)
 
 
 def _text(response) -> str:  # type: ignore[no-untyped-def]
@@ -458,7 +306,7 @@ def test_api_matches_carry_the_public_fields_plus_id_and_status(client: FlaskCli
     assert hostile["score"] == 0.9312
     assert hostile["methods"] == ["simhash64", "winnowing"]
     page_text = f"导航 首页 {SCRIPT} 正文：{COPIED_ONE}，然后 {COPIED_TWO}。<b>bold</b> 广告"
-    assert hostile["spans"] == [_span(page_text, COPIED_ONE), _span(page_text, COPIED_TWO)]
+    assert hostile["spans"] == [passage_span(page_text, COPIED_ONE), passage_span(page_text, COPIED_TWO)]
     assert (
         hostile["first_seen"] == "2026-03-01T12:00:00+00:00" or hostile["first_seen"] == "2026-03-01T12:00:00"
     )

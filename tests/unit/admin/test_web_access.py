@@ -15,13 +15,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from werkzeug.routing import Rule
 
-from fptrack.admin.accounts import MAX_FAILURES_PER_CLIENT, MAX_FAILURES_PER_USERNAME, change_password, remove_user
+from fptrack.admin.accounts import (
+    MAX_FAILURES_PER_CLIENT,
+    MAX_FAILURES_PER_USERNAME,
+    change_password,
+    remove_user,
+)
 from fptrack.admin.web import create_app
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
 from fptrack.storage.models import Match, ReviewDecision, User
-from fptrack.core.settings import Settings
 from tests.support.accounts import PASSWORD, add_account, csrf_token_in, log_in
-from tests.unit.admin.test_web import Seeded, seed
+from tests.support.admin_seed import Seeded
 
 PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static"}
 # GET routes that need a query argument (a notice names its site): without it, a 400 that says so
@@ -30,18 +35,6 @@ UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 # pages that only admins may open (forms that change things): a 403 for everyone else
 ADMIN_PAGES = {"sites.new", "sites.edit_form"}
 HUGE = "9" * 30
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[Flask]:
-    app = create_app(settings)
-    yield app
-    app.extensions["fptrack"].engine.dispose()
-
-
-@pytest.fixture
-def seeded(session: Session) -> Seeded:
-    return seed(session)
 
 
 @pytest.fixture

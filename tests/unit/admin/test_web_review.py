@@ -20,11 +20,11 @@ from sqlalchemy.orm import Session
 from warcio.archiveiterator import ArchiveIterator
 
 from fptrack.admin.exports import CSV_MATCH_COLUMNS
-from fptrack.storage.db import create_engine_for
-from fptrack.storage.models import Match, MatchNote, Page, ReviewDecision
 from fptrack.core.settings import Settings
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import Match, MatchNote, Page, ReviewDecision, as_utc
 from tests.support.accounts import add_account, csrf_token_in, log_in
-from tests.unit.admin.test_web import SCRIPT, T0, WORK_TEXT, Seeded, seed
+from tests.support.admin_seed import SCRIPT, T0, WORK_TEXT, Seeded, seed
 
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 FORMULA = '=HYPERLINK("http://evil.example","x")'
@@ -327,7 +327,9 @@ def test_takedown_notice_as_pdf(reviewer: FlaskClient, seeded: Seeded) -> None:
     assert 'filename="takedown-notice-pirate.example.pdf"' in response.headers["Content-Disposition"]
 
 
-def test_evidence_bundle_has_the_page_as_a_warc_record_and_checksums(reviewer: FlaskClient, seeded: Seeded) -> None:
+def test_evidence_bundle_has_the_page_as_a_warc_record_and_checksums(
+    reviewer: FlaskClient, seeded: Seeded, settings: Settings
+) -> None:
     response = reviewer.get(f"/matches/{seeded.hostile_match_id}/bundle.zip")
     assert response.status_code == 200 and response.mimetype == "application/zip"
     archive = zipfile.ZipFile(io.BytesIO(response.get_data()))
@@ -344,5 +346,16 @@ def test_evidence_bundle_has_the_page_as_a_warc_record_and_checksums(reviewer: F
     assert [r.rec_type for r in records] == ["warcinfo", "resource", "metadata"]
     resource = records[1]
     assert resource.rec_headers.get_header("WARC-Target-URI").endswith("<script>alert(1)</script>")
-    assert resource.rec_headers.get_header("WARC-Date") == "2026-03-01T12:00:00Z" or resource.rec_headers.get_header("WARC-Date")
+    # the records are dated when the page was fetched (seeded: when the test stored it), to the second, in UTC
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            fetched = session.scalar(
+                select(Page.fetched_at).join(Match, Match.page_id == Page.id).where(Match.id == seeded.hostile_match_id)
+            )
+    finally:
+        engine.dispose()
+    assert fetched is not None
+    fetched_at = as_utc(fetched).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert [r.rec_headers.get_header("WARC-Date") for r in records[1:]] == [fetched_at, fetched_at]
     assert reviewer.get("/matches/999999/bundle.zip").status_code == 404
