@@ -2,32 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fptrack.cli.demo import DEMO_DATA
+from tests.support.cli import assert_clean_error, fptrack
 from tests.support.sites import closed_port_url
-
-
-def fptrack(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
-    environ.update(FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_CRAWL_TIMEOUT="3", **env)
-    return subprocess.run(
-        [sys.executable, "-m", "fptrack.cli", *args], env=environ, capture_output=True, text=True, timeout=120, check=False
-    )
-
-
-def assert_clean_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    assert result.returncode != 0, result.stdout
-    assert "Traceback" not in result.stderr
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert error_lines, result.stderr
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from fptrack.analytics.rollups import kept_rollup
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import MatchRollup
 from fptrack.core.settings import Settings
-from tests.integration.analytics.test_kept_rollups import from_scratch
-from tests.unit.admin.test_web import seed
+from tests.support.admin_seed import seed
+from tests.support.rollups import from_scratch
 
 
 def test_rebuild_repairs_a_drifted_rollup(settings: Settings) -> None:

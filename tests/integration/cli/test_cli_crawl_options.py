@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cli.test_cli import assert_clean_error, fptrack
+from tests.support.cli import assert_clean_error, fptrack
 from tests.support.sites import Page, chapter_page, serve_site
 
 PARAGRAPHS = ["山脚下的小镇在雨里显得格外安静，只有茶馆里还亮着昏黄的灯。", "老板娘擦着桌子，听见门口的铃铛响了一声。"]

@@ -20,7 +20,7 @@ from fptrack.compare.works import MAX_WORK_BYTES
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Chapter, Work
 from fptrack.core.settings import Settings
-from tests.integration.cli.test_cli import assert_clean_error
+from tests.support.cli import assert_clean_error
 
 MEMORY_LIMIT = 1024**3  # address space of a `fptrack check` child: a read of /dev/zero used to take 11.5 GB
 TEXT = "河面上起了风，渡船摇得厉害，老周把缆绳又绕了两圈。\n对岸的灯一盏一盏亮起来，像是有人在数着什么。\n" * 30

@@ -17,7 +17,7 @@ from fptrack.compare.records import MATCH_FIELDS
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.models import Match, Page
 from fptrack.core.settings import Settings
-from tests.unit.admin.test_web import T0, Seeded, seed
+from tests.support.admin_seed import T0, Seeded, seed
 
 FORMULA_URL = "=HYPERLINK(\"http://evil.example\",\"click\")"
 

@@ -19,7 +19,7 @@ import redis
 
 from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
-from tests.integration.cli.test_cli import assert_clean_error, fptrack
+from tests.support.cli import assert_clean_error, fptrack
 from tests.support.sites import closed_port_url
 
 

@@ -15,8 +15,8 @@ from fptrack.cli import main
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, ReviewDecision, User
 from fptrack.core.settings import Settings
-from tests.integration.cli.test_cli import assert_clean_error, fptrack
-from tests.unit.admin.test_web import seed
+from tests.support.admin_seed import seed
+from tests.support.cli import assert_clean_error, fptrack
 
 PASSWORD = "correct horse battery staple"
 
