@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 
 $(VENV)/.installed-test: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test,bench,deploy]'
-	@touch $(VENV)/.installed $@
+	@touch $(VENV)/.installed $(VENV)/.installed-deploy $@
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test

@@ -1,5 +1,5 @@
 """``python -m fptrack.cli``: the ``fptrack`` command line."""
 
-from fptrack.cli import main
+from fptrack.cli.main import main
 
 main()

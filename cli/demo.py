@@ -6,6 +6,8 @@
    a news article) next to pages that must NOT match (an unregistered story, unrelated news, a page quoting
    one short sentence), and serves it on 127.0.0.1.
 3. Crawls it, fingerprints and compares every page, and prints the matches.
+
+The command runs each step as ``python -m fptrack.cli ...`` on a data folder of its own, as a user would.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import click
-
+from fptrack.cli.common import CliContext, friendly_errors, pass_context
 from fptrack.core.settings import Settings
 
 __all__ = [
     "DEMO_DATA",
     "DemoPage",
     "build_demo_site",
+    "demo",
     "demo_chapters",
     "homophone_swaps",
     "random_edits",
@@ -233,3 +236,25 @@ def run_demo(settings: Settings, *, data_dir: Path, port: int = 0, keep_serving:
         if keep_serving:
             click.echo(f"\nThe pirate site stays up at {base_url}/ until Ctrl+C.")
             threading.Event().wait()
+
+
+@click.command()
+@click.option(
+    "--dir",
+    "demo_dir",
+    default=Path("fptrack-demo"),
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The demo's own data folder (made by the demo; never FPTRACK_DATA_DIR or --data-dir).",
+)
+@click.option("--port", default=0, type=int, help="Port of the demo pirate site (default: any free port).")
+@click.option("--keep-serving", is_flag=True, help="Keep the demo site up until Ctrl+C.")
+@pass_context
+@friendly_errors
+def demo(context: CliContext, demo_dir: Path, port: int, keep_serving: bool) -> None:
+    """Show the whole product end to end in a minute.
+
+    On the embedded default: register sample works, serve a small pirate site on 127.0.0.1, crawl it, and
+    print the matches. Uses a folder of its own (--dir, ./fptrack-demo by default), which it resets at every run;
+    it refuses a folder it did not make, so your data (FPTRACK_DATA_DIR, --data-dir) is never touched."""
+    run_demo(context.settings, data_dir=demo_dir, port=port, keep_serving=keep_serving)

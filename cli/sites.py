@@ -1,60 +1,23 @@
-"""``fptrack sites``: the sites fptrack monitors (settings, schedules) and their crawls. The service is
-:mod:`jobs.sites`; this module only parses options and presents what it returns. Attached to the main group
-at the bottom of ``cli``.
-
-Like ``cli.users``, this module does not import ``cli`` at import time (``python -m fptrack.cli`` runs
-that module as ``__main__``); the shared error handling is looked up when a command runs, and commands receive
-the CLI's context object through ``click.pass_obj``.
+"""``fptrack sites``: the sites fptrack monitors (settings, schedules) and their crawls. The services are
+:mod:`jobs.sites` (specs, CRUD) and :mod:`jobs.site_runs` (a site's crawl); this module only parses options and
+presents what they return. A :class:`jobs.sites.SiteError` is the one-line ``error:`` of
+:func:`cli.common.friendly_errors`.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any
 
 import click
+from fptrack.cli.common import CliContext, CliError, echo_error, friendly_errors, pass_context, print_table
+from fptrack.storage.models import CrawlJob, Site
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 __all__ = ["sites"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-pass_context = click.pass_obj
-
-
-def friendly_errors(command: F) -> F:
-    """A site command's :class:`jobs.sites.SiteError` is the CLI's one-line ``error:``; the rest goes through
-    ``cli.friendly_errors`` like every other command."""
-
-    @wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from fptrack.cli import CliError
-        from fptrack.cli import friendly_errors as shared
-        from fptrack.jobs.sites import SiteError
-
-        def run() -> Any:
-            try:
-                return command(*args, **kwargs)
-            except SiteError as error:
-                raise CliError(str(error)) from None
-
-        return shared(run)()
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _fail(message: str) -> None:
-    from fptrack.cli import CliError
-
-    raise CliError(message)
-
-
-def _print_table(headers: list[str], rows: list[tuple[Any, ...]]) -> None:
-    from fptrack.cli import _print_table as print_table
-
-    print_table(headers, rows)
 
 
 def _site_options(command: Any) -> Any:
@@ -119,7 +82,7 @@ def sites() -> None:
 @_site_options
 @pass_context
 @friendly_errors
-def sites_add(context: Any, name: str, urls: tuple[str, ...], **values: Any) -> None:
+def sites_add(context: CliContext, /, name: str, urls: tuple[str, ...], **values: Any) -> None:
     """Monitor a site: NAME and its start URLs.
 
     The site is the host of the first URL; pages crawled there before (by `fptrack crawl`) are its pages. With
@@ -139,7 +102,7 @@ def sites_add(context: Any, name: str, urls: tuple[str, ...], **values: Any) -> 
 @_site_options
 @pass_context
 @friendly_errors
-def sites_edit(context: Any, name: str, start_urls: tuple[str, ...], rename: str | None, **values: Any) -> None:
+def sites_edit(context: CliContext, /, name: str, start_urls: tuple[str, ...], rename: str | None, **values: Any) -> None:
     """Change settings of a monitored site (only the options given). A new schedule is due at once."""
     from fptrack.jobs.sites import edit_site
 
@@ -159,7 +122,7 @@ def sites_edit(context: Any, name: str, start_urls: tuple[str, ...], rename: str
 @click.argument("name")
 @pass_context
 @friendly_errors
-def sites_remove(context: Any, name: str) -> None:
+def sites_remove(context: CliContext, name: str) -> None:
     """Stop monitoring a site.
 
     Its settings and schedule are dropped and it is no longer crawled by the scheduler. Nothing is deleted: its
@@ -175,10 +138,8 @@ def sites_remove(context: Any, name: str) -> None:
 @sites.command("list")
 @pass_context
 @friendly_errors
-def sites_list(context: Any) -> None:
+def sites_list(context: CliContext) -> None:
     """The monitored sites, their schedules and their last crawls."""
-    from fptrack.storage.models import Site
-
     with context.session() as session:
         rows = []
         for site in session.scalars(select(Site).where(Site.managed.is_(True)).order_by(Site.name)):
@@ -191,14 +152,14 @@ def sites_list(context: Any) -> None:
     if not rows:
         click.echo("no monitored sites yet: fptrack sites add NAME URL...")
         return
-    _print_table(["name", "host", "schedule", "enabled", "next crawl", "last crawl"], rows)
+    print_table(["name", "host", "schedule", "enabled", "next crawl", "last crawl"], rows)
 
 
 @sites.command("show")
 @click.argument("name")
 @pass_context
 @friendly_errors
-def sites_show(context: Any, name: str) -> None:
+def sites_show(context: CliContext, name: str) -> None:
     """A monitored site's settings and its recent crawls."""
     from fptrack.crawler.resume import state_dir
     from fptrack.jobs.sites import find_site, spec_of
@@ -224,7 +185,7 @@ def sites_show(context: Any, name: str) -> None:
         jobs = _jobs(session, int(site.id), 10)
         if jobs:
             click.echo("recent crawls:")
-            _print_table(
+            print_table(
                 ["job", "trigger", "status", "started", "pages", "failed", "copies", "error"],
                 [(j.id, j.trigger, j.status, _when(j.started_at), j.pages_seen, j.pages_failed, j.copies_found,
                   j.error) for j in jobs],
@@ -238,23 +199,25 @@ def sites_show(context: Any, name: str) -> None:
 @click.option("--join", is_flag=True, help="Only join the running crawl of a distributed site (exit 1 when none runs).")
 @pass_context
 @friendly_errors
-def sites_run(context: Any, name: str, scheduled: bool, quiet: bool, join: bool) -> None:
+def sites_run(context: CliContext, name: str, scheduled: bool, quiet: bool, join: bool) -> None:
     """Crawl a monitored site now, with its settings.
 
     At most one crawl per site at a time: when another is running (scheduled or not), this one says so and
     exits, except for a distributed site (--distributed), where this process joins the running crawl and shares
     its work (with --join it only joins). Prints a summary and the pages that copy registered works; exits 1 when
     the crawl failed."""
-    from fptrack.jobs.sites import run_site
+    from fptrack.crawler import CrawlProgress
+    from fptrack.jobs.crawls import WaitProgress
+    from fptrack.jobs.site_crawl import run_site
 
-    def progress(update: Any) -> None:
+    def progress(update: CrawlProgress) -> None:
         if not quiet:
             click.echo(f"[{update.pages_seen} fetched, limit {update.max_pages}] {update.last_status} "
                        f"{update.last_url}", err=True)  # fmt: skip
 
     last_shown = [-1.0]
 
-    def waiting(update: Any) -> None:
+    def waiting(update: WaitProgress) -> None:
         now = time.monotonic()
         if now - last_shown[0] >= 2.0 or update.compared == update.queued:
             last_shown[0] = now
@@ -268,8 +231,9 @@ def sites_run(context: Any, name: str, scheduled: bool, quiet: bool, join: bool)
         if scheduled:
             click.echo(result.skipped)
             return
-        _fail(result.skipped)
+        raise CliError(result.skipped)
     outcome = result.outcome
+    assert outcome is not None  # a crawl that was not skipped has an outcome
     stats = outcome.stats
     if stats is not None:
         part = "" if outcome.whole_job else " (this process's part; the last process to finish records the job)"
@@ -284,23 +248,20 @@ def sites_run(context: Any, name: str, scheduled: bool, quiet: bool, join: bool)
     for url, count in outcome.copies:
         click.echo(f"  copy: {url} ({count} chapter match{'es' if count != 1 else ''})")
     if not outcome.ok:
-        click.echo(click.style("error: ", fg="red", bold=True) + (outcome.error or f"crawl #{outcome.job_id} "
-                   f"{outcome.status}"), err=True)  # fmt: skip
+        echo_error(outcome.error or f"crawl #{outcome.job_id} {outcome.status}")
         sys.exit(130 if outcome.status == "interrupted" else 1)
 
 
-def _jobs(session: Any, site_id: int, limit: int) -> list[Any]:
-    from fptrack.storage.models import CrawlJob
-
+def _jobs(session: Session, site_id: int, limit: int) -> list[CrawlJob]:
     query = select(CrawlJob).where(CrawlJob.site_id == site_id).order_by(CrawlJob.id.desc()).limit(limit)
     return list(session.scalars(query))
 
 
-def _when(moment: Any) -> str:
+def _when(moment: datetime | None) -> str:
     return moment.isoformat(timespec="seconds") if moment is not None else "-"
 
 
-def _describe(site: Any) -> str:
+def _describe(site: Site) -> str:
     schedule = f"every {site.schedule} s" if site.schedule.isdigit() else (f"cron {site.schedule!r}" if site.schedule
                                                                          else "manual")  # fmt: skip
     return f"{site.name} ({site.host}): {' '.join(site.start_urls)}, depth {site.depth}, {schedule}"

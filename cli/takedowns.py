@@ -1,45 +1,17 @@
 """``fptrack takedowns``: whether the copies found were taken down. The re-checks are :mod:`jobs.rechecks`, the
-figures :mod:`analytics.takedowns`; this module only parses options and presents what they return. Attached to
-the main group at the bottom of ``cli`` (like ``cli.sites``, it does not import ``cli`` at import
-time, and receives the CLI's context object through ``click.pass_obj``).
+figures :mod:`analytics.takedowns`; this module only parses options and presents what they return. A
+:class:`jobs.rechecks.RecheckError` is the one-line ``error:`` of :func:`cli.common.friendly_errors`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, TypeVar
 
 import click
-
 from fptrack.analytics.takedowns import STATES
+from fptrack.cli.common import CliContext, friendly_errors, pass_context, print_table
 
 __all__ = ["takedowns"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-pass_context = click.pass_obj
-
-
-def friendly_errors(command: F) -> F:
-    """:class:`jobs.rechecks.RecheckError` is the CLI's one-line ``error:``; the rest goes through
-    ``cli.friendly_errors``."""
-
-    @wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from fptrack.cli import CliError
-        from fptrack.cli import friendly_errors as shared
-        from fptrack.jobs.rechecks import RecheckError
-
-        def run() -> Any:
-            try:
-                return command(*args, **kwargs)
-            except RecheckError as error:
-                raise CliError(str(error)) from None
-
-        return shared(run)()
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _duration(seconds: float | None) -> str:
@@ -81,7 +53,7 @@ def takedowns(ctx: click.Context, state: str | None, work_id: int | None, domain
 
 
 @friendly_errors
-def _list(context: Any, state: str | None, work_id: int | None, domain: str | None, fmt: str) -> None:
+def _list(context: CliContext, state: str | None, work_id: int | None, domain: str | None, fmt: str) -> None:
     from fptrack.analytics.takedowns import takedown_records
 
     with context.session() as session:
@@ -98,9 +70,7 @@ def _list(context: Any, state: str | None, work_id: int | None, domain: str | No
     elif not records:
         click.echo("no matches to follow" + (f" in state {state}" if state else ""))
     else:
-        from fptrack.cli import _print_table
-
-        _print_table(
+        print_table(
             ["id", "page", "state", "first seen", "taken down at", "time to takedown"],
             [
                 (r["id"], r["page_url"], r["state"], (r["first_seen"] or "")[:19], (r["taken_down_at"] or "-")[:19],
@@ -118,7 +88,7 @@ def _list(context: Any, state: str | None, work_id: int | None, domain: str | No
 @click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
 @pass_context
 @friendly_errors
-def takedowns_check(context: Any, match_ids: tuple[int, ...], allow_private: tuple[str, ...], quiet: bool) -> None:
+def takedowns_check(context: CliContext, match_ids: tuple[int, ...], allow_private: tuple[str, ...], quiet: bool) -> None:
     """Re-check now whether copies were taken down: fetch their pages again (guarded, polite) and record each
     match as present, gone, removed or error.
 
@@ -162,7 +132,7 @@ def takedowns_check(context: Any, match_ids: tuple[int, ...], allow_private: tup
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @pass_context
 @friendly_errors
-def takedowns_stats(context: Any, grouping: str, fmt: str) -> None:
+def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
     """Takedown rate and time to takedown (median, 90th percentile), overall or per site or work.
 
     Columns: key, matches (flagged and confirmed), checked, taken_down, rate (taken_down / checked),
@@ -182,9 +152,7 @@ def takedowns_stats(context: Any, grouping: str, fmt: str) -> None:
     elif not rows:
         click.echo("no matches yet")
     else:
-        from fptrack.cli import _print_table
-
-        _print_table(
+        print_table(
             [grouping, "matches", "checked", "taken down", "rate", "median", "p90"],
             [
                 (r.key, r.matches, r.checked, r.taken_down, "-" if r.rate is None else f"{r.rate:.0%}",

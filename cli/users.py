@@ -1,21 +1,15 @@
 """``fptrack users add|list|passwd|remove`` (accounts of the admin) and ``fptrack review`` (a decision on a
-match from the command line). Attached to the main group at the bottom of ``cli``.
-
-This module does not import ``cli`` at import time (``python -m fptrack.cli`` runs that module as
-``__main__`` and imports this one from it); the shared error handling is looked up when a command runs, and
-commands receive the CLI's context object through ``click.pass_obj``.
+match from the command line). The services are :mod:`admin.accounts`, :mod:`admin.tokens` and
+:mod:`admin.review`; they signal a bad name or password with ``ValueError`` and an unknown one with
+``LookupError``, which these commands show as the one-line ``error:`` (:func:`cli.common.friendly_errors_also`).
 """
 
 from __future__ import annotations
 
 import getpass
 import sys
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, TypeVar
 
 import click
-
 from fptrack.admin.accounts import (
     MAX_PASSWORD_LENGTH,
     ROLES,
@@ -27,31 +21,16 @@ from fptrack.admin.accounts import (
     list_users,
     remove_user,
 )
+from fptrack.cli.common import CliContext, friendly_errors_also, pass_context, print_table
 
 __all__ = ["review", "users"]
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 DECISIONS = {"confirm": "confirmed", "dismiss": "dismissed", "reopen": "flagged"}
 
 
-def _one_line_errors(command: F) -> F:
-    """ValueError and LookupError from the services become the CLI's one-line ``error:`` and exit 1; the rest
-    goes through ``cli.friendly_errors`` like every other command."""
-
-    @wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from fptrack.cli import CliError, friendly_errors
-
-        def run() -> Any:
-            try:
-                return command(*args, **kwargs)
-            except (LookupError, ValueError) as error:
-                raise CliError(str(error)) from None
-
-        return friendly_errors(run)()
-
-    return wrapper  # type: ignore[return-value]
+_one_line_errors = friendly_errors_also(LookupError, ValueError)
+"""ValueError and LookupError from the services are the one-line ``error:`` and exit 1, like the errors every
+command shows so."""
 
 
 def _read_password(from_stdin: bool) -> str:
@@ -89,9 +68,9 @@ _password_stdin = click.option(
 @click.argument("username")
 @click.option("--role", type=click.Choice(ROLES), required=True, help="What the account may do.")
 @_password_stdin
-@click.pass_obj
+@pass_context
 @_one_line_errors
-def users_add(context: Any, username: str, role: str, password_stdin: bool) -> None:
+def users_add(context: CliContext, username: str, role: str, password_stdin: bool) -> None:
     """Create an account. The password is asked twice (or read with --password-stdin)."""
     password = _read_password(password_stdin)
     with context.session() as session:
@@ -100,18 +79,16 @@ def users_add(context: Any, username: str, role: str, password_stdin: bool) -> N
 
 
 @users.command("list")
-@click.pass_obj
+@pass_context
 @_one_line_errors
-def users_list(context: Any) -> None:
+def users_list(context: CliContext) -> None:
     """List the accounts with their role and last login."""
-    from fptrack.cli import _print_table
-
     with context.session() as session:
         accounts = list_users(session)
     if not accounts:
         click.echo("no accounts yet: fptrack users add NAME --role admin")
         return
-    _print_table(
+    print_table(
         ["username", "role", "active", "created", "last login"],
         [
             (
@@ -129,9 +106,9 @@ def users_list(context: Any) -> None:
 @users.command("passwd")
 @click.argument("username")
 @_password_stdin
-@click.pass_obj
+@pass_context
 @_one_line_errors
-def users_passwd(context: Any, username: str, password_stdin: bool) -> None:
+def users_passwd(context: CliContext, username: str, password_stdin: bool) -> None:
     """Set a new password; the user's open sessions end."""
     with context.session() as session:
         get_account(session, username)  # an unknown user fails before the password is asked for
@@ -143,9 +120,9 @@ def users_passwd(context: Any, username: str, password_stdin: bool) -> None:
 
 @users.command("remove")
 @click.argument("username")
-@click.pass_obj
+@pass_context
 @_one_line_errors
-def users_remove(context: Any, username: str) -> None:
+def users_remove(context: CliContext, username: str) -> None:
     """Delete an account (its past review decisions keep its name). The last admin cannot be removed."""
     with context.session() as session:
         account = remove_user(session, username)
@@ -155,9 +132,9 @@ def users_remove(context: Any, username: str) -> None:
 @users.command("token")
 @click.argument("username")
 @click.option("--name", default="", help="What the token is for (shown in `fptrack users tokens`).")
-@click.pass_obj
+@pass_context
 @_one_line_errors
-def users_token(context: Any, username: str, name: str) -> None:
+def users_token(context: CliContext, username: str, name: str) -> None:
     """Create an API token for USERNAME (printed once: keep it). Clients send it to /api as
     `Authorization: Bearer TOKEN` and act with that user's role."""
     from fptrack.admin.tokens import create_token
@@ -174,11 +151,10 @@ def users_token(context: Any, username: str, name: str) -> None:
 
 @users.command("tokens")
 @click.argument("username", required=False)
-@click.pass_obj
+@pass_context
 @_one_line_errors
-def users_tokens(context: Any, username: str | None) -> None:
+def users_tokens(context: CliContext, username: str | None) -> None:
     """List API tokens (of USERNAME, or of everyone): id, user, name, prefix, created, last used, revoked."""
-    from fptrack.cli import _print_table
     from fptrack.admin.tokens import list_tokens
 
     with context.session() as session:
@@ -186,7 +162,7 @@ def users_tokens(context: Any, username: str | None) -> None:
     if not tokens:
         click.echo("no API tokens")
         return
-    _print_table(
+    print_table(
         ["id", "user", "name", "prefix", "created", "last used", "revoked"],
         [
             (
@@ -205,9 +181,9 @@ def users_tokens(context: Any, username: str | None) -> None:
 
 @users.command("revoke-token")
 @click.argument("token_id", type=click.IntRange(1, 2**63 - 1))
-@click.pass_obj
+@pass_context
 @_one_line_errors
-def users_revoke_token(context: Any, token_id: int) -> None:
+def users_revoke_token(context: CliContext, token_id: int) -> None:
     """Revoke an API token by its id; clients using it get 401 from then on."""
     from fptrack.admin.tokens import revoke_token
 
@@ -226,9 +202,9 @@ def users_revoke_token(context: Any, token_id: int) -> None:
     metavar="USERNAME",
     help="Record the decision as this account (a reviewer or admin). Default: cli:<your login name>.",
 )
-@click.pass_obj
+@pass_context
 @_one_line_errors
-def review(context: Any, match_id: int, decision: str, reason: str, as_user: str | None) -> None:
+def review(context: CliContext, match_id: int, decision: str, reason: str, as_user: str | None) -> None:
     """Confirm or dismiss a match (or reopen it), as the admin's buttons do.
 
     The decision is kept in the match's review history with who, when and why (--reason)."""

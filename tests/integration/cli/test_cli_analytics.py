@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
-from fptrack.cli import main
+from fptrack.cli.main import main
 from fptrack.analytics.rollups import kept_rollup
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import MatchRollup

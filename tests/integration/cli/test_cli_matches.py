@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy.orm import Session
 
-from fptrack.cli import main
+from fptrack.cli.main import main
 from fptrack.compare.records import MATCH_FIELDS
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.models import Match, Page

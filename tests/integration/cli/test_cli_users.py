@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash
 
-from fptrack.cli import main
+from fptrack.cli.main import main
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, ReviewDecision, User
 from fptrack.core.settings import Settings

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from fptrack.cli import main
+from fptrack.cli.main import main
 from deploy import process_set
 from tests.conftest import IN_CI
 

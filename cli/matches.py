@@ -1,0 +1,171 @@
+"""What was found: ``fptrack check`` (one file or URL compared now, nothing stored), ``fptrack matches`` (the
+matches with their evidence, as a table, JSON lines or CSV) and ``fptrack report`` (counts per work, host or day).
+The services are :mod:`compare.service`, :mod:`compare.records` and :mod:`analytics.rollups`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from fptrack.cli.common import CliContext, CliError, friendly_errors, pass_context, print_table
+from sqlalchemy import select
+from sqlalchemy.orm import joinedload
+
+__all__ = ["check", "matches", "report"]
+
+EXIT_COPY_FOUND = 3
+"""``fptrack check``'s exit status when the source copies a registered work."""
+
+
+@click.command()
+@click.argument("source")
+@click.option("--context-chars", default=30, show_default=True, help="Characters shown around each passage.")
+@click.option("--allow-private-host", "allow_private", multiple=True, metavar="HOST",
+              help="Let a URL on HOST (host, host:port or network) be fetched although it is private or loopback.")  # fmt: skip
+@pass_context
+@friendly_errors
+def check(context: CliContext, source: str, context_chars: int, allow_private: tuple[str, ...]) -> None:
+    """Compare one file or URL with the registry now.
+
+    Shows the verdict for a text file or an http(s) URL with the copied passages highlighted. Nothing is stored. Exit status 3 when it copies a registered work."""
+    from fptrack.compare.service import compare_document
+    from fptrack.compare.works import decode_work_text, read_work_file
+    from fptrack.fingerprint.pipeline import fingerprint_text
+
+    if source.startswith(("http://", "https://")):
+        text, label = _fetch_one(context, source, allow_private), source
+    else:
+        text, label = decode_work_text(read_work_file(Path(source)), source).text, source
+    with context.session() as session:
+        document = fingerprint_text(text)
+        verdicts = [v for v in compare_document(session, document, context.settings) if v.copied_chars]
+    flagged = [v for v in verdicts if v.flagged]
+    if not flagged:
+        click.echo(f"{label}: no copy of a registered work found")
+        for v in verdicts[:3]:
+            click.echo(f"  closest: {v.work_title} / {v.chapter_title}: {v.copied_chars} characters in common")
+        return
+    click.echo(click.style(f"{label}: copies {len(flagged)} chapter(s) of registered works", bold=True))
+    for v in flagged:
+        click.echo(
+            f"\n  {v.work_title} / chapter {v.chapter_index} {v.chapter_title}  score {v.score:.2f}  "
+            f"({v.copied_chars} characters; {', '.join(v.methods)})"
+        )
+        for page_start, page_end, work_start, work_end in v.spans[:8]:
+            before = text[max(0, page_start - context_chars) : page_start].replace("\n", " ")
+            copied = text[page_start:page_end].replace("\n", " ")
+            if len(copied) > 160:
+                copied = copied[:75] + " … " + copied[-75:]
+            after = text[page_end : page_end + context_chars].replace("\n", " ")
+            click.echo(f"    [{page_start}:{page_end}] <- work [{work_start}:{work_end}]")
+            click.echo("      " + before + click.style(copied, fg="red", bold=True) + after)
+    sys.exit(EXIT_COPY_FOUND)
+
+
+def _fetch_one(context: CliContext, url: str, allow_private: tuple[str, ...] = ()) -> str:
+    from fptrack.crawler import run_crawl
+    from fptrack.crawler.pages import CrawlOptions
+
+    pages: list[Any] = []
+    options = CrawlOptions(allow_private_hosts=allow_private)
+    stats = run_crawl([url], settings=context.settings, depth=0, max_pages=1, sink=pages.append, options=options)
+    if not pages:
+        reason = stats.failures[0][1] if stats.failures else "no response"
+        raise CliError(f"cannot fetch {url}: {reason}")
+    page = pages[0]
+    if page.status != 200 or not page.text.strip():
+        raise CliError(f"{url}: HTTP {page.status}, no text to check {('(' + page.error + ')') if page.error else ''}")
+    return str(page.text)
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("--status", default="flagged", show_default=True, help="flagged, licensed, confirmed, dismissed or all.")
+@click.option("--work", "work_id", type=int, help="Only matches of this work id.")
+@pass_context
+@friendly_errors
+def matches(context: CliContext, fmt: str, status: str, work_id: int | None) -> None:
+    """List the matches found, with their id (for `fptrack review ID ...`) and review status.
+
+    With --format json: one object per line with page_url, work_id, work_title, chapter_index, chapter_title,
+    score, methods, spans ([page_start, page_end, work_start, work_end] in characters of the original texts),
+    first_seen, then id and status. CSV has the same columns in that order (cells a spreadsheet would read as
+    a formula are prefixed with an apostrophe)."""
+    from fptrack.admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
+    from fptrack.compare.records import match_to_dict
+    from fptrack.storage.models import Match
+
+    with context.session() as session:
+        query = select(Match).options(joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter))
+        if status != "all":
+            query = query.where(Match.status == status)
+        if work_id is not None:
+            query = query.where(Match.work_id == work_id)
+        records = [
+            {**match_to_dict(m), "id": m.id, "status": m.status}
+            for m in session.scalars(query.order_by(Match.first_seen, Match.id))
+        ]
+    if fmt == "json":
+        for record in records:
+            click.echo(json.dumps(record, ensure_ascii=False))
+    elif fmt == "csv":
+        for line in csv_lines(CSV_MATCH_COLUMNS, (csv_match_row(record) for record in records)):
+            click.echo(line, nl=False)
+    elif not records:
+        click.echo("no matches" + (f" with status {status}" if status != "all" else ""))
+    else:
+        print_table(
+            ["id", "status", "score", "work", "chapter", "page", "methods", "first seen"],
+            [
+                (
+                    r["id"],
+                    r["status"],
+                    f"{r['score']:.2f}",
+                    r["work_title"],
+                    f"{r['chapter_index']} {r['chapter_title']}",
+                    r["page_url"],
+                    ",".join(r["methods"]),
+                    r["first_seen"][:19],
+                )
+                for r in records
+            ],
+        )
+
+
+@click.command()
+@click.option("--by", "dimension", type=click.Choice(["work", "host", "day"]), default="work", show_default=True)
+@click.option("--days", type=click.IntRange(1), help="Only matches first seen in the last N days.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@pass_context
+@friendly_errors
+def report(context: CliContext, dimension: str, days: int | None, fmt: str) -> None:
+    """Match counts per work, per host or per day, by review status.
+
+    CSV columns: key, flagged, confirmed, dismissed, licensed, pages, total (the same as the JSON fields)."""
+    from datetime import timedelta
+
+    from fptrack.analytics.rollups import match_rollup
+    from fptrack.storage.models import utcnow
+
+    since = utcnow() - timedelta(days=days) if days else None
+    with context.session() as session:
+        rows = match_rollup(session, dimension, since=since)  # type: ignore[arg-type]
+    if fmt == "json":
+        for row in rows:
+            click.echo(json.dumps(row.as_json(), ensure_ascii=False))
+    elif fmt == "csv":
+        from fptrack.admin.exports import csv_lines
+        from fptrack.analytics.rollups import ROLLUP_COLUMNS
+
+        for line in csv_lines(ROLLUP_COLUMNS, (row.as_json() for row in rows)):
+            click.echo(line, nl=False)
+    elif not rows:
+        click.echo("no matches yet")
+    else:
+        print_table(
+            [dimension, "flagged", "confirmed", "dismissed", "licensed", "pages"],
+            [(r.key, r.flagged, r.confirmed, r.dismissed, r.licensed, r.pages) for r in rows],
+        )

@@ -1,0 +1,246 @@
+"""The long-running processes and their health checks: ``fptrack serve`` (the admin), ``worker``, ``crawler``,
+``beat`` (Celery), ``ping`` (do workers answer?) and ``healthz`` (does the admin?). The admin is
+:mod:`admin.web` / :mod:`admin.production`, the Celery app and its tasks :mod:`jobs.tasks`; this module starts
+them with the settings and says what is wrong when it cannot."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+from fptrack.cli.common import CliContext, CliError, echo_warning, friendly_errors, pass_context
+from fptrack.core.settings import Settings
+from sqlalchemy import select
+
+__all__ = ["beat", "crawler", "healthz", "ping", "serve", "worker"]
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--debug", is_flag=True, help="Flask debug mode with the Werkzeug debugger: loopback hosts only.")
+@click.option("--production", is_flag=True, help="Serve with gunicorn (several worker processes).")
+@click.option("--workers", type=click.IntRange(1, 64), help="gunicorn workers with --production (default: 2 per core + 1).")
+@pass_context
+@friendly_errors
+def serve(context: CliContext, host: str, port: int, debug: bool, production: bool, workers: int | None) -> None:
+    """Run the admin web app.
+
+    Dashboard, works, and the review of matches with their evidence, for logged-in accounts (create the first
+    with `fptrack users add NAME --role admin`). Without --production: Werkzeug's development server. With
+    --production: gunicorn, to put behind a reverse proxy that terminates TLS."""
+    from fptrack.core.settings import is_loopback_host
+
+    if debug and production:
+        raise click.UsageError("--debug is for the development server, not --production")
+    if workers is not None and not production:
+        raise click.UsageError("--workers applies to --production")
+    if debug and not is_loopback_host(host):
+        raise CliError(
+            f"--debug runs the Werkzeug debugger, which executes code sent by the browser: refused on {host}; "
+            "use --host 127.0.0.1"
+        )
+    context.sessions()  # a clear error now rather than on the first request
+    _serve_warnings(context, host, debug=debug, production=production)
+    if production:
+        from fptrack.admin.production import bind_address, default_workers, run_production
+
+        count = workers or default_workers()
+        click.echo(f"admin on http://{bind_address(host, port)}/ with gunicorn, {count} worker(s) (Ctrl+C to stop)")
+        run_production(context.settings, host, port, count)
+        return
+    from fptrack.admin.web import create_app
+
+    app = create_app(context.settings)
+    click.echo(f"admin on http://{host}:{port}/ (Ctrl+C to stop)")
+    app.run(host=host, port=port, debug=debug, use_reloader=False)
+
+
+def _serve_warnings(context: CliContext, host: str, *, debug: bool, production: bool) -> None:
+    from fptrack.core.settings import is_loopback_host
+    from fptrack.storage.models import User
+
+    settings = context.settings
+    if debug:
+        echo_warning("debug mode: the Werkzeug debugger runs code typed into the browser; never leave it running")
+    if not production and not is_loopback_host(host):
+        echo_warning(f"the development server is listening on {host}; use --production behind a TLS proxy")
+    if not is_loopback_host(host) and all(is_loopback_host(h) for h in settings.admin_hosts):
+        echo_warning("FPTRACK_ADMIN_HOSTS names only loopback hosts: requests for any other host name are refused")
+    if settings.admin_cookies_secure and not production:
+        echo_warning("session cookies are Secure (HTTPS only): logging in over plain http will not stick")
+    with context.session() as session:
+        if session.scalar(select(User.id).limit(1)) is None:
+            echo_warning("no accounts yet: create the first admin with `fptrack users add NAME --role admin`")
+
+
+@click.command()
+@click.option("--concurrency", "-c", default=0, type=int, help="Worker processes (default: one per core).")
+@click.option("--loglevel", default="INFO", show_default=True)
+@click.option("--beat", is_flag=True, help="Also run the scheduler: periodic upkeep (`fptrack maintain`) and the crawls of "
+              "monitored sites when due (`fptrack sites`), the takedown re-checks (`fptrack takedowns`); one per cluster. "
+              "Or run it alone with `fptrack beat`.")  # fmt: skip
+@click.option("--crawls/--no-crawls", default=True, show_default=True,
+              help="Also take the scheduler's crawl tasks (start the due site crawls here, the takedown re-checks). "
+              "--no-crawls: fingerprint and compare only, and run `fptrack crawler` elsewhere.")  # fmt: skip
+@pass_context
+@friendly_errors
+def worker(context: CliContext, concurrency: int, loglevel: str, beat: bool, crawls: bool) -> None:
+    """Run a Celery worker for the fingerprint stage.
+
+    Needs FPTRACK_BROKER_URL (redis:// or amqp://); start one per machine, with one process per core. It consumes
+    FPTRACK_TASK_QUEUE and, unless --no-crawls, the crawl queue (FPTRACK_TASK_QUEUE.crawls) too, so one worker
+    with --beat runs everything. Check it answers with `fptrack ping`."""
+    queues = [context.settings.task_queue] + ([context.settings.crawl_task_queue] if crawls else [])
+    _run_worker(context, "worker", queues, concurrency, loglevel, beat=beat)
+
+
+@click.command()
+@click.option("--concurrency", "-c", default=2, show_default=True, type=click.IntRange(1),
+              help="Crawl tasks at a time (each site crawl then runs in a process of its own).")  # fmt: skip
+@click.option("--loglevel", default="INFO", show_default=True)
+@pass_context
+@friendly_errors
+def crawler(context: CliContext, concurrency: int, loglevel: str) -> None:
+    """Run a crawler: a Celery worker for the scheduler's crawl tasks only.
+
+    It consumes the crawl queue (FPTRACK_TASK_QUEUE.crawls): the scheduler's "start the due site crawls", each
+    crawl then run as `fptrack sites run NAME --scheduled` in a process of its own on this machine (Scrapy,
+    Chromium; logs in <data dir>/logs/site-ID.log), and the takedown re-checks. The crawled pages are
+    fingerprinted by the workers (`fptrack worker --no-crawls`). Run crawlers where the bandwidth is."""
+    _run_worker(context, "crawler", [context.settings.crawl_task_queue], concurrency, loglevel, beat=False)
+
+
+def _run_worker(context: CliContext, role: str, queues: list[str], concurrency: int, loglevel: str, *, beat: bool) -> None:
+    if context.settings.tasks_in_process:
+        raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there is nothing for a worker to do")
+    from fptrack import taskqueue
+
+    context.tasks()  # the database ready, the app configured and the tasks registered on it
+    # a node name of its own per process, so that several workers on one machine answer `fptrack ping` apart
+    argv = ["worker", f"--loglevel={loglevel}", "--without-gossip", "--without-mingle",
+            f"--hostname={role}-{os.getpid()}@%h", f"--queues={','.join(queues)}"]  # fmt: skip
+    if concurrency:
+        argv.append(f"--concurrency={concurrency}")
+    if beat:
+        argv += ["--beat", f"--schedule={_beat_schedule_file(context.settings)}"]
+    taskqueue.celery.worker_main(argv)
+
+
+def _beat_schedule_file(settings: Settings) -> Path:
+    """Where the scheduler remembers when each periodic task last ran (so a restart does not run them all)."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return settings.data_dir / "celerybeat-schedule"
+
+
+@click.command()
+@click.option("--loglevel", default="INFO", show_default=True)
+@pass_context
+@friendly_errors
+def beat(context: CliContext, loglevel: str) -> None:
+    """Run the scheduler alone: exactly one per cluster.
+
+    Sends the periodic tasks: the sweep (FPTRACK_SWEEP_EVERY) and upkeep (FPTRACK_MAINTAIN_EVERY) to the workers,
+    the due site crawls (FPTRACK_SCHEDULE_EVERY) and takedown re-checks (FPTRACK_RECHECK_EVERY) to the crawl queue
+    (`fptrack crawler`, or a worker without --no-crawls). It does no work itself: the scheduler of `fptrack worker
+    --beat`, in a process of its own. Run exactly one: two would send every task twice. Needs the broker, not the
+    database. Its schedule file is <data dir>/celerybeat-schedule."""
+    if context.settings.tasks_in_process:
+        raise CliError("FPTRACK_BROKER_URL is not set: there are no workers to send scheduled tasks to")
+    from fptrack import taskqueue
+    from fptrack.jobs import tasks
+
+    tasks.configure(context.settings)  # the scheduler only sends messages: it needs the broker, not the database
+    taskqueue.celery.start(["beat", f"--loglevel={loglevel}", f"--schedule={_beat_schedule_file(context.settings)}"])
+
+
+_WAIT_OPTION = click.option(
+    "--wait", default=0.0, show_default=True, type=click.FloatRange(0),
+    help="Keep asking for up to this many seconds before giving up (a start-up check: systemd's ExecStartPost).",
+)  # fmt: skip
+
+
+def _keep_trying(wait: float, check: Callable[[], str | None]) -> None:
+    """Run ``check`` (None when healthy, else why not) until it passes or ``wait`` seconds are over; the last
+    reason is the command's one-line error."""
+    deadline = time.monotonic() + wait
+    while (reason := check()) is not None:
+        if time.monotonic() >= deadline:
+            raise CliError(reason)
+        time.sleep(1.0)
+
+
+@click.command()
+@click.option("--timeout", default=5.0, show_default=True, type=click.FloatRange(0.1),
+              help="Seconds to wait for answers.")  # fmt: skip
+@click.option("--queue", "queue_kind", type=click.Choice(["any", "tasks", "crawls"]), default="any", show_default=True,
+              help="Only workers consuming this queue: tasks = FPTRACK_TASK_QUEUE (`fptrack worker`), crawls = the "
+              "crawl queue (`fptrack crawler`, or a worker without --no-crawls).")  # fmt: skip
+@click.option("--local", is_flag=True, help="Only workers on this machine (its host name): a container's own "
+              "health check.")  # fmt: skip
+@_WAIT_OPTION
+@pass_context
+@friendly_errors
+def ping(context: CliContext, timeout: float, queue_kind: str, local: bool, wait: float) -> None:
+    """Check that workers answer: exit 0 when at least one does within --timeout, else 1 with one line.
+
+    Asks over the broker (FPTRACK_BROKER_URL), not the database; prints the workers that answered and their
+    queues. Made for health checks (compose, systemd, `make up`)."""
+    if context.settings.tasks_in_process:
+        raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there are no workers to ping")
+    from celery.utils.nodenames import gethostname
+    from fptrack import taskqueue
+    from fptrack.jobs import tasks
+
+    tasks.configure(context.settings)
+    settings = context.settings
+    queue = {"any": None, "tasks": settings.task_queue, "crawls": settings.crawl_task_queue}[queue_kind]
+    answering: dict[str, list[str]] = {}
+
+    def check() -> str | None:
+        try:
+            answering.update(taskqueue.workers_answering(timeout, queue=queue, host=gethostname() if local else None))
+        except Exception as error:  # noqa: BLE001 - whatever the broker's client raises means: unreachable
+            return f"cannot reach the broker {_shown_broker(settings)}: {error}"
+        if answering:
+            return None
+        where, consuming = " on this machine" if local else "", f" consuming {queue}" if queue else ""
+        return f"no worker{consuming}{where} answered within {timeout:g}s on {_shown_broker(settings)}"
+
+    _keep_trying(wait, check)
+    for name, queues in sorted(answering.items()):
+        click.echo(f"{name}: ok ({', '.join(queues)})")
+
+
+@click.command()
+@click.option("--url", default="http://127.0.0.1:8000/healthz", show_default=True,
+              help="The admin's health endpoint.")  # fmt: skip
+@_WAIT_OPTION
+@friendly_errors
+def healthz(url: str, wait: float) -> None:
+    """Check the admin: exit 0 when its /healthz answers 200 (the admin runs and its database answers), else 1.
+
+    For health checks where no curl is at hand (the app image, systemd's ExecStartPost)."""
+    import urllib.error
+    import urllib.request
+
+    def check() -> str | None:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return None if response.status == 200 else f"{url} answered {response.status}"
+        except urllib.error.HTTPError as error:
+            return f"{url} answered {error.code}"
+        except (urllib.error.URLError, OSError) as error:
+            return f"{url}: {getattr(error, 'reason', error)}"
+
+    _keep_trying(wait, check)
+    click.echo(f"{url}: ok")
+
+
+def _shown_broker(settings: Settings) -> str:
+    from fptrack.crawler.distributed import url_without_password
+
+    return url_without_password(settings.broker_url or "")

@@ -1,0 +1,270 @@
+"""``fptrack works``: register, license, list and remove the works to protect.
+
+Registering is :func:`compare.works.register_work_file` (fingerprinting and the retroactive check are the task
+``index_work``), licences :mod:`compare.licensing`, deleting :func:`storage.housekeeping.delete_works`. This
+module parses options, warns about what the compare cannot find, and refuses to delete evidence unasked.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+from fptrack.cli.common import (
+    EXIT_FAILURE,
+    CliContext,
+    CliError,
+    echo_error,
+    echo_warning,
+    friendly_errors,
+    known_errors,
+    pass_context,
+    print_table,
+)
+from fptrack.core.errors import FptrackError
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+__all__ = ["RemovedWork", "WorkNotRemoved", "remove_work", "short_chapters", "works"]
+
+
+@click.group()
+def works() -> None:
+    """Register and list the works to protect."""
+
+
+@works.command("add")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--title", help="Title of the work (default: the file name). Only with a single file.")
+@click.option("--wait", is_flag=True, help="With workers (FPTRACK_BROKER_URL): wait until they have fingerprinted each "
+              "work and compared it with the pages crawled before, and print what they found (without a broker "
+              "this is always so).")  # fmt: skip
+@pass_context
+@friendly_errors
+def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, wait: bool) -> None:
+    """Register works from text files.
+
+    Chapters are found from their headings (第…章/回/节, Chapter N). The encoding (UTF-8, GB18030/GBK or Big5) is detected from the bytes. Registering a work also compares
+    it with every page crawled before (retroactive detection): right here without a broker, else on the workers
+    (--wait waits for them).
+    """
+    from fptrack.compare.works import register_work_file
+
+    if title and len(files) > 1:
+        raise click.UsageError("--title applies to a single file; register the files one by one")
+    tasks = context.tasks()
+    failures = 0
+    queued: list[int] = []
+    for path in files:
+        try:
+            with context.session() as session:
+                registered = register_work_file(session, path, title=title)
+                too_short = [] if registered.already_registered else short_chapters(session, registered.work_id)
+        except known_errors() as error:
+            echo_error(str(error))
+            failures += 1
+            continue
+        if registered.already_registered:
+            click.echo(f"{path}: already registered as work #{registered.work_id} ({registered.title})")
+            continue
+        click.echo(
+            f"registered work #{registered.work_id} {registered.title!r}: {registered.chapters} chapters, "
+            f"{registered.characters:,} characters ({registered.encoding})"
+        )
+        if too_short:
+            echo_warning(_too_short_warning(registered.work_id, registered.title, too_short, registered.chapters))
+        try:
+            result = tasks.index_work.delay(registered.work_id)
+        except Exception as error:
+            if context.settings.tasks_in_process:
+                raise
+            echo_error(f"work #{registered.work_id} is saved but could not be handed to the workers "
+                       f"({type(error).__name__}: {error}); `fptrack maintain` or the workers' sweep will index it")  # fmt: skip
+            failures += 1
+            continue
+        if context.settings.tasks_in_process:
+            flagged = result.get()
+            if flagged:
+                click.echo(f"  retroactive check: {flagged} already-crawled page(s) copy this work")
+        else:
+            click.echo(f"  fingerprinting queued (task {result.id})")
+            queued.append(registered.work_id)
+    if wait and queued and not _wait_for_indexing(context, queued):
+        failures += 1
+    if failures:
+        sys.exit(EXIT_FAILURE)
+
+
+def short_chapters(session: Session, work_id: int) -> list[int]:
+    """The indexes of the chapters of work ``work_id`` that no copy can be flagged for: fewer normalised
+    characters (letters and digits, :func:`fingerprint.normalize.normalize`) than the least a page must copy,
+    ``DecisionRule.min_copied`` of the fingerprint contract (shorter overlaps are taken for quotations)."""
+    from fptrack.fingerprint.contract import CONTRACT
+    from fptrack.fingerprint.normalize import normalize
+    from fptrack.storage.models import Chapter
+
+    least = CONTRACT.rule.min_copied
+    chapters = session.execute(select(Chapter.index, Chapter.text).where(Chapter.work_id == work_id))
+    return sorted(int(index) for index, text in chapters if len(normalize(text)) < least)
+
+
+def _too_short_warning(work_id: int, title: str, too_short: list[int], chapters: int) -> str:
+    from fptrack.fingerprint.contract import CONTRACT
+
+    least = CONTRACT.rule.min_copied
+    if len(too_short) == chapters:
+        return (f"work #{work_id} {title!r}: every chapter has fewer than {least} letters and digits, the least a page "
+                "must copy to be flagged (shorter overlaps count as quotations): no copy of it can be found")  # fmt: skip
+    shown = ", ".join(str(index) for index in too_short[:10]) + (", ..." if len(too_short) > 10 else "")
+    return (f"work #{work_id} {title!r}: {len(too_short)} of {chapters} chapters ({shown}) have fewer than {least} "
+            "letters and digits, the least a page must copy to be flagged: copies of those chapters cannot be "
+            "found")  # fmt: skip
+
+
+def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
+    """Wait until the workers have indexed ``work_ids`` (``works.indexed_at``), then say what each found among the
+    pages crawled before; False (said on stderr) when no worker consumes the queue."""
+    from fptrack.jobs.crawls import POLL_SECONDS
+    from fptrack.jobs.pipeline import COPYING_STATUSES
+    from fptrack.storage.models import Match, Work
+    from fptrack.taskqueue import workers_on_queue
+    from sqlalchemy import distinct
+
+    settings = context.settings
+    waiting, since = set(work_ids), time.monotonic()
+    asked = False
+    while waiting:
+        with context.session() as session:
+            done = set(session.scalars(select(Work.id).where(Work.id.in_(sorted(waiting)), Work.indexed_at.is_not(None))))
+            if done:
+                copying = (
+                    select(Match.work_id, func.count(distinct(Match.page_id)))
+                    .where(Match.work_id.in_(sorted(done)), Match.status.in_(COPYING_STATUSES))
+                    .group_by(Match.work_id)
+                )
+                counts = {int(work_id): int(pages) for work_id, pages in session.execute(copying)}
+                for work_id in sorted(done):
+                    click.echo(f"work #{work_id} fingerprinted: {counts.get(work_id, 0)} already-crawled page(s) "
+                               "copy it")  # fmt: skip
+        waiting -= done
+        if not waiting:
+            return True
+        if not asked and time.monotonic() - since >= settings.no_worker_seconds:
+            workers = workers_on_queue(settings.task_queue)
+            asked = workers is not None
+            if workers == []:
+                echo_error(f"no worker consumes the queue {settings.task_queue!r}: start one with `fptrack worker`; "
+                           f"the work(s) {', '.join(f'#{w}' for w in sorted(waiting))} are saved and will be indexed "
+                           "once a worker runs")  # fmt: skip
+                return False
+        time.sleep(POLL_SECONDS)
+    return True
+
+
+@works.command("license")
+@click.argument("work_id", type=int)
+@click.argument("sites", nargs=-1, required=True)
+@pass_context
+@friendly_errors
+def works_license(context: CliContext, work_id: int, sites: tuple[str, ...]) -> None:
+    """Allow sites that publish a work under licence.
+
+    SITES are hosts (or host:port) where work WORK_ID is published under licence: copies found there are
+    recorded with status 'licensed' (see them with `fptrack matches --status licensed`), not flagged."""
+    from fptrack.compare.licensing import add_licensed_site
+
+    with context.session() as session:
+        for site in sites:
+            try:
+                relabelled = add_licensed_site(session, work_id, site)
+            except (LookupError, ValueError) as error:
+                raise CliError(str(error).strip("'\"")) from None
+            click.echo(f"work #{work_id}: {site} is licensed ({relabelled} existing match(es) relabelled)")
+
+
+@works.command("list")
+@pass_context
+@friendly_errors
+def works_list(context: CliContext) -> None:
+    """List the registered works."""
+    from fptrack.storage.models import Chapter, Match, Work
+
+    with context.session() as session:
+        chapters = dict(session.execute(select(Chapter.work_id, func.count()).group_by(Chapter.work_id)).all())
+        matches = dict(session.execute(select(Match.work_id, func.count()).group_by(Match.work_id)).all())
+        rows = [
+            (w.id, w.title, chapters.get(w.id, 0), len(w.text), matches.get(w.id, 0))
+            for w in session.scalars(select(Work).order_by(Work.id))
+        ]
+    if not rows:
+        click.echo("no works registered yet: fptrack works add FILE")
+        return
+    print_table(["id", "title", "chapters", "characters", "matches"], rows)
+
+
+@works.command("remove")
+@click.argument("work_ids", metavar="ID...", nargs=-1, required=True, type=click.IntRange(1, 2**63 - 1))
+@click.option("--with-matches", is_flag=True, help="Also delete the works' matches, with their reviews, notes and "
+              "takedown history: without it, a work that has matches is not removed.")  # fmt: skip
+@pass_context
+@friendly_errors
+def works_remove(context: CliContext, work_ids: tuple[int, ...], with_matches: bool) -> None:
+    """Remove works with their chapters and fingerprints.
+
+    IDs are those of `fptrack works list`. A work with matches, in any review state, is refused: they are evidence, with their reviews and takedown
+    history. --with-matches removes them with it. To stop flagging copies on a site that may publish a work, see
+    `fptrack works license` instead. Each work is removed on its own; exits 1 when any was not."""
+    failures = 0
+    for work_id in work_ids:
+        try:
+            with context.session() as session:
+                removed = remove_work(session, work_id, with_matches=with_matches)
+        except known_errors() as error:
+            echo_error(str(error))
+            failures += 1
+            continue
+        matches = f" and {removed.matches} match(es) with their reviews and takedown history" if removed.matches else ""
+        click.echo(f"removed work #{removed.work_id} {removed.title!r}: {removed.chapters} chapter(s) with their "
+                   f"fingerprints{matches}")  # fmt: skip
+    if failures:
+        sys.exit(EXIT_FAILURE)
+
+
+class WorkNotRemoved(FptrackError, LookupError):
+    """A work that does not exist, or has matches and ``with_matches`` was not given."""
+
+
+@dataclass(frozen=True)
+class RemovedWork:
+    work_id: int
+    title: str
+    chapters: int
+    matches: int
+
+
+def remove_work(session: Session, work_id: int, *, with_matches: bool) -> RemovedWork:
+    """Delete work ``work_id`` with its chapters, their fingerprints and code index rows, and its licensed sites
+    (the foreign keys cascade, a trigger clears ``code_index``: :func:`storage.housekeeping.delete_works`);
+    :class:`WorkNotRemoved` when there is no such work, or when it has matches and ``with_matches`` is False.
+    With ``with_matches`` its matches go too, with their review decisions, notes and takedown checks (the
+    match roll-ups follow through their triggers).
+
+    The work's row is locked first (PostgreSQL): a match that a worker is inserting for it (its foreign key
+    takes a share lock on that row) is either committed before the count, and counted, or waits and then fails,
+    so a refusal never misses a match and a removal never takes one that was not counted."""
+    from fptrack.storage.housekeeping import delete_works
+    from fptrack.storage.models import Chapter, Match, Work
+
+    title = session.scalar(select(Work.title).where(Work.id == work_id).with_for_update())
+    if title is None:
+        raise WorkNotRemoved(f"there is no work #{work_id}; see `fptrack works list`")
+    matches = int(session.scalar(select(func.count()).select_from(Match).where(Match.work_id == work_id)) or 0)
+    if matches and not with_matches:
+        raise WorkNotRemoved(f"work #{work_id} {title!r} has {matches} match(es), evidence with their reviews and "
+                             "takedown history: not removed (--with-matches removes them too)")  # fmt: skip
+    chapters = int(session.scalar(select(func.count()).select_from(Chapter).where(Chapter.work_id == work_id)) or 0)
+    delete_works(session, [work_id])
+    return RemovedWork(work_id, title, chapters, matches)
