@@ -20,7 +20,7 @@ from fptrack.compare import service
 from fptrack.compare.works import register_work_file
 from fptrack.jobs.rechecks import RecheckError, due_matches, recheck_matches, run_due_rechecks
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
-from fptrack.storage.models import Match, MonitorLock, Page, TakedownCheck
+from fptrack.storage.models import Match, MonitorLock, Page, TakedownCheck, as_utc, iso_utc
 from fptrack.core.settings import Settings
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.sites import render_chapter
@@ -244,7 +244,14 @@ def test_cli_lists_and_checks_takedowns(postgres_settings: Settings, tmp_path: P
 
             records = [json.loads(line) for line in listed.stdout.splitlines()]
             assert [(r["id"], r["state"]) for r in records] == [(matches["/a.html"], "gone")]
-            assert records[0]["time_to_takedown_seconds"] >= 0 and records[0]["taken_down_at"]
+            # the time to takedown is the stored taken_down_at less first_seen (to the tenth of a second): the
+            # copy was first seen when _copies stored it, before the check found it gone, so it is > 0
+            with session_scope(sessions) as session:
+                taken = session.get(Match, matches["/a.html"])
+                assert taken is not None and taken.taken_down_at is not None
+                seconds = round((as_utc(taken.taken_down_at) - as_utc(taken.first_seen)).total_seconds(), 1)
+                assert records[0]["taken_down_at"] == iso_utc(taken.taken_down_at)
+            assert records[0]["time_to_takedown_seconds"] == seconds > 0
             table = fptrack("takedowns", "--domain", site.key)
             assert table.returncode == 0 and table.stdout.count("unchecked") == 2
             csv = fptrack("takedowns", "--format", "csv")
