@@ -85,7 +85,7 @@ def product_files(root: Path, excluded: Iterable[str] = NOT_THE_PRODUCT) -> list
     """Every ``.py`` file of the package rooted at ``root``: the root's own modules and its subfolders', except
     the folders ``excluded`` and hidden or build folders (``.venv``, ``*.egg-info``)."""
     skip = set(excluded)
-    files = []
+    files: list[Path] = []
     for folder, subfolders, names in os.walk(root):
         # pruned while walking: .venv alone holds tens of thousands of files
         top = Path(folder) == root
