@@ -213,8 +213,9 @@ def run_crawl(
     urls = _checked_start(start_urls, depth, max_pages)
     _take_the_reactor()
 
-    from fptrack.crawler.spiders import PageSpider
     from scrapy.crawler import CrawlerProcess
+
+    from fptrack.crawler.spiders import PageSpider
 
     if (sink is None) == (store is None):
         raise CrawlError("run_crawl needs exactly one of sink= and store=")

@@ -32,6 +32,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Self
 
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
@@ -42,8 +45,6 @@ from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of
 from fptrack.taskqueue import workers_on_queue
-from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session, sessionmaker
 
 if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl

@@ -13,13 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
 from fptrack.compare.service import index_work, recompare_pages
 from fptrack.compare.templates import settle_site
 from fptrack.core.settings import Settings
 from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.models import Match, MatchStatus, Page, Site, Work, utcnow
-from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session
 
 __all__ = [
     "COPYING_STATUSES",

@@ -33,6 +33,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings, classify_allow_entry
 from fptrack.crawler.guard import PrivateAddressPolicy
@@ -43,8 +46,6 @@ from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.locks import drop_lock, holder_died, refresh_lock, take_lock
 from fptrack.storage.models import Match, MonitorLock, Page, Site, TakedownCheck, utcnow
 from fptrack.storage.sites import site_of
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session, sessionmaker
 
 __all__ = [
     "LOCK_NAME",
@@ -156,10 +157,11 @@ def judge_response(
         return {match_id: ("gone", detail) for match_id in chapters}
     if result.status != 200:
         return {match_id: ("error", f"HTTP {result.status}") for match_id in chapters}
+    from scrapy.http import Response
+
     from fptrack.compare.service import verify_chapters
     from fptrack.crawler.parse import parse_response
     from fptrack.fingerprint.pipeline import fingerprint_text
-    from scrapy.http import Response
 
     response = Response(url=result.final_url, status=result.status, headers=result.headers, body=result.body)
     page = parse_response(response, requested_url=result.url, fetched_at=fetched_at).page

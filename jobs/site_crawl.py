@@ -28,6 +28,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sqlalchemy.orm import Session, sessionmaker
+
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import ConfigurationError, Settings
 from fptrack.crawler.pages import CrawlError, CrawlOptions, CrawlProgress
@@ -36,7 +38,6 @@ from fptrack.jobs.site_runs import claim, kept_alive, release
 from fptrack.jobs.sites import SiteError, crawl_options, find_site, next_due, site_lock_name
 from fptrack.storage.db import session_scope
 from fptrack.storage.models import MonitorLock, utcnow
-from sqlalchemy.orm import Session, sessionmaker
 
 if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl

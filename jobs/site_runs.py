@@ -27,13 +27,14 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from sqlalchemy.orm import Session, sessionmaker
+
 from fptrack.core.settings import Settings
 from fptrack.jobs.sites import site_lock_name
 from fptrack.storage.db import session_scope
 from fptrack.storage.locks import dead_locks, drop_lock, refresh_lock, take_lock
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, as_utc, utcnow
 from fptrack.taskqueue import task_settings
-from sqlalchemy.orm import Session, sessionmaker
 
 __all__ = [
     "SITE_CRAWL_MODULE",

@@ -37,13 +37,14 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import classify_allow_entry
 from fptrack.crawler.pages import RENDER_JS_MODES, CrawlOptions
 from fptrack.storage.models import MonitorLock, Site, utcnow
 from fptrack.storage.sites import site_of
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
 
 __all__ = [
     "SiteError",

@@ -22,12 +22,13 @@ import logging
 from typing import Any
 
 from celery import Celery
+from sqlalchemy.exc import OperationalError
+
 from fptrack import taskqueue
 from fptrack.compare import service
 from fptrack.core.settings import Settings
 from fptrack.storage.db import session_scope
 from fptrack.taskqueue import celery, task_sessions, task_settings
-from sqlalchemy.exc import OperationalError
 
 __all__ = [
     "PAGES_PER_TASK",

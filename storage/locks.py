@@ -19,11 +19,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from fptrack.storage.models import MonitorLock, as_utc, utcnow
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
+
+from fptrack.storage.models import MonitorLock, as_utc, utcnow
 
 __all__ = ["dead_locks", "drop_lock", "holder_died", "lock_owner", "owner_is_dead", "refresh_lock", "take_lock"]
 

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery
-from fptrack.core.settings import Settings
-from fptrack.storage.db import create_engine_for, session_factory
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
+
+from fptrack.core.settings import Settings
+from fptrack.storage.db import create_engine_for, session_factory
 
 __all__ = [
     "CRAWL_QUEUE_TASKS",

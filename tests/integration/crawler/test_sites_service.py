@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from fptrack.core.settings import Settings
 from fptrack.jobs.site_runs import claim, reap_dead_claims, release
 from fptrack.jobs.sites import (
     SiteError,
@@ -22,7 +23,6 @@ from fptrack.jobs.sites import (
     remove_site,
 )
 from fptrack.storage.models import CrawlJob, MonitorLock, Page, Site
-from fptrack.core.settings import Settings
 
 T0 = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 
