@@ -1,8 +1,8 @@
 """What every command of the CLI shares: the context object, the one error wrapper, the table printer, and a
 standard output that a closed pipe does not turn into an error.
 
-Every command module imports this one and nothing else of ``cli`` (the root group, :mod:`cli.main`, imports the
-command modules): no module of the package imports one that imports it back.
+Every command module imports this one and nothing else of ``cli`` (the root group, :mod:`cli.main`, imports
+the command modules): no module of the package imports one that imports it back.
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ class CliError(FptrackError, click.ClickException):
 
 
 def echo_error(message: str) -> None:
-    """``error: <message>`` on stderr, the prefix in bold red, as :class:`CliError` shows it (for a failure that
-    does not end the command, e.g. one file of several)."""
+    """``error: <message>`` on stderr, the prefix in bold red, as :class:`CliError` shows it (for a failure
+    that does not end the command, e.g. one file of several)."""
     click.echo(click.style("error: ", fg="red", bold=True) + message, err=True)
 
 
@@ -116,8 +116,8 @@ def friendly_errors(command: F) -> F:
 
 
 def friendly_errors_also(*kinds: type[Exception]) -> Callable[[F], F]:
-    """:func:`friendly_errors` that also makes these built-in kinds one line (the account services signal a bad
-    name or password with ``ValueError`` and an unknown one with ``LookupError``)."""
+    """:func:`friendly_errors` that also makes these built-in kinds one line (the account services signal a
+    bad name or password with ``ValueError`` and an unknown one with ``LookupError``)."""
 
     def decorate(command: F) -> F:
         return _one_line_errors(command, kinds)
@@ -215,7 +215,7 @@ class _ClosedPipeGuard:
         try:
             os.dup2(devnull, self._stream.fileno())
         except (OSError, ValueError):  # no descriptor (a test's stream): write to /dev/null from now on
-            self._stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+            self._stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - as long as the process
         finally:
             os.close(devnull)
 

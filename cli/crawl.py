@@ -1,9 +1,9 @@
 """``fptrack crawl``: crawl sites, fingerprint and compare every page, and say what copies registered works.
 
-The crawl job is :func:`jobs.crawls.run_crawl_job` (Scrapy underneath, :mod:`crawler`); this module turns the
-options into its inputs, joins a distributed crawl when asked, prints progress and the outcome, and chooses the
-exit status. The command reads as its steps: :func:`_crawl_options`, :func:`_join_distributed`,
-:func:`_run_job`, :func:`_print_outcome`, :func:`_exit_for`.
+The crawl job is :func:`jobs.crawls.run_crawl_job` (Scrapy underneath, :mod:`crawler`); this module turns
+the options into its inputs, joins a distributed crawl when asked, prints progress and the outcome, and
+chooses the exit status. The command reads as its steps: :func:`_crawl_options`, :func:`_join_distributed`,
+:func:`_run_job`, :func:`_print_outcome`, :func:`_finish`.
 """
 
 from __future__ import annotations
@@ -123,8 +123,8 @@ def _crawl_options(
     ignore_robots: bool,
     render_js: str,
 ) -> CrawlOptions:
-    """The crawl's options from the command's, checked before any job exists: a bad host, a malformed ``-s`` or
-    ``--render-js yes`` without Chromium is one line, not a failed job."""
+    """The crawl's options from the command's, checked before any job exists: a bad host, a malformed ``-s``
+    or ``--render-js yes`` without Chromium is one line, not a failed job."""
     from fptrack.crawler.pages import CrawlOptions
     from fptrack.crawler.render import plan_rendering
     from fptrack.crawler.runner import check_options
@@ -142,8 +142,8 @@ def _crawl_options(
 
 
 def _join_distributed(context: CliContext, first_url: str, depth: int, max_pages: int) -> SharedCrawl:
-    """This process's part in the distributed crawl of the first URL's site: it starts the run, or joins the one
-    under way with that run's depth and page limit (said on stderr)."""
+    """This process's part in the distributed crawl of the first URL's site: it starts the run, or joins the
+    one under way with that run's depth and page limit (said on stderr)."""
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.links import request_url
     from fptrack.storage.sites import site_of
@@ -171,8 +171,8 @@ def _run_job(
     from fptrack.jobs.crawls import run_crawl_job
     from fptrack.jobs.site_runs import one_off_claim
 
-    # a one-off crawl keeps a sign of life: killed, its job is marked failed, not left "running" (jobs.site_runs);
-    # a distributed crawl's processes keep theirs in Redis
+    # a one-off crawl keeps a sign of life: killed, its job is marked failed, not left "running"
+    # (jobs.site_runs); a distributed crawl's processes keep theirs in Redis
     alive: AbstractContextManager[Callable[[int], None] | None] = (
         one_off_claim(sessions, context.settings) if shared is None else nullcontext(None)
     )
@@ -242,11 +242,11 @@ def _print_outcome(outcome: CrawlOutcome) -> None:
 
 
 def _finish(outcome: CrawlOutcome) -> None:
-    """Exit 130 when interrupted (what was fetched is kept), 1 with the job's error when it failed; else point at
-    ``fptrack matches``."""
+    """Exit 130 when interrupted (what was fetched is kept), 1 with the job's error when it failed; else point
+    at ``fptrack matches``."""
     if outcome.status == "interrupted":
-        echo_error(f"crawl #{outcome.job_id} interrupted; {outcome.pages_compared} page(s) compared, the rest are "
-                   "kept and compared by the next crawl or `fptrack maintain`")  # fmt: skip
+        echo_error(f"crawl #{outcome.job_id} interrupted; {outcome.pages_compared} page(s) compared, the "
+                   "rest are kept and compared by the next crawl or `fptrack maintain`")  # fmt: skip
         sys.exit(EXIT_INTERRUPTED)
     if not outcome.ok:
         raise CliError(outcome.error or f"crawl #{outcome.job_id} failed")

@@ -1,6 +1,7 @@
-"""``fptrack init``, ``fptrack maintain`` and ``fptrack analytics rebuild``: the database, its upkeep and the sweep
-for work left behind, and the kept roll-ups. The services are :mod:`storage.db`, :mod:`compare.maintenance`,
-:mod:`jobs.pipeline` and :mod:`analytics.rollups`; this module parses options and presents what they return."""
+"""``fptrack init``, ``fptrack maintain`` and ``fptrack analytics rebuild``: the database, its upkeep and the
+sweep for work left behind, and the kept roll-ups. The services are :mod:`storage.db`,
+:mod:`compare.maintenance`, :mod:`jobs.pipeline` and :mod:`analytics.rollups`; this module parses options
+and presents what they return."""
 
 from __future__ import annotations
 

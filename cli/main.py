@@ -2,7 +2,8 @@
 
 The commands live in a module per group (:mod:`cli.works`, :mod:`cli.crawl`, :mod:`cli.matches`,
 :mod:`cli.processes`, :mod:`cli.database`, :mod:`cli.sites`, :mod:`cli.users`, :mod:`cli.takedowns`,
-:mod:`cli.demo`) and share :mod:`cli.common`; this module is the only one that imports them, and none imports it.
+:mod:`cli.demo`) and share :mod:`cli.common`; this module is the only one that imports them, and none
+imports it.
 The console script ``fptrack`` and ``python -m fptrack.cli`` run :func:`main`.
 
 Errors a person can act on (a missing file, an unreachable URL, a malformed database URL, an uninitialised
@@ -69,6 +70,6 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     ctx.obj = CliContext(settings)
 
 
-for command in (init, works, crawl, check, matches, report, analytics, maintain, serve, worker, crawler, beat, ping,
-                healthz, demo, users, review, sites, takedowns):  # fmt: skip
+for command in (init, works, crawl, check, matches, report, analytics, maintain, serve, worker, crawler, beat,
+                ping, healthz, demo, users, review, sites, takedowns):  # fmt: skip
     main.add_command(command)

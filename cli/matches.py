@@ -1,6 +1,6 @@
-"""What was found: ``fptrack check`` (one file or URL compared now, nothing stored), ``fptrack matches`` (the
-matches with their evidence, as a table, JSON lines or CSV) and ``fptrack report`` (counts per work, host or day).
-The services are :mod:`compare.service`, :mod:`compare.records` and :mod:`analytics.rollups`."""
+"""What was found: ``fptrack check`` (one file or URL compared now, nothing stored), ``fptrack matches``
+(the matches with their evidence, as a table, JSON lines or CSV) and ``fptrack report`` (counts per work,
+host or day). The services are :mod:`compare.service`, :mod:`compare.records` and :mod:`analytics.rollups`."""
 
 from __future__ import annotations
 

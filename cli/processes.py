@@ -26,7 +26,9 @@ __all__ = ["beat", "crawler", "healthz", "ping", "serve", "worker"]
 @click.option("--workers", type=click.IntRange(1, 64), help="gunicorn workers with --production (default: 2 per core + 1).")
 @pass_context
 @friendly_errors
-def serve(context: CliContext, host: str, port: int, debug: bool, production: bool, workers: int | None) -> None:
+def serve(
+    context: CliContext, host: str, port: int, debug: bool, production: bool, workers: int | None
+) -> None:
     """Run the admin web app.
 
     Dashboard, works, and the review of matches with their evidence, for logged-in accounts (create the first
@@ -65,11 +67,15 @@ def _serve_warnings(context: CliContext, host: str, *, debug: bool, production: 
 
     settings = context.settings
     if debug:
-        echo_warning("debug mode: the Werkzeug debugger runs code typed into the browser; never leave it running")
+        echo_warning(
+            "debug mode: the Werkzeug debugger runs code typed into the browser; never leave it running"
+        )
     if not production and not is_loopback_host(host):
         echo_warning(f"the development server is listening on {host}; use --production behind a TLS proxy")
     if not is_loopback_host(host) and all(is_loopback_host(h) for h in settings.admin_hosts):
-        echo_warning("FPTRACK_ADMIN_HOSTS names only loopback hosts: requests for any other host name are refused")
+        echo_warning(
+            "FPTRACK_ADMIN_HOSTS names only loopback hosts: requests for any other host name are refused"
+        )
     if settings.admin_cookies_secure and not production:
         echo_warning("session cookies are Secure (HTTPS only): logging in over plain http will not stick")
     with context.session() as session:
@@ -114,7 +120,9 @@ def crawler(context: CliContext, concurrency: int, loglevel: str) -> None:
     _run_worker(context, "crawler", [context.settings.crawl_task_queue], concurrency, loglevel, beat=False)
 
 
-def _run_worker(context: CliContext, role: str, queues: list[str], concurrency: int, loglevel: str, *, beat: bool) -> None:
+def _run_worker(
+    context: CliContext, role: str, queues: list[str], concurrency: int, loglevel: str, *, beat: bool
+) -> None:
     if context.settings.tasks_in_process:
         raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there is nothing for a worker to do")
     from fptrack import taskqueue
@@ -154,7 +162,8 @@ def beat(context: CliContext, loglevel: str) -> None:
     from fptrack.jobs import tasks
 
     tasks.configure(context.settings)  # the scheduler only sends messages: it needs the broker, not the database
-    taskqueue.celery.start(["beat", f"--loglevel={loglevel}", f"--schedule={_beat_schedule_file(context.settings)}"])
+    schedule = _beat_schedule_file(context.settings)
+    taskqueue.celery.start(["beat", f"--loglevel={loglevel}", f"--schedule={schedule}"])
 
 
 _WAIT_OPTION = click.option(
@@ -202,7 +211,8 @@ def ping(context: CliContext, timeout: float, queue_kind: str, local: bool, wait
 
     def check() -> str | None:
         try:
-            answering.update(taskqueue.workers_answering(timeout, queue=queue, host=gethostname() if local else None))
+            host = gethostname() if local else None
+            answering.update(taskqueue.workers_answering(timeout, queue=queue, host=host))
         except Exception as error:  # noqa: BLE001 - whatever the broker's client raises means: unreachable
             return f"cannot reach the broker {_shown_broker(settings)}: {error}"
         if answering:

@@ -1,6 +1,6 @@
 """``fptrack sites``: the sites fptrack monitors (settings, schedules) and their crawls. The services are
-:mod:`jobs.sites` (specs, CRUD) and :mod:`jobs.site_runs` (a site's crawl); this module only parses options and
-presents what they return. A :class:`jobs.sites.SiteError` is the one-line ``error:`` of
+:mod:`jobs.sites` (specs, CRUD) and :mod:`jobs.site_crawl` (a site's crawl); this module only parses options
+and presents what they return. A :class:`jobs.sites.SiteError` is the one-line ``error:`` of
 :func:`cli.common.friendly_errors`.
 """
 
@@ -102,7 +102,9 @@ def sites_add(context: CliContext, /, name: str, urls: tuple[str, ...], **values
 @_site_options
 @pass_context
 @friendly_errors
-def sites_edit(context: CliContext, /, name: str, start_urls: tuple[str, ...], rename: str | None, **values: Any) -> None:
+def sites_edit(
+    context: CliContext, /, name: str, start_urls: tuple[str, ...], rename: str | None, **values: Any
+) -> None:
     """Change settings of a monitored site (only the options given). A new schedule is due at once."""
     from fptrack.jobs.sites import edit_site
 

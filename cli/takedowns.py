@@ -88,7 +88,9 @@ def _list(context: CliContext, state: str | None, work_id: int | None, domain: s
 @click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
 @pass_context
 @friendly_errors
-def takedowns_check(context: CliContext, match_ids: tuple[int, ...], allow_private: tuple[str, ...], quiet: bool) -> None:
+def takedowns_check(
+    context: CliContext, match_ids: tuple[int, ...], allow_private: tuple[str, ...], quiet: bool
+) -> None:
     """Re-check now whether copies were taken down: fetch their pages again (guarded, polite) and record each
     match as present, gone, removed or error.
 

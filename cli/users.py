@@ -1,7 +1,8 @@
 """``fptrack users add|list|passwd|remove`` (accounts of the admin) and ``fptrack review`` (a decision on a
 match from the command line). The services are :mod:`admin.accounts`, :mod:`admin.tokens` and
 :mod:`admin.review`; they signal a bad name or password with ``ValueError`` and an unknown one with
-``LookupError``, which these commands show as the one-line ``error:`` (:func:`cli.common.friendly_errors_also`).
+``LookupError``, which these commands show as the one-line ``error:``
+(:func:`cli.common.friendly_errors_also`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from fptrack.cli.common import (
@@ -25,8 +26,11 @@ from fptrack.cli.common import (
     print_table,
 )
 from fptrack.core.errors import FptrackError
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
+
+if TYPE_CHECKING:
+    from fptrack.compare.works import RegisteredWork
 
 __all__ = ["RemovedWork", "WorkNotRemoved", "remove_work", "short_chapters", "works"]
 
@@ -62,7 +66,8 @@ def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, w
         try:
             with context.session() as session:
                 registered = register_work_file(session, path, title=title)
-                too_short = [] if registered.already_registered else short_chapters(session, registered.work_id)
+                fresh = not registered.already_registered
+                too_short = short_chapters(session, registered.work_id) if fresh else []
         except known_errors() as error:
             echo_error(str(error))
             failures += 1
@@ -75,14 +80,15 @@ def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, w
             f"{registered.characters:,} characters ({registered.encoding})"
         )
         if too_short:
-            echo_warning(_too_short_warning(registered.work_id, registered.title, too_short, registered.chapters))
+            echo_warning(_too_short_warning(registered, too_short))
         try:
             result = tasks.index_work.delay(registered.work_id)
         except Exception as error:
             if context.settings.tasks_in_process:
                 raise
             echo_error(f"work #{registered.work_id} is saved but could not be handed to the workers "
-                       f"({type(error).__name__}: {error}); `fptrack maintain` or the workers' sweep will index it")  # fmt: skip
+                       f"({type(error).__name__}: {error}); `fptrack maintain` or the workers' sweep will "
+                       "index it")  # fmt: skip
             failures += 1
             continue
         if context.settings.tasks_in_process:
@@ -111,17 +117,18 @@ def short_chapters(session: Session, work_id: int) -> list[int]:
     return sorted(int(index) for index, text in chapters if len(normalize(text)) < least)
 
 
-def _too_short_warning(work_id: int, title: str, too_short: list[int], chapters: int) -> str:
+def _too_short_warning(work: RegisteredWork, too_short: list[int]) -> str:
     from fptrack.fingerprint.contract import CONTRACT
 
-    least = CONTRACT.rule.min_copied
-    if len(too_short) == chapters:
-        return (f"work #{work_id} {title!r}: every chapter has fewer than {least} letters and digits, the least a page "
-                "must copy to be flagged (shorter overlaps count as quotations): no copy of it can be found")  # fmt: skip
+    least, named = CONTRACT.rule.min_copied, f"work #{work.work_id} {work.title!r}"
+    if len(too_short) == work.chapters:
+        return (f"{named}: every chapter has fewer than {least} letters and digits, the least a page must "
+                "copy to be flagged (shorter overlaps count as quotations): no copy of it can be "
+                "found")  # fmt: skip
     shown = ", ".join(str(index) for index in too_short[:10]) + (", ..." if len(too_short) > 10 else "")
-    return (f"work #{work_id} {title!r}: {len(too_short)} of {chapters} chapters ({shown}) have fewer than {least} "
-            "letters and digits, the least a page must copy to be flagged: copies of those chapters cannot be "
-            "found")  # fmt: skip
+    return (f"{named}: {len(too_short)} of {work.chapters} chapters ({shown}) have fewer than {least} "
+            "letters and digits, the least a page must copy to be flagged: copies of those chapters cannot "
+            "be found")  # fmt: skip
 
 
 def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
@@ -156,9 +163,10 @@ def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
             workers = workers_on_queue(settings.task_queue)
             asked = workers is not None
             if workers == []:
-                echo_error(f"no worker consumes the queue {settings.task_queue!r}: start one with `fptrack worker`; "
-                           f"the work(s) {', '.join(f'#{w}' for w in sorted(waiting))} are saved and will be indexed "
-                           "once a worker runs")  # fmt: skip
+                saved = ", ".join(f"#{w}" for w in sorted(waiting))
+                echo_error(f"no worker consumes the queue {settings.task_queue!r}: start one with `fptrack "
+                           f"worker`; the work(s) {saved} are saved and will be indexed once a worker "
+                           "runs")  # fmt: skip
                 return False
         time.sleep(POLL_SECONDS)
     return True
@@ -207,16 +215,17 @@ def works_list(context: CliContext) -> None:
 
 @works.command("remove")
 @click.argument("work_ids", metavar="ID...", nargs=-1, required=True, type=click.IntRange(1, 2**63 - 1))
-@click.option("--with-matches", is_flag=True, help="Also delete the works' matches, with their reviews, notes and "
-              "takedown history: without it, a work that has matches is not removed.")  # fmt: skip
+@click.option("--with-matches", is_flag=True, help="Also delete the works' matches, with their reviews, "
+              "notes and takedown history: without it, a work that has matches is not removed.")  # fmt: skip
 @pass_context
 @friendly_errors
 def works_remove(context: CliContext, work_ids: tuple[int, ...], with_matches: bool) -> None:
     """Remove works with their chapters and fingerprints.
 
-    IDs are those of `fptrack works list`. A work with matches, in any review state, is refused: they are evidence, with their reviews and takedown
-    history. --with-matches removes them with it. To stop flagging copies on a site that may publish a work, see
-    `fptrack works license` instead. Each work is removed on its own; exits 1 when any was not."""
+    IDs are those of `fptrack works list`. A work with matches, in any review state, is refused: they are
+    evidence, with their reviews and takedown history. --with-matches removes them with it. To stop flagging
+    copies on a site that may publish a work, see `fptrack works license` instead. Each work is removed on its
+    own; exits 1 when any was not."""
     failures = 0
     for work_id in work_ids:
         try:
@@ -226,9 +235,9 @@ def works_remove(context: CliContext, work_ids: tuple[int, ...], with_matches: b
             echo_error(str(error))
             failures += 1
             continue
-        matches = f" and {removed.matches} match(es) with their reviews and takedown history" if removed.matches else ""
-        click.echo(f"removed work #{removed.work_id} {removed.title!r}: {removed.chapters} chapter(s) with their "
-                   f"fingerprints{matches}")  # fmt: skip
+        matches = f" and {removed.matches} match(es) with their reviews and takedown history"
+        click.echo(f"removed work #{removed.work_id} {removed.title!r}: {removed.chapters} chapter(s) with "
+                   f"their fingerprints{matches if removed.matches else ''}")  # fmt: skip
     if failures:
         sys.exit(EXIT_FAILURE)
 
@@ -239,6 +248,8 @@ class WorkNotRemoved(FptrackError, LookupError):
 
 @dataclass(frozen=True)
 class RemovedWork:
+    """What :func:`remove_work` deleted: the work, how many chapters and how many matches it had."""
+
     work_id: int
     title: str
     chapters: int
@@ -246,25 +257,31 @@ class RemovedWork:
 
 
 def remove_work(session: Session, work_id: int, *, with_matches: bool) -> RemovedWork:
-    """Delete work ``work_id`` with its chapters, their fingerprints and code index rows, and its licensed sites
-    (the foreign keys cascade, a trigger clears ``code_index``: :func:`storage.housekeeping.delete_works`);
-    :class:`WorkNotRemoved` when there is no such work, or when it has matches and ``with_matches`` is False.
+    """Delete work ``work_id`` with its chapters, their fingerprints and code index rows, and its licensed
+    sites (the foreign keys cascade, a trigger clears ``code_index``:
+    :func:`storage.housekeeping.delete_works`); :class:`WorkNotRemoved` when there is no such work, or when it
+    has matches and ``with_matches`` is False.
     With ``with_matches`` its matches go too, with their review decisions, notes and takedown checks (the
     match roll-ups follow through their triggers).
 
     The work's row is locked first (PostgreSQL): a match that a worker is inserting for it (its foreign key
-    takes a share lock on that row) is either committed before the count, and counted, or waits and then fails,
-    so a refusal never misses a match and a removal never takes one that was not counted."""
+    takes a share lock on that row) is either committed before the count, and counted, or waits and then
+    fails, so a refusal never misses a match and a removal never takes one that was not counted."""
     from fptrack.storage.housekeeping import delete_works
     from fptrack.storage.models import Chapter, Match, Work
 
     title = session.scalar(select(Work.title).where(Work.id == work_id).with_for_update())
     if title is None:
         raise WorkNotRemoved(f"there is no work #{work_id}; see `fptrack works list`")
-    matches = int(session.scalar(select(func.count()).select_from(Match).where(Match.work_id == work_id)) or 0)
+    matches = _count(session, Match, Match.work_id == work_id)
     if matches and not with_matches:
-        raise WorkNotRemoved(f"work #{work_id} {title!r} has {matches} match(es), evidence with their reviews and "
-                             "takedown history: not removed (--with-matches removes them too)")  # fmt: skip
-    chapters = int(session.scalar(select(func.count()).select_from(Chapter).where(Chapter.work_id == work_id)) or 0)
+        raise WorkNotRemoved(f"work #{work_id} {title!r} has {matches} match(es), evidence with their "
+                             "reviews and takedown history: not removed (--with-matches removes them "
+                             "too)")  # fmt: skip
+    chapters = _count(session, Chapter, Chapter.work_id == work_id)
     delete_works(session, [work_id])
     return RemovedWork(work_id, title, chapters, matches)
+
+
+def _count(session: Session, model: type[Any], condition: ColumnElement[bool]) -> int:
+    return int(session.scalar(select(func.count()).select_from(model).where(condition)) or 0)
