@@ -114,7 +114,7 @@ def crawler(context: CliContext, concurrency: int, loglevel: str) -> None:
     """Run a crawler: a Celery worker for the scheduler's crawl tasks only.
 
     It consumes the crawl queue (FPTRACK_TASK_QUEUE.crawls): the scheduler's "start the due site crawls", each
-    crawl then run as `fptrack sites run NAME --scheduled` in a process of its own on this machine (Scrapy,
+    crawl then run as `python -m fptrack.jobs.site_crawl NAME --scheduled` in a process of its own on this machine (Scrapy,
     Chromium; logs in <data dir>/logs/site-ID.log), and the takedown re-checks. The crawled pages are
     fingerprinted by the workers (`fptrack worker --no-crawls`). Run crawlers where the bandwidth is."""
     _run_worker(context, "crawler", [context.settings.crawl_task_queue], concurrency, loglevel, beat=False)

@@ -43,7 +43,9 @@ __all__ = [
     "PrivateAddressPolicy",
     "PrivateAddressRefused",
     "address_kind",
+    "parse_address",
     "proxy_hosts",
+    "resolve_all",
 ]
 
 POLICY_SETTING = "FPTRACK_PRIVATE_ADDRESS_POLICY"
@@ -80,7 +82,8 @@ def address_kind(address: IPAddress) -> str | None:
     return None
 
 
-def _parse_address(host: str) -> IPAddress | None:
+def parse_address(host: str) -> IPAddress | None:
+    """``host`` as an IP address (IPv6 may come in brackets), or ``None`` when it is a name."""
     try:
         return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
@@ -117,7 +120,7 @@ class PrivateAddressPolicy:
         shown = f"[{host}]" if ":" in host else host
         if host in self.hosts or (port is not None and f"{shown}:{port}" in self.hosts):
             return True
-        address = _parse_address(host)
+        address = parse_address(host)
         return address is not None and self.allows_address(address)
 
     def allows_any_port_of(self, host: str) -> bool:
@@ -135,7 +138,7 @@ class PrivateAddressPolicy:
         for address in addresses:
             kind = address_kind(address)
             if kind is not None and not self.allows_address(address):
-                shown = host if _parse_address(host) is not None else f"{host} ({address})"
+                shown = host if parse_address(host) is not None else f"{host} ({address})"
                 bracketed = f"[{host}]" if ":" in host else host
                 where = f"{bracketed}:{port}" if port is not None else bracketed
                 return (
@@ -185,7 +188,7 @@ class PrivateAddressGuard:
             self._refuse(f"refused by the private-address guard: bad port in {request.url}")
         if not host or self.policy.allows_host(host, port):
             return
-        literal = _parse_address(host)
+        literal = parse_address(host)
         addresses = [literal] if literal is not None else await self._resolve(host, port)
         reason = self.policy.refusal(host, port, addresses)
         if reason is not None:
@@ -197,7 +200,7 @@ class PrivateAddressGuard:
             from scrapy.utils.defer import maybe_deferred_to_future
             from twisted.internet.threads import deferToThread
 
-            self._resolved[key] = await maybe_deferred_to_future(deferToThread(_resolve_all, host, port))
+            self._resolved[key] = await maybe_deferred_to_future(deferToThread(resolve_all, host, port))
         return self._resolved[key]
 
     def _refuse(self, reason: str) -> Any:
@@ -206,7 +209,7 @@ class PrivateAddressGuard:
         raise PrivateAddressRefused(reason)
 
 
-def _resolve_all(host: str, port: int) -> list[IPAddress]:
+def resolve_all(host: str, port: int) -> list[IPAddress]:
     """Every address ``host`` resolves to; [] when it does not resolve (the download then fails on its own)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -215,7 +218,7 @@ def _resolve_all(host: str, port: int) -> list[IPAddress]:
     found: dict[str, IPAddress] = {}
     for info in infos:
         text = str(info[4][0]).split("%", 1)[0]
-        address = _parse_address(text)
+        address = parse_address(text)
         if address is not None:
             found.setdefault(text, address)
     return list(found.values())
@@ -241,7 +244,7 @@ class GuardedResolver(CachingThreadedResolver):
     def _check(self, result: str, name: str) -> str:
         if self.policy.allows_any_port_of(name):
             return result
-        address = _parse_address(result)
+        address = parse_address(result)
         if address is not None and address_kind(address) is not None and not self.policy.allows_address(address):
             raise RefusedAddressError(
                 f"refused by the private-address guard: {name} resolved to {result}, a {address_kind(address)} "

@@ -35,7 +35,7 @@ from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Request, Response
 
-from fptrack.crawler.guard import PrivateAddressPolicy, _parse_address, _resolve_all
+from fptrack.crawler.guard import PrivateAddressPolicy, parse_address, resolve_all
 from fptrack.crawler.pages import CrawledPage, CrawlError
 from fptrack.crawler.parse import ParsedResponse
 from fptrack.core.settings import Settings
@@ -265,13 +265,13 @@ class BrowserRequestGuard:
             return f"refused by the private-address guard: bad port in {url}"
         if not host or self.policy.allows_host(host, port):
             return None
-        literal = _parse_address(host)
+        literal = parse_address(host)
         if literal is not None:
             addresses = [literal]
         else:
             key = (host, port)
             if key not in self._resolved:
-                self._resolved[key] = await asyncio.to_thread(_resolve_all, host, port)
+                self._resolved[key] = await asyncio.to_thread(resolve_all, host, port)
             addresses = self._resolved[key]
         return self.policy.refusal(host, port, addresses)
 

@@ -10,7 +10,7 @@ back. Hence: a page stored before the kill is not fetched again, a page fetched 
 of a stored page is lost.
 
 Layout: ``<data dir>/crawl-state/site-<id>/frontier.sqlite`` (one state per site; the site's claim,
-:func:`jobs.sites.claim`, keeps one crawl at a time on it)::
+:func:`jobs.site_runs.claim`, keeps one crawl at a time on it)::
 
     meta(name, value)            'key': the hash of the crawl's parameters (:func:`state_key`)
     jobs(id)                     the crawl jobs that crawled from this state, oldest first

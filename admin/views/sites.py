@@ -4,7 +4,7 @@ and edit a site and a "run now" button.
 The rules are :mod:`jobs.sites`' (``SiteSpec.validated``, ``add_site``, ``edit_site``), the same as
 ``fptrack sites add|edit``: this module only turns form fields into a :class:`~jobs.sites.SiteSpec` and shows
 the one-line :class:`~jobs.sites.SiteError` next to the form. "Run now" starts the crawl exactly as the
-scheduler does (:func:`jobs.crawl_tasks.spawn_site_crawl`: ``fptrack sites run NAME`` in a process of its own,
+scheduler does (:func:`jobs.site_runs.spawn_site_crawl`: ``python -m fptrack.jobs.site_crawl NAME`` in a process of its own,
 which claims the site, so a site is never crawled twice at once) and answers at once.
 """
 

@@ -9,6 +9,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tomllib
 import sys
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def _example_names() -> set[str]:
 def test_env_example_sets_only_real_settings_and_every_variable_the_process_set_reads() -> None:
     values = process_set.read_env_file(DEPLOY / ".env.example")  # the KEY=value lines parse
     assert {"FPTRACK_DATABASE_URL", "FPTRACK_BROKER_URL"} <= values.keys()
-    settings_source = (process_set.REPO / "storage" / "settings.py").read_text()
+    settings_source = (process_set.REPO / "core" / "settings.py").read_text()
     for name in _example_names():
         assert not name.startswith("FPTRACK_") or f'"{name}"' in settings_source, f"{name} is no fptrack setting"
     used = _variables((DEPLOY / "Procfile").read_text()) | _variables((DEPLOY / "compose.yaml").read_text())
@@ -108,11 +109,15 @@ def test_compose_file_has_every_service_healthy_ordered_and_running_valid_comman
 
 def test_dockerfile_copies_every_package_and_installs_chromium_and_a_cjk_font() -> None:
     dockerfile = (DEPLOY / "Dockerfile").read_text()
-    packages = re.search(r"include = \[([^]]*)\]", (process_set.REPO / "pyproject.toml").read_text())
-    assert packages is not None
-    for package in re.findall(r'"(\w+)\*"', packages.group(1)):
+    project = tomllib.loads((process_set.REPO / "pyproject.toml").read_text())
+    folders = {name.split(".")[1] for name in project["tool"]["setuptools"]["packages"] if name.count(".") >= 1}
+    assert {"crawler", "storage", "jobs", "cli"} <= folders
+    for package in sorted(folders):
         assert f"COPY {package} ./{package}" in dockerfile, package
         assert f"!{package}/" in (DEPLOY / "Dockerfile.dockerignore").read_text(), package
+    # the root of the package fptrack is the repository's root: its __init__.py is copied too
+    assert re.search(r"^COPY __init__\.py ", dockerfile, re.M)
+    assert "!__init__.py" in (DEPLOY / "Dockerfile.dockerignore").read_text()
     assert re.search(r"apt-get install[^\n]*\n?[^\n]*chromium[^\n]*fonts-wqy-microhei", dockerfile)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fptrack.jobs import tasks
-from fptrack.jobs.crawls import _workers_on_queue
+from fptrack.taskqueue import workers_on_queue
 from fptrack.core.settings import Settings
 from tests.support.sites import free_port
 
@@ -26,4 +26,4 @@ def unreachable_broker(tmp_path: Path) -> Iterator[Settings]:
 
 
 def test_a_broker_that_cannot_be_asked_says_nothing_about_the_workers(unreachable_broker: Settings) -> None:
-    assert _workers_on_queue(tasks, unreachable_broker.task_queue) is None
+    assert workers_on_queue(unreachable_broker.task_queue) is None
