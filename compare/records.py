@@ -1,6 +1,7 @@
 """The match record as the outside world sees it (CLI JSON/CSV, the admin JSON API).
 
-DESIGN.md fixes the fields; this module is the one place that builds them.
+The fields are a stable interface (the README's "Match JSON": scripts and the admin rely on them); this module
+is the one place that builds them.
 """
 
 from __future__ import annotations
