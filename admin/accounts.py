@@ -60,6 +60,8 @@ MAX_FAILURES_PER_USERNAME = 5
 MAX_FAILURES_PER_CLIENT = 20
 
 _USERNAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,149}")
+
+
 # Verified against when the username is unknown, so that an unknown name costs as much time as a known one.
 @functools.cache
 def _dummy_hash() -> str:
@@ -145,7 +147,8 @@ def create_user(session: Session, username: str, password: str, role: str) -> Ac
 
 
 def change_password(session: Session, username: str, password: str) -> Account:
-    """Set a new password. Sessions of the user logged in with the old one stop working (see ``admin.auth``)."""
+    """Set a new password. Sessions of the user logged in with the old one stop working (see
+    ``admin.auth``)."""
     user = _get(session, username)
     user.password_hash = hash_password(password)
     session.flush()
@@ -176,7 +179,9 @@ def list_users(session: Session) -> list[Account]:
     return [Account.of(user) for user in session.scalars(select(User).order_by(User.username))]
 
 
-def find_active_user(session: Session, user_id: int | None = None, username: str | None = None) -> User | None:
+def find_active_user(
+    session: Session, user_id: int | None = None, username: str | None = None
+) -> User | None:
     """The active user with this id or username, or None."""
     query = select(User).where(User.active.is_(True))
     if user_id is not None:
@@ -191,9 +196,13 @@ def find_active_user(session: Session, user_id: int | None = None, username: str
     return session.scalar(query)
 
 
-def _recent_failures(session: Session, column: Any, value: str, since: datetime) -> tuple[int, datetime | None]:
+def _recent_failures(
+    session: Session, column: Any, value: str, since: datetime
+) -> tuple[int, datetime | None]:
     count, oldest = session.execute(
-        select(func.count(), func.min(LoginFailure.failed_at)).where(column == value, LoginFailure.failed_at >= since)
+        select(func.count(), func.min(LoginFailure.failed_at)).where(
+            column == value, LoginFailure.failed_at >= since
+        )
     ).one()
     return int(count or 0), oldest
 

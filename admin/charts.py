@@ -23,9 +23,9 @@ from fptrack.analytics.rollups import STATUSES, KeyCount, PeriodCount
 
 __all__ = ["CHART_CONTENT_SECURITY_POLICY", "STATUS_COLOURS", "bars_svg", "time_series_svg"]
 
-# Importing pygal appends to sys.meta_path an old-style importer (find_module only, no find_spec) that maps its
-# external ``pygal.maps.*`` plugins; code that walks sys.meta_path calling find_spec (pytest's importlib import
-# mode, importlib.util users) then fails with AttributeError. We use no map plugin: take it off again.
+# Importing pygal appends to sys.meta_path an old-style importer (find_module only, no find_spec) that maps
+# its external ``pygal.maps.*`` plugins; code that walks sys.meta_path calling find_spec (pytest's importlib
+# import mode, importlib.util users) then fails with AttributeError. We use no map plugin: take it off again.
 sys.meta_path[:] = [finder for finder in sys.meta_path if type(finder).__name__ != "PluginImportFixer"]
 
 CHART_CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'"
@@ -83,7 +83,9 @@ def time_series_svg(periods: Sequence[PeriodCount], *, per: str) -> bytes:
     """Stacked bars of the matches first seen per day or week, one colour per status."""
     largest = max((p.total for p in periods), default=0)
     chart = pygal.StackedBar(
-        **_config(x_label_rotation=30, show_minor_x_labels=False, truncate_label=-1, **_whole_numbers(largest))
+        **_config(
+            x_label_rotation=30, show_minor_x_labels=False, truncate_label=-1, **_whole_numbers(largest)
+        )
     )
     chart.title = f"Matches first seen per {per}"
     labels = [_label(p.start, per) for p in periods]

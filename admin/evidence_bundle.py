@@ -56,7 +56,8 @@ def page_warc(page: Page) -> bytes:
     buffer = io.BytesIO()
     writer = WARCWriter(buffer, gzip=True)
     info = writer.create_warcinfo_record(
-        "page.warc.gz", {"software": "fptrack", "format": "WARC File Format 1.1", "description": "page as stored"}
+        "page.warc.gz",
+        {"software": "fptrack", "format": "WARC File Format 1.1", "description": "page as stored"},
     )
     writer.write_record(info)
     body = (page.text or "").encode("utf-8")
@@ -103,7 +104,8 @@ def evidence_bundle(page: Page, evidence: dict[str, Any], history: Sequence[dict
             b"page.warc.gz   the page as stored by fptrack (extracted text, a WARC resource record) and its\n"
             b"               fetch metadata (a WARC metadata record: final URL, HTTP status, encoding, the\n"
             b"               SHA-256 of the bytes as fetched)\n"
-            b"evidence.json  the match: registered work and chapter, score, methods, the copied passages with\n"
+            b"evidence.json  the match: registered work and chapter, score, methods, the copied passages "
+            b"with\n"
             b"               their character offsets, the review history\n"
             b"SHA256SUMS     check with: sha256sum -c SHA256SUMS\n"
         ),

@@ -1,11 +1,10 @@
 """The OpenAPI 3.1 description of the admin's JSON API, served at ``/api/openapi.json``.
 
-The document is data: ``admin/openapi.json`` beside this module (shipped in the package), edited by hand next to
-the views it describes (``admin.views.api``). The one part owned by the models is filled in here: the takedown
-states of ``MatchDetail`` are :data:`storage.models.TAKEDOWN_OUTCOMES` plus ``unchecked``.
-``tests/unit/admin/test_api.py`` validates the result with openapi-spec-validator and checks that every ``/api``
-route of the app is described and every described path exists.
-"""
+The document is data: ``admin/openapi.json`` beside this module (shipped in the package), edited by hand next
+to the views it describes (``admin.views.api``). The one part owned by the models is filled in here: the
+takedown states of ``MatchDetail`` are :data:`storage.models.TAKEDOWN_OUTCOMES` plus ``unchecked``.
+``tests/unit/admin/test_api.py`` validates the result with openapi-spec-validator and checks that every
+``/api`` route of the app is described and every described path exists."""
 
 from __future__ import annotations
 

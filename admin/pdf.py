@@ -1,10 +1,9 @@
 """HTML to PDF for takedown notices: WeasyPrint (PyPI) when it loads, else Debian's Chromium headless.
 
 WeasyPrint needs Pango at run time; where it cannot load, ``chromium --headless --print-to-pdf`` does the same
-job (``deploy/ensure-services.sh`` installs Debian's chromium). Either way nothing is fetched from the network:
-WeasyPrint gets a URL fetcher that serves only the admin's own static files, and Chromium reads a local file
-with networking off. The HTML is ours, with every crawled value escaped by Jinja.
-"""
+job (``deploy/ensure-services.sh`` installs Debian's chromium). Either way nothing is fetched from the
+network: WeasyPrint gets a URL fetcher that serves only the admin's own static files, and Chromium reads a
+local file with networking off. The HTML is ours, with every crawled value escaped by Jinja."""
 
 from __future__ import annotations
 
@@ -79,7 +78,9 @@ def html_to_pdf(html: str, engine: str | None = None) -> bytes:
         import weasyprint
 
         base_url = STATIC.resolve().as_uri() + "/"
-        document: bytes = weasyprint.HTML(string=html, base_url=base_url, url_fetcher=_static_fetcher()).write_pdf()
+        document: bytes = weasyprint.HTML(
+            string=html, base_url=base_url, url_fetcher=_static_fetcher()
+        ).write_pdf()
         return document
     chromium = _chromium()
     if chromium is None:

@@ -39,8 +39,9 @@ class AdminServer(BaseApplication):  # type: ignore[misc]
     def load_config(self) -> None:
         for name, value in self.options.items():
             self.cfg.set(name, value)
-        # gunicorn 27+ opens a control socket at one path per user ($HOME/.gunicorn/gunicorn.ctl): a second admin
-        # on the machine (another environment, a test) would take the first one's; fptrack does not use it
+        # gunicorn 27+ opens a control socket at one path per user ($HOME/.gunicorn/gunicorn.ctl): a second
+        # admin on the machine (another environment, a test) would take the first one's; fptrack does not use
+        # it
         if "control_socket_disable" in self.cfg.settings:
             self.cfg.set("control_socket_disable", True)
 

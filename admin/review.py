@@ -75,9 +75,9 @@ def record_decision(session: Session, match_id: int, status: str, reviewer: str,
 def record_bulk_decision(
     session: Session, match_ids: Sequence[int], status: str, reviewer: str, note: str = ""
 ) -> list[Decision]:
-    """:func:`record_decision` for each of ``match_ids`` (at most :data:`BULK_LIMIT`), each kept in the history
-    with the same reason; all or nothing (the caller commits or rolls back). Ids of missing matches raise
-    LookupError before anything changes."""
+    """:func:`record_decision` for each of ``match_ids`` (at most :data:`BULK_LIMIT`), each kept in the
+    history with the same reason; all or nothing (the caller commits or rolls back). Ids of missing matches
+    raise LookupError before anything changes."""
     ids = list(dict.fromkeys(match_ids))
     if len(ids) > BULK_LIMIT:
         raise ValueError(f"a bulk action changes at most {BULK_LIMIT} matches; {len(ids)} were asked for")
@@ -132,4 +132,6 @@ def match_history(session: Session, match_id: int) -> list[HistoryEntry]:
 
 
 def _naive_utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=None) if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)
+    return (
+        moment.replace(tzinfo=None) if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)
+    )

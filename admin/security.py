@@ -17,10 +17,10 @@ Every request goes through these checks, in this order (``install_security``):
 5. **CSRF** (Flask-WTF's ``CSRFProtect``) on every state-changing request.
 
 An ``/api`` request carrying ``Authorization: Bearer <token>`` is authenticated by that API token alone
-(``admin.tokens``; a bad token is a 401 even with a valid session cookie): it acts as the token's user with that
-user's role, and skips the Origin and CSRF checks, which protect ambient credentials (cookies) that a
-browser would attach to a forged cross-site request; a browser never attaches an ``Authorization`` header
-by itself.
+(``admin.tokens``; a bad token is a 401 even with a valid session cookie): it acts as the token's user with
+that user's role, and skips the Origin and CSRF checks, which protect ambient credentials (cookies) that a
+browser would attach to a forged cross-site request; a browser never attaches an ``Authorization`` header by
+itself.
 
 Sessions are Flask's signed cookie (``HttpOnly``, ``SameSite=Lax``, ``Secure`` per
 ``FPTRACK_ADMIN_SECURE_COOKIES``), valid for :data:`SESSION_LIFETIME`. The session names the user by id and a
@@ -49,8 +49,8 @@ from flask_wtf.csrf import CSRFProtect
 from sqlalchemy.orm import Session
 
 from fptrack.admin.accounts import find_active_user, has_role
-from fptrack.storage.models import User
 from fptrack.core.settings import Settings
+from fptrack.storage.models import User
 
 __all__ = [
     "SESSION_LIFETIME",
@@ -153,7 +153,9 @@ def client_address() -> str:
     peer = request.remote_addr or ""
     if not _in_networks(peer, proxies):
         return peer
-    forwarded = [part.strip() for part in request.headers.get("X-Forwarded-For", "").split(",") if part.strip()]
+    forwarded = [
+        part.strip() for part in request.headers.get("X-Forwarded-For", "").split(",") if part.strip()
+    ]
     for address in reversed(forwarded):
         if not _in_networks(address, proxies):
             return address[:64]
@@ -250,14 +252,17 @@ def _require_login_and_role() -> ResponseReturnValue | None:
         return redirect(url_for("auth.login", next=target), code=303)
     if view is None:
         return None  # a 404 or 405 follows
-    needed = getattr(view, "required_role", None) or ("viewer" if request.method in SAFE_METHODS else "reviewer")
+    needed = getattr(view, "required_role", None) or (
+        "viewer" if request.method in SAFE_METHODS else "reviewer"
+    )
     if not current_user.can(needed):
         abort(403, description=f"This needs the {needed} role; your account is a {current_user.role}.")
     return None
 
 
 def is_safe_next(target: str | None) -> bool:
-    """True for a path on this site (``/matches?page=2``), never for another site (``//evil``, ``https://``)."""
+    """True for a path on this site (``/matches?page=2``), never for another site (``//evil``,
+    ``https://``)."""
     if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
         return False
     if any(ord(char) < 0x20 or char == "\\" for char in target):

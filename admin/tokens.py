@@ -21,7 +21,15 @@ from sqlalchemy.orm import Session
 from fptrack.admin.accounts import normalise_username
 from fptrack.storage.models import ApiToken, User, utcnow
 
-__all__ = ["TOKEN_PREFIX", "NewToken", "TokenInfo", "authenticate_token", "create_token", "list_tokens", "revoke_token"]
+__all__ = [
+    "TOKEN_PREFIX",
+    "NewToken",
+    "TokenInfo",
+    "authenticate_token",
+    "create_token",
+    "list_tokens",
+    "revoke_token",
+]
 
 TOKEN_PREFIX = "fpt_"
 SHOWN_PREFIX_LENGTH = 12
@@ -52,16 +60,25 @@ def _digest(token: str) -> str:
 
 
 def _info(row: ApiToken, username: str) -> TokenInfo:
-    return TokenInfo(row.id, username, row.name, row.prefix, row.created_at, row.last_used_at, row.revoked_at is not None)
+    return TokenInfo(
+        row.id, username, row.name, row.prefix, row.created_at, row.last_used_at, row.revoked_at is not None
+    )
 
 
 def create_token(session: Session, username: str, name: str = "") -> NewToken:
     """A new token for the active user ``username``; LookupError if there is none."""
-    user = session.scalar(select(User).where(User.username == normalise_username(username), User.active.is_(True)))
+    user = session.scalar(
+        select(User).where(User.username == normalise_username(username), User.active.is_(True))
+    )
     if user is None:
         raise LookupError(f"there is no active user {username!r}")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    row = ApiToken(user_id=user.id, name=name.strip()[:200], prefix=token[:SHOWN_PREFIX_LENGTH], token_sha256=_digest(token))
+    row = ApiToken(
+        user_id=user.id,
+        name=name.strip()[:200],
+        prefix=token[:SHOWN_PREFIX_LENGTH],
+        token_sha256=_digest(token),
+    )
     session.add(row)
     session.flush()
     return NewToken(_info(row, user.username), token)

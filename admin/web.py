@@ -36,11 +36,23 @@ from fptrack.admin.views import BLUEPRINTS
 from fptrack.admin.views.context import AdminState, admin_state, close_db_session
 from fptrack.admin.views.evidence import is_web_url
 from fptrack.admin.views.queries import MAX_ID
-from fptrack.storage.db import DatabaseUnavailable, SchemaOutOfDate, check_schema, create_engine_for, session_factory
 from fptrack.core.settings import Settings
+from fptrack.storage.db import (
+    DatabaseUnavailable,
+    SchemaOutOfDate,
+    check_schema,
+    create_engine_for,
+    session_factory,
+)
 
-__all__ = ["CONTENT_SECURITY_POLICY", "SECRET_KEY_FILE", "create_app", "ensure_secret_key", "format_duration",
-           "format_schedule"]
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "SECRET_KEY_FILE",
+    "create_app",
+    "ensure_secret_key",
+    "format_duration",
+    "format_schedule",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +79,9 @@ class DatabaseIdConverter(IntegerConverter):
     """``<int:...>`` in our routes: at most a signed 64-bit value, so a huge id is a 404 rather than an
     OverflowError in the database driver."""
 
-    def __init__(self, map: Map, fixed_digits: int = 0, min: int | None = 1, max: int | None = MAX_ID) -> None:
+    def __init__(
+        self, map: Map, fixed_digits: int = 0, min: int | None = 1, max: int | None = MAX_ID
+    ) -> None:
         super().__init__(map, fixed_digits=fixed_digits, min=min, max=max)
 
 

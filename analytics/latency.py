@@ -26,8 +26,8 @@ __all__ = ["LatencySummary", "detection_latency", "nearest_rank"]
 
 @dataclass(frozen=True)
 class LatencySummary:
-    """Detection latency of ``matches`` matches, in seconds (``None`` when there are none); ``unknown``: matches
-    left out because their page was fetched again after they were first seen."""
+    """Detection latency of ``matches`` matches, in seconds (``None`` when there are none); ``unknown``:
+    matches left out because their page was fetched again after they were first seen."""
 
     matches: int
     unknown: int
@@ -56,8 +56,8 @@ def detection_latency(
     session: Session, *, since: datetime | None = None, recent: int | None = None
 ) -> LatencySummary:
     """Median and 90th percentile of the detection latency of the matches first seen on or after ``since``;
-    with ``recent``, of the ``recent`` most recently first seen of them only (what the dashboard shows: an index
-    range on ``first_seen``, so its cost does not grow with the table)."""
+    with ``recent``, of the ``recent`` most recently first seen of them only (what the dashboard shows: an
+    index range on ``first_seen``, so its cost does not grow with the table)."""
     if recent is not None and recent < 1:
         raise ValueError(f"recent must be a positive number of matches, not {recent}")
     chosen = select(Match.id, Match.page_id, Match.work_id, Match.first_seen)

@@ -55,11 +55,17 @@ class RollupRow:
         return self.flagged + self.confirmed + self.dismissed + self.licensed
 
     def as_json(self) -> dict[str, object]:
-        return {"key": self.key, **{s: getattr(self, s) for s in STATUSES}, "pages": self.pages, "total": self.total}
+        return {
+            "key": self.key,
+            **{s: getattr(self, s) for s in STATUSES},
+            "pages": self.pages,
+            "total": self.total,
+        }
 
 
 def match_rollup(session: Session, by: Dimension, *, since: datetime | None = None) -> list[RollupRow]:
-    """Match counts grouped ``by`` work title, page host or first-seen day, largest first (days: newest first)."""
+    """Match counts grouped ``by`` work title, page host or first-seen day, largest first (days: newest
+    first)."""
     key: SQLColumnExpression[str]
     if by == "work":
         key = Work.title + " (#" + func.cast(Work.id, Work.title.type) + ")"
@@ -107,7 +113,8 @@ Period = Literal["day", "week"]
 
 @dataclass(frozen=True)
 class PeriodCount:
-    """Matches first seen in the period starting ``start`` (a day, or the Monday of an ISO week), by status."""
+    """Matches first seen in the period starting ``start`` (a day, or the Monday of an ISO week), by
+    status."""
 
     start: date
     by_status: dict[str, int]
@@ -133,7 +140,9 @@ class KeyCount:
 def kept_rollup(session: Session) -> dict[RollupKey, int]:
     """The ``match_rollups`` table as ``{(day, work_id, host, status): matches}``."""
     rows = session.execute(
-        select(MatchRollup.day, MatchRollup.work_id, MatchRollup.host, MatchRollup.status, MatchRollup.matches)
+        select(
+            MatchRollup.day, MatchRollup.work_id, MatchRollup.host, MatchRollup.status, MatchRollup.matches
+        )
     )
     return {(_as_date(d), int(w), h, s): int(n) for d, w, h, s, n in rows}
 
@@ -192,7 +201,9 @@ def top_works(session: Session, *, since: date | None = None, limit: int = 10) -
     """The works with most matches (first seen on or after ``since``), most first."""
     rows = _top(session, MatchRollup.work_id, since=since, limit=limit)
     wanted = [key for key, _ in rows]
-    titles = {id_: title for id_, title in session.execute(select(Work.id, Work.title).where(Work.id.in_(wanted)))}
+    titles = {
+        id_: title for id_, title in session.execute(select(Work.id, Work.title).where(Work.id.in_(wanted)))
+    }
     return [KeyCount(str(k), titles.get(k, f"work #{k}"), counts) for k, counts in rows]
 
 
@@ -220,7 +231,9 @@ def _bucketed(period: Period, since: date, until: date, rows: Any) -> list[Perio
     return [PeriodCount(start, counts) for start, counts in buckets.items()]
 
 
-def _top(session: Session, column: Any, *, since: date | None, limit: int) -> list[tuple[Any, dict[str, int]]]:
+def _top(
+    session: Session, column: Any, *, since: date | None, limit: int
+) -> list[tuple[Any, dict[str, int]]]:
     total = func.sum(MatchRollup.matches).label("total")
     leaders = select(column.label("key"), total).group_by(column).order_by(total.desc(), column).limit(limit)
     if since is not None:

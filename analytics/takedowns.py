@@ -6,13 +6,12 @@ Over the flagged and confirmed matches (the copies that should come down):
 - ``checked``: matches re-checked at least once (``recheck_state`` set);
 - ``taken_down``: matches whose copy is down now (``taken_down_at`` set: gone or removed, not back since);
 - ``rate``: ``taken_down / checked`` (None before any check);
-- ``median_seconds`` / ``p90_seconds``: time from first seen to the first check that found the copy down, over the
-  taken-down matches; percentiles by linear interpolation between the two nearest ranks (PostgreSQL's
+- ``median_seconds`` / ``p90_seconds``: time from first seen to the first check that found the copy down, over
+  the taken-down matches; percentiles by linear interpolation between the two nearest ranks (PostgreSQL's
   ``percentile_cont``, which computes them in the database; on SQLite numpy does the same over the durations).
 
-One grouped query whatever the number of matches on PostgreSQL (on SQLite a second one reads the durations of the
-matches taken down); the same answers on both (durations rounded to 0.1 s).
-"""
+One grouped query whatever the number of matches on PostgreSQL (on SQLite a second one reads the durations of
+the matches taken down); the same answers on both (durations rounded to 0.1 s)."""
 
 from __future__ import annotations
 
@@ -30,7 +29,8 @@ __all__ = [
     "RECORD_COLUMNS", "STATES", "TAKEDOWN_COLUMNS", "Grouping", "TakedownRow", "takedown_records", "takedown_stats",
 ]  # fmt: skip
 
-# the states a listing filters on: a match's latest re-check outcome, never checked, or down now (gone or removed)
+# the states a listing filters on: a match's latest re-check outcome, never checked, or down now (gone or
+# removed)
 STATES = ("present", "gone", "removed", "error", "unchecked", "down")
 # the fields of each record of takedown_records, in order (the CSV columns of `fptrack takedowns`)
 RECORD_COLUMNS = (
@@ -98,16 +98,24 @@ def takedown_stats(session: Session, by: Grouping = "all") -> list[TakedownRow]:
     counts: list[Any] = [func.count(), func.count(Match.recheck_state), func.count(Match.taken_down_at)]
     if postgres:  # one pass: percentile_cont skips the NULL durations of matches not taken down
         seconds = _seconds(session)
-        counts += [func.percentile_cont(0.5).within_group(seconds), func.percentile_cont(0.9).within_group(seconds)]
+        counts += [
+            func.percentile_cont(0.5).within_group(seconds),
+            func.percentile_cont(0.9).within_group(seconds),
+        ]
     statement = _joined(select(key, *counts).select_from(Match), by).where(Match.status.in_(STATUSES))
     if by != "all":
         statement = statement.group_by(key)
     rows = session.execute(statement).all()
     if postgres:
-        result = [TakedownRow(str(k), int(n), int(c), int(t), _round(m), _round(p)) for k, n, c, t, m, p in rows]
+        result = [
+            TakedownRow(str(k), int(n), int(c), int(t), _round(m), _round(p)) for k, n, c, t, m, p in rows
+        ]
     else:
         times = _sqlite_times(session, by, key)
-        result = [TakedownRow(str(k), int(n), int(c), int(t), *times.get(str(k), (None, None))) for k, n, c, t in rows]
+        result = [
+            TakedownRow(str(k), int(n), int(c), int(t), *times.get(str(k), (None, None)))
+            for k, n, c, t in rows
+        ]
     return sorted(result, key=lambda r: (-r.matches, r.key))
 
 
@@ -133,8 +141,8 @@ def takedown_records(
     limit: int | None = None,
     offset: int = 0,
 ) -> list[dict[str, Any]]:
-    """The matches followed for takedown (flagged and confirmed, and any match re-checked before), oldest first,
-    each a dict of :data:`RECORD_COLUMNS`; ``state`` one of :data:`STATES`, ``domain`` a page host."""
+    """The matches followed for takedown (flagged and confirmed, and any match re-checked before), oldest
+    first, each a dict of :data:`RECORD_COLUMNS`; ``state`` one of :data:`STATES`, ``domain`` a page host."""
     if state is not None and state not in STATES:
         raise ValueError(f"unknown takedown state {state!r}; choose one of {', '.join(STATES)}")
     query = (

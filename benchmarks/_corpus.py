@@ -43,7 +43,15 @@ def iter_chapters(pattern: str = "*.jsonl") -> Iterator[Chapter]:
         with path.open(encoding="utf-8") as fh:
             for line in fh:
                 r = json.loads(line)
-                yield Chapter(r["id"], r["work_id"], r["source_id"], r["script"], int(r["chapter"]), r["title"], r["text"])
+                yield Chapter(
+                    r["id"],
+                    r["work_id"],
+                    r["source_id"],
+                    r["script"],
+                    int(r["chapter"]),
+                    r["title"],
+                    r["text"],
+                )
 
 
 def news_texts() -> list[str]:
@@ -65,7 +73,11 @@ if __name__ == "__main__":
     require_corpus()
     chapters = list(iter_chapters())
     news = news_texts()
-    summary = {"chapters": len(chapters), "chapter_chars": sum(len(c.text) for c in chapters),
-               "news": len(news), "news_chars": sum(map(len, news))}
+    summary = {
+        "chapters": len(chapters),
+        "chapter_chars": sum(len(c.text) for c in chapters),
+        "news": len(news),
+        "news_chars": sum(map(len, news)),
+    }
     print(f"corpus at {CORPUS}: {summary}")
     print(json.dumps(summary))

@@ -1,6 +1,6 @@
 """CPU seconds of processes on this machine, read from ``/proc`` (Linux): one process, a process tree, and the
-PostgreSQL backends serving one database (shared by ``benchmarks/capacity.py`` and ``benchmarks/admin_load.py``).
-Reading another user's backends needs root or the ``postgres`` user."""
+PostgreSQL backends serving one database (shared by ``benchmarks/capacity.py`` and
+``benchmarks/admin_load.py``). Reading another user's backends needs root or the ``postgres`` user."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def tree_cpu_seconds(root: int) -> float:
 
 class BackendCpu:
     """CPU seconds of the PostgreSQL backends serving one database, sampled from ``/proc`` in a thread: per
-    backend the last value seen, summed (backends that existed before ``start`` count from their value then)."""
+    backend the last value seen, summed (backends that existed before ``start`` count from their value
+    then)."""
 
     def __init__(self, dsn: str, database: str, every: float = 0.2) -> None:
         self.dsn, self.database, self.every = dsn, database, every
@@ -52,7 +53,9 @@ class BackendCpu:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self, connection: Any, initial: bool) -> None:
-        rows = connection.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (self.database,)).fetchall()
+        rows = connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (self.database,)
+        ).fetchall()
         for (pid,) in rows:
             try:
                 Path(f"/proc/{pid}/stat").read_bytes()

@@ -1,11 +1,10 @@
 """The admin under gunicorn on a free loopback port, and ``wrk`` against it: shared by
 ``benchmarks/admin_latency.py``, ``benchmarks/admin_load.py`` and ``tests/reliability/test_admin_load.py``.
 
-``wrk`` (Debian package ``wrk``; ``deploy/ensure-services.sh`` installs it) holds a fixed number of connections
-open for a bounded time; the Lua script below also bounds the number of requests and checks every response:
-status 200 *and* a marker string in the body (a login page answered 200 after a redirect, or an error page, has
-no marker), which ``wrk``'s own counters cannot see (it counts a 3xx as a success).
-"""
+``wrk`` (Debian package ``wrk``; ``deploy/ensure-services.sh`` installs it) holds a fixed number of
+connections open for a bounded time; the Lua script below also bounds the number of requests and checks every
+response: status 200 *and* a marker string in the body (a login page answered 200 after a redirect, or an
+error page, has no marker), which ``wrk``'s own counters cannot see (it counts a 3xx as a success)."""
 
 from __future__ import annotations
 
@@ -110,7 +109,9 @@ def wrk_path() -> str:
     """The ``wrk`` executable; a clear error when it is missing."""
     found = shutil.which("wrk")
     if found is None:
-        raise FileNotFoundError("wrk is not installed: apt-get install wrk (deploy/ensure-services.sh does it)")
+        raise FileNotFoundError(
+            "wrk is not installed: apt-get install wrk (deploy/ensure-services.sh does it)"
+        )
     return found
 
 
@@ -125,8 +126,8 @@ def run_wrk(
     max_requests: int,
     threads: int = 2,
 ) -> LoadResult:
-    """``connections`` connections for at most ``seconds`` and about ``max_requests`` responses against ``url``,
-    each checked for status 200 and ``marker`` in its body."""
+    """``connections`` connections for at most ``seconds`` and about ``max_requests`` responses against
+    ``url``, each checked for status 200 and ``marker`` in its body."""
     if urlsplit(url).hostname not in ("127.0.0.1", "::1", "localhost"):
         raise ValueError(f"the load test sends traffic to loopback only, not to {url}")
     threads = max(1, min(threads, connections))
@@ -138,12 +139,16 @@ def run_wrk(
         for name, value in headers.items():
             command += ["-H", f"{name}: {value}"]
         command += [url, "--", marker, str(max(1, max_requests // threads))]
-        completed = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 120, check=False)
+        completed = subprocess.run(
+            command, capture_output=True, text=True, timeout=seconds + 120, check=False
+        )
     finally:
         os.unlink(script.name)
     line = next((ln for ln in completed.stdout.splitlines() if ln.startswith("FPTRACK_WRK ")), None)
     if completed.returncode != 0 or line is None:
-        raise RuntimeError(f"wrk failed ({completed.returncode}): {completed.stderr.strip() or completed.stdout[-500:]}")
+        raise RuntimeError(
+            f"wrk failed ({completed.returncode}): {completed.stderr.strip() or completed.stdout[-500:]}"
+        )
     figures = json.loads(line.removeprefix("FPTRACK_WRK "))
     return LoadResult(
         label=label,
@@ -190,8 +195,8 @@ class AdminServer:
 
 @contextmanager
 def serve_admin(database_url: str, data_dir: Path, workers: int) -> Iterator[AdminServer]:
-    """``fptrack serve --production`` (gunicorn, ``workers`` workers) on a free port of 127.0.0.1 for the block.
-    Its log is ``data_dir / "server.log"``."""
+    """``fptrack serve --production`` (gunicorn, ``workers`` workers) on a free port of 127.0.0.1 for the
+    block. Its log is ``data_dir / "server.log"``."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     env.update(FPTRACK_DATABASE_URL=database_url, FPTRACK_DATA_DIR=str(data_dir))

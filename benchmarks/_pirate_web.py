@@ -10,20 +10,21 @@ What is published, one page per line of :data:`KINDS` (pages spread over several
   web-novel e-texts, ``real_rain8``: rain8 e-texts, ``pg_hant``: Project Gutenberg, Traditional, punctuation
   stripped, some chapters merged);
 - synthetic copies of the registered originals: random edits at 5/10/15/20 % (modify, delete, insert, shift of
-  1-3 character units), same-sound swaps at 10/30 % (homophone table from pypinyin over the corpus characters),
-  Traditional served as Big5, injected pinyin annotations (``內(nèi)容``), ads spliced between and inside
-  paragraphs (patterns of ``observed_piracy_artifacts.tsv``), shuffled paragraphs, GBK pages, a chapter split
-  over two pages (each half is a page), two consecutive chapters on one page, an excerpt of 600-1200 characters
-  inside a news article;
+  1-3 character units), same-sound swaps at 10/30 % (homophone table from pypinyin over the corpus
+  characters), Traditional served as Big5, injected pinyin annotations (``內(nèi)容``), ads spliced between and
+  inside paragraphs (patterns of ``observed_piracy_artifacts.tsv``), shuffled paragraphs, GBK pages, a chapter
+  split over two pages (each half is a page), two consecutive chapters on one page, an excerpt of 600-1200
+  characters inside a news article;
 - negatives: 水浒传 chapters (all four copies), held-out chapters of the registered novels (other copies),
   news articles, news quoting under 50 characters of a registered chapter, and the articles of a news portal
   whose template carries the same 250-character passage of a registered chapter on every page (boilerplate).
-- near the thresholds, positives: excerpts of 250-400 characters inside a news article (``excerpt_short``), 30 %
-  random edits, same-sound swaps of half the characters, sentence-level rewrites (a sixth of the sentences deleted, storyteller fillers put in front of and
-  inside a third of the others), and noise characters hidden by a CSS class (``<span class="kx">``, the class
-  ``display: none`` in the page's style sheet) after every 4-8 characters; the same noise hidden by a rule in an
-  external style sheet (``css_external_noise``), which the crawler does not fetch, so the noise reaches the page
-  text (drawn from its own random stream after every other page, so the other kinds' pages stay as they were);
+- near the thresholds, positives: excerpts of 250-400 characters inside a news article (``excerpt_short``), 30
+  % random edits, same-sound swaps of half the characters, sentence-level rewrites (a sixth of the sentences
+  deleted, storyteller fillers put in front of and inside a third of the others), and noise characters hidden
+  by a CSS class (``<span class="kx">``, the class ``display: none`` in the page's style sheet) after every
+  4-8 characters; the same noise hidden by a rule in an external style sheet (``css_external_noise``), which
+  the crawler does not fetch, so the noise reaches the page text (drawn from its own random stream after every
+  other page, so the other kinds' pages stay as they were);
 - near the thresholds, negatives: reviews quoting 6-10 passages of 20-120 characters of one registered chapter
   with commentary between them, the chapter catalogue (目录) of a registered work, and fan fiction: 水浒传 chapters
   with their heroes and places renamed to those of 西游记.
@@ -31,12 +32,11 @@ What is published, one page per line of :data:`KINDS` (pages spread over several
 The registry also holds news articles (never published on the pirate web), one work per news category, so that
 look-alikes are judged against some hundreds of unrelated chapters as well.
 
-Ground truth of a page is the set of registered ``(work, chapter)`` it holds. For synthetic pages it is known by
-construction. For real copies (whose chapter boundaries differ: Gutenberg merges chapters) it comes from an
+Ground truth of a page is the set of registered ``(work, chapter)`` it holds. For synthetic pages it is known
+by construction. For real copies (whose chapter boundaries differ: Gutenberg merges chapters) it comes from an
 oracle that knows both texts whole: a registered chapter is in the truth set when at least 25 % of its
 character 8-grams (Traditional folded to Simplified by OpenCC, CJK only) occur in the page. A page holding
-several chapters is correctly attributed when every chapter it is matched with is in its truth set.
-"""
+several chapters is correctly attributed when every chapter it is matched with is in its truth set."""
 
 from __future__ import annotations
 
@@ -70,11 +70,12 @@ UNREGISTERED = ("shuihuzhuan",)
 ORIGINAL_SOURCE = "tennessine"
 HELD_OUT_DIGIT = 7
 NEWS_ON_PAGES = 250
-"""News articles (of the 858 over 300 characters) kept for pages: news negatives, hosts of excerpts, quotes and
-reviews, the portal's articles. The other 750 articles, less those that share a run of :data:`NEWS_OVERLAP`
-normalised characters with one of those (44 with seed 5), are registered, cut into sections of at most
-:data:`NEWS_SECTION` characters at line ends or full stops, one work per category (seed 5: 1,592 sections; with
-the novels 1,790 registered chapters)."""
+"""News articles (of the 858 over 300 characters) kept for pages: news negatives, hosts of excerpts, quotes
+and reviews, the portal's articles. The other 750 articles, less those that share a run of
+:data:`NEWS_OVERLAP` normalised characters with one of those (44 with seed 5), are registered, cut into
+sections of at most
+:data:`NEWS_SECTION` characters at line ends or full stops, one work per category (seed 5: 1,592 sections;
+with the novels 1,790 registered chapters)."""
 NEWS_SECTION = 600
 NEWS_OVERLAP = 24  # the alignment's shortest run (CONTRACT.align.min_run)
 _TITLES = {"xiyouji": "西游记", "sanguoyanyi": "三国演义"}
@@ -108,7 +109,10 @@ POSITIVE_KINDS = (
     # a work in a script without pinyin
     "kana_excerpt",
 )
-_OWN_STREAM_KINDS = ("css_external_noise", "kana_excerpt")  # added later: drawn last, from their own random stream
+_OWN_STREAM_KINDS = (
+    "css_external_noise",
+    "kana_excerpt",
+)  # added later: drawn last, from their own random stream
 NEGATIVE_KINDS = (
     "neg_unregistered_novel",
     "neg_heldout_chapter",
@@ -369,8 +373,8 @@ _SENTENCE_END = re.compile(r"(?<=[。！？])")
 
 
 def sentence_rewrite(text: str, rng: random.Random) -> str:
-    """Delete about a sixth of the sentences; put a storyteller's filler in front of a third of the others and a
-    short aside inside a fifth of them."""
+    """Delete about a sixth of the sentences; put a storyteller's filler in front of a third of the others and
+    a short aside inside a fifth of them."""
     out = []
     for line in paragraphs_of(text):
         sentences = [x for x in _SENTENCE_END.split(line) if x]
@@ -408,9 +412,9 @@ def hide_noise(text: str, rng: random.Random, pool: str) -> str:
 
 
 def noise_as_hidden_spans(body: bytes, *, external: bool = False) -> bytes:
-    """Turn the marked noise characters of a rendered UTF-8 page into spans of a class the style sheet hides: the
-    page's own ``<style>``, or (``external``) a linked style sheet, which a crawler that does not fetch style
-    sheets never sees."""
+    """Turn the marked noise characters of a rendered UTF-8 page into spans of a class the style sheet hides:
+    the page's own ``<style>``, or (``external``) a linked style sheet, which a crawler that does not fetch
+    style sheets never sees."""
     html = body.decode("utf-8")
     html = re.sub(_NOISE_MARK + "(.)", f'<span class="{_NOISE_CLASS}">\\1</span>', html)
     rule = (
@@ -424,10 +428,26 @@ def noise_as_hidden_spans(body: bytes, *, external: bool = False) -> bytes:
 
 # 水浒传's heroes and places renamed to 西游记's: fan fiction that reuses the registered work's names
 _FAN_NAMES = (
-    ("宋江", "唐僧"), ("李逵", "八戒"), ("武松", "悟空"), ("林冲", "沙僧"), ("鲁智深", "行者"), ("吴用", "观音"),
-    ("晁盖", "如来"), ("梁山泊", "花果山"), ("梁山", "灵山"), ("东京", "长安"), ("高俅", "牛魔王"),
-    ("柴进", "太白金星"), ("花荣", "哪吒"), ("戴宗", "土地"), ("卢俊义", "唐王"), ("公孙胜", "菩提祖师"),
-    ("杨志", "二郎神"), ("史进", "红孩儿"), ("阮小二", "白骨精"), ("燕青", "玉帝"),
+    ("宋江", "唐僧"),
+    ("李逵", "八戒"),
+    ("武松", "悟空"),
+    ("林冲", "沙僧"),
+    ("鲁智深", "行者"),
+    ("吴用", "观音"),
+    ("晁盖", "如来"),
+    ("梁山泊", "花果山"),
+    ("梁山", "灵山"),
+    ("东京", "长安"),
+    ("高俅", "牛魔王"),
+    ("柴进", "太白金星"),
+    ("花荣", "哪吒"),
+    ("戴宗", "土地"),
+    ("卢俊义", "唐王"),
+    ("公孙胜", "菩提祖师"),
+    ("杨志", "二郎神"),
+    ("史进", "红孩儿"),
+    ("阮小二", "白骨精"),
+    ("燕青", "玉帝"),
 )
 
 
@@ -472,10 +492,10 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
     titles = dict(_TITLES)
     by_category: dict[str, list[str]] = {}
     on_pages = {id(n) for n in news_rows[:NEWS_ON_PAGES]}
-    # an article sharing a run of NEWS_OVERLAP normalised characters with one published on the pirate web (a news
-    # source's template, a republished story, a price list) would make that page a true copy, not a negative: not
-    # registered. The product's normalisation, so runs with digits and Latin letters count as the alignment sees
-    # them.
+    # an article sharing a run of NEWS_OVERLAP normalised characters with one published on the pirate web (a
+    # news source's template, a republished story, a price list) would make that page a true copy, not a
+    # negative: not registered. The product's normalisation, so runs with digits and Latin letters count as
+    # the alignment sees them.
     from fptrack.fingerprint.normalize import normalize
 
     published: set[int] = set()
@@ -493,7 +513,8 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
             chapter_titles[(work, heading)] = index
             parts.append(heading + "\n" + text.strip() + "\n\n")
         work_files[work] = "".join(parts)
-    # a work in kana (generated, tests.support.kana), registered last: its own stream, the other works unchanged
+    # a work in kana (generated, tests.support.kana), registered last: its own stream, the other works
+    # unchanged
     kana_rng = random.Random(f"{seed}-kana-work")
     titles[KANA_WORK] = "かなのものがたり"
     parts = [titles[KANA_WORK] + "\n\n"]
@@ -625,7 +646,9 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
                 elif kind == "sentence_rewrite":
                     publish(kind, c.title, paragraphs_of(sentence_rewrite(c.text, rng)), truth)
                 elif kind == "css_hidden_noise":
-                    publish(kind, c.title, paragraphs_of(hide_noise(c.text, rng, pool)), truth, hidden_noise=True)
+                    publish(
+                        kind, c.title, paragraphs_of(hide_noise(c.text, rng, pool)), truth, hidden_noise=True
+                    )
 
     # --- negatives
     unregistered = [c for w in UNREGISTERED for s in _sources(w) for c in _load(w, s)]
@@ -645,8 +668,8 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
         lines.insert(min(2, len(lines)), f"正如古典小说里写的：“{body[start : start + length]}”，令人感慨。")
         publish("neg_short_quote", lines[0][:40], lines, frozenset(), template=4)
 
-    # a news portal that puts the same 250-character passage of a registered chapter (an "editor's pick") at the
-    # top of every article: its template, not a copy on any one page
+    # a news portal that puts the same 250-character passage of a registered chapter (an "editor's pick") at
+    # the top of every article: its template, not a copy on any one page
     pick_chapter = registered[REGISTERED[1]][0]
     pick_text = pick_chapter.text.strip()
     pick = paragraphs_of(pick_text[:260])
@@ -672,7 +695,9 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
                 if len(lines) > 2
                 else "此处写得极好，人物神态跃然纸上，读来令人拍案叫绝。"
             )
-            review.append(f"书中写道：“{passage}”这一段{rng.choice(('笔力雄健', '耐人寻味', '颇见功力'))}。{comment}")
+            review.append(
+                f"书中写道：“{passage}”这一段{rng.choice(('笔力雄健', '耐人寻味', '颇见功力'))}。{comment}"
+            )
         publish("neg_review_quotes", review[0][:40], review, frozenset(), template=4)
     for work in REGISTERED:
         headings = [c.title.strip() for c in registered[work]]
@@ -680,7 +705,9 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
             publish("neg_catalogue", titles[work] + " 目录", headings[start : start + 40], frozenset())
             if quick:
                 break
-    hall = [c for c in _load("shuihuzhuan", ORIGINAL_SOURCE) if any(old in c.text for old, _ in _FAN_NAMES[:6])]
+    hall = [
+        c for c in _load("shuihuzhuan", ORIGINAL_SOURCE) if any(old in c.text for old, _ in _FAN_NAMES[:6])
+    ]
     for c in sample(hall, 2 * per_kind if quick else 60):
         publish("neg_fan_fiction", fan_fiction(c.title), paragraphs_of(fan_fiction(c.text)), frozenset())
 
@@ -695,7 +722,9 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
     for c in late.sample(kana_chapters, min(2 * per_kind, len(kana_chapters))):
         _publish_excerpt(publish, late, KANA_WORK, c, news_texts, chapter_offsets, "kana_excerpt", (300, 600))
     for number in range(2 * per_kind):
-        publish("neg_kana_unregistered", f"かな{number}", news_paragraphs(kana_prose(late, 1800)), frozenset())
+        publish(
+            "neg_kana_unregistered", f"かな{number}", news_paragraphs(kana_prose(late, 1800)), frozenset()
+        )
 
     for site, pages in enumerate(web.sites):
         links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in sorted(pages))

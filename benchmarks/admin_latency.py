@@ -6,16 +6,17 @@
 
 What it does, in a database of its own (created, then dropped at the end unless ``--keep``):
 1. migrates the real schema (Alembic), then generates the data in SQL (``generate_series``; no Python loop):
-   works with chapters, pages on ``--hosts`` pirate hosts, and the matches (two chapters copied per page), spread
-   over a year the way crawls find them (a host's pages in batches on its crawl days), statuses 70 % flagged,
-   15 % confirmed, 10 % dismissed, 5 % licensed. The matches are inserted with the roll-up triggers on, as one
-   statement: the load time includes keeping ``match_rollups``;
-2. starts the admin under gunicorn (``fptrack serve --production``) on a free port of 127.0.0.1, creates an admin
-   account, and logs in over HTTP like a browser (the login form, its CSRF token, the session cookie);
+   works with chapters, pages on ``--hosts`` pirate hosts, and the matches (two chapters copied per page),
+   spread over a year the way crawls find them (a host's pages in batches on its crawl days), statuses 70 %
+   flagged, 15 % confirmed, 10 % dismissed, 5 % licensed. The matches are inserted with the roll-up triggers
+   on, as one statement: the load time includes keeping ``match_rollups``;
+2. starts the admin under gunicorn (``fptrack serve --production``) on a free port of 127.0.0.1, creates an
+   admin account, and logs in over HTTP like a browser (the login form, its CSRF token, the session cookie);
 3. times ``--requests`` sequential requests of each page (after a warm-up): the dashboard, the review list
-   filtered to flagged matches (page 1 and page 500), a takedown notice (the largest host's confirmed matches),
-   and ``/healthz`` as the baseline (the same server and database round trip, no page to build);
-4. prints a table (median, p90, p99 per page, and each median against the baseline's) and ends with a JSON line.
+   filtered to flagged matches (page 1 and page 500), a takedown notice (the largest host's confirmed
+   matches), and ``/healthz`` as the baseline (the same server and database round trip, no page to build);
+4. prints a table (median, p90, p99 per page, and each median against the baseline's) and ends with a JSON
+   line.
 
 Targets: every page's median under 200 ms and p99 under 500 ms.
 """
@@ -50,7 +51,9 @@ TARGET_P99_MS = 500.0
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100)."""
     ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * q // 100) - 1))] if ordered else float("nan")
+    return (
+        ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * q // 100) - 1))] if ordered else float("nan")
+    )
 
 
 def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str, float]:
@@ -62,7 +65,8 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
     with engine.begin() as connection:
         started = time.perf_counter()
         connection.execute(text(
-            "INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at, indexed_at) "
+            "INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at, "
+            "indexed_at) "
             "SELECT w, '作品 ' || w, 'w' || w || '.txt', 'utf-8', md5(w::text) || md5('w' || w), "
             "repeat('正文', 50), now() - interval '400 days', now() - interval '400 days' "
             "FROM generate_series(1, :works) AS w"
@@ -72,14 +76,17 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
             "SELECT (w - 1) * :per + c, w, c, '第' || c || '章', 0, 100, repeat('正文', 50) "
             "FROM generate_series(1, :works) AS w, generate_series(1, :per) AS c"
         ), {"works": works, "per": chapters_per_work})  # fmt: skip
-        # page i is on host i % hosts; a host's pages are found in batches of 25 on its crawl days, over a year
+        # page i is on host i % hosts; a host's pages are found in batches of 25 on its crawl days, over a
+        # year
         connection.execute(text(
             "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, "
             "snapshot_sha256, fetched_at, content_type, error, compared_at, template_masked) "
             "SELECT i, 'http://site' || (i % :hosts) || '.example/book/' || i || '.html', "
-            "'http://site' || (i % :hosts) || '.example/book/' || i || '.html', 'site' || (i % :hosts) || '.example', "
+            "'http://site' || (i % :hosts) || '.example/book/' || i || '.html', 'site' || (i % :hosts) || "
+            "'.example', "
             "200, 'utf-8', '盗版 第' || i || '页', repeat('正文复制', 40), md5(i::text), md5(i::text), "
-            "date_trunc('day', now()) - make_interval(days => ((i / :hosts / 25) * 36 + (i % :hosts) % 36) % 365) "
+            "date_trunc('day', now()) - make_interval(days => ((i / :hosts / 25) * 36 + (i % :hosts) % 36) % "
+            "365) "
             "+ make_interval(mins => i % 600), 'text/html', '', now(), false "
             "FROM generate_series(1, :pages) AS i"
         ), {"hosts": hosts, "pages": pages})  # fmt: skip
@@ -87,7 +94,8 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
         started = time.perf_counter()
         # two chapters of one work per page; a host copies a few works; first seen minutes after the fetch
         connection.execute(text(
-            "INSERT INTO matches (page_id, work_id, chapter_id, score, methods, spans, status, first_seen, last_seen) "
+            "INSERT INTO matches (page_id, work_id, chapter_id, score, methods, spans, status, first_seen, "
+            "last_seen) "
             "SELECT p.id, wk.w, (wk.w - 1) * :per + 1 + (p.id + k) % :per, 0.8 + (p.id % 20) / 100.0, "
             "'[\"winnowing\"]', '[[0, 40, 0, 40]]', "
             "CASE WHEN h.v < 70 THEN 'flagged' WHEN h.v < 85 THEN 'confirmed' WHEN h.v < 95 THEN 'dismissed' "
@@ -95,7 +103,8 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
             "p.fetched_at + make_interval(secs => 30 + (p.id * 7919 + k) % 3600), "
             "p.fetched_at + make_interval(secs => 30 + (p.id * 7919 + k) % 3600) "
             "FROM pages p CROSS JOIN (VALUES (0), (1)) AS ks (k) "
-            "CROSS JOIN LATERAL (SELECT 1 + ((p.id % :hosts) * 7 + (p.id / :hosts / 100)) % :works AS w) AS wk "
+            "CROSS JOIN LATERAL (SELECT 1 + ((p.id % :hosts) * 7 + (p.id / :hosts / 100)) % :works AS w) AS "
+            "wk "
             "CROSS JOIN LATERAL (SELECT (p.id * 31 + k * 17) % 100 AS v) AS h"
         ), {"per": chapters_per_work, "hosts": hosts, "works": works})  # fmt: skip
         timings["load_matches_s"] = time.perf_counter() - started
@@ -107,7 +116,9 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
         started = time.perf_counter()
         connection.execute(text("VACUUM ANALYZE"))
         timings["vacuum_analyze_s"] = time.perf_counter() - started
-        timings["rollup_rows"] = float(connection.execute(text("SELECT count(*) FROM match_rollups")).scalar_one())
+        timings["rollup_rows"] = float(
+            connection.execute(text("SELECT count(*) FROM match_rollups")).scalar_one()
+        )
         timings["matches"] = float(connection.execute(text("SELECT count(*) FROM matches")).scalar_one())
     engine.dispose()
     return timings
@@ -127,14 +138,19 @@ def time_page(client: requests.Session, url: str, requests_count: int, warmup: i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="100,000 matches and 30 requests per page")
     parser.add_argument("--matches", type=int, default=1_000_000)
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--works", type=int, default=200)
     parser.add_argument("--requests", type=int, default=100, help="timed requests per page")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
-    parser.add_argument("--pg-url", default=os.environ.get("FPTRACK_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get("FPTRACK_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
+    )
     parser.add_argument("--keep", action="store_true", help="keep the database (its name is printed)")
     args = parser.parse_args()
     if args.quick:
@@ -214,7 +230,8 @@ def _top_confirmed_host(database_url: str) -> str:
     engine = create_engine(Settings(database_url=database_url).database_url)
     with engine.connect() as connection:
         host = connection.execute(text(
-            "SELECT host FROM match_rollups WHERE status = 'confirmed' GROUP BY host ORDER BY sum(matches) DESC LIMIT 1"
+            "SELECT host FROM match_rollups WHERE status = 'confirmed' GROUP BY host ORDER BY sum(matches) "
+            "DESC LIMIT 1"
         )).scalar_one()  # fmt: skip
     engine.dispose()
     return str(host)

@@ -10,13 +10,14 @@ What it does, in a database of its own (created, then dropped at the end unless 
 1. the data of ``benchmarks/admin_latency.py`` (its ``generate``: works, chapters, pages on ``--hosts`` hosts,
    two matches per page over a year, 70 % flagged; roll-ups kept by the triggers), a viewer account and an API
    token of that account;
-2. the admin under gunicorn (``fptrack serve --production --workers N``) on a free port of 127.0.0.1, logged in
-   through the real form (the session cookie);
+2. the admin under gunicorn (``fptrack serve --production --workers N``) on a free port of 127.0.0.1, logged
+   in through the real form (the session cookie);
 3. ``wrk`` (Debian package) against each endpoint in turn, at each ``--concurrency`` (connections held open),
-   for ``--seconds`` and at most ``--max-requests`` responses: the dashboard, the review list (flagged), a match
-   page (session cookie) and ``/api/matches``, ``/api/matches/ID``, ``/api/stats`` (``Authorization: Bearer``).
-   Each response counts as an error unless it is a 200 carrying the page's marker (the signed-in user's name
-   on HTML pages, a key of the JSON): a login page, an error page or a socket error are all errors;
+   for ``--seconds`` and at most ``--max-requests`` responses: the dashboard, the review list (flagged), a
+   match page (session cookie) and ``/api/matches``, ``/api/matches/ID``, ``/api/stats`` (``Authorization:
+   Bearer``). Each response counts as an error unless it is a 200 carrying the page's marker (the signed-in
+   user's name on HTML pages, a key of the JSON): a login page, an error page or a socket error are all
+   errors;
 4. the CPU each request cost: gunicorn's process tree and the PostgreSQL backends of the database
    (``benchmarks/_cpu.py``, from ``/proc``), divided by the requests of the run;
 5. prints a table (requests/s, p50, p90, p99, errors, CPU per request, per endpoint and concurrency) and the
@@ -85,7 +86,9 @@ def populate(settings: Settings, matches: int, hosts: int, works: int) -> tuple[
         token = create_token(session, USERNAME, "load test").token
     generate(settings.database_url, matches, hosts, works)
     with engine.connect() as connection:
-        match_id = connection.execute(text("SELECT min(id) FROM matches WHERE status = 'flagged'")).scalar_one()
+        match_id = connection.execute(
+            text("SELECT min(id) FROM matches WHERE status = 'flagged'")
+        ).scalar_one()
     engine.dispose()
     return token, int(match_id)
 
@@ -138,7 +141,8 @@ def print_results(results: list[LoadResult]) -> None:
               f"{_figure(r.server_cpu_ms):>19}  {_figure(r.postgres_cpu_ms):>21}")  # fmt: skip
     for r in results:
         if r.errors:
-            print(f"errors on {r.label} at {r.connections}: {r.bad} bad answers, {r.socket_errors} socket errors; "
+            print(f"errors on {r.label} at {r.connections}: {r.bad} bad answers, {r.socket_errors} socket "
+                  "errors; "
                   f"first: {r.first_bad!r}")  # fmt: skip
 
 
@@ -147,8 +151,12 @@ def _figure(value: float | None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="20,000 matches, concurrency 8, 5 s per endpoint")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="20,000 matches, concurrency 8, 5 s per endpoint"
+    )
     parser.add_argument("--matches", type=int, default=100_000)
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--works", type=int, default=200)
@@ -156,7 +164,10 @@ def main() -> None:
     parser.add_argument("--concurrency", default="8,32", help="comma-separated connection counts")
     parser.add_argument("--seconds", type=float, default=20.0, help="duration per endpoint and concurrency")
     parser.add_argument("--max-requests", type=int, default=100_000, help="responses per run at most")
-    parser.add_argument("--pg-url", default=os.environ.get("FPTRACK_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get("FPTRACK_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
+    )
     parser.add_argument("--keep", action="store_true", help="keep the database (its name is printed)")
     args = parser.parse_args()
     if args.quick:
@@ -177,14 +188,18 @@ def main() -> None:
     started = time.monotonic()
     load_start = os.getloadavg()
     name = f"fptrack_bench_load_{os.getpid()}"
-    admin_engine = create_engine(Settings(database_url=args.pg_url).database_url, isolation_level="AUTOCOMMIT")
+    admin_engine = create_engine(
+        Settings(database_url=args.pg_url).database_url, isolation_level="AUTOCOMMIT"
+    )
     with admin_engine.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     data_dir = Path(tempfile.mkdtemp(prefix="fptrack-bench-load-"))
     database_url = urlsplit(args.pg_url)._replace(path="/" + name).geturl()
     try:
         print(f"generating {args.matches:,} matches on {args.hosts:,} hosts ...", file=sys.stderr)
-        token, match_id = populate(Settings(data_dir=data_dir, database_url=database_url), args.matches, args.hosts, args.works)
+        token, match_id = populate(
+            Settings(data_dir=data_dir, database_url=database_url), args.matches, args.hosts, args.works
+        )
         with serve_admin(database_url, data_dir, args.workers) as server:
             results = load_endpoints(server, token, match_id, concurrency=concurrency, seconds=args.seconds,
                                      max_requests=args.max_requests, postgres=(args.pg_url, name))  # fmt: skip
@@ -196,7 +211,8 @@ def main() -> None:
         admin_engine.dispose()
     load_end = os.getloadavg()
 
-    print(f"admin load: {args.matches:,} matches, gunicorn x{args.workers}, wrk on 127.0.0.1, {args.seconds:g} s "
+    print(f"admin load: {args.matches:,} matches, gunicorn x{args.workers}, wrk on 127.0.0.1, "
+          f"{args.seconds:g} s "
           f"per endpoint and concurrency; load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end")  # fmt: skip
     print_results(results)
     if args.keep:

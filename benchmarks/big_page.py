@@ -5,14 +5,14 @@ with the text cap switched off (the baseline, as before ``FPTRACK_MAX_PAGE_CHARS
     python benchmarks/big_page.py --mb 3     # a smaller one
 
 1. A registered work of 5 chapters (synthetic text, about 3,000 characters each) and one page: those chapters
-   copied at the top, then synthetic prose (different characters, same shape) up to ``--mb`` megabytes of UTF-8
-   HTML, all in one ``div#content`` of ``<p>`` paragraphs; served on 127.0.0.1.
-2. Per run, in a fresh SQLite data folder, the real CLI in subprocesses: ``fptrack init``, ``works add``, then the
-   timed ``fptrack crawl URL --depth 0``; its peak memory is the maximum resident set size of that crawl process
-   (``getrusage(RUSAGE_CHILDREN)`` of a wrapper that runs only it).
-3. Afterwards: the page's text length and note, its rows in ``fingerprints`` and ``code_index`` (the index rows
-   per page that the cap bounds), the database file size, and the copies found (``fptrack matches``), which
-   must be the same in both runs.
+   copied at the top, then synthetic prose (different characters, same shape) up to ``--mb`` megabytes of
+   UTF-8 HTML, all in one ``div#content`` of ``<p>`` paragraphs; served on 127.0.0.1.
+2. Per run, in a fresh SQLite data folder, the real CLI in subprocesses: ``fptrack init``, ``works add``, then
+   the timed ``fptrack crawl URL --depth 0``; its peak memory is the maximum resident set size of that crawl
+   process (``getrusage(RUSAGE_CHILDREN)`` of a wrapper that runs only it).
+3. Afterwards: the page's text length and note, its rows in ``fingerprints`` and ``code_index`` (the index
+   rows per page that the cap bounds), the database file size, and the copies found (``fptrack matches``),
+   which must be the same in both runs.
 
 Prints a table and ends with one JSON line (ratios: capped / baseline).
 """
@@ -48,7 +48,10 @@ def prose(rng: random.Random, chars: int) -> list[str]:
     out, total = [], 0
     while total < chars:
         length = rng.randint(80, 200)
-        text = "".join(rng.choice(HAN) if rng.random() > 0.08 else rng.choice(PUNCT) for _ in range(length - 1)) + "。"
+        text = (
+            "".join(rng.choice(HAN) if rng.random() > 0.08 else rng.choice(PUNCT) for _ in range(length - 1))
+            + "。"
+        )
         out.append(text)
         total += len(text)
     return out
@@ -75,7 +78,9 @@ def build(megabytes: float) -> tuple[list[str], bytes]:
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True, check=True)
+    return subprocess.run(
+        [sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True, check=True
+    )
 
 
 def timed_crawl(env: dict[str, str], url: str, key: str) -> tuple[float, float]:
@@ -114,8 +119,12 @@ def one_run(label: str, cap: int, url: str, key: str, work: Path) -> dict[str, o
         database = data / "fptrack.db"
         with sqlite3.connect(database) as db:
             text_chars, note = db.execute("SELECT length(text), note FROM pages").fetchone()
-            fingerprints = db.execute("SELECT count(*) FROM fingerprints WHERE page_id IS NOT NULL").fetchone()[0]
-            index_rows = db.execute("SELECT count(*) FROM code_index WHERE owner_id IN (SELECT id FROM pages)").fetchone()[0]
+            fingerprints = db.execute(
+                "SELECT count(*) FROM fingerprints WHERE page_id IS NOT NULL"
+            ).fetchone()[0]
+            index_rows = db.execute(
+                "SELECT count(*) FROM code_index WHERE owner_id IN (SELECT id FROM pages)"
+            ).fetchone()[0]
         return {
             "label": label, "cap": cap, "seconds": round(seconds, 2), "peak_mb": round(peak_mb),
             "text_chars": text_chars, "note": note, "page_fingerprints": fingerprints, "page_index_rows": index_rows,
@@ -135,7 +144,9 @@ def main() -> int:
     chapters, body = build(args.mb)
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder) / "work.txt"
-        work.write_text("".join(f"第{n + 1}章\n{text}\n" for n, text in enumerate(chapters)), encoding="utf-8")
+        work.write_text(
+            "".join(f"第{n + 1}章\n{text}\n" for n, text in enumerate(chapters)), encoding="utf-8"
+        )
         with serve_site({"/": Page(body)}) as site:
             results = [
                 one_run("baseline (no cap)", 1_000_000_000, site + "/", site.key, work),
@@ -145,7 +156,8 @@ def main() -> int:
     print("| run | seconds | peak MB | text chars | page index rows | DB MB | copies |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
-        print(f"| {r['label']} | {r['seconds']} | {r['peak_mb']} | {r['text_chars']} | {r['page_index_rows']} | "
+        print(f"| {r['label']} | {r['seconds']} | {r['peak_mb']} | {r['text_chars']} | "
+              f"{r['page_index_rows']} | "
               f"{r['db_mb']} | {len(r['copies'])} |")  # fmt: skip
     base, capped = results
     print(f"\nnote on the capped page: {capped['note']}")

@@ -10,27 +10,27 @@ What it does, in a PostgreSQL database of its own (created, then dropped at the 
 
 1. **The crawl, end to end**: the generated pirate site of ``benchmarks/pipeline_throughput.py``
    (``_pipeline_site.build_site``: ~5,000-character chapter pages, half copies of registered chapters, in one
-   site template) served on 127.0.0.1; ``fptrack works add`` per work, then ``fptrack crawl`` with one ``fptrack
-   worker -c 1`` over Redis (a queue of this run's own). CPU seconds of each process: the crawl process (fetch,
-   parse, extract, store, hand-off, settling the site; ``getrusage(RUSAGE_CHILDREN)`` around it), the worker
-   (fingerprint, index, compare, record; ``/proc`` of its process tree, from "ready" to the crawl's end) and the
-   PostgreSQL backends serving this database (``/proc/<pid>/stat`` of every backend ``pg_stat_activity`` lists
-   for it, sampled every 0.2 s: a backend that lives less than that is missed, and the server's shared
-   processes, WAL writer and checkpointer, are not counted).
-2. **CPU per stage**, in this process on a sample of the stored pages, inside one transaction rolled back at the
-   end: decode + main-text extraction (``crawler.parse``), ``fingerprint_text``, the index write
+   site template) served on 127.0.0.1; ``fptrack works add`` per work, then ``fptrack crawl`` with one
+   ``fptrack worker -c 1`` over Redis (a queue of this run's own). CPU seconds of each process: the crawl
+   process (fetch, parse, extract, store, hand-off, settling the site; ``getrusage(RUSAGE_CHILDREN)`` around
+   it), the worker (fingerprint, index, compare, record; ``/proc`` of its process tree, from "ready" to the
+   crawl's end) and the PostgreSQL backends serving this database (``/proc/<pid>/stat`` of every backend
+   ``pg_stat_activity`` lists for it, sampled every 0.2 s: a backend that lives less than that is missed, and
+   the server's shared processes, WAL writer and checkpointer, are not counted).
+2. **CPU per stage**, in this process on a sample of the stored pages, inside one transaction rolled back at
+   the end: decode + main-text extraction (``crawler.parse``), ``fingerprint_text``, the index write
    (``write_fingerprints``: fingerprint rows and the binary ``COPY`` of the code index, batches of
    ``PAGES_PER_TASK``), compare (``compare_document``: candidates, verification) and settling the site
-   (``settle_site``, divided by the site's pages). Each stage's client CPU (``time.process_time``) and the CPU of
-   this session's own backend (``pg_backend_pid()``, from ``/proc``).
+   (``settle_site``, divided by the site's pages). Each stage's client CPU (``time.process_time``) and the CPU
+   of this session's own backend (``pg_backend_pid()``, from ``/proc``).
 3. **Bytes in PostgreSQL** after ``VACUUM ANALYZE``: per table, rows, heap (with TOAST), indexes and total
    (``pg_table_size``, ``pg_indexes_size``, ``pg_total_relation_size``); per page, per fingerprint row and per
    code index row; rows per page and per registered chapter.
 4. **Bytes on the broker per page**: the ``process_pages`` messages the crawl sends for these pages (the real
    task, ``delay`` with Celery's JSON serializer, ``PAGES_PER_TASK`` ids a message) pushed to a fresh queue no
-   worker reads, then Redis ``MEMORY USAGE`` of the list and the sum of the message sizes; the queue is deleted.
-   The result each task leaves in the result backend (an hour, ``result_expires``) is measured from the keys
-   the crawl's worker wrote.
+   worker reads, then Redis ``MEMORY USAGE`` of the list and the sum of the message sizes; the queue is
+   deleted. The result each task leaves in the result backend (an hour, ``result_expires``) is measured from
+   the keys the crawl's worker wrote.
 
 Prints a table per section and the load (``os.getloadavg``) at start and end, and ends with one JSON line.
 Needs PostgreSQL on this machine (``/proc`` of its backends is read: run as root or as the ``postgres`` user),
@@ -82,13 +82,20 @@ def libpq_dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-# ------------------------------------------------------------------------------------------------------- the crawl
+# ------------------------------------------------------------------------------------------------------- the
+# crawl
 
 
 def crawl_end_to_end(
-    site: PipelineSite, base: str, database_url: str, workdir: Path, services: Services, args: argparse.Namespace
+    site: PipelineSite,
+    base: str,
+    database_url: str,
+    workdir: Path,
+    services: Services,
+    args: argparse.Namespace,
 ) -> dict[str, Any]:
-    """Register, then crawl with one worker: wall and CPU seconds of the crawl process, the worker, PostgreSQL."""
+    """Register, then crawl with one worker: wall and CPU seconds of the crawl process, the worker,
+    PostgreSQL."""
     data_dir = workdir / "crawl"
     data_dir.mkdir()
     env = base_env(data_dir, database_url, args.concurrency)
@@ -103,7 +110,15 @@ def crawl_end_to_end(
     queue = f"fptrack_capacity_{os.getpid()}"
     env.update(FPTRACK_BROKER_URL=args.redis, FPTRACK_TASK_QUEUE=queue)
     database = database_url.rsplit("/", 1)[1]
-    crawl_args = ("crawl", base + "/", "--depth", str(site.depth), "--max-pages", str(len(site.pages) + 10), "-q")
+    crawl_args = (
+        "crawl",
+        base + "/",
+        "--depth",
+        str(site.depth),
+        "--max-pages",
+        str(len(site.pages) + 10),
+        "-q",
+    )
     progress(f"crawling {len(site.pages)} pages with one worker")
     try:
         with workers(env, 1, data_dir) as started, BackendCpu(libpq_dsn(args.postgres), database) as backends:
@@ -132,8 +147,11 @@ def crawl_end_to_end(
 # -------------------------------------------------------------------------------------------------- stage CPU
 
 
-def stage_cpu(site: PipelineSite, base: str, database_url: str, workdir: Path, sample: int, seed: int) -> dict[str, Any]:
-    """Client and server CPU ms per page of each stage on ``sample`` stored pages; nothing is kept (rollback)."""
+def stage_cpu(
+    site: PipelineSite, base: str, database_url: str, workdir: Path, sample: int, seed: int
+) -> dict[str, Any]:
+    """Client and server CPU ms per page of each stage on ``sample`` stored pages; nothing is kept
+    (rollback)."""
     from sqlalchemy import select
 
     from fptrack.compare.service import compare_document, layout_for
@@ -161,21 +179,32 @@ def stage_cpu(site: PipelineSite, base: str, database_url: str, workdir: Path, s
             server[stage] = server.get(stage, 0.0) + process_cpu_seconds(backend) - s0
             return value
 
-        ids = {str(url): int(i) for url, i in session.execute(select(Page.url, Page.id).where(Page.url.in_(list(urls))))}
+        ids = {
+            str(url): int(i)
+            for url, i in session.execute(select(Page.url, Page.id).where(Page.url.in_(list(urls))))
+        }
         site_id = session.execute(select(Page.site_id).where(Page.url.in_(list(urls))).limit(1)).scalar_one()
         site_pages = len(session.execute(select(Page.id).where(Page.site_id == site_id)).all())
         documents = []
         for url, spec in urls.items():
             served = site.pages[spec.path]
-            text = timed("extract", lambda: stage_extract(url, served.body, served.content_type or "text/html"))  # noqa: B023
+            # the lambdas run at once, inside timed(): the loop variables cannot change under them
+            content_type = served.content_type or "text/html"
+            text = timed("extract", lambda: stage_extract(url, served.body, content_type))  # noqa: B023
             documents.append((ids[url], timed("analyse", lambda: fingerprint_text(text))))  # noqa: B023
         layout = layout_for(settings)
         for start in range(0, len(documents), PAGES_PER_TASK):
-            batch = [FingerprintSet(i, d.simhash, d.index_codes()) for i, d in documents[start : start + PAGES_PER_TASK]]
-            timed("index write", lambda: write_fingerprints(session, owner="page", layout=layout, items=batch))  # noqa: B023
+            batch = [
+                FingerprintSet(i, d.simhash, d.index_codes())
+                for i, d in documents[start : start + PAGES_PER_TASK]
+            ]
+            write = lambda: write_fingerprints(session, owner="page", layout=layout, items=batch)  # noqa: B023
+            timed("index write", write)
             timed("index write", session.flush)
         for _, document in documents:
-            compare_document(session, document, settings)  # the first pass fills the per-process chapter cache
+            compare_document(
+                session, document, settings
+            )  # the first pass fills the per-process chapter cache
         for _, document in documents:
             timed("compare", lambda: compare_document(session, document, settings))  # noqa: B023
         timed("settle (whole site)", lambda: settle_site(session, site_id, settings))
@@ -211,10 +240,16 @@ def table_sizes(dsn: str) -> dict[str, dict[str, int]]:
         for table in TABLES:
             rows = connection.execute(f"SELECT count(*) FROM {table}").fetchone()
             size = connection.execute(
-                "SELECT pg_table_size(%s), pg_indexes_size(%s), pg_total_relation_size(%s)", (table, table, table)
+                "SELECT pg_table_size(%s), pg_indexes_size(%s), pg_total_relation_size(%s)",
+                (table, table, table),
             ).fetchone()
             assert rows is not None and size is not None
-            sizes[table] = {"rows": int(rows[0]), "table": int(size[0]), "indexes": int(size[1]), "total": int(size[2])}
+            sizes[table] = {
+                "rows": int(rows[0]),
+                "table": int(size[0]),
+                "indexes": int(size[1]),
+                "total": int(size[2]),
+            }
         owners = {}
         page_rows = "SELECT count(*) FROM code_index c JOIN fingerprints f ON f.id = c.fingerprint_id WHERE f.page_id IS NOT NULL"
         simhash_bytes = (
@@ -266,7 +301,8 @@ def storage_figures(sizes: dict[str, dict[str, int]]) -> dict[str, float]:
         "index_rows_per_page": index_rows_per_page,
         "index_rows_per_chapter": owners["chapter_index_rows"] / max(1, sizes["chapters"]["rows"]),
         "matches_per_page": matches_per_page,
-        "simhash_index_bytes_per_fingerprint_row": owners["simhash_index_bytes"] / max(1, sizes["fingerprints"]["rows"]),
+        "simhash_index_bytes_per_fingerprint_row": owners["simhash_index_bytes"]
+        / max(1, sizes["fingerprints"]["rows"]),
     }
     figures["bytes_per_page"] = (
         figures["page_row_bytes"]
@@ -287,8 +323,8 @@ def storage_figures(sizes: dict[str, dict[str, int]]) -> dict[str, float]:
 
 
 def queue_bytes(database_url: str, workdir: Path, redis_url: str, pages: int) -> dict[str, Any]:
-    """Bytes on Redis of the ``process_pages`` messages for this run's stored pages (no worker reads the queue),
-    and of the task results the crawl's worker left."""
+    """Bytes on Redis of the ``process_pages`` messages for this run's stored pages (no worker reads the
+    queue), and of the task results the crawl's worker left."""
     import redis
     from sqlalchemy import select
 
@@ -297,7 +333,9 @@ def queue_bytes(database_url: str, workdir: Path, redis_url: str, pages: int) ->
     from fptrack.storage.models import Page
 
     queue = f"fptrack_capacity_bytes_{os.getpid()}"
-    settings = Settings(data_dir=workdir / "crawl", database_url=database_url, broker_url=redis_url, task_queue=queue)
+    settings = Settings(
+        data_dir=workdir / "crawl", database_url=database_url, broker_url=redis_url, task_queue=queue
+    )
     _, sessions = pipeline_sessions(database_url, workdir / "crawl")
     with sessions() as session:
         ids = [int(i) for i in session.scalars(select(Page.id).order_by(Page.id))]
@@ -310,7 +348,9 @@ def queue_bytes(database_url: str, workdir: Path, redis_url: str, pages: int) ->
         memory = int(client.memory_usage(queue) or 0)
     finally:
         client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
-    results = [int(client.memory_usage(key) or 0) for key in client.scan_iter("celery-task-meta-*", count=1000)]
+    results = [
+        int(client.memory_usage(key) or 0) for key in client.scan_iter("celery-task-meta-*", count=1000)
+    ]
     message_bytes = sum(len(m) for m in messages)
     return {
         "messages": len(messages),
@@ -329,11 +369,17 @@ def queue_bytes(database_url: str, workdir: Path, redis_url: str, pages: int) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="300 pages, 100 chapters, a 60-page stage sample")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="300 pages, 100 chapters, a 60-page stage sample"
+    )
     parser.add_argument("--pages", type=int, help="chapter pages on the site (default 2,000; quick 300)")
     parser.add_argument("--registry", type=int, help="registered chapters (default 1,000; quick 100)")
-    parser.add_argument("--stage-sample", type=int, help="pages of the per-stage sample (default 200; quick 60)")
+    parser.add_argument(
+        "--stage-sample", type=int, help="pages of the per-stage sample (default 200; quick 60)"
+    )
     parser.add_argument("--concurrency", type=int, default=8, help="FPTRACK_CRAWL_CONCURRENCY of the crawl")
     parser.add_argument(
         "--postgres",
@@ -355,7 +401,9 @@ def main() -> None:
         parser.error("need --pages >= 2, --registry >= 1 and --stage-sample >= 1")
     if urlsplit(args.postgres).hostname not in ("127.0.0.1", "localhost", "::1"):
         parser.error("--postgres must be a server on this machine: its backends' CPU is read from /proc")
-    registry = max(registry, -(-(pages // 2) // 4))  # no chapter copied more than 4 times (pipeline_throughput)
+    registry = max(
+        registry, -(-(pages // 2) // 4)
+    )  # no chapter copied more than 4 times (pipeline_throughput)
 
     started = time.monotonic()
     load_start = os.getloadavg()
@@ -389,7 +437,8 @@ def main() -> None:
     info = machine()
 
     print("capacity: the production pipeline on PostgreSQL, per page (benchmarks/capacity.py)")
-    print(f"machine: {info.get('cpu', '?')}, {info['cores']} cores, {info.get('ram_gb', '?')} GB RAM, PostgreSQL "
+    print(f"machine: {info.get('cpu', '?')}, {info['cores']} cores, {info.get('ram_gb', '?')} GB RAM, "
+          "PostgreSQL "
           f"{services.postgres_version} (autovacuum {services.postgres_autovacuum}); load average "
           f"{load_start[0]:.2f} at start, {load_end[0]:.2f} at end")  # fmt: skip
     n = crawl["pages"]
@@ -411,7 +460,8 @@ def main() -> None:
         print("note: /proc of the PostgreSQL backends was not readable (run as root or as postgres): "
               "the PostgreSQL CPU figures are missing, not zero")  # fmt: skip
     print_table(
-        f"CPU ms per page per stage (in-process, {stages['pages']} pages; settle: the whole site divided by its "
+        f"CPU ms per page per stage (in-process, {stages['pages']} pages; settle: the whole site divided by "
+        "its "
         f"{stages['site_pages']:,} pages)",
         ["stage", "client ms", "PostgreSQL ms"],
         [[stage, row["client_ms"], row["postgres_ms"]] for stage, row in stages["stages"].items()],

@@ -1,25 +1,25 @@
-"""Distributed crawls: wall time of one crawl of a loopback site by 1, 2 and 3 processes sharing one frontier in
-Redis (``fptrack crawl --distributed``), against a plain one-process crawl measured in the same run.
+"""Distributed crawls: wall time of one crawl of a loopback site by 1, 2 and 3 processes sharing one frontier
+in Redis (``fptrack crawl --distributed``), against a plain one-process crawl measured in the same run.
 
     python benchmarks/distributed_crawl.py --quick            # 321 pages, 1 / 2 processes
     python benchmarks/distributed_crawl.py                    # 1,281 pages, 1 / 2 / 3 processes
     python benchmarks/distributed_crawl.py --latency 0.2 --processes 1,2,4
 
-The site (generated, no corpus): an index, sections and chapter pages of a few hundred characters, every response
-held back ``--latency`` seconds by the server, as a remote site's round trip would be. Politeness per process is
-``FPTRACK_CRAWL_CONCURRENCY_PER_SITE=4`` with AutoThrottle off, so N processes may have 4 x N requests in flight:
-what a distributed crawl buys is that parallelism (and, on several machines, their CPU and bandwidth). Every mode
-crawls the same URLs into a fresh PostgreSQL database (``--postgres``: a server where it may create and drop its
-own databases), tasks in-process (no works registered: the fingerprint stage is not what is measured). Redis:
-``--redis`` (only this run's ``fptrack:crawl:*`` keys are written; they are removed by the crawl).
+The site (generated, no corpus): an index, sections and chapter pages of a few hundred characters, every
+response held back ``--latency`` seconds by the server, as a remote site's round trip would be. Politeness per
+process is ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE=4`` with AutoThrottle off, so N processes may have 4 x N
+requests in flight: what a distributed crawl buys is that parallelism (and, on several machines, their CPU and
+bandwidth). Every mode crawls the same URLs into a fresh PostgreSQL database (``--postgres``: a server where
+it may create and drop its own databases), tasks in-process (no works registered: the fingerprint stage is not
+what is measured). Redis: ``--redis`` (only this run's ``fptrack:crawl:*`` keys are written; they are removed
+by the crawl).
 
 Figures: the crawl itself (the site's first request to its last, seen at the server; the speed-up is on this)
 and the wall time, which adds the processes' start-up (imports, database checks: seconds on a loaded machine).
 
-Each mode checks what the tests check: every page fetched exactly once, one crawl job with every page. Prints a
-table (speed-up against the one-process plain crawl of this run) and ends with one JSON line. A service that is
-not reachable: the benchmark says so and exits 0 without figures.
-"""
+Each mode checks what the tests check: every page fetched exactly once, one crawl job with every page. Prints
+a table (speed-up against the one-process plain crawl of this run) and ends with one JSON line. A service that
+is not reachable: the benchmark says so and exits 0 without figures."""
 
 from __future__ import annotations
 
@@ -43,7 +43,9 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.sites import Page, serve_site
 
-PARAGRAPH = "清晨的山谷里雾气很重，李青背着竹篓慢慢走上石阶，露水打湿了他的布鞋。远处传来寺庙的钟声，一声接着一声。"
+PARAGRAPH = (
+    "清晨的山谷里雾气很重，李青背着竹篓慢慢走上石阶，露水打湿了他的布鞋。远处传来寺庙的钟声，一声接着一声。"
+)
 
 
 def progress(message: str) -> None:
@@ -58,7 +60,9 @@ def build_site(sections: int, chapters: int, latency: float) -> dict[str, Page]:
         for c in range(chapters):
             body = "".join(f"<p>{PARAGRAPH}（{s}-{c}-{n}）</p>" for n in range(4))
             nav = f'<a href="/">目录</a> <a href="/s/{s}/">卷</a> <a href="/c/{s}-{(c + 1) % chapters}.html">下一章</a>'
-            pages[f"/c/{s}-{c}.html"] = Page.html(f"<title>第{c}章</title><h1>第{c}章</h1>{body}{nav}", delay=latency)
+            pages[f"/c/{s}-{c}.html"] = Page.html(
+                f"<title>第{c}章</title><h1>第{c}章</h1>{body}{nav}", delay=latency
+            )
     return pages
 
 
@@ -80,7 +84,9 @@ class Databases:
         from fptrack.core.settings import Settings
 
         self.server_url = server_url
-        self.admin = create_engine(Settings(database_url=server_url).database_url, isolation_level="AUTOCOMMIT")
+        self.admin = create_engine(
+            Settings(database_url=server_url).database_url, isolation_level="AUTOCOMMIT"
+        )
         self.created: list[str] = []
 
     def create(self) -> str:
@@ -122,9 +128,12 @@ def job_counts(database_url: str) -> tuple[int, int, int, str]:
         engine.dispose()
 
 
-def run_mode(processes: int, distributed: bool, base: Any, env: dict[str, str], max_pages: int) -> tuple[float, float]:
-    """(wall seconds from the processes' start to the last one's exit, seconds from the first request the site got
-    to the last: the crawl itself, without the start-up of the processes, which on a loaded machine is long)."""
+def run_mode(
+    processes: int, distributed: bool, base: Any, env: dict[str, str], max_pages: int
+) -> tuple[float, float]:
+    """(wall seconds from the processes' start to the last one's exit, seconds from the first request the site
+    got to the last: the crawl itself, without the start-up of the processes, which on a loaded machine is
+    long)."""
     command = [sys.executable, "-m", "fptrack.cli", "crawl", base + "/", "--depth", "3", "--max-pages", str(max_pages),
                "--allow-private-host", base.key, "-q"]  # fmt: skip
     if distributed:
@@ -145,7 +154,9 @@ def run_mode(processes: int, distributed: bool, base: Any, env: dict[str, str], 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     children = [
-        subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(processes)
     ]
     for child in children:
@@ -168,15 +179,21 @@ def print_table(title: str, headers: list[str], rows: list[list[str]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="321 pages; 1 and 2 processes")
-    parser.add_argument("--sections", type=int, default=40, help="sections of the site (x chapters + 1 pages)")
+    parser.add_argument(
+        "--sections", type=int, default=40, help="sections of the site (x chapters + 1 pages)"
+    )
     parser.add_argument("--chapters", type=int, default=31, help="chapters per section")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the server holds each response")
     parser.add_argument("--processes", default="1,2,3", help="distributed modes: processes per crawl")
     parser.add_argument("--postgres", default=os.environ.get("FPTRACK_TEST_POSTGRES_URL",
                                                             "postgresql://postgres@127.0.0.1:5432/postgres"))  # fmt: skip
-    parser.add_argument("--redis", default=os.environ.get("FPTRACK_CRAWL_REDIS_URL", "redis://127.0.0.1:6379/15"))
+    parser.add_argument(
+        "--redis", default=os.environ.get("FPTRACK_CRAWL_REDIS_URL", "redis://127.0.0.1:6379/15")
+    )
     args = parser.parse_args()
     if args.quick:
         args.sections, args.chapters, args.processes = 20, 15, "1,2"
@@ -222,10 +239,12 @@ def main() -> None:
     baseline = results[0]["fetch_seconds"]
     for result in results:
         result["speedup"] = round(baseline / result["fetch_seconds"], 2) if result["fetch_seconds"] else 0.0
-    print(f"distributed crawl: {total} pages, server latency {args.latency:g}s per response, 4 requests in flight per "
+    print(f"distributed crawl: {total} pages, server latency {args.latency:g}s per response, 4 requests in "
+          "flight per "
           f"process; {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")  # fmt: skip
     print_table(
-        "one crawl, fresh PostgreSQL database per mode: fetching = the site's first request to its last; wall = the "
+        "one crawl, fresh PostgreSQL database per mode: fetching = the site's first request to its last; "
+        "wall = the "
         "processes' start to the last one's exit",
         ["mode", "fetching s", "pages/s", "speed-up vs 1 process", "wall s", "every URL once, one job"],
         [[r["mode"], f"{r['fetch_seconds']:.1f}", f"{r['pages_per_second']:.1f}", f"{r['speedup']:.2f}",

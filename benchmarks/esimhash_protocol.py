@@ -17,9 +17,9 @@ original within the threshold; recall = copies whose own original is predicted, 
 predictions / all predictions.
 
 Other fingerprints use their own decision rule (documented in the table): MinHash (128, char 5-grams)
-estimated Jaccard >= 0.5; winnowing over text or pinyin initials (k and w of ``fingerprint.contract.CONTRACT``):
-share of the original's fingerprints found in the copy >= 0.25; pinyin DNA: share of the original's segment
-codes found >= 0.25.
+estimated Jaccard >= 0.5; winnowing over text or pinyin initials (k and w of
+``fingerprint.contract.CONTRACT``): share of the original's fingerprints found in the copy >= 0.25; pinyin
+DNA: share of the original's segment codes found >= 0.25.
 
     python benchmarks/esimhash_protocol.py [--quick] [--dna-only] [--seed 2019] [--json out.json]
 
@@ -59,10 +59,19 @@ from fptrack.fingerprint.simhash import SimhashParams, simhash, simhash_tokens
 from fptrack.fingerprint.stats import CorpusStats
 from fptrack.fingerprint.winnowing import winnow
 
-PAPER = {"dedup": {5: 0.833, 10: 0.751, 15: 0.687, 20: 0.661}, "precision": 0.963, "recall": 0.867, "f1": 0.912}
+PAPER = {
+    "dedup": {5: 0.833, 10: 0.751, 15: 0.687, 20: 0.661},
+    "precision": 0.963,
+    "recall": 0.867,
+    "f1": 0.912,
+}
 RATIOS = (5, 10, 15, 20)
-COMMON = [bytes([hi, lo]).decode("gb2312") for hi in range(0xB0, 0xD8) for lo in range(0xA1, 0xFF)
-          if not (hi == 0xD7 and lo > 0xF9)]
+COMMON = [
+    bytes([hi, lo]).decode("gb2312")
+    for hi in range(0xB0, 0xD8)
+    for lo in range(0xA1, 0xFF)
+    if not (hi == 0xD7 and lo > 0xF9)
+]
 
 
 def edit(text: str, ratio: float, rng: random.Random, donors: list[str]) -> str:
@@ -118,11 +127,14 @@ def _simhash_method(name: str, params: SimhashParams, stats: CorpusStats, k: int
 
 
 class _SetIndex:
-    """Inverted index over the originals' fingerprint sets: the share of each original's set found in a query."""
+    """Inverted index over the originals' fingerprint sets: the share of each original's set found in a
+    query."""
 
     def __init__(self, sets: list[np.ndarray]) -> None:
         self.sizes = np.array([s.size for s in sets], dtype=np.float64)
-        owners = np.concatenate([np.full(s.size, i, dtype=np.int64) for i, s in enumerate(sets)] or [np.zeros(0, np.int64)])
+        owners = np.concatenate(
+            [np.full(s.size, i, dtype=np.int64) for i, s in enumerate(sets)] or [np.zeros(0, np.int64)]
+        )
         values = np.concatenate(sets or [np.zeros(0, np.int64)]).astype(np.int64)
         order = np.argsort(values, kind="stable")
         self.values, self.owners = values[order], owners[order]
@@ -130,12 +142,16 @@ class _SetIndex:
     def shares(self, query: np.ndarray) -> np.ndarray:
         lo = np.searchsorted(self.values, query, side="left")
         hi = np.searchsorted(self.values, query, side="right")
-        hits = np.concatenate([self.owners[a:b] for a, b in zip(lo.tolist(), hi.tolist()) if b > a] or [np.zeros(0, np.int64)])
+        hits = np.concatenate(
+            [self.owners[a:b] for a, b in zip(lo.tolist(), hi.tolist()) if b > a] or [np.zeros(0, np.int64)]
+        )
         counts = np.bincount(hits, minlength=self.sizes.size).astype(np.float64)
         return np.divide(counts, self.sizes, out=np.zeros_like(counts), where=self.sizes > 0)
 
 
-def _set_share_method(name: str, rule: str, make: Callable[[str, list[str]], np.ndarray], share: float) -> Method:
+def _set_share_method(
+    name: str, rule: str, make: Callable[[str, list[str]], np.ndarray], share: float
+) -> Method:
     cache: dict[int, _SetIndex] = {}
 
     def matches(q: object, originals: list[object]) -> np.ndarray:
@@ -149,7 +165,8 @@ def _set_share_method(name: str, rule: str, make: Callable[[str, list[str]], np.
 
 
 def _content_terms(tokens: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(distinct content-term hashes seed 0, their seed-1 hashes, counts), stop words removed as Simhash does."""
+    """(distinct content-term hashes seed 0, their seed-1 hashes, counts), stop words removed as Simhash
+    does."""
     h0, h1 = token_hashes(tokens, 0), token_hashes(tokens, 1)
     stops = stop_word_hashes(0)
     content = stops[np.minimum(np.searchsorted(stops, h0), stops.size - 1)] != h0
@@ -169,11 +186,14 @@ def _entropy_only_method(stats: CorpusStats) -> Method:
 
 
 def weight_diagnosis(norms: list[str], tokens: list[list[str]], stats: CorpusStats) -> dict[str, float]:
-    """Where E-Simhash's weight comes from: per document, the mean tf-idf (relative tf, as specified; raw counts,
-    the other reading), the mean entropy H, the share of sum(w^2) that H^2 carries in w = sqrt((tfidf^2 + H^2)/2),
-    and the share of terms whose weight the W_t = 90 cap replaces. Medians over documents."""
-    rows: dict[str, list[float]] = {k: [] for k in ("tfidf_rel", "tfidf_raw", "H", "H_share_rel", "H_share_raw",
-                                                    "capped_rel", "capped_raw")}
+    """Where E-Simhash's weight comes from: per document, the mean tf-idf (relative tf, as specified; raw
+    counts, the other reading), the mean entropy H, the share of sum(w^2) that H^2 carries in w =
+    sqrt((tfidf^2 + H^2)/2), and the share of terms whose weight the W_t = 90 cap replaces. Medians over
+    documents."""
+    rows: dict[str, list[float]] = {
+        k: []
+        for k in ("tfidf_rel", "tfidf_raw", "H", "H_share_rel", "H_share_raw", "capped_rel", "capped_raw")
+    }
     for tk in tokens:
         uniq, _, counts = _content_terms(tk)
         if not uniq.size:
@@ -191,59 +211,112 @@ def weight_diagnosis(norms: list[str], tokens: list[list[str]], stats: CorpusSta
 def build_methods(stats: CorpusStats) -> list[Method]:
     methods: list[Method] = []
     for scheme in ("tf", "tfidf", "entropy", "termlen"):
-        methods.append(_simhash_method(f"simhash128 {scheme}", SimhashParams(bits=128, scheme=scheme), stats, 10))
-    methods.append(_simhash_method("simhash128 tfidf raw-tf", SimhashParams(bits=128, scheme="tfidf", tf_mode="raw"),
-                                   stats, 10))
-    methods.append(_simhash_method("simhash128 entropy raw-tf",
-                                   SimhashParams(bits=128, scheme="entropy", tf_mode="raw"), stats, 10))
-    methods.append(_simhash_method("simhash128 entropy +position (paper)",
-                                   SimhashParams(bits=128, scheme="entropy", position=True), stats, 10))
-    methods.append(_simhash_method("simhash128 entropy +position/8 buckets",
-                                   SimhashParams(bits=128, scheme="entropy", position=True, position_buckets=8),
-                                   stats, 10))
+        methods.append(
+            _simhash_method(f"simhash128 {scheme}", SimhashParams(bits=128, scheme=scheme), stats, 10)
+        )
+    methods.append(
+        _simhash_method(
+            "simhash128 tfidf raw-tf", SimhashParams(bits=128, scheme="tfidf", tf_mode="raw"), stats, 10
+        )
+    )
+    methods.append(
+        _simhash_method(
+            "simhash128 entropy raw-tf", SimhashParams(bits=128, scheme="entropy", tf_mode="raw"), stats, 10
+        )
+    )
+    methods.append(
+        _simhash_method(
+            "simhash128 entropy +position (paper)",
+            SimhashParams(bits=128, scheme="entropy", position=True),
+            stats,
+            10,
+        )
+    )
+    methods.append(
+        _simhash_method(
+            "simhash128 entropy +position/8 buckets",
+            SimhashParams(bits=128, scheme="entropy", position=True, position_buckets=8),
+            stats,
+            10,
+        )
+    )
     methods.append(_entropy_only_method(stats))
     for scheme in ("tf", "tfidf", "entropy"):
-        methods.append(_simhash_method(f"simhash64 {scheme}", SimhashParams(bits=64, scheme=scheme), stats, 3))
+        methods.append(
+            _simhash_method(f"simhash64 {scheme}", SimhashParams(bits=64, scheme=scheme), stats, 3)
+        )
     mh = MinHashParams()
-    methods.append(Method(
-        "minhash128 char5", "est. Jaccard >= 0.5",
-        lambda n, t: minhash_signature(char_shingle_hashes(n, 5), mh),
-        lambda q, originals: np.mean(np.stack(originals) == np.asarray(q)[None, :], axis=1) >= 0.5,  # type: ignore[arg-type]
-    ))
+    methods.append(
+        Method(
+            "minhash128 char5",
+            "est. Jaccard >= 0.5",
+            lambda n, t: minhash_signature(char_shingle_hashes(n, 5), mh),
+            lambda q, originals: np.mean(np.stack(originals) == np.asarray(q)[None, :], axis=1) >= 0.5,  # type: ignore[arg-type]
+        )
+    )
     wc, wi = CONTRACT.winnow_chars, CONTRACT.winnow_initials
-    methods.append(_set_share_method(f"winnow text k{wc.k} w{wc.w}", "share of original's fps >= 0.25",
-                                     lambda n, t: np.array([h for h, _ in winnow(n, wc.k, wc.w)], dtype=np.int64),
-                                     0.25))
-    methods.append(_set_share_method(f"winnow initials k{wi.k} w{wi.w}", "share of original's fps >= 0.25",
-                                     lambda n, t: np.array([h for h, _ in winnow(pinyin_initials(n), wi.k, wi.w)],
-                                                           dtype=np.int64), 0.25))
+    methods.append(
+        _set_share_method(
+            f"winnow text k{wc.k} w{wc.w}",
+            "share of original's fps >= 0.25",
+            lambda n, t: np.array([h for h, _ in winnow(n, wc.k, wc.w)], dtype=np.int64),
+            0.25,
+        )
+    )
+    methods.append(
+        _set_share_method(
+            f"winnow initials k{wi.k} w{wi.w}",
+            "share of original's fps >= 0.25",
+            lambda n, t: np.array([h for h, _ in winnow(pinyin_initials(n), wi.k, wi.w)], dtype=np.int64),
+            0.25,
+        )
+    )
     ref = stats.pinyin_reference()
-    for p in (DnaParams(granularity=32), DnaParams(granularity=64), DnaParams(granularity=32, levels=2, counts_per_level=3),
-              DnaParams(granularity=64, levels=2, counts_per_level=4)):
+    for p in (
+        DnaParams(granularity=32),
+        DnaParams(granularity=64),
+        DnaParams(granularity=32, levels=2, counts_per_level=3),
+        DnaParams(granularity=64, levels=2, counts_per_level=4),
+    ):
         name = f"pinyin DNA n={p.granularity} L={p.levels} c={p.counts_per_level:g}"
-        methods.append(_set_share_method(name, "share of original's codes >= 0.25",
-                                         lambda n, t, p=p: np.array(dna_codes(pinyin_initials(n), p, ref),
-                                                                    dtype=np.int64), 0.25))
+        methods.append(
+            _set_share_method(
+                name,
+                "share of original's codes >= 0.25",
+                lambda n, t, p=p: np.array(dna_codes(pinyin_initials(n), p, ref), dtype=np.int64),
+                0.25,
+            )
+        )
     return methods
 
 
 DNA_GRID = (  # (params, max L1 distance, share of the copy's codes that must be near an original's)
     # the chosen parameters first, then their neighbours: each parameter set is printed when done
-    (DnaParams(granularity=128, counts_per_level=3), 3, 0.5), (DnaParams(granularity=128, counts_per_level=3), 4, 0.4),
-    (DnaParams(granularity=128, counts_per_level=3), 4, 0.5), (DnaParams(granularity=128, counts_per_level=3), 5, 0.5),
+    (DnaParams(granularity=128, counts_per_level=3), 3, 0.5),
+    (DnaParams(granularity=128, counts_per_level=3), 4, 0.4),
+    (DnaParams(granularity=128, counts_per_level=3), 4, 0.5),
+    (DnaParams(granularity=128, counts_per_level=3), 5, 0.5),
     (DnaParams(granularity=128, counts_per_level=3), 5, 0.6),
-    (DnaParams(granularity=128), 2, 0.5), (DnaParams(granularity=128), 4, 0.5), (DnaParams(granularity=128), 5, 0.5),
-    (DnaParams(granularity=128), 6, 0.5), (DnaParams(granularity=128), 6, 0.7), (DnaParams(granularity=128), 5, 0.7),
-    (DnaParams(granularity=128, counts_per_level=4), 4, 0.5), (DnaParams(granularity=128, counts_per_level=4), 5, 0.5),
-    (DnaParams(granularity=160, counts_per_level=3), 4, 0.5), (DnaParams(granularity=96, counts_per_level=3), 4, 0.5),
-    (DnaParams(granularity=64), 0, 0.5), (DnaParams(granularity=64), 2, 0.5), (DnaParams(granularity=64), 4, 0.5),
+    (DnaParams(granularity=128), 2, 0.5),
+    (DnaParams(granularity=128), 4, 0.5),
+    (DnaParams(granularity=128), 5, 0.5),
+    (DnaParams(granularity=128), 6, 0.5),
+    (DnaParams(granularity=128), 6, 0.7),
+    (DnaParams(granularity=128), 5, 0.7),
+    (DnaParams(granularity=128, counts_per_level=4), 4, 0.5),
+    (DnaParams(granularity=128, counts_per_level=4), 5, 0.5),
+    (DnaParams(granularity=160, counts_per_level=3), 4, 0.5),
+    (DnaParams(granularity=96, counts_per_level=3), 4, 0.5),
+    (DnaParams(granularity=64), 0, 0.5),
+    (DnaParams(granularity=64), 2, 0.5),
+    (DnaParams(granularity=64), 4, 0.5),
 )
 
 
 def near_duplicates(norms: list[str], k: int = 8, share: float = 0.5) -> np.ndarray:
-    """(n, n) booleans: ``[i, j]`` when at least ``share`` of text i's distinct character k-grams occur in text j
-    (i != j). The protocol's originals hold such pairs (formulaic news: five price reports of one camera share
-    87-97 % of their 8-grams), which any fingerprint rightly finds as copies of each other."""
+    """(n, n) booleans: ``[i, j]`` when at least ``share`` of text i's distinct character k-grams occur in
+    text j (i != j). The protocol's originals hold such pairs (formulaic news: five price reports of one
+    camera share 87-97 % of their 8-grams), which any fingerprint rightly finds as copies of each other."""
     sets = [np.unique(char_shingle_hashes(n, k)) for n in norms]
     hashes = np.concatenate(sets)
     owners = np.repeat(np.arange(len(sets)), [len(s) for s in sets])
@@ -262,12 +335,12 @@ def near_duplicates(norms: list[str], k: int = 8, share: float = 0.5) -> np.ndar
 
 def dna_near_table(norms: list[str], docs: list[str], rng: random.Random) -> dict[str, dict[str, float]]:
     """Pinyin DNA alone, codes matched within an L1 distance (``research.dna_index``): a copy is predicted for
-    every original whose codes are near at least a share (third value of :data:`DNA_GRID`) of the copy's codes.
-    Copies: the protocol's edits at 5 % and same-sound swaps of 30 % of the characters (which leave the initials as
-    they are, so any loss there is segment-boundary and polyphone effects). The smallest distance from every copy
-    code to every original is computed once per parameter set and copy kind (``DnaIndex.min_distances``); each d
-    and share is read off it. ``prec*`` also counts as right a prediction of an original that is a near duplicate
-    of the copy's own (:func:`near_duplicates`)."""
+    every original whose codes are near at least a share (third value of :data:`DNA_GRID`) of the copy's
+    codes. Copies: the protocol's edits at 5 % and same-sound swaps of 30 % of the characters (which leave the
+    initials as they are, so any loss there is segment-boundary and polyphone effects). The smallest distance
+    from every copy code to every original is computed once per parameter set and copy kind
+    (``DnaIndex.min_distances``); each d and share is read off it. ``prec*`` also counts as right a prediction
+    of an original that is a near duplicate of the copy's own (:func:`near_duplicates`)."""
     from _pirate_web import Homophones
 
     from fptrack.research.dna_index import DnaIndex
@@ -279,14 +352,22 @@ def dna_near_table(norms: list[str], docs: list[str], rng: random.Random) -> dic
     }
     initials = [pinyin_initials(n) for n in norms]
     duplicates = near_duplicates(norms)
-    print(f"\noriginals with a near duplicate among the others (>= 50 % of their 8-grams): "
-          f"{int(duplicates.any(axis=1).sum())} of {len(norms)}")
+    print(
+        f"\noriginals with a near duplicate among the others (>= 50 % of their 8-grams): "
+        f"{int(duplicates.any(axis=1).sum())} of {len(norms)}"
+    )
     copy_initials = {kind: [pinyin_initials(t) for t in texts] for kind, texts in copies.items()}
     results: dict[str, dict[str, float]] = {}
-    print("\npinyin DNA alone, near codes (L1 <= d over the letter vectors), predicted when >= share of the copy's"
-          " codes are near an original's")
-    print(f"{'params':28s} {'d':>3s} {'share':>6s} "
-          + "".join(f"{k + ' rec':>18s}{'prec':>7s}{'prec*':>7s}" for k in copies) + f"{'codes':>9s}{'s':>6s}")
+    print(
+        "\npinyin DNA alone, near codes (L1 <= d over the letter vectors), predicted when >= share of the "
+        "copy's"
+        " codes are near an original's"
+    )
+    print(
+        f"{'params':28s} {'d':>3s} {'share':>6s} "
+        + "".join(f"{k + ' rec':>18s}{'prec':>7s}{'prec*':>7s}" for k in copies)
+        + f"{'codes':>9s}{'s':>6s}"
+    )
     for params in dict.fromkeys(p for p, _, _ in DNA_GRID):
         started = time.perf_counter()
         index = DnaIndex(params)
@@ -313,21 +394,33 @@ def dna_near_table(norms: list[str], docs: list[str], rng: random.Random) -> dic
                 tp = int(np.trace(hits))
                 row[kind + " recall"] = tp / len(counts)
                 row[kind + " precision"] = tp / predicted if predicted else 0.0
-                row[kind + " precision*"] = (tp + int((hits & duplicates).sum())) / predicted if predicted else 0.0
+                row[kind + " precision*"] = (
+                    (tp + int((hits & duplicates).sum())) / predicted if predicted else 0.0
+                )
             results[f"{name} d={distance} share={share}"] = row
-            print(f"{name:28s} {distance:>3d} {share:>6.1f} " + "".join(
-                f"{row[k + ' recall']:>18.3f}{row[k + ' precision']:>7.3f}{row[k + ' precision*']:>7.3f}"
-                for k in copies) + f"{len(index):>9d}{elapsed:>6.0f}")
+            print(
+                f"{name:28s} {distance:>3d} {share:>6.1f} "
+                + "".join(
+                    f"{row[k + ' recall']:>18.3f}{row[k + ' precision']:>7.3f}{row[k + ' precision*']:>7.3f}"
+                    for k in copies
+                )
+                + f"{len(index):>9d}{elapsed:>6.0f}"
+            )
     return results
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="150 documents instead of all (~800), under a minute")
+    ap.add_argument(
+        "--quick", action="store_true", help="150 documents instead of all (~800), under a minute"
+    )
     ap.add_argument("--json", type=Path, help="also write the JSON figures to this file")
     ap.add_argument("--seed", type=int, default=2019)
-    ap.add_argument("--dna-only", action="store_true",
-                    help="only the table of pinyin DNA matched by distance (its copies then come from a fresh draw)")
+    ap.add_argument(
+        "--dna-only",
+        action="store_true",
+        help="only the table of pinyin DNA matched by distance (its copies then come from a fresh draw)",
+    )
     args = ap.parse_args()
     require_corpus()
     t_start = time.perf_counter()
@@ -341,10 +434,17 @@ def main() -> None:
     norms = [normalize(d).text for d in docs]
     if args.dna_only:
         dna_near = dna_near_table(norms, docs, rng)
-        print(f"pinyin DNA by distance: {len(docs)} documents, seed {args.seed}, {time.perf_counter() - t_start:.0f} s")
-        figures_dna = {"benchmark": "esimhash_protocol", "quick": args.quick, "documents": len(docs),
-                       "seed": args.seed, "dna_near": {k: {m: round(v, 4) for m, v in d.items()}
-                                                       for k, d in dna_near.items()}}
+        print(
+            f"pinyin DNA by distance: {len(docs)} documents, seed {args.seed}, "
+            f"{time.perf_counter() - t_start:.0f} s"
+        )
+        figures_dna = {
+            "benchmark": "esimhash_protocol",
+            "quick": args.quick,
+            "documents": len(docs),
+            "seed": args.seed,
+            "dna_near": {k: {m: round(v, 4) for m, v in d.items()} for k, d in dna_near.items()},
+        }
         if args.json:
             args.json.write_text(json.dumps(figures_dna, ensure_ascii=False, indent=2))
         print(json.dumps(figures_dna, ensure_ascii=False))
@@ -378,23 +478,39 @@ def main() -> None:
                 f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
                 prf[m.name] = {"precision": precision, "recall": recall, "f1": f1}
 
-    print(f"E-Simhash protocol: {len(docs)} documents (> 800 chars), seed {args.seed}, "
-          f"{time.perf_counter() - t_start:.0f} s")
-    header = f"{'fingerprint':40s} {'rule':34s} " + " ".join(f"T={r:>2d}%" for r in RATIOS) + "   prec  recall   F1"
+    print(
+        f"E-Simhash protocol: {len(docs)} documents (> 800 chars), seed {args.seed}, "
+        f"{time.perf_counter() - t_start:.0f} s"
+    )
+    header = (
+        f"{'fingerprint':40s} {'rule':34s} "
+        + " ".join(f"T={r:>2d}%" for r in RATIOS)
+        + "   prec  recall   F1"
+    )
     print(header)
     print("-" * len(header))
-    print(f"{'E-Simhash paper (best)':40s} {'Hamming <= 10 of 128':34s} "
-          + " ".join(f"{PAPER['dedup'][r]:6.3f}" for r in RATIOS)
-          + f"  {PAPER['precision']:.3f}  {PAPER['recall']:.3f}  {PAPER['f1']:.3f}")
+    print(
+        f"{'E-Simhash paper (best)':40s} {'Hamming <= 10 of 128':34s} "
+        + " ".join(f"{PAPER['dedup'][r]:6.3f}" for r in RATIOS)
+        + f"  {PAPER['precision']:.3f}  {PAPER['recall']:.3f}  {PAPER['f1']:.3f}"
+    )
     beats: dict[str, bool] = {}
     for m in methods:
         d, p = dedup[m.name], prf[m.name]
         beats[m.name] = all(d[r] > PAPER["dedup"][r] for r in RATIOS) and all(
-            p[key] > PAPER[key] for key in ("precision", "recall", "f1"))
-        print(f"{m.name:40s} {m.rule:34s} " + " ".join(f"{d[r]:6.3f}" for r in RATIOS)
-              + f"  {p['precision']:.3f}  {p['recall']:.3f}  {p['f1']:.3f}" + ("  beats paper" if beats[m.name] else ""))
+            p[key] > PAPER[key] for key in ("precision", "recall", "f1")
+        )
+        print(
+            f"{m.name:40s} {m.rule:34s} "
+            + " ".join(f"{d[r]:6.3f}" for r in RATIOS)
+            + f"  {p['precision']:.3f}  {p['recall']:.3f}  {p['f1']:.3f}"
+            + ("  beats paper" if beats[m.name] else "")
+        )
     diagnosis = weight_diagnosis(norms, orig_tokens, stats)
-    print("\nE-Simhash weights, medians over the documents: " + ", ".join(f"{k} {v:g}" for k, v in diagnosis.items()))
+    print(
+        "\nE-Simhash weights, medians over the documents: "
+        + ", ".join(f"{k} {v:g}" for k, v in diagnosis.items())
+    )
     dna_near = dna_near_table(norms, docs, rng)
     simhash_names = [m.name for m in methods if m.name.startswith("simhash128")]
     best = max(simhash_names, key=lambda n: (prf[n]["f1"], sum(dedup[n].values())))

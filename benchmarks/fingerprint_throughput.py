@@ -1,8 +1,9 @@
 """Fingerprint throughput: MB/s of Chinese text (UTF-8 bytes of the original) per core, for every fingerprint
-and for the set the page path computes (fingerprint.pipeline.fingerprint_text, under fingerprint.contract), against PyPI `simhash` (Simhash on
-raw text) and `datasketch` MinHash (128 permutations, character 5-grams), measured in the same run on the
-same texts. Also: agreement of our per-character pinyin initial table with pypinyin's phrase-aware
-lazy_pinyin, and peak memory (tracemalloc for Python allocations, ru_maxrss for the process).
+and for the set the page path computes (fingerprint.pipeline.fingerprint_text, under fingerprint.contract),
+against PyPI `simhash` (Simhash on raw text) and `datasketch` MinHash (128 permutations, character 5-grams),
+measured in the same run on the same texts. Also: agreement of our per-character pinyin initial table with
+pypinyin's phrase-aware lazy_pinyin, and peak memory (tracemalloc for Python allocations, ru_maxrss for the
+process).
 
 Single process, single thread (OPENBLAS/OMP threads pinned to 1 before numpy loads), so MB/s is per core.
 
@@ -80,16 +81,38 @@ def main() -> None:
     best_scheme = CONTRACT.simhash
     stage("normalize (NFKC, t2s, artefacts, offsets)", normalize, texts)
     stage("segment (rjieba, on normalised text)", tokenize, normalized)
-    stage(f"simhash 64 {best_scheme.scheme} (from tokens)", lambda tk: simhash_tokens(tk, best_scheme, stats), tokens)
-    stage("simhash 64 entropy (from tokens)", lambda tk: simhash_tokens(tk, SimhashParams(scheme="entropy"), stats), tokens)
-    stage("simhash 128 entropy (from tokens)",
-          lambda tk: simhash_tokens(tk, SimhashParams(bits=128, scheme="entropy"), stats), tokens)
+    stage(
+        f"simhash 64 {best_scheme.scheme} (from tokens)",
+        lambda tk: simhash_tokens(tk, best_scheme, stats),
+        tokens,
+    )
+    stage(
+        "simhash 64 entropy (from tokens)",
+        lambda tk: simhash_tokens(tk, SimhashParams(scheme="entropy"), stats),
+        tokens,
+    )
+    stage(
+        "simhash 128 entropy (from tokens)",
+        lambda tk: simhash_tokens(tk, SimhashParams(bits=128, scheme="entropy"), stats),
+        tokens,
+    )
     stage("char 5-gram hashes", lambda n: char_shingle_hashes(n, 5), normalized)
     mh = MinHashParams()
-    stage("minhash 128 oph + band keys (from hashes)", lambda h: lsh_band_keys(minhash_signature(h, mh), mh), shingles)
-    stage("minhash 128 affine (from hashes)", lambda h: minhash_signature(h, MinHashParams(scheme="affine")), shingles)
-    dna_rate = stage("pinyin DNA (initials + codes, from normalised)",
-                     lambda n: dna_codes(pinyin_initials(n), CONTRACT.dna), normalized)
+    stage(
+        "minhash 128 oph + band keys (from hashes)",
+        lambda h: lsh_band_keys(minhash_signature(h, mh), mh),
+        shingles,
+    )
+    stage(
+        "minhash 128 affine (from hashes)",
+        lambda h: minhash_signature(h, MinHashParams(scheme="affine")),
+        shingles,
+    )
+    dna_rate = stage(
+        "pinyin DNA (initials + codes, from normalised)",
+        lambda n: dna_codes(pinyin_initials(n), CONTRACT.dna),
+        normalized,
+    )
     stage("pinyin initials only", pinyin_initials, normalized)
     wc, wi = CONTRACT.winnow_chars, CONTRACT.winnow_initials
     stage(f"winnowing k={wc.k} w={wc.w} (normalised text)", lambda n: winnow(n, wc.k, wc.w), normalized)
@@ -134,15 +157,23 @@ def main() -> None:
     tracemalloc.stop()
     maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}"
+    )
     print(f"sample: {len(texts)} chapters, {mb:.2f} MB UTF-8, best of {repeat}")
     print(f"{'fingerprint':55s} {'MB/s':>8s}")
     for name, rate, _ in rows:
         print(f"{name:55s} {rate:8.2f}")
-    print(f"page path / PyPI simhash: {full_rate / simhash_rate:.2f}x   "
-          f"our minhash / datasketch: {rows[6][1] / datasketch_rate:.1f}x")
+    print(
+        f"page path / PyPI simhash: {full_rate / simhash_rate:.2f}x   "
+        f"our minhash / datasketch: {rows[6][1] / datasketch_rate:.1f}x"
+    )
     print(f"pinyin initials agree with pypinyin lazy_pinyin on {agreement:.4%} of {han_total} Han characters")
-    print(f"peak memory: tracemalloc {traced_peak / 1e6:.1f} MB during fingerprint_text, process max RSS {maxrss_mb:.0f} MB")
+    print(
+        f"peak memory: tracemalloc {traced_peak / 1e6:.1f} MB during fingerprint_text, process max RSS "
+        f"{maxrss_mb:.0f} MB"
+    )
     targets = {
         "page_path_ge_5MBps": full_rate >= 5.0,
         "page_path_ge_4x_simhash": full_rate >= 4 * simhash_rate,

@@ -1,5 +1,6 @@
-"""The permuted-prefix Simhash index at scale, on PostgreSQL: load rate, bytes per fingerprint, k-bit query latency
-and recall against a brute-force scan and against the PyPI ``simhash`` package's in-memory ``SimhashIndex``.
+"""The permuted-prefix Simhash index at scale, on PostgreSQL: load rate, bytes per fingerprint, k-bit query
+latency and recall against a brute-force scan and against the PyPI ``simhash`` package's in-memory
+``SimhashIndex``.
 
     python benchmarks/index_scale.py --quick            # N = 100k, under a minute
     python benchmarks/index_scale.py --n 1000000
@@ -8,14 +9,15 @@ and recall against a brute-force scan and against the PyPI ``simhash`` package's
 
 What it does (in a database of its own, created and dropped: ``--db``, on ``--pg-url``):
 1. migrates the real schema (Alembic), inserts N bare pages to own the fingerprints (untimed);
-2. generates N fingerprints: uniform random 64-bit values, plus for each of Q query values planted neighbours at
-   distances 0..k (found) and k + 1 (not to be found);
-3. loads them with ``storage.simhash_index.bulk_load_simhashes`` (binary COPY; indexes rebuilt after the load), then
-   VACUUM ANALYZE (index-only scans need the visibility map); then an incremental load with the indexes in place;
+2. generates N fingerprints: uniform random 64-bit values, plus for each of Q query values planted neighbours
+   at distances 0..k (found) and k + 1 (not to be found);
+3. loads them with ``storage.simhash_index.bulk_load_simhashes`` (binary COPY; indexes rebuilt after the
+   load), then VACUUM ANALYZE (index-only scans need the visibility map); then an incremental load with the
+   indexes in place;
 4. sizes: the fingerprints heap and every index, per fingerprint;
 5. latency of ``simhash_candidates`` (the store's real query path, Python included) for the Q queries;
-6. a brute-force ``bit_count((value # q)::bit(64)) <= k`` scan for some of the queries: its latency and the index
-   answer's recall against it; the same against ``simhash.SimhashIndex`` while N <= ``--simhash-max-n``;
+6. a brute-force ``bit_count((value # q)::bit(64)) <= k`` scan for some of the queries: its latency and the
+   index answer's recall against it; the same against ``simhash.SimhashIndex`` while N <= ``--simhash-max-n``;
 7. an overloaded bucket (near-duplicate boilerplate pages, ``--hot``) and the latency of unlucky queries that
    fall into it, before and after ``split_hot_buckets``;
 8. optionally (``--compare-rows``) the alternative storage: a table of (table_no, key, value, id) rows with a
@@ -70,7 +72,9 @@ def machine() -> dict[str, object]:
     info: dict[str, object] = {"nproc": os.cpu_count(), "python": platform.python_version()}
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        info["cpu"] = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines() if "Model name" in line), "")
+        info["cpu"] = next(
+            (line.split(":", 1)[1].strip() for line in lscpu.splitlines() if "Model name" in line), ""
+        )
         meminfo = Path("/proc/meminfo").read_text().split()
         info["ram_gb"] = round(int(meminfo[1]) / 1024 / 1024, 1)
     except OSError:
@@ -85,7 +89,9 @@ class Bench:
         self.rng = np.random.default_rng(args.seed)
         parts = urlsplit(args.pg_url)
         self.db_url = parts._replace(path="/" + args.db).geturl()
-        self.admin = create_engine(Settings(database_url=args.pg_url).database_url, isolation_level="AUTOCOMMIT")
+        self.admin = create_engine(
+            Settings(database_url=args.pg_url).database_url, isolation_level="AUTOCOMMIT"
+        )
         self.results: dict[str, object] = {"n": args.n, "layout": self.layout.name, "k": self.layout.k}
 
     # ------------------------------------------------------------------------------------------- set-up
@@ -255,8 +261,10 @@ class Bench:
 
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.perf_counter()
-        objs = [(str(o), Simhash(int(v), f=64)) for o, v in zip(self.owner_ids.tolist(), self.values.tolist(),
-                                                                  strict=True)]
+        objs = [
+            (str(o), Simhash(int(v), f=64))
+            for o, v in zip(self.owner_ids.tolist(), self.values.tolist(), strict=True)
+        ]
         index = SimhashIndex(objs, f=64, k=self.layout.k)
         build_s = time.perf_counter() - started
         rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -276,18 +284,22 @@ class Bench:
         del index, objs
 
     def hot_bucket(self) -> None:
-        """Near-duplicate boilerplate pages crowd one bucket of every table; unrelated queries that share a block
-        with them pay for scanning it until it is re-split."""
+        """Near-duplicate boilerplate pages crowd one bucket of every table; unrelated queries that share a
+        block with them pay for scanning it until it is re-split."""
         size = self.args.hot
         if size <= 0:
             return
         base = int(self.rng.integers(0, 2**64, dtype=np.uint64))
-        cluster = np.concatenate([flip_bits(self.rng, np.full(size // 4, base, dtype=np.uint64), d) for d in range(4)])
+        cluster = np.concatenate(
+            [flip_bits(self.rng, np.full(size // 4, base, dtype=np.uint64), d) for d in range(4)]
+        )
         size = len(cluster)
         # which tables the cluster crowds: those whose key equals the base's
         first_owner = self.args.n + 1
         self.make_extra_owners(first_owner, size)
-        pairs = np.stack([np.arange(first_owner, first_owner + size, dtype=np.int64), cluster.view(np.int64)], 1)
+        pairs = np.stack(
+            [np.arange(first_owner, first_owner + size, dtype=np.int64), cluster.view(np.int64)], 1
+        )
         with self.engine.begin() as c:
             bulk_load_simhashes(c, pairs, owner="page", layout=self.layout)
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
@@ -328,7 +340,8 @@ class Bench:
         with self.engine.begin() as c:
             c.execute(
                 text(
-                    "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, "
+                    "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, "
+                    "content_sha256, "
                     "snapshot_sha256, fetched_at, content_type, error) "
                     "SELECT g, 'b:' || g, '', '', 200, '', '', '', '', '', now(), '', '' "
                     "FROM generate_series(:a, :b) AS g"
@@ -357,11 +370,14 @@ class Bench:
         with self.engine.begin() as c:
             started = time.perf_counter()
             c.exec_driver_sql(
-                "CREATE TABLE bench_rows (table_no smallint NOT NULL, key bigint NOT NULL, value bigint NOT NULL, "
+                "CREATE TABLE bench_rows (table_no smallint NOT NULL, key bigint NOT NULL, value bigint NOT "
+                "NULL, "
                 "fingerprint_id bigint NOT NULL)"
             )
             c.exec_driver_sql(f"INSERT INTO bench_rows {selects}")
-            c.exec_driver_sql("CREATE INDEX bench_rows_lookup ON bench_rows (table_no, key) INCLUDE (value, fingerprint_id)")
+            c.exec_driver_sql(
+                "CREATE INDEX bench_rows_lookup ON bench_rows (table_no, key) INCLUDE (value, fingerprint_id)"
+            )
             build_s = time.perf_counter() - started
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
             c.exec_driver_sql("VACUUM ANALYZE bench_rows")
@@ -372,13 +388,18 @@ class Bench:
             "AND bit_count((value # :q)::bit(64)) <= :maxd"
         )
         sql = text(
-            "SELECT f.page_id FROM (" + " UNION ".join(branch.format(t=t) for t in range(layout.table_count))
+            "SELECT f.page_id FROM ("
+            + " UNION ".join(branch.format(t=t) for t in range(layout.table_count))
             + ") c JOIN fingerprints f ON f.id = c.fingerprint_id"
         )
         latencies = []
         with self.engine.connect() as c:
             for value in self.queries.tolist():
-                params = {"q": to_signed64(value), "maxd": layout.k, **{f"k{t}": key for t, key in layout.keys(value)}}
+                params = {
+                    "q": to_signed64(value),
+                    "maxd": layout.k,
+                    **{f"k{t}": key for t, key in layout.keys(value)},
+                }
                 started = time.perf_counter()
                 owners = {int(o) for (o,) in c.execute(sql, params)}
                 latencies.append((time.perf_counter() - started) * 1000)
@@ -398,8 +419,8 @@ class Bench:
 
 def real_bucket_profile(mu: float, min_size: int) -> dict[str, object]:
     """Bucket sizes of real page fingerprints (development corpus): novel chapters and news articles, plus the
-    template pages pirate sites serve around them (navigation, watermark, disclaimer and one chapter title, from
-    the artifacts observed in the corpus), fingerprinted as compare does."""
+    template pages pirate sites serve around them (navigation, watermark, disclaimer and one chapter title,
+    from the artifacts observed in the corpus), fingerprinted as compare does."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _corpus import corpus_available, iter_chapters, news_texts
 
@@ -446,22 +467,35 @@ def real_bucket_profile(mu: float, min_size: int) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="N = 100k, 300 queries: under a minute")
     parser.add_argument("--n", type=int, default=1_000_000, help="fingerprints to load")
     parser.add_argument("--queries", type=int, default=1000, help="k-bit look-ups to time")
     parser.add_argument("--brute-queries", type=int, default=30, help="look-ups also answered by brute force")
     parser.add_argument("--layout", default=DEFAULT_LAYOUT.name, help="index layout, e.g. f64k3b4 or f64k3b5")
-    parser.add_argument("--incremental", type=int, default=100_000, help="rows loaded with the indexes in place")
-    parser.add_argument("--simhash-max-n", type=int, default=1_000_000, help="largest N for PyPI SimhashIndex")
-    parser.add_argument("--hot", type=int, default=-1, help="near-duplicate boilerplate cluster size (0: none)")
+    parser.add_argument(
+        "--incremental", type=int, default=100_000, help="rows loaded with the indexes in place"
+    )
+    parser.add_argument(
+        "--simhash-max-n", type=int, default=1_000_000, help="largest N for PyPI SimhashIndex"
+    )
+    parser.add_argument(
+        "--hot", type=int, default=-1, help="near-duplicate boilerplate cluster size (0: none)"
+    )
     parser.add_argument("--mu", type=float, default=2.0, help="re-split trigger: (1 + mu) x mean bucket size")
     parser.add_argument("--hot-min-size", type=int, default=None, help="smallest bucket re-split")
     parser.add_argument("--compare-rows", action="store_true", help="also measure the table-of-rows storage")
-    parser.add_argument("--real-buckets", action="store_true",
-                        help="only profile bucket sizes of real pages from the development corpus (no database)")
-    parser.add_argument("--pg-url", default=os.environ.get("FPTRACK_BENCH_POSTGRES_URL",
-                                                           "postgresql://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--real-buckets",
+        action="store_true",
+        help="only profile bucket sizes of real pages from the development corpus (no database)",
+    )
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get("FPTRACK_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
+    )
     parser.add_argument("--db", default="fptrack_bench_index", help="database to create (and drop)")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     parser.add_argument("--seed", type=int, default=20071)
@@ -490,8 +524,14 @@ def main(argv: list[str] | None = None) -> None:
     try:
         bench.make_owners(args.n)
         bench.make_fingerprints()
-        steps = [bench.load, bench.sizes, bench.query_latency, bench.brute_force, bench.pypi_simhash,
-                 bench.hot_bucket]
+        steps = [
+            bench.load,
+            bench.sizes,
+            bench.query_latency,
+            bench.brute_force,
+            bench.pypi_simhash,
+            bench.hot_bucket,
+        ]
         if args.compare_rows:
             steps.append(bench.rows_storage)
         for step in steps:
@@ -513,10 +553,16 @@ def main(argv: list[str] | None = None) -> None:
     r["targets"] = targets
     rows = [
         ("fingerprints (N)", f"{args.n:,}"),
-        ("layout", f"{bench.layout.name} ({bench.layout.table_count} tables, {bench.layout.key_bits(0)}-bit keys)"),
+        (
+            "layout",
+            f"{bench.layout.name} ({bench.layout.table_count} tables, {bench.layout.key_bits(0)}-bit keys)",
+        ),
         ("bulk load (COPY binary + index build)", f"{r['load_fps_per_s']:,} fps/s ({r['load_s']} s)"),
         ("VACUUM ANALYZE after load", f"{r['vacuum_analyze_s']} s"),
-        ("incremental load (indexes in place)", f"{r['incremental_fps_per_s']:,} fps/s" if r["incremental_fps_per_s"] else "-"),
+        (
+            "incremental load (indexes in place)",
+            f"{r['incremental_fps_per_s']:,} fps/s" if r["incremental_fps_per_s"] else "-",
+        ),
         ("heap bytes / fp", r["heap_bytes_per_fp"]),
         ("Simhash index bytes / fp / table", r["simhash_index_bytes_per_fp_per_table"]),
         ("Simhash index bytes / fp, all tables", r["simhash_index_bytes_per_fp_all_tables"]),

@@ -26,8 +26,8 @@ than the content Simhash alone, where it matters: mirror sites.
   estimated Jaccard of ``research.metadata.metadata_signature`` of ``metadata_from_html``, combined = the
   seed's rule with mu = 0.85. A pair is *similar* when its score passes the threshold.
 - **Thresholds** are chosen on the calibration seed (``--seed``; the best F1 over the sweep) and the table is
-  measured on a held-out seed (``--seed + 1``: other articles, other templates, other mirrors). Content is also
-  shown at the usual Hamming threshold 3 (Manku et al.).
+  measured on a held-out seed (``--seed + 1``: other articles, other templates, other mirrors). Content is
+  also shown at the usual Hamming threshold 3 (Manku et al.).
 
 The last line is JSON. Nothing of the corpus is written anywhere.
 """
@@ -64,8 +64,36 @@ from fptrack.research.metadata import (
     metadata_similarity,
 )
 
-_NAV = ["首页", "新闻", "体育", "财经", "娱乐", "科技", "教育", "房产", "游戏", "时尚", "家居", "论坛", "博客", "视频"]
-_SITE_WORDS = ["资讯", "门户", "在线", "天下", "中文网", "快报", "头条", "热点", "生活", "视界", "速递", "之家"]
+_NAV = [
+    "首页",
+    "新闻",
+    "体育",
+    "财经",
+    "娱乐",
+    "科技",
+    "教育",
+    "房产",
+    "游戏",
+    "时尚",
+    "家居",
+    "论坛",
+    "博客",
+    "视频",
+]
+_SITE_WORDS = [
+    "资讯",
+    "门户",
+    "在线",
+    "天下",
+    "中文网",
+    "快报",
+    "头条",
+    "热点",
+    "生活",
+    "视界",
+    "速递",
+    "之家",
+]
 _AD_LINES = [
     "【广告】手机看新闻，请扫描二维码下载客户端，精彩内容抢先看。",
     "本文来源于网络，如有侵权请联系本站删除。更多精彩内容请关注本站微信公众号。",
@@ -142,8 +170,15 @@ def _sites(count: int, rng: random.Random) -> list[Site]:
     return sites
 
 
-def _render(article: Article, site: Site, related: list[Article], hot: list[Article], body: str,
-            keywords: tuple[str, ...], tags: tuple[str, ...]) -> tuple[str, str]:
+def _render(
+    article: Article,
+    site: Site,
+    related: list[Article],
+    hot: list[Article],
+    body: str,
+    keywords: tuple[str, ...],
+    tags: tuple[str, ...],
+) -> tuple[str, str]:
     url = f"http://{site.host}/{article.category}/{article.id}.html"
     paragraphs = "".join(f"<p>{escape(p)}</p>" for p in body.split("\n") if p.strip())
     nav = "".join(f'<a href="/{escape(n)}/">{escape(n)}</a>' for n in site.nav)
@@ -303,36 +338,63 @@ def main() -> None:
         "metadata": (test.jaccard >= t_meta, f"Jaccard >= {t_meta:.2f}"),
         "combined": (combined(test) >= t_comb, f"sim >= {t_comb:.4f} (mu {COMBINED_MU})"),
         "metadata_no_links": (test.jaccard_no_links >= t_meta_nl, f"Jaccard >= {t_meta_nl:.2f}"),
-        "combined_no_links": (combined(test, False) >= t_comb_nl, f"sim >= {t_comb_nl:.4f} (mu {COMBINED_MU})"),
+        "combined_no_links": (
+            combined(test, False) >= t_comb_nl,
+            f"sim >= {t_comb_nl:.4f} (mu {COMBINED_MU})",
+        ),
     }
     print(
         f"seed {args.seed} (calibration) -> seed {args.seed + 1} (measured): {args.articles} articles x "
         f"{1 + args.mirrors} pages, {truth.size:,} pairs, {int(truth.sum())} re-hosted pairs, "
         f"{int(hard.sum()):,} unrelated pairs on a shared template"
     )
-    print(f"| score | threshold (from seed {args.seed}) | precision | recall | false pairs | false pairs on a shared template |")
+    print(
+        f"| score | threshold (from seed {args.seed}) | precision | recall | false pairs | false pairs on a "
+        "shared template |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     figures: dict[str, object] = {}
     for name, (flag, label) in rows.items():
         p, r, fp = _pr(flag, truth)
         fp_template = int(np.sum(flag & hard))
         print(f"| {name} | {label} | {p:.4f} | {r:.4f} | {fp} | {fp_template} |")
-        figures[name] = {"threshold": label, "precision": round(p, 4), "recall": round(r, 4),
-                         "false_pairs": fp, "false_pairs_shared_template": fp_template}
+        figures[name] = {
+            "threshold": label,
+            "precision": round(p, 4),
+            "recall": round(r, 4),
+            "false_pairs": fp,
+            "false_pairs_shared_template": fp_template,
+        }
     missed = truth & ~(combined(test) >= t_comb)
-    print(f"re-hosted pairs missed by combined: {int(missed.sum())}; by content: "
-          f"{int(np.sum(truth & ~(test.hamming <= t_content)))}")
+    print(
+        f"re-hosted pairs missed by combined: {int(missed.sum())}; by content: "
+        f"{int(np.sum(truth & ~(test.hamming <= t_content)))}"
+    )
     n_pages = args.articles * (1 + args.mirrors)
     per_page = {k: round(1000 * v / n_pages, 3) for k, v in test.seconds.items()}
     ratio = per_page["metadata_minhash"] / max(per_page["extract_and_simhash"], 1e-9)
-    print(f"cost per page: extract + Simhash {per_page['extract_and_simhash']} ms (baseline), metadata parse + "
-          f"MinHash {per_page['metadata_minhash']} ms (ratio {ratio:.2f})")
-    print(json.dumps({
-        "seed_calibration": args.seed, "seed_measured": args.seed + 1, "articles": args.articles,
-        "mirrors": args.mirrors, "pairs": int(truth.size), "rehosted_pairs": int(truth.sum()),
-        "shared_template_pairs": int(hard.sum()), "mu": COMBINED_MU, "results": figures,
-        "ms_per_page": per_page, "metadata_cost_ratio": round(ratio, 3),
-    }, ensure_ascii=False))
+    print(
+        f"cost per page: extract + Simhash {per_page['extract_and_simhash']} ms (baseline), metadata parse + "
+        f"MinHash {per_page['metadata_minhash']} ms (ratio {ratio:.2f})"
+    )
+    print(
+        json.dumps(
+            {
+                "seed_calibration": args.seed,
+                "seed_measured": args.seed + 1,
+                "articles": args.articles,
+                "mirrors": args.mirrors,
+                "pairs": int(truth.size),
+                "rehosted_pairs": int(truth.sum()),
+                "shared_template_pairs": int(hard.sum()),
+                "mu": COMBINED_MU,
+                "results": figures,
+                "ms_per_page": per_page,
+                "metadata_cost_ratio": round(ratio, 3),
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -141,7 +141,8 @@ def stage_extract(url: str, body: bytes, content_type: str) -> str:
 
 
 def stage_analyse(text: str) -> Any:
-    """Normalise and fingerprint a text under the contract (the two winnowings): the compare stage's document."""
+    """Normalise and fingerprint a text under the contract (the two winnowings): the compare stage's
+    document."""
     from fptrack.fingerprint.pipeline import fingerprint_text
 
     return fingerprint_text(text)
@@ -265,7 +266,8 @@ class Services:
             import redis
 
             client = redis.Redis.from_url(self.redis_url, socket_connect_timeout=3)
-            # kombu 5.x names the binding set ``_kombu.binding_permanent.<queue>``, older ones ``_kombu.binding.``
+            # kombu 5.x names the binding set ``_kombu.binding_permanent.<queue>``, older ones
+            # ``_kombu.binding.``
             client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
         except Exception as error:  # noqa: BLE001 - cleaning up is best effort
             progress(f"could not remove queue {queue} from Redis: {error}")
@@ -279,7 +281,8 @@ def base_env(data_dir: Path, database_url: str, concurrency: int) -> dict[str, s
         FPTRACK_CRAWL_CONCURRENCY=str(concurrency),
         # a page waits while the in-process stage runs before it: keep slow modes from timing out requests
         FPTRACK_CRAWL_TIMEOUT="180",
-        FPTRACK_ALLOW_PRIVATE_HOSTS="127.0.0.1",  # the site is on loopback, which the guard refuses by default
+        # the site is on loopback, which the guard refuses by default
+        FPTRACK_ALLOW_PRIVATE_HOSTS="127.0.0.1",
         # the pipeline's throughput, not politeness: the one site may take every request at once, unthrottled
         FPTRACK_CRAWL_CONCURRENCY_PER_SITE=str(concurrency),
         FPTRACK_CRAWL_AUTOTHROTTLE="false",
@@ -695,7 +698,8 @@ def main() -> None:
     parser.add_argument("--registry", type=int, help="registered chapters (default 1,000; quick 100)")
     parser.add_argument(
         "--modes",
-        help=f"comma-separated, of {', '.join(MODES)} (default all; quick {','.join(QUICK_MODES)}; empty: none)",
+        help=f"comma-separated, of {', '.join(MODES)} (default all; quick {','.join(QUICK_MODES)}; empty: "
+        "none)",
     )
     parser.add_argument(
         "--postgres",

@@ -8,26 +8,27 @@
 
 1. ``benchmarks/_pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
 2. Five pirate sites are served on 127.0.0.1 (one port each). In a fresh data folder (SQLite, or a fresh
-   PostgreSQL database with ``--postgres``) the real command line runs in subprocesses:
-   ``fptrack init``, ``fptrack works add``, ``fptrack crawl <site>/... --depth 1``, ``fptrack matches --format json``.
+   PostgreSQL database with ``--postgres``) the real command line runs in subprocesses: ``fptrack init``,
+   ``fptrack works add``, ``fptrack crawl <site>/... --depth 1``, ``fptrack matches --format json``.
 3. The peers see the same page texts as extracted by the crawl (read back from the database) and the same
    registered chapter texts: PyPI ``simhash`` (``Simhash(text)``, ``SimhashIndex`` with k = 3) and
    ``datasketch`` (``MinHashLSH``, threshold 0.5, 128 permutations, character 5-grams of the text without
    whitespace). A peer flags a page for every chapter its index returns.
-4. Scores, per kind: recall (positive pages flagged for the right work), chapter accuracy (of those, pages whose
-   flagged chapters are all in the truth set), false positives on negatives, span IoU on the excerpt kind (page
-   side and work side, against the known copied span). Overall precision counts pages: a negative page with any
-   match, or a positive page matched only with chapters of other works, is a false positive.
-5. Calibration: every page is compared again in-process (``compare.service.compare_document``, the same code the
-   crawl ran, with the site templates the crawl settled on) to get every candidate verdict, flagged or not, and
-   the decision rule of the contract (``fingerprint.contract.DecisionRule``) is swept over its thresholds: the
-   precision/recall table is printed and written to ``--curve`` (TSV). The thresholds are read off this curve
-   (docs/compare.md).
+4. Scores, per kind: recall (positive pages flagged for the right work), chapter accuracy (of those, pages
+   whose flagged chapters are all in the truth set), false positives on negatives, span IoU on the excerpt
+   kind (page side and work side, against the known copied span). Overall precision counts pages: a negative
+   page with any match, or a positive page matched only with chapters of other works, is a false positive.
+5. Calibration: every page is compared again in-process (``compare.service.compare_document``, the same code
+   the crawl ran, with the site templates the crawl settled on) to get every candidate verdict, flagged or
+   not, and the decision rule of the contract (``fingerprint.contract.DecisionRule``) is swept over its
+   thresholds: the precision/recall table is printed and written to ``--curve`` (TSV). The thresholds are read
+   off this curve (docs/compare.md).
 6. Ablation (``--ablation``): the same in-process comparison with each method of the page path removed in turn
    (``CONTRACT.without(method)``: winnowing on characters, winnowing on initials as candidate sources; the
-   initials channel of the alignment), each method the product leaves off added (``+simhash``, ``+dna``), and each
-   candidate source alone (``only m``); recall per kind, false positives, candidates verified per page and the
-   seconds of each variant's in-process pass. ``--variants '-winnow,+simhash'`` runs only those (and the product).
+   initials channel of the alignment), each method the product leaves off added (``+simhash``, ``+dna``), and
+   each candidate source alone (``only m``); recall per kind, false positives, candidates verified per page
+   and the seconds of each variant's in-process pass. ``--variants '-winnow,+simhash'`` runs only those (and
+   the product).
 
 The last line of output is JSON with the figures. No corpus text is written into the repository: work files
 and the database live in a temporary folder that is deleted afterwards (``--keep`` keeps it).
@@ -121,7 +122,8 @@ def _read_back(database_url: str) -> tuple[dict[str, str], dict[int, tuple[str, 
             cid: (work, title, index, body)
             for cid, work, title, index, body in connection.execute(
                 text(
-                    'SELECT c.id, w.title, c.title, c."index", c.text FROM chapters c JOIN works w ON w.id = c.work_id'
+                    'SELECT c.id, w.title, c.title, c."index", c.text FROM chapters c JOIN works w ON w.id = '
+                    "c.work_id"
                 )
             )
         }
@@ -301,9 +303,9 @@ def print_table(results: dict[str, Any]) -> None:
 
 
 def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
-    """Every candidate verdict (flagged or not) of every crawled page, compared in-process under ``contract`` (the
-    product's, or one with a method off), with the site templates the crawl settled on ignored exactly where the
-    crawl ignored them (pages marked ``template_masked``)."""
+    """Every candidate verdict (flagged or not) of every crawled page, compared in-process under ``contract``
+    (the product's, or one with a method off), with the site templates the crawl settled on ignored exactly
+    where the crawl ignored them (pages marked ``template_masked``)."""
     from sqlalchemy import select
 
     from fptrack.compare.service import compare_document
@@ -319,22 +321,34 @@ def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
     engine = create_engine_for(settings)
     verdicts: dict[str, list[Any]] = {}
     with session_factory(engine)() as session:
-        pages = list(session.execute(select(Page.id, Page.url, Page.site_id, Page.text, Page.template_masked)
-                                     .where(Page.status == 200)))
+        pages = list(
+            session.execute(
+                select(Page.id, Page.url, Page.site_id, Page.text, Page.template_masked).where(
+                    Page.status == 200
+                )
+            )
+        )
         templates: dict[int, frozenset[int]] = {}
         for site_id in {row.site_id for row in pages if row.template_masked}:
             ids = [row.id for row in pages if row.site_id == site_id]
             arrays = load_code_arrays(session, owner="page", owner_ids=ids, kind="winnow")
             urls = {row.id: row.url for row in pages if row.site_id == site_id}
-            templates[site_id] = frozenset(site_template_codes({urls[i]: arrays[i][:, 0] for i in ids if i in arrays}))
-        # every fingerprint of the page, whatever the variant reads (the boilerplate mask needs winnowing even when
-        # winnowing is not a candidate source)
+            templates[site_id] = frozenset(
+                site_template_codes({urls[i]: arrays[i][:, 0] for i in ids if i in arrays})
+            )
+        # every fingerprint of the page, whatever the variant reads (the boilerplate mask needs winnowing even
+        # when winnowing is not a candidate source)
         everything = replace(contract, methods=frozenset(METHODS))
         for row in pages:
             ignored = templates.get(row.site_id, frozenset()) if row.template_masked else frozenset()
             verdicts[row.url] = (
-                compare_document(session, fingerprint_text(row.text, everything), settings, ignored_codes=ignored,
-                                 contract=contract)
+                compare_document(
+                    session,
+                    fingerprint_text(row.text, everything),
+                    settings,
+                    ignored_codes=ignored,
+                    contract=contract,
+                )
                 if (row.text or "").strip()
                 else []
             )
@@ -356,9 +370,11 @@ def _flagged_keys(web: PirateWeb, verdicts: list[Any], rule: Any) -> set[tuple[s
     }
 
 
-def score_verdicts(web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], rule: Any) -> dict[str, Any]:
-    """Precision, recall and chapter accuracy of ``rule`` over in-process verdicts; per kind: pages, found (right
-    work), false positives (a negative with any match, a positive matched only with other works)."""
+def score_verdicts(
+    web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], rule: Any
+) -> dict[str, Any]:
+    """Precision, recall and chapter accuracy of ``rule`` over in-process verdicts; per kind: pages, found
+    (right work), false positives (a negative with any match, a positive matched only with other works)."""
     tp = fp = fn = 0
     chap_ok = chap_n = 0
     kinds: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -415,9 +431,9 @@ def calibrate(
 
 
 def _index_chapters_with_every_method(env: dict[str, str]) -> None:
-    """Re-index the registered chapters with every method on (also those the product leaves off, e.g. pinyin DNA),
-    with the product's own writer, so that a variant reading such a method finds its codes. Variants that do not
-    read a kind never look at its codes."""
+    """Re-index the registered chapters with every method on (also those the product leaves off, e.g. pinyin
+    DNA), with the product's own writer, so that a variant reading such a method finds its codes. Variants
+    that do not read a kind never look at its codes."""
     from sqlalchemy import select
 
     from fptrack.compare.service import layout_for
@@ -441,10 +457,14 @@ def _index_chapters_with_every_method(env: dict[str, str]) -> None:
 
 
 def ablation(
-    web: PirateWeb, bases: list[str], env: dict[str, str], full: dict[str, list[Any]], only: list[str] | None = None
+    web: PirateWeb,
+    bases: list[str],
+    env: dict[str, str],
+    full: dict[str, list[Any]],
+    only: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Recall per kind and false positives with each method of the page path removed in turn (the decision rule
-    unchanged). ``full`` are the verdicts under the product's contract."""
+    """Recall per kind and false positives with each method of the page path removed in turn (the decision
+    rule unchanged). ``full`` are the verdicts under the product's contract."""
     from fptrack.fingerprint.contract import CANDIDATE_SOURCES, CONTRACT, METHODS
 
     _index_chapters_with_every_method(env)
@@ -468,8 +488,11 @@ def ablation(
         results[name]["seconds"] = time.perf_counter() - started
         results[name]["candidates_per_page"] = sum(map(len, verdicts.values())) / max(1, len(verdicts))
     variants = list(results)
-    print("\nablation: recall per kind (false positives per negative kind); -m: the product without m, +m: with m"
-          " (off in the product), only m: m the only candidate source")
+    print(
+        "\nablation: recall per kind (false positives per negative kind); -m: the product without m, +m: "
+        "with m"
+        " (off in the product), only m: m the only candidate source"
+    )
     print(f"{'kind':<24}{'pages':>6}" + "".join(f"{v:>18}" for v in variants))
     for kind in POSITIVE_KINDS + NEGATIVE_KINDS:
         row = results["product"]["kinds"].get(kind)
@@ -478,21 +501,30 @@ def ablation(
         cells = ""
         for v in variants:
             r = results[v]["kinds"][kind]
-            cells += f"{r.get('found', 0) / r['pages']:>18.3f}" if kind in POSITIVE_KINDS else f"{r.get('false_pos', 0):>18}"
+            cells += (
+                f"{r.get('found', 0) / r['pages']:>18.3f}"
+                if kind in POSITIVE_KINDS
+                else f"{r.get('false_pos', 0):>18}"
+            )
         print(f"{kind:<24}{row['pages']:>6}{cells}")
     print(f"{'precision':<30}" + "".join(f"{results[v]['precision']:>18.4f}" for v in variants))
     print(f"{'recall':<30}" + "".join(f"{results[v]['recall']:>18.4f}" for v in variants))
     print(f"{'chapter accuracy':<30}" + "".join(f"{results[v]['chapter_accuracy']:>18.4f}" for v in variants))
-    print(f"{'candidates verified / page':<30}" + "".join(f"{results[v]['candidates_per_page']:>18.2f}" for v in variants))
-    print(f"{'seconds (in-process compare)':<30}" + "".join(f"{results[v]['seconds']:>18.1f}" for v in variants))
+    print(
+        f"{'candidates verified / page':<30}"
+        + "".join(f"{results[v]['candidates_per_page']:>18.2f}" for v in variants)
+    )
+    print(
+        f"{'seconds (in-process compare)':<30}" + "".join(f"{results[v]['seconds']:>18.1f}" for v in variants)
+    )
     return results
 
 
 def _print_margins(
     web: PirateWeb, bases: list[str], verdicts: dict[str, list[Any]], title_to_key: dict[str, str]
 ) -> None:
-    """Where the evidence of copies and of non-copies lies: per positive kind, the weakest copies (the best verdict
-    for a true chapter); per negative kind, the strongest verdict of any chapter."""
+    """Where the evidence of copies and of non-copies lies: per positive kind, the weakest copies (the best
+    verdict for a true chapter); per negative kind, the strongest verdict of any chapter."""
     import numpy as np
 
     rows: dict[str, list[tuple[float, int, int, float]]] = defaultdict(list)
@@ -507,11 +539,17 @@ def _print_margins(
             if spec.positive and key not in spec.truth:
                 continue
             e = v.evidence
-            best = max(best, (e.chapter_coverage, e.longest_run, e.copied_chars, e.density), key=lambda t: (t[1], t[0]))
+            best = max(
+                best,
+                (e.chapter_coverage, e.longest_run, e.copied_chars, e.density),
+                key=lambda t: (t[1], t[0]),
+            )
         rows[spec.kind].append(best)
     print("\nevidence margins (positives: weakest copies; negatives: strongest look-alikes)")
-    print(f"{'kind':<24}{'coverage p1/min|max':>22}{'longest run p1/min|max':>26}{'copied p1/min|max':>22}"
-          f"{'density p1/min|max':>22}")
+    print(
+        f"{'kind':<24}{'coverage p1/min|max':>22}{'longest run p1/min|max':>26}{'copied p1/min|max':>22}"
+        f"{'density p1/min|max':>22}"
+    )
     for kind, values in rows.items():
         array = np.array(values, dtype=float)
         if kind in POSITIVE_KINDS:
@@ -631,7 +669,9 @@ def main() -> None:
             points = calibrate(web, bases, verdicts, args.curve)
             print_curve(points)
             if args.ablation:
-                ablated = ablation(web, bases, env, verdicts, args.variants.split(",") if args.variants else None)
+                ablated = ablation(
+                    web, bases, env, verdicts, args.variants.split(",") if args.variants else None
+                )
                 figures["ablation"] = {
                     variant: {
                         "precision": round(r["precision"], 4),

@@ -1,23 +1,23 @@
-"""What rendering pages in Chromium costs: seconds and CPU per page of a crawl that renders (``render_js=yes``)
-against the same crawl fetching statically (``render_js=no``, the baseline measured in the same run).
+"""What rendering pages in Chromium costs: seconds and CPU per page of a crawl that renders
+(``render_js=yes``) against the same crawl fetching statically (``render_js=no``, the baseline measured in the
+same run).
 
     python benchmarks/render_cost.py --quick     # 20 chapter pages
     python benchmarks/render_cost.py             # 100 chapter pages
     python benchmarks/render_cost.py --pages 300 --render-pages 4
 
-The site (served on 127.0.0.1 in this process, ``tests/support/sites.py``): an index linking ``--pages`` chapter
-pages, half of them filled from a JSON endpoint by a script, half printed by ``document.write``
-(``tests/support/jspages.py``), each about 1,500 characters. Each crawl runs ``run_crawl`` (Scrapy, the sink, no
-database: the cost measured is fetching and extracting) in a child process of its own (``crawl_child``), timed from
-the outside: wall seconds, and CPU seconds of the child and everything it started (the Playwright driver and
-Chromium's processes included, ``RUSAGE_CHILDREN``). One-page crawls (static, and rendered) give the fixed costs
-(the Python process and Scrapy; plus, rendered, Playwright's driver and the browser): the cost *per page* is the
-marginal one, (N-page crawl - one-page crawl) / (N - 1). The rendered crawl must extract every chapter (checked),
-the static one none.
+The site (served on 127.0.0.1 in this process, ``tests/support/sites.py``): an index linking ``--pages``
+chapter pages, half of them filled from a JSON endpoint by a script, half printed by ``document.write``
+(``tests/support/jspages.py``), each about 1,500 characters. Each crawl runs ``run_crawl`` (Scrapy, the sink,
+no database: the cost measured is fetching and extracting) in a child process of its own (``crawl_child``),
+timed from the outside: wall seconds, and CPU seconds of the child and everything it started (the Playwright
+driver and Chromium's processes included, ``RUSAGE_CHILDREN``). One-page crawls (static, and rendered) give
+the fixed costs (the Python process and Scrapy; plus, rendered, Playwright's driver and the browser): the cost
+*per page* is the marginal one, (N-page crawl - one-page crawl) / (N - 1). The rendered crawl must extract
+every chapter (checked), the static one none.
 
-Prints a table and ends with one JSON line; ``ratio`` is rendered / static of the marginal cost per page (wall and
-CPU).
-"""
+Prints a table and ends with one JSON line; ``ratio`` is rendered / static of the marginal cost per page (wall
+and CPU)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,9 @@ def _crawl(url: str, key: str, *, mode: str, max_pages: int, render_pages: int) 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="20 chapter pages")
     parser.add_argument("--pages", type=int, default=100, help="chapter pages (default 100)")
     parser.add_argument("--render-pages", type=int, default=2, help="FPTRACK_RENDER_PAGES (default 2)")
@@ -121,7 +123,15 @@ def main() -> int:
         ("one static page (process start)", one_static["pages"], "", one_static["wall_s"], one_static["cpu_s"], "", ""),
         ("one rendered page (+ browser start)", startup["pages"], "", startup["wall_s"], startup["cpu_s"], "", ""),
     ]  # fmt: skip
-    header = ("crawl", "pages", "chapters with text", "wall s", "CPU s", "wall ms/extra page", "CPU ms/extra page")
+    header = (
+        "crawl",
+        "pages",
+        "chapters with text",
+        "wall s",
+        "CPU s",
+        "wall ms/extra page",
+        "CPU ms/extra page",
+    )
     widths = [max(len(str(h)), *(len(f"{r[i]:.1f}" if isinstance(r[i], float) else str(r[i])) for r in rows))
               for i, h in enumerate(header)]  # fmt: skip
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
@@ -138,8 +148,14 @@ def main() -> int:
         "rendered": rendered,
         "process_start": one_static,
         "browser_start": startup,
-        "wall_ms_per_page": {"static": round(per_page["no"][0] * 1000, 1), "rendered": round(per_page["yes"][0] * 1000, 1)},
-        "cpu_ms_per_page": {"static": round(per_page["no"][1] * 1000, 1), "rendered": round(per_page["yes"][1] * 1000, 1)},
+        "wall_ms_per_page": {
+            "static": round(per_page["no"][0] * 1000, 1),
+            "rendered": round(per_page["yes"][0] * 1000, 1),
+        },
+        "cpu_ms_per_page": {
+            "static": round(per_page["no"][1] * 1000, 1),
+            "rendered": round(per_page["yes"][1] * 1000, 1),
+        },
         "ratio": {"wall": round(wall_ratio, 2), "cpu": round(cpu_ratio, 2)},
     }
     print(json.dumps(figures, ensure_ascii=False))

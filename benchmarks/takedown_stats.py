@@ -1,17 +1,16 @@
-"""Takedown figures at scale, on PostgreSQL: ``analytics.takedowns.takedown_stats`` (overall, per host, per work)
-and the re-check scheduler's look-up (``jobs.rechecks.due_matches``) over N matches, against a baseline measured
-in the same run: the same figures computed in Python from every match row (what a dashboard without the grouped
-queries would do). Both answers are compared, so the speed-up is for the same numbers.
+"""Takedown figures at scale, on PostgreSQL: ``analytics.takedowns.takedown_stats`` (overall, per host, per
+work) and the re-check scheduler's look-up (``jobs.rechecks.due_matches``) over N matches, against a baseline
+measured in the same run: the same figures computed in Python from every match row (what a dashboard without
+the grouped queries would do). Both answers are compared, so the speed-up is for the same numbers.
 
     python benchmarks/takedown_stats.py --quick        # N = 100k
     python benchmarks/takedown_stats.py --n 1000000
 
-In a database of its own (``--db`` on ``--pg-url``, created and dropped): the real schema (Alembic), ``--works``
-works with a chapter each, N pages over ``--hosts`` hosts, one match per page (80 % flagged, 10 % confirmed, 10 %
-dismissed; 70 % re-checked, 40 % of those taken down between 1 hour and 30 days after first seen), made by SQL
-``generate_series`` (untimed), then VACUUM ANALYZE. Each timing is the best of ``--repeat`` runs. Prints a table;
-the last line is JSON with every figure.
-"""
+In a database of its own (``--db`` on ``--pg-url``, created and dropped): the real schema (Alembic),
+``--works`` works with a chapter each, N pages over ``--hosts`` hosts, one match per page (80 % flagged, 10 %
+confirmed, 10 % dismissed; 70 % re-checked, 40 % of those taken down between 1 hour and 30 days after first
+seen), made by SQL ``generate_series`` (untimed), then VACUUM ANALYZE. Each timing is the best of ``--repeat``
+runs. Prints a table; the last line is JSON with every figure."""
 
 from __future__ import annotations
 
@@ -78,12 +77,18 @@ def naive(session: Session, by: str) -> list[TakedownRow]:
     """The baseline: every flagged and confirmed match row into Python, then the same figures."""
     if by == "host":
         key: Any = Page.host
-        statement = select(key, Match.recheck_state, Match.first_seen, Match.taken_down_at).join(Page, Page.id == Match.page_id)
+        statement = select(key, Match.recheck_state, Match.first_seen, Match.taken_down_at).join(
+            Page, Page.id == Match.page_id
+        )
     elif by == "work":
         key = Work.title + " (#" + Work.id.cast(Work.title.type) + ")"
-        statement = select(key, Match.recheck_state, Match.first_seen, Match.taken_down_at).join(Work, Work.id == Match.work_id)
+        statement = select(key, Match.recheck_state, Match.first_seen, Match.taken_down_at).join(
+            Work, Work.id == Match.work_id
+        )
     else:
-        statement = select(text("'all'"), Match.recheck_state, Match.first_seen, Match.taken_down_at).select_from(Match)
+        statement = select(
+            text("'all'"), Match.recheck_state, Match.first_seen, Match.taken_down_at
+        ).select_from(Match)
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     durations: dict[str, list[float]] = defaultdict(list)
     for k, state, seen, down in session.execute(statement.where(Match.status.in_(STATUSES))):
@@ -103,7 +108,9 @@ def naive(session: Session, by: str) -> list[TakedownRow]:
 
 
 def same(a: list[TakedownRow], b: list[TakedownRow]) -> bool:
-    if [(r.key, r.matches, r.checked, r.taken_down) for r in a] != [(r.key, r.matches, r.checked, r.taken_down) for r in b]:
+    if [(r.key, r.matches, r.checked, r.taken_down) for r in a] != [
+        (r.key, r.matches, r.checked, r.taken_down) for r in b
+    ]:
         return False
     close = [abs((x or 0) - (y or 0)) <= 0.2 for r, s in zip(a, b, strict=True)
              for x, y in ((r.median_seconds, s.median_seconds), (r.p90_seconds, s.p90_seconds))]  # fmt: skip
@@ -111,7 +118,9 @@ def same(a: list[TakedownRow], b: list[TakedownRow]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="N = 100k")
     parser.add_argument("--n", type=int, default=1_000_000, help="matches (one page each)")
     parser.add_argument("--hosts", type=int, default=2_000)

@@ -18,6 +18,8 @@ from types import ModuleType
 from typing import Any, TextIO, TypeVar
 
 import click
+from sqlalchemy.orm import Session, sessionmaker
+
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import ConfigurationError, Settings
 from fptrack.storage.db import (
@@ -28,7 +30,6 @@ from fptrack.storage.db import (
     session_factory,
     session_scope,
 )
-from sqlalchemy.orm import Session, sessionmaker
 
 __all__ = [
     "EXIT_FAILURE",

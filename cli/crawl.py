@@ -15,14 +15,16 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 import click
+
 from fptrack.cli.common import CliContext, CliError, echo_error, friendly_errors, pass_context
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
     from fptrack.crawler import CrawlProgress
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.pages import CrawlOptions
     from fptrack.jobs.crawls import CrawlOutcome, WaitProgress
-    from sqlalchemy.orm import Session, sessionmaker
 
 __all__ = ["crawl", "parse_scrapy_settings"]
 
@@ -32,8 +34,12 @@ EXIT_INTERRUPTED = 130
 
 @click.command()
 @click.argument("urls", nargs=-1, required=True)
-@click.option("--depth", default=2, show_default=True, type=click.IntRange(0, 50), help="Link depth to follow.")
-@click.option("--max-pages", default=200, show_default=True, type=click.IntRange(1), help="Stop after this many pages.")
+@click.option(
+    "--depth", default=2, show_default=True, type=click.IntRange(0, 50), help="Link depth to follow."
+)
+@click.option(
+    "--max-pages", default=200, show_default=True, type=click.IntRange(1), help="Stop after this many pages."
+)
 @click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
 @click.option(
     "--allow-private-host",
@@ -55,15 +61,22 @@ EXIT_INTERRUPTED = 130
 )
 @click.option("--delay", type=click.FloatRange(0), help="Seconds at least between two requests to a site "
               "(default: FPTRACK_CRAWL_DELAY).")  # fmt: skip
-@click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt (default: FPTRACK_CRAWL_OBEY_ROBOTS).")
-@click.option("--distributed", is_flag=True, help="Share the crawl with other processes and machines through Redis "
-              "(FPTRACK_CRAWL_REDIS_URL): the same command elsewhere joins the running crawl of the first URL's site.")
+@click.option(
+    "--ignore-robots", is_flag=True, help="Do not obey robots.txt (default: FPTRACK_CRAWL_OBEY_ROBOTS)."
+)
+@click.option(
+    "--distributed",
+    is_flag=True,
+    help="Share the crawl with other processes and machines through Redis "
+    "(FPTRACK_CRAWL_REDIS_URL): the same command elsewhere joins the running crawl of the first URL's site.",
+)
 @click.option(
     "--render-js",
     type=click.Choice(["auto", "yes", "no"]),
     default="auto",
     show_default=True,
-    help="Render pages built by scripts in Chromium: auto = pages with scripts and (almost) no static text, yes = "
+    help="Render pages built by scripts in Chromium: auto = pages with scripts and (almost) no static text, "
+    "yes = "
     "every HTML page, no = never.",
 )
 @pass_context
@@ -85,17 +98,18 @@ def crawl(
 
     Starts from URLS and stays on their sites; every page is stored, fingerprinted and compared with the
     registered works (in this process, or by the workers when FPTRACK_BROKER_URL is set: the crawl then waits
-    for them). Once every page is compared, text the site repeats on many pages (its template) is set aside and
-    the pages it touches are compared again. Prints progress, then a summary and the pages that copy registered
-    works. Exits 1 when the crawl failed or its pages could not be handed to the workers, 130 when interrupted.
+    for them). Once every page is compared, text the site repeats on many pages (its template) is set aside
+    and the pages it touches are compared again. Prints progress, then a summary and the pages that copy
+    registered works. Exits 1 when the crawl failed or its pages could not be handed to the workers, 130 when
+    interrupted.
 
-    Polite by default: robots.txt obeyed, AutoThrottle on, FPTRACK_CRAWL_CONCURRENCY_PER_SITE requests at a time
-    per site. Private, loopback, link-local, multicast and reserved destinations are refused (and listed as
-    failures) unless allowed with --allow-private-host or FPTRACK_ALLOW_PRIVATE_HOSTS.
+    Polite by default: robots.txt obeyed, AutoThrottle on, FPTRACK_CRAWL_CONCURRENCY_PER_SITE requests at a
+    time per site. Private, loopback, link-local, multicast and reserved destinations are refused (and listed
+    as failures) unless allowed with --allow-private-host or FPTRACK_ALLOW_PRIVATE_HOSTS.
 
-    With --distributed the frontier is shared in Redis: the first process seeds the start URLs, the same command run
-    while it crawls (on this machine or another) joins it, with its depth and page limit; the last process to finish
-    writes the job's totals (docs/monitoring.md, "Crawls over several machines")."""
+    With --distributed the frontier is shared in Redis: the first process seeds the start URLs, the same
+    command run while it crawls (on this machine or another) joins it, with its depth and page limit; the last
+    process to finish writes the job's totals (docs/monitoring.md, "Crawls over several machines")."""
     options = _crawl_options(context, allow_private, scrapy_set, delay, ignore_robots, render_js)
     sessions = context.sessions()
     shared = _join_distributed(context, urls[0], depth, max_pages) if distributed else None
@@ -105,7 +119,8 @@ def crawl(
 
 
 def parse_scrapy_settings(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """``('DOWNLOAD_DELAY=2', ...)`` -> ``(('DOWNLOAD_DELAY', '2'), ...)``; a usage error names a malformed pair."""
+    """``('DOWNLOAD_DELAY=2', ...)`` -> ``(('DOWNLOAD_DELAY', '2'), ...)``; a usage error names a malformed
+    pair."""
     parsed = []
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -194,7 +209,8 @@ def _progress_printer(quiet: bool) -> Callable[[CrawlProgress], None]:
     def progress(update: CrawlProgress) -> None:
         if not quiet:
             click.echo(
-                f"[{update.pages_seen} fetched, limit {update.max_pages}] {update.last_status} {update.last_url}",
+                f"[{update.pages_seen} fetched, limit {update.max_pages}] {update.last_status} "
+                f"{update.last_url}",
                 err=True,
             )
 

@@ -6,6 +6,7 @@ and presents what they return."""
 from __future__ import annotations
 
 import click
+
 from fptrack.cli.common import CliContext, friendly_errors, pass_context
 from fptrack.core.settings import Settings
 from fptrack.storage.db import migrate
@@ -44,9 +45,9 @@ def maintain(context: CliContext, older_than: int) -> None:
     """Index upkeep and the sweep for work left behind; safe to run on a schedule.
 
     Hands on again pages stored but never compared and works registered but never indexed (a lost task, a dead
-    worker, a broker that was down), re-splits overloaded Simhash buckets (boilerplate pages make them) so that
-    look-ups stay fast, brings the corpus statistics up to date, and reports orphaned index rows. With workers,
-    `fptrack worker --beat` runs the sweep every FPTRACK_SWEEP_EVERY seconds and the upkeep every
+    worker, a broker that was down), re-splits overloaded Simhash buckets (boilerplate pages make them) so
+    that look-ups stay fast, brings the corpus statistics up to date, and reports orphaned index rows. With
+    workers, `fptrack worker --beat` runs the sweep every FPTRACK_SWEEP_EVERY seconds and the upkeep every
     FPTRACK_MAINTAIN_EVERY seconds."""
     from fptrack.compare.maintenance import run_maintenance
     from fptrack.jobs.pipeline import sweep_left_behind, unsettled_sites
@@ -56,7 +57,8 @@ def maintain(context: CliContext, older_than: int) -> None:
         left = sweep_left_behind(session, older_than_seconds=older_than)
     if left.pages or left.works:
         where = "here" if context.settings.tasks_in_process else "to the workers"
-        click.echo(f"left behind: {len(left.pages)} page(s) not compared, {len(left.works)} work(s) not indexed; "
+        click.echo(f"left behind: {len(left.pages)} page(s) not compared, {len(left.works)} work(s) not "
+                   "indexed; "
                    f"handing them on {where}")  # fmt: skip
         for work_id in left.works:
             tasks.index_work.delay(work_id)
@@ -78,14 +80,18 @@ def maintain(context: CliContext, older_than: int) -> None:
         f"mean bucket {buckets.mean_bucket_size:.2f}, re-split threshold {buckets.threshold:,.0f}"
     )
     if buckets.split:
-        click.echo(f"re-split {len(buckets.split)} overloaded bucket(s), {buckets.rows_filed:,} rows under sub-keys:")
+        click.echo(
+            f"re-split {len(buckets.split)} overloaded bucket(s), {buckets.rows_filed:,} rows under sub-keys:"
+        )
         for table_no, key, size in buckets.split[:20]:
             click.echo(f"  table {table_no} key {key}: {size:,} fingerprints")
     else:
         click.echo("no overloaded buckets")
     click.echo(f"corpus statistics: +{corpus.documents_added} document(s), {corpus.documents:,} in all")
     dangling = {name: count for name, count in report.orphans.items() if count}
-    click.echo("orphaned index rows: " + (", ".join(f"{n}={c}" for n, c in dangling.items()) if dangling else "none"))
+    click.echo(
+        "orphaned index rows: " + (", ".join(f"{n}={c}" for n, c in dangling.items()) if dangling else "none")
+    )
 
 
 @click.group()
@@ -100,11 +106,14 @@ def analytics_rebuild(context: CliContext) -> None:
     """Recompute the match roll-ups (per day, work, host and status) from the matches.
 
     The database keeps them in step with every change by itself; rebuild after restoring or bulk-loading
-    matches with the triggers off, or to check them. On PostgreSQL, writes to matches wait until it is done."""
+    matches with the triggers off, or to check them. On PostgreSQL, writes to matches wait until it is
+    done."""
     from fptrack.analytics.rollups import kept_rollup, rebuild_rollups
 
     with context.session() as session:
         before = kept_rollup(session)
         rows = rebuild_rollups(session)
         changed = kept_rollup(session) != before
-    click.echo(f"match roll-ups rebuilt: {rows} rows" + (" (they had drifted)" if changed else " (unchanged)"))
+    click.echo(
+        f"match roll-ups rebuilt: {rows} rows" + (" (they had drifted)" if changed else " (unchanged)")
+    )

@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import click
+
 from fptrack.cli.common import CliContext, friendly_errors, pass_context
 from fptrack.core.settings import Settings
 
@@ -59,7 +60,8 @@ def demo_chapters(name: str) -> list[str]:
 def _page(title: str, paragraphs: list[str], *, charset: str = "utf-8", nav: str = "", ad: str = "") -> str:
     body = "".join(f"<p>{html.escape(p)}</p>\n" for p in paragraphs if p.strip())
     return (
-        f'<!DOCTYPE html><html><head><meta charset="{charset}"><title>{html.escape(title)} - 免费小说网</title></head>'
+        f'<!DOCTYPE html><html><head><meta charset="{charset}"><title>{html.escape(title)} - '
+        "免费小说网</title></head>"
         f'<body><div class="nav">{nav}</div>'
         f'<div class="ad">{html.escape(ad)}</div>'
         f'<div id="content"><h1>{html.escape(title)}</h1>\n{body}</div>'
@@ -71,7 +73,9 @@ def homophone_swaps(text: str, rate: float, rng: random.Random) -> str:
     """Replace a share of the characters by other characters with the same pinyin (a pirate's dodge)."""
     from pypinyin import Style, lazy_pinyin
 
-    pool = "".join((DEMO_DATA / n).read_text("utf-8") for n in sorted(p.name for p in DEMO_DATA.glob("*.txt")))
+    pool = "".join(
+        (DEMO_DATA / n).read_text("utf-8") for n in sorted(p.name for p in DEMO_DATA.glob("*.txt"))
+    )
     by_sound: dict[str, list[str]] = {}
     for ch in sorted(set(pool)):
         if "\u4e00" <= ch <= "\u9fff":
@@ -108,10 +112,19 @@ def build_demo_site(seed: int = 7) -> list[DemoPage]:
     news = (DEMO_DATA / "library_news.txt").read_text("utf-8").split("\n")
     nav = " ".join(
         f'<a href="{href}">{label}</a>'
-        for href, label in [("/", "首页"), ("/book/1/1.html", "灯塔守望人"), ("/book/2/1.html", "青石巷"),
-                            ("/book/3/1.html", "雨夜来客"), ("/news/1.html", "新闻"), ("/news/2.html", "图书馆"),
-                            ("/blog/quote.html", "书评"), ("/book/1/2.html", "第二章"), ("/book/1/3.html", "第三章"),
-                            ("/book/2/2.html", "第二回"), ("/book/2/3.html", "第三回")]
+        for href, label in [
+            ("/", "首页"),
+            ("/book/1/1.html", "灯塔守望人"),
+            ("/book/2/1.html", "青石巷"),
+            ("/book/3/1.html", "雨夜来客"),
+            ("/news/1.html", "新闻"),
+            ("/news/2.html", "图书馆"),
+            ("/blog/quote.html", "书评"),
+            ("/book/1/2.html", "第二章"),
+            ("/book/1/3.html", "第三章"),
+            ("/book/2/2.html", "第二回"),
+            ("/book/2/3.html", "第三回"),
+        ]
     )
     ad = "小^说^无广告的~顶点*小说~网 最新章节免费阅读"
     t2s = opencc.OpenCC("s2t")
@@ -119,31 +132,89 @@ def build_demo_site(seed: int = 7) -> list[DemoPage]:
     def lines(chapter: str) -> list[str]:
         return chapter.split("\n")
 
-    spliced = [line + ("【免费小说网 www.example-pirate.test 首发】" if i % 2 else "") for i, line in enumerate(lines(light[0]))]
+    spliced = [
+        line + ("【免费小说网 www.example-pirate.test 首发】" if i % 2 else "")
+        for i, line in enumerate(lines(light[0]))
+    ]
     excerpt = alley[2][60:330]
     pages = [
-        DemoPage("/", _page("首页", ["热门小说 免费阅读 每日更新"], nav=nav).encode(), "text/html; charset=utf-8", "clean"),
-        DemoPage("/book/1/1.html", _page("灯塔守望人 第一章", spliced, nav=nav, ad=ad).encode(),
-                 "text/html; charset=utf-8", "copy lighthouse.txt#1 (ads spliced in)"),
-        DemoPage("/book/1/2.html", _page("灯塔守望人 第二章", lines(light[1]), charset="gbk", nav=nav, ad=ad)
-                 .encode("gbk", "xmlcharrefreplace"), "text/html", "copy lighthouse.txt#2 (GBK, charset only in <meta>)"),
-        DemoPage("/book/1/3.html", _page(t2s.convert("灯塔守望人 第三章"), [t2s.convert(x) for x in lines(light[2])],
-                 charset="big5", nav=nav).encode("big5", "xmlcharrefreplace"), "text/html; charset=big5",
-                 "copy lighthouse.txt#3 (Traditional script, Big5)"),
-        DemoPage("/book/2/1.html", _page("青石巷 第一回", lines(homophone_swaps(alley[0], 0.2, rng)), nav=nav, ad=ad)
-                 .encode(), "text/html; charset=utf-8", "copy alley.txt#1 (20% same-sound character swaps)"),
-        DemoPage("/book/2/2.html", _page("青石巷 第二回", lines(random_edits(alley[1], 0.1, rng)), nav=nav).encode(),
-                 "text/html; charset=utf-8", "copy alley.txt#2 (10% of characters edited)"),
-        DemoPage("/book/2/3.html", b"<html><head><title>404</title></head><body>Not found</body></html>",
-                 "text/html; charset=utf-8", "clean (404)"),
-        DemoPage("/news/1.html", _page("老城区的手艺人", news[:1] + ["有网友转发了下面这段文字：", excerpt] + news[2:3], nav=nav)
-                 .encode(), "text/html; charset=utf-8", "excerpt alley.txt#3 (quoted inside a news story)"),
-        DemoPage("/book/3/1.html", _page("雨夜来客 第一章", lines(other[0]), nav=nav, ad=ad).encode(),
-                 "text/html; charset=utf-8", "clean (a story that is not registered)"),
-        DemoPage("/news/2.html", _page(news[0], news[1:], nav=nav).encode(), "text/html; charset=utf-8",
-                 "clean (unrelated news)"),
-        DemoPage("/blog/quote.html", _page("读书笔记", ["最近读到一句话很喜欢：" + light[2][200:228], "推荐大家去读原著。"], nav=nav)
-                 .encode(), "text/html; charset=utf-8", "clean (quotes under 50 characters)"),
+        DemoPage(
+            "/",
+            _page("首页", ["热门小说 免费阅读 每日更新"], nav=nav).encode(),
+            "text/html; charset=utf-8",
+            "clean",
+        ),
+        DemoPage(
+            "/book/1/1.html",
+            _page("灯塔守望人 第一章", spliced, nav=nav, ad=ad).encode(),
+            "text/html; charset=utf-8",
+            "copy lighthouse.txt#1 (ads spliced in)",
+        ),
+        DemoPage(
+            "/book/1/2.html",
+            _page("灯塔守望人 第二章", lines(light[1]), charset="gbk", nav=nav, ad=ad).encode(
+                "gbk", "xmlcharrefreplace"
+            ),
+            "text/html",
+            "copy lighthouse.txt#2 (GBK, charset only in <meta>)",
+        ),
+        DemoPage(
+            "/book/1/3.html",
+            _page(
+                t2s.convert("灯塔守望人 第三章"),
+                [t2s.convert(x) for x in lines(light[2])],
+                charset="big5",
+                nav=nav,
+            ).encode("big5", "xmlcharrefreplace"),
+            "text/html; charset=big5",
+            "copy lighthouse.txt#3 (Traditional script, Big5)",
+        ),
+        DemoPage(
+            "/book/2/1.html",
+            _page("青石巷 第一回", lines(homophone_swaps(alley[0], 0.2, rng)), nav=nav, ad=ad).encode(),
+            "text/html; charset=utf-8",
+            "copy alley.txt#1 (20% same-sound character swaps)",
+        ),
+        DemoPage(
+            "/book/2/2.html",
+            _page("青石巷 第二回", lines(random_edits(alley[1], 0.1, rng)), nav=nav).encode(),
+            "text/html; charset=utf-8",
+            "copy alley.txt#2 (10% of characters edited)",
+        ),
+        DemoPage(
+            "/book/2/3.html",
+            b"<html><head><title>404</title></head><body>Not found</body></html>",
+            "text/html; charset=utf-8",
+            "clean (404)",
+        ),
+        DemoPage(
+            "/news/1.html",
+            _page(
+                "老城区的手艺人", news[:1] + ["有网友转发了下面这段文字：", excerpt] + news[2:3], nav=nav
+            ).encode(),
+            "text/html; charset=utf-8",
+            "excerpt alley.txt#3 (quoted inside a news story)",
+        ),
+        DemoPage(
+            "/book/3/1.html",
+            _page("雨夜来客 第一章", lines(other[0]), nav=nav, ad=ad).encode(),
+            "text/html; charset=utf-8",
+            "clean (a story that is not registered)",
+        ),
+        DemoPage(
+            "/news/2.html",
+            _page(news[0], news[1:], nav=nav).encode(),
+            "text/html; charset=utf-8",
+            "clean (unrelated news)",
+        ),
+        DemoPage(
+            "/blog/quote.html",
+            _page(
+                "读书笔记", ["最近读到一句话很喜欢：" + light[2][200:228], "推荐大家去读原著。"], nav=nav
+            ).encode(),
+            "text/html; charset=utf-8",
+            "clean (quotes under 50 characters)",
+        ),
     ]
     return pages
 
@@ -212,9 +283,13 @@ def run_demo(settings: Settings, *, data_dir: Path, port: int = 0, keep_serving:
         click.echo(click.style("\n$ fptrack " + " ".join(args), fg="cyan", bold=True))
         completed = subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, check=False)
         if completed.returncode not in (0, 3):
-            raise click.ClickException(f"`fptrack {' '.join(args)}` failed with exit status {completed.returncode}")
+            raise click.ClickException(
+                f"`fptrack {' '.join(args)}` failed with exit status {completed.returncode}"
+            )
 
-    click.echo(click.style("fptrack demo", bold=True) + f": embedded database in {data_dir}/, tasks in-process")
+    click.echo(
+        click.style("fptrack demo", bold=True) + f": embedded database in {data_dir}/, tasks in-process"
+    )
     pages = build_demo_site()
     with serve_pages(pages, port) as base_url:
         click.echo(f"\nA small pirate site is being served at {base_url}/ :")
@@ -224,7 +299,17 @@ def run_demo(settings: Settings, *, data_dir: Path, port: int = 0, keep_serving:
         fptrack("works", "add", *(str(DEMO_DATA / name) for name in REGISTERED))
         # the demo site lives on 127.0.0.1, which crawls refuse unless told: allow this one site, nothing else
         own_site = base_url.split("://", 1)[1]
-        fptrack("crawl", f"{base_url}/", "--depth", "2", "--max-pages", "50", "--quiet", "--allow-private-host", own_site)
+        fptrack(
+            "crawl",
+            f"{base_url}/",
+            "--depth",
+            "2",
+            "--max-pages",
+            "50",
+            "--quiet",
+            "--allow-private-host",
+            own_site,
+        )
         fptrack("matches")
         fptrack("check", f"{base_url}/news/1.html", "--allow-private-host", own_site)
         click.echo(
@@ -255,6 +340,6 @@ def demo(context: CliContext, demo_dir: Path, port: int, keep_serving: bool) -> 
     """Show the whole product end to end in a minute.
 
     On the embedded default: register sample works, serve a small pirate site on 127.0.0.1, crawl it, and
-    print the matches. Uses a folder of its own (--dir, ./fptrack-demo by default), which it resets at every run;
-    it refuses a folder it did not make, so your data (FPTRACK_DATA_DIR, --data-dir) is never touched."""
+    print the matches. Uses a folder of its own (--dir, ./fptrack-demo by default), which it resets at every
+    run; it refuses a folder it did not make, so your data (FPTRACK_DATA_DIR, --data-dir) is never touched."""
     run_demo(context.settings, data_dir=demo_dir, port=port, keep_serving=keep_serving)

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 import click
+
 from fptrack.cli.common import CliContext, CliError, stdout_closed_quietly
 from fptrack.cli.crawl import crawl
 from fptrack.cli.database import analytics, init, maintain

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from fptrack.cli.common import CliContext, CliError, friendly_errors, pass_context, print_table
 from sqlalchemy import select
 from sqlalchemy.orm import joinedload
+
+from fptrack.cli.common import CliContext, CliError, friendly_errors, pass_context, print_table
 
 __all__ = ["check", "matches", "report"]
 
@@ -24,13 +25,15 @@ EXIT_COPY_FOUND = 3
 @click.argument("source")
 @click.option("--context-chars", default=30, show_default=True, help="Characters shown around each passage.")
 @click.option("--allow-private-host", "allow_private", multiple=True, metavar="HOST",
-              help="Let a URL on HOST (host, host:port or network) be fetched although it is private or loopback.")  # fmt: skip
+              help="Let a URL on HOST (host, host:port or network) be fetched although it is private or "
+                   "loopback.")  # fmt: skip
 @pass_context
 @friendly_errors
 def check(context: CliContext, source: str, context_chars: int, allow_private: tuple[str, ...]) -> None:
     """Compare one file or URL with the registry now.
 
-    Shows the verdict for a text file or an http(s) URL with the copied passages highlighted. Nothing is stored. Exit status 3 when it copies a registered work."""
+    Shows the verdict for a text file or an http(s) URL with the copied passages highlighted. Nothing is
+    stored. Exit status 3 when it copies a registered work."""
     from fptrack.compare.service import compare_document
     from fptrack.compare.works import decode_work_text, read_work_file
     from fptrack.fingerprint.pipeline import fingerprint_text
@@ -46,7 +49,9 @@ def check(context: CliContext, source: str, context_chars: int, allow_private: t
     if not flagged:
         click.echo(f"{label}: no copy of a registered work found")
         for v in verdicts[:3]:
-            click.echo(f"  closest: {v.work_title} / {v.chapter_title}: {v.copied_chars} characters in common")
+            click.echo(
+                f"  closest: {v.work_title} / {v.chapter_title}: {v.copied_chars} characters in common"
+            )
         return
     click.echo(click.style(f"{label}: copies {len(flagged)} chapter(s) of registered works", bold=True))
     for v in flagged:
@@ -71,19 +76,27 @@ def _fetch_one(context: CliContext, url: str, allow_private: tuple[str, ...] = (
 
     pages: list[Any] = []
     options = CrawlOptions(allow_private_hosts=allow_private)
-    stats = run_crawl([url], settings=context.settings, depth=0, max_pages=1, sink=pages.append, options=options)
+    stats = run_crawl(
+        [url], settings=context.settings, depth=0, max_pages=1, sink=pages.append, options=options
+    )
     if not pages:
         reason = stats.failures[0][1] if stats.failures else "no response"
         raise CliError(f"cannot fetch {url}: {reason}")
     page = pages[0]
     if page.status != 200 or not page.text.strip():
-        raise CliError(f"{url}: HTTP {page.status}, no text to check {('(' + page.error + ')') if page.error else ''}")
+        raise CliError(
+            f"{url}: HTTP {page.status}, no text to check {('(' + page.error + ')') if page.error else ''}"
+        )
     return str(page.text)
 
 
 @click.command()
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
-@click.option("--status", default="flagged", show_default=True, help="flagged, licensed, confirmed, dismissed or all.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
+)
+@click.option(
+    "--status", default="flagged", show_default=True, help="flagged, licensed, confirmed, dismissed or all."
+)
 @click.option("--work", "work_id", type=int, help="Only matches of this work id.")
 @pass_context
 @friendly_errors
@@ -99,7 +112,9 @@ def matches(context: CliContext, fmt: str, status: str, work_id: int | None) -> 
     from fptrack.storage.models import Match
 
     with context.session() as session:
-        query = select(Match).options(joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter))
+        query = select(Match).options(
+            joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter)
+        )
         if status != "all":
             query = query.where(Match.status == status)
         if work_id is not None:
@@ -136,9 +151,13 @@ def matches(context: CliContext, fmt: str, status: str, work_id: int | None) -> 
 
 
 @click.command()
-@click.option("--by", "dimension", type=click.Choice(["work", "host", "day"]), default="work", show_default=True)
+@click.option(
+    "--by", "dimension", type=click.Choice(["work", "host", "day"]), default="work", show_default=True
+)
 @click.option("--days", type=click.IntRange(1), help="Only matches first seen in the last N days.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
+)
 @pass_context
 @friendly_errors
 def report(context: CliContext, dimension: str, days: int | None, fmt: str) -> None:

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
+from sqlalchemy import select
+
 from fptrack.cli.common import CliContext, CliError, echo_warning, friendly_errors, pass_context
 from fptrack.core.settings import Settings
-from sqlalchemy import select
 
 __all__ = ["beat", "crawler", "healthz", "ping", "serve", "worker"]
 
@@ -21,9 +22,15 @@ __all__ = ["beat", "crawler", "healthz", "ping", "serve", "worker"]
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
-@click.option("--debug", is_flag=True, help="Flask debug mode with the Werkzeug debugger: loopback hosts only.")
+@click.option(
+    "--debug", is_flag=True, help="Flask debug mode with the Werkzeug debugger: loopback hosts only."
+)
 @click.option("--production", is_flag=True, help="Serve with gunicorn (several worker processes).")
-@click.option("--workers", type=click.IntRange(1, 64), help="gunicorn workers with --production (default: 2 per core + 1).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    help="gunicorn workers with --production (default: 2 per core + 1).",
+)
 @pass_context
 @friendly_errors
 def serve(
@@ -42,7 +49,8 @@ def serve(
         raise click.UsageError("--workers applies to --production")
     if debug and not is_loopback_host(host):
         raise CliError(
-            f"--debug runs the Werkzeug debugger, which executes code sent by the browser: refused on {host}; "
+            "--debug runs the Werkzeug debugger, which executes code sent by the browser: refused on "
+            f"{host}; "
             "use --host 127.0.0.1"
         )
     context.sessions()  # a clear error now rather than on the first request
@@ -51,7 +59,9 @@ def serve(
         from fptrack.admin.production import bind_address, default_workers, run_production
 
         count = workers or default_workers()
-        click.echo(f"admin on http://{bind_address(host, port)}/ with gunicorn, {count} worker(s) (Ctrl+C to stop)")
+        click.echo(
+            f"admin on http://{bind_address(host, port)}/ with gunicorn, {count} worker(s) (Ctrl+C to stop)"
+        )
         run_production(context.settings, host, port, count)
         return
     from fptrack.admin.web import create_app
@@ -86,20 +96,23 @@ def _serve_warnings(context: CliContext, host: str, *, debug: bool, production: 
 @click.command()
 @click.option("--concurrency", "-c", default=0, type=int, help="Worker processes (default: one per core).")
 @click.option("--loglevel", default="INFO", show_default=True)
-@click.option("--beat", is_flag=True, help="Also run the scheduler: periodic upkeep (`fptrack maintain`) and the crawls of "
-              "monitored sites when due (`fptrack sites`), the takedown re-checks (`fptrack takedowns`); one per cluster. "
+@click.option("--beat", is_flag=True, help="Also run the scheduler: periodic upkeep (`fptrack maintain`) and "
+                                           "the crawls of "
+              "monitored sites when due (`fptrack sites`), the takedown re-checks (`fptrack takedowns`); one "
+              "per cluster. "
               "Or run it alone with `fptrack beat`.")  # fmt: skip
 @click.option("--crawls/--no-crawls", default=True, show_default=True,
-              help="Also take the scheduler's crawl tasks (start the due site crawls here, the takedown re-checks). "
+              help="Also take the scheduler's crawl tasks (start the due site crawls here, the takedown "
+                   "re-checks). "
               "--no-crawls: fingerprint and compare only, and run `fptrack crawler` elsewhere.")  # fmt: skip
 @pass_context
 @friendly_errors
 def worker(context: CliContext, concurrency: int, loglevel: str, beat: bool, crawls: bool) -> None:
     """Run a Celery worker for the fingerprint stage.
 
-    Needs FPTRACK_BROKER_URL (redis:// or amqp://); start one per machine, with one process per core. It consumes
-    FPTRACK_TASK_QUEUE and, unless --no-crawls, the crawl queue (FPTRACK_TASK_QUEUE.crawls) too, so one worker
-    with --beat runs everything. Check it answers with `fptrack ping`."""
+    Needs FPTRACK_BROKER_URL (redis:// or amqp://); start one per machine, with one process per core. It
+    consumes FPTRACK_TASK_QUEUE and, unless --no-crawls, the crawl queue (FPTRACK_TASK_QUEUE.crawls) too, so
+    one worker with --beat runs everything. Check it answers with `fptrack ping`."""
     queues = [context.settings.task_queue] + ([context.settings.crawl_task_queue] if crawls else [])
     _run_worker(context, "worker", queues, concurrency, loglevel, beat=beat)
 
@@ -114,9 +127,10 @@ def crawler(context: CliContext, concurrency: int, loglevel: str) -> None:
     """Run a crawler: a Celery worker for the scheduler's crawl tasks only.
 
     It consumes the crawl queue (FPTRACK_TASK_QUEUE.crawls): the scheduler's "start the due site crawls", each
-    crawl then run as `python -m fptrack.jobs.site_crawl NAME --scheduled` in a process of its own on this machine (Scrapy,
-    Chromium; logs in <data dir>/logs/site-ID.log), and the takedown re-checks. The crawled pages are
-    fingerprinted by the workers (`fptrack worker --no-crawls`). Run crawlers where the bandwidth is."""
+    crawl then run as `python -m fptrack.jobs.site_crawl NAME --scheduled` in a process of its own on this
+    machine (Scrapy, Chromium; logs in <data dir>/logs/site-ID.log), and the takedown re-checks. The crawled
+    pages are fingerprinted by the workers (`fptrack worker --no-crawls`). Run crawlers where the bandwidth
+    is."""
     _run_worker(context, "crawler", [context.settings.crawl_task_queue], concurrency, loglevel, beat=False)
 
 
@@ -124,7 +138,9 @@ def _run_worker(
     context: CliContext, role: str, queues: list[str], concurrency: int, loglevel: str, *, beat: bool
 ) -> None:
     if context.settings.tasks_in_process:
-        raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there is nothing for a worker to do")
+        raise CliError(
+            "FPTRACK_BROKER_URL is not set: tasks run in-process, there is nothing for a worker to do"
+        )
     from fptrack import taskqueue
 
     context.tasks()  # the database ready, the app configured and the tasks registered on it
@@ -151,24 +167,27 @@ def _beat_schedule_file(settings: Settings) -> Path:
 def beat(context: CliContext, loglevel: str) -> None:
     """Run the scheduler alone: exactly one per cluster.
 
-    Sends the periodic tasks: the sweep (FPTRACK_SWEEP_EVERY) and upkeep (FPTRACK_MAINTAIN_EVERY) to the workers,
-    the due site crawls (FPTRACK_SCHEDULE_EVERY) and takedown re-checks (FPTRACK_RECHECK_EVERY) to the crawl queue
-    (`fptrack crawler`, or a worker without --no-crawls). It does no work itself: the scheduler of `fptrack worker
-    --beat`, in a process of its own. Run exactly one: two would send every task twice. Needs the broker, not the
-    database. Its schedule file is <data dir>/celerybeat-schedule."""
+    Sends the periodic tasks: the sweep (FPTRACK_SWEEP_EVERY) and upkeep (FPTRACK_MAINTAIN_EVERY) to the
+    workers, the due site crawls (FPTRACK_SCHEDULE_EVERY) and takedown re-checks (FPTRACK_RECHECK_EVERY) to
+    the crawl queue (`fptrack crawler`, or a worker without --no-crawls). It does no work itself: the
+    scheduler of `fptrack worker --beat`, in a process of its own. Run exactly one: two would send every task
+    twice. Needs the broker, not the database. Its schedule file is <data dir>/celerybeat-schedule."""
     if context.settings.tasks_in_process:
         raise CliError("FPTRACK_BROKER_URL is not set: there are no workers to send scheduled tasks to")
     from fptrack import taskqueue
     from fptrack.jobs import tasks
 
-    tasks.configure(context.settings)  # the scheduler only sends messages: it needs the broker, not the database
+    tasks.configure(
+        context.settings
+    )  # the scheduler only sends messages: it needs the broker, not the database
     schedule = _beat_schedule_file(context.settings)
     taskqueue.celery.start(["beat", f"--loglevel={loglevel}", f"--schedule={schedule}"])
 
 
 _WAIT_OPTION = click.option(
     "--wait", default=0.0, show_default=True, type=click.FloatRange(0),
-    help="Keep asking for up to this many seconds before giving up (a start-up check: systemd's ExecStartPost).",
+    help="Keep asking for up to this many seconds before giving up (a start-up check: systemd's "
+         "ExecStartPost).",
 )  # fmt: skip
 
 
@@ -186,7 +205,8 @@ def _keep_trying(wait: float, check: Callable[[], str | None]) -> None:
 @click.option("--timeout", default=5.0, show_default=True, type=click.FloatRange(0.1),
               help="Seconds to wait for answers.")  # fmt: skip
 @click.option("--queue", "queue_kind", type=click.Choice(["any", "tasks", "crawls"]), default="any", show_default=True,
-              help="Only workers consuming this queue: tasks = FPTRACK_TASK_QUEUE (`fptrack worker`), crawls = the "
+              help="Only workers consuming this queue: tasks = FPTRACK_TASK_QUEUE (`fptrack worker`), crawls "
+                   "= the "
               "crawl queue (`fptrack crawler`, or a worker without --no-crawls).")  # fmt: skip
 @click.option("--local", is_flag=True, help="Only workers on this machine (its host name): a container's own "
               "health check.")  # fmt: skip
@@ -201,6 +221,7 @@ def ping(context: CliContext, timeout: float, queue_kind: str, local: bool, wait
     if context.settings.tasks_in_process:
         raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there are no workers to ping")
     from celery.utils.nodenames import gethostname
+
     from fptrack import taskqueue
     from fptrack.jobs import tasks
 
@@ -231,7 +252,8 @@ def ping(context: CliContext, timeout: float, queue_kind: str, local: bool, wait
 @_WAIT_OPTION
 @friendly_errors
 def healthz(url: str, wait: float) -> None:
-    """Check the admin: exit 0 when its /healthz answers 200 (the admin runs and its database answers), else 1.
+    """Check the admin: exit 0 when its /healthz answers 200 (the admin runs and its database answers), else
+    1.
 
     For health checks where no curl is at hand (the app image, systemd's ExecStartPost)."""
     import urllib.error

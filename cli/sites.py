@@ -12,10 +12,11 @@ from datetime import datetime
 from typing import Any
 
 import click
-from fptrack.cli.common import CliContext, CliError, echo_error, friendly_errors, pass_context, print_table
-from fptrack.storage.models import CrawlJob, Site
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+
+from fptrack.cli.common import CliContext, CliError, echo_error, friendly_errors, pass_context, print_table
+from fptrack.storage.models import CrawlJob, Site
 
 __all__ = ["sites"]
 
@@ -23,15 +24,18 @@ __all__ = ["sites"]
 def _site_options(command: Any) -> Any:
     """The settings of a site, shared by ``add`` and ``edit`` (``None`` = not given)."""
     options = [
-        click.option("--depth", type=click.IntRange(0, 50), help="Link depth followed from the start URLs [2]."),
+        click.option("--depth", type=click.IntRange(0, 50), help="Link depth followed from the start URLs "
+                                                                 "[2]."),
         click.option("--max-pages", type=click.IntRange(1), help="Pages per crawl at most [200]."),
         click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="HOST",
                      help="Another site (host or host:port) that links may lead to. Repeatable."),
         click.option("--include", multiple=True, metavar="REGEX",
                      help="Follow only links matching one of these (re.search). Repeatable."),
-        click.option("--exclude", multiple=True, metavar="REGEX", help="Never follow links matching this. Repeatable."),
+        click.option("--exclude", multiple=True, metavar="REGEX", help="Never follow links matching this. "
+                                                                       "Repeatable."),
         click.option("--schedule", metavar="WHEN",
-                     help="Crawl every N seconds (3600, 30m, 6h, 1d) or on a cron expression ('0 3 * * *', UTC); "
+                     help="Crawl every N seconds (3600, 30m, 6h, 1d) or on a cron expression ('0 3 * * *', "
+                          "UTC); "
                      "'' for manual only [manual]."),
         click.option("--delay", type=click.FloatRange(0), help="Seconds at least between two requests "
                      "[FPTRACK_CRAWL_DELAY]."),
@@ -39,12 +43,15 @@ def _site_options(command: Any) -> Any:
                      "[FPTRACK_CRAWL_CONCURRENCY_PER_SITE]."),
         click.option("--obey-robots/--ignore-robots", default=None, help="Obey the site's robots.txt [obey]."),
         click.option("--render-js", type=click.Choice(["auto", "yes", "no"]),
-                     help="Render pages built by scripts in Chromium [auto]: auto = pages with scripts and next to no "
+                     help="Render pages built by scripts in Chromium [auto]: auto = pages with scripts and "
+                          "next to no "
                      "static text, yes = every HTML page, no = never."),
         click.option("--allow-private/--no-allow-private", default=None,
-                     help="Let crawls reach the site's hosts although their addresses are private or loopback [no]."),
+                     help="Let crawls reach the site's hosts although their addresses are private or "
+                          "loopback [no]."),
         click.option("--distributed/--no-distributed", default=None,
-                     help="Crawls share one frontier in Redis (FPTRACK_CRAWL_REDIS_URL): `sites run` on other machines "
+                     help="Crawls share one frontier in Redis (FPTRACK_CRAWL_REDIS_URL): `sites run` on "
+                          "other machines "
                      "joins the running crawl [no]."),
         click.option("--enable/--disable", "enabled", default=None, help="Scheduled crawls run [enabled]."),
     ]  # fmt: skip
@@ -97,7 +104,9 @@ def sites_add(context: CliContext, /, name: str, urls: tuple[str, ...], **values
 
 @sites.command("edit")
 @click.argument("name")
-@click.option("--start-url", "start_urls", multiple=True, metavar="URL", help="Replace the start URLs. Repeatable.")
+@click.option(
+    "--start-url", "start_urls", multiple=True, metavar="URL", help="Replace the start URLs. Repeatable."
+)
 @click.option("--rename", help="A new name for the site.")
 @_site_options
 @pass_context
@@ -127,9 +136,9 @@ def sites_edit(
 def sites_remove(context: CliContext, name: str) -> None:
     """Stop monitoring a site.
 
-    Its settings and schedule are dropped and it is no longer crawled by the scheduler. Nothing is deleted: its
-    pages, matches, reviews and crawl history stay (they are evidence, and plain crawls may have made them);
-    `fptrack sites add` with the same host takes them up again."""
+    Its settings and schedule are dropped and it is no longer crawled by the scheduler. Nothing is deleted:
+    its pages, matches, reviews and crawl history stay (they are evidence, and plain crawls may have made
+    them); `fptrack sites add` with the same host takes them up again."""
     from fptrack.jobs.sites import remove_site
 
     with context.session() as session:
@@ -180,7 +189,9 @@ def sites_show(context: CliContext, name: str) -> None:
             elif value == "":
                 value = "manual"
             click.echo(f"  {key:<14} {value}")
-        click.echo(f"  {'next crawl':<14} {_when(site.next_crawl_at) if site.schedule and site.enabled else '-'}")
+        click.echo(
+            f"  {'next crawl':<14} {_when(site.next_crawl_at) if site.schedule and site.enabled else '-'}"
+        )
         state = state_dir(context.settings.data_dir, int(site.id))
         if state.exists():  # an interrupted crawl's frontier: the next crawl continues it (crawler.resume)
             click.echo(f"  {'resumes from':<14} {state}")
@@ -198,16 +209,18 @@ def sites_show(context: CliContext, name: str) -> None:
 @click.argument("name")
 @click.option("--scheduled", is_flag=True, help="Started by the scheduler (recorded as trigger 'schedule').")
 @click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
-@click.option("--join", is_flag=True, help="Only join the running crawl of a distributed site (exit 1 when none runs).")
+@click.option(
+    "--join", is_flag=True, help="Only join the running crawl of a distributed site (exit 1 when none runs)."
+)
 @pass_context
 @friendly_errors
 def sites_run(context: CliContext, name: str, scheduled: bool, quiet: bool, join: bool) -> None:
     """Crawl a monitored site now, with its settings.
 
     At most one crawl per site at a time: when another is running (scheduled or not), this one says so and
-    exits, except for a distributed site (--distributed), where this process joins the running crawl and shares
-    its work (with --join it only joins). Prints a summary and the pages that copy registered works; exits 1 when
-    the crawl failed."""
+    exits, except for a distributed site (--distributed), where this process joins the running crawl and
+    shares its work (with --join it only joins). Prints a summary and the pages that copy registered works;
+    exits 1 when the crawl failed."""
     from fptrack.crawler import CrawlProgress
     from fptrack.jobs.crawls import WaitProgress
     from fptrack.jobs.site_crawl import run_site
@@ -238,10 +251,13 @@ def sites_run(context: CliContext, name: str, scheduled: bool, quiet: bool, join
     assert outcome is not None  # a crawl that was not skipped has an outcome
     stats = outcome.stats
     if stats is not None:
-        part = "" if outcome.whole_job else " (this process's part; the last process to finish records the job)"
+        part = (
+            "" if outcome.whole_job else " (this process's part; the last process to finish records the job)"
+        )
         click.echo(
             f"crawl #{outcome.job_id} of {result.site_name}{part}: {stats.pages_seen} page(s) in "
-            f"{outcome.elapsed_seconds:.1f}s, {outcome.pages_unchanged} unchanged, {len(stats.failures)} failed"
+            f"{outcome.elapsed_seconds:.1f}s, {outcome.pages_unchanged} unchanged, {len(stats.failures)} "
+            "failed"
         )
         for url, reason in stats.failures[:10]:
             click.echo(f"  failed: {url}: {reason}")

@@ -1,5 +1,5 @@
-"""``fptrack takedowns``: whether the copies found were taken down. The re-checks are :mod:`jobs.rechecks`, the
-figures :mod:`analytics.takedowns`; this module only parses options and presents what they return. A
+"""``fptrack takedowns``: whether the copies found were taken down. The re-checks are :mod:`jobs.rechecks`,
+the figures :mod:`analytics.takedowns`; this module only parses options and presents what they return. A
 :class:`jobs.rechecks.RecheckError` is the one-line ``error:`` of :func:`cli.common.friendly_errors`.
 """
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import click
+
 from fptrack.analytics.takedowns import STATES
 from fptrack.cli.common import CliContext, friendly_errors, pass_context, print_table
 
@@ -28,12 +29,18 @@ def _duration(seconds: float | None) -> str:
 
 
 @click.group(invoke_without_command=True)
-@click.option("--state", type=click.Choice(STATES), help="Only matches in this state ('down': gone or removed now).")
+@click.option(
+    "--state", type=click.Choice(STATES), help="Only matches in this state ('down': gone or removed now)."
+)
 @click.option("--work", "work_id", type=int, help="Only matches of this work id.")
 @click.option("--domain", help="Only pages on this host (e.g. pirate.example or 127.0.0.1:8000).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
+)
 @click.pass_context
-def takedowns(ctx: click.Context, state: str | None, work_id: int | None, domain: str | None, fmt: str) -> None:
+def takedowns(
+    ctx: click.Context, state: str | None, work_id: int | None, domain: str | None, fmt: str
+) -> None:
     """Whether the copies found were taken down: the flagged and confirmed matches with their latest re-check.
 
     \b
@@ -44,9 +51,9 @@ def takedowns(ctx: click.Context, state: str | None, work_id: int | None, domain
       fptrack takedowns stats --by host      takedown rate and time to takedown per site
 
     States: present (the copy is still there), gone (404/410/451 or no such host), removed (the page is there,
-    the copy is not), error (the check could not tell), unchecked. JSON is one object per line with id, page_url,
-    work_id, work_title, status, state, first_seen, rechecked_at, taken_down_at, time_to_takedown_seconds; CSV has
-    the same columns. Settings: docs/monitoring.md."""
+    the copy is not), error (the check could not tell), unchecked. JSON is one object per line with id,
+    page_url, work_id, work_title, status, state, first_seen, rechecked_at, taken_down_at,
+    time_to_takedown_seconds; CSV has the same columns. Settings: docs/monitoring.md."""
     if ctx.invoked_subcommand is not None:
         return
     _list(ctx.obj, state, work_id, domain, fmt)
@@ -73,8 +80,14 @@ def _list(context: CliContext, state: str | None, work_id: int | None, domain: s
         print_table(
             ["id", "page", "state", "first seen", "taken down at", "time to takedown"],
             [
-                (r["id"], r["page_url"], r["state"], (r["first_seen"] or "")[:19], (r["taken_down_at"] or "-")[:19],
-                 _duration(r["time_to_takedown_seconds"]))
+                (
+                    r["id"],
+                    r["page_url"],
+                    r["state"],
+                    (r["first_seen"] or "")[:19],
+                    (r["taken_down_at"] or "-")[:19],
+                    _duration(r["time_to_takedown_seconds"]),
+                )
                 for r in records
             ],
         )
@@ -84,7 +97,8 @@ def _list(context: CliContext, state: str | None, work_id: int | None, domain: s
 @click.option("--match", "match_ids", multiple=True, type=int, metavar="ID",
               help="Re-check this match now (repeatable); default: every match that is due.")  # fmt: skip
 @click.option("--allow-private-host", "allow_private", multiple=True, metavar="HOST",
-              help="Let pages on HOST (host, host:port or network) be fetched although it is private or loopback.")  # fmt: skip
+              help="Let pages on HOST (host, host:port or network) be fetched although it is private or "
+                   "loopback.")  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
 @pass_context
 @friendly_errors
@@ -94,8 +108,8 @@ def takedowns_check(
     """Re-check now whether copies were taken down: fetch their pages again (guarded, polite) and record each
     match as present, gone, removed or error.
 
-    Without --match: the flagged and confirmed matches not re-checked for FPTRACK_RECHECK_AFTER seconds (at most
-    FPTRACK_RECHECK_LIMIT), as the scheduler does; skipped when a scheduled run is under way."""
+    Without --match: the flagged and confirmed matches not re-checked for FPTRACK_RECHECK_AFTER seconds (at
+    most FPTRACK_RECHECK_LIMIT), as the scheduler does; skipped when a scheduled run is under way."""
     from fptrack.crawler.guard import PrivateAddressPolicy
     from fptrack.jobs.rechecks import RecheckProgress, recheck_matches, run_due_rechecks
 
@@ -105,12 +119,16 @@ def takedowns_check(
         raise click.UsageError(f"--allow-private-host: {error}") from None
     settings = context.settings
     if allow_private:
-        settings = settings.with_overrides(allow_private_hosts=(*settings.allow_private_hosts, *allow_private))
+        settings = settings.with_overrides(
+            allow_private_hosts=(*settings.allow_private_hosts, *allow_private)
+        )
     sessions = context.sessions()
 
     def progress(update: RecheckProgress) -> None:
         if not quiet:
-            click.echo(f"[{update.done}/{update.total}] {update.url}: {', '.join(sorted(set(update.outcomes)))}")
+            click.echo(
+                f"[{update.done}/{update.total}] {update.url}: {', '.join(sorted(set(update.outcomes)))}"
+            )
 
     if match_ids:
         summary = recheck_matches(settings, sessions, match_ids, progress=progress)
@@ -130,8 +148,12 @@ def takedowns_check(
 
 
 @takedowns.command("stats")
-@click.option("--by", "grouping", type=click.Choice(["all", "host", "work"]), default="all", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option(
+    "--by", "grouping", type=click.Choice(["all", "host", "work"]), default="all", show_default=True
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
+)
 @pass_context
 @friendly_errors
 def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
@@ -157,8 +179,15 @@ def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
         print_table(
             [grouping, "matches", "checked", "taken down", "rate", "median", "p90"],
             [
-                (r.key, r.matches, r.checked, r.taken_down, "-" if r.rate is None else f"{r.rate:.0%}",
-                 _duration(r.median_seconds), _duration(r.p90_seconds))
+                (
+                    r.key,
+                    r.matches,
+                    r.checked,
+                    r.taken_down,
+                    "-" if r.rate is None else f"{r.rate:.0%}",
+                    _duration(r.median_seconds),
+                    _duration(r.p90_seconds),
+                )
                 for r in rows
             ],
         )

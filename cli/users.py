@@ -11,6 +11,7 @@ import getpass
 import sys
 
 import click
+
 from fptrack.admin.accounts import (
     MAX_PASSWORD_LENGTH,
     ROLES,
@@ -61,7 +62,9 @@ def users() -> None:
 
 
 _password_stdin = click.option(
-    "--password-stdin", is_flag=True, help="Read the password from the first line of standard input (no prompt)."
+    "--password-stdin",
+    is_flag=True,
+    help="Read the password from the first line of standard input (no prompt).",
 )
 
 

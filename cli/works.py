@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from sqlalchemy import ColumnElement, func, select
+from sqlalchemy.orm import Session
+
 from fptrack.cli.common import (
     EXIT_FAILURE,
     CliContext,
@@ -26,8 +29,6 @@ from fptrack.cli.common import (
     print_table,
 )
 from fptrack.core.errors import FptrackError
-from sqlalchemy import ColumnElement, func, select
-from sqlalchemy.orm import Session
 
 if TYPE_CHECKING:
     from fptrack.compare.works import RegisteredWork
@@ -43,18 +44,19 @@ def works() -> None:
 @works.command("add")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--title", help="Title of the work (default: the file name). Only with a single file.")
-@click.option("--wait", is_flag=True, help="With workers (FPTRACK_BROKER_URL): wait until they have fingerprinted each "
-              "work and compared it with the pages crawled before, and print what they found (without a broker "
+@click.option("--wait", is_flag=True, help="With workers (FPTRACK_BROKER_URL): wait until they have "
+                                           "fingerprinted each "
+              "work and compared it with the pages crawled before, and print what they found (without a "
+              "broker "
               "this is always so).")  # fmt: skip
 @pass_context
 @friendly_errors
 def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, wait: bool) -> None:
     """Register works from text files.
 
-    Chapters are found from their headings (第…章/回/节, Chapter N). The encoding (UTF-8, GB18030/GBK or Big5) is detected from the bytes. Registering a work also compares
-    it with every page crawled before (retroactive detection): right here without a broker, else on the workers
-    (--wait waits for them).
-    """
+    Chapters are found from their headings (第…章/回/节, Chapter N). The encoding (UTF-8, GB18030/GBK or Big5) is
+    detected from the bytes. Registering a work also compares it with every page crawled before (retroactive
+    detection): right here without a broker, else on the workers (--wait waits for them)."""
     from fptrack.compare.works import register_work_file
 
     if title and len(files) > 1:
@@ -132,20 +134,25 @@ def _too_short_warning(work: RegisteredWork, too_short: list[int]) -> str:
 
 
 def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
-    """Wait until the workers have indexed ``work_ids`` (``works.indexed_at``), then say what each found among the
-    pages crawled before; False (said on stderr) when no worker consumes the queue."""
+    """Wait until the workers have indexed ``work_ids`` (``works.indexed_at``), then say what each found among
+    the pages crawled before; False (said on stderr) when no worker consumes the queue."""
+    from sqlalchemy import distinct
+
     from fptrack.jobs.crawls import POLL_SECONDS
     from fptrack.jobs.pipeline import COPYING_STATUSES
     from fptrack.storage.models import Match, Work
     from fptrack.taskqueue import workers_on_queue
-    from sqlalchemy import distinct
 
     settings = context.settings
     waiting, since = set(work_ids), time.monotonic()
     asked = False
     while waiting:
         with context.session() as session:
-            done = set(session.scalars(select(Work.id).where(Work.id.in_(sorted(waiting)), Work.indexed_at.is_not(None))))
+            done = set(
+                session.scalars(
+                    select(Work.id).where(Work.id.in_(sorted(waiting)), Work.indexed_at.is_not(None))
+                )
+            )
             if done:
                 copying = (
                     select(Match.work_id, func.count(distinct(Match.page_id)))
@@ -154,7 +161,8 @@ def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
                 )
                 counts = {int(work_id): int(pages) for work_id, pages in session.execute(copying)}
                 for work_id in sorted(done):
-                    click.echo(f"work #{work_id} fingerprinted: {counts.get(work_id, 0)} already-crawled page(s) "
+                    click.echo(f"work #{work_id} fingerprinted: {counts.get(work_id, 0)} already-crawled "
+                               "page(s) "
                                "copy it")  # fmt: skip
         waiting -= done
         if not waiting:
@@ -201,7 +209,9 @@ def works_list(context: CliContext) -> None:
     from fptrack.storage.models import Chapter, Match, Work
 
     with context.session() as session:
-        chapters = dict(session.execute(select(Chapter.work_id, func.count()).group_by(Chapter.work_id)).all())
+        chapters = dict(
+            session.execute(select(Chapter.work_id, func.count()).group_by(Chapter.work_id)).all()
+        )
         matches = dict(session.execute(select(Match.work_id, func.count()).group_by(Match.work_id)).all())
         rows = [
             (w.id, w.title, chapters.get(w.id, 0), len(w.text), matches.get(w.id, 0))

@@ -1,13 +1,12 @@
 """Split a registered text into chapters from its headings.
 
-Recognised headings, each on a line of its own (optionally followed by a title on the same line):
-``第十二回 …``, ``第3章``, ``第一节``, ``第二卷`` (Chinese numerals, Arabic or full-width digits), ``楔子``, ``序章``,
-``引子``, ``尾声``, ``番外``, and ``Chapter 12`` / ``CHAPTER XII`` in Latin text. Text before the first
-heading becomes chapter 0 ("front matter") when it holds at least ``MIN_FRONT_MATTER`` word characters (a title
-and an author line are not a chapter); a text without headings is one chapter.
-A heading with no text under it (a volume title followed at once by its first chapter) is folded into the
-next chapter's title (at most ``MAX_TITLE_CHARS`` of them), so every chapter has a body.
-"""
+Recognised headings, each on a line of its own (optionally followed by a title on the same line): ``第十二回 …``,
+``第3章``, ``第一节``, ``第二卷`` (Chinese numerals, Arabic or full-width digits), ``楔子``, ``序章``, ``引子``, ``尾声``,
+``番外``, and ``Chapter 12`` / ``CHAPTER XII`` in Latin text. Text before the first heading becomes chapter 0
+("front matter") when it holds at least ``MIN_FRONT_MATTER`` word characters (a title and an author line are
+not a chapter); a text without headings is one chapter. A heading with no text under it (a volume title
+followed at once by its first chapter) is folded into the next chapter's title (at most ``MAX_TITLE_CHARS`` of
+them), so every chapter has a body."""
 
 from __future__ import annotations
 
@@ -66,7 +65,8 @@ def split_chapters(text: str, *, default_title: str = "") -> list[ChapterSpan]:
         body = text[heading.end() : end]
         start = heading.start() if pending_start is None else pending_start
         if not _HAS_WORDS.search(body) and position + 1 < len(headings):
-            # capped: a run of a hundred thousand empty headings must not build a title of them all (quadratic)
+            # capped: a run of a hundred thousand empty headings must not build a title of them all
+            # (quadratic)
             pending_title = f"{pending_title} {title}".strip()[:MAX_TITLE_CHARS]
             pending_start = start
             continue

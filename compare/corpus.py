@@ -55,10 +55,15 @@ def refresh_corpus_stats(session: Session) -> CorpusRefresh:
     mark = _watermark(session)
     added = 0
     sources = (
-        ("chapter", select(Chapter.id, Chapter.text).where(Chapter.id > mark["chapter"]).order_by(Chapter.id)),
+        (
+            "chapter",
+            select(Chapter.id, Chapter.text).where(Chapter.id > mark["chapter"]).order_by(Chapter.id),
+        ),
         (
             "page",
-            select(Page.id, Page.text).where(Page.id > mark["page"], Page.status == 200, Page.text != "").order_by(Page.id),
+            select(Page.id, Page.text)
+            .where(Page.id > mark["page"], Page.status == 200, Page.text != "")
+            .order_by(Page.id),
         ),
     )
     for name, statement in sources:

@@ -1,5 +1,5 @@
-"""Per-work allowlist of licensed sites: a copy found on a site the rights holder licensed is recorded with status
-``licensed``, not flagged.
+"""Per-work allowlist of licensed sites: a copy found on a site the rights holder licensed is recorded with
+status ``licensed``, not flagged.
 
 An entry is a host (``example.com``: the host and its subdomains, ``www.example.com``, ``m.example.com``) or a
 host with a port (``127.0.0.1:8080``: exactly that site). The table is ``licensed_sites``
@@ -56,8 +56,8 @@ def licensed_hosts(session: Session, work_id: int) -> list[str]:
 
 
 def add_licensed_site(session: Session, work_id: int, entry: str) -> int:
-    """Allow ``entry`` for work ``work_id``; matches already flagged on that site become ``licensed``. Returns the
-    number of matches relabelled."""
+    """Allow ``entry`` for work ``work_id``; matches already flagged on that site become ``licensed``. Returns
+    the number of matches relabelled."""
     if session.get(Work, work_id) is None:
         raise LookupError(f"no work with id {work_id}")
     site = normalise_site(entry)

@@ -1,22 +1,22 @@
 """Chapters split over several pages ("下一页"): compare the parts joined, once the site's crawl has settled.
 
 The crawler records on each page the URL of its chapter's next part (``pages.next_part_url``,
-:mod:`crawler.multipage`). When a site settles (:func:`compare.templates.settle_site`, after every page of the crawl
-is compared), :func:`settle_chains` follows those links among the site's stored pages, joins each chain's texts
-(``"\\n"`` between parts) into one document, compares it with the registered works (the site's template ignored) and
-records what it copies on the chain's **first page**:
+:mod:`crawler.multipage`). When a site settles (:func:`compare.templates.settle_site`, after every page of the
+crawl is compared), :func:`settle_chains` follows those links among the site's stored pages, joins each
+chain's texts (``"\\n"`` between parts) into one document, compares it with the registered works (the site's
+template ignored) and records what it copies on the chain's **first page**:
 
 - the match's ``methods`` end with ``"multipage"`` (found on the joined chapter);
 - its ``spans`` are the passages on the first page, in that page's own text as for any match (so the evidence
-  view, reports and the API show them unchanged); ``part_spans`` holds the passages on the later parts, one entry
-  per part ``{"page_id", "url", "part", "spans"}`` (``part`` 2, 3... in chain order; offsets in that part's text).
-  A passage running over a page break is cut there (the work offsets of the cut are proportional).
+  view, reports and the API show them unchanged); ``part_spans`` holds the passages on the later parts, one
+  entry per part ``{"page_id", "url", "part", "spans"}`` (``part`` 2, 3... in chain order; offsets in that
+  part's text). A passage running over a page break is cut there (the work offsets of the cut are
+  proportional).
 
-Each page keeps its own verdicts too: a part that copies a chapter on its own is a match of its own. Chains are
-built from the set of stored pages alone (heads in URL order, each followed to its end), so the verdict depends
-neither on the order the parts arrived in nor on the run mode. A chain with a part missing (failed, not crawled)
-joins the parts present from its first page on, up to the gap.
-"""
+Each page keeps its own verdicts too: a part that copies a chapter on its own is a match of its own. Chains
+are built from the set of stored pages alone (heads in URL order, each followed to its end), so the verdict
+depends neither on the order the parts arrived in nor on the run mode. A chain with a part missing (failed,
+not crawled) joins the parts present from its first page on, up to the gap."""
 
 from __future__ import annotations
 
@@ -49,9 +49,9 @@ class ChainPart:
 
 
 def chains_of(pages: Mapping[str, ChainPart]) -> list[list[ChainPart]]:
-    """The chains of two parts or more among ``pages`` (URL -> part): each starts at a page no other page names as
-    its next part, and follows ``next_url`` while the next part is present, has text and was not seen. Heads in URL
-    order: the answer depends on the pages alone."""
+    """The chains of two parts or more among ``pages`` (URL -> part): each starts at a page no other page
+    names as its next part, and follows ``next_url`` while the next part is present, has text and was not
+    seen. Heads in URL order: the answer depends on the pages alone."""
     targets = {part.next_url for part in pages.values() if part.next_url}
     chains: list[list[ChainPart]] = []
     for url in sorted(pages):
@@ -100,17 +100,24 @@ def _load_parts(session: Session, site_id: int) -> dict[str, ChainPart]:
     columns = (Page.id, Page.url, Page.text, Page.next_part_url)
     ok = (Page.site_id == site_id) & (Page.status == 200)
     heads = session.execute(select(*columns).where(ok, Page.next_part_url != "")).all()
-    parts = {str(url): ChainPart(int(i), str(url), str(text or ""), str(nxt or "")) for i, url, text, nxt in heads}
+    parts = {
+        str(url): ChainPart(int(i), str(url), str(text or ""), str(nxt or "")) for i, url, text, nxt in heads
+    }
     missing = sorted({part.next_url for part in parts.values()} - set(parts))
     for start in range(0, len(missing), 500):
-        for i, url, text, nxt in session.execute(select(*columns).where(ok, Page.url.in_(missing[start : start + 500]))):
+        for i, url, text, nxt in session.execute(
+            select(*columns).where(ok, Page.url.in_(missing[start : start + 500]))
+        ):
             parts[str(url)] = ChainPart(int(i), str(url), str(text or ""), str(nxt or ""))
     return parts
 
 
-def settle_chains(session: Session, site_id: int, settings: Settings, *, template: Collection[int] = ()) -> int:
-    """Compare the site's multi-page chapters joined and record their matches on their first pages (see the module
-    docstring); drop the machine-made "multipage" matches that no longer hold. Returns the number of chains."""
+def settle_chains(
+    session: Session, site_id: int, settings: Settings, *, template: Collection[int] = ()
+) -> int:
+    """Compare the site's multi-page chapters joined and record their matches on their first pages (see the
+    module docstring); drop the machine-made "multipage" matches that no longer hold. Returns the number of
+    chains."""
     chains = chains_of(_load_parts(session, site_id))
     now = utcnow()
     kept: set[int] = set()
@@ -118,9 +125,15 @@ def settle_chains(session: Session, site_id: int, settings: Settings, *, templat
     for chain in chains:
         texts = [part.text for part in chain]
         joined, offsets = join_parts(texts)
-        verdicts = [v for v in compare_document(session, fingerprint_text(joined), settings, ignored_codes=template) if v.flagged]
+        verdicts = [
+            v
+            for v in compare_document(session, fingerprint_text(joined), settings, ignored_codes=template)
+            if v.flagged
+        ]
         head = chain[0]
-        existing = {m.chapter_id: m for m in session.scalars(select(Match).where(Match.page_id == head.page_id))}
+        existing = {
+            m.chapter_id: m for m in session.scalars(select(Match).where(Match.page_id == head.page_id))
+        }
         for verdict in verdicts:
             match = _record(session, head, verdict, existing.get(verdict.chapter_id), licences, now)
             first, *later = map_spans(verdict.spans, offsets, [len(t) for t in texts])
@@ -136,7 +149,12 @@ def settle_chains(session: Session, site_id: int, settings: Settings, *, templat
 
 
 def _record(
-    session: Session, head: ChainPart, verdict: Verdict, match: Match | None, licences: dict[int, list[str]], now: datetime
+    session: Session,
+    head: ChainPart,
+    verdict: Verdict,
+    match: Match | None,
+    licences: dict[int, list[str]],
+    now: datetime,
 ) -> Match:
     if verdict.work_id not in licences:
         licences[verdict.work_id] = licensed_hosts(session, verdict.work_id)
@@ -156,7 +174,9 @@ def _record(
 def _drop_stale(session: Session, site_id: int, kept: set[int]) -> None:
     """Machine-made "multipage" matches of the site's pages that this settling did not find again."""
     rows = session.execute(
-        select(Match.id, Match.methods, Match.status).join(Page, Page.id == Match.page_id).where(Page.site_id == site_id)
+        select(Match.id, Match.methods, Match.status)
+        .join(Page, Page.id == Match.page_id)
+        .where(Page.site_id == site_id)
     ).all()
     machine_made = MatchStatus.machine_made()
     stale = [

@@ -34,12 +34,11 @@ __all__ = [
 class Evidence:
     """What an alignment says, in numbers a decision rule reads.
 
-    ``copied_chars``: normalised page characters inside copied runs; ``chapter_coverage``: share of the chapter's
-    normalised characters that those runs reproduce; ``longest_run``: the longest single copied run (page
-    characters); ``density``: the copied share of the page stretch from the first copied character to the last (a
-    copy, even edited or with ads spliced in, is dense; a review quoting passages between its own comments is
-    not).
-    """
+    ``copied_chars``: normalised page characters inside copied runs; ``chapter_coverage``: share of the
+    chapter's normalised characters that those runs reproduce; ``longest_run``: the longest single copied run
+    (page characters); ``density``: the copied share of the page stretch from the first copied character to
+    the last (a copy, even edited or with ads spliced in, is dense; a review quoting passages between its own
+    comments is not)."""
 
     copied_chars: int
     chapter_coverage: float
@@ -60,7 +59,9 @@ class Decision:
 def evidence_of(alignment: Alignment) -> Evidence:
     runs = alignment.runs
     longest = max((end - start for start, end, _, _ in runs), default=0)
-    extent = max((end for _, end, _, _ in runs), default=0) - min((start for start, _, _, _ in runs), default=0)
+    extent = max((end for _, end, _, _ in runs), default=0) - min(
+        (start for start, _, _, _ in runs), default=0
+    )
     density = alignment.page_covered / extent if extent > 0 else 0.0
     return Evidence(alignment.page_covered, min(1.0, alignment.chapter_coverage), longest, min(1.0, density))
 

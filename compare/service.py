@@ -1,9 +1,9 @@
 """The compare service: fingerprint pages and chapters, find candidates in the store, verify, record matches.
 
 Every function takes an open :class:`~sqlalchemy.orm.Session` and leaves committing to the caller (a task, the
-crawl service, a test), so one unit of work either lands whole or not at all. Pages are handled in batches: one
-write of all their fingerprints, one candidate query per code kind for the whole batch, one read of the candidate
-chapters, one read of their existing matches.
+crawl service, a test), so one unit of work either lands whole or not at all. Pages are handled in batches:
+one write of all their fingerprints, one candidate query per code kind for the whole batch, one read of the
+candidate chapters, one read of their existing matches.
 
 A page's verdicts are a function of its text, the registry and (once its site has settled) its site's template
 (:mod:`compare.templates`), never of which other pages were processed before it:
@@ -92,7 +92,8 @@ def layout_for(settings: Settings) -> IndexLayout:
 
 @lru_cache(maxsize=4096)
 def chapter_document(text: str) -> TextFingerprints:
-    """A chapter's fingerprints, kept per process: chapters are verified against many pages and never change."""
+    """A chapter's fingerprints, kept per process: chapters are verified against many pages and never
+    change."""
     return fingerprint_text(text, CONTRACT)
 
 
@@ -137,7 +138,9 @@ class _CodeTable:
         if not len(hits):
             return {}
         lengths = self.starts[hits + 1] - self.starts[hits]
-        offsets = np.repeat(self.starts[hits] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+        offsets = np.repeat(self.starts[hits] - np.cumsum(lengths) + lengths, lengths) + np.arange(
+            lengths.sum()
+        )
         owners, counts = np.unique(self.owners[offsets], return_counts=True)
         return dict(zip(owners.tolist(), counts.tolist(), strict=True))
 
@@ -181,7 +184,9 @@ class _Holders:
         table = self.tables.get(kind)
         if table is None:
             return set()
-        return table.held_by_at_least(table.hits(self.signed[id(document)].get(kind, np.empty(0, np.int64))), minimum)
+        return table.held_by_at_least(
+            table.hits(self.signed[id(document)].get(kind, np.empty(0, np.int64))), minimum
+        )
 
 
 def _rank_candidates(
@@ -213,8 +218,8 @@ def _rank_candidates(
 
 
 def mask_from_positions(length: int, positions: Iterable[int], k: int, w: int) -> np.ndarray:
-    """Boolean mask over ``length`` normalised characters covering the k-grams at ``positions`` and the gaps of
-    at most ``w`` characters between consecutive ones.
+    """Boolean mask over ``length`` normalised characters covering the k-grams at ``positions`` and the gaps
+    of at most ``w`` characters between consecutive ones.
 
     Winnowing (Schleimer, Wilkerson and Aiken, SIGMOD 2003) keeps at least one hash in every window of ``w``
     consecutive k-grams, so consecutive selected positions inside a shared region are at most ``w`` apart: the
@@ -235,13 +240,16 @@ def mask_from_positions(length: int, positions: Iterable[int], k: int, w: int) -
 
 
 def _ignore_mask(document: TextFingerprints, ignored_codes: Collection[int]) -> np.ndarray | None:
-    """The normalised characters of ``document`` that its ``ignored_codes`` (winnowing hashes, signed) stand for."""
+    """The normalised characters of ``document`` that its ``ignored_codes`` (winnowing hashes, signed) stand
+    for."""
     if not ignored_codes:
         return None
     positions = [p for code, p in document.winnow_chars if to_signed64(code) in ignored_codes]
     if not positions:
         return None
-    return mask_from_positions(len(document.text), positions, CONTRACT.winnow_chars.k, CONTRACT.winnow_chars.w)
+    return mask_from_positions(
+        len(document.text), positions, CONTRACT.winnow_chars.k, CONTRACT.winnow_chars.w
+    )
 
 
 def _common_codes(document: TextFingerprints, holders: _Holders, contract: FingerprintContract) -> set[int]:
@@ -296,7 +304,15 @@ def load_chapters(session: Session, chapter_ids: Iterable[int]) -> dict[int, Cha
     found: dict[int, ChapterInfo] = {}
     for chunk in id_chunks(chapter_ids):
         statement = (
-            select(Chapter.id, Chapter.work_id, Work.title, Chapter.index, Chapter.title, Chapter.start, Chapter.text)
+            select(
+                Chapter.id,
+                Chapter.work_id,
+                Work.title,
+                Chapter.index,
+                Chapter.title,
+                Chapter.start,
+                Chapter.text,
+            )
             .join(Work, Work.id == Chapter.work_id)
             .where(Chapter.id.in_(chunk))
         )
@@ -315,9 +331,9 @@ def _compare_batch(
 ) -> list[list[Verdict]]:
     """Verdicts of every document against its candidate chapters, best first (flagged or not).
 
-    ``ignored``: per document, extra winnowing hashes (signed) to ignore, e.g. its site's template. ``contract``:
-    the product's, or a variant with a method off (the ablation of ``benchmarks/piracy_eval.py``).
-    """
+    ``ignored``: per document, extra winnowing hashes (signed) to ignore, e.g. its site's template.
+    ``contract``: the product's, or a variant with a method off (the ablation of
+    ``benchmarks/piracy_eval.py``)."""
     layout = layout_for(settings)
     holders = _Holders.fetch(session, documents, owner="chapter")
     candidates = [
@@ -353,17 +369,22 @@ def compare_document(
     ignored_codes: Collection[int] = (),
     contract: FingerprintContract = CONTRACT,
 ) -> list[Verdict]:
-    """Verdicts for every candidate chapter of ``document``, best first (flagged or not). Nothing is stored."""
+    """Verdicts for every candidate chapter of ``document``, best first (flagged or not). Nothing is
+    stored."""
     return _compare_batch(session, [document], settings, ignored=[ignored_codes], contract=contract)[0]
 
 
 def verify_chapters(
-    session: Session, document: TextFingerprints, chapter_ids: Collection[int], *, ignored_codes: Collection[int] = ()
+    session: Session,
+    document: TextFingerprints,
+    chapter_ids: Collection[int],
+    *,
+    ignored_codes: Collection[int] = (),
 ) -> dict[int, Verdict]:
-    """The verdict of ``document`` against each of the given chapters (chapter id -> verdict), whether or not the
-    index would rank them among its candidates: the takedown re-check asks whether a page still copies the chapter
-    a match names. Hashes shared by many chapters are ignored as in :func:`compare_document`, and so are
-    ``ignored_codes`` (winnowing hashes, signed: the page's site template); nothing is stored."""
+    """The verdict of ``document`` against each of the given chapters (chapter id -> verdict), whether or not
+    the index would rank them among its candidates: the takedown re-check asks whether a page still copies the
+    chapter a match names. Hashes shared by many chapters are ignored as in :func:`compare_document`, and so
+    are ``ignored_codes`` (winnowing hashes, signed: the page's site template); nothing is stored."""
     chapters = load_chapters(session, chapter_ids)
     if not document.text or not chapters:
         return {}
@@ -387,12 +408,14 @@ class PageOutcome:
     matched_chapters: tuple[int, ...]
 
 
-def _lock_pages(session: Session, page_ids: Sequence[int], *, pending_only: bool) -> list[tuple[int, str, str]]:
+def _lock_pages(
+    session: Session, page_ids: Sequence[int], *, pending_only: bool
+) -> list[tuple[int, str, str]]:
     """(id, url, text) of the pages to work on, locked for this transaction on PostgreSQL.
 
     ``pending_only``: only pages stored and not compared yet; pages another worker holds are skipped (``SKIP
-    LOCKED``), so two deliveries of one task never work on one page at once, and a page done is not done again.
-    """
+    LOCKED``), so two deliveries of one task never work on one page at once, and a page done is not done
+    again."""
     rows: list[tuple[int, str, str]] = []
     for chunk in id_chunks(page_ids):
         statement = select(Page.id, Page.url, Page.text).where(Page.id.in_(chunk))
@@ -441,10 +464,9 @@ def recompare_pages(
 ) -> list[PageOutcome]:
     """Compare already fingerprinted pages again (new works registered, their site settled).
 
-    ``ignored``: page id -> the site-template winnowing hashes (signed) to ignore on that page; pages not in it
-    are compared with nothing of their site ignored (and marked so: the next settling of their site decides
-    again, :func:`compare.templates.settle_site`).
-    """
+    ``ignored``: page id -> the site-template winnowing hashes (signed) to ignore on that page; pages not in
+    it are compared with nothing of their site ignored (and marked so: the next settling of their site decides
+    again, :func:`compare.templates.settle_site`)."""
     rows = _lock_pages(session, page_ids, pending_only=False)
     if not rows:
         return []
@@ -461,15 +483,17 @@ def recompare_pages(
 def _mark_compared(session: Session, page_ids: Sequence[int], *, template_masked: bool) -> None:
     now = utcnow()
     for chunk in id_chunks(page_ids):
-        session.execute(update(Page).where(Page.id.in_(chunk)).values(compared_at=now, template_masked=template_masked))
+        session.execute(
+            update(Page).where(Page.id.in_(chunk)).values(compared_at=now, template_masked=template_masked)
+        )
 
 
 def record_matches(
     session: Session, pages: Sequence[tuple[int, str]], verdicts: Sequence[Sequence[Verdict]]
 ) -> list[PageOutcome]:
-    """Upsert the flagged verdicts of each ``(page id, url)`` as matches; drop machine-made matches that no longer
-    hold, unless a takedown re-check followed them (their history is the record of the takedown). A match keeps its
-    ``first_seen`` and a reviewer's decision across re-crawls and re-comparisons."""
+    """Upsert the flagged verdicts of each ``(page id, url)`` as matches; drop machine-made matches that no
+    longer hold, unless a takedown re-check followed them (their history is the record of the takedown). A
+    match keeps its ``first_seen`` and a reviewer's decision across re-crawls and re-comparisons."""
     page_ids = [page_id for page_id, _ in pages]
     existing: dict[tuple[int, int], Match] = {}
     for chunk in id_chunks(page_ids):
@@ -486,7 +510,9 @@ def record_matches(
                 continue
             if verdict.work_id not in licences:
                 licences[verdict.work_id] = licensed_hosts(session, verdict.work_id)
-            status = MatchStatus.LICENSED if is_licensed(url, licences[verdict.work_id]) else MatchStatus.FLAGGED
+            status = (
+                MatchStatus.LICENSED if is_licensed(url, licences[verdict.work_id]) else MatchStatus.FLAGGED
+            )
             match: Match | None = existing.pop((page_id, verdict.chapter_id), None)
             if match is None:
                 match = Match(
@@ -502,7 +528,9 @@ def record_matches(
             match.score = verdict.score
             match.methods = list(verdict.methods)
             match.spans = [list(span) for span in verdict.spans]
-            match.part_spans = None  # the page's own verdict (compare.multipage adds the joined parts' passages)
+            match.part_spans = (
+                None  # the page's own verdict (compare.multipage adds the joined parts' passages)
+            )
             match.last_seen = now
             matched.append(verdict.chapter_id)
         outcomes.append(PageOutcome(page_id, url, tuple(matched)))

@@ -1,20 +1,20 @@
-"""Site templates: text a site repeats on many of its pages is never evidence of copying, decided once the site's
-crawl has settled, from all its pages.
+"""Site templates: text a site repeats on many of its pages is never evidence of copying, decided once the
+site's crawl has settled, from all its pages.
 
 Navigation, ads, disclaimers and slogans that a site puts on every page are *template*. A winnowing hash
 (``fingerprint.contract.CONTRACT.winnow_chars``) is a template hash of a site when pages of at least
 :data:`SITE_MIN_TEXTS` different texts of that site hold it. Pages are versions of one text when they share
-more than :data:`DUPLICATE_SHARE` of the larger one's distinct hashes: real pirate sites host one chapter under several
-URLs (desktop, mobile, print), and those are copies, never template. Both pages must be mostly that text: a short
-page (a chapter of a few hundred characters) is not a version of every longer page that quotes it.
+more than :data:`DUPLICATE_SHARE` of the larger one's distinct hashes: real pirate sites host one chapter
+under several URLs (desktop, mobile, print), and those are copies, never template. Both pages must be mostly
+that text: a short page (a chapter of a few hundred characters) is not a version of every longer page that
+quotes it.
 
 The verdicts of a page are first decided without its site's template (:func:`compare.service.process_pages`),
 then :func:`settle_site`, run once the crawl has stored and compared every page, decides the template from the
 whole site and compares again, ignoring it, the pages whose matches could rest on it: those holding a template
-hash that some registered chapter also holds (a template quoting a registered work). So the final matches are a
-function of the set of pages, never of the order in which they were fetched or processed, or of how many workers
-did it. :func:`site_template_codes` is the pure part (property-tested for order independence).
-"""
+hash that some registered chapter also holds (a template quoting a registered work). So the final matches are
+a function of the set of pages, never of the order in which they were fetched or processed, or of how many
+workers did it. :func:`site_template_codes` is the pure part (property-tested for order independence)."""
 
 from __future__ import annotations
 
@@ -32,24 +32,34 @@ from fptrack.storage.code_index import code_holders
 from fptrack.storage.fingerprints import id_chunks, load_code_arrays
 from fptrack.storage.models import Match, Page, Site, utcnow
 
-__all__ = ["DUPLICATE_SHARE", "SITE_MIN_TEXTS", "SettledSite", "settle_site", "site_template", "site_template_codes"]
+__all__ = [
+    "DUPLICATE_SHARE",
+    "SITE_MIN_TEXTS",
+    "SettledSite",
+    "settle_site",
+    "site_template",
+    "site_template_codes",
+]
 
 SITE_MIN_TEXTS = 6
-"""A hash is template when pages of at least this many different texts of one site hold it (the page itself and
-five others)."""
+"""A hash is template when pages of at least this many different texts of one site hold it (the page itself
+and five others)."""
 DUPLICATE_SHARE = 0.5
 _KIND = "winnow"
 
 
 def site_template_codes(
-    code_sets: Mapping[str, np.ndarray], *, min_texts: int = SITE_MIN_TEXTS, duplicate_share: float = DUPLICATE_SHARE
+    code_sets: Mapping[str, np.ndarray],
+    *,
+    min_texts: int = SITE_MIN_TEXTS,
+    duplicate_share: float = DUPLICATE_SHARE,
 ) -> set[int]:
     """The template hashes of a site whose pages (URL -> its winnowing hashes) are ``code_sets``.
 
     A hash is template when its holders include ``min_texts`` pages no two of which are versions of one text
-    (sharing more than ``duplicate_share`` of the larger page's distinct hashes). Holders are visited in URL order
-    and grouped greedily, so the answer depends on the pages alone, never on the order they are given in.
-    """
+    (sharing more than ``duplicate_share`` of the larger page's distinct hashes). Holders are visited in URL
+    order and grouped greedily, so the answer depends on the pages alone, never on the order they are given
+    in."""
     urls = sorted(code_sets)
     sets = [np.unique(np.asarray(code_sets[url], dtype=np.int64)) for url in urls]
     if len(sets) < min_texts:
@@ -102,9 +112,10 @@ class SettledSite:
 
 
 def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSite:
-    """Decide the site's template from all its fingerprinted pages and compare again, ignoring it, the pages whose
-    matches could rest on a template quoting a registered work (and, without it, pages that ignored an earlier
-    template the site no longer has). Idempotent: settling again with the same pages changes nothing."""
+    """Decide the site's template from all its fingerprinted pages and compare again, ignoring it, the pages
+    whose matches could rest on a template quoting a registered work (and, without it, pages that ignored an
+    earlier template the site no longer has). Idempotent: settling again with the same pages changes
+    nothing."""
     rows, codes, template = _site_template(session, site_id)
     quoting = set(code_holders(session, _KIND, template, owner="chapter")) if template else set()
     was_masked = {int(page_id) for page_id, _, masked in rows if masked}
@@ -112,8 +123,8 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
     if quoting:
         quoted = np.array(sorted(quoting), dtype=np.int64)
         holding = [page_id for page_id, page_codes in codes.items() if np.isin(page_codes, quoted).any()]
-        # ignoring text only ever removes evidence: a page with no match cannot gain one, unless it lost it to an
-        # earlier template
+        # ignoring text only ever removes evidence: a page with no match cannot gain one, unless it lost it to
+        # an earlier template
         affected = sorted(set(holding) & (_pages_with_matches(session, holding) | was_masked))
     previously = sorted(was_masked - set(affected))
     frozen = frozenset(template)
@@ -122,24 +133,33 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
         recompare_pages(session, chunk, settings, ignored={page_id: frozen for page_id in chunk})
     for start in range(0, len(previously), 64):
         recompare_pages(session, previously[start : start + 64], settings)
-    # chapters split over pages, compared joined: after the pages' own verdicts, which they add to (compare.multipage)
+    # chapters split over pages, compared joined: after the pages' own verdicts, which they add to
+    # (compare.multipage)
     chains = settle_chains(session, site_id, settings, template=frozen)
     session.execute(update(Site).where(Site.id == site_id).values(settled_at=utcnow()))
     return SettledSite(
-        site_id, len(rows), len(template), len(quoting), len(affected) + len(previously), len(affected), chains
+        site_id,
+        len(rows),
+        len(template),
+        len(quoting),
+        len(affected) + len(previously),
+        len(affected),
+        chains,
     )
 
 
 def site_template(session: Session, site_id: int) -> frozenset[int]:
-    """The site's template as its pages stored now decide it (the winnowing hashes, signed, :func:`settle_site`
-    ignores): what the takedown re-check of a page compared without its template ignores too."""
+    """The site's template as its pages stored now decide it (the winnowing hashes, signed,
+    :func:`settle_site` ignores): what the takedown re-check of a page compared without its template ignores
+    too."""
     return frozenset(_site_template(session, site_id)[2])
 
 
 def _site_template(
     session: Session, site_id: int
 ) -> tuple[list[tuple[int, str, bool]], dict[int, np.ndarray], set[int]]:
-    """(id, url, template_masked) of the site's fingerprinted pages, their winnowing hashes, and the template."""
+    """(id, url, template_masked) of the site's fingerprinted pages, their winnowing hashes, and the
+    template."""
     rows = [
         (int(page_id), str(url), bool(masked))
         for page_id, url, masked in session.execute(

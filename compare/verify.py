@@ -4,15 +4,15 @@ Both texts are compared in their normalised form (NFKC, Simplified, no punctuati
 ``fingerprint.normalize``) on two channels:
 
 - characters: every k-gram (``char_k`` characters) of the page that also occurs in the chapter;
-- pinyin initials: every k-gram (``initials_k`` letters) of the page's pinyin-initial string that also occurs in
-  the chapter's, so same-sound character swaps (a common dodge) keep matching. A k-gram holding a character
-  without a pinyin reading (``UNKNOWN_INITIAL``: kana, Hangul, Cyrillic...) is no evidence: two unrelated texts
-  in such a script share every run of placeholders, so those k-grams are left to the character channel.
+- pinyin initials: every k-gram (``initials_k`` letters) of the page's pinyin-initial string that also occurs
+  in the chapter's, so same-sound character swaps (a common dodge) keep matching. A k-gram holding a character
+  without a pinyin reading (``UNKNOWN_INITIAL``: kana, Hangul, Cyrillic...) is no evidence: two unrelated
+  texts in such a script share every run of placeholders, so those k-grams are left to the character channel.
 
-A page character is *covered* when a shared k-gram spans it. Covered runs closer than ``max_gap`` characters are
-merged (edits between them), runs shorter than ``min_run`` are dropped (common phrases), and each run is paired
-with the chapter range its k-grams came from. Runs become spans in the ORIGINAL texts through the offset maps.
-The parameters are the contract's (``fingerprint.contract.AlignParams``).
+A page character is *covered* when a shared k-gram spans it. Covered runs closer than ``max_gap`` characters
+are merged (edits between them), runs shorter than ``min_run`` are dropped (common phrases), and each run is
+paired with the chapter range its k-grams came from. Runs become spans in the ORIGINAL texts through the
+offset maps. The parameters are the contract's (``fingerprint.contract.AlignParams``).
 
 k-gram hashes are the fingerprint package's (``char_shingle_hashes``: prefix sums in numpy, no per-character
 Python loop); look-ups are a sort and a binary search.
@@ -53,7 +53,8 @@ class Alignment:
 
 @lru_cache(maxsize=1024)
 def _sorted_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(order, sorted hashes) of the k-grams of a chapter: a chapter is aligned with many pages, sorted once."""
+    """(order, sorted hashes) of the k-grams of a chapter: a chapter is aligned with many pages, sorted
+    once."""
     hashes = char_shingle_hashes(text, k)
     order = np.argsort(hashes, kind="stable")
     return order, hashes[order]
@@ -79,7 +80,8 @@ def _match_positions(page: np.ndarray, chapter: tuple[np.ndarray, np.ndarray]) -
 
 
 def _grams_holding(text: str, char: str, k: int) -> np.ndarray:
-    """For each k-gram start of ``text``, whether the k-gram holds ``char`` (length ``max(0, len - k + 1)``)."""
+    """For each k-gram start of ``text``, whether the k-gram holds ``char`` (length ``max(0, len - k +
+    1)``)."""
     if len(text) < k:
         return np.zeros(0, dtype=bool)
     marks = np.frombuffer(text.encode("ascii"), dtype=np.uint8) == ord(char)
@@ -130,7 +132,9 @@ def align(
         targets[starts] = np.where(targets_slice >= 0, targets_slice, chapter_starts)
     is_covered = np.cumsum(covered[:n_page]) > 0
 
-    runs = _runs(is_covered, params.max_gap, params.min_run, _digit_prefix(page_text), params.max_gap_digit_share)
+    runs = _runs(
+        is_covered, params.max_gap, params.min_run, _digit_prefix(page_text), params.max_gap_digit_share
+    )
     result: list[tuple[int, int, int, int]] = []
     chapter_mask = np.zeros(n_chapter, dtype=bool)
     page_covered = 0
@@ -142,14 +146,15 @@ def align(
         for start, end, pages, chapter_starts in _split_by_diagonal(
             run_start, run_end, run_start + anchor_at, anchors[anchor_at], params
         ):
-            # A repeated phrase can anchor far away from the copied place. Anchors of one copied passage lie near
-            # one diagonal (chapter position - page position), drifting only with the edits inside it.
+            # A repeated phrase can anchor far away from the copied place. Anchors of one copied passage lie
+            # near one diagonal (chapter position - page position), drifting only with the edits inside it.
             diagonals = chapter_starts - pages
             slack = max(params.diagonal_slack, 0.2 * (end - start))
             near = np.abs(diagonals - np.median(diagonals)) <= slack
             if not near.any():
-                # anchors split evenly between distant diagonals (phrases repeated all over both texts) leave the
-                # median between them, near none: the diagonal that most anchors agree with stands for the passage
+                # anchors split evenly between distant diagonals (phrases repeated all over both texts) leave
+                # the median between them, near none: the diagonal that most anchors agree with stands for the
+                # passage
                 votes = (np.abs(diagonals[:, None] - diagonals[None, :]) <= slack).sum(axis=1)
                 near = np.abs(diagonals - diagonals[int(np.argmax(votes))]) <= slack
             kept_pages, kept_chapters = pages[near], chapter_starts[near]
@@ -174,11 +179,10 @@ def _split_by_diagonal(
     """Cut a covered page run where its anchors jump to another diagonal: paragraphs copied out of order
     (shuffled, or two chapters' passages interleaved) are separate passages with their own chapter ranges.
 
-    The diagonal sequence is smoothed by a running median of ``params.smoothing`` anchors, so one stray anchor (a
-    phrase repeated elsewhere in the chapter) does not cut; a cut needs a jump of more than
-    ``params.diagonal_slack`` characters. Pieces shorter than ``params.min_run`` or with fewer than three anchors
-    are dropped.
-    """
+    The diagonal sequence is smoothed by a running median of ``params.smoothing`` anchors, so one stray anchor
+    (a phrase repeated elsewhere in the chapter) does not cut; a cut needs a jump of more than
+    ``params.diagonal_slack`` characters. Pieces shorter than ``params.min_run`` or with fewer than three
+    anchors are dropped."""
     diagonals = chapters - pages
     smoothing = params.smoothing
     if len(diagonals) >= smoothing:
@@ -214,10 +218,10 @@ def _digit_prefix(text: str) -> np.ndarray:
 def _runs(
     mask: np.ndarray, max_gap: int, min_run: int, digits: np.ndarray, max_digit_share: float
 ) -> list[tuple[int, int]]:
-    """Covered runs merged over gaps of at most ``max_gap`` characters, except gaps that are mostly digits (more
-    than ``max_digit_share``): two texts on one template with other numbers (market reports, price lists) share
-    their fixed words, and the numbers between them are what differs, not an edit of a copy. ``digits`` is the
-    page's digit prefix count (:func:`_digit_prefix`)."""
+    """Covered runs merged over gaps of at most ``max_gap`` characters, except gaps that are mostly digits
+    (more than ``max_digit_share``): two texts on one template with other numbers (market reports, price
+    lists) share their fixed words, and the numbers between them are what differs, not an edit of a copy.
+    ``digits`` is the page's digit prefix count (:func:`_digit_prefix`)."""
     if not mask.any():
         return []
     padded = np.concatenate(([False], mask, [False]))

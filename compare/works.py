@@ -50,8 +50,8 @@ def read_work_file(path: Path, limit: int = MAX_WORK_BYTES) -> bytes:
 
     At most ``limit + 1`` bytes are read from any file: a device (``/dev/zero``), a FIFO or a pipe reports no
     size, so the size a regular file states is checked first and the read itself stops at the limit. Input
-    whose first megabyte is already binary for any length up to the limit stops there (``/dev/urandom``). A FIFO
-    is opened without waiting for a writer: with none, it reads as empty."""
+    whose first megabyte is already binary for any length up to the limit stops there (``/dev/urandom``). A
+    FIFO is opened without waiting for a writer: with none, it reads as empty."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:

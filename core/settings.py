@@ -146,7 +146,8 @@ class Settings:
         object.__setattr__(self, "database_url", normalise_database_url(self.database_url))
         if self.simhash_blocks <= self.simhash_k:
             raise ConfigurationError(
-                f"FPTRACK_SIMHASH_BLOCKS={self.simhash_blocks} must be larger than FPTRACK_SIMHASH_K={self.simhash_k}"
+                f"FPTRACK_SIMHASH_BLOCKS={self.simhash_blocks} must be larger than "
+                f"FPTRACK_SIMHASH_K={self.simhash_k}"
             )
         self._check_crawl_settings()
         hosts = tuple(host.strip().lower().strip("[]") for host in self.admin_hosts if host.strip())
@@ -158,7 +159,8 @@ class Settings:
                 ipaddress.ip_network(proxy, strict=False)
             except ValueError:
                 raise ConfigurationError(
-                    f"FPTRACK_ADMIN_TRUSTED_PROXIES: {proxy!r} is not an IP address or network (e.g. 10.0.0.5, "
+                    f"FPTRACK_ADMIN_TRUSTED_PROXIES: {proxy!r} is not an IP address or network (e.g. "
+                    "10.0.0.5, "
                     "10.0.0.0/8)"
                 ) from None
         if self.admin_trusted_user_header and not self.admin_trusted_proxies:
@@ -168,7 +170,8 @@ class Settings:
             )
 
     def _check_crawl_settings(self) -> None:
-        """Crawl tunables that would hang a crawl (0 concurrency) or switch a cap off (0 bytes) are refused."""
+        """Crawl tunables that would hang a crawl (0 concurrency) or switch a cap off (0 bytes) are
+        refused."""
         checks: list[tuple[str, float, float, str]] = [
             ("FPTRACK_CRAWL_CONCURRENCY", self.crawl_concurrency, 1, "an integer >= 1"),
             ("FPTRACK_CRAWL_CONCURRENCY_PER_SITE", self.crawl_concurrency_per_site, 1, "an integer >= 1"),
@@ -189,9 +192,13 @@ class Settings:
             if value < minimum:
                 raise ConfigurationError(f"{name}={value:g} is out of range: expected {expected}")
         if not self.crawl_timeout > 0:
-            raise ConfigurationError(f"FPTRACK_CRAWL_TIMEOUT={self.crawl_timeout:g} is out of range: expected seconds > 0")
+            raise ConfigurationError(
+                f"FPTRACK_CRAWL_TIMEOUT={self.crawl_timeout:g} is out of range: expected seconds > 0"
+            )
         if not self.render_timeout > 0:
-            raise ConfigurationError(f"FPTRACK_RENDER_TIMEOUT={self.render_timeout:g} is out of range: expected seconds > 0")
+            raise ConfigurationError(
+                f"FPTRACK_RENDER_TIMEOUT={self.render_timeout:g} is out of range: expected seconds > 0"
+            )
         entries = []
         for entry in self.allow_private_hosts:
             try:
@@ -214,9 +221,9 @@ class Settings:
 
     @property
     def crawl_task_queue(self) -> str:
-        """The queue of the scheduler's crawl tasks (start the due site crawls, the takedown re-checks): kept apart
-        from the fingerprint queue so that crawls can run on crawler processes (``fptrack crawler``) while
-        ``fptrack worker --no-crawls`` only fingerprints and compares."""
+        """The queue of the scheduler's crawl tasks (start the due site crawls, the takedown re-checks): kept
+        apart from the fingerprint queue so that crawls can run on crawler processes (``fptrack crawler``)
+        while ``fptrack worker --no-crawls`` only fingerprints and compares."""
         return f"{self.task_queue}.crawls"
 
     @property
@@ -282,9 +289,9 @@ class Settings:
 
 
 def classify_allow_entry(entry: str) -> tuple[str, str]:
-    """An entry of ``FPTRACK_ALLOW_PRIVATE_HOSTS`` (or ``--allow-private-host``), normalised:
-    ``('network', '10.0.0.0/8')`` for an address or network, ``('host', 'example.org:8000')`` for a host with or
-    without a port. Raises ``ValueError`` naming the entry when it is neither."""
+    """An entry of ``FPTRACK_ALLOW_PRIVATE_HOSTS`` (or ``--allow-private-host``), normalised: ``('network',
+    '10.0.0.0/8')`` for an address or network, ``('host', 'example.org:8000')`` for a host with or without a
+    port. Raises ``ValueError`` naming the entry when it is neither."""
     entry = entry.strip().lower()
     bare = entry.strip("[]")
     if "/" in entry or _is_address(bare):

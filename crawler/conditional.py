@@ -1,16 +1,16 @@
 """Conditional requests: a re-crawl asks for a page only if it changed since the crawl that stored it.
 
 A page stored from a 200 response keeps its ``ETag`` and ``Last-Modified`` (``pages.etag``,
-``pages.last_modified``). :class:`ConditionalRequests`, a downloader middleware after the private-address guard,
-sends them back as ``If-None-Match`` and ``If-Modified-Since``; a ``304 Not Modified`` answer becomes a
-:class:`~crawler.pages.CrawledPage` with ``not_modified`` set, and :class:`crawler.store.PageStore` keeps the page as
-it is (text, fingerprints, matches, ``compared_at``), moving only its ``fetched_at``: it counts as unchanged.
+``pages.last_modified``). :class:`ConditionalRequests`, a downloader middleware after the private-address
+guard, sends them back as ``If-None-Match`` and ``If-Modified-Since``; a ``304 Not Modified`` answer becomes a
+:class:`~crawler.pages.CrawledPage` with ``not_modified`` set, and :class:`crawler.store.PageStore` keeps the
+page as it is (text, fingerprints, matches, ``compared_at``), moving only its ``fetched_at``: it counts as
+unchanged.
 
-Only requests whose links the crawl will not follow are made conditional: those at the crawl's depth limit (a 304
-has no body, so no links to follow: a start page or a table of contents answered 304 would hide the chapters
-behind it). On a typical pirate site that is the chapter pages, the bulk of a crawl; the pages that lead to them
-are fetched in full, and their new links found.
-"""
+Only requests whose links the crawl will not follow are made conditional: those at the crawl's depth limit (a
+304 has no body, so no links to follow: a start page or a table of contents answered 304 would hide the
+chapters behind it). On a typical pirate site that is the chapter pages, the bulk of a crawl; the pages that
+lead to them are fetched in full, and their new links found."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ CONDITIONAL = "fptrack_conditional"  # request meta key: validators were sent wi
 
 
 class ConditionalRequests:
-    """Downloader middleware: add ``If-None-Match`` / ``If-Modified-Since`` from the stored page (see the module
-    docstring). The stored validators are read in a thread, never on the reactor's."""
+    """Downloader middleware: add ``If-None-Match`` / ``If-Modified-Since`` from the stored page (see the
+    module docstring). The stored validators are read in a thread, never on the reactor's."""
 
     def __init__(self, crawler: Crawler, store: Any) -> None:
         self.crawler = crawler
@@ -40,7 +40,11 @@ class ConditionalRequests:
         return cls(crawler, hooks.store if isinstance(hooks, CrawlHooks) else None)
 
     async def process_request(self, request: Request, spider: object = None) -> None:
-        if self.store is None or request.meta.get("dont_obey_robotstxt") or request.url.endswith("/robots.txt"):
+        if (
+            self.store is None
+            or request.meta.get("dont_obey_robotstxt")
+            or request.url.endswith("/robots.txt")
+        ):
             return
         limit = getattr(self.crawler.spider, "depth", None)
         if limit is None or request.meta.get("depth", 0) < limit:

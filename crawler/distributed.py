@@ -1,24 +1,24 @@
 """Crawls shared across processes and machines: one frontier in Redis, through scrapy-redis.
 
-A distributed crawl is still one crawl job. Its processes (any number, on any machines that reach the same Redis
-and the same database) share:
+A distributed crawl is still one crawl job. Its processes (any number, on any machines that reach the same
+Redis and the same database) share:
 
 - the **frontier**: scrapy-redis's scheduler (a Redis sorted set; breadth first, as a local crawl) and its
   **dupefilter** (a Redis set of request fingerprints), so every URL is fetched once by one of them;
 - the **page budget**: ``max_pages`` counts responses of all processes (a Redis counter, ``INCR``);
-- the **job**: the first process creates the ``crawl_jobs`` row and seeds the start URLs; the others join, read
-  the job's id, depth and limit from Redis and store their pages into the same job through the same pipeline
-  (:mod:`crawler.store`);
-- the **end**: a process stops when the frontier is empty and no process is busy (each says in Redis when it holds
-  requests; one whose heartbeat stopped for ``FPTRACK_CRAWL_STALE_SECONDS`` no longer counts), or when the budget
-  is spent. Each process then adds its counts to the run's totals; the last one to leave settles the sites, writes
-  the job's totals and removes the run's keys.
+- the **job**: the first process creates the ``crawl_jobs`` row and seeds the start URLs; the others join,
+  read the job's id, depth and limit from Redis and store their pages into the same job through the same
+  pipeline (:mod:`crawler.store`);
+- the **end**: a process stops when the frontier is empty and no process is busy (each says in Redis when it
+  holds requests; one whose heartbeat stopped for ``FPTRACK_CRAWL_STALE_SECONDS`` no longer counts), or when
+  the budget is spent. Each process then adds its counts to the run's totals; the last one to leave settles
+  the sites, writes the job's totals and removes the run's keys.
 
-Each process keeps everything a local crawl has: the private-address guard, robots.txt, politeness (per process:
-N processes may send N x ``concurrency`` requests to the site at a time), depth, include/exclude.
+Each process keeps everything a local crawl has: the private-address guard, robots.txt, politeness (per
+process: N processes may send N x ``concurrency`` requests to the site at a time), depth, include/exclude.
 
-Key layout (``<site>`` is the site key, e.g. ``books.example`` or ``127.0.0.1:8000``; ``<run>`` a random id per
-crawl, so a new crawl starts fresh and two sites never mix)::
+Key layout (``<site>`` is the site key, e.g. ``books.example`` or ``127.0.0.1:8000``; ``<run>`` a random id
+per crawl, so a new crawl starts fresh and two sites never mix)::
 
     fptrack:crawl:<site>:current           the run now crawling the site (what joiners join)
     fptrack:crawl:<site>:<run>:state       hash: status (running / finishing), job id, depth, max pages
@@ -32,9 +32,8 @@ crawl, so a new crawl starts fresh and two sites never mix)::
     fptrack:crawl:<site>:<run>:failures    list: failed requests (url, reason) as JSON
     fptrack:crawl:<site>:<run>:errors      list: errors of processes whose part failed
 
-Only these keys are ever written or deleted (never ``FLUSHDB``); every one expires :data:`KEY_TTL_SECONDS` after the
-last heartbeat, so a crawl whose processes all died leaves nothing behind for long.
-"""
+Only these keys are ever written or deleted (never ``FLUSHDB``); every one expires :data:`KEY_TTL_SECONDS`
+after the last heartbeat, so a crawl whose processes all died leaves nothing behind for long."""
 
 from __future__ import annotations
 
@@ -51,8 +50,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from fptrack.crawler.pages import CrawlError, CrawlStats
 from fptrack.core.settings import Settings
+from fptrack.crawler.pages import CrawlError, CrawlStats
 
 __all__ = [
     "KEY_PREFIX",
@@ -167,10 +166,21 @@ class CrawlKeys:
         return [getattr(self, name) for name in _RUN_KEYS]
 
 
-_RUN_KEYS = ("state", "requests", "dupefilter", "pages", "members", "busy", "alive", "totals", "failures", "errors")
+_RUN_KEYS = (
+    "state",
+    "requests",
+    "dupefilter",
+    "pages",
+    "members",
+    "busy",
+    "alive",
+    "totals",
+    "failures",
+    "errors",
+)
 
-# Join the running crawl of the site when there is one with a live process (mode 'any' or 'join'), else start a
-# new run (mode 'any' or 'new'). Atomic, so two processes starting at once make one run.
+# Join the running crawl of the site when there is one with a live process (mode 'any' or 'join'), else start
+# a new run (mode 'any' or 'new'). Atomic, so two processes starting at once make one run.
 _START_OR_JOIN = """
 local current, prefix, new_run, member, mode = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local stale, ttl, params = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
@@ -202,8 +212,9 @@ for _, suffix in ipairs({':state', ':members', ':busy', ':alive'}) do redis.call
 return {'first', new_run}
 """
 
-# An idle process asks whether the crawl is over: it is no longer busy; processes whose heartbeat stopped no longer
-# count as busy. Returns 2 when the page budget is spent, 1 when the frontier is empty and nobody is busy, else 0.
+# An idle process asks whether the crawl is over: it is no longer busy; processes whose heartbeat stopped no
+# longer count as busy. Returns 2 when the page budget is spent, 1 when the frontier is empty and nobody is
+# busy, else 0.
 _IDLE = """
 local busy, alive, requests, pages = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local member, stale, max_pages = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -225,7 +236,8 @@ for i = 2, #KEYS do redis.call('EXPIRE', KEYS[i], tonumber(ARGV[2])) end
 return now
 """
 
-# A process leaves the run (after adding its totals); the last one to leave is told so (1) and finishes the job.
+# A process leaves the run (after adding its totals); the last one to leave is told so (1) and finishes the
+# job.
 _LEAVE = """
 local members, state, busy, alive, member = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
 redis.call('SREM', busy, member)
@@ -271,7 +283,9 @@ class SharedCrawl:
     Created before the crawl (:meth:`connect`), entered once (:meth:`enter`), handed to Scrapy through the
     :data:`SHARED_SETTING` setting (the scheduler and the spider use it), left once (:meth:`leave`)."""
 
-    def __init__(self, client: Any, url: str, site: str, *, stale_seconds: float, member: str | None = None) -> None:
+    def __init__(
+        self, client: Any, url: str, site: str, *, stale_seconds: float, member: str | None = None
+    ) -> None:
         self.client = client
         self.url = url
         self.site = site
@@ -295,23 +309,28 @@ class SharedCrawl:
 
     @classmethod
     def connect(cls, settings: Settings, site: str) -> SharedCrawl:
-        """Connect to the crawl Redis (:func:`crawl_redis_url`); :class:`DistributedError` in one line when it is
-        not configured or does not answer."""
+        """Connect to the crawl Redis (:func:`crawl_redis_url`); :class:`DistributedError` in one line when it
+        is not configured or does not answer."""
         import redis
 
         url = crawl_redis_url(settings)
         try:
-            client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30, health_check_interval=30)
+            client = redis.Redis.from_url(
+                url, socket_connect_timeout=5, socket_timeout=30, health_check_interval=30
+            )
             client.ping()
         except (redis.RedisError, ValueError, OSError) as error:
-            raise DistributedError(f"cannot reach the crawl Redis at {url_without_password(url)}: {error}") from None
+            raise DistributedError(
+                f"cannot reach the crawl Redis at {url_without_password(url)}: {error}"
+            ) from None
         return cls(client, url, site, stale_seconds=settings.crawl_stale_seconds)
 
     # ------------------------------------------------------------------------------------------- the run
 
     def enter(self, *, depth: int, max_pages: int, mode: str = "any") -> JoinedRun:
         """Join the running crawl of the site, or start a new run (``mode``: ``any``; ``join``: only join,
-        :class:`DistributedError` when none runs; ``new``: always a new run, for the holder of the site's claim)."""
+        :class:`DistributedError` when none runs; ``new``: always a new run, for the holder of the site's
+        claim)."""
         params = json.dumps({"depth": depth, "max_pages": max_pages})
         role, run = (
             _text(v)
@@ -351,7 +370,9 @@ class SharedCrawl:
             if value is not None:
                 return int(value)
             if time.monotonic() >= deadline:
-                raise DistributedError(f"the distributed crawl of {self.site} has no crawl job after {timeout:g}s")
+                raise DistributedError(
+                    f"the distributed crawl of {self.site} has no crawl job after {timeout:g}s"
+                )
             time.sleep(0.1)
 
     def job_id(self) -> int | None:
@@ -374,8 +395,8 @@ class SharedCrawl:
         self.client.srem(self._keys().busy, self.member)
 
     def crawl_over(self) -> int:
-        """This process is idle: 2 when the page budget is spent, 1 when the frontier is empty and no process is
-        busy, else 0 (wait: a busy process may add links)."""
+        """This process is idle: 2 when the page budget is spent, 1 when the frontier is empty and no process
+        is busy, else 0 (wait: a busy process may add links)."""
         keys = self._keys()
         return int(
             self._scripts["idle"](
@@ -399,14 +420,15 @@ class SharedCrawl:
     def heartbeat(self) -> None:
         keys = self._keys()
         self._scripts["heartbeat"](
-            keys=[keys.alive, *keys.run_keys(), CrawlKeys.current_of(self.site)], args=[self.member, KEY_TTL_SECONDS]
+            keys=[keys.alive, *keys.run_keys(), CrawlKeys.current_of(self.site)],
+            args=[self.member, KEY_TTL_SECONDS],
         )
 
     # ------------------------------------------------------------------------------------------ the end
 
     def leave(self, part: CrawlPart) -> bool:
-        """Add this process's counts to the run's totals and leave it; True for the last process to leave, which
-        finishes the job (:meth:`totals`, then :meth:`remove_keys`)."""
+        """Add this process's counts to the run's totals and leave it; True for the last process to leave,
+        which finishes the job (:meth:`totals`, then :meth:`remove_keys`)."""
         keys = self._keys()
         self._stop_heartbeat()
         stats = part.stats
@@ -493,8 +515,8 @@ def shared_of(settings: Any) -> SharedCrawl | None:
 
 def scrapy_redis_settings(shared: SharedCrawl) -> dict[str, Any]:
     """The Scrapy settings that put a crawl's frontier and dupefilter in Redis (scrapy-redis), under the run's
-    keys. The queue is kept when a process closes (``SCHEDULER_PERSIST``): the others may still use it; the last
-    process to leave removes it."""
+    keys. The queue is kept when a process closes (``SCHEDULER_PERSIST``): the others may still use it; the
+    last process to leave removes it."""
     keys = shared._keys()
     return {
         "SCHEDULER": "fptrack.crawler.distributed.SharedScheduler",
@@ -518,12 +540,12 @@ def _scheduler_base() -> type:
 
 
 class SharedScheduler(_scheduler_base()):  # type: ignore[misc]
-    """scrapy-redis's scheduler, telling the other processes when this one holds requests (busy) and ending the
-    crawl only when the frontier is empty and nobody is busy (or the shared page budget is spent).
+    """scrapy-redis's scheduler, telling the other processes when this one holds requests (busy) and ending
+    the crawl only when the frontier is empty and nobody is busy (or the shared page budget is spent).
 
     Busy is announced *before* a request is popped, so a process that finds the frontier empty and nobody busy
-    knows that no request is in flight anywhere: a popped request's process stays busy until the links of its page
-    are in the frontier (Scrapy is idle only then)."""
+    knows that no request is in flight anywhere: a popped request's process stays busy until the links of its
+    page are in the frontier (Scrapy is idle only then)."""
 
     shared: SharedCrawl
 
@@ -533,7 +555,9 @@ class SharedScheduler(_scheduler_base()):  # type: ignore[misc]
 
         shared = shared_of(crawler.settings)
         if shared is None:
-            raise TypeError(f"the {SHARED_SETTING} setting must hold a SharedCrawl (run crawls with run_crawl)")
+            raise TypeError(
+                f"the {SHARED_SETTING} setting must hold a SharedCrawl (run crawls with run_crawl)"
+            )
         scheduler: SharedScheduler = super().from_crawler(crawler)
         scheduler.shared = shared
         scheduler.crawler = crawler
@@ -577,9 +601,9 @@ class SharedScheduler(_scheduler_base()):  # type: ignore[misc]
             raise DontCloseSpider
 
     def _look_again(self) -> None:
-        """Ask the engine for requests again soon: links another process adds reach this one in a fraction of a
-        second, not at the engine's next heartbeat (5 s). Uses the engine's slot, which is not public API: without
-        it, the heartbeat still does the job."""
+        """Ask the engine for requests again soon: links another process adds reach this one in a fraction of
+        a second, not at the engine's next heartbeat (5 s). Uses the engine's slot, which is not public API:
+        without it, the heartbeat still does the job."""
         slot = getattr(getattr(self.crawler, "engine", None), "_slot", None)
         nextcall = getattr(slot, "nextcall", None)
         if nextcall is not None and getattr(slot, "closing", None) is None:

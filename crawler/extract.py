@@ -5,10 +5,11 @@ Pure function, lxml only. The method is a line-level take on text-density / link
 "Boilerplate Detection using Shallow Text Features", WSDM 2010), adapted to Chinese pirate-site templates:
 
 1. Parse leniently; drop scripts, styles, forms' widgets, iframes, comments and hidden elements (inline
-   ``display:none`` / ``visibility:hidden`` / ``font-size:0``, the ``hidden`` attribute, and the same declarations
-   in the page's ``<style>`` rules for simple selectors, see :func:`hidden_selectors`). A document nested deeper
-   than libxml2 parses (2,048 levels) is flattened below :data:`FLATTEN_DEPTH` levels and parsed again; a start tag
-   longer than :data:`MAX_TAG_CHARS` keeps its first attributes (:func:`shorten_huge_tags`).
+   ``display:none`` / ``visibility:hidden`` / ``font-size:0``, the ``hidden`` attribute, and the same
+   declarations in the page's ``<style>`` rules for simple selectors, see :func:`hidden_selectors`). A
+   document nested deeper than libxml2 parses (2,048 levels) is flattened below :data:`FLATTEN_DEPTH` levels
+   and parsed again; a start tag longer than :data:`MAX_TAG_CHARS` keeps its first attributes
+   (:func:`shorten_huge_tags`).
 2. Cut the page into *lines*: runs of text between block boundaries and ``<br>``. For each line count its
    visible characters, the characters inside links and the characters inside "chrome" elements
    (``<nav>``, ``<footer>``, ``<aside>``, or an id/class such as ``nav``, ``footer``, ``ad``, ``gg``,
@@ -29,9 +30,9 @@ Pure function, lxml only. The method is a line-level take on text-density / link
    (``ｗww．ｕｕkａnｓhu．coｍ``) and reader notices (``章节错误,点此举报``, ``本章未完，点击下一页继续阅读``) are cut
    out as substrings.
 
-Whitespace is tidied (runs of spaces, ``&nbsp;``, full-width spaces and line breaks inside a paragraph
-become one space; ends are stripped); apart from the cuts above nothing is changed, because match offsets refer
-to this text.
+Whitespace is tidied (runs of spaces, ``&nbsp;``, full-width spaces and line breaks inside a paragraph become
+one space; ends are stripped); apart from the cuts above nothing is changed, because match offsets refer to
+this text.
 
 Work is linear in the page size: links are resolved once per distinct ``href`` and at most ``max_links`` are
 kept; ``max_chars`` cuts the text at a paragraph boundary. What was cut or flattened is said in ``notes``.
@@ -106,7 +107,8 @@ _HIDDEN_STYLE = re.compile(
     r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0*(?:\.0*)?(?:px|pt|em|rem|%)?\s*(?:!important\s*)?(?:;|$)",
     re.IGNORECASE,
 )
-# A simple selector: an optional tag, then any number of .class / #id parts (no combinators, attributes, pseudo-classes).
+# A simple selector: an optional tag, then any number of .class / #id parts (no combinators, attributes,
+# pseudo-classes).
 _SIMPLE_SELECTOR = re.compile(r"^([a-zA-Z][a-zA-Z0-9]*|\*)?((?:[.#][\w-]+)*)$")
 _SELECTOR_PART = re.compile(r"([.#])([\w-]+)")
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
@@ -121,21 +123,25 @@ _BOILERPLATE_PHRASE = re.compile(
     r"免费阅读|最快更新|无弹窗|请收藏|广告",
     re.IGNORECASE,
 )
+
+
 def _either_width(word: str, spaced: bool = False) -> str:
     """A pattern for ``word`` in half-width or full-width letters, any case (``com`` matches ``ｃoＭ``), with a
     space allowed between letters when ``spaced``."""
     return (r"\s?" if spaced else "").join(
-        f"[{ch.lower()}{ch.upper()}{chr(ord(ch.lower()) + 0xFEE0)}{chr(ord(ch.upper()) + 0xFEE0)}]" for ch in word
+        f"[{ch.lower()}{ch.upper()}{chr(ord(ch.lower()) + 0xFEE0)}{chr(ord(ch.upper()) + 0xFEE0)}]"
+        for ch in word
     )
 
 
-# Reader notices pirate sites splice into the text, cut out wherever they are (with the punctuation they bring).
+# Reader notices pirate sites splice into the text, cut out wherever they are (with the punctuation they
+# bring).
 _NOTICE = re.compile(
     r"[(（【\[]?\s*(?:章节错误\s*[,，]?\s*点此举报(?:\s*[(（]\s*免注册\s*[)）])?|本章未完\s*[,，]?\s*点击下一页继续阅读|"
     r"(?:请)?(?:加入书签|投推荐票)(?:\s*[,，、/|]\s*(?:加入书签|投推荐票|方便阅读|投票推荐))*)\s*[)）】\]]?\s*[。.!！]?"
 )
-# A site address spliced into a sentence, half-width or full-width letters and dots: ``www`` and spaces between the
-# parts (``ｗ ww ． xxx ． ｃom``), or a bare ``name.tld`` without spaces.
+# A site address spliced into a sentence, half-width or full-width letters and dots: ``www`` and spaces
+# between the parts (``ｗ ww ． xxx ． ｃom``), or a bare ``name.tld`` without spaces.
 _ALNUM = "a-zA-Z0-9ａ-ｚＡ-Ｚ０-９"
 _W = _either_width("w")
 _DOT = r"\s*[.．。]\s*"
@@ -226,7 +232,9 @@ def cap_text(text: str, max_chars: int) -> tuple[str, tuple[str, ...]]:
     if len(text) <= max_chars:
         return text, ()
     cut = text.rfind("\n", 0, max_chars + 1)
-    kept = text[:cut] if cut > 0 else text[:max_chars].rstrip()  # a paragraph cut inside keeps no trailing space
+    kept = (
+        text[:cut] if cut > 0 else text[:max_chars].rstrip()
+    )  # a paragraph cut inside keeps no trailing space
     return kept, (f"text cut to {len(kept)} of {len(text)} characters (over the {max_chars}-character cap)",)
 
 
@@ -254,7 +262,8 @@ def _parse(html: str, notes: list[str]) -> lxml.html.HtmlElement | None:
 
 
 class _ParserGaveUp(Exception):
-    """libxml2 stopped with an error of its own (out of memory, most likely), not a recoverable syntax error."""
+    """libxml2 stopped with an error of its own (out of memory, most likely), not a recoverable syntax
+    error."""
 
 
 def _parse_html(markup: str) -> tuple[lxml.html.HtmlElement | None, bool]:
@@ -267,7 +276,8 @@ def _parse_html(markup: str) -> tuple[lxml.html.HtmlElement | None, bool]:
     except lxml.etree.LxmlError as error:  # libxml2 out of memory reports "unknown error"
         raise _ParserGaveUp(str(error) or type(error).__name__) from None
     too_deep = any(
-        entry.type_name == "ERR_RESOURCE_LIMIT" or "Excessive depth" in entry.message for entry in parser.error_log
+        entry.type_name == "ERR_RESOURCE_LIMIT" or "Excessive depth" in entry.message
+        for entry in parser.error_log
     )
     return (root if isinstance(root, lxml.html.HtmlElement) else None), too_deep
 
@@ -279,12 +289,12 @@ _ATTRIBUTE = re.compile(r"""\s+[^\s=/>"'<]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<
 
 
 def shorten_huge_tags(markup: str, notes: list[str] | None = None) -> str:
-    """``markup`` with every start tag longer than :data:`MAX_TAG_CHARS` cut to its first well-formed attributes
-    (at most 256, all within that length).
+    """``markup`` with every start tag longer than :data:`MAX_TAG_CHARS` cut to its first well-formed
+    attributes (at most 256, all within that length).
 
     libxml2 checks each attribute of an element against all the ones before it: a tag of a million attributes
-    would take hours to parse. Linear: the markup is cut at each ``>``, and only pieces longer than the limit are
-    looked at (a ``>`` inside a quoted value ends a piece early, which only keeps more)."""
+    would take hours to parse. Linear: the markup is cut at each ``>``, and only pieces longer than the limit
+    are looked at (a ``>`` inside a quoted value ends a piece early, which only keeps more)."""
     pieces = markup.split(">")
     shortened = 0
     for number, piece in enumerate(pieces):
@@ -301,28 +311,46 @@ def shorten_huge_tags(markup: str, notes: list[str] | None = None) -> str:
     if not shortened:
         return markup
     if notes is not None:
-        notes.append(f"{shortened} start tag(s) longer than {MAX_TAG_CHARS} characters cut to their first attributes")
+        notes.append(
+            f"{shortened} start tag(s) longer than {MAX_TAG_CHARS} characters cut to their first attributes"
+        )
     return ">".join(pieces)
 
 
 _TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>")
 _VOID_TAGS = frozenset(
-    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+    {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    }
 )
 
 
 def _flatten(markup: str, max_depth: int) -> str:
-    """``markup`` with every element opened below ``max_depth`` levels unwrapped (its tags removed, its text kept;
-    a block element leaves a ``<br>``, one per run of them without text between, so its text stays a line of its
-    own). A tag scanner, not a parser:
-    implicitly closed elements (``<p>``, ``<li>`` without end tags) count as open, which only unwraps more."""
+    """``markup`` with every element opened below ``max_depth`` levels unwrapped (its tags removed, its text
+    kept; a block element leaves a ``<br>``, one per run of them without text between, so its text stays a
+    line of its own). A tag scanner, not a parser: implicitly closed elements (``<p>``, ``<li>`` without end
+    tags) count as open, which only unwraps more."""
     out: list[str] = []
     stack: list[tuple[str, bool]] = []  # (tag, kept)
     kept_depth = 0
     position = 0
 
     def unwrapped(name: str) -> str:
-        # one <br> for a run of unwrapped blocks with no text between them: a million nested <div>s are one line
+        # one <br> for a run of unwrapped blocks with no text between them: a million nested <div>s are one
+        # line
         return "<br>" if name in _BLOCK_TAGS and (not out or out[-1] != "<br>") else ""
 
     for match in _TAG.finditer(markup):
@@ -334,7 +362,8 @@ def _flatten(markup: str, max_depth: int) -> str:
             out.append(match.group(0))
             continue
         if not closing:
-            # links keep their element a little deeper: a page of unclosed <div>s, each with its link, keeps them
+            # links keep their element a little deeper: a page of unclosed <div>s, each with its link, keeps
+            # them
             kept = kept_depth < max_depth or (name == "a" and kept_depth < max_depth + 64)
             kept_depth += kept
             stack.append((name, kept))
@@ -363,8 +392,8 @@ def _title(root: lxml.html.HtmlElement) -> str:
 def _links(
     root: lxml.html.HtmlElement, base_url: str, max_links: int | None, notes: list[str]
 ) -> tuple[str, ...]:
-    """One pass over the anchors; each distinct ``href`` is resolved once (URL joining dominates the cost), and
-    the pass stops at ``max_links`` links."""
+    """One pass over the anchors; each distinct ``href`` is resolved once (URL joining dominates the cost),
+    and the pass stops at ``max_links`` links."""
     base = base_url
     for element in root.iter("base"):
         href = (element.get("href") or "").strip()
@@ -395,9 +424,9 @@ def hidden_selectors(root: lxml.html.HtmlElement) -> list[tuple[str, frozenset[s
     """The simple selectors that the page's ``<style>`` rules hide (``display:none``, ``visibility:hidden``,
     ``font-size:0``), as (tag or ``''``, classes, id or ``''``).
 
-    A small matcher, on purpose: selectors with combinators (``div .x``, ``a > b``), attributes, pseudo-classes
-    or inside ``@media`` / other at-rules are ignored, as are external style sheets and rules a later rule
-    overrides; inline styles are checked on each element separately."""
+    A small matcher, on purpose: selectors with combinators (``div .x``, ``a > b``), attributes,
+    pseudo-classes or inside ``@media`` / other at-rules are ignored, as are external style sheets and rules a
+    later rule overrides; inline styles are checked on each element separately."""
     found: list[tuple[str, frozenset[str], str]] = []
     for style in root.iter("style"):
         css = _CSS_COMMENT.sub("", style.text or "")
@@ -405,7 +434,10 @@ def hidden_selectors(root: lxml.html.HtmlElement) -> list[tuple[str, frozenset[s
         for position, char in enumerate(css):
             if char == "{":
                 if depth == 0:
-                    selectors, start = css[start:position].rsplit(";", 1)[-1], position + 1  # after an @import;
+                    selectors, start = (
+                        css[start:position].rsplit(";", 1)[-1],
+                        position + 1,
+                    )  # after an @import;
                     at_rule = selectors.lstrip().startswith("@")
                 depth += 1
             elif char == "}" and depth:
@@ -432,11 +464,15 @@ def _simple_selectors(text: str) -> list[tuple[str, frozenset[str], str]]:
     return found
 
 
-def _matches(element: lxml.html.HtmlElement, tag: str, selectors: list[tuple[str, frozenset[str], str]]) -> bool:
+def _matches(
+    element: lxml.html.HtmlElement, tag: str, selectors: list[tuple[str, frozenset[str], str]]
+) -> bool:
     classes = frozenset((element.get("class") or "").split())
     identifier = element.get("id") or ""
     return any(
-        (not want_tag or want_tag == tag) and want_classes <= classes and (not want_id or want_id == identifier)
+        (not want_tag or want_tag == tag)
+        and want_classes <= classes
+        and (not want_id or want_id == identifier)
         for want_tag, want_classes, want_id in selectors
     )
 
@@ -649,8 +685,8 @@ def _main_text(blocks: list[_Block], lines: list[_Line], headings: set[str]) -> 
     best = _narrow(blocks, best)
     inside = _subtree(blocks, best)
     kept = [line.text for line in lines if line.block in inside and not line.is_chrome and line.text]
-    # The chapter heading repeated at the top of the body (as a line of the text block, not as its <h1>) is not
-    # the body: drop it when it equals the title's first part or a heading line just before the block.
+    # The chapter heading repeated at the top of the body (as a line of the text block, not as its <h1>) is
+    # not the body: drop it when it equals the title's first part or a heading line just before the block.
     headings = headings | {_squeeze(line.text) for line in lines[: _first_line(lines, inside)][-3:]}
     while kept and len(kept[0]) <= _HEADING_MAX_CHARS and _squeeze(kept[0]) in headings and len(kept) > 1:
         kept.pop(0)

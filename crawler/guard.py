@@ -1,22 +1,23 @@
 """The private-address guard: a crawl never reaches private, loopback, link-local, multicast or reserved
 addresses unless it was told it may.
 
-A pirate site's page (or its DNS) can point a crawler at ``http://169.254.169.254/`` (a cloud metadata service),
-``http://10.0.0.5/admin`` or ``http://127.0.0.1:6379/``: classic server-side request forgery. Two layers stop it:
+A pirate site's page (or its DNS) can point a crawler at ``http://169.254.169.254/`` (a cloud metadata
+service), ``http://10.0.0.5/admin`` or ``http://127.0.0.1:6379/``: classic server-side request forgery. Two
+layers stop it:
 
 1. :class:`PrivateAddressGuard`, a downloader middleware that runs first for every request, redirects and
    robots.txt included: it resolves the host (all addresses, IPv4 and IPv6) and refuses the request before any
    connection when one address is not public. It checks the destination itself, so it holds when an HTTP proxy
    is configured (the proxy, not this process, would connect). A refusal is an ``IgnoreRequest`` whose message
    says why; the spider records it as a failure of the crawl.
-2. :class:`GuardedResolver`, installed as Twisted's resolver, checks again the address a connection is about to
-   use: a DNS answer that changed between the two (DNS rebinding) is refused too.
+2. :class:`GuardedResolver`, installed as Twisted's resolver, checks again the address a connection is about
+   to use: a DNS answer that changed between the two (DNS rebinding) is refused too.
 
-Allowed: hosts and networks listed in ``FPTRACK_ALLOW_PRIVATE_HOSTS``, by ``fptrack crawl --allow-private-host``
-or by a site's ``allow_private`` setting, and the hosts of the configured proxies (the operator's choice). An
-entry is ``host`` (any port), ``host:port`` (that port only: ``127.0.0.1:8000``), or an address or network
-(``10.0.0.5``, ``10.0.0.0/8``, ``fd00::/8``), which allows every host name resolving into it.
-"""
+Allowed: hosts and networks listed in ``FPTRACK_ALLOW_PRIVATE_HOSTS``, by ``fptrack crawl
+--allow-private-host`` or by a site's ``allow_private`` setting, and the hosts of the configured proxies (the
+operator's choice). An entry is ``host`` (any port), ``host:port`` (that port only: ``127.0.0.1:8000``), or an
+address or network (``10.0.0.5``, ``10.0.0.0/8``, ``fd00::/8``), which allows every host name resolving into
+it."""
 
 from __future__ import annotations
 
@@ -126,7 +127,9 @@ class PrivateAddressPolicy:
     def allows_any_port_of(self, host: str) -> bool:
         host = host.lower().strip("[]")
         shown = f"[{host}]" if ":" in host else host
-        return host in self.proxy_hosts or any(h in (host, shown) or h.rsplit(":", 1)[0] == shown for h in self.hosts)
+        return host in self.proxy_hosts or any(
+            h in (host, shown) or h.rsplit(":", 1)[0] == shown for h in self.hosts
+        )
 
     def allows_address(self, address: IPAddress) -> bool:
         return any(address.version == network.version and address in network for network in self.networks)
@@ -160,7 +163,9 @@ def proxy_hosts(extra: Iterable[str] = ()) -> frozenset[str]:
 def _policy(settings: Any) -> PrivateAddressPolicy:
     policy = settings.get(POLICY_SETTING)
     if not isinstance(policy, PrivateAddressPolicy):
-        raise TypeError(f"the {POLICY_SETTING} setting must hold a PrivateAddressPolicy (run crawls with run_crawl)")
+        raise TypeError(
+            f"the {POLICY_SETTING} setting must hold a PrivateAddressPolicy (run crawls with run_crawl)"
+        )
     return policy
 
 
@@ -210,7 +215,8 @@ class PrivateAddressGuard:
 
 
 def resolve_all(host: str, port: int) -> list[IPAddress]:
-    """Every address ``host`` resolves to; [] when it does not resolve (the download then fails on its own)."""
+    """Every address ``host`` resolves to; [] when it does not resolve (the download then fails on its
+    own)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
@@ -225,8 +231,8 @@ def resolve_all(host: str, port: int) -> list[IPAddress]:
 
 
 class GuardedResolver(CachingThreadedResolver):
-    """Scrapy's caching resolver, refusing a non-public answer for a host the policy does not allow (the second
-    layer: the address checked here is the one the connection uses)."""
+    """Scrapy's caching resolver, refusing a non-public answer for a host the policy does not allow (the
+    second layer: the address checked here is the one the connection uses)."""
 
     policy: PrivateAddressPolicy = PrivateAddressPolicy()
 
@@ -245,9 +251,14 @@ class GuardedResolver(CachingThreadedResolver):
         if self.policy.allows_any_port_of(name):
             return result
         address = parse_address(result)
-        if address is not None and address_kind(address) is not None and not self.policy.allows_address(address):
+        if (
+            address is not None
+            and address_kind(address) is not None
+            and not self.policy.allows_address(address)
+        ):
             raise RefusedAddressError(
-                f"refused by the private-address guard: {name} resolved to {result}, a {address_kind(address)} "
+                f"refused by the private-address guard: {name} resolved to {result}, a "
+                f"{address_kind(address)} "
                 "address"
             )
         return result

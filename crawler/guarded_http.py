@@ -1,17 +1,17 @@
-"""A plain HTTP client for one-off fetches outside Scrapy (takedown re-checks), behind the same private-address
-guard and politeness as a crawl.
+"""A plain HTTP client for one-off fetches outside Scrapy (takedown re-checks), behind the same
+private-address guard and politeness as a crawl.
 
-Why not Scrapy: a re-check fetches one known URL per page, no links, a few hundred pages a day spread over many
-sites; Scrapy's reactor runs once per process, so every re-check would need a process of its own (as scheduled
-crawls do) to fetch a handful of pages. A blocking client runs inside the Celery task or the CLI command, and what
-the crawl gets from Scrapy is done here the same way, with the crawler's own parts:
+Why not Scrapy: a re-check fetches one known URL per page, no links, a few hundred pages a day spread over
+many sites; Scrapy's reactor runs once per process, so every re-check would need a process of its own (as
+scheduled crawls do) to fetch a handful of pages. A blocking client runs inside the Celery task or the CLI
+command, and what the crawl gets from Scrapy is done here the same way, with the crawler's own parts:
 
 - the guard: the host is resolved once (every address, IPv4 and IPv6), :meth:`PrivateAddressPolicy.refusal`
-  decides, and the connection goes to the address that was checked (pinned: a DNS answer that changes between the
-  check and the connection, DNS rebinding, cannot redirect it). Every redirect hop is checked again;
-- politeness: robots.txt (the ``fptrack`` user agent, else ``*``) when the site obeys it, the site's delay (and a
-  robots ``Crawl-delay``) between two requests to one site, ``FPTRACK_USER_AGENT``, the crawl timeout and the
-  body size cap.
+  decides, and the connection goes to the address that was checked (pinned: a DNS answer that changes between
+  the check and the connection, DNS rebinding, cannot redirect it). Every redirect hop is checked again;
+- politeness: robots.txt (the ``fptrack`` user agent, else ``*``) when the site obeys it, the site's delay
+  (and a robots ``Crawl-delay``) between two requests to one site, ``FPTRACK_USER_AGENT``, the crawl timeout
+  and the body size cap.
 
 Limits: HTTP proxies from the environment are not used (a re-check connects directly); bodies are not
 decompressed (``Accept-Encoding: identity`` is sent).
@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
-from fptrack.crawler.guard import IPAddress, PrivateAddressPolicy
 from fptrack.core.settings import Settings
+from fptrack.crawler.guard import IPAddress, PrivateAddressPolicy
 from fptrack.storage.sites import site_of
 
 __all__ = ["FetchFailure", "FetchResult", "GuardedFetcher", "NoSuchHost"]
@@ -45,7 +45,8 @@ class FetchFailure(Exception):
 
 
 class NoSuchHost(FetchFailure):
-    """The host name does not exist (DNS says so, not a temporary failure): for a re-check, the page is gone."""
+    """The host name does not exist (DNS says so, not a temporary failure): for a re-check, the page is
+    gone."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ def _resolve(host: str, port: int) -> list[IPAddress]:
 
 
 class _PinnedHTTP(http.client.HTTPConnection):
-    """An HTTP connection to ``address``, whatever ``host`` resolves to now (the ``Host`` header stays ``host``)."""
+    """An HTTP connection to ``address``, whatever ``host`` resolves to now (the ``Host`` header stays
+    ``host``)."""
 
     def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
@@ -133,8 +135,8 @@ class GuardedFetcher:
         self._sites: dict[str, _SitePoliteness] = {}
 
     def fetch(self, url: str) -> FetchResult:
-        """GET ``url``, following redirects (each hop guarded and allowed by robots.txt); :class:`FetchFailure`
-        (or :class:`NoSuchHost`) with the reason when there is no response to judge."""
+        """GET ``url``, following redirects (each hop guarded and allowed by robots.txt);
+        :class:`FetchFailure` (or :class:`NoSuchHost`) with the reason when there is no response to judge."""
         current = url
         for _ in range(MAX_REDIRECTS + 1):
             self._check_robots(current)
@@ -223,7 +225,11 @@ class GuardedFetcher:
             connection.request(
                 "GET",
                 target,
-                headers={"User-Agent": self.settings.user_agent, "Accept-Encoding": "identity", "Accept": "*/*"},
+                headers={
+                    "User-Agent": self.settings.user_agent,
+                    "Accept-Encoding": "identity",
+                    "Accept": "*/*",
+                },
             )
             response = connection.getresponse()
             headers = {name.lower(): value for name, value in response.getheaders()}

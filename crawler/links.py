@@ -10,6 +10,7 @@ from fptrack.storage.sites import site_of
 
 __all__ = ["links_to_follow", "request_url", "site_of"]
 
+
 def request_url(url: str) -> str:
     """A start URL as it will be requested (fragment removed); :class:`CrawlError` when it cannot be."""
     cleaned = url.strip()

@@ -42,11 +42,11 @@ def same_registrable_domain(url: str, other: str) -> bool:
 
 
 class StayOnStartSites:
-    """Refuse any request off the crawl's sites (the spider's ``allowed_sites``). Links are already
-    filtered by the spider; this catches redirects (``302 Location: http://elsewhere/``). A start URL
-    that redirects to another site of its registrable domain (``example.com`` -> ``www.example.com``, or another
-    port of the same host) makes that site a crawl site; a start URL redirecting anywhere else is refused, with
-    the reason, as any other off-site redirect."""
+    """Refuse any request off the crawl's sites (the spider's ``allowed_sites``). Links are already filtered
+    by the spider; this catches redirects (``302 Location: http://elsewhere/``). A start URL that redirects to
+    another site of its registrable domain (``example.com`` -> ``www.example.com``, or another port of the
+    same host) makes that site a crawl site; a start URL redirecting anywhere else is refused, with the
+    reason, as any other off-site redirect."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -119,8 +119,9 @@ class SkipBinaryBodies:
         return extension
 
     def bytes_received(self, data: bytes, request: Request, spider: object) -> None:
-        # The download handler cancels a body over the size cap without saying why when it has no Content-Length;
-        # the count lets the spider's errback tell that cancel apart (crawler.parse.describe_failure).
+        # The download handler cancels a body over the size cap without saying why when it has no
+        # Content-Length; the count lets the spider's errback tell that cancel apart
+        # (crawler.parse.describe_failure).
         request.meta[BYTES_RECEIVED] = request.meta.get(BYTES_RECEIVED, 0) + len(data)
 
     def headers_received(self, headers: Any, body_length: int, request: Request, spider: object) -> None:

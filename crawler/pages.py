@@ -8,7 +8,15 @@ from datetime import datetime
 
 from fptrack.core.errors import FptrackError
 
-__all__ = ["RENDER_JS_MODES", "CrawlError", "CrawlFailure", "CrawlOptions", "CrawlProgress", "CrawlStats", "CrawledPage"]
+__all__ = [
+    "RENDER_JS_MODES",
+    "CrawlError",
+    "CrawlFailure",
+    "CrawlOptions",
+    "CrawlProgress",
+    "CrawlStats",
+    "CrawledPage",
+]
 
 
 class CrawlError(FptrackError):
@@ -21,10 +29,10 @@ class CrawledPage:
 
     ``text`` is the extracted main text, paragraphs separated by ``"\\n"``, only whitespace tidied (the
     fingerprint stage normalises; match offsets refer to this exact string). It is ``''`` for non-200
-    responses and non-text bodies, and ``error`` then says why. ``note`` says what was cut or repaired on a page
-    that has text (text over the character cap, links over the link cap, nesting flattened), ``'; '``-joined. ``not_modified`` marks a 304 answer to a
-    conditional request: the page as stored is still current.
-    """
+    responses and non-text bodies, and ``error`` then says why. ``note`` says what was cut or repaired on a
+    page that has text (text over the character cap, links over the link cap, nesting flattened), ``';
+    '``-joined. ``not_modified`` marks a 304 answer to a conditional request: the page as stored is still
+    current."""
 
     url: str
     final_url: str
@@ -40,7 +48,8 @@ class CrawledPage:
     # validators of a 200 response (sent back on the next crawl: conditional requests, crawler/conditional.py)
     etag: str = ""
     last_modified: str = ""
-    # a 304 to a conditional request: the stored page is still current (nothing else of this value is meaningful)
+    # a 304 to a conditional request: the stored page is still current (nothing else of this value is
+    # meaningful)
     not_modified: bool = False
     next_part_url: str = ""  # the next part of a chapter split over pages ("下一页"), see crawler.multipage
 
@@ -56,8 +65,12 @@ class CrawlStats:
     elapsed_seconds: float
     sink_errors: int = 0
     finish_reason: str = ""  # Scrapy's: "finished", "closespider_...", "shutdown" (Ctrl+C), "store_failed"
-    counters: Mapping[str, int] = field(default_factory=dict)  # namespaced Scrapy stats: fptrack/..., robotstxt/...
-    notes: tuple[str, ...] = ()  # how the crawl ran, when it is not as asked (e.g. JS rendering off: no Chromium)
+    counters: Mapping[str, int] = field(
+        default_factory=dict
+    )  # namespaced Scrapy stats: fptrack/..., robotstxt/...
+    notes: tuple[
+        str, ...
+    ] = ()  # how the crawl ran, when it is not as asked (e.g. JS rendering off: no Chromium)
 
     @property
     def interrupted(self) -> bool:
@@ -89,7 +102,8 @@ RENDER_JS_MODES = ("auto", "yes", "no")
 @dataclass(frozen=True)
 class CrawlOptions:
     """How one crawl behaves beyond its start URLs and limits: a managed site's settings
-    (:func:`jobs.sites.crawl_options`) or the options of ``fptrack crawl``. ``None`` means: the global setting.
+    (:func:`jobs.sites.crawl_options`) or the options of ``fptrack crawl``. ``None`` means: the global
+    setting.
 
     - ``allowed_hosts``: more sites (``host`` or ``host:port``) that links may lead to;
     - ``include`` / ``exclude``: regular expressions (``re.search``) on link URLs: a link is followed when it

@@ -93,9 +93,8 @@ def parse_response(
 ) -> ParsedResponse:
     """Decode and extract one response. Never raises for bad content: the page's ``error`` says why.
 
-    Only 200 responses with a text body get text; only HTML pages give links, at most ``max_links``. The text is
-    cut to ``max_chars`` at a paragraph boundary; the page's ``note`` records such cuts (and repairs).
-    """
+    Only 200 responses with a text body get text; only HTML pages give links, at most ``max_links``. The text
+    is cut to ``max_chars`` at a paragraph boundary; the page's ``note`` records such cuts (and repairs)."""
     body = response.body or b""
     content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
     mime = media_type(content_type)
@@ -143,7 +142,9 @@ def parse_response(
     error = ""
     next_part = ""
     if mime in _HTML_TYPES:
-        extracted = extract_main_text(decoded.text, base_url=response.url, max_links=max_links, max_chars=max_chars)
+        extracted = extract_main_text(
+            decoded.text, base_url=response.url, max_links=max_links, max_chars=max_chars
+        )
         title, text, links, notes = extracted.title, extracted.text, extracted.links, extracted.notes
         error = extracted.error
         next_part = next_part_url(decoded.text, response.url)
@@ -159,7 +160,8 @@ def parse_response(
         title=title,
         text=text,
         content_sha256=_sha256(text.encode("utf-8")),
-        error=error,  # a document that could not be parsed at all (nesting too deep) has no text, and says why
+        # a document that could not be parsed at all (nesting too deep) has no text, and says why
+        error=error,
         note="; ".join(notes),
         next_part_url=next_part,
         **common,  # type: ignore[arg-type]
@@ -170,9 +172,9 @@ def parse_response(
 def describe_failure(
     error: BaseException, *, timeout: float | None = None, max_bytes: int | None = None, received: int = 0
 ) -> str:
-    """A one-line, human-readable reason for a request that got no response. ``received`` is how many body bytes
-    had arrived: a body without a Content-Length (chunked) that outgrows ``max_bytes`` is cancelled silently by
-    Scrapy, and only this count tells that cancel from others."""
+    """A one-line, human-readable reason for a request that got no response. ``received`` is how many body
+    bytes had arrived: a body without a Content-Length (chunked) that outgrows ``max_bytes`` is cancelled
+    silently by Scrapy, and only this count tells that cancel from others."""
     from scrapy import exceptions as scrapy_errors
     from twisted.internet import error as net
     from twisted.internet.defer import CancelledError

@@ -1,8 +1,8 @@
 """Item pipelines, one concern each, in this order: record -> persist (or sink) -> progress.
 
 - :class:`RecordPipeline` counts pages by status and collects failures (ledger and namespaced Scrapy stats);
-- :class:`PersistPipeline` writes pages through a :class:`crawler.store.PageStore` a batch at a time (and at least
-  every :data:`FLUSH_SECONDS`, and when the spider closes); the store enqueues after each commit;
+- :class:`PersistPipeline` writes pages through a :class:`crawler.store.PageStore` a batch at a time (and at
+  least every :data:`FLUSH_SECONDS`, and when the spider closes); the store enqueues after each commit;
 - :class:`SinkPipeline` hands each page to a plain callback instead (``fptrack check`` of one URL, tests);
 - :class:`ProgressPipeline` tells the caller after each page.
 
@@ -22,7 +22,14 @@ from scrapy.crawler import Crawler
 
 from fptrack.crawler.pages import CrawledPage, CrawlFailure, CrawlProgress
 
-__all__ = ["CrawlHooks", "CrawlLedger", "PersistPipeline", "ProgressPipeline", "RecordPipeline", "SinkPipeline"]
+__all__ = [
+    "CrawlHooks",
+    "CrawlLedger",
+    "PersistPipeline",
+    "ProgressPipeline",
+    "RecordPipeline",
+    "SinkPipeline",
+]
 
 FLUSH_SECONDS = 1.0
 
@@ -86,8 +93,9 @@ class RecordPipeline:
         return pipeline
 
     def spider_closed(self, spider: object = None, reason: str = "") -> None:
-        # Scrapy closes the pipelines before it records its finish_reason stat: the reason ("shutdown" on Ctrl+C or
-        # SIGTERM, "finished", "closespider_...") comes with the spider_closed signal, which is sent after.
+        # Scrapy closes the pipelines before it records its finish_reason stat: the reason ("shutdown" on
+        # Ctrl+C or SIGTERM, "finished", "closespider_...") comes with the spider_closed signal, which is sent
+        # after.
         self.ledger.finish_reason = str(reason or self.ledger.finish_reason)
         self.close_spider(spider)
 
@@ -117,9 +125,9 @@ class RecordPipeline:
 
 
 class PersistPipeline:
-    """Write each page through the crawl's :class:`~crawler.store.PageStore` (batched; flushed on a timer and when
-    the spider closes). A failing write is logged and counted, and the crawl stops: pages it cannot store are
-    pages it would lose."""
+    """Write each page through the crawl's :class:`~crawler.store.PageStore` (batched; flushed on a timer and
+    when the spider closes). A failing write is logged and counted, and the crawl stops: pages it cannot store
+    are pages it would lose."""
 
     def __init__(self, hooks: CrawlHooks, stats: Any) -> None:
         self.hooks = hooks

@@ -1,26 +1,28 @@
-"""Pages whose text is built by scripts: render them in Debian's Chromium (scrapy-playwright), then extract as usual.
+"""Pages whose text is built by scripts: render them in Debian's Chromium (scrapy-playwright), then extract as
+usual.
 
-Pirate sites hide chapters from plain crawlers: the HTML holds an empty ``<div id="content">`` and a script fills it
-from a JSON endpoint, or ``document.write`` prints it. Fetched statically such a page has no main text, so no copy is
-ever found. A crawl's ``render_js`` setting decides which pages a browser renders:
+Pirate sites hide chapters from plain crawlers: the HTML holds an empty ``<div id="content">`` and a script
+fills it from a JSON endpoint, or ``document.write`` prints it. Fetched statically such a page has no main
+text, so no copy is ever found. A crawl's ``render_js`` setting decides which pages a browser renders:
 
-- ``auto`` (default): an HTML page (status 200) whose static main text is shorter than ``FPTRACK_RENDER_MIN_CHARS``
-  while it carries a ``<script>`` is requested again through the browser; the others are not (a browser costs
-  far more than a download). Without Chromium, nothing is rendered and the crawl records why (``CrawlStats.notes``).
+- ``auto`` (default): an HTML page (status 200) whose static main text is shorter than
+  ``FPTRACK_RENDER_MIN_CHARS`` while it carries a ``<script>`` is requested again through the browser; the
+  others are not (a browser costs far more than a download). Without Chromium, nothing is rendered and the
+  crawl records why (``CrawlStats.notes``).
 - ``yes``: every HTML page is rendered (a one-line error before the crawl when Chromium is missing);
 - ``no``: never.
 
 The rendered DOM (``page.content()`` once the page loaded and its network went quiet) is handed to the same
-:func:`crawler.parse.parse_response` and the same pipeline as a static page: one page per URL either way, counted
-once against ``max_pages``. A render that fails (timeout, crash) keeps the static page.
+:func:`crawler.parse.parse_response` and the same pipeline as a static page: one page per URL either way,
+counted once against ``max_pages``. A render that fails (timeout, crash) keeps the static page.
 
-The private-address guard holds for the browser: the page itself was checked by :class:`crawler.guard.PrivateAddressGuard`
-like every Scrapy request, and every request the browser makes (scripts, XHR/fetch, frames) goes through the route
-handler of :class:`BrowserRequestGuard`, which aborts those to refused destinations (recording each as a failure of
-the crawl) and fetches the others itself one redirect hop at a time, each hop checked. Chromium itself is started
-with a proxy that refuses every connection and a resolver that finds no host: what is not routed (its own update
-checks) reaches nothing. Images, media and fonts are never fetched (no text in them). See docs/monitoring.md.
-"""
+The private-address guard holds for the browser: the page itself was checked by
+:class:`crawler.guard.PrivateAddressGuard` like every Scrapy request, and every request the browser makes
+(scripts, XHR/fetch, frames) goes through the route handler of :class:`BrowserRequestGuard`, which aborts
+those to refused destinations (recording each as a failure of the crawl) and fetches the others itself one
+redirect hop at a time, each hop checked. Chromium itself is started with a proxy that refuses every
+connection and a resolver that finds no host: what is not routed (its own update checks) reaches nothing.
+Images, media and fonts are never fetched (no text in them). See docs/monitoring.md."""
 
 from __future__ import annotations
 
@@ -35,10 +37,10 @@ from urllib.parse import urljoin, urlsplit
 
 from scrapy.http import Request, Response
 
+from fptrack.core.settings import Settings
 from fptrack.crawler.guard import PrivateAddressPolicy, parse_address, resolve_all
 from fptrack.crawler.pages import CrawledPage, CrawlError
 from fptrack.crawler.parse import ParsedResponse
-from fptrack.core.settings import Settings
 
 __all__ = [
     "RENDER_META",
@@ -69,17 +71,17 @@ CHROMIUM_ARGS = (
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
-    # The browser itself never goes on the network: every request of a page is fetched by the guard's route handler
-    # and fulfilled (BrowserRequestGuard.route). What is not routed (Chromium's own update checks, DNS prefetch...)
-    # meets a proxy that refuses every connection and a resolver that finds no host.
+    # The browser itself never goes on the network: every request of a page is fetched by the guard's route
+    # handler and fulfilled (BrowserRequestGuard.route). What is not routed (Chromium's own update checks, DNS
+    # prefetch...) meets a proxy that refuses every connection and a resolver that finds no host.
     f"--proxy-server=http://{DEAD_PROXY}",
     "--host-resolver-rules=MAP * ~NOTFOUND",
 )
 
 
 def chromium_path(settings: Settings) -> str | None:
-    """Debian's Chromium (``FPTRACK_CHROMIUM``, else ``chromium`` / ``chromium-browser`` on the PATH), or None.
-    Playwright never downloads a browser here."""
+    """Debian's Chromium (``FPTRACK_CHROMIUM``, else ``chromium`` / ``chromium-browser`` on the PATH), or
+    None. Playwright never downloads a browser here."""
     if settings.chromium:
         return shutil.which(settings.chromium)
     return shutil.which("chromium") or shutil.which("chromium-browser")
@@ -87,7 +89,8 @@ def chromium_path(settings: Settings) -> str | None:
 
 @dataclass(frozen=True)
 class RenderPlan:
-    """How one crawl renders pages: the mode asked for, the browser found, and why rendering is off if it is."""
+    """How one crawl renders pages: the mode asked for, the browser found, and why rendering is off if it
+    is."""
 
     mode: str = "no"
     browser: str | None = None
@@ -112,10 +115,12 @@ class RenderPlan:
             return True
         return len(page.text) < self.min_chars and _SCRIPT.search(response.body or b"") is not None
 
-    def request(self, response: Response, static: ParsedResponse, meta: dict[str, Any], **kwargs: Any) -> Request:
-        """The request that renders ``response`` again in the browser (its final URL: redirects were followed, and
-        checked, by Scrapy already). ``meta`` carries the spider's own keys; the static page and its links ride
-        along as the fallback."""
+    def request(
+        self, response: Response, static: ParsedResponse, meta: dict[str, Any], **kwargs: Any
+    ) -> Request:
+        """The request that renders ``response`` again in the browser (its final URL: redirects were followed,
+        and checked, by Scrapy already). ``meta`` carries the spider's own keys; the static page and its links
+        ride along as the fallback."""
         from scrapy_playwright.page import PageMethod
 
         return Request(
@@ -136,13 +141,16 @@ class RenderPlan:
 
 
 def _is_html(response: Response) -> bool:
-    content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").split(";", 1)[0].strip().lower()
+    content_type = (
+        (response.headers.get(b"Content-Type") or b"").decode("latin-1").split(";", 1)[0].strip().lower()
+    )
     return content_type in ("", "text/html", "application/xhtml+xml")
 
 
 def plan_rendering(mode: str, settings: Settings) -> RenderPlan:
     """The :class:`RenderPlan` of a crawl asked to render ``mode`` (``auto`` / ``yes`` / ``no``). Raises
-    :class:`CrawlError` (one line) for ``yes`` without Chromium; ``auto`` without it renders nothing and says why."""
+    :class:`CrawlError` (one line) for ``yes`` without Chromium; ``auto`` without it renders nothing and says
+    why."""
     if mode not in ("auto", "yes", "no"):
         raise CrawlError(f"render_js must be auto, yes or no, got {mode!r}")
     common = {
@@ -156,7 +164,8 @@ def plan_rendering(mode: str, settings: Settings) -> RenderPlan:
         wanted = settings.chromium or "chromium"
         if mode == "yes":
             raise CrawlError(
-                f"render_js=yes needs Chromium, and {wanted!r} was not found (install the Debian package chromium "
+                f"render_js=yes needs Chromium, and {wanted!r} was not found (install the Debian package "
+                "chromium "
                 "or set FPTRACK_CHROMIUM)"
             )
         reason = f"JS rendering off: {wanted!r} not found (install the Debian package chromium or set FPTRACK_CHROMIUM)"
@@ -165,14 +174,18 @@ def plan_rendering(mode: str, settings: Settings) -> RenderPlan:
         import scrapy_playwright  # noqa: F401
     except ImportError:
         if mode == "yes":
-            raise CrawlError("render_js=yes needs the Python package scrapy-playwright (pip install scrapy-playwright)") from None
-        return RenderPlan(**common, unavailable="JS rendering off: the Python package scrapy-playwright is missing")  # type: ignore[arg-type]
+            raise CrawlError(
+                "render_js=yes needs the Python package scrapy-playwright (pip install scrapy-playwright)"
+            ) from None
+        missing = "JS rendering off: the Python package scrapy-playwright is missing"
+        return RenderPlan(**common, unavailable=missing)  # type: ignore[arg-type]
     return RenderPlan(**common, browser=browser)  # type: ignore[arg-type]
 
 
 async def settle_page(page: Any, idle_wait: float) -> None:
-    """After the load event, give the page's scripts up to ``idle_wait`` seconds to finish their requests (a chapter
-    fetched as JSON arrives after ``load``); a page that never goes quiet (polling ads) is taken as it is then."""
+    """After the load event, give the page's scripts up to ``idle_wait`` seconds to finish their requests (a
+    chapter fetched as JSON arrives after ``load``); a page that never goes quiet (polling ads) is taken as it
+    is then."""
     from playwright.async_api import Error as PlaywrightError
 
     try:
@@ -185,11 +198,11 @@ async def settle_page(page: Any, idle_wait: float) -> None:
 class BrowserRequestGuard:
     """``PLAYWRIGHT_ABORT_REQUEST``: called for every request the browser makes; True aborts it.
 
-    Refuses what :class:`crawler.guard.PrivateAddressGuard` refuses (the same policy, after DNS), and other schemes
-    than http(s)/ws(s) that would leave the browser; skips images, media and fonts. Each refusal is counted
-    (``fptrack/render/refused_private_address``) and recorded as a failure of the crawl with its reason and the page
-    that asked. Shared by reference through Scrapy's settings (which deep-copy their values).
-    """
+    Refuses what :class:`crawler.guard.PrivateAddressGuard` refuses (the same policy, after DNS), and other
+    schemes than http(s)/ws(s) that would leave the browser; skips images, media and fonts. Each refusal is
+    counted (``fptrack/render/refused_private_address``) and recorded as a failure of the crawl with its
+    reason and the page that asked. Shared by reference through Scrapy's settings (which deep-copy their
+    values)."""
 
     policy: PrivateAddressPolicy
     record: Callable[[str, str], None] | None = None  # (url, reason) of each refusal: the crawl's failures
@@ -206,10 +219,10 @@ class BrowserRequestGuard:
         return await self._refused(request)
 
     async def route(self, route: Any, request: Any) -> None:
-        """The page's own route handler (first layer): refused requests are aborted; the others are fetched here
-        one hop at a time (``max_redirects=0``), each redirect's destination checked before it is fetched, and the
-        final answer handed to the browser. A browser follows redirects without asking the route again: left to
-        it, ``/hop.js -> http://10.0.0.5/`` would pass."""
+        """The page's own route handler (first layer): refused requests are aborted; the others are fetched
+        here one hop at a time (``max_redirects=0``), each redirect's destination checked before it is
+        fetched, and the final answer handed to the browser. A browser follows redirects without asking the
+        route again: left to it, ``/hop.js -> http://10.0.0.5/`` would pass."""
         from playwright.async_api import Error as PlaywrightError
 
         if await self._refused(request):
@@ -218,7 +231,9 @@ class BrowserRequestGuard:
         url, method = request.url, request.method
         try:
             for _ in range(MAX_REDIRECTS + 1):
-                response = await route.fetch(url=url, method=method, max_redirects=0, timeout=self.fetch_timeout * 1000)
+                response = await route.fetch(
+                    url=url, method=method, max_redirects=0, timeout=self.fetch_timeout * 1000
+                )
                 location = response.headers.get("location")
                 if response.status not in _REDIRECT_STATUSES or not location:
                     await route.fulfill(response=response)
@@ -291,8 +306,8 @@ _active_guard: BrowserRequestGuard | None = None  # the crawl's guard: one crawl
 
 
 class RenderStats:
-    """Extension: binds the crawl's :class:`BrowserRequestGuard` to the crawler's stats once the crawler exists,
-    and makes it the guard :func:`guard_page` installs on every page."""
+    """Extension: binds the crawl's :class:`BrowserRequestGuard` to the crawler's stats once the crawler
+    exists, and makes it the guard :func:`guard_page` installs on every page."""
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> RenderStats:
@@ -305,9 +320,9 @@ class RenderStats:
 
 
 async def guard_page(page: Any, request: Request) -> None:
-    """``playwright_page_init_callback``: route every request of the new page through the crawl's guard. Named by
-    its import path in the request's meta, so a request stays serialisable. With no guard bound, the page is
-    closed: its rendering fails and the static text is kept, never a page rendered unguarded."""
+    """``playwright_page_init_callback``: route every request of the new page through the crawl's guard. Named
+    by its import path in the request's meta, so a request stays serialisable. With no guard bound, the page
+    is closed: its rendering fails and the static text is kept, never a page rendered unguarded."""
     if _active_guard is None:
         await page.close()
         raise RuntimeError("no private-address guard bound for the browser; page closed")
@@ -315,8 +330,9 @@ async def guard_page(page: Any, request: Request) -> None:
 
 
 class LazyBrowserProvider:
-    """``PLAYWRIGHT_BROWSER_PROVIDER``: scrapy-playwright's own provider, but Playwright's driver (a Node process) is
-    started with the first page to render, not when the crawl starts: in ``auto`` most crawls render nothing."""
+    """``PLAYWRIGHT_BROWSER_PROVIDER``: scrapy-playwright's own provider, but Playwright's driver (a Node
+    process) is started with the first page to render, not when the crawl starts: in ``auto`` most crawls
+    render nothing."""
 
     def __init__(self, config: Any) -> None:
         from scrapy_playwright.provider import PlaywrightBrowserProvider
@@ -348,10 +364,10 @@ class LazyBrowserProvider:
 def playwright_settings(
     plan: RenderPlan, policy: PrivateAddressPolicy, record: Callable[[str, str], None]
 ) -> dict[str, Any]:
-    """The Scrapy settings that route rendering requests (meta ``playwright``) through Chromium; every other request
-    keeps Scrapy's own downloader. Empty when the plan renders nothing. No startup context and a lazy provider:
-    Playwright's driver and the browser start with the first page that needs them, never for a crawl whose pages
-    all have static text."""
+    """The Scrapy settings that route rendering requests (meta ``playwright``) through Chromium; every other
+    request keeps Scrapy's own downloader. Empty when the plan renders nothing. No startup context and a lazy
+    provider: Playwright's driver and the browser start with the first page that needs them, never for a crawl
+    whose pages all have static text."""
     if not plan.active:
         return {}
     handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
@@ -376,10 +392,10 @@ def playwright_settings(
 
 
 def rendered_response(response: Response) -> Response:
-    """The browser's DOM as a UTF-8 page: scrapy-playwright re-encodes ``page.content()`` with the server's charset,
-    while the markup may still declare another in ``<meta>``; one declared charset, the right one, for
+    """The browser's DOM as a UTF-8 page: scrapy-playwright re-encodes ``page.content()`` with the server's
+    charset, while the markup may still declare another in ``<meta>``; one declared charset, the right one,
+    for
     :func:`crawler.parse.parse_response`."""
     headers = response.headers.copy()
     headers[b"Content-Type"] = b"text/html; charset=utf-8"
     return response.replace(headers=headers, body=response.text.encode("utf-8"))
-

@@ -1,13 +1,14 @@
-"""Resumable site crawls: a managed site's crawl keeps its frontier on disk, so a crawl killed outright (SIGKILL,
-a crash, a reboot) and started again continues where it stopped instead of starting from the start page.
+"""Resumable site crawls: a managed site's crawl keeps its frontier on disk, so a crawl killed outright
+(SIGKILL, a crash, a reboot) and started again continues where it stopped instead of starting from the start
+page.
 
 Scrapy's own ``JOBDIR`` is not used: it survives a graceful stop only. Its disk queue writes its head and tail
 pointers (``info.json``) and the scheduler its queue list (``active.json``) when the spider closes, and its
-seen-set file is buffered, so after a SIGKILL the queue cannot be read back. Here every request the spider makes is
-a row of one SQLite file, committed before the page that links to it can reach the database; a page is *done* when
-the database holds it from one of the state's crawl jobs (``pages.crawl_job_id``), which the resuming crawl reads
-back. Hence: a page stored before the kill is not fetched again, a page fetched but not yet stored is, and no link
-of a stored page is lost.
+seen-set file is buffered, so after a SIGKILL the queue cannot be read back. Here every request the spider
+makes is a row of one SQLite file, committed before the page that links to it can reach the database; a page
+is *done* when the database holds it from one of the state's crawl jobs (``pages.crawl_job_id``), which the
+resuming crawl reads back. Hence: a page stored before the kill is not fetched again, a page fetched but not
+yet stored is, and no link of a stored page is lost.
 
 Layout: ``<data dir>/crawl-state/site-<id>/frontier.sqlite`` (one state per site; the site's claim,
 :func:`jobs.site_runs.claim`, keeps one crawl at a time on it)::
@@ -16,10 +17,9 @@ Layout: ``<data dir>/crawl-state/site-<id>/frontier.sqlite`` (one state per site
     jobs(id)                     the crawl jobs that crawled from this state, oldest first
     frontier(seq, url, depth, start)   every request made, in the order made (breadth first)
 
-A crawl with other parameters (start URLs, depth, allowed hosts, include/exclude) discards the state and starts
-afresh. The state is removed when a crawl ends normally (frontier exhausted, or page budget spent); a crawl that
-was interrupted, failed or killed leaves it for the next one.
-"""
+A crawl with other parameters (start URLs, depth, allowed hosts, include/exclude) discards the state and
+starts afresh. The state is removed when a crawl ends normally (frontier exhausted, or page budget spent); a
+crawl that was interrupted, failed or killed leaves it for the next one."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS frontier (
 
 
 def state_dir(data_dir: Path, site_id: int) -> Path:
-    """Where the crawl state of site ``site_id`` lives (``fptrack sites`` docs point users here to discard it)."""
+    """Where the crawl state of site ``site_id`` lives (``fptrack sites`` docs point users here to discard
+    it)."""
     return data_dir / STATE_DIR / f"site-{site_id}"
 
 
@@ -74,12 +75,14 @@ class CrawlState:
         self.directory = directory
         self._db = connection
         self.resumed = resumed  # an earlier crawl left this state: this crawl continues it
-        self.done: set[str] = set()  # URLs the earlier runs stored (filled by the crawl job from the database)
+        self.done: set[str] = (
+            set()
+        )  # URLs the earlier runs stored (filled by the crawl job from the database)
 
     @classmethod
     def open(cls, data_dir: Path, site_id: int, key: str) -> CrawlState:
-        """The site's state for a crawl with parameters ``key``: the one an interrupted crawl left, or a new one
-        (a state with another key is discarded, and the log says so)."""
+        """The site's state for a crawl with parameters ``key``: the one an interrupted crawl left, or a new
+        one (a state with another key is discarded, and the log says so)."""
         directory = state_dir(data_dir, site_id)
         path = directory / "frontier.sqlite"
         if path.exists():
@@ -94,7 +97,9 @@ class CrawlState:
                     return cls(directory, found, resumed=True)
                 found.close()
                 if row is not None and row[0] != key:
-                    log.warning("discarding the crawl state in %s: it was made with other crawl settings", directory)
+                    log.warning(
+                        "discarding the crawl state in %s: it was made with other crawl settings", directory
+                    )
             shutil.rmtree(directory)
         directory.mkdir(parents=True, exist_ok=True)
         connection = cls._connect(path)
@@ -120,13 +125,15 @@ class CrawlState:
             self._db.execute("INSERT OR IGNORE INTO jobs (id) VALUES (?)", (job_id,))
 
     def record(self, requests: Iterable[tuple[str, int]], *, start: bool = False) -> list[str]:
-        """Record ``(url, depth)`` requests before they are made; returns the URLs not recorded before, in order
-        (the others were requested by this crawl or an earlier run of it already). Committed on return."""
+        """Record ``(url, depth)`` requests before they are made; returns the URLs not recorded before, in
+        order (the others were requested by this crawl or an earlier run of it already). Committed on
+        return."""
         new: list[str] = []
         with self._db:
             for url, depth in requests:
                 cursor = self._db.execute(
-                    "INSERT OR IGNORE INTO frontier (url, depth, start) VALUES (?, ?, ?)", (url, depth, int(start))
+                    "INSERT OR IGNORE INTO frontier (url, depth, start) VALUES (?, ?, ?)",
+                    (url, depth, int(start)),
                 )
                 if cursor.rowcount:
                     new.append(url)
@@ -138,8 +145,9 @@ class CrawlState:
         return [(str(url), int(depth), bool(start)) for url, depth, start in rows if url not in self.done]
 
     def sites(self) -> set[str]:
-        """The site keys of every recorded request: sites the crawl was allowed to reach (a start URL redirected
-        to ``www.``, for one), which a resumed crawl may reach again without fetching the redirect again."""
+        """The site keys of every recorded request: sites the crawl was allowed to reach (a start URL
+        redirected to ``www.``, for one), which a resumed crawl may reach again without fetching the redirect
+        again."""
         return {site_of(str(url)) for (url,) in self._db.execute("SELECT url FROM frontier")} - {""}
 
     def close(self) -> None:

@@ -1,11 +1,12 @@
 """``run_crawl``: one Scrapy crawl, in this process, from start URLs to a :class:`CrawlStats`.
 
-Once per process: Scrapy runs on Twisted's reactor, which cannot be restarted after it stops. The crawl service
-(:func:`jobs.crawls.run_crawl_job`) calls ``run_crawl`` once per process: ``fptrack crawl`` and ``fptrack sites run``
-in theirs, a scheduled crawl in a process of its own (:mod:`jobs.site_crawl`); tests run each crawl in a child.
+Once per process: Scrapy runs on Twisted's reactor, which cannot be restarted after it stops. The crawl
+service (:func:`jobs.crawls.run_crawl_job`) calls ``run_crawl`` once per process: ``fptrack crawl`` and
+``fptrack sites run`` in theirs, a scheduled crawl in a process of its own (:mod:`jobs.site_crawl`); tests run
+each crawl in a child.
 
-The Scrapy settings of a crawl are :data:`STATIC_SCRAPY_SETTINGS`, the same for every crawl (the components and
-their order), and what :func:`scrapy_settings` derives from fptrack's settings and the crawl's options.
+The Scrapy settings of a crawl are :data:`STATIC_SCRAPY_SETTINGS`, the same for every crawl (the components
+and their order), and what :func:`scrapy_settings` derives from fptrack's settings and the crawl's options.
 """
 
 from __future__ import annotations
@@ -40,7 +41,13 @@ if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.resume import CrawlState
 
-__all__ = ["PROTECTED_SCRAPY_SETTINGS", "STATIC_SCRAPY_SETTINGS", "check_options", "run_crawl", "scrapy_settings"]
+__all__ = [
+    "PROTECTED_SCRAPY_SETTINGS",
+    "STATIC_SCRAPY_SETTINGS",
+    "check_options",
+    "run_crawl",
+    "scrapy_settings",
+]
 
 # Settings the crawl's correctness and safety rest on: ``-s`` cannot replace them.
 PROTECTED_SCRAPY_SETTINGS = frozenset(
@@ -55,8 +62,8 @@ _SCRAPY_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _ran_in_this_process = False
 _lock = threading.Lock()
 
-# After a Ctrl+C or SIGTERM, Scrapy stops gracefully (requests in flight finish, pages parsed so far are stored);
-# a crawl still running this many seconds later, or a second signal, stops the reactor at once.
+# After a Ctrl+C or SIGTERM, Scrapy stops gracefully (requests in flight finish, pages parsed so far are
+# stored); a crawl still running this many seconds later, or a second signal, stops the reactor at once.
 SHUTDOWN_GRACE_SECONDS = 5.0
 
 
@@ -76,8 +83,11 @@ def check_options(options: CrawlOptions) -> None:
         raise CrawlError(f"render_js must be auto, yes or no, got {options.render_js!r}")
     for name, _ in options.scrapy_settings:
         if not _SCRAPY_NAME.match(name):
-            raise CrawlError(f"-s {name}: expected a Scrapy setting name in capitals (e.g. -s DOWNLOAD_DELAY=2)")
-        # PLAYWRIGHT_*: the browser's guard, its launch options (off the network) and its bounds (crawler.render)
+            raise CrawlError(
+                f"-s {name}: expected a Scrapy setting name in capitals (e.g. -s DOWNLOAD_DELAY=2)"
+            )
+        # PLAYWRIGHT_*: the browser's guard, its launch options (off the network) and its bounds
+        # (crawler.render)
         if name in PROTECTED_SCRAPY_SETTINGS or name.startswith(("FPTRACK_", "PLAYWRIGHT_")):
             raise CrawlError(f"-s {name}: fptrack's own setting, it cannot be overridden")
     try:
@@ -86,42 +96,49 @@ def check_options(options: CrawlOptions) -> None:
         raise CrawlError(f"--allow-private-host: {error}") from None
 
 
-STATIC_SCRAPY_SETTINGS: Mapping[str, Any] = MappingProxyType({
-    "BOT_NAME": "fptrack",
-    "ROBOTSTXT_USER_AGENT": "fptrack",
-    "TWISTED_DNS_RESOLVER": "fptrack.crawler.guard.GuardedResolver",
-    "DOWNLOAD_WARNSIZE": 0,
-    "RETRY_TIMES": 1,
-    "RETRY_HTTP_CODES": [502, 503, 504, 408, 429],
-    "REDIRECT_MAX_TIMES": 10,
-    # Breadth first, so a max_pages budget is spent on the shallowest pages.
-    "DEPTH_LIMIT": 0,
-    "DEPTH_PRIORITY": 1,
-    "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
-    "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
-    # Every request (redirects and robots.txt included) passes the site scope, then the private-address guard,
-    # before robots.txt is fetched and before any connection.
-    "DOWNLOADER_MIDDLEWARES": {
-        "fptrack.crawler.middlewares.StayOnStartSites": 50,
-        "fptrack.crawler.guard.PrivateAddressGuard": 60,
-        # process_response runs from the highest number down: it sees a 3xx before RedirectMiddleware (600)
-        "fptrack.crawler.middlewares.RefuseRedirectLoops": 650,
-        "fptrack.crawler.conditional.ConditionalRequests": 70,
-    },
-    "EXTENSIONS": {"fptrack.crawler.middlewares.SkipBinaryBodies": 100, "fptrack.crawler.render.RenderStats": 110},
-    "ITEM_PIPELINES": {
-        "fptrack.crawler.pipelines.RecordPipeline": 100,
-        "fptrack.crawler.pipelines.PersistPipeline": 200,
-        "fptrack.crawler.pipelines.SinkPipeline": 250,
-        "fptrack.crawler.pipelines.ProgressPipeline": 300,
-    },
-    "TELNETCONSOLE_ENABLED": False,
-    "LOG_LEVEL": "WARNING",
-    "STATS_DUMP": False,
-    "COOKIES_ENABLED": True,
-})
-"""The Scrapy settings every fptrack crawl has, whatever its settings and options: the components in their order,
-breadth-first scheduling, retries and redirects, quiet logs. :func:`scrapy_settings` adds what depends on them."""
+STATIC_SCRAPY_SETTINGS: Mapping[str, Any] = MappingProxyType(
+    {
+        "BOT_NAME": "fptrack",
+        "ROBOTSTXT_USER_AGENT": "fptrack",
+        "TWISTED_DNS_RESOLVER": "fptrack.crawler.guard.GuardedResolver",
+        "DOWNLOAD_WARNSIZE": 0,
+        "RETRY_TIMES": 1,
+        "RETRY_HTTP_CODES": [502, 503, 504, 408, 429],
+        "REDIRECT_MAX_TIMES": 10,
+        # Breadth first, so a max_pages budget is spent on the shallowest pages.
+        "DEPTH_LIMIT": 0,
+        "DEPTH_PRIORITY": 1,
+        "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+        # Every request (redirects and robots.txt included) passes the site scope, then the private-address
+        # guard, before robots.txt is fetched and before any connection.
+        "DOWNLOADER_MIDDLEWARES": {
+            "fptrack.crawler.middlewares.StayOnStartSites": 50,
+            "fptrack.crawler.guard.PrivateAddressGuard": 60,
+            # process_response runs from the highest number down: it sees a 3xx before RedirectMiddleware
+            # (600)
+            "fptrack.crawler.middlewares.RefuseRedirectLoops": 650,
+            "fptrack.crawler.conditional.ConditionalRequests": 70,
+        },
+        "EXTENSIONS": {
+            "fptrack.crawler.middlewares.SkipBinaryBodies": 100,
+            "fptrack.crawler.render.RenderStats": 110,
+        },
+        "ITEM_PIPELINES": {
+            "fptrack.crawler.pipelines.RecordPipeline": 100,
+            "fptrack.crawler.pipelines.PersistPipeline": 200,
+            "fptrack.crawler.pipelines.SinkPipeline": 250,
+            "fptrack.crawler.pipelines.ProgressPipeline": 300,
+        },
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "WARNING",
+        "STATS_DUMP": False,
+        "COOKIES_ENABLED": True,
+    }
+)
+"""The Scrapy settings every fptrack crawl has, whatever its settings and options: the components in their
+order, breadth-first scheduling, retries and redirects, quiet logs. :func:`scrapy_settings` adds what depends
+on them."""
 
 
 def scrapy_settings(
@@ -133,9 +150,9 @@ def scrapy_settings(
     render: RenderPlan | None = None,
 ) -> dict[str, Any]:
     """The Scrapy settings of an fptrack crawl: :data:`STATIC_SCRAPY_SETTINGS` and what derives from fptrack's
-    :class:`Settings` and the crawl's :class:`CrawlOptions` (per-site politeness, private hosts allowed, ``-s``
-    settings passed through, applied last); with ``shared``, the frontier and dupefilter of a distributed crawl in
-    Redis (:mod:`crawler.distributed`); when it renders pages built by scripts, its
+    :class:`Settings` and the crawl's :class:`CrawlOptions` (per-site politeness, private hosts allowed,
+    ``-s`` settings passed through, applied last); with ``shared``, the frontier and dupefilter of a
+    distributed crawl in Redis (:mod:`crawler.distributed`); when it renders pages built by scripts, its
     :class:`crawler.render.RenderPlan`."""
     options = options or CrawlOptions()
     per_site = options.concurrency or settings.crawl_concurrency_per_site
@@ -144,24 +161,28 @@ def scrapy_settings(
     policy = PrivateAddressPolicy.from_entries(
         (*settings.allow_private_hosts, *options.allow_private_hosts), proxies=proxy_hosts()
     )
-    values = copy.deepcopy(dict(STATIC_SCRAPY_SETTINGS))  # the crawl's own: Scrapy may change what it is given
-    values.update({
-        "USER_AGENT": settings.user_agent,
-        "ROBOTSTXT_OBEY": obey_robots,
-        "CONCURRENT_REQUESTS": max(settings.crawl_concurrency, per_site),
-        "CONCURRENT_REQUESTS_PER_DOMAIN": per_site,
-        "DOWNLOAD_DELAY": delay,
-        # Polite by default: AutoThrottle keeps about ``per_site`` requests in flight per site and slows down as
-        # the site answers slower; it never goes below DOWNLOAD_DELAY.
-        "AUTOTHROTTLE_ENABLED": settings.crawl_autothrottle,
-        "AUTOTHROTTLE_START_DELAY": max(delay, 0.5),
-        "AUTOTHROTTLE_MAX_DELAY": max(delay, 30.0),
-        "AUTOTHROTTLE_TARGET_CONCURRENCY": float(per_site),
-        POLICY_SETTING: policy,
-        "DOWNLOAD_TIMEOUT": settings.crawl_timeout,
-        "DOWNLOAD_MAXSIZE": settings.crawl_max_body_bytes,
-        HOOKS_SETTING: hooks,
-    })
+    values = copy.deepcopy(
+        dict(STATIC_SCRAPY_SETTINGS)
+    )  # the crawl's own: Scrapy may change what it is given
+    values.update(
+        {
+            "USER_AGENT": settings.user_agent,
+            "ROBOTSTXT_OBEY": obey_robots,
+            "CONCURRENT_REQUESTS": max(settings.crawl_concurrency, per_site),
+            "CONCURRENT_REQUESTS_PER_DOMAIN": per_site,
+            "DOWNLOAD_DELAY": delay,
+            # Polite by default: AutoThrottle keeps about ``per_site`` requests in flight per site and slows
+            # down as the site answers slower; it never goes below DOWNLOAD_DELAY.
+            "AUTOTHROTTLE_ENABLED": settings.crawl_autothrottle,
+            "AUTOTHROTTLE_START_DELAY": max(delay, 0.5),
+            "AUTOTHROTTLE_MAX_DELAY": max(delay, 30.0),
+            "AUTOTHROTTLE_TARGET_CONCURRENCY": float(per_site),
+            POLICY_SETTING: policy,
+            "DOWNLOAD_TIMEOUT": settings.crawl_timeout,
+            "DOWNLOAD_MAXSIZE": settings.crawl_max_body_bytes,
+            HOOKS_SETTING: hooks,
+        }
+    )
     if shared is not None:
         from fptrack.crawler.distributed import scrapy_redis_settings
 
@@ -188,28 +209,31 @@ def run_crawl(
     """Crawl from ``start_urls`` and return when done; every response goes to ``store`` (batched writes, see
     :mod:`crawler.store`) or, synchronously, to ``sink``.
 
-    Start pages are depth 0; links (``<a href>``) are followed to ``depth`` on the start URLs' sites
-    (host and port) only, plus the site a start URL redirects to within its registrable domain (``example.com`` ->
-    ``www.example.com``); at most ``max_pages`` responses are handed to ``sink``. Requests that get no response
-    (refused, timed out, DNS, redirect loops, bodies over the size cap) are listed in ``CrawlStats.failures`` with a
-    readable reason. A first SIGINT/SIGTERM stops the crawl gracefully, forced after
+    Start pages are depth 0; links (``<a href>``) are followed to ``depth`` on the start URLs' sites (host and
+    port) only, plus the site a start URL redirects to within its registrable domain (``example.com`` ->
+    ``www.example.com``); at most ``max_pages`` responses are handed to ``sink``. Requests that get no
+    response (refused, timed out, DNS, redirect loops, bodies over the size cap) are listed in
+    ``CrawlStats.failures`` with a readable reason. A first SIGINT/SIGTERM stops the crawl gracefully, forced
+    after
     :data:`SHUTDOWN_GRACE_SECONDS`; the stats then say ``interrupted``.
 
-    ``options`` (:class:`CrawlOptions`) adds sites, link patterns, per-site politeness, private hosts allowed and
-    Scrapy settings. Every destination passes :mod:`crawler.guard` (no private, loopback, link-local... address
-    unless allowed); refusals are failures with their reason.
+    ``options`` (:class:`CrawlOptions`) adds sites, link patterns, per-site politeness, private hosts allowed
+    and Scrapy settings. Every destination passes :mod:`crawler.guard` (no private, loopback, link-local...
+    address unless allowed); refusals are failures with their reason.
 
     ``shared`` (an entered :class:`crawler.distributed.SharedCrawl`) makes this process one of a distributed
-    crawl's: the frontier, the dupefilter and the ``max_pages`` budget are shared in Redis, and only the run's first
-    process requests the start URLs. ``state`` (:class:`crawler.resume.CrawlState`, a site crawl) keeps the
-    frontier on disk, and continues the one an interrupted crawl left.
+    crawl's: the frontier, the dupefilter and the ``max_pages`` budget are shared in Redis, and only the run's
+    first process requests the start URLs. ``state`` (:class:`crawler.resume.CrawlState`, a site crawl) keeps
+    the frontier on disk, and continues the one an interrupted crawl left.
 
     Runs Scrapy on Twisted's reactor in this thread, so it works **once per process**; a second call raises
     :class:`CrawlError`. Raises :class:`CrawlError` for bad arguments before anything is fetched.
     """
     options = options or CrawlOptions()
     check_options(options)
-    render = plan_rendering(options.render_js, settings)  # render_js=yes without Chromium: a one-line error here
+    render = plan_rendering(
+        options.render_js, settings
+    )  # render_js=yes without Chromium: a one-line error here
     urls = _checked_start(start_urls, depth, max_pages)
     _take_the_reactor()
 
@@ -222,8 +246,12 @@ def run_crawl(
     hooks = CrawlHooks(sink=sink, progress=progress, max_pages=max_pages, store=store)
     if render.unavailable:
         hooks.ledger.notes.append(render.unavailable)
-        logging.getLogger(__name__).warning("%s; pages built by scripts keep their static text", render.unavailable)
-    process = CrawlerProcess(scrapy_settings(settings, hooks=hooks, options=options, shared=shared, render=render))
+        logging.getLogger(__name__).warning(
+            "%s; pages built by scripts keep their static text", render.unavailable
+        )
+    process = CrawlerProcess(
+        scrapy_settings(settings, hooks=hooks, options=options, shared=shared, render=render)
+    )
     _quiet_repeated_failures()
     started = time.monotonic()
     process.crawl(
@@ -262,7 +290,8 @@ def _checked_start(start_urls: Sequence[str], depth: int, max_pages: int) -> lis
 
 
 def _take_the_reactor() -> None:
-    """Twisted's reactor runs once per process: the first crawl takes it, a second one is a :class:`CrawlError`."""
+    """Twisted's reactor runs once per process: the first crawl takes it, a second one is a
+    :class:`CrawlError`."""
     global _ran_in_this_process
     with _lock:
         if _ran_in_this_process:
@@ -276,7 +305,8 @@ def _quiet_repeated_failures() -> None:
     # Each failed request is reported once, in CrawlStats.failures; the retry middleware's own
     # "Gave up retrying" ERROR line would only repeat it on the user's terminal.
     logging.getLogger("scrapy.downloadermiddlewares.retry").setLevel(logging.CRITICAL)
-    # A robots.txt that cannot be fetched (refused, timed out) leaves the page to fail on its own, with its reason.
+    # A robots.txt that cannot be fetched (refused, timed out) leaves the page to fail on its own, with its
+    # reason.
     logging.getLogger("scrapy.downloadermiddlewares.robotstxt").setLevel(logging.CRITICAL)
 
 

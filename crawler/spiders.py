@@ -1,8 +1,8 @@
 """The one spider: request pages breadth first within the start sites, parse each with pure functions.
 
 Parsing runs in a thread, :data:`PARSE_THREADS` pages at a time, never on Twisted's event loop: a page of
-200,000 links or 9 MB of text takes seconds to parse, and the loop must stay free to answer a Ctrl+C or SIGTERM
-and to keep other downloads moving. At most ``max_links`` links are taken from a page."""
+200,000 links or 9 MB of text takes seconds to parse, and the loop must stay free to answer a Ctrl+C or
+SIGTERM and to keep other downloads moving. At most ``max_links`` links are taken from a page."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ BYTES_RECEIVED = "fptrack_bytes"  # request meta key: body bytes received so far
 
 REQUESTED_URL = "fptrack_url"  # request meta key: the URL as first requested (kept through redirects)
 START_PAGE = "fptrack_start"  # request meta key: True on start requests (kept through redirects)
-PAGE_DEPTH = "fptrack_depth"  # request meta key: link depth of the page (Scrapy's "depth" counts a render as a hop)
+PAGE_DEPTH = (
+    "fptrack_depth"  # request meta key: link depth of the page (Scrapy's "depth" counts a render as a hop)
+)
 
 
 class PageSpider(scrapy.Spider):
@@ -46,9 +48,9 @@ class PageSpider(scrapy.Spider):
     processes, and only the first process seeds the start URLs (``seed``); the others take requests from the
     shared frontier.
 
-    With ``state`` (a site crawl, :mod:`crawler.resume`) every request is recorded on disk before the page that
-    links to it is handed on; a resumed crawl requests what the earlier runs left pending, and its budget counts
-    the pages they stored."""
+    With ``state`` (a site crawl, :mod:`crawler.resume`) every request is recorded on disk before the page
+    that links to it is handed on; a resumed crawl requests what the earlier runs left pending, and its budget
+    counts the pages they stored."""
 
     name = "fptrack-pages"
     # Error pages are pages too: they reach parse() instead of being filtered (3xx stay with the
@@ -115,8 +117,9 @@ class PageSpider(scrapy.Spider):
             self._inc("fptrack/resume/requests_pending", len(pending))
             for url, depth, start in pending:
                 request = self._request(url, start=start, depth=depth)
-                # Scrapy takes these for start requests (depth 0); give them the depth and the priority its depth
-                # middleware gave them (DEPTH_PRIORITY = 1, crawler.runner), so the crawl stays breadth first
+                # Scrapy takes these for start requests (depth 0); give them the depth and the priority its
+                # depth middleware gave them (DEPTH_PRIORITY = 1, crawler.runner), so the crawl stays breadth
+                # first
                 request.meta["depth"] = depth
                 request.priority = -depth
                 yield request
@@ -131,7 +134,9 @@ class PageSpider(scrapy.Spider):
         return Request(url, callback=self.parse, errback=self.on_error, meta=meta)
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[CrawledPage | Request]:
-        rendered = response.meta.get(RENDER_META) is not None  # its static parse took the page from the budget
+        rendered = (
+            response.meta.get(RENDER_META) is not None
+        )  # its static parse took the page from the budget
         if not rendered and not self._take_page():
             self._inc("fptrack/responses_over_budget")
             return
@@ -139,11 +144,14 @@ class PageSpider(scrapy.Spider):
         if parsed.page.note:
             self._inc("fptrack/pages_with_notes")
         if self.render.wants(response, parsed.page):
-            # built by scripts (or render_js=yes): the browser's rendering is the page (its budget is taken already)
+            # built by scripts (or render_js=yes): the browser's rendering is the page (its budget is taken
+            # already)
             self._inc("fptrack/render/requested")
             meta = {key: response.meta[key] for key in (REQUESTED_URL, START_PAGE) if key in response.meta}
             meta[PAGE_DEPTH] = self._depth(response.meta)
-            yield self.render.request(response, parsed, meta, callback=self.parse, errback=self.on_render_error)
+            yield self.render.request(
+                response, parsed, meta, callback=self.parse, errback=self.on_render_error
+            )
             return
         if rendered:
             self._inc("fptrack/render/pages")
@@ -155,8 +163,8 @@ class PageSpider(scrapy.Spider):
         return int(meta.get(PAGE_DEPTH, meta.get("depth", 0)))
 
     def _emit(self, parsed: ParsedResponse, meta: Mapping[str, Any]) -> Iterator[CrawledPage | Request]:
-        """Hand the page on and follow its links (recorded in the crawl state first: once the page is stored, a
-        resumed crawl will not fetch it again, so its links must be known by then)."""
+        """Hand the page on and follow its links (recorded in the crawl state first: once the page is stored,
+        a resumed crawl will not fetch it again, so its links must be known by then)."""
         self.pages_emitted += 1
         depth = self._depth(meta)
         follow = self._links(parsed) if depth < self.depth else []
@@ -190,7 +198,9 @@ class PageSpider(scrapy.Spider):
             max_links=self.max_links,
             max_chars=self.max_chars,
         )
-        if getattr(self, "crawler", None) is None:  # built outside a crawl (unit tests): no reactor to hand off to
+        if (
+            getattr(self, "crawler", None) is None
+        ):  # built outside a crawl (unit tests): no reactor to hand off to
             return work()
         if self._parsing is None:
             self._parsing = DeferredSemaphore(PARSE_THREADS)

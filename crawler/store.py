@@ -1,19 +1,19 @@
 """Persisting crawled pages in batches, then handing the ones to compare on (enqueue after commit).
 
 A :class:`PageStore` is what :class:`crawler.pipelines.PersistPipeline` writes through. One transaction per
-batch: the batch's sites are upserted, its pages upserted by URL (``INSERT ... ON CONFLICT (url) DO UPDATE``, so
-two crawls meeting one URL at once never collide), and only after the commit are the ids of the pages that need
-comparing handed to ``dispatch``.
+batch: the batch's sites are upserted, its pages upserted by URL (``INSERT ... ON CONFLICT (url) DO UPDATE``,
+so two crawls meeting one URL at once never collide), and only after the commit are the ids of the pages that
+need comparing handed to ``dispatch``.
 
 Dedupe by content: a page fetched again with the same status and the same text keeps its fingerprints, matches
-and ``compared_at`` and is not compared again ("unchanged"); a page whose text changed loses ``compared_at`` and
-is compared again (its matches keep their history). A page that was stored and never compared (a lost task, a
-dead worker) is handed on again whatever its content.
+and ``compared_at`` and is not compared again ("unchanged"); a page whose text changed loses ``compared_at``
+and is compared again (its matches keep their history). A page that was stored and never compared (a lost
+task, a dead worker) is handed on again whatever its content.
 
 Conditional re-crawls (:mod:`crawler.conditional`): a page's ``ETag`` and ``Last-Modified`` are stored with it
-(:meth:`PageStore.validators` reads them back for the next request); a ``304 Not Modified`` answer keeps the page as
-stored (text, fingerprints, matches, ``compared_at``), moves its ``fetched_at`` and counts as unchanged.
-"""
+(:meth:`PageStore.validators` reads them back for the next request); a ``304 Not Modified`` answer keeps the
+page as stored (text, fingerprints, matches, ``compared_at``), moves its ``fetched_at`` and counts as
+unchanged."""
 
 from __future__ import annotations
 
@@ -102,8 +102,8 @@ class PageStore:
             future.result()
 
     def validators(self, url: str) -> tuple[str, str]:
-        """``(etag, last_modified)`` of the stored page at ``url`` (``''`` for none): what a conditional request
-        sends back. Only a page stored from a 200 response has them."""
+        """``(etag, last_modified)`` of the stored page at ``url`` (``''`` for none): what a conditional
+        request sends back. Only a page stored from a 200 response has them."""
 
         def read(session: Session) -> tuple[str, str]:
             row = session.execute(
@@ -114,13 +114,15 @@ class PageStore:
         return retry_in_session(self.sessions, read, what=f"reading the validators of {url}")
 
     def _store(self, batch: list[CrawledPage]) -> None:
-        # A database restarted meanwhile costs a pause, not the batch: the write is an upsert, safe to run again,
-        # and the batch's counts reach the crawl's only once committed.
+        # A database restarted meanwhile costs a pause, not the batch: the write is an upsert, safe to run
+        # again, and the batch's counts reach the crawl's only once committed.
         def write(session: Session) -> tuple[list[int], StoreCounts]:
             counts = StoreCounts()
             return self._write(session, batch, counts), counts
 
-        to_compare, counts = retry_in_session(self.sessions, write, what=f"storing a batch of {len(batch)} page(s)")
+        to_compare, counts = retry_in_session(
+            self.sessions, write, what=f"storing a batch of {len(batch)} page(s)"
+        )
         counts.to_compare = len(to_compare)
         self.counts.add(counts)
         if to_compare:
@@ -209,9 +211,12 @@ class PageStore:
         counts.site_ids.update(v for v in sites.values())
         return sorted(to_compare)
 
-    def _touch_not_modified(self, session: Session, pages: Sequence[CrawledPage], counts: StoreCounts) -> list[int]:
-        """Pages answered ``304 Not Modified``: only ``fetched_at`` (and the crawl job) move; unchanged. A page
-        stored and never compared (a lost task) is handed on again, as a fetch with the same content would be."""
+    def _touch_not_modified(
+        self, session: Session, pages: Sequence[CrawledPage], counts: StoreCounts
+    ) -> list[int]:
+        """Pages answered ``304 Not Modified``: only ``fetched_at`` (and the crawl job) move; unchanged. A
+        page stored and never compared (a lost task) is handed on again, as a fetch with the same content
+        would be."""
         to_compare: list[int] = []
         for page in pages:
             row = session.execute(

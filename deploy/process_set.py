@@ -1,16 +1,15 @@
 """``make up`` / ``make down``: the whole fptrack process set on one machine, without containers.
 
 ``up`` makes the services available (deploy/ensure-services.sh), creates the PostgreSQL database when it is
-missing, migrates it (``fptrack init``), starts deploy/Procfile under honcho in the background (a session of its
-own; pid file and log in the data folder), and waits until the admin's ``/healthz`` answers 200 and
-``fptrack ping`` finds a worker and a crawler. ``down`` stops exactly what ``up`` started: honcho, every process
-below it, and the site crawls the crawler started in sessions of their own (found by walking the process tree
-before anything is signalled), and nothing else.
+missing, migrates it (``fptrack init``), starts deploy/Procfile under honcho in the background (a session of
+its own; pid file and log in the data folder), and waits until the admin's ``/healthz`` answers 200 and
+``fptrack ping`` finds a worker and a crawler. ``down`` stops exactly what ``up`` started: honcho, every
+process below it, and the site crawls the crawler started in sessions of their own (found by walking the
+process tree before anything is signalled), and nothing else.
 
-Settings: the caller's environment, over deploy/.env (else deploy/.env.example), over --env-file. Both commands
-are idempotent: ``up`` with the set running says so; ``down`` with nothing running says so. ``down`` uses the
-standard library only, so it works without the virtualenv.
-"""
+Settings: the caller's environment, over deploy/.env (else deploy/.env.example), over --env-file. Both
+commands are idempotent: ``up`` with the set running says so; ``down`` with nothing running says so. ``down``
+uses the standard library only, so it works without the virtualenv."""
 
 from __future__ import annotations
 
@@ -39,7 +38,8 @@ class ProcessSetError(Exception):
 
 
 def read_env_file(path: Path) -> dict[str, str]:
-    """``KEY=value`` lines (the format systemd, compose and honcho share); comments and blank lines skipped."""
+    """``KEY=value`` lines (the format systemd, compose and honcho share); comments and blank lines
+    skipped."""
     values: dict[str, str] = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         line = line.strip()
@@ -76,8 +76,8 @@ def data_dir(env: dict[str, str]) -> Path:
 
 
 def _stat_fields(pid: int | str) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (field 3 of proc(5) first), None when the process
-    is gone. The name is cut at the last ``)``: it may hold spaces and parentheses."""
+    """The fields of ``/proc/<pid>/stat`` after the command name (field 3 of proc(5) first), None when the
+    process is gone. The name is cut at the last ``)``: it may hold spaces and parentheses."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
@@ -112,8 +112,9 @@ def descendants(roots: set[int]) -> dict[int, int]:
 
 
 def detached(tree: dict[int, int], honcho: int) -> set[int]:
-    """The processes of ``tree`` that lead a session of their own without being one of honcho's: the site crawls,
-    started so that a restarting crawler does not stop them; their parents will not pass a signal on to them."""
+    """The processes of ``tree`` that lead a session of their own without being one of honcho's: the site
+    crawls, started so that a restarting crawler does not stop them; their parents will not pass a signal on
+    to them."""
     leaders = set()
     for pid, parent in tree.items():
         try:
@@ -141,7 +142,8 @@ def read_pid_file(path: Path) -> tuple[int, int] | None:
 
 
 def ensure_database(env: dict[str, str]) -> None:
-    """Create the PostgreSQL database of FPTRACK_DATABASE_URL when it does not exist (SQLite needs nothing)."""
+    """Create the PostgreSQL database of FPTRACK_DATABASE_URL when it does not exist (SQLite needs
+    nothing)."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
@@ -154,7 +156,9 @@ def ensure_database(env: dict[str, str]) -> None:
     server = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
     try:
         with server.connect() as connection:
-            exists = connection.scalar(text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": url.database})
+            exists = connection.scalar(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": url.database}
+            )
             if not exists:
                 quoted = server.dialect.identifier_preparer.quote(url.database)
                 connection.execute(text(f"CREATE DATABASE {quoted}"))
@@ -189,7 +193,9 @@ def up(env: dict[str, str], ready_seconds: float = READY_SECONDS) -> None:
     pid_file, log_file = folder / PID_FILE, folder / LOG_FILE
     running = read_pid_file(pid_file)
     if running is not None:
-        print(f"up: already running (honcho pid {running[0]}); admin on {admin_url(env)}; `make down` stops it")
+        print(
+            f"up: already running (honcho pid {running[0]}); admin on {admin_url(env)}; `make down` stops it"
+        )
         return
     subprocess.run(["bash", str(DEPLOY / "ensure-services.sh")], env=env, check=False)
     ensure_database(env)
@@ -212,10 +218,13 @@ def up(env: dict[str, str], ready_seconds: float = READY_SECONDS) -> None:
     while time.monotonic() < deadline:
         if honcho.poll() is not None:
             pid_file.unlink(missing_ok=True)
-            raise ProcessSetError(f"the process set stopped (exit {honcho.returncode}); its log:\n{_tail(log_file)}")
+            raise ProcessSetError(
+                f"the process set stopped (exit {honcho.returncode}); its log:\n{_tail(log_file)}"
+            )
         ready, reason = healthy(env)
         if ready:
-            print(f"up: ready: admin on {admin_url(env)} (/healthz 200), worker and crawler answer; `make down` stops "
+            print(f"up: ready: admin on {admin_url(env)} (/healthz 200), worker and crawler answer; `make "
+                  "down` stops "
                   "it")  # fmt: skip
             return
         time.sleep(1.0)
@@ -244,8 +253,9 @@ def down(env: dict[str, str], stop_seconds: float = STOP_SECONDS) -> None:
         return
     honcho = running[0]
     # every process up started, with its start time, taken before any is signalled: the site crawls run in
-    # sessions of their own and are reparented away from the tree once their crawler has stopped. honcho passes
-    # SIGTERM on to its processes (Celery's warm shutdown, gunicorn's graceful one); the crawls get it directly.
+    # sessions of their own and are reparented away from the tree once their crawler has stopped. honcho
+    # passes SIGTERM on to its processes (Celery's warm shutdown, gunicorn's graceful one); the crawls get it
+    # directly.
     tree = descendants({honcho})
     known = {pid: start_time(pid) for pid in tree}
     # Once each: a crawl takes a second SIGTERM as "stop at once".

@@ -2,27 +2,26 @@
 judged alike, in one frozen value.
 
 The product (``compare``: pages and registered chapters), the index (``storage`` stores what the pipeline
-computes under the contract) and every benchmark read :data:`CONTRACT`. Writer and reader can never disagree on
-a k-gram length, a window, a DNA width or a threshold, because there is only one place where each is set.
+computes under the contract) and every benchmark read :data:`CONTRACT`. Writer and reader can never disagree
+on a k-gram length, a window, a DNA width or a threshold, because there is only one place where each is set.
 
 What it holds, by stage (docs/fingerprints.md and docs/compare.md say where each value was measured):
 
 - which **methods** the page path computes and reads (:data:`PAGE_PATH_METHODS`, out of :data:`METHODS`):
   winnowing on characters, winnowing on pinyin initials (candidate generation) and the initials channel of the
-  alignment; Simhash and pinyin DNA are off. :meth:`FingerprintContract.without`, ``with_method`` and ``only`` make the
-  variants with which the ablation of ``benchmarks/piracy_eval.py`` measures what each adds;
-- the **fingerprints**: Simhash (bits, weighting), DNA (granularity, overlap, quantisation), winnowing (k, w) of
-  the normalised characters and of the pinyin-initial string;
-- **candidates**: how many shared codes make a registered chapter a suspect, how many suspects are verified, how
-  many chapters must hold a hash before it counts as a common formula;
+  alignment; Simhash and pinyin DNA are off. :meth:`FingerprintContract.without`, ``with_method`` and ``only``
+  make the variants with which the ablation of ``benchmarks/piracy_eval.py`` measures what each adds;
+- the **fingerprints**: Simhash (bits, weighting), DNA (granularity, overlap, quantisation), winnowing (k, w)
+  of the normalised characters and of the pinyin-initial string;
+- **candidates**: how many shared codes make a registered chapter a suspect, how many suspects are verified,
+  how many chapters must hold a hash before it counts as a common formula;
 - **alignment**: k-gram lengths of the two channels, gap merging, the shortest run, the diagonal slack;
 - the **decision rule**: quotation floor, chapter coverage, one long passage.
 
 MinHash and KSentence (``fingerprint.minhash``, ``research.ksentence``) and the corpus statistics
 (``fingerprint.stats``) are not on the page path: nothing there reads them (the winnowing indexes and the
-alignment decide; MinHash as a peer finds about half of the eval's copies, docs/compare.md). They stay usable on
-their own, with their tests and benchmarks.
-"""
+alignment decide; MinHash as a peer finds about half of the eval's copies, docs/compare.md). They stay usable
+on their own, with their tests and benchmarks."""
 
 from __future__ import annotations
 
@@ -44,16 +43,17 @@ __all__ = [
 ]
 
 METHODS: tuple[str, ...] = ("simhash", "dna", "winnow", "winnow_py", "align_initials")
-"""The signals the page path can use. The first four are candidate sources (each an index of ``storage``); the last
-is the pinyin-initial channel of the alignment (same-sound swaps keep aligning)."""
+"""The signals the page path can use. The first four are candidate sources (each an index of ``storage``); the
+last is the pinyin-initial channel of the alignment (same-sound swaps keep aligning)."""
 CANDIDATE_SOURCES: tuple[str, ...] = ("simhash", "dna", "winnow", "winnow_py")
 PAGE_PATH_METHODS = frozenset(METHODS) - {"dna", "simhash"}
-"""What the product uses. Pinyin DNA is off: the ablation (docs/compare.md) found nothing it adds that winnowing
-over the initials does not already find, and alone it finds almost nothing (exact codes break on every insertion
-or deletion, which shifts all later segment boundaries). Simhash is off too: on two full runs every copy it finds
-the winnowing finds as well, and it is the costliest part of fingerprinting a page (word segmentation: the page
-path runs ~2.7x faster without it, ``benchmarks/fingerprint_throughput.py``); no Simhash row is stored for a page
-or a chapter any more (rows written by earlier releases stay readable and unread)."""
+"""What the product uses. Pinyin DNA is off: the ablation (docs/compare.md) found nothing it adds that
+winnowing over the initials does not already find, and alone it finds almost nothing (exact codes break on
+every insertion or deletion, which shifts all later segment boundaries). Simhash is off too: on two full runs
+every copy it finds the winnowing finds as well, and it is the costliest part of fingerprinting a page (word
+segmentation: the page path runs ~2.7x faster without it, ``benchmarks/fingerprint_throughput.py``); no
+Simhash row is stored for a page or a chapter any more (rows written by earlier releases stay readable and
+unread)."""
 
 CODE_KINDS: tuple[str, ...] = ("dna", "winnow", "winnow_py")
 """The (code, position) kinds a document stores, as ``storage`` names them."""
@@ -82,12 +82,13 @@ class CandidateParams:
     """Which registered chapters are verified against a page."""
 
     min_shared: int = 2
-    """Shared codes of one kind (DNA, winnowing of characters, winnowing of initials) that make a candidate."""
+    """Shared codes of one kind (DNA, winnowing of characters, winnowing of initials) that make a
+    candidate."""
     max_candidates: int = 12
     """Candidates verified per page, ranked by Simhash hit, then shared codes."""
     common_min_chapters: int = 5
-    """A winnowing hash held by at least this many registered chapters (closing formulas, a publisher's banner) says
-    nothing about which chapter a page copies: the alignment ignores it."""
+    """A winnowing hash held by at least this many registered chapters (closing formulas, a publisher's
+    banner) says nothing about which chapter a page copies: the alignment ignores it."""
 
     def __post_init__(self) -> None:
         if min(self.min_shared, self.max_candidates, self.common_min_chapters) < 1:
@@ -102,7 +103,8 @@ class AlignParams:
     initials_k: int = 14
     max_gap: int = 12
     max_gap_digit_share: float = 0.5
-    """Runs are not merged over a gap more than this share digits: templates with other numbers are not copies."""
+    """Runs are not merged over a gap more than this share digits: templates with other numbers are not
+    copies."""
     min_run: int = 24
     diagonal_slack: int = 30
     smoothing: int = 5
@@ -115,9 +117,9 @@ class AlignParams:
 @dataclass(frozen=True)
 class DecisionRule:
     """Flag iff ``copied_chars >= min_copied`` and (``longest_run >= min_passage`` or (``chapter_coverage >=
-    min_coverage`` and ``density >= min_density``)). Read off the threshold sweep of ``benchmarks/piracy_eval.py``
-    (docs/compare.md): ``min_density`` = 0.5 sits between a review quoting ten passages (0.26) and the sparsest
-    copy (30 % edits, 0.71)."""
+    min_coverage`` and ``density >= min_density``)). Read off the threshold sweep of
+    ``benchmarks/piracy_eval.py`` (docs/compare.md): ``min_density`` = 0.5 sits between a review quoting ten
+    passages (0.26) and the sparsest copy (30 % edits, 0.71)."""
 
     min_copied: int = 50
     min_coverage: float = 0.15
@@ -130,17 +132,17 @@ class DecisionRule:
 
 @dataclass(frozen=True)
 class FingerprintContract:
-    """Every parameter of the page path. Frozen and hashable: use :meth:`without` / :func:`dataclasses.replace`
-    for variants (benchmarks), never mutate."""
+    """Every parameter of the page path. Frozen and hashable: use :meth:`without` /
+    :func:`dataclasses.replace` for variants (benchmarks), never mutate."""
 
     methods: frozenset[str] = PAGE_PATH_METHODS
     simhash: SimhashParams = field(default_factory=SimhashParams)
     dna: DnaParams = field(default_factory=DnaParams)
     winnow_chars: WinnowParams = WinnowParams(k=8, w=16)
     winnow_initials: WinnowParams = WinnowParams(k=12, w=16)
-    """k measured by ``benchmarks/initials_k.py``: 12 finds 300-character excerpts of 20 %-edited copies and keeps
-    23 % of a whole such copy's hashes (16: 92 % and 15 %), with no registered chapter a suspect of any 水浒传
-    chapter or news article down to k = 10."""
+    """k measured by ``benchmarks/initials_k.py``: 12 finds 300-character excerpts of 20 %-edited copies and
+    keeps 23 % of a whole such copy's hashes (16: 92 % and 15 %), with no registered chapter a suspect of any
+    水浒传 chapter or news article down to k = 10."""
     candidates: CandidateParams = CandidateParams()
     align: AlignParams = AlignParams()
     rule: DecisionRule = DecisionRule()
@@ -150,8 +152,8 @@ class FingerprintContract:
         if unknown:
             raise ValueError(f"unknown method(s) {sorted(unknown)}; known: {', '.join(METHODS)}")
         if self.simhash.scheme != "tf":
-            # stored fingerprints must not depend on corpus statistics, which move as the corpus grows (DNA codes
-            # likewise use the uniform reference)
+            # stored fingerprints must not depend on corpus statistics, which move as the corpus grows (DNA
+            # codes likewise use the uniform reference)
             raise ValueError(f"the page path's Simhash must be tf-weighted, got {self.simhash.scheme!r}")
 
     def without(self, method: str) -> FingerprintContract:
@@ -165,7 +167,9 @@ class FingerprintContract:
     def only(self, source: str) -> FingerprintContract:
         """This contract with ``source`` as its only candidate source (the alignment unchanged)."""
         if source not in CANDIDATE_SOURCES:
-            raise ValueError(f"{source!r} is not a candidate source; those are: {', '.join(CANDIDATE_SOURCES)}")
+            raise ValueError(
+                f"{source!r} is not a candidate source; those are: {', '.join(CANDIDATE_SOURCES)}"
+            )
         return replace(self, methods=(self.methods - set(CANDIDATE_SOURCES)) | {source})
 
     def uses(self, method: str) -> bool:

@@ -6,10 +6,9 @@ coherence check on a sample. Binary data (NUL bytes, many control bytes) is refu
 also after a byte-order mark (a BOM followed by an image is still an image).
 
 The text returned holds no NUL character (PostgreSQL refuses NUL in text; SQLite would keep it): a few stray
-NULs in otherwise readable text are damage and are dropped (at most :func:`stray_nul_limit` of them), more make
-the input binary. This is the one place where bytes become text for works, checks and crawled pages alike, so
-both database backends see the same text, or the same refusal.
-"""
+NULs in otherwise readable text are damage and are dropped (at most :func:`stray_nul_limit` of them), more
+make the input binary. This is the one place where bytes become text for works, checks and crawled pages
+alike, so both database backends see the same text, or the same refusal."""
 
 from __future__ import annotations
 
@@ -42,9 +41,9 @@ _ALIASES = {
     "utf8": "utf-8",
 }
 _CONTROL = bytes(range(9)) + bytes(range(14, 32))
-# Characters no readable text is made of: C0 controls but tab, line feed, form feed and carriage return, and the
-# replacement character; for UTF-16 also unassigned and private-use code points, which binary junk read as UTF-16
-# mostly gives.
+# Characters no readable text is made of: C0 controls but tab, line feed, form feed and carriage return, and
+# the replacement character; for UTF-16 also unassigned and private-use code points, which binary junk read as
+# UTF-16 mostly gives.
 _UNREADABLE_CHARS = re.compile("[\x00-\x08\x0b\x0e-\x1f\ufffd]")
 _UNREADABLE_CATEGORIES = frozenset({"Cn", "Co", "Cs"})
 
@@ -87,8 +86,8 @@ def without_stray_nuls(data: bytes) -> bytes:
 
 
 def looks_binary(data: bytes) -> bool:
-    """True for bytes that are not text: a NUL byte anywhere (drop stray ones first: :func:`without_stray_nuls`),
-    or more control bytes than one in a hundred in the first 64 KB."""
+    """True for bytes that are not text: a NUL byte anywhere (drop stray ones first:
+    :func:`without_stray_nuls`), or more control bytes than one in a hundred in the first 64 KB."""
     if b"\x00" in data:
         return True
     sample = data[:_SAMPLE_BYTES]
@@ -98,8 +97,8 @@ def looks_binary(data: bytes) -> bool:
 
 def refuse_binary_start(start: bytes, max_length: int) -> None:
     """Raise :class:`UndecodableError` when every input of at most ``max_length`` bytes that begins with
-    ``start`` is one :func:`decode_bytes` refuses as binary (too many NULs for any such length, or a first 64 KB
-    of control bytes): a reader of an endless stream such as ``/dev/zero`` stops at its first megabyte."""
+    ``start`` is one :func:`decode_bytes` refuses as binary (too many NULs for any such length, or a first 64
+    KB of control bytes): a reader of an endless stream such as ``/dev/zero`` stops at its first megabyte."""
     if start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return
     body = start.removeprefix(codecs.BOM_UTF8)
@@ -128,10 +127,14 @@ def decode_bytes(data: bytes, declared: str | None = None) -> DecodedText:
 
     declared_codec = normalise_encoding_name(declared)
     if data.isascii():
-        # ASCII reads alike under every charset a page may sensibly claim; a claim that reads it otherwise (UTF-16,
-        # UTF-7, HZ: "plain page" as "汰楡..."), is wrong, and the bytes stay the ASCII they are.
+        # ASCII reads alike under every charset a page may sensibly claim; a claim that reads it otherwise
+        # (UTF-16, UTF-7, HZ: "plain page" as "汰楡..."), is wrong, and the bytes stay the ASCII they are.
         text = data.decode("ascii")
-        kept = declared_codec is not None and _decodes(data, declared_codec) and data.decode(declared_codec) == text
+        kept = (
+            declared_codec is not None
+            and _decodes(data, declared_codec)
+            and data.decode(declared_codec) == text
+        )
         return DecodedText(text, declared_codec if kept and declared_codec else "utf-8")
     if declared_codec in _DOUBLE_BYTE_CJK:
         # GBK and Big5 bytes often decode strictly under each other (into nonsense), and so may UTF-8 under
@@ -164,8 +167,8 @@ def _readable(text: str, *, strict: bool) -> str:
     """``text`` when it reads as text (stray NULs dropped), else :class:`UndecodableError`.
 
     Refused: more than one character in twenty (and more than four) that is a control or a replacement
-    character; when ``strict`` (UTF-16 under its byte-order mark: any bytes decode, so nothing else vouches for
-    them), also when the first 64K characters hold as many unassigned or private-use ones. UTF-8 keeps
+    character; when ``strict`` (UTF-16 under its byte-order mark: any bytes decode, so nothing else vouches
+    for them), also when the first 64K characters hold as many unassigned or private-use ones. UTF-8 keeps
     private-use characters: pages drawn in an obfuscating font use them."""
     if len(_UNREADABLE_CHARS.findall(text)) > max(4, len(text) // 20):
         raise UndecodableError("not text in UTF-8, GB18030, Big5 or UTF-16 (too many invalid byte sequences)")
@@ -189,8 +192,8 @@ def _decodes(data: bytes, codec: str) -> bool:
 
 
 def _declared_unless_garbled(data: bytes, declared: str, rivals: list[str]) -> str:
-    """Keep the declared codec unless charset_normalizer finds its decoding clearly messier than a rival's
-    (it drops a candidate whose mess ratio is too high; short samples score alike, and then the claim wins)."""
+    """Keep the declared codec unless charset_normalizer finds its decoding clearly messier than a rival's (it
+    drops a candidate whose mess ratio is too high; short samples score alike, and then the claim wins)."""
     from charset_normalizer import from_bytes
 
     isolation = [c.replace("-", "_") for c in (declared, *rivals)]

@@ -1,4 +1,5 @@
-"""MinHash (Broder 1997) with LSH banding, and the exact Jaccard / containment it estimates (ALGORITHMS.md 5-6).
+"""MinHash (Broder 1997) with LSH banding, and the exact Jaccard / containment it estimates (ALGORITHMS.md
+5-6).
 
 Input is a set of 64-bit shingle hashes (``features.char_shingle_hashes``), so nothing is hashed twice.
 
@@ -63,7 +64,9 @@ class MinHashParams:
         if self.scheme == "oph" and self.num_perm & (self.num_perm - 1):
             raise ValueError(f"one-permutation MinHash needs a power-of-two num_perm, got {self.num_perm}")
         if self.bands * self.rows != self.num_perm:
-            raise ValueError(f"bands x rows must equal num_perm: {self.bands} x {self.rows} != {self.num_perm}")
+            raise ValueError(
+                f"bands x rows must equal num_perm: {self.bands} x {self.rows} != {self.num_perm}"
+            )
 
 
 def _affine_coefficients(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +130,9 @@ def minhash_signature(shingle_hashes: np.ndarray, params: MinHashParams = MinHas
         distance = (donor - positions) % n
         borrowed = ~present
         with np.errstate(over="ignore"):
-            sig[borrowed] = sig[donor[borrowed]] + distance[borrowed].astype(_U64) * _U64(1 << shift if shift < 64 else 1)
+            sig[borrowed] = sig[donor[borrowed]] + distance[borrowed].astype(_U64) * _U64(
+                1 << shift if shift < 64 else 1
+            )
     return sig
 
 

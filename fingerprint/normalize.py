@@ -180,7 +180,9 @@ def _table() -> _Table:
         try:
             with np.load(path) as cached:
                 keys, values = cached["expansion_keys"], str(cached["expansion_values"])
-                return _Table(cached["single"], cached["length"], dict(zip(keys.tolist(), values.split("\0"))))
+                return _Table(
+                    cached["single"], cached["length"], dict(zip(keys.tolist(), values.split("\0")))
+                )
         except (OSError, KeyError, ValueError):
             pass  # absent or damaged: build it again
     table = _build_table()
@@ -210,7 +212,9 @@ def _save_table(table: _Table, path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as handle:
-            np.savez(handle, single=table.single, length=table.length, expansion_keys=keys, expansion_values=values)
+            np.savez(
+                handle, single=table.single, length=table.length, expansion_keys=keys, expansion_values=values
+            )
         os.replace(handle.name, path)  # atomic: concurrent processes see the old file or the whole new one
     except OSError:
         pass  # a read-only home: build the table in every process, as before
@@ -227,7 +231,12 @@ def _build_table() -> _Table:
             continue
         ch = chr(cp)
         # Fast path for the common case: a kept character that maps to itself.
-        if cp not in t2s and is_kept_char(ch) and unicodedata.normalize("NFKC", ch) == ch and ch.lower() == ch:
+        if (
+            cp not in t2s
+            and is_kept_char(ch)
+            and unicodedata.normalize("NFKC", ch) == ch
+            and ch.lower() == ch
+        ):
             continue
         mapped = _map_char(ch, t2s)
         length[cp] = min(len(mapped), 255)
@@ -269,7 +278,9 @@ def normalize(text: str) -> NormalizedText:
         keep = np.flatnonzero(lengths)
         out = table.single[cps[keep]]
         normalized = out.tobytes().decode("utf-32-le")
-        return NormalizedText(normalized, keep.astype(np.int64, copy=False), len(text))  # no copy: 8 bytes a char
+        return NormalizedText(
+            normalized, keep.astype(np.int64, copy=False), len(text)
+        )  # no copy: 8 bytes a char
     # Rare path: some characters expand to several (e.g. "⑩" -> "10"). Stitch kept pieces in order.
     offsets = np.repeat(np.arange(len(text), dtype=np.int64), lengths)
     pieces: list[str] = []

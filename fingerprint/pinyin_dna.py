@@ -96,7 +96,8 @@ class DnaParams:
             raise ValueError(f"alphabet must be distinct ASCII characters, got {self.alphabet!r}")
         if len(self.alphabet) * self.bits_per_letter > 63:
             raise ValueError(
-                f"a DNA code of {len(self.alphabet)} letters x {self.bits_per_letter} bits does not fit in 63 bits;"
+                f"a DNA code of {len(self.alphabet)} letters x {self.bits_per_letter} bits does not fit in "
+                "63 bits;"
                 " use fewer levels or a shorter alphabet"
             )
 
@@ -133,8 +134,9 @@ def dna_positions(length: int, params: DnaParams = DnaParams()) -> tuple[int, ..
     return tuple(range(0, length - n + 1, params.step))
 
 
-def dna_codes(initials: str, params: DnaParams = DnaParams(),
-              reference: np.ndarray | None = None) -> tuple[int, ...]:
+def dna_codes(
+    initials: str, params: DnaParams = DnaParams(), reference: np.ndarray | None = None
+) -> tuple[int, ...]:
     """The DNA code of every segment of ``initials`` (non-negative ints below 2^63).
 
     ``reference`` is the expected relative frequency of each ``params.alphabet`` letter (e.g.
@@ -146,7 +148,9 @@ def dna_codes(initials: str, params: DnaParams = DnaParams(),
     else:
         ref = np.asarray(reference, dtype=np.float64)
         if ref.shape != (a,):
-            raise ValueError(f"reference must have one frequency per alphabet letter ({a}), got shape {ref.shape}")
+            raise ValueError(
+                f"reference must have one frequency per alphabet letter ({a}), got shape {ref.shape}"
+            )
     starts = np.asarray(dna_positions(len(initials), params), dtype=np.int64)
     if starts.size == 0:
         return ()

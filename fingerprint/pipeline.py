@@ -3,8 +3,8 @@
 One normalisation (with its offset map back to the original), one pinyin-initial string (one letter per
 normalised character), then the fingerprints that ``storage`` indexes: a Simhash for near-whole copies, pinyin
 DNA codes (homophone and script changes), winnowing hashes over the characters (edited and partial copies) and
-over the initials (same-sound swaps). Pages and registered chapters go through the same function, so the writer
-of the index and every query agree by construction.
+over the initials (same-sound swaps). Pages and registered chapters go through the same function, so the
+writer of the index and every query agree by construction.
 
 A method the contract leaves out is not computed (its codes are empty); MinHash, KSentence and the weighted
 Simhash schemes are not part of it (``fingerprint.contract``).
@@ -26,9 +26,10 @@ __all__ = ["TextFingerprints", "fingerprint_text"]
 
 @dataclass(frozen=True, eq=False)
 class TextFingerprints:
-    """The fingerprints of one text. ``simhash`` is unsigned (``contract.simhash.bits`` bits; None when Simhash is
-    off, and then nothing stores one); every code is a (hash, position) pair whose hash fits a signed 64-bit BIGINT (DNA: position = segment
-    number; winnowing: position = normalised offset of the k-gram)."""
+    """The fingerprints of one text. ``simhash`` is unsigned (``contract.simhash.bits`` bits; None when
+    Simhash is off, and then nothing stores one); every code is a (hash, position) pair whose hash fits a
+    signed 64-bit BIGINT (DNA: position = segment number; winnowing: position = normalised offset of the
+    k-gram)."""
 
     original: str
     normalized: NormalizedText
@@ -52,7 +53,8 @@ class TextFingerprints:
 
 
 def fingerprint_text(text: str, contract: FingerprintContract = CONTRACT) -> TextFingerprints:
-    """Normalise ``text`` (original, as crawled or registered) and compute the fingerprints ``contract`` uses."""
+    """Normalise ``text`` (original, as crawled or registered) and compute the fingerprints ``contract``
+    uses."""
     normalized = normalize(text)
     initials = pinyin_initials(normalized.text)
     uses = contract.uses
@@ -63,10 +65,14 @@ def fingerprint_text(text: str, contract: FingerprintContract = CONTRACT) -> Tex
         simhash=simhash_text(normalized.text, params=contract.simhash) if uses("simhash") else None,
         dna=tuple(enumerate_codes(dna_codes(initials, contract.dna))) if uses("dna") else (),
         winnow_chars=(
-            winnow(normalized.text, contract.winnow_chars.k, contract.winnow_chars.w) if uses("winnow") else ()
+            winnow(normalized.text, contract.winnow_chars.k, contract.winnow_chars.w)
+            if uses("winnow")
+            else ()
         ),
         winnow_initials=(
-            winnow(initials, contract.winnow_initials.k, contract.winnow_initials.w) if uses("winnow_py") else ()
+            winnow(initials, contract.winnow_initials.k, contract.winnow_initials.w)
+            if uses("winnow_py")
+            else ()
         ),
         code_kinds=contract.code_kinds(),
     )

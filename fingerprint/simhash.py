@@ -96,8 +96,9 @@ def _as_hash_matrix(features: Sequence[str] | np.ndarray, bits: int) -> np.ndarr
     return np.stack(cols, axis=1) if cols[0].size else np.zeros((0, bits // 64), dtype=np.uint64)
 
 
-def simhash(features: Sequence[str] | np.ndarray, weights: Sequence[float] | np.ndarray | None = None,
-            bits: int = 64) -> int:
+def simhash(
+    features: Sequence[str] | np.ndarray, weights: Sequence[float] | np.ndarray | None = None, bits: int = 64
+) -> int:
     """Weighted Simhash of ``features`` as an unsigned ``bits``-bit int.
 
     ``features`` are strings (hashed with ``features.token_hashes``; seed 0 gives bits 0-63, seed 1 bits
@@ -153,8 +154,9 @@ def term_weights(
     return np.where(w > params.weight_cap, params.weight_cap_value, w)
 
 
-def simhash_tokens(tokens: Sequence[str], params: SimhashParams = SimhashParams(),
-                   stats: CorpusStats | None = None) -> int:
+def simhash_tokens(
+    tokens: Sequence[str], params: SimhashParams = SimhashParams(), stats: CorpusStats | None = None
+) -> int:
     """Simhash of a token sequence (all jieba tokens; stop words are removed here)."""
     h0 = token_hashes(tokens, 0)
     stops = stop_word_hashes(0)
@@ -177,8 +179,12 @@ def simhash_tokens(tokens: Sequence[str], params: SimhashParams = SimhashParams(
     content_idx = np.flatnonzero(content)
     if params.bits == 128:
         cols.append(token_hashes([tokens[i] for i in content_idx[first].tolist()], 1))
-    if params.scheme == "termlen":  # only this scheme looks at term lengths: skip the per-token pass otherwise
-        lengths = np.fromiter((len(tokens[i]) for i in content_idx[first].tolist()), dtype=np.int64, count=first.size)
+    if (
+        params.scheme == "termlen"
+    ):  # only this scheme looks at term lengths: skip the per-token pass otherwise
+        lengths = np.fromiter(
+            (len(tokens[i]) for i in content_idx[first].tolist()), dtype=np.int64, count=first.size
+        )
     else:
         lengths = np.zeros(first.size, dtype=np.int64)
     weights = term_weights(uniq, counts, lengths, params, stats)
@@ -194,8 +200,13 @@ def simhash_tokens(tokens: Sequence[str], params: SimhashParams = SimhashParams(
     return simhash(matrix, weights, params.bits)
 
 
-def simhash_text(normalized: str, bits: int = 64, scheme: str = "tf", stats: CorpusStats | None = None,
-                 params: SimhashParams | None = None) -> int:
+def simhash_text(
+    normalized: str,
+    bits: int = 64,
+    scheme: str = "tf",
+    stats: CorpusStats | None = None,
+    params: SimhashParams | None = None,
+) -> int:
     """Segment normalised text, weight its content words, and return the unsigned Simhash.
 
     ``params`` (when given) overrides ``bits`` and ``scheme``. Schemes other than ``tf`` use ``stats``

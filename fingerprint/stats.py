@@ -61,8 +61,9 @@ def _sum_by_key(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
     return uniq, np.bincount(inverse, weights=counts, minlength=uniq.size).astype(np.int64)
 
 
-def _sum_by_pair(left: np.ndarray, right: np.ndarray, counts: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _sum_by_pair(
+    left: np.ndarray, right: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if left.size == 0:
         return left.copy(), right.copy(), counts.astype(np.int64)
     order = np.lexsort((right, left))
@@ -88,7 +89,8 @@ def _group_entropy(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np
 
 @dataclass(frozen=True, eq=False)
 class CorpusStats:
-    """Mergeable corpus statistics (see the module docstring). Build with ``CorpusStats.empty().update(texts)``."""
+    """Mergeable corpus statistics (see the module docstring). Build with
+    ``CorpusStats.empty().update(texts)``."""
 
     documents: int
     df_keys: np.ndarray
@@ -118,8 +120,15 @@ class CorpusStats:
         right = np.concatenate([t.right for t in terms])
         df_keys, df_counts = _sum_by_key(distinct, np.ones(distinct.size, dtype=np.int64))
         bl, br, bc = _sum_by_pair(left, right, np.ones(left.size, dtype=np.int64))
-        batch = CorpusStats(len(terms), df_keys, df_counts, bl, br, bc,
-                            np.sum([t.initials for t in terms], axis=0).astype(np.int64))
+        batch = CorpusStats(
+            len(terms),
+            df_keys,
+            df_counts,
+            bl,
+            br,
+            bc,
+            np.sum([t.initials for t in terms], axis=0).astype(np.int64),
+        )
         return self.merge(batch)
 
     def merge(self, other: CorpusStats) -> CorpusStats:
@@ -128,13 +137,23 @@ class CorpusStats:
             return self
         if self.documents == 0:
             return other
-        df_keys, df_counts = _sum_by_key(np.concatenate([self.df_keys, other.df_keys]),
-                                         np.concatenate([self.df_counts, other.df_counts]))
-        bl, br, bc = _sum_by_pair(np.concatenate([self.bigram_left, other.bigram_left]),
-                                  np.concatenate([self.bigram_right, other.bigram_right]),
-                                  np.concatenate([self.bigram_counts, other.bigram_counts]))
-        return CorpusStats(self.documents + other.documents, df_keys, df_counts, bl, br, bc,
-                           self.initial_counts + other.initial_counts)
+        df_keys, df_counts = _sum_by_key(
+            np.concatenate([self.df_keys, other.df_keys]), np.concatenate([self.df_counts, other.df_counts])
+        )
+        bl, br, bc = _sum_by_pair(
+            np.concatenate([self.bigram_left, other.bigram_left]),
+            np.concatenate([self.bigram_right, other.bigram_right]),
+            np.concatenate([self.bigram_counts, other.bigram_counts]),
+        )
+        return CorpusStats(
+            self.documents + other.documents,
+            df_keys,
+            df_counts,
+            bl,
+            br,
+            bc,
+            self.initial_counts + other.initial_counts,
+        )
 
     # -- lookups -----------------------------------------------------------------------------------
 
@@ -179,8 +198,11 @@ class CorpusStats:
             buffer,
             version=np.array([_FORMAT_VERSION], dtype=np.int64),
             documents=np.array([self.documents], dtype=np.int64),
-            df_keys=self.df_keys, df_counts=self.df_counts,
-            bigram_left=self.bigram_left, bigram_right=self.bigram_right, bigram_counts=self.bigram_counts,
+            df_keys=self.df_keys,
+            df_counts=self.df_counts,
+            bigram_left=self.bigram_left,
+            bigram_right=self.bigram_right,
+            bigram_counts=self.bigram_counts,
             initial_counts=self.initial_counts,
         )
         return buffer.getvalue()
@@ -194,12 +216,17 @@ class CorpusStats:
         with archive:
             version = int(archive["version"][0])
             if version != _FORMAT_VERSION:
-                raise ValueError(f"CorpusStats format version {version} is not supported (expected {_FORMAT_VERSION})")
+                raise ValueError(
+                    f"CorpusStats format version {version} is not supported (expected {_FORMAT_VERSION})"
+                )
             return cls(
                 int(archive["documents"][0]),
-                archive["df_keys"].astype(np.uint64), archive["df_counts"].astype(np.int64),
-                archive["bigram_left"].astype(np.uint64), archive["bigram_right"].astype(np.uint64),
-                archive["bigram_counts"].astype(np.int64), archive["initial_counts"].astype(np.int64),
+                archive["df_keys"].astype(np.uint64),
+                archive["df_counts"].astype(np.int64),
+                archive["bigram_left"].astype(np.uint64),
+                archive["bigram_right"].astype(np.uint64),
+                archive["bigram_counts"].astype(np.int64),
+                archive["initial_counts"].astype(np.int64),
             )
 
     def __eq__(self, other: object) -> bool:
@@ -207,7 +234,14 @@ class CorpusStats:
             return NotImplemented
         return self.documents == other.documents and all(
             np.array_equal(getattr(self, f), getattr(other, f))
-            for f in ("df_keys", "df_counts", "bigram_left", "bigram_right", "bigram_counts", "initial_counts")
+            for f in (
+                "df_keys",
+                "df_counts",
+                "bigram_left",
+                "bigram_right",
+                "bigram_counts",
+                "initial_counts",
+            )
         )
 
     __hash__ = None  # type: ignore[assignment]

@@ -3,8 +3,8 @@
 
 - :mod:`jobs.crawls`: one crawl job, from start URLs to settled verdicts (``fptrack crawl``, site crawls);
 - :mod:`jobs.sites`: the monitored sites, their settings and schedules, and which are due;
-- :mod:`jobs.site_runs`: the claims that keep one crawl per site at a time, the reaping of crawls that died, and
-  a site's crawl started in a process of its own;
+- :mod:`jobs.site_runs`: the claims that keep one crawl per site at a time, the reaping of crawls that died,
+  and a site's crawl started in a process of its own;
 - :mod:`jobs.site_crawl`: one site's crawl in this process (``run_site``) and that process's entry
   (``python -m fptrack.jobs.site_crawl NAME``);
 - :mod:`jobs.pipeline`: settling sites, retroactive detection, the sweep of what was left behind;

@@ -1,24 +1,28 @@
-"""The crawl service: one crawl job from start URLs to settled verdicts. The CLI, scheduled crawls and tests call
+"""The crawl service: one crawl job from start URLs to settled verdicts. The CLI, scheduled crawls and tests
+call
 :func:`run_crawl_job`; they only present what it returns.
 
 1. A ``crawl_jobs`` row records the crawl (status, counts, error).
 2. Scrapy fetches; :class:`crawler.pipelines.PersistPipeline` stores pages a batch per transaction through a
-   :class:`crawler.store.PageStore`, which hands the ids to compare to the fingerprint stage after each commit:
-   run right here (no broker) or enqueued for Celery workers, :data:`jobs.tasks.PAGES_PER_TASK` per task.
+   :class:`crawler.store.PageStore`, which hands the ids to compare to the fingerprint stage after each
+   commit: run right here (no broker) or enqueued for Celery workers, :data:`jobs.tasks.PAGES_PER_TASK` per
+   task.
 3. With workers, the service waits until every page of the crawl is compared, showing pages done out of pages
    queued. It says within ``FPTRACK_NO_WORKER_SECONDS`` when no worker consumes the queue, and hands pages on
    again when they stall for ``FPTRACK_STALL_SECONDS`` (a killed worker): the stage is idempotent.
    In-process, pages another crawl was comparing at the same moment are awaited (or compared once it is gone).
-4. The crawl's sites settle (:func:`compare.templates.settle_site`): site templates are decided from all pages.
-5. The job is finished, failed or interrupted (Ctrl+C), with the pages of this crawl that copy registered works.
+4. The crawl's sites settle (:func:`compare.templates.settle_site`): site templates are decided from all
+   pages.
+5. The job is finished, failed or interrupted (Ctrl+C), with the pages of this crawl that copy registered
+   works.
 
-A distributed crawl (:mod:`crawler.distributed`) is one job crawled by several processes: the run's first process
-creates the job, the others store into it; each waits for its own pages to be compared, adds its counts to the
-run's totals in Redis and leaves; the last one to leave settles the sites and finishes the job with the totals.
+A distributed crawl (:mod:`crawler.distributed`) is one job crawled by several processes: the run's first
+process creates the job, the others store into it; each waits for its own pages to be compared, adds its
+counts to the run's totals in Redis and leaves; the last one to leave settles the sites and finishes the job
+with the totals.
 
-A run that could not hand its pages on (no broker, no worker) says so and fails: the pages are kept, and the next
-crawl, ``fptrack maintain`` or the workers' periodic sweep compares them.
-"""
+A run that could not hand its pages on (no broker, no worker) says so and fails: the pages are kept, and the
+next crawl, ``fptrack maintain`` or the workers' periodic sweep compares them."""
 
 from __future__ import annotations
 
@@ -79,12 +83,14 @@ class CrawlOutcome:
     pages_unchanged: int = 0
     pages_queued: int = 0
     pages_compared: int = 0
-    copies: list[tuple[str, int]] = field(default_factory=list)  # (url, chapters) of this crawl's copying pages
+    copies: list[tuple[str, int]] = field(
+        default_factory=list
+    )  # (url, chapters) of this crawl's copying pages
     status: str = CrawlJobStatus.RUNNING.value
     error: str = ""
     elapsed_seconds: float = 0.0
-    # a distributed crawl: 'first' (started the run) or 'joined'; ``whole_job`` is True when the counts above are
-    # the job's (this process finished it), False when they are this process's part of a job others finish
+    # a distributed crawl: 'first' (started the run) or 'joined'; ``whole_job`` is True when the counts above
+    # are the job's (this process finished it), False when they are this process's part of a job others finish
     role: str = ""
     whole_job: bool = True
 
@@ -121,8 +127,9 @@ class _Dispatcher:
             self.queued += len(chunk)
 
     def _compare_here(self, chunk: list[int]) -> None:
-        """The task's body, in this thread. Not through Celery's eager mode, whose retry gives up at once (raising
-        ``Retry``) while the database restarts: the batch is one unit of work, safe to run again whole."""
+        """The task's body, in this thread. Not through Celery's eager mode, whose retry gives up at once
+        (raising ``Retry``) while the database restarts: the batch is one unit of work, safe to run again
+        whole."""
 
         def compare() -> None:
             self.tasks.process_pages.run(chunk)
@@ -149,14 +156,16 @@ def run_crawl_job(
 ) -> CrawlOutcome:
     """Run one crawl job (see the module docstring). Runs Scrapy in this process: once per process.
 
-    ``options`` are the site's settings (or ``fptrack crawl``'s); ``trigger`` says what started the job (``cli``,
-    ``site``, ``schedule``); ``on_start`` is told the job's id once its row exists (a scheduled crawl ties its claim
-    to it). ``shared``, an entered :class:`crawler.distributed.SharedCrawl`, makes this process one of a distributed
-    crawl's (``depth`` and ``max_pages`` are then the run's); ``on_start`` is called by the run's first process only.
+    ``options`` are the site's settings (or ``fptrack crawl``'s); ``trigger`` says what started the job
+    (``cli``, ``site``, ``schedule``); ``on_start`` is told the job's id once its row exists (a scheduled
+    crawl ties its claim to it). ``shared``, an entered :class:`crawler.distributed.SharedCrawl`, makes this
+    process one of a distributed crawl's (``depth`` and ``max_pages`` are then the run's); ``on_start`` is
+    called by the run's first process only.
 
-    ``state`` (:mod:`crawler.resume`, a site crawl's frontier on disk) is continued when an earlier crawl of it was
-    killed: the pages that crawl stored are not fetched again (those it left uncompared are compared now), the
-    budget counts them, and the job's stats say it resumed. It is removed when the crawl ends normally."""
+    ``state`` (:mod:`crawler.resume`, a site crawl's frontier on disk) is continued when an earlier crawl of
+    it was killed: the pages that crawl stored are not fetched again (those it left uncompared are compared
+    now), the budget counts them, and the job's stats say it resumed. It is removed when the crawl ends
+    normally."""
     from fptrack.jobs import tasks
 
     tasks.configure(settings)
@@ -167,8 +176,9 @@ def run_crawl_job(
     outcome = CrawlOutcome(job_id=job_id, role=shared.joined.role if shared and shared.joined else "")
     dispatcher = _Dispatcher(settings, tasks)
     with ExitStack() as stack:
-        # With no broker, one thread of this process stores and compares each batch while Scrapy's thread goes on
-        # fetching and parsing (lxml, numpy and SQLite run outside the GIL); one writer, so SQLite never contends.
+        # With no broker, one thread of this process stores and compares each batch while Scrapy's thread goes
+        # on fetching and parsing (lxml, numpy and SQLite run outside the GIL); one writer, so SQLite never
+        # contends.
         local = None
         if settings.tasks_in_process:
             local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fptrack-store")
@@ -176,14 +186,16 @@ def run_crawl_job(
         store = PageStore(sessions, job_id=job_id, dispatch=dispatcher, executor=local)
         if not settings.tasks_in_process and not workers_on_queue(settings.task_queue):
             log.warning(
-                "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored meanwhile; "
+                "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored "
+                "meanwhile; "
                 "the crawl fails if none shows up while it waits)",
                 settings.task_queue,
             )
         if state is not None:
             stack.callback(state.close)  # harmless once the state is removed (the crawl ran to its end)
-        # The whole job, not only the crawl, answers Ctrl+C and SIGTERM: during the crawl run_crawl stops Scrapy
-        # (gracefully, then at once); before and after it (storing, waiting on workers) the job is interrupted.
+        # The whole job, not only the crawl, answers Ctrl+C and SIGTERM: during the crawl run_crawl stops
+        # Scrapy (gracefully, then at once); before and after it (storing, waiting on workers) the job is
+        # interrupted.
         stop = stack.enter_context(_StopSignals())
         job = _Job(settings, sessions, tasks, outcome, store, dispatcher, stop, shared, started)
         try:
@@ -203,8 +215,15 @@ def run_crawl_job(
 
 
 def _open_job(
-    sessions: sessionmaker[Session], urls: Sequence[str], depth: int, max_pages: int, site_id: int | None,
-    trigger: str, *, on_start: Callable[[int], None] | None, shared: SharedCrawl | None,
+    sessions: sessionmaker[Session],
+    urls: Sequence[str],
+    depth: int,
+    max_pages: int,
+    site_id: int | None,
+    trigger: str,
+    *,
+    on_start: Callable[[int], None] | None,
+    shared: SharedCrawl | None,
 ) -> int:
     """The job's id: a new ``crawl_jobs`` row (told to ``on_start``, and published to the other processes of a
     distributed run this one started), or the row the run's first process made."""
@@ -227,7 +246,8 @@ def _open_job(
 
 @dataclass
 class _Job:
-    """A crawl job while it runs: the parts :func:`run_crawl_job` set up, and its steps, which fill ``outcome``."""
+    """A crawl job while it runs: the parts :func:`run_crawl_job` set up, and its steps, which fill
+    ``outcome``."""
 
     settings: Settings
     sessions: sessionmaker[Session]
@@ -240,11 +260,16 @@ class _Job:
     started: float
 
     def crawl(
-        self, urls: Sequence[str], depth: int, max_pages: int, progress: Callable[[CrawlProgress], None] | None,
-        options: CrawlOptions | None, state: CrawlState | None,
+        self,
+        urls: Sequence[str],
+        depth: int,
+        max_pages: int,
+        progress: Callable[[CrawlProgress], None] | None,
+        options: CrawlOptions | None,
+        state: CrawlState | None,
     ) -> None:
-        """The crawl itself (Scrapy), continuing ``state`` when an earlier crawl of it was killed, and every page
-        it stored written and handed on; the state is removed when the crawl ran to its end."""
+        """The crawl itself (Scrapy), continuing ``state`` when an earlier crawl of it was killed, and every
+        page it stored written and handed on; the state is removed when the crawl ran to its end."""
         from fptrack.crawler.runner import run_crawl
 
         resumed = ""
@@ -264,8 +289,8 @@ class _Job:
         self._count_stored()
 
     def compare_pages(self, waiting: Callable[[WaitProgress], None] | None) -> None:
-        """Every page of the crawl compared: here (no broker), or by the workers, awaited; an interrupted crawl
-        goes no further."""
+        """Every page of the crawl compared: here (no broker), or by the workers, awaited; an interrupted
+        crawl goes no further."""
         assert self.outcome.stats is not None  # crawled
         if self.outcome.stats.interrupted or self.stop.received:
             self.outcome.status, self.outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
@@ -277,8 +302,9 @@ class _Job:
             _wait_for_workers(self.sessions, self.settings, self.tasks, self.store, waiting)
 
     def conclude(self) -> None:
-        """The verdict of a job still running: one process of a distributed crawl has done its part (the last to
-        leave settles the sites); otherwise the crawl's sites settle, and the job failed when it reached no page."""
+        """The verdict of a job still running: one process of a distributed crawl has done its part (the last
+        to leave settles the sites); otherwise the crawl's sites settle, and the job failed when it reached no
+        page."""
         outcome = self.outcome
         if outcome.status != CrawlJobStatus.RUNNING.value:
             return
@@ -306,7 +332,9 @@ class _Job:
         if self.shared is None:
             _finish_job(self.sessions, self.outcome, self.store.counts)
             return self.outcome
-        return _leave_shared(self.shared, self.sessions, self.settings, self.outcome, self.store, self.started)
+        return _leave_shared(
+            self.shared, self.sessions, self.settings, self.outcome, self.store, self.started
+        )
 
     def _count_stored(self) -> None:
         counts = self.store.counts
@@ -315,11 +343,16 @@ class _Job:
 
 
 def _leave_shared(
-    shared: SharedCrawl, sessions: sessionmaker[Session], settings: Settings, outcome: CrawlOutcome, store: PageStore,
+    shared: SharedCrawl,
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    outcome: CrawlOutcome,
+    store: PageStore,
     started: float,
 ) -> CrawlOutcome:
-    """Add this process's part to the distributed run and leave it; the last process to leave settles the job's
-    sites, finishes the job with the run's totals and removes the run's keys (returning the whole job's outcome)."""
+    """Add this process's part to the distributed run and leave it; the last process to leave settles the
+    job's sites, finishes the job with the run's totals and removes the run's keys (returning the whole job's
+    outcome)."""
     from fptrack.crawler.distributed import CrawlPart
 
     part = CrawlPart(
@@ -331,7 +364,10 @@ def _leave_shared(
         last = shared.leave(part)
     except Exception as error:  # Redis gone: the job cannot be finished by the run
         log.exception("cannot leave the distributed crawl of job %s", outcome.job_id)
-        outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"cannot leave the distributed crawl: {error}"
+        outcome.status, outcome.error = (
+            CrawlJobStatus.FAILED.value,
+            f"cannot leave the distributed crawl: {error}",
+        )
         _finish_job(sessions, outcome, store.counts)
         return outcome
     if not last:
@@ -341,7 +377,11 @@ def _leave_shared(
     stats, totals, errors = shared.totals(elapsed)
     page_ids, site_ids = _job_pages(sessions, outcome.job_id)
     whole = CrawlOutcome(job_id=outcome.job_id, stats=stats, role=outcome.role, elapsed_seconds=elapsed)
-    whole.pages_stored, whole.pages_unchanged, whole.pages_queued = totals.stored, totals.unchanged, totals.to_compare
+    whole.pages_stored, whole.pages_unchanged, whole.pages_queued = (
+        totals.stored,
+        totals.unchanged,
+        totals.to_compare,
+    )
     if errors:
         whole.status, whole.error = CrawlJobStatus.FAILED.value, errors[0]
     elif totals.interrupted:
@@ -381,8 +421,9 @@ FINISHED_NORMALLY = frozenset({"finished", "max_pages"})
 def _resume(
     sessions: sessionmaker[Session], state: CrawlState, job_id: int, store: PageStore, dispatcher: _Dispatcher
 ) -> str:
-    """Tie ``state`` to the job; when earlier (killed) jobs crawled from it, mark the pages they stored done, hand
-    on those they left uncompared, count them as this crawl's, and return the line that says the crawl resumed."""
+    """Tie ``state`` to the job; when earlier (killed) jobs crawled from it, mark the pages they stored done,
+    hand on those they left uncompared, count them as this crawl's, and return the line that says the crawl
+    resumed."""
     earlier = state.earlier_jobs() if state.resumed else []
     state.add_job(job_id)
     if not earlier:
@@ -403,7 +444,8 @@ def _resume(
         dispatcher(uncompared)
     jobs = ", ".join(f"#{job}" for job in earlier)
     line = (
-        f"resumed the interrupted crawl of job {jobs}: {len(rows)} page(s) stored before are not fetched again "
+        f"resumed the interrupted crawl of job {jobs}: {len(rows)} page(s) stored before are not fetched "
+        "again "
         f"({len(uncompared)} handed on to compare); state in {state.directory}"
     )
     log.warning("%s", line)
@@ -414,7 +456,9 @@ def _job_pages(sessions: sessionmaker[Session], job_id: int) -> tuple[set[int], 
     """Ids of the pages a crawl job stored (by any of its processes) and of their sites."""
     rows = retry_in_session(
         sessions,
-        lambda session: session.execute(select(Page.id, Page.site_id).where(Page.crawl_job_id == job_id)).all(),
+        lambda session: session.execute(
+            select(Page.id, Page.site_id).where(Page.crawl_job_id == job_id)
+        ).all(),
         what="reading the pages of the crawl",
     )
     return {int(page_id) for page_id, _ in rows}, {int(site_id) for _, site_id in rows if site_id is not None}
@@ -422,8 +466,9 @@ def _job_pages(sessions: sessionmaker[Session], job_id: int) -> tuple[set[int], 
 
 class _StopSignals:
     """Turns a Ctrl+C (or SIGTERM) outside the crawl itself (before Scrapy starts, while pages are stored or
-    workers awaited) into an interrupted job, never a "finished" one with the pages it did not get, nor a job left
-    "running" by a process killed by the default SIGTERM action. During the crawl, crawler.runner handles them."""
+    workers awaited) into an interrupted job, never a "finished" one with the pages it did not get, nor a job
+    left "running" by a process killed by the default SIGTERM action. During the crawl, crawler.runner handles
+    them."""
 
     def __init__(self) -> None:
         self.received = False
@@ -445,7 +490,11 @@ class _StopSignals:
 
 
 def _start_job(
-    sessions: sessionmaker[Session], urls: Sequence[str], depth: int, max_pages: int, site_id: int | None,
+    sessions: sessionmaker[Session],
+    urls: Sequence[str],
+    depth: int,
+    max_pages: int,
+    site_id: int | None,
     trigger: str = "cli",
 ) -> int:
     with session_scope(sessions) as session:
@@ -453,7 +502,11 @@ def _start_job(
             key = site_of(urls[0]) if urls else ""
             site_id = site_ids(session, [key]).get(key) if key else None
         job = CrawlJob(
-            site_id=site_id, start_urls=list(urls), depth=depth, max_pages=max_pages, status=CrawlJobStatus.RUNNING,
+            site_id=site_id,
+            start_urls=list(urls),
+            depth=depth,
+            max_pages=max_pages,
+            status=CrawlJobStatus.RUNNING,
             trigger=trigger,
         )
         session.add(job)
@@ -484,7 +537,9 @@ def _record_end(session: Session, outcome: CrawlOutcome, counts: StoreCounts) ->
         job.pages_failed = len(outcome.stats.failures)
         job.stats = job_stats(outcome.stats)
     if counts.site_ids:
-        session.execute(update(Site).where(Site.id.in_(sorted(counts.site_ids))).values(last_crawled_at=utcnow()))
+        session.execute(
+            update(Site).where(Site.id.in_(sorted(counts.site_ids))).values(last_crawled_at=utcnow())
+        )
 
 
 MAX_FAILURES_RECORDED = 200
@@ -510,7 +565,9 @@ def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:
     def read(session: Session) -> list[int]:
         pending: list[int] = []
         for chunk in id_chunks(page_ids):
-            pending.extend(session.scalars(select(Page.id).where(Page.id.in_(chunk), Page.compared_at.is_(None))))
+            pending.extend(
+                session.scalars(select(Page.id).where(Page.id.in_(chunk), Page.compared_at.is_(None)))
+            )
         return sorted(int(p) for p in pending)
 
     return retry_in_session(sessions, read, what="counting the pages still to compare")
@@ -543,11 +600,14 @@ def _wait_for_workers(
             if workers == []:
                 raise HandOffError(
                     f"no worker consumes the queue {settings.task_queue!r}: start one with `fptrack worker` "
-                    f"(same FPTRACK_BROKER_URL and FPTRACK_TASK_QUEUE); the {len(pending)} page(s) waiting are "
+                    f"(same FPTRACK_BROKER_URL and FPTRACK_TASK_QUEUE); the {len(pending)} page(s) waiting "
+                    "are "
                     "stored and will be compared once a worker runs"
                 )
         if idle >= settings.stall_seconds:
-            log.warning("%d page(s) stalled for %.0fs (a worker died?): handing them on again", len(pending), idle)
+            log.warning(
+                "%d page(s) stalled for %.0fs (a worker died?): handing them on again", len(pending), idle
+            )
             try:
                 for start in range(0, len(pending), tasks.PAGES_PER_TASK):
                     tasks.process_pages.delay(pending[start : start + tasks.PAGES_PER_TASK])
@@ -561,10 +621,11 @@ def _wait_for_workers(
 def _compare_the_rest(
     sessions: sessionmaker[Session], settings: Settings, store: PageStore, dispatcher: _Dispatcher
 ) -> None:
-    """With tasks in-process, compare what is left of the crawl's pages: those another process held when this one
-    came to them. Two crawls meeting one page at once both hand it on; the one that finds it taken (``SKIP LOCKED``)
-    waits here until the other has compared it, or compares it itself once the other is gone (its lock goes with
-    it), so each crawl reports every copy it saw, never the state of the other's transaction."""
+    """With tasks in-process, compare what is left of the crawl's pages: those another process held when this
+    one came to them. Two crawls meeting one page at once both hand it on; the one that finds it taken (``SKIP
+    LOCKED``) waits here until the other has compared it, or compares it itself once the other is gone (its
+    lock goes with it), so each crawl reports every copy it saw, never the state of the other's
+    transaction."""
     pending = _pending(sessions, store.counts.page_ids)
     last_said = time.monotonic()
     while pending:
@@ -573,15 +634,17 @@ def _compare_the_rest(
         if not pending:
             return
         if time.monotonic() - last_said >= settings.stall_seconds:
-            log.warning("%d page(s) of this crawl are held by another process comparing them: waiting", len(pending))
+            log.warning(
+                "%d page(s) of this crawl are held by another process comparing them: waiting", len(pending)
+            )
             last_said = time.monotonic()
         time.sleep(POLL_SECONDS)
 
 
 def _copies(sessions: sessionmaker[Session], page_ids: set[int]) -> list[tuple[str, int]]:
     """(url, chapters) of the crawl's pages that copy registered works without a licence and whose matches a
-    reviewer did not dismiss (:data:`jobs.pipeline.INFRINGING_STATUSES`), whether or not the copies were found by
-    an earlier crawl."""
+    reviewer did not dismiss (:data:`jobs.pipeline.INFRINGING_STATUSES`), whether or not the copies were found
+    by an earlier crawl."""
 
     def read(session: Session) -> list[tuple[str, int]]:
         found: list[tuple[str, int]] = []

@@ -1,11 +1,10 @@
 """The stages around the compare service that span many pages: retroactive checks of a newly registered work,
 settling the sites a batch of work touched, and the sweep for what was left behind.
 
-Every page and work records how far it got (``pages.compared_at``, ``works.indexed_at``); anything stored and not
-finished after ``FPTRACK_SWEEP_AFTER`` seconds is handed on again (:func:`sweep_left_behind`, run by
-``fptrack maintain``, by Celery beat and by a crawl waiting on its pages). Handing on again is always safe: the
-stages are idempotent.
-"""
+Every page and work records how far it got (``pages.compared_at``, ``works.indexed_at``); anything stored and
+not finished after ``FPTRACK_SWEEP_AFTER`` seconds is handed on again (:func:`sweep_left_behind`, run by
+``fptrack maintain``, by Celery beat and by a crawl waiting on its pages). Handing on again is always safe:
+the stages are idempotent."""
 
 from __future__ import annotations
 
@@ -47,7 +46,9 @@ def sites_of(session: Session, page_ids: Iterable[int]) -> list[int]:
     for chunk in id_chunks(page_ids):
         found.update(
             int(s or 0)
-            for s in session.scalars(select(Page.site_id).where(Page.id.in_(chunk), Page.site_id.is_not(None)))
+            for s in session.scalars(
+                select(Page.site_id).where(Page.id.in_(chunk), Page.site_id.is_not(None))
+            )
         )
     return sorted(found)
 
@@ -104,14 +105,16 @@ def sweep_left_behind(session: Session, *, older_than_seconds: float, limit: int
         )
     )
     works = list(
-        session.scalars(select(Work.id).where(Work.indexed_at.is_(None), Work.created_at <= cutoff).order_by(Work.id))
+        session.scalars(
+            select(Work.id).where(Work.indexed_at.is_(None), Work.created_at <= cutoff).order_by(Work.id)
+        )
     )
     return LeftBehind([int(p) for p in pages], [int(w) for w in works], unsettled_sites(session))
 
 
 def unsettled_sites(session: Session) -> list[int]:
-    """Sites with pages compared after the site last settled and no page waiting to be compared: ready to settle
-    (a crawl settles its own sites; this catches pages compared by a sweep or a crawl that died)."""
+    """Sites with pages compared after the site last settled and no page waiting to be compared: ready to
+    settle (a crawl settles its own sites; this catches pages compared by a sweep or a crawl that died)."""
     changed = (
         select(Page.id)
         .where(Page.site_id == Site.id, Page.compared_at > func.coalesce(Site.settled_at, _EPOCH))

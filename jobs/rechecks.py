@@ -1,29 +1,29 @@
-"""Takedown verification: fetch the pages of flagged and confirmed matches again and record whether the copy is
-still there.
+"""Takedown verification: fetch the pages of flagged and confirmed matches again and record whether the copy
+is still there.
 
 Each re-check of a match ends in one outcome (:data:`storage.models.TAKEDOWN_OUTCOMES`):
 
 - ``gone``: the page answers 404, 410 or 451 (unavailable for legal reasons), or its host no longer exists;
-- ``removed``: the page is still there (200) but no longer copies the match's chapter: its text is extracted with
-  the crawler's own parser (:func:`crawler.parse.parse_response`) and verified against the chapter with the
-  compare stage's own code (:func:`compare.service.verify_chapters`), ignoring the site's template when the page's
-  matches were decided without it (a banner quoting the chapter is not the copy); a page with no text left counts
-  too;
+- ``removed``: the page is still there (200) but no longer copies the match's chapter: its text is extracted
+  with the crawler's own parser (:func:`crawler.parse.parse_response`) and verified against the chapter with
+  the compare stage's own code (:func:`compare.service.verify_chapters`), ignoring the site's template when
+  the page's matches were decided without it (a banner quoting the chapter is not the copy); a page with no
+  text left counts too;
 - ``present``: the page still copies the chapter (edited or not);
-- ``error``: the check could not tell (refused by the private-address guard or robots.txt, timed out, connection
-  refused, 5xx, 403...). An error changes nothing but ``rechecked_at`` and ``recheck_state``.
+- ``error``: the check could not tell (refused by the private-address guard or robots.txt, timed out,
+  connection refused, 5xx, 403...). An error changes nothing but ``rechecked_at`` and ``recheck_state``.
 
 Every check is a ``takedown_checks`` row (history); the match carries the latest (``rechecked_at``,
-``recheck_state``) and ``taken_down_at``, the first check that found it gone or removed, cleared when a later check
-finds the copy present again. Nothing here deletes or rewrites a match or a page: the page's stored text is the
-evidence of the copy, so a re-check only reads the live page.
+``recheck_state``) and ``taken_down_at``, the first check that found it gone or removed, cleared when a later
+check finds the copy present again. Nothing here deletes or rewrites a match or a page: the page's stored text
+is the evidence of the copy, so a re-check only reads the live page.
 
-Fetching: :class:`crawler.guarded_http.GuardedFetcher` (the private-address guard, robots.txt, the site's delay),
-one request per page whatever the number of its matches. :func:`run_due_rechecks` is what the beat task
-``fptrack.recheck_takedowns`` runs: it claims ``recheck:takedowns`` in ``monitor_locks`` (one run at a time, across
-machines; a claim without heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS`` is taken over) and checks up to
-``FPTRACK_RECHECK_LIMIT`` matches not re-checked for ``FPTRACK_RECHECK_AFTER`` seconds, the longest unchecked first.
-"""
+Fetching: :class:`crawler.guarded_http.GuardedFetcher` (the private-address guard, robots.txt, the site's
+delay), one request per page whatever the number of its matches. :func:`run_due_rechecks` is what the beat
+task ``fptrack.recheck_takedowns`` runs: it claims ``recheck:takedowns`` in ``monitor_locks`` (one run at a
+time, across machines; a claim without heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS`` is taken over) and checks
+up to ``FPTRACK_RECHECK_LIMIT`` matches not re-checked for ``FPTRACK_RECHECK_AFTER`` seconds, the longest
+unchecked first."""
 
 from __future__ import annotations
 
@@ -150,10 +150,12 @@ def judge_response(
     template: Collection[int] = (),
 ) -> dict[int, tuple[str, str]]:
     """match id -> (outcome, detail) for a response of the page of matches ``chapters`` (match id -> chapter
-    id): gone for 404/410/451, present or removed for a 200 (extracted and verified, ignoring ``template``, the
-    site's template hashes when the page was compared without them), error otherwise."""
+    id): gone for 404/410/451, present or removed for a 200 (extracted and verified, ignoring ``template``,
+    the site's template hashes when the page was compared without them), error otherwise."""
     if result.status in GONE_STATUSES:
-        detail = f"HTTP {result.status}" + (" (unavailable for legal reasons)" if result.status == 451 else "")
+        detail = f"HTTP {result.status}" + (
+            " (unavailable for legal reasons)" if result.status == 451 else ""
+        )
         return {match_id: ("gone", detail) for match_id in chapters}
     if result.status != 200:
         return {match_id: ("error", f"HTTP {result.status}") for match_id in chapters}
@@ -168,15 +170,23 @@ def judge_response(
     if not page.text.strip():
         reason = page.error or "no text"
         return {match_id: ("removed", f"HTTP 200 without the copy: {reason}") for match_id in chapters}
-    verdicts = verify_chapters(session, fingerprint_text(page.text), set(chapters.values()), ignored_codes=template)
+    verdicts = verify_chapters(
+        session, fingerprint_text(page.text), set(chapters.values()), ignored_codes=template
+    )
     judged: dict[int, tuple[str, str]] = {}
     for match_id, chapter_id in chapters.items():
         verdict = verdicts.get(chapter_id)
         common = verdict.copied_chars if verdict is not None else 0
         if verdict is not None and verdict.flagged:
-            judged[match_id] = ("present", f"still copies the chapter: {common} characters, score {verdict.score:.2f}")
+            judged[match_id] = (
+                "present",
+                f"still copies the chapter: {common} characters, score {verdict.score:.2f}",
+            )
         else:
-            judged[match_id] = ("removed", f"the page no longer copies the chapter ({common} characters in common)")
+            judged[match_id] = (
+                "removed",
+                f"the page no longer copies the chapter ({common} characters in common)",
+            )
     return judged
 
 
@@ -247,7 +257,9 @@ def _record(session: Session, verdicts: Sequence[PageVerdict], now: datetime) ->
         session.execute(statement)
         if verdict.outcome in TAKEN_DOWN:
             result = session.execute(
-                update(Match).where(Match.id == verdict.match_id, Match.taken_down_at.is_(None)).values(taken_down_at=now)
+                update(Match)
+                .where(Match.id == verdict.match_id, Match.taken_down_at.is_(None))
+                .values(taken_down_at=now)
             )
             newly += int(result.rowcount or 0)  # type: ignore[attr-defined]
     session.flush()
@@ -274,7 +286,9 @@ def recheck_matches(
         targets = _targets(session, ids)
         rules, site_allowed = _politeness(session, settings, targets)
     if fetcher is None:
-        policy = PrivateAddressPolicy.from_entries((*settings.allow_private_hosts, *site_allowed, *allow_private_hosts))
+        policy = PrivateAddressPolicy.from_entries(
+            (*settings.allow_private_hosts, *site_allowed, *allow_private_hosts)
+        )
 
         def politeness(key: str) -> tuple[float, bool]:
             return rules.get(key, (settings.crawl_delay, settings.crawl_obey_robots))
@@ -295,7 +309,9 @@ def recheck_matches(
             with session_scope(sessions) as session:
                 template = _template_of(session, target, templates) if result.status == 200 else frozenset()
                 judged = judge_response(session, result, target.chapters, fetched_at=now, template=template)
-        verdicts = [PageVerdict(m, outcome, status, detail) for m, (outcome, detail) in sorted(judged.items())]
+        verdicts = [
+            PageVerdict(m, outcome, status, detail) for m, (outcome, detail) in sorted(judged.items())
+        ]
         with session_scope(sessions) as session:
             summary.newly_taken_down += _record(session, verdicts, now)
         summary.pages += 1
@@ -308,8 +324,8 @@ def recheck_matches(
 
 
 def _template_of(session: Session, target: _Target, templates: dict[int, frozenset[int]]) -> frozenset[int]:
-    """The template hashes to ignore on ``target``: its site's (decided once per run, kept in ``templates``) when its
-    matches were decided without them, else none."""
+    """The template hashes to ignore on ``target``: its site's (decided once per run, kept in ``templates``)
+    when its matches were decided without them, else none."""
     if target.masked_by is None:
         return frozenset()
     if target.masked_by not in templates:

@@ -1,15 +1,15 @@
-"""One managed site's crawl, in this process: :func:`run_site`, and :func:`main`, the process a scheduled crawl
-(or the admin's "run now") runs in::
+"""One managed site's crawl, in this process: :func:`run_site`, and :func:`main`, the process a scheduled
+crawl (or the admin's "run now") runs in::
 
     python -m fptrack.jobs.site_crawl NAME [--scheduled]
 
 ``fptrack sites run NAME`` (cli/sites.py) calls :func:`run_site` and presents what it returns; the scheduler
-starts :func:`main` through :func:`jobs.site_runs.spawn_site_crawl` (Scrapy's reactor runs once per process, and
-a crawl must outlive the task that started it), whose output goes to the site's log file
-(``<data dir>/logs/site-<id>.log``). What :func:`main` writes there and how it exits are those of
-``fptrack sites run NAME --quiet [--scheduled]``: a summary and the copies found on stdout, ``error: ...`` on
-stderr, exit 0 when the crawl finished (or, ``--scheduled``, was skipped because it is running already or no
-longer scheduled), 1 when it failed or could not start, 130 when it was interrupted (SIGINT, SIGTERM).
+starts :func:`main` through :func:`jobs.site_runs.spawn_site_crawl` (Scrapy's reactor runs once per process,
+and a crawl must outlive the task that started it), whose output goes to the site's log file (``<data
+dir>/logs/site-<id>.log``). What :func:`main` writes there and how it exits are those of ``fptrack sites run
+NAME --quiet [--scheduled]``: a summary and the copies found on stdout, ``error: ...`` on stderr, exit 0 when
+the crawl finished (or, ``--scheduled``, was skipped because it is running already or no longer scheduled), 1
+when it failed or could not start, 130 when it was interrupted (SIGINT, SIGTERM).
 
 The crawl holds the site's claim throughout (:mod:`jobs.site_runs`: at most one crawl of a site at a time); a
 ``distributed`` site's crawl is shared through Redis (:mod:`crawler.distributed`), and a second process joins
@@ -97,8 +97,9 @@ def run_site(
     """Crawl a managed site now, in this process (once per process: Scrapy), holding its claim throughout:
     skipped when another crawl of the site is running. The schedule moves on to its next due time.
 
-    A ``distributed`` site's crawl is shared (:mod:`crawler.distributed`): when another crawl of it is running, this
-    process joins it instead of being skipped (not when started by the scheduler); ``join`` only joins (a
+    A ``distributed`` site's crawl is shared (:mod:`crawler.distributed`): when another crawl of it is
+    running, this process joins it instead of being skipped (not when started by the scheduler); ``join`` only
+    joins (a
     :class:`SiteError` when no crawl of the site is running)."""
     try:
         turn = _take_turn(settings, sessions, name, trigger=trigger, join=join)
@@ -111,7 +112,9 @@ def run_site(
         on_start = None
         state = None
         if turn.token is not None:  # else: joined a distributed crawl that another process holds the claim of
-            on_start = stack.enter_context(kept_alive(sessions, settings, site_lock_name(turn.site_id), turn.token))
+            on_start = stack.enter_context(
+                kept_alive(sessions, settings, site_lock_name(turn.site_id), turn.token)
+            )
             if shared is None:  # a distributed crawl's frontier is in Redis already
                 state = _open_state(settings, turn)
         try:
@@ -134,7 +137,9 @@ def _take_turn(
         site = find_site(session, name)
         site_id, site_name = int(site.id), site.name
         if not site.start_urls:
-            raise SiteError(f"site {site_name} has no start URL; add one with `fptrack sites edit {site_name}`")
+            raise SiteError(
+                f"site {site_name} has no start URL; add one with `fptrack sites edit {site_name}`"
+            )
         if join and not site.distributed:
             raise SiteError(f"site {site_name} is not distributed; make it so with "
                             f"`fptrack sites edit {site_name} --distributed`")  # fmt: skip
@@ -158,15 +163,20 @@ def _take_turn(
         )  # fmt: skip
 
 
-def _enter_shared(settings: Settings, sessions: sessionmaker[Session], turn: _Turn, *, join: bool) -> SharedCrawl:
+def _enter_shared(
+    settings: Settings, sessions: sessionmaker[Session], turn: _Turn, *, join: bool
+) -> SharedCrawl:
     """Start the distributed crawl of ``turn``'s site (it holds the claim) or join the running one. When Redis
-    fails us the claim is given back, and the crawl is skipped (a crawl runs already) or a :class:`SiteError`."""
+    fails us the claim is given back, and the crawl is skipped (a crawl runs already) or a
+    :class:`SiteError`."""
     from fptrack.crawler.distributed import DistributedError, SharedCrawl
 
     shared = None
     try:
         shared = SharedCrawl.connect(settings, turn.host)
-        shared.enter(depth=turn.depth, max_pages=turn.max_pages, mode="new" if turn.token is not None else "join")
+        shared.enter(
+            depth=turn.depth, max_pages=turn.max_pages, mode="new" if turn.token is not None else "join"
+        )
     except DistributedError as error:
         if turn.token is not None:
             with session_scope(sessions) as session:
@@ -178,11 +188,14 @@ def _enter_shared(settings: Settings, sessions: sessionmaker[Session], turn: _Tu
 
 
 def _open_state(settings: Settings, turn: _Turn) -> CrawlState:
-    """The site crawl's frontier on disk (:mod:`crawler.resume`): continued when an earlier crawl was killed."""
+    """The site crawl's frontier on disk (:mod:`crawler.resume`): continued when an earlier crawl was
+    killed."""
     from fptrack.crawler.resume import CrawlState, state_key
 
     try:
-        return CrawlState.open(settings.data_dir, turn.site_id, state_key(turn.urls, turn.depth, turn.options))
+        return CrawlState.open(
+            settings.data_dir, turn.site_id, state_key(turn.urls, turn.depth, turn.options)
+        )
     except (OSError, sqlite3.Error) as error:
         raise SiteError(f"site {turn.site_name}: cannot keep the crawl's state under {settings.data_dir}: "
                         f"{error}") from None  # fmt: skip
@@ -201,7 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Crawl a monitored site now, in this process (what a scheduled crawl runs).",
     )
     parser.add_argument("name", help="the monitored site (its name or host)")
-    parser.add_argument("--scheduled", action="store_true", help="started by the scheduler (trigger 'schedule')")
+    parser.add_argument(
+        "--scheduled", action="store_true", help="started by the scheduler (trigger 'schedule')"
+    )
     arguments = parser.parse_args(argv)
     try:
         return _crawl_and_report(arguments.name, scheduled=arguments.scheduled)
@@ -267,9 +282,14 @@ def _report(site_name: str, outcome: CrawlOutcome) -> None:
     """The crawl's summary, its first failures, its notes and the pages that copy registered works."""
     stats = outcome.stats
     if stats is not None:
-        part = "" if outcome.whole_job else " (this process's part; the last process to finish records the job)"
-        _say(f"crawl #{outcome.job_id} of {site_name}{part}: {stats.pages_seen} page(s) in "
-             f"{outcome.elapsed_seconds:.1f}s, {outcome.pages_unchanged} unchanged, {len(stats.failures)} failed")
+        part = (
+            "" if outcome.whole_job else " (this process's part; the last process to finish records the job)"
+        )
+        _say(
+            f"crawl #{outcome.job_id} of {site_name}{part}: {stats.pages_seen} page(s) in "
+            f"{outcome.elapsed_seconds:.1f}s, {outcome.pages_unchanged} unchanged, {len(stats.failures)} "
+            "failed"
+        )
         for url, reason in stats.failures[:10]:
             _say(f"  failed: {url}: {reason}")
         for note in stats.notes:

@@ -1,18 +1,18 @@
-"""Crawl runs as the rest of the system sees them: the claims that keep one crawl per site at a time, the sign of
-life of a one-off crawl, the reaping of crawls that died, and a site's crawl started in a process of its own.
+"""Crawl runs as the rest of the system sees them: the claims that keep one crawl per site at a time, the sign
+of life of a one-off crawl, the reaping of crawls that died, and a site's crawl started in a process of its
+own.
 
-Claims (``monitor_locks`` rows, :mod:`storage.locks`) are rows, not in-memory flags, so they hold across processes
-and machines: ``site:<id>`` (:func:`jobs.sites.site_lock_name`) for a site's crawl, held by the one process that
-crawls it; ``crawl:<random>`` (:func:`crawl_lock_name`) for a one-off ``fptrack crawl``, no exclusion, only a sign
-of life. The crawl's process refreshes its claim's heartbeat (:func:`kept_alive`); a claim without a heartbeat for
-``FPTRACK_CRAWL_STALE_SECONDS`` (or whose process is gone, on the same machine) belonged to a crawl that died: the
-next crawl or the scheduler's tick (:func:`reap_dead_claims`) marks its job failed, and the site runs again when
-next due.
+Claims (``monitor_locks`` rows, :mod:`storage.locks`) are rows, not in-memory flags, so they hold across
+processes and machines: ``site:<id>`` (:func:`jobs.sites.site_lock_name`) for a site's crawl, held by the one
+process that crawls it; ``crawl:<random>`` (:func:`crawl_lock_name`) for a one-off ``fptrack crawl``, no
+exclusion, only a sign of life. The crawl's process refreshes its claim's heartbeat (:func:`kept_alive`); a
+claim without a heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS`` (or whose process is gone, on the same machine)
+belonged to a crawl that died: the next crawl or the scheduler's tick (:func:`reap_dead_claims`) marks its job
+failed, and the site runs again when next due.
 
 :func:`spawn_site_crawl` starts ``python -m fptrack.jobs.site_crawl NAME`` (:mod:`jobs.site_crawl`, the crawl
-itself) and returns at once: the scheduler (:func:`jobs.tasks.start_due_crawls`) and the admin's "run now" use it.
-Its output goes to ``<data dir>/logs/site-<id>.log``.
-"""
+itself) and returns at once: the scheduler (:func:`jobs.tasks.start_due_crawls`) and the admin's "run now" use
+it. Its output goes to ``<data dir>/logs/site-<id>.log``."""
 
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ _children: list[subprocess.Popen[bytes]] = []
 
 
 def crawl_lock_name(key: str) -> str:
-    """The claim a one-off crawl (``fptrack crawl``) holds while it runs: no exclusion, only a sign of life, so
-    that a crawl whose process was killed is marked failed instead of staying "running" for ever."""
+    """The claim a one-off crawl (``fptrack crawl``) holds while it runs: no exclusion, only a sign of life,
+    so that a crawl whose process was killed is marked failed instead of staying "running" for ever."""
     return f"crawl:{key}"
 
 
@@ -93,8 +93,9 @@ def kept_alive(
     sessions: sessionmaker[Session], settings: Settings, name: str, token: str
 ) -> Iterator[Callable[[int], None]]:
     """Keep the claim ``name`` alive while the body runs (a thread refreshes its heartbeat a few times per
-    ``FPTRACK_CRAWL_STALE_SECONDS``) and release it after. Yields ``started(job_id)``, which ties the claim to the
-    crawl job once the job exists: a claim that stops beating marks that job failed (:func:`reap_dead_claims`)."""
+    ``FPTRACK_CRAWL_STALE_SECONDS``) and release it after. Yields ``started(job_id)``, which ties the claim to
+    the crawl job once the job exists: a claim that stops beating marks that job failed
+    (:func:`reap_dead_claims`)."""
     stop = threading.Event()
     job_ids: list[int] = []
 
@@ -133,7 +134,9 @@ def one_off_claim(sessions: sessionmaker[Session], settings: Settings) -> Iterat
     with session_scope(sessions) as session:
         failed = reap_dead_claims(session, settings, now=now)
         if failed:
-            log.warning("marked failed the crawl job(s) %s, whose process died", ", ".join(f"#{j}" for j in failed))
+            log.warning(
+                "marked failed the crawl job(s) %s, whose process died", ", ".join(f"#{j}" for j in failed)
+            )
         token = take_lock(session, name, now)
     if token is None:  # a fresh random name is never held
         raise RuntimeError(f"cannot take the claim {name}")
@@ -144,15 +147,19 @@ def one_off_claim(sessions: sessionmaker[Session], settings: Settings) -> Iterat
 def reap_dead_claims(
     session: Session, settings: Settings, *, now: datetime | None = None, names: Sequence[str] | None = None
 ) -> list[int]:
-    """Drop the claims of crawls that died (no heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS``, or their process is
-    gone): a site's crawl or a one-off crawl; mark their jobs failed and return those job ids."""
+    """Drop the claims of crawls that died (no heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS``, or their process
+    is gone): a site's crawl or a one-off crawl; mark their jobs failed and return those job ids."""
     now = now or utcnow()
     stale_before = now - timedelta(seconds=settings.crawl_stale_seconds)
     failed: list[int] = []
     for lock in dead_locks(session, prefixes=_CRAWL_CLAIM_PREFIXES, stale_before=stale_before, names=names):
         job = session.get(CrawlJob, lock.job_id) if lock.job_id is not None else None
         if job is not None and job.status == CrawlJobStatus.RUNNING.value:
-            again = "run the crawl again" if lock.name.startswith("crawl:") else "the site runs again when next due"
+            again = (
+                "run the crawl again"
+                if lock.name.startswith("crawl:")
+                else "the site runs again when next due"
+            )
             job.status = CrawlJobStatus.FAILED.value
             job.error = (
                 f"the crawl process ({lock.owner}) died: no sign of life since "
@@ -178,10 +185,10 @@ def collect_finished_crawls() -> None:
 def spawn_site_crawl(
     site_id: int, name: str, *, settings: Settings | None = None, scheduled: bool = True
 ) -> subprocess.Popen[bytes]:
-    """Start the crawl of the site ``name`` in a process of its own (:mod:`jobs.site_crawl`) and return at once:
-    the scheduler's (trigger ``schedule``), or the admin's "run now" with ``scheduled=False`` (trigger ``site``).
-    ``settings``: the caller's, or those of the Celery worker. The child's output goes to
-    ``<data dir>/logs/site-<id>.log``."""
+    """Start the crawl of the site ``name`` in a process of its own (:mod:`jobs.site_crawl`) and return at
+    once: the scheduler's (trigger ``schedule``), or the admin's "run now" with ``scheduled=False`` (trigger
+    ``site``). ``settings``: the caller's, or those of the Celery worker. The child's output goes to ``<data
+    dir>/logs/site-<id>.log``."""
     settings = settings or task_settings()
     collect_finished_crawls()
     env = dict(os.environ)

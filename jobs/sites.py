@@ -1,10 +1,11 @@
-"""Managed sites: the sites fptrack monitors, their crawl settings (:class:`SiteSpec`), their schedules and when
-each is due. ``fptrack sites ...`` (cli/sites.py), the admin's site pages and the scheduler
+"""Managed sites: the sites fptrack monitors, their crawl settings (:class:`SiteSpec`), their schedules and
+when each is due. ``fptrack sites ...`` (cli/sites.py), the admin's site pages and the scheduler
 (:func:`jobs.tasks.start_due_crawls`) call it. Running a site's crawl is :mod:`jobs.site_runs` (its claim, its
 process) and :mod:`jobs.site_crawl` (the crawl itself).
 
 A managed site is a ``sites`` row with ``managed = true``; its ``host`` is the site key of its first start URL
-(:func:`storage.sites.site_of`), so pages crawled before it was added (by ``fptrack crawl``) already belong to it.
+(:func:`storage.sites.site_of`), so pages crawled before it was added (by ``fptrack crawl``) already belong to
+it.
 
 Every setting, with its default:
 
@@ -26,9 +27,8 @@ Every setting, with its default:
 | ``enabled`` | ``true`` | scheduled crawls run (``sites run`` works either way) |
 
 A schedule is seconds between crawls or a cron expression (UTC); ``sites.next_crawl_at`` says when the site is
-next due, and :func:`due_sites` takes the turn of every site that is (a compare-and-set: two schedulers never both
-start one), skipping a site whose claim (:func:`site_lock_name`) says it is still being crawled.
-"""
+next due, and :func:`due_sites` takes the turn of every site that is (a compare-and-set: two schedulers never
+both start one), skipping a site whose claim (:func:`site_lock_name`) says it is still being crawled."""
 
 from __future__ import annotations
 
@@ -94,13 +94,17 @@ class SiteSpec:
         """This spec, normalised; :class:`SiteError` naming the first bad setting."""
         name = self.name.strip()
         if not name or len(name) > 200 or any(c.isspace() for c in name):
-            raise SiteError(f"site name {self.name!r}: expected a short name without spaces (e.g. pirate-books)")
+            raise SiteError(
+                f"site name {self.name!r}: expected a short name without spaces (e.g. pirate-books)"
+            )
         urls = tuple(dict.fromkeys(u.strip() for u in self.start_urls if u.strip()))
         if not urls:
             raise SiteError(f"site {name}: give at least one start URL")
         for url in urls:
             if not site_of(url):
-                raise SiteError(f"site {name}: start URL {url!r} is not an http:// or https:// URL with a host")
+                raise SiteError(
+                    f"site {name}: start URL {url!r} is not an http:// or https:// URL with a host"
+                )
         hosts = []
         for host in self.allowed_hosts:
             key = site_of(host if "://" in host else f"http://{host.strip()}")
@@ -219,17 +223,21 @@ def _apply(site: Site, spec: SiteSpec, now: datetime) -> None:
 
 
 def add_site(session: Session, spec: SiteSpec, *, now: datetime | None = None) -> Site:
-    """Start monitoring a site. A site row made by earlier crawls of the same host is adopted (its pages are the
-    site's pages); a name or host already monitored is a :class:`SiteError`."""
+    """Start monitoring a site. A site row made by earlier crawls of the same host is adopted (its pages are
+    the site's pages); a name or host already monitored is a :class:`SiteError`."""
     spec = spec.validated()
     now = now or utcnow()
     host = site_of(spec.start_urls[0])
     clash = session.scalar(select(Site).where(Site.managed.is_(True), Site.name == spec.name))
     if clash is not None:
-        raise SiteError(f"a site called {spec.name!r} is monitored already ({clash.host}); choose another name")
+        raise SiteError(
+            f"a site called {spec.name!r} is monitored already ({clash.host}); choose another name"
+        )
     site = session.scalar(select(Site).where(Site.host == host))
     if site is not None and site.managed:
-        raise SiteError(f"{host} is monitored already as {site.name!r}; change it with `fptrack sites edit {site.name}`")
+        raise SiteError(
+            f"{host} is monitored already as {site.name!r}; change it with `fptrack sites edit {site.name}`"
+        )
     if site is None:
         site = Site(host=host, name=spec.name)
         session.add(site)
@@ -239,8 +247,8 @@ def add_site(session: Session, spec: SiteSpec, *, now: datetime | None = None) -
 
 
 def edit_site(session: Session, name: str, /, *, now: datetime | None = None, **changes: Any) -> Site:
-    """Change settings of a managed site (``changes`` are :class:`SiteSpec` fields, ``name=`` renames it: hence
-    ``name`` is positional-only); a new schedule is due now."""
+    """Change settings of a managed site (``changes`` are :class:`SiteSpec` fields, ``name=`` renames it:
+    hence ``name`` is positional-only); a new schedule is due now."""
     site = find_site(session, name)
     known = {f.name for f in fields(SiteSpec)}
     unknown = sorted(set(changes) - known)
@@ -248,7 +256,9 @@ def edit_site(session: Session, name: str, /, *, now: datetime | None = None, **
         raise SiteError(f"unknown site setting(s): {', '.join(unknown)}")
     spec = replace(spec_of(site), **changes).validated()
     if spec.name != site.name:
-        clash = session.scalar(select(Site).where(Site.managed.is_(True), Site.name == spec.name, Site.id != site.id))
+        clash = session.scalar(
+            select(Site).where(Site.managed.is_(True), Site.name == spec.name, Site.id != site.id)
+        )
         if clash is not None:
             raise SiteError(f"a site called {spec.name!r} is monitored already ({clash.host})")
     _apply(site, spec, now or utcnow())
@@ -257,8 +267,8 @@ def edit_site(session: Session, name: str, /, *, now: datetime | None = None, **
 
 
 def remove_site(session: Session, name: str) -> Site:
-    """Stop monitoring a site: it is no longer scheduled and leaves ``sites list``. Its pages, matches and crawl
-    history stay: they are evidence, and a plain ``fptrack crawl`` may have made them."""
+    """Stop monitoring a site: it is no longer scheduled and leaves ``sites list``. Its pages, matches and
+    crawl history stay: they are evidence, and a plain ``fptrack crawl`` may have made them."""
     site = find_site(session, name)
     site.managed = False
     site.enabled = False
@@ -297,7 +307,8 @@ def site_lock_name(site_id: int) -> str:
 
 def due_sites(session: Session, *, now: datetime | None = None) -> list[tuple[int, str]]:
     """(id, name) of the enabled managed sites that are due, in due order, and take their turn: each site's
-    ``next_crawl_at`` moves to its next due time (a compare-and-set, so two schedulers never both start it)."""
+    ``next_crawl_at`` moves to its next due time (a compare-and-set, so two schedulers never both start
+    it)."""
     now = now or utcnow()
     candidates = session.execute(
         select(Site.id, Site.name, Site.schedule, Site.next_crawl_at)

@@ -12,8 +12,8 @@ function is called, so that a message queued before an upgrade still runs after 
   (retroactive detection), :func:`settle_site` (site templates);
 - upkeep: :func:`sweep` (hands on what was left behind), :func:`maintain`;
 - monitoring, on the crawl queue: :func:`start_due_crawls` starts every due site's crawl in a process of its
-  own (:func:`jobs.site_runs.spawn_site_crawl`: Scrapy's reactor runs once per process, and a crawl must outlive
-  the task that started it); :func:`recheck_takedowns`.
+  own (:func:`jobs.site_runs.spawn_site_crawl`: Scrapy's reactor runs once per process, and a crawl must
+  outlive the task that started it); :func:`recheck_takedowns`.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def process_pages(page_ids: list[int]) -> dict[str, list[int]]:
     return {"done": sorted(done), "flagged": sorted(o.page_id for o in outcomes if o.matched_chapters)}
 
 
-# Registered under the name earlier releases enqueued ("fptrack.fingerprint_page"), so their messages still run;
-# it does more than fingerprint: the whole crawl stage for one page, like process_pages for a batch.
+# Registered under the name earlier releases enqueued ("fptrack.fingerprint_page"), so their messages still
+# run; it does more than fingerprint: the whole crawl stage for one page, like process_pages for a batch.
 @celery.task(name="fptrack.fingerprint_page", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
 def process_one_page(page_id: int) -> int:
     """Fingerprint, index and compare one stored page; returns the number of chapters it copies."""

@@ -1,24 +1,23 @@
-"""Pinyin DNA codes matched by a small distance, not only exactly (ALGORITHMS.md 7: "matched by exact code or by a
-small distance between code vectors").
+"""Pinyin DNA codes matched by a small distance, not only exactly (ALGORITHMS.md 7: "matched by exact code or
+by a small distance between code vectors").
 
-A DNA code packs one quantised value per alphabet letter (``DnaParams.bits_per_letter`` bits each). Two segments
-that share most of their text differ in a few letters by one level, so their codes are close in L1 distance over
-the letter vectors while rarely equal: an insertion or deletion shifts every later segment boundary, which moves
-a few letters across a quantisation step.
+A DNA code packs one quantised value per alphabet letter (``DnaParams.bits_per_letter`` bits each). Two
+segments that share most of their text differ in a few letters by one level, so their codes are close in L1
+distance over the letter vectors while rarely equal: an insertion or deletion shifts every later segment
+boundary, which moves a few letters across a quantisation step.
 
 Fast distance queries by **multi-index blocks** (the pigeonhole argument of Manku et al.'s permuted tables, on
-L1 instead of Hamming): split the letters into ``max_distance + 1`` blocks; codes at L1 distance <= d differ in
-at most d letters, so at least one block is identical. Each block's value is an exact key; a query looks up its
-``d + 1`` keys and verifies the candidates' distance with a vectorised unpacking. No false negatives.
+L1 instead of Hamming): split the letters into ``max_distance + 1`` blocks; codes at L1 distance <= d differ
+in at most d letters, so at least one block is identical. Each block's value is an exact key; a query looks up
+its ``d + 1`` keys and verifies the candidates' distance with a vectorised unpacking. No false negatives.
 
 Many queries at once (a whole document's codes against every stored code) go faster without the blocks:
 :meth:`DnaIndex.min_distances` writes each letter value v as a **thermometer code** (v ones in ``levels - 1``
-bits), under which the L1 distance of two letter vectors is the Hamming distance of their thermometer codes, and
-counts differing bits with a popcount over all pairs. One pass gives the smallest distance to every owner, from
-which any ``max_distance`` is read off (the benchmark sweeps d without querying again). With few letter values
-(4 levels, values crowded near the middle) a block of 23 / (d + 1) letters is an unselective key, so the blocks
-save little over the brute force once d >= 4.
-"""
+bits), under which the L1 distance of two letter vectors is the Hamming distance of their thermometer codes,
+and counts differing bits with a popcount over all pairs. One pass gives the smallest distance to every owner,
+from which any ``max_distance`` is read off (the benchmark sweeps d without querying again). With few letter
+values (4 levels, values crowded near the middle) a block of 23 / (d + 1) letters is an unselective key, so
+the blocks save little over the brute force once d >= 4."""
 
 from __future__ import annotations
 
@@ -52,9 +51,9 @@ def dna_distances(code: int, others: Sequence[int] | np.ndarray, params: DnaPara
 
 
 def thermometer_codes(codes: Sequence[int] | np.ndarray, params: DnaParams = _DEFAULT) -> np.ndarray:
-    """(n, words) uint64 thermometer codes of ``codes``: letter j with value v sets bits
-    [j * (levels - 1), j * (levels - 1) + v), so that popcount(a ^ b) summed over the words is the L1 distance of
-    the letter vectors."""
+    """(n, words) uint64 thermometer codes of ``codes``: letter j with value v sets bits [j * (levels - 1), j
+    * (levels - 1) + v), so that popcount(a ^ b) summed over the words is the L1 distance of the letter
+    vectors."""
     values = unpack_codes(codes, params).astype(np.int64)
     width = params.levels - 1
     bits = np.arange(width, dtype=np.int64)
@@ -80,7 +79,8 @@ class DnaIndex:
         bits = params.bits_per_letter
         edges = np.linspace(0, letters, blocks + 1).round().astype(int)
         self._masks = [
-            (int(sum(((1 << bits) - 1) << (j * bits) for j in range(lo, hi)))) for lo, hi in itertools.pairwise(edges.tolist())
+            (int(sum(((1 << bits) - 1) << (j * bits) for j in range(lo, hi))))
+            for lo, hi in itertools.pairwise(edges.tolist())
         ]
         self._tables: list[dict[int, list[int]]] = [{} for _ in self._masks]
         self._codes: list[int] = []
@@ -121,7 +121,8 @@ class DnaIndex:
         """(len(codes), owners) smallest L1 distance from each query code to any stored code of owner
         ``0 .. owners - 1``; an owner without codes gets ``letters * (levels - 1) + 1`` (beyond any distance).
 
-        Brute force over all pairs by thermometer codes and popcount, ``chunk_pairs`` pairs at a time (memory)."""
+        Brute force over all pairs by thermometer codes and popcount, ``chunk_pairs`` pairs at a time
+        (memory)."""
         if owners < 0:
             raise ValueError(f"owners must be >= 0, got {owners}")
         beyond = len(self.params.alphabet) * (self.params.levels - 1) + 1
@@ -145,8 +146,8 @@ class DnaIndex:
         return result
 
     def _thermometer_by_owner(self, owners: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Stored thermometer codes of the owners below ``owners``, sorted by owner; the first row of each owner
-        present; those owners. Kept until the next :meth:`add`."""
+        """Stored thermometer codes of the owners below ``owners``, sorted by owner; the first row of each
+        owner present; those owners. Kept until the next :meth:`add`."""
         if self._by_owner is None or self._by_owner[0] != owners:
             all_owners = np.asarray(self._owners, dtype=np.int64)
             order = np.flatnonzero(all_owners < owners)
@@ -157,7 +158,8 @@ class DnaIndex:
         return self._by_owner[1], self._by_owner[2], self._by_owner[3]
 
     def shares(self, codes: Sequence[int], owners: int) -> np.ndarray:
-        """For each owner ``0 .. owners - 1``, the share of the query ``codes`` with a near code of that owner."""
+        """For each owner ``0 .. owners - 1``, the share of the query ``codes`` with a near code of that
+        owner."""
         if not len(codes):
             return np.zeros(owners, dtype=np.float64)
         near = self.min_distances(codes, owners) <= self.max_distance

@@ -34,7 +34,9 @@ class KSentence:
     spans: tuple[tuple[int, int], ...]
 
 
-def ksentence(text: str, k: int = 3, min_length: int = 8, normalized: NormalizedText | None = None) -> KSentence:
+def ksentence(
+    text: str, k: int = 3, min_length: int = 8, normalized: NormalizedText | None = None
+) -> KSentence:
     """KSentence fingerprint of original ``text`` (pass ``normalized`` if already computed)."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -54,8 +56,10 @@ def ksentence(text: str, k: int = 3, min_length: int = 8, normalized: Normalized
         kth = np.partition(lengths, lengths.size - k)[lengths.size - k]
         chosen_idx = np.flatnonzero(lengths >= kth)
         starts, ends, lengths = starts[chosen_idx], ends[chosen_idx], lengths[chosen_idx]
-    candidates = [(int(n), norm.text[s:e], int(s), int(e))
-                  for n, s, e in zip(lengths.tolist(), starts.tolist(), ends.tolist())]
+    candidates = [
+        (int(n), norm.text[s:e], int(s), int(e))
+        for n, s, e in zip(lengths.tolist(), starts.tolist(), ends.tolist())
+    ]
     candidates.sort(key=lambda c: (-c[0], c[1]))
     chosen = candidates[:k]
     digest = hashlib.md5("\x1f".join(c[1] for c in chosen).encode("utf-8")).digest()

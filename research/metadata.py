@@ -9,12 +9,12 @@ information" (keywords, tags, references), the latter a set compared by MinHash:
 where the Hamming distance alone is ambiguous).
 
 For a web page the "other information" is what its HTML declares about it: the ``<meta name="keywords">``
-list, its tags (``rel="tag"`` links, ``article:tag`` meta properties) and its outgoing links (every
-``<a href>``: navigation included, as a page declares them; nothing here knows which part is the template). Each
-becomes one feature string with its kind as a prefix, so a keyword never meets a tag of the same spelling. Links
-are reduced to what survives re-hosting: a link to another host keeps host and path; a link into the page's own
-host keeps only its path, because a mirror rewrites its internal links to its own domain while the pages they
-point to stay the same.
+list, its tags (``rel="tag"`` links, ``article:tag`` meta properties) and its outgoing links (every ``<a
+href>``: navigation included, as a page declares them; nothing here knows which part is the template). Each
+becomes one feature string with its kind as a prefix, so a keyword never meets a tag of the same spelling.
+Links are reduced to what survives re-hosting: a link to another host keeps host and path; a link into the
+page's own host keeps only its path, because a mirror rewrites its internal links to its own domain while the
+pages they point to stay the same.
 
 Not on the product path: ``benchmarks/mirror_similarity.py`` measures content-only, metadata-only and combined
 similarity on generated mirror sites, and docs/fingerprints.md says what it found and why the page path does
@@ -49,10 +49,11 @@ METADATA_MINHASH = MinHashParams()
 COMBINED_MU = 0.85
 """The seed's weight of the content term (it gives 0.8 to 0.9; the middle, not tuned)."""
 
+
 @dataclass(frozen=True)
 class PageMetadata:
-    """What a page declares about itself: keywords, tags, outgoing links (absolute URLs), and its own URL (to tell
-    internal links from external ones)."""
+    """What a page declares about itself: keywords, tags, outgoing links (absolute URLs), and its own URL (to
+    tell internal links from external ones)."""
 
     url: str = ""
     keywords: frozenset[str] = frozenset()
@@ -122,9 +123,9 @@ def _split_keywords(content: str) -> Iterable[str]:
 
 
 def metadata_from_html(html: str, url: str) -> PageMetadata:
-    """Read keywords (``<meta name="keywords">``), tags (``rel="tag"`` links, ``<meta property="article:tag">``)
-    and the outgoing links (``<a href>``, made absolute against ``url``) of a page. A page with nothing parsable
-    declares nothing (empty metadata), never an exception."""
+    """Read keywords (``<meta name="keywords">``), tags (``rel="tag"`` links, ``<meta
+    property="article:tag">``) and the outgoing links (``<a href>``, made absolute against ``url``) of a page.
+    A page with nothing parsable declares nothing (empty metadata), never an exception."""
     import lxml.etree
     import lxml.html
 

@@ -1,9 +1,8 @@
 """PostgreSQL's binary ``COPY`` format, encoded by numpy: the code index rows of every fingerprint write
 (:mod:`storage.fingerprints`) and bulk loads of Simhashes (:mod:`storage.simhash_index`) stream through it.
 
-A stream is :data:`COPY_HEADER`, the rows (:func:`binary_copy_rows`), then :data:`COPY_TRAILER` (PostgreSQL docs,
-"COPY", binary format); a ``timestamptz`` travels as microseconds since :data:`PG_EPOCH_US`.
-"""
+A stream is :data:`COPY_HEADER`, the rows (:func:`binary_copy_rows`), then :data:`COPY_TRAILER` (PostgreSQL
+docs, "COPY", binary format); a ``timestamptz`` travels as microseconds since :data:`PG_EPOCH_US`."""
 
 from __future__ import annotations
 
@@ -23,12 +22,12 @@ COPY_TRAILER = (-1).to_bytes(2, "big", signed=True)
 def binary_copy_rows(count: int, fields: Sequence[tuple[str, Any]]) -> bytes:
     """``count`` rows in PostgreSQL's binary ``COPY`` format, encoded by numpy (no per-row Python).
 
-    ``fields``: per column, a big-endian numpy type (``">i8"``, ``">i4"``, ``">i2"``, ``"S<n>"`` for text of n bytes)
-    and a value or an array of ``count`` values. Layout per row (PostgreSQL docs, "COPY", binary format): int16
-    field count, then per field an int32 length and the value.
-    """
+    ``fields``: per column, a big-endian numpy type (``">i8"``, ``">i4"``, ``">i2"``, ``"S<n>"`` for text of n
+    bytes) and a value or an array of ``count`` values. Layout per row (PostgreSQL docs, "COPY", binary
+    format): int16 field count, then per field an int32 length and the value."""
     dtype = np.dtype(
-        [("fields", ">i2")] + [item for n, (kind, _) in enumerate(fields) for item in ((f"len{n}", ">i4"), (f"v{n}", kind))]
+        [("fields", ">i2")]
+        + [item for n, (kind, _) in enumerate(fields) for item in ((f"len{n}", ">i4"), (f"v{n}", kind))]
     )
     rows = np.empty(count, dtype=dtype)
     rows["fields"] = len(fields)

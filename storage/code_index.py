@@ -1,9 +1,9 @@
-"""The code index: which owners on one side (chapters or pages) hold the codes of a query (winnowing hashes, DNA
-codes), through the ``code_index`` rows that :func:`storage.fingerprints.write_fingerprints` files.
+"""The code index: which owners on one side (chapters or pages) hold the codes of a query (winnowing hashes,
+DNA codes), through the ``code_index`` rows that :func:`storage.fingerprints.write_fingerprints` files.
 
-- :func:`code_holder_pairs`: for a set of codes, the ``(code, owner)`` pairs holding them (one ``= ANY(array)``
-  statement per chunk on PostgreSQL, an index-only scan of ``(code, owner, kind) INCLUDE (owner_id)``), what the
-  compare service reads for a whole batch of pages;
+- :func:`code_holder_pairs`: for a set of codes, the ``(code, owner)`` pairs holding them (one ``=
+  ANY(array)`` statement per chunk on PostgreSQL, an index-only scan of ``(code, owner, kind) INCLUDE
+  (owner_id)``), what the compare service reads for a whole batch of pages;
 - :func:`code_holders` / :func:`code_candidates`: the same per code, and the distinct shared codes per owner.
 """
 
@@ -25,13 +25,12 @@ SQLITE_IN_CHUNK = 20_000  # codes written into one ``IN (...)`` on SQLite
 
 
 def code_holder_pairs(session: Session, kind: str, codes: Iterable[int], *, owner: Owner) -> np.ndarray:
-    """The distinct ``(code, owner id)`` pairs of the ``owner`` side holding any of ``codes`` (of ``kind``), as an
-    ``(n, 2)`` int64 array sorted by code then owner.
+    """The distinct ``(code, owner id)`` pairs of the ``owner`` side holding any of ``codes`` (of ``kind``),
+    as an ``(n, 2)`` int64 array sorted by code then owner.
 
-    Codes are taken as unsigned or signed 64-bit integers and answered signed. PostgreSQL gets one array parameter
-    per chunk, so the statement text (and its prepared plan) is the same every time; SQLite gets the integers
-    written into the statement (binding thousands of parameters costs more than the look-ups).
-    """
+    Codes are taken as unsigned or signed 64-bit integers and answered signed. PostgreSQL gets one array
+    parameter per chunk, so the statement text (and its prepared plan) is the same every time; SQLite gets the
+    integers written into the statement (binding thousands of parameters costs more than the look-ups)."""
     unique = sorted({to_signed64(int(c)) for c in codes})
     postgres = is_postgres(session)
     chunk_size = PG_ARRAY_CHUNK if postgres else SQLITE_IN_CHUNK
@@ -47,9 +46,14 @@ def code_holder_pairs(session: Session, kind: str, codes: Iterable[int], *, owne
             with raw.cursor() as cursor:  # type: ignore[union-attr]
                 cursor.execute(
                     "SELECT c.code, c.owner_id FROM unnest(%s::bigint[]) AS q(code) "
-                    "CROSS JOIN LATERAL (SELECT code, owner_id FROM code_index WHERE kind = %s AND owner = %s "
+                    "CROSS JOIN LATERAL (SELECT code, owner_id FROM code_index WHERE kind = %s AND owner = "
+                    "%s "
                     "AND code = q.code) AS c",
-                    ("{" + ",".join(map(str, chunk)) + "}", kind, side),  # a literal: faster than adapting a list
+                    (
+                        "{" + ",".join(map(str, chunk)) + "}",
+                        kind,
+                        side,
+                    ),  # a literal: faster than adapting a list
                 )
                 rows = cursor.fetchall()
         else:
@@ -66,13 +70,15 @@ def code_holder_pairs(session: Session, kind: str, codes: Iterable[int], *, owne
     pairs = np.concatenate(parts)
     pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
     keep = np.ones(len(pairs), dtype=bool)
-    keep[1:] = (pairs[1:] != pairs[:-1]).any(axis=1)  # one row per (code, owner): a code repeats within a vector
+    keep[1:] = (pairs[1:] != pairs[:-1]).any(
+        axis=1
+    )  # one row per (code, owner): a code repeats within a vector
     return pairs[keep]
 
 
 def code_holders(session: Session, kind: str, codes: Iterable[int], *, owner: Owner) -> dict[int, set[int]]:
-    """For each of ``codes`` (of ``kind``) held by someone on the ``owner`` side, the owner ids holding it (keys
-    signed)."""
+    """For each of ``codes`` (of ``kind``) held by someone on the ``owner`` side, the owner ids holding it
+    (keys signed)."""
     holders: dict[int, set[int]] = {}
     for code, owner_id in code_holder_pairs(session, kind, codes, owner=owner).tolist():
         holders.setdefault(code, set()).add(owner_id)
@@ -86,7 +92,9 @@ def code_candidates(
 
     ``max_owners_per_code`` > 0 ignores codes held by more owners than that (boilerplate, common phrases).
     """
-    return count_shared(code_holders(session, kind, codes, owner=owner), max_owners_per_code=max_owners_per_code)
+    return count_shared(
+        code_holders(session, kind, codes, owner=owner), max_owners_per_code=max_owners_per_code
+    )
 
 
 def count_shared(holders: dict[int, set[int]], *, max_owners_per_code: int = 0) -> Counter[int]:

@@ -39,9 +39,10 @@ def save_corpus_stats(session: Session, name: str, payload: bytes, *, document_c
 
 def latest_corpus_stats(session: Session, name: str) -> StoredCorpusStats | None:
     row = session.scalar(
-        select(CorpusStatistics).where(CorpusStatistics.name == name).order_by(CorpusStatistics.version.desc())
+        select(CorpusStatistics)
+        .where(CorpusStatistics.name == name)
+        .order_by(CorpusStatistics.version.desc())
     )
     if row is None:
         return None
     return StoredCorpusStats(row.name, row.version, row.document_count, bytes(row.payload), row.created_at)
-

@@ -1,10 +1,9 @@
 """Engines, sessions and migrations.
 
-``create_engine_for(settings)`` is the one place that knows how to connect: SQLite gets foreign keys, WAL and a
-busy timeout (the crawler and the tasks share the file); PostgreSQL goes through psycopg 3.
+``create_engine_for(settings)`` is the one place that knows how to connect: SQLite gets foreign keys, WAL and
+a busy timeout (the crawler and the tasks share the file); PostgreSQL goes through psycopg 3.
 ``migrate(settings)`` upgrades the schema to Alembic's head; on PostgreSQL under an advisory lock so two
-processes running ``fptrack init`` at once never race.
-"""
+processes running ``fptrack init`` at once never race."""
 
 from __future__ import annotations
 
@@ -40,7 +39,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 UNREACHABLE_RETRY_SECONDS = 60.0
-"""How long :func:`retry_while_unreachable` keeps trying by default: a restart or a fail-over, not an outage."""
+"""How long :func:`retry_while_unreachable` keeps trying by default: a restart or a fail-over, not an
+outage."""
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 _ADVISORY_LOCK_KEY = 0x66707472  # "fptr"
@@ -112,9 +112,9 @@ def retry_while_unreachable(
     with back-off (0.2 s doubling to 5 s) while the database is unreachable or cuts the connection, for
     ``seconds`` at most; then the last error is raised.
 
-    Why: a database restarted under a running crawl (``pg_ctl restart``, a fail-over) must cost the crawl a pause,
-    not the pages it holds in memory. Only for operations that are safe to run twice (upserts, reads, settling);
-    an error that is not about the connection (a constraint, a bug) is raised at once."""
+    Why: a database restarted under a running crawl (``pg_ctl restart``, a fail-over) must cost the crawl a
+    pause, not the pages it holds in memory. Only for operations that are safe to run twice (upserts, reads,
+    settling); an error that is not about the connection (a constraint, a bug) is raised at once."""
     deadline = time.monotonic() + seconds
     pause = 0.2
     while True:
@@ -131,7 +131,11 @@ def retry_while_unreachable(
 
 
 def retry_in_session(
-    sessions: sessionmaker[Session], work: Callable[[Session], T], *, what: str, seconds: float = UNREACHABLE_RETRY_SECONDS
+    sessions: sessionmaker[Session],
+    work: Callable[[Session], T],
+    *,
+    what: str,
+    seconds: float = UNREACHABLE_RETRY_SECONDS,
 ) -> T:
     """``work(session)`` in a unit of work of its own (:func:`session_scope`), run again whole by
     :func:`retry_while_unreachable` while the database is unreachable."""
@@ -169,7 +173,9 @@ def migrate(settings: Settings, engine: Engine | None = None, revision: str = "h
                 from fptrack.storage.index import IndexLayout
                 from fptrack.storage.simhash_index import ensure_simhash_indexes
 
-                ensure_simhash_indexes(connection, IndexLayout(64, settings.simhash_k, settings.simhash_blocks))
+                ensure_simhash_indexes(
+                    connection, IndexLayout(64, settings.simhash_k, settings.simhash_blocks)
+                )
             return current
     except OperationalError as error:
         raise DatabaseUnavailable(_describe_operational_error(settings, error)) from None
@@ -203,5 +209,3 @@ def _describe_operational_error(settings: Settings, error: OperationalError) -> 
     shown = make_url(settings.database_url).render_as_string(hide_password=True)
     reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
     return f"cannot open the database {shown}: {reason}"
-
-

@@ -1,17 +1,17 @@
 """Writing and reading fingerprints: an owner's Simhash and code vectors with their index rows, one owner or a
 batch at once, and the owners they belong to.
 
-- Simhash: a ``fingerprints`` row (``kind = 'simhash64'``, ``value``). The permuted-prefix tables of Manku et al.
-  are expression b-trees on ``value`` (see :mod:`storage.models`), so writing the row *is* writing the index;
-  rows landing in re-split buckets are also filed in ``simhash_hot_index`` (:mod:`storage.hot_buckets`). The
-  query and the bulk loads are :mod:`storage.simhash_index`.
-- Vector fingerprints (DNA codes, winnowing hashes): a ``fingerprints`` row (``payload``) plus one ``code_index``
-  row per ``(code, position)`` carrying its owner, so look-ups ask one side only (:mod:`storage.code_index`).
+- Simhash: a ``fingerprints`` row (``kind = 'simhash64'``, ``value``). The permuted-prefix tables of Manku et
+  al. are expression b-trees on ``value`` (see :mod:`storage.models`), so writing the row *is* writing the
+  index; rows landing in re-split buckets are also filed in ``simhash_hot_index``
+  (:mod:`storage.hot_buckets`). The query and the bulk loads are :mod:`storage.simhash_index`.
+- Vector fingerprints (DNA codes, winnowing hashes): a ``fingerprints`` row (``payload``) plus one
+  ``code_index`` row per ``(code, position)`` carrying its owner, so look-ups ask one side only
+  (:mod:`storage.code_index`).
 
-Owners are chapters (registered works) or pages (crawled). Every index row hangs off a ``fingerprints`` row by a
-cascading foreign key, and fingerprints hang off their owner the same way, so deleting or re-fingerprinting a
-page, chapter or work leaves nothing behind (:func:`storage.housekeeping.count_orphans` checks it).
-"""
+Owners are chapters (registered works) or pages (crawled). Every index row hangs off a ``fingerprints`` row by
+a cascading foreign key, and fingerprints hang off their owner the same way, so deleting or re-fingerprinting
+a page, chapter or work leaves nothing behind (:func:`storage.housekeeping.count_orphans` checks it)."""
 
 from __future__ import annotations
 
@@ -66,18 +66,21 @@ def owner_code(owner: Owner) -> int:
 
 
 def is_postgres(bind: Session | Connection) -> bool:
-    return bind.get_bind().dialect.name == "postgresql" if isinstance(bind, Session) else (
-        bind.dialect.name == "postgresql"
+    return (
+        bind.get_bind().dialect.name == "postgresql"
+        if isinstance(bind, Session)
+        else (bind.dialect.name == "postgresql")
     )
 
 
 # ------------------------------------------------------------------------------------------------- writing
 
+
 @dataclass(frozen=True)
 class FingerprintSet:
-    """Everything stored for one owner: its Simhash (None: no Simhash row, for a contract that does not use it)
-    and, per kind (``"dna"``, ``"winnow"``...), ``(code, position)`` pairs with distinct positions (codes unsigned
-    or signed 64-bit)."""
+    """Everything stored for one owner: its Simhash (None: no Simhash row, for a contract that does not use
+    it) and, per kind (``"dna"``, ``"winnow"``...), ``(code, position)`` pairs with distinct positions (codes
+    unsigned or signed 64-bit)."""
 
     owner_id: int
     simhash: int | None
@@ -93,7 +96,8 @@ def replace_fingerprints(
     simhash: int | None,
     codes: Mapping[str, Sequence[tuple[int, int]]],
 ) -> None:
-    """Store one owner's fingerprints and index rows, replacing any earlier ones (see :func:`write_fingerprints`)."""
+    """Store one owner's fingerprints and index rows, replacing any earlier ones (see
+    :func:`write_fingerprints`)."""
     write_fingerprints(session, owner=owner, layout=layout, items=[FingerprintSet(owner_id, simhash, codes)])
 
 
@@ -103,9 +107,8 @@ def write_fingerprints(
     """Store the fingerprints and index rows of many owners in a few statements, replacing earlier ones.
 
     One ``DELETE`` (cascading to their index rows), one multi-row ``INSERT ... RETURNING`` of the fingerprint
-    rows, then the code index rows by binary ``COPY`` on PostgreSQL or one ``executemany`` on SQLite. Pages get
-    ``fingerprinted_at``. Raises ``ValueError`` when a vector repeats a position.
-    """
+    rows, then the code index rows by binary ``COPY`` on PostgreSQL or one ``executemany`` on SQLite. Pages
+    get ``fingerprinted_at``. Raises ``ValueError`` when a vector repeats a position."""
     column = owner_column(owner)
     if not items:
         return
@@ -127,18 +130,23 @@ def write_fingerprints(
             array = _code_array(pairs)
             if len(np.unique(array[:, 1])) != len(array):
                 raise ValueError(
-                    f"{owner} {item.owner_id}: the {kind!r} codes repeat a position; positions must be distinct"
+                    f"{owner} {item.owner_id}: the {kind!r} codes repeat a position; positions must be "
+                    "distinct"
                 )
             vectors.append((len(rows), kind, array))
             rows.append({owner_key: item.owner_id, "kind": kind, "value": None,
                          "payload": array.astype("<i8").tobytes(), "created_at": now})  # fmt: skip
     ids = (
-        list(session.scalars(insert(Fingerprint).returning(Fingerprint.id, sort_by_parameter_order=True), rows))
+        list(
+            session.scalars(insert(Fingerprint).returning(Fingerprint.id, sort_by_parameter_order=True), rows)
+        )
         if rows
         else []
     )
     file_in_hot_buckets(
-        session, layout, [(ids[i], int(row["value"])) for i, row in enumerate(rows) if row["value"] is not None]
+        session,
+        layout,
+        [(ids[i], int(row["value"])) for i, row in enumerate(rows) if row["value"] is not None],
     )
     side = owner_code(owner)
     batches = [
@@ -169,10 +177,9 @@ _rows_since_analyze: dict[str, int] = {}
 def _keep_statistics_fresh(connection: Connection, written: int) -> None:
     """``ANALYZE`` the index tables once this process has written as many rows as they held at the last check.
 
-    Autovacuum analyses a table a minute or more after it grows; a new deployment's first crawl would meanwhile
-    be planned on the statistics of an empty table. Cheap (a sample of 30,000 rows) and rare (the tables must
-    double between two runs).
-    """
+    Autovacuum analyses a table a minute or more after it grows; a new deployment's first crawl would
+    meanwhile be planned on the statistics of an empty table. Cheap (a sample of 30,000 rows) and rare (the
+    tables must double between two runs)."""
     key = connection.engine.url.render_as_string(hide_password=True)
     _rows_since_analyze[key] = _rows_since_analyze.get(key, 0) + written
     held = connection.exec_driver_sql(
@@ -199,7 +206,9 @@ def _code_array(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
     return np.column_stack((codes, positions))
 
 
-def _copy_code_rows(connection: Connection, batches: list[tuple[int, str, np.ndarray, int]], side: int) -> None:
+def _copy_code_rows(
+    connection: Connection, batches: list[tuple[int, str, np.ndarray, int]], side: int
+) -> None:
     """``COPY code_index FROM STDIN (FORMAT BINARY)``, every row encoded by numpy (no per-row Python)."""
     raw = connection.connection.driver_connection
     buffer = io.BytesIO()
@@ -208,8 +217,14 @@ def _copy_code_rows(connection: Connection, batches: list[tuple[int, str, np.nda
         buffer.write(
             binary_copy_rows(
                 len(array),
-                [(">i8", fingerprint_id), (">i4", array[:, 1]), (f"S{len(kind.encode())}", kind.encode()),
-                 (">i8", array[:, 0]), (">i2", side), (">i8", owner_id)],
+                [
+                    (">i8", fingerprint_id),
+                    (">i4", array[:, 1]),
+                    (f"S{len(kind.encode())}", kind.encode()),
+                    (">i8", array[:, 0]),
+                    (">i2", side),
+                    (">i8", owner_id),
+                ],
             )
         )
     buffer.write(COPY_TRAILER)
@@ -222,7 +237,9 @@ def _copy_code_rows(connection: Connection, batches: list[tuple[int, str, np.nda
 # ------------------------------------------------------------------------------------------------- reading
 
 
-def load_code_arrays(session: Session, *, owner: Owner, owner_ids: Sequence[int], kind: str) -> dict[int, np.ndarray]:
+def load_code_arrays(
+    session: Session, *, owner: Owner, owner_ids: Sequence[int], kind: str
+) -> dict[int, np.ndarray]:
     """The stored ``(n, 2)`` (code, position) arrays of many owners' ``kind`` vectors (signed codes)."""
     column = owner_column(owner)
     found: dict[int, np.ndarray] = {}
@@ -242,4 +259,3 @@ def load_codes(session: Session, *, owner: Owner, owner_id: int, kind: str) -> l
         return []
     array = np.frombuffer(payload, dtype="<i8").reshape(-1, 2)
     return [(int(c), int(p)) for c, p in array]
-

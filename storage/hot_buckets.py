@@ -1,4 +1,5 @@
-"""Overloaded Simhash buckets: the seed's re-split of a permuted-table bucket that holds far more than the mean.
+"""Overloaded Simhash buckets: the seed's re-split of a permuted-table bucket that holds far more than the
+mean.
 
 A re-split bucket's fingerprints are filed under k + 1 sub-keys each (:meth:`IndexLayout.split_keys`) in
 ``simhash_hot_index``; later writes into the bucket are filed there too, and queries falling into it read the
@@ -34,9 +35,10 @@ HOT_BUCKET_MU = 2.0
 """The seed's trigger: a bucket holding more than (1 + mu) x the mean bucket size is re-split."""
 
 HOT_BUCKET_MIN_SIZE = 1024
-"""Never re-split a bucket smaller than this. At small N the seed's mean (N / 2**key_bits) is far below one row,
-so the relative trigger alone would split every non-empty bucket; a bucket of ~1,000 index tuples is a handful of
-b-tree leaf pages and costs well under a millisecond to scan and verify (benchmarks/index_scale.py measures it)."""
+"""Never re-split a bucket smaller than this. At small N the seed's mean (N / 2**key_bits) is far below one
+row, so the relative trigger alone would split every non-empty bucket; a bucket of ~1,000 index tuples is a
+handful of b-tree leaf pages and costs well under a millisecond to scan and verify (benchmarks/index_scale.py
+measures it)."""
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,11 @@ class HotBucketReport:
     rows_filed: int
 
 
-def bucket_sizes(bind: Session | Connection, layout: IndexLayout, table_no: int, *, minimum: int = 1) -> list[
-    tuple[int, int]
-]:
-    """(key, size) of table ``table_no``'s buckets holding at least ``minimum`` fingerprints, largest first."""
+def bucket_sizes(
+    bind: Session | Connection, layout: IndexLayout, table_no: int, *, minimum: int = 1
+) -> list[tuple[int, int]]:
+    """(key, size) of table ``table_no``'s buckets holding at least ``minimum`` fingerprints, largest
+    first."""
     key = layout.key_sql(table_no, "value")
     rows = bind.execute(
         text(
@@ -76,15 +79,16 @@ def split_hot_buckets(
 ) -> HotBucketReport:
     """Re-split every bucket holding more than ``max((1 + mu) x mean, min_size)`` fingerprints.
 
-    The mean is the seed's: stored fingerprints / 2**key_bits. A re-split bucket's fingerprints are filed under
-    k + 1 sub-keys each (:meth:`IndexLayout.split_keys`); later writes into the bucket are filed there too, and
-    queries falling into it read the sub-keys only. Safe to run repeatedly (a maintenance task).
-    """
+    The mean is the seed's: stored fingerprints / 2**key_bits. A re-split bucket's fingerprints are filed
+    under k + 1 sub-keys each (:meth:`IndexLayout.split_keys`); later writes into the bucket are filed there
+    too, and queries falling into it read the sub-keys only. Safe to run repeatedly (a maintenance task)."""
     if mu < 0 or min_size < 1:
         raise ValueError(f"need mu >= 0 and min_size >= 1, got mu={mu} min_size={min_size}")
     connection = bind.connection() if isinstance(bind, Session) else bind
     total = int(
-        connection.scalar(select(func.count()).select_from(Fingerprint).where(Fingerprint.kind == layout.kind))
+        connection.scalar(
+            select(func.count()).select_from(Fingerprint).where(Fingerprint.kind == layout.kind)
+        )
         or 0
     )
     mean = layout.expected_bucket_size(total)
@@ -92,7 +96,9 @@ def split_hot_buckets(
     existing = {
         (t, k)
         for t, k in connection.execute(
-            select(SimhashHotBucket.table_no, SimhashHotBucket.key).where(SimhashHotBucket.layout == layout.name)
+            select(SimhashHotBucket.table_no, SimhashHotBucket.key).where(
+                SimhashHotBucket.layout == layout.name
+            )
         )
     }
     largest = 0
@@ -108,7 +114,8 @@ def split_hot_buckets(
             [{"layout": layout.name, "table_no": t, "key": k, "size": s, "split_at": now} for t, k, s in new],
         )
     filed = 0
-    # every re-split bucket, old ones too: files rows a concurrent writer added while its bucket was being split
+    # every re-split bucket, old ones too: files rows a concurrent writer added while its bucket was being
+    # split
     for t, k in sorted(existing | {(t, k) for t, k, _ in new}):
         filed += _file_bucket(connection, layout, t, k)
     forget_hot_buckets()
@@ -153,7 +160,8 @@ def file_new_rows_in_hot_buckets(connection: Connection, layout: IndexLayout, *,
 
 
 def file_in_hot_buckets(session: Session, layout: IndexLayout, rows: list[tuple[int, int]]) -> None:
-    """File freshly written Simhashes ``(fingerprint id, signed value)`` under sub-keys where their bucket is hot.
+    """File freshly written Simhashes ``(fingerprint id, signed value)`` under sub-keys where their bucket is
+    hot.
 
     Reads the registry of re-split buckets once (not the cache of :func:`hot_bucket_keys`: a row must never
     miss a bucket split a moment ago, since queries falling into a re-split bucket read its sub-keys only).
@@ -162,7 +170,9 @@ def file_in_hot_buckets(session: Session, layout: IndexLayout, rows: list[tuple[
         return
     hot = set(
         session.execute(
-            select(SimhashHotBucket.table_no, SimhashHotBucket.key).where(SimhashHotBucket.layout == layout.name)
+            select(SimhashHotBucket.table_no, SimhashHotBucket.key).where(
+                SimhashHotBucket.layout == layout.name
+            )
         )
     )
     if not hot:
@@ -190,10 +200,9 @@ _hot_cache: dict[tuple[str, str], tuple[float, frozenset[tuple[int, int]]]] = {}
 def hot_bucket_keys(session: Session, layout: IndexLayout) -> frozenset[tuple[int, int]]:
     """The re-split buckets of ``layout``, cached per database for :data:`HOT_BUCKET_CACHE_SECONDS`.
 
-    A stale answer costs speed, never answers: a re-split bucket's fingerprints stay in the expression index too
-    (reading it whole finds the same neighbours), and a bucket believed re-split is read through a statement that
-    checks the registry (:func:`storage.simhash_index.simhash_candidates`).
-    """
+    A stale answer costs speed, never answers: a re-split bucket's fingerprints stay in the expression index
+    too (reading it whole finds the same neighbours), and a bucket believed re-split is read through a
+    statement that checks the registry (:func:`storage.simhash_index.simhash_candidates`)."""
     bind = session.get_bind()
     engine = bind.engine if isinstance(bind, Connection) else bind
     cache_key = (engine.url.render_as_string(hide_password=True), layout.name)
@@ -204,7 +213,9 @@ def hot_bucket_keys(session: Session, layout: IndexLayout) -> frozenset[tuple[in
     buckets = frozenset(
         (int(t), int(k))
         for t, k in session.execute(
-            select(SimhashHotBucket.table_no, SimhashHotBucket.key).where(SimhashHotBucket.layout == layout.name)
+            select(SimhashHotBucket.table_no, SimhashHotBucket.key).where(
+                SimhashHotBucket.layout == layout.name
+            )
         )
     )
     _hot_cache[cache_key] = (now + HOT_BUCKET_CACHE_SECONDS, buckets)

@@ -51,4 +51,3 @@ def count_orphans(bind: Session | Connection) -> dict[str, int]:
 
 def count_rows(session: Session, model: type) -> int:
     return int(session.scalar(select(func.count()).select_from(model)) or 0)
-

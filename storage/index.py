@@ -1,24 +1,24 @@
 """The permuted-prefix index for Hamming search (Manku, Jain, Das Sarma, "Detecting near-duplicates for web
 crawling", WWW 2007).
 
-Split an f-bit fingerprint into ``blocks`` blocks. If two fingerprints differ in at most k bits and
-``blocks > k``, then at least ``blocks - k`` of their blocks are identical (pigeonhole). For every choice of
-``blocks - k`` blocks (C(blocks, blocks - k) tables) the fingerprint is filed under the key made of those blocks;
-a query computes its own keys, looks each up by exact match, and verifies ``popcount(a ^ b) <= k``.
+Split an f-bit fingerprint into ``blocks`` blocks. If two fingerprints differ in at most k bits and ``blocks >
+k``, then at least ``blocks - k`` of their blocks are identical (pigeonhole). For every choice of ``blocks -
+k`` blocks (C(blocks, blocks - k) tables) the fingerprint is filed under the key made of those blocks; a query
+computes its own keys, looks each up by exact match, and verifies ``popcount(a ^ b) <= k``.
 
-Overloaded buckets (simhash-optimization seed): a bucket ``(table t, key p)`` that holds far more than the mean
-is re-split. Its fingerprints agree with a near neighbour on the blocks of table t, so they differ in at most k
-of the *remaining* bits; cutting those remaining bits into k + 1 sub-blocks, at least one sub-block is identical
-(pigeonhole again). Each fingerprint of the bucket is therefore filed under k + 1 sub-keys
-``(p << width(sub-block s)) | sub-block s``, and a query whose own key falls in the bucket looks up its k + 1
-sub-keys instead of the whole bucket. With the default layout (64 bits, k = 3, 4 blocks) a key is 16 bits and
-the remaining 48 bits give four 12-bit sub-blocks: the seed's "re-split by 12 more bits".
+Overloaded buckets (simhash-optimization seed): a bucket ``(table t, key p)`` that holds far more than the
+mean is re-split. Its fingerprints agree with a near neighbour on the blocks of table t, so they differ in at
+most k of the *remaining* bits; cutting those remaining bits into k + 1 sub-blocks, at least one sub-block is
+identical (pigeonhole again). Each fingerprint of the bucket is therefore filed under k + 1 sub-keys ``(p <<
+width(sub-block s)) | sub-block s``, and a query whose own key falls in the bucket looks up its k + 1 sub-keys
+instead of the whole bucket. With the default layout (64 bits, k = 3, 4 blocks) a key is 16 bits and the
+remaining 48 bits give four 12-bit sub-blocks: the seed's "re-split by 12 more bits".
 
-One description of the layout derives everything: :meth:`IndexLayout.keys` / :meth:`IndexLayout.split_keys` compute
-keys in Python (the query, the writer of re-split rows) and :meth:`IndexLayout.key_sql` /
-:meth:`IndexLayout.split_key_sql` render the *same* bit gathering as a SQL expression that PostgreSQL and SQLite
-evaluate identically (the expression indexes of the store). Keys are signed 64-bit so they fit a BIGINT.
-"""
+One description of the layout derives everything: :meth:`IndexLayout.keys` / :meth:`IndexLayout.split_keys`
+compute keys in Python (the query, the writer of re-split rows) and :meth:`IndexLayout.key_sql` /
+:meth:`IndexLayout.split_key_sql` render the *same* bit gathering as a SQL expression that PostgreSQL and
+SQLite evaluate identically (the expression indexes of the store). Keys are signed 64-bit so they fit a
+BIGINT."""
 
 from __future__ import annotations
 
@@ -88,7 +88,8 @@ class IndexLayout:
         return sum(width for _, width in self._tables[table_no])
 
     def expected_bucket_size(self, count: int, table_no: int = 0) -> float:
-        """Mean bucket size of ``count`` uniformly random fingerprints: count / 2**key_bits (the seed's mean)."""
+        """Mean bucket size of ``count`` uniformly random fingerprints: count / 2**key_bits (the seed's
+        mean)."""
         return count / float(1 << self.key_bits(table_no))
 
     # -------------------------------------------------------------------------------------------- keys
@@ -101,7 +102,9 @@ class IndexLayout:
     def split_keys(self, fingerprint: int, table_no: int) -> list[tuple[int, int]]:
         """(sub-table number, sub-key) for the k + 1 sub-tables of table ``table_no`` (re-split buckets)."""
         fingerprint &= (1 << self.bits) - 1
-        return [(s, to_signed64(_gather(fingerprint, spans))) for s, spans in enumerate(self._splits[table_no])]
+        return [
+            (s, to_signed64(_gather(fingerprint, spans))) for s, spans in enumerate(self._splits[table_no])
+        ]
 
     def key_sql(self, table_no: int, column: str) -> str:
         """SQL expression computing :meth:`keys`' key of table ``table_no`` from a BIGINT ``column``."""
@@ -153,7 +156,8 @@ def _table_spans(bits: int, blocks: int, k: int) -> tuple[tuple[Span, ...], ...]
 
 
 def _split_spans(bits: int, table: tuple[Span, ...], k: int) -> tuple[tuple[Span, ...], ...]:
-    """For each of the k + 1 sub-blocks of the bits outside ``table``: the table's spans plus that sub-block."""
+    """For each of the k + 1 sub-blocks of the bits outside ``table``: the table's spans plus that
+    sub-block."""
     used = {shift + i for shift, width in table for i in range(width)}
     rest = [p for p in range(bits - 1, -1, -1) if p not in used]  # most significant first
     parts = k + 1
@@ -196,14 +200,17 @@ def _gather_sql(spans: tuple[Span, ...], column: str, bits: int) -> str:
     remaining = total
     for shift, width in spans:
         remaining -= width
-        part = f"(({column} >> {shift}) & {(1 << width) - 1})" if shift else f"({column} & {(1 << width) - 1})"
+        part = (
+            f"(({column} >> {shift}) & {(1 << width) - 1})" if shift else f"({column} & {(1 << width) - 1})"
+        )
         parts.append(f"({part} << {remaining})" if remaining else part)
     return "(" + " | ".join(parts) + ")"
 
 
 DEFAULT_LAYOUT = IndexLayout(64, 3, 4)
-"""Chosen by measurement (docs/storage.md): 4 tables of 16-bit keys are the smallest index that answers a k = 3
-query at 10M fingerprints well inside the latency target; more blocks multiply the disk for no useful gain."""
+"""Chosen by measurement (docs/storage.md): 4 tables of 16-bit keys are the smallest index that answers a k =
+3 query at 10M fingerprints well inside the latency target; more blocks multiply the disk for no useful
+gain."""
 
 
 def permuted_prefix_keys(fingerprint: int, layout: IndexLayout | None = None) -> list[tuple[int, int]]:

@@ -1,10 +1,10 @@
 """Claims: named rows of ``monitor_locks`` that one process at a time holds, across processes and machines.
 
 A claim is taken by inserting its row (one statement: of two processes, only one gets it) with a random token
-and the holder's ``host:pid``; the holder refreshes ``heartbeat_at`` while it works and deletes the row when done,
-both by name and token, so a holder that lost its claim never touches the next holder's. A claim whose heartbeat
-is older than the caller's staleness limit, or whose process is gone (on this machine), belonged to a process
-that died: :func:`holder_died` says so, :func:`dead_locks` finds them for a reaper to drop.
+and the holder's ``host:pid``; the holder refreshes ``heartbeat_at`` while it works and deletes the row when
+done, both by name and token, so a holder that lost its claim never touches the next holder's. A claim whose
+heartbeat is older than the caller's staleness limit, or whose process is gone (on this machine), belonged to
+a process that died: :func:`holder_died` says so, :func:`dead_locks` finds them for a reaper to drop.
 
 What a claim stands for (a site's crawl, a one-off crawl's sign of life, the takedown re-check run) and what a
 dead holder leaves to clean up are the callers' (:mod:`jobs.site_runs`, :mod:`jobs.rechecks`).
@@ -26,7 +26,15 @@ from sqlalchemy.orm import Session
 
 from fptrack.storage.models import MonitorLock, as_utc, utcnow
 
-__all__ = ["dead_locks", "drop_lock", "holder_died", "lock_owner", "owner_is_dead", "refresh_lock", "take_lock"]
+__all__ = [
+    "dead_locks",
+    "drop_lock",
+    "holder_died",
+    "lock_owner",
+    "owner_is_dead",
+    "refresh_lock",
+    "take_lock",
+]
 
 
 def lock_owner() -> str:
@@ -88,9 +96,9 @@ def drop_lock(session: Session, name: str, token: str) -> None:
 def dead_locks(
     session: Session, *, prefixes: Sequence[str], stale_before: datetime, names: Sequence[str] | None = None
 ) -> list[MonitorLock]:
-    """The claims whose name starts with one of ``prefixes`` (only those named in ``names``, when given) and whose
-    holder died (:func:`holder_died`). The rows are locked for this transaction and rows another reaper has
-    locked are skipped, so two reapers never both clean up after one dead holder."""
+    """The claims whose name starts with one of ``prefixes`` (only those named in ``names``, when given) and
+    whose holder died (:func:`holder_died`). The rows are locked for this transaction and rows another reaper
+    has locked are skipped, so two reapers never both clean up after one dead holder."""
     query = select(MonitorLock).where(or_(*(MonitorLock.name.like(f"{prefix}%") for prefix in prefixes)))
     if names is not None:
         query = query.where(MonitorLock.name.in_(list(names)))

@@ -5,12 +5,12 @@ Offsets (``Chapter.start``/``end``, match spans) are character offsets into the 
 
 64-bit fingerprints are stored in signed BIGINT columns (see :func:`storage.index.to_signed64`).
 
-The permuted-prefix index of Simhashes is not a table of copies: it is one expression b-tree per permuted table
-on ``fingerprints.value`` itself (partial: ``kind = 'simhash64'``), keyed by the same bit gathering that
-:class:`storage.index.IndexLayout` computes in Python. Deleting or replacing a fingerprint row therefore cannot
-leave an index entry behind. Re-split overloaded buckets live in ``simhash_hot_index`` (rows, cascading deletes).
-Every constraint and index has a name (``NAMING_CONVENTION`` or explicit), so migrations can address it.
-"""
+The permuted-prefix index of Simhashes is not a table of copies: it is one expression b-tree per permuted
+table on ``fingerprints.value`` itself (partial: ``kind = 'simhash64'``), keyed by the same bit gathering that
+:class:`storage.index.IndexLayout` computes in Python. Deleting or replacing a fingerprint row therefore
+cannot leave an index entry behind. Re-split overloaded buckets live in ``simhash_hot_index`` (rows, cascading
+deletes). Every constraint and index has a name (``NAMING_CONVENTION`` or explicit), so migrations can address
+it."""
 
 from __future__ import annotations
 
@@ -86,7 +86,6 @@ __all__ = [
 ]
 
 
-
 class MatchStatus(StrEnum):
     """Where a match stands. ``flagged`` and ``licensed`` are the machine's verdicts (re-comparing a page may
     change or drop them); ``confirmed`` and ``dismissed`` are a reviewer's decisions, which always stand."""
@@ -113,8 +112,9 @@ class CrawlJobStatus(StrEnum):
 
 CRAWL_JOB_STATUSES = tuple(s.value for s in CrawlJobStatus)
 RENDER_JS_MODES = ("auto", "yes", "no")
-# a re-check of a page with a flagged or confirmed match: the copy is still there, the page changed and no longer
-# copies the chapter, the page is gone (404/410, no such host), or the check could not tell (refused, timeout, 5xx)
+# a re-check of a page with a flagged or confirmed match: the copy is still there, the page changed and no
+# longer copies the chapter, the page is gone (404/410, no such host), or the check could not tell (refused,
+# timeout, 5xx)
 TAKEDOWN_OUTCOMES = ("present", "gone", "removed", "error")
 REVIEW_DECISIONS = tuple(s.value for s in MatchStatus)
 
@@ -141,8 +141,8 @@ def utcnow() -> datetime:
 
 
 def as_utc(moment: datetime) -> datetime:
-    """A stored time as an aware UTC datetime: SQLite hands back naive datetimes, and every time fptrack stores
-    is UTC, so say so on both backends."""
+    """A stored time as an aware UTC datetime: SQLite hands back naive datetimes, and every time fptrack
+    stores is UTC, so say so on both backends."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
@@ -197,10 +197,9 @@ class Chapter(Base):
 class Site(Base):
     """A site that pages are crawled from (pirate sites, aggregators...).
 
-    ``host`` is the site key of :func:`storage.sites.site_of`: the lower-case host, plus the port when it is not
-    the scheme's default (``127.0.0.1:8001`` and ``127.0.0.1:8002`` are two sites). ``settled_at``: when the
-    site's templates were last decided from all its pages (:mod:`compare.templates`).
-    """
+    ``host`` is the site key of :func:`storage.sites.site_of`: the lower-case host, plus the port when it is
+    not the scheme's default (``127.0.0.1:8001`` and ``127.0.0.1:8002`` are two sites). ``settled_at``: when
+    the site's templates were last decided from all its pages (:mod:`compare.templates`)."""
 
     __tablename__ = "sites"
 
@@ -226,7 +225,8 @@ class Site(Base):
     obey_robots: Mapped[bool] = mapped_column(Boolean, default=True, server_default=sql_text("true"))
     render_js: Mapped[str] = mapped_column(String(8), default="auto", server_default="auto")
     allow_private: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
-    # its crawls share one frontier in Redis, so several processes and machines can crawl it (crawler/distributed.py)
+    # its crawls share one frontier in Redis, so several processes and machines can crawl it
+    # (crawler/distributed.py)
     distributed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
     next_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -280,17 +280,20 @@ class Page(Base):
     snapshot_sha256: Mapped[str] = mapped_column(String(64), default="")
     fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     site_id: Mapped[int | None] = mapped_column(ForeignKey("sites.id", ondelete="SET NULL"), index=True)
-    crawl_job_id: Mapped[int | None] = mapped_column(ForeignKey("crawl_jobs.id", ondelete="SET NULL"), index=True)
+    crawl_job_id: Mapped[int | None] = mapped_column(
+        ForeignKey("crawl_jobs.id", ondelete="SET NULL"), index=True
+    )
     content_type: Mapped[str] = mapped_column(String(200), default="", server_default="")
     error: Mapped[str] = mapped_column(Text, default="", server_default="")
-    # what the crawler cut or repaired (text over FPTRACK_MAX_PAGE_CHARS, links over the cap, nesting flattened)
+    # what the crawler cut or repaired (text over FPTRACK_MAX_PAGE_CHARS, links over the cap, nesting
+    # flattened)
     note: Mapped[str] = mapped_column(Text, default="", server_default="")
     # validators of the last 200 response, sent back on the next crawl (If-None-Match / If-Modified-Since)
     etag: Mapped[str] = mapped_column(String(300), default="", server_default="")
     last_modified: Mapped[str] = mapped_column(String(100), default="", server_default="")
     fingerprinted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    # How far the page got: stored (compared_at NULL) -> fingerprinted -> compared. A page left uncompared longer
-    # than FPTRACK_SWEEP_AFTER is handed on again by the sweep (jobs.pipeline.sweep_left_behind, run by
+    # How far the page got: stored (compared_at NULL) -> fingerprinted -> compared. A page left uncompared
+    # longer than FPTRACK_SWEEP_AFTER is handed on again by the sweep (jobs.pipeline.sweep_left_behind, run by
     # fptrack maintain, Celery beat and a crawl waiting on its pages).
     compared_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # the page's verdicts were decided with its site's template masked (compare.templates)
@@ -406,27 +409,27 @@ class SimhashHotRow(Base):
 
 
 SimhashIndexRow = SimhashHotRow
-"""Deprecated alias (revision 0001's table of index rows is gone: the permuted tables are expression indexes on
-``fingerprints.value``); the only Simhash index *rows* left are those of re-split buckets."""
+"""Deprecated alias (revision 0001's table of index rows is gone: the permuted tables are expression indexes
+on ``fingerprints.value``); the only Simhash index *rows* left are those of re-split buckets."""
 
 
 class CodeIndexRow(Base):
     """Exact-match index of vector fingerprints: code -> (owner, fingerprint, position).
 
     No surrogate key: a vector has one code per position. ``owner`` (:data:`CODE_OWNER_CHAPTER` or
-    :data:`CODE_OWNER_PAGE`) and ``owner_id`` repeat the fingerprint's owner so that a look-up asks one side only
-    and is an index-only scan on PostgreSQL (``code, owner, kind`` INCLUDE ``owner_id``: the integer leads, so
-    comparisons rarely reach the collated text): a page's codes are
-    compared with chapters without reading the rows of the millions of pages that share its site template.
-    """
+    :data:`CODE_OWNER_PAGE`) and ``owner_id`` repeat the fingerprint's owner so that a look-up asks one side
+    only and is an index-only scan on PostgreSQL (``code, owner, kind`` INCLUDE ``owner_id``: the integer
+    leads, so comparisons rarely reach the collated text): a page's codes are compared with chapters without
+    reading the rows of the millions of pages that share its site template."""
 
     __tablename__ = "code_index"
     __table_args__ = (
         Index("ix_code_index_code_owner_kind", "code", "owner", "kind", postgresql_include=["owner_id"]),
     )
 
-    # no FOREIGN KEY: its check on every inserted row halved the rate of bulk loads; deleting a fingerprint deletes
-    # its rows through a trigger instead (code_index_cascade_ddl), so nothing dangles (count_orphans checks it)
+    # no FOREIGN KEY: its check on every inserted row halved the rate of bulk loads; deleting a fingerprint
+    # deletes its rows through a trigger instead (code_index_cascade_ddl), so nothing dangles (count_orphans
+    # checks it)
     fingerprint_id: Mapped[int] = mapped_column(BigId, primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True)
     kind: Mapped[str] = mapped_column(String(40))
@@ -438,29 +441,37 @@ class CodeIndexRow(Base):
 def code_index_cascade_ddl(dialect: str) -> list[str]:
     """Statements that make deleting a ``fingerprints`` row delete its ``code_index`` rows (what ``ON DELETE
     CASCADE`` did, without a foreign-key check per inserted row). Deletes cascading from pages and works reach
-    ``fingerprints`` as ordinary deletes, so they fire it too. PostgreSQL: one statement-level trigger over the
-    deleted rows; SQLite: a row trigger on the primary-key prefix."""
+    ``fingerprints`` as ordinary deletes, so they fire it too. PostgreSQL: one statement-level trigger over
+    the deleted rows; SQLite: a row trigger on the primary-key prefix."""
     if dialect == "postgresql":
         return [
-            ("CREATE OR REPLACE FUNCTION fptrack_delete_code_rows() RETURNS trigger LANGUAGE plpgsql AS $$ "
-            "BEGIN DELETE FROM code_index c USING deleted_fingerprints d WHERE c.fingerprint_id = d.id; "
-            "RETURN NULL; END $$"),
+            (
+                "CREATE OR REPLACE FUNCTION fptrack_delete_code_rows() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ "
+                "BEGIN DELETE FROM code_index c USING deleted_fingerprints d WHERE c.fingerprint_id = d.id; "
+                "RETURN NULL; END $$"
+            ),
             "DROP TRIGGER IF EXISTS tr_fingerprints_delete_code_rows ON fingerprints",
-            ("CREATE TRIGGER tr_fingerprints_delete_code_rows AFTER DELETE ON fingerprints "
-            "REFERENCING OLD TABLE AS deleted_fingerprints FOR EACH STATEMENT "
-            "EXECUTE FUNCTION fptrack_delete_code_rows()"),
+            (
+                "CREATE TRIGGER tr_fingerprints_delete_code_rows AFTER DELETE ON fingerprints "
+                "REFERENCING OLD TABLE AS deleted_fingerprints FOR EACH STATEMENT "
+                "EXECUTE FUNCTION fptrack_delete_code_rows()"
+            ),
         ]
     return [
         "DROP TRIGGER IF EXISTS tr_fingerprints_delete_code_rows",
-        ("CREATE TRIGGER tr_fingerprints_delete_code_rows AFTER DELETE ON fingerprints FOR EACH ROW "
-        "BEGIN DELETE FROM code_index WHERE fingerprint_id = OLD.id; END"),
+        (
+            "CREATE TRIGGER tr_fingerprints_delete_code_rows AFTER DELETE ON fingerprints FOR EACH ROW "
+            "BEGIN DELETE FROM code_index WHERE fingerprint_id = OLD.id; END"
+        ),
     ]
 
 
 def match_rollup_ddl(dialect: str) -> list[str]:
     """Statements that keep ``match_rollups`` in step with ``matches`` (see :class:`MatchRollup`): triggers on
     ``matches`` and ``pages``, written out with the reasons in ``storage/sql/match_rollups.<dialect>.sql``
-    (PostgreSQL: statement-level triggers over transition tables; any other dialect: SQLite's row triggers)."""
+    (PostgreSQL: statement-level triggers over transition tables; any other dialect: SQLite's row
+    triggers)."""
     return _sql_statements(f"match_rollups.{'postgresql' if dialect == 'postgresql' else 'sqlite'}.sql")
 
 
@@ -507,11 +518,13 @@ class Match(Base):
     __tablename__ = "matches"
     __table_args__ = (
         UniqueConstraint("page_id", "chapter_id"),
-        # the admin's review list, newest first, with and without a status filter: ``id`` (the tie-break of the
-        # order) in the key makes a deep page an index-only walk, without a sort or a visit to the rows it skips
+        # the admin's review list, newest first, with and without a status filter: ``id`` (the tie-break of
+        # the order) in the key makes a deep page an index-only walk, without a sort or a visit to the rows it
+        # skips
         Index("ix_matches_status_first_seen_id", "status", "first_seen", "id"),
         Index("ix_matches_first_seen_id", "first_seen", "id"),
-        # takedown re-checks: the matches due (jobs/rechecks.py) and the takedown figures (analytics/takedowns.py)
+        # takedown re-checks: the matches due (jobs/rechecks.py) and the takedown figures
+        # (analytics/takedowns.py)
         Index("ix_matches_status_rechecked_at", "status", "rechecked_at"),
         Index("ix_matches_recheck_state_taken_down_at", "recheck_state", "taken_down_at"),
     )
@@ -524,7 +537,8 @@ class Match(Base):
     methods: Mapped[list[Any]] = mapped_column(JSON, default=list)
     spans: Mapped[list[Any]] = mapped_column(JSON, default=list)
     # a chapter split over pages, matched joined (compare.multipage): the passages on its later parts,
-    # [{"page_id", "url", "part", "spans": [[page_start, page_end, work_start, work_end], ...]}, ...]; else NULL
+    # [{"page_id", "url", "part", "spans": [[page_start, page_end, work_start, work_end], ...]}, ...]; else
+    # NULL
     part_spans: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     status: Mapped[str] = mapped_column(String(20), default=MatchStatus.FLAGGED.value)
     first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -679,9 +693,9 @@ class ApiToken(Base):
 
 
 class MonitorLock(Base):
-    """A claim on one unit of scheduled work (``site:<id>`` for a site's crawl): at most one holder
-    at a time, across processes and machines. The holder refreshes ``heartbeat_at``; a claim whose heartbeat is
-    older than ``FPTRACK_CRAWL_STALE_SECONDS`` belonged to a process that died and may be taken over."""
+    """A claim on one unit of scheduled work (``site:<id>`` for a site's crawl): at most one holder at a time,
+    across processes and machines. The holder refreshes ``heartbeat_at``; a claim whose heartbeat is older
+    than ``FPTRACK_CRAWL_STALE_SECONDS`` belonged to a process that died and may be taken over."""
 
     __tablename__ = "monitor_locks"
 

@@ -1,13 +1,14 @@
 """The Simhash index: the permuted-prefix tables of Manku et al. (:mod:`storage.index`) over the ``simhash64``
 rows of ``fingerprints``, found within ``layout.k`` bits.
 
-- :func:`simhash_candidates`: the query. One statement, one exact-key look-up per table in its expression index,
-  the Hamming distance verified on the index tuples; a bucket re-split by
+- :func:`simhash_candidates`: the query. One statement, one exact-key look-up per table in its expression
+  index, the Hamming distance verified on the index tuples; a bucket re-split by
   :func:`storage.hot_buckets.split_hot_buckets` is read under its k + 1 sub-keys instead.
 - :func:`ensure_simhash_indexes`: the expression indexes of a configured layout (the migrations build the
   default's; ``storage.db.migrate`` calls this for another).
-- :func:`bulk_load_simhashes`: many ``(owner, simhash)`` pairs at once by binary ``COPY``, the indexes optionally
-  rebuilt afterwards as pg_restore does (initial loads, re-imports; benchmarks/index_scale.py loads 10M rows).
+- :func:`bulk_load_simhashes`: many ``(owner, simhash)`` pairs at once by binary ``COPY``, the indexes
+  optionally rebuilt afterwards as pg_restore does (initial loads, re-imports; benchmarks/index_scale.py loads
+  10M rows).
 
 Writing one owner's Simhash with its other fingerprints is :func:`storage.fingerprints.write_fingerprints`.
 """
@@ -45,9 +46,10 @@ def _distance_sql(postgres: bool) -> str:
 
 
 def _candidate_sql(layout: IndexLayout, postgres: bool, hot_tables: frozenset[int] = frozenset()) -> str:
-    """One statement: per table, the exact-key look-up in its expression index; for a table whose bucket of the
-    query is (believed) re-split, the k + 1 sub-key look-ups in ``simhash_hot_index`` instead, guarded by the
-    registry so that a stale belief still reads the right place. The Hamming distance is verified in the scans."""
+    """One statement: per table, the exact-key look-up in its expression index; for a table whose bucket of
+    the query is (believed) re-split, the k + 1 sub-key look-ups in ``simhash_hot_index`` instead, guarded by
+    the registry so that a stale belief still reads the right place. The Hamming distance is verified in the
+    scans."""
     distance = _distance_sql(postgres)
     branches = []
     for t in range(layout.table_count):
@@ -58,19 +60,22 @@ def _candidate_sql(layout: IndexLayout, postgres: bool, hot_tables: frozenset[in
         if t not in hot_tables:
             branches.append(whole)
             continue
-        registered = f"SELECT 1 FROM simhash_hot_buckets WHERE layout = :layout AND table_no = {t} AND key = :k{t}"
+        registered = (
+            f"SELECT 1 FROM simhash_hot_buckets WHERE layout = :layout AND table_no = {t} AND key = :k{t}"
+        )
         branches.append(f"{whole} AND NOT EXISTS ({registered})")
         for s in range(layout.k + 1):
             branches.append(
-                f"SELECT fingerprint_id, value FROM simhash_hot_index WHERE layout = :layout AND table_no = {t} "
+                "SELECT fingerprint_id, value FROM simhash_hot_index WHERE layout = :layout AND table_no = "
+                f"{t} "
                 f"AND sub_no = {s} AND key = :s{t}_{s} AND {distance} <= :maxd AND EXISTS ({registered})"
             )
     return " UNION ".join(branches)
 
 
-def _candidate_params(fingerprint: int, layout: IndexLayout, hot_tables: frozenset[int] = frozenset()) -> dict[
-    str, Any
-]:
+def _candidate_params(
+    fingerprint: int, layout: IndexLayout, hot_tables: frozenset[int] = frozenset()
+) -> dict[str, Any]:
     params: dict[str, Any] = {"q": to_signed64(fingerprint), "maxd": layout.k}
     if hot_tables:
         params["layout"] = layout.name
@@ -89,11 +94,16 @@ def simhash_candidates(
     column = owner_column(owner)
     postgres = is_postgres(session)
     hot = hot_bucket_keys(session, layout)
-    hot_tables = frozenset(t for t, key in layout.keys(fingerprint) if (t, key) in hot) if hot else frozenset()
+    hot_tables = (
+        frozenset(t for t, key in layout.keys(fingerprint) if (t, key) in hot) if hot else frozenset()
+    )
     # owners through a correlated primary-key look-up per verified candidate: a join here invites a hash join
     # over the whole table whenever the planner overestimates the candidates
     owner_sql = f"SELECT f.{column.key} FROM fingerprints f WHERE f.id = c.id"
-    statement = text(f"SELECT ({owner_sql}) AS owner_id, c.value FROM ({_candidate_sql(layout, postgres, hot_tables)}) AS c")
+    statement = text(
+        f"SELECT ({owner_sql}) AS owner_id, c.value FROM ({_candidate_sql(layout, postgres, hot_tables)}) AS "
+        "c"
+    )
     best: dict[int, int] = {}
     for owner_id, stored in session.execute(statement, _candidate_params(fingerprint, layout, hot_tables)):
         if owner_id is None or owner_id == exclude_id:
@@ -120,8 +130,8 @@ def ensure_simhash_indexes(connection: Connection, layout: IndexLayout) -> list[
         created.append(name)
     if dialect == "postgresql" and (connection.dialect.server_version_info or (0,)) >= (14,):
         # PostgreSQL ignores the statistics of *partial* expression indexes when estimating; without these it
-        # guesses 0.5 % of the table per key, and at 10M rows that estimate switches on JIT compilation (~100 ms
-        # per look-up). Extended statistics on the same expressions give it the real ~N / 2**key_bits.
+        # guesses 0.5 % of the table per key, and at 10M rows that estimate switches on JIT compilation (~100
+        # ms per look-up). Extended statistics on the same expressions give it the real ~N / 2**key_bits.
         for t in range(layout.table_count):
             connection.exec_driver_sql(
                 f"CREATE STATISTICS IF NOT EXISTS st_fingerprints_{layout.name}_t{t} "
@@ -142,16 +152,16 @@ def bulk_load_simhashes(
     """Load ``(owner_id, simhash)`` pairs as Simhash fingerprints; returns the number of rows loaded.
 
     For owners that have no ``layout.kind`` fingerprint yet (a unique constraint refuses duplicates: use
-    :func:`storage.fingerprints.replace_fingerprints` to replace one). ``items`` may be an ``(n, 2)`` integer array (fastest).
+    :func:`storage.fingerprints.replace_fingerprints` to replace one). ``items`` may be an ``(n, 2)`` integer
+    array (fastest).
 
-    PostgreSQL: ``COPY fingerprints (...) FROM STDIN (FORMAT BINARY)`` through psycopg 3, the rows encoded with
-    numpy. ``rebuild_indexes=True`` drops the layout's expression indexes and the owner foreign keys and unique
-    constraints first and adds them back afterwards, as pg_restore does: one sort per index and one anti-join per
-    foreign key instead of per-row b-tree inserts and trigger checks (about 4x faster; for initial loads and
-    re-imports: it holds an exclusive lock on ``fingerprints`` until the transaction ends, and a violation
-    found when adding a constraint back rolls the whole load back). SQLite: batched ``INSERT`` statements.
-    Fingerprints landing in re-split buckets are filed in ``simhash_hot_index`` too.
-    """
+    PostgreSQL: ``COPY fingerprints (...) FROM STDIN (FORMAT BINARY)`` through psycopg 3, the rows encoded
+    with numpy. ``rebuild_indexes=True`` drops the layout's expression indexes and the owner foreign keys and
+    unique constraints first and adds them back afterwards, as pg_restore does: one sort per index and one
+    anti-join per foreign key instead of per-row b-tree inserts and trigger checks (about 4x faster; for
+    initial loads and re-imports: it holds an exclusive lock on ``fingerprints`` until the transaction ends,
+    and a violation found when adding a constraint back rolls the whole load back). SQLite: batched ``INSERT``
+    statements. Fingerprints landing in re-split buckets are filed in ``simhash_hot_index`` too."""
     if layout.bits != 64:
         raise ValueError(f"bulk loading indexes 64-bit Simhashes, got a layout of {layout.bits} bits")
     column_name = owner_column(owner).key
@@ -192,7 +202,10 @@ def bulk_load_simhashes(
 # storage.models / the migrations); primary key and CHECK stay.
 _REBUILT_CONSTRAINTS = (
     ("fk_fingerprints_page_id_pages", "FOREIGN KEY (page_id) REFERENCES pages (id) ON DELETE CASCADE"),
-    ("fk_fingerprints_chapter_id_chapters", "FOREIGN KEY (chapter_id) REFERENCES chapters (id) ON DELETE CASCADE"),
+    (
+        "fk_fingerprints_chapter_id_chapters",
+        "FOREIGN KEY (chapter_id) REFERENCES chapters (id) ON DELETE CASCADE",
+    ),
     ("uq_fingerprints_page_id_kind", "UNIQUE (page_id, kind)"),
     ("uq_fingerprints_chapter_id_kind", "UNIQUE (chapter_id, kind)"),
 )
@@ -218,7 +231,9 @@ def _copy_rows_binary(owner_ids: np.ndarray, values: np.ndarray, kind: str, crea
     return binary_copy_rows(len(owner_ids), fields)
 
 
-def _copy_simhashes(connection: Connection, pairs: np.ndarray, owner_column: str, kind: str, batch: int) -> None:
+def _copy_simhashes(
+    connection: Connection, pairs: np.ndarray, owner_column: str, kind: str, batch: int
+) -> None:
     raw = connection.connection.driver_connection  # the psycopg 3 connection, inside SQLAlchemy's transaction
     created_us = int(datetime.now(UTC).timestamp() * 1_000_000) - PG_EPOCH_US
     with raw.cursor() as cursor:  # type: ignore[union-attr]

@@ -21,9 +21,9 @@ def site_of(url: str) -> str:
     """The site a URL belongs to: lower-case host, plus the port when it is not the scheme's default.
 
     ``http://Example.com/a`` and ``https://example.com:443/b`` are one site (a site moving to https stays one
-    site); ``http://127.0.0.1:8001`` and ``http://127.0.0.1:8002`` are two. Returns ``''`` for URLs that are not
-    http(s) or have no host. The crawler's scope, the site-template rule, licensing and ``sites.host`` all use it.
-    """
+    site); ``http://127.0.0.1:8001`` and ``http://127.0.0.1:8002`` are two. Returns ``''`` for URLs that are
+    not http(s) or have no host. The crawler's scope, the site-template rule, licensing and ``sites.host`` all
+    use it."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -59,4 +59,7 @@ def site_ids(session: Session, keys: Iterable[str]) -> dict[str, int]:
 
 
 def _lookup(session: Session, keys: list[str]) -> dict[str, int]:
-    return {host: site_id for host, site_id in session.execute(select(Site.host, Site.id).where(Site.host.in_(keys)))}
+    return {
+        host: site_id
+        for host, site_id in session.execute(select(Site.host, Site.id).where(Site.host.in_(keys)))
+    }

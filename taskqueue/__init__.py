@@ -1,10 +1,11 @@
 """The Celery app, its routing and schedule, and the per-process runtime its tasks run with.
 
 One app, ``celery``, for every process: the tasks are registered on it by :mod:`jobs.tasks` (listed in
-``include``, so a worker imports them), the CLI starts workers and the scheduler from it, and the crawl service
-enqueues through it. :func:`configure` binds it to a :class:`Settings`: the broker (``FPTRACK_BROKER_URL``;
-unset, tasks run eagerly in the calling process), the queues, and the database the tasks open sessions on
-(:func:`task_settings`, :func:`task_sessions`: what a task body reads, never a module global of its own).
+``include``, so a worker imports them), the CLI starts workers and the scheduler from it, and the crawl
+service enqueues through it. :func:`configure` binds it to a :class:`Settings`: the broker
+(``FPTRACK_BROKER_URL``; unset, tasks run eagerly in the calling process), the queues, and the database the
+tasks open sessions on (:func:`task_settings`, :func:`task_sessions`: what a task body reads, never a module
+global of its own).
 
 The periodic tasks (:data:`PERIODIC_TASKS`) and the tasks sent to the crawl queue (:data:`CRAWL_QUEUE_TASKS`)
 are data: ``fptrack beat`` sends them, and ``fptrack crawler`` (or a worker started without ``--no-crawls``)
@@ -64,8 +65,8 @@ PERIODIC_TASKS: dict[str, Periodic] = {
 """The beat schedule, by entry name (the names are keys of the schedule file beat keeps: keep them)."""
 
 CRAWL_QUEUE_TASKS = ("fptrack.start_due_crawls", "fptrack.recheck_takedowns")
-"""Tasks that go to the crawl queue (``Settings.crawl_task_queue``), not the workers': they fetch from the web,
-and the crawls they start run on the machine that took them (where the bandwidth is)."""
+"""Tasks that go to the crawl queue (``Settings.crawl_task_queue``), not the workers': they fetch from the
+web, and the crawls they start run on the machine that took them (where the bandwidth is)."""
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
@@ -139,7 +140,9 @@ def task_sessions() -> sessionmaker[Session]:
     return _runtime.sessions
 
 
-def workers_answering(timeout: float, queue: str | None = None, host: str | None = None) -> dict[str, list[str]]:
+def workers_answering(
+    timeout: float, queue: str | None = None, host: str | None = None
+) -> dict[str, list[str]]:
     """The workers that answer over the broker within ``timeout`` seconds, by node name, with the queues each
     consumes; only those consuming ``queue`` and running on ``host`` (the part after ``@``) when given.
 
@@ -156,8 +159,8 @@ def workers_answering(timeout: float, queue: str | None = None, host: str | None
 
 
 def workers_on_queue(queue: str, *, timeout: float = 2.0) -> list[str] | None:
-    """Names of the workers consuming ``queue`` ([] when none answers within ``timeout`` seconds), or None when
-    the broker cannot be asked: a broker down (restarting) says nothing about the workers."""
+    """Names of the workers consuming ``queue`` ([] when none answers within ``timeout`` seconds), or None
+    when the broker cannot be asked: a broker down (restarting) says nothing about the workers."""
     try:
         return sorted(workers_answering(timeout, queue=queue))
     except Exception as error:  # noqa: BLE001 - any broker trouble means: no answer

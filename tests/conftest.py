@@ -3,8 +3,8 @@
 Services (PostgreSQL, Redis, Chromium) are used for real. Where one is missing, its tests are skipped with the
 reason; under ``CI=true`` a missing service fails the run instead (see ``_require``).
 
-- ``FPTRACK_TEST_POSTGRES_URL`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``): a server where the
-  tests may create and drop their own databases (``fptrack_test_<pid>...``).
+- ``FPTRACK_TEST_POSTGRES_URL`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``): a server where
+  the tests may create and drop their own databases (``fptrack_test_<pid>...``).
 - ``FPTRACK_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/15``).
 """
 
@@ -22,8 +22,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session
 
-from fptrack.storage.db import create_engine_for, migrate
 from fptrack.core.settings import Settings
+from fptrack.storage.db import create_engine_for, migrate
 
 POSTGRES_URL = os.environ.get("FPTRACK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("FPTRACK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")

@@ -15,9 +15,8 @@ edge to ``fptrack.storage.db`` (a module), ``from fptrack.storage.db import Base
 (e) no module takes a private name (``_sessions``) from another module: what is shared is made public, in
     the room where it belongs.
 
-Each failure names the offending import as ``file:line``. The checker's functions are tested at the end on small
-synthetic graphs, so the test is seen to fail where it should.
-"""
+Each failure names the offending import as ``file:line``. The checker's functions are tested at the end on
+small synthetic graphs, so the test is seen to fail where it should."""
 
 from __future__ import annotations
 
@@ -82,8 +81,8 @@ def module_name(root: Path, path: Path, package: str = PACKAGE) -> str:
 
 
 def product_files(root: Path, excluded: Iterable[str] = NOT_THE_PRODUCT) -> list[Path]:
-    """Every ``.py`` file of the package rooted at ``root``: the root's own modules and its subfolders', except
-    the folders ``excluded`` and hidden or build folders (``.venv``, ``*.egg-info``)."""
+    """Every ``.py`` file of the package rooted at ``root``: the root's own modules and its subfolders',
+    except the folders ``excluded`` and hidden or build folders (``.venv``, ``*.egg-info``)."""
     skip = set(excluded)
     files: list[Path] = []
     for folder, subfolders, names in os.walk(root):
@@ -117,7 +116,8 @@ def imports_of(source: str, path: Path, tree: ast.AST, modules: frozenset[str], 
     package = source if path.name == "__init__.py" else source.rpartition(".")[0]
     found: list[Import] = []
     nodes = sorted(
-        (node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))), key=lambda n: n.lineno
+        (node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))),
+        key=lambda n: n.lineno,
     )
     for node in nodes:
         where = f"{shown}:{node.lineno}"
@@ -167,7 +167,8 @@ def layer_of(module: str, package: str = PACKAGE) -> str | None:
 
 
 def bare_imports(edges: Iterable[Import], folders: Iterable[str]) -> list[str]:
-    """(a) imports of one of our ``folders`` by its bare name (``import storage``, ``from crawler.x import y``)."""
+    """(a) imports of one of our ``folders`` by its bare name (``import storage``, ``from crawler.x import
+    y``)."""
     ours = set(folders)
     return [
         f"{edge.where}: {edge.source} imports '{edge.target}': write fptrack.{edge.target}"
@@ -187,7 +188,8 @@ def layer_violations(edges: Iterable[Import], allowed: Mapping[str, frozenset[st
         if target not in allowed.get(source, frozenset()):
             problems.append(
                 f"{edge.where}: {edge.source} imports {edge.target} ({source or 'fptrack'} may not import "
-                f"{target or 'fptrack'}; it may import: {', '.join(sorted(allowed.get(source, ()))) or 'nothing'})"
+                f"{target or 'fptrack'}; it may import: "
+                f"{', '.join(sorted(allowed.get(source, ()))) or 'nothing'})"
             )
     return problems
 
@@ -379,7 +381,9 @@ def test_two_modules_importing_each_other_inside_functions_are_a_cycle(tmp_path:
     (tmp_path / "cli").mkdir()
     (tmp_path / "__init__.py").write_text("")
     (tmp_path / "cli" / "__init__.py").write_text("def main() -> None:\n    from fptrack.cli import sites\n")
-    (tmp_path / "cli" / "sites.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import main\n")
+    (tmp_path / "cli" / "sites.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import main\n"
+    )
     modules, edges = read_package(tmp_path)
     assert modules == {"fptrack", "fptrack.cli", "fptrack.cli.sites"}
     assert Import("fptrack.cli", "fptrack.cli.sites", "cli/__init__.py:2") in edges
@@ -417,7 +421,9 @@ def test_an_upward_import_is_a_layer_violation() -> None:
     ]
     problems = layer_violations(edges, ALLOWED)
     assert len(problems) == 2
-    assert problems[0].startswith("fptrack/storage/sites.py:7: fptrack.storage.sites imports fptrack.jobs.sites")
+    assert problems[0].startswith(
+        "fptrack/storage/sites.py:7: fptrack.storage.sites imports fptrack.jobs.sites"
+    )
     assert "storage may not import jobs" in problems[0]
     assert problems[1].startswith("fptrack/admin/web.py:9:")
     assert "admin may not import cli" in problems[1]
@@ -445,7 +451,10 @@ def test_bare_folder_names_and_the_shelf_are_caught(tmp_path: Path) -> None:
         "jobs/crawls.py:2: fptrack.jobs.crawls imports 'crawler': write fptrack.crawler",
     ]
     assert shelf_imports(edges) == [
-        "jobs/crawls.py:3: fptrack.jobs.crawls imports fptrack.research.dna (the research shelf is not shipped)"
+        (
+            "jobs/crawls.py:3: fptrack.jobs.crawls imports fptrack.research.dna (the research shelf is not "
+            "shipped)"
+        )
     ]
 
 

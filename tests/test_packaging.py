@@ -1,11 +1,11 @@
 """What the wheel ships: the package ``fptrack`` (the repository's root, mapped by ``package-dir``) and its
-subpackages, with their data files; no tests, benchmarks, deploy files or research shelf, and nothing installed
-under a generic top-level name.
+subpackages, with their data files; no tests, benchmarks, deploy files or research shelf, and nothing
+installed under a generic top-level name.
 
 ``[tool.setuptools] packages`` is a list written by hand (``package-dir = {"fptrack" = "."}`` maps the root to
-``fptrack``, so automatic discovery would pick up tests/ and benchmarks/ as well): a folder added to the product
-and forgotten there would be missing from the installed package, unnoticed in the working tree, where every
-folder is importable. The first test compares the list with the folders; the second builds the wheel.
+``fptrack``, so automatic discovery would pick up tests/ and benchmarks/ as well): a folder added to the
+product and forgotten there would be missing from the installed package, unnoticed in the working tree, where
+every folder is importable. The first test compares the list with the folders; the second builds the wheel.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def data_files(root: Path = ROOT) -> set[str]:
         ]
         for name in names:
             if here == root and name != "py.typed":
-                continue  # the root's README.md, Makefile, pyproject.toml are the project's, not the package's
+                # the root's README.md, Makefile, pyproject.toml are the project's, not the package's
+                continue
             if any(Path(name).match(pattern) for pattern in DATA_PATTERNS):
                 found.add("/".join([PACKAGE, *(here / name).relative_to(root).parts]))
     return found
@@ -132,15 +133,24 @@ def missing_build_requirements() -> list[str]:
 def test_the_wheel_holds_fptrack_alone_with_its_data(tmp_path: Path) -> None:
     missing = missing_build_requirements()
     _require(not missing, f"the build requirements {', '.join(missing)}")
-    # Built from a copy of the tree: setuptools writes build/ and an egg-info beside the sources, which must not
-    # land in the working tree (other processes read it) nor be read back from an earlier build. The copy keeps
-    # tests/, benchmarks/ and the rest, so that leaving them out is what is checked.
+    # Built from a copy of the tree: setuptools writes build/ and an egg-info beside the sources, which must
+    # not land in the working tree (other processes read it) nor be read back from an earlier build. The copy
+    # keeps tests/, benchmarks/ and the rest, so that leaving them out is what is checked.
     source = tmp_path / "source"
     shutil.copytree(ROOT, source, ignore=_build_state, symlinks=True)
     wheels = tmp_path / "wheels"
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(wheels),
-         str(source)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(wheels),
+            str(source),
+        ],
         capture_output=True,
         text=True,
         timeout=600,

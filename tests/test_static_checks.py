@@ -1,12 +1,11 @@
-"""The habits of STYLE.md, checked on every run: ruff's lint and format on the whole tree, and mypy --strict on
-every package of the product. ``make lint`` runs the same three commands.
+"""Lint, format and types, checked on every run: ruff's lint and format on the whole tree, and mypy --strict
+on every package of the product and on the process-set script. ``make lint`` runs the same commands.
 
-mypy sees the package ``fptrack`` the way an installed copy looks: the repository's root IS the package (pyproject
-``package-dir = {"fptrack" = "."}``), so a folder named ``fptrack`` has to exist for ``-p fptrack`` to find it.
-A link in a temporary folder, passed as MYPYPATH, is that folder (``make lint`` keeps its link in
+mypy sees the package ``fptrack`` the way an installed copy looks: the repository's root IS the package
+(pyproject ``package-dir = {"fptrack" = "."}``), so a folder named ``fptrack`` has to exist for ``-p fptrack``
+to find it. A link in a temporary folder, passed as MYPYPATH, is that folder (``make lint`` keeps its link in
 ``.venv/mypy-path``). The research shelf is checked too (benchmarks import it); tests, benchmarks and deploy
-are not the package and are left out.
-"""
+are not the package and are left out of that run; deploy/process_set.py, a script, is checked on its own."""
 
 from __future__ import annotations
 
@@ -43,11 +42,23 @@ def test_the_tree_is_formatted() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_every_package_is_strictly_typed(tmp_path: Path) -> None:
+def _package_link(tmp_path: Path) -> dict[str, str]:
+    """The environment under which mypy finds the package ``fptrack`` (a link to the root in ``tmp_path``)."""
     (tmp_path / "fptrack").symlink_to(ROOT, target_is_directory=True)
-    env = {**os.environ, "MYPYPATH": str(tmp_path)}
+    return {**os.environ, "MYPYPATH": str(tmp_path)}
+
+
+def test_every_package_is_strictly_typed(tmp_path: Path) -> None:
+    env = _package_link(tmp_path)
     result = _run(
-        "mypy", "--strict", "--cache-dir", str(tmp_path / "mypy-cache"), "--exclude", MYPY_EXCLUDE, "-p", "fptrack",
+        "mypy",
+        "--strict",
+        "--cache-dir",
+        str(tmp_path / "mypy-cache"),
+        "--exclude",
+        MYPY_EXCLUDE,
+        "-p",
+        "fptrack",
         env=env,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -55,3 +66,10 @@ def test_every_package_is_strictly_typed(tmp_path: Path) -> None:
     # ("Success: no issues found in 121 source files")
     checked = re.search(r"in (\d+) source files", result.stdout)
     assert checked is not None and int(checked[1]) > 100, result.stdout
+
+
+def test_the_process_set_script_is_strictly_typed(tmp_path: Path) -> None:
+    env = _package_link(tmp_path)
+    cache = str(tmp_path / "mypy-cache")
+    result = _run("mypy", "--strict", "--cache-dir", cache, "deploy/process_set.py", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr

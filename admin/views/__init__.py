@@ -1,5 +1,5 @@
-"""The admin's blueprints: login, health, dashboard, works, matches, reports, crawls, sites, users (HTML) and the
-JSON API."""
+"""The admin's blueprints: login, health, dashboard, works, matches, reports, crawls, sites, users (HTML) and
+the JSON API."""
 
 from fptrack.admin.views import api, auth, crawls, dashboard, health, matches, reports, sites, users, works
 

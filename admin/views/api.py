@@ -2,10 +2,9 @@
 document at ``/api/openapi.json`` (``admin.openapi``).
 
 Authentication: the admin's login session (then state changes need the ``X-CSRFToken`` header), or an API
-token (``Authorization: Bearer ...``, see ``admin.tokens``). Match objects are ``compare.records.match_to_dict``
-(the fields of ``fptrack matches --format json``) plus ``id`` and ``status``. Errors are JSON too:
-``{"error": "..."}`` with the HTTP status.
-"""
+token (``Authorization: Bearer ...``, see ``admin.tokens``). Match objects are
+``compare.records.match_to_dict`` (the fields of ``fptrack matches --format json``) plus ``id`` and
+``status``. Errors are JSON too: ``{"error": "..."}`` with the HTTP status."""
 
 from __future__ import annotations
 
@@ -48,9 +47,9 @@ blueprint = Blueprint("api", __name__, url_prefix="/api")
 
 
 def match_json(match: Match, *, detail: bool = False) -> dict[str, Any]:
-    """A match as the API gives it: the documented fields with ``id`` and ``status``; ``detail`` (one match) adds
-    what the page said of itself (``page_note``: text cut or repaired), the passages on the later parts of a chapter
-    split over pages (``parts``) and the takedown state (``takedown``)."""
+    """A match as the API gives it: the documented fields with ``id`` and ``status``; ``detail`` (one match)
+    adds what the page said of itself (``page_note``: text cut or repaired), the passages on the later parts
+    of a chapter split over pages (``parts``) and the takedown state (``takedown``)."""
     found = {"id": match.id, **match_to_dict(match), "status": match.status}
     if not detail:
         return found
@@ -245,7 +244,12 @@ def takedowns_json() -> dict[str, Any]:
     except ValueError as error:
         _bad(error)
     items = takedown_records(
-        db_session(), state=state, work_id=work_id, domain=domain, limit=per_page, offset=(number - 1) * per_page
+        db_session(),
+        state=state,
+        work_id=work_id,
+        domain=domain,
+        limit=per_page,
+        offset=(number - 1) * per_page,
     )
     return {"items": items, "page": number, "per_page": per_page}
 
@@ -355,7 +359,12 @@ def bulk_review_json() -> dict[str, Any]:
     session.commit()
     return {
         "items": [
-            {"id": d.match_id, "previous_status": d.previous_status, "status": d.status, "recorded": d.recorded}
+            {
+                "id": d.match_id,
+                "previous_status": d.previous_status,
+                "status": d.status,
+                "recorded": d.recorded,
+            }
             for d in decisions
         ]
     }

@@ -1,4 +1,5 @@
-"""``/login`` and ``/logout``: password login into a Flask-Login session (rate-limited, see ``admin.accounts``)."""
+"""``/login`` and ``/logout``: password login into a Flask-Login session (rate-limited, see
+``admin.accounts``)."""
 
 from __future__ import annotations
 

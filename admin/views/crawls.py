@@ -42,8 +42,8 @@ def crawl_rows(
     session: Session, limit: int = LIMIT, *, site_id: int | None = None, job_id: int | None = None
 ) -> list[CrawlRow]:
     """The latest crawl jobs (of one site, with ``site_id``) with the number of their pages that copy a
-    registered work: a finished job's own count, or, while it runs, its stored pages that have matches (counted
-    for the unfinished jobs listed only, so the page stays cheap beside a million matches)."""
+    registered work: a finished job's own count, or, while it runs, its stored pages that have matches
+    (counted for the unfinished jobs listed only, so the page stays cheap beside a million matches)."""
     query = (
         select(CrawlJob, Site.host)
         .outerjoin(Site, Site.id == CrawlJob.site_id)

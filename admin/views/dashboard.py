@@ -1,10 +1,9 @@
 """``/``: what the tracker knows and how it is doing: counts, matches over time, by work and by site, the
 review queue, detection latency and the health of the crawls; ``/charts/*.svg``: the charts it shows.
 
-Every match figure comes from the kept roll-up table (``analytics.rollups``), so the page costs the same with a
-thousand matches or a million. Period: ``?days=`` (7, 30, 90, 365 or 0 for all time; default 90) for every
-panel; ``?per=day|week`` for the chart over time (default: per day up to 90 days, per week beyond).
-"""
+Every match figure comes from the kept roll-up table (``analytics.rollups``), so the page costs the same with
+a thousand matches or a million. Period: ``?days=`` (7, 30, 90, 365 or 0 for all time; default 90) for every
+panel; ``?per=day|week`` for the chart over time (default: per day up to 90 days, per week beyond)."""
 
 from __future__ import annotations
 
@@ -42,8 +41,9 @@ TOP = 10
 RECENT_CRAWLS = 10
 # the latency shown is that of the most recent matches: an index range, whatever the size of the table
 LATENCY_SAMPLE = 2_000
-# The takedown figures read every flagged and confirmed match (about 1.6 s at a million on PostgreSQL): computed at
-# most once per this many seconds per admin process, and shown with their age. They move with the daily re-checks.
+# The takedown figures read every flagged and confirmed match (about 1.6 s at a million on PostgreSQL):
+# computed at most once per this many seconds per admin process, and shown with their age. They move with the
+# daily re-checks.
 TAKEDOWN_FIGURES_SECONDS = 300.0
 _takedown_figures: dict[str, tuple[float, TakedownRow]] = {}
 _takedown_lock = threading.Lock()
@@ -81,7 +81,8 @@ def dashboard_period(session: Session) -> DashboardPeriod:
 
 def overdue_sites(session: Session, grace: timedelta) -> list[tuple[str, str, object]]:
     """(name, host, due since) of the enabled, scheduled sites whose crawl is due for longer than ``grace``
-    (the scheduler looks every ``FPTRACK_SCHEDULE_EVERY`` seconds: late beyond that means it is not running)."""
+    (the scheduler looks every ``FPTRACK_SCHEDULE_EVERY`` seconds: late beyond that means it is not
+    running)."""
     cutoff = utcnow() - grace
     rows = session.execute(
         select(Site.name, Site.host, Site.next_crawl_at)
@@ -101,10 +102,12 @@ EXACT_PAGE_COUNT_BELOW = 200_000
 
 
 def page_count(session: Session, exact_below: int = EXACT_PAGE_COUNT_BELOW) -> tuple[int, bool]:
-    """(pages crawled, whether that is an estimate): PostgreSQL's planner estimate (``pg_class.reltuples``, kept
-    by autovacuum and ANALYZE) when it is at least ``exact_below``, else an exact count."""
+    """(pages crawled, whether that is an estimate): PostgreSQL's planner estimate (``pg_class.reltuples``,
+    kept by autovacuum and ANALYZE) when it is at least ``exact_below``, else an exact count."""
     if session.get_bind().dialect.name == "postgresql":
-        estimate = session.scalar(text("SELECT reltuples::bigint FROM pg_class WHERE oid = 'pages'::regclass"))
+        estimate = session.scalar(
+            text("SELECT reltuples::bigint FROM pg_class WHERE oid = 'pages'::regclass")
+        )
         if estimate is not None and estimate >= max(exact_below, 1):
             return int(estimate), True
     return int(session.scalar(select(func.count()).select_from(Page)) or 0), False
@@ -205,7 +208,6 @@ def _periods(session: Session, period: DashboardPeriod) -> list[PeriodCount]:
     if period.since is None:
         return []
     return matches_per_period(session, period.per, period.since, period.until)  # type: ignore[arg-type]
-
 
 
 def _svg(body: bytes) -> Response:

@@ -5,10 +5,10 @@ can never become markup: we highlight by *splitting* the text, never by insertin
 
 Inside each copied passage the differences are marked too (:func:`span_diff`): a character-level diff
 (``difflib.SequenceMatcher``) of the page's span against the work's span gives the characters the copy
-*changed*, the ones it *inserted* (on the page, not in the work) and the ones it *deleted* (in the work, missing
-from the page); each side shows its own characters with their class, and a gap marker where the other side
-has characters this one lacks. Still by splitting: a highlighted segment carries :class:`Part` pieces, each
-escaped on its own.
+*changed*, the ones it *inserted* (on the page, not in the work) and the ones it *deleted* (in the work,
+missing from the page); each side shows its own characters with their class, and a gap marker where the other
+side has characters this one lacks. Still by splitting: a highlighted segment carries :class:`Part` pieces,
+each escaped on its own.
 
 Spans are ``[page_start, page_end, work_start, work_end]`` character offsets into ``Page.text`` and
 ``Work.text`` (see ``compare.records``). The work side is shown as the attributed chapter, which is
@@ -142,11 +142,10 @@ class SpanDiff:
 def span_diff(page_text: str, work_text: str, span: EvidenceSpan) -> SpanDiff:
     """Diff the page's characters ``[page_start, page_end)`` against the work's ``[work_start, work_end)``.
 
-    ``difflib.SequenceMatcher`` (Ratcliff/Obershelp longest matching blocks, ``autojunk`` off: in Chinese prose
-    the common characters are the text, not noise) turns the page span into the work span with ``replace``
-    (changed on both sides), ``delete`` (page characters the work lacks: inserted by the copier) and ``insert``
-    (work characters the page lacks: deleted by the copier) operations.
-    """
+    ``difflib.SequenceMatcher`` (Ratcliff/Obershelp longest matching blocks, ``autojunk`` off: in Chinese
+    prose the common characters are the text, not noise) turns the page span into the work span with
+    ``replace`` (changed on both sides), ``delete`` (page characters the work lacks: inserted by the copier)
+    and ``insert`` (work characters the page lacks: deleted by the copier) operations."""
     page = page_text[span.page_start : span.page_end]
     work = work_text[span.work_start : span.work_end]
     if len(page) > MAX_DIFF_LENGTH or len(work) > MAX_DIFF_LENGTH:
@@ -171,7 +170,15 @@ def span_diff(page_text: str, work_text: str, span: EvidenceSpan) -> SpanDiff:
             work_edits.append((w0 + j1, w0 + j2, n, "deleted"))
             page_gaps.append((p0 + i1, n, j2 - j1, "deleted"))
     return SpanDiff(
-        n, changed, inserted, deleted, True, tuple(page_edits), tuple(work_edits), tuple(page_gaps), tuple(work_gaps)
+        n,
+        changed,
+        inserted,
+        deleted,
+        True,
+        tuple(page_edits),
+        tuple(work_edits),
+        tuple(page_gaps),
+        tuple(work_gaps),
     )
 
 
@@ -231,8 +238,10 @@ def _parts(
     run_start = start
     for position in range(start, end + 1):
         at_end = position == end
-        boundary = at_end or position in gaps_at or (
-            position > run_start and kinds[position - start] != kinds[run_start - start]
+        boundary = (
+            at_end
+            or position in gaps_at
+            or (position > run_start and kinds[position - start] != kinds[run_start - start])
         )
         if boundary and position > run_start:
             parts.append(Part(text[run_start:position], kinds[run_start - start]))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 from datetime import UTC, datetime
+from typing import Any
 
 from flask import (
     Blueprint,
@@ -21,9 +21,9 @@ from flask import (
     url_for,
 )
 from flask_login import current_user
-from werkzeug.wrappers import Response as BaseResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
+from werkzeug.wrappers import Response as BaseResponse
 
 from fptrack.admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
 from fptrack.admin.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
@@ -89,8 +89,10 @@ def index() -> str:
         "matches.html",
         listing=listing,
         match_filter=match_filter,
-        filters={**{name: "" for name in ("status", "work", "site", "q", "from", "to", "min_score", "max_score")},
-                 **link_filters},
+        filters={
+            **{name: "" for name in ("status", "work", "site", "q", "from", "to", "min_score", "max_score")},
+            **link_filters,
+        },
         link_filters=link_filters,
         statuses=MATCH_STATUSES,
         sort_keys=SORT_KEYS,
@@ -104,7 +106,8 @@ def index() -> str:
 
 def _streamed(produce: Callable[[Session], Iterator[str]]) -> Iterator[str]:
     """Run ``produce`` as the response body is sent, with a database session of its own (the request's session
-    is closed when the view returns, before a streamed body is read), closed when the body ends or is dropped."""
+    is closed when the view returns, before a streamed body is read), closed when the body ends or is
+    dropped."""
     sessions = admin_state().sessions
 
     def body() -> Iterator[str]:
@@ -195,7 +198,11 @@ def bulk() -> BaseResponse:
         abort(400, description="scope must be 'selected' or 'all'.")
     try:
         decisions = record_bulk_decision(
-            session, ids, request.form.get("decision", ""), current_user.username, request.form.get("note", "")
+            session,
+            ids,
+            request.form.get("decision", ""),
+            current_user.username,
+            request.form.get("note", ""),
         )
     except LookupError as error:
         session.rollback()

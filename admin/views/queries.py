@@ -211,7 +211,9 @@ class MatchFilter:
         if self.site is not None:
             page_conditions.append(Page.host == self.site)
         if self.url is not None:
-            pattern = "%" + self.url.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            pattern = (
+                "%" + self.url.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            )
             page_conditions.append(func.lower(Page.url).like(pattern, escape="\\"))
         if page_conditions:
             query = query.where(Match.page_id.in_(select(Page.id).where(*page_conditions).correlate(None)))
@@ -226,7 +228,8 @@ class MatchFilter:
         return query
 
     def ordered(self, query: Select) -> Select:  # type: ignore[type-arg]
-        """``query`` (over ``Match``) in this filter's order; the match id breaks ties, so pages never overlap."""
+        """``query`` (over ``Match``) in this filter's order; the match id breaks ties, so pages never
+        overlap."""
         descending = self.order == "desc"
         key: Any
         if self.sort == "score":
@@ -362,8 +365,8 @@ class PageOf:
 def list_matches(session: Session, match_filter: MatchFilter, number: int, per_page: int) -> PageOf:
     """One page of the matches the filter selects, in its order, with page, work and chapter loaded.
 
-    Two steps: the page's ids (an index walk over ``matches`` alone, however deep the page), then those rows with
-    their page, work and chapter, so that a deep page never joins the rows it skips."""
+    Two steps: the page's ids (an index walk over ``matches`` alone, however deep the page), then those rows
+    with their page, work and chapter, so that a deep page never joins the rows it skips."""
     if per_page < 1:
         raise ValueError(f"per_page must be at least 1, got {per_page}")
     number = max(1, number)
@@ -375,19 +378,23 @@ def list_matches(session: Session, match_filter: MatchFilter, number: int, per_p
             .offset((number - 1) * per_page)
         )
     )
-    rows = {
-        match.id: match
-        for match in session.scalars(
-            select(Match)
-            .where(Match.id.in_(ids))
-            # The texts (a whole novel per work) are only needed by the evidence view.
-            .options(
-                joinedload(Match.page).defer(Page.text),
-                joinedload(Match.work).defer(Work.text),
-                joinedload(Match.chapter).defer(Chapter.text),
-            )
-        ).unique()
-    } if ids else {}
+    rows = (
+        {
+            match.id: match
+            for match in session.scalars(
+                select(Match)
+                .where(Match.id.in_(ids))
+                # The texts (a whole novel per work) are only needed by the evidence view.
+                .options(
+                    joinedload(Match.page).defer(Page.text),
+                    joinedload(Match.work).defer(Work.text),
+                    joinedload(Match.chapter).defer(Chapter.text),
+                )
+            ).unique()
+        }
+        if ids
+        else {}
+    )
     return PageOf([rows[i] for i in ids if i in rows], number, per_page, total)
 
 

@@ -148,7 +148,8 @@ def notice_pdf() -> Response:
 
 @blueprint.get("/matches/<int:match_id>/bundle.zip")
 def bundle(match_id: int) -> Response:
-    """The evidence of one match as a zip: the page as stored in a WARC file, the evidence JSON, SHA256SUMS."""
+    """The evidence of one match as a zip: the page as stored in a WARC file, the evidence JSON,
+    SHA256SUMS."""
     session = db_session()
     match = session.get(
         Match, match_id, options=[joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter)]

@@ -1,12 +1,11 @@
 """``/sites``: the monitored sites (schedule, next crawl, last crawl), their crawls; for admins, a form to add
 and edit a site and a "run now" button.
 
-The rules are :mod:`jobs.sites`' (``SiteSpec.validated``, ``add_site``, ``edit_site``), the same as
-``fptrack sites add|edit``: this module only turns form fields into a :class:`~jobs.sites.SiteSpec` and shows
-the one-line :class:`~jobs.sites.SiteError` next to the form. "Run now" starts the crawl exactly as the
-scheduler does (:func:`jobs.site_runs.spawn_site_crawl`: ``python -m fptrack.jobs.site_crawl NAME`` in a process of its own,
-which claims the site, so a site is never crawled twice at once) and answers at once.
-"""
+The rules are :mod:`jobs.sites`' (``SiteSpec.validated``, ``add_site``, ``edit_site``), the same as ``fptrack
+sites add|edit``: this module only turns form fields into a :class:`~jobs.sites.SiteSpec` and shows the
+one-line :class:`~jobs.sites.SiteError` next to the form. "Run now" starts the crawl exactly as the scheduler
+does (:func:`jobs.site_runs.spawn_site_crawl`: ``python -m fptrack.jobs.site_crawl NAME`` in a process of its
+own, which claims the site, so a site is never crawled twice at once) and answers at once."""
 
 from __future__ import annotations
 
@@ -124,7 +123,9 @@ def _managed_site(session: Session, site_id: int) -> Site:
 
 
 def _form(spec: SiteSpec, *, site: Site | None = None, error: str = "", status: int = 200) -> tuple[str, int]:
-    return render_template("site_form.html", spec=spec, site=site, error=error, render_js_modes=RENDER_JS_MODES), status
+    return render_template(
+        "site_form.html", spec=spec, site=site, error=error, render_js_modes=RENDER_JS_MODES
+    ), status
 
 
 @blueprint.get("")
@@ -205,7 +206,10 @@ def run_now(site_id: int) -> ResponseReturnValue:
         abort(400, description=f"Site {site.name} has no start URL; edit it first.")
     holder = session.get(MonitorLock, site_lock_name(site_id))
     if holder is not None:
-        flash(f"{site.name} is being crawled already" + (f" (crawl #{holder.job_id})." if holder.job_id else "."))
+        flash(
+            f"{site.name} is being crawled already"
+            + (f" (crawl #{holder.job_id})." if holder.job_id else ".")
+        )
         return redirect(url_for("sites.detail", site_id=site_id), code=303)
     try:
         spawn_site_crawl(site.id, site.name, settings=admin_state().settings, scheduled=False)

@@ -44,7 +44,9 @@ def add() -> ResponseReturnValue:
         return _page(form, "Enter a username, a role and a password.", 400)
     database = db_session()
     try:
-        account = create_user(database, form.username.data or "", form.password.data or "", form.role.data or "")
+        account = create_user(
+            database, form.username.data or "", form.password.data or "", form.role.data or ""
+        )
     except ValueError as error:
         database.rollback()
         return _page(form, str(error).capitalize() + ".", 400)

@@ -16,6 +16,7 @@ from tests.support.sites import serve_site
 
 pytestmark = pytest.mark.slow
 
+
 def _assert_crawl_recorded(settings, *, pages_seen: int) -> None:
     """The crawl is on record: a finished job, and every page tied to it and to its site."""
     from sqlalchemy import select
@@ -47,7 +48,9 @@ def test_crawl_finds_exactly_the_copies(fptrack) -> None:
     added = fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
     assert "registered work #1 '灯塔守望人': 3 chapters" in added.stdout
     with serve_site(pages) as base:
-        crawl = fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--max-pages", "50")
+        crawl = fptrack.run(
+            "crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--max-pages", "50"
+        )
         assert {"/other.html", "/missing.html", "/alley/3-moved.html"} <= set(base.requests)
     assert " x 404" in crawl.stdout and "0 failed" in crawl.stdout
     _assert_crawl_recorded(fptrack.settings, pages_seen=int(crawl.stdout.split("crawled ")[1].split(" ")[0]))
@@ -55,8 +58,17 @@ def test_crawl_finds_exactly_the_copies(fptrack) -> None:
     assert _flagged(matches, base) == expected
     assert len(matches) == len(expected)
 
-    fields = {"page_url", "work_id", "work_title", "chapter_index", "chapter_title", "score", "methods",
-              "spans", "first_seen"}
+    fields = {
+        "page_url",
+        "work_id",
+        "work_title",
+        "chapter_index",
+        "chapter_title",
+        "score",
+        "methods",
+        "spans",
+        "first_seen",
+    }
     for match in matches:
         assert set(match) == fields | {"id", "status"}  # the documented fields, then the id and review status
         assert match["status"] == "flagged"

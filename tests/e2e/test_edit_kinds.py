@@ -2,11 +2,10 @@
 127.0.0.1 and the match JSON is checked exactly: which (work, chapter) every page copies, and where.
 
 Texts are the project's own (``cli/demo_data``); edits are generated with fixed seeds. Kinds: a verbatim copy,
-GBK, Big5 (Traditional), random edits at 5/10/15/20 %, same-sound swaps at 10/30 %, injected pinyin annotations,
-ads spliced between and inside paragraphs, shuffled paragraphs, a chapter split over two pages, two chapters on
-one page and an excerpt inside a news story; and pages that must not match: an unregistered story, news, a
-quotation under 50 characters.
-"""
+GBK, Big5 (Traditional), random edits at 5/10/15/20 %, same-sound swaps at 10/30 %, injected pinyin
+annotations, ads spliced between and inside paragraphs, shuffled paragraphs, a chapter split over two pages,
+two chapters on one page and an excerpt inside a news story; and pages that must not match: an unregistered
+story, news, a quotation under 50 characters."""
 
 from __future__ import annotations
 
@@ -128,7 +127,8 @@ def _site() -> tuple[dict[str, Page], dict[str, set[tuple[str, int]]], str]:
 
 
 def _kept_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """``[start, end)`` narrowed to its first and last letter or digit (spans never start or end on punctuation)."""
+    """``[start, end)`` narrowed to its first and last letter or digit (spans never start or end on
+    punctuation)."""
     while start < end and not is_kept_char(text[start]):
         start += 1
     while end > start and not is_kept_char(text[end - 1]):
@@ -147,7 +147,17 @@ def test_every_edit_kind_is_found_with_its_spans(fptrack) -> None:
     fptrack.run("init")
     fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
     with serve_site(pages) as base:
-        fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--max-pages", "40", "--quiet")
+        fptrack.run(
+            "crawl",
+            base + "/",
+            "--allow-private-host",
+            base.key,
+            "--depth",
+            "1",
+            "--max-pages",
+            "40",
+            "--quiet",
+        )
     matches = fptrack.matches()
     key = {title: name for name, title in TITLES.items()}
     found: dict[str, set[tuple[str, int]]] = {}
@@ -181,8 +191,8 @@ def test_every_edit_kind_is_found_with_its_spans(fptrack) -> None:
     ex_work = _kept_span(works["alley"], *_find(works["alley"], excerpt))
     assert by_page[("/excerpt.html", "alley", 2)] == [[*ex_page, *ex_work]]
 
-    # edited, swapped, annotated, ad-ridden and shuffled copies: the spans cover the copied body and every span
-    # pairs page text with text of the right chapter
+    # edited, swapped, annotated, ad-ridden and shuffled copies: the spans cover the copied body and every
+    # span pairs page text with text of the right chapter
     for (path, work, number), spans in by_page.items():
         chapter_text = (LIGHT if work == "lighthouse" else ALLEY)[number - 1]
         chapter_start = works[work].index(chapter_text)

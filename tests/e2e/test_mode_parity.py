@@ -1,11 +1,11 @@
 """One answer in every run mode: the same pages give the same matches (page, work, chapter, spans).
 
-The pirate site of ``test_crawl_to_report`` plus one chapter served under five URLs (desktop, mobile, print...:
-copies, never template) and a run of pages whose template quotes a registered chapter (template, never a copy).
-It is crawled (a) in-process on SQLite, (b) in-process on PostgreSQL, (c) with two worker processes on
-PostgreSQL; then the same pages are (d) stored and processed in three different random orders, one batch at a
-time, and (e) processed with every task delivered twice (and once more, late, after the site settled).
-"""
+The pirate site of ``test_crawl_to_report`` plus one chapter served under five URLs (desktop, mobile,
+print...: copies, never template) and a run of pages whose template quotes a registered chapter (template,
+never a copy). It is crawled (a) in-process on SQLite, (b) in-process on PostgreSQL, (c) with two worker
+processes on PostgreSQL; then the same pages are (d) stored and processed in three different random orders,
+one batch at a time, and (e) processed with every task delivered twice (and once more, late, after the site
+settled)."""
 
 from __future__ import annotations
 
@@ -44,11 +44,16 @@ def _parity_site() -> tuple[dict[str, Any], set[str]]:
     rng = random.Random(7)
     slogan = LIGHT[0][120:420]  # the site's banner quotes 300 characters of a registered chapter
     for path in TEMPLATE_PAGES:
-        body = ["站长推荐：" + slogan] + ["".join(rng.choice(FILLER) for _ in range(60)) + "。" for _ in range(12)]
+        body = ["站长推荐：" + slogan] + [
+            "".join(rng.choice(FILLER) for _ in range(60)) + "。" for _ in range(12)
+        ]
         pages[path] = chapter_page("读书随笔", body, template="html5-article")
     for n, path in enumerate(MIRRORS):
-        pages[path] = chapter_page("第二回", paragraphs_of(ALLEY[1]), template=["biquge", "p-paragraphs", "html5-article",
-                                                                         "split-divs", "ad-inside"][n])
+        pages[path] = chapter_page(
+            "第二回",
+            paragraphs_of(ALLEY[1]),
+            template=["biquge", "p-paragraphs", "html5-article", "split-divs", "ad-inside"][n],
+        )
     links = "".join(f'<a href="{p}">{p}</a> ' for p in [*TEMPLATE_PAGES, *MIRRORS])
     index = pages["/"].body.decode().replace("</ul>", f"</ul><p>{links}</p>")
     pages["/"] = Page.html(index)
@@ -70,7 +75,18 @@ def _register(fptrack: Fptrack) -> None:
 
 def _crawl(fptrack: Fptrack, pages: dict[str, Any]) -> tuple[set[tuple[Any, ...]], str]:
     with serve_site(pages) as base:
-        fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "2", "--max-pages", "80", "--quiet", timeout=600)
+        fptrack.run(
+            "crawl",
+            base + "/",
+            "--allow-private-host",
+            base.key,
+            "--depth",
+            "2",
+            "--max-pages",
+            "80",
+            "--quiet",
+            timeout=600,
+        )
         return _key(fptrack.matches(), base), base
 
 
@@ -82,9 +98,16 @@ def _stored_pages(settings: Settings) -> list[CrawledPage]:
             rows = session.scalars(select(PageRow).order_by(PageRow.url)).all()
             return [
                 CrawledPage(
-                    url=r.url, final_url=r.final_url, status=r.status, encoding=r.encoding, title=r.title,
-                    text=r.text, content_sha256=r.content_sha256, snapshot_sha256=r.snapshot_sha256,
-                    fetched_at=datetime.now(UTC), error=r.error,
+                    url=r.url,
+                    final_url=r.final_url,
+                    status=r.status,
+                    encoding=r.encoding,
+                    title=r.title,
+                    text=r.text,
+                    content_sha256=r.content_sha256,
+                    snapshot_sha256=r.snapshot_sha256,
+                    fetched_at=datetime.now(UTC),
+                    error=r.error,
                 )
                 for r in rows
             ]

@@ -1,6 +1,7 @@
 """End to end: a chapter split over three pages ("下一页"), each part too short to match alone, is found by
-``fptrack crawl`` as one copy recorded on its first page; the same matches (page, chapter, spans) in-process on SQLite
-and PostgreSQL and with two Celery workers over Redis, which compare the parts in whatever order they come."""
+``fptrack crawl`` as one copy recorded on its first page; the same matches (page, chapter, spans) in-process
+on SQLite and PostgreSQL and with two Celery workers over Redis, which compare the parts in whatever order
+they come."""
 
 from __future__ import annotations
 
@@ -23,10 +24,15 @@ pytestmark = pytest.mark.slow
 
 def _pages() -> dict[str, Page]:
     pages: dict[str, Page] = {
-        "/": Page.html("<html><body><h1>书友小说网</h1><a href='/book/7.html'>第七章</a> <a href='/book/8.html'>第八章</a>"
-                       "</body></html>"),
+        "/": Page.html(
+            "<html><body><h1>书友小说网</h1><a href='/book/7.html'>第七章</a> <a href='/book/8.html'>第八章</a>"
+            "</body></html>"
+        ),
         # the next chapter, linked with "下一章" from every part: never a part of chapter 7
-        "/book/8.html": chapter_page("第八章", ["这一章与登记的作品毫无关系，讲的是城里新开的一家面馆。", "面馆老板每天清晨五点起来和面。"]),
+        "/book/8.html": chapter_page(
+            "第八章",
+            ["这一章与登记的作品毫无关系，讲的是城里新开的一家面馆。", "面馆老板每天清晨五点起来和面。"],
+        ),
     }
     pages.update(split_chapter_pages("/book/7.html", "第七章", demo_chapter_slices()))
     return pages
@@ -34,7 +40,9 @@ def _pages() -> dict[str, Page]:
 
 def _crawl(fptrack: Fptrack) -> list[tuple[Any, ...]]:
     with serve_site(_pages()) as base:
-        fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--quiet", timeout=300)
+        fptrack.run(
+            "crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--quiet", timeout=300
+        )
         return sorted(
             (m["page_url"].removeprefix(base), m["work_title"], m["chapter_index"], m["methods"][-1],
              tuple(map(tuple, m["spans"])), _part_spans(fptrack.settings, base))
@@ -65,7 +73,10 @@ def _check(answer: list[tuple[Any, ...]]) -> None:
     [(path, title, chapter, method, spans, parts)] = answer
     assert (path, title, chapter, method) == ("/book/7.html", "灯塔守望人", 1, MULTIPAGE_METHOD)
     assert spans and all(len(span) == 4 for span in spans)  # the first page's own passages, as for any match
-    assert [(url, number) for url, number, part in parts if part] == [("/book/7_2.html", 2), ("/book/7_3.html", 3)]
+    assert [(url, number) for url, number, part in parts if part] == [
+        ("/book/7_2.html", 2),
+        ("/book/7_3.html", 3),
+    ]
 
 
 def test_a_chapter_split_over_pages_is_one_copy(fptrack: Fptrack) -> None:

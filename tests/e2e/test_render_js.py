@@ -1,6 +1,7 @@
 """End to end: copies of a registered work that only a browser sees are found by ``fptrack crawl`` (which runs
-``jobs.crawls.run_crawl_job``): a chapter loaded from a JSON endpoint and a chapter printed by ``document.write``,
-on SQLite and PostgreSQL in-process, and with a real Celery worker over Redis; ``--render-js no`` finds neither."""
+``jobs.crawls.run_crawl_job``): a chapter loaded from a JSON endpoint and a chapter printed by
+``document.write``, on SQLite and PostgreSQL in-process, and with a real Celery worker over Redis;
+``--render-js no`` finds neither."""
 
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ EXPECTED = {"/book/1.html": ("灯塔守望人", 1), "/book/2.html": ("灯塔守�
 
 def _pages() -> dict[str, Page]:
     return {
-        "/": Page.html("<html><body><h1>书友小说网</h1><a href='/book/1.html'>第一章</a> <a href='/book/2.html'>第二章</a>"
-                       "</body></html>"),
+        "/": Page.html(
+            "<html><body><h1>书友小说网</h1><a href='/book/1.html'>第一章</a> <a href='/book/2.html'>第二章</a>"
+            "</body></html>"
+        ),
         "/book/1.html": json_chapter("第一章", "/api/1.json"),
         "/api/1.json": json_endpoint(paragraphs_of(LIGHT[0])),
         "/book/2.html": written_chapter("第二章", paragraphs_of(LIGHT[1])),
@@ -33,9 +36,20 @@ def _pages() -> dict[str, Page]:
 
 def _crawl(fptrack: Fptrack, *options: str) -> dict[str, tuple[str, int]]:
     with serve_site(_pages()) as base:
-        fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--quiet", *options,
-                    timeout=300)
-        return {m["page_url"].removeprefix(base): (m["work_title"], m["chapter_index"]) for m in fptrack.matches()}
+        fptrack.run(
+            "crawl",
+            base + "/",
+            "--allow-private-host",
+            base.key,
+            "--depth",
+            "1",
+            "--quiet",
+            *options,
+            timeout=300,
+        )
+        return {
+            m["page_url"].removeprefix(base): (m["work_title"], m["chapter_index"]) for m in fptrack.matches()
+        }
 
 
 def test_script_built_copies_are_found(fptrack: Fptrack) -> None:

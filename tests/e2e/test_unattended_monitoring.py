@@ -1,10 +1,9 @@
-"""Issue 10's "done when", as a new user would do it from the README: register a work, add two pirate sites with
-schedules, start one worker with beat, and type nothing more. The crawls run when due, the copies on both sites
-are found, and when one site removes its copy the next takedown re-check records it taken down.
+"""Issue 10's "done when", as a new user would do it from the README: register a work, add two pirate sites
+with schedules, start one worker with beat, and type nothing more. The crawls run when due, the copies on both
+sites are found, and when one site removes its copy the next takedown re-check records it taken down.
 
-Real parts only: PostgreSQL, Redis with a real Celery worker and beat, crawl processes started by the scheduler,
-two loopback sites that change while the test runs.
-"""
+Real parts only: PostgreSQL, Redis with a real Celery worker and beat, crawl processes started by the
+scheduler, two loopback sites that change while the test runs."""
 
 from __future__ import annotations
 
@@ -23,9 +22,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Match, Page, Site
-from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.sites import render_chapter
@@ -79,7 +78,9 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
         fptrack("works", "add", str(DEMO_DATA / "lighthouse.txt"), "--title", "灯塔")
         for name, site in (("pirate-one", first), ("pirate-two", second)):
             # a schedule of an hour: each site is crawled at once (a new schedule is due), then not again here
-            fptrack("sites", "add", name, site.base + "/", "--schedule", "1h", "--depth", "1", "--allow-private")
+            fptrack(
+                "sites", "add", name, site.base + "/", "--schedule", "1h", "--depth", "1", "--allow-private"
+            )
         log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the worker owns it
         worker = subprocess.Popen(
             [sys.executable, "-m", "fptrack.cli", "worker", "--beat", "--concurrency", "2", "--loglevel", "INFO"],
@@ -114,8 +115,12 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
 
         jobs: list[CrawlJob] = _query(settings, lambda s: list(s.scalars(select(CrawlJob))))  # type: ignore[assignment]
         sites = dict(_query(settings, lambda s: s.execute(select(Site.id, Site.name)).all()))  # type: ignore[arg-type]
-        crawled = {sites[job.site_id] for job in jobs if job.status == "finished" and job.trigger == "schedule"}
-        assert crawled == {"pirate-one", "pirate-two"}, [(j.site_id, j.trigger, j.status, j.error) for j in jobs]
+        crawled = {
+            sites[job.site_id] for job in jobs if job.status == "finished" and job.trigger == "schedule"
+        }
+        assert crawled == {"pirate-one", "pirate-two"}, [
+            (j.site_id, j.trigger, j.status, j.error) for j in jobs
+        ]
         assert "fptrack.start_due_crawls" in worker_log and "fptrack.recheck_takedowns" in worker_log
 
         down = [m for m in matches_on(first.key) if m.taken_down_at is not None]

@@ -1,6 +1,6 @@
-"""A cluster of real processes on 127.0.0.1 for the reliability tests: a PostgreSQL and a Redis of the test's own,
-on spare ports (restarting them disturbs nothing else; 127.0.0.1:5432 and :6379 are never touched), fptrack
-workers and crawls as subprocesses, and a census of what the database holds afterwards.
+"""A cluster of real processes on 127.0.0.1 for the reliability tests: a PostgreSQL and a Redis of the test's
+own, on spare ports (restarting them disturbs nothing else; 127.0.0.1:5432 and :6379 are never touched),
+fptrack workers and crawls as subprocesses, and a census of what the database holds afterwards.
 
 ::
 
@@ -18,10 +18,9 @@ workers and crawls as subprocesses, and a census of what the database holds afte
         census = cluster.census(base)                    # pages, pending, matches by path, duplicates, orphans
 
 PostgreSQL: one ``initdb`` and one ``fptrack init`` per test session (:class:`PostgresTemplate`), the data
-directory copied for each test; started with ``fsync=off`` and small buffers, as the ``postgres`` user when we run
-as root. Redis: ``--save "" --appendonly no``, so a restart loses everything, as a crashed broker without
-persistence does. Every process is stopped when the cluster is closed, whatever the test did.
-"""
+directory copied for each test; started with ``fsync=off`` and small buffers, as the ``postgres`` user when we
+run as root. Redis: ``--save "" --appendonly no``, so a restart loses everything, as a crashed broker without
+persistence does. Every process is stopped when the cluster is closed, whatever the test did."""
 
 from __future__ import annotations
 
@@ -44,9 +43,9 @@ from typing import IO
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.orm import Session
 
+from fptrack.core.settings import Settings
 from fptrack.storage.housekeeping import count_orphans
 from fptrack.storage.models import Chapter, CrawlJob, Match, Page
-from fptrack.core.settings import Settings
 from tests.support.sites import free_port
 
 __all__ = ["POSTGRES_BIN", "Census", "Cluster", "Crawl", "PostgresServer", "PostgresTemplate", "RedisServer",
@@ -81,8 +80,8 @@ def _wait_until(ready: Callable[[], bool], what: str, timeout: float = READY_SEC
 
 
 def _stop_group(process: subprocess.Popen[bytes] | subprocess.Popen[str], sig: int, timeout: float) -> None:
-    """Send ``sig`` to the process group the process leads (started with ``start_new_session``); SIGKILL the group
-    if it is still there after ``timeout``."""
+    """Send ``sig`` to the process group the process leads (started with ``start_new_session``); SIGKILL the
+    group if it is still there after ``timeout``."""
     if process.poll() is None:
         with suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
@@ -96,7 +95,8 @@ def _stop_group(process: subprocess.Popen[bytes] | subprocess.Popen[str], sig: i
         os.killpg(process.pid, signal.SIGKILL)
 
 
-# --------------------------------------------------------------------------------------------------- PostgreSQL
+# ---------------------------------------------------------------------------------------------------
+# PostgreSQL
 
 
 class PostgresServer:
@@ -134,7 +134,8 @@ class PostgresServer:
         return subprocess.run(probe, check=False).returncode == 0
 
     def stop(self, mode: str = "fast") -> None:
-        """Shut down: ``fast`` (clients disconnected, a clean checkpoint) or ``immediate`` (as after a crash)."""
+        """Shut down: ``fast`` (clients disconnected, a clean checkpoint) or ``immediate`` (as after a
+        crash)."""
         process, self._process = self._process, None
         if process is None:
             return
@@ -148,7 +149,8 @@ class PostgresServer:
         _stop_group(process, sig, timeout=60)
 
     def restart(self) -> None:
-        """Fast shutdown, then start on the same port and data (open connections are cut, as in a real restart)."""
+        """Fast shutdown, then start on the same port and data (open connections are cut, as in a real
+        restart)."""
         self.stop("fast")
         self.start()
         self.restarts += 1
@@ -156,8 +158,8 @@ class PostgresServer:
 
 @dataclass
 class PostgresTemplate:
-    """A data directory made once per test session (``initdb``, ``CREATE DATABASE``, ``fptrack init``), copied for
-    each test: a migrated database in well under a second."""
+    """A data directory made once per test session (``initdb``, ``CREATE DATABASE``, ``fptrack init``), copied
+    for each test: a migrated database in well under a second."""
 
     root: Path
     data_dir: Path
@@ -196,7 +198,8 @@ class PostgresTemplate:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-# -------------------------------------------------------------------------------------------------------- Redis
+# --------------------------------------------------------------------------------------------------------
+# Redis
 
 
 class RedisServer:
@@ -269,7 +272,9 @@ class Worker:
 
     def wait_for_log(self, needle: str, *, count: int = 1, timeout: float = 120) -> None:
         """Wait until ``needle`` appears ``count`` times in the log."""
-        _wait_until(lambda: self.log().count(needle) >= count, f"worker {self.name}: {needle!r} x{count}", timeout)
+        _wait_until(
+            lambda: self.log().count(needle) >= count, f"worker {self.name}: {needle!r} x{count}", timeout
+        )
 
     def tasks_held(self) -> int:
         """Tasks received and not yet ended (succeeded, failed or retried), by the log."""
@@ -294,7 +299,9 @@ class Worker:
 
     def swept_pages(self) -> int:
         """Pages the ``fptrack.sweep`` tasks this worker ran handed on again (their logged results)."""
-        return sum(int(ast.literal_eval(found.group(1))["pages"]) for found in _SWEEP_RESULT.finditer(self.log()))
+        return sum(
+            int(ast.literal_eval(found.group(1))["pages"]) for found in _SWEEP_RESULT.finditer(self.log())
+        )
 
     def kill(self) -> None:
         """SIGKILL to the worker's whole group (main process and pool child), whatever it is doing."""
@@ -326,11 +333,14 @@ class Crawl:
 
 @dataclass(frozen=True)
 class Census:
-    """What the cluster's database holds after a run: the figures a reliability test reports and asserts on."""
+    """What the cluster's database holds after a run: the figures a reliability test reports and asserts
+    on."""
 
     pages: int
     not_compared: int
-    matches: dict[str, list[int]]  # page path -> chapter ranks (0 = the work's first chapter), one per match row
+    matches: dict[
+        str, list[int]
+    ]  # page path -> chapter ranks (0 = the work's first chapter), one per match row
     duplicate_matches: int  # (page, chapter) pairs held by more than one row
     duplicate_fingerprints: int  # (page, kind) pairs held by more than one fingerprint
     index_rows_off: int  # page fingerprints whose code_index rows are not exactly their codes, once each
@@ -339,7 +349,8 @@ class Census:
     jobs: list[tuple[str, str]]  # (status, error) of every crawl job, oldest first
 
     def lost_or_duplicated(self, expected: dict[str, int]) -> dict[str, object]:
-        """Everything that went wrong against the expected copies (path -> chapter rank); empty when nothing."""
+        """Everything that went wrong against the expected copies (path -> chapter rank); empty when
+        nothing."""
         found = {path: ranks for path, ranks in self.matches.items()}
         problems: dict[str, object] = {
             "pages not compared": self.not_compared,
@@ -405,7 +416,9 @@ class Cluster:
     def settings(self) -> Settings:
         return Settings.from_env(self.env)
 
-    def _spawn(self, argv: list[str], stdout: Path, stderr: Path | None, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, argv: list[str], stdout: Path, stderr: Path | None, env: dict[str, str]
+    ) -> subprocess.Popen[bytes]:
         out = open(stdout, "ab")  # noqa: SIM115 - closed with the cluster
         err = open(stderr, "ab") if stderr is not None else None  # noqa: SIM115
         self._logs += [f for f in (out, err) if f is not None]
@@ -421,7 +434,9 @@ class Cluster:
         result = subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env={**self.env, **(env or {})}, cwd=REPO,
                                 capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
         if check and result.returncode != 0:
-            raise AssertionError(f"fptrack {' '.join(args)} exited {result.returncode}:\n{result.stderr[-3000:]}")
+            raise AssertionError(
+                f"fptrack {' '.join(args)} exited {result.returncode}:\n{result.stderr[-3000:]}"
+            )
         return result
 
     def start_worker(self, name: str, *, beat: bool = False, **env: str) -> Worker:
@@ -432,7 +447,9 @@ class Cluster:
         self.workers.append(worker)
         return worker
 
-    def start_crawl(self, base: str, *, depth: int = 1, max_pages: int = 1000, name: str = "crawl", **env: str) -> Crawl:
+    def start_crawl(
+        self, base: str, *, depth: int = 1, max_pages: int = 1000, name: str = "crawl", **env: str
+    ) -> Crawl:
         """``fptrack crawl <base>/`` allowed to reach its loopback site, in the background."""
         site = base.split("://", 1)[1]
         argv = ["crawl", base + "/", "--allow-private-host", site, "--depth", str(depth), "--max-pages",
@@ -448,7 +465,9 @@ class Cluster:
         try:
             with Session(engine) as session:
                 stored = session.scalar(select(func.count()).select_from(Page)) or 0
-                done = session.scalar(select(func.count()).select_from(Page).where(Page.compared_at.is_not(None)))
+                done = session.scalar(
+                    select(func.count()).select_from(Page).where(Page.compared_at.is_not(None))
+                )
                 return int(stored), int(done or 0)
         finally:
             engine.dispose()
@@ -466,7 +485,9 @@ class Cluster:
 def _census(session: Session, base: str) -> Census:
     ranks: dict[int, int] = {}
     for work_id in sorted(set(session.scalars(select(Chapter.work_id)))):
-        ordered = session.scalars(select(Chapter.id).where(Chapter.work_id == work_id).order_by(Chapter.index))
+        ordered = session.scalars(
+            select(Chapter.id).where(Chapter.work_id == work_id).order_by(Chapter.index)
+        )
         ranks.update({int(chapter_id): rank for rank, chapter_id in enumerate(ordered)})
     matches: dict[str, list[int]] = {}
     pairs: Counter[tuple[int, int]] = Counter()
@@ -488,19 +509,24 @@ def _census(session: Session, base: str) -> Census:
             "SELECT COUNT(*) FROM (SELECT page_id, kind FROM fingerprints WHERE page_id IS NOT NULL "
             "GROUP BY page_id, kind HAVING COUNT(*) > 1) d"
         ),
-        # a vector fingerprint's payload holds its (code, position) pairs, 16 bytes each: one index row per pair
+        # a vector fingerprint's payload holds its (code, position) pairs, 16 bytes each: one index row per
+        # pair
         index_rows_off=scalar(
             "SELECT COUNT(*) FROM fingerprints f WHERE f.page_id IS NOT NULL AND f.payload IS NOT NULL AND "
-            "octet_length(f.payload) / 16 <> (SELECT COUNT(*) FROM code_index c WHERE c.fingerprint_id = f.id "
+            "octet_length(f.payload) / 16 <> (SELECT COUNT(*) FROM code_index c WHERE c.fingerprint_id = "
+            "f.id "
             "AND c.owner_id = f.page_id)"
         ),
         unfingerprinted=scalar(
-            "SELECT COUNT(*) FROM pages p WHERE p.compared_at IS NOT NULL AND p.status = 200 AND p.text <> '' "
+            "SELECT COUNT(*) FROM pages p WHERE p.compared_at IS NOT NULL AND p.status = 200 AND p.text <> "
+            "'' "
             "AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.page_id = p.id)"
         ),
         orphans=count_orphans(session),
         jobs=[
             (str(status), str(error or ""))
-            for status, error in session.execute(select(CrawlJob.status, CrawlJob.error).order_by(CrawlJob.id))
+            for status, error in session.execute(
+                select(CrawlJob.status, CrawlJob.error).order_by(CrawlJob.id)
+            )
         ],
     )

@@ -5,10 +5,9 @@ Every test in this folder carries the ``reliability`` marker, so ``pytest -m rel
 
 Fixtures: ``cluster`` (a PostgreSQL and a Redis of the test's own on spare loopback ports, and the fptrack
 processes it starts: tests/reliability/cluster.py), built from ``cluster_template`` (one ``initdb`` and one
-``fptrack init`` per session). They need PostgreSQL 15's server binaries and ``redis-server`` (the Debian packages
-of the shared servers), and ``runuser`` when run as root; missing ones skip the tests, or fail them under
-``CI=true``.
-"""
+``fptrack init`` per session). They need PostgreSQL 15's server binaries and ``redis-server`` (the Debian
+packages of the shared servers), and ``runuser`` when run as root; missing ones skip the tests, or fail them
+under ``CI=true``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The admin and the API under load: gunicorn on PostgreSQL, ``wrk`` on loopback at fixed concurrency for a few
-seconds per endpoint (bounded in time and in requests). Every response must be a real page: status 200 with the
-signed-in user's name (HTML) or the expected JSON key, never a login redirect, an error page or a socket error.
-Requests/s and p99 are printed (``-s``), never asserted: speed is for ``benchmarks/admin_load.py``."""
+"""The admin and the API under load: gunicorn on PostgreSQL, ``wrk`` on loopback at fixed concurrency for a
+few seconds per endpoint (bounded in time and in requests). Every response must be a real page: status 200
+with the signed-in user's name (HTML) or the expected JSON key, never a login redirect, an error page or a
+socket error. Requests/s and p99 are printed (``-s``), never asserted: speed is for
+``benchmarks/admin_load.py``."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ MAX_REQUESTS = 5000
 
 
 def test_admin_and_api_answer_every_request_under_load(postgres_settings: Settings) -> None:
-    _require(shutil.which("wrk") is not None, "wrk (Debian package wrk; deploy/ensure-services.sh installs it)")
+    _require(
+        shutil.which("wrk") is not None, "wrk (Debian package wrk; deploy/ensure-services.sh installs it)"
+    )
     postgres_settings.data_dir.mkdir(parents=True, exist_ok=True)
     token, match_id = populate(postgres_settings, matches=4000, hosts=200, works=20)
 
@@ -31,7 +34,8 @@ def test_admin_and_api_answer_every_request_under_load(postgres_settings: Settin
         results = load_endpoints(
             server, token, match_id, concurrency=[CONCURRENCY], seconds=SECONDS, max_requests=MAX_REQUESTS
         )
-        # the checker itself: without the session cookie every answer is the login redirect (303), and each one counts
+        # the checker itself: without the session cookie every answer is the login redirect (303), and each
+        # one counts
         anonymous = run_wrk("dashboard, signed out", base + "/", marker=HTML_MARKER, headers={},
                             connections=2, seconds=1, max_requests=50)  # fmt: skip
         revoked = run_wrk("api, wrong token", base + "/api/stats", marker='"matches_by_status"',
@@ -42,7 +46,13 @@ def test_admin_and_api_answer_every_request_under_load(postgres_settings: Settin
     assert [r.label for r in results] == [e.label for e in endpoints(match_id)]
     for result in results:
         assert result.requests > 0, result
-        assert result.errors == 0, f"{result.label}: {result.bad} bad, {result.socket_errors} socket errors; {result.first_bad}"
+        assert result.errors == 0, (
+            f"{result.label}: {result.bad} bad, {result.socket_errors} socket errors; {result.first_bad}"
+        )
         assert result.ok == result.requests, result
-    assert anonymous.requests > 0 and anonymous.bad == anonymous.requests and anonymous.first_bad.startswith("303")
+    assert (
+        anonymous.requests > 0
+        and anonymous.bad == anonymous.requests
+        and anonymous.first_bad.startswith("303")
+    )
     assert revoked.requests > 0 and revoked.bad == revoked.requests and revoked.first_bad.startswith("401")

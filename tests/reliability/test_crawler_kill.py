@@ -1,8 +1,8 @@
-"""A site crawl killed outright (SIGKILL to its process group: no cleanup runs) and started again resumes: it does
-not fetch again the pages the killed run stored, every page of the site ends up stored once, and every copy is
-compared and matched once. Real processes (`fptrack sites run`), the test's own PostgreSQL and Redis
-(tests/reliability/cluster.py), a loopback site that logs every request; once with the fingerprint stage in the
-crawl's process, once on a real Celery worker over Redis."""
+"""A site crawl killed outright (SIGKILL to its process group: no cleanup runs) and started again resumes: it
+does not fetch again the pages the killed run stored, every page of the site ends up stored once, and every
+copy is compared and matched once. Real processes (`fptrack sites run`), the test's own PostgreSQL and Redis
+(tests/reliability/cluster.py), a loopback site that logs every request; once with the fingerprint stage in
+the crawl's process, once on a real Celery worker over Redis."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.core.settings import Settings
 from fptrack.crawler.resume import state_dir
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Chapter, CrawlJob, Match, Page, Site
-from fptrack.core.settings import Settings
 from tests.integration.crawler.harness import REPO_ROOT
 from tests.reliability.cluster import Cluster
 from tests.support.sites import Page as SitePage
@@ -40,16 +40,17 @@ WORKS = ("lighthouse.txt", "alley.txt")
 
 
 def _copies() -> dict[str, tuple[str, int]]:
-    """Chapter pages that copy a registered chapter: path -> (work file, chapter index), spread over the site so
-    that some are crawled before the kill and some after."""
+    """Chapter pages that copy a registered chapter: path -> (work file, chapter index), spread over the site
+    so that some are crawled before the kill and some after."""
     paths = ["/c/0-3.html", "/c/2-7.html", "/c/4-1.html", "/c/6-11.html", "/c/8-5.html", "/c/9-18.html"]
     chapters = [(work, index) for work in WORKS for index in range(len(demo_chapters(work)))]
     return dict(zip(paths, chapters, strict=True))
 
 
 def _site_pages() -> dict[str, SitePage]:
-    """An index, sections and chapter pages (each linking back to the index, its section and the next chapter, so
-    URLs are found many times over); the chapter pages not in :func:`_copies` hold text of no registered work."""
+    """An index, sections and chapter pages (each linking back to the index, its section and the next chapter,
+    so URLs are found many times over); the chapter pages not in :func:`_copies` hold text of no registered
+    work."""
     filler = (DEMO_DATA / "library_news.txt").read_text("utf-8").replace("\n", "")
     rng = random.Random(7)
     copies = _copies()
@@ -58,7 +59,8 @@ def _site_pages() -> dict[str, SitePage]:
     pages["/"] = SitePage.html(f"<html><body><h1>目录</h1>{sections}</body></html>", delay=PAGE_DELAY)
     for s in range(SECTIONS):
         chapters = "".join(f'<a href="/c/{s}-{c}.html">第{c}章</a> ' for c in range(CHAPTERS_PER_SECTION))
-        pages[f"/s/{s}/"] = SitePage.html(f"<html><body><h1>卷{s}</h1>{chapters}<a href='/'>目录</a></body></html>",
+        pages[f"/s/{s}/"] = SitePage.html(f"<html><body><h1>卷{s}</h1>{chapters}<a "
+                                          "href='/'>目录</a></body></html>",
                                           delay=PAGE_DELAY)  # fmt: skip
         for c in range(CHAPTERS_PER_SECTION):
             path = f"/c/{s}-{c}.html"
@@ -76,7 +78,8 @@ def _site_pages() -> dict[str, SitePage]:
 
 
 def _env(cluster: Cluster, *, workers: bool = False) -> dict[str, str]:
-    """The cluster's settings; without its broker (the fingerprint stage in the crawl's process) unless ``workers``."""
+    """The cluster's settings; without its broker (the fingerprint stage in the crawl's process) unless
+    ``workers``."""
     env = {**cluster.env, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE": "2"}
     if not workers:
         del env["FPTRACK_BROKER_URL"]
@@ -104,8 +107,8 @@ def _stored_urls(settings: Settings) -> list[str]:
 
 
 def _kill_mid_crawl(env: dict[str, str], base: SiteURL, settings: Settings, after_pages: int) -> None:
-    """Start `sites run books` in a process group of its own and SIGKILL the group once ``after_pages`` pages are
-    stored (and before the crawl ends)."""
+    """Start `sites run books` in a process group of its own and SIGKILL the group once ``after_pages`` pages
+    are stored (and before the crawl ends)."""
     crawl = subprocess.Popen([sys.executable, "-m", "fptrack.cli", "sites", "run", "books", "-q"], cwd=REPO_ROOT,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
     try:
@@ -121,7 +124,9 @@ def _kill_mid_crawl(env: dict[str, str], base: SiteURL, settings: Settings, afte
 
 
 @pytest.mark.parametrize("fingerprinting", ["in-process", "workers"])
-def test_a_killed_site_crawl_resumes_without_refetching_or_duplicating(cluster: Cluster, fingerprinting: str) -> None:
+def test_a_killed_site_crawl_resumes_without_refetching_or_duplicating(
+    cluster: Cluster, fingerprinting: str
+) -> None:
     in_process = _env(cluster)
     env = _env(cluster, workers=fingerprinting == "workers")
     settings = Settings.from_env(env)
@@ -162,11 +167,14 @@ def test_a_killed_site_crawl_resumes_without_refetching_or_duplicating(cluster: 
     stored = Counter({str(url).removeprefix(base): int(count) for url, count in rows})
     lost = sorted(set(pages) - set(stored))
     print(
-        f"\n[{fingerprinting}] {len(pages)} pages; stored before the kill {len(before)}, fetched after the resume "
+        f"\n[{fingerprinting}] {len(pages)} pages; stored before the kill {len(before)}, fetched after the "
+        "resume "
         f"{len(set(second_run))}, refetched {len(refetched)}, lost {len(lost)}, "
         f"matches {len(matches)} (expected {len(copies)})"
     )
-    assert refetched == [], f"the resumed crawl fetched again pages the killed one had stored: {refetched[:10]}"
+    assert refetched == [], (
+        f"the resumed crawl fetched again pages the killed one had stored: {refetched[:10]}"
+    )
     assert lost == []
     assert set(stored) == set(pages) and set(stored.values()) == {1}
     assert uncompared == 0

@@ -1,13 +1,13 @@
-"""Faults injected into a running crawl, on a cluster of the test's own (tests/reliability/cluster.py): a generated
-loopback site of known copies crawled through real workers over Redis into PostgreSQL, then the database read back.
-Each test prints what it did and what was lost, which must be nothing (issue 12):
+"""Faults injected into a running crawl, on a cluster of the test's own (tests/reliability/cluster.py): a
+generated loopback site of known copies crawled through real workers over Redis into PostgreSQL, then the
+database read back. Each test prints what it did and what was lost, which must be nothing (issue 12):
 
-- a worker killed with SIGKILL while it holds a task, then restarted: every page fingerprinted and compared exactly
-  once, every copy found once;
-- PostgreSQL restarted during the crawl: the crawl and the workers ride it out; no page or match lost or doubled;
-  the same with tasks in-process (no broker): the crawl's own thread rides it out;
-- Redis (no persistence) restarted during the crawl, every queued message lost: the workers' sweep hands the pages
-  on again; the crawl finishes or says why it could not, and every page is compared in the end.
+- a worker killed with SIGKILL while it holds a task, then restarted: every page fingerprinted and compared
+  exactly once, every copy found once;
+- PostgreSQL restarted during the crawl: the crawl and the workers ride it out; no page or match lost or
+  doubled; the same with tasks in-process (no broker): the crawl's own thread rides it out;
+- Redis (no persistence) restarted during the crawl, every queued message lost: the workers' sweep hands the
+  pages on again; the crawl finishes or says why it could not, and every page is compared in the end.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def _report(title: str, did: Sequence[str], census: Census, problems: dict[str, 
     print(f"\n== {title}")
     for line in did:
         print(f"   {line}")
-    print(f"   after: {census.pages} pages stored, {census.pages - census.not_compared} compared, {matched} matches "
+    print(f"   after: {census.pages} pages stored, {census.pages - census.not_compared} compared, {matched} "
+          "matches "
           f"on {len(census.matches)} pages ({COPIES} copies expected); crawl jobs {census.jobs}")  # fmt: skip
     print(f"   lost or duplicated: {problems or 'nothing'}")
 
@@ -91,7 +92,8 @@ def test_a_worker_killed_mid_batch_and_restarted_compares_every_page_once(cluste
     _report(
         "worker killed (SIGKILL) mid-batch, another started",
         [(f"killed worker 'first' holding a task, at {stored} pages stored, {compared} compared "
-          f"({len(first.pages_done())} compared by it); started 'second' ({len(second.pages_done())} compared by it)"),
+          f"({len(first.pages_done())} compared by it); started 'second' ({len(second.pages_done())} "
+          "compared by it)"),
          f"crawl exit {result.returncode}; pages compared twice by the workers: {twice or 'none'}"],
         census, problems,
     )  # fmt: skip
@@ -111,7 +113,9 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
     workers = [cluster.start_worker("w1"), cluster.start_worker("w2")] if mode == "workers" else []
     with serve_site(_slow_site(0.1)) as base:
         crawl = cluster.start_crawl(base, **env)
-        stored, compared = _wait_compared(cluster, at_least=33)  # a batch through the compare stage: all at work
+        stored, compared = _wait_compared(
+            cluster, at_least=33
+        )  # a batch through the compare stage: all at work
         cluster.postgres.restart()  # fast shutdown: every connection of the crawl and the workers is cut
         assert crawl.process.poll() is None, "the crawl ended before PostgreSQL was restarted: make it longer"
         result = crawl.wait()
@@ -121,8 +125,10 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
         result.stderr.count("the database is unreachable")
     )
     if workers:
-        retried += (f"; worker tasks retried: {sum(w.log().count('] retry:') for w in workers)}; workers alive "
-                    f"after: {[w.process.poll() is None for w in workers]}; pages compared twice by the workers: "
+        retried += (f"; worker tasks retried: {sum(w.log().count('] retry:') for w in workers)}; workers "
+                    "alive "
+                    f"after: {[w.process.poll() is None for w in workers]}; pages compared twice by the "
+                    "workers: "
                     f"{_compared_twice(workers) or 'none'}")  # fmt: skip
     _report(
         f"PostgreSQL restarted during the crawl ({mode})",
@@ -138,18 +144,19 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
 
 
 def test_an_in_process_batch_compared_while_postgres_is_down_waits_for_it(cluster: Cluster) -> None:
-    """The window the restart above may miss: the crawl's thread starts comparing a batch while PostgreSQL is down.
-    Celery's eager retry would give up at once; the crawl's own retry waits for the database and compares it."""
+    """The window the restart above may miss: the crawl's thread starts comparing a batch while PostgreSQL is
+    down. Celery's eager retry would give up at once; the crawl's own retry waits for the database and
+    compares it."""
     import hashlib
     import threading
     from datetime import UTC, datetime
 
-    from fptrack.jobs import tasks
-    from fptrack.crawler.pages import CrawledPage
-    from fptrack.jobs.crawls import _copies, _Dispatcher, _pending
-    from fptrack.crawler.store import PageStore
-    from fptrack.storage.db import create_engine_for, session_factory
     from fptrack.core.settings import Settings
+    from fptrack.crawler.pages import CrawledPage
+    from fptrack.crawler.store import PageStore
+    from fptrack.jobs import tasks
+    from fptrack.jobs.crawls import _copies, _Dispatcher, _pending
+    from fptrack.storage.db import create_engine_for, session_factory
     from tests.support.copy_site import CHAPTERS
 
     in_process = {**cluster.env, "FPTRACK_BROKER_URL": ""}
@@ -203,7 +210,8 @@ def test_redis_restarted_during_a_crawl_the_sweep_hands_the_pages_on(cluster: Cl
     swept = sum(worker.swept_pages() for worker in workers)  # beat sends the sweep; any worker runs it
     _report(
         "Redis restarted (no persistence) during the crawl",
-        [(f"restarted Redis (SIGKILL + start) at {stored} pages stored, {queued} message(s) queued, no worker yet; "
+        [(f"restarted Redis (SIGKILL + start) at {stored} pages stored, {queued} message(s) queued, no "
+          "worker yet; "
          "then started two workers (one with beat)"),
          f"crawl exit {result.returncode}: {result.stderr.strip().splitlines()[-1:] or 'ok'}",
          (f"pages handed on again by the sweep: {swept}; pages compared twice by the workers: "

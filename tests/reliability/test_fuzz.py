@@ -1,14 +1,13 @@
-"""Fuzzing and hostile input (issue 12): the HTML parser and extractor, the charset decoder, the normaliser, the
-chapter splitter and ``fingerprint_text`` end to end, on a fixed budget.
+"""Fuzzing and hostile input (issue 12): the HTML parser and extractor, the charset decoder, the normaliser,
+the chapter splitter and ``fingerprint_text`` end to end, on a fixed budget.
 
-Every input runs in a sandboxed child (:mod:`tests.support.sandbox`) with a 1 GB address space: a hang (no answer
-within the time limit), a crash of the child or a ``MemoryError`` fails the test, as does any exception but the
-one the target documents (``UndecodableError`` for the decoder; the others never raise) and any broken invariant
-(:mod:`tests.support.fuzz_targets`). Hypothesis draws the random inputs (``max_examples`` and a deadline per
-test); the adversarial giants (9 MB of nested ``<div>``, 50 MB of one character, a million attributes, 100,000
-levels of nesting, entity bombs, a million links) are plain examples. A report of what was fed is printed at the
-end (``make reliability`` shows it).
-"""
+Every input runs in a sandboxed child (:mod:`tests.support.sandbox`) with a 1 GB address space: a hang (no
+answer within the time limit), a crash of the child or a ``MemoryError`` fails the test, as does any exception
+but the one the target documents (``UndecodableError`` for the decoder; the others never raise) and any broken
+invariant (:mod:`tests.support.fuzz_targets`). Hypothesis draws the random inputs (``max_examples`` and a
+deadline per test); the adversarial giants (9 MB of nested ``<div>``, 50 MB of one character, a million
+attributes, 100,000 levels of nesting, entity bombs, a million links) are plain examples. A report of what was
+fed is printed at the end (``make reliability`` shows it)."""
 
 from __future__ import annotations
 
@@ -27,11 +26,18 @@ from tests.support.sandbox import Sandbox, SandboxFailure, TargetRaised
 MEMORY_LIMIT = 1024**3
 SMALL_TIMEOUT = 30.0  # seconds of wall-clock time for one small input on a loaded machine: more is a hang
 BIG_TIMEOUT = 240.0  # for one adversarial giant
-MAX_LINKS, MAX_CHARS = 5000, 300_000  # the crawler's defaults (FPTRACK_CRAWL_MAX_LINKS, FPTRACK_MAX_PAGE_CHARS)
+MAX_LINKS, MAX_CHARS = (
+    5000,
+    300_000,
+)  # the crawler's defaults (FPTRACK_CRAWL_MAX_LINKS, FPTRACK_MAX_PAGE_CHARS)
 FUZZ = settings(
     max_examples=200,
     deadline=timedelta(seconds=SMALL_TIMEOUT + 5),
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 
 _fed: dict[str, list[float]] = {}  # target -> [inputs, bytes, seconds]
@@ -59,7 +65,8 @@ def _size(value: Any) -> int:
 
 
 def run(target: str, *args: Any, label: str = "", timeout: float = SMALL_TIMEOUT) -> Any:
-    """``fuzz_targets.<target>(*args)`` in the sandbox; counted in the report under ``label`` (else the target)."""
+    """``fuzz_targets.<target>(*args)`` in the sandbox; counted in the report under ``label`` (else the
+    target)."""
     assert _sandbox is not None
     started = time.monotonic()
     try:
@@ -75,12 +82,15 @@ def run(target: str, *args: Any, label: str = "", timeout: float = SMALL_TIMEOUT
 
 FRAGMENTS = [
     "<html>", "</html>", "<head>", "<body>", "</body>", "<div>", "</div>", '<div id="content">', "<p>", "</p>",
-    "<br>", "<br/>", "</br>", "<span>", '<a href="/next.html">下一章</a>', '<a href="', '">', "</a>", "<a href=#x>",
+    "<br>", "<br/>", "</br>", "<span>", '<a href="/next.html">下一章</a>', '<a href="', '">', "</a>", ("<a "
+                                                                                                   "href=#x>"),
     '<a href="javascript:alert(1)">', '<a href="http://[::1">', "<base href='//other.test/'>",
     "<script>document.write('<div>');</script>", "<script>", "</script>", "<style>.gg{display:none}</style>",
-    "<style>", "<template><p>藏</p></template>", '<div style="display:none">', '<div hidden>', '<p class="nav">',
+    "<style>", "<template><p>藏</p></template>", '<div style="display:none">', '<div hidden>', ('<p '
+                                                                                              'class="nav">'),
     "<title>第一章 风起_书名_书友网</title>", "<h1>第一章</h1>", "<!--", "-->", "<![CDATA[", "]]>", "<?xml ?>",
-    '<?xml version="1.0" encoding="gbk"?>', '<meta charset="big5">', '<meta http-equiv="Content-Type" content=',
+    '<?xml version="1.0" encoding="gbk"?>', '<meta charset="big5">', ('<meta http-equiv="Content-Type" '
+                                                                     'content='),
     "&nbsp;", "&amp;", "&#0;", "&#xD800;", "&#x110000;", "&#99999999999;", "&lt;div&gt;", "&unknown;", "<",
     ">", "'", '"', "=", "<div class='unclosed>", "<p title=\"a>b\">", "<table><tr><td>", "</td></tr></table>",
     "<pre>  两个\n  空格</pre>", "<textarea>", "<svg><text>矢量</text></svg>", "<math>", "<select><option>",
@@ -90,7 +100,8 @@ FRAGMENTS = [
 ]  # fmt: skip
 CONTENT_TYPES = [
     "text/html", "text/html; charset=utf-8", "text/html; charset=gbk", "text/html; charset=big5",
-    "text/html; charset=utf-16", "text/html; charset=latin-1", "text/html; charset=bogus", "text/html; charset=",
+    "text/html; charset=utf-16", "text/html; charset=latin-1", "text/html; charset=bogus", ("text/html; "
+                                                                                           "charset="),
     "text/plain", "text/plain; charset=gb2312", "application/xhtml+xml", "application/xml", None,
 ]  # fmt: skip
 CHARSETS = [None, "utf-8", "utf8", "gbk", "gb2312", "gb18030", "big5", "big5-hkscs", "latin-1", "ascii",
@@ -108,13 +119,15 @@ SPECIAL_CHARS = (
 )
 
 
-
 def _longer(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    """Hypothesis keeps most drawn strings short: repeat some of them, up to 40 times, for inputs of kilobytes."""
+    """Hypothesis keeps most drawn strings short: repeat some of them, up to 40 times, for inputs of
+    kilobytes."""
     return st.builds(lambda value, times: value * times, strategy, st.integers(1, 40) | st.just(1))
 
 
-any_text = _longer(st.text(st.characters(blacklist_categories=()), max_size=300))  # every code point, surrogates too
+any_text = _longer(
+    st.text(st.characters(blacklist_categories=()), max_size=300)
+)  # every code point, surrogates too
 special_text = _longer(st.text(st.sampled_from(SPECIAL_CHARS) | st.characters(), max_size=300))
 cjk_text = _longer(st.text(st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF) | st.sampled_from("，。！？、\n "),
                            max_size=300))  # fmt: skip
@@ -124,7 +137,9 @@ markup = st.lists(
     | st.text(max_size=40)
     | st.integers(1, 3000).map(lambda n: "<div>" * n)  # deep nesting
     | st.integers(1, 200_000).map(lambda n: f'<div class="{"x" * n}">')  # huge attributes
-    | st.integers(1, 2000).map(lambda n: "<p " + " ".join(f"a{i}=v" for i in range(n)) + ">"),  # many attributes
+    | st.integers(1, 2000).map(
+        lambda n: "<p " + " ".join(f"a{i}=v" for i in range(n)) + ">"
+    ),  # many attributes
     max_size=60,
 ).map("".join)
 
@@ -202,8 +217,8 @@ def test_fuzz_charset_decoder(data: bytes, declared: str | None) -> None:
 @example(text="plain ASCII page", declared="utf-16")
 @example(text="a+b-c", declared="utf-7")
 def test_fuzz_utf8_text_survives_any_claim(text: str, declared: str | None) -> None:
-    """Valid UTF-8 without control characters reads back as itself whatever charset it claims (a leading U+FEFF
-    is read as the byte-order mark it is)."""
+    """Valid UTF-8 without control characters reads back as itself whatever charset it claims (a leading
+    U+FEFF is read as the byte-order mark it is)."""
     result = run("decode", text.encode("utf-8"), declared, label="decode_bytes (UTF-8 round trip)")
     assert result["undecodable"] is None, result
     assert result["text"] == text.removeprefix("\ufeff"), (result["encoding"], result["text"][:80])
@@ -242,7 +257,9 @@ def giant(target: str, *args: Any, label: str) -> Any:
 
 def test_a_9_mb_page_of_nested_divs() -> None:
     page = ("repeat", b"<html><body>", b"<div>", 1_800_000, f"<p>{CHAPTER}</p>".encode())
-    result = giant("html_page", page, "text/html; charset=utf-8", MAX_LINKS, MAX_CHARS, label="9 MB nested divs")
+    result = giant(
+        "html_page", page, "text/html; charset=utf-8", MAX_LINKS, MAX_CHARS, label="9 MB nested divs"
+    )
     assert CHAPTER in result["text"] and "flattened" in result["note"], result
 
 
@@ -263,7 +280,13 @@ def test_50_mb_of_one_character() -> None:
 
 
 def test_a_million_attributes() -> None:
-    page = ("numbered", b"<html><body><div ", "a{}=x ", 1_000_000, f'class="gg">广告</div><p>{CHAPTER}</p>'.encode())
+    page = (
+        "numbered",
+        b"<html><body><div ",
+        "a{}=x ",
+        1_000_000,
+        f'class="gg">广告</div><p>{CHAPTER}</p>'.encode(),
+    )
     result = giant("html_page", page, "text/html", MAX_LINKS, MAX_CHARS, label="a million attributes")
     assert "cut to their first attributes" in result["note"], result
 

@@ -1,9 +1,10 @@
-"""Issue 12's "done when": the whole process set comes up from deploy/ with one command and goes down with one.
+"""Issue 12's "done when": the whole process set comes up from deploy/ with one command and goes down with
+one.
 
 ``deploy/process_set.py up`` (what ``make up`` runs) against a PostgreSQL database it must create, Redis and a
 spare admin port; then, with nothing but the running processes, a monitored loopback site is crawled by the
-crawler when the scheduler says it is due and its copies are found by the workers; ``/healthz`` answers 200 and
-``fptrack ping`` finds a worker and a crawler. ``down`` then stops every process ``up`` started, the crawl
+crawler when the scheduler says it is due and its copies are found by the workers; ``/healthz`` answers 200
+and ``fptrack ping`` finds a worker and a crawler. ``down`` then stops every process ``up`` started, the crawl
 process the crawler started included, and nothing else: a bystander process and the shared services live on.
 """
 
@@ -26,11 +27,11 @@ import redis
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from deploy import process_set
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Match, Site
-from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL, _admin_engine, _pg_url
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.sites import render_chapter
@@ -65,7 +66,9 @@ def _alive(pid: int, started: int | None) -> bool:
     return started is not None and process_set.start_time(pid) == started
 
 
-def _wait_for(condition: Callable[[], bool], seconds: float, every: Callable[[], None] = lambda: None) -> bool:
+def _wait_for(
+    condition: Callable[[], bool], seconds: float, every: Callable[[], None] = lambda: None
+) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         every()
@@ -124,11 +127,26 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
         with serve_live_site() as site, serve_live_site() as slow:
             _fill(site)
             # a second site crawled slowly (a request every 2 s), still crawling when the set goes down
-            slow.set("/", "<html><body>" + "".join(f'<a href="/{n}.html">{n}</a>' for n in range(60)) + "</body></html>")
+            slow.set(
+                "/",
+                "<html><body>"
+                + "".join(f'<a href="/{n}.html">{n}</a>' for n in range(60))
+                + "</body></html>",
+            )
             for n in range(60):
                 slow.set(f"/{n}.html", f"<html><body><p>第{n}页：与登记的作品无关的文字。</p></body></html>")
             fptrack("works", "add", str(DEMO_DATA / "lighthouse.txt"), "--title", "灯塔")
-            fptrack("sites", "add", "pirate", site.base + "/", "--schedule", "1h", "--depth", "1", "--allow-private")
+            fptrack(
+                "sites",
+                "add",
+                "pirate",
+                site.base + "/",
+                "--schedule",
+                "1h",
+                "--depth",
+                "1",
+                "--allow-private",
+            )
             fptrack("sites", "add", "slow", slow.base + "/", "--schedule", "1h", "--depth", "1", "--delay", "2",
                     "--allow-private")  # fmt: skip
             engine = create_engine_for(Settings(database_url=url))
@@ -137,19 +155,25 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
                 with Session(engine) as session:
                     chapters = session.scalars(select(func.count(func.distinct(Match.chapter_id)))).one()
                     finished = session.scalars(
-                        select(CrawlJob.id).where(CrawlJob.trigger == "schedule", CrawlJob.status == "finished")
+                        select(CrawlJob.id).where(
+                            CrawlJob.trigger == "schedule", CrawlJob.status == "finished"
+                        )
                     ).first()
                 return chapters == 2 and finished is not None
 
             found = _wait_for(copies_found, 240, every=note_processes)
             log = (tmp_path / "data" / process_set.LOG_FILE).read_text(errors="replace")
             assert found, log[-4000:]
-            assert list((tmp_path / "data" / "logs").glob("site-*.log")), "the crawls ran in processes of their own"
+            assert list((tmp_path / "data" / "logs").glob("site-*.log")), (
+                "the crawls ran in processes of their own"
+            )
 
             def slow_crawl_running() -> bool:
                 return any("sites run slow" in _command_line(pid) for pid in seen if _alive(pid, seen[pid]))
 
-            crawling = _wait_for(lambda: slow_crawl_running() and bool(slow.page_requests()), 120, every=note_processes)
+            crawling = _wait_for(
+                lambda: slow_crawl_running() and bool(slow.page_requests()), 120, every=note_processes
+            )
             assert crawling, sorted(map(_command_line, seen))
 
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
@@ -168,7 +192,11 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
         survivors = [_command_line(pid) for pid in seen if _alive(pid, seen[pid])]
         assert survivors == []
         with Session(engine) as session:  # the interrupted crawl said so (it runs again when next due)
-            statuses = dict(session.execute(select(Site.name, CrawlJob.status).join(Site, Site.id == CrawlJob.site_id)).all())
+            statuses = dict(
+                session.execute(
+                    select(Site.name, CrawlJob.status).join(Site, Site.id == CrawlJob.site_id)
+                ).all()
+            )
         assert statuses == {"pirate": "finished", "slow": "interrupted"}, statuses
         assert not pid_file.exists()
         assert bystander.poll() is None, "down stopped a process it did not start"

@@ -13,7 +13,12 @@ def fptrack(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
     environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     environ.update(FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_CRAWL_TIMEOUT="3", **env)
     return subprocess.run(
-        [sys.executable, "-m", "fptrack.cli", *args], env=environ, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-m", "fptrack.cli", *args],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 

@@ -1,4 +1,5 @@
-"""A generated pirate site of known copies, for the tests that crawl it through workers and count what came out.
+"""A generated pirate site of known copies, for the tests that crawl it through workers and count what came
+out.
 
 ::
 
@@ -17,9 +18,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, Page
-from fptrack.core.settings import Settings
 from tests.support.sites import Page as SitePage
 from tests.support.sites import chapter_page
 
@@ -30,21 +31,24 @@ CHAPTERS = demo_chapters("lighthouse.txt")
 
 
 def copy_site(copies: int, others: int = 0) -> dict[str, SitePage]:
-    """``copies`` pages each copying one of the three chapters (with a distinct header line), ``others`` pages of
-    unrelated generated text, and an index linking them all."""
+    """``copies`` pages each copying one of the three chapters (with a distinct header line), ``others`` pages
+    of unrelated generated text, and an index linking them all."""
     pages: dict[str, SitePage] = {}
     for n in range(copies):
         chapter = CHAPTERS[n % 3]
         pages[f"/c/{n}.html"] = chapter_page(f"第{n}页", [f"第{n}页 本站地址", *chapter.split("\n")])
     for n in range(others):
-        pages[f"/o/{n}.html"] = chapter_page("杂记", [f"第{n}篇。" + "今天天气晴朗，我们去公园散步。" * (5 + n % 7)])
+        pages[f"/o/{n}.html"] = chapter_page(
+            "杂记", [f"第{n}篇。" + "今天天气晴朗，我们去公园散步。" * (5 + n % 7)]
+        )
     links = "".join(f'<a href="{path}">{path}</a> ' for path in pages)
     pages["/"] = SitePage.html(f"<html><body>{links}</body></html>")
     return pages
 
 
 def expected_copies(copies: int) -> dict[str, int]:
-    """What :func:`copy_site` copies: path -> index (0-based) of the chapter of :data:`WORK` the page holds."""
+    """What :func:`copy_site` copies: path -> index (0-based) of the chapter of :data:`WORK` the page
+    holds."""
     return {f"/c/{n}.html": n % 3 for n in range(copies)}
 
 
@@ -54,7 +58,9 @@ def pipeline_counts(settings: Settings) -> tuple[int, int, int]:
     try:
         with Session(engine) as session:
             pages = session.scalar(select(func.count()).select_from(Page)) or 0
-            pending = session.scalar(select(func.count()).select_from(Page).where(Page.compared_at.is_(None))) or 0
+            pending = (
+                session.scalar(select(func.count()).select_from(Page).where(Page.compared_at.is_(None))) or 0
+            )
             matches = session.scalar(select(func.count()).select_from(Match)) or 0
             return int(pages), int(pending), int(matches)
     finally:

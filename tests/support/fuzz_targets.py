@@ -1,12 +1,12 @@
 """The fuzz targets run inside :class:`tests.support.sandbox.Sandbox`: each calls product code on one input,
 checks the invariants that hold for every input, and returns a small summary (never the big output).
 
-An input is either the value itself or a recipe the child expands, so that 50 MB inputs are not pickled through
-a pipe: ``("repeat", prefix, unit, count, suffix)`` is ``prefix + unit * count + suffix`` and ``("numbered",
-prefix, template, count, suffix)`` puts ``template.format(i)`` for ``i`` in ``range(count)`` between them (str or
-bytes alike; a numbered bytes template is formatted as str and encoded in UTF-8). An invariant that does not hold
-raises ``AssertionError``; the only exception a target lets through is the one its product code documents.
-"""
+An input is either the value itself or a recipe the child expands, so that 50 MB inputs are not pickled
+through a pipe: ``("repeat", prefix, unit, count, suffix)`` is ``prefix + unit * count + suffix`` and
+``("numbered", prefix, template, count, suffix)`` puts ``template.format(i)`` for ``i`` in ``range(count)``
+between them (str or bytes alike; a numbered bytes template is formatted as str and encoded in UTF-8). An
+invariant that does not hold raises ``AssertionError``; the only exception a target lets through is the one
+its product code documents."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def build(spec: Input) -> str | bytes:
 
 
 def _storable(text: str, what: str) -> None:
-    """Text a database keeps as it is: a str, no NUL (PostgreSQL refuses it), no lone surrogate (UTF-8 refuses it)."""
+    """Text a database keeps as it is: a str, no NUL (PostgreSQL refuses it), no lone surrogate (UTF-8 refuses
+    it)."""
     assert isinstance(text, str), f"{what} is {type(text).__name__}, not str"
     assert "\x00" not in text, f"{what} holds a NUL character"
     try:
@@ -50,7 +51,9 @@ def _storable(text: str, what: str) -> None:
         raise AssertionError(f"{what} holds a lone surrogate at {error.start}") from None
 
 
-def _check_extracted(text: str, title: str, links: tuple[str, ...], max_links: int | None, max_chars: int | None) -> None:
+def _check_extracted(
+    text: str, title: str, links: tuple[str, ...], max_links: int | None, max_chars: int | None
+) -> None:
     from fptrack.crawler.extract import tidy_whitespace
 
     _storable(text, "text")
@@ -68,7 +71,9 @@ def _check_extracted(text: str, title: str, links: tuple[str, ...], max_links: i
         assert link.startswith(("http://", "https://")) and "#" not in link, f"bad link {link[:80]!r}"
 
 
-def html_page(spec: Input, content_type: str | None, max_links: int | None, max_chars: int | None) -> dict[str, Any]:
+def html_page(
+    spec: Input, content_type: str | None, max_links: int | None, max_chars: int | None
+) -> dict[str, Any]:
     """A response body through :func:`crawler.parse.parse_response`, which never raises for bad content."""
     from scrapy.http import HtmlResponse
 
@@ -102,7 +107,8 @@ def extract(spec: Input, base_url: str, max_links: int | None, max_chars: int | 
 
 
 def decode(spec: Input, declared: str | None) -> dict[str, Any]:
-    """Bytes through :func:`fingerprint.encoding.decode_bytes`: text, or its documented ``UndecodableError``."""
+    """Bytes through :func:`fingerprint.encoding.decode_bytes`: text, or its documented
+    ``UndecodableError``."""
     from fptrack.fingerprint.encoding import UndecodableError, decode_bytes, normalise_encoding_name
 
     data = build(spec)
@@ -120,7 +126,8 @@ def decode(spec: Input, declared: str | None) -> dict[str, Any]:
 
 def normalise(spec: Input, provenance: bool) -> dict[str, Any]:
     """:func:`fingerprint.normalize.normalize`: kept characters only, an offset map that points back into the
-    source, idempotent; with ``provenance`` (small inputs) each output character comes from its source character."""
+    source, idempotent; with ``provenance`` (small inputs) each output character comes from its source
+    character."""
     import numpy as np
 
     from fptrack.fingerprint.normalize import is_kept_char, normalize
@@ -146,8 +153,8 @@ def normalise(spec: Input, provenance: bool) -> dict[str, Any]:
 
 
 def chapters(spec: Input) -> dict[str, Any]:
-    """:func:`compare.chapters.split_chapters`: chapters in order, back to back, covering the text from the first
-    chapter to the end; what comes before is short front matter; no chapter without text only for a text
+    """:func:`compare.chapters.split_chapters`: chapters in order, back to back, covering the text from the
+    first chapter to the end; what comes before is short front matter; no chapter without text only for a text
     without words."""
     import re
 
@@ -175,8 +182,8 @@ def chapters(spec: Input) -> dict[str, Any]:
 
 
 def fingerprints(spec: Input) -> dict[str, Any]:
-    """:func:`fingerprint.pipeline.fingerprint_text` end to end: one initial per normalised character, a 64-bit
-    Simhash, codes that fit a signed BIGINT at positions inside the text."""
+    """:func:`fingerprint.pipeline.fingerprint_text` end to end: one initial per normalised character, a
+    64-bit Simhash, codes that fit a signed BIGINT at positions inside the text."""
     from fptrack.fingerprint.pipeline import fingerprint_text
 
     text = build(spec)
@@ -188,5 +195,11 @@ def fingerprints(spec: Input) -> dict[str, Any]:
     for kind, codes in result.index_codes().items():
         for code, position in codes:
             assert -(2**63) <= code < 2**63, f"{kind} code outside a BIGINT"
-            assert 0 <= position <= max(size, len(result.initials)), f"{kind} position {position} outside the text"
-    return {"chars": len(text), "normalised": size, "codes": sum(len(c) for c in result.index_codes().values())}
+            assert 0 <= position <= max(size, len(result.initials)), (
+                f"{kind} position {position} outside the text"
+            )
+    return {
+        "chars": len(text),
+        "normalised": size,
+        "codes": sum(len(c) for c in result.index_codes().values()),
+    }

@@ -21,7 +21,8 @@ _FOOTER = '<div class="footer">本站所有小说均由网友上传，如有侵�
 
 
 def json_chapter(title: str, endpoint: str, *, encoding: str = "gbk") -> Page:
-    """A chapter page whose paragraphs arrive from ``endpoint`` (JSON ``{"paragraphs": [...]}``) after load."""
+    """A chapter page whose paragraphs arrive from ``endpoint`` (JSON ``{"paragraphs": [...]}``) after
+    load."""
     script = (
         f"fetch({json.dumps(endpoint)}).then(function (r) {{ return r.json(); }}).then(function (data) {{"
         " var box = document.getElementById('content'); box.innerHTML = '';"
@@ -30,7 +31,8 @@ def json_chapter(title: str, endpoint: str, *, encoding: str = "gbk") -> Page:
     )
     markup = (
         f'<!DOCTYPE html><html><head><meta charset="{encoding}"><title>{html.escape(title)}</title>'
-        f"<script src='/js/common.js'></script></head><body>{_NAV}<div class='bookname'><h1>{html.escape(title)}</h1></div>"
+        f"<script src='/js/common.js'></script></head><body>{_NAV}<div "
+        f"class='bookname'><h1>{html.escape(title)}</h1></div>"
         f"<div id='content'>正在加载……</div>{_FOOTER}<script>{script}</script></body></html>"
     )
     return Page(markup.encode(encoding), content_type="text/html")
@@ -46,7 +48,8 @@ def written_chapter(title: str, paragraphs: Sequence[str]) -> Page:
     writes = "".join(f"document.write({json.dumps('<p>' + html.escape(p) + '</p>')});" for p in paragraphs)
     markup = (
         f"<!DOCTYPE html><html><head><title>{html.escape(title)}</title></head><body>{_NAV}"
-        f"<h1>{html.escape(title)}</h1><div id='content'><script>{writes}</script></div>{_FOOTER}</body></html>"
+        f"<h1>{html.escape(title)}</h1><div "
+        f"id='content'><script>{writes}</script></div>{_FOOTER}</body></html>"
     )
     return Page.html(markup)
 

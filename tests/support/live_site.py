@@ -8,9 +8,9 @@
         site.requests                                               # [(path, {header: value}), ...]
 
 Every page has an ``ETag`` (a hash of its body) and a ``Last-Modified`` (when it was last set, to the second);
-``If-None-Match`` naming the current ETag, or (without ``If-None-Match``) an ``If-Modified-Since`` not older than
-``Last-Modified``, gets ``304 Not Modified`` with no body (RFC 9110, section 13.2.2). ``conditional=False``
-serves the validators but ignores the conditions (a server that always answers in full).
+``If-None-Match`` naming the current ETag, or (without ``If-None-Match``) an ``If-Modified-Since`` not older
+than ``Last-Modified``, gets ``304 Not Modified`` with no body (RFC 9110, section 13.2.2).
+``conditional=False`` serves the validators but ignores the conditions (a server that always answers in full).
 """
 
 from __future__ import annotations
@@ -57,7 +57,9 @@ class LiveSite:
         body = markup.encode("utf-8")
         with self.lock:
             self.gone.pop(path, None)
-            self.pages[path] = _Entry(body, '"' + hashlib.sha256(body).hexdigest()[:16] + '"', modified or time.time())
+            self.pages[path] = _Entry(
+                body, '"' + hashlib.sha256(body).hexdigest()[:16] + '"', modified or time.time()
+            )
 
     def remove(self, path: str, *, status: int = 404) -> None:
         with self.lock:

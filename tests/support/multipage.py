@@ -20,8 +20,9 @@ def part_paths(first: str, count: int) -> list[str]:
 
 
 def split_chapter_pages(first: str, title: str, parts: Sequence[str]) -> dict[str, Page]:
-    """One page per part; each but the last links its next part with "下一页" (and says the chapter goes on), each
-    but the first links back with "上一页"; every page also has "上一章"/"下一章" links, which must never chain."""
+    """One page per part; each but the last links its next part with "下一页" (and says the chapter goes on),
+    each but the first links back with "上一页"; every page also has "上一章"/"下一章" links, which must never
+    chain."""
     paths = part_paths(first, len(parts))
     pages = {}
     for number, (path, text) in enumerate(zip(paths, parts, strict=True)):
@@ -30,7 +31,8 @@ def split_chapter_pages(first: str, title: str, parts: Sequence[str]) -> dict[st
         body = f"<p>{html.escape(text)}</p>" + (f"<p>{CONTINUED}</p>" if more else "")
         pages[path] = Page.html(
             f"<!DOCTYPE html><html><head><title>{html.escape(title)}</title></head><body>"
-            f"<div class='nav'><a href='/'>首页</a></div><h1>{html.escape(title)}（{number + 1}/{len(parts)}）</h1>"
+            "<div class='nav'><a "
+            f"href='/'>首页</a></div><h1>{html.escape(title)}（{number + 1}/{len(parts)}）</h1>"
             f"<div id='content'>{body}</div>"
             f"<div class='page'>{back} <a href='/book/6.html'>上一章</a> <a href='/book/'>目录</a> "
             f"<a href='/book/8.html'>下一章</a> {more}</div></body></html>"
@@ -39,8 +41,8 @@ def split_chapter_pages(first: str, title: str, parts: Sequence[str]) -> dict[st
 
 
 def demo_chapter_slices() -> list[str]:
-    """Three consecutive slices of the first chapter of the demo's ``lighthouse.txt``, 42 characters each: under
-    the 50 of a quotation, so that only the parts joined are a copy."""
+    """Three consecutive slices of the first chapter of the demo's ``lighthouse.txt``, 42 characters each:
+    under the 50 of a quotation, so that only the parts joined are a copy."""
     # imported here: the crawler's unit tests use this module without loading the command line's package
     from fptrack.cli.demo import demo_chapters
 

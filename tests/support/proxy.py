@@ -36,10 +36,13 @@ class ProxyListener:
                 except OSError:
                     continue
                 self.received.append(data.decode("latin-1").split("\r\n", 1)[0])
-                body = "<p>经由代理取得的页面，内容并不重要，只要能证明代理确实收到了请求就可以了。</p>".encode()
+                body = (
+                    "<p>经由代理取得的页面，内容并不重要，只要能证明代理确实收到了请求就可以了。</p>".encode()
+                )
                 connection.sendall(
                     b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n"
-                    + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                    + body
                 )
 
     def close(self) -> None:

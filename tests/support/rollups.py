@@ -1,5 +1,6 @@
 """The roll-up of the matches recomputed in Python, the reference the database's kept ``match_rollups`` must
-equal (tests/integration/analytics/test_kept_rollups.py, and ``fptrack analytics rebuild`` in the CLI's tests)."""
+equal (tests/integration/analytics/test_kept_rollups.py, and ``fptrack analytics rebuild`` in the CLI's
+tests)."""
 
 from __future__ import annotations
 

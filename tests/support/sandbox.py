@@ -1,13 +1,12 @@
-"""A child Python process that runs fuzz targets under limits, so that a hang, a crash or a memory blow-up is a
-test failure and not a stuck or killed test run.
+"""A child Python process that runs fuzz targets under limits, so that a hang, a crash or a memory blow-up is
+a test failure and not a stuck or killed test run.
 
 The child (``python -c 'from tests.support.sandbox import serve; serve()'``) imports
 :mod:`tests.support.fuzz_targets`, then sets ``RLIMIT_AS`` (address space: an allocation past it is a
 ``MemoryError``) and ``RLIMIT_CPU`` (a backstop for the whole child), and answers calls read from its stdin:
-length-prefixed pickles of ``(target name, args)``. The parent waits for each answer at most ``timeout`` seconds
-of wall-clock time; past that it kills the child (a hang), and a child that dies answers nothing (a crash). Either
-way the next call starts a fresh child.
-"""
+length-prefixed pickles of ``(target name, args)``. The parent waits for each answer at most ``timeout``
+seconds of wall-clock time; past that it kills the child (a hang), and a child that dies answers nothing (a
+crash). Either way the next call starts a fresh child."""
 
 from __future__ import annotations
 
@@ -67,7 +66,9 @@ class Sandbox:
         self._child: subprocess.Popen[bytes] | None = None
 
     def _start(self) -> subprocess.Popen[bytes]:
-        environ = dict(os.environ, FUZZ_MEMORY_BYTES=str(self.memory_bytes), FUZZ_CPU_SECONDS=str(self.cpu_seconds))
+        environ = dict(
+            os.environ, FUZZ_MEMORY_BYTES=str(self.memory_bytes), FUZZ_CPU_SECONDS=str(self.cpu_seconds)
+        )
         environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), environ.get("PYTHONPATH", "")]))
         child = subprocess.Popen(
             [sys.executable, "-c", "from tests.support.sandbox import serve; serve()"],
@@ -91,7 +92,9 @@ class Sandbox:
             _send(child.stdin, (target, args))  # type: ignore[arg-type]
         except BrokenPipeError:
             self._child = None
-            raise SandboxFailure(f"{target}: the sandbox died before the call (exit {child.wait()})") from None
+            raise SandboxFailure(
+                f"{target}: the sandbox died before the call (exit {child.wait()})"
+            ) from None
         ready, _, _ = select.select([child.stdout], [], [], timeout)
         if not ready:
             self.close()

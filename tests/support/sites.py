@@ -105,8 +105,8 @@ class SiteURL(str):
 
     @property
     def key(self) -> str:
-        """The site key (``127.0.0.1:<port>``): what a crawl must be allowed to reach, loopback being refused by
-        the private-address guard unless allowed (``--allow-private-host``)."""
+        """The site key (``127.0.0.1:<port>``): what a crawl must be allowed to reach, loopback being refused
+        by the private-address guard unless allowed (``--allow-private-host``)."""
         return self.split("://", 1)[1]
 
     @property
@@ -115,7 +115,9 @@ class SiteURL(str):
         return [path for path in self.requests if path != "/robots.txt"]
 
 
-def _handler_for(pages: Mapping[str, Page | Redirect | Generated], site: SiteURL) -> type[BaseHTTPRequestHandler]:
+def _handler_for(
+    pages: Mapping[str, Page | Redirect | Generated], site: SiteURL
+) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -129,7 +131,12 @@ def _handler_for(pages: Mapping[str, Page | Redirect | Generated], site: SiteURL
             found = pages.get(path) or pages.get(urlsplit(path).path)
             if found is None:
                 found = next(
-                    (g for prefix, g in pages.items() if isinstance(g, Generated) and path.startswith(prefix)), None
+                    (
+                        g
+                        for prefix, g in pages.items()
+                        if isinstance(g, Generated) and path.startswith(prefix)
+                    ),
+                    None,
                 )
             spec = found.render(path) if isinstance(found, Generated) else found
             if spec is None:
@@ -254,7 +261,8 @@ def _paragraphs_br(paragraphs: Sequence[str]) -> str:
 def _biquge(title: str, paragraphs: Sequence[str]) -> str:
     return (
         f"{_NAV}<div class='content_read'><div class='box_con'>"
-        f"<div class='con_top'><a href='/'>书友小说网</a> &gt; <a href='/book/1/'>某书</a> &gt; {html_lib.escape(title)}</div>"
+        "<div class='con_top'><a href='/'>书友小说网</a> &gt; <a href='/book/1/'>某书</a> &gt; "
+        f"{html_lib.escape(title)}</div>"
         f"<div class='bookname'><h1>{html_lib.escape(title)}</h1>{_CHAPTER_BAR}</div>"
         f"<div id='content'>{_PROMO_LINE}<br /><br />{_paragraphs_br(paragraphs)}</div>"
         f"{_CHAPTER_BAR}</div></div>{_FOOTER}"
@@ -264,7 +272,8 @@ def _biquge(title: str, paragraphs: Sequence[str]) -> str:
 def _p_paragraphs(title: str, paragraphs: Sequence[str]) -> str:
     body = "".join(f"<p>\u3000\u3000{html_lib.escape(p)}</p>" for p in paragraphs)
     return (
-        f"<header class='site-header'><a href='/'>首页</a> | <a href='/top/'>排行</a> | <a href='/full/'>全本</a></header>"
+        "<header class='site-header'><a href='/'>首页</a> | <a href='/top/'>排行</a> | <a "
+        "href='/full/'>全本</a></header>"
         f"{_NAV}<div class='reader'><h1 class='chapter-title'>{html_lib.escape(title)}</h1>"
         f"<div class='read-content'>{body}</div>{_CHAPTER_BAR}</div>"
         f"<ul class='related'><li><a href='/b/2/'>推荐：另一本书</a></li><li><a href='/b/3/'>推荐：第三本书</a></li></ul>"
@@ -299,7 +308,8 @@ def _html5_article(title: str, paragraphs: Sequence[str]) -> str:
     return (
         f"<nav><a href='/'>首页</a><a href='/list/'>书库</a><a href='/rank/'>排行</a></nav>"
         f"<main><article><h1>{html_lib.escape(title)}</h1>{body}</article>"
-        f"<aside><h3>热门推荐</h3><ul><li><a href='/b/9/'>热门书一</a></li><li><a href='/b/8/'>热门书二</a></li></ul></aside></main>"
+        "<aside><h3>热门推荐</h3><ul><li><a href='/b/9/'>热门书一</a></li><li><a "
+        "href='/b/8/'>热门书二</a></li></ul></aside></main>"
         f"<footer>Copyright 2024 示例书站 备案号：京ICP备00000000号</footer>"
     )
 

@@ -28,7 +28,16 @@ def worker_processes(env: dict[str, str], log_dir: Path, count: int) -> Iterator
             logs.append(log)
             processes.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "fptrack.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
+                    [
+                        sys.executable,
+                        "-m",
+                        "fptrack.cli",
+                        "worker",
+                        "--concurrency",
+                        "1",
+                        "--loglevel",
+                        "INFO",
+                    ],
                     env=env,
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -1,9 +1,9 @@
-"""storage at scale: sites, crawl jobs, review decisions, corpus statistics; the Simhash index becomes expression
-b-trees on fingerprints.value; re-split (hot) buckets; a slimmer code index
+"""storage at scale: sites, crawl jobs, review decisions, corpus statistics; the Simhash index becomes
+expression b-trees on fingerprints.value; re-split (hot) buckets; a slimmer code index
 
 Data is kept: pages gain their site (one per existing host); the old ``simhash_index`` rows are derived data
-(the Simhash itself is ``fingerprints.value``) and are replaced by the expression indexes; ``code_index`` rows are
-copied into the new shape.
+(the Simhash itself is ``fingerprints.value``) and are replaced by the expression indexes; ``code_index`` rows
+are copied into the new shape.
 
 Revision ID: 0002
 Revises: 0001
@@ -61,14 +61,16 @@ def upgrade() -> None:
             "status IN ('queued', 'running', 'finished', 'failed', 'cancelled')",
             name="ck_crawl_jobs_known_status",
         ),
-        sa.ForeignKeyConstraint(["site_id"], ["sites.id"], name="fk_crawl_jobs_site_id_sites", ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["site_id"], ["sites.id"], name="fk_crawl_jobs_site_id_sites", ondelete="SET NULL"
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_crawl_jobs"),
     )
     op.create_index("ix_crawl_jobs_site_id", "crawl_jobs", ["site_id"])
     op.create_index("ix_crawl_jobs_started_at", "crawl_jobs", ["started_at"])
 
-    # Plain ALTER TABLE ADD COLUMN on both backends: a batch (copy-and-swap) of ``pages`` on SQLite would drop the
-    # old table, and with foreign keys on that cascades into fingerprints and matches.
+    # Plain ALTER TABLE ADD COLUMN on both backends: a batch (copy-and-swap) of ``pages`` on SQLite would drop
+    # the old table, and with foreign keys on that cascades into fingerprints and matches.
     op.add_column("pages", sa.Column("content_type", sa.String(200), nullable=False, server_default=""))
     op.add_column("pages", sa.Column("error", sa.Text(), nullable=False, server_default=""))
     op.add_column("pages", sa.Column("fingerprinted_at", sa.DateTime(timezone=True), nullable=True))
@@ -84,9 +86,16 @@ def upgrade() -> None:
     else:
         op.add_column("pages", sa.Column("site_id", BigId, nullable=True))
         op.add_column("pages", sa.Column("crawl_job_id", BigId, nullable=True))
-        op.create_foreign_key("fk_pages_site_id_sites", "pages", "sites", ["site_id"], ["id"], ondelete="SET NULL")
         op.create_foreign_key(
-            "fk_pages_crawl_job_id_crawl_jobs", "pages", "crawl_jobs", ["crawl_job_id"], ["id"], ondelete="SET NULL"
+            "fk_pages_site_id_sites", "pages", "sites", ["site_id"], ["id"], ondelete="SET NULL"
+        )
+        op.create_foreign_key(
+            "fk_pages_crawl_job_id_crawl_jobs",
+            "pages",
+            "crawl_jobs",
+            ["crawl_job_id"],
+            ["id"],
+            ondelete="SET NULL",
         )
     op.create_index("ix_pages_site_id", "pages", ["site_id"])
     op.create_index("ix_pages_crawl_job_id", "pages", ["crawl_job_id"])
@@ -165,7 +174,9 @@ def upgrade() -> None:
             name="fk_simhash_hot_index_fingerprint_id_fingerprints",
             ondelete="CASCADE",
         ),
-        sa.PrimaryKeyConstraint("fingerprint_id", "layout", "table_no", "sub_no", name="pk_simhash_hot_index"),
+        sa.PrimaryKeyConstraint(
+            "fingerprint_id", "layout", "table_no", "sub_no", name="pk_simhash_hot_index"
+        ),
     )
     op.create_index(
         "ix_simhash_hot_index_lookup",
@@ -182,7 +193,9 @@ def upgrade() -> None:
         sa.Column("kind", sa.String(40), nullable=False),
         sa.Column("code", sa.BigInteger(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["fingerprint_id"], ["fingerprints.id"], name="fk_code_index_fingerprint_id_fingerprints_v2",
+            ["fingerprint_id"],
+            ["fingerprints.id"],
+            name="fk_code_index_fingerprint_id_fingerprints_v2",
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("fingerprint_id", "position", name="pk_code_index_v2"),
@@ -202,7 +215,9 @@ def upgrade() -> None:
             "ALTER TABLE code_index RENAME CONSTRAINT fk_code_index_fingerprint_id_fingerprints_v2 "
             "TO fk_code_index_fingerprint_id_fingerprints"
         )
-    op.create_index("ix_code_index_kind_code", "code_index", ["kind", "code"], postgresql_include=["fingerprint_id"])
+    op.create_index(
+        "ix_code_index_kind_code", "code_index", ["kind", "code"], postgresql_include=["fingerprint_id"]
+    )
 
 
 def downgrade() -> None:

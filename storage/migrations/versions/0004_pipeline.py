@@ -3,8 +3,8 @@
 - ``pages.compared_at`` (how far a page got: a page with text and no ``compared_at`` is picked up again) and
   ``pages.template_masked`` (its verdicts were decided with its site's template masked);
 - ``works.indexed_at`` (a work registered and never indexed is picked up again);
-- ``sites.settled_at`` (when the site's templates were last decided from all its pages); existing site keys stay
-  (a host without a port is the same key under the new rule);
+- ``sites.settled_at`` (when the site's templates were last decided from all its pages); existing site keys
+  stay (a host without a port is the same key under the new rule);
 - ``crawl_jobs``: ``pages_stored``, ``pages_unchanged``, ``copies_found`` and the status ``interrupted``;
 - ``code_index`` loses its foreign key to ``fingerprints`` (its check on every inserted row halved the rate of
   bulk loads); a trigger deletes a fingerprint's rows with it instead;
@@ -42,10 +42,9 @@ def _status_check(statuses: tuple[str, ...]) -> str:
 def _replace_status_check(statuses: tuple[str, ...]) -> None:
     """Swap the CHECK constraint on ``crawl_jobs.status``.
 
-    SQLite cannot alter a constraint: the table is copied and swapped (Alembic's batch mode). With foreign keys on,
-    dropping the old table runs an implicit ``DELETE`` whose ``ON DELETE SET NULL`` would cut every page from its
-    crawl job, so the links are kept aside and put back.
-    """
+    SQLite cannot alter a constraint: the table is copied and swapped (Alembic's batch mode). With foreign
+    keys on, dropping the old table runs an implicit ``DELETE`` whose ``ON DELETE SET NULL`` would cut every
+    page from its crawl job, so the links are kept aside and put back."""
     sqlite = op.get_bind().dialect.name == "sqlite"
     if sqlite:
         op.execute("CREATE TEMPORARY TABLE fptrack_page_jobs AS SELECT id, crawl_job_id FROM pages "
@@ -55,7 +54,8 @@ def _replace_status_check(statuses: tuple[str, ...]) -> None:
         batch.create_check_constraint("known_status", _status_check(statuses))
     if sqlite:
         op.execute(
-            "UPDATE pages SET crawl_job_id = (SELECT j.crawl_job_id FROM fptrack_page_jobs j WHERE j.id = pages.id) "
+            "UPDATE pages SET crawl_job_id = (SELECT j.crawl_job_id FROM fptrack_page_jobs j WHERE j.id = "
+            "pages.id) "
             "WHERE id IN (SELECT id FROM fptrack_page_jobs)"
         )
         op.execute("DROP TABLE fptrack_page_jobs")
@@ -92,18 +92,25 @@ def upgrade() -> None:
         batch.alter_column("owner_id", existing_type=sa.BigInteger(), nullable=False)
         # 0002 built the table under a _v2 name and renamed its constraints on PostgreSQL only
         sqlite = op.get_bind().dialect.name == "sqlite"
-        batch.drop_constraint(f"fk_code_index_fingerprint_id_fingerprints{'_v2' if sqlite else ''}", type_="foreignkey")
+        batch.drop_constraint(
+            f"fk_code_index_fingerprint_id_fingerprints{'_v2' if sqlite else ''}", type_="foreignkey"
+        )
     for statement in code_index_cascade_ddl(op.get_bind().dialect.name):
         op.execute(statement)
     op.drop_index("ix_code_index_kind_code", table_name="code_index")
     op.create_index(
-        "ix_code_index_code_owner_kind", "code_index", ["code", "owner", "kind"], postgresql_include=["owner_id"]
+        "ix_code_index_code_owner_kind",
+        "code_index",
+        ["code", "owner", "kind"],
+        postgresql_include=["owner_id"],
     )
 
 
 def downgrade() -> None:
     op.drop_index("ix_code_index_code_owner_kind", table_name="code_index")
-    op.create_index("ix_code_index_kind_code", "code_index", ["kind", "code"], postgresql_include=["fingerprint_id"])
+    op.create_index(
+        "ix_code_index_kind_code", "code_index", ["kind", "code"], postgresql_include=["fingerprint_id"]
+    )
     if op.get_bind().dialect.name == "postgresql":
         op.execute("DROP TRIGGER IF EXISTS tr_fingerprints_delete_code_rows ON fingerprints")
         op.execute("DROP FUNCTION IF EXISTS fptrack_delete_code_rows()")
@@ -113,7 +120,11 @@ def downgrade() -> None:
         batch.drop_column("owner_id")
         batch.drop_column("owner")
         batch.create_foreign_key(
-            "fk_code_index_fingerprint_id_fingerprints", "fingerprints", ["fingerprint_id"], ["id"], ondelete="CASCADE"
+            "fk_code_index_fingerprint_id_fingerprints",
+            "fingerprints",
+            ["fingerprint_id"],
+            ["id"],
+            ondelete="CASCADE",
         )
     op.execute("UPDATE crawl_jobs SET status = 'failed' WHERE status = 'interrupted'")
     _replace_status_check(_OLD_STATUSES)

@@ -40,7 +40,9 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("last_used_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
-        sa.ForeignKeyConstraint(["user_id"], ["users.id"], name="fk_api_tokens_user_id_users", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["user_id"], ["users.id"], name="fk_api_tokens_user_id_users", ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_api_tokens"),
         sa.UniqueConstraint("token_sha256", name="uq_api_tokens_token_sha256"),
     )

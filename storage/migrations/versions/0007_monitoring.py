@@ -1,5 +1,5 @@
-"""monitoring: managed sites (start URLs, limits, patterns, schedule, politeness), crawl job trigger and stats,
-claims on scheduled work
+"""monitoring: managed sites (start URLs, limits, patterns, schedule, politeness), crawl job trigger and
+stats, claims on scheduled work
 
 Revision ID: 0007
 Revises: 0006
@@ -36,8 +36,8 @@ _SITE_COLUMNS: list[sa.Column[object]] = [
 
 
 def upgrade() -> None:
-    # Plain ADD COLUMN, never a batch copy: on SQLite a batch recreates the table, and dropping the old ``sites``
-    # would set every ``pages.site_id`` to NULL (ON DELETE SET NULL).
+    # Plain ADD COLUMN, never a batch copy: on SQLite a batch recreates the table, and dropping the old
+    # ``sites`` would set every ``pages.site_id`` to NULL (ON DELETE SET NULL).
     for column in _SITE_COLUMNS:
         op.add_column("sites", column)
     op.add_column("crawl_jobs", sa.Column("trigger", sa.String(20), nullable=False, server_default="cli"))

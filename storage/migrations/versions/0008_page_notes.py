@@ -1,5 +1,5 @@
-"""page notes: what the crawler cut or repaired on a page (text over the character cap, links over the link cap,
-nesting flattened), kept beside the text so a shortened page is never mistaken for the whole page
+"""page notes: what the crawler cut or repaired on a page (text over the character cap, links over the link
+cap, nesting flattened), kept beside the text so a shortened page is never mistaken for the whole page
 
 Revision ID: 0008
 Revises: 0007

@@ -34,7 +34,8 @@ def upgrade() -> None:
         sa.Column("http_status", sa.SmallInteger(), nullable=True),
         sa.Column("detail", sa.Text(), nullable=False, server_default=""),
         sa.CheckConstraint(
-            "outcome IN (" + ", ".join(f"'{o}'" for o in OUTCOMES) + ")", name="ck_takedown_checks_known_outcome"
+            "outcome IN (" + ", ".join(f"'{o}'" for o in OUTCOMES) + ")",
+            name="ck_takedown_checks_known_outcome",
         ),
         sa.ForeignKeyConstraint(
             ["match_id"], ["matches.id"], name="fk_takedown_checks_match_id_matches", ondelete="CASCADE"

@@ -16,7 +16,9 @@ depends_on = None
 
 def upgrade() -> None:
     # Plain ADD COLUMN (see 0007: a batch copy of ``sites`` on SQLite would null every ``pages.site_id``).
-    op.add_column("sites", sa.Column("distributed", sa.Boolean(), nullable=False, server_default=sa.text("false")))
+    op.add_column(
+        "sites", sa.Column("distributed", sa.Boolean(), nullable=False, server_default=sa.text("false"))
+    )
 
 
 def downgrade() -> None:

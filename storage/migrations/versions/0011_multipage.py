@@ -1,5 +1,5 @@
-"""multi-page chapters: each page records the URL of its chapter's next part ("下一页"); a match found on the joined
-parts records the passages on the later parts
+"""multi-page chapters: each page records the URL of its chapter's next part ("下一页"); a match found on the
+joined parts records the passages on the later parts
 
 Revision ID: 0011
 Revises: 0010
@@ -16,7 +16,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    # Plain ADD COLUMN (never a batch copy, which on SQLite would recreate ``pages`` and cascade to its matches).
+    # Plain ADD COLUMN (never a batch copy, which on SQLite would recreate ``pages`` and cascade to its
+    # matches).
     op.add_column("pages", sa.Column("next_part_url", sa.String(2048), nullable=False, server_default=""))
     op.add_column("matches", sa.Column("part_spans", sa.JSON(), nullable=True))
 

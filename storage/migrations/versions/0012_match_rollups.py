@@ -1,5 +1,5 @@
-"""match roll-ups: counts per first-seen day, work, host and status, kept by triggers; the review list's indexes
-end with the match id
+"""match roll-ups: counts per first-seen day, work, host and status, kept by triggers; the review list's
+indexes end with the match id
 
 Revision ID: 0012
 Revises: 0011

@@ -1,5 +1,5 @@
-"""``fptrack serve --production``: gunicorn in a real subprocess on a spare loopback port; a person logs in over
-HTTP and reads the dashboard, as the README's production section says."""
+"""``fptrack serve --production``: gunicorn in a real subprocess on a spare loopback port; a person logs in
+over HTTP and reads the dashboard, as the README's production section says."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from fptrack.storage.db import migrate
 from fptrack.core.settings import Settings
+from fptrack.storage.db import migrate
 from tests.support.accounts import PASSWORD, add_account
 
 pytestmark = pytest.mark.slow
@@ -35,7 +35,10 @@ def _wait_until_up(base_url: str, process: subprocess.Popen[str], timeout: float
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"the server exited with {process.returncode}: {process.stdout.read() if process.stdout else ''}")
+            raise AssertionError(
+                f"the server exited with {process.returncode}: "
+                f"{process.stdout.read() if process.stdout else ''}"
+            )
         try:
             with urllib.request.urlopen(base_url + "/healthz", timeout=2) as response:
                 if response.status == 200:

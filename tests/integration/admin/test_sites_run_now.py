@@ -1,4 +1,4 @@
-""""Run now" on the sites page starts a real crawl the way the scheduler does: a process of its own running
+""" "Run now" on the sites page starts a real crawl the way the scheduler does: a process of its own running
 ``fptrack sites run NAME`` (recorded as trigger ``site``), while the request has already answered. SQLite,
 in-process tasks, a loopback site."""
 
@@ -15,11 +15,11 @@ from flask import Flask
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.admin.web import create_app
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Match, MonitorLock, Site
-from fptrack.core.settings import Settings
 from tests.support.accounts import add_account, csrf_token_in, log_in
 from tests.support.sites import Page, chapter_page, serve_site
 
@@ -46,7 +46,9 @@ def _job(settings: Settings) -> CrawlJob | None:
 
 def test_run_now_crawls_the_site_in_a_process_of_its_own(app: Flask, sqlite_settings: Settings) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
-    env.update(FPTRACK_DATA_DIR=str(sqlite_settings.data_dir), FPTRACK_DATABASE_URL=sqlite_settings.database_url)
+    env.update(
+        FPTRACK_DATA_DIR=str(sqlite_settings.data_dir), FPTRACK_DATABASE_URL=sqlite_settings.database_url
+    )
     registered = subprocess.run([sys.executable, "-m", "fptrack.cli", "works", "add", str(DEMO_DATA / "lighthouse.txt")],
                                 env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert registered.returncode == 0, registered.stderr

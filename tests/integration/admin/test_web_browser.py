@@ -1,12 +1,11 @@
 """The admin in a real browser: Debian's Chromium driven by Playwright against the app on 127.0.0.1.
 
-A reviewer logs in (an account created through the account service), opens the dashboard, goes to a match, sees
-the copied passages highlighted on both sides, confirms it, exports the list as CSV and prints the site's
+A reviewer logs in (an account created through the account service), opens the dashboard, goes to a match,
+sees the copied passages highlighted on both sides, confirms it, exports the list as CSV and prints the site's
 takedown notice (to PDF, through Chromium's own print); the hostile markup in the crawled page never runs.
 Screenshots are saved under ``$FPTRACK_TEST_ARTIFACTS`` (default ``test-artifacts/``) by every run; Chinese
-renders with the CJK font that ``deploy/ensure-services.sh`` installs. Playwright never downloads a browser here: it
-launches ``/usr/bin/chromium`` through ``executable_path``.
-"""
+renders with the CJK font that ``deploy/ensure-services.sh`` installs. Playwright never downloads a browser
+here: it launches ``/usr/bin/chromium`` through ``executable_path``."""
 
 from __future__ import annotations
 
@@ -24,9 +23,9 @@ from sqlalchemy.orm import Session
 from werkzeug.serving import make_server
 
 from fptrack.admin.web import create_app
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Chapter, Match, Page, ReviewDecision, Work
-from fptrack.core.settings import Settings
 from tests.support.accounts import PASSWORD, add_account
 
 pytestmark = pytest.mark.browser
@@ -160,7 +159,9 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
             for index in range(3):
                 chart = charts.nth(index)
                 chart.scroll_into_view_if_needed()
-                page.wait_for_function("image => image.complete && image.naturalWidth > 0", arg=chart.element_handle())
+                page.wait_for_function(
+                    "image => image.complete && image.naturalWidth > 0", arg=chart.element_handle()
+                )
             expect(page.locator("#table-works tbody th")).to_have_text(["渡口"])
             expect(page.locator("#table-hosts tbody th")).to_have_text(["pirate.example"])
             page.screenshot(path=str(ARTIFACTS / "dashboard-all-time.png"), full_page=True)
@@ -207,7 +208,9 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
             assert download.suggested_filename.startswith("fptrack-matches-")
             exported = Path(download.path()).read_text(encoding="utf-8-sig")
             rows = list(csv.DictReader(io.StringIO(exported)))
-            assert [(row["id"], row["status"], row["work_title"]) for row in rows] == [(str(match_id), "confirmed", "渡口")]
+            assert [(row["id"], row["status"], row["work_title"]) for row in rows] == [
+                (str(match_id), "confirmed", "渡口")
+            ]
             assert rows[0]["page_url"].endswith("<script>window.__pwned=1</script>")
             (ARTIFACTS / "matches.csv").write_text(exported, encoding="utf-8")
 
@@ -218,7 +221,9 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
             expect(page.locator("#notice-host")).to_have_text("pirate.example")
             expect(page.locator("#notice-count")).to_contain_text("1 infringing page")
             expect(page.locator("blockquote.passage")).to_have_text(list(COPIED))  # in the match's span order
-            expect(page.locator("h2 .url")).to_have_text('http://pirate.example/read/1.html?x="><script>window.__pwned=1</script>')
+            expect(page.locator("h2 .url")).to_have_text(
+                'http://pirate.example/read/1.html?x="><script>window.__pwned=1</script>'
+            )
             page.screenshot(path=str(ARTIFACTS / "notice.png"), full_page=True)
             pdf = page.pdf(path=str(ARTIFACTS / "notice-printed.pdf"), format="A4")
             assert pdf.startswith(b"%PDF-")
@@ -246,7 +251,13 @@ def test_reviewer_confirms_a_match_and_crawled_markup_never_runs(
     try:
         with Session(engine) as session:
             assert session.scalar(select(Match.status).where(Match.id == match_id)) == "confirmed"
-            decision = session.scalars(select(ReviewDecision).where(ReviewDecision.match_id == match_id)).one()
-            assert (decision.decision, decision.reviewer, decision.note) == ("confirmed", "rita", "whole chapter copied")
+            decision = session.scalars(
+                select(ReviewDecision).where(ReviewDecision.match_id == match_id)
+            ).one()
+            assert (decision.decision, decision.reviewer, decision.note) == (
+                "confirmed",
+                "rita",
+                "whole chapter copied",
+            )
     finally:
         engine.dispose()

@@ -1,5 +1,6 @@
 """The ``match_rollups`` table kept by the database equals the roll-up recomputed from the matches, after any
-sequence of writes through the real services (record_matches, record_decision) and the cascades around them."""
+sequence of writes through the real services (record_matches, record_decision) and the cascades around
+them."""
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ def _seed(session: Session) -> None:
         )
     for n in range(4):
         host = HOSTS[n % len(HOSTS)]
-        session.add(Page(url=f"http://{host}/{n}", final_url=f"http://{host}/{n}", host=host, status=200, text="t"))
+        session.add(
+            Page(url=f"http://{host}/{n}", final_url=f"http://{host}/{n}", host=host, status=200, text="t")
+        )
     session.flush()
 
 
@@ -77,14 +80,26 @@ def _apply(session: Session, step: tuple[object, ...]) -> None:
     kind = step[0]
     if kind == "compare" and pages:
         page = pages[int(step[1]) % len(pages)]  # type: ignore[call-overload]
-        copied = {chapters[i % len(chapters)].id: chapters[i % len(chapters)] for i in sorted(step[2])} if chapters else {}  # type: ignore[attr-defined]
+        chosen = [chapters[i % len(chapters)] for i in sorted(step[2])] if chapters else []  # type: ignore[attr-defined]
+        copied = {chapter.id: chapter for chapter in chosen}
         record_matches(session, [(page.id, page.url)], [[_verdict(c) for c in copied.values()]])
     elif kind == "insert" and pages and chapters:
         page, chapter = pages[int(step[1]) % len(pages)], chapters[int(step[2]) % len(chapters)]  # type: ignore[call-overload]
-        if session.scalar(select(Match.id).where(Match.page_id == page.id, Match.chapter_id == chapter.id)) is None:
+        if (
+            session.scalar(select(Match.id).where(Match.page_id == page.id, Match.chapter_id == chapter.id))
+            is None
+        ):
             seen = START + timedelta(hours=int(step[3]))  # type: ignore[call-overload]
-            session.add(Match(page_id=page.id, work_id=chapter.work_id, chapter_id=chapter.id, score=0.8,
-                              first_seen=seen, last_seen=seen))
+            session.add(
+                Match(
+                    page_id=page.id,
+                    work_id=chapter.work_id,
+                    chapter_id=chapter.id,
+                    score=0.8,
+                    first_seen=seen,
+                    last_seen=seen,
+                )
+            )
     elif kind == "review" and matches:
         record_decision(session, matches[int(step[1]) % len(matches)].id, str(step[2]), "rita")  # type: ignore[call-overload]
     elif kind == "delete_page" and pages:
@@ -102,9 +117,13 @@ def _apply(session: Session, step: tuple[object, ...]) -> None:
     session.expire_all()
 
 
-@hypothesis_settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hypothesis_settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(steps=st.lists(operation, max_size=25))
-def test_kept_rollup_equals_the_rollup_from_scratch(session: Session, steps: list[tuple[object, ...]]) -> None:
+def test_kept_rollup_equals_the_rollup_from_scratch(
+    session: Session, steps: list[tuple[object, ...]]
+) -> None:
     try:
         _seed(session)
         for step in steps:
@@ -129,17 +148,30 @@ def test_dashboard_reads_of_the_rollup(session: Session) -> None:
         (pages[1], chapters[2], datetime(2026, 3, 2, 23, 59, tzinfo=UTC), "flagged"),
         (pages[3], chapters[3], datetime(2026, 3, 9, 8, tzinfo=UTC), "dismissed"),
     ]:
-        session.add(Match(page_id=page.id, work_id=chapter.work_id, chapter_id=chapter.id, score=0.9,
-                          status=status, first_seen=seen, last_seen=seen))
+        session.add(
+            Match(
+                page_id=page.id,
+                work_id=chapter.work_id,
+                chapter_id=chapter.id,
+                score=0.9,
+                status=status,
+                first_seen=seen,
+                last_seen=seen,
+            )
+        )
     session.flush()
 
     days = matches_per_period(session, "day", date(2026, 3, 1), date(2026, 3, 3))
     assert [(p.start, p.total, p.by_status["flagged"]) for p in days] == [
-        (date(2026, 3, 1), 1, 1), (date(2026, 3, 2), 2, 1), (date(2026, 3, 3), 0, 0)
+        (date(2026, 3, 1), 1, 1),
+        (date(2026, 3, 2), 2, 1),
+        (date(2026, 3, 3), 0, 0),
     ]
     weeks = matches_per_period(session, "week", date(2026, 3, 1), date(2026, 3, 10))
     assert [(p.start, p.total) for p in weeks] == [
-        (date(2026, 2, 23), 1), (date(2026, 3, 2), 2), (date(2026, 3, 9), 1)
+        (date(2026, 2, 23), 1),
+        (date(2026, 3, 2), 2),
+        (date(2026, 3, 9), 1),
     ]
     assert status_totals(session) == {"flagged": 2, "confirmed": 1, "dismissed": 1, "licensed": 0}
     assert status_totals(session, since=date(2026, 3, 2))["flagged"] == 1
@@ -151,4 +183,3 @@ def test_dashboard_reads_of_the_rollup(session: Session) -> None:
     works = top_works(session, limit=1)
     assert [(w.label, w.total) for w in works] == [("书0", 2)]  # a tie with 书1: lower id first
     assert top_works(session, since=date(2026, 3, 9))[0].label == "书1"
-

@@ -25,8 +25,17 @@ def _seed(session: Session) -> None:
         (pages[2], chapters[1], "dismissed", day2),
         (pages[2], chapters[0], "flagged", day2 + timedelta(hours=1)),
     ]:
-        session.add(Match(page_id=page.id, work_id=chapter.work_id, chapter_id=chapter.id, score=0.9,
-                          status=status, first_seen=seen, last_seen=seen))
+        session.add(
+            Match(
+                page_id=page.id,
+                work_id=chapter.work_id,
+                chapter_id=chapter.id,
+                score=0.9,
+                status=status,
+                first_seen=seen,
+                last_seen=seen,
+            )
+        )
     session.flush()
 
 

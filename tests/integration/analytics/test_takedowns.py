@@ -1,5 +1,5 @@
-"""Takedown figures on both backends: counts, rate and the median / 90th percentile of the time to takedown, the
-same numbers on SQLite (numpy over the durations) and PostgreSQL (percentile_cont in the database)."""
+"""Takedown figures on both backends: counts, rate and the median / 90th percentile of the time to takedown,
+the same numbers on SQLite (numpy over the durations) and PostgreSQL (percentile_cont in the database)."""
 
 from datetime import UTC, datetime, timedelta
 

@@ -1,4 +1,5 @@
-"""The command line as a user meets it: one-line errors and non-zero exits for bad input, never a traceback."""
+"""The command line as a user meets it: one-line errors and non-zero exits for bad input, never a
+traceback."""
 
 from __future__ import annotations
 
@@ -18,9 +19,20 @@ def initialised(tmp_path: Path) -> Path:
 
 
 def test_every_command_has_help(tmp_path: Path) -> None:
-    for command in (["--help"], ["init", "--help"], ["works", "add", "--help"], ["crawl", "--help"],
-                    ["check", "--help"], ["report", "--help"], ["maintain", "--help"], ["matches", "--help"], ["serve", "--help"], ["demo", "--help"],
-                    ["worker", "--help"], ["works", "list", "--help"]):
+    for command in (
+        ["--help"],
+        ["init", "--help"],
+        ["works", "add", "--help"],
+        ["crawl", "--help"],
+        ["check", "--help"],
+        ["report", "--help"],
+        ["maintain", "--help"],
+        ["matches", "--help"],
+        ["serve", "--help"],
+        ["demo", "--help"],
+        ["worker", "--help"],
+        ["works", "list", "--help"],
+    ):
         result = fptrack(tmp_path, *command)
         assert result.returncode == 0, (command, result.stderr)
         assert "Usage: " in result.stdout and len(result.stdout.splitlines()) > 4
@@ -111,6 +123,9 @@ def test_maintain_reports_index_and_statistics(initialised: Path) -> None:
     fptrack(initialised, "works", "add", str(DEMO_DATA / "lighthouse.txt"))
     result = fptrack(initialised, "maintain")
     assert result.returncode == 0, result.stderr
-    # the contract writes no Simhash for a chapter or a page (off the page path since issue 13): the index is empty
-    assert "simhash index f64k3b4: 0 fingerprints" in result.stdout and "no overloaded buckets" in result.stdout
+    # the contract writes no Simhash for a chapter or a page (off the page path since issue 13): the index is
+    # empty
+    assert (
+        "simhash index f64k3b4: 0 fingerprints" in result.stdout and "no overloaded buckets" in result.stdout
+    )
     assert "orphaned index rows: none" in result.stdout

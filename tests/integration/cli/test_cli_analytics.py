@@ -7,11 +7,11 @@ from click.testing import CliRunner
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
-from fptrack.cli.main import main
 from fptrack.analytics.rollups import kept_rollup
+from fptrack.cli.main import main
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import MatchRollup
-from fptrack.core.settings import Settings
 from tests.support.admin_seed import seed
 from tests.support.rollups import from_scratch
 

@@ -10,7 +10,10 @@ import pytest
 from tests.support.cli import assert_clean_error, fptrack
 from tests.support.sites import Page, chapter_page, serve_site
 
-PARAGRAPHS = ["山脚下的小镇在雨里显得格外安静，只有茶馆里还亮着昏黄的灯。", "老板娘擦着桌子，听见门口的铃铛响了一声。"]
+PARAGRAPHS = [
+    "山脚下的小镇在雨里显得格外安静，只有茶馆里还亮着昏黄的灯。",
+    "老板娘擦着桌子，听见门口的铃铛响了一声。",
+]
 
 
 @pytest.fixture
@@ -22,12 +25,17 @@ def initialised(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"FPTRACK_CRAWL_CONCURRENCY": "0"}, "FPTRACK_CRAWL_CONCURRENCY=0 is out of range: expected an integer >= 1"),
+        (
+            {"FPTRACK_CRAWL_CONCURRENCY": "0"},
+            "FPTRACK_CRAWL_CONCURRENCY=0 is out of range: expected an integer >= 1",
+        ),
         ({"FPTRACK_CRAWL_MAX_BYTES": "0"}, "FPTRACK_CRAWL_MAX_BYTES=0 is out of range"),
         ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "10.0.0.0/99"}, "FPTRACK_ALLOW_PRIVATE_HOSTS: '10.0.0.0/99'"),
     ],
 )
-def test_bad_crawl_settings_are_one_line_errors_at_start(tmp_path: Path, env: dict[str, str], message: str) -> None:
+def test_bad_crawl_settings_are_one_line_errors_at_start(
+    tmp_path: Path, env: dict[str, str], message: str
+) -> None:
     result = fptrack(tmp_path, "crawl", "http://127.0.0.1:9/", **env)
     assert_clean_error(result, message)
     assert result.stderr.count("\n") == 1
@@ -61,7 +69,16 @@ def test_the_guard_refuses_loopback_until_allowed_and_records_why(initialised: P
         robots = fptrack(initialised, "crawl", site + "/", "-q", "--allow-private-host", site.key)
         assert site.page_requests == []  # robots.txt disallows everything
         crawled = fptrack(
-            initialised, "crawl", site + "/", "-q", "--depth", "0", "--allow-private-host", site.key, "-s", "ROBOTSTXT_OBEY=false",
+            initialised,
+            "crawl",
+            site + "/",
+            "-q",
+            "--depth",
+            "0",
+            "--allow-private-host",
+            site.key,
+            "-s",
+            "ROBOTSTXT_OBEY=false",
         )
     assert_clean_error(refused, f"cannot crawl {site}/: refused by the private-address guard")
     assert_clean_error(robots, f"cannot crawl {site}/: Forbidden by robots.txt")

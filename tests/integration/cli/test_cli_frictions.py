@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.compare import service
 from fptrack.compare.works import register_work_file
@@ -30,8 +33,6 @@ from fptrack.storage.models import (
     TakedownCheck,
     Work,
 )
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -77,7 +78,9 @@ def test_works_add_warns_once_per_work_whose_chapters_no_copy_can_be_flagged_for
     tiny = tmp_path / "tiny.txt"
     tiny.write_text("第一章 开端\n他来了。\n\n第二章 结局\n他走了。\n", encoding="utf-8")
     with_note = tmp_path / "with-note.txt"
-    with_note.write_text((DEMO_DATA / "lighthouse.txt").read_text("utf-8") + "\n\n第四章 后记\n全书完。\n", "utf-8")
+    with_note.write_text(
+        (DEMO_DATA / "lighthouse.txt").read_text("utf-8") + "\n\n第四章 后记\n全书完。\n", "utf-8"
+    )
 
     result = _fptrack(data, "works", "add", str(tiny), str(DEMO_DATA / "alley.txt"), str(with_note))
 
@@ -177,7 +180,9 @@ def test_a_closed_stdout_ends_quietly_with_the_exit_status_of_the_command(
     registered: Path, tmp_path: Path, copies: bool
 ) -> None:
     suspect = tmp_path / "suspect.txt"
-    suspect.write_text(demo_chapters("lighthouse.txt")[1] if copies else "今天天气很好，我们去公园散步。" * 20, "utf-8")
+    suspect.write_text(
+        demo_chapters("lighthouse.txt")[1] if copies else "今天天气很好，我们去公园散步。" * 20, "utf-8"
+    )
 
     checked = _into_closed_pipe(registered, "check", str(suspect))
     assert checked.returncode == (3 if copies else 0)

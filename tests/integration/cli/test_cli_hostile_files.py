@@ -1,6 +1,6 @@
-"""Hostile files at the command line (issue 12), on SQLite and on PostgreSQL alike: one line on stderr per file,
-a non-zero exit, no traceback, no SQL, nothing stored; ``fptrack check`` reads a bounded amount of any file and
-runs in bounded memory."""
+"""Hostile files at the command line (issue 12), on SQLite and on PostgreSQL alike: one line on stderr per
+file, a non-zero exit, no traceback, no SQL, nothing stored; ``fptrack check`` reads a bounded amount of any
+file and runs in bounded memory."""
 
 from __future__ import annotations
 
@@ -17,13 +17,15 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from fptrack.compare.works import MAX_WORK_BYTES
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Chapter, Work
-from fptrack.core.settings import Settings
 from tests.support.cli import assert_clean_error
 
 MEMORY_LIMIT = 1024**3  # address space of a `fptrack check` child: a read of /dev/zero used to take 11.5 GB
-TEXT = "河面上起了风，渡船摇得厉害，老周把缆绳又绕了两圈。\n对岸的灯一盏一盏亮起来，像是有人在数着什么。\n" * 30
+TEXT = (
+    "河面上起了风，渡船摇得厉害，老周把缆绳又绕了两圈。\n对岸的灯一盏一盏亮起来，像是有人在数着什么。\n" * 30
+)
 
 
 def _run(
@@ -65,12 +67,16 @@ def _stored(settings: Settings) -> tuple[int, int]:
     engine = create_engine_for(settings)
     try:
         with Session(engine) as session:
-            return session.scalar(select(func.count(Work.id))) or 0, session.scalar(select(func.count(Chapter.id))) or 0
+            return session.scalar(select(func.count(Work.id))) or 0, session.scalar(
+                select(func.count(Chapter.id))
+            ) or 0
     finally:
         engine.dispose()
 
 
-def test_hostile_work_files_each_get_one_line_and_nothing_is_stored(settings: Settings, tmp_path: Path) -> None:
+def test_hostile_work_files_each_get_one_line_and_nothing_is_stored(
+    settings: Settings, tmp_path: Path
+) -> None:
     files = _hostile_files(tmp_path)
     result = _run(settings, "works", "add", *(str(tmp_path / name) for name in files))
     assert_clean_error(result)

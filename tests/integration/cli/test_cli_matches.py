@@ -1,5 +1,5 @@
-"""``fptrack matches`` and ``fptrack report`` with ids, statuses and CSV (issue 11's CLI parity), through click's
-CliRunner on a migrated SQLite database seeded with hostile crawled strings."""
+"""``fptrack matches`` and ``fptrack report`` with ids, statuses and CSV (issue 11's CLI parity), through
+click's CliRunner on a migrated SQLite database seeded with hostile crawled strings."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from sqlalchemy.orm import Session
 
 from fptrack.cli.main import main
 from fptrack.compare.records import MATCH_FIELDS
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.models import Match, Page
-from fptrack.core.settings import Settings
 from tests.support.admin_seed import T0, Seeded, seed
 
-FORMULA_URL = "=HYPERLINK(\"http://evil.example\",\"click\")"
+FORMULA_URL = '=HYPERLINK("http://evil.example","click")'
 
 
 @pytest.fixture
@@ -38,7 +38,9 @@ def seeded(data_dir: Path) -> Seeded:
         with Session(engine) as session:
             hostile = session.get(Match, found.hostile_match_id)
             assert hostile is not None
-            page = Page(url=FORMULA_URL, final_url=FORMULA_URL, host="@evil", status=200, title="-1+1", text="x")
+            page = Page(
+                url=FORMULA_URL, final_url=FORMULA_URL, host="@evil", status=200, title="-1+1", text="x"
+            )
             session.add(
                 Match(
                     page=page,
@@ -76,7 +78,10 @@ def test_the_table_shows_ids_and_statuses(data_dir: Path, seeded: Seeded) -> Non
 
 
 def test_json_keeps_the_documented_fields_and_adds_id_and_status(data_dir: Path, seeded: Seeded) -> None:
-    records = [json.loads(line) for line in _run(data_dir, "matches", "--format", "json", "--status", "all").splitlines()]
+    records = [
+        json.loads(line)
+        for line in _run(data_dir, "matches", "--format", "json", "--status", "all").splitlines()
+    ]
     assert len(records) == 5
     for record in records:
         assert list(record) == [*MATCH_FIELDS, "id", "status"]

@@ -1,5 +1,6 @@
-"""The process commands of a deployment: ``fptrack ping`` and ``healthz`` (health checks), ``fptrack beat`` (the
-scheduler alone) and ``fptrack crawler`` (the crawl queue's worker), against real Redis and real workers."""
+"""The process commands of a deployment: ``fptrack ping`` and ``healthz`` (health checks), ``fptrack beat``
+(the scheduler alone) and ``fptrack crawler`` (the crawl queue's worker), against real Redis and real
+workers."""
 
 from __future__ import annotations
 
@@ -58,7 +59,9 @@ def test_healthz_fails_in_one_line_when_the_admin_does_not_answer(tmp_path: Path
 
 
 @pytest.mark.redis
-def test_ping_fails_in_one_line_when_no_worker_or_no_broker_answers(tmp_path: Path, broker_env: dict[str, str]) -> None:
+def test_ping_fails_in_one_line_when_no_worker_or_no_broker_answers(
+    tmp_path: Path, broker_env: dict[str, str]
+) -> None:
     queue = broker_env["FPTRACK_TASK_QUEUE"]
     assert_clean_error(fptrack(tmp_path, "ping", "--queue", "tasks", "--timeout", "1", **broker_env),
                        f"no worker consuming {queue} answered within 1s")  # fmt: skip
@@ -77,7 +80,9 @@ def test_ping_tells_fingerprint_workers_from_crawlers(
     env = {**broker_env, "FPTRACK_DATABASE_URL": postgres_settings.database_url}
     with running(tmp_path, "worker", "worker", "--no-crawls", "--concurrency", "1", **env) as worker:
         answered = fptrack(tmp_path, "ping", "--queue", "tasks", "--wait", "120", **env)
-        assert answered.returncode == 0, answered.stderr + (tmp_path / "worker.log").read_text(errors="replace")
+        assert answered.returncode == 0, answered.stderr + (tmp_path / "worker.log").read_text(
+            errors="replace"
+        )
         assert answered.stdout.startswith(f"worker-{worker.pid}@"), answered.stdout
         assert fptrack(tmp_path, "ping", "--queue", "tasks", "--local", **env).returncode == 0
         # a worker with --no-crawls leaves the crawl queue alone: no crawler yet
@@ -85,9 +90,14 @@ def test_ping_tells_fingerprint_workers_from_crawlers(
                            f"no worker consuming {broker_env['FPTRACK_TASK_QUEUE']}.crawls")  # fmt: skip
         with running(tmp_path, "crawler", "crawler", "--concurrency", "1", **env) as crawler:
             crawls = fptrack(tmp_path, "ping", "--queue", "crawls", "--wait", "120", **env)
-            assert crawls.returncode == 0, crawls.stderr + (tmp_path / "crawler.log").read_text(errors="replace")
+            assert crawls.returncode == 0, crawls.stderr + (tmp_path / "crawler.log").read_text(
+                errors="replace"
+            )
             assert crawls.stdout.startswith(f"crawler-{crawler.pid}@"), crawls.stdout
-            assert f"({broker_env['FPTRACK_TASK_QUEUE']}.crawls)" in crawls.stdout and "worker-" not in crawls.stdout
+            assert (
+                f"({broker_env['FPTRACK_TASK_QUEUE']}.crawls)" in crawls.stdout
+                and "worker-" not in crawls.stdout
+            )
             every = fptrack(tmp_path, "ping", "--timeout", "3", **env)
             assert every.returncode == 0 and len(every.stdout.splitlines()) >= 2, every.stdout
 
@@ -112,7 +122,9 @@ def test_beat_alone_sends_the_crawl_tasks_to_the_crawl_queue_and_the_rest_to_the
         assert "fptrack.start_due_crawls" in task_names(f"{queue}.crawls"), log[-3000:]
         assert "fptrack.sweep" in task_names(queue), log[-3000:]
         assert not task_names(queue) & {"fptrack.start_due_crawls", "fptrack.recheck_takedowns"}
-        assert list((tmp_path / "data").glob("celerybeat-schedule*")), "the schedule file is in the data folder"
+        assert list((tmp_path / "data").glob("celerybeat-schedule*")), (
+            "the schedule file is in the data folder"
+        )
     finally:
         client.delete(queue, f"{queue}.crawls")
         client.close()

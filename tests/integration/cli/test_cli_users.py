@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash
 
 from fptrack.cli.main import main
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, ReviewDecision, User
-from fptrack.core.settings import Settings
 from tests.support.admin_seed import seed
 from tests.support.cli import assert_clean_error, fptrack
 
@@ -59,8 +59,14 @@ def _stdin(tmp_path: Path, *args: str, password: str = PASSWORD):  # type: ignor
 
 
 def test_users_commands_have_help(tmp_path: Path) -> None:
-    for command in (["users", "--help"], ["users", "add", "--help"], ["users", "list", "--help"],
-                    ["users", "passwd", "--help"], ["users", "remove", "--help"], ["review", "--help"]):
+    for command in (
+        ["users", "--help"],
+        ["users", "add", "--help"],
+        ["users", "list", "--help"],
+        ["users", "passwd", "--help"],
+        ["users", "remove", "--help"],
+        ["review", "--help"],
+    ):
         result = fptrack(tmp_path, *command)
         assert result.returncode == 0 and "Usage: " in result.stdout, (command, result.stderr)
 
@@ -89,8 +95,12 @@ def test_first_admin_then_list_passwd_remove(initialised: Path) -> None:
 
 def test_user_errors_are_one_line(initialised: Path) -> None:
     assert _stdin(initialised, "users", "add", "ada", "--role", "admin").returncode == 0
-    assert_clean_error(_stdin(initialised, "users", "add", "ADA", "--role", "viewer"), "user 'ada' already exists")
-    assert_clean_error(_stdin(initialised, "users", "add", "bob", "--role", "viewer", password="short"), "at least 10")
+    assert_clean_error(
+        _stdin(initialised, "users", "add", "ADA", "--role", "viewer"), "user 'ada' already exists"
+    )
+    assert_clean_error(
+        _stdin(initialised, "users", "add", "bob", "--role", "viewer", password="short"), "at least 10"
+    )
     assert_clean_error(_stdin(initialised, "users", "add", "bad name", "--role", "viewer"), "is not valid")
     assert_clean_error(_stdin(initialised, "users", "passwd", "nobody"), "there is no user 'nobody'")
     assert_clean_error(fptrack(initialised, "users", "remove", "nobody"), "there is no user 'nobody'")
@@ -111,9 +121,13 @@ def test_users_need_an_initialised_database(tmp_path: Path) -> None:
 def test_password_prompt_asks_twice(initialised: Path) -> None:
     runner = CliRunner()
     env = {"FPTRACK_DATA_DIR": str(initialised / "data"), "FPTRACK_DATABASE_URL": ""}
-    mismatch = runner.invoke(main, ["users", "add", "kim", "--role", "viewer"], input=f"{PASSWORD}\nother one!!\n", env=env)
+    mismatch = runner.invoke(
+        main, ["users", "add", "kim", "--role", "viewer"], input=f"{PASSWORD}\nother one!!\n", env=env
+    )
     assert mismatch.exit_code != 0 and "kim" not in _users(initialised)
-    result = runner.invoke(main, ["users", "add", "kim", "--role", "viewer"], input=f"{PASSWORD}\n{PASSWORD}\n", env=env)
+    result = runner.invoke(
+        main, ["users", "add", "kim", "--role", "viewer"], input=f"{PASSWORD}\n{PASSWORD}\n", env=env
+    )
     assert result.exit_code == 0, result.output
     assert "Repeat for confirmation" in result.output and PASSWORD not in result.output
     assert check_password_hash(_users(initialised)["kim"].password_hash, PASSWORD)
@@ -129,15 +143,21 @@ def test_review_from_the_command_line(initialised: Path) -> None:
     assert _stdin(initialised, "users", "add", "rita", "--role", "reviewer").returncode == 0
     assert _stdin(initialised, "users", "add", "vera", "--role", "viewer").returncode == 0
 
-    confirmed = fptrack(initialised, "review", str(match_id), "confirm", "--reason", "整章照搬", "--as", "Rita")
+    confirmed = fptrack(
+        initialised, "review", str(match_id), "confirm", "--reason", "整章照搬", "--as", "Rita"
+    )
     assert confirmed.returncode == 0, confirmed.stderr
     assert confirmed.stdout.strip() == f"match {match_id}: flagged -> confirmed (by rita)"
     dismissed = fptrack(initialised, "review", str(match_id), "dismiss")
     assert dismissed.returncode == 0 and "confirmed -> dismissed (by cli:" in dismissed.stdout
     assert "already dismissed" in fptrack(initialised, "review", str(match_id), "dismiss").stdout
 
-    assert_clean_error(fptrack(initialised, "review", str(match_id), "confirm", "--as", "vera"), "needs the reviewer role")
-    assert_clean_error(fptrack(initialised, "review", str(match_id), "confirm", "--as", "ghost"), "no active user 'ghost'")
+    assert_clean_error(
+        fptrack(initialised, "review", str(match_id), "confirm", "--as", "vera"), "needs the reviewer role"
+    )
+    assert_clean_error(
+        fptrack(initialised, "review", str(match_id), "confirm", "--as", "ghost"), "no active user 'ghost'"
+    )
     assert_clean_error(fptrack(initialised, "review", "999999", "confirm"), "no match with id 999999")
     assert fptrack(initialised, "review", "9" * 30, "confirm").returncode == 2  # out of range: a usage error
     assert fptrack(initialised, "review", str(match_id), "license").returncode == 2
@@ -166,7 +186,11 @@ def test_serve_debug_only_on_loopback(initialised: Path) -> None:
 
 def test_api_tokens_from_the_command_line(initialised: Path) -> None:
     assert _stdin(initialised, "users", "add", "rita", "--role", "reviewer").returncode == 0
-    runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+    runner = (
+        CliRunner(mix_stderr=False)
+        if "mix_stderr" in CliRunner.__init__.__code__.co_varnames
+        else CliRunner()
+    )
     data_dir = str(initialised / "data")
     created = runner.invoke(main, ["--data-dir", data_dir, "users", "token", "rita", "--name", "ci"])
     assert created.exit_code == 0, created.output

@@ -1,5 +1,5 @@
-"""The deployment files in deploy/ hold together: every command they run is a valid ``fptrack`` command line, every
-service has a health check, every variable they read is in .env.example, and the systemd units pass
+"""The deployment files in deploy/ hold together: every command they run is a valid ``fptrack`` command line,
+every service has a health check, every variable they read is in .env.example, and the systemd units pass
 ``systemd-analyze verify``. No container engine runs here, so compose.yaml is checked as data (and with
 ``docker compose config`` where that plugin is installed)."""
 
@@ -9,16 +9,16 @@ import re
 import shlex
 import shutil
 import subprocess
-import tomllib
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
-from fptrack.cli.main import main
 from deploy import process_set
+from fptrack.cli.main import main
 from tests.conftest import IN_CI
 
 DEPLOY = process_set.DEPLOY
@@ -28,8 +28,11 @@ APP_SERVICES = {"migrate", "admin", "worker", "crawler", "beat"}
 
 
 def _fill_defaults(text: str, defaults: dict[str, str] | None = None) -> str:
-    """``${NAME:-default}`` -> default (``${NAME}`` -> ``defaults[NAME]``), as the shell, compose or systemd would."""
-    return DEFAULTED.sub(lambda m: m.group(2) if m.group(2) is not None else (defaults or {})[m.group(1)], text)
+    """``${NAME:-default}`` -> default (``${NAME}`` -> ``defaults[NAME]``), as the shell, compose or systemd
+    would."""
+    return DEFAULTED.sub(
+        lambda m: m.group(2) if m.group(2) is not None else (defaults or {})[m.group(1)], text
+    )
 
 
 def _assert_valid_fptrack(argv: list[str]) -> None:
@@ -53,7 +56,9 @@ def test_env_example_sets_only_real_settings_and_every_variable_the_process_set_
     assert {"FPTRACK_DATABASE_URL", "FPTRACK_BROKER_URL"} <= values.keys()
     settings_source = (process_set.REPO / "core" / "settings.py").read_text()
     for name in _example_names():
-        assert not name.startswith("FPTRACK_") or f'"{name}"' in settings_source, f"{name} is no fptrack setting"
+        assert not name.startswith("FPTRACK_") or f'"{name}"' in settings_source, (
+            f"{name} is no fptrack setting"
+        )
     used = _variables((DEPLOY / "Procfile").read_text()) | _variables((DEPLOY / "compose.yaml").read_text())
     for unit in (DEPLOY / "systemd").iterdir():
         used |= _variables(unit.read_text())
@@ -93,7 +98,10 @@ def test_compose_file_has_every_service_healthy_ordered_and_running_valid_comman
     assert services["crawler"]["healthcheck"]["test"][:3] == ["CMD", "fptrack", "ping"]
     for name in APP_SERVICES:
         service = services[name]
-        assert service["build"]["dockerfile"] == "deploy/Dockerfile" and service["environment"]["FPTRACK_BROKER_URL"]
+        assert (
+            service["build"]["dockerfile"] == "deploy/Dockerfile"
+            and service["environment"]["FPTRACK_BROKER_URL"]
+        )
         for env_file in service["env_file"]:
             assert not env_file["required"] or (DEPLOY / env_file["path"]).is_file(), env_file
         _assert_valid_fptrack([_fill_defaults(part) for part in service["command"]])
@@ -101,7 +109,10 @@ def test_compose_file_has_every_service_healthy_ordered_and_running_valid_comman
         if health[:2] == ["CMD", "fptrack"]:
             _assert_valid_fptrack(health[1:])
     docker = shutil.which("docker")
-    if docker and subprocess.run([docker, "compose", "version"], capture_output=True, check=False).returncode == 0:
+    if (
+        docker
+        and subprocess.run([docker, "compose", "version"], capture_output=True, check=False).returncode == 0
+    ):
         config = subprocess.run([docker, "compose", "-f", str(DEPLOY / "compose.yaml"), "config", "--quiet"],
                                 capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
         assert config.returncode == 0, config.stderr
@@ -110,18 +121,25 @@ def test_compose_file_has_every_service_healthy_ordered_and_running_valid_comman
 def test_dockerfile_copies_every_package_and_installs_chromium_and_a_cjk_font() -> None:
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     project = tomllib.loads((process_set.REPO / "pyproject.toml").read_text())
-    folders = {name.split(".")[1] for name in project["tool"]["setuptools"]["packages"] if name.count(".") >= 1}
+    folders = {
+        name.split(".")[1] for name in project["tool"]["setuptools"]["packages"] if name.count(".") >= 1
+    }
     assert {"crawler", "storage", "jobs", "cli"} <= folders
     for package in sorted(folders):
         assert f"COPY {package} ./{package}" in dockerfile, package
         assert f"!{package}/" in (DEPLOY / "Dockerfile.dockerignore").read_text(), package
     # the root of the package fptrack is the repository's root: its __init__.py is copied too
-    assert re.search(r"^COPY __init__\.py ", dockerfile, re.M)
+    assert re.search(r"^COPY __init__\.py ", dockerfile, re.MULTILINE)
     assert "!__init__.py" in (DEPLOY / "Dockerfile.dockerignore").read_text()
     assert re.search(r"apt-get install[^\n]*\n?[^\n]*chromium[^\n]*fonts-wqy-microhei", dockerfile)
 
 
-UNITS = ["fptrack-admin.service", "fptrack-worker@.service", "fptrack-beat.service", "fptrack-crawler@.service"]
+UNITS = [
+    "fptrack-admin.service",
+    "fptrack-worker@.service",
+    "fptrack-beat.service",
+    "fptrack-crawler@.service",
+]
 
 
 def test_systemd_units_run_valid_commands_and_pass_systemd_analyze_verify(tmp_path: Path) -> None:
@@ -129,7 +147,9 @@ def test_systemd_units_run_valid_commands_and_pass_systemd_analyze_verify(tmp_pa
     assert sorted(p.name for p in folder.iterdir()) == sorted([*UNITS, "fptrack.target"])
     for name in UNITS:
         unit = (folder / name).read_text()
-        defaults = dict(re.findall(r"(\w+)=(\S+)", " ".join(re.findall(r"^Environment=(.*)$", unit, re.MULTILINE))))
+        defaults = dict(
+            re.findall(r"(\w+)=(\S+)", " ".join(re.findall(r"^Environment=(.*)$", unit, re.MULTILINE)))
+        )
         assert "EnvironmentFile=/etc/fptrack/fptrack.env" in unit and "Restart=always" in unit, name
         assert "PartOf=fptrack.target" in unit and "WantedBy=fptrack.target" in unit, name
         for line in re.findall(r"^Exec\w+=(.*)$", unit, re.MULTILINE):
@@ -141,7 +161,9 @@ def test_systemd_units_run_valid_commands_and_pass_systemd_analyze_verify(tmp_pa
     (tmp_path / "fptrack.target").write_text((folder / "fptrack.target").read_text())
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
-        reason = "systemd-analyze is not installed (apt-get install systemd): the units were checked as text only"
+        reason = (
+            "systemd-analyze is not installed (apt-get install systemd): the units were checked as text only"
+        )
         pytest.fail(reason) if IN_CI else pytest.skip(reason)
     names = [str(tmp_path / n.replace("@.", "@1.")) for n in UNITS] + [str(tmp_path / "fptrack.target")]
     verified = subprocess.run([analyze, "verify", "--man=no", *names], capture_output=True, text=True, timeout=120,

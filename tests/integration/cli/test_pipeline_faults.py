@@ -1,7 +1,7 @@
 """Nothing lost, nothing touched that is not ours: the crawl pipeline under faults, through the real CLI.
 
-- no worker consumes the queue: the crawl says so quickly and fails; the pages are kept, and `fptrack maintain`
-  compares them later;
+- no worker consumes the queue: the crawl says so quickly and fails; the pages are kept, and `fptrack
+  maintain` compares them later;
 - the broker is unreachable: the crawl says it could not hand the pages on and fails; nothing is lost;
 - a whole worker is killed with SIGKILL mid-crawl and another started: every page is compared exactly once;
 - Ctrl+C: the crawl is recorded as interrupted and exits non-zero;
@@ -23,9 +23,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, MonitorLock
-from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.support.copy_site import copy_site, pipeline_counts
 from tests.support.sites import Page as SitePage
@@ -47,7 +47,12 @@ def _env(settings: Settings, **extra: str) -> dict[str, str]:
 
 def _run(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, "-m", "fptrack.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
@@ -78,8 +83,19 @@ def test_no_worker_on_the_queue_fails_fast_and_loses_nothing(sqlite_settings: Se
     queued = {**env, "FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_TASK_QUEUE": f"nobody-{uuid.uuid4().hex[:8]}",
               "FPTRACK_NO_WORKER_SECONDS": "5"}  # fmt: skip
     with serve_site(copy_site(3)) as base:
-        # without asking who consumes the queue it would wait for ever: the timeout would stop it, not this answer
-        crawl = _run(queued, "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--quiet", timeout=120)
+        # without asking who consumes the queue it would wait for ever: the timeout would stop it, not this
+        # answer
+        crawl = _run(
+            queued,
+            "crawl",
+            base + "/",
+            "--allow-private-host",
+            base.key,
+            "--depth",
+            "1",
+            "--quiet",
+            timeout=120,
+        )
     assert crawl.returncode == 1, crawl.stdout + crawl.stderr
     assert "no worker consumes the queue" in crawl.stderr and "fptrack worker" in crawl.stderr
     assert "Traceback" not in crawl.stderr
@@ -99,7 +115,17 @@ def test_an_unreachable_broker_fails_the_crawl_and_loses_nothing(sqlite_settings
     port = closed_port_url().rsplit(":", 1)[1].strip("/")
     broken = {**env, "FPTRACK_BROKER_URL": f"redis://127.0.0.1:{port}/0"}
     with serve_site(copy_site(2)) as base:
-        crawl = _run(broken, "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--quiet", timeout=240)
+        crawl = _run(
+            broken,
+            "crawl",
+            base + "/",
+            "--allow-private-host",
+            base.key,
+            "--depth",
+            "1",
+            "--quiet",
+            timeout=240,
+        )
     assert crawl.returncode == 1, crawl.stdout + crawl.stderr
     assert "cannot hand pages to the workers" in crawl.stderr, crawl.stderr
     assert "no copies of registered works found" not in crawl.stdout
@@ -115,7 +141,10 @@ def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
 ) -> None:
     env = _env(postgres_settings, FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"kill-{uuid.uuid4().hex[:8]}",
                FPTRACK_STALL_SECONDS="8")  # fmt: skip
-    assert _run({**env, "FPTRACK_BROKER_URL": ""}, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
+    assert (
+        _run({**env, "FPTRACK_BROKER_URL": ""}, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode
+        == 0
+    )
 
     def start_worker(name: str) -> subprocess.Popen[bytes]:
         log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
@@ -194,7 +223,9 @@ def test_a_killed_crawl_is_marked_failed_by_the_next_one_not_left_running(settin
     engine = create_engine_for(settings)
     try:
         with Session(engine) as session:
-            jobs = session.execute(select(CrawlJob.id, CrawlJob.status, CrawlJob.error).order_by(CrawlJob.id)).all()
+            jobs = session.execute(
+                select(CrawlJob.id, CrawlJob.status, CrawlJob.error).order_by(CrawlJob.id)
+            ).all()
             locks = session.scalars(select(MonitorLock.name)).all()
     finally:
         engine.dispose()
@@ -216,7 +247,9 @@ def test_the_demo_never_touches_data_it_did_not_create(tmp_path: Path) -> None:
     assert refused.returncode == 1 and "was not made by the demo" in refused.stderr
     demo = _run(env, "demo", "--dir", str(tmp_path / "demo"), timeout=300)
     assert demo.returncode == 0, demo.stdout + demo.stderr
-    again = _run(env, "demo", "--dir", str(tmp_path / "demo"), timeout=300)  # a demo folder is reset, not refused
+    again = _run(
+        env, "demo", "--dir", str(tmp_path / "demo"), timeout=300
+    )  # a demo folder is reset, not refused
     assert again.returncode == 0, again.stderr
 
     assert {p.name for p in mine.iterdir()} == set(before)
@@ -234,9 +267,24 @@ def test_two_crawls_at_once_share_sites_and_pages_and_count_truly(
     with serve_site(copy_site(6, 4)) as first, serve_site(copy_site(4, 2)) as second:
         crawls = [
             subprocess.Popen(
-                [sys.executable, "-m", "fptrack.cli", "crawl", *urls, "--depth", "1", "-q",
-                 "--allow-private-host", first.key, "--allow-private-host", second.key],
-                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "fptrack.cli",
+                    "crawl",
+                    *urls,
+                    "--depth",
+                    "1",
+                    "-q",
+                    "--allow-private-host",
+                    first.key,
+                    "--allow-private-host",
+                    second.key,
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             for urls in ([first + "/", second + "/"], [second + "/", first + "/"])
         ]

@@ -1,4 +1,5 @@
-"""Boilerplate suppression, licensed sites and retroactive detection on a real database (SQLite and PostgreSQL)."""
+"""Boilerplate suppression, licensed sites and retroactive detection on a real database (SQLite and
+PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -62,10 +63,15 @@ def _flagged(session: Session, page: Page) -> list[tuple[int, str]]:
 
 
 def _template_site(session: Session, rng: random.Random, slogan: str, host: str, n: int) -> list[Page]:
-    return [_page(session, f"http://{host}/{i}.html", f"本站推荐：{slogan}\n" + _filler(rng, 700)) for i in range(n)]
+    return [
+        _page(session, f"http://{host}/{i}.html", f"本站推荐：{slogan}\n" + _filler(rng, 700))
+        for i in range(n)
+    ]
 
 
-def test_site_template_quoting_a_work_is_set_aside_once_the_site_settles(session: Session, settings: Settings) -> None:
+def test_site_template_quoting_a_work_is_set_aside_once_the_site_settles(
+    session: Session, settings: Settings
+) -> None:
     work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
     service.index_work(session, work.work_id, settings)
     chapters = demo_chapters("lighthouse.txt")
@@ -87,11 +93,15 @@ def test_site_template_quoting_a_work_is_set_aside_once_the_site_settles(session
     assert _flagged(session, other) == [(2, "flagged")]
     # settling again changes nothing
     _settle(session, settings, site_pages[0])
-    assert [_flagged(session, page) for page in (*site_pages, copy)] == [[]] * len(site_pages) + [[(1, "flagged")]]
+    assert [_flagged(session, page) for page in (*site_pages, copy)] == [[]] * len(site_pages) + [
+        [(1, "flagged")]
+    ]
     session.commit()
 
 
-def test_one_chapter_under_many_urls_of_a_site_is_copied_everywhere(session: Session, settings: Settings) -> None:
+def test_one_chapter_under_many_urls_of_a_site_is_copied_everywhere(
+    session: Session, settings: Settings
+) -> None:
     """Desktop, mobile, print, AMP...: versions of one text are never the site's template."""
     work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
     service.index_work(session, work.work_id, settings)

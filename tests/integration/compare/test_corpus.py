@@ -16,10 +16,12 @@ def test_statistics_are_built_from_the_store_and_updated_incrementally(session: 
     assert refresh_corpus_stats(session).version is None  # nothing new: no new version
 
     news = (DEMO_DATA / "library_news.txt").read_text("utf-8")
-    session.add_all([
-        Page(url="http://a.test/1", final_url="http://a.test/1", host="a.test", status=200, text=news),
-        Page(url="http://a.test/404", final_url="http://a.test/404", host="a.test", status=404, text=""),
-    ])
+    session.add_all(
+        [
+            Page(url="http://a.test/1", final_url="http://a.test/1", host="a.test", status=200, text=news),
+            Page(url="http://a.test/404", final_url="http://a.test/404", host="a.test", status=404, text=""),
+        ]
+    )
     register_work_file(session, DEMO_DATA / "alley.txt")
     session.flush()
     second = refresh_corpus_stats(session)

@@ -1,6 +1,6 @@
-"""A chapter split over three pages, each too short to match on its own, is matched once the parts are joined; the
-match sits on the first page with its spans mapped back to the parts, whatever the order the parts were stored
-and compared in (SQLite and PostgreSQL)."""
+"""A chapter split over three pages, each too short to match on its own, is matched once the parts are joined;
+the match sits on the first page with its spans mapped back to the parts, whatever the order the parts were
+stored and compared in (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ from tests.support.multipage import CONTINUED, demo_chapter_slices
 
 SLICES = demo_chapter_slices()  # 42 characters each: under the 50 of a quotation
 URLS = ["http://split.test/book/7.html", "http://split.test/book/7_2.html", "http://split.test/book/7_3.html"]
-TEXTS = [f"第七章 （{n + 1}/3）\n{part}" + (f"\n{CONTINUED}" if n < 2 else "") for n, part in enumerate(SLICES)]
+TEXTS = [
+    f"第七章 （{n + 1}/3）\n{part}" + (f"\n{CONTINUED}" if n < 2 else "") for n, part in enumerate(SLICES)
+]
 
 
 def _store(session: Session, order: list[int], *, chained: bool = True) -> dict[str, Page]:

@@ -1,6 +1,6 @@
-"""Works in scripts that have no pinyin (kana, Hangul, Cyrillic): their pinyin-initial string is one placeholder
-per character, so only the character channels (winnowing over characters, character k-grams in the alignment)
-carry evidence. On a real database (SQLite and PostgreSQL)."""
+"""Works in scripts that have no pinyin (kana, Hangul, Cyrillic): their pinyin-initial string is one
+placeholder per character, so only the character channels (winnowing over characters, character k-grams in the
+alignment) carry evidence. On a real database (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -35,10 +35,14 @@ def _register_kana_work(session: Session, settings: Settings, seed: int) -> list
     body = "".join(f"第{i}章 {i}\n{kana_prose(rng, 900)}\n\n" for i in range(1, 4))
     work = register_work(session, f"かなのものがたり{seed}\n\n{body}".encode(), source_name=f"kana{seed}.txt")
     service.index_work(session, work.work_id, settings)
-    return list(session.scalars(select(Chapter.id).where(Chapter.work_id == work.work_id).order_by(Chapter.index)))
+    return list(
+        session.scalars(select(Chapter.id).where(Chapter.work_id == work.work_id).order_by(Chapter.index))
+    )
 
 
-def test_a_kana_excerpt_is_found_through_the_character_winnowing_only(session: Session, settings: Settings) -> None:
+def test_a_kana_excerpt_is_found_through_the_character_winnowing_only(
+    session: Session, settings: Settings
+) -> None:
     chapters = _register_kana_work(session, settings, seed=1)
     excerpt = session.get_one(Chapter, chapters[1]).text[100:500]
     rng = random.Random(2)
@@ -49,8 +53,8 @@ def test_a_kana_excerpt_is_found_through_the_character_winnowing_only(session: S
 
 
 def test_unrelated_kana_text_is_not_a_copy_of_a_kana_chapter(session: Session, settings: Settings) -> None:
-    """Two texts in one script without pinyin share every long run of placeholder initials: the initials channel
-    must not count that as evidence."""
+    """Two texts in one script without pinyin share every long run of placeholder initials: the initials
+    channel must not count that as evidence."""
     _register_kana_work(session, settings, seed=1)
     other = kana_prose(random.Random(7), 1200)
     assert _flagged(session, settings, other, CONTRACT) == []

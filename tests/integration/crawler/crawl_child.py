@@ -5,8 +5,8 @@ process, so every crawl of the test suite gets its own child).
         "settings": {"crawl_timeout": 2}, "options": {"allow_private_hosts": ["127.0.0.1:8000"]},
         "failing_sink_urls": [...], "run_twice": false}'
 
-``settings`` override :class:`Settings` fields (lists become tuples); ``options`` are :class:`CrawlOptions` fields.
-"""
+``settings`` override :class:`Settings` fields (lists become tuples); ``options`` are :class:`CrawlOptions`
+fields."""
 
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ import json
 import sys
 from typing import Any
 
+from fptrack.core.settings import Settings
 from fptrack.crawler import CrawledPage, CrawlError, CrawlProgress, run_crawl
 from fptrack.crawler.pages import CrawlOptions
-from fptrack.core.settings import Settings
 
 
 def _tuples(values: dict[str, Any]) -> dict[str, Any]:
     return {
-        key: tuple(tuple(v) if isinstance(v, list) else v for v in value) if isinstance(value, list) else value
+        key: tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        if isinstance(value, list)
+        else value
         for key, value in values.items()
     }
 

@@ -54,8 +54,9 @@ def crawl_in_child(
     env: dict[str, str] | None = None,
     **options: Any,
 ) -> ChildCrawl:
-    """Crawl in a child process. The test sites live on 127.0.0.1, which the private-address guard refuses: the
-    sites of ``start_urls`` are allowed explicitly (``allow``, default: those sites, e.g. ``127.0.0.1:41234``)."""
+    """Crawl in a child process. The test sites live on 127.0.0.1, which the private-address guard refuses:
+    the sites of ``start_urls`` are allowed explicitly (``allow``, default: those sites, e.g.
+    ``127.0.0.1:41234``)."""
     allowed = [site_of(url) for url in start_urls] if allow is None else allow
     crawl_options = dict(options.pop("options", {}))
     crawl_options.setdefault("allow_private_hosts", allowed)

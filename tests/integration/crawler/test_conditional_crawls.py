@@ -1,6 +1,6 @@
-"""Conditional re-crawls against a loopback server that honours ETag / Last-Modified, on SQLite and PostgreSQL:
-the second crawl sends the validators back, gets 304s and fingerprints nothing; after an edit the page is fetched
-in full and compared again, its match kept (same match, same first seen)."""
+"""Conditional re-crawls against a loopback server that honours ETag / Last-Modified, on SQLite and
+PostgreSQL: the second crawl sends the validators back, gets 304s and fingerprints nothing; after an edit the
+page is fetched in full and compared again, its match kept (same match, same first seen)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Fingerprint, Match, Page
-from fptrack.core.settings import Settings
 from tests.support.live_site import serve_live_site
 from tests.support.sites import render_chapter
 
@@ -41,7 +41,9 @@ def _state(settings: Settings) -> dict[str, tuple[object, ...]]:
     engine = create_engine_for(settings)
     try:
         with Session(engine) as session:
-            rows = session.execute(select(Page.url, Page.compared_at, Page.fingerprinted_at, Page.fetched_at, Page.etag))
+            rows = session.execute(
+                select(Page.url, Page.compared_at, Page.fingerprinted_at, Page.fetched_at, Page.etag)
+            )
             return {url.split("/", 3)[3]: tuple(rest) for url, *rest in rows}
     finally:
         engine.dispose()
@@ -72,8 +74,12 @@ def test_second_crawl_gets_304s_and_an_edit_is_compared_again(settings: Settings
         crawl()
         first = _state(settings)
         assert all(first[path.lstrip("/")][3] for path in PATHS)  # ETags stored
-        matches_before = {tuple(r) for r in _query(settings, select(Match.id, Match.page_id, Match.first_seen))}
-        fingerprints_before = {tuple(r) for r in _query(settings, select(Fingerprint.id, Fingerprint.created_at))}
+        matches_before = {
+            tuple(r) for r in _query(settings, select(Match.id, Match.page_id, Match.first_seen))
+        }
+        fingerprints_before = {
+            tuple(r) for r in _query(settings, select(Fingerprint.id, Fingerprint.created_at))
+        }
         assert len(matches_before) == 3
 
         crawl()
@@ -87,9 +93,12 @@ def test_second_crawl_gets_304s_and_an_edit_is_compared_again(settings: Settings
             before, after = first[path.lstrip("/")], second[path.lstrip("/")]
             assert after[:2] == before[:2]  # not fingerprinted, not compared again
             assert after[2] > before[2]  # fetched again
-        assert {tuple(r) for r in _query(settings, select(Fingerprint.id, Fingerprint.created_at))} == fingerprints_before
+        assert {
+            tuple(r) for r in _query(settings, select(Fingerprint.id, Fingerprint.created_at))
+        } == fingerprints_before
         jobs = [row[0] for row in _query(settings, select(CrawlJob).order_by(CrawlJob.id))]
-        # the three chapters unchanged; the table of contents (no main text) is stored again, as on every crawl
+        # the three chapters unchanged; the table of contents (no main text) is stored again, as on every
+        # crawl
         assert (jobs[1].pages_unchanged, jobs[1].pages_stored) == (3, 1), jobs[1].stats  # type: ignore[attr-defined]
         assert jobs[1].stats["by_status"] == {"200": 1, "304": 3}  # type: ignore[attr-defined]
         assert jobs[1].copies_found == 3  # type: ignore[attr-defined]
@@ -98,7 +107,11 @@ def test_second_crawl_gets_304s_and_an_edit_is_compared_again(settings: Settings
         crawl()
         third = _state(settings)
         edited = PATHS[1].lstrip("/")
-        assert third[edited][0] > second[edited][0] and third[edited][3] != second[edited][3]  # compared again
+        assert (
+            third[edited][0] > second[edited][0] and third[edited][3] != second[edited][3]
+        )  # compared again
         assert third[PATHS[0].lstrip("/")][:2] == second[PATHS[0].lstrip("/")][:2]
         assert site.statuses(PATHS[1])[-1] == 200
-        assert {tuple(r) for r in _query(settings, select(Match.id, Match.page_id, Match.first_seen))} == matches_before
+        assert {
+            tuple(r) for r in _query(settings, select(Match.id, Match.page_id, Match.first_seen))
+        } == matches_before

@@ -270,7 +270,10 @@ def test_bodies_over_the_size_cap_are_abandoned() -> None:
         result = crawl_in_child([site + "/"], depth=1, settings={"crawl_max_body_bytes": 4000})
     assert len(big.body) > 4000 > len(small.body)
     assert [url for url, _ in result.stats["failures"]] == [site + "/big.html"]
-    assert result.stats["failures"][0][1] == f"larger than 4000 bytes (the download size cap): {len(big.body)} bytes announced"
+    assert (
+        result.stats["failures"][0][1]
+        == f"larger than 4000 bytes (the download size cap): {len(big.body)} bytes announced"
+    )
     assert result.page(site + "/small.html")["text"] == PARAGRAPHS[0]
 
 

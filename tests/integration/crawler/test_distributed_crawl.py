@@ -1,6 +1,6 @@
 """Distributed crawls: real crawler processes (`fptrack crawl --distributed`, `fptrack sites run`) sharing one
-frontier in a real Redis (scrapy-redis), storing into one crawl job in PostgreSQL, against a loopback site that
-counts every request it gets."""
+frontier in a real Redis (scrapy-redis), storing into one crawl job in PostgreSQL, against a loopback site
+that counts every request it gets."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import redis
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Page
-from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.integration.crawler.harness import OTHER_PARAGRAPHS, PARAGRAPHS, REPO_ROOT
 from tests.support.sites import Page as SitePage
@@ -33,14 +33,15 @@ KEY_PATTERN = "fptrack:crawl:*"
 
 
 def _site_pages(delay: float) -> dict[str, SitePage]:
-    """An index, sections, chapters; every chapter links back to the index, its section and its neighbours, so the
-    same URLs are found many times over (by both processes)."""
+    """An index, sections, chapters; every chapter links back to the index, its section and its neighbours, so
+    the same URLs are found many times over (by both processes)."""
     pages: dict[str, SitePage] = {}
     sections = "".join(f'<a href="/s/{s}/">卷{s}</a> ' for s in range(SECTIONS))
     pages["/"] = SitePage.html(f"<html><body><h1>目录</h1>{sections}</body></html>", delay=delay)
     for s in range(SECTIONS):
         chapters = "".join(f'<a href="/c/{s}-{c}.html">第{c}章</a> ' for c in range(CHAPTERS_PER_SECTION))
-        pages[f"/s/{s}/"] = SitePage.html(f"<html><body><h1>卷{s}</h1>{chapters}<a href='/'>目录</a></body></html>",
+        pages[f"/s/{s}/"] = SitePage.html(f"<html><body><h1>卷{s}</h1>{chapters}<a "
+                                          "href='/'>目录</a></body></html>",
                                           delay=delay)  # fmt: skip
         for c in range(CHAPTERS_PER_SECTION):
             text = "".join(f"<p>{p}（{s}-{c}）</p>" for p in (PARAGRAPHS + OTHER_PARAGRAPHS))
@@ -54,7 +55,8 @@ def _site_pages(delay: float) -> dict[str, SitePage]:
 
 @pytest.fixture
 def crawl_redis() -> Iterator[redis.Redis]:
-    """The test Redis database (FPTRACK_TEST_REDIS_URL); fptrack's crawl keys are checked, and removed, by pattern."""
+    """The test Redis database (FPTRACK_TEST_REDIS_URL); fptrack's crawl keys are checked, and removed, by
+    pattern."""
     client = redis.Redis.from_url(REDIS_URL)
     for key in client.scan_iter(KEY_PATTERN):
         client.delete(key)
@@ -80,7 +82,9 @@ def _crawl_command(base: SiteURL, *args: str) -> list[str]:
 
 
 def _start(command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _finish(process: subprocess.Popen[str], timeout: float = 240) -> tuple[int, str, str]:
@@ -108,7 +112,11 @@ def _pages(settings: Settings) -> tuple[int, int, dict[int | None, int]]:
         with Session(engine) as session:
             rows = session.scalar(select(func.count(Page.id))) or 0
             urls = session.scalar(select(func.count(func.distinct(Page.url)))) or 0
-            by_job = dict(session.execute(select(Page.crawl_job_id, func.count(Page.id)).group_by(Page.crawl_job_id)).all())
+            by_job = dict(
+                session.execute(
+                    select(Page.crawl_job_id, func.count(Page.id)).group_by(Page.crawl_job_id)
+                ).all()
+            )
             return int(rows), int(urls), {k: int(v) for k, v in by_job.items()}
     finally:
         engine.dispose()
@@ -162,13 +170,16 @@ def test_two_processes_share_one_frontier_and_one_job(
         assert {path: n for path, n in again.items() if n != 2} == {}
         second_job = _jobs(postgres_settings)[-1]
         assert second_job.id != job.id and second_job.status == "finished"
-        # the chapters are unchanged since the first crawl (index and sections, link lists without text, are stored)
+        # the chapters are unchanged since the first crawl (index and sections, link lists without text, are
+        # stored)
         chapters = SECTIONS * CHAPTERS_PER_SECTION
         assert (second_job.pages_seen, second_job.pages_unchanged) == (len(pages), chapters)
         assert list(crawl_redis.scan_iter(KEY_PATTERN)) == []
 
 
-def test_max_pages_counts_the_pages_of_all_processes(postgres_settings: Settings, crawl_redis: redis.Redis) -> None:
+def test_max_pages_counts_the_pages_of_all_processes(
+    postgres_settings: Settings, crawl_redis: redis.Redis
+) -> None:
     env = _env(postgres_settings, FPTRACK_CRAWL_REDIS_URL=REDIS_URL)
     with serve_site(_site_pages(delay=0.05)) as base:
         processes = [_start(_crawl_command(base, "--depth", "3", "--max-pages", "40"), env) for _ in range(2)]
@@ -208,7 +219,9 @@ def test_a_distributed_site_run_twice_is_one_crawl(
         return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                               text=True, timeout=60, check=False)  # fmt: skip
 
-    pages = _site_pages(delay=0.2)  # slow enough that the joiner, started once the crawl runs, finds it running
+    pages = _site_pages(
+        delay=0.2
+    )  # slow enough that the joiner, started once the crawl runs, finds it running
     with serve_site(pages) as base:
         added = cli("sites", "add", "shared-books", base + "/", "--depth", "3", "--max-pages", "1000",
                     "--allow-private", "--distributed")  # fmt: skip
@@ -217,7 +230,10 @@ def test_a_distributed_site_run_twice_is_one_crawl(
         assert "distributed    True" in shown.stdout, shown.stdout
         nothing = cli("sites", "run", "shared-books", "--join")
         assert nothing.returncode == 1
-        assert nothing.stderr.strip() == "error: site shared-books: no distributed crawl of " + base.key + " is running to join"
+        assert (
+            nothing.stderr.strip()
+            == "error: site shared-books: no distributed crawl of " + base.key + " is running to join"
+        )
 
         command = [sys.executable, "-m", "fptrack.cli", "sites", "run", "shared-books", "-q"]
         first = _start(command, env)

@@ -1,5 +1,5 @@
-"""The bookkeeping of distributed crawls on a real Redis: who starts a run and who joins it, when a crawl is over,
-who finishes the job, and that only the run's own keys are touched."""
+"""The bookkeeping of distributed crawls on a real Redis: who starts a run and who joins it, when a crawl is
+over, who finishes the job, and that only the run's own keys are touched."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from fptrack.core.settings import Settings
 from fptrack.crawler.distributed import CrawlKeys, CrawlPart, DistributedError, SharedCrawl, crawl_redis_url
 from fptrack.crawler.pages import CrawlStats
-from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 
 pytestmark = [pytest.mark.redis]
@@ -47,7 +47,9 @@ def test_the_redis_url_comes_from_the_setting_or_a_redis_broker() -> None:
     assert crawl_redis_url(Settings(crawl_redis_url="redis://r:6379/3")) == "redis://r:6379/3"
     assert crawl_redis_url(Settings(broker_url="redis://b:6379/0")) == "redis://b:6379/0"
     for settings in (Settings(), Settings(broker_url="amqp://b//")):
-        with pytest.raises(DistributedError, match="a distributed crawl needs Redis: set FPTRACK_CRAWL_REDIS_URL"):
+        with pytest.raises(
+            DistributedError, match="a distributed crawl needs Redis: set FPTRACK_CRAWL_REDIS_URL"
+        ):
             crawl_redis_url(settings)
     with pytest.raises(DistributedError, match="expected a redis:// URL"):
         crawl_redis_url(Settings(crawl_redis_url="http://r/"))
@@ -91,7 +93,9 @@ def test_a_crawl_is_over_when_the_frontier_is_empty_and_nobody_is_busy(client: r
     try:
         first.enter(depth=2, max_pages=100)
         second.enter(depth=2, max_pages=100)
-        assert first.crawl_over() == 0  # the second process holds requests (it is busy until it says otherwise)
+        assert (
+            first.crawl_over() == 0
+        )  # the second process holds requests (it is busy until it says otherwise)
         assert second.crawl_over() == 1  # now nobody is busy and the frontier is empty
         keys = first.keys
         assert keys is not None

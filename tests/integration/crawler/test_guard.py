@@ -1,6 +1,6 @@
-"""The private-address guard on real crawls. Traffic goes to 127.0.0.1 only: the refused destinations are either
-loopback ports of this machine or, for the other private ranges, requested with ``http_proxy`` pointing at a
-loopback listener, so that even a broken guard could not send anything beyond this machine."""
+"""The private-address guard on real crawls. Traffic goes to 127.0.0.1 only: the refused destinations are
+either loopback ports of this machine or, for the other private ranges, requested with ``http_proxy`` pointing
+at a loopback listener, so that even a broken guard could not send anything beyond this machine."""
 
 from __future__ import annotations
 
@@ -60,7 +60,9 @@ def test_with_an_http_proxy_refused_destinations_never_reach_the_proxy() -> None
         "http://[::ffff:127.0.0.1]/",  # IPv4-mapped loopback
     ]
     with serve_site({}) as site, loopback_proxy() as proxy:
-        env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy")}
+        env = {
+            k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy")
+        }
         env.update(http_proxy=f"http://127.0.0.1:{proxy.port}", no_proxy="")
         control = site + "/via-proxy.html"  # allowed: proves the proxy is in effect for this crawl
         result = crawl_in_child([control, *refused], depth=0, allow=[site.key], env=env,

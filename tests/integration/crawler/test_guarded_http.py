@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from fptrack.core.settings import Settings
 from fptrack.crawler.guard import PrivateAddressPolicy
 from fptrack.crawler.guarded_http import FetchFailure, GuardedFetcher
-from fptrack.core.settings import Settings
 from tests.support.live_site import serve_live_site
 
 

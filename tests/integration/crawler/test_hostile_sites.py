@@ -1,6 +1,7 @@
-"""Hostile sites, crawled for real on 127.0.0.1: each ends in a clear record (a page, or a failure with its reason)
-at a bounded cost. Robots.txt, private-address redirects, 404/500 and timeouts have their tests beside the crawler's
-(test_polite.py, test_guard.py, test_crawler_crawl.py); this file holds the rest of issue 10's list."""
+"""Hostile sites, crawled for real on 127.0.0.1: each ends in a clear record (a page, or a failure with its
+reason) at a bounded cost. Robots.txt, private-address redirects, 404/500 and timeouts have their tests beside
+the crawler's (test_polite.py, test_guard.py, test_crawler_crawl.py); this file holds the rest of issue 10's
+list."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob
-from fptrack.core.settings import Settings
 from tests.integration.crawler.harness import PARAGRAPHS, crawl_in_child
 from tests.support.sites import Generated, Page, Redirect, chapter_page, serve_site
 
@@ -40,8 +41,8 @@ def _many_links(count: int) -> Page:
 
 
 def test_a_page_of_200000_links_is_stopped_by_sigterm_and_the_job_says_interrupted(tmp_path: Path) -> None:
-    """The page that once hung a crawl for ten minutes, ignoring SIGTERM: parsing runs off the event loop, so the
-    signal is handled while the page is parsed, and the crawl stops within its grace period."""
+    """The page that once hung a crawl for ten minutes, ignoring SIGTERM: parsing runs off the event loop, so
+    the signal is handled while the page is parsed, and the crawl stops within its grace period."""
     data = str(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     env.update(FPTRACK_DATA_DIR=data, FPTRACK_CRAWL_TIMEOUT="5")
@@ -81,7 +82,8 @@ def test_links_taken_from_one_page_are_capped_and_the_cut_is_noted() -> None:
     assert result.page(site + "/")["note"] == "links cut to the first 7 (more on the page)"
 
 
-# ------------------------------------------------------------------------------------------ deep nesting, size
+# ------------------------------------------------------------------------------------------ deep nesting,
+# size
 
 
 @pytest.mark.parametrize("levels", [3000, 10000])
@@ -108,16 +110,24 @@ def test_text_over_the_character_cap_is_cut_at_a_paragraph_and_noted() -> None:
 
 def test_a_50_mb_page_is_abandoned_at_the_size_cap() -> None:
     body = b"<html><body>" + "很长的一页。".encode() * (50 * 1024 * 1024 // 18) + b"</body></html>"
-    pages = {"/": _links("/huge.html", "/huge-chunked.html", "/ok.html"), "/ok.html": chapter_page("第一章", PARAGRAPHS)}
+    pages = {
+        "/": _links("/huge.html", "/huge-chunked.html", "/ok.html"),
+        "/ok.html": chapter_page("第一章", PARAGRAPHS),
+    }
     pages["/huge.html"] = Page(body)
     pages["/huge-chunked.html"] = Page(body, chunked=True)
     with serve_site(pages) as site:
         result = crawl_in_child([site + "/"], depth=1)
     failures = dict(result.stats["failures"])
     cap = 10 * 1024 * 1024
-    assert failures[site + "/huge.html"] == f"larger than {cap} bytes (the download size cap): {len(body)} bytes announced"
+    assert (
+        failures[site + "/huge.html"]
+        == f"larger than {cap} bytes (the download size cap): {len(body)} bytes announced"
+    )
     chunked = failures[site + "/huge-chunked.html"]
-    assert re.fullmatch(rf"larger than {cap} bytes \(the download size cap\): stopped after \d+ bytes", chunked)
+    assert re.fullmatch(
+        rf"larger than {cap} bytes \(the download size cap\): stopped after \d+ bytes", chunked
+    )
     assert cap < int(chunked.rsplit(" ", 2)[-2]) < 2 * cap  # stopped soon after the cap, not at 50 MB
     assert result.page(site + "/ok.html")["text"].split("\n") == PARAGRAPHS
 
@@ -132,18 +142,27 @@ def test_a_binary_file_served_as_text_html_is_a_page_without_text() -> None:
 
 def test_a_slow_drip_page_times_out() -> None:
     drip = Page.html("<html><body><p>" + "慢" * 200 + "</p></body></html>", drip=0.2)
-    pages = {"/": _links("/drip.html", "/ok.html"), "/drip.html": drip, "/ok.html": chapter_page("第一章", PARAGRAPHS)}
+    pages = {
+        "/": _links("/drip.html", "/ok.html"),
+        "/drip.html": drip,
+        "/ok.html": chapter_page("第一章", PARAGRAPHS),
+    }
     with serve_site(pages) as site:
         result = crawl_in_child([site + "/"], depth=1, settings={"crawl_timeout": 2.0})
     assert result.stats["failures"] == [[site + "/drip.html", "timed out after 2 s"]]
     assert sorted(result.urls) == [site + "/", site + "/ok.html"]
 
 
-# --------------------------------------------------------------------------------------------------- redirects
+# ---------------------------------------------------------------------------------------------------
+# redirects
 
 
 def test_a_redirect_loop_is_a_failure_with_its_reason() -> None:
-    pages = {"/": _links("/a.html", "/ok.html"), "/a.html": Redirect("/b.html"), "/b.html": Redirect("/a.html")}
+    pages = {
+        "/": _links("/a.html", "/ok.html"),
+        "/a.html": Redirect("/b.html"),
+        "/b.html": Redirect("/a.html"),
+    }
     pages["/ok.html"] = chapter_page("第一章", PARAGRAPHS)
     with serve_site(pages) as site:
         result = crawl_in_child([site + "/"], depth=1)
@@ -166,7 +185,9 @@ def test_a_start_page_redirecting_to_another_host_is_refused_with_its_reason() -
     with serve_site({"/": chapter_page("别处", PARAGRAPHS)}) as elsewhere:
         other = elsewhere.replace("127.0.0.1", "localhost")
         with serve_site({"/": Redirect(f"{other}/")}) as start:
-            result = crawl_in_child([start + "/"], depth=1, allow=[start.key, f"localhost:{other.rsplit(':', 1)[1]}"])
+            result = crawl_in_child(
+                [start + "/"], depth=1, allow=[start.key, f"localhost:{other.rsplit(':', 1)[1]}"]
+            )
     assert elsewhere.requests == []
     assert result.urls == []
     [(url, reason)] = result.stats["failures"]
@@ -174,7 +195,8 @@ def test_a_start_page_redirecting_to_another_host_is_refused_with_its_reason() -
     assert reason.startswith(f"start page redirected to another domain, refused: {other}/")
 
 
-# ----------------------------------------------------------------------------------------- endless sites, noise
+# ----------------------------------------------------------------------------------------- endless sites,
+# noise
 
 
 def test_an_endless_calendar_stops_at_the_depth_and_page_limits() -> None:
@@ -196,7 +218,11 @@ def test_an_endless_calendar_stops_at_the_depth_and_page_limits() -> None:
 
 
 def test_a_page_hiding_noise_with_style_rules_gives_the_clean_text() -> None:
-    noise = ["<span class='hide'>笔趣阁</span>", "<i id='x9'>ｗww．ｂiquge．coｍ</i>", "<b class='a b'>盗版必究</b>"]
+    noise = [
+        "<span class='hide'>笔趣阁</span>",
+        "<i id='x9'>ｗww．ｂiquge．coｍ</i>",
+        "<b class='a b'>盗版必究</b>",
+    ]
     spliced = [p[:8] + noise[n % 3] + p[8:] for n, p in enumerate(PARAGRAPHS)]
     html = (
         "<html><head><title>第一章</title><style>.hide{display:none} #x9{visibility:hidden} "

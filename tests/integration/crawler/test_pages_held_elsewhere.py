@@ -1,7 +1,8 @@
-"""Two crawls with tasks in-process that meet one page at once both hand it on to compare; the one that comes second
-finds it held by the other's transaction (``SKIP LOCKED``). It must not report the crawl before that page is compared:
-it waits for the other to commit, or compares the page itself once the other is gone (a rolled-back or killed
-holder releases its lock). Here the other crawl is a second session that locks the pages, as process_pages does."""
+"""Two crawls with tasks in-process that meet one page at once both hand it on to compare; the one that comes
+second finds it held by the other's transaction (``SKIP LOCKED``). It must not report the crawl before that
+page is compared: it waits for the other to commit, or compares the page itself once the other is gone (a
+rolled-back or killed holder releases its lock). Here the other crawl is a second session that locks the
+pages, as process_pages does."""
 
 from __future__ import annotations
 
@@ -17,15 +18,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.cli.demo import DEMO_DATA
 from fptrack.compare import service as compare_service
-from fptrack.jobs import tasks
 from fptrack.compare.service import index_work
 from fptrack.compare.works import register_work_file
+from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
-from fptrack.jobs.crawls import _compare_the_rest, _copies, _Dispatcher, _pending
 from fptrack.crawler.store import PageStore
+from fptrack.jobs import tasks
+from fptrack.jobs.crawls import _compare_the_rest, _copies, _Dispatcher, _pending
 from fptrack.storage.db import create_engine_for, session_factory
 from fptrack.storage.models import Chapter, Page
-from fptrack.core.settings import Settings
 
 pytestmark = pytest.mark.postgres
 
@@ -63,7 +64,8 @@ def _stored_copies(sessions: sessionmaker[Session], settings: Settings) -> tuple
 
 def _hold(sessions: sessionmaker[Session], page_ids: set[int], held: threading.Event, *, compare: bool,
           settings: Settings) -> None:  # fmt: skip
-    """The other crawl: lock the pages, keep them a moment, then compare them and commit (or give up: roll back)."""
+    """The other crawl: lock the pages, keep them a moment, then compare them and commit (or give up: roll
+    back)."""
     with sessions() as session:
         session.execute(select(Page.id).where(Page.id.in_(page_ids)).with_for_update())
         held.set()
@@ -88,11 +90,15 @@ def test_a_crawl_reports_the_copies_of_pages_another_crawl_was_comparing(
     other.start()
     try:
         assert held.wait(10)
-        dispatcher(sorted(store.counts.page_ids))  # what the crawl's own batch did: every page taken, none done
+        dispatcher(
+            sorted(store.counts.page_ids)
+        )  # what the crawl's own batch did: every page taken, none done
         assert len(_pending(sessions, store.counts.page_ids)) == 3
         _compare_the_rest(sessions, postgres_settings, store, dispatcher)
         # read as the crawl reads its outcome, right after: not after the other crawl was waited for here
         assert _pending(sessions, store.counts.page_ids) == []
-        assert len(_copies(sessions, store.counts.page_ids)) == 3  # every copy reported, by whoever compared it
+        assert (
+            len(_copies(sessions, store.counts.page_ids)) == 3
+        )  # every copy reported, by whoever compared it
     finally:
         other.join(30)

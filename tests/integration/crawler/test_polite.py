@@ -1,5 +1,5 @@
-"""Polite by default: robots.txt obeyed (a site may switch it off), an honest user agent, Scrapy settings passed
-through; real crawls of loopback sites, each in its own process."""
+"""Polite by default: robots.txt obeyed (a site may switch it off), an honest user agent, Scrapy settings
+passed through; real crawls of loopback sites, each in its own process."""
 
 from __future__ import annotations
 
@@ -48,20 +48,28 @@ def test_a_site_setting_turns_robots_off() -> None:
 def test_scrapy_settings_pass_through_and_protected_ones_are_refused() -> None:
     with serve_site(PAGES) as site:
         result = crawl_in_child(
-            [site + "/"], depth=1, options={"scrapy_settings": [["ROBOTSTXT_OBEY", "False"], ["USER_AGENT", "x/1"]]}
+            [site + "/"],
+            depth=1,
+            options={"scrapy_settings": [["ROBOTSTXT_OBEY", "False"], ["USER_AGENT", "x/1"]]},
         )
-        refused = crawl_in_child([site + "/"], depth=0, options={"scrapy_settings": [["ITEM_PIPELINES", "{}"]]})
+        refused = crawl_in_child(
+            [site + "/"], depth=0, options={"scrapy_settings": [["ITEM_PIPELINES", "{}"]]}
+        )
     assert "/private/secret.html" in site.page_requests
     assert set(site.user_agents[: result.stats["pages_seen"]]) == {"x/1"}
     assert refused.crawl_error == "-s ITEM_PIPELINES: fptrack's own setting, it cannot be overridden"
 
 
 def test_include_and_exclude_patterns_and_extra_allowed_hosts() -> None:
-    other_pages = {"/book/1.html": chapter_page("第一章", PARAGRAPHS), "/ads/1.html": Page.html("<p>广告</p>")}
+    other_pages = {
+        "/book/1.html": chapter_page("第一章", PARAGRAPHS),
+        "/ads/1.html": Page.html("<p>广告</p>"),
+    }
     with serve_site(other_pages) as mirror:
         pages = {
             "/": Page.html(
-                "<a href='/book/2.html'>2</a><a href='/forum/1.html'>forum</a><a href='/book/3.html?print=1'>3</a>"
+                "<a href='/book/2.html'>2</a><a href='/forum/1.html'>forum</a><a "
+                "href='/book/3.html?print=1'>3</a>"
                 f"<a href='{mirror}/book/1.html'>mirror</a><a href='{mirror}/ads/1.html'>ad</a>"
             ),
             "/book/2.html": chapter_page("第二章", PARAGRAPHS),

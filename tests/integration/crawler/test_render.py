@@ -1,6 +1,6 @@
-"""Pages built by scripts, rendered by Debian's Chromium through scrapy-playwright (crawler/render.py), on real
-crawls of loopback sites: which pages are rendered in each ``render_js`` mode, the private-address guard on the
-browser's own requests, and a crawl without Chromium."""
+"""Pages built by scripts, rendered by Debian's Chromium through scrapy-playwright (crawler/render.py), on
+real crawls of loopback sites: which pages are rendered in each ``render_js`` mode, the private-address guard
+on the browser's own requests, and a crawl without Chromium."""
 
 from __future__ import annotations
 
@@ -37,8 +37,9 @@ def test_auto_renders_the_pages_whose_text_scripts_build() -> None:
     counters = result.stats["counters"]
     assert (counters["fptrack/render/requested"], counters["fptrack/render/pages"]) == (2, 2)
     # the static fetch, then the browser's; the page with text (and the index, no script) once
-    assert sorted(requests) == sorted(["/", "/1.html", "/1.html", "/js/common.js", "/api/chapter/1.json", "/2.html",
-                                       "/2.html", "/3.html"])
+    assert sorted(requests) == sorted(
+        ["/", "/1.html", "/1.html", "/js/common.js", "/api/chapter/1.json", "/2.html", "/2.html", "/3.html"]
+    )
     assert result.stats["failures"] == [] and result.stats["notes"] == []
 
 
@@ -47,8 +48,9 @@ def test_no_leaves_them_as_fetched_and_yes_renders_every_html_page() -> None:
         static = crawl_in_child([site + "/"], depth=1, options={"render_js": "no"}, timeout=180)
         static_requests = list(site.page_requests)
         site.requests.clear()
-        every = crawl_in_child([site + "/"], depth=1, options={"render_js": "yes"}, settings={"render_pages": 1},
-                               timeout=180)
+        every = crawl_in_child(
+            [site + "/"], depth=1, options={"render_js": "yes"}, settings={"render_pages": 1}, timeout=180
+        )
     assert static.page(site + "/1.html")["text"] in ("", "正在加载……")
     assert static.page(site + "/2.html")["text"] == ""
     assert "/api/chapter/1.json" not in static_requests
@@ -57,7 +59,10 @@ def test_no_leaves_them_as_fetched_and_yes_renders_every_html_page() -> None:
     counters = every.stats["counters"]
     assert counters["fptrack/render/pages"] == 4  # the index and the static chapter too
     # FPTRACK_RENDER_PAGES=1: one browser context, one page in it at a time
-    assert (counters["playwright/context_count/max_concurrent"], counters["playwright/page_count/max_concurrent"]) == (1, 1)
+    assert (
+        counters["playwright/context_count/max_concurrent"],
+        counters["playwright/page_count/max_concurrent"],
+    ) == (1, 1)
 
 
 def test_the_browser_cannot_reach_a_refused_address() -> None:
@@ -65,11 +70,15 @@ def test_the_browser_cannot_reach_a_refused_address() -> None:
               "/secret.js": Page(b"document.write('<p>\\u5185\\u90e8</p>')", content_type="text/javascript")}  # fmt: skip
     with serve_site(secret) as private:
         pages = {
-            "/": Page.html("<a href='/direct.html'>1</a> <a href='/hop.html'>2</a> <a href='/script.html'>3</a>"),
+            "/": Page.html(
+                "<a href='/direct.html'>1</a> <a href='/hop.html'>2</a> <a href='/script.html'>3</a>"
+            ),
             "/direct.html": fetching_page(private + "/secret"),  # fetch() of another loopback port
             "/hop.html": fetching_page("/hop"),  # a same-site URL that redirects there
             "/hop": Redirect(private + "/secret"),
-            "/script.html": Page.html("<html><body><div id='content'><script src='/lib.js'></script></div></body></html>"),
+            "/script.html": Page.html(
+                "<html><body><div id='content'><script src='/lib.js'></script></div></body></html>"
+            ),
             "/lib.js": Redirect(private + "/secret.js"),
         }
         with serve_site(pages) as site:
@@ -80,7 +89,9 @@ def test_the_browser_cannot_reach_a_refused_address() -> None:
     failures = dict(map(tuple, result.stats["failures"]))
     assert set(failures) == {private + "/secret", private + "/secret.js"}
     reason = failures[private + "/secret"]
-    assert reason.startswith(f"{GUARD}: 127.0.0.1 is a loopback address (allow it with --allow-private-host {private.key}")
+    assert reason.startswith(
+        f"{GUARD}: 127.0.0.1 is a loopback address (allow it with --allow-private-host {private.key}"
+    )
     assert "(requested by the browser rendering " + site + "/" in reason
     assert result.stats["counters"]["fptrack/render/refused_private_address"] == 3
 
@@ -89,7 +100,9 @@ def test_an_allowed_redirect_of_a_script_is_followed() -> None:
     with serve_site({"/chapter.js": Page(_write_js(PARAGRAPHS), content_type="text/javascript")}) as cdn:
         pages = {
             "/": Page.html("<a href='/1.html'>1</a>"),
-            "/1.html": Page.html("<html><body><div id='content'><script src='/js/1.js'></script></div></body></html>"),
+            "/1.html": Page.html(
+                "<html><body><div id='content'><script src='/js/1.js'></script></div></body></html>"
+            ),
             "/js/1.js": Redirect(cdn + "/chapter.js"),
         }
         with serve_site(pages) as site:
@@ -108,23 +121,29 @@ def test_without_chromium_auto_keeps_static_text_and_says_why_while_yes_refuses(
     missing = {"chromium": "/nonexistent/chromium"}
     with serve_site(_site()) as site:
         auto = crawl_in_child([site + "/"], depth=1, settings=missing, timeout=120)
-        refused = crawl_in_child([site + "/"], depth=1, settings=missing, options={"render_js": "yes"}, timeout=120)
+        refused = crawl_in_child(
+            [site + "/"], depth=1, settings=missing, options={"render_js": "yes"}, timeout=120
+        )
     assert auto.page(site + "/2.html")["text"] == ""
     note = "JS rendering off: '/nonexistent/chromium' not found (install the Debian package chromium or set FPTRACK_CHROMIUM)"
     assert auto.stats["notes"] == [note]
     assert refused.crawl_error is not None and "\n" not in refused.crawl_error
-    assert refused.crawl_error.startswith("render_js=yes needs Chromium, and '/nonexistent/chromium' was not found")
+    assert refused.crawl_error.startswith(
+        "render_js=yes needs Chromium, and '/nonexistent/chromium' was not found"
+    )
     assert refused.pages == []
 
 
 def test_the_browser_makes_no_request_of_its_own() -> None:
-    """Chromium phones home (update checks to update.googleapis.com) and honours ``http_proxy``: it must not reach
-    anything, here a loopback listener standing in for a proxy that would forward it. Scrapy's own requests to the
-    loopback site go direct (``no_proxy``)."""
+    """Chromium phones home (update checks to update.googleapis.com) and honours ``http_proxy``: it must not
+    reach anything, here a loopback listener standing in for a proxy that would forward it. Scrapy's own
+    requests to the loopback site go direct (``no_proxy``)."""
     import os
 
     with serve_site(_site()) as site, loopback_proxy() as proxy:
-        env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy")}
+        env = {
+            k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy")
+        }
         env.update(http_proxy=f"http://127.0.0.1:{proxy.port}", https_proxy=f"http://127.0.0.1:{proxy.port}",
                    no_proxy="127.0.0.1")  # fmt: skip
         result = crawl_in_child([site + "/"], depth=1, env=env, options={"render_js": "yes"}, timeout=180)
@@ -136,8 +155,10 @@ def test_a_render_that_times_out_keeps_the_static_page() -> None:
     pages = {
         "/": Page.html("<a href='/1.html'>1</a>"),
         # the load event waits for a script that takes longer than FPTRACK_RENDER_TIMEOUT
-        "/1.html": Page.html("<html><body><div id='content'>加载中</div><a href='/2.html'>下一章</a>"
-                             "<script src='/slow.js'></script></body></html>"),
+        "/1.html": Page.html(
+            "<html><body><div id='content'>加载中</div><a href='/2.html'>下一章</a>"
+            "<script src='/slow.js'></script></body></html>"
+        ),
         "/slow.js": Page(b"", content_type="text/javascript", delay=6.0),
         "/2.html": chapter_page("第二章", PARAGRAPHS),
     }

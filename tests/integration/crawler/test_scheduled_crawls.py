@@ -1,6 +1,6 @@
-"""Scheduled crawls running unattended: a real Celery worker with beat over Redis (a queue of this test's own),
-PostgreSQL, and a loopback pirate site. Nobody types a crawl command: beat starts each due crawl in a process of
-its own, one crawl of the site at a time, each recorded as a crawl job."""
+"""Scheduled crawls running unattended: a real Celery worker with beat over Redis (a queue of this test's
+own), PostgreSQL, and a loopback pirate site. Nobody types a crawl command: beat starts each due crawl in a
+process of its own, one crawl of the site at a time, each recorded as a crawl job."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Match, MonitorLock, Site
-from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.support.sites import Page, chapter_page, serve_site
 
@@ -82,8 +82,8 @@ def test_two_scheduled_crawls_of_a_site_run_unattended(postgres_settings: Settin
                 if len(done) >= 2:
                     break
                 time.sleep(1)
-            # stop scheduling, let a crawl under way finish (quiet for 5 s: a crawl process started just before
-            # the site was disabled either skips or claims it within that time), then stop the worker
+            # stop scheduling, let a crawl under way finish (quiet for 5 s: a crawl process started just
+            # before the site was disabled either skips or claims it within that time), then stop the worker
             assert _run(in_process, "sites", "edit", "lighthouse-copies", "--disable").returncode == 0
             quiet_since = time.monotonic()
             while time.monotonic() < deadline and time.monotonic() - quiet_since < 5:
@@ -103,13 +103,18 @@ def test_two_scheduled_crawls_of_a_site_run_unattended(postgres_settings: Settin
     assert len(jobs) >= 2, worker_log
     site_id = _scalar(postgres_settings, select(Site.id).where(Site.name == "lighthouse-copies"))
     for job in jobs:
-        assert (job.trigger, job.site_id, job.status) == ("schedule", site_id, "finished"), (job.error, worker_log)
+        assert (job.trigger, job.site_id, job.status) == ("schedule", site_id, "finished"), (
+            job.error,
+            worker_log,
+        )
         assert job.stats is not None and job.stats["by_status"] == {"200": 4}
     # one crawl of the site at a time: each started after the one before had finished
     for before, after in pairwise(jobs):
         assert before.finished_at is not None and before.finished_at <= after.started_at
     first, second = jobs[0], jobs[1]
     assert first.copies_found == 3 and first.pages_stored == 4, (first.stats, worker_log[-4000:])
-    assert second.copies_found == 3 and second.pages_unchanged == 3  # the chapters did not change: not compared again
+    assert (
+        second.copies_found == 3 and second.pages_unchanged == 3
+    )  # the chapters did not change: not compared again
     assert _scalar(postgres_settings, select(Match.id).where(Match.status != "flagged")) is None
     assert requests.count("/c/0.html") == len(jobs)

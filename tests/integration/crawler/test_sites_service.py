@@ -1,5 +1,5 @@
-"""Managed sites on both backends: settings validated, pages of the host adopted and kept on removal, schedules
-taken in turn, one claim per site, claims of dead crawls reaped with their jobs failed."""
+"""Managed sites on both backends: settings validated, pages of the host adopted and kept on removal,
+schedules taken in turn, one claim per site, claims of dead crawls reaped with their jobs failed."""
 
 from __future__ import annotations
 

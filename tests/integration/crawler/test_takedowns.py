@@ -1,6 +1,6 @@
-"""Takedown re-checks against a real loopback site that changes between checks, on SQLite and PostgreSQL: a page
-removed is recorded gone (taken down), a page edited to drop the copy removed, a page still copying present; the
-history is kept, nothing is deleted, and a copy that comes back clears its takedown."""
+"""Takedown re-checks against a real loopback site that changes between checks, on SQLite and PostgreSQL: a
+page removed is recorded gone (taken down), a page edited to drop the copy removed, a page still copying
+present; the history is kept, nothing is deleted, and a copy that comes back clears its takedown."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.analytics.takedowns import takedown_stats
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.compare import service
 from fptrack.compare.works import register_work_file
+from fptrack.core.settings import Settings
 from fptrack.jobs.rechecks import RecheckError, due_matches, recheck_matches, run_due_rechecks
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
 from fptrack.storage.models import Match, MonitorLock, Page, TakedownCheck, as_utc, iso_utc
-from fptrack.core.settings import Settings
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.sites import render_chapter
 
@@ -41,7 +41,8 @@ def sessions(settings: Settings) -> Iterator[sessionmaker[Session]]:
 
 
 def _copies(sessions: sessionmaker[Session], settings: Settings, site: LiveSite) -> dict[str, int]:
-    """Register the work and store one page per path copying a chapter, compared as a crawl would: path -> match id."""
+    """Register the work and store one page per path copying a chapter, compared as a crawl would: path ->
+    match id."""
     with session_scope(sessions) as session:
         work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
         service.index_work(session, work.work_id, settings)
@@ -64,7 +65,9 @@ def _allowed(settings: Settings, site: LiveSite) -> Settings:
     return settings.with_overrides(allow_private_hosts=(site.key,))
 
 
-def test_removed_edited_and_kept_copies_are_told_apart(settings: Settings, sessions: sessionmaker[Session]) -> None:
+def test_removed_edited_and_kept_copies_are_told_apart(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
     with serve_live_site() as site:
         for number, path in enumerate(["/a.html", "/b.html", "/c.html"]):
             site.set(path, _markup(f"第{number}章", CHAPTERS[number].split("\n")))
@@ -76,7 +79,10 @@ def test_removed_edited_and_kept_copies_are_told_apart(settings: Settings, sessi
 
         site.remove("/a.html")  # taken down: 404
         site.set("/b.html", _markup("公告", OTHER))  # the page stays, the copy is replaced by other text
-        site.set("/c.html", _markup("第3章", ["本站最新地址请收藏", *CHAPTERS[2].split("\n")], template="p-paragraphs"))
+        site.set(
+            "/c.html",
+            _markup("第3章", ["本站最新地址请收藏", *CHAPTERS[2].split("\n")], template="p-paragraphs"),
+        )
         second = recheck_matches(allowed, sessions, matches.values())
         assert second.newly_taken_down == 2
 
@@ -123,14 +129,19 @@ def test_removed_edited_and_kept_copies_are_told_apart(settings: Settings, sessi
         third = recheck_matches(allowed, sessions, matches.values())
         assert dict(third.outcomes) == {"present": 2, "removed": 1} and third.newly_taken_down == 0
         with session_scope(sessions) as session:
-            back, still_removed = session.get(Match, matches["/a.html"]), session.get(Match, matches["/b.html"])
+            back, still_removed = (
+                session.get(Match, matches["/a.html"]),
+                session.get(Match, matches["/b.html"]),
+            )
             assert back.recheck_state == "present" and back.taken_down_at is None  # type: ignore[union-attr]
             # the first check that found it down stays its takedown time
             assert still_removed.taken_down_at == first_taken_down  # type: ignore[union-attr]
             assert session.scalar(select(func.count()).select_from(TakedownCheck)) == 9
 
 
-def test_guard_and_robots_make_errors_not_takedowns(settings: Settings, sessions: sessionmaker[Session]) -> None:
+def test_guard_and_robots_make_errors_not_takedowns(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
     with serve_live_site(robots="User-agent: *\nDisallow: /c.html\n") as site:
         for number, path in enumerate(["/a.html", "/b.html", "/c.html"]):
             site.set(path, _markup(f"第{number}章", CHAPTERS[number].split("\n")))
@@ -139,7 +150,9 @@ def test_guard_and_robots_make_errors_not_takedowns(settings: Settings, sessions
         refused = recheck_matches(settings, sessions, [matches["/a.html"]])  # 127.0.0.1 not allowed
         assert dict(refused.outcomes) == {"error": 1}
         assert site.page_requests() == []  # refused before any connection
-        summary = recheck_matches(_allowed(settings, site), sessions, [matches["/b.html"], matches["/c.html"]])
+        summary = recheck_matches(
+            _allowed(settings, site), sessions, [matches["/b.html"], matches["/c.html"]]
+        )
         assert dict(summary.outcomes) == {"error": 1, "present": 1}
         assert [path for path, _ in site.page_requests()] == ["/b.html"]  # robots.txt obeyed
         assert all("fptrack" in headers["user-agent"] for _, headers in site.requests)
@@ -169,8 +182,9 @@ def test_a_managed_sites_settings_apply(settings: Settings, sessions: sessionmak
 
 
 def test_statuses_and_dead_hosts(settings: Settings, sessions: sessionmaker[Session]) -> None:
-    """451 is a takedown (unavailable for legal reasons), 503 is not (the site may be down for a while); a host
-    that no longer exists is gone (the fetcher is a stand-in here: a real DNS query would leave the machine)."""
+    """451 is a takedown (unavailable for legal reasons), 503 is not (the site may be down for a while); a
+    host that no longer exists is gone (the fetcher is a stand-in here: a real DNS query would leave the
+    machine)."""
     from fptrack.crawler.guarded_http import NoSuchHost
 
     class DeadHosts:
@@ -183,7 +197,9 @@ def test_statuses_and_dead_hosts(settings: Settings, sessions: sessionmaker[Sess
         matches = _copies(sessions, settings, site)
         site.remove("/a.html", status=451)
         site.remove("/b.html", status=503)
-        summary = recheck_matches(_allowed(settings, site), sessions, [matches["/a.html"], matches["/b.html"]])
+        summary = recheck_matches(
+            _allowed(settings, site), sessions, [matches["/a.html"], matches["/b.html"]]
+        )
         dead = recheck_matches(settings, sessions, [matches["/c.html"]], fetcher=DeadHosts())  # type: ignore[arg-type]
     assert dict(summary.outcomes) == {"gone": 1, "error": 1} and dict(dead.outcomes) == {"gone": 1}
     with session_scope(sessions) as session:
@@ -234,7 +250,9 @@ def test_cli_lists_and_checks_takedowns(postgres_settings: Settings, tmp_path: P
                 site.set(path, _markup(f"第{number}章", CHAPTERS[number].split("\n")))
             matches = _copies(sessions, postgres_settings, site)
             site.remove("/a.html", status=410)
-            checked = fptrack("takedowns", "check", "--match", str(matches["/a.html"]), "--allow-private-host", site.key)
+            checked = fptrack(
+                "takedowns", "check", "--match", str(matches["/a.html"]), "--allow-private-host", site.key
+            )
             assert checked.returncode == 0, checked.stderr
             assert "[1/1] " + site.url("/a.html") + ": gone" in checked.stdout
             assert "1 newly taken down" in checked.stdout
@@ -269,8 +287,8 @@ def test_cli_lists_and_checks_takedowns(postgres_settings: Settings, tmp_path: P
 @pytest.mark.redis
 @pytest.mark.postgres
 def test_beat_rechecks_through_a_real_worker(postgres_settings: Settings, tmp_path: Path) -> None:
-    """Nobody types a command: Celery beat sends fptrack.recheck_takedowns every FPTRACK_RECHECK_EVERY seconds to
-    a real worker over Redis, which records the copy present, then gone once the page is removed."""
+    """Nobody types a command: Celery beat sends fptrack.recheck_takedowns every FPTRACK_RECHECK_EVERY seconds
+    to a real worker over Redis, which records the copy present, then gone once the page is removed."""
     import signal
     import time
     import uuid
@@ -328,7 +346,9 @@ def test_beat_rechecks_through_a_real_worker(postgres_settings: Settings, tmp_pa
         with session_scope(sessions) as session:
             match = session.get(Match, matches["/a.html"])
             assert match is not None and match.taken_down_at is not None and match.status == "flagged"
-            assert session.scalar(select(func.count()).select_from(MonitorLock)) == 0  # each run released its claim
+            assert (
+                session.scalar(select(func.count()).select_from(MonitorLock)) == 0
+            )  # each run released its claim
     finally:
         engine.dispose()
 
@@ -336,9 +356,9 @@ def test_beat_rechecks_through_a_real_worker(postgres_settings: Settings, tmp_pa
 def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
     settings: Settings, sessions: sessionmaker[Session]
 ) -> None:
-    """The site's banner quotes 300 characters of chapter 1 on every page: template, never evidence. The copy of
-    chapter 1 was flagged with the banner ignored; once the copy is taken off and only the banner is left, the
-    re-check must say removed, not present on the strength of the banner alone."""
+    """The site's banner quotes 300 characters of chapter 1 on every page: template, never evidence. The copy
+    of chapter 1 was flagged with the banner ignored; once the copy is taken off and only the banner is left,
+    the re-check must say removed, not present on the strength of the banner alone."""
     import random
 
     from fptrack.compare.templates import settle_site
@@ -374,7 +394,9 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
 
         left = [banner, "本章节因版权原因已下架，请阅读其他作品。", *texts["/notes/0.html"][1:]]
         site.set("/copy.html", _markup("第1章", left))
-        with session_scope(sessions) as session:  # the banner alone, its template not ignored, looks like a copy
+        with session_scope(
+            sessions
+        ) as session:  # the banner alone, its template not ignored, looks like a copy
             chapter_id = session.scalar(select(Match.chapter_id).where(Match.id == match_id))
             body = _markup("第1章", left).encode("utf-8")
             response = FetchResult(url=site.url("/copy.html"), final_url=site.url("/copy.html"), status=200,

@@ -1,5 +1,6 @@
-"""Storage fixtures: a PostgreSQL session rolled back after each test, on a database copied once per session from
-the Alembic-migrated template (the template itself must stay free of connections: it is copied by other tests)."""
+"""Storage fixtures: a PostgreSQL session rolled back after each test, on a database copied once per session
+from the Alembic-migrated template (the template itself must stay free of connections: it is copied by other
+tests)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ def pg_session(rollback_engine: Engine) -> Iterator[Session]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def any_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+def any_session(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Session]:
     """A session on each backend: SQLite on a fresh migrated file of this test, PostgreSQL rolled back
     (``pg_session``). Tests that want isolation between hypothesis examples call ``session.rollback()``."""
     if request.param == "postgres":

@@ -1,5 +1,6 @@
-"""The Simhash index answers exactly what a brute-force scan answers, on real PostgreSQL and on SQLite: for random
-stored sets (with planted near neighbours), random queries, several layouts, and with buckets re-split."""
+"""The Simhash index answers exactly what a brute-force scan answers, on real PostgreSQL and on SQLite: for
+random stored sets (with planted near neighbours), random queries, several layouts, and with buckets
+re-split."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ def _store(session: Session, values: list[int]) -> dict[int, int]:
     ids = [i for (i,) in session.execute(text("SELECT id FROM pages ORDER BY id"))][-len(values) :]
     from fptrack.storage.simhash_index import bulk_load_simhashes
 
-    bulk_load_simhashes(session, list(zip(ids, values, strict=True)), owner="page", layout=session.info["layout"])
+    bulk_load_simhashes(
+        session, list(zip(ids, values, strict=True)), owner="page", layout=session.info["layout"]
+    )
     return dict(zip(ids, values, strict=True))
 
 
@@ -72,7 +75,9 @@ def test_index_answer_equals_brute_force(
     try:
         for query in queries + seeds[:2]:
             expected = {
-                page_id: hamming(value, query) for page_id, value in stored.items() if hamming(value, query) <= layout.k
+                page_id: hamming(value, query)
+                for page_id, value in stored.items()
+                if hamming(value, query) <= layout.k
             }
             hits = simhash_candidates(session, query, layout, owner="page")
             assert {h.owner_id: h.distance for h in hits} == expected
@@ -85,14 +90,25 @@ def test_index_answer_equals_brute_force(
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=st.lists(u64, min_size=1, max_size=20), layout=st.sampled_from(LAYOUTS))
-def test_sql_key_expressions_equal_python_keys(any_session: Session, values: list[int], layout: IndexLayout) -> None:
-    """The expression indexes and the query's keys come from one description; the database agrees with Python."""
+def test_sql_key_expressions_equal_python_keys(
+    any_session: Session, values: list[int], layout: IndexLayout
+) -> None:
+    """The expression indexes and the query's keys come from one description; the database agrees with
+    Python."""
     for value in values:
         signed = to_signed64(value)
         for t, key in layout.keys(value):
-            assert any_session.scalar(text(f"SELECT {layout.key_sql(t, 'CAST(:v AS BIGINT)')}"), {"v": signed}) == key
+            assert (
+                any_session.scalar(text(f"SELECT {layout.key_sql(t, 'CAST(:v AS BIGINT)')}"), {"v": signed})
+                == key
+            )
             for s, sub_key in layout.split_keys(value, t):
-                assert any_session.scalar(text(f"SELECT {layout.split_key_sql(t, s, 'CAST(:v AS BIGINT)')}"), {"v": signed}) == sub_key
+                assert (
+                    any_session.scalar(
+                        text(f"SELECT {layout.split_key_sql(t, s, 'CAST(:v AS BIGINT)')}"), {"v": signed}
+                    )
+                    == sub_key
+                )
 
 
 @pytest.mark.postgres

@@ -1,6 +1,6 @@
 """An existing database of the walking skeleton (revision 0001) upgrades to head without losing data, on both
-backends: works, chapters, pages, fingerprints, code index rows and matches survive; pages gain their site; the
-Simhash index answers from the expression indexes that replace 0001's table of index rows."""
+backends: works, chapters, pages, fingerprints, code index rows and matches survive; pages gain their site;
+the Simhash index answers from the expression indexes that replace 0001's table of index rows."""
 
 from __future__ import annotations
 
@@ -56,35 +56,57 @@ def empty_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[S
 def _skeleton_data(engine: Engine) -> None:
     """Rows as the skeleton (revision 0001) wrote them, including its table of Simhash index rows."""
     statements = [
-        ("INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at) "
-        f"VALUES (1, '灯塔', 'a.txt', 'utf-8', 'sha-w', '第一章 灯塔 海风很大', '{NOW}')"),
-        ("INSERT INTO chapters (id, work_id, \"index\", title, start, \"end\", text) "
-        "VALUES (10, 1, 1, '第一章 灯塔', 0, 10, '第一章 灯塔 海风很大')"),
-        ("INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, "
-        "snapshot_sha256, fetched_at) VALUES "
-        f"(100, 'http://pirate.test/1', 'http://pirate.test/1', 'pirate.test', 200, 'gbk', 't', '海风很大', "
-        f"'sha-p1', 'snap-1', '{NOW}'), "
-        f"(101, 'http://pirate.test/2', 'http://pirate.test/2', 'pirate.test', 200, 'utf-8', 't', '无关', "
-        f"'sha-p2', 'snap-2', '{NOW}'), "
-        f"(102, 'http://other.test/', 'http://other.test/', 'other.test', 404, '', '', '', '', '', '{NOW}')"),
-        ("INSERT INTO fingerprints (id, chapter_id, page_id, kind, value, payload, created_at) VALUES "
-        f"(1000, 10, NULL, 'simhash64', {to_signed64(SIMHASH)}, NULL, '{NOW}'), "
-        f"(1001, NULL, 100, 'simhash64', {to_signed64(SIMHASH ^ 0b101)}, NULL, '{NOW}'), "
-        f"(1002, 10, NULL, 'dna', NULL, NULL, '{NOW}')"),
-        ("INSERT INTO simhash_index (fingerprint_id, table_no, prefix, fingerprint) VALUES "
-        f"(1000, 0, 1, {to_signed64(SIMHASH)}), (1001, 0, 1, {to_signed64(SIMHASH ^ 0b101)})"),
-        ("INSERT INTO code_index (id, fingerprint_id, kind, code, position) VALUES "
-        "(1, 1002, 'dna', 77, 0), (2, 1002, 'dna', -5, 1), (3, 1002, 'dna', 77, 2)"),
-        ("INSERT INTO matches (id, page_id, work_id, chapter_id, score, methods, spans, status, first_seen, "
-        f"last_seen) VALUES (7, 100, 1, 10, 0.9, '[\"simhash\"]', '[[0, 4, 6, 10]]', 'confirmed', '{NOW}', '{NOW}')"),
+        (
+            "INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at) "
+            f"VALUES (1, '灯塔', 'a.txt', 'utf-8', 'sha-w', '第一章 灯塔 海风很大', '{NOW}')"
+        ),
+        (
+            'INSERT INTO chapters (id, work_id, "index", title, start, "end", text) '
+            "VALUES (10, 1, 1, '第一章 灯塔', 0, 10, '第一章 灯塔 海风很大')"
+        ),
+        (
+            "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, "
+            "snapshot_sha256, fetched_at) VALUES "
+            f"(100, 'http://pirate.test/1', 'http://pirate.test/1', 'pirate.test', 200, 'gbk', 't', '海风很大', "
+            f"'sha-p1', 'snap-1', '{NOW}'), "
+            f"(101, 'http://pirate.test/2', 'http://pirate.test/2', 'pirate.test', 200, 'utf-8', 't', '无关', "
+            f"'sha-p2', 'snap-2', '{NOW}'), "
+            "(102, 'http://other.test/', 'http://other.test/', 'other.test', 404, '', '', '', '', '', "
+            f"'{NOW}')"
+        ),
+        (
+            "INSERT INTO fingerprints (id, chapter_id, page_id, kind, value, payload, created_at) VALUES "
+            f"(1000, 10, NULL, 'simhash64', {to_signed64(SIMHASH)}, NULL, '{NOW}'), "
+            f"(1001, NULL, 100, 'simhash64', {to_signed64(SIMHASH ^ 0b101)}, NULL, '{NOW}'), "
+            f"(1002, 10, NULL, 'dna', NULL, NULL, '{NOW}')"
+        ),
+        (
+            "INSERT INTO simhash_index (fingerprint_id, table_no, prefix, fingerprint) VALUES "
+            f"(1000, 0, 1, {to_signed64(SIMHASH)}), (1001, 0, 1, {to_signed64(SIMHASH ^ 0b101)})"
+        ),
+        (
+            "INSERT INTO code_index (id, fingerprint_id, kind, code, position) VALUES "
+            "(1, 1002, 'dna', 77, 0), (2, 1002, 'dna', -5, 1), (3, 1002, 'dna', 77, 2)"
+        ),
+        (
+            "INSERT INTO matches (id, page_id, work_id, chapter_id, score, methods, spans, status, "
+            "first_seen, "
+            "last_seen) VALUES (7, 100, 1, 10, 0.9, '[\"simhash\"]', '[[0, 4, 6, 10]]', 'confirmed', "
+            f"'{NOW}', '{NOW}')"
+        ),
     ]
     with engine.begin() as connection:
         for statement in statements:
             connection.execute(text(statement))
-        if engine.dialect.name == "postgresql":  # explicit ids: move the sequences past them, as real use would
+        if (
+            engine.dialect.name == "postgresql"
+        ):  # explicit ids: move the sequences past them, as real use would
             for table in ("works", "chapters", "pages", "fingerprints", "code_index", "matches"):
                 connection.execute(
-                    text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))")
+                    text(
+                        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM "
+                        f"{table}))"
+                    )
                 )
 
 
@@ -104,20 +126,28 @@ def test_skeleton_database_upgrades_without_data_loss(empty_settings: Settings) 
             assert set(sites) == {"pirate.test", "other.test"}
             assert pages[100].site_id == pages[101].site_id == sites["pirate.test"]
             assert pages[100].fingerprinted_at is not None and pages[101].fingerprinted_at is None
-            assert session.scalar(select(Fingerprint.value).where(Fingerprint.id == 1000)) == to_signed64(SIMHASH)
+            assert session.scalar(select(Fingerprint.value).where(Fingerprint.id == 1000)) == to_signed64(
+                SIMHASH
+            )
 
             # the Simhash index now answers from fingerprints.value
             hits = simhash_candidates(session, SIMHASH, DEFAULT_LAYOUT, owner="page")
             assert [(h.owner_id, h.distance) for h in hits] == [(100, 2)]
-            assert [h.owner_id for h in simhash_candidates(session, SIMHASH, DEFAULT_LAYOUT, owner="chapter")] == [10]
+            assert [
+                h.owner_id for h in simhash_candidates(session, SIMHASH, DEFAULT_LAYOUT, owner="chapter")
+            ] == [10]
 
             # code index rows kept in their new shape
-            rows = session.execute(select(CodeIndexRow.position, CodeIndexRow.code).order_by(CodeIndexRow.position))
+            rows = session.execute(
+                select(CodeIndexRow.position, CodeIndexRow.code).order_by(CodeIndexRow.position)
+            )
             assert [tuple(r) for r in rows] == [(0, 77), (1, -5), (2, 77)]
             assert code_candidates(session, "dna", [77, -5, 3], owner="chapter") == {10: 2}
             owners = session.execute(select(CodeIndexRow.owner, CodeIndexRow.owner_id)).all()
             assert {tuple(o) for o in owners} == {(CODE_OWNER_CHAPTER, 10)}  # 0004 fills in the owner
-            assert load_codes(session, owner="chapter", owner_id=10, kind="dna") == []  # 0001 kept no payload here
+            assert (
+                load_codes(session, owner="chapter", owner_id=10, kind="dna") == []
+            )  # 0001 kept no payload here
             assert set(count_orphans(session).values()) == {0}
 
             # and new rows get fresh ids after the old ones
@@ -133,9 +163,9 @@ def test_skeleton_database_upgrades_without_data_loss(empty_settings: Settings) 
 
 
 def test_pipeline_migration_keeps_crawl_links_and_progress(empty_settings: Settings) -> None:
-    """0004 rebuilds ``crawl_jobs`` on SQLite (a new CHECK): pages keep their crawl job; what was fingerprinted
-    counts as compared; a work with fingerprints counts as indexed (until 0013 marks every work for indexing again);
-    the new status is accepted."""
+    """0004 rebuilds ``crawl_jobs`` on SQLite (a new CHECK): pages keep their crawl job; what was
+    fingerprinted counts as compared; a work with fingerprints counts as indexed (until 0013 marks every work
+    for indexing again); the new status is accepted."""
     engine = create_engine_for(empty_settings)
     try:
         assert migrate(empty_settings, engine, revision="0001") == "0001"
@@ -186,9 +216,15 @@ def test_accounts_migration_matches_the_models_and_downgrades(empty_settings: Se
         migrate(empty_settings, engine)
         with engine.connect() as connection:
             differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
-        # revision 0002 added pages.site_id / crawl_job_id by plain ADD COLUMN, which cannot declare a foreign key
-        # on SQLite: the only known difference
-        known = [d for d in differences if d[0] in ("add_fk", "remove_fk") and d[1].table.name == "pages" and engine.dialect.name == "sqlite"]
+        # revision 0002 added pages.site_id / crawl_job_id by plain ADD COLUMN, which cannot declare a foreign
+        # key on SQLite: the only known difference
+        known = [
+            d
+            for d in differences
+            if d[0] in ("add_fk", "remove_fk")
+            and d[1].table.name == "pages"
+            and engine.dialect.name == "sqlite"
+        ]
         assert [d for d in differences if d not in known] == []
 
         with Session(engine) as session:

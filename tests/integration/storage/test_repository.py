@@ -31,7 +31,9 @@ def _count(session: Session, model: type) -> int:
 
 def _work(session: Session, title: str, chapters: int) -> Work:
     work = Work(title=title, content_sha256=f"sha-{title}", text="x" * 10 * chapters)
-    work.chapters = [Chapter(index=i, title=f"{i}", start=10 * i, end=10 * i + 10, text="x" * 10) for i in range(chapters)]
+    work.chapters = [
+        Chapter(index=i, title=f"{i}", start=10 * i, end=10 * i + 10, text="x" * 10) for i in range(chapters)
+    ]
     session.add(work)
     session.flush()
     return work
@@ -46,15 +48,22 @@ def _page(session: Session, n: int) -> Page:
 
 def _codes(seed: int, n: int = 20) -> dict[str, list[tuple[int, int]]]:
     rng = random.Random(seed)
-    return {"dna": [(rng.getrandbits(64), i) for i in range(n)], "winnow": [(rng.getrandbits(64), 3 * i) for i in range(n)]}
+    return {
+        "dna": [(rng.getrandbits(64), i) for i in range(n)],
+        "winnow": [(rng.getrandbits(64), 3 * i) for i in range(n)],
+    }
 
 
 def _owner_rows(session: Session, *, page_ids: list[int] = (), chapter_ids: list[int] = ()) -> int:  # type: ignore[assignment]
     """Fingerprints and index rows still hanging off the given owners."""
-    ids = select(Fingerprint.id).where(Fingerprint.page_id.in_(page_ids) | Fingerprint.chapter_id.in_(chapter_ids))
+    ids = select(Fingerprint.id).where(
+        Fingerprint.page_id.in_(page_ids) | Fingerprint.chapter_id.in_(chapter_ids)
+    )
     total = int(session.scalar(select(func.count()).select_from(ids.subquery())) or 0)
     for model in (CodeIndexRow, SimhashHotRow):
-        total += int(session.scalar(select(func.count()).select_from(model).where(model.fingerprint_id.in_(ids))) or 0)
+        total += int(
+            session.scalar(select(func.count()).select_from(model).where(model.fingerprint_id.in_(ids))) or 0
+        )
     return total
 
 
@@ -64,12 +73,24 @@ def test_refingerprinting_and_deleting_leave_no_orphans(session: Session) -> Non
     other = _work(session, "other", 1)
     chapter_ids = [c.id for c in work.chapters]
     for i, chapter_id in enumerate([*chapter_ids, other.chapters[0].id]):
-        replace_fingerprints(session, owner="chapter", owner_id=chapter_id, layout=LAYOUT, simhash=BASE ^ (1 << i),
-                             codes=_codes(i))
+        replace_fingerprints(
+            session,
+            owner="chapter",
+            owner_id=chapter_id,
+            layout=LAYOUT,
+            simhash=BASE ^ (1 << i),
+            codes=_codes(i),
+        )
     pages = [_page(session, n) for n in range(6)]
     for n, page in enumerate(pages):
-        replace_fingerprints(session, owner="page", owner_id=page.id, layout=LAYOUT, simhash=BASE ^ (3 << (2 * n)),
-                             codes=_codes(100 + n))
+        replace_fingerprints(
+            session,
+            owner="page",
+            owner_id=page.id,
+            layout=LAYOUT,
+            simhash=BASE ^ (3 << (2 * n)),
+            codes=_codes(100 + n),
+        )
     session.add(Match(page_id=pages[0].id, work_id=work.id, chapter_id=chapter_ids[0], score=1.0))
     # every bucket of these near-duplicates is re-split, so hot index rows exist and must go too
     report = split_hot_buckets(session, LAYOUT, mu=0.0, min_size=1)
@@ -81,21 +102,29 @@ def test_refingerprinting_and_deleting_leave_no_orphans(session: Session) -> Non
     # the sub-keys of exactly the re-split buckets it falls in
     old_ids = list(session.scalars(select(Fingerprint.id).where(Fingerprint.page_id == pages[1].id)))
     before = (_count(session, Fingerprint), _count(session, CodeIndexRow))
-    replace_fingerprints(session, owner="page", owner_id=pages[1].id, layout=LAYOUT, simhash=BASE ^ (1 << 40),
-                         codes=_codes(7))
+    replace_fingerprints(
+        session, owner="page", owner_id=pages[1].id, layout=LAYOUT, simhash=BASE ^ (1 << 40), codes=_codes(7)
+    )
     session.commit()
     assert (_count(session, Fingerprint), _count(session, CodeIndexRow)) == before
     for model in (CodeIndexRow, SimhashHotRow):
-        assert session.scalar(select(func.count()).select_from(model).where(model.fingerprint_id.in_(old_ids))) == 0
+        assert (
+            session.scalar(select(func.count()).select_from(model).where(model.fingerprint_id.in_(old_ids)))
+            == 0
+        )
     new_id = session.scalar(
         select(Fingerprint.id).where(Fingerprint.page_id == pages[1].id, Fingerprint.kind == LAYOUT.kind)
     )
     hot = {(t, k) for t, k, _ in report.split}
     hot_tables = [t for t, key in LAYOUT.keys(BASE ^ (1 << 40)) if (t, key) in hot]
     assert hot_tables
-    filed = session.scalar(select(func.count()).select_from(SimhashHotRow).where(SimhashHotRow.fingerprint_id == new_id))
+    filed = session.scalar(
+        select(func.count()).select_from(SimhashHotRow).where(SimhashHotRow.fingerprint_id == new_id)
+    )
     assert filed == len(hot_tables) * (LAYOUT.k + 1)
-    assert {h.owner_id for h in simhash_candidates(session, BASE ^ (1 << 40), LAYOUT, owner="page")} >= {pages[1].id}
+    assert {h.owner_id for h in simhash_candidates(session, BASE ^ (1 << 40), LAYOUT, owner="page")} >= {
+        pages[1].id
+    }
     assert load_codes(session, owner="page", owner_id=pages[1].id, kind="dna") == [
         (c - (1 << 64) if c >= 1 << 63 else c, p) for c, p in _codes(7)["dna"]
     ]
@@ -122,11 +151,15 @@ def test_refingerprinting_and_deleting_leave_no_orphans(session: Session) -> Non
 
 
 def test_an_owner_without_a_simhash_gets_no_simhash_row(session: Session) -> None:
-    """The page path without Simhash (fingerprint.contract): codes stored, no Simhash row, and re-fingerprinting a
-    page that had one (written by an earlier release) removes it."""
+    """The page path without Simhash (fingerprint.contract): codes stored, no Simhash row, and
+    re-fingerprinting a page that had one (written by an earlier release) removes it."""
     page = _page(session, 0)
-    replace_fingerprints(session, owner="page", owner_id=page.id, layout=LAYOUT, simhash=BASE, codes=_codes(1))
-    replace_fingerprints(session, owner="page", owner_id=page.id, layout=LAYOUT, simhash=None, codes=_codes(2))
+    replace_fingerprints(
+        session, owner="page", owner_id=page.id, layout=LAYOUT, simhash=BASE, codes=_codes(1)
+    )
+    replace_fingerprints(
+        session, owner="page", owner_id=page.id, layout=LAYOUT, simhash=None, codes=_codes(2)
+    )
     session.commit()
     kinds = set(session.scalars(select(Fingerprint.kind).where(Fingerprint.page_id == page.id)))
     assert kinds == set(_codes(2)) and LAYOUT.kind not in kinds
@@ -143,7 +176,10 @@ def test_bulk_load_matches_brute_force(session: Session) -> None:
     values[1::3] = values[0::3] ^ np.uint64(0b111)  # neighbours at distance 3
     pairs = np.stack([np.array([p.id for p in pages]), values.view(np.int64)], axis=1)
     assert bulk_load_simhashes(session, pairs[:200], owner="page", rebuild_indexes=True) == 200
-    assert bulk_load_simhashes(session, [(int(o), int(v) & (2**64 - 1)) for o, v in pairs[200:]], owner="page") == 100
+    assert (
+        bulk_load_simhashes(session, [(int(o), int(v) & (2**64 - 1)) for o, v in pairs[200:]], owner="page")
+        == 100
+    )
     session.commit()
     stored = {int(o): int(v) & (2**64 - 1) for o, v in pairs}
     for query in [int(v) for v in values[:30]]:
@@ -162,7 +198,11 @@ def test_corpus_statistics_are_versioned_bytes(session: Session) -> None:
     assert save_corpus_stats(session, "pinyin_reference", b"ref") == 1
     session.commit()
     latest = latest_corpus_stats(session, "idf")
-    assert latest is not None and (latest.version, latest.document_count, latest.payload) == (2, 12, b"\x00\x02second")
+    assert latest is not None and (latest.version, latest.document_count, latest.payload) == (
+        2,
+        12,
+        b"\x00\x02second",
+    )
     with pytest.raises(TypeError, match="bytes"):
         save_corpus_stats(session, "idf", "text")  # type: ignore[arg-type]
 

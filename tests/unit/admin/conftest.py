@@ -1,5 +1,5 @@
-"""Fixtures of the admin's tests: the app built on the test's database (``settings``: SQLite and PostgreSQL) and
-the rows of ``tests/support/admin_seed.py``. A module that needs another app or other rows defines its own
+"""Fixtures of the admin's tests: the app built on the test's database (``settings``: SQLite and PostgreSQL)
+and the rows of ``tests/support/admin_seed.py``. A module that needs another app or other rows defines its own
 fixture of the same name, which pytest prefers to these."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The account service (``admin.accounts``) and the review service (``admin.review``) on SQLite and PostgreSQL:
-password hashing, authentication, the login rate limit, roles and clear errors."""
+"""The account service (``admin.accounts``) and the review service (``admin.review``) on SQLite and
+PostgreSQL: password hashing, authentication, the login rate limit, roles and clear errors."""
 
 from __future__ import annotations
 
@@ -58,7 +58,11 @@ def test_usernames_are_case_insensitive() -> None:
 
 def test_roles_are_ordered() -> None:
     assert has_role("admin", "reviewer") and has_role("reviewer", "viewer") and has_role("viewer", "viewer")
-    assert not has_role("viewer", "reviewer") and not has_role("reviewer", "admin") and not has_role("", "viewer")
+    assert (
+        not has_role("viewer", "reviewer")
+        and not has_role("reviewer", "admin")
+        and not has_role("", "viewer")
+    )
     with pytest.raises(ValueError, match="unknown role"):
         has_role("admin", "root")
 
@@ -67,7 +71,12 @@ def test_create_list_authenticate_change_remove(session: Session) -> None:
     account = create_user(session, "Alice", PASSWORD, "admin")
     create_user(session, "bob", PASSWORD, "viewer")
     session.commit()
-    assert (account.username, account.role, account.active, account.last_login_at) == ("alice", "admin", True, None)
+    assert (account.username, account.role, account.active, account.last_login_at) == (
+        "alice",
+        "admin",
+        True,
+        None,
+    )
     assert [a.username for a in list_users(session)] == ["alice", "bob"]
     stored = session.scalar(select(User.password_hash).where(User.username == "alice"))
     assert stored is not None and stored.startswith("scrypt:") and PASSWORD not in stored
@@ -139,7 +148,9 @@ def test_review_decisions_record_who_when_and_why(session: Session) -> None:
     noted = record_decision(session, match_id, "confirmed", "sam", "checked twice")
     assert noted.recorded
     rows = session.execute(
-        select(ReviewDecision.decision, ReviewDecision.reviewer, ReviewDecision.note, ReviewDecision.decided_at)
+        select(
+            ReviewDecision.decision, ReviewDecision.reviewer, ReviewDecision.note, ReviewDecision.decided_at
+        )
         .where(ReviewDecision.match_id == match_id)
         .order_by(ReviewDecision.id)
     ).all()

@@ -63,14 +63,21 @@ def test_tokens_are_stored_hashed_and_act_with_their_users_role(
     assert viewer.startswith("fpt_") and len(viewer) > 40
     client = app.test_client()
     listing = client.get("/api/matches?status=flagged", headers=_bearer(viewer))
-    assert listing.status_code == 200 and [m["id"] for m in listing.get_json()["items"]] == [seeded.hostile_match_id]
+    assert listing.status_code == 200 and [m["id"] for m in listing.get_json()["items"]] == [
+        seeded.hostile_match_id
+    ]
     url = f"/api/matches/{seeded.hostile_match_id}/review"
     refused = client.post(url, json={"status": "confirmed"}, headers=_bearer(viewer))
     assert refused.status_code == 403 and refused.is_json
     # a token needs no CSRF token and no Origin: it is no ambient credential
     done = client.post(url, json={"status": "confirmed", "reason": "API"}, headers=_bearer(reviewer))
     assert done.status_code == 200
-    assert done.get_json() == {"id": seeded.hostile_match_id, "previous_status": "flagged", "status": "confirmed", "recorded": True}
+    assert done.get_json() == {
+        "id": seeded.hostile_match_id,
+        "previous_status": "flagged",
+        "status": "confirmed",
+        "recorded": True,
+    }
     engine, session = _db(settings)
     try:
         hashes = session.scalars(select(ApiToken.token_sha256)).all()
@@ -85,7 +92,13 @@ def test_tokens_are_stored_hashed_and_act_with_their_users_role(
 
 @pytest.mark.parametrize(
     "header",
-    ["Bearer fpt_not-a-token", "Bearer ", "Basic cml0YTpwYXNzd29yZA==", "Bearer " + "x" * 5000, f"Bearer {SCRIPT}"],
+    [
+        "Bearer fpt_not-a-token",
+        "Bearer ",
+        "Basic cml0YTpwYXNzd29yZA==",
+        "Bearer " + "x" * 5000,
+        f"Bearer {SCRIPT}",
+    ],
 )
 def test_bad_tokens_are_401_even_with_a_session(app: Flask, settings: Settings, header: str) -> None:
     add_account(settings, "rita", "reviewer")
@@ -124,7 +137,9 @@ def test_tokens_do_not_open_the_html_pages(app: Flask, settings: Settings) -> No
 
 def test_every_list(app: Flask, seeded: Seeded, settings: Settings) -> None:
     client, headers = app.test_client(), _bearer(_token(settings, "vera", "viewer"))
-    matches = client.get("/api/matches?site=pirate.example&sort=score&order=asc&per_page=1", headers=headers).get_json()
+    matches = client.get(
+        "/api/matches?site=pirate.example&sort=score&order=asc&per_page=1", headers=headers
+    ).get_json()
     assert (matches["total"], matches["pages"], matches["per_page"]) == (2, 2, 1)
     assert list(matches["items"][0]) == ["id", *MATCH_FIELDS, "status"]
     works = client.get("/api/works", headers=headers).get_json()["items"]
@@ -143,27 +158,75 @@ def test_every_list(app: Flask, seeded: Seeded, settings: Settings) -> None:
 
 def test_review_actions(app: Flask, seeded: Seeded, settings: Settings) -> None:
     client, headers = app.test_client(), _bearer(_token(settings, "rita", "reviewer"))
-    note = client.post(f"/api/matches/{seeded.hostile_match_id}/notes", json={"text": SCRIPT}, headers=headers)
+    note = client.post(
+        f"/api/matches/{seeded.hostile_match_id}/notes", json={"text": SCRIPT}, headers=headers
+    )
     assert note.status_code == 201 and note.get_json()["text"] == SCRIPT  # JSON data, not markup
-    assert client.post(f"/api/matches/{seeded.hostile_match_id}/notes", json={"text": 5}, headers=headers).status_code == 400
-    assert client.post("/api/matches/999999/review", json={"status": "confirmed"}, headers=headers).status_code == 404
-    assert client.post(f"/api/matches/{seeded.hostile_match_id}/review", json={"status": "licensed"}, headers=headers).status_code == 400
-    assert client.post(f"/api/matches/{seeded.hostile_match_id}/review", data="[1]", content_type="application/json", headers=headers).status_code == 400
+    assert (
+        client.post(
+            f"/api/matches/{seeded.hostile_match_id}/notes", json={"text": 5}, headers=headers
+        ).status_code
+        == 400
+    )
+    assert (
+        client.post("/api/matches/999999/review", json={"status": "confirmed"}, headers=headers).status_code
+        == 404
+    )
+    assert (
+        client.post(
+            f"/api/matches/{seeded.hostile_match_id}/review", json={"status": "licensed"}, headers=headers
+        ).status_code
+        == 400
+    )
+    assert (
+        client.post(
+            f"/api/matches/{seeded.hostile_match_id}/review",
+            data="[1]",
+            content_type="application/json",
+            headers=headers,
+        ).status_code
+        == 400
+    )
     # bulk on the ids of a filtered list: the plain match is not on it
     bulk = client.post(
         "/api/matches/review?site=pirate.example",
-        json={"status": "dismissed", "reason": "bulk", "ids": [seeded.hostile_match_id, seeded.plain_match_id]},
+        json={
+            "status": "dismissed",
+            "reason": "bulk",
+            "ids": [seeded.hostile_match_id, seeded.plain_match_id],
+        },
         headers=headers,
     )
-    assert bulk.status_code == 200 and [d["id"] for d in bulk.get_json()["items"]] == [seeded.hostile_match_id]
-    stale = client.post("/api/matches/review?status=dismissed", json={"status": "flagged", "all": True, "expected": 1}, headers=headers)
+    assert bulk.status_code == 200 and [d["id"] for d in bulk.get_json()["items"]] == [
+        seeded.hostile_match_id
+    ]
+    stale = client.post(
+        "/api/matches/review?status=dismissed",
+        json={"status": "flagged", "all": True, "expected": 1},
+        headers=headers,
+    )
     assert stale.status_code == 409
-    every = client.post("/api/matches/review?status=dismissed", json={"status": "flagged", "all": True, "expected": 2}, headers=headers)
+    every = client.post(
+        "/api/matches/review?status=dismissed",
+        json={"status": "flagged", "all": True, "expected": 2},
+        headers=headers,
+    )
     assert every.status_code == 200 and len(every.get_json()["items"]) == 2
-    assert client.post("/api/matches/review", json={"status": "flagged", "ids": ["1"]}, headers=headers).status_code == 400
+    assert (
+        client.post(
+            "/api/matches/review", json={"status": "flagged", "ids": ["1"]}, headers=headers
+        ).status_code
+        == 400
+    )
     assert client.post("/api/matches/review", json={"status": "flagged"}, headers=headers).status_code == 400
-    history = client.get(f"/api/matches/{seeded.hostile_match_id}/history", headers=headers).get_json()["items"]
-    assert [(e["kind"], e["status"]) for e in history] == [("note", None), ("decision", "dismissed"), ("decision", "flagged")]
+    history = client.get(f"/api/matches/{seeded.hostile_match_id}/history", headers=headers).get_json()[
+        "items"
+    ]
+    assert [(e["kind"], e["status"]) for e in history] == [
+        ("note", None),
+        ("decision", "dismissed"),
+        ("decision", "flagged"),
+    ]
     engine, session = _db(settings)
     try:
         assert session.scalars(select(MatchNote.author)).all() == ["rita"]
@@ -183,7 +246,9 @@ def test_session_clients_still_need_the_csrf_token(app: Flask, seeded: Seeded, s
     assert client.post(url, json={"status": "confirmed"}, headers={"X-CSRFToken": token}).status_code == 200
 
 
-def test_sites_and_takedowns_are_listed_for_api_clients(app: Flask, seeded: Seeded, settings: Settings) -> None:
+def test_sites_and_takedowns_are_listed_for_api_clients(
+    app: Flask, seeded: Seeded, settings: Settings
+) -> None:
     from datetime import timedelta
 
     from sqlalchemy.orm import Session
@@ -211,7 +276,12 @@ def test_sites_and_takedowns_are_listed_for_api_clients(app: Flask, seeded: Seed
         (seeded.hostile_match_id, "gone", 10800.0)
     ]
     stats = client.get("/api/takedowns/stats", headers=viewer).get_json()["items"][0]
-    assert (stats["checked"], stats["taken_down"], stats["rate"], stats["median_seconds"]) == (1, 1, 1.0, 10800.0)
+    assert (stats["checked"], stats["taken_down"], stats["rate"], stats["median_seconds"]) == (
+        1,
+        1,
+        1.0,
+        10800.0,
+    )
     assert client.get("/api/takedowns?state=bogus", headers=viewer).status_code == 400
     assert client.get("/api/takedowns/stats?by=bogus", headers=viewer).status_code == 400
     assert client.get("/api/takedowns").status_code == 401

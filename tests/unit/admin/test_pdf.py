@@ -1,5 +1,5 @@
-"""Takedown notices to PDF: WeasyPrint, and Debian's Chromium as the fallback; neither fetches anything but the
-admin's own stylesheets."""
+"""Takedown notices to PDF: WeasyPrint, and Debian's Chromium as the fallback; neither fetches anything but
+the admin's own stylesheets."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import pytest
 
 from fptrack.admin.pdf import STATIC, _check_static, html_to_pdf
 
-HTML = '<!doctype html><html><head><link rel="stylesheet" href="notice.css"></head><body class="notice-document">' \
+HTML = (
+    '<!doctype html><html><head><link rel="stylesheet" href="notice.css"></head><body '
+    'class="notice-document">'
     "<h1>侵权通知 notice</h1></body></html>"
+)
 
 
 def test_weasyprint_renders_a_notice() -> None:
@@ -22,7 +25,12 @@ def test_chromium_renders_a_notice() -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["http://127.0.0.1/x.css", "file:///etc/passwd", (STATIC / "../web.py").as_uri(), (STATIC / "nope.css").as_uri()],
+    [
+        "http://127.0.0.1/x.css",
+        "file:///etc/passwd",
+        (STATIC / "../web.py").as_uri(),
+        (STATIC / "nope.css").as_uri(),
+    ],
 )
 def test_only_our_stylesheets_are_fetched(url: str) -> None:
     with pytest.raises(ValueError, match="not fetching"):

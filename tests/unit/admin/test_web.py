@@ -75,8 +75,11 @@ def test_dashboard_shows_counts_and_top_hosts(client: FlaskClient, seeded: Seede
         assert f'id="status-{status}">1<' in html
     table = re.search(r'<table class="compact" id="table-hosts">(.*?)</table>', html, re.DOTALL)
     assert table
-    hosts = re.findall(r'<th scope="row" class="host"><a [^>]*>(.*?)</a></th>.*?<td class="num">(\d+)</td></tr>',
-                       table.group(1), re.DOTALL)
+    hosts = re.findall(
+        r'<th scope="row" class="host"><a [^>]*>(.*?)</a></th>.*?<td class="num">(\d+)</td></tr>',
+        table.group(1),
+        re.DOTALL,
+    )
     assert hosts[0] == ("pirate.example", "2")
     assert sorted(hosts[1:]) == sorted([("copy.example", "1"), (ESCAPED_SCRIPT, "1")])
 
@@ -96,7 +99,8 @@ def test_works_list_and_detail(client: FlaskClient, seeded: Seeded) -> None:
 
     detail = _text(client.get(f"/works/{seeded.work_id}"))
     chapters = re.findall(
-        r'<td class="num">(\d+)</td>\s*<td>(.*?)</td>\s*<td class="num">(\d+)</td>\s*<td class="num">(\d+)</td>',
+        r'<td class="num">(\d+)</td>\s*<td>(.*?)</td>\s*<td class="num">(\d+)</td>\s*<td '
+        r'class="num">(\d+)</td>',
         detail,
     )
     assert chapters == [
@@ -174,7 +178,8 @@ def test_evidence_view_highlights_the_same_passages_on_both_sides(
 
 @pytest.mark.parametrize(
     # the dashboard over all time: the seeded matches are older than its default 90 days
-    "path", ["/?days=0", "/works", "/matches", "/matches/{hostile}", "/matches/{javascript}", "/works/{other}"]
+    "path",
+    ["/?days=0", "/works", "/matches", "/matches/{hostile}", "/matches/{javascript}", "/works/{other}"],
 )
 def test_hostile_crawled_strings_are_escaped(client: FlaskClient, seeded: Seeded, path: str) -> None:
     url = path.format(
@@ -314,7 +319,12 @@ def test_api_matches_carry_the_public_fields_plus_id_and_status(client: FlaskCli
 
     one = client.get(f"/api/matches/{seeded.hostile_match_id}").get_json()
     unchecked = {"state": "unchecked", "rechecked_at": None, "taken_down_at": None}
-    assert one == {**hostile, "page_note": "", "parts": [], "takedown": unchecked}  # one match says a little more
+    assert one == {
+        **hostile,
+        "page_note": "",
+        "parts": [],
+        "takedown": unchecked,
+    }  # one match says a little more
 
 
 def test_api_matches_filters_and_paginates(client: FlaskClient, seeded: Seeded) -> None:
@@ -455,4 +465,8 @@ def test_the_match_page_shows_the_page_note_and_the_later_parts_escaped(
     parts = re.search(r'<dd class="later-parts">(.*?)</dd>', html, re.DOTALL)
     assert parts and "part 2:" in parts.group(1) and ", 1 passage</li>" in parts.group(1)
     assert f"http://pirate.example/2?{ESCAPED_SCRIPT}" in parts.group(1) and SCRIPT not in html
-    assert 'href="javascript:' not in parts.group(1) and "part 3:" in parts.group(1) and ", 0 passages</li>" in parts.group(1)
+    assert (
+        'href="javascript:' not in parts.group(1)
+        and "part 3:" in parts.group(1)
+        and ", 0 passages</li>" in parts.group(1)
+    )

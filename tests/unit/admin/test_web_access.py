@@ -65,7 +65,9 @@ def _routes(app: Flask) -> list[tuple[Rule, str, str]]:
     """(rule, method, url) for every route and method, with ids filled in (1: may or may not exist)."""
     found = []
     for rule in app.url_map.iter_rules():
-        url = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", lambda m: "admin-css" if m.group(1) == "filename" else "1", rule.rule)
+        url = re.sub(
+            r"<(?:[a-z]+:)?([a-z_]+)>", lambda m: "admin-css" if m.group(1) == "filename" else "1", rule.rule
+        )
         url = url.replace("admin-css", "admin.css")
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
             found.append((rule, method, url))
@@ -113,7 +115,9 @@ def test_every_route_but_login_static_and_health_needs_a_session(
     assert client.get("/api/stats").status_code == 401
 
 
-def test_unknown_paths_do_not_tell_an_anonymous_visitor_what_exists(app: Flask, accounts: dict[str, int]) -> None:
+def test_unknown_paths_do_not_tell_an_anonymous_visitor_what_exists(
+    app: Flask, accounts: dict[str, int]
+) -> None:
     client = app.test_client()
     assert client.get("/no/such/page").headers["Location"].startswith("/login")
     assert client.get("/api/nothing").status_code == 401
@@ -128,12 +132,19 @@ def test_a_redirect_to_login_brings_the_user_back(app: Flask, accounts: dict[str
     assert 'value="/matches?status=flagged"' in page
     logged_in = client.post(
         "/login",
-        data={"username": "rita", "password": PASSWORD, "csrf_token": token, "next": "/matches?status=flagged"},
+        data={
+            "username": "rita",
+            "password": PASSWORD,
+            "csrf_token": token,
+            "next": "/matches?status=flagged",
+        },
     )
     assert logged_in.status_code == 303 and logged_in.headers["Location"] == "/matches?status=flagged"
 
 
-@pytest.mark.parametrize("target", ["//evil.example/", "https://evil.example/", "/\\evil.example", "javascript:x"])
+@pytest.mark.parametrize(
+    "target", ["//evil.example/", "https://evil.example/", "/\\evil.example", "javascript:x"]
+)
 def test_login_never_redirects_off_site(app: Flask, accounts: dict[str, int], target: str) -> None:
     client = app.test_client()
     token = csrf_token_in(_text(client.get("/login")))
@@ -153,7 +164,9 @@ def test_viewers_read_everything_and_change_nothing(
             continue
         if method == "GET":
             response = viewer.get(url)
-            expected = (403,) if rule.endpoint.startswith("users.") or rule.endpoint in ADMIN_PAGES else (200, 404)
+            expected = (
+                (403,) if rule.endpoint.startswith("users.") or rule.endpoint in ADMIN_PAGES else (200, 404)
+            )
             if rule.endpoint in NEEDS_ARGUMENTS:
                 expected = (400,)
             assert response.status_code in expected, url
@@ -161,7 +174,9 @@ def test_viewers_read_everything_and_change_nothing(
             for match_id in (seeded.hostile_match_id, 1):
                 real_url = url.replace("/1/", f"/{match_id}/")
                 response = viewer.open(
-                    real_url, method=method, data={"status": "confirmed", "csrf_token": token, "username": "x"}
+                    real_url,
+                    method=method,
+                    data={"status": "confirmed", "csrf_token": token, "username": "x"},
                 )
                 assert response.status_code == 403, (method, real_url, response.status_code)
     page = _text(viewer.get(f"/matches/{seeded.hostile_match_id}"))
@@ -172,11 +187,15 @@ def test_viewers_read_everything_and_change_nothing(
         assert session.scalar(select(User.id).where(User.username == "x")) is None
 
 
-def test_reviewers_review_but_do_not_manage_accounts(app: Flask, seeded: Seeded, accounts: dict[str, int]) -> None:
+def test_reviewers_review_but_do_not_manage_accounts(
+    app: Flask, seeded: Seeded, accounts: dict[str, int]
+) -> None:
     reviewer = _client_as(app, "rita")
     token = _token(reviewer)
     assert reviewer.get("/users").status_code == 403
-    refused = reviewer.post("/users", data={"username": "x", "role": "admin", "password": PASSWORD, "csrf_token": token})
+    refused = reviewer.post(
+        "/users", data={"username": "x", "role": "admin", "password": PASSWORD, "csrf_token": token}
+    )
     assert refused.status_code == 403
     assert reviewer.post(f"/users/{accounts['vera']}/remove", data={"csrf_token": token}).status_code == 403
     # sites are managed by admins: reviewers read them
@@ -197,7 +216,12 @@ def test_every_post_needs_this_sessions_csrf_token(
     admin = _client_as(app, "ada")
     foreign = csrf_token_in(_text(_client_as(app, "rita").get("/")))
     posts = [(rule, url) for rule, method, url in _routes(app) if method in UNSAFE]
-    assert {rule.endpoint for rule, _ in posts} >= {"auth.login", "auth.logout", "matches.set_status", "users.add"}
+    assert {rule.endpoint for rule, _ in posts} >= {
+        "auth.login",
+        "auth.logout",
+        "matches.set_status",
+        "users.add",
+    }
     for rule, url in posts:
         real_url = url.replace("/matches/1/", f"/matches/{seeded.hostile_match_id}/").replace(
             "/users/1/", f"/users/{accounts['vera']}/"
@@ -414,10 +438,20 @@ def test_forwarded_user_header_from_a_trusted_proxy(settings: Settings, accounts
         page = client.get("/", headers={"X-Forwarded-User": "rita"}, environ_base=from_proxy)
         assert page.status_code == 200 and 'id="current-user">rita<' in _text(page)
         # the same header from anywhere else, or naming no active account, proves nothing
-        assert client.get("/", headers={"X-Forwarded-User": "ada"}, environ_base={"REMOTE_ADDR": "10.0.1.7"}).status_code == 303
-        assert client.get("/", headers={"X-Forwarded-User": "ghost"}, environ_base=from_proxy).status_code == 303
+        assert (
+            client.get(
+                "/", headers={"X-Forwarded-User": "ada"}, environ_base={"REMOTE_ADDR": "10.0.1.7"}
+            ).status_code
+            == 303
+        )
+        assert (
+            client.get("/", headers={"X-Forwarded-User": "ghost"}, environ_base=from_proxy).status_code == 303
+        )
         # and the proxy's user gets that user's role
-        assert client.get("/users", headers={"X-Forwarded-User": "vera"}, environ_base=from_proxy).status_code == 403
+        assert (
+            client.get("/users", headers={"X-Forwarded-User": "vera"}, environ_base=from_proxy).status_code
+            == 403
+        )
     finally:
         app.extensions["fptrack"].engine.dispose()
 
@@ -451,7 +485,10 @@ def test_huge_numbers_are_404_or_400_never_500(
 def test_huge_ids_in_posts_are_404(app: Flask, accounts: dict[str, int]) -> None:
     admin = _client_as(app, "ada")
     token = _token(admin)
-    assert admin.post(f"/matches/{HUGE}/status", data={"status": "confirmed", "csrf_token": token}).status_code == 404
+    assert (
+        admin.post(f"/matches/{HUGE}/status", data={"status": "confirmed", "csrf_token": token}).status_code
+        == 404
+    )
     assert admin.post(f"/users/{HUGE}/remove", data={"csrf_token": token}).status_code == 404
 
 
@@ -464,19 +501,29 @@ def test_healthz_is_public_json(app: Flask) -> None:
 # ------------------------------------------------------------------------------------------ /users
 
 
-def test_admins_add_and_remove_users_in_the_web(app: Flask, accounts: dict[str, int], settings: Settings) -> None:
+def test_admins_add_and_remove_users_in_the_web(
+    app: Flask, accounts: dict[str, int], settings: Settings
+) -> None:
     admin = _client_as(app, "ada")
     page = _text(admin.get("/users"))
     assert all(name in page for name in ("ada", "rita", "vera"))
     token = csrf_token_in(page)
-    added = admin.post("/users", data={"username": "Nora", "role": "reviewer", "password": PASSWORD, "csrf_token": token})
+    added = admin.post(
+        "/users", data={"username": "Nora", "role": "reviewer", "password": PASSWORD, "csrf_token": token}
+    )
     assert added.status_code == 303
     assert "Added nora (reviewer)." in _text(admin.get("/users"))
-    duplicate = admin.post("/users", data={"username": "nora", "role": "viewer", "password": PASSWORD, "csrf_token": token})
+    duplicate = admin.post(
+        "/users", data={"username": "nora", "role": "viewer", "password": PASSWORD, "csrf_token": token}
+    )
     assert duplicate.status_code == 400 and "already exists" in _text(duplicate)
-    short = admin.post("/users", data={"username": "kim", "role": "viewer", "password": "short", "csrf_token": token})
+    short = admin.post(
+        "/users", data={"username": "kim", "role": "viewer", "password": "short", "csrf_token": token}
+    )
     assert short.status_code == 400 and "at least 10 characters" in _text(short)
-    bad_role = admin.post("/users", data={"username": "kim", "role": "root", "password": PASSWORD, "csrf_token": token})
+    bad_role = admin.post(
+        "/users", data={"username": "kim", "role": "root", "password": PASSWORD, "csrf_token": token}
+    )
     assert bad_role.status_code == 400
     assert admin.post(f"/users/{accounts['ada']}/remove", data={"csrf_token": token}).status_code == 400
     assert admin.post(f"/users/{accounts['vera']}/remove", data={"csrf_token": token}).status_code == 303

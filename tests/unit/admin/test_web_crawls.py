@@ -11,8 +11,8 @@ from flask.testing import FlaskClient
 from sqlalchemy.orm import Session
 
 from fptrack.admin.web import create_app
-from fptrack.storage.models import Chapter, CrawlJob, Match, Page, Site, Work
 from fptrack.core.settings import Settings
+from fptrack.storage.models import Chapter, CrawlJob, Match, Page, Site, Work
 from tests.support.accounts import add_account, log_in
 
 

@@ -43,8 +43,13 @@ def _table(html: str, table_id: str) -> list[list[str]]:
     block = re.search(rf'<table class="compact" id="{table_id}">(.*?)</table>', html, re.DOTALL)
     assert block, table_id
     rows = re.findall(r"<tr>(.*?)</tr>", block.group(1), re.DOTALL)
-    return [[re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.DOTALL)]
-            for row in rows]
+    return [
+        [
+            re.sub(r"<[^>]+>", "", cell).strip()
+            for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.DOTALL)
+        ]
+        for row in rows
+    ]
 
 
 def test_dashboard_panels_over_all_time(client: FlaskClient, seeded: Seeded) -> None:
@@ -83,18 +88,24 @@ def test_bad_period_is_a_400(client: FlaskClient, seeded: Seeded, query: str) ->
 
 
 @pytest.mark.parametrize("path", CHARTS)
-def test_charts_are_svg_without_scripts_and_escape_labels(client: FlaskClient, seeded: Seeded, path: str) -> None:
+def test_charts_are_svg_without_scripts_and_escape_labels(
+    client: FlaskClient, seeded: Seeded, path: str
+) -> None:
     response = client.get(f"{path}?days=0")
     assert response.status_code == 200
     assert response.mimetype == "image/svg+xml"
     assert response.headers["Content-Security-Policy"] == CHART_CONTENT_SECURITY_POLICY
-    assert "script-src" not in CHART_CONTENT_SECURITY_POLICY and "default-src 'none'" in CHART_CONTENT_SECURITY_POLICY
+    assert (
+        "script-src" not in CHART_CONTENT_SECURITY_POLICY
+        and "default-src 'none'" in CHART_CONTENT_SECURITY_POLICY
+    )
     body = response.get_data()
     root = ElementTree.fromstring(body)  # well-formed XML
     assert root.tag.endswith("svg")
     assert b"<script" not in body and b"javascript:" not in body
     if path != "/charts/matches-over-time.svg":
-        # every seeded work or host is a bar, its label the text as stored (the hostile ones escaped in the SVG)
+        # every seeded work or host is a bar, its label the text as stored (the hostile ones escaped in the
+        # SVG)
         labels = "".join(root.itertext())
         expected = {
             "/charts/works.svg": ["山中故事", f"Other {SCRIPT}"],
@@ -110,10 +121,24 @@ def test_pages_keep_the_strict_policy(client: FlaskClient, seeded: Seeded) -> No
 
 def test_crawl_health(client: FlaskClient, seeded: Seeded, session: Session) -> None:
     now = utcnow()
-    site = Site(host="late.example", name="late-site", managed=True, enabled=True, schedule="3600",
-                start_urls=["http://late.example/"], next_crawl_at=now - timedelta(hours=3))
-    idle = Site(host="idle.example", name="idle-site", managed=True, enabled=False, schedule="3600",
-                start_urls=["http://idle.example/"], next_crawl_at=now - timedelta(hours=3))
+    site = Site(
+        host="late.example",
+        name="late-site",
+        managed=True,
+        enabled=True,
+        schedule="3600",
+        start_urls=["http://late.example/"],
+        next_crawl_at=now - timedelta(hours=3),
+    )
+    idle = Site(
+        host="idle.example",
+        name="idle-site",
+        managed=True,
+        enabled=False,
+        schedule="3600",
+        start_urls=["http://idle.example/"],
+        next_crawl_at=now - timedelta(hours=3),
+    )
     session.add_all([site, idle])
     session.flush()
     session.add_all([
@@ -151,11 +176,16 @@ def test_counts_from_the_rollups_equal_counting_the_matches(
     counted = session.scalar(match_filter.apply(select(func.count()).select_from(Match)))
     assert count_matches(session, match_filter) == counted
     work = MatchFilter(work_id=seeded.work_id, status="dismissed")
-    assert count_matches(session, work) == session.scalar(work.apply(select(func.count()).select_from(Match))) == 1
+    assert (
+        count_matches(session, work)
+        == session.scalar(work.apply(select(func.count()).select_from(Match)))
+        == 1
+    )
 
 
-def test_page_count_is_exact_or_a_marked_estimate(client: FlaskClient, seeded: Seeded, session: Session,
-                                                  settings: Settings) -> None:
+def test_page_count_is_exact_or_a_marked_estimate(
+    client: FlaskClient, seeded: Seeded, session: Session, settings: Settings
+) -> None:
     assert page_count(session) == (4, False)
     if settings.database_url.startswith("postgresql"):
         session.execute(text("ANALYZE pages"))
@@ -164,7 +194,9 @@ def test_page_count_is_exact_or_a_marked_estimate(client: FlaskClient, seeded: S
         assert page_count(session, exact_below=1) == (4, False)  # SQLite has no estimate: always exact
 
 
-def test_takedown_panel_shows_rate_and_time_to_takedown(client: FlaskClient, seeded: Seeded, session: Session) -> None:
+def test_takedown_panel_shows_rate_and_time_to_takedown(
+    client: FlaskClient, seeded: Seeded, session: Session
+) -> None:
     from fptrack.admin.views import dashboard
 
     dashboard._takedown_figures.clear()  # another test's figures (same URL) must not be served from the cache
@@ -179,7 +211,9 @@ def test_takedown_panel_shows_rate_and_time_to_takedown(client: FlaskClient, see
     up.recheck_state, up.rechecked_at = "present", utcnow()
     session.commit()
     html = _text(client.get("/?days=0"))
-    assert 'id="takedown-rate">–' in html  # served from the process's cache (figures move with daily re-checks)
+    assert (
+        'id="takedown-rate">–' in html
+    )  # served from the process's cache (figures move with daily re-checks)
     dashboard._takedown_figures.clear()
     html = _text(client.get("/?days=0"))
     assert re.search(r'id="takedown-checked">2<', html)
@@ -188,7 +222,9 @@ def test_takedown_panel_shows_rate_and_time_to_takedown(client: FlaskClient, see
     assert re.search(r'id="takedown-median">[^<]*5', html)
 
 
-def test_match_page_shows_its_takedown_checks_escaped(client: FlaskClient, seeded: Seeded, session: Session) -> None:
+def test_match_page_shows_its_takedown_checks_escaped(
+    client: FlaskClient, seeded: Seeded, session: Session
+) -> None:
     from fptrack.storage.models import TakedownCheck
 
     match = session.get(Match, seeded.plain_match_id)
@@ -197,11 +233,13 @@ def test_match_page_shows_its_takedown_checks_escaped(client: FlaskClient, seede
     now = utcnow()
     session.add(TakedownCheck(match_id=match.id, checked_at=now - timedelta(hours=2), outcome="present",
                               http_status=200, detail="still copies 97 %"))  # fmt: skip
-    session.add(TakedownCheck(match_id=match.id, checked_at=now, outcome="gone", http_status=404, detail=SCRIPT))
+    session.add(
+        TakedownCheck(match_id=match.id, checked_at=now, outcome="gone", http_status=404, detail=SCRIPT)
+    )
     match.recheck_state, match.rechecked_at, match.taken_down_at = "gone", now, now
     session.commit()
     html = _text(client.get(f"/matches/{match.id}"))
-    section = html[html.index('id="takedown"'):html.index('id="history"')]
+    section = html[html.index('id="takedown"') : html.index('id="history"')]
     assert 'class="recheck-gone">gone<' in section and "Taken down" in section
     assert section.index(">gone<", section.index("<tbody>")) < section.index(">present<")  # newest first
     assert SCRIPT not in html and ESCAPED_SCRIPT in section  # a page's answer is crawled text: inert

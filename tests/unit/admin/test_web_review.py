@@ -39,7 +39,9 @@ def seeded(session: Session) -> Seeded:
     hostile = session.get(Match, found.hostile_match_id)
     assert hostile is not None
     text = f"前文<i>x</i>{EDITED}。"
-    page = Page(url=FORMULA, final_url=FORMULA, host="edits.example", status=200, title=f"-改 {SCRIPT}", text=text)
+    page = Page(
+        url=FORMULA, final_url=FORMULA, host="edits.example", status=200, title=f"-改 {SCRIPT}", text=text
+    )
     start = text.index(EDITED)
     work_start = WORK_TEXT.index(ORIGINAL)
     session.add(
@@ -114,24 +116,42 @@ def test_filters_sort_and_url_search(reviewer: FlaskClient, seeded: Seeded, sett
         seeded.match_ids_newest_first[0],
         seeded.hostile_match_id,
     ]
-    assert _ids(_text(reviewer.get("/matches?site=PIRATE.example&status=flagged"))) == [seeded.hostile_match_id]
+    assert _ids(_text(reviewer.get("/matches?site=PIRATE.example&status=flagged"))) == [
+        seeded.hostile_match_id
+    ]
     assert _ids(_text(reviewer.get("/matches?q=COPY.example"))) == [seeded.plain_match_id]
     assert _ids(_text(reviewer.get("/matches?q=%25"))) == []  # % is a character, not a wildcard
     assert _ids(_text(reviewer.get("/matches?q=HYPERLINK"))) == [edits]
-    assert _ids(_text(reviewer.get("/matches?min_score=0.9"))) == [seeded.match_ids_newest_first[0], seeded.hostile_match_id]
+    assert _ids(_text(reviewer.get("/matches?min_score=0.9"))) == [
+        seeded.match_ids_newest_first[0],
+        seeded.hostile_match_id,
+    ]
     assert _ids(_text(reviewer.get("/matches?max_score=0.6"))) == [edits]
     assert _ids(_text(reviewer.get("/matches?from=2026-02-20&to=2026-02-28"))) == [edits]
     assert len(_ids(_text(reviewer.get("/matches?from=2026-03-01&to=2026-03-01")))) == 4
     for sort in ("work", "status", "date", "site"):
         assert sorted(_ids(_text(reviewer.get(f"/matches?sort={sort}")))) == sorted(every), sort
     page = _text(reviewer.get("/matches?site=pirate.example&q=book"))
-    assert 'value="pirate.example"' in page and 'href="/matches/export.csv?site=pirate.example&amp;q=book"' in page
+    assert (
+        'value="pirate.example"' in page
+        and 'href="/matches/export.csv?site=pirate.example&amp;q=book"' in page
+    )
 
 
 @pytest.mark.parametrize(
     "query",
-    ["sort=stolen", "order=up", "from=yesterday", "to=2026-13-01", "min_score=2", "min_score=nan",
-     "from=2026-03-02&to=2026-03-01", "q=" + "x" * 400, "status=stolen", "work=abc"],
+    [
+        "sort=stolen",
+        "order=up",
+        "from=yesterday",
+        "to=2026-13-01",
+        "min_score=2",
+        "min_score=nan",
+        "from=2026-03-02&to=2026-03-01",
+        "q=" + "x" * 400,
+        "status=stolen",
+        "work=abc",
+    ],
 )
 def test_bad_filters_are_400(reviewer: FlaskClient, seeded: Seeded, query: str) -> None:
     for path in ("/matches", "/matches/export.csv", "/api/matches"):
@@ -167,7 +187,11 @@ def test_bulk_confirm_the_ticked_matches_of_a_filtered_list(
             assert session.get(Match, seeded.hostile_match_id).status == "confirmed"  # type: ignore[union-attr]
             assert session.get(Match, seeded.plain_match_id).status == "licensed"  # type: ignore[union-attr]
             decision = session.scalars(select(ReviewDecision)).one()
-            assert (decision.match_id, decision.reviewer, decision.note) == (seeded.hostile_match_id, "rita", "整站盗版")
+            assert (decision.match_id, decision.reviewer, decision.note) == (
+                seeded.hostile_match_id,
+                "rita",
+                "整站盗版",
+            )
     finally:
         engine.dispose()
 
@@ -177,7 +201,13 @@ def test_bulk_on_all_matches_of_a_list_needs_the_count_the_reviewer_saw(
 ) -> None:
     html = _text(reviewer.get("/matches?status=flagged"))
     assert 'name="status" value="flagged"' in html and 'name="expected" value="2"' in html
-    form = {"csrf_token": csrf_token_in(html), "status": "flagged", "scope": "all", "decision": "dismissed", "note": "bulk"}
+    form = {
+        "csrf_token": csrf_token_in(html),
+        "status": "flagged",
+        "scope": "all",
+        "decision": "dismissed",
+        "note": "bulk",
+    }
     stale = reviewer.post("/matches/bulk", data={**form, "expected": "1"})
     assert stale.status_code == 409 and "has changed" in _text(stale)
     engine = create_engine_for(settings)
@@ -204,11 +234,22 @@ def test_bulk_on_all_matches_of_a_list_needs_the_count_the_reviewer_saw(
 def test_bulk_refuses_bad_input(reviewer: FlaskClient, seeded: Seeded) -> None:
     token = csrf_token_in(_text(reviewer.get("/matches")))
     base = {"csrf_token": token, "scope": "selected"}
-    assert reviewer.post("/matches/bulk", data={**base, "ids": "abc", "decision": "confirmed"}).status_code == 400
-    assert reviewer.post("/matches/bulk", data={**base, "ids": "9" * 30, "decision": "confirmed"}).status_code == 404
-    bad = reviewer.post("/matches/bulk", data={**base, "ids": str(seeded.hostile_match_id), "decision": "licensed"})
+    assert (
+        reviewer.post("/matches/bulk", data={**base, "ids": "abc", "decision": "confirmed"}).status_code
+        == 400
+    )
+    assert (
+        reviewer.post("/matches/bulk", data={**base, "ids": "9" * 30, "decision": "confirmed"}).status_code
+        == 404
+    )
+    bad = reviewer.post(
+        "/matches/bulk", data={**base, "ids": str(seeded.hostile_match_id), "decision": "licensed"}
+    )
     assert bad.status_code == 400
-    assert reviewer.post("/matches/bulk", data={**base, "scope": "some", "decision": "confirmed"}).status_code == 400
+    assert (
+        reviewer.post("/matches/bulk", data={**base, "scope": "some", "decision": "confirmed"}).status_code
+        == 400
+    )
     nothing = reviewer.post("/matches/bulk", data={**base, "decision": "confirmed"})
     assert nothing.status_code == 303
     assert "No match was selected" in _text(reviewer.get("/matches"))
@@ -217,7 +258,9 @@ def test_bulk_refuses_bad_input(reviewer: FlaskClient, seeded: Seeded) -> None:
 # ----------------------------------------------------------------------------------- evidence and history
 
 
-def test_differences_inside_copied_passages_are_marked(reviewer: FlaskClient, seeded: Seeded, settings: Settings) -> None:
+def test_differences_inside_copied_passages_are_marked(
+    reviewer: FlaskClient, seeded: Seeded, settings: Settings
+) -> None:
     html = _text(reviewer.get(f"/matches/{_edits_id(settings)}"))
     page = re.search(r'<div class="text" id="page-text">(.*?)</div>', html, re.DOTALL)
     work = re.search(r'<div class="text" id="work-text">(.*?)</div>', html, re.DOTALL)
@@ -247,8 +290,16 @@ def test_notes_and_decisions_make_the_history(
     html = _text(reviewer.get(url))
     assert "No decision or note yet." in html
     token = csrf_token_in(html)
-    assert reviewer.post(f"{url}/notes", data={"csrf_token": token, "text": f"站长已联系 {SCRIPT}"}).status_code == 303
-    assert reviewer.post(f"{url}/status", data={"csrf_token": token, "status": "confirmed", "note": "全章"}).status_code == 303
+    assert (
+        reviewer.post(f"{url}/notes", data={"csrf_token": token, "text": f"站长已联系 {SCRIPT}"}).status_code
+        == 303
+    )
+    assert (
+        reviewer.post(
+            f"{url}/status", data={"csrf_token": token, "status": "confirmed", "note": "全章"}
+        ).status_code
+        == 303
+    )
     assert reviewer.post(f"{url}/notes", data={"csrf_token": token, "text": "   "}).status_code == 400
     assert reviewer.post("/matches/999999/notes", data={"csrf_token": token, "text": "x"}).status_code == 404
     history = _text(reviewer.get(url)).split('id="history"')[1]
@@ -285,7 +336,9 @@ def test_csv_export_of_a_filtered_list(reviewer: FlaskClient, seeded: Seeded, se
     assert not any(cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row.values())
     hostile = next(row for row in rows if int(row["id"]) == seeded.hostile_match_id)
     assert hostile["page_url"].endswith('"><script>alert(1)</script>')  # data, in a text/csv download
-    everything = list(csv.DictReader(io.StringIO(reviewer.get("/matches/export.csv").get_data().decode("utf-8-sig"))))
+    everything = list(
+        csv.DictReader(io.StringIO(reviewer.get("/matches/export.csv").get_data().decode("utf-8-sig")))
+    )
     assert len(everything) == 5
 
 
@@ -351,7 +404,9 @@ def test_evidence_bundle_has_the_page_as_a_warc_record_and_checksums(
     try:
         with Session(engine) as session:
             fetched = session.scalar(
-                select(Page.fetched_at).join(Match, Match.page_id == Page.id).where(Match.id == seeded.hostile_match_id)
+                select(Page.fetched_at)
+                .join(Match, Match.page_id == Page.id)
+                .where(Match.id == seeded.hostile_match_id)
             )
     finally:
         engine.dispose()

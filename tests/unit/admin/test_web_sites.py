@@ -14,9 +14,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.admin.web import create_app
+from fptrack.core.settings import Settings
 from fptrack.jobs.sites import SiteError, SiteSpec
 from fptrack.storage.models import CrawlJob, MonitorLock, Site, utcnow
-from fptrack.core.settings import Settings
 from tests.support.accounts import add_account, csrf_token_in, log_in
 
 SCRIPT = "<script>alert(1)</script>"
@@ -44,8 +44,16 @@ def admin(app: Flask, settings: Settings) -> FlaskClient:
 
 def _form(client: FlaskClient, **fields: str) -> dict[str, str]:
     token = csrf_token_in(client.get("/sites/new").get_data(as_text=True))
-    base = {"name": "books", "start_urls": "http://pirate.example/\nhttp://pirate.example/list", "depth": "3",
-            "max_pages": "50", "schedule": "6h", "render_js": "auto", "obey_robots": "on", "enabled": "on"}
+    base = {
+        "name": "books",
+        "start_urls": "http://pirate.example/\nhttp://pirate.example/list",
+        "depth": "3",
+        "max_pages": "50",
+        "schedule": "6h",
+        "render_js": "auto",
+        "obey_robots": "on",
+        "enabled": "on",
+    }
     return {**base, **fields, "csrf_token": token}
 
 
@@ -54,14 +62,26 @@ def _sites(session: Session) -> list[Site]:
     return list(session.scalars(select(Site).where(Site.managed.is_(True))))
 
 
-def test_admin_adds_a_site_and_everyone_reads_it(app: Flask, settings: Settings, admin: FlaskClient,
-                                                 session: Session) -> None:
+def test_admin_adds_a_site_and_everyone_reads_it(
+    app: Flask, settings: Settings, admin: FlaskClient, session: Session
+) -> None:
     response = admin.post("/sites", data=_form(admin, include="/book/\n/chapter/", delay="0.5"))
     assert response.status_code == 303
     [site] = _sites(session)
-    assert (site.name, site.host, site.depth, site.max_pages, site.schedule) == ("books", "pirate.example", 3, 50, "21600")
+    assert (site.name, site.host, site.depth, site.max_pages, site.schedule) == (
+        "books",
+        "pirate.example",
+        3,
+        50,
+        "21600",
+    )
     assert site.start_urls == ["http://pirate.example/", "http://pirate.example/list"]
-    assert (site.include_patterns, site.delay, site.obey_robots, site.allow_private) == (["/book/", "/chapter/"], 0.5, True, False)
+    assert (site.include_patterns, site.delay, site.obey_robots, site.allow_private) == (
+        ["/book/", "/chapter/"],
+        0.5,
+        True,
+        False,
+    )
     assert site.next_crawl_at is not None  # a new schedule is due at once
     viewer = _client(app, settings, "vera", "viewer")
     listing = viewer.get("/sites").get_data(as_text=True)
@@ -74,7 +94,10 @@ def test_admin_adds_a_site_and_everyone_reads_it(app: Flask, settings: Settings,
 @pytest.mark.parametrize(
     ("fields", "spec"),
     [
-        ({"schedule": "sometimes"}, SiteSpec(name="books", start_urls=("http://x.example/",), schedule="sometimes")),
+        (
+            {"schedule": "sometimes"},
+            SiteSpec(name="books", start_urls=("http://x.example/",), schedule="sometimes"),
+        ),
         ({"depth": "99"}, SiteSpec(name="books", start_urls=("http://x.example/",), depth=99)),
         ({"name": "two words"}, SiteSpec(name="two words", start_urls=("http://x.example/",))),
         ({"start_urls": "ftp://x.example/"}, SiteSpec(name="books", start_urls=("ftp://x.example/",))),
@@ -115,7 +138,11 @@ def test_admin_edits_a_site(admin: FlaskClient, session: Session) -> None:
     assert admin.post(f"/sites/{site.id}", data=fields).status_code == 303
     [edited] = _sites(session)
     assert (edited.name, edited.depth, edited.enabled, edited.schedule, edited.next_crawl_at) == (
-        "books2", 1, False, "", None
+        "books2",
+        1,
+        False,
+        "",
+        None,
     )
     assert admin.get("/sites/999999/edit").status_code == 404
 
@@ -127,8 +154,16 @@ def test_run_now_refuses_a_site_being_crawled(admin: FlaskClient, session: Sessi
     job = CrawlJob(site_id=site.id, start_urls=site.start_urls, status="running", max_pages=50, pages_seen=20)
     session.add(job)
     session.flush()
-    session.add(MonitorLock(name=f"site:{site.id}", token="t", owner="elsewhere", job_id=job.id,
-                            acquired_at=now, heartbeat_at=now))
+    session.add(
+        MonitorLock(
+            name=f"site:{site.id}",
+            token="t",
+            owner="elsewhere",
+            job_id=job.id,
+            acquired_at=now,
+            heartbeat_at=now,
+        )
+    )
     session.commit()
     token = csrf_token_in(admin.get("/sites").get_data(as_text=True))
     response = admin.post(f"/sites/{site.id}/run", data={"csrf_token": token}, follow_redirects=True)

@@ -1,5 +1,6 @@
-"""The generated mirror sites of benchmarks/mirror_similarity.py: each article on distinct hosts, mirrors that keep
-what a re-hosting keeps, and scores that tell mirrors from neighbours where they should. Random text (no corpus)."""
+"""The generated mirror sites of benchmarks/mirror_similarity.py: each article on distinct hosts, mirrors that
+keep what a re-hosting keeps, and scores that tell mirrors from neighbours where they should. Random text (no
+corpus)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ def _news(count: int) -> list[tuple[str, str]]:
     categories = ("体育", "财经", "科技")
     out = []
     for i in range(count):
-        lines = ["".join(rng.choice(_POOL) for _ in range(rng.randint(60, 160))) for _ in range(rng.randint(3, 6))]
+        lines = [
+            "".join(rng.choice(_POOL) for _ in range(rng.randint(60, 160))) for _ in range(rng.randint(3, 6))
+        ]
         out.append((categories[i % 3], "\n".join(lines)))
     return out
 

@@ -1,4 +1,5 @@
-"""compare.multipage, the pure part: chains built from the set of pages alone, spans mapped back to the parts."""
+"""compare.multipage, the pure part: chains built from the set of pages alone, spans mapped back to the
+parts."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from fptrack.compare.multipage import ChainPart, chains_of, join_parts, map_span
 
 def _pages(*links: tuple[str, str], texts: dict[str, str] | None = None) -> dict[str, ChainPart]:
     texts = texts or {}
-    return {url: ChainPart(n, url, texts.get(url, f"text of {url}"), nxt) for n, (url, nxt) in enumerate(links)}
+    return {
+        url: ChainPart(n, url, texts.get(url, f"text of {url}"), nxt) for n, (url, nxt) in enumerate(links)
+    }
 
 
 def test_a_chain_is_followed_from_its_first_page_whatever_the_order_of_the_pages() -> None:
@@ -25,7 +28,9 @@ def test_gaps_cycles_and_empty_parts_end_a_chain() -> None:
     assert chains_of(_pages(("a/1.html", "a/1_2.html"))) == []  # the next part was never stored
     gap = chains_of(_pages(("a/1.html", "a/1_2.html"), ("a/1_2.html", "a/1_3.html")))
     assert [[p.url for p in chain] for chain in gap] == [["a/1.html", "a/1_2.html"]]
-    assert chains_of(_pages(("a/1.html", "a/1_2.html"), ("a/1_2.html", "a/1.html"))) == []  # a cycle has no head
+    assert (
+        chains_of(_pages(("a/1.html", "a/1_2.html"), ("a/1_2.html", "a/1.html"))) == []
+    )  # a cycle has no head
     empty = _pages(("a/1.html", "a/1_2.html"), ("a/1_2.html", ""), texts={"a/1_2.html": ""})
     assert chains_of(empty) == []
 

@@ -18,7 +18,9 @@ def _page(rng: np.random.Generator, own: int, *, template: bool) -> np.ndarray:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(0, 12), st.integers(0, 8), st.permutations(range(20)))
-def test_the_template_does_not_depend_on_page_order(seed: int, with_template: int, mirrors: int, order: list[int]) -> None:
+def test_the_template_does_not_depend_on_page_order(
+    seed: int, with_template: int, mirrors: int, order: list[int]
+) -> None:
     rng = np.random.default_rng(seed)
     pages = {f"http://s/{n}": _page(rng, 100, template=n < with_template) for n in range(12)}
     chapter = rng.integers(10**6, 10**12, size=150)

@@ -84,17 +84,22 @@ def test_a_template_with_other_numbers_is_not_one_run() -> None:
     def report() -> str:
         parts = []
         for index in ("上证50etf", "上证180etf", "深证100etf", "中小板etf", "上证红利etf", "创业板etf"):
-            parts.append(f"{index}{rng.choice(('上涨', '跌'))}{rng.randint(10, 999):03d}报{rng.randint(1000, 9999)}元")
+            parts.append(
+                f"{index}{rng.choice(('上涨', '跌'))}{rng.randint(10, 999):03d}报{rng.randint(1000, 9999)}元"
+            )
         return "".join(parts)
 
     page, chapter = report(), report()
-    assert len(align(page, chapter, params=AlignParams(max_gap_digit_share=1.0)).runs) == 1  # merged over numbers
+    assert (
+        len(align(page, chapter, params=AlignParams(max_gap_digit_share=1.0)).runs) == 1
+    )  # merged over numbers
     assert align(page, chapter).runs == ()
     assert align(page, page).page_covered == len(page)  # the same report, numbers and all, is one run
 
 
 def test_placeholder_initials_are_no_evidence() -> None:
-    """Kana have no pinyin: unrelated kana texts share every run of placeholder initials, never a copied run."""
+    """Kana have no pinyin: unrelated kana texts share every run of placeholder initials, never a copied
+    run."""
     page, chapter = "あいうえおかきくけこ" * 8, "さしすせそたちつてと" * 8
     initials = pinyin_initials(page)
     assert set(initials) == {UNKNOWN_INITIAL} and set(pinyin_initials(chapter)) == {UNKNOWN_INITIAL}
@@ -104,9 +109,9 @@ def test_placeholder_initials_are_no_evidence() -> None:
 
 
 def test_anchors_split_between_two_distant_diagonals_still_align() -> None:
-    """Generated kana prose repeats its words all over both texts: a run's anchors can fall evenly on two distant
-    diagonals, leaving none near their median (this raised on an empty selection, then, taking both diagonals,
-    gave a 44-character run a 659-character chapter range and half a chapter's coverage)."""
+    """Generated kana prose repeats its words all over both texts: a run's anchors can fall evenly on two
+    distant diagonals, leaving none near their median (this raised on an empty selection, then, taking both
+    diagonals, gave a 44-character run a 659-character chapter range and half a chapter's coverage)."""
     from tests.support.kana import kana_prose
 
     slack = AlignParams().diagonal_slack

@@ -1,5 +1,5 @@
-"""The on-disk frontier of a site crawl (crawler.resume) on a real SQLite file, and the spider crawling from it:
-what a resumed crawl requests, what it skips, what its budget counts, when a state is stale."""
+"""The on-disk frontier of a site crawl (crawler.resume) on a real SQLite file, and the spider crawling from
+it: what a resumed crawl requests, what it skips, what its budget counts, when a state is stale."""
 
 from __future__ import annotations
 
@@ -36,7 +36,9 @@ def test_a_state_left_by_a_killed_run_is_resumed_with_its_pending_requests(tmp_p
     assert state.resumed and state.earlier_jobs() == [41]
     state.done = {"http://a.test/", "http://a.test/1.html"}  # what the killed run stored
     assert state.pending() == [("http://a.test/2.html", 1, False)]
-    assert state.record([("http://a.test/1.html", 2), ("http://a.test/3.html", 2)]) == ["http://a.test/3.html"]
+    assert state.record([("http://a.test/1.html", 2), ("http://a.test/3.html", 2)]) == [
+        "http://a.test/3.html"
+    ]
     state.remove()
     assert not state_dir(tmp_path, 7).exists()
     assert not CrawlState.open(tmp_path, 7, KEY).resumed
@@ -86,7 +88,10 @@ def test_a_resumed_spider_whose_budget_was_spent_requests_nothing(tmp_path: Path
     _killed_run(tmp_path)
     state = CrawlState.open(tmp_path, 7, KEY)
     state.done = {"http://a.test/", "http://a.test/1.html"}
-    assert list(PageSpider(start_urls=["http://a.test/"], depth=2, max_pages=2, state=state).start_requests()) == []
+    assert (
+        list(PageSpider(start_urls=["http://a.test/"], depth=2, max_pages=2, state=state).start_requests())
+        == []
+    )
 
 
 def test_a_fresh_spider_records_its_start_urls_and_links_before_the_page_goes_on(tmp_path: Path) -> None:

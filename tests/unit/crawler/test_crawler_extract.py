@@ -227,6 +227,8 @@ def test_promotion_line_inside_a_short_body_does_not_lose_the_body() -> None:
         "<div class=footer>Copyright 2024 示例 All Rights Reserved.</div>"
     )
     assert extract_main_text(html).text == PARAGRAPHS[0]
+
+
 def test_chapter_swallowed_by_an_unclosed_navigation_div_is_kept() -> None:
     # Broken markup: the menu's <div class="nav"> is never closed, so the chapter ends up inside it.
     prose = [
@@ -315,7 +317,11 @@ def test_a_promotion_line_around_an_address_is_still_dropped_whole() -> None:
 
 
 def test_prose_with_decimal_numbers_and_dots_is_not_mistaken_for_an_address() -> None:
-    lines = ["他跑完了3.5公里，又看了看表：9.58秒……不，是九点五十八分。", "It was 5 a.m. on the coast.", *PARAGRAPHS]
+    lines = [
+        "他跑完了3.5公里，又看了看表：9.58秒……不，是九点五十八分。",
+        "It was 5 a.m. on the coast.",
+        *PARAGRAPHS,
+    ]
     assert extract_main_text(_pirate(_br(lines))).text.split("\n") == lines
 
 
@@ -372,7 +378,11 @@ def test_text_nested_deeper_than_libxml2_parses_is_found_after_flattening(levels
 
 
 def test_unclosed_nesting_keeps_every_link_and_line() -> None:
-    html = "<html><body>" + "".join(f"<div><a href='/c/{n}.html'>第{n}章</a>" for n in range(5000)) + "</body></html>"
+    html = (
+        "<html><body>"
+        + "".join(f"<div><a href='/c/{n}.html'>第{n}章</a>" for n in range(5000))
+        + "</body></html>"
+    )
     result = extract_main_text(html, "http://novel.test/")
     assert len(result.links) == 5000
     assert result.links[-1] == "http://novel.test/c/4999.html"
@@ -393,9 +403,14 @@ def test_text_over_the_cap_is_cut_at_a_paragraph_boundary() -> None:
     cap = len(full) - len(PARAGRAPHS[-1])  # the last paragraph (and its newline) does not fit
     result = extract_main_text(html, max_chars=cap)
     assert result.text.split("\n") == PARAGRAPHS[:-1]
-    assert result.notes == (f"text cut to {len(result.text)} of {len(full)} characters (over the {cap}-character cap)",)
+    assert result.notes == (
+        f"text cut to {len(result.text)} of {len(full)} characters (over the {cap}-character cap)",
+    )
     assert extract_main_text(html, max_chars=len(full)).notes == ()
 
 
 def test_a_single_paragraph_over_the_cap_is_cut_inside() -> None:
-    assert cap_text("一二三四五六", 4) == ("一二三四", ("text cut to 4 of 6 characters (over the 4-character cap)",))
+    assert cap_text("一二三四五六", 4) == (
+        "一二三四",
+        ("text cut to 4 of 6 characters (over the 4-character cap)",),
+    )

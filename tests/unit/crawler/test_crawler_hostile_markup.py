@@ -1,4 +1,5 @@
-"""Hostile markup found by fuzzing (tests/reliability/test_fuzz.py, issue 12): each case with the fix's promise."""
+"""Hostile markup found by fuzzing (tests/reliability/test_fuzz.py, issue 12): each case with the fix's
+promise."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ def test_a_tag_of_fifty_thousand_attributes_is_cut_to_its_first_ones() -> None:
     html = f'<html><body><div id="content" {_many_attributes(50_000)}><p>{CHAPTER}</p></div></body></html>'
     extracted = extract_main_text(html)
     assert extracted.text == CHAPTER
-    assert extracted.notes == (f"1 start tag(s) longer than {MAX_TAG_CHARS} characters cut to their first attributes",)
+    assert extracted.notes == (
+        f"1 start tag(s) longer than {MAX_TAG_CHARS} characters cut to their first attributes",
+    )
 
 
 def test_cutting_keeps_whole_attributes_and_leaves_no_quote_open() -> None:
@@ -35,6 +38,7 @@ def test_next_part_link_survives_a_tag_of_many_attributes() -> None:
 
 
 def test_a_paragraph_cut_inside_keeps_no_trailing_space() -> None:
-    """Found by fuzzing: a million ``&nbsp;``-separated entities cut at the cap ended the text with a space."""
+    """Found by fuzzing: a million ``&nbsp;``-separated entities cut at the cap ended the text with a
+    space."""
     text, notes = cap_text("字 " * 100, 50)
     assert text == ("字 " * 25).rstrip() and notes

@@ -1,4 +1,5 @@
-"""The downloader-side rules on real Scrapy objects: registrable domains for start-page redirects, redirect loops."""
+"""The downloader-side rules on real Scrapy objects: registrable domains for start-page redirects, redirect
+loops."""
 
 from __future__ import annotations
 
@@ -28,14 +29,18 @@ def test_same_registrable_domain(start: str, target: str, same: bool) -> None:
     assert same_registrable_domain(start, target) is same
 
 
-def _redirect(url: str, location: str, chain: tuple[str, ...] = (), status: int = 302) -> tuple[Request, Response]:
+def _redirect(
+    url: str, location: str, chain: tuple[str, ...] = (), status: int = 302
+) -> tuple[Request, Response]:
     request = Request(url, meta={"redirect_urls": list(chain)} if chain else {})
     return request, Response(url, status=status, headers={"Location": location}, request=request)
 
 
 def test_a_redirect_back_into_its_own_chain_is_refused_with_the_loop() -> None:
     request, response = _redirect("http://a.test/b", "/a#top", chain=("http://a.test/a",))
-    with pytest.raises(IgnoreRequest, match=r"^redirect loop: http://a.test/a -> http://a.test/b -> http://a.test/a$"):
+    with pytest.raises(
+        IgnoreRequest, match=r"^redirect loop: http://a.test/a -> http://a.test/b -> http://a.test/a$"
+    ):
         RefuseRedirectLoops().process_response(request, response)
 
 

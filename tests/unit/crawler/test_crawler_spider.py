@@ -1,4 +1,5 @@
-"""Link filtering, the spider's parse/errback on real Scrapy objects, the pipelines, run_crawl's argument checks."""
+"""Link filtering, the spider's parse/errback on real Scrapy objects, the pipelines, run_crawl's argument
+checks."""
 
 from __future__ import annotations
 
@@ -69,8 +70,6 @@ def _spider(depth: int = 2, max_pages: int = 10) -> PageSpider:
     return PageSpider(start_urls=["http://a.test/"], depth=depth, max_pages=max_pages)
 
 
-
-
 def test_parse_emits_the_page_then_same_site_requests() -> None:
     output = callback_items(_spider().parse(html_response("http://a.test/1.html", PAGE, depth=0)))
     page, *requests = output
@@ -108,7 +107,9 @@ def test_parse_stops_the_crawl_at_max_pages() -> None:
 def test_errback_turns_a_network_error_into_a_failure_item() -> None:
     failure = Failure(net.ConnectionRefusedError())
     failure.request = Request("http://a.test/x", meta={REQUESTED_URL: "http://a.test/x"})  # type: ignore[attr-defined]
-    assert callback_items(_spider().on_error(failure)) == [CrawlFailure("http://a.test/x", "connection refused")]
+    assert callback_items(_spider().on_error(failure)) == [
+        CrawlFailure("http://a.test/x", "connection refused")
+    ]
 
 
 # -------------------------------------------------------------------------------------------- pipelines

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from fptrack.crawler.guard import GuardedResolver, PrivateAddressPolicy, RefusedAddressError, address_kind
 from fptrack.core.settings import ConfigurationError, Settings, classify_allow_entry
+from fptrack.crawler.guard import GuardedResolver, PrivateAddressPolicy, RefusedAddressError, address_kind
 
 
 @pytest.mark.parametrize(
@@ -69,13 +69,19 @@ def test_allow_entries_are_normalised(entry: str, normalised: tuple[str, str]) -
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "10.0.0.0/33"}, "FPTRACK_ALLOW_PRIVATE_HOSTS: '10.0.0.0/33' is not an address"),
-        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "host:99999"}, "FPTRACK_ALLOW_PRIVATE_HOSTS: 'host:99999' has a bad port"),
-        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "http://x/y"}, "FPTRACK_ALLOW_PRIVATE_HOSTS: 'http://x/y' is not an address"),
-        ({"FPTRACK_CRAWL_CONCURRENCY": "0"}, "FPTRACK_CRAWL_CONCURRENCY=0 is out of range: expected an integer >= 1"),
+        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "10.0.0.0/33"}, ("FPTRACK_ALLOW_PRIVATE_HOSTS: '10.0.0.0/33' is not "
+                                                         "an address")),
+        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "host:99999"}, ("FPTRACK_ALLOW_PRIVATE_HOSTS: 'host:99999' has a bad "
+                                                        "port")),
+        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "http://x/y"}, ("FPTRACK_ALLOW_PRIVATE_HOSTS: 'http://x/y' is not an "
+                                                        "address")),
+        ({"FPTRACK_CRAWL_CONCURRENCY": "0"}, ("FPTRACK_CRAWL_CONCURRENCY=0 is out of range: expected an "
+                                             "integer >= 1")),
         ({"FPTRACK_CRAWL_MAX_BYTES": "0"}, "FPTRACK_CRAWL_MAX_BYTES=0 is out of range"),
-        ({"FPTRACK_CRAWL_MAX_LINKS": "0"}, "FPTRACK_CRAWL_MAX_LINKS=0 is out of range: expected an integer >= 1"),
-        ({"FPTRACK_MAX_PAGE_CHARS": "0"}, "FPTRACK_MAX_PAGE_CHARS=0 is out of range: expected a number of characters >= 1"),
+        ({"FPTRACK_CRAWL_MAX_LINKS": "0"}, ("FPTRACK_CRAWL_MAX_LINKS=0 is out of range: expected an integer "
+                                           ">= 1")),
+        ({"FPTRACK_MAX_PAGE_CHARS": "0"}, ("FPTRACK_MAX_PAGE_CHARS=0 is out of range: expected a number of "
+                                          "characters >= 1")),
         ({"FPTRACK_CRAWL_CONCURRENCY_PER_SITE": "0"}, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE=0 is out of range"),
         ({"FPTRACK_CRAWL_DELAY": "-1"}, "FPTRACK_CRAWL_DELAY=-1 is out of range"),
         ({"FPTRACK_CRAWL_TIMEOUT": "0"}, "FPTRACK_CRAWL_TIMEOUT=0 is out of range"),

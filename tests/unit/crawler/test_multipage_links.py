@@ -48,5 +48,12 @@ def test_next_part_url(url: str, links: str, expected: str) -> None:
 
 def test_the_test_site_chains_its_parts() -> None:
     pages = split_chapter_pages("/book/7.html", "第七章", ["一", "二", "三"])
-    found = {path: next_part_url(page.body.decode(), BASE.removesuffix("/book") + path) for path, page in pages.items()}
-    assert found == {"/book/7.html": f"{BASE}/7_2.html", "/book/7_2.html": f"{BASE}/7_3.html", "/book/7_3.html": ""}
+    found = {
+        path: next_part_url(page.body.decode(), BASE.removesuffix("/book") + path)
+        for path, page in pages.items()
+    }
+    assert found == {
+        "/book/7.html": f"{BASE}/7_2.html",
+        "/book/7_2.html": f"{BASE}/7_3.html",
+        "/book/7_3.html": "",
+    }

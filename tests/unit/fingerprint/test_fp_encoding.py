@@ -1,5 +1,5 @@
-"""The decoder's promises on hostile bytes (issue 12): binary input is refused also behind a byte-order mark, and
-the text it returns never holds a NUL character (PostgreSQL refuses one; SQLite would keep it)."""
+"""The decoder's promises on hostile bytes (issue 12): binary input is refused also behind a byte-order mark,
+and the text it returns never holds a NUL character (PostgreSQL refuses one; SQLite would keep it)."""
 
 from __future__ import annotations
 
@@ -96,7 +96,9 @@ def test_a_binary_start_is_refused_before_reading_the_rest(start: bytes, refused
         refuse_binary_start(start, limit)
 
 
-@pytest.mark.parametrize("declared", ["utf-16", "utf-16le", "utf-32", "utf-7", "hz", "latin-1", "shift_jis", "bogus"])
+@pytest.mark.parametrize(
+    "declared", ["utf-16", "utf-16le", "utf-32", "utf-7", "hz", "latin-1", "shift_jis", "bogus"]
+)
 def test_ascii_stays_ascii_whatever_charset_it_claims(declared: str) -> None:
     """Found by tests/reliability/test_fuzz.py: a page claiming UTF-16 read "plain page" as "汰楡..."."""
     data = b"plain ASCII page, a+b-c ~{ok}~ 1+1=2"

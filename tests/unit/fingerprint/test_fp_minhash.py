@@ -55,7 +55,9 @@ def test_exact_jaccard_and_containment():
     st.floats(0.0, 1.0),
     st.sampled_from(["oph", "affine"]),
 )
-def test_estimate_within_its_statistical_bound(seed: int, size_a: int, size_b: int, share: float, scheme: str):
+def test_estimate_within_its_statistical_bound(
+    seed: int, size_a: int, size_b: int, share: float, scheme: str
+):
     shared = int(share * min(size_a, size_b))
     a, b = _sets(seed, size_a, size_b, shared)
     params = MinHashParams(scheme=scheme, seed=seed % 1000 + 1)

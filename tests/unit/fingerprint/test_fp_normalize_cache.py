@@ -45,7 +45,8 @@ def test_a_damaged_cache_file_is_rebuilt(tmp_path: Path) -> None:
 
 
 def test_without_a_cache_folder_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The pure module writes no file unless an entry point names a folder (the settings' FPTRACK_CACHE_DIR)."""
+    """The pure module writes no file unless an entry point names a folder (the settings'
+    FPTRACK_CACHE_DIR)."""
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     module.use_table_cache(None)

@@ -29,8 +29,8 @@ _S2T = opencc.OpenCC("s2t")
 @functools.cache
 def _homophones() -> dict[str, list[str]]:
     """Common characters grouped by toneless pinyin (only groups with 2+ members). Polyphones whose reading in
-    the per-character table differs from pypinyin's first reading (乾: qian / gan) are left out: swapping them is
-    not a same-sound swap; nor are characters that normalisation changes (乾 is read as Traditional 干)."""
+    the per-character table differs from pypinyin's first reading (乾: qian / gan) are left out: swapping them
+    is not a same-sound swap; nor are characters that normalisation changes (乾 is read as Traditional 干)."""
     groups: dict[str, list[str]] = defaultdict(list)
     for ch in COMMON_HAN:
         reading = lazy_pinyin(ch)[0]
@@ -113,7 +113,11 @@ def test_dna_codes_match_a_direct_count(initials: str, params: DnaParams):
         expected = 0
         for j, letter in enumerate(params.alphabet):
             deviation = seg.count(letter) - len(seg) / a
-            q = int(np.clip(np.floor(deviation / params.counts_per_level) + params.levels // 2, 0, params.levels - 1))
+            q = int(
+                np.clip(
+                    np.floor(deviation / params.counts_per_level) + params.levels // 2, 0, params.levels - 1
+                )
+            )
             expected |= q << (j * params.bits_per_letter)
         assert code == expected
 

@@ -91,8 +91,28 @@ def _edit(text: str, n_edits: int, rng: random.Random) -> str:
 def test_hamming_grows_with_edits(seed: int, scheme: str):
     # statistically: the mean distance over many random edits rises with the number of edited characters
     rng = random.Random(seed)
-    words = ["天下", "大势", "分久必合", "合久必分", "英雄", "豪杰", "兄弟", "结义", "桃园", "刘备", "关羽", "张飞",
-             "黄巾", "起义", "朝廷", "天子", "百姓", "军马", "将军", "城池"]
+    words = [
+        "天下",
+        "大势",
+        "分久必合",
+        "合久必分",
+        "英雄",
+        "豪杰",
+        "兄弟",
+        "结义",
+        "桃园",
+        "刘备",
+        "关羽",
+        "张飞",
+        "黄巾",
+        "起义",
+        "朝廷",
+        "天子",
+        "百姓",
+        "军马",
+        "将军",
+        "城池",
+    ]
     base = "".join(rng.choice(words) for _ in range(600))
     p = SimhashParams(scheme=scheme)
     fp = simhash_text(base, params=p)
@@ -108,7 +128,11 @@ def test_simhash_tokens_ignores_stop_words():
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.sampled_from(["的", "了", "灯塔", "守望", "老周", "海风", "是", "信", "弟弟", "在"]), max_size=60))
+@given(
+    st.lists(
+        st.sampled_from(["的", "了", "灯塔", "守望", "老周", "海风", "是", "信", "弟弟", "在"]), max_size=60
+    )
+)
 def test_tf_simhash_of_tokens_is_the_simhash_of_their_content_words(tokens: list[str]) -> None:
     # simhash_tokens counts distinct terms before dropping stop words; the result must be the plain Simhash of
     # every non-stop token with weight 1 per occurrence.

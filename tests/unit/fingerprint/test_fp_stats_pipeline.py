@@ -47,7 +47,9 @@ def test_entropy_counts_distinct_neighbours():
         assert stats.entropy(h)[0] == pytest.approx(0.5)
 
 
-doc_lists = st.lists(st.lists(st.sampled_from(COMMON_HAN[:200]), min_size=0, max_size=60).map("".join), max_size=6)
+doc_lists = st.lists(
+    st.lists(st.sampled_from(COMMON_HAN[:200]), min_size=0, max_size=60).map("".join), max_size=6
+)
 
 
 @settings(max_examples=30, deadline=None)
@@ -102,8 +104,12 @@ def test_a_method_the_contract_leaves_out_is_not_computed():
     everything = CONTRACT.with_method("dna").with_method("simhash")
     full = fingerprint_text(text, everything)
     assert full.simhash and full.dna and full.winnow_chars and full.winnow_initials
-    for method, empty in (("simhash", lambda f: f.simhash is None), ("dna", lambda f: f.dna == ()),
-                          ("winnow", lambda f: f.winnow_chars == ()), ("winnow_py", lambda f: f.winnow_initials == ())):
+    for method, empty in (
+        ("simhash", lambda f: f.simhash is None),
+        ("dna", lambda f: f.dna == ()),
+        ("winnow", lambda f: f.winnow_chars == ()),
+        ("winnow_py", lambda f: f.winnow_initials == ()),
+    ):
         reduced = fingerprint_text(text, everything.without(method))
         assert empty(reduced), method
         assert reduced.text == full.text and reduced.initials == full.initials

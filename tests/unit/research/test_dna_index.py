@@ -1,4 +1,5 @@
-"""research.dna_index: near matching of pinyin DNA codes within an L1 distance, checked against direct counts."""
+"""research.dna_index: near matching of pinyin DNA codes within an L1 distance, checked against direct
+counts."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from tests.unit.fingerprint.strategies import COMMON_HAN
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 3), min_size=23, max_size=23), st.lists(st.integers(0, 3), min_size=23, max_size=23),
-       st.integers(0, 4))
+@given(
+    st.lists(st.integers(0, 3), min_size=23, max_size=23),
+    st.lists(st.integers(0, 3), min_size=23, max_size=23),
+    st.integers(0, 4),
+)
 def test_the_dna_index_finds_exactly_the_codes_within_the_distance(a: list[int], b: list[int], d: int):
     p = DnaParams()
     pack = lambda values: sum(v << (2 * j) for j, v in enumerate(values))
@@ -41,7 +45,9 @@ def test_dna_near_matching_survives_an_insertion_that_exact_codes_do_not():
 
 @settings(max_examples=40, deadline=None)
 @given(
-    st.lists(st.tuples(st.integers(0, 5), st.lists(st.integers(0, 3), min_size=23, max_size=23)), max_size=30),
+    st.lists(
+        st.tuples(st.integers(0, 5), st.lists(st.integers(0, 3), min_size=23, max_size=23)), max_size=30
+    ),
     st.lists(st.lists(st.integers(0, 3), min_size=23, max_size=23), min_size=1, max_size=12),
     st.integers(1, 500),
 )
@@ -53,14 +59,23 @@ def test_min_distances_is_the_smallest_distance_to_each_owner(
     index = DnaIndex(p, max_distance=3)
     for owner, values in stored:
         index.add(owner, [pack(values)])
-    smallest = index.min_distances([pack(q) for q in queries], owners=5, chunk_pairs=chunk)  # owner 5 left out
+    smallest = index.min_distances(
+        [pack(q) for q in queries], owners=5, chunk_pairs=chunk
+    )  # owner 5 left out
     beyond = 23 * 3 + 1
     for i, q in enumerate(queries):
         for owner in range(5):
             distances = [sum(abs(x - y) for x, y in zip(q, v)) for o, v in stored if o == owner]
             assert smallest[i, owner] == min(distances, default=beyond)
-    near = [sum(1 for q in queries if any(
-        sum(abs(x - y) for x, y in zip(q, v)) <= 3 for o, v in stored if o == owner)) / len(queries) for owner in range(5)]
+    near = [
+        sum(
+            1
+            for q in queries
+            if any(sum(abs(x - y) for x, y in zip(q, v)) <= 3 for o, v in stored if o == owner)
+        )
+        / len(queries)
+        for owner in range(5)
+    ]
     assert index.shares([pack(q) for q in queries], owners=5).tolist() == pytest.approx(near)
 
 
@@ -70,4 +85,8 @@ def test_thermometer_codes_turn_l1_into_hamming():
     pack = lambda values: sum(v << (2 * j) for j, v in enumerate(values))
     words = thermometer_codes([pack(a), pack(b)], p)
     assert words.shape == (2, 2)  # 23 letters x 3 bits = 69 bits
-    assert int(np.bitwise_count(words[0] ^ words[1]).sum()) == dna_code_distance(pack(a), pack(b), p) == 3 + 3 + 0 + 1 + 19
+    assert (
+        int(np.bitwise_count(words[0] ^ words[1]).sum())
+        == dna_code_distance(pack(a), pack(b), p)
+        == 3 + 3 + 0 + 1 + 19
+    )

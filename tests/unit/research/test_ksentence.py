@@ -21,4 +21,6 @@ def test_ksentence_survives_traditional_and_punctuation():
 
 def test_ksentence_ignores_sentence_order():
     s1, s2, s3 = "甲乙丙丁戊己庚辛壬癸", "子丑寅卯辰巳午未申酉戌亥", "春夏秋冬东南西北上下"
-    assert ksentence(f"{s1}。{s2}。{s3}。", k=3).fingerprint == ksentence(f"{s3}。{s1}。{s2}。", k=3).fingerprint
+    assert (
+        ksentence(f"{s1}。{s2}。{s3}。", k=3).fingerprint == ksentence(f"{s3}。{s1}。{s2}。", k=3).fingerprint
+    )

@@ -62,8 +62,12 @@ def test_kinds_never_meet_and_empty_metadata_is_like_nothing() -> None:
     assert metadata_similarity(empty, empty) == 0.0
     assert metadata_similarity(empty, as_keyword) == 0.0
     assert metadata_from_html("   ", "http://a.example/") == PageMetadata(url="http://a.example/")
-    assert metadata_from_html("<!-- only a comment -->", "http://a.example/") == PageMetadata(url="http://a.example/")
-    assert np.array_equal(empty, metadata_signature(metadata_from_html("<p>no meta</p>", "http://a.example/")))
+    assert metadata_from_html("<!-- only a comment -->", "http://a.example/") == PageMetadata(
+        url="http://a.example/"
+    )
+    assert np.array_equal(
+        empty, metadata_signature(metadata_from_html("<p>no meta</p>", "http://a.example/"))
+    )
 
 
 def test_combined_similarity_is_the_seed_formula() -> None:

@@ -6,13 +6,16 @@ from fptrack.fingerprint.simhash import hamming
 from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout
 
 u64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
-layouts = st.sampled_from([DEFAULT_LAYOUT, IndexLayout(64, 3, 5), IndexLayout(64, 2, 4), IndexLayout(64, 1, 3)])
+layouts = st.sampled_from(
+    [DEFAULT_LAYOUT, IndexLayout(64, 3, 5), IndexLayout(64, 2, 4), IndexLayout(64, 1, 3)]
+)
 
 
 @settings(max_examples=300)
 @given(u64, st.lists(st.integers(0, 63), max_size=3, unique=True), layouts)
 def test_resplit_bucket_keeps_every_near_neighbour(value: int, flips: list[int], layout: IndexLayout) -> None:
-    """Pigeonhole twice: a neighbour within k bits that shares table t's key shares one of its k + 1 sub-keys."""
+    """Pigeonhole twice: a neighbour within k bits that shares table t's key shares one of its k + 1
+    sub-keys."""
     other = value
     for bit in flips[: layout.k]:
         other ^= 1 << bit

@@ -1,6 +1,6 @@
-"""storage.db.retry_while_unreachable (and retry_in_session, a unit of work run again whole): a database that refuses connections for a while costs a pause; any other
-error is raised at once. The connection errors are real (a PostgreSQL URL on a loopback port nothing listens on),
-as is the constraint violation (SQLite)."""
+"""storage.db.retry_while_unreachable (and retry_in_session, a unit of work run again whole): a database that
+refuses connections for a while costs a pause; any other error is raised at once. The connection errors are
+real (a PostgreSQL URL on a loopback port nothing listens on), as is the constraint violation (SQLite)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,8 @@ def test_a_unit_of_work_gets_a_session_of_its_own_each_time_and_is_committed(tmp
     engine = create_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
     with engine.begin() as connection:
         connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY)"))
-    retry_in_session(sessionmaker(engine), lambda session: session.execute(text("INSERT INTO t (id) VALUES (7)")),
+    retry_in_session(sessionmaker(engine), lambda session: session.execute(text("INSERT INTO t (id) VALUES "
+                                                                                "(7)")),
                      what="inserting")  # fmt: skip
     with engine.connect() as connection:
         assert connection.scalar(text("SELECT id FROM t")) == 7
