@@ -26,17 +26,31 @@ from sqlalchemy.orm import Session
 from fptrack.storage.models import Match, MatchStatus, Page, Work, as_utc, iso_utc
 
 __all__ = [
-    "RECORD_COLUMNS", "STATES", "TAKEDOWN_COLUMNS", "Grouping", "TakedownRow", "takedown_records", "takedown_stats",
-]  # fmt: skip
+    "RECORD_COLUMNS",
+    "STATES",
+    "TAKEDOWN_COLUMNS",
+    "Grouping",
+    "TakedownRow",
+    "takedown_records",
+    "takedown_stats",
+]
 
 # the states a listing filters on: a match's latest re-check outcome, never checked, or down now (gone or
 # removed)
 STATES = ("present", "gone", "removed", "error", "unchecked", "down")
 # the fields of each record of takedown_records, in order (the CSV columns of `fptrack takedowns`)
 RECORD_COLUMNS = (
-    "id", "page_url", "work_id", "work_title", "status", "state", "first_seen", "rechecked_at", "taken_down_at",
+    "id",
+    "page_url",
+    "work_id",
+    "work_title",
+    "status",
+    "state",
+    "first_seen",
+    "rechecked_at",
+    "taken_down_at",
     "time_to_takedown_seconds",
-)  # fmt: skip
+)
 
 Grouping = Literal["all", "host", "work"]
 STATUSES = (MatchStatus.FLAGGED.value, MatchStatus.CONFIRMED.value)
@@ -168,12 +182,20 @@ def takedown_records(
     for match, url, title in session.execute(query):
         first_seen = as_utc(match.first_seen)
         down = as_utc(match.taken_down_at) if match.taken_down_at is not None else None
-        records.append({
-            "id": match.id, "page_url": url, "work_id": match.work_id, "work_title": title,
-            "status": match.status, "state": match.recheck_state or "unchecked", "first_seen": iso_utc(first_seen),
-            "rechecked_at": iso_utc(match.rechecked_at), "taken_down_at": iso_utc(down),
-            "time_to_takedown_seconds": (
-                round((down - first_seen).total_seconds(), 1) if down is not None and first_seen else None
-            ),
-        })  # fmt: skip
+        records.append(
+            {
+                "id": match.id,
+                "page_url": url,
+                "work_id": match.work_id,
+                "work_title": title,
+                "status": match.status,
+                "state": match.recheck_state or "unchecked",
+                "first_seen": iso_utc(first_seen),
+                "rechecked_at": iso_utc(match.rechecked_at),
+                "taken_down_at": iso_utc(down),
+                "time_to_takedown_seconds": (
+                    round((down - first_seen).total_seconds(), 1) if down is not None and first_seen else None
+                ),
+            }
+        )
     return records

@@ -65,7 +65,8 @@ def _page(title: str, paragraphs: list[str], *, charset: str = "utf-8", nav: str
         f'<body><div class="nav">{nav}</div>'
         f'<div class="ad">{html.escape(ad)}</div>'
         f'<div id="content"><h1>{html.escape(title)}</h1>\n{body}</div>'
-        '<div class="footer">本站所有小说均来自网络，版权归原作者所有 | 联系我们 | 免责声明</div></body></html>'
+        '<div class="footer">本站所有小说均来自网络，版权归原作者所有 | '
+        "联系我们 | 免责声明</div></body></html>"
     )
 
 

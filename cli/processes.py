@@ -204,10 +204,10 @@ def _keep_trying(wait: float, check: Callable[[], str | None]) -> None:
 @click.command()
 @click.option("--timeout", default=5.0, show_default=True, type=click.FloatRange(0.1),
               help="Seconds to wait for answers.")  # fmt: skip
-@click.option("--queue", "queue_kind", type=click.Choice(["any", "tasks", "crawls"]), default="any", show_default=True,
+@click.option("--queue", "queue_kind", type=click.Choice(["any", "tasks", "crawls"]), default="any",
+              show_default=True,
               help="Only workers consuming this queue: tasks = FPTRACK_TASK_QUEUE (`fptrack worker`), crawls "
-                   "= the "
-              "crawl queue (`fptrack crawler`, or a worker without --no-crawls).")  # fmt: skip
+                   "= the crawl queue (`fptrack crawler`, or a worker without --no-crawls).")  # fmt: skip
 @click.option("--local", is_flag=True, help="Only workers on this machine (its host name): a container's own "
               "health check.")  # fmt: skip
 @_WAIT_OPTION

@@ -24,37 +24,64 @@ __all__ = ["sites"]
 def _site_options(command: Any) -> Any:
     """The settings of a site, shared by ``add`` and ``edit`` (``None`` = not given)."""
     options = [
-        click.option("--depth", type=click.IntRange(0, 50), help="Link depth followed from the start URLs "
-                                                                 "[2]."),
+        click.option(
+            "--depth", type=click.IntRange(0, 50), help="Link depth followed from the start URLs [2]."
+        ),
         click.option("--max-pages", type=click.IntRange(1), help="Pages per crawl at most [200]."),
-        click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="HOST",
-                     help="Another site (host or host:port) that links may lead to. Repeatable."),
-        click.option("--include", multiple=True, metavar="REGEX",
-                     help="Follow only links matching one of these (re.search). Repeatable."),
-        click.option("--exclude", multiple=True, metavar="REGEX", help="Never follow links matching this. "
-                                                                       "Repeatable."),
-        click.option("--schedule", metavar="WHEN",
-                     help="Crawl every N seconds (3600, 30m, 6h, 1d) or on a cron expression ('0 3 * * *', "
-                          "UTC); "
-                     "'' for manual only [manual]."),
-        click.option("--delay", type=click.FloatRange(0), help="Seconds at least between two requests "
-                     "[FPTRACK_CRAWL_DELAY]."),
-        click.option("--concurrency", type=click.IntRange(1), help="Requests to the site at a time "
-                     "[FPTRACK_CRAWL_CONCURRENCY_PER_SITE]."),
-        click.option("--obey-robots/--ignore-robots", default=None, help="Obey the site's robots.txt [obey]."),
-        click.option("--render-js", type=click.Choice(["auto", "yes", "no"]),
-                     help="Render pages built by scripts in Chromium [auto]: auto = pages with scripts and "
-                          "next to no "
-                     "static text, yes = every HTML page, no = never."),
-        click.option("--allow-private/--no-allow-private", default=None,
-                     help="Let crawls reach the site's hosts although their addresses are private or "
-                          "loopback [no]."),
-        click.option("--distributed/--no-distributed", default=None,
-                     help="Crawls share one frontier in Redis (FPTRACK_CRAWL_REDIS_URL): `sites run` on "
-                          "other machines "
-                     "joins the running crawl [no]."),
+        click.option(
+            "--allowed-host",
+            "allowed_hosts",
+            multiple=True,
+            metavar="HOST",
+            help="Another site (host or host:port) that links may lead to. Repeatable.",
+        ),
+        click.option(
+            "--include",
+            multiple=True,
+            metavar="REGEX",
+            help="Follow only links matching one of these (re.search). Repeatable.",
+        ),
+        click.option(
+            "--exclude", multiple=True, metavar="REGEX", help="Never follow links matching this. Repeatable."
+        ),
+        click.option(
+            "--schedule",
+            metavar="WHEN",
+            help="Crawl every N seconds (3600, 30m, 6h, 1d) or on a cron expression ('0 3 * * *', UTC); "
+            "'' for manual only [manual].",
+        ),
+        click.option(
+            "--delay",
+            type=click.FloatRange(0),
+            help="Seconds at least between two requests [FPTRACK_CRAWL_DELAY].",
+        ),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(1),
+            help="Requests to the site at a time [FPTRACK_CRAWL_CONCURRENCY_PER_SITE].",
+        ),
+        click.option(
+            "--obey-robots/--ignore-robots", default=None, help="Obey the site's robots.txt [obey]."
+        ),
+        click.option(
+            "--render-js",
+            type=click.Choice(["auto", "yes", "no"]),
+            help="Render pages built by scripts in Chromium [auto]: auto = pages with scripts and next to no "
+            "static text, yes = every HTML page, no = never.",
+        ),
+        click.option(
+            "--allow-private/--no-allow-private",
+            default=None,
+            help="Let crawls reach the site's hosts although their addresses are private or loopback [no].",
+        ),
+        click.option(
+            "--distributed/--no-distributed",
+            default=None,
+            help="Crawls share one frontier in Redis (FPTRACK_CRAWL_REDIS_URL): `sites run` on "
+            "other machines joins the running crawl [no].",
+        ),
         click.option("--enable/--disable", "enabled", default=None, help="Scheduled crawls run [enabled]."),
-    ]  # fmt: skip
+    ]
     for option in reversed(options):
         command = option(command)
     return command
@@ -179,8 +206,21 @@ def sites_show(context: CliContext, name: str) -> None:
         site = find_site(session, name)
         spec = spec_of(site)
         click.echo(f"site {site.name} ({site.host}), {'enabled' if site.enabled else 'disabled'}")
-        for key in ("start_urls", "allowed_hosts", "depth", "max_pages", "include", "exclude", "schedule",
-                    "delay", "concurrency", "obey_robots", "render_js", "allow_private", "distributed"):  # fmt: skip
+        for key in (
+            "start_urls",
+            "allowed_hosts",
+            "depth",
+            "max_pages",
+            "include",
+            "exclude",
+            "schedule",
+            "delay",
+            "concurrency",
+            "obey_robots",
+            "render_js",
+            "allow_private",
+            "distributed",
+        ):
             value = getattr(spec, key)
             if isinstance(value, tuple):
                 value = " ".join(value) or "-"
@@ -200,9 +240,20 @@ def sites_show(context: CliContext, name: str) -> None:
             click.echo("recent crawls:")
             print_table(
                 ["job", "trigger", "status", "started", "pages", "failed", "copies", "error"],
-                [(j.id, j.trigger, j.status, _when(j.started_at), j.pages_seen, j.pages_failed, j.copies_found,
-                  j.error) for j in jobs],
-            )  # fmt: skip
+                [
+                    (
+                        j.id,
+                        j.trigger,
+                        j.status,
+                        _when(j.started_at),
+                        j.pages_seen,
+                        j.pages_failed,
+                        j.copies_found,
+                        j.error,
+                    )
+                    for j in jobs
+                ],
+            )
 
 
 @sites.command("run")
@@ -280,6 +331,9 @@ def _when(moment: datetime | None) -> str:
 
 
 def _describe(site: Site) -> str:
-    schedule = f"every {site.schedule} s" if site.schedule.isdigit() else (f"cron {site.schedule!r}" if site.schedule
-                                                                         else "manual")  # fmt: skip
+    schedule = (
+        f"every {site.schedule} s"
+        if site.schedule.isdigit()
+        else (f"cron {site.schedule!r}" if site.schedule else "manual")
+    )
     return f"{site.name} ({site.host}): {' '.join(site.start_urls)}, depth {site.depth}, {schedule}"

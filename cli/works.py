@@ -54,9 +54,9 @@ def works() -> None:
 def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, wait: bool) -> None:
     """Register works from text files.
 
-    Chapters are found from their headings (第…章/回/节, Chapter N). The encoding (UTF-8, GB18030/GBK or Big5) is
-    detected from the bytes. Registering a work also compares it with every page crawled before (retroactive
-    detection): right here without a broker, else on the workers (--wait waits for them)."""
+    Chapters are found from their headings (第…章/回/节, Chapter N). The encoding (UTF-8, GB18030/GBK or Big5)
+    is detected from the bytes. Registering a work also compares it with every page crawled before
+    (retroactive detection): right here without a broker, else on the workers (--wait waits for them)."""
     from fptrack.compare.works import register_work_file
 
     if title and len(files) > 1:

@@ -1,12 +1,12 @@
 """Split a registered text into chapters from its headings.
 
-Recognised headings, each on a line of its own (optionally followed by a title on the same line): ``第十二回 …``,
-``第3章``, ``第一节``, ``第二卷`` (Chinese numerals, Arabic or full-width digits), ``楔子``, ``序章``, ``引子``, ``尾声``,
-``番外``, and ``Chapter 12`` / ``CHAPTER XII`` in Latin text. Text before the first heading becomes chapter 0
-("front matter") when it holds at least ``MIN_FRONT_MATTER`` word characters (a title and an author line are
-not a chapter); a text without headings is one chapter. A heading with no text under it (a volume title
-followed at once by its first chapter) is folded into the next chapter's title (at most ``MAX_TITLE_CHARS`` of
-them), so every chapter has a body."""
+Recognised headings, each on a line of its own (optionally followed by a title on the same line):
+``第十二回 …``, ``第3章``, ``第一节``, ``第二卷`` (Chinese numerals, Arabic or full-width digits), ``楔子``,
+``序章``, ``引子``, ``尾声``, ``番外``, and ``Chapter 12`` / ``CHAPTER XII`` in Latin text. Text before the
+first heading becomes chapter 0 ("front matter") when it holds at least ``MIN_FRONT_MATTER`` word characters
+(a title and an author line are not a chapter); a text without headings is one chapter. A heading with no text
+under it (a volume title followed at once by its first chapter) is folded into the next chapter's title (at
+most ``MAX_TITLE_CHARS`` of them), so every chapter has a body."""
 
 from __future__ import annotations
 

@@ -160,8 +160,13 @@ def _record(
         licences[verdict.work_id] = licensed_hosts(session, verdict.work_id)
     status = MatchStatus.LICENSED if is_licensed(head.url, licences[verdict.work_id]) else MatchStatus.FLAGGED
     if match is None:
-        match = Match(page_id=head.page_id, work_id=verdict.work_id, chapter_id=verdict.chapter_id, first_seen=now,
-                      status=status)  # fmt: skip
+        match = Match(
+            page_id=head.page_id,
+            work_id=verdict.work_id,
+            chapter_id=verdict.chapter_id,
+            first_seen=now,
+            status=status,
+        )
         session.add(match)
     elif match.status in MatchStatus.machine_made():
         match.status = status  # a reviewer's decision (confirmed, dismissed) stands

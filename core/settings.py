@@ -3,49 +3,82 @@
 No module reads the environment at import time; entry points (the CLI, the Celery worker, tests) build a
 :class:`Settings` with :meth:`Settings.from_env` and pass it to the factories that need it.
 
-| variable | default | meaning |
-| --- | --- | --- |
-| ``FPTRACK_DATA_DIR`` | ``./fptrack-data`` | local folder for the embedded database |
-| ``FPTRACK_CACHE_DIR`` | ``$XDG_CACHE_HOME/fptrack`` or ``~/.cache/fptrack`` | tables worth keeping between processes (the normaliser's per-character table); empty: none |
-| ``FPTRACK_DATABASE_URL`` | ``sqlite:///<data dir>/fptrack.db`` | SQLAlchemy URL; ``postgresql://`` uses psycopg 3 |
-| ``FPTRACK_BROKER_URL`` | unset | Celery broker (``redis://``, ``amqp://``); unset runs tasks in-process |
-| ``FPTRACK_RESULT_BACKEND`` | unset | Celery result backend (defaults to the broker for ``redis://``) |
-| ``FPTRACK_MAINTAIN_EVERY`` | ``3600`` | seconds between scheduled upkeep runs (``fptrack worker --beat``) |
-| ``FPTRACK_SWEEP_EVERY`` | ``300`` | seconds between sweeps for pages and works left behind (``fptrack worker --beat``) |
-| ``FPTRACK_SWEEP_AFTER`` | ``600`` | a page stored (a work registered) this many seconds ago and still not compared (indexed) is handed on again |
-| ``FPTRACK_NO_WORKER_SECONDS`` | ``20`` | a crawl whose queued pages see no progress this long asks the workers, and fails when none consumes the queue |
-| ``FPTRACK_STALL_SECONDS`` | ``60`` | a crawl whose queued pages see no progress this long hands them on again (a worker died) |
-| ``FPTRACK_TASK_QUEUE`` | ``fptrack`` | Celery queue of the fingerprint stage (separate environments sharing a broker) |
-| ``FPTRACK_SIMHASH_K`` | ``3`` | Hamming distance under which two 64-bit Simhashes are near-duplicates |
-| ``FPTRACK_SIMHASH_BLOCKS`` | ``4`` | blocks of the permuted-prefix index (must exceed k) |
-| ``FPTRACK_SIMHASH_HOT_MU`` | ``2.0`` | a bucket over (1 + mu) x the mean bucket size is re-split (``storage.hot_buckets.split_hot_buckets``) |
-| ``FPTRACK_SIMHASH_HOT_MIN_SIZE`` | ``1024`` | buckets smaller than this are never re-split (docs/storage.md has the measurement) |
-| ``FPTRACK_CRAWL_CONCURRENCY`` | ``8`` | concurrent requests of one crawl (>= 1) |
-| ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE`` | ``2`` | concurrent requests to one site (>= 1; a site's ``concurrency`` setting wins) |
-| ``FPTRACK_CRAWL_DELAY`` | ``0`` | seconds at least between two requests to one site (a site's ``delay`` setting wins) |
-| ``FPTRACK_CRAWL_AUTOTHROTTLE`` | ``true`` | Scrapy's AutoThrottle: slow down as a site answers slower |
-| ``FPTRACK_CRAWL_TIMEOUT`` | ``20`` | seconds before a request is abandoned (> 0) |
-| ``FPTRACK_CRAWL_MAX_BYTES`` | ``10485760`` | response bodies larger than this are abandoned (reported as failures; >= 1) |
-| ``FPTRACK_CRAWL_MAX_LINKS`` | ``5000`` | links taken from one page at most (the first in document order; >= 1) |
-| ``FPTRACK_MAX_PAGE_CHARS`` | ``300000`` | characters of extracted text kept per page at most, cut at a paragraph boundary and recorded in ``pages.note`` (>= 1) |
-| ``FPTRACK_CRAWL_OBEY_ROBOTS`` | ``true`` | crawls obey robots.txt (a site's ``obey_robots`` setting wins) |
-| ``FPTRACK_ALLOW_PRIVATE_HOSTS`` | unset | comma-separated hosts (``host``, ``host:port``) or networks (``10.0.0.0/8``) a crawl may reach although they are private, loopback, link-local... (``crawler.guard``) |
-| ``FPTRACK_CHROMIUM`` | unset | the browser that renders pages built by scripts (a path or a command); unset: ``chromium`` on the PATH (Debian's package; never downloaded) |
-| ``FPTRACK_RENDER_TIMEOUT`` | ``20`` | seconds a rendered page may take to load (> 0); a page that does not keeps its static text |
-| ``FPTRACK_RENDER_IDLE_WAIT`` | ``3`` | seconds at most, after the load event, waiting for a rendered page's requests to end (>= 0) |
-| ``FPTRACK_RENDER_PAGES`` | ``2`` | browser pages rendering at a time in one crawl (>= 1) |
-| ``FPTRACK_RENDER_MIN_CHARS`` | ``50`` | with ``render_js=auto``, a page with scripts and less main text than this is rendered (>= 1) |
-| ``FPTRACK_USER_AGENT`` | ``fptrack/<version> (+content fingerprint tracker)`` | crawler user agent |
-| ``FPTRACK_SCHEDULE_EVERY`` | ``30`` | seconds between two looks for due site crawls (``fptrack worker --beat``) |
-| ``FPTRACK_CRAWL_STALE_SECONDS`` | ``120`` | a site crawl whose process gave no sign of life this long is marked failed (it died); the same for a takedown re-check run's claim |
-| ``FPTRACK_RECHECK_EVERY`` | ``86400`` | seconds between two runs of the takedown re-checks (``fptrack worker --beat``) |
-| ``FPTRACK_RECHECK_AFTER`` | ``72000`` | a flagged or confirmed match not re-checked for this many seconds is due (20 h: a daily run takes every match) |
-| ``FPTRACK_RECHECK_LIMIT`` | ``2000`` | matches re-checked at most per run, the longest unchecked first |
-| ``FPTRACK_CRAWL_REDIS_URL`` | the broker URL when it is ``redis://`` | Redis holding the shared frontier of distributed crawls (``fptrack crawl --distributed``, a site's ``distributed`` setting; ``crawler.distributed``) |
-| ``FPTRACK_ADMIN_HOSTS`` | ``localhost,127.0.0.1,::1`` | host names the admin answers to (``Host`` header, and ``Origin``/``Referer`` of every POST) |
-| ``FPTRACK_ADMIN_SECURE_COOKIES`` | auto | ``true``: the session cookie is ``Secure`` (HTTPS only); auto = true unless every admin host is loopback |
-| ``FPTRACK_ADMIN_TRUSTED_PROXIES`` | unset | addresses or networks (``10.0.0.0/8``) of the reverse proxies in front of the admin |
-| ``FPTRACK_ADMIN_TRUSTED_USER_HEADER`` | unset | a header (e.g. ``X-Forwarded-User``) naming the logged-in account, believed only from a trusted proxy |
+Every variable, with its default and meaning:
+
+- ``FPTRACK_DATA_DIR`` (default ``./fptrack-data``): local folder for the embedded database
+- ``FPTRACK_CACHE_DIR`` (default ``$XDG_CACHE_HOME/fptrack`` or ``~/.cache/fptrack``): tables worth keeping
+  between processes (the normaliser's per-character table); empty: none
+- ``FPTRACK_DATABASE_URL`` (default ``sqlite:///<data dir>/fptrack.db``): SQLAlchemy URL; ``postgresql://``
+  uses psycopg 3
+- ``FPTRACK_BROKER_URL`` (default unset): Celery broker (``redis://``, ``amqp://``); unset runs tasks
+  in-process
+- ``FPTRACK_RESULT_BACKEND`` (default unset): Celery result backend (defaults to the broker for ``redis://``)
+- ``FPTRACK_MAINTAIN_EVERY`` (default ``3600``): seconds between scheduled upkeep runs
+  (``fptrack worker --beat``)
+- ``FPTRACK_SWEEP_EVERY`` (default ``300``): seconds between sweeps for pages and works left behind
+  (``fptrack worker --beat``)
+- ``FPTRACK_SWEEP_AFTER`` (default ``600``): a page stored (a work registered) this many seconds ago and still
+  not compared (indexed) is handed on again
+- ``FPTRACK_NO_WORKER_SECONDS`` (default ``20``): a crawl whose queued pages see no progress this long asks
+  the workers, and fails when none consumes the queue
+- ``FPTRACK_STALL_SECONDS`` (default ``60``): a crawl whose queued pages see no progress this long hands them
+  on again (a worker died)
+- ``FPTRACK_TASK_QUEUE`` (default ``fptrack``): Celery queue of the fingerprint stage (separate environments
+  sharing a broker)
+- ``FPTRACK_SIMHASH_K`` (default ``3``): Hamming distance under which two 64-bit Simhashes are near-duplicates
+- ``FPTRACK_SIMHASH_BLOCKS`` (default ``4``): blocks of the permuted-prefix index (must exceed k)
+- ``FPTRACK_SIMHASH_HOT_MU`` (default ``2.0``): a bucket over (1 + mu) x the mean bucket size is re-split
+  (``storage.hot_buckets.split_hot_buckets``)
+- ``FPTRACK_SIMHASH_HOT_MIN_SIZE`` (default ``1024``): buckets smaller than this are never re-split
+  (docs/storage.md has the measurement)
+- ``FPTRACK_CRAWL_CONCURRENCY`` (default ``8``): concurrent requests of one crawl (>= 1)
+- ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE`` (default ``2``): concurrent requests to one site (>= 1; a site's
+  ``concurrency`` setting wins)
+- ``FPTRACK_CRAWL_DELAY`` (default ``0``): seconds at least between two requests to one site (a site's
+  ``delay`` setting wins)
+- ``FPTRACK_CRAWL_AUTOTHROTTLE`` (default ``true``): Scrapy's AutoThrottle: slow down as a site answers slower
+- ``FPTRACK_CRAWL_TIMEOUT`` (default ``20``): seconds before a request is abandoned (> 0)
+- ``FPTRACK_CRAWL_MAX_BYTES`` (default ``10485760``): response bodies larger than this are abandoned (reported
+  as failures; >= 1)
+- ``FPTRACK_CRAWL_MAX_LINKS`` (default ``5000``): links taken from one page at most (the first in document
+  order; >= 1)
+- ``FPTRACK_MAX_PAGE_CHARS`` (default ``300000``): characters of extracted text kept per page at most, cut at
+  a paragraph boundary and recorded in ``pages.note`` (>= 1)
+- ``FPTRACK_CRAWL_OBEY_ROBOTS`` (default ``true``): crawls obey robots.txt (a site's ``obey_robots`` setting
+  wins)
+- ``FPTRACK_ALLOW_PRIVATE_HOSTS`` (default unset): comma-separated hosts (``host``, ``host:port``) or networks
+  (``10.0.0.0/8``) a crawl may reach although they are private, loopback, link-local... (``crawler.guard``)
+- ``FPTRACK_CHROMIUM`` (default unset): the browser that renders pages built by scripts (a path or a command);
+  unset: ``chromium`` on the PATH (Debian's package; never downloaded)
+- ``FPTRACK_RENDER_TIMEOUT`` (default ``20``): seconds a rendered page may take to load (> 0); a page that
+  does not keeps its static text
+- ``FPTRACK_RENDER_IDLE_WAIT`` (default ``3``): seconds at most, after the load event, waiting for a rendered
+  page's requests to end (>= 0)
+- ``FPTRACK_RENDER_PAGES`` (default ``2``): browser pages rendering at a time in one crawl (>= 1)
+- ``FPTRACK_RENDER_MIN_CHARS`` (default ``50``): with ``render_js=auto``, a page with scripts and less main
+  text than this is rendered (>= 1)
+- ``FPTRACK_USER_AGENT`` (default ``fptrack/<version> (+content fingerprint tracker)``): crawler user agent
+- ``FPTRACK_SCHEDULE_EVERY`` (default ``30``): seconds between two looks for due site crawls
+  (``fptrack worker --beat``)
+- ``FPTRACK_CRAWL_STALE_SECONDS`` (default ``120``): a site crawl whose process gave no sign of life this long
+  is marked failed (it died); the same for a takedown re-check run's claim
+- ``FPTRACK_RECHECK_EVERY`` (default ``86400``): seconds between two runs of the takedown re-checks
+  (``fptrack worker --beat``)
+- ``FPTRACK_RECHECK_AFTER`` (default ``72000``): a flagged or confirmed match not re-checked for this many
+  seconds is due (20 h: a daily run takes every match)
+- ``FPTRACK_RECHECK_LIMIT`` (default ``2000``): matches re-checked at most per run, the longest unchecked
+  first
+- ``FPTRACK_CRAWL_REDIS_URL`` (default the broker URL when it is ``redis://``): Redis holding the shared
+  frontier of distributed crawls (``fptrack crawl --distributed``, a site's ``distributed`` setting;
+  ``crawler.distributed``)
+- ``FPTRACK_ADMIN_HOSTS`` (default ``localhost,127.0.0.1,::1``): host names the admin answers to (``Host``
+  header, and ``Origin``/``Referer`` of every POST)
+- ``FPTRACK_ADMIN_SECURE_COOKIES`` (default auto): ``true``: the session cookie is ``Secure`` (HTTPS only);
+  auto = true unless every admin host is loopback
+- ``FPTRACK_ADMIN_TRUSTED_PROXIES`` (default unset): addresses or networks (``10.0.0.0/8``) of the reverse
+  proxies in front of the admin
+- ``FPTRACK_ADMIN_TRUSTED_USER_HEADER`` (default unset): a header (e.g. ``X-Forwarded-User``) naming the
+  logged-in account, believed only from a trusted proxy
 """
 
 from __future__ import annotations

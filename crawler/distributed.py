@@ -208,7 +208,8 @@ redis.call('HSET', base .. ':state', 'status', 'running', 'params', params)
 redis.call('SET', base .. ':members', 1)
 redis.call('SADD', base .. ':busy', member)
 redis.call('HSET', base .. ':alive', member, now)
-for _, suffix in ipairs({':state', ':members', ':busy', ':alive'}) do redis.call('EXPIRE', base .. suffix, ttl) end
+for _, suffix in ipairs({':state', ':members', ':busy', ':alive'}) do \
+redis.call('EXPIRE', base .. suffix, ttl) end
 return {'first', new_run}
 """
 
@@ -336,10 +337,17 @@ class SharedCrawl:
             _text(v)
             for v in self._scripts["start"](
                 keys=[CrawlKeys.current_of(self.site)],
-                args=[f"{KEY_PREFIX}:{self.site}:", uuid.uuid4().hex[:12], self.member, mode, self.stale_seconds,
-                      KEY_TTL_SECONDS, params],
+                args=[
+                    f"{KEY_PREFIX}:{self.site}:",
+                    uuid.uuid4().hex[:12],
+                    self.member,
+                    mode,
+                    self.stale_seconds,
+                    KEY_TTL_SECONDS,
+                    params,
+                ],
             )
-        )  # fmt: skip
+        )
         if role == "none":
             raise DistributedError(f"no distributed crawl of {self.site} is running to join")
         self.keys = CrawlKeys(self.site, run)
@@ -439,9 +447,11 @@ class SharedCrawl:
         failures: list[tuple[str, str]] = []
         if stats is not None:
             counts.update(
-                pages_seen=stats.pages_seen, pages_with_text=stats.pages_with_text, failures=len(stats.failures),
+                pages_seen=stats.pages_seen,
+                pages_with_text=stats.pages_with_text,
+                failures=len(stats.failures),
                 sink_errors=stats.sink_errors,
-            )  # fmt: skip
+            )
             counts.update({f"status:{status}": n for status, n in stats.by_status.items()})
             counts.update({f"counter:{name}": n for name, n in stats.counters.items()})
             failures = list(stats.failures[:MAX_FAILURES_KEPT])
@@ -478,8 +488,13 @@ class SharedCrawl:
                 "fptrack/distributed_processes": raw.get("processes", 0),
             },
         )
-        part = CrawlPart(stats=stats, stored=raw.get("stored", 0), unchanged=raw.get("unchanged", 0),
-                         to_compare=raw.get("to_compare", 0), interrupted=bool(raw.get("interrupted")))  # fmt: skip
+        part = CrawlPart(
+            stats=stats,
+            stored=raw.get("stored", 0),
+            unchanged=raw.get("unchanged", 0),
+            to_compare=raw.get("to_compare", 0),
+            interrupted=bool(raw.get("interrupted")),
+        )
         return stats, part, errors
 
     def remove_keys(self) -> None:

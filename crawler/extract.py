@@ -27,8 +27,8 @@ Pure function, lxml only. The method is a line-level take on text-density / link
    cut into several ``div.part`` siblings stays whole.
 5. The text is the block's lines in document order, minus chrome lines, minus a first line that repeats the
    chapter heading; paragraphs joined by ``"\\n"``. Inside kept lines, site addresses spliced into a sentence
-   (``ｗww．ｕｕkａnｓhu．coｍ``) and reader notices (``章节错误,点此举报``, ``本章未完，点击下一页继续阅读``) are cut
-   out as substrings.
+   (``ｗww．ｕｕkａnｓhu．coｍ``) and reader notices (``章节错误,点此举报``, ``本章未完，点击下一页继续阅读``)
+   are cut out as substrings.
 
 Whitespace is tidied (runs of spaces, ``&nbsp;``, full-width spaces and line breaks inside a paragraph become
 one space; ends are stripped); apart from the cuts above nothing is changed, because match offsets refer to
@@ -126,8 +126,8 @@ _BOILERPLATE_PHRASE = re.compile(
 
 
 def _either_width(word: str, spaced: bool = False) -> str:
-    """A pattern for ``word`` in half-width or full-width letters, any case (``com`` matches ``ｃoＭ``), with a
-    space allowed between letters when ``spaced``."""
+    """A pattern for ``word`` in half-width or full-width letters, any case (``com`` matches ``ｃoＭ``), with
+    a space allowed between letters when ``spaced``."""
     return (r"\s?" if spaced else "").join(
         f"[{ch.lower()}{ch.upper()}{chr(ord(ch.lower()) + 0xFEE0)}{chr(ord(ch.upper()) + 0xFEE0)}]"
         for ch in word
@@ -649,9 +649,9 @@ def _cut_spliced(text: str) -> str:
 
 
 def _headings(title: str, lines: list[_Line]) -> set[str]:
-    """The ``<title>``'s first part (``第九章 猫`` of ``第九章 猫_某书_书友网``), whitespace removed: a heading the
-    body may repeat at its top (:func:`_main_text` adds the lines just before the body block, such as its
-    ``<h1>``)."""
+    """The ``<title>``'s first part (``第九章 猫`` of ``第九章 猫_某书_书友网``), whitespace removed: a
+    heading the body may repeat at its top (:func:`_main_text` adds the lines just before the body block, such
+    as its ``<h1>``)."""
     found = {_squeeze(part) for part in _TITLE_SEPARATORS.split(title)[:1]}
     found.discard("")
     return found

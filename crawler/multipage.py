@@ -1,13 +1,14 @@
 """Chapters split over several pages: find, at parse time, the link to a page's next part (pure functions).
 
-Pirate sites cut a long chapter into pages chained by a "下一页" (next page) link: ``123.html`` -> ``123_2.html``
--> ``123_3.html``. Each part alone may be too short to match a registered chapter; joined they are the chapter
-(:mod:`compare.multipage` joins them once the site's crawl has settled).
+Pirate sites cut a long chapter into pages chained by a "下一页" (next page) link: ``123.html`` ->
+``123_2.html`` -> ``123_3.html``. Each part alone may be too short to match a registered chapter; joined they
+are the chapter (:mod:`compare.multipage` joins them once the site's crawl has settled).
 
-A link is the next *part* only when both hold, so that "下一章" (next chapter) or a list's "下一页" never chain two
-chapters:
+A link is the next *part* only when both hold, so that "下一章" (next chapter) or a list's "下一页" never
+chain two chapters:
 
-- its text is a "next page" label (:data:`NEXT_LABELS`: 下一页, 下页, 下一頁, 下頁, 下一分页, 下一节 is *not* one);
+- its text is a "next page" label (:data:`NEXT_LABELS`: 下一页, 下页, 下一頁, 下頁, 下一分页, 下一节 is *not*
+  one);
 - its URL continues the page's own: same directory and stem, part number one more (``stem.ext`` /
   ``stem_N.ext`` -> ``stem_{N+1}.ext``; ``_`` or ``-``), as these sites name the parts.
 """

@@ -39,13 +39,25 @@ _TEXT_TYPES = frozenset({"text/plain"})
 _BINARY_PREFIXES = ("image/", "audio/", "video/", "font/", "model/")
 _BINARY_TYPES = frozenset(
     {
-        "application/octet-stream", "application/zip", "application/x-zip-compressed", "application/gzip",
-        "application/x-gzip", "application/x-rar-compressed", "application/vnd.rar", "application/x-7z-compressed",
-        "application/x-tar", "application/pdf", "application/msword", "application/epub+zip",
-        "application/x-shockwave-flash", "application/wasm", "application/java-archive",
-        "application/vnd.android.package-archive", "application/x-msdownload",
+        "application/octet-stream",
+        "application/zip",
+        "application/x-zip-compressed",
+        "application/gzip",
+        "application/x-gzip",
+        "application/x-rar-compressed",
+        "application/vnd.rar",
+        "application/x-7z-compressed",
+        "application/x-tar",
+        "application/pdf",
+        "application/msword",
+        "application/epub+zip",
+        "application/x-shockwave-flash",
+        "application/wasm",
+        "application/java-archive",
+        "application/vnd.android.package-archive",
+        "application/x-msdownload",
     }
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)

@@ -154,9 +154,13 @@ def plan_rendering(mode: str, settings: Settings) -> RenderPlan:
     if mode not in ("auto", "yes", "no"):
         raise CrawlError(f"render_js must be auto, yes or no, got {mode!r}")
     common = {
-        "mode": mode, "min_chars": settings.render_min_chars, "timeout": settings.render_timeout,
-        "idle_wait": settings.render_idle_wait, "pages": settings.render_pages, "user_agent": settings.user_agent,
-    }  # fmt: skip
+        "mode": mode,
+        "min_chars": settings.render_min_chars,
+        "timeout": settings.render_timeout,
+        "idle_wait": settings.render_idle_wait,
+        "pages": settings.render_pages,
+        "user_agent": settings.user_agent,
+    }
     if mode == "no":
         return RenderPlan(**common)  # type: ignore[arg-type]
     browser = chromium_path(settings)
@@ -168,7 +172,10 @@ def plan_rendering(mode: str, settings: Settings) -> RenderPlan:
                 "chromium "
                 "or set FPTRACK_CHROMIUM)"
             )
-        reason = f"JS rendering off: {wanted!r} not found (install the Debian package chromium or set FPTRACK_CHROMIUM)"
+        reason = (
+            f"JS rendering off: {wanted!r} not found "
+            f"(install the Debian package chromium or set FPTRACK_CHROMIUM)"
+        )
         return RenderPlan(**common, unavailable=reason)  # type: ignore[arg-type]
     try:
         import scrapy_playwright  # noqa: F401

@@ -51,12 +51,27 @@ __all__ = [
 
 # Settings the crawl's correctness and safety rest on: ``-s`` cannot replace them.
 PROTECTED_SCRAPY_SETTINGS = frozenset(
-    {"ITEM_PIPELINES", "DOWNLOADER_MIDDLEWARES", "TWISTED_DNS_RESOLVER", "DNS_RESOLVER", "DOWNLOAD_HANDLERS",
-     "SPIDER_MIDDLEWARES", "EXTENSIONS", "TWISTED_REACTOR", "BOT_NAME",
-     # a distributed crawl's frontier (crawler.distributed)
-     "SCHEDULER", "DUPEFILTER_CLASS", "SCHEDULER_QUEUE_CLASS", "SCHEDULER_QUEUE_KEY", "SCHEDULER_DUPEFILTER_KEY",
-     "SCHEDULER_PERSIST", "SCHEDULER_FLUSH_ON_START", "REDIS_URL"}
-)  # fmt: skip
+    {
+        "ITEM_PIPELINES",
+        "DOWNLOADER_MIDDLEWARES",
+        "TWISTED_DNS_RESOLVER",
+        "DNS_RESOLVER",
+        "DOWNLOAD_HANDLERS",
+        "SPIDER_MIDDLEWARES",
+        "EXTENSIONS",
+        "TWISTED_REACTOR",
+        "BOT_NAME",
+        # a distributed crawl's frontier (crawler.distributed)
+        "SCHEDULER",
+        "DUPEFILTER_CLASS",
+        "SCHEDULER_QUEUE_CLASS",
+        "SCHEDULER_QUEUE_KEY",
+        "SCHEDULER_DUPEFILTER_KEY",
+        "SCHEDULER_PERSIST",
+        "SCHEDULER_FLUSH_ON_START",
+        "REDIS_URL",
+    }
+)
 _SCRAPY_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 _ran_in_this_process = False

@@ -53,7 +53,8 @@ _SYLLABLE = rf"(?:zh|ch|sh|[bpmfdtnlgkhjqxrzcsyw])?[{_PINYIN_VOWEL}]{{1,3}}(?:ng
 
 # name -> compiled pattern; every match is removed from the original text before mapping.
 ARTIFACT_PATTERNS: dict[str, re.Pattern[str]] = {
-    # 內(nèi)容 / 內（nèi）容: one to four syllables in ASCII or full-width parentheses right after a Han char.
+    # 內(nèi)容 / 內（nèi）容: one to four syllables in ASCII or full-width parentheses right after a Han
+    # char.
     "pinyin_annotation": re.compile(
         rf"(?<=[{_HAN}])[(（]\s*{_SYLLABLE}(?:[\s']?{_SYLLABLE}){{0,3}}\s*[)）]",
         re.IGNORECASE,

@@ -119,10 +119,20 @@ def run_site(
                 state = _open_state(settings, turn)
         try:
             outcome = run_crawl_job(
-                settings, sessions, turn.urls, depth=turn.depth, max_pages=turn.max_pages, progress=progress,
-                waiting=waiting, site_id=turn.site_id, options=turn.options, trigger=trigger, on_start=on_start,
-                shared=shared, state=state,
-            )  # fmt: skip
+                settings,
+                sessions,
+                turn.urls,
+                depth=turn.depth,
+                max_pages=turn.max_pages,
+                progress=progress,
+                waiting=waiting,
+                site_id=turn.site_id,
+                options=turn.options,
+                trigger=trigger,
+                on_start=on_start,
+                shared=shared,
+                state=state,
+            )
         except CrawlError as error:
             raise SiteError(f"site {turn.site_name}: {error}") from None
     return SiteRun(turn.site_name, outcome=outcome)
@@ -157,10 +167,17 @@ def _take_turn(
         elif site.schedule:
             site.next_crawl_at = next_due(site.schedule, utcnow())
         return _Turn(
-            site_id=site_id, site_name=site_name, host=site.host, urls=list(site.start_urls), depth=site.depth,
-            max_pages=site.max_pages, options=crawl_options(site), distributed=bool(site.distributed), token=token,
+            site_id=site_id,
+            site_name=site_name,
+            host=site.host,
+            urls=list(site.start_urls),
+            depth=site.depth,
+            max_pages=site.max_pages,
+            options=crawl_options(site),
+            distributed=bool(site.distributed),
+            token=token,
             busy=busy,
-        )  # fmt: skip
+        )
 
 
 def _enter_shared(

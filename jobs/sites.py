@@ -9,22 +9,26 @@ it.
 
 Every setting, with its default:
 
-| setting | default | meaning |
-| --- | --- | --- |
-| ``start_urls`` | (required) | where each crawl starts (depth 0) |
-| ``allowed_hosts`` | none | more sites (``host`` or ``host:port``) links may lead to, besides the start URLs' sites |
-| ``depth`` | ``2`` | link depth followed from the start URLs |
-| ``max_pages`` | ``200`` | pages per crawl at most |
-| ``include`` | none | regular expressions (``re.search``) on link URLs: when given, only matching links are followed |
-| ``exclude`` | none | regular expressions on link URLs: matching links are never followed |
-| ``schedule`` | none (manual) | seconds between crawls (``3600``, or ``30m``, ``6h``, ``1d``) or a cron expression (``0 3 * * *``, UTC) |
-| ``delay`` | ``FPTRACK_CRAWL_DELAY`` (0) | seconds at least between two requests to the site |
-| ``concurrency`` | ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE`` (2) | requests to the site at a time |
-| ``obey_robots`` | ``true`` | obey the site's robots.txt |
-| ``render_js`` | ``auto`` | ``auto`` / ``yes`` / ``no``: render pages built by scripts in Chromium (crawler.render) |
-| ``allow_private`` | ``false`` | let the crawl reach the site's hosts although their addresses are private or loopback |
-| ``distributed`` | ``false`` | its crawls share one frontier in Redis: ``sites run`` on more machines joins the running crawl (:mod:`crawler.distributed`) |
-| ``enabled`` | ``true`` | scheduled crawls run (``sites run`` works either way) |
+- ``start_urls`` (required): where each crawl starts (depth 0)
+- ``allowed_hosts`` (default none): more sites (``host`` or ``host:port``) links may lead to, besides the
+  start URLs' sites
+- ``depth`` (default ``2``): link depth followed from the start URLs
+- ``max_pages`` (default ``200``): pages per crawl at most
+- ``include`` (default none): regular expressions (``re.search``) on link URLs: when given, only matching
+  links are followed
+- ``exclude`` (default none): regular expressions on link URLs: matching links are never followed
+- ``schedule`` (default none: manual): seconds between crawls (``3600``, or ``30m``, ``6h``, ``1d``) or a
+  cron expression (``0 3 * * *``, UTC)
+- ``delay`` (default ``FPTRACK_CRAWL_DELAY``, 0): seconds at least between two requests to the site
+- ``concurrency`` (default ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE``, 2): requests to the site at a time
+- ``obey_robots`` (default ``true``): obey the site's robots.txt
+- ``render_js`` (default ``auto``): ``auto`` / ``yes`` / ``no``: render pages built by scripts in Chromium
+  (crawler.render)
+- ``allow_private`` (default ``false``): let the crawl reach the site's hosts although their addresses are
+  private or loopback
+- ``distributed`` (default ``false``): its crawls share one frontier in Redis: ``sites run`` on more machines
+  joins the running crawl (:mod:`crawler.distributed`)
+- ``enabled`` (default ``true``): scheduled crawls run (``sites run`` works either way)
 
 A schedule is seconds between crawls or a cron expression (UTC); ``sites.next_crawl_at`` says when the site is
 next due, and :func:`due_sites` takes the turn of every site that is (a compare-and-set: two schedulers never
@@ -313,11 +317,14 @@ def due_sites(session: Session, *, now: datetime | None = None) -> list[tuple[in
     candidates = session.execute(
         select(Site.id, Site.name, Site.schedule, Site.next_crawl_at)
         .where(
-            Site.managed.is_(True), Site.enabled.is_(True), Site.schedule != "", Site.next_crawl_at.is_not(None),
+            Site.managed.is_(True),
+            Site.enabled.is_(True),
+            Site.schedule != "",
+            Site.next_crawl_at.is_not(None),
             Site.next_crawl_at <= now,
         )
         .order_by(Site.next_crawl_at)
-    ).all()  # fmt: skip
+    ).all()
     running = {name for name in session.scalars(select(MonitorLock.name))}
     due = []
     for site_id, name, schedule, was_due in candidates:

@@ -229,7 +229,10 @@ def _copy_code_rows(
         )
     buffer.write(COPY_TRAILER)
     with raw.cursor() as cursor:  # type: ignore[union-attr]
-        sql = "COPY code_index (fingerprint_id, position, kind, code, owner, owner_id) FROM STDIN (FORMAT BINARY)"
+        sql = (
+            "COPY code_index (fingerprint_id, position, kind, code, owner, owner_id) "
+            "FROM STDIN (FORMAT BINARY)"
+        )
         with cursor.copy(sql) as copy:
             copy.write(buffer.getvalue())
 

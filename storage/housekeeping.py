@@ -42,7 +42,8 @@ def count_orphans(bind: Session | Connection) -> dict[str, int]:
         "LEFT JOIN fingerprints f ON f.id = h.fingerprint_id WHERE f.id IS NULL",
         "fingerprints": "SELECT COUNT(*) FROM fingerprints f LEFT JOIN pages p ON p.id = f.page_id "
         "LEFT JOIN chapters c ON c.id = f.chapter_id WHERE p.id IS NULL AND c.id IS NULL",
-        "chapters": "SELECT COUNT(*) FROM chapters c LEFT JOIN works w ON w.id = c.work_id WHERE w.id IS NULL",
+        "chapters": "SELECT COUNT(*) FROM chapters c LEFT JOIN works w ON w.id = c.work_id "
+        "WHERE w.id IS NULL",
         "matches": "SELECT COUNT(*) FROM matches m LEFT JOIN pages p ON p.id = m.page_id "
         "LEFT JOIN chapters c ON c.id = m.chapter_id WHERE p.id IS NULL OR c.id IS NULL",
     }

@@ -298,7 +298,8 @@ class Page(Base):
     compared_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # the page's verdicts were decided with its site's template masked (compare.templates)
     template_masked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
-    # a chapter split over pages: the URL of this page's next part ("下一页"), '' when none (compare.multipage)
+    # a chapter split over pages: the URL of this page's next part ("下一页"), '' when none
+    # (compare.multipage)
     next_part_url: Mapped[str] = mapped_column(String(2048), default="", server_default="")
 
     site: Mapped[Site | None] = relationship()

@@ -87,12 +87,15 @@ def overdue_sites(session: Session, grace: timedelta) -> list[tuple[str, str, ob
     rows = session.execute(
         select(Site.name, Site.host, Site.next_crawl_at)
         .where(
-            Site.managed.is_(True), Site.enabled.is_(True), Site.schedule != "", Site.next_crawl_at.is_not(None),
+            Site.managed.is_(True),
+            Site.enabled.is_(True),
+            Site.schedule != "",
+            Site.next_crawl_at.is_not(None),
             Site.next_crawl_at < cutoff,
         )
         .order_by(Site.next_crawl_at)
         .limit(50)
-    ).all()  # fmt: skip
+    ).all()
     return [(str(name), str(host), due) for name, host, due in rows]
 
 
