@@ -4,11 +4,11 @@ around it, and the ground truth (which page copies which registered chapter).
 Text comes from :class:`TextPools`: :func:`corpus_pools` reads ``../shared/corpus`` (``FPTRACK_CORPUS``), and
 :func:`generated_pools` makes random Han text for the tests, which never need the corpus.
 
-- **Registered side**: the ``tennessine`` copies of 西游记 and 三国演义, cut at paragraph ends into pieces of about
-  ``chapter_chars`` characters. A registry larger than those pieces is filled with chapters synthesised from
-  their clauses (:class:`ClauseStream`).
-- **Unrelated side**: 水浒传 (``tennessine``, never registered) cut the same way, THUCNews articles grouped into
-  pages of about the same size, and pages synthesised from the clauses of both.
+- **Registered side**: the ``tennessine`` copies of 西游记 and 三国演义, cut at paragraph ends into pieces of
+  about ``chapter_chars`` characters. A registry larger than those pieces is filled with chapters synthesised
+  from their clauses (:class:`ClauseStream`).
+- **Unrelated side**: 水浒传 (``tennessine``, never registered) cut the same way, THUCNews articles grouped
+  into pages of about the same size, and pages synthesised from the clauses of both.
 - Half of the chapter pages copy a registered chapter (round robin over the registry, so no chapter is copied
   more than ``ceil(copies / registry)`` times): verbatim, with random edits at 5 % and 10 % of the Han
   characters, with ads spliced in, or served as GBK. The other half are unrelated text.
@@ -363,7 +363,8 @@ _NAV = (
     f'<span class="site">{SITE_NAME}</span> <span class="search">搜索小说、作者</span></div>'
 )
 _FOOTER = (
-    '<div class="footer"><p>本站所有小说为转载作品，所有章节均由网友上传，转载至本站只是为了宣传本书让更多读者欣赏。</p>'
+    '<div class="footer"><p>本站所有小说为转载作品，'
+    "所有章节均由网友上传，转载至本站只是为了宣传本书让更多读者欣赏。</p>"
     f"<p>Copyright &copy; 2024 {SITE_NAME} All Rights Reserved. 备案号：京ICP备00000000号</p></div>"
 )
 _PROMO = f"天才一秒记住本站地址：www.biquge-bench.com。{SITE_NAME}手机版阅读网址：m.biquge-bench.com"

@@ -11,10 +11,10 @@ What is published, one page per line of :data:`KINDS` (pages spread over several
   stripped, some chapters merged);
 - synthetic copies of the registered originals: random edits at 5/10/15/20 % (modify, delete, insert, shift of
   1-3 character units), same-sound swaps at 10/30 % (homophone table from pypinyin over the corpus
-  characters), Traditional served as Big5, injected pinyin annotations (``內(nèi)容``), ads spliced between and
-  inside paragraphs (patterns of ``observed_piracy_artifacts.tsv``), shuffled paragraphs, GBK pages, a chapter
-  split over two pages (each half is a page), two consecutive chapters on one page, an excerpt of 600-1200
-  characters inside a news article;
+  characters), Traditional served as Big5, injected pinyin annotations (``內(nèi)容``), ads spliced between
+  and inside paragraphs (patterns of ``observed_piracy_artifacts.tsv``), shuffled paragraphs, GBK pages, a
+  chapter split over two pages (each half is a page), two consecutive chapters on one page, an excerpt of
+  600-1200 characters inside a news article;
 - negatives: 水浒传 chapters (all four copies), held-out chapters of the registered novels (other copies),
   news articles, news quoting under 50 characters of a registered chapter, and the articles of a news portal
   whose template carries the same 250-character passage of a registered chapter on every page (boilerplate).
@@ -26,8 +26,8 @@ What is published, one page per line of :data:`KINDS` (pages spread over several
   the crawler does not fetch, so the noise reaches the page text (drawn from its own random stream after every
   other page, so the other kinds' pages stay as they were);
 - near the thresholds, negatives: reviews quoting 6-10 passages of 20-120 characters of one registered chapter
-  with commentary between them, the chapter catalogue (目录) of a registered work, and fan fiction: 水浒传 chapters
-  with their heroes and places renamed to those of 西游记.
+  with commentary between them, the chapter catalogue (目录) of a registered work, and fan fiction: 水浒传
+  chapters with their heroes and places renamed to those of 西游记.
 
 The registry also holds news articles (never published on the pirate web), one work per news category, so that
 look-alikes are judged against some hundreds of unrelated chapters as well.
@@ -728,7 +728,10 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
 
     for site, pages in enumerate(web.sites):
         links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in sorted(pages))
-        index = f"<html><head><meta charset='utf-8'><title>{SITES[site][1]}</title></head><body><ul>{links}</ul></body></html>"
+        index = (
+            f"<html><head><meta charset='utf-8'><title>{SITES[site][1]}</title></head>"
+            f"<body><ul>{links}</ul></body></html>"
+        )
         pages["/"] = Page.html(index)
     return web
 

@@ -209,21 +209,37 @@ def main() -> None:
     print(f"{'page':<{width}}  {'median ms':>9}  {'p90 ms':>8}  {'p99 ms':>8}  {'x baseline':>10}")
     for label, figures in results.items():
         ratio = figures["median_ms"] / baseline if baseline else float("nan")
-        print(f"{label:<{width}}  {figures['median_ms']:>9.1f}  {figures['p90_ms']:>8.1f}  {figures['p99_ms']:>8.1f}  "
-              f"{ratio:>10.1f}")  # fmt: skip
+        print(
+            f"{label:<{width}}  {figures['median_ms']:>9.1f}  {figures['p90_ms']:>8.1f}  "
+            f"{figures['p99_ms']:>8.1f}  "
+            f"{ratio:>10.1f}"
+        )
     met = all(f["median_ms"] < TARGET_MEDIAN_MS and f["p99_ms"] < TARGET_P99_MS for f in results.values())
     print(f"target (median < {TARGET_MEDIAN_MS:.0f} ms, p99 < {TARGET_P99_MS:.0f} ms on every page): "
           + ("met" if met else "NOT met"))  # fmt: skip
     if args.keep:
         print(f"database kept: {name}")
-    print(json.dumps({
-        "benchmark": "admin_latency", "matches": int(load["matches"]), "rollup_rows": int(load["rollup_rows"]),
-        "hosts": args.hosts, "works": args.works, "workers": args.workers, "requests_per_page": args.requests,
-        "load_seconds": {k: round(v, 2) for k, v in load.items() if k.endswith("_s")},
-        "pages": results, "baseline": "healthz (baseline)",
-        "median_over_baseline": {k: round(v["median_ms"] / baseline, 2) if baseline else None for k, v in results.items()},
-        "target_met": met,
-    }, ensure_ascii=False))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "admin_latency",
+                "matches": int(load["matches"]),
+                "rollup_rows": int(load["rollup_rows"]),
+                "hosts": args.hosts,
+                "works": args.works,
+                "workers": args.workers,
+                "requests_per_page": args.requests,
+                "load_seconds": {k: round(v, 2) for k, v in load.items() if k.endswith("_s")},
+                "pages": results,
+                "baseline": "healthz (baseline)",
+                "median_over_baseline": {
+                    k: round(v["median_ms"] / baseline, 2) if baseline else None for k, v in results.items()
+                },
+                "target_met": met,
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 def _top_confirmed_host(database_url: str) -> str:

@@ -120,8 +120,15 @@ def load_endpoints(
             with contextlib.ExitStack() as stack:
                 backends = stack.enter_context(BackendCpu(*postgres)) if postgres else None
                 before = tree_cpu_seconds(server.pid)
-                result = run_wrk(endpoint.label, base + endpoint.path, marker=endpoint.marker, headers=headers,
-                                 connections=connections, seconds=seconds, max_requests=max_requests)  # fmt: skip
+                result = run_wrk(
+                    endpoint.label,
+                    base + endpoint.path,
+                    marker=endpoint.marker,
+                    headers=headers,
+                    connections=connections,
+                    seconds=seconds,
+                    max_requests=max_requests,
+                )
                 server_cpu = tree_cpu_seconds(server.pid) - before
             count = max(1, result.requests)
             results.append(dataclasses.replace(
@@ -133,8 +140,10 @@ def load_endpoints(
 
 def print_results(results: list[LoadResult]) -> None:
     width = max(len(r.label) for r in results)
-    print(f"{'endpoint':<{width}}  {'conc':>4}  {'requests':>8}  {'req/s':>7}  {'p50 ms':>7}  {'p90 ms':>7}  "
-          f"{'p99 ms':>7}  {'errors':>6}  {'gunicorn CPU ms/req':>19}  {'PostgreSQL CPU ms/req':>21}")  # fmt: skip
+    print(
+        f"{'endpoint':<{width}}  {'conc':>4}  {'requests':>8}  {'req/s':>7}  {'p50 ms':>7}  {'p90 ms':>7}  "
+        f"{'p99 ms':>7}  {'errors':>6}  {'gunicorn CPU ms/req':>19}  {'PostgreSQL CPU ms/req':>21}"
+    )
     for r in results:
         print(f"{r.label:<{width}}  {r.connections:>4}  {r.requests:>8}  {r.requests_per_second:>7.1f}  "
               f"{r.p50_ms:>7.1f}  {r.p90_ms:>7.1f}  {r.p99_ms:>7.1f}  {r.errors:>6}  "
@@ -201,8 +210,15 @@ def main() -> None:
             Settings(data_dir=data_dir, database_url=database_url), args.matches, args.hosts, args.works
         )
         with serve_admin(database_url, data_dir, args.workers) as server:
-            results = load_endpoints(server, token, match_id, concurrency=concurrency, seconds=args.seconds,
-                                     max_requests=args.max_requests, postgres=(args.pg_url, name))  # fmt: skip
+            results = load_endpoints(
+                server,
+                token,
+                match_id,
+                concurrency=concurrency,
+                seconds=args.seconds,
+                max_requests=args.max_requests,
+                postgres=(args.pg_url, name),
+            )
     finally:
         if not args.keep:
             with admin_engine.connect() as connection:
@@ -211,19 +227,31 @@ def main() -> None:
         admin_engine.dispose()
     load_end = os.getloadavg()
 
-    print(f"admin load: {args.matches:,} matches, gunicorn x{args.workers}, wrk on 127.0.0.1, "
-          f"{args.seconds:g} s "
-          f"per endpoint and concurrency; load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end")  # fmt: skip
+    print(
+        f"admin load: {args.matches:,} matches, gunicorn x{args.workers}, wrk on 127.0.0.1, "
+        f"{args.seconds:g} s "
+        f"per endpoint and concurrency; load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end"
+    )
     print_results(results)
     if args.keep:
         print(f"database kept: {name}")
     failed = sum(r.errors for r in results)
-    print(json.dumps({
-        "benchmark": "admin_load", "matches": args.matches, "workers": args.workers, "concurrency": concurrency,
-        "seconds_per_run": args.seconds, "load_average": {"start": load_start[0], "end": load_end[0]},
-        "cores": os.cpu_count(), "results": [r.as_json() for r in results], "errors": failed,
-        "seconds": round(time.monotonic() - started, 1),
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "admin_load",
+                "matches": args.matches,
+                "workers": args.workers,
+                "concurrency": concurrency,
+                "seconds_per_run": args.seconds,
+                "load_average": {"start": load_start[0], "end": load_end[0]},
+                "cores": os.cpu_count(),
+                "results": [r.as_json() for r in results],
+                "errors": failed,
+                "seconds": round(time.monotonic() - started, 1),
+            }
+        )
+    )
     if failed:
         raise SystemExit(1)
 

@@ -126,10 +126,17 @@ def one_run(label: str, cap: int, url: str, key: str, work: Path) -> dict[str, o
                 "SELECT count(*) FROM code_index WHERE owner_id IN (SELECT id FROM pages)"
             ).fetchone()[0]
         return {
-            "label": label, "cap": cap, "seconds": round(seconds, 2), "peak_mb": round(peak_mb),
-            "text_chars": text_chars, "note": note, "page_fingerprints": fingerprints, "page_index_rows": index_rows,
-            "db_mb": round(database.stat().st_size / 1024 / 1024, 1), "copies": [list(c) for c in copies],
-        }  # fmt: skip
+            "label": label,
+            "cap": cap,
+            "seconds": round(seconds, 2),
+            "peak_mb": round(peak_mb),
+            "text_chars": text_chars,
+            "note": note,
+            "page_fingerprints": fingerprints,
+            "page_index_rows": index_rows,
+            "db_mb": round(database.stat().st_size / 1024 / 1024, 1),
+            "copies": [list(c) for c in copies],
+        }
     finally:
         shutil.rmtree(data, ignore_errors=True)
 
@@ -167,8 +174,18 @@ def main() -> int:
         key: round(float(capped[key]) / float(base[key]), 3) if base[key] else None  # type: ignore[arg-type]
         for key in ("seconds", "peak_mb", "page_index_rows", "db_mb")
     }
-    print(json.dumps({"benchmark": "big_page", "page_mb": round(len(body) / 1024 / 1024, 2), "runs": results,
-                      "ratio_capped_to_baseline": ratios, "same_copies": same}, ensure_ascii=False))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "big_page",
+                "page_mb": round(len(body) / 1024 / 1024, 2),
+                "runs": results,
+                "ratio_capped_to_baseline": ratios,
+                "same_copies": same,
+            },
+            ensure_ascii=False,
+        )
+    )
     return 0 if same else 1
 
 

@@ -2,8 +2,8 @@
 server's), bytes in PostgreSQL per page, per fingerprint and per index row, and bytes on the broker per page.
 ``docs/capacity.md`` turns them into a plan for 100M and 1B pages.
 
-    python benchmarks/capacity.py --quick            # 300 pages, 100 registered chapters, 60-page stage sample
-    python benchmarks/capacity.py                    # 2,000 pages, 1,000 chapters, 200-page stage sample
+    python benchmarks/capacity.py --quick  # 300 pages, 100 registered chapters, 60-page stage sample
+    python benchmarks/capacity.py          # 2,000 pages, 1,000 chapters, 200-page stage sample
     python benchmarks/capacity.py --pages 5000 --registry 2000 --redis redis://127.0.0.1:6379/7
 
 What it does, in a PostgreSQL database of its own (created, then dropped at the end unless ``--keep``):
@@ -251,7 +251,10 @@ def table_sizes(dsn: str) -> dict[str, dict[str, int]]:
                 "total": int(size[2]),
             }
         owners = {}
-        page_rows = "SELECT count(*) FROM code_index c JOIN fingerprints f ON f.id = c.fingerprint_id WHERE f.page_id IS NOT NULL"
+        page_rows = (
+            "SELECT count(*) FROM code_index c JOIN fingerprints f ON f.id = c.fingerprint_id "
+            "WHERE f.page_id IS NOT NULL"
+        )
         simhash_bytes = (
             "SELECT coalesce(sum(pg_relation_size(indexrelid)), 0) FROM pg_index i "
             "JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname LIKE 'ix_fingerprints_f%'"
@@ -447,15 +450,35 @@ def main() -> None:
         f"{len(site.chapters):,} chapters; {crawl['wall_s']:.1f} s wall, {n / crawl['wall_s']:.1f} pages/s",
         ["process", "CPU s", "CPU ms per page"],
         [
-            ["crawl (fetch, parse, extract, store, hand-off, settle)", crawl["crawl_process_cpu_s"],
-             round(crawl["crawl_process_cpu_s"] * 1000 / n, 2)],
-            ["worker (fingerprint, index, compare, record)", crawl["worker_cpu_s"], round(crawl["worker_cpu_s"] * 1000 / n, 2)],
-            ["PostgreSQL backends of this database", crawl["postgres_backends_cpu_s"],
-             round(crawl["postgres_backends_cpu_s"] * 1000 / n, 2)],
-            ["total", round(crawl["crawl_process_cpu_s"] + crawl["worker_cpu_s"] + crawl["postgres_backends_cpu_s"], 2),
-             round((crawl["crawl_process_cpu_s"] + crawl["worker_cpu_s"] + crawl["postgres_backends_cpu_s"]) * 1000 / n, 2)],
+            [
+                "crawl (fetch, parse, extract, store, hand-off, settle)",
+                crawl["crawl_process_cpu_s"],
+                round(crawl["crawl_process_cpu_s"] * 1000 / n, 2),
+            ],
+            [
+                "worker (fingerprint, index, compare, record)",
+                crawl["worker_cpu_s"],
+                round(crawl["worker_cpu_s"] * 1000 / n, 2),
+            ],
+            [
+                "PostgreSQL backends of this database",
+                crawl["postgres_backends_cpu_s"],
+                round(crawl["postgres_backends_cpu_s"] * 1000 / n, 2),
+            ],
+            [
+                "total",
+                round(
+                    crawl["crawl_process_cpu_s"] + crawl["worker_cpu_s"] + crawl["postgres_backends_cpu_s"], 2
+                ),
+                round(
+                    (crawl["crawl_process_cpu_s"] + crawl["worker_cpu_s"] + crawl["postgres_backends_cpu_s"])
+                    * 1000
+                    / n,
+                    2,
+                ),
+            ],
         ],
-    )  # fmt: skip
+    )
     if not crawl["postgres_cpu_readable"]:
         print("note: /proc of the PostgreSQL backends was not readable (run as root or as postgres): "
               "the PostgreSQL CPU figures are missing, not zero")  # fmt: skip
@@ -470,21 +493,31 @@ def main() -> None:
         "PostgreSQL after VACUUM ANALYZE",
         ["table", "rows", "table MB", "indexes MB", "total MB", "bytes/row", "bytes/row no index"],
         [
-            [t, f"{s['rows']:,}", round(s["table"] / 1e6, 2), round(s["indexes"] / 1e6, 2), round(s["total"] / 1e6, 2),
-             round(s["total"] / s["rows"]) if s["rows"] else "", round(s["table"] / s["rows"]) if s["rows"] else ""]
-            for t, s in sizes.items() if not t.startswith("_")
+            [
+                t,
+                f"{s['rows']:,}",
+                round(s["table"] / 1e6, 2),
+                round(s["indexes"] / 1e6, 2),
+                round(s["total"] / 1e6, 2),
+                round(s["total"] / s["rows"]) if s["rows"] else "",
+                round(s["table"] / s["rows"]) if s["rows"] else "",
+            ]
+            for t, s in sizes.items()
+            if not t.startswith("_")
         ],
-    )  # fmt: skip
+    )
     print_table(
         "Indexes of the big tables",
         ["table", "index", "MB", "bytes per row"],
         [
             [table, index, round(size / 1e6, 2), round(size / max(1, sizes[table]["rows"]), 1)]
             for (table, index), size in (
-                (tuple(name.split()[1:3]), size) for name, size in sizes["_owners"].items() if name.startswith("index ")
+                (tuple(name.split()[1:3]), size)
+                for name, size in sizes["_owners"].items()
+                if name.startswith("index ")
             )
         ],
-    )  # fmt: skip
+    )
     print_table(
         "Per crawled page",
         ["figure", "value"],
@@ -495,12 +528,26 @@ def main() -> None:
         ["figure", "value"],
         [[k.replace("_", " "), v] for k, v in broker.items() if k not in ("crawled_pages",)],
     )
-    print(json.dumps({
-        "benchmark": "capacity", "quick": args.quick, "machine": info,
-        "postgresql": services.postgres_version, "load_average": {"start": load_start[0], "end": load_end[0]},
-        "site_pages": n, "registry_chapters": len(site.chapters), "crawl": crawl, "stages_cpu_ms": stages,
-        "tables": sizes, "per_page": storage, "broker": broker, "seconds": round(time.monotonic() - started, 1),
-    }, ensure_ascii=False))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "capacity",
+                "quick": args.quick,
+                "machine": info,
+                "postgresql": services.postgres_version,
+                "load_average": {"start": load_start[0], "end": load_end[0]},
+                "site_pages": n,
+                "registry_chapters": len(site.chapters),
+                "crawl": crawl,
+                "stages_cpu_ms": stages,
+                "tables": sizes,
+                "per_page": storage,
+                "broker": broker,
+                "seconds": round(time.monotonic() - started, 1),
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -59,7 +59,10 @@ def build_site(sections: int, chapters: int, latency: float) -> dict[str, Page]:
         pages[f"/s/{s}/"] = Page.html(f"<h1>卷{s}</h1>{links}<a href='/'>目录</a>", delay=latency)
         for c in range(chapters):
             body = "".join(f"<p>{PARAGRAPH}（{s}-{c}-{n}）</p>" for n in range(4))
-            nav = f'<a href="/">目录</a> <a href="/s/{s}/">卷</a> <a href="/c/{s}-{(c + 1) % chapters}.html">下一章</a>'
+            nav = (
+                f'<a href="/">目录</a> <a href="/s/{s}/">卷</a> '
+                f'<a href="/c/{s}-{(c + 1) % chapters}.html">下一章</a>'
+            )
             pages[f"/c/{s}-{c}.html"] = Page.html(
                 f"<title>第{c}章</title><h1>第{c}章</h1>{body}{nav}", delay=latency
             )
@@ -134,8 +137,20 @@ def run_mode(
     """(wall seconds from the processes' start to the last one's exit, seconds from the first request the site
     got to the last: the crawl itself, without the start-up of the processes, which on a loaded machine is
     long)."""
-    command = [sys.executable, "-m", "fptrack.cli", "crawl", base + "/", "--depth", "3", "--max-pages", str(max_pages),
-               "--allow-private-host", base.key, "-q"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "fptrack.cli",
+        "crawl",
+        base + "/",
+        "--depth",
+        "3",
+        "--max-pages",
+        str(max_pages),
+        "--allow-private-host",
+        base.key,
+        "-q",
+    ]
     if distributed:
         command.append("--distributed")
     started = time.monotonic()
@@ -189,8 +204,10 @@ def main() -> None:
     parser.add_argument("--chapters", type=int, default=31, help="chapters per section")
     parser.add_argument("--latency", type=float, default=0.1, help="seconds the server holds each response")
     parser.add_argument("--processes", default="1,2,3", help="distributed modes: processes per crawl")
-    parser.add_argument("--postgres", default=os.environ.get("FPTRACK_TEST_POSTGRES_URL",
-                                                            "postgresql://postgres@127.0.0.1:5432/postgres"))  # fmt: skip
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("FPTRACK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
+    )
     parser.add_argument(
         "--redis", default=os.environ.get("FPTRACK_CRAWL_REDIS_URL", "redis://127.0.0.1:6379/15")
     )
@@ -212,7 +229,10 @@ def main() -> None:
         with serve_site(pages) as base:
             modes = [(1, False)] + [(n, True) for n in counts]
             for processes, distributed in modes:
-                name = f"{processes} process{'es' if processes > 1 else ''}{' --distributed' if distributed else ''}"
+                name = (
+                    f"{processes} process{'es' if processes > 1 else ''}"
+                    f"{' --distributed' if distributed else ''}"
+                )
                 database_url = databases.create()
                 env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
                 env.update(FPTRACK_DATABASE_URL=database_url, FPTRACK_CRAWL_REDIS_URL=args.redis,
@@ -229,19 +249,29 @@ def main() -> None:
                 jobs, seen, stored, status = job_counts(database_url)
                 ok = set(fetched) == set(pages) and set(fetched.values()) == {1} and (jobs, seen, stored) == (
                     1, total, total) and status == "finished"  # fmt: skip
-                results.append({"mode": name, "processes": processes, "distributed": distributed,
-                                "seconds": round(seconds, 2), "fetch_seconds": round(fetching, 2), "pages": seen,
-                                "pages_per_second": round(seen / fetching, 1) if fetching else 0.0,
-                                "fetched_once": ok})  # fmt: skip
+                results.append(
+                    {
+                        "mode": name,
+                        "processes": processes,
+                        "distributed": distributed,
+                        "seconds": round(seconds, 2),
+                        "fetch_seconds": round(fetching, 2),
+                        "pages": seen,
+                        "pages_per_second": round(seen / fetching, 1) if fetching else 0.0,
+                        "fetched_once": ok,
+                    }
+                )
     finally:
         databases.drop_all()
 
     baseline = results[0]["fetch_seconds"]
     for result in results:
         result["speedup"] = round(baseline / result["fetch_seconds"], 2) if result["fetch_seconds"] else 0.0
-    print(f"distributed crawl: {total} pages, server latency {args.latency:g}s per response, 4 requests in "
-          "flight per "
-          f"process; {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")  # fmt: skip
+    print(
+        f"distributed crawl: {total} pages, server latency {args.latency:g}s per response, 4 requests in "
+        "flight per "
+        f"process; {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
     print_table(
         "one crawl, fresh PostgreSQL database per mode: fetching = the site's first request to its last; "
         "wall = the "
@@ -250,8 +280,17 @@ def main() -> None:
         [[r["mode"], f"{r['fetch_seconds']:.1f}", f"{r['pages_per_second']:.1f}", f"{r['speedup']:.2f}",
           f"{r['seconds']:.1f}", "yes" if r["fetched_once"] else "NO"] for r in results],
     )  # fmt: skip
-    print(json.dumps({"benchmark": "distributed_crawl", "pages": total, "latency": args.latency, "results": results,
-                      "speedup_best": max(r["speedup"] for r in results[1:])}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "distributed_crawl",
+                "pages": total,
+                "latency": args.latency,
+                "results": results,
+                "speedup_best": max(r["speedup"] for r in results[1:]),
+            }
+        )
+    )
     if not all(r["fetched_once"] for r in results):
         raise SystemExit(1)
 

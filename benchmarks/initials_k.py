@@ -14,8 +14,8 @@ on every edit (missed suspects). For each k, with the contract's window w:
   are found at every k: the excerpt is what sits near the threshold). A copy is *found* when its true chapter
   shares >= min_shared hashes; ``share/edit_20`` is the mean share of a whole 20 %-edited copy's hashes its
   chapter holds;
-- **look-alikes**: 水浒传 chapters (same era and genre, not registered) and 300 news articles: *false suspects*
-  is the mean number of registered chapters sharing >= min_shared hashes with one of them.
+- **look-alikes**: 水浒传 chapters (same era and genre, not registered) and 300 news articles: *false
+  suspects* is the mean number of registered chapters sharing >= min_shared hashes with one of them.
 
 The last line is JSON. Nothing of the corpus is written anywhere.
 """

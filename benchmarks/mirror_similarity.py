@@ -163,7 +163,10 @@ def _sites(count: int, rng: random.Random) -> list[Site]:
                 name=name,
                 nav=tuple(rng.sample(_NAV, 9)),
                 keywords=(name, *rng.sample(_SITE_WORDS, 3)),
-                footer=f"版权所有 {name} 未经授权禁止转载 联系我们 广告服务 网站地图 京ICP备{rng.randrange(10**8)}号",
+                footer=(
+                    f"版权所有 {name} 未经授权禁止转载 "
+                    f"联系我们 广告服务 网站地图 京ICP备{rng.randrange(10**8)}号"
+                ),
                 style=i % 3,
             )
         )

@@ -18,7 +18,8 @@ modes.
    synthesised text), behind index pages, every page in the same site template (navigation bar, footer). It is
    served by a ``ThreadingHTTPServer`` on 127.0.0.1 (``tests/support/sites.py``) in a thread of this process,
    on one port for the whole run, so every mode crawls the same URLs. The registry: ``--registry`` chapters
-   (corpus chapters of 西游记 and 三国演义, then chapters synthesised from their clauses) in works of 200 chapters.
+   (corpus chapters of 西游记 and 三国演义, then chapters synthesised from their clauses) in works of 200
+   chapters.
 2. **Modes**, each on a fresh database: ``sqlite`` (embedded default, tasks in-process), ``postgres`` (tasks
    in-process), ``postgres-w1`` and ``postgres-w2`` (tasks on 1 or 2 ``fptrack worker -c 1`` processes over
    Redis, ``--redis`` with a queue of this run's own). In each: ``fptrack init``, ``fptrack works add FILE

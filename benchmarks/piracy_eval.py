@@ -570,7 +570,10 @@ def print_curve(points: list[dict[str, Any]]) -> None:
     for p in points:
         print(
             "".join(f"{p[k]:>16}" for k in keys)
-            + f"{p['precision']:>11.4f}{p['recall']:>9.4f}{p['chapter_accuracy']:>9.4f}{p['fp']:>5}{p['fn']:>5}"
+            + (
+                f"{p['precision']:>11.4f}{p['recall']:>9.4f}{p['chapter_accuracy']:>9.4f}"
+                f"{p['fp']:>5}{p['fn']:>5}"
+            )
         )
 
 

@@ -116,13 +116,43 @@ def main() -> int:
     wall_ratio = per_page["yes"][0] / per_page["no"][0]
     cpu_ratio = per_page["yes"][1] / per_page["no"][1]
     rows = [
-        ("static (render_js=no)", static["pages"], static["chapters_with_text"], static["wall_s"], static["cpu_s"],
-         per_page["no"][0] * 1000, per_page["no"][1] * 1000),
-        ("rendered (render_js=yes)", rendered["pages"], rendered["chapters_with_text"], rendered["wall_s"],
-         rendered["cpu_s"], per_page["yes"][0] * 1000, per_page["yes"][1] * 1000),
-        ("one static page (process start)", one_static["pages"], "", one_static["wall_s"], one_static["cpu_s"], "", ""),
-        ("one rendered page (+ browser start)", startup["pages"], "", startup["wall_s"], startup["cpu_s"], "", ""),
-    ]  # fmt: skip
+        (
+            "static (render_js=no)",
+            static["pages"],
+            static["chapters_with_text"],
+            static["wall_s"],
+            static["cpu_s"],
+            per_page["no"][0] * 1000,
+            per_page["no"][1] * 1000,
+        ),
+        (
+            "rendered (render_js=yes)",
+            rendered["pages"],
+            rendered["chapters_with_text"],
+            rendered["wall_s"],
+            rendered["cpu_s"],
+            per_page["yes"][0] * 1000,
+            per_page["yes"][1] * 1000,
+        ),
+        (
+            "one static page (process start)",
+            one_static["pages"],
+            "",
+            one_static["wall_s"],
+            one_static["cpu_s"],
+            "",
+            "",
+        ),
+        (
+            "one rendered page (+ browser start)",
+            startup["pages"],
+            "",
+            startup["wall_s"],
+            startup["cpu_s"],
+            "",
+            "",
+        ),
+    ]
     header = (
         "crawl",
         "pages",
@@ -138,8 +168,10 @@ def main() -> int:
     for row in rows:
         cells = [f"{v:.1f}" if isinstance(v, float) else str(v) for v in row]
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
-    print(f"rendered / static, marginal cost per page: wall x{wall_ratio:.1f}, CPU x{cpu_ratio:.1f} "
-          f"({args.render_pages} browser pages at a time; {os.cpu_count()} CPUs, {platform.platform()})")  # fmt: skip
+    print(
+        f"rendered / static, marginal cost per page: wall x{wall_ratio:.1f}, CPU x{cpu_ratio:.1f} "
+        f"({args.render_pages} browser pages at a time; {os.cpu_count()} CPUs, {platform.platform()})"
+    )
     figures = {
         "benchmark": "render_cost",
         "chapter_pages": count,

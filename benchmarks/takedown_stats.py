@@ -40,7 +40,8 @@ from fptrack.storage.models import Match, Page, Work
 
 FILL = """
 INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at)
-SELECT w, 'work ' || w, '', 'utf-8', md5(w::text) || md5(w::text), 'x', now() FROM generate_series(1, :works) w;
+SELECT w, 'work ' || w, '', 'utf-8', md5(w::text) || md5(w::text), 'x', now() \
+FROM generate_series(1, :works) w;
 INSERT INTO chapters (id, work_id, index, title, start, "end", text)
 SELECT w, w, 1, 'chapter', 0, 1, 'x' FROM generate_series(1, :works) w;
 INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, snapshot_sha256,
@@ -126,8 +127,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hosts", type=int, default=2_000)
     parser.add_argument("--works", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--pg-url", default=os.environ.get("FPTRACK_BENCH_POSTGRES_URL",
-                                                           "postgresql://postgres@127.0.0.1:5432/postgres"))  # fmt: skip
+    parser.add_argument(
+        "--pg-url",
+        default=os.environ.get("FPTRACK_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
+    )
     parser.add_argument("--db", default="fptrack_bench_takedowns", help="database to create (and drop)")
     args = parser.parse_args(argv)
     if args.quick:
@@ -157,8 +160,13 @@ def main(argv: list[str] | None = None) -> None:
                 fast, ours = best_of(args.repeat, lambda by=by: takedown_stats(session, by))  # type: ignore[misc]
                 slow, theirs = best_of(args.repeat, lambda by=by: naive(session, by))  # type: ignore[misc]
                 agree = same(ours, theirs)
-                results[f"by_{by}"] = {"seconds": round(fast, 4), "baseline_seconds": round(slow, 4),
-                                       "speedup": round(slow / fast, 1), "rows": len(ours), "same": agree}  # fmt: skip
+                results[f"by_{by}"] = {
+                    "seconds": round(fast, 4),
+                    "baseline_seconds": round(slow, 4),
+                    "speedup": round(slow / fast, 1),
+                    "rows": len(ours),
+                    "same": agree,
+                }
                 print(f"{'stats by ' + by:<26}{fast:>18.3f}{slow:>14.3f}{slow / fast:>9.1f}x  {agree}")
             recheck = settings.with_overrides(recheck_after=86400.0 * 30)
             due_time, due = best_of(args.repeat, lambda: due_matches(session, recheck))
