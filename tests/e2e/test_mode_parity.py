@@ -36,7 +36,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 MIRRORS = ["/m/2.html", "/print/2.html", "/wap/2.html", "/amp/2.html", "/txt/2.html"]
 TEMPLATE_PAGES = [f"/notes/{n}.html" for n in range(7)]
-FILLER = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
+FILLER = (
+    "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰"
+    "城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
+)
 
 
 def _parity_site() -> tuple[dict[str, Any], set[str]]:

@@ -68,8 +68,14 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
         in_process = {**env, "FPTRACK_BROKER_URL": ""}
 
         def fptrack(*args: str, environment: dict[str, str] = in_process) -> subprocess.CompletedProcess[str]:
-            done = subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=environment, capture_output=True,
-                                  text=True, timeout=180, check=False)  # fmt: skip
+            done = subprocess.run(
+                [sys.executable, "-m", "fptrack.cli", *args],
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=180,
+                check=False,
+            )
             assert done.returncode == 0, (args, done.stdout, done.stderr)
             return done
 
@@ -83,9 +89,22 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
             )
         log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the worker owns it
         worker = subprocess.Popen(
-            [sys.executable, "-m", "fptrack.cli", "worker", "--beat", "--concurrency", "2", "--loglevel", "INFO"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "fptrack.cli",
+                "worker",
+                "--beat",
+                "--concurrency",
+                "2",
+                "--loglevel",
+                "INFO",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
         def matches_on(host: str) -> list[Match]:
             return _query(settings, lambda s: list(  # type: ignore[return-value]

@@ -4,9 +4,12 @@ fptrack workers and crawls as subprocesses, and a census of what the database ho
 
 ::
 
-    def test_something(cluster: Cluster) -> None:        # fixture (conftest.py): one cluster per test, torn down
-        cluster.env["FPTRACK_STALL_SECONDS"] = "8"      # the FPTRACK_* environment of every process started after
-        cluster.fptrack("works", "add", str(WORK))      # the CLI against the cluster (CompletedProcess; check=True)
+    def test_something(cluster: Cluster) -> None:        # fixture (conftest.py): one cluster per test,
+                                                         # torn down
+        cluster.env["FPTRACK_STALL_SECONDS"] = "8"      # the FPTRACK_* environment of every process
+                                                         # started after
+        cluster.fptrack("works", "add", str(WORK))      # the CLI against the cluster (CompletedProcess;
+                                                         # check=True)
         worker = cluster.start_worker("w1", beat=True)  # `fptrack worker -c 1` in a process group of its own
         with serve_site(copy_site(60)) as base:
             crawl = cluster.start_crawl(base, depth=1)   # `fptrack crawl` in the background
@@ -15,7 +18,8 @@ fptrack workers and crawls as subprocesses, and a census of what the database ho
             cluster.postgres.restart()                   # fast shutdown, start on the same port and data
             cluster.redis.restart()                      # SIGKILL and start again: every message lost
             result = crawl.wait()                        # CompletedProcess: returncode, stdout, stderr
-        census = cluster.census(base)                    # pages, pending, matches by path, duplicates, orphans
+        census = cluster.census(base)                    # pages, pending, matches by path, duplicates,
+                                                         # orphans
 
 PostgreSQL: one ``initdb`` and one ``fptrack init`` per test session (:class:`PostgresTemplate`), the data
 directory copied for each test; started with ``fsync=off`` and small buffers, as the ``postgres`` user when we
@@ -169,8 +173,19 @@ class PostgresTemplate:
         root = Path(tempfile.mkdtemp(prefix="fptrack-reliability-"))
         _give_to_postgres(root)  # the server's user must reach its data directories
         data_dir = root / "template"
-        initdb = _as_postgres(str(POSTGRES_BIN / "initdb"), "-D", str(data_dir), "-U", "postgres", "-A", "trust",
-                              "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")  # fmt: skip
+        initdb = _as_postgres(
+            str(POSTGRES_BIN / "initdb"),
+            "-D",
+            str(data_dir),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        )
         subprocess.run(initdb, check=True, capture_output=True)
         server = PostgresServer(data_dir, root / "template.log")
         server.start()
@@ -219,10 +234,23 @@ class RedisServer:
     def start(self) -> None:
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(
-                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", str(self.work_dir)],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                [
+                    "redis-server",
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(self.work_dir),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         _wait_until(self._answers, f"Redis on port {self.port} did not answer PING")
 
     def _answers(self) -> bool:
@@ -285,8 +313,11 @@ class Worker:
     def wait_until_holding(self, *, after_batches: int = 1, timeout: float = 120) -> None:
         """Wait until the worker has finished ``after_batches`` ``process_pages`` tasks and holds a task now
         (received, not ended)."""
-        _wait_until(lambda: len(list(_PROCESS_PAGES_RESULT.finditer(self.log()))) >= after_batches,
-                    f"worker {self.name}: {after_batches} process_pages task(s) finished", timeout)  # fmt: skip
+        _wait_until(
+            lambda: len(list(_PROCESS_PAGES_RESULT.finditer(self.log()))) >= after_batches,
+            f"worker {self.name}: {after_batches} process_pages task(s) finished",
+            timeout,
+        )
         _wait_until(lambda: self.tasks_held() > 0, f"worker {self.name} never held a task", timeout)
 
     def pages_done(self) -> list[int]:
@@ -431,8 +462,15 @@ class Cluster:
         self, *args: str, check: bool = True, timeout: float = 300, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         """Run the CLI to its end against the cluster (``env``: settings of this run only)."""
-        result = subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env={**self.env, **(env or {})}, cwd=REPO,
-                                capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "fptrack.cli", *args],
+            env={**self.env, **(env or {})},
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         if check and result.returncode != 0:
             raise AssertionError(
                 f"fptrack {' '.join(args)} exited {result.returncode}:\n{result.stderr[-3000:]}"

@@ -38,8 +38,15 @@ def test_admin_and_api_answer_every_request_under_load(postgres_settings: Settin
         # one counts
         anonymous = run_wrk("dashboard, signed out", base + "/", marker=HTML_MARKER, headers={},
                             connections=2, seconds=1, max_requests=50)  # fmt: skip
-        revoked = run_wrk("api, wrong token", base + "/api/stats", marker='"matches_by_status"',
-                          headers={"Authorization": "Bearer not-a-token"}, connections=2, seconds=1, max_requests=50)  # fmt: skip
+        revoked = run_wrk(
+            "api, wrong token",
+            base + "/api/stats",
+            marker='"matches_by_status"',
+            headers={"Authorization": "Bearer not-a-token"},
+            connections=2,
+            seconds=1,
+            max_requests=50,
+        )
 
     print()
     print_results(results)

@@ -71,9 +71,14 @@ def _site_pages() -> dict[str, SitePage]:
                 start = rng.randrange(len(filler) - 200)
                 paragraphs = [filler[start : start + 100], filler[start + 100 : start + 200]]
             text = "".join(f"<p>{p}</p>" for p in paragraphs if p.strip())
-            nav = f'<a href="/">目录</a> <a href="/s/{s}/">卷</a> <a href="/c/{s}-{(c + 1) % CHAPTERS_PER_SECTION}.html">下一章</a>'
-            pages[path] = SitePage.html(f"<html><head><title>第{c}章</title></head><body><h1>第{c}章</h1>{text}{nav}"
-                                        "</body></html>", delay=PAGE_DELAY)  # fmt: skip
+            nav = (
+                f'<a href="/">目录</a> <a href="/s/{s}/">卷</a> '
+                f'<a href="/c/{s}-{(c + 1) % CHAPTERS_PER_SECTION}.html">下一章</a>'
+            )
+            pages[path] = SitePage.html(
+                f"<html><head><title>第{c}章</title></head><body><h1>第{c}章</h1>{text}{nav}</body></html>",
+                delay=PAGE_DELAY,
+            )
     return pages
 
 
@@ -87,8 +92,15 @@ def _env(cluster: Cluster, *, workers: bool = False) -> dict[str, str]:
 
 
 def _cli(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "fptrack.cli", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @contextmanager
@@ -109,8 +121,14 @@ def _stored_urls(settings: Settings) -> list[str]:
 def _kill_mid_crawl(env: dict[str, str], base: SiteURL, settings: Settings, after_pages: int) -> None:
     """Start `sites run books` in a process group of its own and SIGKILL the group once ``after_pages`` pages
     are stored (and before the crawl ends)."""
-    crawl = subprocess.Popen([sys.executable, "-m", "fptrack.cli", "sites", "run", "books", "-q"], cwd=REPO_ROOT,
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    crawl = subprocess.Popen(
+        [sys.executable, "-m", "fptrack.cli", "sites", "run", "books", "-q"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while len(_stored_urls(settings)) < after_pages:

@@ -132,9 +132,13 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
                     f"{_compared_twice(workers) or 'none'}")  # fmt: skip
     _report(
         f"PostgreSQL restarted during the crawl ({mode})",
-        [f"restarted PostgreSQL (fast shutdown + start) at {stored} pages stored, {compared} compared", retried],
-        census, problems,
-    )  # fmt: skip
+        [
+            f"restarted PostgreSQL (fast shutdown + start) at {stored} pages stored, {compared} compared",
+            retried,
+        ],
+        census,
+        problems,
+    )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert f"{COPIES} page(s) copy registered works" in result.stdout, result.stdout
     assert all(worker.process.poll() is None for worker in workers), "a worker did not survive the restart"
@@ -169,9 +173,19 @@ def test_an_in_process_batch_compared_while_postgres_is_down_waits_for_it(cluste
         store = PageStore(sessions, job_id=None, dispatch=lambda ids: None)  # stored, not compared yet
         for number, chapter in enumerate(CHAPTERS):
             url = f"http://127.0.0.1:9/{number}.html"
-            store.add(CrawledPage(url=url, final_url=url, status=200, encoding="utf-8", title=url, text=chapter,
-                                  content_sha256=hashlib.sha256(chapter.encode()).hexdigest(), snapshot_sha256="",
-                                  fetched_at=datetime.now(UTC)))  # fmt: skip
+            store.add(
+                CrawledPage(
+                    url=url,
+                    final_url=url,
+                    status=200,
+                    encoding="utf-8",
+                    title=url,
+                    text=chapter,
+                    content_sha256=hashlib.sha256(chapter.encode()).hexdigest(),
+                    snapshot_sha256="",
+                    fetched_at=datetime.now(UTC),
+                )
+            )
         store.flush()
         ids = sorted(store.counts.page_ids)
         cluster.postgres.stop("fast")

@@ -81,31 +81,113 @@ def run(target: str, *args: Any, label: str = "", timeout: float = SMALL_TIMEOUT
 # ------------------------------------------------------------------------------------------------- inputs
 
 FRAGMENTS = [
-    "<html>", "</html>", "<head>", "<body>", "</body>", "<div>", "</div>", '<div id="content">', "<p>", "</p>",
-    "<br>", "<br/>", "</br>", "<span>", '<a href="/next.html">下一章</a>', '<a href="', '">', "</a>", ("<a "
-                                                                                                   "href=#x>"),
-    '<a href="javascript:alert(1)">', '<a href="http://[::1">', "<base href='//other.test/'>",
-    "<script>document.write('<div>');</script>", "<script>", "</script>", "<style>.gg{display:none}</style>",
-    "<style>", "<template><p>藏</p></template>", '<div style="display:none">', '<div hidden>', ('<p '
-                                                                                              'class="nav">'),
-    "<title>第一章 风起_书名_书友网</title>", "<h1>第一章</h1>", "<!--", "-->", "<![CDATA[", "]]>", "<?xml ?>",
-    '<?xml version="1.0" encoding="gbk"?>', '<meta charset="big5">', ('<meta http-equiv="Content-Type" '
-                                                                     'content='),
-    "&nbsp;", "&amp;", "&#0;", "&#xD800;", "&#x110000;", "&#99999999999;", "&lt;div&gt;", "&unknown;", "<",
-    ">", "'", '"', "=", "<div class='unclosed>", "<p title=\"a>b\">", "<table><tr><td>", "</td></tr></table>",
-    "<pre>  两个\n  空格</pre>", "<textarea>", "<svg><text>矢量</text></svg>", "<math>", "<select><option>",
-    "<iframe src=x>", "<noscript>", "<plaintext>", "<xmp>", "\u3000", "\u200b", "\u202e", "\ufeff", "\x00",
-    "河面上起了风，渡船摇得厉害，老周把缆绳又绕了两圈。", "對岸的燈一盞一盞亮起來。", "ｗww．ｕｕkａnｓhu．coｍ",
-    "章节错误,点此举报", "The storm came at night, and the lighthouse keeper climbed the stairs.", "مرحبا بالعالم",
-]  # fmt: skip
+    "<html>",
+    "</html>",
+    "<head>",
+    "<body>",
+    "</body>",
+    "<div>",
+    "</div>",
+    '<div id="content">',
+    "<p>",
+    "</p>",
+    "<br>",
+    "<br/>",
+    "</br>",
+    "<span>",
+    '<a href="/next.html">下一章</a>',
+    '<a href="',
+    '">',
+    "</a>",
+    ("<a href=#x>"),
+    '<a href="javascript:alert(1)">',
+    '<a href="http://[::1">',
+    "<base href='//other.test/'>",
+    "<script>document.write('<div>');</script>",
+    "<script>",
+    "</script>",
+    "<style>.gg{display:none}</style>",
+    "<style>",
+    "<template><p>藏</p></template>",
+    '<div style="display:none">',
+    "<div hidden>",
+    ('<p class="nav">'),
+    "<title>第一章 风起_书名_书友网</title>",
+    "<h1>第一章</h1>",
+    "<!--",
+    "-->",
+    "<![CDATA[",
+    "]]>",
+    "<?xml ?>",
+    '<?xml version="1.0" encoding="gbk"?>',
+    '<meta charset="big5">',
+    ('<meta http-equiv="Content-Type" content='),
+    "&nbsp;",
+    "&amp;",
+    "&#0;",
+    "&#xD800;",
+    "&#x110000;",
+    "&#99999999999;",
+    "&lt;div&gt;",
+    "&unknown;",
+    "<",
+    ">",
+    "'",
+    '"',
+    "=",
+    "<div class='unclosed>",
+    '<p title="a>b">',
+    "<table><tr><td>",
+    "</td></tr></table>",
+    "<pre>  两个\n  空格</pre>",
+    "<textarea>",
+    "<svg><text>矢量</text></svg>",
+    "<math>",
+    "<select><option>",
+    "<iframe src=x>",
+    "<noscript>",
+    "<plaintext>",
+    "<xmp>",
+    "\u3000",
+    "\u200b",
+    "\u202e",
+    "\ufeff",
+    "\x00",
+    "河面上起了风，渡船摇得厉害，老周把缆绳又绕了两圈。",
+    "對岸的燈一盞一盞亮起來。",
+    "ｗww．ｕｕkａnｓhu．coｍ",
+    "章节错误,点此举报",
+    "The storm came at night, and the lighthouse keeper climbed the stairs.",
+    "مرحبا بالعالم",
+]
 CONTENT_TYPES = [
     "text/html", "text/html; charset=utf-8", "text/html; charset=gbk", "text/html; charset=big5",
     "text/html; charset=utf-16", "text/html; charset=latin-1", "text/html; charset=bogus", ("text/html; "
                                                                                            "charset="),
     "text/plain", "text/plain; charset=gb2312", "application/xhtml+xml", "application/xml", None,
 ]  # fmt: skip
-CHARSETS = [None, "utf-8", "utf8", "gbk", "gb2312", "gb18030", "big5", "big5-hkscs", "latin-1", "ascii",
-            "utf-16", "utf-16le", "utf-32", "utf-7", "shift_jis", "hz", "iso-2022-jp", "cp1252", "bogus", ""]  # fmt: skip
+CHARSETS = [
+    None,
+    "utf-8",
+    "utf8",
+    "gbk",
+    "gb2312",
+    "gb18030",
+    "big5",
+    "big5-hkscs",
+    "latin-1",
+    "ascii",
+    "utf-16",
+    "utf-16le",
+    "utf-32",
+    "utf-7",
+    "shift_jis",
+    "hz",
+    "iso-2022-jp",
+    "cp1252",
+    "bogus",
+    "",
+]
 CODECS = ["utf-8", "gb18030", "big5", "utf-16", "latin-1", "shift_jis"]
 SPECIAL_CHARS = (
     "\u0301\u0308\u20dd"  # combining marks
@@ -129,8 +211,12 @@ any_text = _longer(
     st.text(st.characters(blacklist_categories=()), max_size=300)
 )  # every code point, surrogates too
 special_text = _longer(st.text(st.sampled_from(SPECIAL_CHARS) | st.characters(), max_size=300))
-cjk_text = _longer(st.text(st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF) | st.sampled_from("，。！？、\n "),
-                           max_size=300))  # fmt: skip
+cjk_text = _longer(
+    st.text(
+        st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF) | st.sampled_from("，。！？、\n "),
+        max_size=300,
+    )
+)
 random_bytes = _longer(st.binary(max_size=3000))
 markup = st.lists(
     st.sampled_from(FRAGMENTS)
@@ -183,9 +269,25 @@ def byte_inputs(draw: st.DrawFn) -> bytes:
 @st.composite
 def books(draw: st.DrawFn) -> str:
     """Texts with headings: none, some, runs of empty ones, headings inside lines, odd numerals."""
-    headings = st.sampled_from(["第一章 风起", "第12回", "第１２章：夜", "第三卷", "第二节", "楔子", "尾聲", "番外 一",
-                                "Chapter 7 Storm", "CHAPTER XII", "chapter 3", "第零章", "第" + "十" * 70 + "章",
-                                "  第五章  ", "\u3000第六章"])  # fmt: skip
+    headings = st.sampled_from(
+        [
+            "第一章 风起",
+            "第12回",
+            "第１２章：夜",
+            "第三卷",
+            "第二节",
+            "楔子",
+            "尾聲",
+            "番外 一",
+            "Chapter 7 Storm",
+            "CHAPTER XII",
+            "chapter 3",
+            "第零章",
+            "第" + "十" * 70 + "章",
+            "  第五章  ",
+            "\u3000第六章",
+        ]
+    )
     lines = draw(st.lists(headings | cjk_text | special_text | st.just(""), max_size=80))
     return "\n".join(lines)
 

@@ -94,12 +94,24 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
     env.pop("PROCESS_FORMATION", None)
 
     def run_script(action: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(SCRIPT), action, "--env-file", str(process_set.DEPLOY / ".env.example")],
-                              env=env, capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, str(SCRIPT), action, "--env-file", str(process_set.DEPLOY / ".env.example")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
 
     def fptrack(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True,
-                              timeout=180, check=False)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "fptrack.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
         assert done.returncode == 0, (args, done.stdout, done.stderr)
         return done
 
@@ -147,8 +159,19 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
                 "1",
                 "--allow-private",
             )
-            fptrack("sites", "add", "slow", slow.base + "/", "--schedule", "1h", "--depth", "1", "--delay", "2",
-                    "--allow-private")  # fmt: skip
+            fptrack(
+                "sites",
+                "add",
+                "slow",
+                slow.base + "/",
+                "--schedule",
+                "1h",
+                "--depth",
+                "1",
+                "--delay",
+                "2",
+                "--allow-private",
+            )
             engine = create_engine_for(Settings(database_url=url))
 
             def copies_found() -> bool:
@@ -204,8 +227,14 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
         with shared.connect() as connection:
             assert connection.scalar(text("SELECT 1")) == 1  # the shared PostgreSQL still runs
         shared.dispose()
-        fptrack_env_ping = subprocess.run([sys.executable, "-m", "fptrack.cli", "ping", "--queue", "tasks", "--timeout", "2"],
-                                          env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+        fptrack_env_ping = subprocess.run(
+            [sys.executable, "-m", "fptrack.cli", "ping", "--queue", "tasks", "--timeout", "2"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert fptrack_env_ping.returncode == 1 and "no worker consuming" in fptrack_env_ping.stderr
 
         second = run_script("down")

@@ -1,7 +1,7 @@
 """Chapter pages whose text only a browser sees, as pirate sites build them to keep plain crawlers out.
 
-- :func:`json_chapter`: an empty ``<div id="content">`` ("正在加载……") that a script fills from a JSON endpoint
-  (:func:`json_endpoint`), in GBK with the charset declared in ``<meta>`` as such sites do;
+- :func:`json_chapter`: an empty ``<div id="content">`` ("正在加载……") that a script fills from a JSON
+  endpoint (:func:`json_endpoint`), in GBK with the charset declared in ``<meta>`` as such sites do;
 - :func:`written_chapter`: every paragraph printed by ``document.write`` from an inline script;
 - :func:`fetching_page`: a page whose script fetches ``url`` and shows what it gets (for the guard's tests).
 """

@@ -247,7 +247,8 @@ _CHAPTER_BAR = (
     ' &rarr; <a href="/book/1/next.html">下一章</a> <a href="/bookcase/">加入书签</a></div>'
 )
 _FOOTER = (
-    '<div class="footer"><p>本站所有小说为转载作品，所有章节均由网友上传，转载至本站只是为了宣传本书让更多读者欣赏。</p>'
+    '<div class="footer"><p>本站所有小说为转载作品，'
+    "所有章节均由网友上传，转载至本站只是为了宣传本书让更多读者欣赏。</p>"
     "<p>Copyright &copy; 2024 书友小说网 All Rights Reserved.</p></div>"
 )
 _AD = '<div class="gg"><a href="/app/">下载客户端，免费看全本小说，无广告更流畅！</a></div>'
@@ -276,7 +277,8 @@ def _p_paragraphs(title: str, paragraphs: Sequence[str]) -> str:
         "href='/full/'>全本</a></header>"
         f"{_NAV}<div class='reader'><h1 class='chapter-title'>{html_lib.escape(title)}</h1>"
         f"<div class='read-content'>{body}</div>{_CHAPTER_BAR}</div>"
-        f"<ul class='related'><li><a href='/b/2/'>推荐：另一本书</a></li><li><a href='/b/3/'>推荐：第三本书</a></li></ul>"
+        f"<ul class='related'><li><a href='/b/2/'>推荐：另一本书</a></li>"
+        f"<li><a href='/b/3/'>推荐：第三本书</a></li></ul>"
         f"{_FOOTER}"
     )
 

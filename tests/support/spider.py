@@ -27,7 +27,8 @@ def html_response(
 
 PAGE = (
     "<html><body><div class='nav'><a href='/'>首页</a><a href='http://other.test/x'>友站</a></div>"
-    f"<div id='content'>{BODY}</div><a href='/next.html#a'>下一章</a><a href='/next.html'>下一章</a></body></html>"
+    f"<div id='content'>{BODY}</div>"
+    f"<a href='/next.html#a'>下一章</a><a href='/next.html'>下一章</a></body></html>"
 )
 
 

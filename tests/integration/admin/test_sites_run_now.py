@@ -49,8 +49,14 @@ def test_run_now_crawls_the_site_in_a_process_of_its_own(app: Flask, sqlite_sett
     env.update(
         FPTRACK_DATA_DIR=str(sqlite_settings.data_dir), FPTRACK_DATABASE_URL=sqlite_settings.database_url
     )
-    registered = subprocess.run([sys.executable, "-m", "fptrack.cli", "works", "add", str(DEMO_DATA / "lighthouse.txt")],
-                                env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    registered = subprocess.run(
+        [sys.executable, "-m", "fptrack.cli", "works", "add", str(DEMO_DATA / "lighthouse.txt")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert registered.returncode == 0, registered.stderr
     engine = create_engine_for(sqlite_settings)
     add_account(sqlite_settings, "ada", "admin")

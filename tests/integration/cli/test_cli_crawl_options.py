@@ -89,8 +89,16 @@ def test_the_guard_refuses_loopback_until_allowed_and_records_why(initialised: P
 
 def test_render_js_yes_without_chromium_is_a_one_line_error_before_any_crawl(initialised: Path) -> None:
     with serve_site({"/": chapter_page("第一章", PARAGRAPHS)}) as site:
-        result = fptrack(initialised, "crawl", site + "/", "--allow-private-host", site.key, "--render-js", "yes",
-                         FPTRACK_CHROMIUM="/nonexistent/chromium")  # fmt: skip
+        result = fptrack(
+            initialised,
+            "crawl",
+            site + "/",
+            "--allow-private-host",
+            site.key,
+            "--render-js",
+            "yes",
+            FPTRACK_CHROMIUM="/nonexistent/chromium",
+        )
         assert site.requests == []
     assert_clean_error(result, "render_js=yes needs Chromium, and '/nonexistent/chromium' was not found")
     assert result.stderr.count("\n") == 1

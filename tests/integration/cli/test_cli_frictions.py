@@ -136,8 +136,10 @@ def test_works_remove_keeps_evidence_unless_told_and_leaves_nothing_dangling(
 
     removed = _fptrack(data, "works", "remove", str(copied.work_id), "--with-matches", **database)
     assert removed.returncode == 0, removed.stderr
-    assert removed.stdout == (f"removed work #{copied.work_id} '灯塔守望人': 3 chapter(s) with their fingerprints "
-                              "and 1 match(es) with their reviews and takedown history\n")  # fmt: skip
+    assert removed.stdout == (
+        f"removed work #{copied.work_id} '灯塔守望人': 3 chapter(s) with their fingerprints "
+        "and 1 match(es) with their reviews and takedown history\n"
+    )
     session.expire_all()
     for model in (Work, Chapter, Match, ReviewDecision, TakedownCheck, MatchRollup):
         assert _count(session, model) == 0, model

@@ -73,8 +73,13 @@ def test_procfile_runs_the_four_processes_with_valid_commands_and_honcho_accepts
         assert argv[0] == "exec", command  # signals reach fptrack itself, not a shell
         _assert_valid_fptrack(argv[1:])
     assert "--no-crawls" in entries["worker"] and "--production" in entries["admin"]
-    checked = subprocess.run([str(BIN / "honcho"), "check", "-f", str(DEPLOY / "Procfile")], capture_output=True,
-                             text=True, timeout=60, check=False)  # fmt: skip
+    checked = subprocess.run(
+        [str(BIN / "honcho"), "check", "-f", str(DEPLOY / "Procfile")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
@@ -166,8 +171,9 @@ def test_systemd_units_run_valid_commands_and_pass_systemd_analyze_verify(tmp_pa
         )
         pytest.fail(reason) if IN_CI else pytest.skip(reason)
     names = [str(tmp_path / n.replace("@.", "@1.")) for n in UNITS] + [str(tmp_path / "fptrack.target")]
-    verified = subprocess.run([analyze, "verify", "--man=no", *names], capture_output=True, text=True, timeout=120,
-                              check=False)  # fmt: skip
+    verified = subprocess.run(
+        [analyze, "verify", "--man=no", *names], capture_output=True, text=True, timeout=120, check=False
+    )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     problems = [line for line in (verified.stdout + verified.stderr).splitlines() if "fptrack" in line]
     assert problems == [], problems

@@ -139,8 +139,12 @@ def test_an_unreachable_broker_fails_the_crawl_and_loses_nothing(sqlite_settings
 def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
     postgres_settings: Settings, tmp_path: Path
 ) -> None:
-    env = _env(postgres_settings, FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"kill-{uuid.uuid4().hex[:8]}",
-               FPTRACK_STALL_SECONDS="8")  # fmt: skip
+    env = _env(
+        postgres_settings,
+        FPTRACK_BROKER_URL=REDIS_URL,
+        FPTRACK_TASK_QUEUE=f"kill-{uuid.uuid4().hex[:8]}",
+        FPTRACK_STALL_SECONDS="8",
+    )
     assert (
         _run({**env, "FPTRACK_BROKER_URL": ""}, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode
         == 0
@@ -158,9 +162,25 @@ def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
     try:
         with serve_site(copy_site(150, 30)) as base:
             crawl = subprocess.Popen(
-                [sys.executable, "-m", "fptrack.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--max-pages", "300", "-q"],
-                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "fptrack.cli",
+                    "crawl",
+                    base + "/",
+                    "--allow-private-host",
+                    base.key,
+                    "--depth",
+                    "1",
+                    "--max-pages",
+                    "300",
+                    "-q",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and b"succeeded" not in (tmp_path / "first.log").read_bytes():
                 time.sleep(0.2)
@@ -188,9 +208,23 @@ def _slow_copy_site() -> dict[str, SitePage]:
 def _crawl_under_way(env: dict[str, str], base: SiteURL) -> subprocess.Popen[str]:
     """``fptrack crawl base/`` in the background, returned once it has fetched three pages."""
     crawl = subprocess.Popen(
-        [sys.executable, "-m", "fptrack.cli", "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "-q"],
-        env={**env, "FPTRACK_CRAWL_CONCURRENCY": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "fptrack.cli",
+            "crawl",
+            base + "/",
+            "--allow-private-host",
+            base.key,
+            "--depth",
+            "1",
+            "-q",
+        ],
+        env={**env, "FPTRACK_CRAWL_CONCURRENCY": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(base.requests) < 3:
         time.sleep(0.1)

@@ -19,7 +19,10 @@ from fptrack.jobs.pipeline import index_and_recheck
 from fptrack.storage.models import Match, Page
 from fptrack.storage.sites import site_ids, site_of
 
-_POOL = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
+_POOL = (
+    "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰"
+    "城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
+)
 
 
 def _filler(rng: random.Random, length: int) -> str:

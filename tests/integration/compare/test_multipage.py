@@ -33,8 +33,15 @@ def _store(session: Session, order: list[int], *, chained: bool = True) -> dict[
     for n in order:
         page = session.scalar(select(Page).where(Page.url == URLS[n]))
         if page is None:
-            page = Page(url=URLS[n], final_url=URLS[n], host=key, status=200, encoding="utf-8", title="第七章",
-                        site_id=site)  # fmt: skip
+            page = Page(
+                url=URLS[n],
+                final_url=URLS[n],
+                host=key,
+                status=200,
+                encoding="utf-8",
+                title="第七章",
+                site_id=site,
+            )
             session.add(page)
         page.text = TEXTS[n]
         page.next_part_url = URLS[n + 1] if chained and n < 2 else ""
@@ -86,8 +93,8 @@ def test_the_parts_joined_match_and_alone_do_not(session: Session, settings: Set
             assert copied and copied in SLICES[number - 1]  # offsets in that part's own text
             assert work.work_id and work_end > work_start
 
-    # re-crawled without its "下一页" link, the first page is a chapter of its own again: its joined match goes,
-    # and the two parts still chained are a chain of their own
+    # re-crawled without its "下一页" link, the first page is a chapter of its own again: its joined match
+    # goes, and the two parts still chained are a chain of their own
     pages = _store(session, [0], chained=False)
     service.process_pages(session, [pages[URLS[0]].id], settings)
     settle_site(session, pages[URLS[0]].site_id or 0, settings)

@@ -17,7 +17,10 @@ from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.storage.models import Chapter
 from tests.support.kana import kana_prose
 
-_CHINESE = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
+_CHINESE = (
+    "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰"
+    "城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
+)
 
 
 def _chinese_filler(rng: random.Random, length: int) -> str:

@@ -32,8 +32,14 @@ def _fptrack(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     env.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url,
                FPTRACK_CRAWL_TIMEOUT="5")  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=180, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "fptrack.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
 
 def _state(settings: Settings) -> dict[str, tuple[object, ...]]:

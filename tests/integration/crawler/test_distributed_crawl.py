@@ -45,7 +45,10 @@ def _site_pages(delay: float) -> dict[str, SitePage]:
                                           delay=delay)  # fmt: skip
         for c in range(CHAPTERS_PER_SECTION):
             text = "".join(f"<p>{p}（{s}-{c}）</p>" for p in (PARAGRAPHS + OTHER_PARAGRAPHS))
-            links = f'<a href="/">目录</a> <a href="/s/{s}/">卷</a> <a href="/c/{s}-{(c + 1) % CHAPTERS_PER_SECTION}.html">下一章</a>'
+            links = (
+                f'<a href="/">目录</a> <a href="/s/{s}/">卷</a> '
+                f'<a href="/c/{s}-{(c + 1) % CHAPTERS_PER_SECTION}.html">下一章</a>'
+            )
             pages[f"/c/{s}-{c}.html"] = SitePage.html(
                 f"<html><head><title>第{c}章</title></head><body><h1>第{c}章</h1>{text}{links}</body></html>",
                 delay=delay,
@@ -69,16 +72,30 @@ def crawl_redis() -> Iterator[redis.Redis]:
 def _env(settings: Settings, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     env.update(
-        FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url, FPTRACK_CRAWL_TIMEOUT="10",
-        FPTRACK_CRAWL_AUTOTHROTTLE="false", FPTRACK_CRAWL_CONCURRENCY_PER_SITE="4", FPTRACK_CRAWL_OBEY_ROBOTS="true",
+        FPTRACK_DATA_DIR=str(settings.data_dir),
+        FPTRACK_DATABASE_URL=settings.database_url,
+        FPTRACK_CRAWL_TIMEOUT="10",
+        FPTRACK_CRAWL_AUTOTHROTTLE="false",
+        FPTRACK_CRAWL_CONCURRENCY_PER_SITE="4",
+        FPTRACK_CRAWL_OBEY_ROBOTS="true",
         **extra,
-    )  # fmt: skip
+    )
     return env
 
 
 def _crawl_command(base: SiteURL, *args: str) -> list[str]:
-    return [sys.executable, "-m", "fptrack.cli", "crawl", "--distributed", base + "/", "--allow-private-host", base.key,
-            "-q", *args]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "fptrack.cli",
+        "crawl",
+        "--distributed",
+        base + "/",
+        "--allow-private-host",
+        base.key,
+        "-q",
+        *args,
+    ]
 
 
 def _start(command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
@@ -201,8 +218,15 @@ def test_distributed_without_redis_is_a_one_line_error(postgres_settings: Settin
             ({"FPTRACK_CRAWL_REDIS_URL": closed_port_url().replace("http", "redis")},
              "error: cannot reach the crawl Redis at redis://127.0.0.1:"),
         ):  # fmt: skip
-            completed = subprocess.run(_crawl_command(base), cwd=REPO_ROOT, env=_env(postgres_settings, **extra),
-                                       capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+            completed = subprocess.run(
+                _crawl_command(base),
+                cwd=REPO_ROOT,
+                env=_env(postgres_settings, **extra),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
             assert completed.returncode == 1
             assert completed.stderr.startswith(expected), completed.stderr
             assert len(completed.stderr.strip().splitlines()) == 1, completed.stderr
@@ -216,8 +240,15 @@ def test_a_distributed_site_run_twice_is_one_crawl(
     env = _env(postgres_settings, FPTRACK_CRAWL_REDIS_URL=REDIS_URL)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                              text=True, timeout=60, check=False)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "fptrack.cli", *args],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
 
     pages = _site_pages(
         delay=0.2

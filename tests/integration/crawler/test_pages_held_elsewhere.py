@@ -51,12 +51,17 @@ def _stored_copies(sessions: sessionmaker[Session], settings: Settings) -> tuple
         body = f"盗版小说网 首页 排行 书架\n{chapter}\n上一章 目录 下一章"
         store.add(
             CrawledPage(
-                url=f"http://127.0.0.1:9/{number}.html", final_url=f"http://127.0.0.1:9/{number}.html", status=200,
-                encoding="utf-8", title=f"第{number}章", text=body,
-                content_sha256=hashlib.sha256(body.encode()).hexdigest(), snapshot_sha256="",
+                url=f"http://127.0.0.1:9/{number}.html",
+                final_url=f"http://127.0.0.1:9/{number}.html",
+                status=200,
+                encoding="utf-8",
+                title=f"第{number}章",
+                text=body,
+                content_sha256=hashlib.sha256(body.encode()).hexdigest(),
+                snapshot_sha256="",
                 fetched_at=datetime.now(UTC),
             )
-        )  # fmt: skip
+        )
     store.flush()
     assert len(_pending(sessions, store.counts.page_ids)) == 3
     return store, dispatcher

@@ -66,8 +66,10 @@ def test_no_leaves_them_as_fetched_and_yes_renders_every_html_page() -> None:
 
 
 def test_the_browser_cannot_reach_a_refused_address() -> None:
-    secret = {"/secret": Page.html("<p>内部管理页面：数据库密码与用户名单，绝不能被抓取出去。</p>"),
-              "/secret.js": Page(b"document.write('<p>\\u5185\\u90e8</p>')", content_type="text/javascript")}  # fmt: skip
+    secret = {
+        "/secret": Page.html("<p>内部管理页面：数据库密码与用户名单，绝不能被抓取出去。</p>"),
+        "/secret.js": Page(b"document.write('<p>\\u5185\\u90e8</p>')", content_type="text/javascript"),
+    }
     with serve_site(secret) as private:
         pages = {
             "/": Page.html(
@@ -125,7 +127,10 @@ def test_without_chromium_auto_keeps_static_text_and_says_why_while_yes_refuses(
             [site + "/"], depth=1, settings=missing, options={"render_js": "yes"}, timeout=120
         )
     assert auto.page(site + "/2.html")["text"] == ""
-    note = "JS rendering off: '/nonexistent/chromium' not found (install the Debian package chromium or set FPTRACK_CHROMIUM)"
+    note = (
+        "JS rendering off: '/nonexistent/chromium' not found "
+        "(install the Debian package chromium or set FPTRACK_CHROMIUM)"
+    )
     assert auto.stats["notes"] == [note]
     assert refused.crawl_error is not None and "\n" not in refused.crawl_error
     assert refused.crawl_error.startswith(

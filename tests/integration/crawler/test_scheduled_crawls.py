@@ -37,8 +37,14 @@ def _env(settings: Settings, **extra: str) -> dict[str, str]:
 
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "fptrack.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def _jobs(settings: Settings) -> list[CrawlJob]:
@@ -60,8 +66,13 @@ def _scalar(settings: Settings, query: object) -> object:
 
 
 def test_two_scheduled_crawls_of_a_site_run_unattended(postgres_settings: Settings, tmp_path: Path) -> None:
-    env = _env(postgres_settings, FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"sched-{uuid.uuid4().hex[:8]}",
-               FPTRACK_SCHEDULE_EVERY="1", FPTRACK_CRAWL_STALE_SECONDS="10")  # fmt: skip
+    env = _env(
+        postgres_settings,
+        FPTRACK_BROKER_URL=REDIS_URL,
+        FPTRACK_TASK_QUEUE=f"sched-{uuid.uuid4().hex[:8]}",
+        FPTRACK_SCHEDULE_EVERY="1",
+        FPTRACK_CRAWL_STALE_SECONDS="10",
+    )
     in_process = {**env, "FPTRACK_BROKER_URL": ""}
     assert _run(in_process, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
     pages = {f"/c/{n}.html": chapter_page(f"第{n}页", CHAPTERS[n].split("\n")) for n in range(3)}
@@ -72,9 +83,22 @@ def test_two_scheduled_crawls_of_a_site_run_unattended(postgres_settings: Settin
         assert added.returncode == 0, added.stderr
         log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the worker owns it
         worker = subprocess.Popen(
-            [sys.executable, "-m", "fptrack.cli", "worker", "--beat", "--concurrency", "2", "--loglevel", "INFO"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "fptrack.cli",
+                "worker",
+                "--beat",
+                "--concurrency",
+                "2",
+                "--loglevel",
+                "INFO",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             deadline = time.monotonic() + 180
             while time.monotonic() < deadline:

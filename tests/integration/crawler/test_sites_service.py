@@ -64,8 +64,18 @@ def test_a_site_adopts_earlier_pages_and_removal_keeps_them(session: Session) ->
     session.flush()
     session.add(Page(url="http://pirate.test:8080/1", final_url="http://pirate.test:8080/1", status=200,
                      site_id=earlier.id, host="pirate.test:8080"))  # fmt: skip
-    site = add_site(session, SiteSpec("pirate", ("http://pirate.test:8080/",), schedule="1h", allow_private=True,
-                                      allowed_hosts=("m.pirate.test",), exclude=("forum",)), now=T0)  # fmt: skip
+    site = add_site(
+        session,
+        SiteSpec(
+            "pirate",
+            ("http://pirate.test:8080/",),
+            schedule="1h",
+            allow_private=True,
+            allowed_hosts=("m.pirate.test",),
+            exclude=("forum",),
+        ),
+        now=T0,
+    )
     assert site.id == earlier.id and site.managed and site.next_crawl_at == T0  # due at once
     options = crawl_options(site)
     assert options.allow_private_hosts == ("pirate.test:8080", "m.pirate.test")

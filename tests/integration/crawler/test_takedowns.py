@@ -96,9 +96,13 @@ def test_removed_edited_and_kept_copies_are_told_apart(
             assert removed.taken_down_at is not None and present.taken_down_at is None  # type: ignore[union-attr]
             assert all(m.status == "flagged" for m in by_path.values())  # type: ignore[union-attr]
             history = session.execute(
-                select(TakedownCheck.match_id, TakedownCheck.outcome, TakedownCheck.http_status, TakedownCheck.detail)
-                .order_by(TakedownCheck.id)
-            ).all()  # fmt: skip
+                select(
+                    TakedownCheck.match_id,
+                    TakedownCheck.outcome,
+                    TakedownCheck.http_status,
+                    TakedownCheck.detail,
+                ).order_by(TakedownCheck.id)
+            ).all()
             assert len(history) == 6
             latest = {row[0]: row for row in history[3:]}
             assert latest[matches["/a.html"]][1:3] == ("gone", 404)
@@ -241,8 +245,14 @@ def test_cli_lists_and_checks_takedowns(postgres_settings: Settings, tmp_path: P
     env.update(FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=postgres_settings.database_url)
 
     def fptrack(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True,
-                              timeout=120, check=False)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "fptrack.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
     try:
         with serve_live_site() as site:
@@ -368,7 +378,10 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
     from fptrack.storage.sites import site_ids
 
     banner = "站长推荐：" + CHAPTERS[0][120:420]
-    filler = "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
+    filler = (
+        "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰"
+        "城市乡村道路桥梁学校医院工厂商店朋友家人老师学生早晚快慢高低"
+    )
     rng = random.Random(5)
     with serve_live_site() as site:
         with session_scope(sessions) as session:
@@ -380,8 +393,16 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
             texts["/copy.html"] = [banner, *CHAPTERS[0].split("\n")]
             ids = []
             for path, paragraphs in texts.items():
-                page = Page(url=site.url(path), final_url=site.url(path), host=site.key, status=200, encoding="utf-8",
-                            title=path, text="\n".join(paragraphs), site_id=site_id)  # fmt: skip
+                page = Page(
+                    url=site.url(path),
+                    final_url=site.url(path),
+                    host=site.key,
+                    status=200,
+                    encoding="utf-8",
+                    title=path,
+                    text="\n".join(paragraphs),
+                    site_id=site_id,
+                )
                 session.add(page)
                 session.flush()
                 ids.append(page.id)
@@ -399,8 +420,13 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
         ) as session:  # the banner alone, its template not ignored, looks like a copy
             chapter_id = session.scalar(select(Match.chapter_id).where(Match.id == match_id))
             body = _markup("第1章", left).encode("utf-8")
-            response = FetchResult(url=site.url("/copy.html"), final_url=site.url("/copy.html"), status=200,
-                                   headers={"content-type": "text/html; charset=utf-8"}, body=body)  # fmt: skip
+            response = FetchResult(
+                url=site.url("/copy.html"),
+                final_url=site.url("/copy.html"),
+                status=200,
+                headers={"content-type": "text/html; charset=utf-8"},
+                body=body,
+            )
             naive = judge_response(session, response, {match_id: int(chapter_id)}, fetched_at=utcnow())  # type: ignore[arg-type]
         assert naive[match_id][0] == "present", naive
 

@@ -67,9 +67,11 @@ def _skeleton_data(engine: Engine) -> None:
         (
             "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, "
             "snapshot_sha256, fetched_at) VALUES "
-            f"(100, 'http://pirate.test/1', 'http://pirate.test/1', 'pirate.test', 200, 'gbk', 't', '海风很大', "
+            f"(100, 'http://pirate.test/1', 'http://pirate.test/1', 'pirate.test', "
+            f"200, 'gbk', 't', '海风很大', "
             f"'sha-p1', 'snap-1', '{NOW}'), "
-            f"(101, 'http://pirate.test/2', 'http://pirate.test/2', 'pirate.test', 200, 'utf-8', 't', '无关', "
+            f"(101, 'http://pirate.test/2', 'http://pirate.test/2', 'pirate.test', "
+            f"200, 'utf-8', 't', '无关', "
             f"'sha-p2', 'snap-2', '{NOW}'), "
             "(102, 'http://other.test/', 'http://other.test/', 'other.test', 404, '', '', '', '', '', "
             f"'{NOW}')"

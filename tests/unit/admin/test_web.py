@@ -456,8 +456,10 @@ def test_the_match_page_shows_the_page_note_and_the_later_parts_escaped(
     match = session.get(Match, seeded.hostile_match_id)
     assert match is not None
     match.page.note = f"text cut at 300000 characters {SCRIPT}"
-    match.part_spans = [{"page_id": 9, "url": f"http://pirate.example/2?{SCRIPT}", "part": 2, "spans": [[0, 9, 0, 9]]},
-                        {"page_id": 10, "url": "javascript:alert(1)", "part": 3, "spans": []}]  # fmt: skip
+    match.part_spans = [
+        {"page_id": 9, "url": f"http://pirate.example/2?{SCRIPT}", "part": 2, "spans": [[0, 9, 0, 9]]},
+        {"page_id": 10, "url": "javascript:alert(1)", "part": 3, "spans": []},
+    ]
     session.commit()
     html = _text(client.get(f"/matches/{seeded.hostile_match_id}"))
     note = re.search(r'<dd class="page-note">(.*?)</dd>', html, re.DOTALL)

@@ -28,7 +28,8 @@ from tests.support.admin_seed import SCRIPT, T0, WORK_TEXT, Seeded, seed
 
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 FORMULA = '=HYPERLINK("http://evil.example","x")'
-# A copy of chapter one's sentence with one character changed (一 -> 二), one inserted (真) and two deleted (清晨).
+# A copy of chapter one's sentence with one character changed (一 -> 二), one inserted (真) and two deleted
+# (清晨).
 ORIGINAL = "每天清晨他都去溪边挑水"
 EDITED = "每天他真都去溪边挑水"
 

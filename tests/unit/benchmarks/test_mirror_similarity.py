@@ -12,7 +12,10 @@ import numpy as np
 from benchmarks.mirror_similarity import _best, build, combined, score
 from fptrack.research.metadata import metadata_features, metadata_from_html
 
-_POOL = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳云腾致雨露结为霜金生丽水玉出昆冈剑号巨阙珠称夜光"
+_POOL = (
+    "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏"
+    "闰余成岁律吕调阳云腾致雨露结为霜金生丽水玉出昆冈剑号巨阙珠称夜光"
+)
 
 
 def _news(count: int) -> list[tuple[str, str]]:

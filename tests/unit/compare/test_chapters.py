@@ -35,7 +35,10 @@ def test_no_headings_is_one_chapter_and_empty_is_none() -> None:
 
 
 def test_a_sentence_starting_like_a_heading_is_not_one() -> None:
-    text = "第一章 开始\n他说：第二章的内容我已经看过了，写得非常好，但是结尾太仓促，人物的动机也交代得不够清楚，需要再改一改。\n"
+    text = (
+        "第一章 开始\n他说：第二章的内容我已经看过了，写得非常好，"
+        "但是结尾太仓促，人物的动机也交代得不够清楚，需要再改一改。\n"
+    )
     assert len(split_chapters(text)) == 1
 
 

@@ -9,7 +9,10 @@ from fptrack.fingerprint.contract import AlignParams
 from fptrack.fingerprint.features import char_shingle_hashes
 from fptrack.fingerprint.pinyin_dna import UNKNOWN_INITIAL, pinyin_initials
 
-CJK = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳云腾致雨露结为霜金生丽水玉出昆冈剑号巨阙珠称夜光"
+CJK = (
+    "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏"
+    "闰余成岁律吕调阳云腾致雨露结为霜金生丽水玉出昆冈剑号巨阙珠称夜光"
+)
 
 
 def _random_text(rng: random.Random, n: int) -> str:

@@ -24,9 +24,12 @@ def _killed_run(data_dir: Path) -> None:
     assert not state.resumed
     state.add_job(41)
     state.record([("http://a.test/", 0)], start=True)
-    assert state.record([("http://a.test/1.html", 1), ("http://a.test/", 1), ("http://a.test/2.html", 1)]) == [
-        "http://a.test/1.html", "http://a.test/2.html",
-    ]  # fmt: skip
+    assert state.record(
+        [("http://a.test/1.html", 1), ("http://a.test/", 1), ("http://a.test/2.html", 1)]
+    ) == [
+        "http://a.test/1.html",
+        "http://a.test/2.html",
+    ]
     state.close()  # the process dies here: nothing else is written
 
 

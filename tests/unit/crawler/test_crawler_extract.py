@@ -194,12 +194,14 @@ _BODY = "<br>".join(PARAGRAPHS)
             id="table-layout",
         ),
         pytest.param(
-            "<div class=left><h3>作品简介</h3><p>一个关于小镇少女和流浪猫的温暖故事，讲述了成长与陪伴。</p></div>"
+            "<div class=left><h3>作品简介</h3>"
+            "<p>一个关于小镇少女和流浪猫的温暖故事，讲述了成长与陪伴。</p></div>"
             "<div class=right><div id=txt>" + _BODY + "</div></div>",
             id="sidebar-blurb",
         ),
         pytest.param(
-            "<div id=content>" + _BODY + "</div><div id=pl><div class=item><span>书友甲：</span>写得真好，期待更新！"
+            "<div id=content>" + _BODY + "</div><div id=pl>"
+            "<div class=item><span>书友甲：</span>写得真好，期待更新！"
             "</div><div class=item><span>书友乙：</span>猫太可爱了，作者加油。</div></div>",
             id="comment-thread",
         ),
@@ -236,7 +238,8 @@ def test_chapter_swallowed_by_an_unclosed_navigation_div_is_kept() -> None:
         "陈师傅打开纸盒愣住了，那是一件墨绿色的真丝旗袍，襟上绣着几枝白玉兰，针脚细密，一看就是老手艺。",
     ]
     html = (
-        '<html><body><div class="nav"><ul><li><a href="/">首页</a></li><li><a href="/x/">玄幻小说</a></li></ul>'
+        '<html><body><div class="nav"><ul><li><a href="/">首页</a></li>'
+        '<li><a href="/x/">玄幻小说</a></li></ul>'
         "<div class='read'><p>" + "<p>".join(prose) + "<div><a href='/prev'>上一章</a></div></body></html>"
     )
     text = extract_main_text(html).text
@@ -250,7 +253,8 @@ def _pirate(body: str, *, style: str = "", title: str = "第九章 猫_某书_�
     """A biquge-like chapter page around ``body`` (the inside of ``div#content``)."""
     return (
         f"<html><head><title>{title}</title><style>body{{font-size:16px}}{style}</style></head><body>"
-        "<div class='nav'><a href='/'>首页</a> <a href='/xuanhuan/'>玄幻小说</a> <a href='/top/'>排行榜单</a></div>"
+        "<div class='nav'><a href='/'>首页</a> <a href='/xuanhuan/'>玄幻小说</a> "
+        "<a href='/top/'>排行榜单</a></div>"
         "<div class='bookname'><h1>第九章 猫</h1><div class='bottem1'><a href='/1/8.html'>上一章</a> "
         "<a href='/1/'>章节目录</a> <a href='/1/10.html'>下一章</a></div></div>"
         f"<div id='content'>{body}</div>"

@@ -15,7 +15,8 @@ from fptrack.crawler.guard import GuardedResolver, PrivateAddressPolicy, Refused
     ("address", "kind"),
     [
         ("127.0.0.1", "loopback"), ("127.8.9.10", "loopback"), ("::1", "loopback"),
-        ("10.1.2.3", "private"), ("172.16.0.1", "private"), ("192.168.1.1", "private"), ("fd00::1", "private"),
+        ("10.1.2.3", "private"), ("172.16.0.1", "private"), ("192.168.1.1", "private"),
+        ("fd00::1", "private"),
         ("169.254.169.254", "link-local"), ("fe80::1", "link-local"),
         ("224.0.0.1", "multicast"), ("ff02::1", "multicast"),
         ("240.0.0.1", "reserved"), ("0.0.0.0", "unspecified"), ("::", "unspecified"),
@@ -69,19 +70,19 @@ def test_allow_entries_are_normalised(entry: str, normalised: tuple[str, str]) -
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "10.0.0.0/33"}, ("FPTRACK_ALLOW_PRIVATE_HOSTS: '10.0.0.0/33' is not "
-                                                         "an address")),
-        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "host:99999"}, ("FPTRACK_ALLOW_PRIVATE_HOSTS: 'host:99999' has a bad "
-                                                        "port")),
-        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "http://x/y"}, ("FPTRACK_ALLOW_PRIVATE_HOSTS: 'http://x/y' is not an "
-                                                        "address")),
-        ({"FPTRACK_CRAWL_CONCURRENCY": "0"}, ("FPTRACK_CRAWL_CONCURRENCY=0 is out of range: expected an "
-                                             "integer >= 1")),
+        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "10.0.0.0/33"},
+         "FPTRACK_ALLOW_PRIVATE_HOSTS: '10.0.0.0/33' is not an address"),
+        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "host:99999"},
+         "FPTRACK_ALLOW_PRIVATE_HOSTS: 'host:99999' has a bad port"),
+        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "http://x/y"},
+         "FPTRACK_ALLOW_PRIVATE_HOSTS: 'http://x/y' is not an address"),
+        ({"FPTRACK_CRAWL_CONCURRENCY": "0"},
+         "FPTRACK_CRAWL_CONCURRENCY=0 is out of range: expected an integer >= 1"),
         ({"FPTRACK_CRAWL_MAX_BYTES": "0"}, "FPTRACK_CRAWL_MAX_BYTES=0 is out of range"),
-        ({"FPTRACK_CRAWL_MAX_LINKS": "0"}, ("FPTRACK_CRAWL_MAX_LINKS=0 is out of range: expected an integer "
-                                           ">= 1")),
-        ({"FPTRACK_MAX_PAGE_CHARS": "0"}, ("FPTRACK_MAX_PAGE_CHARS=0 is out of range: expected a number of "
-                                          "characters >= 1")),
+        ({"FPTRACK_CRAWL_MAX_LINKS": "0"},
+         "FPTRACK_CRAWL_MAX_LINKS=0 is out of range: expected an integer >= 1"),
+        ({"FPTRACK_MAX_PAGE_CHARS": "0"},
+         "FPTRACK_MAX_PAGE_CHARS=0 is out of range: expected a number of characters >= 1"),
         ({"FPTRACK_CRAWL_CONCURRENCY_PER_SITE": "0"}, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE=0 is out of range"),
         ({"FPTRACK_CRAWL_DELAY": "-1"}, "FPTRACK_CRAWL_DELAY=-1 is out of range"),
         ({"FPTRACK_CRAWL_TIMEOUT": "0"}, "FPTRACK_CRAWL_TIMEOUT=0 is out of range"),
@@ -98,9 +99,12 @@ def test_polite_defaults() -> None:
     assert (settings.crawl_max_links, settings.max_page_chars) == (5000, 300_000)
     assert settings.crawl_obey_robots is True and settings.crawl_autothrottle is True
     assert settings.allow_private_hosts == ()
-    assert Settings.from_env({"FPTRACK_ALLOW_PRIVATE_HOSTS": "127.0.0.1:80, 10.0.0.0/8"}).allow_private_hosts == (
-        "127.0.0.1:80", "10.0.0.0/8",
-    )  # fmt: skip
+    assert Settings.from_env(
+        {"FPTRACK_ALLOW_PRIVATE_HOSTS": "127.0.0.1:80, 10.0.0.0/8"}
+    ).allow_private_hosts == (
+        "127.0.0.1:80",
+        "10.0.0.0/8",
+    )
 
 
 def test_the_resolver_refuses_a_private_answer_for_a_host_not_allowed() -> None:
