@@ -8,7 +8,7 @@ edge to ``fptrack.storage.db`` (a module), ``from fptrack.storage.db import Base
 
 (a) no module imports one of our folders by its bare name (``import storage``): only ``fptrack.*`` exists
     once installed, and a bare name would find a stranger's package, or nothing;
-(b) the packages depend on each other only as :data:`ALLOWED` says (the layers of ``DESIGN.md``);
+(b) the packages depend on each other only as :data:`ALLOWED` says (the layers of ``docs/architecture.md``);
 (c) no import cycle between modules, not even inside one package (a cycle makes the import order matter and
     a module half-initialised when the other one reads it);
 (d) no product module imports the research shelf (``fptrack.research``, not shipped in the wheel);
@@ -33,9 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "fptrack"
 SHELF = "research"
 
-# Who may import whom: a package always may import its own modules (cycles are checked separately). A package
-# that does not exist yet (taskqueue, before it lands) costs nothing here. The root module ``fptrack`` (its
-# ``__init__.py``) imports nothing of ours.
+# Who may import whom: a package always may import its own modules (cycles are checked separately). The root
+# module ``fptrack`` (its ``__init__.py``) imports nothing of ours.
 _ABOVE_JOBS = frozenset({"core", "fingerprint", "storage", "taskqueue", "compare", "analytics", "crawler"})
 ALLOWED: Mapping[str, frozenset[str]] = {
     "": frozenset(),
