@@ -99,7 +99,7 @@ FRAGMENTS = [
     '<a href="',
     '">',
     "</a>",
-    ("<a href=#x>"),
+    "<a href=#x>",
     '<a href="javascript:alert(1)">',
     '<a href="http://[::1">',
     "<base href='//other.test/'>",
@@ -111,7 +111,7 @@ FRAGMENTS = [
     "<template><p>藏</p></template>",
     '<div style="display:none">',
     "<div hidden>",
-    ('<p class="nav">'),
+    '<p class="nav">',
     "<title>第一章 风起_书名_书友网</title>",
     "<h1>第一章</h1>",
     "<!--",
@@ -121,7 +121,7 @@ FRAGMENTS = [
     "<?xml ?>",
     '<?xml version="1.0" encoding="gbk"?>',
     '<meta charset="big5">',
-    ('<meta http-equiv="Content-Type" content='),
+    '<meta http-equiv="Content-Type" content=',
     "&nbsp;",
     "&amp;",
     "&#0;",
@@ -162,8 +162,7 @@ FRAGMENTS = [
 ]
 CONTENT_TYPES = [
     "text/html", "text/html; charset=utf-8", "text/html; charset=gbk", "text/html; charset=big5",
-    "text/html; charset=utf-16", "text/html; charset=latin-1", "text/html; charset=bogus", ("text/html; "
-                                                                                           "charset="),
+    "text/html; charset=utf-16", "text/html; charset=latin-1", "text/html; charset=bogus", "text/html; charset=",
     "text/plain", "text/plain; charset=gb2312", "application/xhtml+xml", "application/xml", None,
 ]  # fmt: skip
 CHARSETS = [
