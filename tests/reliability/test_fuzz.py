@@ -162,8 +162,9 @@ FRAGMENTS = [
 ]
 CONTENT_TYPES = [
     "text/html", "text/html; charset=utf-8", "text/html; charset=gbk", "text/html; charset=big5",
-    "text/html; charset=utf-16", "text/html; charset=latin-1", "text/html; charset=bogus", "text/html; charset=",
-    "text/plain", "text/plain; charset=gb2312", "application/xhtml+xml", "application/xml", None,
+    "text/html; charset=utf-16", "text/html; charset=latin-1", "text/html; charset=bogus",
+    "text/html; charset=", "text/plain", "text/plain; charset=gb2312", "application/xhtml+xml",
+    "application/xml", None,
 ]  # fmt: skip
 CHARSETS = [
     None,
