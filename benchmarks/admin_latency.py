@@ -66,8 +66,7 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
         started = time.perf_counter()
         connection.execute(text(
             "INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at, "
-            "indexed_at) "
-            "SELECT w, '作品 ' || w, 'w' || w || '.txt', 'utf-8', md5(w::text) || md5('w' || w), "
+            "indexed_at) SELECT w, '作品 ' || w, 'w' || w || '.txt', 'utf-8', md5(w::text) || md5('w' || w), "
             "repeat('正文', 50), now() - interval '400 days', now() - interval '400 days' "
             "FROM generate_series(1, :works) AS w"
         ), {"works": works})  # fmt: skip
@@ -83,11 +82,10 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
             "snapshot_sha256, fetched_at, content_type, error, compared_at, template_masked) "
             "SELECT i, 'http://site' || (i % :hosts) || '.example/book/' || i || '.html', "
             "'http://site' || (i % :hosts) || '.example/book/' || i || '.html', 'site' || (i % :hosts) || "
-            "'.example', "
-            "200, 'utf-8', '盗版 第' || i || '页', repeat('正文复制', 40), md5(i::text), md5(i::text), "
+            "'.example', 200, 'utf-8', '盗版 第' || i || '页', repeat('正文复制', 40), md5(i::text), "
+            "md5(i::text), "
             "date_trunc('day', now()) - make_interval(days => ((i / :hosts / 25) * 36 + (i % :hosts) % 36) % "
-            "365) "
-            "+ make_interval(mins => i % 600), 'text/html', '', now(), false "
+            "365) + make_interval(mins => i % 600), 'text/html', '', now(), false "
             "FROM generate_series(1, :pages) AS i"
         ), {"hosts": hosts, "pages": pages})  # fmt: skip
         timings["load_pages_s"] = time.perf_counter() - started
@@ -99,13 +97,11 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
             "SELECT p.id, wk.w, (wk.w - 1) * :per + 1 + (p.id + k) % :per, 0.8 + (p.id % 20) / 100.0, "
             "'[\"winnowing\"]', '[[0, 40, 0, 40]]', "
             "CASE WHEN h.v < 70 THEN 'flagged' WHEN h.v < 85 THEN 'confirmed' WHEN h.v < 95 THEN 'dismissed' "
-            "ELSE 'licensed' END, "
-            "p.fetched_at + make_interval(secs => 30 + (p.id * 7919 + k) % 3600), "
+            "ELSE 'licensed' END, p.fetched_at + make_interval(secs => 30 + (p.id * 7919 + k) % 3600), "
             "p.fetched_at + make_interval(secs => 30 + (p.id * 7919 + k) % 3600) "
             "FROM pages p CROSS JOIN (VALUES (0), (1)) AS ks (k) "
             "CROSS JOIN LATERAL (SELECT 1 + ((p.id % :hosts) * 7 + (p.id / :hosts / 100)) % :works AS w) AS "
-            "wk "
-            "CROSS JOIN LATERAL (SELECT (p.id * 31 + k * 17) % 100 AS v) AS h"
+            "wk CROSS JOIN LATERAL (SELECT (p.id * 31 + k * 17) % 100 AS v) AS h"
         ), {"per": chapters_per_work, "hosts": hosts, "works": works})  # fmt: skip
         timings["load_matches_s"] = time.perf_counter() - started
         for table in ("works", "chapters", "pages", "matches"):

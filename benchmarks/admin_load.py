@@ -151,8 +151,7 @@ def print_results(results: list[LoadResult]) -> None:
     for r in results:
         if r.errors:
             print(f"errors on {r.label} at {r.connections}: {r.bad} bad answers, {r.socket_errors} socket "
-                  "errors; "
-                  f"first: {r.first_bad!r}")  # fmt: skip
+                  f"errors; first: {r.first_bad!r}")  # fmt: skip
 
 
 def _figure(value: float | None) -> str:

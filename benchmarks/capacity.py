@@ -441,8 +441,7 @@ def main() -> None:
 
     print("capacity: the production pipeline on PostgreSQL, per page (benchmarks/capacity.py)")
     print(f"machine: {info.get('cpu', '?')}, {info['cores']} cores, {info.get('ram_gb', '?')} GB RAM, "
-          "PostgreSQL "
-          f"{services.postgres_version} (autovacuum {services.postgres_autovacuum}); load average "
+          f"PostgreSQL {services.postgres_version} (autovacuum {services.postgres_autovacuum}); load average "
           f"{load_start[0]:.2f} at start, {load_end[0]:.2f} at end")  # fmt: skip
     n = crawl["pages"]
     print_table(
@@ -484,8 +483,7 @@ def main() -> None:
               "the PostgreSQL CPU figures are missing, not zero")  # fmt: skip
     print_table(
         f"CPU ms per page per stage (in-process, {stages['pages']} pages; settle: the whole site divided by "
-        "its "
-        f"{stages['site_pages']:,} pages)",
+        f"its {stages['site_pages']:,} pages)",
         ["stage", "client ms", "PostgreSQL ms"],
         [[stage, row["client_ms"], row["postgres_ms"]] for stage, row in stages["stages"].items()],
     )

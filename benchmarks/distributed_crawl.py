@@ -274,8 +274,7 @@ def main() -> None:
     )
     print_table(
         "one crawl, fresh PostgreSQL database per mode: fetching = the site's first request to its last; "
-        "wall = the "
-        "processes' start to the last one's exit",
+        "wall = the processes' start to the last one's exit",
         ["mode", "fetching s", "pages/s", "speed-up vs 1 process", "wall s", "every URL once, one job"],
         [[r["mode"], f"{r['fetch_seconds']:.1f}", f"{r['pages_per_second']:.1f}", f"{r['speedup']:.2f}",
           f"{r['seconds']:.1f}", "yes" if r["fetched_once"] else "NO"] for r in results],

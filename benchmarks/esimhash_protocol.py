@@ -360,8 +360,7 @@ def dna_near_table(norms: list[str], docs: list[str], rng: random.Random) -> dic
     results: dict[str, dict[str, float]] = {}
     print(
         "\npinyin DNA alone, near codes (L1 <= d over the letter vectors), predicted when >= share of the "
-        "copy's"
-        " codes are near an original's"
+        "copy's codes are near an original's"
     )
     print(
         f"{'params':28s} {'d':>3s} {'share':>6s} "

@@ -341,8 +341,7 @@ class Bench:
             c.execute(
                 text(
                     "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, "
-                    "content_sha256, "
-                    "snapshot_sha256, fetched_at, content_type, error) "
+                    "content_sha256, snapshot_sha256, fetched_at, content_type, error) "
                     "SELECT g, 'b:' || g, '', '', 200, '', '', '', '', '', now(), '', '' "
                     "FROM generate_series(:a, :b) AS g"
                 ),
@@ -371,8 +370,7 @@ class Bench:
             started = time.perf_counter()
             c.exec_driver_sql(
                 "CREATE TABLE bench_rows (table_no smallint NOT NULL, key bigint NOT NULL, value bigint NOT "
-                "NULL, "
-                "fingerprint_id bigint NOT NULL)"
+                "NULL, fingerprint_id bigint NOT NULL)"
             )
             c.exec_driver_sql(f"INSERT INTO bench_rows {selects}")
             c.exec_driver_sql(

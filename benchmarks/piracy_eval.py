@@ -490,8 +490,7 @@ def ablation(
     variants = list(results)
     print(
         "\nablation: recall per kind (false positives per negative kind); -m: the product without m, +m: "
-        "with m"
-        " (off in the product), only m: m the only candidate source"
+        "with m (off in the product), only m: m the only candidate source"
     )
     print(f"{'kind':<24}{'pages':>6}" + "".join(f"{v:>18}" for v in variants))
     for kind in POSITIVE_KINDS + NEGATIVE_KINDS:

@@ -76,8 +76,7 @@ EXIT_INTERRUPTED = 130
     default="auto",
     show_default=True,
     help="Render pages built by scripts in Chromium: auto = pages with scripts and (almost) no static text, "
-    "yes = "
-    "every HTML page, no = never.",
+    "yes = every HTML page, no = never.",
 )
 @pass_context
 @friendly_errors

@@ -58,8 +58,7 @@ def maintain(context: CliContext, older_than: int) -> None:
     if left.pages or left.works:
         where = "here" if context.settings.tasks_in_process else "to the workers"
         click.echo(f"left behind: {len(left.pages)} page(s) not compared, {len(left.works)} work(s) not "
-                   "indexed; "
-                   f"handing them on {where}")  # fmt: skip
+                   f"indexed; handing them on {where}")  # fmt: skip
         for work_id in left.works:
             tasks.index_work.delay(work_id)
         for start in range(0, len(left.pages), tasks.PAGES_PER_TASK):

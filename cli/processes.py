@@ -50,8 +50,7 @@ def serve(
     if debug and not is_loopback_host(host):
         raise CliError(
             "--debug runs the Werkzeug debugger, which executes code sent by the browser: refused on "
-            f"{host}; "
-            "use --host 127.0.0.1"
+            f"{host}; use --host 127.0.0.1"
         )
     context.sessions()  # a clear error now rather than on the first request
     _serve_warnings(context, host, debug=debug, production=production)
@@ -99,8 +98,7 @@ def _serve_warnings(context: CliContext, host: str, *, debug: bool, production: 
 @click.option("--beat", is_flag=True, help="Also run the scheduler: periodic upkeep (`fptrack maintain`) and "
                                            "the crawls of "
               "monitored sites when due (`fptrack sites`), the takedown re-checks (`fptrack takedowns`); one "
-              "per cluster. "
-              "Or run it alone with `fptrack beat`.")  # fmt: skip
+              "per cluster. Or run it alone with `fptrack beat`.")  # fmt: skip
 @click.option("--crawls/--no-crawls", default=True, show_default=True,
               help="Also take the scheduler's crawl tasks (start the due site crawls here, the takedown "
                    "re-checks). "

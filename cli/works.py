@@ -47,8 +47,7 @@ def works() -> None:
 @click.option("--wait", is_flag=True, help="With workers (FPTRACK_BROKER_URL): wait until they have "
                                            "fingerprinted each "
               "work and compared it with the pages crawled before, and print what they found (without a "
-              "broker "
-              "this is always so).")  # fmt: skip
+              "broker this is always so).")  # fmt: skip
 @pass_context
 @friendly_errors
 def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, wait: bool) -> None:
@@ -162,8 +161,7 @@ def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
                 counts = {int(work_id): int(pages) for work_id, pages in session.execute(copying)}
                 for work_id in sorted(done):
                     click.echo(f"work #{work_id} fingerprinted: {counts.get(work_id, 0)} already-crawled "
-                               "page(s) "
-                               "copy it")  # fmt: skip
+                               "page(s) copy it")  # fmt: skip
         waiting -= done
         if not waiting:
             return True

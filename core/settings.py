@@ -193,8 +193,7 @@ class Settings:
             except ValueError:
                 raise ConfigurationError(
                     f"FPTRACK_ADMIN_TRUSTED_PROXIES: {proxy!r} is not an IP address or network (e.g. "
-                    "10.0.0.5, "
-                    "10.0.0.0/8)"
+                    "10.0.0.5, 10.0.0.0/8)"
                 ) from None
         if self.admin_trusted_user_header and not self.admin_trusted_proxies:
             raise ConfigurationError(

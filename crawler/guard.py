@@ -258,7 +258,6 @@ class GuardedResolver(CachingThreadedResolver):
         ):
             raise RefusedAddressError(
                 f"refused by the private-address guard: {name} resolved to {result}, a "
-                f"{address_kind(address)} "
-                "address"
+                f"{address_kind(address)} address"
             )
         return result

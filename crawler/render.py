@@ -169,8 +169,7 @@ def plan_rendering(mode: str, settings: Settings) -> RenderPlan:
         if mode == "yes":
             raise CrawlError(
                 f"render_js=yes needs Chromium, and {wanted!r} was not found (install the Debian package "
-                "chromium "
-                "or set FPTRACK_CHROMIUM)"
+                "chromium or set FPTRACK_CHROMIUM)"
             )
         reason = (
             f"JS rendering off: {wanted!r} not found "

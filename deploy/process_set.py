@@ -224,8 +224,7 @@ def up(env: dict[str, str], ready_seconds: float = READY_SECONDS) -> None:
         ready, reason = healthy(env)
         if ready:
             print(f"up: ready: admin on {admin_url(env)} (/healthz 200), worker and crawler answer; `make "
-                  "down` stops "
-                  "it")  # fmt: skip
+                  "down` stops it")  # fmt: skip
             return
         time.sleep(1.0)
     down(env)

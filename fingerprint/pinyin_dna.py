@@ -97,8 +97,7 @@ class DnaParams:
         if len(self.alphabet) * self.bits_per_letter > 63:
             raise ValueError(
                 f"a DNA code of {len(self.alphabet)} letters x {self.bits_per_letter} bits does not fit in "
-                "63 bits;"
-                " use fewer levels or a shorter alphabet"
+                "63 bits; use fewer levels or a shorter alphabet"
             )
 
     @property

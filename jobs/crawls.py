@@ -187,8 +187,7 @@ def run_crawl_job(
         if not settings.tasks_in_process and not workers_on_queue(settings.task_queue):
             log.warning(
                 "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored "
-                "meanwhile; "
-                "the crawl fails if none shows up while it waits)",
+                "meanwhile; the crawl fails if none shows up while it waits)",
                 settings.task_queue,
             )
         if state is not None:
@@ -445,8 +444,7 @@ def _resume(
     jobs = ", ".join(f"#{job}" for job in earlier)
     line = (
         f"resumed the interrupted crawl of job {jobs}: {len(rows)} page(s) stored before are not fetched "
-        "again "
-        f"({len(uncompared)} handed on to compare); state in {state.directory}"
+        f"again ({len(uncompared)} handed on to compare); state in {state.directory}"
     )
     log.warning("%s", line)
     return line
@@ -601,8 +599,7 @@ def _wait_for_workers(
                 raise HandOffError(
                     f"no worker consumes the queue {settings.task_queue!r}: start one with `fptrack worker` "
                     f"(same FPTRACK_BROKER_URL and FPTRACK_TASK_QUEUE); the {len(pending)} page(s) waiting "
-                    "are "
-                    "stored and will be compared once a worker runs"
+                    "are stored and will be compared once a worker runs"
                 )
         if idle >= settings.stall_seconds:
             log.warning(

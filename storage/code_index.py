@@ -47,8 +47,7 @@ def code_holder_pairs(session: Session, kind: str, codes: Iterable[int], *, owne
                 cursor.execute(
                     "SELECT c.code, c.owner_id FROM unnest(%s::bigint[]) AS q(code) "
                     "CROSS JOIN LATERAL (SELECT code, owner_id FROM code_index WHERE kind = %s AND owner = "
-                    "%s "
-                    "AND code = q.code) AS c",
+                    "%s AND code = q.code) AS c",
                     (
                         "{" + ",".join(map(str, chunk)) + "}",
                         kind,

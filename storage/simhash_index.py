@@ -67,8 +67,7 @@ def _candidate_sql(layout: IndexLayout, postgres: bool, hot_tables: frozenset[in
         for s in range(layout.k + 1):
             branches.append(
                 "SELECT fingerprint_id, value FROM simhash_hot_index WHERE layout = :layout AND table_no = "
-                f"{t} "
-                f"AND sub_no = {s} AND key = :s{t}_{s} AND {distance} <= :maxd AND EXISTS ({registered})"
+                f"{t} AND sub_no = {s} AND key = :s{t}_{s} AND {distance} <= :maxd AND EXISTS ({registered})"
             )
     return " UNION ".join(branches)
 

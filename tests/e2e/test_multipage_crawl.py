@@ -26,8 +26,7 @@ def _pages() -> dict[str, Page]:
     pages: dict[str, Page] = {
         "/": Page.html(
             "<html><body><h1>书友小说网</h1><a href='/book/7.html'>第七章</a> "
-            "<a href='/book/8.html'>第八章</a>"
-            "</body></html>"
+            "<a href='/book/8.html'>第八章</a></body></html>"
         ),
         # the next chapter, linked with "下一章" from every part: never a part of chapter 7
         "/book/8.html": chapter_page(

@@ -26,8 +26,7 @@ def _pages() -> dict[str, Page]:
     return {
         "/": Page.html(
             "<html><body><h1>书友小说网</h1><a href='/book/1.html'>第一章</a> "
-            "<a href='/book/2.html'>第二章</a>"
-            "</body></html>"
+            "<a href='/book/2.html'>第二章</a></body></html>"
         ),
         "/book/1.html": json_chapter("第一章", "/api/1.json"),
         "/api/1.json": json_endpoint(paragraphs_of(LIGHT[0])),

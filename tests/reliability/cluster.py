@@ -552,13 +552,11 @@ def _census(session: Session, base: str) -> Census:
         index_rows_off=scalar(
             "SELECT COUNT(*) FROM fingerprints f WHERE f.page_id IS NOT NULL AND f.payload IS NOT NULL AND "
             "octet_length(f.payload) / 16 <> (SELECT COUNT(*) FROM code_index c WHERE c.fingerprint_id = "
-            "f.id "
-            "AND c.owner_id = f.page_id)"
+            "f.id AND c.owner_id = f.page_id)"
         ),
         unfingerprinted=scalar(
             "SELECT COUNT(*) FROM pages p WHERE p.compared_at IS NOT NULL AND p.status = 200 AND p.text <> "
-            "'' "
-            "AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.page_id = p.id)"
+            "'' AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.page_id = p.id)"
         ),
         orphans=count_orphans(session),
         jobs=[

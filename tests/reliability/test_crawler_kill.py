@@ -186,8 +186,7 @@ def test_a_killed_site_crawl_resumes_without_refetching_or_duplicating(
     lost = sorted(set(pages) - set(stored))
     print(
         f"\n[{fingerprinting}] {len(pages)} pages; stored before the kill {len(before)}, fetched after the "
-        "resume "
-        f"{len(set(second_run))}, refetched {len(refetched)}, lost {len(lost)}, "
+        f"resume {len(set(second_run))}, refetched {len(refetched)}, lost {len(lost)}, "
         f"matches {len(matches)} (expected {len(copies)})"
     )
     assert refetched == [], (

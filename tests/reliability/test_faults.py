@@ -128,8 +128,7 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
         retried += (f"; worker tasks retried: {sum(w.log().count('] retry:') for w in workers)}; workers "
                     "alive "
                     f"after: {[w.process.poll() is None for w in workers]}; pages compared twice by the "
-                    "workers: "
-                    f"{_compared_twice(workers) or 'none'}")  # fmt: skip
+                    f"workers: {_compared_twice(workers) or 'none'}")  # fmt: skip
     _report(
         f"PostgreSQL restarted during the crawl ({mode})",
         [
@@ -225,8 +224,7 @@ def test_redis_restarted_during_a_crawl_the_sweep_hands_the_pages_on(cluster: Cl
     _report(
         "Redis restarted (no persistence) during the crawl",
         [(f"restarted Redis (SIGKILL + start) at {stored} pages stored, {queued} message(s) queued, no "
-          "worker yet; "
-         "then started two workers (one with beat)"),
+         "worker yet; then started two workers (one with beat)"),
          f"crawl exit {result.returncode}: {result.stderr.strip().splitlines()[-1:] or 'ok'}",
          (f"pages handed on again by the sweep: {swept}; pages compared twice by the workers: "
           f"{_compared_twice(workers) or 'none'}")],

@@ -30,8 +30,7 @@ def split_chapter_pages(first: str, title: str, parts: Sequence[str]) -> dict[st
         more = f"<a href='{paths[number + 1]}'>下一页</a>" if number + 1 < len(parts) else ""
         body = f"<p>{html.escape(text)}</p>" + (f"<p>{CONTINUED}</p>" if more else "")
         pages[path] = Page.html(
-            f"<!DOCTYPE html><html><head><title>{html.escape(title)}</title></head><body>"
-            "<div class='nav'><a "
+            f"<!DOCTYPE html><html><head><title>{html.escape(title)}</title></head><body><div class='nav'><a "
             f"href='/'>首页</a></div><h1>{html.escape(title)}（{number + 1}/{len(parts)}）</h1>"
             f"<div id='content'>{body}</div>"
             f"<div class='page'>{back} <a href='/book/6.html'>上一章</a> <a href='/book/'>目录</a> "

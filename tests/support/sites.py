@@ -278,8 +278,7 @@ def _p_paragraphs(title: str, paragraphs: Sequence[str]) -> str:
         f"{_NAV}<div class='reader'><h1 class='chapter-title'>{html_lib.escape(title)}</h1>"
         f"<div class='read-content'>{body}</div>{_CHAPTER_BAR}</div>"
         f"<ul class='related'><li><a href='/b/2/'>推荐：另一本书</a></li>"
-        f"<li><a href='/b/3/'>推荐：第三本书</a></li></ul>"
-        f"{_FOOTER}"
+        f"<li><a href='/b/3/'>推荐：第三本书</a></li></ul>{_FOOTER}"
     )
 
 

@@ -55,8 +55,7 @@ def _replace_status_check(statuses: tuple[str, ...]) -> None:
     if sqlite:
         op.execute(
             "UPDATE pages SET crawl_job_id = (SELECT j.crawl_job_id FROM fptrack_page_jobs j WHERE j.id = "
-            "pages.id) "
-            "WHERE id IN (SELECT id FROM fptrack_page_jobs)"
+            "pages.id) WHERE id IN (SELECT id FROM fptrack_page_jobs)"
         )
         op.execute("DROP TABLE fptrack_page_jobs")
 
