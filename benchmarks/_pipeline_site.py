@@ -446,9 +446,8 @@ def build_site(
     numbers = list(range(1, pages + 1))
     rng.shuffle(numbers)
     paths = [f"/book/{n}.html" for n in numbers]
-    specs: list[
-        tuple[str, str, list[str], tuple[str, int] | None, str]
-    ] = []  # kind, title, paragraphs, truth, enc
+    # kind, title, paragraphs, truth, enc
+    specs: list[tuple[str, str, list[str], tuple[str, int] | None, str]] = []
     for i in range(copies):
         chapter = chapters[i % registry]
         kind = COPY_CYCLE[i % len(COPY_CYCLE)]

@@ -73,9 +73,8 @@ NEWS_ON_PAGES = 250
 """News articles (of the 858 over 300 characters) kept for pages: news negatives, hosts of excerpts, quotes
 and reviews, the portal's articles. The other 750 articles, less those that share a run of
 :data:`NEWS_OVERLAP` normalised characters with one of those (44 with seed 5), are registered, cut into
-sections of at most
-:data:`NEWS_SECTION` characters at line ends or full stops, one work per category (seed 5: 1,592 sections;
-with the novels 1,790 registered chapters)."""
+sections of at most :data:`NEWS_SECTION` characters at line ends or full stops, one work per category (seed 5:
+1,592 sections; with the novels 1,790 registered chapters)."""
 NEWS_SECTION = 600
 NEWS_OVERLAP = 24  # the alignment's shortest run (CONTRACT.align.min_run)
 _TITLES = {"xiyouji": "西游记", "sanguoyanyi": "三国演义"}

@@ -202,9 +202,8 @@ def stage_cpu(
             timed("index write", write)
             timed("index write", session.flush)
         for _, document in documents:
-            compare_document(
-                session, document, settings
-            )  # the first pass fills the per-process chapter cache
+            # the first pass fills the per-process chapter cache
+            compare_document(session, document, settings)
         for _, document in documents:
             timed("compare", lambda: compare_document(session, document, settings))  # noqa: B023
         timed("settle (whole site)", lambda: settle_site(session, site_id, settings))
@@ -404,9 +403,8 @@ def main() -> None:
         parser.error("need --pages >= 2, --registry >= 1 and --stage-sample >= 1")
     if urlsplit(args.postgres).hostname not in ("127.0.0.1", "localhost", "::1"):
         parser.error("--postgres must be a server on this machine: its backends' CPU is read from /proc")
-    registry = max(
-        registry, -(-(pages // 2) // 4)
-    )  # no chapter copied more than 4 times (pipeline_throughput)
+    # no chapter copied more than 4 times (pipeline_throughput)
+    registry = max(registry, -(-(pages // 2) // 4))
 
     started = time.monotonic()
     load_start = os.getloadavg()

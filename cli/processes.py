@@ -175,9 +175,8 @@ def beat(context: CliContext, loglevel: str) -> None:
     from fptrack import taskqueue
     from fptrack.jobs import tasks
 
-    tasks.configure(
-        context.settings
-    )  # the scheduler only sends messages: it needs the broker, not the database
+    # the scheduler only sends messages: it needs the broker, not the database
+    tasks.configure(context.settings)
     schedule = _beat_schedule_file(context.settings)
     taskqueue.celery.start(["beat", f"--loglevel={loglevel}", f"--schedule={schedule}"])
 

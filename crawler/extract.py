@@ -232,9 +232,8 @@ def cap_text(text: str, max_chars: int) -> tuple[str, tuple[str, ...]]:
     if len(text) <= max_chars:
         return text, ()
     cut = text.rfind("\n", 0, max_chars + 1)
-    kept = (
-        text[:cut] if cut > 0 else text[:max_chars].rstrip()
-    )  # a paragraph cut inside keeps no trailing space
+    # a paragraph cut inside keeps no trailing space
+    kept = text[:cut] if cut > 0 else text[:max_chars].rstrip()
     return kept, (f"text cut to {len(kept)} of {len(text)} characters (over the {max_chars}-character cap)",)
 
 

@@ -65,12 +65,10 @@ class CrawlStats:
     elapsed_seconds: float
     sink_errors: int = 0
     finish_reason: str = ""  # Scrapy's: "finished", "closespider_...", "shutdown" (Ctrl+C), "store_failed"
-    counters: Mapping[str, int] = field(
-        default_factory=dict
-    )  # namespaced Scrapy stats: fptrack/..., robotstxt/...
-    notes: tuple[
-        str, ...
-    ] = ()  # how the crawl ran, when it is not as asked (e.g. JS rendering off: no Chromium)
+    # namespaced Scrapy stats: fptrack/..., robotstxt/...
+    counters: Mapping[str, int] = field(default_factory=dict)
+    # how the crawl ran, when it is not as asked (e.g. JS rendering off: no Chromium)
+    notes: tuple[str, ...] = ()
 
     @property
     def interrupted(self) -> bool:

@@ -400,8 +400,7 @@ def playwright_settings(
 def rendered_response(response: Response) -> Response:
     """The browser's DOM as a UTF-8 page: scrapy-playwright re-encodes ``page.content()`` with the server's
     charset, while the markup may still declare another in ``<meta>``; one declared charset, the right one,
-    for
-    :func:`crawler.parse.parse_response`."""
+    for :func:`crawler.parse.parse_response`."""
     headers = response.headers.copy()
     headers[b"Content-Type"] = b"text/html; charset=utf-8"
     return response.replace(headers=headers, body=response.text.encode("utf-8"))

@@ -76,9 +76,8 @@ class CrawlState:
         self.directory = directory
         self._db = connection
         self.resumed = resumed  # an earlier crawl left this state: this crawl continues it
-        self.done: set[str] = (
-            set()
-        )  # URLs the earlier runs stored (filled by the crawl job from the database)
+        # URLs the earlier runs stored (filled by the crawl job from the database)
+        self.done: set[str] = set()
 
     @classmethod
     def open(cls, data_dir: Path, site_id: int, key: str) -> CrawlState:

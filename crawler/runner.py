@@ -176,9 +176,8 @@ def scrapy_settings(
     policy = PrivateAddressPolicy.from_entries(
         (*settings.allow_private_hosts, *options.allow_private_hosts), proxies=proxy_hosts()
     )
-    values = copy.deepcopy(
-        dict(STATIC_SCRAPY_SETTINGS)
-    )  # the crawl's own: Scrapy may change what it is given
+    # the crawl's own: Scrapy may change what it is given
+    values = copy.deepcopy(dict(STATIC_SCRAPY_SETTINGS))
     values.update(
         {
             "USER_AGENT": settings.user_agent,
@@ -229,8 +228,7 @@ def run_crawl(
     ``www.example.com``); at most ``max_pages`` responses are handed to ``sink``. Requests that get no
     response (refused, timed out, DNS, redirect loops, bodies over the size cap) are listed in
     ``CrawlStats.failures`` with a readable reason. A first SIGINT/SIGTERM stops the crawl gracefully, forced
-    after
-    :data:`SHUTDOWN_GRACE_SECONDS`; the stats then say ``interrupted``.
+    after :data:`SHUTDOWN_GRACE_SECONDS`; the stats then say ``interrupted``.
 
     ``options`` (:class:`CrawlOptions`) adds sites, link patterns, per-site politeness, private hosts allowed
     and Scrapy settings. Every destination passes :mod:`crawler.guard` (no private, loopback, link-local...
@@ -246,9 +244,8 @@ def run_crawl(
     """
     options = options or CrawlOptions()
     check_options(options)
-    render = plan_rendering(
-        options.render_js, settings
-    )  # render_js=yes without Chromium: a one-line error here
+    # render_js=yes without Chromium: a one-line error here
+    render = plan_rendering(options.render_js, settings)
     urls = _checked_start(start_urls, depth, max_pages)
     _take_the_reactor()
 

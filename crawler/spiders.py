@@ -134,9 +134,8 @@ class PageSpider(scrapy.Spider):
         return Request(url, callback=self.parse, errback=self.on_error, meta=meta)
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[CrawledPage | Request]:
-        rendered = (
-            response.meta.get(RENDER_META) is not None
-        )  # its static parse took the page from the budget
+        # its static parse took the page from the budget
+        rendered = response.meta.get(RENDER_META) is not None
         if not rendered and not self._take_page():
             self._inc("fptrack/responses_over_budget")
             return
@@ -198,9 +197,8 @@ class PageSpider(scrapy.Spider):
             max_links=self.max_links,
             max_chars=self.max_chars,
         )
-        if (
-            getattr(self, "crawler", None) is None
-        ):  # built outside a crawl (unit tests): no reactor to hand off to
+        # built outside a crawl (unit tests): no reactor to hand off to
+        if getattr(self, "crawler", None) is None:
             return work()
         if self._parsing is None:
             self._parsing = DeferredSemaphore(PARSE_THREADS)

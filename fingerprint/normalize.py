@@ -279,9 +279,8 @@ def normalize(text: str) -> NormalizedText:
         keep = np.flatnonzero(lengths)
         out = table.single[cps[keep]]
         normalized = out.tobytes().decode("utf-32-le")
-        return NormalizedText(
-            normalized, keep.astype(np.int64, copy=False), len(text)
-        )  # no copy: 8 bytes a char
+        # no copy: 8 bytes a char
+        return NormalizedText(normalized, keep.astype(np.int64, copy=False), len(text))
     # Rare path: some characters expand to several (e.g. "⑩" -> "10"). Stitch kept pieces in order.
     offsets = np.repeat(np.arange(len(text), dtype=np.int64), lengths)
     pieces: list[str] = []

@@ -179,9 +179,8 @@ def simhash_tokens(
     content_idx = np.flatnonzero(content)
     if params.bits == 128:
         cols.append(token_hashes([tokens[i] for i in content_idx[first].tolist()], 1))
-    if (
-        params.scheme == "termlen"
-    ):  # only this scheme looks at term lengths: skip the per-token pass otherwise
+    # only this scheme looks at term lengths: skip the per-token pass otherwise
+    if params.scheme == "termlen":
         lengths = np.fromiter(
             (len(tokens[i]) for i in content_idx[first].tolist()), dtype=np.int64, count=first.size
         )

@@ -1,6 +1,5 @@
 """The crawl service: one crawl job from start URLs to settled verdicts. The CLI, scheduled crawls and tests
-call
-:func:`run_crawl_job`; they only present what it returns.
+call :func:`run_crawl_job`; they only present what it returns.
 
 1. A ``crawl_jobs`` row records the crawl (status, counts, error).
 2. Scrapy fetches; :class:`crawler.pipelines.PersistPipeline` stores pages a batch per transaction through a
@@ -83,9 +82,8 @@ class CrawlOutcome:
     pages_unchanged: int = 0
     pages_queued: int = 0
     pages_compared: int = 0
-    copies: list[tuple[str, int]] = field(
-        default_factory=list
-    )  # (url, chapters) of this crawl's copying pages
+    # (url, chapters) of this crawl's copying pages
+    copies: list[tuple[str, int]] = field(default_factory=list)
     status: str = CrawlJobStatus.RUNNING.value
     error: str = ""
     elapsed_seconds: float = 0.0

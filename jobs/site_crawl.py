@@ -99,8 +99,7 @@ def run_site(
 
     A ``distributed`` site's crawl is shared (:mod:`crawler.distributed`): when another crawl of it is
     running, this process joins it instead of being skipped (not when started by the scheduler); ``join`` only
-    joins (a
-    :class:`SiteError` when no crawl of the site is running)."""
+    joins (a :class:`SiteError` when no crawl of the site is running)."""
     try:
         turn = _take_turn(settings, sessions, name, trigger=trigger, join=join)
         shared = _enter_shared(settings, sessions, turn, join=join) if turn.distributed else None

@@ -69,9 +69,8 @@ def code_holder_pairs(session: Session, kind: str, codes: Iterable[int], *, owne
     pairs = np.concatenate(parts)
     pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
     keep = np.ones(len(pairs), dtype=bool)
-    keep[1:] = (pairs[1:] != pairs[:-1]).any(
-        axis=1
-    )  # one row per (code, owner): a code repeats within a vector
+    # one row per (code, owner): a code repeats within a vector
+    keep[1:] = (pairs[1:] != pairs[:-1]).any(axis=1)
     return pairs[keep]
 
 

@@ -369,9 +369,8 @@ class Census:
 
     pages: int
     not_compared: int
-    matches: dict[
-        str, list[int]
-    ]  # page path -> chapter ranks (0 = the work's first chapter), one per match row
+    # page path -> chapter ranks (0 = the work's first chapter), one per match row
+    matches: dict[str, list[int]]
     duplicate_matches: int  # (page, chapter) pairs held by more than one row
     duplicate_fingerprints: int  # (page, kind) pairs held by more than one fingerprint
     index_rows_off: int  # page fingerprints whose code_index rows are not exactly their codes, once each

@@ -113,9 +113,8 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
     workers = [cluster.start_worker("w1"), cluster.start_worker("w2")] if mode == "workers" else []
     with serve_site(_slow_site(0.1)) as base:
         crawl = cluster.start_crawl(base, **env)
-        stored, compared = _wait_compared(
-            cluster, at_least=33
-        )  # a batch through the compare stage: all at work
+        # a batch through the compare stage: all at work
+        stored, compared = _wait_compared(cluster, at_least=33)
         cluster.postgres.restart()  # fast shutdown: every connection of the crawl and the workers is cut
         assert crawl.process.poll() is None, "the crawl ended before PostgreSQL was restarted: make it longer"
         result = crawl.wait()

@@ -207,9 +207,8 @@ def _longer(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.builds(lambda value, times: value * times, strategy, st.integers(1, 40) | st.just(1))
 
 
-any_text = _longer(
-    st.text(st.characters(blacklist_categories=()), max_size=300)
-)  # every code point, surrogates too
+# every code point, surrogates too
+any_text = _longer(st.text(st.characters(blacklist_categories=()), max_size=300))
 special_text = _longer(st.text(st.sampled_from(SPECIAL_CHARS) | st.characters(), max_size=300))
 cjk_text = _longer(
     st.text(
@@ -223,9 +222,8 @@ markup = st.lists(
     | st.text(max_size=40)
     | st.integers(1, 3000).map(lambda n: "<div>" * n)  # deep nesting
     | st.integers(1, 200_000).map(lambda n: f'<div class="{"x" * n}">')  # huge attributes
-    | st.integers(1, 2000).map(
-        lambda n: "<p " + " ".join(f"a{i}=v" for i in range(n)) + ">"
-    ),  # many attributes
+    # many attributes
+    | st.integers(1, 2000).map(lambda n: "<p " + " ".join(f"a{i}=v" for i in range(n)) + ">"),
     max_size=60,
 ).map("".join)
 

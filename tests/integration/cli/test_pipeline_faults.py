@@ -281,9 +281,8 @@ def test_the_demo_never_touches_data_it_did_not_create(tmp_path: Path) -> None:
     assert refused.returncode == 1 and "was not made by the demo" in refused.stderr
     demo = _run(env, "demo", "--dir", str(tmp_path / "demo"), timeout=300)
     assert demo.returncode == 0, demo.stdout + demo.stderr
-    again = _run(
-        env, "demo", "--dir", str(tmp_path / "demo"), timeout=300
-    )  # a demo folder is reset, not refused
+    # a demo folder is reset, not refused
+    again = _run(env, "demo", "--dir", str(tmp_path / "demo"), timeout=300)
     assert again.returncode == 0, again.stderr
 
     assert {p.name for p in mine.iterdir()} == set(before)

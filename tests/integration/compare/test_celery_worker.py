@@ -55,9 +55,8 @@ def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> 
             "/": Page.html('<a href="/1.html">1</a> <a href="/2.html">2</a> <a href="/3.html">3</a>'),
             "/1.html": chapter_page("第一章", chapters[0].split("\n")),
             "/2.html": chapter_page("第二章", chapters[1].split("\n"), encoding="gbk"),
-            "/3.html": chapter_page(
-                "第一回", demo_chapters("alley.txt")[0].split("\n")
-            ),  # not registered yet
+            # not registered yet
+            "/3.html": chapter_page("第一回", demo_chapters("alley.txt")[0].split("\n")),
         }
         with serve_site(pages) as base:
             crawl = fptrack("crawl", base + "/", "--allow-private-host", base.key, "--depth", "1")

@@ -113,9 +113,8 @@ def test_second_crawl_gets_304s_and_an_edit_is_compared_again(settings: Settings
         crawl()
         third = _state(settings)
         edited = PATHS[1].lstrip("/")
-        assert (
-            third[edited][0] > second[edited][0] and third[edited][3] != second[edited][3]
-        )  # compared again
+        # compared again
+        assert third[edited][0] > second[edited][0] and third[edited][3] != second[edited][3]
         assert third[PATHS[0].lstrip("/")][:2] == second[PATHS[0].lstrip("/")][:2]
         assert site.statuses(PATHS[1])[-1] == 200
         assert {

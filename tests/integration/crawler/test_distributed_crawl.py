@@ -250,9 +250,8 @@ def test_a_distributed_site_run_twice_is_one_crawl(
             check=False,
         )
 
-    pages = _site_pages(
-        delay=0.2
-    )  # slow enough that the joiner, started once the crawl runs, finds it running
+    # slow enough that the joiner, started once the crawl runs, finds it running
+    pages = _site_pages(delay=0.2)
     with serve_site(pages) as base:
         added = cli("sites", "add", "shared-books", base + "/", "--depth", "3", "--max-pages", "1000",
                     "--allow-private", "--distributed")  # fmt: skip

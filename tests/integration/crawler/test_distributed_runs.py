@@ -93,9 +93,8 @@ def test_a_crawl_is_over_when_the_frontier_is_empty_and_nobody_is_busy(client: r
     try:
         first.enter(depth=2, max_pages=100)
         second.enter(depth=2, max_pages=100)
-        assert (
-            first.crawl_over() == 0
-        )  # the second process holds requests (it is busy until it says otherwise)
+        # the second process holds requests (it is busy until it says otherwise)
+        assert first.crawl_over() == 0
         assert second.crawl_over() == 1  # now nobody is busy and the frontier is empty
         keys = first.keys
         assert keys is not None

@@ -95,15 +95,13 @@ def test_a_crawl_reports_the_copies_of_pages_another_crawl_was_comparing(
     other.start()
     try:
         assert held.wait(10)
-        dispatcher(
-            sorted(store.counts.page_ids)
-        )  # what the crawl's own batch did: every page taken, none done
+        # what the crawl's own batch did: every page taken, none done
+        dispatcher(sorted(store.counts.page_ids))
         assert len(_pending(sessions, store.counts.page_ids)) == 3
         _compare_the_rest(sessions, postgres_settings, store, dispatcher)
         # read as the crawl reads its outcome, right after: not after the other crawl was waited for here
         assert _pending(sessions, store.counts.page_ids) == []
-        assert (
-            len(_copies(sessions, store.counts.page_ids)) == 3
-        )  # every copy reported, by whoever compared it
+        # every copy reported, by whoever compared it
+        assert len(_copies(sessions, store.counts.page_ids)) == 3
     finally:
         other.join(30)

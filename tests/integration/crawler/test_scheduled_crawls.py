@@ -137,8 +137,7 @@ def test_two_scheduled_crawls_of_a_site_run_unattended(postgres_settings: Settin
         assert before.finished_at is not None and before.finished_at <= after.started_at
     first, second = jobs[0], jobs[1]
     assert first.copies_found == 3 and first.pages_stored == 4, (first.stats, worker_log[-4000:])
-    assert (
-        second.copies_found == 3 and second.pages_unchanged == 3
-    )  # the chapters did not change: not compared again
+    # the chapters did not change: not compared again
+    assert second.copies_found == 3 and second.pages_unchanged == 3
     assert _scalar(postgres_settings, select(Match.id).where(Match.status != "flagged")) is None
     assert requests.count("/c/0.html") == len(jobs)

@@ -356,9 +356,8 @@ def test_beat_rechecks_through_a_real_worker(postgres_settings: Settings, tmp_pa
         with session_scope(sessions) as session:
             match = session.get(Match, matches["/a.html"])
             assert match is not None and match.taken_down_at is not None and match.status == "flagged"
-            assert (
-                session.scalar(select(func.count()).select_from(MonitorLock)) == 0
-            )  # each run released its claim
+            # each run released its claim
+            assert session.scalar(select(func.count()).select_from(MonitorLock)) == 0
     finally:
         engine.dispose()
 
@@ -415,9 +414,8 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
 
         left = [banner, "本章节因版权原因已下架，请阅读其他作品。", *texts["/notes/0.html"][1:]]
         site.set("/copy.html", _markup("第1章", left))
-        with session_scope(
-            sessions
-        ) as session:  # the banner alone, its template not ignored, looks like a copy
+        # the banner alone, its template not ignored, looks like a copy
+        with session_scope(sessions) as session:
             chapter_id = session.scalar(select(Match.chapter_id).where(Match.id == match_id))
             body = _markup("第1章", left).encode("utf-8")
             response = FetchResult(

@@ -100,9 +100,8 @@ def _skeleton_data(engine: Engine) -> None:
     with engine.begin() as connection:
         for statement in statements:
             connection.execute(text(statement))
-        if (
-            engine.dialect.name == "postgresql"
-        ):  # explicit ids: move the sequences past them, as real use would
+        # explicit ids: move the sequences past them, as real use would
+        if engine.dialect.name == "postgresql":
             for table in ("works", "chapters", "pages", "fingerprints", "code_index", "matches"):
                 connection.execute(
                     text(
@@ -147,9 +146,8 @@ def test_skeleton_database_upgrades_without_data_loss(empty_settings: Settings) 
             assert code_candidates(session, "dna", [77, -5, 3], owner="chapter") == {10: 2}
             owners = session.execute(select(CodeIndexRow.owner, CodeIndexRow.owner_id)).all()
             assert {tuple(o) for o in owners} == {(CODE_OWNER_CHAPTER, 10)}  # 0004 fills in the owner
-            assert (
-                load_codes(session, owner="chapter", owner_id=10, kind="dna") == []
-            )  # 0001 kept no payload here
+            # 0001 kept no payload here
+            assert load_codes(session, owner="chapter", owner_id=10, kind="dna") == []
             assert set(count_orphans(session).values()) == {0}
 
             # and new rows get fresh ids after the old ones

@@ -211,9 +211,8 @@ def test_takedown_panel_shows_rate_and_time_to_takedown(
     up.recheck_state, up.rechecked_at = "present", utcnow()
     session.commit()
     html = _text(client.get("/?days=0"))
-    assert (
-        'id="takedown-rate">–' in html
-    )  # served from the process's cache (figures move with daily re-checks)
+    # served from the process's cache (figures move with daily re-checks)
+    assert 'id="takedown-rate">–' in html
     dashboard._takedown_figures.clear()
     html = _text(client.get("/?days=0"))
     assert re.search(r'id="takedown-checked">2<', html)

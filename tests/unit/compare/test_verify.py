@@ -93,9 +93,8 @@ def test_a_template_with_other_numbers_is_not_one_run() -> None:
         return "".join(parts)
 
     page, chapter = report(), report()
-    assert (
-        len(align(page, chapter, params=AlignParams(max_gap_digit_share=1.0)).runs) == 1
-    )  # merged over numbers
+    # merged over numbers
+    assert len(align(page, chapter, params=AlignParams(max_gap_digit_share=1.0)).runs) == 1
     assert align(page, chapter).runs == ()
     assert align(page, page).page_covered == len(page)  # the same report, numbers and all, is one run
 

@@ -59,9 +59,8 @@ def test_min_distances_is_the_smallest_distance_to_each_owner(
     index = DnaIndex(p, max_distance=3)
     for owner, values in stored:
         index.add(owner, [pack(values)])
-    smallest = index.min_distances(
-        [pack(q) for q in queries], owners=5, chunk_pairs=chunk
-    )  # owner 5 left out
+    # owner 5 left out
+    smallest = index.min_distances([pack(q) for q in queries], owners=5, chunk_pairs=chunk)
     beyond = 23 * 3 + 1
     for i, q in enumerate(queries):
         for owner in range(5):

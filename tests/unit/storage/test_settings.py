@@ -45,9 +45,8 @@ def test_hot_bucket_settings_are_read_from_the_environment() -> None:
 def test_admin_settings_are_read_from_the_environment() -> None:
     default = Settings.from_env({})
     assert default.admin_hosts == ("localhost", "127.0.0.1", "::1")
-    assert (
-        default.admin_secure_cookies is None and not default.admin_cookies_secure
-    )  # loopback only: http is fine
+    # loopback only: http is fine
+    assert default.admin_secure_cookies is None and not default.admin_cookies_secure
     assert default.admin_trusted_proxies == () and default.admin_trusted_user_header is None
 
     settings = Settings.from_env(
