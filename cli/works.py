@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
-from sqlalchemy import ColumnElement, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import func, select
 
 from fptrack.cli.common import (
     EXIT_FAILURE,
@@ -28,12 +26,12 @@ from fptrack.cli.common import (
     pass_context,
     print_table,
 )
-from fptrack.core.errors import FptrackError
+from fptrack.compare.works import remove_work, short_chapters
 
 if TYPE_CHECKING:
     from fptrack.compare.works import RegisteredWork
 
-__all__ = ["RemovedWork", "WorkNotRemoved", "remove_work", "short_chapters", "works"]
+__all__ = ["works"]
 
 
 @click.group()
@@ -103,19 +101,6 @@ def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, w
         failures += 1
     if failures:
         sys.exit(EXIT_FAILURE)
-
-
-def short_chapters(session: Session, work_id: int) -> list[int]:
-    """The indexes of the chapters of work ``work_id`` that no copy can be flagged for: fewer normalised
-    characters (letters and digits, :func:`fingerprint.normalize.normalize`) than the least a page must copy,
-    ``DecisionRule.min_copied`` of the fingerprint contract (shorter overlaps are taken for quotations)."""
-    from fptrack.fingerprint.contract import CONTRACT
-    from fptrack.fingerprint.normalize import normalize
-    from fptrack.storage.models import Chapter
-
-    least = CONTRACT.rule.min_copied
-    chapters = session.execute(select(Chapter.index, Chapter.text).where(Chapter.work_id == work_id))
-    return sorted(int(index) for index, text in chapters if len(normalize(text)) < least)
 
 
 def _too_short_warning(work: RegisteredWork, too_short: list[int]) -> str:
@@ -248,48 +233,3 @@ def works_remove(context: CliContext, work_ids: tuple[int, ...], with_matches: b
                    f"their fingerprints{matches if removed.matches else ''}")  # fmt: skip
     if failures:
         sys.exit(EXIT_FAILURE)
-
-
-class WorkNotRemoved(FptrackError, LookupError):
-    """A work that does not exist, or has matches and ``with_matches`` was not given."""
-
-
-@dataclass(frozen=True)
-class RemovedWork:
-    """What :func:`remove_work` deleted: the work, how many chapters and how many matches it had."""
-
-    work_id: int
-    title: str
-    chapters: int
-    matches: int
-
-
-def remove_work(session: Session, work_id: int, *, with_matches: bool) -> RemovedWork:
-    """Delete work ``work_id`` with its chapters, their fingerprints and code index rows, and its licensed
-    sites (the foreign keys cascade, a trigger clears ``code_index``:
-    :func:`storage.housekeeping.delete_works`); :class:`WorkNotRemoved` when there is no such work, or when it
-    has matches and ``with_matches`` is False.
-    With ``with_matches`` its matches go too, with their review decisions, notes and takedown checks (the
-    match roll-ups follow through their triggers).
-
-    The work's row is locked first (PostgreSQL): a match that a worker is inserting for it (its foreign key
-    takes a share lock on that row) is either committed before the count, and counted, or waits and then
-    fails, so a refusal never misses a match and a removal never takes one that was not counted."""
-    from fptrack.storage.housekeeping import delete_works
-    from fptrack.storage.models import Chapter, Match, Work
-
-    title = session.scalar(select(Work.title).where(Work.id == work_id).with_for_update())
-    if title is None:
-        raise WorkNotRemoved(f"there is no work #{work_id}; see `fptrack works list`")
-    matches = _count(session, Match, Match.work_id == work_id)
-    if matches and not with_matches:
-        raise WorkNotRemoved(f"work #{work_id} {title!r} has {matches} match(es), evidence with their "
-                             "reviews and takedown history: not removed (--with-matches removes them "
-                             "too)")  # fmt: skip
-    chapters = _count(session, Chapter, Chapter.work_id == work_id)
-    delete_works(session, [work_id])
-    return RemovedWork(work_id, title, chapters, matches)
-
-
-def _count(session: Session, model: type[Any], condition: ColumnElement[bool]) -> int:
-    return int(session.scalar(select(func.count()).select_from(model).where(condition)) or 0)
