@@ -192,7 +192,7 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
             )
 
             def slow_crawl_running() -> bool:
-                return any("sites run slow" in _command_line(pid) for pid in seen if _alive(pid, seen[pid]))
+                return any("site_crawl slow" in _command_line(pid) for pid in seen if _alive(pid, seen[pid]))
 
             crawling = _wait_for(
                 lambda: slow_crawl_running() and bool(slow.page_requests()), 120, every=note_processes
@@ -205,7 +205,7 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
             assert "crawler-" in fptrack("ping", "--queue", "crawls").stdout
             note_processes()
             roles = " ".join(_command_line(pid) for pid in seen if _alive(pid, seen[pid]))
-            for command in ("serve --production", "worker --no-crawls", "crawler", "beat", "sites run slow"):
+            for command in ("serve --production", "worker --no-crawls", "crawler", "beat", "site_crawl slow"):
                 assert command in roles, roles
 
             down = run_script("down")

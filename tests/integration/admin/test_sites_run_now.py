@@ -1,6 +1,6 @@
 """ "Run now" on the sites page starts a real crawl the way the scheduler does: a process of its own running
-``fptrack sites run NAME`` (recorded as trigger ``site``), while the request has already answered. SQLite,
-in-process tasks, a loopback site."""
+``python -m fptrack.jobs.site_crawl NAME`` (recorded as trigger ``site``), while the request has already
+answered. SQLite, in-process tasks, a loopback site."""
 
 from __future__ import annotations
 
