@@ -21,10 +21,8 @@ import click
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.errors import FptrackError
-from fptrack.core.settings import ConfigurationError, Settings
+from fptrack.core.settings import Settings
 from fptrack.storage.db import (
-    DatabaseUnavailable,
-    SchemaOutOfDate,
     check_schema,
     create_engine_for,
     session_factory,
@@ -77,14 +75,11 @@ def known_errors() -> tuple[type[BaseException], ...]:
 
     Imported when an error is being matched, not when the CLI starts (an ``except`` clause evaluates its
     expression only then)."""
-    from fptrack.compare.works import WorkError
-    from fptrack.crawler import CrawlError
     from fptrack.fingerprint.encoding import UndecodableError
-    from fptrack.jobs.rechecks import RecheckError
-    from fptrack.jobs.sites import SiteError
 
-    return (FptrackError, ConfigurationError, DatabaseUnavailable, SchemaOutOfDate, WorkError, CrawlError,
-            UndecodableError, SiteError, RecheckError)  # fmt: skip
+    # WorkError, CrawlError, SiteError, RecheckError, ConfigurationError and the database's errors derive from
+    # FptrackError; the pure fingerprint package imports nothing of ours, so its error is named on its own
+    return (FptrackError, UndecodableError)
 
 
 def _one_line_errors(command: F, also: tuple[type[Exception], ...]) -> F:

@@ -7,7 +7,6 @@ and presents what they return. A :class:`jobs.sites.SiteError` is the one-line `
 from __future__ import annotations
 
 import sys
-import time
 from datetime import datetime
 from typing import Any
 
@@ -273,22 +272,14 @@ def sites_run(context: CliContext, name: str, scheduled: bool, quiet: bool, join
     shares its work (with --join it only joins). Prints a summary and the pages that copy registered works;
     exits 1 when the crawl failed."""
     from fptrack.crawler import CrawlProgress
-    from fptrack.jobs.crawls import WaitProgress
-    from fptrack.jobs.site_crawl import run_site
+    from fptrack.jobs.site_crawl import report_lines, run_site, waiting_lines
 
     def progress(update: CrawlProgress) -> None:
         if not quiet:
             click.echo(f"[{update.pages_seen} fetched, limit {update.max_pages}] {update.last_status} "
                        f"{update.last_url}", err=True)  # fmt: skip
 
-    last_shown = [-1.0]
-
-    def waiting(update: WaitProgress) -> None:
-        now = time.monotonic()
-        if now - last_shown[0] >= 2.0 or update.compared == update.queued:
-            last_shown[0] = now
-            click.echo(f"workers: {update.compared}/{update.queued} page(s) compared", err=True)
-
+    waiting = waiting_lines(lambda line: click.echo(line, err=True))
     result = run_site(
         context.settings, context.sessions(), name, trigger="schedule" if scheduled else "site",
         progress=progress, waiting=waiting, join=join,
@@ -300,22 +291,8 @@ def sites_run(context: CliContext, name: str, scheduled: bool, quiet: bool, join
         raise CliError(result.skipped)
     outcome = result.outcome
     assert outcome is not None  # a crawl that was not skipped has an outcome
-    stats = outcome.stats
-    if stats is not None:
-        part = (
-            "" if outcome.whole_job else " (this process's part; the last process to finish records the job)"
-        )
-        click.echo(
-            f"crawl #{outcome.job_id} of {result.site_name}{part}: {stats.pages_seen} page(s) in "
-            f"{outcome.elapsed_seconds:.1f}s, {outcome.pages_unchanged} unchanged, {len(stats.failures)} "
-            "failed"
-        )
-        for url, reason in stats.failures[:10]:
-            click.echo(f"  failed: {url}: {reason}")
-        for note in stats.notes:
-            click.echo(f"  note: {note}")
-    for url, count in outcome.copies:
-        click.echo(f"  copy: {url} ({count} chapter match{'es' if count != 1 else ''})")
+    for line in report_lines(result.site_name, outcome):
+        click.echo(line)
     if not outcome.ok:
         echo_error(outcome.error or f"crawl #{outcome.job_id} {outcome.status}")
         sys.exit(130 if outcome.status == "interrupted" else 1)

@@ -93,13 +93,15 @@ from urllib.parse import urlsplit
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from fptrack.core.errors import FptrackError
+
 __all__ = ["LOOPBACK_HOSTS", "ConfigurationError", "Settings", "classify_allow_entry", "is_loopback_host"]
 
 _SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
-class ConfigurationError(ValueError):
+class ConfigurationError(FptrackError, ValueError):
     """A setting is missing or malformed; the message names the variable and says what is expected."""
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.errors import FptrackError
-from fptrack.core.settings import ConfigurationError, Settings
+from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlError, CrawlOptions, CrawlProgress
 from fptrack.jobs.crawls import CrawlOutcome, WaitProgress, run_crawl_job
 from fptrack.jobs.site_runs import claim, kept_alive, release
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.resume import CrawlState
 
-__all__ = ["SiteRun", "main", "run_site"]
+__all__ = ["SiteRun", "main", "report_lines", "run_site", "waiting_lines"]
 
 EXIT_FAILURE = 1
 EXIT_INTERRUPTED = 130
@@ -249,12 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _known_errors() -> tuple[type[BaseException], ...]:
     """The errors a person can act on: one line, no traceback (the command line's list, and every
     :class:`FptrackError`)."""
-    from fptrack.compare.works import WorkError
     from fptrack.fingerprint.encoding import UndecodableError
-    from fptrack.storage.db import DatabaseUnavailable, SchemaOutOfDate
 
-    return (FptrackError, ConfigurationError, DatabaseUnavailable, SchemaOutOfDate, WorkError, CrawlError,
-            UndecodableError, SiteError)  # fmt: skip
+    # WorkError, CrawlError, SiteError, ConfigurationError and the database's errors derive from FptrackError
+    return (FptrackError, UndecodableError)
 
 
 def _crawl_and_report(name: str, *, scheduled: bool) -> int:
@@ -266,14 +264,15 @@ def _crawl_and_report(name: str, *, scheduled: bool) -> int:
     engine = create_engine_for(settings)
     check_schema(engine, settings)
     result = run_site(settings, session_factory(engine), name, trigger="schedule" if scheduled else "site",
-                      waiting=_waiting_lines())  # fmt: skip
+                      waiting=waiting_lines(lambda line: _say(line, error=True)))  # fmt: skip
     if result.skipped:
         if scheduled:  # the scheduler's tick found it running, or no longer scheduled: nothing went wrong
             _say(result.skipped)
             return 0
         return _fail(result.skipped)
     assert result.outcome is not None  # a run that was not skipped has an outcome
-    _report(result.site_name, result.outcome)
+    for line in report_lines(result.site_name, result.outcome):
+        _say(line)
     if result.outcome.ok:
         return 0
     outcome = result.outcome
@@ -281,37 +280,40 @@ def _crawl_and_report(name: str, *, scheduled: bool) -> int:
     return EXIT_INTERRUPTED if outcome.status == "interrupted" else EXIT_FAILURE
 
 
-def _waiting_lines() -> Callable[[WaitProgress], None]:
-    """Pages compared by the workers, on stderr: every :data:`WAITING_EVERY_SECONDS` and when all are."""
+def waiting_lines(emit: Callable[[str], None]) -> Callable[[WaitProgress], None]:
+    """A ``waiting`` callback for :func:`run_site` that emits how many pages the workers compared: every
+    :data:`WAITING_EVERY_SECONDS` and when all are (this entry and ``fptrack sites run`` share it)."""
     last_shown = [-1.0]
 
     def waiting(update: WaitProgress) -> None:
         now = time.monotonic()
         if now - last_shown[0] >= WAITING_EVERY_SECONDS or update.compared == update.queued:
             last_shown[0] = now
-            _say(f"workers: {update.compared}/{update.queued} page(s) compared", error=True)
+            emit(f"workers: {update.compared}/{update.queued} page(s) compared")
 
     return waiting
 
 
-def _report(site_name: str, outcome: CrawlOutcome) -> None:
-    """The crawl's summary, its first failures, its notes and the pages that copy registered works."""
+def report_lines(site_name: str, outcome: CrawlOutcome) -> list[str]:
+    """The crawl's summary, its first failures, its notes and the pages that copy registered works, as this
+    entry and ``fptrack sites run`` print them."""
+    lines = []
     stats = outcome.stats
     if stats is not None:
         part = (
             "" if outcome.whole_job else " (this process's part; the last process to finish records the job)"
         )
-        _say(
+        lines.append(
             f"crawl #{outcome.job_id} of {site_name}{part}: {stats.pages_seen} page(s) in "
             f"{outcome.elapsed_seconds:.1f}s, {outcome.pages_unchanged} unchanged, {len(stats.failures)} "
             "failed"
         )
-        for url, reason in stats.failures[:10]:
-            _say(f"  failed: {url}: {reason}")
-        for note in stats.notes:
-            _say(f"  note: {note}")
-    for url, count in outcome.copies:
-        _say(f"  copy: {url} ({count} chapter match{'es' if count != 1 else ''})")
+        lines.extend(f"  failed: {url}: {reason}" for url, reason in stats.failures[:10])
+        lines.extend(f"  note: {note}" for note in stats.notes)
+    lines.extend(
+        f"  copy: {url} ({count} chapter match{'es' if count != 1 else ''})" for url, count in outcome.copies
+    )
+    return lines
 
 
 def _say(line: str, *, error: bool = False) -> None:
