@@ -166,9 +166,15 @@ class Settings:
     user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
     schedule_every: float = 30.0
     crawl_stale_seconds: float = 120.0
-    recheck_every: float = 86400.0
+    recheck_every: float = 60.0
     recheck_after: float = 72000.0
     recheck_limit: int = 2000
+    recheck_young_every: float = 3600.0
+    recheck_young_for: float = 86400.0
+    recheck_confirm_after: float = 120.0
+    site_rate: float = 1.0
+    retry_after_max: float = 3600.0
+    schedule_backoff_max: float = 4.0
     crawl_redis_url: str | None = None
     admin_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     admin_secure_cookies: bool | None = None
@@ -218,6 +224,11 @@ class Settings:
             ("FPTRACK_RECHECK_EVERY", self.recheck_every, 1, "a number of seconds >= 1"),
             ("FPTRACK_RECHECK_AFTER", self.recheck_after, 0, "a number of seconds >= 0"),
             ("FPTRACK_RECHECK_LIMIT", self.recheck_limit, 1, "an integer >= 1"),
+            ("FPTRACK_RECHECK_YOUNG_EVERY", self.recheck_young_every, 1, "a number of seconds >= 1"),
+            ("FPTRACK_RECHECK_YOUNG_FOR", self.recheck_young_for, 0, "a number of seconds >= 0"),
+            ("FPTRACK_RECHECK_CONFIRM_AFTER", self.recheck_confirm_after, 0, "a number of seconds >= 0"),
+            ("FPTRACK_RETRY_AFTER_MAX", self.retry_after_max, 1, "a number of seconds >= 1"),
+            ("FPTRACK_SCHEDULE_BACKOFF_MAX", self.schedule_backoff_max, 1, "a factor >= 1"),
             ("FPTRACK_RENDER_IDLE_WAIT", self.render_idle_wait, 0, "a number of seconds >= 0"),
             ("FPTRACK_RENDER_PAGES", self.render_pages, 1, "an integer >= 1"),
             ("FPTRACK_RENDER_MIN_CHARS", self.render_min_chars, 1, "an integer >= 1"),
@@ -228,6 +239,10 @@ class Settings:
         if not self.crawl_timeout > 0:
             raise ConfigurationError(
                 f"FPTRACK_CRAWL_TIMEOUT={self.crawl_timeout:g} is out of range: expected seconds > 0"
+            )
+        if not self.site_rate > 0:
+            raise ConfigurationError(
+                f"FPTRACK_SITE_RATE={self.site_rate:g} is out of range: expected requests per second > 0"
             )
         if not self.render_timeout > 0:
             raise ConfigurationError(
@@ -311,9 +326,15 @@ class Settings:
             user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
             schedule_every=_float(env, "FPTRACK_SCHEDULE_EVERY", 30.0),
             crawl_stale_seconds=_float(env, "FPTRACK_CRAWL_STALE_SECONDS", 120.0),
-            recheck_every=_float(env, "FPTRACK_RECHECK_EVERY", 86400.0),
+            recheck_every=_float(env, "FPTRACK_RECHECK_EVERY", 60.0),
             recheck_after=_float(env, "FPTRACK_RECHECK_AFTER", 72000.0),
             recheck_limit=_int(env, "FPTRACK_RECHECK_LIMIT", 2000),
+            recheck_young_every=_float(env, "FPTRACK_RECHECK_YOUNG_EVERY", 3600.0),
+            recheck_young_for=_float(env, "FPTRACK_RECHECK_YOUNG_FOR", 86400.0),
+            recheck_confirm_after=_float(env, "FPTRACK_RECHECK_CONFIRM_AFTER", 120.0),
+            site_rate=_float(env, "FPTRACK_SITE_RATE", 1.0),
+            retry_after_max=_float(env, "FPTRACK_RETRY_AFTER_MAX", 3600.0),
+            schedule_backoff_max=_float(env, "FPTRACK_SCHEDULE_BACKOFF_MAX", 4.0),
             crawl_redis_url=(env.get("FPTRACK_CRAWL_REDIS_URL") or "").strip() or None,
             admin_hosts=_list(env, "FPTRACK_ADMIN_HOSTS") or LOOPBACK_HOSTS,
             admin_secure_cookies=_optional_bool(env, "FPTRACK_ADMIN_SECURE_COOKIES"),

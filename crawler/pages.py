@@ -52,6 +52,7 @@ class CrawledPage:
     # meaningful)
     not_modified: bool = False
     next_part_url: str = ""  # the next part of a chapter split over pages ("下一页"), see crawler.multipage
+    listing: bool = False  # it lists other pages (an entry, a table of contents): re-crawls fetch it again
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,7 @@ class PageStore:
                     "error": page.error,
                     "note": page.note,
                     "next_part_url": page.next_part_url[:2048],
+                    "listing": page.listing,
                     "crawl_job_id": self.job_id,
                     "site_id": sites.get(keys[url]),
                     # nothing to compare: done as soon as stored (the sweep never waits for it)
@@ -185,6 +186,7 @@ class PageStore:
                 "error": new.error,
                 "note": new.note,
                 "next_part_url": new.next_part_url,
+                "listing": new.listing,
                 "crawl_job_id": new.crawl_job_id,
                 "site_id": new.site_id,
                 "compared_at": case(

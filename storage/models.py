@@ -45,6 +45,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout
 
 __all__ = [
+    "CHECK_SOURCES",
     "CODE_OWNER_CHAPTER",
     "CODE_OWNER_PAGE",
     "CRAWL_JOB_STATUSES",
@@ -60,6 +61,7 @@ __all__ = [
     "CrawlJob",
     "CrawlJobStatus",
     "Fingerprint",
+    "HostPacing",
     "LicensedSite",
     "LoginFailure",
     "Match",
@@ -68,6 +70,7 @@ __all__ = [
     "MatchStatus",
     "MonitorLock",
     "Page",
+    "PageVersion",
     "ReviewDecision",
     "SimhashHotBucket",
     "SimhashHotRow",
@@ -116,6 +119,8 @@ RENDER_JS_MODES = ("auto", "yes", "no")
 # longer copies the chapter, the page is gone (404/410, no such host), or the check could not tell (refused,
 # timeout, 5xx)
 TAKEDOWN_OUTCOMES = ("present", "gone", "removed", "error")
+# what fetched the page of a takedown check: a crawl of its site, or the re-check of the copy
+CHECK_SOURCES = ("crawl", "recheck")
 REVIEW_DECISIONS = tuple(s.value for s in MatchStatus)
 
 # code_index.owner: which side of the comparison a code belongs to
@@ -229,6 +234,12 @@ class Site(Base):
     # (crawler/distributed.py)
     distributed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
     next_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # requests per second at most to the site, from everything that fetches from it (crawls, re-checks,
+    # rendering); NULL: FPTRACK_SITE_RATE (storage/pacing.py)
+    rate: Mapped[float | None] = mapped_column(Float)
+    # scheduled crawls in a row that found nothing new or changed: a quiet site is visited less often, up to
+    # FPTRACK_SCHEDULE_BACKOFF_MAX times its schedule (jobs/sites.py)
+    quiet_crawls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class CrawlJob(Base):
@@ -301,8 +312,54 @@ class Page(Base):
     # a chapter split over pages: the URL of this page's next part ("下一页"), '' when none
     # (compare.multipage)
     next_part_url: Mapped[str] = mapped_column(String(2048), default="", server_default="")
+    # a page that lists other pages (an entry page, a table of contents, a feed) rather than holding a text of
+    # its own: re-crawls fetch it again to find new links, while known pages that are not listings are fetched
+    # again only by the re-check cadence (crawler/spiders.py)
+    listing: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
 
     site: Mapped[Site | None] = relationship()
+
+
+class PageVersion(Base):
+    """An earlier content of a page that a match rests on, kept when a later fetch brought other content (a
+    removal notice, a 404, an edited text): the evidence of the copy is never overwritten. A match whose
+    ``evidence_version_id`` names a version reads its spans against the version's text; NULL means the page's
+    current text (storage/match_life.py)."""
+
+    __tablename__ = "page_versions"
+    __table_args__ = (UniqueConstraint("page_id", "content_sha256"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    page_id: Mapped[int] = mapped_column(ForeignKey("pages.id", ondelete="CASCADE"), index=True)
+    status: Mapped[int] = mapped_column(SmallInteger)
+    final_url: Mapped[str] = mapped_column(String(2048), default="")
+    title: Mapped[str] = mapped_column(Text, default="")
+    text: Mapped[str] = mapped_column(Text, default="")
+    content_sha256: Mapped[str] = mapped_column(String(64), default="")
+    snapshot_sha256: Mapped[str] = mapped_column(String(64), default="")
+    encoding: Mapped[str] = mapped_column(String(40), default="")
+    fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # when the next fetch replaced it on the page
+    replaced_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class HostPacing(Base):
+    """The shared pace of requests to one site (``host`` is the site key of :func:`storage.sites.site_of`):
+    every process that fetches from it (crawls, re-checks, rendering) takes its turn here, so together they
+    keep the site's rate, and a ``Retry-After`` it sent holds them all back (storage/pacing.py). Times are
+    Unix seconds (floats): one arithmetic for PostgreSQL and SQLite."""
+
+    __tablename__ = "host_pacing"
+
+    host: Mapped[str] = mapped_column(String(255), primary_key=True)
+    # the earliest start of the next request
+    next_at: Mapped[float] = mapped_column(Float, default=0.0)
+    # seconds between two requests now: 1 / rate, raised while the site asks to slow down
+    interval: Mapped[float] = mapped_column(Float, default=1.0)
+    # nothing is sent before this (a 429 or 503 with Retry-After); 0 when not blocked
+    blocked_until: Mapped[float] = mapped_column(Float, default=0.0)
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    updated_at: Mapped[float] = mapped_column(Float, default=0.0)
 
 
 def simhash_index_names(layout: IndexLayout) -> list[str]:
@@ -528,6 +585,7 @@ class Match(Base):
         # (analytics/takedowns.py)
         Index("ix_matches_status_rechecked_at", "status", "rechecked_at"),
         Index("ix_matches_recheck_state_taken_down_at", "recheck_state", "taken_down_at"),
+        Index("ix_matches_status_recheck_due_at", "status", "recheck_due_at"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -549,6 +607,14 @@ class Match(Base):
     rechecked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     recheck_state: Mapped[str | None] = mapped_column(String(10))
     taken_down_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # the copy's life (storage/match_life.py): when its page is due for a re-check (NULL: now), the
+    # first fetch of a removal not yet confirmed by a second one (NULL: none pending), and the page version
+    # the spans point into when the page's current text no longer holds the copy (NULL: the page's text).
+    # A plain column, not a foreign key: SQLite cannot add one to an existing table, and versions go only
+    # with their page, whose matches go with it.
+    recheck_due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    down_seen_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    evidence_version_id: Mapped[int | None] = mapped_column(BigInteger)
 
     page: Mapped[Page] = relationship()
     work: Mapped[Work] = relationship()
@@ -573,6 +639,8 @@ class TakedownCheck(Base):
     outcome: Mapped[str] = mapped_column(String(10))
     http_status: Mapped[int | None] = mapped_column(SmallInteger)
     detail: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # what fetched the page: a crawl of its site or a re-check (CHECK_SOURCES)
+    source: Mapped[str] = mapped_column(String(10), default="recheck", server_default="recheck")
 
 
 class MatchRollup(Base):

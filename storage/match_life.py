@@ -1,0 +1,221 @@
+"""A copy's life: what every fetch of a page tells about its matches, recorded without ever erasing one.
+
+A match is found once and then followed. Every fetch of its page, by a crawl of the site or by the takedown
+re-check, is an *observation* of each of the page's matches, one of :data:`storage.models.TAKEDOWN_OUTCOMES`:
+
+- ``present``: the page still copies the chapter (its text may have changed: an edited copy is still a copy);
+- ``gone``: the page answers 404, 410 or 451, or its host no longer exists;
+- ``removed``: the page answers with a text, through the same fetch and rendering path the crawl uses, that no
+  longer carries the chapter;
+- ``error``: the fetch could not tell (5xx, a timeout, a challenge page, a refusal). Never a removal.
+
+A removal is recorded only once confirmed: the first ``gone`` or ``removed`` sets ``down_seen_at`` and makes
+the page due again ``FPTRACK_RECHECK_CONFIRM_AFTER`` seconds later; a second one at least that much later
+confirms it, and ``taken_down_at`` becomes the time of the first (when the copy was first seen down). A
+``present`` in between clears the pending removal. A copy found ``present`` after its takedown came back: it
+keeps its match, its id and its first-seen, and ``taken_down_at`` is cleared (the checks keep the history).
+
+Every observation is a ``takedown_checks`` row (with ``source``: crawl or recheck). The match carries the
+latest (``rechecked_at``, ``recheck_state``) and the next time its page is due for a re-check
+(``recheck_due_at``): every ``FPTRACK_RECHECK_YOUNG_EVERY`` seconds while the copy is younger than
+``FPTRACK_RECHECK_YOUNG_FOR`` (hourly in its first day by default), every ``FPTRACK_RECHECK_AFTER`` after.
+
+The text a match rests on is never overwritten either: before a fetch replaces the content of a page that has
+matches resting on its current text, that content is kept as a :class:`storage.models.PageVersion` and the
+matches point at it (``evidence_version_id``); a comparison that finds the copy again in the new text points
+them back at the page (:func:`rest_on_page`). :func:`evidence_of` reads the text a match's spans point into.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import exists, select, update
+from sqlalchemy.orm import Session
+
+from fptrack.core.settings import Settings
+from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.models import Match, Page, PageVersion, TakedownCheck, as_utc, utcnow
+
+__all__ = [
+    "DOWN_OUTCOMES",
+    "Evidence",
+    "Observation",
+    "ObserveSummary",
+    "evidence_of",
+    "keep_versions",
+    "next_due",
+    "observe",
+    "rest_on_page",
+]
+
+DOWN_OUTCOMES = frozenset({"gone", "removed"})
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one fetch of a page found for one of its matches."""
+
+    match_id: int
+    outcome: str  # one of TAKEDOWN_OUTCOMES
+    http_status: int | None = None
+    detail: str = ""
+    source: str = "recheck"  # CHECK_SOURCES
+
+
+@dataclass
+class ObserveSummary:
+    """What :func:`observe` changed: removals confirmed now, removals seen once (awaiting confirmation), and
+    copies that came back after a takedown."""
+
+    confirmed: int = 0
+    pending: int = 0
+    back: int = 0
+
+
+def next_due(settings: Settings, first_seen: datetime, now: datetime) -> datetime:
+    """When a copy first seen at ``first_seen`` is due for its next re-check after one at ``now``: often while
+    it is young, then less often."""
+    young = as_utc(now) - as_utc(first_seen) < timedelta(seconds=settings.recheck_young_for)
+    every = settings.recheck_young_every if young else settings.recheck_after
+    return now + timedelta(seconds=every)
+
+
+def observe(
+    session: Session,
+    observations: Sequence[Observation],
+    settings: Settings,
+    *,
+    now: datetime | None = None,
+) -> ObserveSummary:
+    """Record ``observations`` (see the module docstring); the caller commits."""
+    now = now or utcnow()
+    summary = ObserveSummary()
+    ids = sorted({o.match_id for o in observations})
+    matches: dict[int, Match] = {}
+    for chunk in id_chunks(ids):
+        for row in session.scalars(select(Match).where(Match.id.in_(chunk)).with_for_update()):
+            matches[row.id] = row
+    confirm_after = timedelta(seconds=settings.recheck_confirm_after)
+    for observation in observations:
+        match = matches.get(observation.match_id)
+        if match is None:
+            continue  # deleted with its work meanwhile: nothing left to follow
+        session.add(
+            TakedownCheck(
+                match_id=match.id,
+                checked_at=now,
+                outcome=observation.outcome,
+                http_status=observation.http_status,
+                detail=observation.detail[:2000],
+                source=observation.source,
+            )
+        )
+        match.rechecked_at = now
+        match.recheck_state = observation.outcome
+        due = next_due(settings, match.first_seen, now)
+        if observation.outcome == "present":
+            if match.taken_down_at is not None:
+                summary.back += 1
+            match.taken_down_at = None
+            match.down_seen_at = None
+            match.last_seen = now
+        elif observation.outcome in DOWN_OUTCOMES:
+            if match.taken_down_at is None:
+                if match.down_seen_at is None:
+                    match.down_seen_at = now
+                    summary.pending += 1
+                    due = now + confirm_after
+                elif now - as_utc(match.down_seen_at) >= confirm_after:
+                    match.taken_down_at = match.down_seen_at
+                    match.down_seen_at = None
+                    summary.confirmed += 1
+                else:
+                    # seen down again too soon to confirm: wait for the confirming fetch
+                    due = as_utc(match.down_seen_at) + confirm_after
+        else:  # error: the fetch could not tell; a pending removal still waits for its confirmation
+            if match.down_seen_at is not None:
+                due = now + confirm_after
+        match.recheck_due_at = due
+    session.flush()
+    return summary
+
+
+def keep_versions(session: Session, page_ids: Iterable[int], *, now: datetime | None = None) -> int:
+    """Before the content of ``page_ids`` is replaced: keep, as a version, the current content of each page
+    that has a match resting on it (``evidence_version_id`` NULL), and point those matches at the version.
+    Returns how many matches were pointed. A page whose content is already kept as a version (same hash)
+    reuses it."""
+    now = now or utcnow()
+    pointed = 0
+    for chunk in id_chunks(sorted(set(page_ids))):
+        resting = exists().where(Match.page_id == Page.id, Match.evidence_version_id.is_(None))
+        pages = session.execute(
+            select(
+                Page.id, Page.status, Page.final_url, Page.title, Page.text, Page.content_sha256,
+                Page.snapshot_sha256, Page.encoding, Page.fetched_at,
+            ).where(Page.id.in_(chunk), resting)
+        ).all()  # fmt: skip
+        for page in pages:
+            version_id = session.scalar(
+                select(PageVersion.id).where(
+                    PageVersion.page_id == page.id, PageVersion.content_sha256 == page.content_sha256
+                )
+            )
+            if version_id is None:
+                version = PageVersion(
+                    page_id=page.id, status=page.status, final_url=page.final_url, title=page.title,
+                    text=page.text, content_sha256=page.content_sha256,
+                    snapshot_sha256=page.snapshot_sha256, encoding=page.encoding,
+                    fetched_at=page.fetched_at, replaced_at=now,
+                )  # fmt: skip
+                session.add(version)
+                session.flush()
+                version_id = version.id
+            result = session.execute(
+                update(Match)
+                .where(Match.page_id == page.id, Match.evidence_version_id.is_(None))
+                .values(evidence_version_id=version_id)
+            )
+            pointed += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return pointed
+
+
+def rest_on_page(session: Session, match_ids: Iterable[int]) -> None:
+    """The copy was found again in its page's current text (with fresh spans): the matches rest on the page,
+    no longer on a kept version (the version stays, as the record of the earlier copy)."""
+    for chunk in id_chunks(sorted(set(match_ids))):
+        session.execute(update(Match).where(Match.id.in_(chunk)).values(evidence_version_id=None))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The text a match's spans point into, and where it came from."""
+
+    text: str
+    title: str
+    final_url: str
+    status: int
+    content_sha256: str
+    snapshot_sha256: str
+    fetched_at: datetime
+    version_id: int | None  # None: the page's current content
+
+
+def evidence_of(session: Session, match: Match) -> Evidence:
+    """The content ``match`` rests on: its kept version when it names one, else its page's current
+    content."""
+    if match.evidence_version_id is not None:
+        version = session.get(PageVersion, match.evidence_version_id)
+        if version is not None:
+            return Evidence(
+                version.text, version.title, version.final_url, version.status, version.content_sha256,
+                version.snapshot_sha256, as_utc(version.fetched_at), version.id,
+            )  # fmt: skip
+    page = match.page
+    return Evidence(
+        page.text, page.title, page.final_url, page.status, page.content_sha256, page.snapshot_sha256,
+        as_utc(page.fetched_at), None,
+    )  # fmt: skip
