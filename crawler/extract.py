@@ -16,15 +16,18 @@ Pure function, lxml only. The method is a line-level take on text-density / link
    ``copyright`` without a positive hint such as ``content`` or ``chapter``).
 3. Weigh each line: prose (sentence punctuation, or at least 15 characters) weighs its non-link character
    count; short unpunctuated labels weigh 0.3 per character and count as neither prose nor chrome;
-   chrome lines (link density > 0.5, inside a chrome element, a site address, a copyright or
-   site-promotion phrase) weigh their length as chrome.
+   chrome lines (link density > 0.5, inside a chrome element, a site address, a site notice such as a
+   copyright, or a short line made mostly of promotion phrases, see :func:`_is_promotion`) weigh their length
+   as chrome. One promotion word inside a story sentence ("小区的广告大屏") does not make it chrome.
 4. Sum, over every block's subtree, the prose weight P and the chrome weight C, and take the block with
    the largest P * P / (P + C): prose mass times prose purity (the text-density idea at block level).
    Growing past the body text adds chrome and lowers purity; a promotion line inside the body text costs
    little against its paragraphs. Then walk down while one child holds all of the block's prose, or at
    least 70 % of it with no look-alike sibling (same tag and class) holding the rest: a wrapper that adds
    only a heading, a "next chapter" bar, a sidebar blurb or a comment thread is not kept, while a chapter
-   cut into several ``div.part`` siblings stays whole.
+   cut into several ``div.part`` siblings stays whole. The walk also stops at a chain of paragraphs each
+   opening a ``<div>`` that is never closed (every paragraph nested in the one before, see
+   :func:`_is_paragraph_chain`): walking down it would drop one paragraph per level.
 5. The text is the block's lines in document order, minus chrome lines, minus a first line that repeats the
    chapter heading; paragraphs joined by ``"\\n"``. Inside kept lines, site addresses spliced into a sentence
    (``ｗww．ｕｕkａnｓhu．coｍ``) and reader notices (``章节错误,点此举报``, ``本章未完，点击下一页继续阅读``)
@@ -117,12 +120,48 @@ _SENTENCE_PUNCTUATION = re.compile(r"[，。！？；：、…,.!?;:\u201c\u201d
 _SITE_ADDRESS = re.compile(
     r"https?://|www\.|[a-z0-9-]+\.(?:com|net|org|cc|la|info|co|me|tw|cn|xyz|top|vip|io)\b", re.IGNORECASE
 )
-_BOILERPLATE_PHRASE = re.compile(
-    r"copyright|©|all rights reserved|版权所有|备案|icp|本站|首发域名|记住本站|最新章节|手机阅读|手机版|"
-    r"加入书签|推荐本书|投推荐票|上一章|下一章|上一页|下一页|章节目录|返回目录|返回书页|章节报错|"
-    r"免费阅读|最快更新|无弹窗|请收藏|广告",
+# Simplified characters of the phrases below whose Traditional form differs (pirate copies are served in
+# both scripts): each phrase is matched in either, character by character.
+_TRADITIONAL = dict(
+    zip(
+        "记联系长网传转权备证节机阅读书签荐页录报费无弹请广访浏览体验户说载点击继续车进键场发资内",
+        "記聯繫長網傳轉權備證節機閱讀書籤薦頁錄報費無彈請廣訪瀏覽體驗戶說載點擊繼續車進鍵場發資內",
+        strict=True,
+    )
+)
+
+
+def _either_script(pattern: str) -> str:
+    """``pattern`` with each simplified character of :data:`_TRADITIONAL` also matching its traditional
+    form (the patterns it is used on have no character classes of their own)."""
+    return "".join(f"[{ch}{_TRADITIONAL[ch]}]" if ch in _TRADITIONAL else ch for ch in pattern)
+
+
+# What a site says about itself in a footer or a "bookmark us" line, never a story: one of these makes a short
+# line chrome.
+_SITE_NOTICE = re.compile(
+    _either_script(
+        r"copyright|©|all rights reserved|版权所有|icp\s*(?:备|证)|首发域名|记住本站|收藏本站|联系站长|"
+        r"网友上传|转载至本站|本站(?:内容|所有|立场)"
+    ),
     re.IGNORECASE,
 )
+# Promotion and navigation lines are made of these phrases, but a story sentence may use any of them ("小区的
+# 广告大屏", "翻到下一页", "派出所备案"), so one alone does not make a line chrome (see _is_promotion).
+# "本站" after 原/根/基/日/资 is part of another word ("他原本站在门口").
+_PROMO_WORDS = (
+    r"备案|icp|(?<!原|根|基|日|资)本站|最新章节|手机阅读|手机版|加入书签|推荐本书|投推荐票|上一章|下一章|上一页|"
+    r"下一页|章节目录|返回目录|返回书页|章节报错|免费阅读|最快更新|无弹窗|请收藏|广告"
+)
+# Filler of the same lines ("天才一秒记住", "请访问", "手机用户请浏览", "按回车键返回书目"): it counts towards
+# how much of a line the promotion covers, never as a promotion phrase by itself.
+_PROMO_FILLER = (
+    r"天才一秒|一秒记住|请记住|地址|网址|域名|网站|访问|浏览|阅读|体验|手机|用户|小说|全文|全本|更新|下载|"
+    r"客户端|百度|搜索|书友|书架|书签|书目|收藏|推荐|免费|最新|最快|章节|本书|点击|继续|方便|弹窗|首页|目录|"
+    r"小提示|提示|回车|enter|返回|进入|键|按|请"
+)
+_PROMO = re.compile(_either_script(rf"(?P<word>{_PROMO_WORDS})|(?P<filler>{_PROMO_FILLER})"), re.IGNORECASE)
+_PROMO_REST_MIN = 6  # a line with at least this many letters besides a promotion phrase is read as a sentence
 
 
 def _either_width(word: str, spaced: bool = False) -> str:
@@ -177,6 +216,7 @@ class _Block:
     children: list[int] = field(default_factory=list)
     prose: float = 0.0  # summed weight of the prose lines in the subtree
     chrome: float = 0.0  # summed length of the chrome lines in the subtree
+    own_prose: float = 0.0  # weight of the prose lines directly in this block, not inside a child block
 
     @property
     def score(self) -> float:
@@ -617,13 +657,13 @@ def _weigh(line: _Line) -> None:
         line.link_chars = min(line.link_chars, line.chars)
         line.chrome_chars = min(line.chrome_chars, line.chars)
         if not _SENTENCE_PUNCTUATION.sub("", line.text).strip() or (
-            len(raw) <= _BOILERPLATE_LINE_MAX and _BOILERPLATE_PHRASE.search(line.text) is not None
+            len(raw) <= _BOILERPLATE_LINE_MAX and _is_promotion(line.text)
         ):  # nothing but the address or notice and its punctuation, or a promotion line around the address
             line.text, line.is_chrome, line.weight = raw, True, -float(max(line.chars, 1) + removed)
             return
     non_link = line.chars - line.link_chars
     boilerplate = len(line.text) <= _BOILERPLATE_LINE_MAX and (
-        _SITE_ADDRESS.search(line.text) is not None or _BOILERPLATE_PHRASE.search(line.text) is not None
+        _SITE_ADDRESS.search(line.text) is not None or _is_promotion(line.text)
     )
     # A long sentence-bearing paragraph is never a menu, even inside an element classed as one: broken pages
     # leave a navigation <div> unclosed and the chapter ends up inside it.
@@ -635,6 +675,29 @@ def _weigh(line: _Line) -> None:
         return
     line.is_prose = non_link >= _PROSE_MIN_CHARS or _SENTENCE_PUNCTUATION.search(line.text) is not None
     line.weight = float(non_link) if line.is_prose else 0.3 * non_link
+
+
+def _is_promotion(text: str) -> bool:
+    """Whether ``text`` (a line not longer than :data:`_BOILERPLATE_LINE_MAX`) is a site notice or a
+    promotion / navigation line rather than a sentence of the story.
+
+    A site notice (copyright, ICP number, "remember this site") is enough. Otherwise the line needs a
+    promotion phrase and must be dominated by promotion: what is left of its letters (digits and punctuation
+    do not count) after taking out the promotion phrases and their filler is shorter than
+    :data:`_PROMO_REST_MIN`, or, with two phrases or more, not longer than what they cover. A sentence that
+    merely uses one such word ("他抬头看见小区的广告大屏上正放着新闻，心里一沉。") keeps enough letters of its
+    own to stay; a short line such as "“广告？”" does not, a loss accepted to keep "【广告】" and "最新章节！"
+    out."""
+    if _SITE_NOTICE.search(text):
+        return True
+    hits = covered = 0
+    for match in _PROMO.finditer(text):
+        hits += match.lastgroup == "word"
+        covered += sum(1 for ch in match.group() if ch.isalpha())
+    if not hits:
+        return False
+    rest = sum(1 for ch in text if ch.isalpha()) - covered
+    return rest < _PROMO_REST_MIN or (hits >= 2 and covered >= rest)
 
 
 def _cut_spliced(text: str) -> str:
@@ -671,6 +734,7 @@ def _main_text(blocks: list[_Block], lines: list[_Line], headings: set[str]) -> 
         _weigh(line)
         prose = line.weight if line.is_prose else 0.0
         chrome = -line.weight if line.is_chrome else 0.0
+        blocks[line.block].own_prose += prose
         index = line.block
         while index >= 0:
             block = blocks[index]
@@ -699,7 +763,8 @@ def _first_line(lines: list[_Line], inside: set[int]) -> int:
 def _narrow(blocks: list[_Block], best: int) -> int:
     """Walk down from ``best`` while one child holds all of its prose, or most of it
     (:data:`_DOMINANT_SHARE`) with no look-alike sibling holding the rest (a sidebar blurb or a comment
-    thread beside the chapter is dropped; a chapter cut into ``div.part`` siblings is kept whole)."""
+    thread beside the chapter is dropped; a chapter cut into ``div.part`` siblings is kept whole), unless
+    the block is a level of a paragraph chain (:func:`_is_paragraph_chain`)."""
     while True:
         block = blocks[best]
         holders = [c for c in block.children if blocks[c].prose > 0]
@@ -712,10 +777,29 @@ def _narrow(blocks: list[_Block], best: int) -> int:
             continue
         signature = blocks[largest].signature
         look_alike = any(blocks[c].signature == signature for c in holders if c != largest)
-        if share >= _DOMINANT_SHARE and not look_alike:
+        if share >= _DOMINANT_SHARE and not look_alike and not _is_paragraph_chain(blocks, best, largest):
             best = largest
             continue
         return best
+
+
+def _is_paragraph_chain(blocks: list[_Block], parent: int, child: int) -> bool:
+    """Whether ``parent`` and ``child`` are two levels of a chapter whose paragraphs each open a block that
+    is never closed (``<div>para1<div>para2<div>para3...``): the parser nests every paragraph inside the one
+    before, so each level holds one paragraph of its own and a child holding all the rest. Walking down
+    such a chain peels off one paragraph per level and would keep only the last few; the chain's top is the
+    chapter.
+
+    Both levels must have prose of their own (a real sentence at the parent, some prose at the child) and
+    the child must hold more below it. A wrapper with a stray sentence of its own (a book blurb, an
+    author's line) above a content block that holds its text directly or in ``<p>`` children is not a
+    chain, so the walk still leaves that sentence out."""
+    below = blocks[child]
+    return (
+        blocks[parent].own_prose >= _PROSE_MIN_CHARS
+        and below.own_prose > 0
+        and below.prose - below.own_prose > 1e-9
+    )
 
 
 def _subtree(blocks: list[_Block], top: int) -> set[int]:

@@ -418,3 +418,66 @@ def test_a_single_paragraph_over_the_cap_is_cut_inside() -> None:
         "一二三四",
         ("text cut to 4 of 6 characters (over the 4-character cap)",),
     )
+
+
+# ----------------------------------------------------------------------------- promotion lines vs story prose
+
+_AD_WORD_SENTENCE = "他抬头看见小区的广告大屏上正放着新闻，心里一沉。"
+
+
+def test_a_story_sentence_with_the_word_ad_in_it_is_kept() -> None:
+    lines = [PARAGRAPHS[0], _AD_WORD_SENTENCE, *PARAGRAPHS[1:], "广告大屏又亮了，这回放的是一段寻人启事。"]
+    assert extract_main_text(_pirate(_br(lines))).text.split("\n") == lines
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "她在图书馆里免费阅读了一整个下午，直到闭馆的铃声响起。",
+        "他点开下一章，发现主角还是没有醒过来。",
+        "他翻到下一页，愣住了。",
+        "这家网站号称最快更新，其实常常断更。",
+        "老张去派出所备案的时候，天已经黑了。",
+        "他原本站在门口，听见声音才回头。",
+        "她刷到了那本书的最新章节，一口气看完才睡。",
+        "他把手机版的地图放大，才找到那条小巷。",
+        "“请收藏好这封信，”外婆说，“将来会有用的。”",
+        "他抬頭看見小區的廣告大屏上正放着新聞，心裡一沉。",  # Traditional, as Big5 pages serve it
+    ],
+)
+def test_a_story_sentence_with_one_promotion_word_is_kept(sentence: str) -> None:
+    lines = [PARAGRAPHS[0], sentence, *PARAGRAPHS[1:]]
+    assert extract_main_text(_pirate(_br(lines))).text.split("\n") == lines
+
+
+@pytest.mark.parametrize(
+    "ad",
+    [
+        "本站无弹窗广告，请收藏本站",
+        "【广告】最快更新请访问…",
+        "免费阅读最新章节 请收藏",
+        "最新章节！",
+        "上一章 章节目录 下一章",
+        "广告",
+        "请收藏本站，最快更新无弹窗。",
+        "小提示：按 回车[Enter]键 返回书目，按 ←键 返回上一页， 按 →键 进入下一页。",
+        "Copyright © 2024 笔趣阁 All Rights Reserved.",
+        "本站所有小说为转载作品，所有章节均由网友上传，转载至本站只是为了宣传本书让更多读者欣赏。",
+        "本站無彈窗廣告，請收藏本站",
+        "免費閱讀最新章節 請收藏",
+    ],
+)
+def test_promotion_and_site_notice_lines_in_the_text_are_still_dropped(ad: str) -> None:
+    lines = [*PARAGRAPHS[:2], ad, *PARAGRAPHS[2:]]
+    assert extract_main_text(_pirate(_br(lines))).text.split("\n") == PARAGRAPHS
+
+
+def test_a_sentence_with_a_spliced_address_and_an_ad_word_keeps_the_sentence() -> None:
+    # The address is cut out; what is left is a story sentence, not a promotion line around an address.
+    spliced = _AD_WORD_SENTENCE[:8] + "www.biquge.la" + _AD_WORD_SENTENCE[8:]
+    lines = [PARAGRAPHS[0], spliced, *PARAGRAPHS[1:]]
+    assert extract_main_text(_pirate(_br(lines))).text.split("\n") == [
+        PARAGRAPHS[0],
+        _AD_WORD_SENTENCE,
+        *PARAGRAPHS[1:],
+    ]
