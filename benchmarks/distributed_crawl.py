@@ -235,6 +235,8 @@ def main() -> None:
                 )
                 database_url = databases.create()
                 env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+                # our own loopback site: the polite pace (FPTRACK_SITE_RATE) is not what is measured
+                env["FPTRACK_SITE_RATE"] = "1000"
                 env.update(FPTRACK_DATABASE_URL=database_url, FPTRACK_CRAWL_REDIS_URL=args.redis,
                            FPTRACK_CRAWL_AUTOTHROTTLE="false", FPTRACK_CRAWL_CONCURRENCY_PER_SITE="4",
                            FPTRACK_DATA_DIR=str(ROOT / "fptrack-data"))  # fmt: skip

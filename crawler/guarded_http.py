@@ -9,9 +9,12 @@ command, and what the crawl gets from Scrapy is done here the same way, with the
 - the guard: the host is resolved once (every address, IPv4 and IPv6), :meth:`PrivateAddressPolicy.refusal`
   decides, and the connection goes to the address that was checked (pinned: a DNS answer that changes between
   the check and the connection, DNS rebinding, cannot redirect it). Every redirect hop is checked again;
-- politeness: robots.txt (the ``fptrack`` user agent, else ``*``) when the site obeys it, the site's delay
-  (and a robots ``Crawl-delay``) between two requests to one site, ``FPTRACK_USER_AGENT``, the crawl timeout
-  and the body size cap.
+- politeness: robots.txt (the ``fptrack`` user agent, else ``*``) when the site obeys it; every request
+  takes a turn of the site's shared pace (:class:`storage.pacing.Pacer`, the one crawls take theirs from),
+  at most the site's rate and ``1 / delay`` for the site's delay or a robots ``Crawl-delay``, whichever is
+  stricter; ``FPTRACK_USER_AGENT``, the crawl timeout and the body size cap;
+- a site that asks to slow down (429, or 503 with ``Retry-After``) is held for everyone who fetches from it
+  and the fetch is a :class:`RateLimited` failure (for a re-check: "could not tell", never "gone").
 
 Limits: HTTP proxies from the environment are not used (a re-check connects directly); bodies are not
 decompressed (``Accept-Encoding: identity`` is sent).
@@ -26,14 +29,15 @@ import ssl
 import time
 import urllib.robotparser
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 from fptrack.core.settings import Settings
 from fptrack.crawler.guard import IPAddress, PrivateAddressPolicy
+from fptrack.storage.pacing import BACKOFF_SECONDS, Pacer, retry_after_seconds
 from fptrack.storage.sites import site_of
 
-__all__ = ["FetchFailure", "FetchResult", "GuardedFetcher", "NoSuchHost"]
+__all__ = ["FetchFailure", "FetchResult", "GuardedFetcher", "NoSuchHost", "RateLimited"]
 
 MAX_REDIRECTS = 10
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -49,6 +53,16 @@ class NoSuchHost(FetchFailure):
     gone."""
 
 
+class RateLimited(FetchFailure):
+    """The site answered 429 (or 503 with ``Retry-After``): it was held (nothing more is sent to it before
+    the window ends, by any process sharing the pace) and the page could not be judged this time."""
+
+    def __init__(self, message: str, *, status: int, retry_after: float) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
 @dataclass(frozen=True)
 class FetchResult:
     """The final response of a fetch (after redirects)."""
@@ -62,9 +76,9 @@ class FetchResult:
 
 @dataclass
 class _SitePoliteness:
+    key: str
     robots: urllib.robotparser.RobotFileParser | None
     delay: float
-    last_request: float = field(default=float("-inf"))
 
 
 def _resolve(host: str, port: int) -> list[IPAddress]:
@@ -116,7 +130,9 @@ class GuardedFetcher:
     """Fetch URLs one at a time, guarded and polite (see the module docstring).
 
     ``policy`` says which private hosts may be reached; ``politeness(site_key)`` gives a site's ``(delay,
-    obey_robots)``. ``sleep`` and ``clock`` are injectable so tests need not wait."""
+    obey_robots)``. ``pacer`` is the shared pace per site (``storage.pacing.Pacer(sessions, settings)``, so
+    that re-checks and crawls together keep each site's rate); without one, a pace kept in this fetcher
+    alone. ``sleep`` and ``clock`` are injectable so tests need not wait (they drive that private pace)."""
 
     def __init__(
         self,
@@ -126,12 +142,14 @@ class GuardedFetcher:
         *,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        pacer: Pacer | None = None,
     ) -> None:
         self.settings = settings
         self.policy = policy
         self.politeness = politeness
         self.sleep = sleep
         self.clock = clock
+        self.pacer = pacer if pacer is not None else Pacer(None, settings, clock=clock, sleep=sleep)
         self._sites: dict[str, _SitePoliteness] = {}
 
     def fetch(self, url: str) -> FetchResult:
@@ -155,7 +173,7 @@ class GuardedFetcher:
         site = self._sites.get(key)
         if site is None:
             delay, obey_robots = self.politeness(key)
-            site = _SitePoliteness(robots=None, delay=delay)
+            site = _SitePoliteness(key=key, robots=None, delay=delay)
             self._sites[key] = site
             if obey_robots:
                 site.robots = self._robots(url, site)
@@ -185,10 +203,17 @@ class GuardedFetcher:
             raise FetchFailure(f"forbidden by robots.txt: {url}")
 
     def _wait_turn(self, site: _SitePoliteness) -> None:
-        wait = site.last_request + site.delay - self.clock()
-        if wait > 0:
-            self.sleep(wait)
-        site.last_request = self.clock()
+        self.pacer.wait_turn(site.key, 1.0 / site.delay if site.delay > 0 else None)
+
+    def _check_rate_limit(self, site: _SitePoliteness, status: int, headers: dict[str, str]) -> None:
+        """A 429, or a 503 with ``Retry-After``: hold the site for everyone and fail this fetch."""
+        retry_after = retry_after_seconds(headers.get("retry-after"))
+        if not (status == 429 or (status == 503 and retry_after is not None)):
+            return
+        held = self.pacer.hold(site.key, retry_after if retry_after is not None else BACKOFF_SECONDS)
+        raise RateLimited(
+            f"HTTP {status}: the site asks to slow down (held {held:g} s)", status=status, retry_after=held
+        )
 
     # --------------------------------------------------------------------------------------------- requests
 
@@ -215,7 +240,8 @@ class GuardedFetcher:
 
     def _request(self, url: str, site: _SitePoliteness | None = None) -> tuple[int, dict[str, str], bytes]:
         scheme, host, port, address = self._destination(url)
-        self._wait_turn(site or self._site(url))
+        site = site or self._site(url)
+        self._wait_turn(site)
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         connection_type = _PinnedHTTPS if scheme == "https" else _PinnedHTTP
@@ -244,6 +270,7 @@ class GuardedFetcher:
             raise FetchFailure(f"connection lost: {type(error).__name__}: {error}") from None
         finally:
             connection.close()
+        self._check_rate_limit(site, response.status, headers)
         if len(body) > limit:
             raise FetchFailure("response larger than the download size cap (FPTRACK_CRAWL_MAX_BYTES)")
         return response.status, headers, body

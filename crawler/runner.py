@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from fptrack.core.settings import Settings
 from fptrack.crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
 from fptrack.crawler.links import request_url
+from fptrack.crawler.pacing import PACE_LIMIT_SETTING, PACER_SETTING
 from fptrack.crawler.pages import (
     RENDER_JS_MODES,
     CrawledPage,
@@ -36,6 +37,7 @@ from fptrack.crawler.pages import (
 from fptrack.crawler.pipelines import HOOKS_SETTING, CrawlHooks
 from fptrack.crawler.render import RenderPlan, plan_rendering, playwright_settings
 from fptrack.crawler.store import PageStore
+from fptrack.storage.pacing import Pacer
 
 if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
@@ -118,7 +120,9 @@ STATIC_SCRAPY_SETTINGS: Mapping[str, Any] = MappingProxyType(
         "TWISTED_DNS_RESOLVER": "fptrack.crawler.guard.GuardedResolver",
         "DOWNLOAD_WARNSIZE": 0,
         "RETRY_TIMES": 1,
-        "RETRY_HTTP_CODES": [502, 503, 504, 408, 429],
+        # 429 (and a 503 with Retry-After) is the pacer's: the site is held and the request tried again after
+        # the window, as often as it takes (crawler.pacing)
+        "RETRY_HTTP_CODES": [502, 503, 504, 408],
         "REDIRECT_MAX_TIMES": 10,
         # Breadth first, so a max_pages budget is spent on the shallowest pages.
         "DEPTH_LIMIT": 0,
@@ -134,6 +138,10 @@ STATIC_SCRAPY_SETTINGS: Mapping[str, Any] = MappingProxyType(
             # (600)
             "fptrack.crawler.middlewares.RefuseRedirectLoops": 650,
             "fptrack.crawler.conditional.ConditionalRequests": 70,
+            # the shared pace per site: after the guards (and robots.txt, 100) have allowed a request, just
+            # before Scrapy's download slot; it sees a response before RetryMiddleware (550), so it alone
+            # answers a 429
+            "fptrack.crawler.pacing.PaceRequests": 560,
         },
         "EXTENSIONS": {
             "fptrack.crawler.middlewares.SkipBinaryBodies": 100,
@@ -163,12 +171,14 @@ def scrapy_settings(
     options: CrawlOptions | None = None,
     shared: SharedCrawl | None = None,
     render: RenderPlan | None = None,
+    pacer: Pacer | None = None,
 ) -> dict[str, Any]:
     """The Scrapy settings of an fptrack crawl: :data:`STATIC_SCRAPY_SETTINGS` and what derives from fptrack's
     :class:`Settings` and the crawl's :class:`CrawlOptions` (per-site politeness, private hosts allowed,
     ``-s`` settings passed through, applied last); with ``shared``, the frontier and dupefilter of a
     distributed crawl in Redis (:mod:`crawler.distributed`); when it renders pages built by scripts, its
-    :class:`crawler.render.RenderPlan`."""
+    :class:`crawler.render.RenderPlan`. ``pacer`` is the shared pace per site (:mod:`storage.pacing`); None:
+    one kept in this process."""
     options = options or CrawlOptions()
     per_site = options.concurrency or settings.crawl_concurrency_per_site
     delay = settings.crawl_delay if options.delay is None else options.delay
@@ -184,12 +194,17 @@ def scrapy_settings(
             "ROBOTSTXT_OBEY": obey_robots,
             "CONCURRENT_REQUESTS": max(settings.crawl_concurrency, per_site),
             "CONCURRENT_REQUESTS_PER_DOMAIN": per_site,
-            "DOWNLOAD_DELAY": delay,
-            # Polite by default: AutoThrottle keeps about ``per_site`` requests in flight per site and slows
-            # down as the site answers slower; it never goes below DOWNLOAD_DELAY.
+            # Polite by default: every request takes a turn of the site's shared pace (crawler.pacing), at
+            # most FPTRACK_SITE_RATE (or the site's rate) requests a second, and 1 / delay when a delay is
+            # set: the stricter wins. Scrapy's own delay is left at 0, so that the two do not add up.
+            PACER_SETTING: pacer if pacer is not None else Pacer(None, settings),
+            PACE_LIMIT_SETTING: 1.0 / delay if delay > 0 else 0.0,
+            "DOWNLOAD_DELAY": 0.0,
+            # AutoThrottle only slows down further as a site answers slower (``per_site`` requests in flight
+            # per site); it starts at no delay, so that it never holds back what the pace allows.
             "AUTOTHROTTLE_ENABLED": settings.crawl_autothrottle,
-            "AUTOTHROTTLE_START_DELAY": max(delay, 0.5),
-            "AUTOTHROTTLE_MAX_DELAY": max(delay, 30.0),
+            "AUTOTHROTTLE_START_DELAY": 0.0,
+            "AUTOTHROTTLE_MAX_DELAY": 30.0,
             "AUTOTHROTTLE_TARGET_CONCURRENCY": float(per_site),
             POLICY_SETTING: policy,
             "DOWNLOAD_TIMEOUT": settings.crawl_timeout,
@@ -219,6 +234,7 @@ def run_crawl(
     options: CrawlOptions | None = None,
     shared: SharedCrawl | None = None,
     state: CrawlState | None = None,
+    pacer: Pacer | None = None,
 ) -> CrawlStats:
     """Crawl from ``start_urls`` and return when done; every response goes to ``store`` (batched writes, see
     :mod:`crawler.store`) or, synchronously, to ``sink``.
@@ -262,7 +278,7 @@ def run_crawl(
             "%s; pages built by scripts keep their static text", render.unavailable
         )
     process = CrawlerProcess(
-        scrapy_settings(settings, hooks=hooks, options=options, shared=shared, render=render)
+        scrapy_settings(settings, hooks=hooks, options=options, shared=shared, render=render, pacer=pacer)
     )
     _quiet_repeated_failures()
     started = time.monotonic()

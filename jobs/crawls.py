@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urldefrag
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -181,7 +182,7 @@ def run_crawl_job(
         if settings.tasks_in_process:
             local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fptrack-store")
             stack.callback(local.shutdown, wait=True, cancel_futures=True)
-        store = PageStore(sessions, job_id=job_id, dispatch=dispatcher, executor=local)
+        store = PageStore(sessions, job_id=job_id, dispatch=dispatcher, executor=local, settings=settings)
         if not settings.tasks_in_process and not workers_on_queue(settings.task_queue):
             log.warning(
                 "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored "
@@ -255,6 +256,7 @@ class _Job:
     stop: _StopSignals
     shared: SharedCrawl | None
     started: float
+    start_urls: list[str] = field(default_factory=list)
 
     def crawl(
         self,
@@ -268,13 +270,16 @@ class _Job:
         """The crawl itself (Scrapy), continuing ``state`` when an earlier crawl of it was killed, and every
         page it stored written and handed on; the state is removed when the crawl ran to its end."""
         from fptrack.crawler.runner import run_crawl
+        from fptrack.storage.pacing import Pacer
 
+        self.start_urls = list(urls)
         resumed = ""
         if state is not None:
             resumed = _resume(self.sessions, state, self.outcome.job_id, self.store, self.dispatcher)
         self.outcome.stats = run_crawl(
             list(urls), settings=self.settings, depth=depth, max_pages=max_pages, store=self.store,
             progress=progress, options=options, shared=self.shared, state=state,
+            pacer=Pacer(self.sessions, self.settings),
         )  # fmt: skip
         self.store.flush()
         self.store.drain()
@@ -300,8 +305,8 @@ class _Job:
 
     def conclude(self) -> None:
         """The verdict of a job still running: one process of a distributed crawl has done its part (the last
-        to leave settles the sites); otherwise the crawl's sites settle, and the job failed when it reached no
-        page."""
+        to leave settles the sites); otherwise the crawl's sites settle, and the job failed when it could not
+        fetch its pages (:func:`unfetched`)."""
         outcome = self.outcome
         if outcome.status != CrawlJobStatus.RUNNING.value:
             return
@@ -310,9 +315,9 @@ class _Job:
             return
         _settle(self.sessions, self.store.counts.site_ids, self.settings)
         assert outcome.stats is not None  # crawled
-        if outcome.stats.pages_seen == 0 and outcome.stats.failures:
-            url, reason = outcome.stats.failures[0]
-            outcome.status, outcome.error = CrawlJobStatus.FAILED.value, f"cannot crawl {url}: {reason}"
+        error = unfetched(outcome.stats, self.start_urls)
+        if error:
+            outcome.status, outcome.error = CrawlJobStatus.FAILED.value, error
         else:
             outcome.status = CrawlJobStatus.FINISHED.value
 
@@ -383,9 +388,8 @@ def _leave_shared(
         whole.status, whole.error = CrawlJobStatus.FAILED.value, errors[0]
     elif totals.interrupted:
         whole.status, whole.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
-    elif stats.pages_seen == 0 and stats.failures:
-        url, reason = stats.failures[0]
-        whole.status, whole.error = CrawlJobStatus.FAILED.value, f"cannot crawl {url}: {reason}"
+    elif reason := unfetched(stats, ()):
+        whole.status, whole.error = CrawlJobStatus.FAILED.value, reason
     else:
         try:
             _settle(sessions, site_ids, settings)
@@ -409,6 +413,25 @@ def _settle(sessions: sessionmaker[Session], site_ids: set[int], settings: Setti
     """Settle the crawl's sites (idempotent: run again if the database was restarted meanwhile)."""
     retry_in_session(sessions, lambda session: settle_sites(session, site_ids, settings),
                      what="settling the crawl's sites")  # fmt: skip
+
+
+def unfetched(stats: CrawlStats, start_urls: Sequence[str]) -> str:
+    """Why a crawl that ran could not fetch its pages ('' when it could): no page answered at all (every
+    request failed: refused, timed out, the site kept answering 429...), or none of its start pages did (a
+    crawl that got only robots.txt or a stray redirect has not crawled the site). Failed requests are
+    counted either way; a crawl that fetched its start pages and lost some others is finished, with its
+    failures."""
+    if not stats.failures:
+        return ""
+    if stats.pages_seen == 0:
+        url, reason = stats.failures[0]
+        more = len(stats.failures) - 1
+        return f"cannot crawl {url}: {reason}" + (f" (and {more} more request(s) failed)" if more else "")
+    failed = dict(stats.failures)
+    starts = [urldefrag(url.strip()).url for url in start_urls]
+    if starts and all(url in failed for url in starts):
+        return f"cannot crawl {starts[0]}: {failed[starts[0]]} (no start page could be fetched)"
+    return ""
 
 
 # Scrapy's finish reasons of a crawl that ran to its end: the frontier is exhausted, or the page budget spent.
@@ -543,8 +566,19 @@ MAX_FAILURES_RECORDED = 200
 
 def job_stats(stats: CrawlStats) -> dict[str, Any]:
     """What a ``crawl_jobs.stats`` records of a crawl: pages by status, failures with their reasons (the first
-    :data:`MAX_FAILURES_RECORDED`), the crawler's counters (private-address refusals, robots.txt...)."""
+    :data:`MAX_FAILURES_RECORDED`), the crawler's counters (private-address refusals, robots.txt...), and
+    its pace (:mod:`crawler.pacing`): ``requests`` sent (robots.txt, redirects and tries again included),
+    ``requests_per_second`` over the crawl's time, ``peak_requests_per_second`` (the most sent to one site
+    in any one-second window; for a distributed crawl, the sum of its processes' peaks, an upper bound) and
+    ``retry_after_waits`` (how often a site asked to slow down and was held)."""
+    counters = stats.counters
+    requests = int(counters.get("fptrack/requests", 0))
+    elapsed = stats.elapsed_seconds
     return {
+        "requests": requests,
+        "requests_per_second": round(requests / elapsed, 3) if elapsed > 0 else 0.0,
+        "peak_requests_per_second": int(counters.get("fptrack/peak_requests_per_second", 0)),
+        "retry_after_waits": int(counters.get("fptrack/retry_after_waits", 0)),
         "by_status": {str(status): count for status, count in sorted(stats.by_status.items())},
         "failures": [[url, reason] for url, reason in stats.failures[:MAX_FAILURES_RECORDED]],
         "failures_total": len(stats.failures),

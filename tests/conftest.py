@@ -24,11 +24,16 @@ from sqlalchemy.orm import Session
 
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for, migrate
+from tests.support.env import TEST_SITE_RATE
 
 POSTGRES_URL = os.environ.get("FPTRACK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("FPTRACK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Crawls in tests go at TEST_SITE_RATE per site, not the polite default of one request a second (their sites
+# are loopback servers of their own): in this process (Settings.from_env), in the children that inherit it,
+# and in the settings fixtures below. Tests of the pace set their own rate.
+os.environ.setdefault("FPTRACK_SITE_RATE", TEST_SITE_RATE)
 
 
 def _reachable(url: str, default_port: int) -> bool:
@@ -103,7 +108,7 @@ def postgres_settings(postgres_template: str, tmp_path: Path) -> Iterator[Settin
     admin = _admin_engine()
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{postgres_template}"'))
-    yield Settings(data_dir=tmp_path / "data", database_url=_pg_url(name))
+    yield Settings(data_dir=tmp_path / "data", database_url=_pg_url(name), site_rate=float(TEST_SITE_RATE))
     with admin.connect() as connection:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
@@ -130,7 +135,11 @@ def sqlite_settings(sqlite_template: Path, tmp_path: Path) -> Settings:
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     shutil.copyfile(sqlite_template, data_dir / "fptrack.db")
-    return Settings(data_dir=data_dir, database_url=f"sqlite:///{data_dir / 'fptrack.db'}")
+    return Settings(
+        data_dir=data_dir,
+        database_url=f"sqlite:///{data_dir / 'fptrack.db'}",
+        site_rate=float(TEST_SITE_RATE),
+    )
 
 
 # ---------------------------------------------------------------------------------------- both backends

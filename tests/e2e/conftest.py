@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from fptrack.core.settings import Settings
+from tests.support.env import clean_environ
 
 
 @dataclass
@@ -20,7 +20,7 @@ class Fptrack:
     extra_env: dict[str, str]
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+        env = clean_environ()
         env.update(
             FPTRACK_DATA_DIR=str(self.settings.data_dir),
             FPTRACK_DATABASE_URL=self.settings.database_url,

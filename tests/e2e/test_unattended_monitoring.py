@@ -26,6 +26,7 @@ from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Match, Page, Site
 from tests.conftest import REDIS_URL
+from tests.support.env import clean_environ
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.sites import render_chapter
 
@@ -58,7 +59,7 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
     with serve_live_site() as first, serve_live_site() as second:
         _fill(first, range(2), "biquge")
         _fill(second, range(1, 3), "html5-article")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+        env = clean_environ()
         env.update(
             FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=settings.database_url,
             FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"unattended-{uuid.uuid4().hex[:8]}",

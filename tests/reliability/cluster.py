@@ -50,6 +50,7 @@ from sqlalchemy.orm import Session
 from fptrack.core.settings import Settings
 from fptrack.storage.housekeeping import count_orphans
 from fptrack.storage.models import Chapter, CrawlJob, Match, Page
+from tests.support.env import clean_environ
 from tests.support.sites import free_port
 
 __all__ = ["POSTGRES_BIN", "Census", "Cluster", "Crawl", "PostgresServer", "PostgresTemplate", "RedisServer",
@@ -284,7 +285,7 @@ class RedisServer:
 
 def _base_env() -> dict[str, str]:
     """This process's environment without any FPTRACK_* setting (the cluster sets its own)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    return clean_environ()
 
 
 @dataclass

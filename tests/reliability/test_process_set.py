@@ -33,6 +33,7 @@ from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Match, Site
 from tests.conftest import REDIS_URL, _admin_engine, _pg_url
+from tests.support.env import clean_environ
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.sites import render_chapter
 
@@ -84,7 +85,7 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
     database = f"fptrack_test_{os.getpid()}_ps_{uuid.uuid4().hex[:8]}"
     url = _pg_url(database)
     port = _spare_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env = clean_environ()
     env.update(
         FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=url, FPTRACK_BROKER_URL=REDIS_URL,
         FPTRACK_TASK_QUEUE=f"process-set-{uuid.uuid4().hex[:8]}", FPTRACK_SCHEDULE_EVERY="1",

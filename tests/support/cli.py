@@ -3,14 +3,15 @@ failure is one line on stderr and a non-zero exit, never a traceback."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.env import clean_environ
+
 
 def fptrack(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    environ = clean_environ()
     environ.update(FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_CRAWL_TIMEOUT="3", **env)
     return subprocess.run(
         [sys.executable, "-m", "fptrack.cli", *args],

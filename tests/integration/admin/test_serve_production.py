@@ -21,6 +21,7 @@ import pytest
 from fptrack.core.settings import Settings
 from fptrack.storage.db import migrate
 from tests.support.accounts import PASSWORD, add_account
+from tests.support.env import clean_environ
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +55,7 @@ def test_production_server_serves_the_admin_to_a_logged_in_user(tmp_path: Path) 
     add_account(settings, "ada", "admin")
     port = _spare_port()
     base_url = f"http://127.0.0.1:{port}"
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    environ = clean_environ()
     environ["FPTRACK_DATA_DIR"] = str(settings.data_dir)
     process = subprocess.Popen(
         [sys.executable, "-m", "fptrack.cli", "serve", "--production", "--port", str(port), "--workers", "2"],

@@ -4,7 +4,6 @@ answered. SQLite, in-process tasks, a loopback site."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Match, MonitorLock, Site
 from tests.support.accounts import add_account, csrf_token_in, log_in
+from tests.support.env import clean_environ
 from tests.support.sites import Page, chapter_page, serve_site
 
 pytestmark = [pytest.mark.slow]
@@ -45,7 +45,7 @@ def _job(settings: Settings) -> CrawlJob | None:
 
 
 def test_run_now_crawls_the_site_in_a_process_of_its_own(app: Flask, sqlite_settings: Settings) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env = clean_environ()
     env.update(
         FPTRACK_DATA_DIR=str(sqlite_settings.data_dir), FPTRACK_DATABASE_URL=sqlite_settings.database_url
     )

@@ -33,6 +33,7 @@ from fptrack.storage.models import (
     TakedownCheck,
     Work,
 )
+from tests.support.env import clean_environ
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -40,7 +41,7 @@ REPO = Path(__file__).resolve().parents[3]
 def _fptrack(
     data_dir: Path, *args: str, stdout: int | None = subprocess.PIPE, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    environ = clean_environ()
     environ.update(FPTRACK_DATA_DIR=str(data_dir), **env)
     return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=environ, stdout=stdout,
                           stderr=subprocess.PIPE, text=True, timeout=120, check=False)  # fmt: skip

@@ -21,6 +21,7 @@ from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Chapter, Work
 from tests.support.cli import assert_clean_error
+from tests.support.env import clean_environ
 
 MEMORY_LIMIT = 1024**3  # address space of a `fptrack check` child: a read of /dev/zero used to take 11.5 GB
 TEXT = (
@@ -31,7 +32,7 @@ TEXT = (
 def _run(
     settings: Settings, *args: str, memory: int | None = None, stdin: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    environ = clean_environ()
     environ.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url)
 
     def limit_memory() -> None:

@@ -21,6 +21,7 @@ import redis
 from fptrack.core.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.support.cli import assert_clean_error, fptrack
+from tests.support.env import clean_environ
 from tests.support.sites import closed_port_url
 
 
@@ -32,7 +33,7 @@ def broker_env(tmp_path: Path) -> dict[str, str]:
 
 @contextmanager
 def running(tmp_path: Path, name: str, *args: str, **env: str) -> Iterator[subprocess.Popen[bytes]]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    environ = clean_environ()
     environ.update(FPTRACK_DATA_DIR=str(tmp_path / "data"), **env)
     with open(tmp_path / f"{name}.log", "wb") as log:
         process = subprocess.Popen([sys.executable, "-m", "fptrack.cli", *args], env=environ, stdout=log,

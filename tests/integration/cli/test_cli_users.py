@@ -17,6 +17,7 @@ from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, ReviewDecision, User
 from tests.support.admin_seed import seed
 from tests.support.cli import assert_clean_error, fptrack
+from tests.support.env import clean_environ
 
 PASSWORD = "correct horse battery staple"
 
@@ -41,11 +42,10 @@ def initialised(tmp_path: Path) -> Path:
 
 
 def _stdin(tmp_path: Path, *args: str, password: str = PASSWORD):  # type: ignore[no-untyped-def]
-    import os
     import subprocess
     import sys
 
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    environ = clean_environ()
     environ["FPTRACK_DATA_DIR"] = str(tmp_path / "data")
     return subprocess.run(
         [sys.executable, "-m", "fptrack.cli", *args, "--password-stdin"],

@@ -28,6 +28,7 @@ from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, MonitorLock
 from tests.conftest import REDIS_URL
 from tests.support.copy_site import copy_site, pipeline_counts
+from tests.support.env import clean_environ
 from tests.support.sites import Page as SitePage
 from tests.support.sites import SiteURL, closed_port_url, serve_site
 
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.slow
 
 
 def _env(settings: Settings, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env = clean_environ()
     env.update(
         FPTRACK_DATA_DIR=str(settings.data_dir),
         FPTRACK_DATABASE_URL=settings.database_url,
@@ -271,7 +272,7 @@ def test_a_killed_crawl_is_marked_failed_by_the_next_one_not_left_running(settin
 
 def test_the_demo_never_touches_data_it_did_not_create(tmp_path: Path) -> None:
     mine = tmp_path / "my-data"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env = clean_environ()
     env["FPTRACK_DATA_DIR"] = str(mine)
     assert _run(env, "init").returncode == 0
     assert _run(env, "works", "add", str(DEMO_DATA / "alley.txt")).returncode == 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -10,6 +9,7 @@ import pytest
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from tests.conftest import REDIS_URL
+from tests.support.env import clean_environ
 from tests.support.sites import Page, chapter_page, serve_site
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> None:
     import uuid
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env = clean_environ()
     env.update(
         FPTRACK_DATA_DIR=str(tmp_path),
         FPTRACK_DATABASE_URL=postgres_settings.database_url,

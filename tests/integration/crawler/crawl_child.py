@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from typing import Any
 
@@ -31,7 +32,9 @@ def _tuples(values: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     request: dict[str, Any] = json.loads(argv[1])
-    settings = Settings().with_overrides(**_tuples(request.get("settings", {})))
+    # the test environment's pace (tests/conftest.py sets FPTRACK_SITE_RATE), unless the request sets one
+    rate = float(os.environ.get("FPTRACK_SITE_RATE", Settings.site_rate))
+    settings = Settings(site_rate=rate).with_overrides(**_tuples(request.get("settings", {})))
     options = CrawlOptions(**_tuples(request.get("options", {})))
     failing = set(request.get("failing_sink_urls", ()))
     pages: list[dict[str, Any]] = []

@@ -4,7 +4,6 @@ page is fetched in full and compared again, its match kept (same match, same fir
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Fingerprint, Match, Page
+from tests.support.env import clean_environ
 from tests.support.live_site import serve_live_site
 from tests.support.sites import render_chapter
 
@@ -29,7 +29,7 @@ def _markup(title: str, paragraphs: list[str]) -> str:
 
 
 def _fptrack(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env = clean_environ()
     env.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url,
                FPTRACK_CRAWL_TIMEOUT="5")  # fmt: skip
     return subprocess.run(

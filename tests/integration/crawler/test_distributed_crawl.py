@@ -4,7 +4,6 @@ that counts every request it gets."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Page
 from tests.conftest import REDIS_URL
 from tests.integration.crawler.harness import OTHER_PARAGRAPHS, PARAGRAPHS, REPO_ROOT
+from tests.support.env import clean_environ
 from tests.support.sites import Page as SitePage
 from tests.support.sites import SiteURL, closed_port_url, serve_site
 
@@ -70,7 +70,7 @@ def crawl_redis() -> Iterator[redis.Redis]:
 
 
 def _env(settings: Settings, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env = clean_environ()
     env.update(
         FPTRACK_DATA_DIR=str(settings.data_dir),
         FPTRACK_DATABASE_URL=settings.database_url,

@@ -5,7 +5,6 @@ list."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob
 from tests.integration.crawler.harness import PARAGRAPHS, crawl_in_child
+from tests.support.env import clean_environ
 from tests.support.sites import Generated, Page, Redirect, chapter_page, serve_site
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ def test_a_page_of_200000_links_is_stopped_by_sigterm_and_the_job_says_interrupt
     """The page that once hung a crawl for ten minutes, ignoring SIGTERM: parsing runs off the event loop, so
     the signal is handled while the page is parsed, and the crawl stops within its grace period."""
     data = str(tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+    env = clean_environ()
     env.update(FPTRACK_DATA_DIR=data, FPTRACK_CRAWL_TIMEOUT="5")
     cli = [sys.executable, "-m", "fptrack.cli"]
     assert subprocess.run([*cli, "init"], env=env, capture_output=True, check=False).returncode == 0
