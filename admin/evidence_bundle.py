@@ -6,6 +6,10 @@ warcio; :func:`evidence_bundle` zips that WARC file with the match's evidence as
 file. The crawler keeps the extracted text and the SHA-256 of the response body (``snapshot_sha256``), not
 the body itself, so the WARC ``resource`` record holds the text as stored and the ``metadata`` record the
 snapshot hash that identifies what was fetched.
+
+The content bundled is the one the match's spans point into (:func:`storage.match_life.evidence_of`): when
+a later fetch replaced the page's content (the copy was taken down, the page answers 404), the version kept of
+the copied content, with its own fetch time, status and hashes (``kept_version_id`` in the metadata names it).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 from warcio.warcwriter import WARCWriter
 
+from fptrack.storage.match_life import Evidence
 from fptrack.storage.models import Page, as_utc
 
 __all__ = ["evidence_bundle", "page_warc", "sha256_hex"]
@@ -35,24 +40,40 @@ def _warc_date(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def page_metadata(page: Page) -> dict[str, Any]:
-    return {
+def _content(page: Page, stored: Evidence | None) -> Evidence:
+    """What is bundled of ``page``: ``stored`` (the content a match rests on) or the page as it is now."""
+    if stored is not None:
+        return stored
+    return Evidence(
+        page.text or "", page.title, page.final_url, page.status, page.content_sha256, page.snapshot_sha256,
+        as_utc(page.fetched_at), None,
+    )  # fmt: skip
+
+
+def page_metadata(page: Page, stored: Evidence | None = None) -> dict[str, Any]:
+    content = _content(page, stored)
+    metadata: dict[str, Any] = {
         "url": page.url,
-        "final_url": page.final_url,
+        "final_url": content.final_url,
         "host": page.host,
-        "http_status": page.status,
+        "http_status": content.status,
         "encoding": page.encoding,
         "content_type": page.content_type,
-        "title": page.title,
-        "fetched_at": _warc_date(page.fetched_at),
-        "snapshot_sha256": page.snapshot_sha256,
-        "text_sha256": sha256_hex((page.text or "").encode("utf-8")),
+        "title": content.title,
+        "fetched_at": _warc_date(content.fetched_at),
+        "snapshot_sha256": content.snapshot_sha256,
+        "text_sha256": sha256_hex((content.text or "").encode("utf-8")),
     }
+    if content.version_id is not None:
+        metadata["kept_version_id"] = content.version_id
+    return metadata
 
 
-def page_warc(page: Page) -> bytes:
+def page_warc(page: Page, stored: Evidence | None = None) -> bytes:
     """A gzipped WARC file: ``warcinfo``, the page's text as a ``resource`` record (target URI the page URL,
-    date its fetch time) and a ``metadata`` record with its fetch metadata, concurrent to the resource."""
+    date its fetch time) and a ``metadata`` record with its fetch metadata, concurrent to the resource.
+    ``stored``: the content to write instead of the page's current one (the version a match rests on)."""
+    content = _content(page, stored)
     buffer = io.BytesIO()
     writer = WARCWriter(buffer, gzip=True)
     info = writer.create_warcinfo_record(
@@ -60,17 +81,17 @@ def page_warc(page: Page) -> bytes:
         {"software": "fptrack", "format": "WARC File Format 1.1", "description": "page as stored"},
     )
     writer.write_record(info)
-    body = (page.text or "").encode("utf-8")
+    body = (content.text or "").encode("utf-8")
     resource = writer.create_warc_record(
         page.url,
         "resource",
         payload=io.BytesIO(body),
         length=len(body),
         warc_content_type="text/plain; charset=utf-8",
-        warc_headers_dict={"WARC-Date": _warc_date(page.fetched_at)},
+        warc_headers_dict={"WARC-Date": _warc_date(content.fetched_at)},
     )
     writer.write_record(resource)
-    metadata = json.dumps(page_metadata(page), ensure_ascii=False, indent=2).encode("utf-8")
+    metadata = json.dumps(page_metadata(page, stored), ensure_ascii=False, indent=2).encode("utf-8")
     record_id = resource.rec_headers.get_header("WARC-Record-ID")
     writer.write_record(
         writer.create_warc_record(
@@ -79,19 +100,25 @@ def page_warc(page: Page) -> bytes:
             payload=io.BytesIO(metadata),
             length=len(metadata),
             warc_content_type="application/json",
-            warc_headers_dict={"WARC-Date": _warc_date(page.fetched_at), "WARC-Concurrent-To": record_id},
+            warc_headers_dict={"WARC-Date": _warc_date(content.fetched_at), "WARC-Concurrent-To": record_id},
         )
     )
     return buffer.getvalue()
 
 
-def evidence_bundle(page: Page, evidence: dict[str, Any], history: Sequence[dict[str, Any]]) -> bytes:
+def evidence_bundle(
+    page: Page,
+    evidence: dict[str, Any],
+    history: Sequence[dict[str, Any]],
+    stored: Evidence | None = None,
+) -> bytes:
     """A zip of ``page.warc.gz``, ``evidence.json`` (the match, its passages, the page's metadata, the WARC
-    file's SHA-256, the review history), ``README.txt`` and ``SHA256SUMS`` (``sha256sum -c`` checks it)."""
-    warc = page_warc(page)
+    file's SHA-256, the review history), ``README.txt`` and ``SHA256SUMS`` (``sha256sum -c`` checks it).
+    ``stored``: the content the match rests on, bundled instead of the page's current one."""
+    warc = page_warc(page, stored)
     document = {
         **evidence,
-        "page": page_metadata(page),
+        "page": page_metadata(page, stored),
         "warc": {"file": "page.warc.gz", "sha256": sha256_hex(warc)},
         "history": list(history),
         "bundled_at": _warc_date(None),

@@ -7,13 +7,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from sqlalchemy import select
 from sqlalchemy.orm import joinedload
 
 from fptrack.cli.common import CliContext, CliError, friendly_errors, pass_context, print_table
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from fptrack.storage.models import Match
 
 __all__ = ["check", "matches", "report"]
 
@@ -98,19 +103,37 @@ def _fetch_one(context: CliContext, url: str, allow_private: tuple[str, ...] = (
     "--status", default="flagged", show_default=True, help="flagged, licensed, confirmed, dismissed or all."
 )
 @click.option("--work", "work_id", type=int, help="Only matches of this work id.")
+@click.option("--id", "match_ids", type=int, multiple=True, metavar="ID", help="Only the match with this id.")
+@click.option(
+    "--evidence",
+    "with_evidence",
+    is_flag=True,
+    help="Add each match's evidence: the copied passages as the page had them when copied (kept when the "
+    "page has changed or gone since), with that fetch's time, HTTP status and snapshot SHA-256.",
+)
 @pass_context
 @friendly_errors
-def matches(context: CliContext, fmt: str, status: str, work_id: int | None) -> None:
+def matches(
+    context: CliContext,
+    fmt: str,
+    status: str,
+    work_id: int | None,
+    match_ids: tuple[int, ...],
+    with_evidence: bool,
+) -> None:
     """List the matches found, with their id (for `fptrack review ID ...`) and review status.
 
     With --format json: one object per line with page_url, work_id, work_title, chapter_index, chapter_title,
     score, methods, spans ([page_start, page_end, work_start, work_end] in characters of the original texts),
-    first_seen, then id and status. CSV has the same columns in that order (cells a spreadsheet would read as
-    a formula are prefixed with an apostrophe)."""
+    first_seen, then id and status (and with --evidence: evidence, an object with passages, fetched_at,
+    http_status, snapshot_sha256 and kept, true when the page has changed since). CSV has the same columns in
+    that order (cells a spreadsheet would read as a formula are prefixed with an apostrophe)."""
     from fptrack.admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
     from fptrack.compare.records import match_to_dict
     from fptrack.storage.models import Match
 
+    if with_evidence and fmt == "csv":
+        raise CliError("--evidence goes with --format json or table")
     with context.session() as session:
         query = select(Match).options(
             joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter)
@@ -119,8 +142,11 @@ def matches(context: CliContext, fmt: str, status: str, work_id: int | None) -> 
             query = query.where(Match.status == status)
         if work_id is not None:
             query = query.where(Match.work_id == work_id)
+        if match_ids:
+            query = query.where(Match.id.in_(match_ids))
         records = [
             {**match_to_dict(m), "id": m.id, "status": m.status}
+            | ({"evidence": _evidence(session, m)} if with_evidence else {})
             for m in session.scalars(query.order_by(Match.first_seen, Match.id))
         ]
     if fmt == "json":
@@ -148,6 +174,33 @@ def matches(context: CliContext, fmt: str, status: str, work_id: int | None) -> 
                 for r in records
             ],
         )
+        for r in records if with_evidence else ():
+            shown = r["evidence"]
+            click.echo(
+                f"\nmatch {r['id']}: as fetched {shown['fetched_at'][:19]} (HTTP {shown['http_status']}"
+                + (", kept: the page has changed since" if shown["kept"] else "")
+                + f"), snapshot {shown['snapshot_sha256'] or '-'}"
+            )
+            for passage in shown["passages"]:
+                click.echo("  " + (passage if len(passage) <= 160 else passage[:75] + " … " + passage[-75:]))
+
+
+def _evidence(session: Session, match: Match) -> dict[str, Any]:
+    """The text ``match``'s spans point into (:func:`storage.match_life.evidence_of`), as its passages."""
+    from fptrack.storage.match_life import evidence_of
+
+    stored = evidence_of(session, match)
+    passages = []
+    for span in match.spans or []:
+        start, end = int(span[0]), int(span[1])
+        passages.append(stored.text[max(0, start) : max(0, end)])
+    return {
+        "passages": passages,
+        "fetched_at": stored.fetched_at.isoformat(timespec="seconds"),
+        "http_status": stored.status,
+        "snapshot_sha256": stored.snapshot_sha256,
+        "kept": stored.version_id is not None,
+    }
 
 
 @click.command()

@@ -13,10 +13,15 @@ template ignored) and records what it copies on the chain's **first page**:
   part's text). A passage running over a page break is cut there (the work offsets of the cut are
   proportional).
 
-Each page keeps its own verdicts too: a part that copies a chapter on its own is a match of its own. Chains
-are built from the set of stored pages alone (heads in URL order, each followed to its end), so the verdict
-depends neither on the order the parts arrived in nor on the run mode. A chain with a part missing (failed,
-not crawled) joins the parts present from its first page on, up to the gap."""
+Each page keeps its own verdicts too: a part that copies a chapter on its own is a match of its own. A match
+found on the joined parts is never taken down by one part's own verdict
+(:func:`compare.service.record_matches` leaves it to the joined comparison and to the re-check); a settling
+that finds it again points its spans into the parts' current texts (it rests on the page again), and one that
+no longer finds it drops it only if nothing but the settling ever recorded it (a match with checks, a
+takedown, a review or kept evidence stays). Chains are built from the set of stored pages alone (heads in URL
+order, each followed to its end), so the verdict depends neither on the order the parts arrived in nor on the
+run mode. A chain with a part missing (failed, not crawled) joins the parts present from its first page on, up
+to the gap."""
 
 from __future__ import annotations
 
@@ -32,7 +37,8 @@ from fptrack.compare.service import Verdict, compare_document
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.storage.fingerprints import id_chunks
-from fptrack.storage.models import Match, MatchStatus, Page, utcnow
+from fptrack.storage.match_life import next_due, rest_on_page
+from fptrack.storage.models import Match, MatchNote, MatchStatus, Page, ReviewDecision, utcnow
 
 __all__ = ["MULTIPAGE_METHOD", "ChainPart", "chains_of", "join_parts", "map_spans", "settle_chains"]
 
@@ -135,7 +141,7 @@ def settle_chains(
             m.chapter_id: m for m in session.scalars(select(Match).where(Match.page_id == head.page_id))
         }
         for verdict in verdicts:
-            match = _record(session, head, verdict, existing.get(verdict.chapter_id), licences, now)
+            match = _record(session, head, verdict, existing.get(verdict.chapter_id), licences, now, settings)
             first, *later = map_spans(verdict.spans, offsets, [len(t) for t in texts])
             match.spans = first
             match.part_spans = [
@@ -144,6 +150,7 @@ def settle_chains(
             ]
             session.flush()
             kept.add(int(match.id))
+    rest_on_page(session, kept)
     _drop_stale(session, site_id, kept)
     return len(chains)
 
@@ -155,6 +162,7 @@ def _record(
     match: Match | None,
     licences: dict[int, list[str]],
     now: datetime,
+    settings: Settings,
 ) -> Match:
     if verdict.work_id not in licences:
         licences[verdict.work_id] = licensed_hosts(session, verdict.work_id)
@@ -166,6 +174,7 @@ def _record(
             chapter_id=verdict.chapter_id,
             first_seen=now,
             status=status,
+            recheck_due_at=next_due(settings, now, now),
         )
         session.add(match)
     elif match.status in MatchStatus.machine_made():
@@ -177,17 +186,34 @@ def _record(
 
 
 def _drop_stale(session: Session, site_id: int, kept: set[int]) -> None:
-    """Machine-made "multipage" matches of the site's pages that this settling did not find again."""
+    """Machine-made "multipage" matches of the site's pages that this settling did not find again and that
+    nothing else ever recorded (no check, takedown, review or kept evidence): false positives of an earlier
+    settling. The others stay; their page's re-check follows them."""
     rows = session.execute(
-        select(Match.id, Match.methods, Match.status)
+        select(
+            Match.id, Match.methods, Match.status, Match.recheck_state, Match.taken_down_at,
+            Match.down_seen_at, Match.evidence_version_id,
+        )
         .join(Page, Page.id == Match.page_id)
         .where(Page.site_id == site_id)
-    ).all()
+    ).all()  # fmt: skip
     machine_made = MatchStatus.machine_made()
     stale = [
-        int(match_id)
-        for match_id, methods, status in rows
-        if MULTIPAGE_METHOD in (methods or ()) and int(match_id) not in kept and status in machine_made
+        int(row.id)
+        for row in rows
+        if MULTIPAGE_METHOD in (row.methods or ())
+        and int(row.id) not in kept
+        and row.status in machine_made
+        and row.recheck_state is None
+        and row.taken_down_at is None
+        and row.down_seen_at is None
+        and row.evidence_version_id is None
     ]
+    reviewed: set[int] = set()
     for chunk in id_chunks(stale):
+        reviewed.update(
+            session.scalars(select(ReviewDecision.match_id).where(ReviewDecision.match_id.in_(chunk)))
+        )
+        reviewed.update(session.scalars(select(MatchNote.match_id).where(MatchNote.match_id.in_(chunk))))
+    for chunk in id_chunks([i for i in stale if i not in reviewed]):
         session.execute(delete(Match).where(Match.id.in_(chunk)))

@@ -34,7 +34,17 @@ from fptrack.fingerprint.pipeline import TextFingerprints, fingerprint_text
 from fptrack.storage.code_index import code_holder_pairs
 from fptrack.storage.fingerprints import FingerprintSet, Owner, id_chunks, is_postgres, write_fingerprints
 from fptrack.storage.index import IndexLayout, to_signed64
-from fptrack.storage.models import Chapter, Match, MatchStatus, Page, Work, utcnow
+from fptrack.storage.match_life import Observation, next_due, observe, rest_on_page
+from fptrack.storage.models import (
+    Chapter,
+    Match,
+    MatchNote,
+    MatchStatus,
+    Page,
+    ReviewDecision,
+    Work,
+    utcnow,
+)
 from fptrack.storage.simhash_index import simhash_candidates
 
 __all__ = [
@@ -450,7 +460,7 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
         ],
     )
     verdicts = _compare_batch(session, documents, settings)
-    outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts)
+    outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts, settings, fresh=True)
     _mark_compared(session, [i for i, _, _ in rows], template_masked=False)
     return outcomes
 
@@ -473,7 +483,7 @@ def recompare_pages(
     ignored = ignored or {}
     documents = [fingerprint_text(text, CONTRACT) for _, _, text in rows]
     verdicts = _compare_batch(session, documents, settings, ignored=[ignored.get(i, ()) for i, _, _ in rows])
-    outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts)
+    outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts, settings)
     masked = {i for i, codes in ignored.items() if codes}
     _mark_compared(session, [i for i, _, _ in rows if i in masked], template_masked=True)
     _mark_compared(session, [i for i, _, _ in rows if i not in masked], template_masked=False)
@@ -489,11 +499,29 @@ def _mark_compared(session: Session, page_ids: Sequence[int], *, template_masked
 
 
 def record_matches(
-    session: Session, pages: Sequence[tuple[int, str]], verdicts: Sequence[Sequence[Verdict]]
+    session: Session,
+    pages: Sequence[tuple[int, str]],
+    verdicts: Sequence[Sequence[Verdict]],
+    settings: Settings | None = None,
+    *,
+    fresh: bool = False,
 ) -> list[PageOutcome]:
-    """Upsert the flagged verdicts of each ``(page id, url)`` as matches; drop machine-made matches that no
-    longer hold, unless a takedown re-check followed them (their history is the record of the takedown). A
-    match keeps its ``first_seen`` and a reviewer's decision across re-crawls and re-comparisons."""
+    """Upsert the flagged verdicts of each ``(page id, url)`` as matches. A match keeps its id, its
+    ``first_seen`` and a reviewer's decision across re-crawls and re-comparisons; a match found in the page's
+    current text gets fresh spans and rests on that text again (:func:`storage.match_life.rest_on_page`).
+
+    ``fresh``: the pages' texts were just fetched (new or changed: :func:`process_pages`). Then no match is
+    ever dropped: a copy that still holds is observed ``present``; one that no longer holds is observed
+    ``removed`` (source ``crawl``) and keeps its spans, which point into the content the crawl store kept
+    (``evidence_version_id``), except a match found on a multi-page chapter's joined parts (``part_spans``),
+    which one part's verdict alone cannot take down. A brand-new match gets no check: it is first due for a
+    re-check soon after it was found (:func:`storage.match_life.next_due`).
+
+    Not ``fresh`` (:func:`recompare_pages`: the same texts compared again with new works or a settled site
+    template): a machine-made match that no longer holds was a false positive and is dropped, unless it has a
+    history (a check, a pending or recorded takedown, a review decision or note), rests on a kept version or
+    was found on joined parts (:mod:`compare.multipage` settles those)."""
+    settings = settings if settings is not None else Settings.from_env()
     page_ids = [page_id for page_id, _ in pages]
     existing: dict[tuple[int, int], Match] = {}
     for chunk in id_chunks(page_ids):
@@ -503,6 +531,7 @@ def record_matches(
     licences: dict[int, list[str]] = {}
     outcomes = []
     machine_made = MatchStatus.machine_made()
+    held: list[int] = []  # existing matches found again in their page's current text
     for (page_id, url), page_verdicts in zip(pages, verdicts, strict=True):
         matched = []
         for verdict in page_verdicts:
@@ -521,10 +550,13 @@ def record_matches(
                     chapter_id=verdict.chapter_id,
                     first_seen=now,
                     status=status,
+                    recheck_due_at=next_due(settings, now, now),
                 )
                 session.add(match)
-            elif match.status in machine_made:
-                match.status = status  # a reviewer's decision (confirmed, dismissed) stands
+            else:
+                held.append(match.id)
+                if match.status in machine_made:
+                    match.status = status  # a reviewer's decision (confirmed, dismissed) stands
             match.score = verdict.score
             match.methods = list(verdict.methods)
             match.spans = [list(span) for span in verdict.spans]
@@ -534,12 +566,43 @@ def record_matches(
             match.last_seen = now
             matched.append(verdict.chapter_id)
         outcomes.append(PageOutcome(page_id, url, tuple(matched)))
-    # a match with takedown history (jobs/rechecks.py) stays: the next re-check records the copy removed
-    stale = [m.id for m in existing.values() if m.status in machine_made and m.recheck_state is None]
-    for chunk in id_chunks(stale):
-        session.execute(delete(Match).where(Match.id.in_(chunk)))
+    session.flush()
+    rest_on_page(session, held)
+    if fresh:
+        observations = [Observation(i, "present", 200, "copied (crawl)", source="crawl") for i in held]
+        observations += [
+            Observation(m.id, "removed", 200, "the page no longer copies the chapter (crawl)", source="crawl")
+            for m in existing.values()
+            if not m.part_spans
+        ]
+        observe(session, observations, settings, now=now)
+    else:
+        _drop_false_positives(session, [m for m in existing.values() if m.status in machine_made])
     session.flush()
     return outcomes
+
+
+def _drop_false_positives(session: Session, matches: Sequence[Match]) -> None:
+    """Delete the matches that a comparison of an unchanged text no longer finds and that nothing but that
+    finding ever recorded: no check, no takedown, no review, no kept evidence, not found on joined parts."""
+    candidates = [
+        m.id
+        for m in matches
+        if m.recheck_state is None
+        and m.taken_down_at is None
+        and m.down_seen_at is None
+        and m.evidence_version_id is None
+        and not m.part_spans
+    ]
+    reviewed: set[int] = set()
+    for chunk in id_chunks(candidates):
+        reviewed.update(
+            session.scalars(select(ReviewDecision.match_id).where(ReviewDecision.match_id.in_(chunk)))
+        )
+        reviewed.update(session.scalars(select(MatchNote.match_id).where(MatchNote.match_id.in_(chunk))))
+    stale = [i for i in candidates if i not in reviewed]
+    for chunk in id_chunks(stale):
+        session.execute(delete(Match).where(Match.id.in_(chunk)))
 
 
 # ------------------------------------------------------------------------------------------------- works

@@ -21,15 +21,19 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from sqlalchemy import case, literal, null, select, update
+from sqlalchemy import case, exists, func, literal, null, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
+from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
 from fptrack.storage.db import retry_in_session
-from fptrack.storage.models import Page, utcnow
+from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.match_life import Observation, keep_versions, observe
+from fptrack.storage.models import Match, Page, utcnow
 from fptrack.storage.sites import site_ids, site_of
 
 __all__ = ["PageStore", "StoreCounts"]
@@ -37,6 +41,19 @@ __all__ = ["PageStore", "StoreCounts"]
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 32
+
+GONE_STATUSES = frozenset({404, 410, 451})
+"""Answers that say the page is gone (removed, or withheld for legal reasons): its copies are down."""
+
+
+@dataclass(frozen=True)
+class _Before:
+    """A stored page with matches, as it was before this batch's upsert."""
+
+    page_id: int
+    status: int
+    content_sha256: str
+    has_text: bool
 
 
 @dataclass
@@ -67,8 +84,11 @@ class PageStore:
         dispatch: Callable[[list[int]], None],
         batch_size: int = BATCH_SIZE,
         executor: Executor | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.sessions = sessions
+        # observing matches needs the re-check cadence; a store built without settings reads the environment
+        self.settings = settings if settings is not None else Settings.from_env()
         self.job_id = job_id
         self.dispatch = dispatch
         self.batch_size = batch_size
@@ -131,13 +151,34 @@ class PageStore:
     def _write(self, session: Session, batch: Sequence[CrawledPage], counts: StoreCounts) -> list[int]:
         # one row per URL: a batch may hold a URL twice (a start URL that is also linked): the last fetch wins
         latest = {page.url: page for page in batch}
-        to_compare = self._touch_not_modified(session, [p for p in latest.values() if p.not_modified], counts)
+        now = utcnow()
+        before = self._pages_with_matches(session, [url[:2048] for url in latest])
+        not_modified = [p for p in latest.values() if p.not_modified]
+        to_compare = self._touch_not_modified(session, not_modified, counts)
+        # a 304 says the content as stored (and compared) is still what the page shows
+        seen_again = [
+            b.page_id
+            for p in not_modified
+            if (b := before.get(p.url[:2048])) is not None
+            and b.status == 200
+            and b.has_text
+            and b.page_id not in to_compare
+        ]
         latest = {url: page for url, page in latest.items() if not page.not_modified}
         if not latest:
+            self._observe(session, seen_again, {}, now)
             return to_compare
+        # the content a match rests on is kept before the upsert replaces it
+        replaced = [
+            b.page_id
+            for url, page in latest.items()
+            if (b := before.get(url[:2048])) is not None
+            and (b.status != page.status or b.content_sha256 != page.content_sha256)
+        ]
+        if replaced:
+            keep_versions(session, replaced, now=now)
         keys = {url: site_of(page.final_url) or site_of(url) for url, page in latest.items()}
         sites = site_ids(session, keys.values())
-        now = utcnow()
         rows = []
         for url, page in latest.items():
             comparable = page.status == 200 and bool(page.text.strip())
@@ -201,7 +242,21 @@ class PageStore:
             },
         ).returning(Page.id, Page.url, Page.compared_at)
         waiting = {row["url"] for row in rows if row["compared_at"] is None}  # stored with text to compare
+        by_stored_url = {url[:2048]: page for url, page in latest.items()}
+        answered: dict[int, int] = {}  # page id -> the status it answered, for pages gone or in error
         for page_id, url, compared_at in session.execute(upsert):
+            fetched, held = by_stored_url[url], before.get(url)
+            if held is not None:
+                if fetched.status != 200:
+                    answered[held.page_id] = fetched.status
+                elif (
+                    fetched.text.strip()
+                    and compared_at is not None
+                    and held.status == 200
+                    and held.content_sha256 == fetched.content_sha256
+                ):
+                    seen_again.append(held.page_id)
+                # a changed text is observed by its comparison; no text (a failed rendering) tells nothing
             counts.page_ids.add(int(page_id))
             if compared_at is None:
                 to_compare.append(int(page_id))
@@ -211,7 +266,61 @@ class PageStore:
             else:
                 counts.stored += 1
         counts.site_ids.update(v for v in sites.values())
+        self._observe(session, seen_again, answered, now)
         return sorted(to_compare)
+
+    @staticmethod
+    def _pages_with_matches(session: Session, urls: Sequence[str]) -> dict[str, _Before]:
+        """The stored pages among ``urls`` that have matches, as they are before this batch (URL -> page)."""
+        found: dict[str, _Before] = {}
+        has_matches = exists().where(Match.page_id == Page.id)
+        for start in range(0, len(urls), 500):
+            rows = session.execute(
+                select(
+                    Page.url, Page.id, Page.status, Page.content_sha256, func.length(func.trim(Page.text)) > 0
+                ).where(Page.url.in_(urls[start : start + 500]), has_matches)
+            )
+            for url, page_id, status, sha, has_text in rows:
+                found[str(url)] = _Before(int(page_id), int(status), str(sha or ""), bool(has_text))
+        return found
+
+    def _observe(
+        self, session: Session, seen_again: Sequence[int], answered: dict[int, int], now: datetime
+    ) -> None:
+        """Record what this batch's fetches tell about the matches of ``seen_again`` (pages showing the
+        content they were compared at) and ``answered`` (page id -> an answer other than 200). See the module
+        docstring."""
+        page_ids = sorted({*seen_again, *answered})
+        if not page_ids:
+            return
+        again = set(seen_again)
+        observations: list[Observation] = []
+        for chunk in id_chunks(page_ids):
+            rows = session.execute(
+                select(Match.id, Match.page_id, Match.evidence_version_id, Match.recheck_state)
+                .where(Match.page_id.in_(chunk))
+                .order_by(Match.id)
+            )
+            for match_id, page_id, version_id, state in rows:
+                status = answered.get(page_id)
+                if status is not None:
+                    outcome = "gone" if status in GONE_STATUSES else "error"
+                    observations.append(
+                        Observation(match_id, outcome, status, f"HTTP {status} (crawl)", source="crawl")
+                    )
+                elif page_id in again and version_id is None:
+                    observations.append(
+                        Observation(match_id, "present", 200, "unchanged (crawl)", source="crawl")
+                    )
+                elif page_id in again and state == "removed":
+                    # the page still shows the text compared before, which no longer carried the chapter
+                    observations.append(
+                        Observation(
+                            match_id, "removed", 200, "still without the chapter (crawl)", source="crawl"
+                        )
+                    )
+        if observations:
+            observe(session, observations, self.settings, now=now)
 
     def _touch_not_modified(
         self, session: Session, pages: Sequence[CrawledPage], counts: StoreCounts

@@ -22,7 +22,7 @@ from flask import (
 )
 from flask_login import current_user
 from sqlalchemy import select
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session, joinedload, object_session
 from werkzeug.wrappers import Response as BaseResponse
 
 from fptrack.admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
@@ -54,6 +54,8 @@ from fptrack.admin.views.queries import (
     work_choices,
 )
 from fptrack.compare.records import match_to_dict
+from fptrack.storage.match_life import Evidence as StoredEvidence
+from fptrack.storage.match_life import evidence_of
 from fptrack.storage.models import Match, TakedownCheck
 
 __all__ = ["PER_PAGE", "Evidence", "blueprint", "load_evidence", "match_record"]
@@ -253,10 +255,12 @@ class Evidence:
     diffs: dict[int, SpanDiff]
     page_segments: list[Segment]
     chapter_segments: list[Segment]
+    stored: StoredEvidence  # the content the spans point into: the page's, or the version kept of it
 
     def passages(self, limit: int = 0) -> list[str]:
-        """The copied passages as the page has them (cut to ``limit`` characters when ``limit`` > 0)."""
-        text = self.match.page.text or ""
+        """The copied passages as the page had them when copied (cut to ``limit`` characters when ``limit``
+        > 0)."""
+        text = self.stored.text or ""
         out = []
         for span in self.spans:
             passage = text[span.page_start : span.page_end]
@@ -264,11 +268,17 @@ class Evidence:
         return out
 
 
-def load_evidence(match: Match) -> Evidence:
-    """Spans, character diffs and highlighted segments of ``match`` (its page, work and chapter loaded)."""
+def load_evidence(match: Match, session: Session | None = None) -> Evidence:
+    """Spans, character diffs and highlighted segments of ``match`` (its page, work and chapter loaded), read
+    in the text the spans point into: the page's current text, or the version of it kept when a later fetch
+    replaced it (the copy was taken down, the page changed: :func:`storage.match_life.evidence_of`)."""
+    session = session if session is not None else object_session(match)
+    if session is None:
+        raise ValueError("the match is not attached to a session")
+    stored = evidence_of(session, match)
     chapter = match.chapter
     spans = evidence_spans(match.spans)
-    page_text = match.page.text or ""
+    page_text = stored.text or ""
     work_text = match.work.text or ""
     # Spans are offsets into Work.text; the chapter shown is that text's [start, end) slice.
     chapter_text = work_text[chapter.start : chapter.end] if work_text else chapter.text
@@ -278,6 +288,7 @@ def load_evidence(match: Match) -> Evidence:
     chapter_gaps = [(p - shift, n, length, k) for d in diffs.values() for p, n, length, k in d.work_gaps]
     return Evidence(
         match=match,
+        stored=stored,
         spans=spans,
         diffs=diffs,
         page_segments=highlight_segments(
@@ -306,7 +317,7 @@ def _load_match(match_id: int) -> Match:
 @blueprint.get("/<int:match_id>")
 def detail(match_id: int) -> str:
     match = _load_match(match_id)
-    evidence = load_evidence(match)
+    evidence = load_evidence(match, db_session())
     return render_template(
         "match.html",
         match=match,

@@ -21,6 +21,7 @@ from fptrack.admin.views.context import db_session
 from fptrack.admin.views.matches import load_evidence, match_record
 from fptrack.admin.views.queries import MATCH_STATUSES
 from fptrack.analytics.rollups import match_rollup
+from fptrack.storage.match_life import evidence_of
 from fptrack.storage.models import Chapter, Match, Page, Work
 
 __all__ = ["NOTICE_LIMIT", "NoticeEntry", "blueprint", "notice_entries"]
@@ -66,24 +67,25 @@ def notice_entries(
     ).unique()
     entries = []
     for match in matches:
-        text = match.page.text or ""
+        # the text the spans point into: the version kept when the page has changed (or gone) since
+        stored = evidence_of(session, match)
         passages = []
         for raw in match.spans or []:
             try:
                 start, end = int(raw[0]), int(raw[1])
             except (TypeError, ValueError, IndexError):
                 continue
-            passage = text[max(0, start) : max(0, end)]
+            passage = stored.text[max(0, start) : max(0, end)]
             passages.append(passage[:PASSAGE_LIMIT] + "…" if len(passage) > PASSAGE_LIMIT else passage)
         entries.append(
             NoticeEntry(
                 match.id,
                 match.page.url,
-                match.page.title,
+                stored.title,
                 match.first_seen,
                 match.last_seen,
-                match.page.fetched_at,
-                match.page.snapshot_sha256,
+                stored.fetched_at,
+                stored.snapshot_sha256,
                 match.work.title,
                 f"{match.chapter.index}. {match.chapter.title}",
                 float(match.score),
@@ -156,7 +158,7 @@ def bundle(match_id: int) -> Response:
     )
     if match is None:
         abort(404, description=f"There is no match with id {match_id}.")
-    evidence = load_evidence(match)
+    evidence = load_evidence(match, session)
     document = {
         "match": match_record(match),
         "last_seen": match.last_seen.isoformat(),
@@ -165,7 +167,7 @@ def bundle(match_id: int) -> Response:
                 "number": span.number,
                 "page": [span.page_start, span.page_end],
                 "work": [span.work_start, span.work_end],
-                "page_text": (match.page.text or "")[span.page_start : span.page_end],
+                "page_text": (evidence.stored.text or "")[span.page_start : span.page_end],
                 "work_text": (match.work.text or "")[span.work_start : span.work_end],
                 "differences": None
                 if span.number not in evidence.diffs
@@ -182,7 +184,7 @@ def bundle(match_id: int) -> Response:
         {"kind": e.kind, "at": e.at.isoformat(), "who": e.who, "text": e.text, "status": e.status}
         for e in match_history(session, match_id)
     ]
-    data = evidence_bundle(match.page, document, history)
+    data = evidence_bundle(match.page, document, history, evidence.stored)
     return Response(
         data,
         mimetype="application/zip",
