@@ -51,7 +51,8 @@ def takedowns(
       fptrack takedowns stats --by host      takedown rate and time to takedown per site
 
     States: present (the copy is still there), gone (404/410/451 or no such host), removed (the page is there,
-    the copy is not), error (the check could not tell), unchecked. JSON is one object per line with id,
+    the copy is not), error (the check could not tell: 5xx, 403, 429, a timeout, a challenge page), unchecked.
+    A removal counts as taken down once a second check confirms it. JSON is one object per line with id,
     page_url, work_id, work_title, status, state, first_seen, rechecked_at, taken_down_at,
     time_to_takedown_seconds; CSV has the same columns. Settings: docs/monitoring.md."""
     if ctx.invoked_subcommand is not None:
@@ -105,11 +106,15 @@ def _list(context: CliContext, state: str | None, work_id: int | None, domain: s
 def takedowns_check(
     context: CliContext, match_ids: tuple[int, ...], allow_private: tuple[str, ...], quiet: bool
 ) -> None:
-    """Re-check now whether copies were taken down: fetch their pages again (guarded, polite) and record each
+    """Re-check now whether copies were taken down: fetch their pages again (guarded, polite; pages built by
+    scripts rendered in Chromium, chapters split over pages joined, as the crawl read them) and record each
     match as present, gone, removed or error.
 
-    Without --match: the flagged and confirmed matches not re-checked for FPTRACK_RECHECK_AFTER seconds (at
-    most FPTRACK_RECHECK_LIMIT), as the scheduler does; skipped when a scheduled run is under way."""
+    A removal is recorded once a second check at least FPTRACK_RECHECK_CONFIRM_AFTER seconds after the first
+    confirms it ("awaiting confirmation" until then). Without --match: the flagged and confirmed matches that
+    are due (at most FPTRACK_RECHECK_LIMIT), as the scheduler does: new copies at once, then every
+    FPTRACK_RECHECK_YOUNG_EVERY seconds in their first FPTRACK_RECHECK_YOUNG_FOR, every FPTRACK_RECHECK_AFTER
+    after; skipped when a scheduled run is under way."""
     from fptrack.crawler.guard import PrivateAddressPolicy
     from fptrack.jobs.rechecks import RecheckProgress, recheck_matches, run_due_rechecks
 
@@ -141,10 +146,15 @@ def takedowns_check(
         click.echo("no match is due for a re-check")
         return
     counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(summary.outcomes.items()))
-    click.echo(
+    line = (
         f"re-checked {summary.matches} match(es) on {summary.pages} page(s): {counts}; "
         f"{summary.newly_taken_down} newly taken down"
     )
+    if summary.pending:
+        line += f", {summary.pending} awaiting confirmation"
+    if summary.back:
+        line += f", {summary.back} back up"
+    click.echo(line)
 
 
 @takedowns.command("stats")
@@ -157,37 +167,63 @@ def takedowns_check(
 @pass_context
 @friendly_errors
 def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
-    """Takedown rate and time to takedown (median, 90th percentile), overall or per site or work.
+    """Takedown rate, time to takedown and time to detect (median, 90th percentile), overall or per site or
+    work.
 
     Columns: key, matches (flagged and confirmed), checked, taken_down, rate (taken_down / checked),
-    median_seconds, p90_seconds (first seen to the first check that found the copy down)."""
-    from fptrack.analytics.takedowns import TAKEDOWN_COLUMNS, takedown_stats
+    median_seconds, p90_seconds (first seen to the first check that found the copy down), then detect_known,
+    detect_median_seconds, detect_p90_seconds (the page's own Last-Modified to first seen, over the matches
+    whose page sent one before it was first seen)."""
+    from fptrack.analytics.takedowns import (
+        DETECTION_COLUMNS,
+        TAKEDOWN_COLUMNS,
+        DetectionRow,
+        detection_times,
+        takedown_stats,
+    )
 
     with context.session() as session:
         rows = takedown_stats(session, grouping)  # type: ignore[arg-type]
+        detected = detection_times(session, grouping)  # type: ignore[arg-type]
+    records = [
+        {**row.as_json(), **detected.get(row.key, DetectionRow(row.key, 0, None, None)).as_json()}
+        for row in rows
+    ]
     if fmt == "json":
-        for row in rows:
-            click.echo(json.dumps(row.as_json(), ensure_ascii=False))
+        for record in records:
+            click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
         from fptrack.admin.exports import csv_lines
 
-        for line in csv_lines(TAKEDOWN_COLUMNS, (row.as_json() for row in rows)):
+        for line in csv_lines((*TAKEDOWN_COLUMNS, *DETECTION_COLUMNS), records):
             click.echo(line, nl=False)
     elif not rows:
         click.echo("no matches yet")
     else:
         print_table(
-            [grouping, "matches", "checked", "taken down", "rate", "median", "p90"],
+            [
+                grouping,
+                "matches",
+                "checked",
+                "taken down",
+                "rate",
+                "median",
+                "p90",
+                "detect median",
+                "detect p90",
+            ],
             [
                 (
-                    r.key,
-                    r.matches,
-                    r.checked,
-                    r.taken_down,
-                    "-" if r.rate is None else f"{r.rate:.0%}",
-                    _duration(r.median_seconds),
-                    _duration(r.p90_seconds),
+                    r["key"],
+                    r["matches"],
+                    r["checked"],
+                    r["taken_down"],
+                    "-" if r["rate"] is None else f"{r['rate']:.0%}",
+                    _duration(r["median_seconds"]),
+                    _duration(r["p90_seconds"]),
+                    _duration(r["detect_median_seconds"]),
+                    _duration(r["detect_p90_seconds"]),
                 )
-                for r in rows
+                for r in records
             ],
         )

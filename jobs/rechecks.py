@@ -1,60 +1,89 @@
-"""Takedown verification: fetch the pages of flagged and confirmed matches again and record whether the copy
-is still there.
+"""Takedown verification: fetch the pages of flagged and confirmed matches again, through the same fetch and
+rendering path the crawl used, and record whether the copy is still there.
 
-Each re-check of a match ends in one outcome (:data:`storage.models.TAKEDOWN_OUTCOMES`):
+Each re-check of a match ends in one observation (:data:`storage.models.TAKEDOWN_OUTCOMES`), recorded by
+:func:`storage.match_life.observe` (source ``recheck``), the one place where any fetch of a page, a crawl's
+or a re-check's, tells about its matches:
 
 - ``gone``: the page answers 404, 410 or 451 (unavailable for legal reasons), or its host no longer exists;
-- ``removed``: the page is still there (200) but no longer copies the match's chapter: its text is extracted
-  with the crawler's own parser (:func:`crawler.parse.parse_response`) and verified against the chapter with
-  the compare stage's own code (:func:`compare.service.verify_chapters`), ignoring the site's template when
-  the page's matches were decided without it (a banner quoting the chapter is not the copy); a page with no
-  text left counts too;
+- ``removed``: the page answers 200 but no longer copies the match's chapter. Its text is read as the crawl
+  reads it: extracted with the crawler's own parser (:func:`crawler.parse.parse_response`), and first rendered
+  in Chromium when the crawl's rule says the page needs a browser (:meth:`crawler.render.RenderPlan.wants`:
+  the site's ``render_js`` is ``yes``, or ``auto`` and the static text is short while the page carries a
+  script; :class:`crawler.browser_fetch.PageRenderer`). A chapter split over pages (``matches.part_spans``)
+  is judged on its parts fetched again and joined, as :mod:`compare.multipage` compared them. The text is
+  verified against the chapter with the compare stage's own code (:func:`compare.service.verify_chapters`),
+  ignoring the site's template when the page's matches were decided without it (a banner quoting the chapter
+  is not the copy). A page answering 200 with no text at all counts only when nothing could have filled it:
+  no script, or rendered with every sub-request answered;
 - ``present``: the page still copies the chapter (edited or not);
-- ``error``: the check could not tell (refused by the private-address guard or robots.txt, timed out,
-  connection refused, 5xx, 403...). An error changes nothing but ``rechecked_at`` and ``recheck_state``.
+- ``error``: the check could not tell: refused by the private-address guard or robots.txt, timed out,
+  connection refused, 5xx, 403, 429, a challenge page ("Just a moment", 安全验证...), a page that needs a
+  browser when none could render it, a joined chapter whose parts could not all be fetched. Never a removal.
 
-Every check is a ``takedown_checks`` row (history); the match carries the latest (``rechecked_at``,
-``recheck_state``) and ``taken_down_at``, the first check that found it gone or removed, cleared when a later
-check finds the copy present again. Nothing here deletes or rewrites a match or a page: the page's stored text
+A removal is recorded once confirmed: the first ``gone`` or ``removed`` leaves it pending and makes the match
+due again ``FPTRACK_RECHECK_CONFIRM_AFTER`` seconds later; a second one then confirms it, and
+``taken_down_at`` is the time of the first. A copy seen present again after its takedown comes back (same
+match, same id, same first-seen). Nothing here deletes or rewrites a match or a page: the page's stored text
 is the evidence of the copy, so a re-check only reads the live page.
 
+Cadence: a match is due when its ``recheck_due_at`` has come (NULL: never checked, due at once). After each
+check :func:`storage.match_life.next_due` sets the next: every ``FPTRACK_RECHECK_YOUNG_EVERY`` seconds while
+the copy is younger than ``FPTRACK_RECHECK_YOUNG_FOR`` (hourly in its first day by default), every
+``FPTRACK_RECHECK_AFTER`` after. :func:`run_due_rechecks` is what the beat task ``fptrack.recheck_takedowns``
+runs every ``FPTRACK_RECHECK_EVERY`` seconds: it claims ``recheck:takedowns`` in ``monitor_locks`` (one run at
+a time, across machines; a claim without heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS`` is taken over) and
+checks up to ``FPTRACK_RECHECK_LIMIT`` due matches, the never checked first, then the earliest due.
+
 Fetching: :class:`crawler.guarded_http.GuardedFetcher` (the private-address guard, robots.txt, the site's
-delay), one request per page whatever the number of its matches. :func:`run_due_rechecks` is what the beat
-task ``fptrack.recheck_takedowns`` runs: it claims ``recheck:takedowns`` in ``monitor_locks`` (one run at a
-time, across machines; a claim without heartbeat for ``FPTRACK_CRAWL_STALE_SECONDS`` is taken over) and checks
-up to ``FPTRACK_RECHECK_LIMIT`` matches not re-checked for ``FPTRACK_RECHECK_AFTER`` seconds, the longest
-unchecked first."""
+delay), one request per page whatever the number of its matches; a rendered page's own document is handed to
+the browser rather than downloaded again, and every request the browser makes is guarded and waits for its
+turn in the site's shared pace (:mod:`storage.pacing`)."""
 
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings, classify_allow_entry
+from fptrack.crawler.browser_fetch import Document, PageRenderer, RenderFailure
 from fptrack.crawler.guard import PrivateAddressPolicy
 from fptrack.crawler.guarded_http import FetchFailure, FetchResult, GuardedFetcher, NoSuchHost
+from fptrack.crawler.render import RenderPlan
 from fptrack.jobs.pipeline import INFRINGING_STATUSES
 from fptrack.storage.db import session_scope
 from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.locks import drop_lock, holder_died, refresh_lock, take_lock
-from fptrack.storage.models import Match, MonitorLock, Page, Site, TakedownCheck, utcnow
+from fptrack.storage.match_life import Observation, observe
+from fptrack.storage.models import Match, MonitorLock, Page, Site, utcnow
+from fptrack.storage.pacing import Pacer
 from fptrack.storage.sites import site_of
+
+if TYPE_CHECKING:
+    from scrapy.http import Response
+
+    from fptrack.crawler.pages import CrawledPage
 
 __all__ = [
     "LOCK_NAME",
     "RECHECKED_STATUSES",
+    "PageRead",
     "PageVerdict",
     "RecheckError",
     "RecheckProgress",
     "RecheckSummary",
     "due_matches",
+    "judge_response",
+    "read_response",
     "recheck_matches",
     "run_due_rechecks",
 ]
@@ -64,7 +93,14 @@ log = logging.getLogger(__name__)
 LOCK_NAME = "recheck:takedowns"
 RECHECKED_STATUSES = tuple(status.value for status in INFRINGING_STATUSES)
 GONE_STATUSES = frozenset({404, 410, 451})
-TAKEN_DOWN = frozenset({"gone", "removed"})
+# A challenge page stands between a crawler and the site (Cloudflare's "Just a moment", a captcha): a 200 that
+# tells nothing about the copy. Recognised by a marker in a small body with no main text of its own.
+CHALLENGE_MARKERS = (
+    "cf-chl", "cf_chl", "challenge-platform", "just a moment", "checking your browser", "ddos protection",
+    "captcha", "验证码", "安全验证", "人机验证", "安全检查",
+)  # fmt: skip
+CHALLENGE_MAX_BYTES = 64 * 1024
+_SCRIPT = re.compile(rb"<script\b", re.IGNORECASE)
 
 
 class RecheckError(FptrackError, ValueError):
@@ -93,11 +129,16 @@ class RecheckProgress:
 
 @dataclass
 class RecheckSummary:
-    """What a run of re-checks did: matches by outcome, pages fetched, matches newly taken down."""
+    """What a run of re-checks did: matches by outcome, pages fetched, removals confirmed now
+    (``newly_taken_down``), removals seen once and awaiting their confirming fetch (``pending``), copies that
+    came back after a takedown (``back``)."""
 
     outcomes: Counter[str] = field(default_factory=Counter)
     pages: int = 0
     newly_taken_down: int = 0
+    pending: int = 0
+    back: int = 0
+    rendered: int = 0  # pages read through the browser
     skipped: str = ""  # why nothing ran (another run holds the claim)
 
     @property
@@ -110,6 +151,9 @@ class RecheckSummary:
             "pages": self.pages,
             "outcomes": dict(sorted(self.outcomes.items())),
             "newly_taken_down": self.newly_taken_down,
+            "pending": self.pending,
+            "back": self.back,
+            "rendered": self.rendered,
             "skipped": self.skipped,
         }
 
@@ -120,25 +164,187 @@ class RecheckSummary:
 def due_matches(
     session: Session, settings: Settings, *, now: datetime | None = None, limit: int | None = None
 ) -> list[int]:
-    """Ids of the flagged and confirmed matches not re-checked for ``FPTRACK_RECHECK_AFTER`` seconds (never
-    checked first, then the longest unchecked), at most ``limit`` (default ``FPTRACK_RECHECK_LIMIT``)."""
+    """Ids of the flagged and confirmed matches due for a re-check at ``now``: never checked (no
+    ``recheck_due_at``) first, by id, then those whose ``recheck_due_at`` has come, the earliest first; at
+    most ``limit`` (default ``FPTRACK_RECHECK_LIMIT``). Both halves walk the index
+    ``ix_matches_status_recheck_due_at``."""
     now = now or utcnow()
-    cutoff = now - timedelta(seconds=settings.recheck_after)
-    never = select(Match.id).where(Match.status.in_(RECHECKED_STATUSES), Match.rechecked_at.is_(None))
     limit = settings.recheck_limit if limit is None else limit
-    found = [int(i) for i in session.scalars(never.order_by(Match.id).limit(limit))]
+    followed = select(Match.id).where(Match.status.in_(RECHECKED_STATUSES))
+    never = followed.where(Match.recheck_due_at.is_(None)).order_by(Match.id).limit(limit)
+    found = [int(i) for i in session.scalars(never)]
     if len(found) < limit:
-        stale = (
-            select(Match.id)
-            .where(Match.status.in_(RECHECKED_STATUSES), Match.rechecked_at < cutoff)
-            .order_by(Match.rechecked_at, Match.id)
+        come = (
+            followed.where(Match.recheck_due_at <= now)
+            .order_by(Match.recheck_due_at, Match.id)
             .limit(limit - len(found))
         )
-        found.extend(int(i) for i in session.scalars(stale))
+        found.extend(int(i) for i in session.scalars(come))
     return found
 
 
+# ------------------------------------------------------------------------------------------------ reading
+
+
+@dataclass(frozen=True)
+class PageRead:
+    """What the crawl's fetch and rendering path made of one page: its main text (``''``: a page answering
+    200 that nothing could have filled), or, when there is no text to judge, the outcome (gone or error) and
+    why."""
+
+    url: str
+    status: int | None
+    text: str | None = None
+    outcome: str = ""  # gone / error when ``text`` is None
+    detail: str = ""
+    rendered: bool = False
+
+
+def _response(url: str, status: int, headers: Mapping[str, str], body: bytes) -> Response:
+    """A Scrapy response tied to a request (the crawl's rendering rule reads the request's meta)."""
+    from scrapy.http import Request, Response
+
+    return Response(url=url, status=status, headers=dict(headers), body=body, request=Request(url))
+
+
+def _challenge(body: bytes, text: str, settings: Settings) -> str:
+    """The marker of a challenge page (small, with no main text of its own), or ''."""
+    if len(body) > CHALLENGE_MAX_BYTES or len(text.strip()) >= settings.render_min_chars:
+        return ""
+    lowered = body.decode("utf-8", errors="ignore").lower()
+    gbk = body.decode("gb18030", errors="ignore")
+    for marker in CHALLENGE_MARKERS:
+        if marker in lowered or marker in gbk:
+            return marker
+    return ""
+
+
+def _wants_rendering(mode: str, settings: Settings, response: Response, page: CrawledPage) -> bool:
+    """The crawl's own rule (:meth:`RenderPlan.wants`), asked whether or not a browser is installed: a page
+    the crawl would have rendered is never judged on its static HTML (without a browser it is not judged)."""
+    if mode not in ("auto", "yes"):
+        return False
+    rule = RenderPlan(mode=mode, browser="(the rule only)", min_chars=settings.render_min_chars)
+    return rule.wants(response, page)
+
+
+def read_response(
+    result: FetchResult,
+    *,
+    settings: Settings,
+    fetched_at: datetime,
+    render_js: str = "auto",
+    renderer: PageRenderer | None = None,
+) -> PageRead:
+    """Read the answer ``result`` as the crawl would: gone for 404/410/451, error for any other status but
+    200 and for challenge pages, else the main text, rendered first when the crawl's rule asks for it
+    (``render_js``: the site's mode)."""
+    from fptrack.crawler.parse import parse_response
+
+    status = result.status
+    if status in GONE_STATUSES:
+        detail = f"HTTP {status}" + (" (unavailable for legal reasons)" if status == 451 else "")
+        return PageRead(result.url, status, outcome="gone", detail=detail)
+    if status != 200:
+        return PageRead(result.url, status, outcome="error", detail=f"HTTP {status}")
+    response = _response(result.final_url, status, result.headers, result.body)
+    page = parse_response(response, requested_url=result.url, fetched_at=fetched_at).page
+    if page.error and not page.text:
+        if page.error == "empty body":
+            return PageRead(result.url, status, text="", detail="HTTP 200 with an empty body")
+        return PageRead(result.url, status, outcome="error", detail=f"HTTP 200 but {page.error}")
+    marker = _challenge(result.body, page.text, settings)
+    if marker:
+        return PageRead(result.url, status, outcome="error", detail=f"a challenge page ({marker!r})")
+    if _wants_rendering(render_js, settings, response, page):
+        if renderer is None:
+            detail = "the page is built by scripts and no browser was given to render it"
+            return PageRead(result.url, status, outcome="error", detail=detail)
+        document = Document(result.final_url, status, result.headers, result.body)
+        try:
+            rendered = renderer.render(result.final_url, document=document)
+        except RenderFailure as error:
+            return PageRead(result.url, status, outcome="error", detail=str(error))
+        dom = _response(
+            rendered.url, 200, {"content-type": "text/html; charset=utf-8"}, rendered.html.encode("utf-8")
+        )
+        page = parse_response(dom, requested_url=result.url, fetched_at=fetched_at).page
+        marker = _challenge(dom.body, page.text, settings)
+        if marker:
+            detail = f"a challenge page after rendering ({marker!r})"
+            return PageRead(result.url, status, outcome="error", detail=detail, rendered=True)
+        if not page.text.strip():
+            if rendered.failed:
+                shown = "; ".join(rendered.failed[:3])
+                detail = f"no text after rendering, and some of its requests failed: {shown}"
+                return PageRead(result.url, status, outcome="error", detail=detail, rendered=True)
+            return PageRead(
+                result.url, status, text="", detail="no text after its scripts ran", rendered=True
+            )
+        return PageRead(result.url, status, text=page.text, rendered=True)
+    if not page.text.strip():
+        if _SCRIPT.search(result.body):
+            detail = "HTTP 200 without text, and its scripts were not run (the site's render_js is no)"
+            return PageRead(result.url, status, outcome="error", detail=detail)
+        return PageRead(result.url, status, text="", detail="HTTP 200 without text")
+    return PageRead(result.url, status, text=page.text)
+
+
+def read_page(
+    url: str,
+    fetcher: GuardedFetcher,
+    *,
+    settings: Settings,
+    fetched_at: datetime,
+    render_js: str = "auto",
+    renderer: PageRenderer | None = None,
+) -> PageRead:
+    """Fetch ``url`` and read it (:func:`read_response`); a host that no longer exists is gone, a fetch that
+    got no answer an error."""
+    try:
+        result = fetcher.fetch(url)
+    except NoSuchHost as error:
+        return PageRead(url, None, outcome="gone", detail=str(error))
+    except FetchFailure as error:
+        return PageRead(url, None, outcome="error", detail=str(error))
+    return read_response(
+        result, settings=settings, fetched_at=fetched_at, render_js=render_js, renderer=renderer
+    )
+
+
 # ------------------------------------------------------------------------------------------------ judging
+
+
+def judge_text(
+    session: Session,
+    text: str,
+    chapters: Mapping[int, int],
+    *,
+    template: Collection[int] = (),
+    note: str = "",
+) -> dict[int, tuple[str, str]]:
+    """match id -> (present or removed, detail) for a page whose main text is ``text``, verified against the
+    chapter of each match in ``chapters`` (match id -> chapter id), ``template`` ignored."""
+    from fptrack.compare.service import verify_chapters
+    from fptrack.fingerprint.pipeline import fingerprint_text
+
+    if not text.strip():
+        return {m: ("removed", f"HTTP 200 without the copy: {note or 'no text'}") for m in chapters}
+    verdicts = verify_chapters(
+        session, fingerprint_text(text), set(chapters.values()), ignored_codes=template
+    )
+    suffix = f" ({note})" if note else ""
+    judged: dict[int, tuple[str, str]] = {}
+    for match_id, chapter_id in chapters.items():
+        verdict = verdicts.get(chapter_id)
+        common = verdict.copied_chars if verdict is not None else 0
+        if verdict is not None and verdict.flagged:
+            detail = f"still copies the chapter: {common} characters, score {verdict.score:.2f}{suffix}"
+            judged[match_id] = ("present", detail)
+        else:
+            detail = f"the page no longer copies the chapter ({common} characters in common){suffix}"
+            judged[match_id] = ("removed", detail)
+    return judged
 
 
 def judge_response(
@@ -148,46 +354,44 @@ def judge_response(
     *,
     fetched_at: datetime,
     template: Collection[int] = (),
+    settings: Settings | None = None,
+    render_js: str = "auto",
+    renderer: PageRenderer | None = None,
 ) -> dict[int, tuple[str, str]]:
-    """match id -> (outcome, detail) for a response of the page of matches ``chapters`` (match id -> chapter
-    id): gone for 404/410/451, present or removed for a 200 (extracted and verified, ignoring ``template``,
-    the site's template hashes when the page was compared without them), error otherwise."""
-    if result.status in GONE_STATUSES:
-        detail = f"HTTP {result.status}" + (
-            " (unavailable for legal reasons)" if result.status == 451 else ""
-        )
-        return {match_id: ("gone", detail) for match_id in chapters}
-    if result.status != 200:
-        return {match_id: ("error", f"HTTP {result.status}") for match_id in chapters}
-    from scrapy.http import Response
-
-    from fptrack.compare.service import verify_chapters
-    from fptrack.crawler.parse import parse_response
-    from fptrack.fingerprint.pipeline import fingerprint_text
-
-    response = Response(url=result.final_url, status=result.status, headers=result.headers, body=result.body)
-    page = parse_response(response, requested_url=result.url, fetched_at=fetched_at).page
-    if not page.text.strip():
-        reason = page.error or "no text"
-        return {match_id: ("removed", f"HTTP 200 without the copy: {reason}") for match_id in chapters}
-    verdicts = verify_chapters(
-        session, fingerprint_text(page.text), set(chapters.values()), ignored_codes=template
+    """match id -> (outcome, detail) for an answer ``result`` of the page of matches ``chapters`` (match id ->
+    chapter id), read as the crawl reads it (:func:`read_response`) and verified (:func:`judge_text`)."""
+    read = read_response(
+        result, settings=settings or Settings(), fetched_at=fetched_at, render_js=render_js, renderer=renderer
     )
-    judged: dict[int, tuple[str, str]] = {}
-    for match_id, chapter_id in chapters.items():
-        verdict = verdicts.get(chapter_id)
-        common = verdict.copied_chars if verdict is not None else 0
-        if verdict is not None and verdict.flagged:
-            judged[match_id] = (
-                "present",
-                f"still copies the chapter: {common} characters, score {verdict.score:.2f}",
-            )
-        else:
-            judged[match_id] = (
-                "removed",
-                f"the page no longer copies the chapter ({common} characters in common)",
-            )
-    return judged
+    if read.text is None:
+        return {m: (read.outcome, read.detail) for m in chapters}
+    return judge_text(session, read.text, chapters, template=template, note=read.detail)
+
+
+def _judge_joined(
+    session: Session,
+    head: PageRead,
+    parts: Sequence[PageRead],
+    chapters: Mapping[int, int],
+    template: Collection[int],
+) -> dict[int, tuple[str, str]]:
+    """The matches of a chapter split over pages, judged on its parts joined as :mod:`compare.multipage`
+    joined them. With a part that could not be read, the parts that could are joined: still a copy is
+    present, anything else unknown (never a removal judged on part of a chapter)."""
+    from fptrack.compare.multipage import join_parts
+
+    assert head.text is not None
+    unread = [(number, part) for number, part in enumerate(parts, start=2) if part.text is None]
+    joined, _ = join_parts([head.text, *(part.text for part in parts if part.text is not None)])
+    judged = judge_text(session, joined, chapters, template=template, note=f"{1 + len(parts)} parts joined")
+    if not unread:
+        return judged
+    number, part = unread[0]
+    why = f"part {number} ({part.url}) could not be read: {part.outcome} {part.detail}".rstrip()
+    return {
+        m: (outcome, detail) if outcome == "present" else ("error", why)
+        for m, (outcome, detail) in judged.items()
+    }
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -200,20 +404,35 @@ class _Target:
     chapters: dict[int, int]  # match id -> chapter id
     # the site whose template the page's matches were decided without (compare.templates), else None
     masked_by: int | None = None
+    site_id: int | None = None
+    # a chapter split over pages: the matches found on it joined, and the URLs of its later parts in order
+    joined: set[int] = field(default_factory=set)
+    parts: list[str] = field(default_factory=list)
 
 
 def _targets(session: Session, match_ids: Sequence[int]) -> list[_Target]:
     pages: dict[int, _Target] = {}
     for chunk in id_chunks(match_ids):
         rows = session.execute(
-            select(Match.id, Match.chapter_id, Page.id, Page.url, Page.site_id, Page.template_masked)
+            select(Match.id, Match.chapter_id, Match.part_spans, Page.id, Page.url, Page.site_id,
+                   Page.template_masked)
             .join(Page, Page.id == Match.page_id)
             .where(Match.id.in_(chunk))
         )  # fmt: skip
-        for match_id, chapter_id, page_id, url, site_id, masked in rows:
+        for match_id, chapter_id, part_spans, page_id, url, site_id, masked in rows:
             masked_by = int(site_id) if masked and site_id is not None else None
-            target = pages.setdefault(int(page_id), _Target(int(page_id), str(url), {}, masked_by))
+            site = int(site_id) if site_id is not None else None
+            target = pages.setdefault(int(page_id), _Target(int(page_id), str(url), {}, masked_by, site))
             target.chapters[int(match_id)] = int(chapter_id)
+            if part_spans:
+                target.joined.add(int(match_id))
+                ordered = sorted(
+                    (p for p in part_spans if isinstance(p, dict) and p.get("url")),
+                    key=lambda p: int(p.get("part") or 0),
+                )
+                for part in ordered:
+                    if str(part["url"]) not in target.parts:
+                        target.parts.append(str(part["url"]))
     missing = sorted(set(match_ids) - {m for t in pages.values() for m in t.chapters})
     if missing:
         shown = ", ".join(str(m) for m in missing[:10])
@@ -221,49 +440,42 @@ def _targets(session: Session, match_ids: Sequence[int]) -> list[_Target]:
     return sorted(pages.values(), key=lambda t: t.page_id)
 
 
-def _politeness(
+@dataclass(frozen=True)
+class _SiteRules:
+    """A managed site's settings that a re-check follows."""
+
+    delay: float
+    obey_robots: bool
+    render_js: str = "auto"
+
+
+def _site_rules(
     session: Session, settings: Settings, targets: Sequence[_Target]
-) -> tuple[dict[str, tuple[float, bool]], list[str]]:
-    """Per site key, (delay, obey robots) from the managed site's settings (else the global ones), and the
-    private-address entries the sites allow (their ``allow_private`` setting)."""
-    keys = sorted({site_of(t.url) for t in targets})
-    rules: dict[str, tuple[float, bool]] = {}
+) -> tuple[dict[str, _SiteRules], list[str]]:
+    """Per site key, the managed site's delay, robots choice and rendering mode (the global settings for a
+    site not managed), and the private-address entries the sites allow (their ``allow_private``)."""
+    keys = sorted({site_of(url) for t in targets for url in (t.url, *t.parts)})
+    rules: dict[str, _SiteRules] = {}
     allowed: list[str] = []
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
         for site in session.scalars(select(Site).where(Site.host.in_(chunk), Site.managed.is_(True))):
             delay = settings.crawl_delay if site.delay is None else float(site.delay)
-            rules[site.host] = (delay, bool(site.obey_robots))
+            rules[site.host] = _SiteRules(delay, bool(site.obey_robots), site.render_js or "auto")
             if site.allow_private:
                 hosts = [site_of(url) for url in site.start_urls or ()] + list(site.allowed_hosts or ())
                 allowed.extend(classify_allow_entry(h)[1] for h in dict.fromkeys(hosts) if h)
     return rules, allowed
 
 
-def _record(session: Session, verdicts: Sequence[PageVerdict], now: datetime) -> int:
-    """Write the checks and the matches' latest state; returns how many matches were newly taken down."""
-    newly = 0
-    for verdict in verdicts:
-        session.add(
-            TakedownCheck(
-                match_id=verdict.match_id, checked_at=now, outcome=verdict.outcome,
-                http_status=verdict.http_status, detail=verdict.detail[:2000],
-            )
-        )  # fmt: skip
-        values: dict[str, object] = {"rechecked_at": now, "recheck_state": verdict.outcome}
-        if verdict.outcome == "present":
-            values["taken_down_at"] = None
-        statement = update(Match).where(Match.id == verdict.match_id).values(**values)
-        session.execute(statement)
-        if verdict.outcome in TAKEN_DOWN:
-            result = session.execute(
-                update(Match)
-                .where(Match.id == verdict.match_id, Match.taken_down_at.is_(None))
-                .values(taken_down_at=now)
-            )
-            newly += int(result.rowcount or 0)  # type: ignore[attr-defined]
-    session.flush()
-    return newly
+def _browser_pace(pacer: Pacer) -> Callable[[str], None]:
+    """``wait_turn(site_key)`` for the requests the browser makes: the same shared pace as the static fetches
+    (the site's own rate, else ``FPTRACK_SITE_RATE``)."""
+
+    def wait_turn(key: str) -> None:
+        pacer.wait_turn(key)
+
+    return wait_turn
 
 
 def recheck_matches(
@@ -275,51 +487,81 @@ def recheck_matches(
     progress: Callable[[RecheckProgress], None] | None = None,
     heartbeat: Callable[[], None] | None = None,
     fetcher: GuardedFetcher | None = None,
+    clock: Callable[[], datetime] = utcnow,
 ) -> RecheckSummary:
-    """Re-check the pages of ``match_ids`` now (one fetch per page), recording each match's outcome (see the
-    module docstring). :class:`RecheckError` for an unknown id, before anything is fetched."""
+    """Re-check the pages of ``match_ids`` now (one fetch per page, rendered and joined as the crawl did),
+    recording each match's observation (see the module docstring). :class:`RecheckError` for an unknown id,
+    before anything is fetched. ``clock`` gives the time each observation is recorded at."""
     summary = RecheckSummary()
     ids = sorted({int(m) for m in match_ids})
     if not ids:
         return summary
     with session_scope(sessions) as session:
         targets = _targets(session, ids)
-        rules, site_allowed = _politeness(session, settings, targets)
+        rules, site_allowed = _site_rules(session, settings, targets)
+    pacer = Pacer(sessions, settings)  # the sites' shared pace: crawls, re-checks and rendering together
+    policy = PrivateAddressPolicy.from_entries(
+        (*settings.allow_private_hosts, *site_allowed, *allow_private_hosts)
+    )
     if fetcher is None:
-        policy = PrivateAddressPolicy.from_entries(
-            (*settings.allow_private_hosts, *site_allowed, *allow_private_hosts)
-        )
 
         def politeness(key: str) -> tuple[float, bool]:
-            return rules.get(key, (settings.crawl_delay, settings.crawl_obey_robots))
+            site = rules.get(key)
+            if site is None:
+                return settings.crawl_delay, settings.crawl_obey_robots
+            return site.delay, site.obey_robots
 
-        fetcher = GuardedFetcher(settings, policy, politeness)
+        fetcher = GuardedFetcher(settings, policy, politeness, pacer=pacer)
     templates: dict[int, frozenset[int]] = {}  # site id -> its template, decided once per run
-    for done, target in enumerate(targets, start=1):
-        now = utcnow()
-        status: int | None = None
-        try:
-            result = fetcher.fetch(target.url)
-        except NoSuchHost as error:
-            judged = {m: ("gone", str(error)) for m in target.chapters}
-        except FetchFailure as error:
-            judged = {m: ("error", str(error)) for m in target.chapters}
-        else:
-            status = result.status
+    with PageRenderer(settings, policy, wait_turn=_browser_pace(pacer)) as renderer:
+
+        def read(url: str, now: datetime) -> PageRead:
+            site = rules.get(site_of(url))
+            mode = site.render_js if site is not None else "auto"
+            found = read_page(
+                url, fetcher, settings=settings, fetched_at=now, render_js=mode, renderer=renderer
+            )
+            summary.rendered += int(found.rendered)
+            return found
+
+        for done, target in enumerate(targets, start=1):
+            now = clock()
+            head = read(target.url, now)
+            judged: dict[int, tuple[str, str]] = {}
+            if head.text is None:
+                judged = {m: (head.outcome, head.detail) for m in target.chapters}
+            else:
+                parts = [read(url, now) for url in target.parts] if target.joined else []
+                with session_scope(sessions) as session:
+                    alone = {m: c for m, c in target.chapters.items() if m not in target.joined}
+                    if alone:
+                        template = _template_of(session, target, templates)
+                        judged.update(
+                            judge_text(session, head.text, alone, template=template, note=head.detail)
+                        )
+                    if target.joined:
+                        joined = {m: target.chapters[m] for m in target.joined}
+                        template = _site_template_of(session, target.site_id, templates)
+                        judged.update(_judge_joined(session, head, parts, joined, template))
+            verdicts = [
+                PageVerdict(m, outcome, head.status, detail)
+                for m, (outcome, detail) in sorted(judged.items())
+            ]
+            observations = [
+                Observation(v.match_id, v.outcome, v.http_status, v.detail, source="recheck")
+                for v in verdicts
+            ]
             with session_scope(sessions) as session:
-                template = _template_of(session, target, templates) if result.status == 200 else frozenset()
-                judged = judge_response(session, result, target.chapters, fetched_at=now, template=template)
-        verdicts = [
-            PageVerdict(m, outcome, status, detail) for m, (outcome, detail) in sorted(judged.items())
-        ]
-        with session_scope(sessions) as session:
-            summary.newly_taken_down += _record(session, verdicts, now)
-        summary.pages += 1
-        summary.outcomes.update(v.outcome for v in verdicts)
-        if heartbeat is not None:
-            heartbeat()
-        if progress is not None:
-            progress(RecheckProgress(done, len(targets), target.url, tuple(v.outcome for v in verdicts)))
+                observed = observe(session, observations, settings, now=now)
+            summary.newly_taken_down += observed.confirmed
+            summary.pending += observed.pending
+            summary.back += observed.back
+            summary.pages += 1
+            summary.outcomes.update(v.outcome for v in verdicts)
+            if heartbeat is not None:
+                heartbeat()
+            if progress is not None:
+                progress(RecheckProgress(done, len(targets), target.url, tuple(v.outcome for v in verdicts)))
     return summary
 
 
@@ -328,11 +570,20 @@ def _template_of(session: Session, target: _Target, templates: dict[int, frozens
     when its matches were decided without them, else none."""
     if target.masked_by is None:
         return frozenset()
-    if target.masked_by not in templates:
+    return _site_template_of(session, target.masked_by, templates)
+
+
+def _site_template_of(
+    session: Session, site_id: int | None, templates: dict[int, frozenset[int]]
+) -> frozenset[int]:
+    """The site's template (decided once per run): what a chapter split over pages was compared without."""
+    if site_id is None:
+        return frozenset()
+    if site_id not in templates:
         from fptrack.compare.templates import site_template
 
-        templates[target.masked_by] = site_template(session, target.masked_by)
-    return templates[target.masked_by]
+        templates[site_id] = site_template(session, site_id)
+    return templates[site_id]
 
 
 # --------------------------------------------------------------------------------------------- the claim

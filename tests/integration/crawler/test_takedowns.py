@@ -8,10 +8,11 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.analytics.takedowns import takedown_stats
@@ -21,7 +22,8 @@ from fptrack.compare.works import register_work_file
 from fptrack.core.settings import Settings
 from fptrack.jobs.rechecks import RecheckError, due_matches, recheck_matches, run_due_rechecks
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
-from fptrack.storage.models import Match, MonitorLock, Page, TakedownCheck, as_utc, iso_utc
+from fptrack.storage.models import Match, MonitorLock, Page, TakedownCheck, as_utc, iso_utc, utcnow
+from tests.support.env import clean_environ
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.sites import render_chapter
 
@@ -62,7 +64,9 @@ def _copies(sessions: sessionmaker[Session], settings: Settings, site: LiveSite)
 
 
 def _allowed(settings: Settings, site: LiveSite) -> Settings:
-    return settings.with_overrides(allow_private_hosts=(site.key,))
+    """Loopback allowed, and a removal confirmed by the next check however soon (the confirmation delay has
+    tests of its own: test_recheck_cadence.py)."""
+    return settings.with_overrides(allow_private_hosts=(site.key,), recheck_confirm_after=0.0)
 
 
 def test_removed_edited_and_kept_copies_are_told_apart(
@@ -84,7 +88,12 @@ def test_removed_edited_and_kept_copies_are_told_apart(
             _markup("第3章", ["本站最新地址请收藏", *CHAPTERS[2].split("\n")], template="p-paragraphs"),
         )
         second = recheck_matches(allowed, sessions, matches.values())
-        assert second.newly_taken_down == 2
+        # seen down once: awaiting the confirming fetch, not yet taken down
+        assert second.newly_taken_down == 0 and second.pending == 2
+        with session_scope(sessions) as session:
+            assert session.get(Match, matches["/a.html"]).taken_down_at is None  # type: ignore[union-attr]
+        confirming = recheck_matches(allowed, sessions, matches.values())
+        assert confirming.newly_taken_down == 2 and confirming.pending == 0
 
         with session_scope(sessions) as session:
             by_path = {path: session.get(Match, match_id) for path, match_id in matches.items()}
@@ -92,7 +101,14 @@ def test_removed_edited_and_kept_copies_are_told_apart(
                 "/a.html": "gone", "/b.html": "removed", "/c.html": "present",
             }  # fmt: skip
             gone, removed, present = by_path["/a.html"], by_path["/b.html"], by_path["/c.html"]
-            assert gone.taken_down_at is not None and gone.taken_down_at == gone.rechecked_at  # type: ignore[union-attr]
+            # taken down when first seen down (the second check), confirmed by the third
+            first_down = session.scalars(
+                select(TakedownCheck.checked_at)
+                .where(TakedownCheck.match_id == matches["/a.html"], TakedownCheck.outcome == "gone")
+                .order_by(TakedownCheck.id)
+            ).first()
+            assert gone.taken_down_at is not None and gone.taken_down_at == first_down  # type: ignore[union-attr]
+            assert gone.rechecked_at > first_down  # type: ignore[union-attr, operator]
             assert removed.taken_down_at is not None and present.taken_down_at is None  # type: ignore[union-attr]
             assert all(m.status == "flagged" for m in by_path.values())  # type: ignore[union-attr]
             history = session.execute(
@@ -103,8 +119,8 @@ def test_removed_edited_and_kept_copies_are_told_apart(
                     TakedownCheck.detail,
                 ).order_by(TakedownCheck.id)
             ).all()
-            assert len(history) == 6
-            latest = {row[0]: row for row in history[3:]}
+            assert len(history) == 9
+            latest = {row[0]: row for row in history[6:]}
             assert latest[matches["/a.html"]][1:3] == ("gone", 404)
             assert latest[matches["/b.html"]][1:3] == ("removed", 200)
             assert "no longer copies" in latest[matches["/b.html"]][3]
@@ -119,8 +135,8 @@ def test_removed_edited_and_kept_copies_are_told_apart(
             rows = {r.key: r for r in takedown_stats(session, "host")}
         assert (rows[site.key].matches, rows[site.key].checked, rows[site.key].taken_down) == (3, 3, 2)
 
-        # a crawl storing the edited page compares it again: the match no longer holds, but its takedown
-        # history keeps it (without history a machine-made match that no longer holds is dropped)
+        # a crawl storing the edited page compares it again: the match no longer holds; a fetched text never
+        # drops a match, the crawl observes it removed (one more check, source "crawl")
         with session_scope(sessions) as session:
             page = session.scalar(select(Page).where(Page.url == site.url("/b.html")))
             page.text, page.compared_at = "\n".join(OTHER), None  # type: ignore[union-attr]
@@ -128,6 +144,10 @@ def test_removed_edited_and_kept_copies_are_told_apart(
             service.process_pages(session, [page.id], settings)  # type: ignore[union-attr]
         with session_scope(sessions) as session:
             assert session.get(Match, matches["/b.html"]) is not None
+            assert (
+                session.scalar(select(TakedownCheck.outcome).where(TakedownCheck.source == "crawl"))
+                == "removed"
+            )
 
         site.set("/a.html", _markup("第1章", CHAPTERS[0].split("\n")))  # the copy is back
         third = recheck_matches(allowed, sessions, matches.values())
@@ -140,7 +160,8 @@ def test_removed_edited_and_kept_copies_are_told_apart(
             assert back.recheck_state == "present" and back.taken_down_at is None  # type: ignore[union-attr]
             # the first check that found it down stays its takedown time
             assert still_removed.taken_down_at == first_taken_down  # type: ignore[union-attr]
-            assert session.scalar(select(func.count()).select_from(TakedownCheck)) == 9
+            checks = session.scalar(select(func.count()).select_from(TakedownCheck))
+            assert checks == 13  # 12 re-checks, 1 crawl
 
 
 def test_guard_and_robots_make_errors_not_takedowns(
@@ -221,9 +242,11 @@ def test_due_matches_and_one_run_at_a_time(settings: Settings, sessions: session
         for number, path in enumerate(["/a.html", "/b.html", "/c.html"]):
             site.set(path, _markup(f"第{number}章", CHAPTERS[number].split("\n")))
         matches = _copies(sessions, settings, site)
-        allowed = _allowed(settings, site).with_overrides(recheck_after=3600.0, recheck_limit=2)
+        allowed = _allowed(settings, site).with_overrides(recheck_limit=2)
         with session_scope(sessions) as session:
             session.get(Match, matches["/c.html"]).status = "dismissed"  # type: ignore[union-attr]
+            # never scheduled (as matches found before the cadence existed): due at once
+            session.execute(update(Match).values(recheck_due_at=None))
             assert due_matches(session, allowed) == sorted([matches["/a.html"], matches["/b.html"]])
             session.add(MonitorLock(name="recheck:takedowns", token="t", owner="elsewhere:1"))
         assert run_due_rechecks(allowed, sessions).skipped  # a live run holds the claim
@@ -232,17 +255,22 @@ def test_due_matches_and_one_run_at_a_time(settings: Settings, sessions: session
         done = run_due_rechecks(allowed, sessions)
         assert done.matches == 2 and not done.skipped
         with session_scope(sessions) as session:
-            assert due_matches(session, allowed) == []  # checked within FPTRACK_RECHECK_AFTER
+            assert due_matches(session, allowed) == []  # next due FPTRACK_RECHECK_YOUNG_EVERY from now
             assert session.scalar(select(func.count()).select_from(MonitorLock)) == 0  # claim released
-            assert due_matches(session, allowed.with_overrides(recheck_after=0.0)) != []
+            later = utcnow() + timedelta(seconds=allowed.recheck_young_every + 1)
+            assert due_matches(session, allowed, now=later) != []
 
 
 @pytest.mark.postgres
 def test_cli_lists_and_checks_takedowns(postgres_settings: Settings, tmp_path: Path) -> None:
     engine = create_engine_for(postgres_settings)
     sessions = session_factory(engine)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
-    env.update(FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=postgres_settings.database_url)
+    env = clean_environ()
+    env.update(
+        FPTRACK_DATA_DIR=str(tmp_path / "data"),
+        FPTRACK_DATABASE_URL=postgres_settings.database_url,
+        FPTRACK_RECHECK_CONFIRM_AFTER="0",
+    )
 
     def fptrack(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -265,7 +293,12 @@ def test_cli_lists_and_checks_takedowns(postgres_settings: Settings, tmp_path: P
             )
             assert checked.returncode == 0, checked.stderr
             assert "[1/1] " + site.url("/a.html") + ": gone" in checked.stdout
-            assert "1 newly taken down" in checked.stdout
+            assert "0 newly taken down, 1 awaiting confirmation" in checked.stdout
+            confirmed = fptrack(
+                "takedowns", "check", "--match", str(matches["/a.html"]), "--allow-private-host", site.key
+            )
+            assert confirmed.returncode == 0, confirmed.stderr
+            assert "1 newly taken down" in confirmed.stdout
             listed = fptrack("takedowns", "--state", "gone", "--format", "json")
             assert listed.returncode == 0, listed.stderr
             import json
@@ -312,11 +345,14 @@ def test_beat_rechecks_through_a_real_worker(postgres_settings: Settings, tmp_pa
             for number, path in enumerate(["/a.html", "/b.html", "/c.html"]):
                 site.set(path, _markup(f"第{number}章", CHAPTERS[number].split("\n")))
             matches = _copies(sessions, postgres_settings, site)
-            env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
+            with session_scope(sessions) as session:  # due now rather than an hour after they were found
+                session.execute(update(Match).values(recheck_due_at=None))
+            env = clean_environ()
             env.update(
                 FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=postgres_settings.database_url,
                 FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"recheck-{uuid.uuid4().hex[:8]}",
-                FPTRACK_RECHECK_EVERY="1", FPTRACK_RECHECK_AFTER="0", FPTRACK_ALLOW_PRIVATE_HOSTS=site.key,
+                FPTRACK_RECHECK_EVERY="1", FPTRACK_RECHECK_YOUNG_EVERY="1", FPTRACK_RECHECK_CONFIRM_AFTER="1",
+                FPTRACK_ALLOW_PRIVATE_HOSTS=site.key,
                 FPTRACK_SCHEDULE_EVERY="3600", FPTRACK_CRAWL_TIMEOUT="5",
             )  # fmt: skip
             log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the worker owns it
@@ -343,7 +379,7 @@ def test_beat_rechecks_through_a_real_worker(postgres_settings: Settings, tmp_pa
             try:
                 wait_for(lambda: "present" in outcomes())
                 site.remove("/a.html", status=410)
-                wait_for(lambda: "gone" in outcomes())
+                wait_for(lambda: outcomes().count("gone") >= 2)  # seen gone, then confirmed
             finally:
                 os.killpg(worker.pid, signal.SIGTERM)
                 worker.wait(timeout=60)
@@ -373,7 +409,6 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
     from fptrack.compare.templates import settle_site
     from fptrack.crawler.guarded_http import FetchResult
     from fptrack.jobs.rechecks import judge_response
-    from fptrack.storage.models import utcnow
     from fptrack.storage.sites import site_ids
 
     banner = "站长推荐：" + CHAPTERS[0][120:420]
@@ -429,4 +464,4 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
         assert naive[match_id][0] == "present", naive
 
         checked = recheck_matches(_allowed(settings, site), sessions, [match_id])
-        assert dict(checked.outcomes) == {"removed": 1} and checked.newly_taken_down == 1
+        assert dict(checked.outcomes) == {"removed": 1} and checked.pending == 1
