@@ -34,10 +34,11 @@ def _shown_url(settings: Settings) -> str:
 @click.command()
 @click.option(
     "--older-than",
-    default=60,
+    default=0,
     show_default=True,
     type=click.IntRange(0),
-    help="Pick up pages and works left behind for at least this many seconds.",
+    help="Pick up pages and works left behind for at least this many seconds (pages of crawls still running "
+    "are theirs to hand on).",
 )
 @pass_context
 @friendly_errors
@@ -54,7 +55,7 @@ def maintain(context: CliContext, older_than: int) -> None:
 
     tasks = context.tasks()
     with context.session() as session:
-        left = sweep_left_behind(session, older_than_seconds=older_than)
+        left = sweep_left_behind(session, older_than_seconds=older_than, skip_running=True)
     if left.pages or left.works:
         where = "here" if context.settings.tasks_in_process else "to the workers"
         click.echo(f"left behind: {len(left.pages)} page(s) not compared, {len(left.works)} work(s) not "

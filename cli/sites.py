@@ -119,13 +119,18 @@ def sites_add(context: CliContext, /, name: str, urls: tuple[str, ...], **values
     """Monitor a site: NAME and its start URLs.
 
     The site is the host of the first URL; pages crawled there before (by `fptrack crawl`) are its pages. With
-    --schedule it is crawled at once by `fptrack worker --beat`, then on its schedule."""
+    --schedule it is crawled at once by `fptrack worker --beat`, then on its schedule (which may not be
+    shorter than the scheduler's tick, FPTRACK_SCHEDULE_EVERY)."""
     from fptrack.jobs.sites import SiteSpec, add_site
 
     changes = _changes(values)
+    tick = context.settings.schedule_every
     with context.session() as session:
-        shown = _describe(add_site(session, SiteSpec(name=name, start_urls=urls, **changes)))
+        site = add_site(session, SiteSpec(name=name, start_urls=urls, **changes), tick=tick)
+        shown, private = _describe(site), _private_warning(site)
     click.echo(f"monitoring site {shown}")
+    if private:
+        click.echo(private, err=True)
 
 
 @sites.command("edit")
@@ -151,8 +156,12 @@ def sites_edit(
     if not changes:
         raise click.UsageError("nothing to change: give at least one option (see --help)")
     with context.session() as session:
-        shown = _describe(edit_site(session, name, **changes))
+        site = edit_site(session, name, tick=context.settings.schedule_every, **changes)
+        shown = _describe(site)
+        private = _private_warning(site) if "start_urls" in changes or "allow_private" in changes else ""
     click.echo(f"site {shown}")
+    if private:
+        click.echo(private, err=True)
 
 
 @sites.command("remove")
@@ -199,7 +208,8 @@ def sites_list(context: CliContext) -> None:
 def sites_show(context: CliContext, name: str) -> None:
     """A monitored site's settings and its recent crawls."""
     from fptrack.crawler.resume import state_dir
-    from fptrack.jobs.sites import find_site, spec_of
+    from fptrack.jobs.site_crawl import pace_line
+    from fptrack.jobs.sites import find_site, interval_factor, spec_of
 
     with context.session() as session:
         site = find_site(session, name)
@@ -231,6 +241,13 @@ def sites_show(context: CliContext, name: str) -> None:
         click.echo(
             f"  {'next crawl':<14} {_when(site.next_crawl_at) if site.schedule and site.enabled else '-'}"
         )
+        if site.schedule.isdigit():
+            factor = interval_factor(int(site.quiet_crawls or 0), context.settings.schedule_backoff_max)
+            quiet = f" (quiet for {site.quiet_crawls} crawls)" if site.quiet_crawls else ""
+            click.echo(f"  {'visited every':<14} {_seconds(int(site.schedule) * factor)}{quiet}")
+        last = next((j for j in _jobs(session, int(site.id), 10) if pace_line(j.stats)), None)
+        if last is not None:
+            click.echo(f"  {'last pace':<14} {pace_line(last.stats)} (crawl #{last.id})")
         state = state_dir(context.settings.data_dir, int(site.id))
         if state.exists():  # an interrupted crawl's frontier: the next crawl continues it (crawler.resume)
             click.echo(f"  {'resumes from':<14} {state}")
@@ -305,6 +322,29 @@ def _jobs(session: Session, site_id: int, limit: int) -> list[CrawlJob]:
 
 def _when(moment: datetime | None) -> str:
     return moment.isoformat(timespec="seconds") if moment is not None else "-"
+
+
+def _seconds(seconds: float) -> str:
+    """``7200`` -> ``'2h'``, ``90`` -> ``'90s'``: an interval as a person reads it."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _private_warning(site: Site) -> str:
+    """A warning when the site's start URLs are on private or loopback addresses it is not allowed to crawl
+    (the private-address guard refuses them: every crawl of it would fail)."""
+    from fptrack.jobs.sites import private_start_hosts
+
+    hosts = private_start_hosts(site)
+    if not hosts:
+        return ""
+    return (
+        f"warning: {', '.join(hosts)} is a private or loopback address: crawls of {site.name} will be "
+        f"refused; allow it with `fptrack sites edit {site.name} --allow-private` (or add the site with "
+        "--allow-private)"
+    )
 
 
 def _describe(site: Site) -> str:

@@ -10,7 +10,11 @@ unchanged.
 Only requests whose links the crawl will not follow are made conditional: those at the crawl's depth limit (a
 304 has no body, so no links to follow: a start page or a table of contents answered 304 would hide the
 chapters behind it). On a typical pirate site that is the chapter pages, the bulk of a crawl; the pages that
-lead to them are fetched in full, and their new links found."""
+lead to them are fetched in full, and their new links found. Requests rendered in the browser
+(crawler/render.py) are never conditional.
+
+A site crawl does not request most known chapter pages at all (crawler/known.py); the conditional requests
+are for those it still fetches (a chapter whose copy is due for a re-check, a page that failed before)."""
 
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ class ConditionalRequests:
             self.store is None
             or request.meta.get("dont_obey_robotstxt")
             or request.url.endswith("/robots.txt")
+            or request.meta.get("playwright")  # a browser navigation: a 304 leaves it nothing to render
         ):
             return
         limit = getattr(self.crawler.spider, "depth", None)

@@ -26,6 +26,7 @@ __all__ = [
     "charset_from_meta",
     "describe_failure",
     "is_binary_media_type",
+    "is_listing",
     "media_type",
     "parse_response",
 ]
@@ -36,6 +37,15 @@ _CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?\s*([a-zA-Z0-9_.:\-]+)""", re
 _NUMBER = re.compile(r"\d+")
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xml", "text/xml", ""})
 _TEXT_TYPES = frozenset({"text/plain"})
+# listing pages (see is_listing)
+# bounded both ways: a hostile page of unclosed anchors costs a linear scan, not a quadratic one
+_ANCHOR = re.compile(r"<a\b[^>]{0,1000}>(.{0,300}?)</a\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+_ENTITY = re.compile(r"&#?\w+;")
+_FEED_ROOT = re.compile(r"<(rss|feed|urlset|sitemapindex|rdf:RDF)\b", re.IGNORECASE)
+LISTING_MIN_LINKS = 2  # a page with fewer links lists nothing worth coming back for
+LISTING_LINK_SHARE = 0.5  # link text at least this share of the page's own text: it lists rather than tells
+LISTING_SHORT_TEXT = 200  # characters: a page whose own text is shorter holds no chapter; it leads to others
 _BINARY_PREFIXES = ("image/", "audio/", "video/", "font/", "model/")
 _BINARY_TYPES = frozenset(
     {
@@ -153,6 +163,7 @@ def parse_response(
     notes: tuple[str, ...] = ()
     error = ""
     next_part = ""
+    listing = False
     if mime in _HTML_TYPES:
         extracted = extract_main_text(
             decoded.text, base_url=response.url, max_links=max_links, max_chars=max_chars
@@ -160,6 +171,7 @@ def parse_response(
         title, text, links, notes = extracted.title, extracted.text, extracted.links, extracted.notes
         error = extracted.error
         next_part = next_part_url(decoded.text, response.url)
+        listing = is_listing(decoded.text, text, len(links))
     else:  # plain text (e.g. a .txt download): every non-empty line is a paragraph
         lines = (tidy_whitespace(line) for line in decoded.text.splitlines())
         title, text, links = "", "\n".join(line for line in lines if line), ()
@@ -176,9 +188,37 @@ def parse_response(
         error=error,
         note="; ".join(notes),
         next_part_url=next_part,
+        listing=listing,
         **common,  # type: ignore[arg-type]
     )
     return ParsedResponse(page=page, links=links)
+
+
+def is_listing(markup: str, main_text: str, link_count: int) -> bool:
+    """Whether a page lists other pages (an entry page, a table of contents, a feed or a sitemap) rather than
+    holding a text of its own: re-crawls fetch listings again to find new links, and leave known pages that
+    are not listings to the re-check cadence (crawler/spiders.py).
+
+    A feed or sitemap is a listing by its root element. An HTML page is one when it has links
+    (:data:`LISTING_MIN_LINKS` at least) and either almost no text of its own (a chapter has hundreds of
+    characters at least) or link text amounting to :data:`LISTING_LINK_SHARE` of its main text: a chapter's
+    prev/next/目录 bar and a sidebar of links are short beside its prose, a table of contents is all links.
+    Erring towards "listing" costs one request per crawl; erring the other way hides new chapters, so a short
+    page counts as a listing."""
+    if _FEED_ROOT.search(markup[:1024]):
+        return True
+    if link_count < LISTING_MIN_LINKS:
+        return False
+    own = _visible_chars(main_text)
+    if own < LISTING_SHORT_TEXT:
+        return True
+    linked = sum(_visible_chars(_TAG.sub("", match.group(1))) for match in _ANCHOR.finditer(markup))
+    return linked >= LISTING_LINK_SHARE * own
+
+
+def _visible_chars(text: str) -> int:
+    """Characters of ``text`` other than whitespace (an entity counts as one)."""
+    return len("".join(_ENTITY.sub("x", text).split()))
 
 
 def describe_failure(

@@ -16,6 +16,12 @@ The rendered DOM (``page.content()`` once the page loaded and its network went q
 :func:`crawler.parse.parse_response` and the same pipeline as a static page: one page per URL either way,
 counted once against ``max_pages``. A render that fails (timeout, crash) keeps the static page.
 
+A site built by scripts is fetched once per page, not twice: once :data:`DIRECT_AFTER` of a host's pages
+needed the browser (and gave text there) and they outnumber the host's pages that did not, the crawl requests
+that host's new pages through the browser at once (:meth:`RenderPlan.direct_meta`, ``RENDER_DIRECT``), and so
+does every page with ``render_js=yes``. A direct render that fails is fetched again plainly
+(crawler/spiders.py).
+
 The private-address guard holds for the browser: the page itself was checked by
 :class:`crawler.guard.PrivateAddressGuard` like every Scrapy request, and every request the browser makes
 (scripts, XHR/fetch, frames) goes through the route handler of :class:`BrowserRequestGuard`, which aborts
@@ -43,6 +49,8 @@ from fptrack.crawler.pages import CrawledPage, CrawlError
 from fptrack.crawler.parse import ParsedResponse
 
 __all__ = [
+    "DIRECT_AFTER",
+    "RENDER_DIRECT",
     "RENDER_META",
     "BrowserRequestGuard",
     "RenderPlan",
@@ -56,6 +64,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 RENDER_META = "fptrack_render"  # request meta: the static page this request renders again (a ParsedResponse)
+RENDER_DIRECT = "fptrack_render_direct"  # request meta: rendered at once, without a static fetch before it
+DIRECT_AFTER = 2  # pages of a host the browser had to render before its new pages go to the browser at once
 _SCRIPT = re.compile(rb"<script\b", re.IGNORECASE)
 _NEVER_FETCHED = frozenset({"image", "media", "font"})  # resource types a browser rendering text never needs
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
@@ -109,6 +119,8 @@ class RenderPlan:
         """Whether the static ``page`` parsed from ``response`` is to be rendered by the browser."""
         if not self.active or response.meta.get(RENDER_META) is not None or page.status != 200:
             return False
+        if response.meta.get(RENDER_DIRECT):
+            return False  # rendered already
         if page.error or not _is_html(response):
             return False  # binary, plain text, undecodable: a browser would not do better
         if self.mode == "yes":
@@ -121,23 +133,38 @@ class RenderPlan:
         """The request that renders ``response`` again in the browser (its final URL: redirects were followed,
         and checked, by Scrapy already). ``meta`` carries the spider's own keys; the static page and its links
         ride along as the fallback."""
-        from scrapy_playwright.page import PageMethod
-
         return Request(
             response.url,
             dont_filter=True,
             priority=10,  # finish what was started before taking new pages
-            meta={
-                **meta,
-                RENDER_META: static,
-                "playwright": True,
-                "playwright_page_goto_kwargs": {"wait_until": "load"},
-                "playwright_context_kwargs": {"user_agent": self.user_agent, "service_workers": "block"},
-                "playwright_page_init_callback": "fptrack.crawler.render.guard_page",
-                "playwright_page_methods": [PageMethod(settle_page, self.idle_wait)],
-            },
+            meta={**meta, RENDER_META: static, **self.browser_meta()},
             **kwargs,
         )
+
+    def browser_meta(self) -> dict[str, Any]:
+        """The request meta that has scrapy-playwright fetch a page in the browser (guarded, settled)."""
+        from scrapy_playwright.page import PageMethod
+
+        return {
+            "playwright": True,
+            "playwright_page_goto_kwargs": {"wait_until": "load"},
+            "playwright_context_kwargs": {"user_agent": self.user_agent, "service_workers": "block"},
+            "playwright_page_init_callback": "fptrack.crawler.render.guard_page",
+            "playwright_page_methods": [PageMethod(settle_page, self.idle_wait)],
+        }
+
+    def direct_meta(self) -> dict[str, Any]:
+        """The meta of a request rendered at once, without the static fetch first (see the module
+        docstring)."""
+        return {**self.browser_meta(), RENDER_DIRECT: True}
+
+    def renders_directly(self, rendered: int, static: int) -> bool:
+        """Whether a host's next pages go to the browser at once: every page with ``render_js=yes``; with
+        ``auto``, once ``rendered`` of its pages needed the browser (:data:`DIRECT_AFTER` at least) and they
+        outnumber the ``static`` ones that did not."""
+        if not self.active:
+            return False
+        return self.mode == "yes" or (rendered >= DIRECT_AFTER and rendered > static)
 
 
 def _is_html(response: Response) -> bool:

@@ -2,12 +2,19 @@
 
 Parsing runs in a thread, :data:`PARSE_THREADS` pages at a time, never on Twisted's event loop: a page of
 200,000 links or 9 MB of text takes seconds to parse, and the loop must stay free to answer a Ctrl+C or
-SIGTERM and to keep other downloads moving. At most ``max_links`` links are taken from a page."""
+SIGTERM and to keep other downloads moving. At most ``max_links`` links are taken from a page.
+
+A managed site's crawl (:mod:`jobs.site_crawl`: its crawl job's trigger) is incremental: it reads the
+pages it knows once when it starts (:mod:`crawler.known`) and does not follow links to known pages that
+cannot have anything new (chapter pages stored already, without a due re-check): entry pages, tables of
+contents and links not seen before are what a re-crawl fetches. ``fptrack crawl`` of a URL fetches everything
+it meets, as asked."""
 
 from __future__ import annotations
 
 import re
 import threading
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
@@ -21,10 +28,12 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredSemaphore
 from twisted.python.failure import Failure
 
+from fptrack.crawler.known import KnownPages, load_known_pages
 from fptrack.crawler.links import links_to_follow, site_of
 from fptrack.crawler.pages import CrawledPage, CrawlFailure
 from fptrack.crawler.parse import ParsedResponse, describe_failure, parse_response
-from fptrack.crawler.render import RENDER_META, RenderPlan, rendered_response
+from fptrack.crawler.pipelines import HOOKS_SETTING
+from fptrack.crawler.render import RENDER_DIRECT, RENDER_META, RenderPlan, rendered_response
 from fptrack.crawler.resume import CrawlState
 
 __all__ = ["PARSE_THREADS", "PageSpider"]
@@ -95,13 +104,42 @@ class PageSpider(scrapy.Spider):
         self.pages_taken = 0  # pages drawn from max_pages (emitted, or waiting on the browser)
         self.render = render or RenderPlan()  # default: never render (a spider built outside run_crawl)
         self.state = state
+        # a site crawl skips known pages that cannot have changed (crawler.known); loaded in start()
+        self.known = KnownPages()
+        self._skipped: set[str] = set()
+        # per host: pages the browser had to render (and gave text), pages whose static text was enough
+        self._rendered_hosts: Counter[str] = Counter()
+        self._static_hosts: Counter[str] = Counter()
         if state is not None and state.resumed:
             self.pages_taken = self.pages_emitted = len(state.done)  # the earlier runs spent these
             self.allowed_sites |= state.sites()
 
     async def start(self) -> AsyncIterator[Request]:
+        await self._load_known_pages()
         for request in self._start_requests():
             yield request
+
+    async def _load_known_pages(self) -> None:
+        """Read the pages this site crawl knows (in a thread: the reactor stays free), once. A crawl that
+        cannot read them fetches everything, as a first crawl does."""
+        crawler = getattr(self, "crawler", None)
+        hooks = crawler.settings.get(HOOKS_SETTING) if crawler is not None else None
+        store = getattr(hooks, "store", None)
+        sessions, job_id = getattr(store, "sessions", None), getattr(store, "job_id", None)
+        if sessions is None or job_id is None:
+            return  # not stored, or no job to tell a site's crawl by: every page is fetched
+        from twisted.internet.threads import deferToThread
+
+        sites = set(self.allowed_sites)
+        try:
+            known: KnownPages = await maybe_deferred_to_future(
+                deferToThread(load_known_pages, sessions, sites, datetime.now(UTC), job_id=job_id)
+            )
+        except Exception as error:  # noqa: BLE001 - a slower crawl, not a failed one
+            self.logger.warning("cannot read the pages this crawl knows (%s); fetching every page", error)
+            return
+        self.known = KnownPages(settled=known.settled - set(self.start_urls), total=known.total)
+        self._inc("fptrack/known_pages", known.total)
 
     def start_requests(self) -> Iterator[Request]:  # Scrapy < 2.13
         yield from self._start_requests()
@@ -129,20 +167,30 @@ class PageSpider(scrapy.Spider):
         for url in self.start_urls:
             yield self._request(url, start=True)
 
-    def _request(self, url: str, *, start: bool = False, depth: int = 0) -> Request:
-        meta = {REQUESTED_URL: url, START_PAGE: start, PAGE_DEPTH: depth}
-        return Request(url, callback=self.parse, errback=self.on_error, meta=meta)
+    def _request(self, url: str, *, start: bool = False, depth: int = 0, plain: bool = False) -> Request:
+        meta: dict[str, Any] = {REQUESTED_URL: url, START_PAGE: start, PAGE_DEPTH: depth}
+        host = site_of(url)
+        if not plain and self.render.renders_directly(self._rendered_hosts[host], self._static_hosts[host]):
+            # a site built by scripts: to the browser at once, not fetched plainly first (crawler.render)
+            meta.update(self.render.direct_meta())
+            return Request(url, callback=self.parse, errback=self.on_render_error, meta=meta)
+        return Request(url, callback=self.parse, errback=self.on_error, meta=meta, dont_filter=plain)
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[CrawledPage | Request]:
-        # its static parse took the page from the budget
-        rendered = response.meta.get(RENDER_META) is not None
-        if not rendered and not self._take_page():
+        # a render of a static page: its static parse took the page from the budget; a direct render had none
+        direct = bool(response.meta.get(RENDER_DIRECT))
+        rendered = direct or response.meta.get(RENDER_META) is not None
+        if (direct or not rendered) and not self._take_page():
             self._inc("fptrack/responses_over_budget")
             return
+        if direct:
+            self._inc("fptrack/render/direct")  # pages fetched by the browser alone
         parsed = await self._parse_in_thread(response, rendered_response(response) if rendered else response)
         if parsed.page.note:
             self._inc("fptrack/pages_with_notes")
-        if self.render.wants(response, parsed.page):
+        wants = self.render.wants(response, parsed.page)
+        self._count_rendering(response, parsed.page, rendered=rendered, wants=wants)
+        if wants:
             # built by scripts (or render_js=yes): the browser's rendering is the page (its budget is taken
             # already)
             self._inc("fptrack/render/requested")
@@ -156,6 +204,17 @@ class PageSpider(scrapy.Spider):
             self._inc("fptrack/render/pages")
         for item in self._emit(parsed, response.meta):
             yield item
+
+    def _count_rendering(self, response: Response, page: CrawledPage, *, rendered: bool, wants: bool) -> None:
+        """Learn whether the page's host builds its pages by script (see :meth:`RenderPlan.renders_directly`):
+        a rendered page with text counts for it, a static page with text enough against it."""
+        if page.status != 200 or not self.render.active:
+            return
+        host = site_of(response.meta.get(REQUESTED_URL, response.url))
+        if rendered and len(page.text) >= self.render.min_chars:
+            self._rendered_hosts[host] += 1
+        elif not rendered and not wants and len(page.text) >= self.render.min_chars:
+            self._static_hosts[host] += 1
 
     @staticmethod
     def _depth(meta: Mapping[str, Any]) -> int:
@@ -185,7 +244,13 @@ class PageSpider(scrapy.Spider):
         wanted = [url for url in follow if self.wanted(url)]
         if len(wanted) < len(follow):
             self._inc("fptrack/links_excluded", len(follow) - len(wanted))
-        return wanted
+        fetched = [url for url in wanted if self.known.fetch(url)]
+        if len(fetched) < len(wanted):
+            # counted once per page, however many pages link to it
+            skipped = {url for url in wanted if not self.known.fetch(url)} - self._skipped
+            self._skipped |= skipped
+            self._inc("fptrack/known_pages_skipped", len(skipped))
+        return fetched
 
     async def _parse_in_thread(self, response: Response, source: Response) -> ParsedResponse:
         """Parse ``source`` (``response`` itself, or the browser's rendering of it) in a thread of its own."""
@@ -223,6 +288,13 @@ class PageSpider(scrapy.Spider):
     async def on_render_error(self, failure: Failure) -> AsyncIterator[CrawledPage | CrawlFailure | Request]:
         """A render that failed (timeout, browser crash, refused): the static page is kept, with its links."""
         request = getattr(failure, "request", None)
+        if request is not None and request.meta.get(RENDER_DIRECT):
+            # rendered at once and failed: fetch it plainly (which may still render it, the usual way)
+            self._inc("fptrack/render/direct_failed")
+            url = request.meta.get(REQUESTED_URL, request.url)
+            start = bool(request.meta.get(START_PAGE))
+            yield self._request(url, start=start, depth=self._depth(request.meta), plain=True)
+            return
         static = request.meta.get(RENDER_META) if request is not None else None
         if request is None or not isinstance(static, ParsedResponse):
             async for item in self.on_error(failure):

@@ -12,14 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from fptrack.compare.service import index_work, recompare_pages
 from fptrack.compare.templates import settle_site
 from fptrack.core.settings import Settings
 from fptrack.storage.fingerprints import id_chunks
-from fptrack.storage.models import Match, MatchStatus, Page, Site, Work, utcnow
+from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, Work, utcnow
 
 __all__ = [
     "COPYING_STATUSES",
@@ -92,18 +92,19 @@ class LeftBehind:
     sites: list[int]  # sites with pages compared since they last settled, and none pending
 
 
-def sweep_left_behind(session: Session, *, older_than_seconds: float, limit: int = 100_000) -> LeftBehind:
+def sweep_left_behind(
+    session: Session, *, older_than_seconds: float, limit: int = 100_000, skip_running: bool = False
+) -> LeftBehind:
     """Pages stored with text and not compared, and works registered and not indexed, for longer than
-    ``older_than_seconds``."""
+    ``older_than_seconds``. With ``skip_running``, pages of crawls still running are left to them (they hand
+    their pages on themselves): an explicit ``fptrack maintain`` takes what the crawls that ended left,
+    however recent, while the periodic sweep waits ``FPTRACK_SWEEP_AFTER`` for everything."""
     cutoff = utcnow() - timedelta(seconds=older_than_seconds)
-    pages = list(
-        session.scalars(
-            select(Page.id)
-            .where(Page.compared_at.is_(None), Page.fetched_at <= cutoff)
-            .order_by(Page.id)
-            .limit(limit)
-        )
-    )
+    query = select(Page.id).where(Page.compared_at.is_(None), Page.fetched_at <= cutoff)
+    if skip_running:
+        running = select(CrawlJob.id).where(CrawlJob.status == CrawlJobStatus.RUNNING.value)
+        query = query.where(or_(Page.crawl_job_id.is_(None), Page.crawl_job_id.not_in(running)))
+    pages = list(session.scalars(query.order_by(Page.id).limit(limit)))
     works = list(
         session.scalars(
             select(Work.id).where(Work.indexed_at.is_(None), Work.created_at <= cutoff).order_by(Work.id)

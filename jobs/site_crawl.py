@@ -23,29 +23,39 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlError, CrawlOptions, CrawlProgress
-from fptrack.jobs.crawls import CrawlOutcome, WaitProgress, run_crawl_job
+from fptrack.jobs.crawls import CrawlOutcome, WaitProgress, job_stats, run_crawl_job
 from fptrack.jobs.site_runs import claim, kept_alive, release
-from fptrack.jobs.sites import SiteError, crawl_options, find_site, next_due, site_lock_name
-from fptrack.storage.db import session_scope
+from fptrack.jobs.sites import (
+    SiteError,
+    crawl_options,
+    find_site,
+    following_due,
+    interval_factor,
+    record_crawl_result,
+    site_lock_name,
+)
+from fptrack.storage.db import retry_in_session, session_scope
 from fptrack.storage.models import MonitorLock, utcnow
 
 if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.resume import CrawlState
 
-__all__ = ["SiteRun", "main", "report_lines", "run_site", "waiting_lines"]
+__all__ = ["SiteRun", "main", "pace_line", "report_lines", "run_site", "waiting_lines"]
 
 EXIT_FAILURE = 1
+GUARD_REFUSAL = "refused by the private-address guard"  # how crawler.guard's refusals begin
 EXIT_INTERRUPTED = 130
 WAITING_EVERY_SECONDS = 2.0
 
@@ -105,6 +115,7 @@ def run_site(
         shared = _enter_shared(settings, sessions, turn, join=join) if turn.distributed else None
     except _Skipped as skipped:
         return SiteRun(skipped.site_name, skipped=str(skipped))
+    started_at = utcnow()
     with ExitStack() as stack:
         if shared is not None:
             stack.callback(shared.close)
@@ -134,7 +145,30 @@ def run_site(
             )
         except CrawlError as error:
             raise SiteError(f"site {turn.site_name}: {error}") from None
+    if turn.token is not None and outcome.ok:
+        scheduled = trigger == "schedule"
+        _record_result(settings, sessions, turn, outcome, scheduled=scheduled, started_at=started_at)
     return SiteRun(turn.site_name, outcome=outcome)
+
+
+def _record_result(
+    settings: Settings,
+    sessions: sessionmaker[Session],
+    turn: _Turn,
+    outcome: CrawlOutcome,
+    *,
+    scheduled: bool,
+    started_at: datetime,
+) -> None:
+    """The site's quiet-crawl count after a finished crawl (:func:`jobs.sites.record_crawl_result`): a crawl
+    that found a new or changed text (a page handed on to be compared) keeps the site on its schedule; quiet
+    ones stretch its interval. Pages without text do not count: they are stored again on every crawl."""
+
+    def write(session: Session) -> None:
+        record_crawl_result(session, turn.site_id, found=outcome.pages_queued > 0, scheduled=scheduled,
+                            started_at=started_at, backoff_max=settings.schedule_backoff_max)  # fmt: skip
+
+    retry_in_session(sessions, write, what=f"recording the crawl of site {turn.site_name}")
 
 
 def _take_turn(
@@ -163,8 +197,12 @@ def _take_turn(
             busy = f"site {site_name} is being crawled already ({job})"
             if not site.distributed or trigger == "schedule":
                 raise _Skipped(site_name, busy)
-        elif site.schedule:
-            site.next_crawl_at = next_due(site.schedule, utcnow())
+        elif site.schedule and trigger != "schedule":
+            # a crawl run by hand: the next scheduled one comes a schedule later (a scheduled crawl's next due
+            # time was set by the scheduler, on the site's grid: jobs.sites.due_sites)
+            now = utcnow()
+            factor = interval_factor(int(site.quiet_crawls or 0), settings.schedule_backoff_max)
+            site.next_crawl_at = following_due(site.schedule, now, now, host=site.host, factor=factor)
         return _Turn(
             site_id=site_id,
             site_name=site_name,
@@ -308,12 +346,40 @@ def report_lines(site_name: str, outcome: CrawlOutcome) -> list[str]:
             f"{outcome.elapsed_seconds:.1f}s, {outcome.pages_unchanged} unchanged, {len(stats.failures)} "
             "failed"
         )
+        recorded = job_stats(stats)
+        pace = pace_line(recorded)
+        if pace:
+            lines.append(f"  {pace}")
+        skipped = int(stats.counters.get("fptrack/known_pages_skipped", 0))
+        if skipped:
+            lines.append(f"  known pages not fetched again: {skipped} (left to the re-check cadence)")
         lines.extend(f"  failed: {url}: {reason}" for url, reason in stats.failures[:10])
+        if any(reason.startswith(GUARD_REFUSAL) for _, reason in stats.failures):
+            lines.append(
+                f"  hint: to crawl a site on private or loopback addresses, allow them with "
+                f"`fptrack sites edit {site_name} --allow-private`"
+            )
         lines.extend(f"  note: {note}" for note in stats.notes)
     lines.extend(
         f"  copy: {url} ({count} chapter match{'es' if count != 1 else ''})" for url, count in outcome.copies
     )
     return lines
+
+
+def pace_line(stats: Mapping[str, Any] | None) -> str:
+    """The request rate a crawl job's stats record (``requests``, ``requests_per_second``,
+    ``peak_requests_per_second``, ``retry_after_waits``: jobs.crawls.job_stats), as one line: ``requests: 57
+    (0.98/s, at most 1 in a second)``; '' when the job recorded none."""
+    if not stats or "requests" not in stats:
+        return ""
+    requests = int(stats.get("requests") or 0)
+    parts = [f"{float(stats.get('requests_per_second') or 0.0):.2f}/s"]
+    if "peak_requests_per_second" in stats:
+        parts.append(f"at most {int(stats.get('peak_requests_per_second') or 0)} in a second")
+    waits = int(stats.get("retry_after_waits") or 0)
+    if waits:
+        parts.append(f"held back {waits} time(s) by Retry-After")
+    return f"requests: {requests} ({', '.join(parts)})"
 
 
 def _say(line: str, *, error: bool = False) -> None:

@@ -32,10 +32,25 @@ Every setting, with its default:
 
 A schedule is seconds between crawls or a cron expression (UTC); ``sites.next_crawl_at`` says when the site is
 next due, and :func:`due_sites` takes the turn of every site that is (a compare-and-set: two schedulers never
-both start one), skipping a site whose claim (:func:`site_lock_name`) says it is still being crawled."""
+both start one), skipping a site whose claim (:func:`site_lock_name`) says it is still being crawled.
+
+Schedules are kept on average: the due times of an interval schedule lie on a fixed grid (every ``schedule``
+seconds, shifted by a per-site offset derived from its host, so that sites on one schedule do not all start on
+the same tick), and the next due time is the next grid point, not "start + schedule": a crawl that starts a
+little late does not push the ones after it. The scheduler's tick (``FPTRACK_SCHEDULE_EVERY``) takes every
+site due within half a tick, so a due time just after a tick does not wait a whole tick more. A schedule
+shorter than the tick cannot be kept, and is refused (:func:`check_schedule`).
+
+Adaptive revisits: ``sites.quiet_crawls`` counts the scheduled crawls in a row that stored no new or changed
+page (:func:`record_crawl_result`); from the third one, the site's interval stretches to ``schedule *
+2 ** (quiet_crawls - 2)``, at most ``FPTRACK_SCHEDULE_BACKOFF_MAX`` times the schedule, and any crawl that
+finds something brings it back to its schedule. Sites that post most are visited most, and none less often
+than the user's schedule times that bound. Cron schedules are kept as written (never stretched)."""
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
@@ -47,19 +62,25 @@ from sqlalchemy.orm import Session
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import classify_allow_entry
 from fptrack.crawler.pages import RENDER_JS_MODES, CrawlOptions
-from fptrack.storage.models import MonitorLock, Site, utcnow
+from fptrack.storage.models import MonitorLock, Site, as_utc, utcnow
 from fptrack.storage.sites import site_of
 
 __all__ = [
+    "QUIET_CRAWLS_BEFORE_BACKOFF",
     "SiteError",
     "SiteSpec",
     "add_site",
+    "check_schedule",
     "crawl_options",
     "due_sites",
     "edit_site",
     "find_site",
+    "following_due",
+    "interval_factor",
     "next_due",
     "parse_schedule",
+    "private_start_hosts",
+    "record_crawl_result",
     "remove_site",
     "site_lock_name",
     "spec_of",
@@ -67,6 +88,8 @@ __all__ = [
 
 _INTERVAL = re.compile(r"^(\d+)\s*([smhd]?)$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+QUIET_CRAWLS_BEFORE_BACKOFF = 3  # quiet scheduled crawls in a row before a site's interval stretches
+DEFAULT_BACKOFF_MAX = 4.0  # FPTRACK_SCHEDULE_BACKOFF_MAX's default
 
 
 class SiteError(FptrackError, ValueError):
@@ -170,6 +193,49 @@ def next_due(schedule: str, after: datetime) -> datetime | None:
     return result
 
 
+def check_schedule(schedule: str, tick: float) -> None:
+    """:class:`SiteError` for an interval schedule shorter than the scheduler's tick
+    (``FPTRACK_SCHEDULE_EVERY`` seconds): sites are looked at once a tick, so such a schedule would silently
+    run once a tick."""
+    if schedule.isdigit() and int(schedule) < tick:
+        raise SiteError(
+            f"schedule {schedule}s is shorter than the scheduler's tick (FPTRACK_SCHEDULE_EVERY={tick:g}s): "
+            f"give --schedule {math.ceil(tick)} or more, or lower FPTRACK_SCHEDULE_EVERY"
+        )
+
+
+def interval_factor(quiet_crawls: int, backoff_max: float = DEFAULT_BACKOFF_MAX) -> float:
+    """How many times its schedule a site waits between crawls after ``quiet_crawls`` quiet ones in a row: 1
+    until :data:`QUIET_CRAWLS_BEFORE_BACKOFF`, then doubling, at most ``backoff_max``."""
+    if quiet_crawls < QUIET_CRAWLS_BEFORE_BACKOFF:
+        return 1.0
+    return float(min(2.0 ** min(quiet_crawls - 2, 30), max(1.0, backoff_max)))
+
+
+def _offset(host: str, step: float) -> float:
+    """The site's place on its schedule's grid: seconds in [0, step), the same on every machine."""
+    digest = int.from_bytes(hashlib.sha256(host.encode("utf-8")).digest()[:8], "big")
+    return float(digest % max(1, int(step)))
+
+
+def following_due(
+    schedule: str, was_due: datetime, now: datetime, *, host: str = "", factor: float = 1.0
+) -> datetime | None:
+    """The due time after ``was_due`` (the one a crawl just served), never before ``now``: for an interval
+    schedule the next point of the site's grid (``schedule * factor`` apart, offset by :func:`_offset` of
+    ``host``) at least half an interval after ``was_due``, so that the crawls keep the schedule on average
+    however late each one starts; for a cron expression, its next time after ``now``."""
+    if not schedule:
+        return None
+    if not schedule.isdigit():
+        return next_due(schedule, max(was_due, now))
+    step = int(schedule) * factor
+    offset = _offset(host, step)
+    earliest = max(was_due.timestamp() + step / 2, now.timestamp())
+    slots = math.floor((earliest - offset) / step) + 1
+    return datetime.fromtimestamp(offset + slots * step, UTC)
+
+
 # ---------------------------------------------------------------------------------------------- the rows
 
 
@@ -224,12 +290,18 @@ def _apply(site: Site, spec: SiteSpec, now: datetime) -> None:
     site.distributed = spec.distributed
     if schedule_changed:
         site.next_crawl_at = now if spec.schedule else None  # a new schedule is due at once
+        site.quiet_crawls = 0  # and learns the site's pace afresh
 
 
-def add_site(session: Session, spec: SiteSpec, *, now: datetime | None = None) -> Site:
+def add_site(
+    session: Session, spec: SiteSpec, *, now: datetime | None = None, tick: float | None = None
+) -> Site:
     """Start monitoring a site. A site row made by earlier crawls of the same host is adopted (its pages are
-    the site's pages); a name or host already monitored is a :class:`SiteError`."""
+    the site's pages); a name or host already monitored is a :class:`SiteError`, and so is a schedule shorter
+    than the scheduler's ``tick`` when given (:func:`check_schedule`)."""
     spec = spec.validated()
+    if tick is not None:
+        check_schedule(spec.schedule, tick)
     now = now or utcnow()
     host = site_of(spec.start_urls[0])
     clash = session.scalar(select(Site).where(Site.managed.is_(True), Site.name == spec.name))
@@ -250,15 +322,20 @@ def add_site(session: Session, spec: SiteSpec, *, now: datetime | None = None) -
     return site
 
 
-def edit_site(session: Session, name: str, /, *, now: datetime | None = None, **changes: Any) -> Site:
+def edit_site(
+    session: Session, name: str, /, *, now: datetime | None = None, tick: float | None = None, **changes: Any
+) -> Site:
     """Change settings of a managed site (``changes`` are :class:`SiteSpec` fields, ``name=`` renames it:
-    hence ``name`` is positional-only); a new schedule is due now."""
+    hence ``name`` is positional-only); a new schedule is due now. With ``tick``, a new schedule shorter than
+    the scheduler's tick is a :class:`SiteError` (:func:`check_schedule`)."""
     site = find_site(session, name)
     known = {f.name for f in fields(SiteSpec)}
     unknown = sorted(set(changes) - known)
     if unknown:
         raise SiteError(f"unknown site setting(s): {', '.join(unknown)}")
     spec = replace(spec_of(site), **changes).validated()
+    if tick is not None and spec.schedule != site.schedule:
+        check_schedule(spec.schedule, tick)
     if spec.name != site.name:
         clash = session.scalar(
             select(Site).where(Site.managed.is_(True), Site.name == spec.name, Site.id != site.id)
@@ -280,6 +357,26 @@ def remove_site(session: Session, name: str) -> Site:
     site.next_crawl_at = None
     session.flush()
     return site
+
+
+def private_start_hosts(site: Site) -> list[str]:
+    """The hosts of the site's start URLs that the private-address guard refuses to crawl unless the site
+    allows private addresses: loopback, private and other non-public IP addresses, and ``localhost``. Told
+    without a DNS look-up (a name that resolves to a private address is found by the crawl itself)."""
+    from urllib.parse import urlsplit
+
+    from fptrack.crawler.guard import address_kind, parse_address
+
+    if site.allow_private:
+        return []
+    found = []
+    for url in site.start_urls or ():
+        host = (urlsplit(url).hostname or "").lower()
+        address = parse_address(host)
+        local_name = host == "localhost" or host.endswith(".localhost")
+        if local_name or (address is not None and address_kind(address) is not None):
+            found.append(host)
+    return list(dict.fromkeys(found))
 
 
 def crawl_options(site: Site) -> CrawlOptions:
@@ -309,33 +406,72 @@ def site_lock_name(site_id: int) -> str:
     return f"site:{site_id}"
 
 
-def due_sites(session: Session, *, now: datetime | None = None) -> list[tuple[int, str]]:
+def due_sites(
+    session: Session,
+    *,
+    now: datetime | None = None,
+    tick: float = 0.0,
+    backoff_max: float = DEFAULT_BACKOFF_MAX,
+) -> list[tuple[int, str]]:
     """(id, name) of the enabled managed sites that are due, in due order, and take their turn: each site's
-    ``next_crawl_at`` moves to its next due time (a compare-and-set, so two schedulers never both start
-    it)."""
+    ``next_crawl_at`` moves to its next due time (:func:`following_due`, stretched for a quiet site; a
+    compare-and-set, so two schedulers never both start it). With ``tick`` (the scheduler's period, seconds),
+    a site due within half a tick counts as due: the tick nearest its due time starts it."""
     now = now or utcnow()
+    horizon = now + timedelta(seconds=max(0.0, tick) / 2)
     candidates = session.execute(
-        select(Site.id, Site.name, Site.schedule, Site.next_crawl_at)
+        select(Site.id, Site.name, Site.schedule, Site.next_crawl_at, Site.host, Site.quiet_crawls)
         .where(
             Site.managed.is_(True),
             Site.enabled.is_(True),
             Site.schedule != "",
             Site.next_crawl_at.is_not(None),
-            Site.next_crawl_at <= now,
+            Site.next_crawl_at <= horizon,
         )
         .order_by(Site.next_crawl_at)
     ).all()
     running = {name for name in session.scalars(select(MonitorLock.name))}
     due = []
-    for site_id, name, schedule, was_due in candidates:
-        if site_lock_name(site_id) in running:
+    for site_id, name, schedule, was_due, host, quiet in candidates:
+        if site_lock_name(site_id) in running or was_due is None:
             continue  # still crawling: it runs again when next due after that
+        factor = interval_factor(int(quiet or 0), backoff_max)
+        following = following_due(schedule, as_utc(was_due), now, host=str(host), factor=factor)
         result = session.execute(
             update(Site)
             .where(Site.id == site_id, Site.next_crawl_at == was_due)
-            .values(next_crawl_at=next_due(schedule, now))
+            .values(next_crawl_at=following)
         )
         if result.rowcount == 1:  # type: ignore[attr-defined]
             due.append((int(site_id), str(name)))
     session.flush()
     return due
+
+
+def record_crawl_result(
+    session: Session,
+    site_id: int,
+    *,
+    found: bool,
+    scheduled: bool,
+    started_at: datetime,
+    now: datetime | None = None,
+    backoff_max: float = DEFAULT_BACKOFF_MAX,
+) -> None:
+    """After a crawl of the site that ended: ``found`` (it stored a new or changed page) makes the site
+    active again (``quiet_crawls`` 0), a ``scheduled`` crawl that found nothing counts one quiet crawl more (a
+    manual one that found nothing counts for nothing). When that changes the site's interval, its next due
+    time moves to the new interval, counted from ``started_at`` (about the due time the crawl served)."""
+    site = session.get(Site, site_id)
+    if site is None:
+        return
+    now = now or utcnow()
+    quiet = int(site.quiet_crawls or 0)
+    after = 0 if found else quiet + 1 if scheduled else quiet
+    if after == quiet:
+        return
+    site.quiet_crawls = after
+    before, factor = interval_factor(quiet, backoff_max), interval_factor(after, backoff_max)
+    if factor != before and site.schedule.isdigit() and site.enabled and site.next_crawl_at is not None:
+        site.next_crawl_at = following_due(site.schedule, started_at, now, host=site.host, factor=factor)
+    session.flush()

@@ -154,7 +154,8 @@ def start_due_crawls() -> dict[str, Any]:
     with session_scope(task_sessions()) as session:
         failed = reap_dead_claims(session, task_settings())
     with session_scope(task_sessions()) as session:
-        due = due_sites(session)
+        due = due_sites(session, tick=task_settings().schedule_every,
+                        backoff_max=task_settings().schedule_backoff_max)  # fmt: skip
     started = []
     for site_id, name in due:
         try:

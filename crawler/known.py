@@ -1,0 +1,88 @@
+"""What a re-crawl knows already: the pages stored for the crawl's sites, read once in bulk when it starts.
+
+Only the crawl of a managed site (its crawl job's trigger is :data:`SITE_TRIGGERS`: ``fptrack sites run``,
+a scheduled crawl, every process of a distributed one) is incremental; ``fptrack crawl URL`` fetches
+everything it meets, as asked. A site crawl (crawler/spiders.py) follows a link to a known page only when
+fetching it again can tell something new: a start URL, a listing (an entry page, a table of contents: it may
+list new chapters), a page not stored successfully (an error, a status other than 200), or a page whose
+flagged or confirmed match is due for a re-check (``matches.recheck_due_at`` NULL or past: a brand-new match
+counts as due). Every other known page (a chapter page, fetched already) is left to the re-check cadence
+(jobs/rechecks.py), not fetched by every crawl. Links the crawl has not seen are followed as always.
+
+A site none of whose known pages is a listing has not been crawled since pages were told apart (pages stored
+before that are all "not a listing", tables of contents included): all its pages are fetched again once, which
+sorts them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, exists, or_, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from fptrack.storage.db import retry_in_session
+from fptrack.storage.models import CrawlJob, Match, MatchStatus, Page, Site
+
+__all__ = ["SITE_TRIGGERS", "KnownPages", "load_known_pages"]
+
+_RECHECKED = (MatchStatus.FLAGGED.value, MatchStatus.CONFIRMED.value)
+SITE_TRIGGERS = ("site", "schedule")  # crawl_jobs.trigger of a managed site's crawl (jobs.site_crawl)
+
+
+@dataclass(frozen=True)
+class KnownPages:
+    """The known URLs of a crawl's sites that it does not fetch again (``settled``); any other URL is fetched.
+    ``total`` counts every known URL (for the crawl's stats)."""
+
+    settled: frozenset[str] = frozenset()
+    total: int = 0
+
+    def fetch(self, url: str) -> bool:
+        """Whether a link to ``url`` is worth a request in this crawl."""
+        return url not in self.settled
+
+
+def load_known_pages(
+    sessions: sessionmaker[Session], hosts: Iterable[str], now: datetime, *, job_id: int | None = None
+) -> KnownPages:
+    """The pages stored for the sites ``hosts`` (site keys, :func:`storage.sites.site_of`), sorted into those
+    to fetch again and the rest (see the module docstring), in one query. With ``job_id``: nothing (every page
+    is fetched) unless that crawl job is a managed site's (its trigger)."""
+    keys = sorted({host for host in hosts if host})
+    if not keys:
+        return KnownPages()
+    due = exists().where(
+        Match.page_id == Page.id,
+        Match.status.in_(_RECHECKED),
+        or_(Match.recheck_due_at.is_(None), Match.recheck_due_at <= now),
+    )
+
+    def read(session: Session) -> KnownPages:
+        trigger = select(CrawlJob.trigger).where(CrawlJob.id == job_id)
+        if job_id is not None and session.scalar(trigger) not in SITE_TRIGGERS:
+            return KnownPages()  # not a site crawl
+        rows = session.execute(
+            select(
+                Page.site_id,
+                Page.url,
+                Page.listing,
+                and_(Page.status == 200, Page.error == "", Page.listing.is_(False), ~due).label("settled"),
+            )
+            .join(Site, Site.id == Page.site_id)
+            .where(Site.host.in_(keys))
+        )
+        total = 0
+        settled: dict[int, set[str]] = {}
+        sorted_sites: set[int] = set()  # sites with a listing among their pages: their pages were sorted
+        for site_id, url, listing, is_settled in rows:
+            total += 1
+            if listing:
+                sorted_sites.add(int(site_id or 0))
+            if is_settled:
+                settled.setdefault(int(site_id or 0), set()).add(str(url))
+        kept = frozenset(url for site_id in sorted_sites for url in settled.get(site_id, ()))
+        return KnownPages(settled=kept, total=total)
+
+    return retry_in_session(sessions, read, what="reading the pages the crawl knows")
