@@ -50,6 +50,13 @@ def _site_options(command: Any) -> Any:
             "'' for manual only [manual].",
         ),
         click.option(
+            "--rate",
+            type=float,
+            metavar="PER_SECOND",
+            help="Requests per second at most to the site, from every crawl, re-check and rendering together "
+            "[FPTRACK_SITE_RATE, 1].",
+        ),
+        click.option(
             "--delay",
             type=click.FloatRange(0),
             help="Seconds at least between two requests [FPTRACK_CRAWL_DELAY].",
@@ -223,6 +230,7 @@ def sites_show(context: CliContext, name: str) -> None:
             "include",
             "exclude",
             "schedule",
+            "rate",
             "delay",
             "concurrency",
             "obey_robots",

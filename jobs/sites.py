@@ -19,6 +19,8 @@ Every setting, with its default:
 - ``exclude`` (default none): regular expressions on link URLs: matching links are never followed
 - ``schedule`` (default none: manual): seconds between crawls (``3600``, or ``30m``, ``6h``, ``1d``) or a
   cron expression (``0 3 * * *``, UTC)
+- ``rate`` (default ``FPTRACK_SITE_RATE``, 1): requests per second at most to the site, shared by everything
+  that fetches from it (crawls, re-checks, rendering; :mod:`storage.pacing`)
 - ``delay`` (default ``FPTRACK_CRAWL_DELAY``, 0): seconds at least between two requests to the site
 - ``concurrency`` (default ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE``, 2): requests to the site at a time
 - ``obey_robots`` (default ``true``): obey the site's robots.txt
@@ -108,6 +110,7 @@ class SiteSpec:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     schedule: str = ""
+    rate: float | None = None
     delay: float | None = None
     concurrency: int | None = None
     obey_robots: bool = True
@@ -148,6 +151,8 @@ class SiteSpec:
                     re.compile(pattern)
                 except re.error as error:
                     raise SiteError(f"site {name}: {kind} pattern {pattern!r}: {error}") from None
+        if self.rate is not None and not self.rate > 0:
+            raise SiteError(f"site {name}: rate must be > 0 requests per second, got {self.rate:g}")
         if self.delay is not None and self.delay < 0:
             raise SiteError(f"site {name}: delay must be >= 0 seconds, got {self.delay:g}")
         if self.concurrency is not None and self.concurrency < 1:
@@ -260,6 +265,7 @@ def spec_of(site: Site) -> SiteSpec:
         include=tuple(site.include_patterns or ()),
         exclude=tuple(site.exclude_patterns or ()),
         schedule=site.schedule,
+        rate=site.rate,
         delay=site.delay,
         concurrency=site.concurrency,
         obey_robots=site.obey_robots,
@@ -282,6 +288,7 @@ def _apply(site: Site, spec: SiteSpec, now: datetime) -> None:
     site.include_patterns = list(spec.include)
     site.exclude_patterns = list(spec.exclude)
     site.schedule = spec.schedule
+    site.rate = spec.rate
     site.delay = spec.delay
     site.concurrency = spec.concurrency
     site.obey_robots = spec.obey_robots

@@ -106,6 +106,7 @@ def spec_from_form() -> SiteSpec:
         include=_lines("include"),
         exclude=_lines("exclude"),
         schedule=request.form.get("schedule", ""),
+        rate=_optional_number("rate", float, "a number of requests per second"),
         delay=_optional_number("delay", float, "a number of seconds"),
         concurrency=_optional_number("concurrency", int, "a whole number"),
         obey_robots="obey_robots" in request.form,
