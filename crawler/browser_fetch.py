@@ -36,8 +36,8 @@ from typing import Any, Self
 from urllib.parse import urljoin, urlsplit
 
 from fptrack.core.settings import Settings
-from fptrack.crawler.guard import PrivateAddressPolicy, parse_address, resolve_all
-from fptrack.crawler.render import CHROMIUM_ARGS, MAX_REDIRECTS, chromium_path
+from fptrack.crawler.guard import PrivateAddressPolicy, resolve_all
+from fptrack.crawler.render import CHROMIUM_ARGS, MAX_REDIRECTS, browser_destination, chromium_path
 from fptrack.storage.sites import site_of
 
 __all__ = ["Document", "PageRenderer", "RenderFailure", "RenderedPage"]
@@ -45,8 +45,6 @@ __all__ = ["Document", "PageRenderer", "RenderFailure", "RenderedPage"]
 log = logging.getLogger(__name__)
 
 _NEVER_FETCHED = frozenset({"image", "media", "font"})  # no text in them
-_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-_HARMLESS_SCHEMES = frozenset({"data", "blob", "about"})  # never leave the browser
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # answers to a sub-request that say the site could not serve it now (as opposed to a 404, which a page may
 # well meet for a stale script and still show its text): a page left empty after one of them is not judged
@@ -151,28 +149,12 @@ class _Route:
     def refusal(self, url: str) -> str | None:
         """Why the browser must not fetch ``url`` (as :meth:`crawler.render.BrowserRequestGuard.refusal`
         decides for the crawl's browser), or None when it may."""
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        if scheme in _HARMLESS_SCHEMES:
-            return None
-        if scheme not in _DEFAULT_PORTS:
-            return f"refused by the private-address guard: {scheme}: URLs are never fetched"
-        host = (parts.hostname or "").lower()
-        try:
-            port = parts.port or _DEFAULT_PORTS[scheme]
-        except ValueError:
-            return f"refused by the private-address guard: bad port in {url}"
-        if not host or self.policy.allows_host(host, port):
-            return None
-        literal = parse_address(host)
-        if literal is not None:
-            addresses = [literal]
-        else:
-            key = (host, port)
-            if key not in self.resolved:
-                self.resolved[key] = resolve_all(host, port)
-            addresses = self.resolved[key]
-        return self.policy.refusal(host, port, addresses)
+        reason, destination = browser_destination(url, self.policy)
+        if destination is None:
+            return reason
+        if destination not in self.resolved:
+            self.resolved[destination] = resolve_all(*destination)
+        return self.policy.refusal(*destination, self.resolved[destination])
 
 
 def _same_url(a: str, b: str) -> bool:

@@ -54,6 +54,7 @@ __all__ = [
     "RENDER_META",
     "BrowserRequestGuard",
     "RenderPlan",
+    "browser_destination",
     "chromium_path",
     "plan_rendering",
     "playwright_settings",
@@ -300,32 +301,41 @@ class BrowserRequestGuard:
 
     async def refusal(self, url: str) -> str | None:
         """Why the browser must not fetch ``url``, or None when it may."""
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        if scheme in _HARMLESS_SCHEMES:
-            return None
-        if scheme not in _DEFAULT_PORTS:
-            return f"refused by the private-address guard: {scheme}: URLs are never fetched"
-        host = (parts.hostname or "").lower()
-        try:
-            port = parts.port or _DEFAULT_PORTS[scheme]
-        except ValueError:
-            return f"refused by the private-address guard: bad port in {url}"
-        if not host or self.policy.allows_host(host, port):
-            return None
-        literal = parse_address(host)
-        if literal is not None:
-            addresses = [literal]
-        else:
-            key = (host, port)
-            if key not in self._resolved:
-                self._resolved[key] = await asyncio.to_thread(resolve_all, host, port)
-            addresses = self._resolved[key]
-        return self.policy.refusal(host, port, addresses)
+        reason, destination = browser_destination(url, self.policy)
+        if destination is None:
+            return reason
+        if destination not in self._resolved:
+            self._resolved[destination] = await asyncio.to_thread(resolve_all, *destination)
+        return self.policy.refusal(*destination, self._resolved[destination])
 
     def _inc(self, key: str) -> None:
         if self.stats is not None:
             self.stats.inc_value(key)
+
+
+def browser_destination(url: str, policy: PrivateAddressPolicy) -> tuple[str | None, tuple[str, int] | None]:
+    """What the guard can say of a request the browser makes before any DNS look-up: ``(reason, None)`` when
+    it is decided (``reason`` None: allowed; a harmless scheme, an allowed host, an address literal checked),
+    or ``(None, (host, port))`` when the host's addresses must be resolved and handed to
+    ``policy.refusal(host, port, addresses)``. The crawl's browser resolves off the event loop, a re-check's
+    in line; the rule is this one."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme in _HARMLESS_SCHEMES:
+        return None, None
+    if scheme not in _DEFAULT_PORTS:
+        return f"refused by the private-address guard: {scheme}: URLs are never fetched", None
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError:
+        return f"refused by the private-address guard: bad port in {url}", None
+    if not host or policy.allows_host(host, port):
+        return None, None
+    literal = parse_address(host)
+    if literal is not None:
+        return policy.refusal(host, port, [literal]), None
+    return None, (host, port)
 
 
 def _frame_url(request: Any) -> str:

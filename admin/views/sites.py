@@ -150,7 +150,7 @@ def add() -> ResponseReturnValue:
         return _form(SiteSpec(name=request.form.get("name", ""), start_urls=_lines("start_urls")),
                      error=str(error), status=400)  # fmt: skip
     try:
-        site = add_site(session, spec)
+        site = add_site(session, spec, tick=admin_state().settings.schedule_every)
     except SiteError as error:
         session.rollback()
         return _form(spec, error=str(error), status=400)
@@ -187,7 +187,7 @@ def edit(site_id: int) -> ResponseReturnValue:
         return _form(spec_of(site), site=site, error=str(error), status=400)
     try:
         changes = {name: getattr(spec, name) for name in SiteSpec.__dataclass_fields__ if name != "extra"}
-        edited = edit_site(session, site.name, **changes)
+        edited = edit_site(session, site.name, tick=admin_state().settings.schedule_every, **changes)
     except SiteError as error:
         session.rollback()
         return _form(spec, site=_managed_site(session, site_id), error=str(error), status=400)
