@@ -9,9 +9,11 @@ decode under it and otherwise detects (pages that lie about their charset exist)
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from scrapy.http import Response
 
@@ -42,6 +44,11 @@ _TEXT_TYPES = frozenset({"text/plain"})
 _ANCHOR = re.compile(r"<a\b[^>]{0,1000}>(.{0,300}?)</a\s*>", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<[^>]*>")
 _ENTITY = re.compile(r"&#?\w+;")
+# where a feed or sitemap names its pages: <loc> (sitemaps), <link>URL</link> (RSS), <link href="URL"> (Atom)
+_FEED_LINK = re.compile(
+    r"<loc>\s*([^<\s]+)\s*</loc>|<link>\s*([^<\s]+)\s*</link>|<link\b[^>]{0,500}?\bhref\s*=\s*[\"']([^\"']+)",
+    re.IGNORECASE,
+)
 _FEED_ROOT = re.compile(r"<(rss|feed|urlset|sitemapindex|rdf:RDF)\b", re.IGNORECASE)
 LISTING_MIN_LINKS = 2  # a page with fewer links lists nothing worth coming back for
 LISTING_LINK_SHARE = 0.5  # link text at least this share of the page's own text: it lists rather than tells
@@ -172,6 +179,8 @@ def parse_response(
         error = extracted.error
         next_part = next_part_url(decoded.text, response.url)
         listing = is_listing(decoded.text, text, len(links))
+        if _FEED_ROOT.search(decoded.text[:1024]):
+            links = feed_links(decoded.text, response.url, max_links)
     else:  # plain text (e.g. a .txt download): every non-empty line is a paragraph
         lines = (tidy_whitespace(line) for line in decoded.text.splitlines())
         title, text, links = "", "\n".join(line for line in lines if line), ()
@@ -214,6 +223,20 @@ def is_listing(markup: str, main_text: str, link_count: int) -> bool:
         return True
     linked = sum(_visible_chars(_TAG.sub("", match.group(1))) for match in _ANCHOR.finditer(markup))
     return linked >= LISTING_LINK_SHARE * own
+
+
+def feed_links(markup: str, base_url: str, max_links: int | None = None) -> tuple[str, ...]:
+    """The pages a feed or sitemap lists (http and https URLs, absolute, each once, in document order, at most
+    ``max_links``): what a re-crawl follows from it, as it follows a table of contents' anchors."""
+    found: dict[str, None] = {}
+    for match in _FEED_LINK.finditer(markup):
+        raw = html.unescape(next(group for group in match.groups() if group)).strip()
+        url = urldefrag(urljoin(base_url, raw)).url
+        if urlsplit(url).scheme in ("http", "https"):
+            found.setdefault(url)
+            if max_links is not None and len(found) >= max_links:
+                break
+    return tuple(found)
 
 
 def _visible_chars(text: str) -> int:

@@ -82,6 +82,30 @@ def test_feeds_and_sitemaps_are_listings() -> None:
     assert _parsed("/feed.xml", feed, response_class=XmlResponse)
 
 
+def test_feeds_and_sitemaps_give_their_pages_as_links() -> None:
+    sitemap = (
+        b'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<url><loc> http://novel.test/book/1/1.html </loc></url><url><loc>/book/1/2.html?a=1&amp;b=2</loc>"
+        b"</url><url><loc>http://novel.test/book/1/1.html#top</loc></url><url><loc>ftp://x/y</loc></url></urlset>"
+    )
+    atom = (
+        b'<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><entry>'
+        b'<link rel="alternate" href="http://novel.test/book/1/3.html"/></entry></feed>'
+    )
+    url = "http://novel.test/sitemap.xml"
+    parsed = parse_response(
+        XmlResponse(url, body=sitemap, headers={"Content-Type": "application/xml"}),
+        requested_url=url, fetched_at=NOW,
+    )  # fmt: skip
+    assert parsed.links == ("http://novel.test/book/1/1.html", "http://novel.test/book/1/2.html?a=1&b=2")
+    feed_url = "http://novel.test/atom.xml"
+    parsed = parse_response(
+        XmlResponse(feed_url, body=atom, headers={"Content-Type": "text/xml"}),
+        requested_url=feed_url, fetched_at=NOW, max_links=5,
+    )  # fmt: skip
+    assert parsed.links == ("http://novel.test/book/1/3.html",)
+
+
 def test_error_pages_are_no_listings() -> None:
     assert not _parsed("/book/1/", Page(_toc(40).body, status=404))
 
