@@ -96,7 +96,10 @@ def observe(
     ids = sorted({o.match_id for o in observations})
     matches: dict[int, Match] = {}
     for chunk in id_chunks(ids):
-        for row in session.scalars(select(Match).where(Match.id.in_(chunk)).with_for_update()):
+        # rows locked in id order: a crawl and a re-check observing the same matches never deadlock
+        for row in session.scalars(
+            select(Match).where(Match.id.in_(chunk)).order_by(Match.id).with_for_update()
+        ):
             matches[row.id] = row
     confirm_after = timedelta(seconds=settings.recheck_confirm_after)
     for observation in observations:
