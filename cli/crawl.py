@@ -236,6 +236,8 @@ def _print_outcome(outcome: CrawlOutcome) -> None:
         click.echo(f"this process's part of distributed crawl #{outcome.job_id}: "
                    f"{outcome.stats.pages_seen if outcome.stats else 0} page(s); the last process to finish "
                    "records the job's totals")  # fmt: skip
+    from fptrack.jobs.crawls import job_stats, pace_line
+
     stats = outcome.stats
     if stats is not None and (stats.pages_seen or not outcome.error):
         statuses = ", ".join(f"{count} x {status}" for status, count in sorted(stats.by_status.items()))
@@ -244,6 +246,9 @@ def _print_outcome(outcome: CrawlOutcome) -> None:
             f"{stats.pages_with_text} with text, {outcome.pages_unchanged} unchanged since the last crawl; "
             f"{len(stats.failures)} failed"
         )
+        pace = pace_line(job_stats(stats))
+        if pace:
+            click.echo(f"  {pace}")
         for url, reason in stats.failures[:10]:
             click.echo(f"  failed: {url}: {reason}")
         for note in stats.notes:

@@ -215,7 +215,7 @@ def sites_list(context: CliContext) -> None:
 def sites_show(context: CliContext, name: str) -> None:
     """A monitored site's settings and its recent crawls."""
     from fptrack.crawler.resume import state_dir
-    from fptrack.jobs.site_crawl import pace_line
+    from fptrack.jobs.crawls import pace_line
     from fptrack.jobs.sites import find_site, interval_factor, spec_of
 
     with context.session() as session:

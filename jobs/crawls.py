@@ -29,7 +29,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.resume import CrawlState
 
-__all__ = ["CrawlOutcome", "HandOffError", "WaitProgress", "run_crawl_job"]
+__all__ = ["CrawlOutcome", "HandOffError", "WaitProgress", "job_stats", "pace_line", "run_crawl_job"]
 
 log = logging.getLogger(__name__)
 
@@ -587,6 +587,22 @@ def job_stats(stats: CrawlStats) -> dict[str, Any]:
         "notes": list(stats.notes),
         "elapsed_seconds": round(stats.elapsed_seconds, 3),
     }
+
+
+def pace_line(stats: Mapping[str, Any] | None) -> str:
+    """The request rate a crawl job's stats record (``requests``, ``requests_per_second``,
+    ``peak_requests_per_second``, ``retry_after_waits``: jobs.crawls.job_stats), as one line: ``requests: 57
+    (0.98/s, at most 1 in a second)``; '' when the job recorded none."""
+    if not stats or "requests" not in stats:
+        return ""
+    requests = int(stats.get("requests") or 0)
+    parts = [f"{float(stats.get('requests_per_second') or 0.0):.2f}/s"]
+    if "peak_requests_per_second" in stats:
+        parts.append(f"at most {int(stats.get('peak_requests_per_second') or 0)} in a second")
+    waits = int(stats.get("retry_after_waits") or 0)
+    if waits:
+        parts.append(f"held back {waits} time(s) by Retry-After")
+    return f"requests: {requests} ({', '.join(parts)})"
 
 
 def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:

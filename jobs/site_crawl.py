@@ -23,18 +23,18 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlError, CrawlOptions, CrawlProgress
-from fptrack.jobs.crawls import CrawlOutcome, WaitProgress, job_stats, run_crawl_job
+from fptrack.jobs.crawls import CrawlOutcome, WaitProgress, job_stats, pace_line, run_crawl_job
 from fptrack.jobs.site_runs import claim, kept_alive, release
 from fptrack.jobs.sites import (
     SiteError,
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.resume import CrawlState
 
-__all__ = ["SiteRun", "main", "pace_line", "report_lines", "run_site", "waiting_lines"]
+__all__ = ["SiteRun", "main", "report_lines", "run_site", "waiting_lines"]
 
 EXIT_FAILURE = 1
 GUARD_REFUSAL = "refused by the private-address guard"  # how crawler.guard's refusals begin
@@ -364,22 +364,6 @@ def report_lines(site_name: str, outcome: CrawlOutcome) -> list[str]:
         f"  copy: {url} ({count} chapter match{'es' if count != 1 else ''})" for url, count in outcome.copies
     )
     return lines
-
-
-def pace_line(stats: Mapping[str, Any] | None) -> str:
-    """The request rate a crawl job's stats record (``requests``, ``requests_per_second``,
-    ``peak_requests_per_second``, ``retry_after_waits``: jobs.crawls.job_stats), as one line: ``requests: 57
-    (0.98/s, at most 1 in a second)``; '' when the job recorded none."""
-    if not stats or "requests" not in stats:
-        return ""
-    requests = int(stats.get("requests") or 0)
-    parts = [f"{float(stats.get('requests_per_second') or 0.0):.2f}/s"]
-    if "peak_requests_per_second" in stats:
-        parts.append(f"at most {int(stats.get('peak_requests_per_second') or 0)} in a second")
-    waits = int(stats.get("retry_after_waits") or 0)
-    if waits:
-        parts.append(f"held back {waits} time(s) by Retry-After")
-    return f"requests: {requests} ({', '.join(parts)})"
 
 
 def _say(line: str, *, error: bool = False) -> None:
