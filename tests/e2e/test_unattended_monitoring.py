@@ -63,7 +63,8 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
         env.update(
             FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=settings.database_url,
             FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"unattended-{uuid.uuid4().hex[:8]}",
-            FPTRACK_SCHEDULE_EVERY="1", FPTRACK_RECHECK_EVERY="2", FPTRACK_RECHECK_AFTER="0",
+            FPTRACK_SCHEDULE_EVERY="1", FPTRACK_RECHECK_EVERY="2", FPTRACK_RECHECK_YOUNG_EVERY="2",
+            FPTRACK_RECHECK_CONFIRM_AFTER="2",
             FPTRACK_CRAWL_TIMEOUT="5", FPTRACK_CRAWL_STALE_SECONDS="15",
         )  # fmt: skip
         in_process = {**env, "FPTRACK_BROKER_URL": ""}
@@ -123,7 +124,8 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
         try:
             found = wait_for(lambda: len(matches_on(first.key)) == 2 and len(matches_on(second.key)) == 2)
             assert found, (tmp_path / "worker.log").read_text(errors="replace")[-4000:]
-            # the first site takes its copy of chapter 1 down; the re-checks notice without being asked
+            # the first site takes its copy of chapter 1 down; the re-checks notice without being asked (a
+            # copy is due every 2 s here, and a second fetch 2 s after the first confirms the removal)
             first.remove("/c/0.html")
             taken_down = wait_for(lambda: any(m.taken_down_at is not None for m in matches_on(first.key)))
         finally:
