@@ -437,7 +437,18 @@ def _targets(session: Session, match_ids: Sequence[int]) -> list[_Target]:
     if missing:
         shown = ", ".join(str(m) for m in missing[:10])
         raise RecheckError(f"no match with id {shown}; see `fptrack matches --status all`")
-    return sorted(pages.values(), key=lambda t: t.page_id)
+    return _taking_turns(sorted(pages.values(), key=lambda t: t.page_id))
+
+
+def _taking_turns(targets: Sequence[_Target]) -> list[_Target]:
+    """``targets`` in an order that takes the sites in turn (a page of each, then a second of each...), each
+    site's own pages in their order: a site's pages are fetched no faster than its pace, so one after the
+    other they would wait for it at every page, while the other sites' pages can go meanwhile."""
+    by_site: dict[str, list[_Target]] = {}
+    for target in targets:
+        by_site.setdefault(site_of(target.url), []).append(target)
+    queues = list(by_site.values())
+    return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
 
 
 @dataclass(frozen=True)
@@ -525,13 +536,12 @@ def recheck_matches(
             return found
 
         for done, target in enumerate(targets, start=1):
-            now = clock()
-            head = read(target.url, now)
+            head = read(target.url, clock())
             judged: dict[int, tuple[str, str]] = {}
             if head.text is None:
                 judged = {m: (head.outcome, head.detail) for m in target.chapters}
             else:
-                parts = [read(url, now) for url in target.parts] if target.joined else []
+                parts = [read(url, clock()) for url in target.parts] if target.joined else []
                 with session_scope(sessions) as session:
                     alone = {m: c for m, c in target.chapters.items() if m not in target.joined}
                     if alone:
@@ -551,8 +561,10 @@ def recheck_matches(
                 Observation(v.match_id, v.outcome, v.http_status, v.detail, source="recheck")
                 for v in verdicts
             ]
+            # seen when the answers came, not when the turn was asked for (a wait for the site's pace, or a
+            # render, can take seconds): a removal is never dated before the fetch that saw it
             with session_scope(sessions) as session:
-                observed = observe(session, observations, settings, now=now)
+                observed = observe(session, observations, settings, now=clock())
             summary.newly_taken_down += observed.confirmed
             summary.pending += observed.pending
             summary.back += observed.back
