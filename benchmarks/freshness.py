@@ -139,7 +139,7 @@ def copied_text_missing(database_url: str) -> list[int]:
     missing = []
     try:
         with Session(engine) as session:
-            works = dict(session.execute(select(Work.id, Work.text)).tuples())
+            works = {int(i): str(t) for i, t in session.execute(select(Work.id, Work.text))}
             for match in session.scalars(select(Match).order_by(Match.id)):
                 text = evidence_of(session, match).text
                 if not (text or "").strip():
