@@ -242,6 +242,8 @@ class BrowserRequestGuard:
     record: Callable[[str, str], None] | None = None  # (url, reason) of each refusal: the crawl's failures
     stats: Any = None  # the crawler's stats, bound when the crawl starts (RenderStats)
     fetch_timeout: float = 20.0
+    # blocks until one request may go to the URL's site (the shared pace, storage.pacing); run in a thread
+    pace: Callable[[str], None] | None = None
     _resolved: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
     _recorded: set[tuple[str, str]] = field(default_factory=set)
 
@@ -263,8 +265,14 @@ class BrowserRequestGuard:
             await route.abort("blockedbyclient")
             return
         url, method = request.url, request.method
+        # the page itself took its turn as a Scrapy request (crawler.pacing); what it asks for takes its own
+        paced = not _is_page_itself(request)
         try:
             for _ in range(MAX_REDIRECTS + 1):
+                if paced and self.pace is not None and urlsplit(url).scheme in ("http", "https"):
+                    await asyncio.to_thread(self.pace, url)
+                    self._inc("fptrack/render/paced_requests")
+                paced = True
                 response = await route.fetch(
                     url=url, method=method, max_redirects=0, timeout=self.fetch_timeout * 1000
                 )
@@ -338,6 +346,14 @@ def browser_destination(url: str, policy: PrivateAddressPolicy) -> tuple[str | N
     return None, (host, port)
 
 
+def _is_page_itself(request: Any) -> bool:
+    """Whether the browser's ``request`` loads the rendered page itself (the main frame's navigation)."""
+    try:
+        return bool(request.is_navigation_request()) and request.frame.parent_frame is None
+    except Exception:  # noqa: BLE001 - a service worker's request has no frame
+        return False
+
+
 def _frame_url(request: Any) -> str:
     try:
         return str(request.frame.url)
@@ -405,7 +421,10 @@ class LazyBrowserProvider:
 
 
 def playwright_settings(
-    plan: RenderPlan, policy: PrivateAddressPolicy, record: Callable[[str, str], None]
+    plan: RenderPlan,
+    policy: PrivateAddressPolicy,
+    record: Callable[[str, str], None],
+    pace: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """The Scrapy settings that route rendering requests (meta ``playwright``) through Chromium; every other
     request keeps Scrapy's own downloader. Empty when the plan renders nothing. No startup context and a lazy
@@ -429,7 +448,9 @@ def playwright_settings(
         "PLAYWRIGHT_MAX_CONTEXTS": 1,
         "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": plan.pages,
         "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": plan.timeout * 1000,
-        "PLAYWRIGHT_ABORT_REQUEST": BrowserRequestGuard(policy, record=record, fetch_timeout=plan.timeout),
+        "PLAYWRIGHT_ABORT_REQUEST": BrowserRequestGuard(
+            policy, record=record, fetch_timeout=plan.timeout, pace=pace
+        ),
         "PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER": True,
     }
 

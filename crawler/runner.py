@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from fptrack.core.settings import Settings
 from fptrack.crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
-from fptrack.crawler.links import request_url
+from fptrack.crawler.links import request_url, site_of
 from fptrack.crawler.pacing import PACE_LIMIT_SETTING, PACER_SETTING
 from fptrack.crawler.pages import (
     RENDER_JS_MODES,
@@ -217,7 +217,14 @@ def scrapy_settings(
 
         values.update(scrapy_redis_settings(shared))
     if render is not None:
-        values.update(playwright_settings(render, policy, record=hooks.ledger.record_failure))
+        pace = values[PACER_SETTING]
+        limit = values[PACE_LIMIT_SETTING] or None
+
+        def browser_turn(url: str) -> None:  # the browser's own requests keep the site's pace too
+            pace.wait_turn(site_of(url), limit)
+
+        record = hooks.ledger.record_failure
+        values.update(playwright_settings(render, policy, record=record, pace=browser_turn))
     values.update(dict(options.scrapy_settings))
     return values
 

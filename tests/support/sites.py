@@ -93,11 +93,13 @@ class SiteURL(str):
 
     requests: list[str]
     user_agents: list[str]
+    request_times: list[float]  # time.monotonic() at each request, beside ``requests``
 
     def __new__(cls, value: str) -> Self:
         instance = super().__new__(cls, value)
         instance.requests = []
         instance.user_agents = []
+        instance.request_times = []
         return instance
 
     def url(self, path: str) -> str:
@@ -128,6 +130,7 @@ def _handler_for(
             with lock:
                 site.requests.append(path)
                 site.user_agents.append(self.headers.get("User-Agent", ""))
+                site.request_times.append(time.monotonic())
             found = pages.get(path) or pages.get(urlsplit(path).path)
             if found is None:
                 found = next(

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from collections import Counter
 
 import pytest
 
 from tests.integration.crawler.harness import PARAGRAPHS, crawl_in_child
+from tests.support.jspages import json_chapter, json_endpoint
 from tests.support.sites import Page, chapter_page, serve_site
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -44,6 +46,33 @@ def test_a_script_built_site_goes_to_the_browser_at_once_after_two_pages() -> No
     assert counters["fptrack/render/direct"] == CHAIN - 2
     assert counters["fptrack/render/pages"] == CHAIN
     assert result.stats["failures"] == []
+
+
+def test_the_browsers_own_requests_keep_the_sites_pace() -> None:
+    """The chapter's paragraphs arrive from a JSON endpoint the page's script fetches: that request, and the
+    script file, take turns of the site's pace like the pages do (2 a second here), not in a burst."""
+    pages: dict[str, Page] = {"/": Page.html("<html><body><a href='/1.html'>1</a> <a href='/2.html'>2</a>")}
+    for number in (1, 2):
+        pages[f"/{number}.html"] = json_chapter(f"第{number}章", f"/api/{number}.json")
+        pages[f"/api/{number}.json"] = json_endpoint(PARAGRAPHS)
+    pages["/js/common.js"] = Page(b"var common = 1;", content_type="application/javascript")
+    with serve_site(pages) as site:
+        result = crawl_in_child(
+            [site + "/"], depth=1, timeout=240, env={**os.environ, "FPTRACK_SITE_RATE": "2"},
+            options={"render_js": "yes"},
+        )  # fmt: skip
+        times, paths = list(site.request_times), list(site.requests)
+    assert result.page(site + "/1.html")["text"].split("\n") == PARAGRAPHS
+    assert {"/api/1.json", "/api/2.json"} <= set(paths), paths
+    # every request the browser made for the pages (the script, the JSON) took a turn...
+    browser_made = sum(path.startswith(("/js/", "/api/")) for path in paths)
+    assert result.stats["counters"]["fptrack/render/paced_requests"] == browser_made >= 2
+    # ...so they come spread out: a turn every 0.5 s (a request may reach the server a little after its turn,
+    # the browser's own fetch being slower than Scrapy's, beside the next one on time), never the burst of a
+    # page, its script and its JSON within a few milliseconds
+    three_apart = zip(times, times[2:], strict=False)
+    bunched = [later - earlier for earlier, later in three_apart if later - earlier < 0.2]
+    assert not bunched, list(zip(paths, [round(t - times[0], 2) for t in times], strict=True))
 
 
 def test_a_site_with_static_text_is_never_sent_to_the_browser() -> None:
