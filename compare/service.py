@@ -34,7 +34,7 @@ from fptrack.fingerprint.pipeline import TextFingerprints, fingerprint_text
 from fptrack.storage.code_index import code_holder_pairs
 from fptrack.storage.fingerprints import FingerprintSet, Owner, id_chunks, is_postgres, write_fingerprints
 from fptrack.storage.index import IndexLayout, to_signed64
-from fptrack.storage.match_life import Observation, next_due, observe, rest_on_page
+from fptrack.storage.match_life import UNSETTLED_NOTE, Observation, next_due, observe, rest_on_page
 from fptrack.storage.models import (
     Chapter,
     Match,
@@ -570,16 +570,27 @@ def record_matches(
     rest_on_page(session, held)
     if fresh:
         observations = [Observation(i, "present", 200, "copied (crawl)", source="crawl") for i in held]
+        unsettled = _unsettled(session, page_ids)  # read before their scripts were done: not a removal
         observations += [
             Observation(m.id, "removed", 200, "the page no longer copies the chapter (crawl)", source="crawl")
             for m in existing.values()
-            if not m.part_spans
+            if not m.part_spans and m.page_id not in unsettled
         ]
         observe(session, observations, settings, now=now)
     else:
         _drop_false_positives(session, [m for m in existing.values() if m.status in machine_made])
     session.flush()
     return outcomes
+
+
+def _unsettled(session: Session, page_ids: Sequence[int]) -> set[int]:
+    """The pages among ``page_ids`` that the browser read before their scripts were done
+    (:data:`storage.match_life.UNSETTLED_NOTE`)."""
+    found: set[int] = set()
+    for chunk in id_chunks(page_ids):
+        query = select(Page.id).where(Page.id.in_(chunk), Page.note.contains(UNSETTLED_NOTE))
+        found.update(int(i) for i in session.scalars(query))
+    return found
 
 
 def _drop_false_positives(session: Session, matches: Sequence[Match]) -> None:

@@ -77,6 +77,9 @@ class RenderedPage:
     # the page's sub-requests that were refused, failed or answered 5xx/403/429 ("url: reason"): a page left
     # without text after one of them may have been cut off, not emptied by its site
     failed: tuple[str, ...] = ()
+    # False: its network never went quiet within FPTRACK_RENDER_IDLE_WAIT (a script still fetching, perhaps
+    # waiting for the site's pace): a loading placeholder may stand where the chapter would be
+    settled: bool = True
 
 
 @dataclass
@@ -242,10 +245,12 @@ class PageRenderer:
             page = context.new_page()
             page.route("**", handler)
             page.goto(url, wait_until="load", timeout=self.settings.render_timeout * 1000)
+            settled = True
             try:
                 page.wait_for_load_state("networkidle", timeout=self.settings.render_idle_wait * 1000)
             except Exception as error:  # noqa: BLE001 - never quiet (polling ads): its text is what it is now
                 log.debug("%s never went quiet: %s", url, _first_line(error))
+                settled = False
             html = str(page.content())
             final = str(page.url)
         except Exception as error:  # noqa: BLE001 - a timeout, a crash, a refused document
@@ -256,7 +261,7 @@ class PageRenderer:
                     context.close()
                 except Exception:  # noqa: BLE001 - the browser died: the next page starts another
                     self.close()
-        return RenderedPage(url=final, html=html, failed=tuple(handler.failed))
+        return RenderedPage(url=final, html=html, failed=tuple(handler.failed), settled=settled)
 
     def close(self) -> None:
         browser, playwright = self._browser, self._playwright

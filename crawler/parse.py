@@ -21,6 +21,7 @@ from fptrack.crawler.extract import cap_text, extract_main_text, tidy_whitespace
 from fptrack.crawler.multipage import next_part_url
 from fptrack.crawler.pages import CrawledPage
 from fptrack.fingerprint.encoding import UndecodableError, decode_bytes, looks_binary, without_stray_nuls
+from fptrack.storage.match_life import UNSETTLED_MARK, UNSETTLED_NOTE
 
 __all__ = [
     "ParsedResponse",
@@ -176,6 +177,8 @@ def parse_response(
             decoded.text, base_url=response.url, max_links=max_links, max_chars=max_chars
         )
         title, text, links, notes = extracted.title, extracted.text, extracted.links, extracted.notes
+        if UNSETTLED_MARK in decoded.text[:4096]:  # the browser read it before its scripts were done
+            notes = (*notes, UNSETTLED_NOTE)
         error = extracted.error
         next_part = next_part_url(decoded.text, response.url)
         listing = is_listing(decoded.text, text, len(links))

@@ -47,6 +47,7 @@ from fptrack.core.settings import Settings
 from fptrack.crawler.guard import PrivateAddressPolicy, parse_address, resolve_all
 from fptrack.crawler.pages import CrawledPage, CrawlError
 from fptrack.crawler.parse import ParsedResponse
+from fptrack.storage.match_life import UNSETTLED_MARK
 
 __all__ = [
     "DIRECT_AFTER",
@@ -225,7 +226,12 @@ async def settle_page(page: Any, idle_wait: float) -> None:
     try:
         await page.wait_for_load_state("networkidle", timeout=idle_wait * 1000)
     except PlaywrightError:
-        pass  # timed out: its text is what it is now
+        # timed out: its text is what it is now, marked so that a loading placeholder is never taken for a
+        # removal (storage.match_life.UNSETTLED_MARK)
+        try:
+            await page.evaluate(f"document.documentElement.setAttribute('{UNSETTLED_MARK}', '1')")
+        except PlaywrightError:
+            pass
 
 
 @dataclass

@@ -198,6 +198,7 @@ class PageRead:
     outcome: str = ""  # gone / error when ``text`` is None
     detail: str = ""
     rendered: bool = False
+    settled: bool = True  # False: rendered while its scripts were still fetching (a removal is not judged)
 
 
 def _response(url: str, status: int, headers: Mapping[str, str], body: bytes) -> Response:
@@ -281,7 +282,7 @@ def read_response(
             return PageRead(
                 result.url, status, text="", detail="no text after its scripts ran", rendered=True
             )
-        return PageRead(result.url, status, text=page.text, rendered=True)
+        return PageRead(result.url, status, text=page.text, rendered=True, settled=rendered.settled)
     if not page.text.strip():
         if _SCRIPT.search(result.body):
             detail = "HTTP 200 without text, and its scripts were not run (the site's render_js is no)"
@@ -553,6 +554,12 @@ def recheck_matches(
                         joined = {m: target.chapters[m] for m in target.joined}
                         template = _site_template_of(session, target.site_id, templates)
                         judged.update(_judge_joined(session, head, parts, joined, template))
+            if not head.settled:  # a loading placeholder may stand where the chapter is: no removal
+                unsure = "the page's scripts were still fetching when it was read"
+                judged = {
+                    m: ("error", f"{unsure}: {detail}") if outcome == "removed" else (outcome, detail)
+                    for m, (outcome, detail) in judged.items()
+                }
             verdicts = [
                 PageVerdict(m, outcome, head.status, detail)
                 for m, (outcome, detail) in sorted(judged.items())

@@ -41,6 +41,8 @@ from fptrack.storage.models import Match, Page, PageVersion, TakedownCheck, as_u
 
 __all__ = [
     "DOWN_OUTCOMES",
+    "UNSETTLED_MARK",
+    "UNSETTLED_NOTE",
     "Evidence",
     "Observation",
     "ObserveSummary",
@@ -52,6 +54,12 @@ __all__ = [
 ]
 
 DOWN_OUTCOMES = frozenset({"gone", "removed"})
+# A page rendered in the browser whose scripts were still fetching when it was read (its network never went
+# quiet within FPTRACK_RENDER_IDLE_WAIT: a JSON waiting for the site's pace, a slow server) may show a loading
+# placeholder instead of the chapter: it proves nothing about a removal. The crawl's browser marks the DOM
+# with this attribute, the parser notes it on the page (pages.note), and a removal is never observed from it.
+UNSETTLED_MARK = "data-fptrack-unsettled"
+UNSETTLED_NOTE = "rendered while its requests were still running"
 
 
 @dataclass(frozen=True)

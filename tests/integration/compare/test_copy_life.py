@@ -24,7 +24,7 @@ from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
 from fptrack.crawler.store import PageStore
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
-from fptrack.storage.match_life import Observation, evidence_of, observe
+from fptrack.storage.match_life import UNSETTLED_NOTE, Observation, evidence_of, observe
 from fptrack.storage.models import Chapter, Match, MatchNote, Page, PageVersion, TakedownCheck, as_utc, utcnow
 
 CHAPTERS = demo_chapters("lighthouse.txt")
@@ -50,11 +50,12 @@ def sessions(life_settings: Settings) -> Iterator[sessionmaker[Session]]:
     engine.dispose()
 
 
-def _fetched(url: str, status: int, text: str, *, not_modified: bool = False) -> CrawledPage:
+def _fetched(url: str, status: int, text: str, *, not_modified: bool = False, note: str = "") -> CrawledPage:
     digest = hashlib.sha256(f"{status}\n{text}".encode()).hexdigest()
     return CrawledPage(
         url=url, final_url=url, status=status, encoding="utf-8", title=url.rsplit("/", 1)[-1], text=text,
         content_sha256=digest, snapshot_sha256=digest, fetched_at=utcnow(), not_modified=not_modified,
+        note=note,
     )  # fmt: skip
 
 
@@ -180,6 +181,27 @@ def test_a_5xx_never_takes_down_a_404_does_and_an_empty_render_tells_nothing(
         assert match.taken_down_at is not None
         assert _passages(session, match) == copied
         assert session.scalar(select(Page.status).where(Page.url == COPY_URL)) == 404
+
+
+def test_a_page_read_before_its_scripts_were_done_is_no_removal(
+    sessions: sessionmaker[Session], life_settings: Settings
+) -> None:
+    """A rendered page whose network never went quiet (its JSON still waiting) shows a loading placeholder:
+    the crawl observes nothing from it; the same placeholder read when the page had settled is a removal."""
+    _crawl(sessions, life_settings, _fetched(COPY_URL, 200, CHAPTERS[0]))
+    placeholder = "正在加载……\n本站所有小说均由网友上传，如有侵权请联系删除。"
+    for _ in range(2):
+        _crawl(sessions, life_settings, _fetched(COPY_URL, 200, placeholder, note=UNSETTLED_NOTE))
+        _crawl(sessions, life_settings, _fetched(COPY_URL, 200, CHAPTERS[0]))
+    with session_scope(sessions) as session:
+        match = _match(session)
+        assert [o for o, _, _ in _checks(session, match.id)] == ["present", "present"]
+        assert match.down_seen_at is None and match.taken_down_at is None
+    _crawl(sessions, life_settings, _fetched(COPY_URL, 200, placeholder))
+    with session_scope(sessions) as session:
+        match = _match(session)
+        assert [o for o, _, _ in _checks(session, match.id)][-1] == "removed"
+        assert match.down_seen_at is not None
 
 
 def test_an_unchanged_page_and_a_304_observe_the_copy_present(

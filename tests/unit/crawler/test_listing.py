@@ -11,6 +11,7 @@ import pytest
 from scrapy.http import HtmlResponse, Response, XmlResponse
 
 from fptrack.crawler.parse import is_listing, parse_response
+from fptrack.storage.match_life import UNSETTLED_NOTE
 from tests.support.pirate_site import LIGHT, paragraphs_of, pirate_site
 from tests.support.sites import TEMPLATES, Page, Redirect, chapter_page
 
@@ -104,6 +105,16 @@ def test_feeds_and_sitemaps_give_their_pages_as_links() -> None:
         requested_url=feed_url, fetched_at=NOW, max_links=5,
     )  # fmt: skip
     assert parsed.links == ("http://novel.test/book/1/3.html",)
+
+
+def test_a_page_the_browser_read_before_its_scripts_were_done_says_so() -> None:
+    url = "http://novel.test/book/1/1.html"
+    body = b"<html data-fptrack-unsettled='1'><body><div id='content'>loading</div></body></html>"
+    parsed = parse_response(HtmlResponse(url, body=body), requested_url=url, fetched_at=NOW)
+    assert UNSETTLED_NOTE in parsed.page.note
+    plain = parse_response(HtmlResponse(url, body=body.replace(b" data-fptrack-unsettled='1'", b"")),
+                           requested_url=url, fetched_at=NOW)  # fmt: skip
+    assert UNSETTLED_NOTE not in plain.page.note
 
 
 def test_error_pages_are_no_listings() -> None:
