@@ -247,7 +247,9 @@ class PageRenderer:
             page.goto(url, wait_until="load", timeout=self.settings.render_timeout * 1000)
             settled = True
             try:
-                page.wait_for_load_state("networkidle", timeout=self.settings.render_idle_wait * 1000)
+                # a script's requests wait for their turns of the site's pace: three turns allowed on top
+                idle_wait = self.settings.render_idle_wait + 3.0 / self.settings.site_rate
+                page.wait_for_load_state("networkidle", timeout=idle_wait * 1000)
             except Exception as error:  # noqa: BLE001 - never quiet (polling ads): its text is what it is now
                 log.debug("%s never went quiet: %s", url, _first_line(error))
                 settled = False

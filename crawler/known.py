@@ -23,6 +23,7 @@ from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.storage.db import retry_in_session
+from fptrack.storage.match_life import UNSETTLED_NOTE
 from fptrack.storage.models import CrawlJob, Match, MatchStatus, Page, Site
 
 __all__ = ["SITE_TRIGGERS", "KnownPages", "load_known_pages"]
@@ -68,7 +69,14 @@ def load_known_pages(
                 Page.site_id,
                 Page.url,
                 Page.listing,
-                and_(Page.status == 200, Page.error == "", Page.listing.is_(False), ~due).label("settled"),
+                and_(
+                    Page.status == 200,
+                    Page.error == "",
+                    Page.listing.is_(False),
+                    # read by the browser before its scripts were done: its text may be a placeholder
+                    ~Page.note.contains(UNSETTLED_NOTE),
+                    ~due,
+                ).label("settled"),
             )
             .join(Site, Site.id == Page.site_id)
             .where(Site.host.in_(keys))

@@ -186,7 +186,9 @@ def plan_rendering(mode: str, settings: Settings) -> RenderPlan:
         "mode": mode,
         "min_chars": settings.render_min_chars,
         "timeout": settings.render_timeout,
-        "idle_wait": settings.render_idle_wait,
+        # a script's requests wait for their turns of the site's pace (storage.pacing) like the pages do: the
+        # wait for the page to go quiet allows for three turns at the default rate on top
+        "idle_wait": settings.render_idle_wait + 3.0 / settings.site_rate,
         "pages": settings.render_pages,
         "user_agent": settings.user_agent,
     }
