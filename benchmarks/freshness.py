@@ -631,7 +631,12 @@ def report(figures: dict[str, Any], period: float) -> list[tuple[str, Any, str, 
     return checks
 
 
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(f"stopped by signal {signum}")  # unwinds through the clean-up (worker, database)
+
+
 def main(argv: list[str] | None = None) -> None:
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
