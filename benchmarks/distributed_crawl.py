@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import threading
@@ -41,6 +40,7 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.support.services import reachable
 from tests.support.sites import Page, serve_site
 
 PARAGRAPH = (
@@ -67,15 +67,6 @@ def build_site(sections: int, chapters: int, latency: float) -> dict[str, Page]:
                 f"<title>第{c}章</title><h1>第{c}章</h1>{body}{nav}", delay=latency
             )
     return pages
-
-
-def reachable(url: str, default_port: int) -> bool:
-    parts = urlsplit(url)
-    try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or default_port), timeout=2):
-            return True
-    except OSError:
-        return False
 
 
 class Databases:

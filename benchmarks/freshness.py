@@ -37,7 +37,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -58,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._corpus import CORPUS
 from benchmarks._live_web import RATE_LIMIT, Copy, LiveWeb, Text, build_live_web
+from tests.support.services import reachable
 
 BASELINE = {
     "recall": 0.833,
@@ -75,15 +75,6 @@ SOURCE = "tennessine"
 
 def progress(message: str) -> None:
     print(f"# {message}", file=sys.stderr, flush=True)
-
-
-def reachable(url: str, default_port: int) -> bool:
-    parts = urlsplit(url)
-    try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or default_port), timeout=2):
-            return True
-    except OSError:
-        return False
 
 
 def load_chapters(work: str, first: int, count: int) -> list[tuple[int, str, str]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from sqlalchemy.orm import Session
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for, migrate
 from tests.support.env import TEST_SITE_RATE
+from tests.support.services import reachable
 
 POSTGRES_URL = os.environ.get("FPTRACK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("FPTRACK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -34,15 +34,6 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # are loopback servers of their own): in this process (Settings.from_env), in the children that inherit it,
 # and in the settings fixtures below. Tests of the pace set their own rate.
 os.environ.setdefault("FPTRACK_SITE_RATE", TEST_SITE_RATE)
-
-
-def _reachable(url: str, default_port: int) -> bool:
-    parts = urlsplit(url)
-    try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or default_port), timeout=2):
-            return True
-    except OSError:
-        return False
 
 
 def _require(available: bool, what: str) -> None:
@@ -55,8 +46,8 @@ def _require(available: bool, what: str) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     checks = {
-        "postgres": (lambda: _reachable(POSTGRES_URL, 5432), f"PostgreSQL at {POSTGRES_URL}"),
-        "redis": (lambda: _reachable(REDIS_URL, 6379), f"Redis at {REDIS_URL}"),
+        "postgres": (lambda: reachable(POSTGRES_URL, 5432), f"PostgreSQL at {POSTGRES_URL}"),
+        "redis": (lambda: reachable(REDIS_URL, 6379), f"Redis at {REDIS_URL}"),
         "browser": (lambda: CHROMIUM is not None, "Chromium (Debian package chromium)"),
     }
     cache: dict[str, bool] = {}
@@ -84,7 +75,7 @@ def _admin_engine() -> Engine:
 @pytest.fixture(scope="session")
 def postgres_template() -> Iterator[str]:
     """A PostgreSQL database migrated once per session by Alembic; returns its name."""
-    _require(_reachable(POSTGRES_URL, 5432), f"PostgreSQL at {POSTGRES_URL}")
+    _require(reachable(POSTGRES_URL, 5432), f"PostgreSQL at {POSTGRES_URL}")
     name = f"fptrack_test_{os.getpid()}_tpl"
     admin = _admin_engine()
     with admin.connect() as connection:
