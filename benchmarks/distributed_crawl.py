@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._tables import print_table
 from tests.support.services import reachable
 from tests.support.sites import Page, serve_site
 
@@ -173,15 +174,6 @@ def run_mode(
     done.set()
     watcher.join()
     return wall, (seen[-1] - seen[0]) if len(seen) > 1 else 0.0
-
-
-def print_table(title: str, headers: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    print(f"\n{title}")
-    print("  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(headers)))
-    print("  ".join("-" * w for w in widths))
-    for row in rows:
-        print("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)))
 
 
 def main() -> None:

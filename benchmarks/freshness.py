@@ -44,7 +44,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._corpus import CORPUS
 from benchmarks._live_web import RATE_LIMIT, Copy, LiveWeb, Text, build_live_web
+from benchmarks._tables import print_table
 from tests.support.services import reachable
 
 BASELINE = {
@@ -565,16 +566,6 @@ def targets(figures: dict[str, Any], period: float) -> list[tuple[str, Any, str,
          o["matches_without_copied_text"] == 0, None),
         ("matches dropped during the run", o["matches_dropped"], "0", o["matches_dropped"] == 0, None),
     ]  # fmt: skip
-
-
-def print_table(title: str, headers: list[str], rows: Iterable[list[str]]) -> None:
-    rows = list(rows)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    print(f"\n{title}")
-    print("  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(headers)))
-    print("  ".join("-" * w for w in widths))
-    for row in rows:
-        print("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)))
 
 
 def show(value: Any) -> str:

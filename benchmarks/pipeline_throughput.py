@@ -91,6 +91,7 @@ from benchmarks._pipeline_site import (
     synthetic_work,
 )
 from benchmarks._pirate_web import paragraphs_of, random_edits
+from benchmarks._tables import print_table
 from tests.support.sites import serve_site
 
 CORPUS = Path(os.environ.get("FPTRACK_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -678,18 +679,6 @@ def compare_growth(rows: list[dict[str, Any]], row: dict[str, Any], column: str)
     """``row``'s figure in ``column`` over the smallest registry's."""
     first = float(rows[0][column])
     return float(row[column]) / first if first else 0.0
-
-
-def print_table(title: str, headers: list[str], rows: list[list[Any]]) -> None:
-    if not rows:
-        return
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    print(f"\n{title}")
-    print("  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(headers)))
-    print("  ".join("-" * w for w in widths))
-    for row in cells:
-        print("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)))
 
 
 def main() -> None:
