@@ -37,15 +37,20 @@ from urllib.parse import urljoin, urlsplit
 
 from fptrack.core.settings import Settings
 from fptrack.crawler.guard import PrivateAddressPolicy, resolve_all
-from fptrack.crawler.render import CHROMIUM_ARGS, MAX_REDIRECTS, browser_destination, chromium_path
+from fptrack.crawler.render import (
+    CHROMIUM_ARGS,
+    MAX_REDIRECTS,
+    NEVER_FETCHED,
+    REDIRECT_STATUSES,
+    browser_destination,
+    chromium_path,
+)
 from fptrack.storage.sites import site_of
 
 __all__ = ["Document", "PageRenderer", "RenderFailure", "RenderedPage"]
 
 log = logging.getLogger(__name__)
 
-_NEVER_FETCHED = frozenset({"image", "media", "font"})  # no text in them
-_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # answers to a sub-request that say the site could not serve it now (as opposed to a 404, which a page may
 # well meet for a stale script and still show its text): a page left empty after one of them is not judged
 _UNKNOWN_STATUSES = frozenset({403, 408, 425, 429})
@@ -97,7 +102,7 @@ class _Route:
     def __call__(self, route: Any, request: Any) -> None:
         from playwright.sync_api import Error as PlaywrightError
 
-        if request.resource_type in _NEVER_FETCHED:
+        if request.resource_type in NEVER_FETCHED:
             route.abort("blockedbyclient")
             return
         document = self.document
@@ -122,7 +127,7 @@ class _Route:
                     self.wait_turn(site_of(url))
                 response = route.fetch(url=url, method=method, max_redirects=0, timeout=self.timeout * 1000)
                 location = response.headers.get("location")
-                if response.status not in _REDIRECT_STATUSES or not location:
+                if response.status not in REDIRECT_STATUSES or not location:
                     if response.status >= 500 or response.status in _UNKNOWN_STATUSES:
                         self.failed.append(f"{url}: HTTP {response.status}")
                     route.fulfill(response=response)

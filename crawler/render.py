@@ -50,7 +50,11 @@ from fptrack.crawler.parse import ParsedResponse
 from fptrack.storage.match_life import UNSETTLED_MARK
 
 __all__ = [
+    "CHROMIUM_ARGS",
     "DIRECT_AFTER",
+    "MAX_REDIRECTS",
+    "NEVER_FETCHED",
+    "REDIRECT_STATUSES",
     "RENDER_DIRECT",
     "RENDER_META",
     "BrowserRequestGuard",
@@ -69,9 +73,9 @@ RENDER_META = "fptrack_render"  # request meta: the static page this request ren
 RENDER_DIRECT = "fptrack_render_direct"  # request meta: rendered at once, without a static fetch before it
 DIRECT_AFTER = 2  # pages of a host the browser had to render before its new pages go to the browser at once
 _SCRIPT = re.compile(rb"<script\b", re.IGNORECASE)
-_NEVER_FETCHED = frozenset({"image", "media", "font"})  # resource types a browser rendering text never needs
+NEVER_FETCHED = frozenset({"image", "media", "font"})  # resource types a browser rendering text never needs
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 10  # as Scrapy's REDIRECT_MAX_TIMES for the crawl's own requests
 _HARMLESS_SCHEMES = frozenset({"data", "blob", "about"})  # never leave the browser
 DEAD_PROXY = "127.0.0.1:1"  # nothing listens on port 1 (tcpmux, unassigned in practice)
@@ -285,7 +289,7 @@ class BrowserRequestGuard:
                     url=url, method=method, max_redirects=0, timeout=self.fetch_timeout * 1000
                 )
                 location = response.headers.get("location")
-                if response.status not in _REDIRECT_STATUSES or not location:
+                if response.status not in REDIRECT_STATUSES or not location:
                     await route.fulfill(response=response)
                     return
                 url = urljoin(url, location)
@@ -301,7 +305,7 @@ class BrowserRequestGuard:
     async def _refused(self, request: Any, url: str | None = None) -> bool:
         """Whether the browser's ``request`` (or the redirect hop ``url`` it led to) must not be fetched."""
         url = url or request.url
-        if request.resource_type in _NEVER_FETCHED:
+        if request.resource_type in NEVER_FETCHED:
             self._inc("fptrack/render/skipped_media")
             return True
         reason = await self.refusal(url)

@@ -32,7 +32,7 @@ from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
 from fptrack.storage.db import retry_in_session
 from fptrack.storage.fingerprints import id_chunks
-from fptrack.storage.match_life import Observation, keep_versions, observe
+from fptrack.storage.match_life import GONE_STATUSES, Observation, keep_versions, observe
 from fptrack.storage.models import Match, Page, utcnow
 from fptrack.storage.sites import site_ids, site_of
 
@@ -41,9 +41,6 @@ __all__ = ["PageStore", "StoreCounts"]
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 32
-
-GONE_STATUSES = frozenset({404, 410, 451})
-"""Answers that say the page is gone (removed, or withheld for legal reasons): its copies are down."""
 
 
 @dataclass(frozen=True)

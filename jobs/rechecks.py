@@ -63,7 +63,7 @@ from fptrack.jobs.pipeline import INFRINGING_STATUSES
 from fptrack.storage.db import session_scope
 from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.locks import drop_lock, holder_died, refresh_lock, take_lock
-from fptrack.storage.match_life import Observation, observe
+from fptrack.storage.match_life import GONE_STATUSES, Observation, observe
 from fptrack.storage.models import Match, MonitorLock, Page, Site, utcnow
 from fptrack.storage.pacing import Pacer
 from fptrack.storage.sites import site_of
@@ -92,7 +92,6 @@ log = logging.getLogger(__name__)
 
 LOCK_NAME = "recheck:takedowns"
 RECHECKED_STATUSES = tuple(status.value for status in INFRINGING_STATUSES)
-GONE_STATUSES = frozenset({404, 410, 451})
 # A challenge page stands between a crawler and the site (Cloudflare's "Just a moment", a captcha): a 200 that
 # tells nothing about the copy. Recognised by a marker in a small body with no main text of its own.
 CHALLENGE_MARKERS = (

@@ -41,6 +41,7 @@ from fptrack.storage.models import Match, Page, PageVersion, TakedownCheck, as_u
 
 __all__ = [
     "DOWN_OUTCOMES",
+    "GONE_STATUSES",
     "UNSETTLED_MARK",
     "UNSETTLED_NOTE",
     "Evidence",
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 DOWN_OUTCOMES = frozenset({"gone", "removed"})
+# the answers that say a page is gone: removed, or withheld for legal reasons (451)
+GONE_STATUSES = frozenset({404, 410, 451})
 # A page rendered in the browser whose scripts were still fetching when it was read (its network never went
 # quiet within FPTRACK_RENDER_IDLE_WAIT: a JSON waiting for the site's pace, a slow server) may show a loading
 # placeholder instead of the chapter: it proves nothing about a removal. The crawl's browser marks the DOM
