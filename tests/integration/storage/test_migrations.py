@@ -30,7 +30,8 @@ from fptrack.storage.models import (
     Work,
 )
 from fptrack.storage.simhash_index import simhash_candidates
-from tests.conftest import POSTGRES_URL, _admin_engine, _pg_url, _reachable
+from tests.conftest import POSTGRES_URL, _admin_engine, _pg_url
+from tests.support.services import reachable
 
 SIMHASH = 0xDEAD_BEEF_0BAD_F00D
 NOW = "2026-01-02 03:04:05+00:00"
@@ -41,7 +42,7 @@ def empty_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[S
     if request.param == "sqlite":
         yield Settings(data_dir=tmp_path, database_url=f"sqlite:///{tmp_path / 'old.db'}")
         return
-    if not _reachable(POSTGRES_URL, 5432):
+    if not reachable(POSTGRES_URL, 5432):
         pytest.skip("PostgreSQL is not available")
     name = f"fptrack_test_{os.getpid()}_mig_{uuid.uuid4().hex[:6]}"
     admin = _admin_engine()
