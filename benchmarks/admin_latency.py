@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._load import log_in, serve_admin
 from fptrack.admin.accounts import create_user
 from fptrack.core.settings import Settings
+from fptrack.storage.compressed import compress_text
 from fptrack.storage.db import create_engine_for, migrate, session_factory, session_scope
 
 PASSWORD = "benchmark password 1"
@@ -71,23 +72,23 @@ def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str,
             "FROM generate_series(1, :works) AS w"
         ), {"works": works})  # fmt: skip
         connection.execute(text(
-            "INSERT INTO chapters (id, work_id, index, title, start, \"end\", text) "
-            "SELECT (w - 1) * :per + c, w, c, '第' || c || '章', 0, 100, repeat('正文', 50) "
+            "INSERT INTO chapters (id, work_id, index, title, start, \"end\", text_z) "
+            "SELECT (w - 1) * :per + c, w, c, '第' || c || '章', 0, 100, :body "
             "FROM generate_series(1, :works) AS w, generate_series(1, :per) AS c"
-        ), {"works": works, "per": chapters_per_work})  # fmt: skip
+        ), {"works": works, "per": chapters_per_work, "body": compress_text("正文" * 50)})  # fmt: skip
         # page i is on host i % hosts; a host's pages are found in batches of 25 on its crawl days, over a
         # year
         connection.execute(text(
-            "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, "
+            "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text_z, content_sha256, "
             "snapshot_sha256, fetched_at, content_type, error, compared_at, template_masked) "
             "SELECT i, 'http://site' || (i % :hosts) || '.example/book/' || i || '.html', "
             "'http://site' || (i % :hosts) || '.example/book/' || i || '.html', 'site' || (i % :hosts) || "
-            "'.example', 200, 'utf-8', '盗版 第' || i || '页', repeat('正文复制', 40), md5(i::text), "
+            "'.example', 200, 'utf-8', '盗版 第' || i || '页', :body, md5(i::text), "
             "md5(i::text), "
             "date_trunc('day', now()) - make_interval(days => ((i / :hosts / 25) * 36 + (i % :hosts) % 36) % "
             "365) + make_interval(mins => i % 600), 'text/html', '', now(), false "
             "FROM generate_series(1, :pages) AS i"
-        ), {"hosts": hosts, "pages": pages})  # fmt: skip
+        ), {"hosts": hosts, "pages": pages, "body": compress_text("正文复制" * 40)})  # fmt: skip
         timings["load_pages_s"] = time.perf_counter() - started
         started = time.perf_counter()
         # two chapters of one work per page; a host copies a few works; first seen minutes after the fetch

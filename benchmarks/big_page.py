@@ -33,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from fptrack.storage.compressed import decompress_text
 from tests.support.sites import Page, serve_site
 
 HAN = (
@@ -120,7 +121,8 @@ def one_run(label: str, cap: int, url: str, key: str, work: Path) -> dict[str, o
         copies = sorted({(m["page_url"], m["chapter_index"]) for m in matches})
         database = data / "fptrack.db"
         with sqlite3.connect(database) as db:
-            text_chars, note = db.execute("SELECT length(text), note FROM pages").fetchone()
+            stored, note = db.execute("SELECT text_z, note FROM pages").fetchone()
+            text_chars = len(decompress_text(stored))  # stored compressed (storage.compressed)
             fingerprints = db.execute(
                 "SELECT count(*) FROM fingerprints WHERE page_id IS NOT NULL"
             ).fetchone()[0]

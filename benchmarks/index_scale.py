@@ -340,9 +340,9 @@ class Bench:
         with self.engine.begin() as c:
             c.execute(
                 text(
-                    "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, "
+                    "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text_z, "
                     "content_sha256, snapshot_sha256, fetched_at, content_type, error) "
-                    "SELECT g, 'b:' || g, '', '', 200, '', '', '', '', '', now(), '', '' "
+                    "SELECT g, 'b:' || g, '', '', 200, '', '', ''::bytea, '', '', now(), '', '' "
                     "FROM generate_series(:a, :b) AS g"
                 ),
                 {"a": first, "b": first + count - 1},

@@ -30,6 +30,13 @@ modes.
    PostgreSQL's planner statistics come from autovacuum; on a server where it is off (the output says so) a
    fresh database has none, and ``--analyze`` runs ``ANALYZE`` after registering (untimed) to see the figures
    a server with autovacuum would give.
+   **Bare Scrapy**, the physical limit the modes are read against: a plain ``scrapy.Spider`` run by
+   ``CrawlerProcess`` in a subprocess of its own (``--bare-spider``), on the same site in the same run, with
+   the crawl's concurrency (``FPTRACK_CRAWL_CONCURRENCY`` requests, all on the one site, AutoThrottle off,
+   robots.txt obeyed, depth 2, the same page limit). It fetches every page, decodes it, parses it (every text
+   node and every link, lxml through Scrapy's selectors), follows the links and keeps nothing. Wall time of
+   the subprocess, start-up included, as for ``fptrack crawl``. Each mode's pages/s is also given as a ratio
+   to it (targets: >= 0.85 embedded, >= 0.75 PostgreSQL + 2 workers).
 3. **Parity**: the set of (page_url, work_id, chapter_index) of every mode against the first, and each against
    the ground truth (the copies the generator made), with the misses per kind of copy.
 4. **CPU per page per stage**, in this process (``time.process_time``) on a sample of the pages: decode +
@@ -71,7 +78,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +111,7 @@ MODES = {  # name: (label, backend, workers)
 QUICK_MODES = ("sqlite", "postgres", "postgres-w2")
 TARGET_PAGES_PER_SECOND = {"sqlite": 50.0, "postgres-w2": 100.0}
 TARGET_REGISTER_SECONDS = {"postgresql": 5.0}
+TARGET_BARE_RATIO = {"sqlite": 0.85, "postgres-w2": 0.75}  # pages/s of the mode over bare Scrapy's
 TARGET_COMPARE_GROWTH = 2.0  # per-page compare time, largest registry / 100 chapters
 WORKER_TASK_DONE = re.compile(r"Task fptrack\.(?:process_pages|fingerprint_page)\[[^\]]+\] succeeded")
 CRAWL_LINE = re.compile(r"crawled (\d+) page\(s\) in [\d.]+s \((.*)\); (\d+) with text[^;]*; (\d+) failed")
@@ -360,6 +368,73 @@ def workers(env: dict[str, str], count: int, log_dir: Path) -> Iterator[list[sub
             log.close()
 
 
+# ----------------------------------------------------------------------------------------------- bare Scrapy
+
+
+def bare_spider_main(url: str, depth: int, max_pages: int, concurrency: int) -> None:
+    """The body of the ``--bare-spider`` subprocess: crawl ``url`` with a plain Scrapy spider that fetches,
+    decodes and parses every page and follows its links, keeping nothing; print one JSON line of counts."""
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+
+    counts: Counter[str] = Counter()
+    statuses: Counter[int] = Counter()
+
+    class BareSpider(scrapy.Spider):  # type: ignore[misc]
+        name = "bare"
+
+        async def start(self) -> AsyncIterator[Any]:
+            # filtered like every other request (Scrapy's default start requests are not): a link back to the
+            # start page is not fetched twice, as it is not by ``fptrack crawl``
+            yield scrapy.Request(url, callback=self.parse)
+
+        def parse(self, response: Any) -> Iterator[Any]:
+            statuses[response.status] += 1
+            counts["pages"] += 1
+            counts["text_nodes"] += len(response.xpath("//body//text()").getall())
+            links = response.css("a::attr(href)").getall()
+            counts["links"] += len(links)
+            yield from response.follow_all(links, callback=self.parse)
+
+    process = CrawlerProcess(
+        {
+            "LOG_LEVEL": "WARNING",
+            "TELNETCONSOLE_ENABLED": False,
+            "ROBOTSTXT_OBEY": True,
+            "DEPTH_LIMIT": depth,
+            "CLOSESPIDER_PAGECOUNT": max_pages,
+            "CONCURRENT_REQUESTS": concurrency,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": concurrency,
+            "AUTOTHROTTLE_ENABLED": False,
+            "DOWNLOAD_DELAY": 0,
+            "COOKIES_ENABLED": False,
+        }
+    )
+    process.crawl(BareSpider)
+    process.start()
+    print(json.dumps({"pages": 0, **counts, "statuses": dict(statuses)}))
+
+
+def run_bare_scrapy(site: PipelineSite, base: str, concurrency: int) -> dict[str, Any]:
+    """Wall seconds and pages of the bare spider on the site, as a subprocess (start-up included)."""
+    progress(f"bare Scrapy: crawling {len(site.pages)} pages")
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--bare-spider", base + "/", "--bare-depth",
+         str(site.depth), "--bare-max-pages", str(len(site.pages) + 10), "--concurrency", str(concurrency)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    wall = time.perf_counter() - started
+    if completed.returncode != 0:
+        raise RuntimeError(
+            f"the bare Scrapy spider failed ({completed.returncode}):\n{completed.stderr[-3000:]}"
+        )
+    counts = json.loads(completed.stdout.strip().splitlines()[-1])
+    pages = int(counts["pages"])
+    progress(f"bare Scrapy: {pages} pages in {wall:.1f}s ({pages / wall:.2f} pages/s)")
+    return {**counts, "seconds": round(wall, 2), "pages_per_second": round(pages / wall, 3) if wall else 0.0}
+
+
 # ------------------------------------------------------------------------------------------------ modes
 
 
@@ -427,7 +502,11 @@ def run_mode(
             with workers(env, worker_count, data_dir):
                 crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
         finally:
-            services.forget_queue(queue)
+            for name in (
+                queue,
+                f"{queue}.crawls",
+            ):  # the product's crawl-job queue is named after the task queue
+                services.forget_queue(name)
         result.worker_tasks = [
             len(WORKER_TASK_DONE.findall(log.read_text(errors="replace")))
             for log in sorted(data_dir.glob("worker-*.log"))
@@ -729,7 +808,15 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and the databases")
+    parser.add_argument("--no-bare-scrapy", action="store_true", help="skip the bare Scrapy spider")
+    # the bare spider's own subprocess (run_bare_scrapy)
+    parser.add_argument("--bare-spider", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--bare-depth", type=int, default=2, help=argparse.SUPPRESS)
+    parser.add_argument("--bare-max-pages", type=int, default=1000, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bare_spider:
+        bare_spider_main(args.bare_spider, args.bare_depth, args.bare_max_pages, args.concurrency)
+        return
 
     pages = args.pages if args.pages is not None else (300 if args.quick else 5000)
     registry = args.registry if args.registry is not None else (100 if args.quick else 1000)
@@ -782,7 +869,10 @@ def main() -> None:
             path.write_text(text, encoding="utf-8")
             work_files.append((title, path))
         results: list[ModeResult] = []
+        bare: dict[str, Any] | None = None
         with serve_site(site.pages) as base:
+            if not args.no_bare_scrapy:
+                bare = run_bare_scrapy(site, base, args.concurrency)
             for mode in modes:
                 results.append(run_mode(mode, site, base, workdir, services, args, work_files))
             sqlite_run = next((r for r in results if r.mode == "sqlite" and not r.skipped), None)
@@ -857,11 +947,19 @@ def main() -> None:
                 f"served ({r.failed} failed; statuses {r.statuses})"
             )
 
+    bare_pps = float(bare["pages_per_second"]) if bare else 0.0
     rows = []
+    if bare:
+        rows.append(
+            ["bare Scrapy (fetch + parse, keeps nothing)", "", f"{bare['seconds']:.1f}", bare["pages"], "",
+             f"{bare_pps:.2f}", "", "", "1.00", "", ""]
+        )  # fmt: skip
     for r in results:
         if r.skipped:
             continue
         target = TARGET_PAGES_PER_SECOND.get(r.mode)
+        bare_target = TARGET_BARE_RATIO.get(r.mode)
+        of_bare = r.pages_per_second / bare_pps if bare_pps else None
         rows.append(
             [
                 MODES[r.mode][0],
@@ -872,15 +970,18 @@ def main() -> None:
                 f"{r.pages_per_second:.2f}",
                 f"{target:g}" if target else "",
                 ratio(r.pages_per_second, target, higher_is_better=True),
+                f"{of_bare:.2f}" if of_bare is not None else "",
+                f">= {bare_target:g}" if bare_target else "",
                 "+".join(map(str, r.worker_tasks)) or "-",
             ]
         )
     print_table(
-        "End to end (wall time of `fptrack crawl` until it returns; `works add` timed apart, in-process in "
-        "every mode)",
-        ["mode", "register s", "crawl s", "pages", "failed", "pages/s", "target", "ratio", "worker tasks"],
+        "End to end (wall time of `fptrack crawl` until it returns, start-up included; `works add` timed "
+        "apart, in-process in every mode; vs bare: pages/s over the bare Scrapy spider's, same site and run)",
+        ["mode", "register s", "crawl s", "pages", "failed", "pages/s", "target", "ratio", "vs bare",
+         "target", "worker tasks"],
         rows,
-    )
+    )  # fmt: skip
 
     parity = parity_report(site, results)
     prows = []
@@ -1024,10 +1125,12 @@ def main() -> None:
                 "pages_per_second": round(r.pages_per_second, 3),
                 "matches": len(r.matches),
                 "worker_tasks": r.worker_tasks,
+                "ratio_to_bare_scrapy": round(r.pages_per_second / bare_pps, 3) if bare_pps else None,
             }
         )
         for r in results
     }
+    figures["bare_scrapy"] = bare
     figures["parity"] = {
         "agree": parity.get("agree"),
         "expected_copies": parity["expected_copies"],
@@ -1047,6 +1150,14 @@ def main() -> None:
         "sqlite_pages_per_second": {
             "target": 50,
             "measured": figures["modes"].get("sqlite", {}).get("pages_per_second"),
+        },
+        "sqlite_ratio_to_bare_scrapy": {
+            "target": TARGET_BARE_RATIO["sqlite"],
+            "measured": figures["modes"].get("sqlite", {}).get("ratio_to_bare_scrapy"),
+        },
+        "postgres_w2_ratio_to_bare_scrapy": {
+            "target": TARGET_BARE_RATIO["postgres-w2"],
+            "measured": figures["modes"].get("postgres-w2", {}).get("ratio_to_bare_scrapy"),
         },
         "register_1m_postgres_seconds": {"target": 5, "measured": (large or {}).get("postgresql")},
         "compare_growth": {

@@ -5,6 +5,7 @@
     python benchmarks/piracy_eval.py --postgres postgresql://postgres@127.0.0.1:5432/postgres
     python benchmarks/piracy_eval.py --quick --ablation   # also: each method of the page path removed in turn
     python benchmarks/piracy_eval.py --ablation --variants '-winnow,+simhash'   # some variants only
+    python benchmarks/piracy_eval.py --quick --retroactive  # works registered only after the crawl
 
 1. ``benchmarks/_pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
 2. Five pirate sites are served on 127.0.0.1 (one port each). In a fresh data folder (SQLite, or a fresh
@@ -111,19 +112,20 @@ def _read_back(database_url: str) -> tuple[dict[str, str], dict[int, tuple[str, 
     from sqlalchemy import create_engine, text
 
     from fptrack.core.settings import normalise_database_url
+    from fptrack.storage.compressed import decompress_text
 
     engine = create_engine(normalise_database_url(database_url))
     with engine.connect() as connection:
         pages = {
-            url: body
-            for url, body in connection.execute(text("SELECT url, text FROM pages WHERE status = 200"))
+            url: decompress_text(body)
+            for url, body in connection.execute(text("SELECT url, text_z FROM pages WHERE status = 200"))
         }
         chapters = {
-            cid: (work, title, index, body)
+            cid: (work, title, index, decompress_text(body))
             for cid, work, title, index, body in connection.execute(
                 text(
-                    'SELECT c.id, w.title, c.title, c."index", c.text FROM chapters c JOIN works w ON w.id = '
-                    "c.work_id"
+                    'SELECT c.id, w.title, c.title, c."index", c.text_z FROM chapters c '
+                    "JOIN works w ON w.id = c.work_id"
                 )
             )
         }
@@ -309,12 +311,11 @@ def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
     from sqlalchemy import select
 
     from fptrack.compare.service import compare_document
-    from fptrack.compare.templates import site_template_codes
+    from fptrack.compare.templates import site_template
     from fptrack.core.settings import Settings
     from fptrack.fingerprint.contract import METHODS
     from fptrack.fingerprint.pipeline import fingerprint_text
     from fptrack.storage.db import create_engine_for, session_factory
-    from fptrack.storage.fingerprints import load_code_arrays
     from fptrack.storage.models import Page
 
     settings = Settings.from_env(env)
@@ -328,14 +329,11 @@ def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
                 )
             )
         )
-        templates: dict[int, frozenset[int]] = {}
-        for site_id in {row.site_id for row in pages if row.template_masked}:
-            ids = [row.id for row in pages if row.site_id == site_id]
-            arrays = load_code_arrays(session, owner="page", owner_ids=ids, kind="winnow")
-            urls = {row.id: row.url for row in pages if row.site_id == site_id}
-            templates[site_id] = frozenset(
-                site_template_codes({urls[i]: arrays[i][:, 0] for i in ids if i in arrays})
-            )
+        # the product's own reading of a site's template (from what its pages store)
+        templates = {
+            site_id: site_template(session, site_id)
+            for site_id in {row.site_id for row in pages if row.template_masked}
+        }
         # every fingerprint of the page, whatever the variant reads (the boilerplate mask needs winnowing even
         # when winnowing is not a candidate source)
         everything = replace(contract, methods=frozenset(METHODS))
@@ -594,6 +592,12 @@ def main() -> None:
     parser.add_argument(
         "--variants", help="with --ablation: only these variants, comma-separated (e.g. '-winnow,+simhash')"
     )
+    parser.add_argument(
+        "--retroactive",
+        action="store_true",
+        help="register the works only after the crawl: every copy is found by the new works' look-up among "
+        "the stored pages (retroactive detection) instead of by the crawl's compare",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     args = parser.parse_args()
 
@@ -610,6 +614,7 @@ def main() -> None:
         "quick": args.quick,
         "backend": "postgresql" if args.postgres else "sqlite",
         "pages": len(web.pages),
+        "retroactive": args.retroactive,
     }
     try:
         run.fptrack("init")
@@ -618,9 +623,14 @@ def main() -> None:
             path = workdir / f"{work}.txt"
             path.write_text(text, encoding="utf-8")
             files.append(str(path))
-        t0 = time.monotonic()
-        run.fptrack("works", "add", *files)
-        figures["register_seconds"] = round(time.monotonic() - t0, 1)
+
+        def register() -> None:
+            t0 = time.monotonic()
+            run.fptrack("works", "add", *files)
+            figures["register_seconds"] = round(time.monotonic() - t0, 1)
+
+        if not args.retroactive:
+            register()
         with ExitStack() as stack:
             bases = [stack.enter_context(serve_site(pages)) for pages in web.sites]
             t0 = time.monotonic()
@@ -637,6 +647,8 @@ def main() -> None:
             )
             figures["crawl_seconds"] = round(time.monotonic() - t0, 1)
         print(next((line for line in crawl.stdout.splitlines() if line.startswith("crawled")), ""))
+        if args.retroactive:
+            register()  # looks the works up among the stored pages and compares the candidates again
         matches = [
             json.loads(line)
             for line in run.fptrack("matches", "--format", "json").stdout.splitlines()

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fptrack.analytics.takedowns import STATUSES, TakedownRow, takedown_stats
 from fptrack.core.settings import Settings
 from fptrack.jobs.rechecks import due_matches
+from fptrack.storage.compressed import compress_text
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.models import Match, Page, Work
 
@@ -42,12 +43,12 @@ FILL = """
 INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at)
 SELECT w, 'work ' || w, '', 'utf-8', md5(w::text) || md5(w::text), 'x', now() \
 FROM generate_series(1, :works) w;
-INSERT INTO chapters (id, work_id, index, title, start, "end", text)
-SELECT w, w, 1, 'chapter', 0, 1, 'x' FROM generate_series(1, :works) w;
-INSERT INTO pages (id, url, final_url, host, status, encoding, title, text, content_sha256, snapshot_sha256,
+INSERT INTO chapters (id, work_id, index, title, start, "end", text_z)
+SELECT w, w, 1, 'chapter', 0, 1, :chapter_text FROM generate_series(1, :works) w;
+INSERT INTO pages (id, url, final_url, host, status, encoding, title, text_z, content_sha256, snapshot_sha256,
                    fetched_at, content_type, error, template_masked, etag, last_modified)
 SELECT p, 'http://h' || (p % :hosts) || '.test/' || p, 'http://h' || (p % :hosts) || '.test/' || p,
-       'h' || (p % :hosts) || '.test', 200, 'utf-8', '', '', '', '', now(), '', '', false, '', ''
+       'h' || (p % :hosts) || '.test', 200, 'utf-8', '', ''::bytea, '', '', now(), '', '', false, '', ''
 FROM generate_series(1, :n) p;
 INSERT INTO matches (id, page_id, work_id, chapter_id, score, methods, spans, status, first_seen, last_seen,
                      rechecked_at, recheck_state, taken_down_at)
@@ -150,7 +151,9 @@ def main(argv: list[str] | None = None) -> None:
         with engine.begin() as c:
             for statement in FILL.split(";\n"):
                 if statement.strip():
-                    c.execute(text(statement), {"n": args.n, "hosts": args.hosts, "works": args.works})
+                    # chapter and page texts are stored compressed (storage.compressed)
+                    c.execute(text(statement), {"n": args.n, "hosts": args.hosts, "works": args.works,
+                                                "chapter_text": compress_text("x")})  # fmt: skip
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
             c.execute(text("VACUUM ANALYZE"))
         results["fill_seconds"] = round(time.perf_counter() - started, 1)

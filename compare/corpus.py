@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from fptrack.fingerprint.normalize import normalize
 from fptrack.fingerprint.stats import CorpusStats
+from fptrack.storage.compressed import has_text
 from fptrack.storage.corpus_stats import latest_corpus_stats, save_corpus_stats
 from fptrack.storage.models import Chapter, Page
 
@@ -62,7 +63,7 @@ def refresh_corpus_stats(session: Session) -> CorpusRefresh:
         (
             "page",
             select(Page.id, Page.text)
-            .where(Page.id > mark["page"], Page.status == 200, Page.text != "")
+            .where(Page.id > mark["page"], Page.status == 200, has_text(Page.text))
             .order_by(Page.id),
         ),
     )

@@ -29,7 +29,7 @@ from fptrack.compare.multipage import settle_chains
 from fptrack.compare.service import recompare_pages
 from fptrack.core.settings import Settings
 from fptrack.storage.code_index import code_holders
-from fptrack.storage.fingerprints import id_chunks, load_code_arrays
+from fptrack.storage.fingerprints import TEMPLATE_KIND, id_chunks, load_page_codes
 from fptrack.storage.models import Match, Page, Site, utcnow
 
 __all__ = [
@@ -45,7 +45,7 @@ SITE_MIN_TEXTS = 6
 """A hash is template when pages of at least this many different texts of one site hold it (the page itself
 and five others)."""
 DUPLICATE_SHARE = 0.5
-_KIND = "winnow"
+_KIND = TEMPLATE_KIND
 
 
 def site_template_codes(
@@ -168,9 +168,9 @@ def _site_template(
             )
         )
     ]
-    ids = [page_id for page_id, _, _ in rows]
-    arrays = load_code_arrays(session, owner="page", owner_ids=ids, kind=_KIND)
-    codes = {page_id: arrays[page_id][:, 0] for page_id in ids if page_id in arrays}
+    # each page's distinct winnowing hashes, as ``page_codes`` keeps them whole for this (positions are not
+    # needed: a template is a set of hashes)
+    codes = load_page_codes(session, [page_id for page_id, _, _ in rows])
     template = site_template_codes({url: codes[page_id] for page_id, url, _ in rows if page_id in codes})
     return rows, codes, template
 

@@ -1,10 +1,13 @@
-"""The code index: which owners on one side (chapters or pages) hold the codes of a query (winnowing hashes,
-DNA codes), through the ``code_index`` rows that :func:`storage.fingerprints.write_fingerprints` files.
+"""The code index: which registered chapters hold the codes of a query (winnowing hashes, DNA codes), through
+the ``code_index`` rows that :func:`storage.fingerprints.write_fingerprints` files, and which crawled pages
+hold them in their sample (``page_codes``, :func:`pages_holding`).
 
 - :func:`code_holder_pairs`: for a set of codes, the ``(code, owner)`` pairs holding them (one ``=
   ANY(array)`` statement per chunk on PostgreSQL, an index-only scan of ``(code, owner, kind) INCLUDE
   (owner_id)``), what the compare service reads for a whole batch of pages;
-- :func:`code_holders` / :func:`code_candidates`: the same per code, and the distinct shared codes per owner.
+- :func:`code_holders` / :func:`code_candidates`: the same per code, and the distinct shared codes per owner;
+- :func:`pages_holding`: the pages whose sample (:func:`storage.fingerprints.page_sample`) holds any of a set
+  of codes, what a newly registered work looks up (one GIN probe per code on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ from collections.abc import Iterable
 import numpy as np
 from sqlalchemy.orm import Session
 
-from fptrack.storage.fingerprints import Owner, is_postgres, owner_code
+from fptrack.storage.fingerprints import Owner, is_postgres, owner_code, sample_array
 from fptrack.storage.index import to_signed64
 
-__all__ = ["code_candidates", "code_holder_pairs", "code_holders", "count_shared"]
+__all__ = ["code_candidates", "code_holder_pairs", "code_holders", "count_shared", "pages_holding"]
 
 PG_ARRAY_CHUNK = 20_000  # codes per ``= ANY(:codes)`` statement on PostgreSQL
 SQLITE_IN_CHUNK = 20_000  # codes written into one ``IN (...)`` on SQLite
+SQLITE_SCAN_ROWS = 5_000  # page samples read at a time when SQLite scans them
 
 
 def code_holder_pairs(session: Session, kind: str, codes: Iterable[int], *, owner: Owner) -> np.ndarray:
@@ -31,6 +35,10 @@ def code_holder_pairs(session: Session, kind: str, codes: Iterable[int], *, owne
     Codes are taken as unsigned or signed 64-bit integers and answered signed. PostgreSQL gets one array
     parameter per chunk, so the statement text (and its prepared plan) is the same every time; SQLite gets the
     integers written into the statement (binding thousands of parameters costs more than the look-ups)."""
+    if owner == "page":
+        raise ValueError(
+            "pages have no code_index rows since revision 0016: pages_holding looks up their samples"
+        )
     unique = sorted({to_signed64(int(c)) for c in codes})
     postgres = is_postgres(session)
     chunk_size = PG_ARRAY_CHUNK if postgres else SQLITE_IN_CHUNK
@@ -103,3 +111,34 @@ def count_shared(holders: dict[int, set[int]], *, max_owners_per_code: int = 0) 
             continue
         counts.update(owners)
     return counts
+
+
+def pages_holding(session: Session, codes: Iterable[int]) -> list[int]:
+    """The ids (sorted) of the pages whose sample holds at least one of ``codes`` (any kind; unsigned or
+    signed 64-bit).
+
+    PostgreSQL: ``sample && :codes`` per chunk, which the GIN index answers with one probe per query code (the
+    statement does not depend on the table's statistics). SQLite has no such index: the samples are read in
+    batches and intersected in numpy, linear in the pages stored, which an embedded store keeps few of."""
+    query = np.unique(np.array([to_signed64(int(c)) for c in codes], dtype=np.int64))
+    if not len(query):
+        return []
+    found: set[int] = set()
+    raw = session.connection().connection.driver_connection
+    if is_postgres(session):
+        for start in range(0, len(query), PG_ARRAY_CHUNK):
+            chunk = query[start : start + PG_ARRAY_CHUNK]
+            with raw.cursor() as cursor:  # type: ignore[union-attr]
+                cursor.execute(
+                    "SELECT page_id FROM page_codes WHERE sample && %s::bigint[]",
+                    ("{" + ",".join(map(str, chunk.tolist())) + "}",),  # a literal: faster than adapting
+                )
+                found.update(int(row[0]) for row in cursor.fetchall())
+        return sorted(found)
+    cursor = raw.execute("SELECT page_id, sample FROM page_codes")  # type: ignore[union-attr]
+    while rows := cursor.fetchmany(SQLITE_SCAN_ROWS):
+        for page_id, sample in rows:
+            held = sample_array(sample)
+            if len(held) and np.isin(held, query, assume_unique=True).any():
+                found.add(int(page_id))
+    return sorted(found)

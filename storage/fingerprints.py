@@ -5,9 +5,13 @@ batch at once, and the owners they belong to.
   al. are expression b-trees on ``value`` (see :mod:`storage.models`), so writing the row *is* writing the
   index; rows landing in re-split buckets are also filed in ``simhash_hot_index``
   (:mod:`storage.hot_buckets`). The query and the bulk loads are :mod:`storage.simhash_index`.
-- Vector fingerprints (DNA codes, winnowing hashes): a ``fingerprints`` row (``payload``) plus one
-  ``code_index`` row per ``(code, position)`` carrying its owner, so look-ups ask one side only
+- A chapter's vector fingerprints (DNA codes, winnowing hashes): a ``fingerprints`` row (``payload``) plus one
+  ``code_index`` row per ``(code, position)`` carrying its owner, what crawl-time compare looks up
   (:mod:`storage.code_index`).
+- A page's vector fingerprints: one ``page_codes`` row (:class:`storage.models.PageCodes`), no positions: its
+  distinct winnowing hashes (what a site template needs) and a sample of its codes of every kind, the minimum
+  of every window of ``sample_window`` k-grams (:func:`page_sample`), which is all a newly registered work
+  looks up. The page side served nothing else, and its ~1,000 index rows a page were most of what a page cost.
 
 Owners are chapters (registered works) or pages (crawled). Every index row hangs off a ``fingerprints`` row by
 a cascading foreign key, and fingerprints hang off their owner the same way, so deleting or re-fingerprinting
@@ -27,22 +31,34 @@ from sqlalchemy.orm import Session
 from fptrack.storage.binary_copy import COPY_HEADER, COPY_TRAILER, binary_copy_rows
 from fptrack.storage.hot_buckets import file_in_hot_buckets
 from fptrack.storage.index import IndexLayout, to_signed64
-from fptrack.storage.models import CODE_OWNER_CHAPTER, CODE_OWNER_PAGE, Fingerprint, Page, utcnow
+from fptrack.storage.models import CODE_OWNER_CHAPTER, CODE_OWNER_PAGE, Fingerprint, Page, PageCodes, utcnow
 
 __all__ = [
+    "DEFAULT_SAMPLE_WINDOW",
+    "TEMPLATE_KIND",
     "FingerprintSet",
     "Owner",
     "id_chunks",
     "is_postgres",
     "load_code_arrays",
     "load_codes",
+    "load_page_codes",
+    "load_page_samples",
     "owner_code",
     "owner_column",
+    "page_code_row",
+    "page_sample",
     "replace_fingerprints",
+    "sample_array",
     "write_fingerprints",
 ]
 
 Owner = Literal["chapter", "page"]
+DEFAULT_SAMPLE_WINDOW = 64
+"""k-grams per window of a page's sample (``FPTRACK_PAGE_SAMPLE_WINDOW``; ``benchmarks/piracy_eval.py
+--retroactive`` measured it)."""
+TEMPLATE_KIND = "winnow"
+"""The kind whose distinct codes a page keeps whole: site templates are decided on them."""
 CHUNK = 2000  # bound parameters per statement (SQLite allows 32,766; PostgreSQL 65,535)
 
 
@@ -102,13 +118,19 @@ def replace_fingerprints(
 
 
 def write_fingerprints(
-    session: Session, *, owner: Owner, layout: IndexLayout, items: Sequence[FingerprintSet]
+    session: Session,
+    *,
+    owner: Owner,
+    layout: IndexLayout,
+    items: Sequence[FingerprintSet],
+    sample_window: int = DEFAULT_SAMPLE_WINDOW,
 ) -> None:
     """Store the fingerprints and index rows of many owners in a few statements, replacing earlier ones.
 
     One ``DELETE`` (cascading to their index rows), one multi-row ``INSERT ... RETURNING`` of the fingerprint
-    rows, then the code index rows by binary ``COPY`` on PostgreSQL or one ``executemany`` on SQLite. Pages
-    get ``fingerprinted_at``. Raises ``ValueError`` when a vector repeats a position."""
+    rows, then for chapters the code index rows by binary ``COPY`` on PostgreSQL or one ``executemany`` on
+    SQLite, for pages one ``page_codes`` row each (``sample_window``: :func:`page_sample`). Pages get
+    ``fingerprinted_at``. Raises ``ValueError`` when a vector repeats a position."""
     column = owner_column(owner)
     if not items:
         return
@@ -117,6 +139,9 @@ def write_fingerprints(
         raise ValueError(f"{owner} fingerprints: an owner appears twice in one batch")
     for chunk in id_chunks(owner_ids):
         session.execute(delete(Fingerprint).where(column.in_(chunk)))
+    if owner == "page":
+        _write_pages(session, layout, items, sample_window)
+        return
 
     owner_key = column.key
     now = utcnow()
@@ -166,9 +191,116 @@ def write_fingerprints(
                     for code, position in array.tolist()
                 ],
             )
-    if owner == "page":
-        for chunk in id_chunks(owner_ids):
-            session.execute(update(Page).where(Page.id.in_(chunk)).values(fingerprinted_at=now))
+
+
+def _write_pages(
+    session: Session, layout: IndexLayout, items: Sequence[FingerprintSet], sample_window: int
+) -> None:
+    """Pages: a Simhash row where there is one, and one ``page_codes`` row each (earlier fingerprint rows are
+    deleted by the caller)."""
+    owner_ids = [item.owner_id for item in items]
+    now = utcnow()
+    simhashes: list[dict[str, Any]] = [
+        {"page_id": item.owner_id, "kind": layout.kind, "value": to_signed64(item.simhash), "payload": None,
+         "created_at": now}
+        for item in items
+        if item.simhash is not None
+    ]  # fmt: skip
+    if simhashes:
+        ids = list(
+            session.scalars(
+                insert(Fingerprint).returning(Fingerprint.id, sort_by_parameter_order=True), simhashes
+            )
+        )
+        file_in_hot_buckets(
+            session, layout, [(i, int(row["value"])) for i, row in zip(ids, simhashes, strict=True)]
+        )
+    postgres = is_postgres(session)
+    rows = []
+    for item in items:
+        arrays = {}
+        for kind, pairs in item.codes.items():
+            array = _code_array(pairs)
+            if len(np.unique(array[:, 1])) != len(array):
+                raise ValueError(
+                    f"page {item.owner_id}: the {kind!r} codes repeat a position; positions must be distinct"
+                )
+            arrays[kind] = array
+        rows.append(page_code_row(item.owner_id, arrays, sample_window, postgres=postgres))
+    for chunk in id_chunks(owner_ids):
+        session.execute(delete(PageCodes).where(PageCodes.page_id.in_(chunk)))
+    if rows:
+        session.execute(insert(PageCodes), rows)
+    for chunk in id_chunks(owner_ids):
+        session.execute(update(Page).where(Page.id.in_(chunk)).values(fingerprinted_at=now))
+
+
+def page_sample(array: np.ndarray, window: int) -> np.ndarray:
+    """The sample of one vector a page keeps: the minimum code of every window of ``window`` consecutive
+    k-gram positions, sorted and distinct, from the winnowing-selected ``(code, position)`` pairs ``array``
+    ((n, 2) int64, codes signed: the order the winnowing picked its minima in).
+
+    Why the selected pairs suffice: with ``window`` >= the winnowing window w, the minimum over ``window``
+    k-grams is the minimum of every w-window inside it that contains it, so the winnowing selected that code
+    (at that position, or at another holding the same code). Hence any run of ``window + k - 1`` characters a
+    page shares with a chapter -- ``window`` whole k-grams -- has the same minimum in both, one of the page's
+    sampled codes and one of the chapter's indexed codes. Windows run from position 0 to the last selected
+    position (those reaching past it are cut there): a superset of the windows that lie inside the text,
+    computed from the pairs alone, so a page sampled at write time and one rebuilt from a stored payload
+    (migration 0016) keep the same codes. About 2 / (window + 1) of the k-grams are kept."""
+    if window < 1:
+        raise ValueError(f"the sample window must be >= 1, got {window}")
+    pairs = np.asarray(array, dtype=np.int64).reshape(-1, 2)
+    if not len(pairs):
+        return np.empty(0, dtype=np.int64)
+    positions = pairs[:, 1]
+    if positions.min() < 0:
+        raise ValueError("positions must be >= 0")
+    order = np.lexsort((pairs[:, 0], positions))
+    positions, codes = positions[order], pairs[order, 0]
+    last = int(positions[-1])
+    # every window [s, s + window) for s = 0 .. last holds a selected position when no gap between selected
+    # positions (or before the first) reaches ``window``, which winnowing with w <= window guarantees; the
+    # minimum over a window is then the minimum of the selected codes in it. Gaps are checked anyway (pairs
+    # given by hand): an empty window contributes nothing.
+    first = np.searchsorted(positions, np.arange(last + 1), side="left")
+    end = np.searchsorted(positions, np.arange(last + 1) + window, side="left")
+    filled = end > first
+    # range minima by a sparse table over the sorted codes (O(n log n)), windows as two overlapping spans
+    levels = [codes]
+    span = 1
+    while span * 2 <= len(codes):
+        previous = levels[-1]
+        levels.append(np.minimum(previous[: len(previous) - span], previous[span:]))
+        span *= 2
+    starts, stops = first[filled], end[filled]
+    lengths = stops - starts
+    level = np.floor(np.log2(lengths)).astype(np.int64)
+    minima = np.empty(len(starts), dtype=np.int64)
+    for number in np.unique(level).tolist():
+        at = level == number
+        table = levels[number]
+        left, right = starts[at], stops[at] - (1 << number)
+        minima[at] = np.minimum(table[left], table[right])
+    return np.unique(minima)
+
+
+def page_code_row(
+    page_id: int, arrays: Mapping[str, np.ndarray], window: int, *, postgres: bool
+) -> dict[str, Any]:
+    """The ``page_codes`` row of a page whose vectors (kind -> (n, 2) signed (code, position) arrays) are
+    ``arrays``: the distinct :data:`TEMPLATE_KIND` codes and the union of every kind's :func:`page_sample`
+    (``bigint[]`` on PostgreSQL, little-endian bytes elsewhere)."""
+    template = arrays.get(TEMPLATE_KIND)
+    winnow = np.unique(template[:, 0]) if template is not None else np.empty(0, dtype=np.int64)
+    samples = [page_sample(array, window) for array in arrays.values()]
+    sample = np.unique(np.concatenate(samples)) if samples else np.empty(0, dtype=np.int64)
+    return {
+        "page_id": page_id,
+        "sample_window": window,
+        "winnow": winnow.astype("<i8").tobytes(),
+        "sample": sample.tolist() if postgres else sample.astype("<i8").tobytes(),
+    }
 
 
 _rows_since_analyze: dict[str, int] = {}
@@ -240,10 +372,19 @@ def _copy_code_rows(
 # ------------------------------------------------------------------------------------------------- reading
 
 
+def _chapters_only(owner: Owner) -> None:
+    if owner == "page":
+        raise ValueError(
+            "pages keep no (code, position) vectors since revision 0016: load_page_codes reads their "
+            "winnowing hashes, load_page_samples their samples"
+        )
+
+
 def load_code_arrays(
     session: Session, *, owner: Owner, owner_ids: Sequence[int], kind: str
 ) -> dict[int, np.ndarray]:
-    """The stored ``(n, 2)`` (code, position) arrays of many owners' ``kind`` vectors (signed codes)."""
+    """The stored ``(n, 2)`` (code, position) arrays of many chapters' ``kind`` vectors (signed codes)."""
+    _chapters_only(owner)
     column = owner_column(owner)
     found: dict[int, np.ndarray] = {}
     for chunk in id_chunks(owner_ids):
@@ -254,7 +395,8 @@ def load_code_arrays(
 
 
 def load_codes(session: Session, *, owner: Owner, owner_id: int, kind: str) -> list[tuple[int, int]]:
-    """The stored (code, position) pairs of an owner's vector fingerprint (signed codes)."""
+    """The stored (code, position) pairs of a chapter's vector fingerprint (signed codes)."""
+    _chapters_only(owner)
     payload = session.scalar(
         select(Fingerprint.payload).where(owner_column(owner) == owner_id, Fingerprint.kind == kind)
     )
@@ -262,3 +404,33 @@ def load_codes(session: Session, *, owner: Owner, owner_id: int, kind: str) -> l
         return []
     array = np.frombuffer(payload, dtype="<i8").reshape(-1, 2)
     return [(int(c), int(p)) for c, p in array]
+
+
+def load_page_codes(session: Session, page_ids: Sequence[int]) -> dict[int, np.ndarray]:
+    """The distinct winnowing hashes (:data:`TEMPLATE_KIND`, signed, sorted) of many pages; pages never
+    fingerprinted are missing."""
+    found: dict[int, np.ndarray] = {}
+    for chunk in id_chunks(page_ids):
+        statement = select(PageCodes.page_id, PageCodes.winnow).where(PageCodes.page_id.in_(chunk))
+        for page_id, payload in session.execute(statement):
+            found[int(page_id)] = np.frombuffer(payload or b"", dtype="<i8").astype(np.int64)
+    return found
+
+
+def load_page_samples(session: Session, page_ids: Sequence[int]) -> dict[int, np.ndarray]:
+    """The sampled codes (signed, sorted) of many pages."""
+    found: dict[int, np.ndarray] = {}
+    for chunk in id_chunks(page_ids):
+        statement = select(PageCodes.page_id, PageCodes.sample).where(PageCodes.page_id.in_(chunk))
+        for page_id, sample in session.execute(statement):
+            found[int(page_id)] = sample_array(sample)
+    return found
+
+
+def sample_array(value: bytes | Sequence[int] | None) -> np.ndarray:
+    """A stored ``page_codes.sample`` (bytes on SQLite, a list of ints on PostgreSQL) as an int64 array."""
+    if value is None:
+        return np.empty(0, dtype=np.int64)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return np.frombuffer(bytes(value), dtype="<i8").astype(np.int64)
+    return np.asarray(list(value), dtype=np.int64)

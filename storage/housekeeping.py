@@ -14,7 +14,7 @@ __all__ = ["count_orphans", "count_rows", "delete_pages", "delete_works"]
 
 
 def delete_pages(session: Session, page_ids: Iterable[int]) -> int:
-    """Delete pages with their fingerprints, index rows and matches (cascading foreign keys)."""
+    """Delete pages with their fingerprints, ``page_codes`` rows and matches (cascading foreign keys)."""
     return _delete_by_id(session, Page, page_ids)
 
 
@@ -40,6 +40,8 @@ def count_orphans(bind: Session | Connection) -> dict[str, int]:
         "WHERE f.id IS NULL",
         "simhash_hot_index": "SELECT COUNT(*) FROM simhash_hot_index h "
         "LEFT JOIN fingerprints f ON f.id = h.fingerprint_id WHERE f.id IS NULL",
+        "page_codes": "SELECT COUNT(*) FROM page_codes c LEFT JOIN pages p ON p.id = c.page_id "
+        "WHERE p.id IS NULL",
         "fingerprints": "SELECT COUNT(*) FROM fingerprints f LEFT JOIN pages p ON p.id = f.page_id "
         "LEFT JOIN chapters c ON c.id = f.chapter_id WHERE p.id IS NULL AND c.id IS NULL",
         "chapters": "SELECT COUNT(*) FROM chapters c LEFT JOIN works w ON w.id = c.work_id "

@@ -555,8 +555,8 @@ def _census(session: Session, base: str) -> Census:
             "f.id AND c.owner_id = f.page_id)"
         ),
         unfingerprinted=scalar(
-            "SELECT COUNT(*) FROM pages p WHERE p.compared_at IS NOT NULL AND p.status = 200 AND p.text <> "
-            "'' AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.page_id = p.id)"
+            "SELECT COUNT(*) FROM pages p WHERE p.compared_at IS NOT NULL AND p.status = 200 AND "
+            "octet_length(p.text_z) > 0 AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.page_id = p.id)"
         ),
         orphans=count_orphans(session),
         jobs=[

@@ -218,13 +218,17 @@ def test_accounts_migration_matches_the_models_and_downgrades(empty_settings: Se
         with engine.connect() as connection:
             differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
         # revision 0002 added pages.site_id / crawl_job_id by plain ADD COLUMN, which cannot declare a foreign
-        # key on SQLite: the only known difference
+        # key on SQLite; and the GIN index over page samples exists on PostgreSQL only (the model declares it
+        # for that dialect, which the comparison does not look at): the only known differences
+        sqlite = engine.dialect.name == "sqlite"
         known = [
             d
             for d in differences
-            if d[0] in ("add_fk", "remove_fk")
-            and d[1].table.name == "pages"
-            and engine.dialect.name == "sqlite"
+            if sqlite
+            and (
+                (d[0] in ("add_fk", "remove_fk") and d[1].table.name == "pages")
+                or (d[0] == "add_index" and d[1].name == "ix_page_codes_sample")
+            )
         ]
         assert [d for d in differences if d not in known] == []
 

@@ -11,9 +11,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from fptrack.fingerprint.simhash import hamming
-from fptrack.storage.code_index import code_candidates
+from fptrack.storage.code_index import code_candidates, pages_holding
 from fptrack.storage.corpus_stats import latest_corpus_stats, save_corpus_stats
-from fptrack.storage.fingerprints import load_codes, replace_fingerprints
+from fptrack.storage.fingerprints import load_codes, load_page_codes, replace_fingerprints
 from fptrack.storage.hot_buckets import forget_hot_buckets, split_hot_buckets
 from fptrack.storage.housekeeping import count_orphans, delete_pages, delete_works
 from fptrack.storage.index import DEFAULT_LAYOUT
@@ -125,15 +125,19 @@ def test_refingerprinting_and_deleting_leave_no_orphans(session: Session) -> Non
     assert {h.owner_id for h in simhash_candidates(session, BASE ^ (1 << 40), LAYOUT, owner="page")} >= {
         pages[1].id
     }
-    assert load_codes(session, owner="page", owner_id=pages[1].id, kind="dna") == [
-        (c - (1 << 64) if c >= 1 << 63 else c, p) for c, p in _codes(7)["dna"]
-    ]
+    # a page keeps its distinct winnowing hashes (no positions) and a sample of every kind, not code rows
+    assert load_page_codes(session, [pages[1].id])[pages[1].id].tolist() == sorted(
+        c - (1 << 64) if c >= 1 << 63 else c for c, _ in _codes(7)["winnow"]
+    )
+    with pytest.raises(ValueError, match="page_codes|samples"):
+        load_codes(session, owner="page", owner_id=pages[1].id, kind="dna")
 
     # deleting pages and works takes their fingerprints, index rows and matches along
     assert delete_pages(session, [pages[0].id, pages[2].id]) == 2
     assert delete_works(session, [work.id]) == 1
     session.commit()
     assert _owner_rows(session, page_ids=[pages[0].id, pages[2].id], chapter_ids=chapter_ids) == 0
+    assert load_page_codes(session, [pages[0].id, pages[2].id]) == {}
     assert _count(session, Match) == 0
     assert set(count_orphans(session).values()) == {0}
     remaining = {h.owner_id for h in simhash_candidates(session, BASE, LAYOUT, owner="chapter")}
@@ -161,10 +165,11 @@ def test_an_owner_without_a_simhash_gets_no_simhash_row(session: Session) -> Non
         session, owner="page", owner_id=page.id, layout=LAYOUT, simhash=None, codes=_codes(2)
     )
     session.commit()
-    kinds = set(session.scalars(select(Fingerprint.kind).where(Fingerprint.page_id == page.id)))
-    assert kinds == set(_codes(2)) and LAYOUT.kind not in kinds
+    # no fingerprint row at all (a page's codes live in page_codes), the earlier Simhash row gone
+    assert session.scalars(select(Fingerprint.kind).where(Fingerprint.page_id == page.id)).all() == []
     assert simhash_candidates(session, BASE, LAYOUT, owner="page") == []
-    assert code_candidates(session, "dna", [c for c, _ in _codes(2)["dna"]], owner="page") == {page.id: 20}
+    assert pages_holding(session, [c for c, _ in _codes(2)["dna"]]) == [page.id]
+    assert pages_holding(session, [c for c, _ in _codes(1)["dna"]]) == []  # the first codes were replaced
     assert session.scalar(select(Page.fingerprinted_at).where(Page.id == page.id)) is not None
 
 

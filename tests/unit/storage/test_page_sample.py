@@ -1,0 +1,74 @@
+"""The page sample (storage.fingerprints.page_sample): the minimum of every window of W k-grams, taken from
+the winnowing-selected codes alone, keeps winnowing's guarantee at the larger window."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fptrack.fingerprint.winnowing import winnow, winnow_hashes
+from fptrack.storage.fingerprints import page_code_row, page_sample
+
+ALPHABET = "天地玄黄宇宙洪荒日月盈昃"  # few symbols: repeated k-grams and equal hashes happen
+
+
+def _pairs(text: str, k: int, w: int) -> np.ndarray:
+    return np.array(winnow(text, k, w), dtype=np.int64).reshape(-1, 2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.text(ALPHABET, max_size=400),
+    st.text(ALPHABET, max_size=400),
+    st.text(ALPHABET, min_size=1, max_size=300),
+    st.integers(16, 80),
+    st.integers(2, 9),
+)
+def test_any_shared_run_of_w_plus_k_minus_1_shares_a_sampled_code(
+    left: str, right: str, shared: str, window: int, k: int
+) -> None:
+    run = (shared * (1 + (window + k) // len(shared)))[: window + k - 1]
+    page = left + run + right
+    chapter = right[::-1] + run + left[::-1]
+    sampled = page_sample(_pairs(page, k, 16), window)
+    chapter_codes = _pairs(chapter, k, 16)[:, 0]
+    assert np.intersect1d(sampled, chapter_codes).size > 0
+    # and the sample is a subset of what winnowing selected
+    assert np.isin(sampled, _pairs(page, k, 16)[:, 0]).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=600), st.integers(16, 200))
+def test_the_sample_holds_every_window_minimum_of_the_hashes(values: list[int], window: int) -> None:
+    hashes = np.array(values, dtype=np.int64)
+    selected, positions = winnow_hashes(hashes, 16)
+    sample = set(page_sample(np.column_stack((selected, positions)), window).tolist())
+    if len(hashes) <= window:
+        assert int(hashes.min()) in sample
+    else:
+        windows = np.lib.stride_tricks.sliding_window_view(hashes, window)
+        assert set(windows.min(axis=1).tolist()) <= sample
+
+
+def test_sample_size_and_edge_cases() -> None:
+    rng = np.random.default_rng(3)
+    text = "".join(chr(0x4E00 + int(c)) for c in rng.integers(0, 3000, 6000))
+    pairs = _pairs(text, 8, 16)
+    kept = {window: len(page_sample(pairs, window)) for window in (32, 128)}
+    # about 2 / (W + 1) of the k-grams, against 2 / 17 for winnowing
+    assert kept[128] < kept[32] < len(np.unique(pairs[:, 0]))
+    assert 60 <= kept[128] <= 130
+    assert page_sample(np.empty((0, 2), dtype=np.int64), 64).size == 0
+    assert page_sample(np.array([[5, 3]]), 64).tolist() == [5]
+
+
+def test_page_code_row_keeps_the_winnowing_codes_whole_and_one_sample_of_every_kind() -> None:
+    chars = _pairs("天地玄黄宇宙洪荒" * 40, 8, 16)
+    initials = _pairs("tdxhyzhh" * 40, 12, 16)
+    row = page_code_row(7, {"winnow": chars, "winnow_py": initials}, 64, postgres=False)
+    assert np.frombuffer(row["winnow"], "<i8").tolist() == sorted(set(chars[:, 0].tolist()))
+    sample = np.frombuffer(row["sample"], "<i8")
+    expected = np.union1d(page_sample(chars, 64), page_sample(initials, 64))
+    assert sample.tolist() == expected.tolist()
+    assert page_code_row(7, {"winnow": chars}, 64, postgres=True)["sample"] == page_sample(chars, 64).tolist()
