@@ -9,9 +9,12 @@ the parameters are stored in the hash, so raising them later still verifies old 
 case-insensitive: stored lower-case.
 
 Rate limit: every failed login is a row (username, client address, time). Before checking a password,
-:func:`login_allowed` counts the failures of the last :data:`FAILURE_WINDOW` for that username and for that
-address; over :data:`MAX_FAILURES_PER_USERNAME` or :data:`MAX_FAILURES_PER_CLIENT` the attempt is refused
-without looking at the password. The counter lives in the database rather than in process memory so that
+:func:`login_allowed` looks at the failures of the last :data:`FAILURE_WINDOW` for that username: the attempt
+is refused without looking at the password when this address failed for it :data:`MAX_FAILURES_PER_PAIR`
+times, or when failures for it came from :data:`MAX_ADDRESSES_PER_USERNAME` different addresses (guessing
+spread over many machines). No count over one address alone refuses anybody: behind a proxy that was not
+declared every user shares one address, and a limit per address would let one person's typos, or one
+attacker, lock every account out. The counter lives in the database rather than in process memory so that
 every gunicorn worker and every machine of a deployment share it.
 """
 
@@ -21,18 +24,17 @@ import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from fptrack.storage.models import USER_ROLES, LoginFailure, User, utcnow
+from fptrack.storage.models import USER_ROLES, ApiToken, LoginFailure, User, utcnow
 
 __all__ = [
     "FAILURE_WINDOW",
-    "MAX_FAILURES_PER_CLIENT",
-    "MAX_FAILURES_PER_USERNAME",
+    "MAX_ADDRESSES_PER_USERNAME",
+    "MAX_FAILURES_PER_PAIR",
     "MIN_PASSWORD_LENGTH",
     "ROLES",
     "Account",
@@ -40,6 +42,7 @@ __all__ = [
     "authenticate",
     "change_password",
     "create_user",
+    "end_sessions",
     "find_active_user",
     "get_account",
     "has_role",
@@ -56,8 +59,8 @@ MIN_PASSWORD_LENGTH = 10
 MAX_PASSWORD_LENGTH = 1024
 PASSWORD_METHOD = "scrypt"
 FAILURE_WINDOW = timedelta(minutes=15)
-MAX_FAILURES_PER_USERNAME = 5
-MAX_FAILURES_PER_CLIENT = 20
+MAX_FAILURES_PER_PAIR = 5  # failures for one username from one address
+MAX_ADDRESSES_PER_USERNAME = 5  # addresses that failed for one username
 
 _USERNAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,149}")
 
@@ -147,12 +150,23 @@ def create_user(session: Session, username: str, password: str, role: str) -> Ac
 
 
 def change_password(session: Session, username: str, password: str) -> Account:
-    """Set a new password. Sessions of the user logged in with the old one stop working (see
-    ``admin.auth``)."""
+    """Set a new password. Every session of the user opened with the old one stops working (the password
+    hash is part of each session's token, ``admin.security``), and so does every API token of the user: a
+    password changed because it leaked must not leave a door open."""
     user = _get(session, username)
     user.password_hash = hash_password(password)
+    session.execute(
+        update(ApiToken)
+        .where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
     session.flush()
     return Account.of(user)
+
+
+def end_sessions(session: Session, user_id: int) -> None:
+    """End every session of the user (a logout: each browser, each copied cookie); API tokens stay."""
+    session.execute(update(User).where(User.id == user_id).values(session_version=User.session_version + 1))
 
 
 def remove_user(session: Session, username: str) -> Account:
@@ -196,31 +210,29 @@ def find_active_user(
     return session.scalar(query)
 
 
-def _recent_failures(
-    session: Session, column: Any, value: str, since: datetime
-) -> tuple[int, datetime | None]:
-    count, oldest = session.execute(
-        select(func.count(), func.min(LoginFailure.failed_at)).where(
-            column == value, LoginFailure.failed_at >= since
-        )
-    ).one()
-    return int(count or 0), oldest
-
-
 def login_allowed(session: Session, username: str, client: str, now: datetime | None = None) -> None:
-    """Raise :class:`LoginRefused` if this username or this address failed too often lately."""
+    """Raise :class:`LoginRefused` if this username failed too often lately from this address, or from too
+    many addresses."""
     now = now or utcnow()
     since = now - FAILURE_WINDOW
-    for limit, column, value in (
-        (MAX_FAILURES_PER_USERNAME, LoginFailure.username, username.strip().lower()[:150]),
-        (MAX_FAILURES_PER_CLIENT, LoginFailure.client, client[:64]),
-    ):
-        count, oldest = _recent_failures(session, column, value, since)
-        if count >= limit:
-            if oldest is not None and oldest.tzinfo is None:  # SQLite hands back naive UTC datetimes
-                oldest = oldest.replace(tzinfo=now.tzinfo)
-            retry_after = int(((oldest or now) + FAILURE_WINDOW - now).total_seconds()) + 1
-            raise LoginRefused(max(1, retry_after))
+    name, address = username.strip().lower()[:150], client[:64]
+    rows = session.execute(
+        select(LoginFailure.client, LoginFailure.failed_at).where(
+            LoginFailure.username == name, LoginFailure.failed_at >= since
+        )
+    ).all()
+    from_here = [failed_at for where, failed_at in rows if where == address]
+    addresses = {where for where, _ in rows}
+    if len(from_here) >= MAX_FAILURES_PER_PAIR:
+        blocking = from_here
+    elif len(addresses) >= MAX_ADDRESSES_PER_USERNAME:
+        blocking = [failed_at for _, failed_at in rows]
+    else:
+        return
+    oldest = min(blocking)
+    if oldest.tzinfo is None:  # SQLite hands back naive UTC datetimes
+        oldest = oldest.replace(tzinfo=now.tzinfo)
+    raise LoginRefused(max(1, int((oldest + FAILURE_WINDOW - now).total_seconds()) + 1))
 
 
 def record_login_failure(session: Session, username: str, client: str, now: datetime | None = None) -> None:

@@ -99,9 +99,11 @@ class Anonymous(AnonymousUserMixin):  # type: ignore[misc]  # flask-login ships 
 
 
 def _session_token(secret_key: bytes | str, user: User) -> str:
-    """Changes whenever the password does: sessions opened with an old password stop working."""
+    """Changes whenever the password or the user's session version does: a new password or a logout ends
+    every session of the user, however many browsers hold one and whoever copied its cookie."""
     key = secret_key if isinstance(secret_key, bytes) else secret_key.encode()
-    return hmac.new(key, f"{user.id}:{user.password_hash}".encode(), hashlib.sha256).hexdigest()[:32]
+    seal = f"{user.id}:{user.password_hash}:{user.session_version or 0}"
+    return hmac.new(key, seal.encode(), hashlib.sha256).hexdigest()[:32]
 
 
 def session_user(user: User) -> SessionUser:

@@ -33,6 +33,7 @@ from werkzeug.routing import IntegerConverter, Map
 
 from fptrack.admin.security import check_csrf_unless_token, install_access_policy, install_security
 from fptrack.admin.views import BLUEPRINTS
+from fptrack.admin.views import networks as networks_views
 from fptrack.admin.views.context import AdminState, admin_state, close_db_session
 from fptrack.admin.views.evidence import is_web_url
 from fptrack.admin.views.queries import MAX_ID
@@ -100,6 +101,7 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
+    app.register_blueprint(networks_views.blueprint)  # pirate networks and discovered candidates
 
     # Order matters: host and origin first, then the database, then login and role, then the CSRF token.
     install_security(app, settings)

@@ -17,7 +17,12 @@ Time to detect (:func:`detection_times`): how long after a copy went up fptrack 
 says when the page appeared: its ``Last-Modified`` (``pages.last_modified``, an HTTP date), counted only when
 it is before the match's first-seen (a page edited since says nothing about its first appearance). Median and
 90th percentile (the same interpolation as above) over the flagged and confirmed matches whose page says it;
-``known`` is how many those are."""
+``known`` is how many those are.
+
+Time to removal after a notice (:func:`notice_removal_times`): per sent takedown notice, or per recipient
+(its address), how many copies it named, how many were taken down since, and the median and 90th percentile
+of the time from the notice being sent to each copy being found down (``notice_items.closed_at``, from the
+re-checks: :mod:`jobs.notices`); a copy already down when the notice went out counts as 0."""
 
 from __future__ import annotations
 
@@ -32,18 +37,21 @@ import numpy as np
 from sqlalchemy import func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from fptrack.storage.models import Match, MatchStatus, Page, Work, as_utc, iso_utc
+from fptrack.storage.models import Match, MatchStatus, Notice, NoticeItem, Page, Work, as_utc, iso_utc
 
 __all__ = [
     "DETECTION_COLUMNS",
+    "NOTICE_REMOVAL_COLUMNS",
     "RECORD_COLUMNS",
     "STATES",
     "TAKEDOWN_COLUMNS",
     "DetectionRow",
     "Grouping",
+    "NoticeRemovalRow",
     "TakedownRow",
     "detection_delays",
     "detection_times",
+    "notice_removal_times",
     "takedown_records",
     "takedown_stats",
 ]
@@ -283,3 +291,53 @@ def detection_times(session: Session, by: Grouping = "all") -> dict[str, Detecti
     if by == "all" and "all" not in found:
         found["all"] = DetectionRow("all", 0, None, None)
     return found
+
+
+NOTICE_REMOVAL_COLUMNS = ("key", "notices", "copies", "removed", "median_seconds", "p90_seconds")
+
+
+@dataclass(frozen=True)
+class NoticeRemovalRow:
+    """Time to removal after notices (:func:`notice_removal_times`): ``key`` is ``notice <id>`` or a recipient
+    address; ``copies`` the items named, ``removed`` those found down since."""
+
+    key: str
+    notices: int
+    copies: int
+    removed: int
+    median_seconds: float | None
+    p90_seconds: float | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in NOTICE_REMOVAL_COLUMNS}
+
+
+def notice_removal_times(
+    session: Session, by: Literal["notice", "recipient"] = "notice"
+) -> list[NoticeRemovalRow]:
+    """Time from a notice being sent to each copy it named being found down, per notice or per recipient
+    (the module docstring); sent notices only, most copies first."""
+    if by not in ("notice", "recipient"):
+        raise ValueError(f"unknown notice grouping {by!r}; choose notice or recipient")
+    rows = session.execute(
+        select(Notice.id, Notice.recipient_address, Notice.sent_at, NoticeItem.closed_at)
+        .join(NoticeItem, NoticeItem.notice_id == Notice.id)
+        .where(Notice.sent_at.is_not(None))
+    )
+    notices: dict[str, set[int]] = defaultdict(set)
+    copies: dict[str, int] = defaultdict(int)
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for notice_id, recipient, sent_at, closed_at in rows:
+        key = f"notice {notice_id}" if by == "notice" else (recipient or "(no address)")
+        notices[key].add(notice_id)
+        copies[key] += 1
+        if closed_at is not None and sent_at is not None:
+            seconds[key].append(max(0.0, (as_utc(closed_at) - as_utc(sent_at)).total_seconds()))
+    found = []
+    for key, named in notices.items():
+        values = seconds.get(key, [])
+        median = p90 = None
+        if values:
+            median, p90 = (_round(v) for v in np.percentile(np.asarray(values), [50, 90]))
+        found.append(NoticeRemovalRow(key, len(named), copies[key], len(values), median, p90))
+    return sorted(found, key=lambda r: (-r.copies, r.key))

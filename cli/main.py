@@ -22,8 +22,13 @@ from fptrack.cli.common import CliContext, CliError, stdout_closed_quietly
 from fptrack.cli.crawl import crawl
 from fptrack.cli.database import analytics, init, maintain
 from fptrack.cli.demo import demo
+from fptrack.cli.discover import candidates, discover
+from fptrack.cli.evidence import evidence
 from fptrack.cli.matches import check, matches, report
+from fptrack.cli.networks import networks
+from fptrack.cli.notices import notices
 from fptrack.cli.processes import beat, crawler, healthz, ping, serve, worker
+from fptrack.cli.senders import contacts, senders
 from fptrack.cli.sites import sites
 from fptrack.cli.takedowns import takedowns
 from fptrack.cli.users import review, users
@@ -73,4 +78,9 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
 
 for command in (init, works, crawl, check, matches, report, analytics, maintain, serve, worker, crawler, beat,
                 ping, healthz, demo, users, review, sites, takedowns):  # fmt: skip
+    main.add_command(command)
+for command in (discover, candidates, networks):
+    main.add_command(command)
+main.add_command(evidence)
+for command in (senders, contacts, notices):
     main.add_command(command)

@@ -159,7 +159,11 @@ def takedowns_check(
 
 @takedowns.command("stats")
 @click.option(
-    "--by", "grouping", type=click.Choice(["all", "host", "work"]), default="all", show_default=True
+    "--by",
+    "grouping",
+    type=click.Choice(["all", "host", "work", "notice", "recipient"]),
+    default="all",
+    show_default=True,
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
@@ -173,7 +177,14 @@ def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
     Columns: key, matches (flagged and confirmed), checked, taken_down, rate (taken_down / checked),
     median_seconds, p90_seconds (first seen to the first check that found the copy down), then detect_known,
     detect_median_seconds, detect_p90_seconds (the page's own Last-Modified to first seen, over the matches
-    whose page sent one before it was first seen)."""
+    whose page sent one before it was first seen).
+
+    --by notice / --by recipient: time to removal after takedown notices (fptrack notices): key (the notice
+    or the recipient's address), notices, copies named, removed since, median_seconds and p90_seconds from
+    the notice being sent to each copy being found down."""
+    if grouping in ("notice", "recipient"):
+        _notice_stats(context, grouping, fmt)
+        return
     from fptrack.analytics.takedowns import (
         DETECTION_COLUMNS,
         TAKEDOWN_COLUMNS,
@@ -227,3 +238,30 @@ def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
                 for r in records
             ],
         )
+
+
+def _notice_stats(context: CliContext, grouping: str, fmt: str) -> None:
+    from fptrack.analytics.takedowns import NOTICE_REMOVAL_COLUMNS, notice_removal_times
+
+    with context.session() as session:
+        rows = notice_removal_times(session, grouping)  # type: ignore[arg-type]
+    records = [row.as_json() for row in rows]
+    if fmt == "json":
+        for record in records:
+            click.echo(json.dumps(record, ensure_ascii=False))
+    elif fmt == "csv":
+        from fptrack.admin.exports import csv_lines
+
+        for line in csv_lines(NOTICE_REMOVAL_COLUMNS, records):
+            click.echo(line, nl=False)
+    elif not rows:
+        click.echo("no notice sent yet")
+    else:
+        print_table(
+            [grouping, "notices", "copies", "removed", "median", "p90"],
+            [
+                (r["key"], r["notices"], r["copies"], r["removed"], _duration(r["median_seconds"]),
+                 _duration(r["p90_seconds"]))
+                for r in records
+            ],
+        )  # fmt: skip

@@ -26,12 +26,14 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from fptrack.compare.licensing import is_licensed, licensed_hosts
+from fptrack.compare.networks import observe_pages
 from fptrack.compare.scoring import Evidence, decide_with, evidence_of
 from fptrack.compare.verify import align
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
 from fptrack.fingerprint.pipeline import TextFingerprints, fingerprint_text
-from fptrack.storage.code_index import code_holder_pairs
+from fptrack.storage.code_index import code_holder_pairs, pages_holding
+from fptrack.storage.exchanges import prune_exchanges
 from fptrack.storage.fingerprints import FingerprintSet, Owner, id_chunks, is_postgres, write_fingerprints
 from fptrack.storage.index import IndexLayout, to_signed64
 from fptrack.storage.match_life import UNSETTLED_NOTE, Observation, next_due, observe, rest_on_page
@@ -176,12 +178,22 @@ class _Holders:
             signed[id(document)] = codes
             for kind, values in codes.items():
                 wanted[kind].append(values)
-        tables = {
-            kind: _CodeTable.of_pairs(
-                code_holder_pairs(session, kind, np.unique(np.concatenate(arrays)).tolist(), owner=owner)
+        # the chapter side from this process's arrays (compare.chapter_index: the registry's version read once
+        # for the batch, no code_index query), unless FPTRACK_CHAPTER_INDEX=database
+        from fptrack.compare import chapter_index
+
+        in_memory = None
+        if owner == "chapter" and chapter_index.in_memory():
+            in_memory = chapter_index.snapshot(session)
+        tables = {}
+        for kind, arrays in wanted.items():
+            codes = np.unique(np.concatenate(arrays)).tolist()
+            pairs = (
+                in_memory.pairs(kind, codes)
+                if in_memory is not None
+                else code_holder_pairs(session, kind, codes, owner=owner)
             )
-            for kind, arrays in wanted.items()
-        }
+            tables[kind] = _CodeTable.of_pairs(pairs)
         return cls(tables, signed)
 
     def shared_per_owner(self, document: TextFingerprints, kind: str) -> dict[int, int]:
@@ -458,10 +470,12 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
             for (page_id, _, _), document in zip(rows, documents, strict=True)
             if document.text
         ],
+        sample_window=settings.page_sample_window,
     )
     verdicts = _compare_batch(session, documents, settings)
     outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts, settings, fresh=True)
     _mark_compared(session, [i for i, _, _ in rows], template_masked=False)
+    observe_pages(session, [i for i, _, _ in rows], settings)  # page Simhash, near duplicates: networks
     return outcomes
 
 
@@ -496,6 +510,7 @@ def _mark_compared(session: Session, page_ids: Sequence[int], *, template_masked
         session.execute(
             update(Page).where(Page.id.in_(chunk)).values(compared_at=now, template_masked=template_masked)
         )
+    prune_exchanges(session, page_ids)  # a page without a match keeps no raw exchange (issue 21)
 
 
 def record_matches(
@@ -621,10 +636,15 @@ def _drop_false_positives(session: Session, matches: Sequence[Match]) -> None:
 
 def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
     """Fingerprint and index every chapter of a work; returns the ids of already-crawled pages that share
-    fingerprints with it (retroactive detection re-compares those pages: :func:`recompare_pages`).
+    fingerprints with it (retroactive detection re-compares those pages exactly, from their text:
+    :func:`recompare_pages`).
 
-    One write for all chapters (binary ``COPY`` on PostgreSQL) and one page-side look-up per code kind for the
-    whole work.
+    One write for all chapters (binary ``COPY`` on PostgreSQL) and one page-side look-up for the whole work:
+    the pages whose sample holds any code of any kind of any chapter
+    (:func:`storage.code_index.pages_holding`). One shared sampled code makes a candidate: a page keeps a code
+    of every ``page_sample_window`` k-grams, so any passage of ``page_sample_window + k - 1`` characters it
+    shares with the work is found, while a rule of two shared codes (what crawl-time compare asks of a
+    chapter's full index) would need about twice that passage.
     """
     if session.get(Work, work_id) is None:
         raise LookupError(f"no work with id {work_id}")
@@ -639,8 +659,11 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
     )
     if session.scalar(select(Page.id).where(Page.fingerprinted_at.is_not(None)).limit(1)) is None:
         return []  # no page fingerprinted yet: nothing to look up (a new deployment registering its works)
-    holders = _Holders.fetch(session, (document for _, document in documents), owner="page")
-    pages: set[int] = set()
-    for _, document in documents:
-        pages.update(_rank_candidates(session, document, holders, layout, owner="page", limit=None))
+    codes = [_signed_codes(pairs) for _, document in documents for pairs in document.index_codes().values()]
+    pages = set(pages_holding(session, np.unique(np.concatenate(codes)).tolist() if codes else []))
+    if CONTRACT.uses("simhash"):
+        for _, document in documents:
+            if document.simhash is not None:
+                hits = simhash_candidates(session, document.simhash, layout, owner="page")
+                pages.update(hit.owner_id for hit in hits)
     return sorted(pages)

@@ -31,6 +31,12 @@ Every variable, with its default and meaning:
   (``storage.hot_buckets.split_hot_buckets``)
 - ``FPTRACK_SIMHASH_HOT_MIN_SIZE`` (default ``1024``): buckets smaller than this are never re-split
   (docs/storage.md has the measurement)
+- ``FPTRACK_PAGE_SAMPLE_WINDOW`` (default ``64``): a crawled page keeps, for the look-ups of newly
+  registered works, the minimum winnowing hash of every window of this many k-grams (16-4096): any passage of
+  ``window + k - 1`` characters it shares with a work is found (``storage.fingerprints.page_sample``)
+- ``FPTRACK_CHAPTER_INDEX`` (default ``memory``): where crawl-time compare finds the registered chapters
+  holding a page's codes: ``memory`` (each process keeps them as arrays, refreshed when the registry changes:
+  ``compare.chapter_index``) or ``database`` (a ``code_index`` query per batch)
 - ``FPTRACK_CRAWL_CONCURRENCY`` (default ``8``): concurrent requests of one crawl (>= 1)
 - ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE`` (default ``2``): concurrent requests to one site (>= 1; a site's
   ``concurrency`` setting wins)
@@ -79,6 +85,40 @@ Every variable, with its default and meaning:
   proxies in front of the admin
 - ``FPTRACK_ADMIN_TRUSTED_USER_HEADER`` (default unset): a header (e.g. ``X-Forwarded-User``) naming the
   logged-in account, believed only from a trusted proxy
+- ``FPTRACK_SIGNING_KEY_FILE`` (default ``<data dir>/signing-key.pem``): the installation's Ed25519 key that
+  signs evidence bundles (PEM, PKCS#8), generated there with mode 0600 on first use (docs/evidence.md)
+- ``FPTRACK_TSA_URL`` (default unset): an RFC 3161 time-stamping authority (``http(s)://``) that timestamps
+  every evidence bundle; unset, bundles say "not timestamped"
+- ``FPTRACK_NETWORKS`` (default ``true``): every compared page gets a page Simhash and its near duplicates on
+  other sites are counted per pair of sites (``compare.networks``, ``fptrack networks``)
+- ``FPTRACK_NETWORK_MIN_SHARED`` (default ``3``) / ``FPTRACK_NETWORK_MIN_SHARE`` (default ``0.5``): two sites
+  are one network when at least this many of their pages, and this share of the smaller site's pages, are
+  close (page Simhashes within 2 bits; docs/discovery.md has the measurement)
+- ``FPTRACK_DISCOVERY_EVERY`` (default ``0``: off): seconds between scheduled discovery runs
+  (``fptrack worker --beat``; ``fptrack discover`` runs it by hand)
+- ``FPTRACK_DISCOVERY_PROBE_PAGES`` (default ``5``): pages fetched at most when probing a candidate site
+- ``FPTRACK_DISCOVERY_AUTO_MONITOR`` (default unset: never): a candidate whose probe scores at least this
+  (share of probed pages that copy registered chapters, 0-1) becomes a monitored site without a person's
+  accept
+- ``FPTRACK_DISCOVERY_SCHEDULE`` (default ``1d``): the crawl schedule of a site made from an accepted
+  candidate
+- ``FPTRACK_SEARCH_PROVIDERS`` (default unset: none): search providers discovery queries, comma-separated:
+  ``bing`` (Bing Web Search API v7), ``google`` (Programmable Search JSON API), ``serpapi`` (SerpAPI, Baidu)
+- ``FPTRACK_SEARCH_RESULTS`` (default ``10``): results asked for per query
+- ``FPTRACK_SEARCH_BING_KEY``, ``FPTRACK_SEARCH_BING_ENDPOINT``; ``FPTRACK_SEARCH_GOOGLE_KEY``,
+  ``FPTRACK_SEARCH_GOOGLE_CX``, ``FPTRACK_SEARCH_GOOGLE_ENDPOINT``; ``FPTRACK_SEARCH_SERPAPI_KEY``,
+  ``FPTRACK_SEARCH_SERPAPI_ENDPOINT``: each provider's API key (and search engine id) and its endpoint
+  (defaults: the providers' public endpoints)
+- ``FPTRACK_SMTP_HOST`` (default unset): the SMTP relay that takedown notices are sent through
+  (``fptrack notices send``, jobs/delivery.py); unset: notices are drafted and exported, not sent
+- ``FPTRACK_SMTP_PORT`` (default ``587``): its port
+- ``FPTRACK_SMTP_USER`` / ``FPTRACK_SMTP_PASSWORD`` (default unset): its login, when it asks for one
+- ``FPTRACK_SMTP_STARTTLS`` (default ``true``): upgrade the connection with STARTTLS before logging in or
+  sending (``false`` only for a relay on loopback or a trusted network)
+- ``FPTRACK_SMTP_FROM`` (default the sender's email): the ``From`` address of notices (the sender's email is
+  always the ``Reply-To``)
+- ``FPTRACK_NOTICE_ESCALATE_AFTER`` (default ``7``): days a copy may stay up after a notice before a second
+  notice to the same recipient, then one to the host's next contact upstream (``fptrack notices follow-up``)
 """
 
 from __future__ import annotations
@@ -95,10 +135,18 @@ from sqlalchemy.exc import ArgumentError
 
 from fptrack.core.errors import FptrackError
 
-__all__ = ["LOOPBACK_HOSTS", "ConfigurationError", "Settings", "classify_allow_entry", "is_loopback_host"]
+__all__ = [
+    "CHAPTER_INDEX_MODES",
+    "LOOPBACK_HOSTS",
+    "ConfigurationError",
+    "Settings",
+    "classify_allow_entry",
+    "is_loopback_host",
+]
 
 _SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+CHAPTER_INDEX_MODES = ("memory", "database")
 
 
 class ConfigurationError(FptrackError, ValueError):
@@ -148,6 +196,8 @@ class Settings:
     simhash_blocks: int = 4
     simhash_hot_mu: float = 2.0
     simhash_hot_min_size: int = 1024
+    chapter_index: str = "memory"
+    page_sample_window: int = 64
     crawl_concurrency: int = 8
     crawl_concurrency_per_site: int = 2
     crawl_delay: float = 0.0
@@ -180,6 +230,32 @@ class Settings:
     admin_secure_cookies: bool | None = None
     admin_trusted_proxies: tuple[str, ...] = ()
     admin_trusted_user_header: str | None = None
+    signing_key_file: Path | None = None
+    tsa_url: str | None = None
+    # pirate networks and discovery (compare.networks, jobs.discovery, jobs.search_providers)
+    networks: bool = True
+    network_min_shared: int = 3
+    network_min_share: float = 0.5
+    discovery_every: float = 0.0
+    discovery_probe_pages: int = 5
+    discovery_auto_monitor_score: float | None = None
+    discovery_schedule: str = "1d"
+    search_providers: tuple[str, ...] = ()
+    search_results: int = 10
+    search_bing_key: str = ""
+    search_bing_endpoint: str = "https://api.bing.microsoft.com/v7.0/search"
+    search_google_key: str = ""
+    search_google_cx: str = ""
+    search_google_endpoint: str = "https://www.googleapis.com/customsearch/v1"
+    search_serpapi_key: str = ""
+    search_serpapi_endpoint: str = "https://serpapi.com/search.json"
+    smtp_host: str | None = None
+    smtp_port: int = 587
+    smtp_user: str | None = None
+    smtp_password: str | None = field(default=None, repr=False)  # never in a log line
+    smtp_starttls: bool = True
+    smtp_from: str = ""
+    notice_escalate_after: float = 7.0
 
     def __post_init__(self) -> None:
         if not self.database_url:
@@ -189,6 +265,15 @@ class Settings:
             raise ConfigurationError(
                 f"FPTRACK_SIMHASH_BLOCKS={self.simhash_blocks} must be larger than "
                 f"FPTRACK_SIMHASH_K={self.simhash_k}"
+            )
+        if not 16 <= self.page_sample_window <= 4096:
+            # below the winnowing window (16) a window's minimum need not be a selected hash
+            raise ConfigurationError(
+                f"FPTRACK_PAGE_SAMPLE_WINDOW={self.page_sample_window} must be between 16 and 4096"
+            )
+        if self.chapter_index not in CHAPTER_INDEX_MODES:
+            raise ConfigurationError(
+                f"FPTRACK_CHAPTER_INDEX={self.chapter_index!r} is not one of {', '.join(CHAPTER_INDEX_MODES)}"
             )
         self._check_crawl_settings()
         hosts = tuple(host.strip().lower().strip("[]") for host in self.admin_hosts if host.strip())
@@ -208,6 +293,8 @@ class Settings:
                 f"FPTRACK_ADMIN_TRUSTED_USER_HEADER={self.admin_trusted_user_header!r} needs "
                 "FPTRACK_ADMIN_TRUSTED_PROXIES: the header is believed only from those addresses"
             )
+        if self.tsa_url and urlsplit(self.tsa_url).scheme not in ("http", "https"):
+            raise ConfigurationError(f"FPTRACK_TSA_URL={self.tsa_url!r} must be an http:// or https:// URL")
 
     def _check_crawl_settings(self) -> None:
         """Crawl tunables that would hang a crawl (0 concurrency) or switch a cap off (0 bytes) are
@@ -232,6 +319,13 @@ class Settings:
             ("FPTRACK_RENDER_IDLE_WAIT", self.render_idle_wait, 0, "a number of seconds >= 0"),
             ("FPTRACK_RENDER_PAGES", self.render_pages, 1, "an integer >= 1"),
             ("FPTRACK_RENDER_MIN_CHARS", self.render_min_chars, 1, "an integer >= 1"),
+            ("FPTRACK_NETWORK_MIN_SHARED", self.network_min_shared, 1, "an integer >= 1"),
+            ("FPTRACK_NETWORK_MIN_SHARE", self.network_min_share, 0, "a share between 0 and 1"),
+            ("FPTRACK_DISCOVERY_EVERY", self.discovery_every, 0, "a number of seconds >= 0 (0: off)"),
+            ("FPTRACK_DISCOVERY_PROBE_PAGES", self.discovery_probe_pages, 1, "an integer >= 1"),
+            ("FPTRACK_SEARCH_RESULTS", self.search_results, 1, "an integer >= 1"),
+            ("FPTRACK_SMTP_PORT", self.smtp_port, 1, "a port number >= 1"),
+            ("FPTRACK_NOTICE_ESCALATE_AFTER", self.notice_escalate_after, 0, "a number of days >= 0"),
         ]
         for name, value, minimum, expected in checks:
             if value < minimum:
@@ -308,6 +402,8 @@ class Settings:
             simhash_blocks=_int(env, "FPTRACK_SIMHASH_BLOCKS", 4),
             simhash_hot_mu=_float(env, "FPTRACK_SIMHASH_HOT_MU", 2.0),
             simhash_hot_min_size=_int(env, "FPTRACK_SIMHASH_HOT_MIN_SIZE", 1024),
+            chapter_index=(env.get("FPTRACK_CHAPTER_INDEX") or "memory").strip().lower(),
+            page_sample_window=_int(env, "FPTRACK_PAGE_SAMPLE_WINDOW", 64),
             crawl_concurrency=_int(env, "FPTRACK_CRAWL_CONCURRENCY", 8),
             crawl_concurrency_per_site=_int(env, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE", 2),
             crawl_delay=_float(env, "FPTRACK_CRAWL_DELAY", 0.0),
@@ -340,6 +436,41 @@ class Settings:
             admin_secure_cookies=_optional_bool(env, "FPTRACK_ADMIN_SECURE_COOKIES"),
             admin_trusted_proxies=_list(env, "FPTRACK_ADMIN_TRUSTED_PROXIES"),
             admin_trusted_user_header=(env.get("FPTRACK_ADMIN_TRUSTED_USER_HEADER") or "").strip() or None,
+            signing_key_file=_optional_path(env, "FPTRACK_SIGNING_KEY_FILE"),
+            tsa_url=(env.get("FPTRACK_TSA_URL") or "").strip() or None,
+            networks=_bool(env, "FPTRACK_NETWORKS", True),
+            network_min_shared=_int(env, "FPTRACK_NETWORK_MIN_SHARED", 3),
+            network_min_share=_float(env, "FPTRACK_NETWORK_MIN_SHARE", 0.5),
+            discovery_every=_float(env, "FPTRACK_DISCOVERY_EVERY", 0.0),
+            discovery_probe_pages=_int(env, "FPTRACK_DISCOVERY_PROBE_PAGES", 5),
+            discovery_auto_monitor_score=(
+                _float(env, "FPTRACK_DISCOVERY_AUTO_MONITOR", 0.0)
+                if env.get("FPTRACK_DISCOVERY_AUTO_MONITOR")
+                else None
+            ),
+            discovery_schedule=(env.get("FPTRACK_DISCOVERY_SCHEDULE") or "1d").strip(),
+            search_providers=tuple(p.lower() for p in _list(env, "FPTRACK_SEARCH_PROVIDERS")),
+            search_results=_int(env, "FPTRACK_SEARCH_RESULTS", 10),
+            search_bing_key=(env.get("FPTRACK_SEARCH_BING_KEY") or "").strip(),
+            search_bing_endpoint=(
+                env.get("FPTRACK_SEARCH_BING_ENDPOINT") or cls.search_bing_endpoint
+            ).strip(),
+            search_google_key=(env.get("FPTRACK_SEARCH_GOOGLE_KEY") or "").strip(),
+            search_google_cx=(env.get("FPTRACK_SEARCH_GOOGLE_CX") or "").strip(),
+            search_google_endpoint=(
+                env.get("FPTRACK_SEARCH_GOOGLE_ENDPOINT") or cls.search_google_endpoint
+            ).strip(),
+            search_serpapi_key=(env.get("FPTRACK_SEARCH_SERPAPI_KEY") or "").strip(),
+            search_serpapi_endpoint=(
+                env.get("FPTRACK_SEARCH_SERPAPI_ENDPOINT") or cls.search_serpapi_endpoint
+            ).strip(),
+            smtp_host=(env.get("FPTRACK_SMTP_HOST") or "").strip() or None,
+            smtp_port=_int(env, "FPTRACK_SMTP_PORT", 587),
+            smtp_user=env.get("FPTRACK_SMTP_USER") or None,
+            smtp_password=env.get("FPTRACK_SMTP_PASSWORD") or None,
+            smtp_starttls=_bool(env, "FPTRACK_SMTP_STARTTLS", True),
+            smtp_from=(env.get("FPTRACK_SMTP_FROM") or "").strip(),
+            notice_escalate_after=_float(env, "FPTRACK_NOTICE_ESCALATE_AFTER", 7.0),
         )
 
 
@@ -383,6 +514,11 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _optional_path(env: Mapping[str, str], name: str) -> Path | None:
+    value = (env.get(name) or "").strip()
+    return Path(value) if value else None
 
 
 def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:

@@ -2,7 +2,11 @@
 
 - :class:`RecordPipeline` counts pages by status and collects failures (ledger and namespaced Scrapy stats);
 - :class:`PersistPipeline` writes pages through a :class:`crawler.store.PageStore` a batch at a time (and at
-  least every :data:`FLUSH_SECONDS`, and when the spider closes); the store enqueues after each commit;
+  least every :data:`FLUSH_SECONDS`, and when the spider closes); the store enqueues after each commit. It
+  hands each page on with the HTTP exchange it was read from (:class:`storage.exchanges.RawExchange`): the
+  responses the engine received (Scrapy's ``response_received`` signal, sent before the spider sees them)
+  wait, by URL, for the page read from them, and the one whose body (or, rendered in Chromium, whose DOM)
+  hashes to the page's ``snapshot_sha256`` is it (:func:`raw_exchange_of`);
 - :class:`SinkPipeline` hands each page to a plain callback instead (``fptrack check`` of one URL, tests);
 - :class:`ProgressPipeline` tells the caller after each page.
 
@@ -12,15 +16,20 @@ bound method's object); they travel inside a :class:`CrawlHooks`, which deep-cop
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http import HTTPStatus
 from typing import Any
 
 from scrapy.crawler import Crawler
+from scrapy.http import Response
 
 from fptrack.crawler.pages import CrawledPage, CrawlFailure, CrawlProgress
+from fptrack.storage.exchanges import RawExchange
 
 __all__ = [
     "CrawlHooks",
@@ -29,9 +38,11 @@ __all__ = [
     "ProgressPipeline",
     "RecordPipeline",
     "SinkPipeline",
+    "raw_exchange_of",
 ]
 
 FLUSH_SECONDS = 1.0
+RESPONSES_WAITING = 256  # URLs whose responses wait for their page (bounded: a response may yield no page)
 
 HOOKS_SETTING = "FPTRACK_HOOKS"
 logger = logging.getLogger(__name__)
@@ -134,12 +145,27 @@ class PersistPipeline:
         self.stats = stats
         self._timer: Any = None
         self.crawler: Crawler | None = None
+        # final URL -> the 200 responses received for it, oldest first, with when each arrived
+        self._received: OrderedDict[str, list[tuple[Response, datetime]]] = OrderedDict()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PersistPipeline:
+        from scrapy import signals
+
         pipeline = cls(_hooks(crawler), crawler.stats)
         pipeline.crawler = crawler
+        crawler.signals.connect(pipeline.response_received, signal=signals.response_received)
         return pipeline
+
+    def response_received(self, response: Response, request: Any = None, spider: object = None) -> None:
+        """Keep a 200 response until the page read from it arrives (only when pages are stored)."""
+        if self.hooks.store is None or response.status != 200:
+            return
+        waiting = self._received.setdefault(response.url, [])
+        waiting.append((response, datetime.now(UTC)))
+        self._received.move_to_end(response.url)
+        while len(self._received) > RESPONSES_WAITING:
+            self._received.popitem(last=False)
 
     def open_spider(self, spider: object = None) -> None:
         if self.hooks.store is None:
@@ -170,7 +196,12 @@ class PersistPipeline:
 
     def process_item(self, item: Any, spider: object = None) -> Any:
         if isinstance(item, CrawledPage) and self.hooks.store is not None:
-            if self.hooks.store.add(item):
+            exchange = None
+            received = self._received.pop(item.final_url, [])
+            if item.status == 200 and item.text:
+                exchange = raw_exchange_of(item, received)
+                self.stats.inc_value("fptrack/exchanges_captured" if exchange else "fptrack/exchanges_missed")
+            if self.hooks.store.add(item, exchange):
                 self._flush()
             self.stats.inc_value("fptrack/pages_persisted")
         return item
@@ -222,3 +253,78 @@ class ProgressPipeline:
                 self.hooks.ledger.progress_errors += 1
                 logger.exception("the progress callback failed; the crawl continues")
         return item
+
+
+def raw_exchange_of(page: CrawledPage, received: Sequence[tuple[Response, datetime]]) -> RawExchange | None:
+    """The exchange ``page`` was read from, among the responses ``received`` for its final URL: a plain
+    response whose body hashes to the page's ``snapshot_sha256``; or a browser's (scrapy-playwright's,
+    ``meta["playwright"]``) whose rendered DOM does, together with the plain response of the same URL fetched
+    before it, if any (the page was first read statically, then rendered). A page Chromium fetched itself
+    (rendered at once) has no plain body: its exchange carries the status and headers the browser reported
+    and the DOM. None when no response matches."""
+    from fptrack.crawler.render import rendered_response
+
+    def sha256(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
+
+    plain = [(r, at) for r, at in received if not r.meta.get("playwright")]
+    browser = [(r, at) for r, at in received if r.meta.get("playwright")]
+    for response, at in reversed(plain):
+        if sha256(response.body or b"") == page.snapshot_sha256:
+            return _exchange(response, at)
+    for response, at in reversed(browser):
+        dom = rendered_response(response).body
+        if sha256(dom) != page.snapshot_sha256:
+            continue
+        if plain:
+            static, static_at = plain[-1]
+            return _exchange(static, static_at, rendered=dom)
+        return RawExchange(
+            url=response.url,
+            request_head=b"",
+            response_head=_response_head(response, None),
+            body=None,
+            fetched_at=at,
+            rendered=dom,
+        )
+    return None
+
+
+def _exchange(response: Response, at: datetime, *, rendered: bytes = b"") -> RawExchange:
+    from scrapy.utils.request import request_httprepr
+
+    body = response.body or b""
+    return RawExchange(
+        url=response.url,
+        request_head=request_httprepr(response.request) if response.request is not None else b"",
+        response_head=_response_head(response, len(body)),
+        body=body,
+        fetched_at=at,
+        rendered=rendered,
+    )
+
+
+def _response_head(response: Response, length: int | None) -> bytes:
+    """The status line and headers of ``response`` (storage.exchanges says which headers are renamed)."""
+    try:
+        reason = HTTPStatus(response.status).phrase
+    except ValueError:
+        reason = ""
+    protocol = str(getattr(response, "protocol", None) or "HTTP/1.1").upper()
+    if not protocol.startswith("HTTP/"):
+        protocol = "HTTP/1.1"
+    lines = [f"{protocol} {response.status} {reason}".rstrip().encode("latin-1")]
+    for name, values in response.headers.items():
+        key = bytes(name)
+        lowered = key.lower()
+        for value in values:
+            stale_length = lowered == b"content-length" and value != str(length).encode()
+            if length is not None and (lowered == b"transfer-encoding" or stale_length):
+                lines.append(b"X-Fptrack-Orig-" + key + b": " + bytes(value))
+            elif length is not None and lowered == b"content-length":
+                continue  # the same length is written below
+            else:
+                lines.append(key + b": " + bytes(value))
+    if length is not None:
+        lines.append(b"Content-Length: " + str(length).encode())
+    return b"\r\n".join(lines) + b"\r\n\r\n"

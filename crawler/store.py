@@ -13,24 +13,32 @@ task, a dead worker) is handed on again whatever its content.
 Conditional re-crawls (:mod:`crawler.conditional`): a page's ``ETag`` and ``Last-Modified`` are stored with it
 (:meth:`PageStore.validators` reads them back for the next request); a ``304 Not Modified`` answer keeps the
 page as stored (text, fingerprints, matches, ``compared_at``), moves its ``fetched_at`` and counts as
-unchanged."""
+unchanged.
+
+Raw exchanges (issue 21): a page handed on with its HTTP exchange (:class:`storage.exchanges.RawExchange`,
+captured by :class:`crawler.pipelines.PersistPipeline`) keeps it in the same transaction when it is to be
+compared (its content is new or changed) or already has matches (a match may rest on this fetch); the
+compare step drops the exchanges of pages that turn out to have no match
+(:func:`storage.exchanges.prune_exchanges`)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import case, exists, func, literal, null, select, update
+from sqlalchemy import case, exists, literal, null, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
+from fptrack.storage.compressed import has_text
 from fptrack.storage.db import retry_in_session
+from fptrack.storage.exchanges import RawExchange, keep_exchanges, prune_exchanges
 from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.match_life import GONE_STATUSES, Observation, keep_versions, observe
 from fptrack.storage.models import Match, Page, utcnow
@@ -91,12 +99,18 @@ class PageStore:
         self.batch_size = batch_size
         self.counts = StoreCounts()
         self._buffer: list[CrawledPage] = []
+        self._exchanges: dict[str, RawExchange] = {}  # URL -> the raw exchange of the buffered page
         self._executor = executor
         self._pending: list[Future[None]] = []
 
-    def add(self, page: CrawledPage) -> bool:
-        """Buffer a page; True when the batch is full and should be flushed."""
+    def add(self, page: CrawledPage, exchange: RawExchange | None = None) -> bool:
+        """Buffer a page (and the HTTP exchange it was read from, kept while a match may rest on it); True
+        when the batch is full and should be flushed."""
         self._buffer.append(page)
+        if exchange is not None:
+            self._exchanges[page.url] = exchange
+        else:
+            self._exchanges.pop(page.url, None)
         return len(self._buffer) >= self.batch_size
 
     def flush(self) -> None:
@@ -105,11 +119,12 @@ class PageStore:
         if not self._buffer:
             return
         batch, self._buffer = self._buffer, []
+        exchanges, self._exchanges = self._exchanges, {}
         if self._executor is None:
-            self._store(batch)
+            self._store(batch, exchanges)
         else:
             self._pending = [f for f in self._pending if not f.done() or f.exception() is not None]
-            self._pending.append(self._executor.submit(self._store, batch))
+            self._pending.append(self._executor.submit(self._store, batch, exchanges))
 
     def drain(self) -> None:
         """Wait for the batches handed to the executor; raise the first failure (its pages were either not
@@ -130,12 +145,12 @@ class PageStore:
 
         return retry_in_session(self.sessions, read, what=f"reading the validators of {url}")
 
-    def _store(self, batch: list[CrawledPage]) -> None:
+    def _store(self, batch: list[CrawledPage], exchanges: Mapping[str, RawExchange] | None = None) -> None:
         # A database restarted meanwhile costs a pause, not the batch: the write is an upsert, safe to run
         # again, and the batch's counts reach the crawl's only once committed.
         def write(session: Session) -> tuple[list[int], StoreCounts]:
             counts = StoreCounts()
-            return self._write(session, batch, counts), counts
+            return self._write(session, batch, counts, exchanges), counts
 
         to_compare, counts = retry_in_session(
             self.sessions, write, what=f"storing a batch of {len(batch)} page(s)"
@@ -145,7 +160,13 @@ class PageStore:
         if to_compare:
             self.dispatch(to_compare)
 
-    def _write(self, session: Session, batch: Sequence[CrawledPage], counts: StoreCounts) -> list[int]:
+    def _write(
+        self,
+        session: Session,
+        batch: Sequence[CrawledPage],
+        counts: StoreCounts,
+        exchanges: Mapping[str, RawExchange] | None = None,
+    ) -> list[int]:
         # one row per URL: a batch may hold a URL twice (a start URL that is also linked): the last fetch wins
         latest = {page.url: page for page in batch}
         now = utcnow()
@@ -241,6 +262,8 @@ class PageStore:
         waiting = {row["url"] for row in rows if row["compared_at"] is None}  # stored with text to compare
         by_stored_url = {url[:2048]: page for url, page in latest.items()}
         answered: dict[int, int] = {}  # page id -> the status it answered, for pages gone or in error
+        kept: list[tuple[int, RawExchange]] = []  # the exchanges a match may rest on (module docstring)
+        exchanges = exchanges or {}
         for page_id, url, compared_at in session.execute(upsert):
             fetched, held = by_stored_url[url], before.get(url)
             if held is not None:
@@ -255,6 +278,9 @@ class PageStore:
                     seen_again.append(held.page_id)
                 # a changed text is observed by its comparison; no text (a failed rendering) tells nothing
             counts.page_ids.add(int(page_id))
+            exchange = exchanges.get(fetched.url)
+            if exchange is not None and fetched.status == 200 and (compared_at is None or held is not None):
+                kept.append((int(page_id), exchange))
             if compared_at is None:
                 to_compare.append(int(page_id))
                 counts.stored += 1
@@ -263,6 +289,12 @@ class PageStore:
             else:
                 counts.stored += 1
         counts.site_ids.update(v for v in sites.values())
+        if kept:
+            keep_exchanges(session, kept)
+            # a page with matches fetched again: the exchange of the fetch it no longer shows goes, unless a
+            # version kept of it records that fetch (pages to compare are pruned by their comparison)
+            waiting_ids = set(to_compare)
+            prune_exchanges(session, [page_id for page_id, _ in kept if page_id not in waiting_ids])
         self._observe(session, seen_again, answered, now)
         return sorted(to_compare)
 
@@ -273,12 +305,14 @@ class PageStore:
         has_matches = exists().where(Match.page_id == Page.id)
         for start in range(0, len(urls), 500):
             rows = session.execute(
-                select(
-                    Page.url, Page.id, Page.status, Page.content_sha256, func.length(func.trim(Page.text)) > 0
-                ).where(Page.url.in_(urls[start : start + 500]), has_matches)
+                # the text is stored compressed: SQL tells only an empty one, which is what the crawler stores
+                # for a page without text (parse.py keeps no line of spaces alone)
+                select(Page.url, Page.id, Page.status, Page.content_sha256, has_text(Page.text)).where(
+                    Page.url.in_(urls[start : start + 500]), has_matches
+                )
             )
-            for url, page_id, status, sha, has_text in rows:
-                found[str(url)] = _Before(int(page_id), int(status), str(sha or ""), bool(has_text))
+            for url, page_id, status, sha, with_text in rows:
+                found[str(url)] = _Before(int(page_id), int(status), str(sha or ""), bool(with_text))
         return found
 
     def _observe(

@@ -13,7 +13,8 @@ function is called, so that a message queued before an upgrade still runs after 
 - upkeep: :func:`sweep` (hands on what was left behind), :func:`maintain`;
 - monitoring, on the crawl queue: :func:`start_due_crawls` starts every due site's crawl in a process of its
   own (:func:`jobs.site_runs.spawn_site_crawl`: Scrapy's reactor runs once per process, and a crawl must
-  outlive the task that started it); :func:`recheck_takedowns`.
+  outlive the task that started it); :func:`recheck_takedowns`; :func:`follow_up_notices` (takedown
+  notices whose copies went or stayed up: jobs/notices.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from fptrack.taskqueue import celery, task_sessions, task_settings
 __all__ = [
     "PAGES_PER_TASK",
     "configure",
+    "discover",
+    "follow_up_notices",
     "index_work",
     "maintain",
     "process_one_page",
@@ -44,6 +47,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+DISCOVERY_ENTRY = "fptrack-discover"
 PAGES_PER_TASK = 32
 """Pages per ``process_pages`` task: one transaction, one candidate query per code kind for all of them."""
 # A database that is briefly unreachable (a restart, a fail-over) must not lose a page: retry with back-off.
@@ -61,7 +65,20 @@ def configure(settings: Settings) -> Celery:
     from fptrack.fingerprint.normalize import use_table_cache
 
     use_table_cache(settings.cache_dir)
-    return taskqueue.configure(settings)
+    app = taskqueue.configure(settings)
+    # discovery (jobs.discovery) runs on the beat only when FPTRACK_DISCOVERY_EVERY is set, on the crawl queue
+    # (it fetches from the web)
+    schedule = {k: v for k, v in app.conf.beat_schedule.items() if k != DISCOVERY_ENTRY}
+    if settings.discovery_every > 0:
+        schedule[DISCOVERY_ENTRY] = {"task": "fptrack.discover", "schedule": float(settings.discovery_every)}
+    app.conf.update(
+        beat_schedule=schedule,
+        task_routes={
+            **(app.conf.task_routes or {}),
+            "fptrack.discover": {"queue": settings.crawl_task_queue},
+        },
+    )
+    return app
 
 
 # --------------------------------------------------------------------------------- the fingerprint stage
@@ -181,3 +198,29 @@ def recheck_takedowns() -> dict[str, object]:
         log.info("takedown re-checks: %d match(es) on %d page(s): %s", summary.matches, summary.pages,
                  dict(summary.outcomes))  # fmt: skip
     return summary.as_json()
+
+
+@celery.task(name="fptrack.follow_up_notices", **{**_RETRY_ON_DATABASE_ERRORS, "max_retries": 3})  # type: ignore[untyped-decorator]
+def follow_up_notices() -> dict[str, object]:
+    """Follow up the takedown notices (jobs/notices.py): close what the re-checks found gone, and send the
+    reminders and escalations that are due (through the configured SMTP relay)."""
+    from fptrack.jobs.notices import follow_up
+
+    with session_scope(task_sessions()) as session:
+        summary = follow_up(session, task_settings())
+    log.info("notice follow-up: %s", summary.as_json())
+    return summary.as_json()
+
+
+@celery.task(name="fptrack.discover")  # type: ignore[untyped-decorator]
+def discover() -> dict[str, object]:
+    """Discovery on the beat (``FPTRACK_DISCOVERY_EVERY``): propose candidate sites from links, search
+    providers and networks, probe the new ones (jobs/discovery.py)."""
+    from fptrack.jobs.discovery import run_discovery
+
+    report = run_discovery(task_sessions(), task_settings())
+    for error in report.errors:
+        log.warning("discovery: %s", error)
+    log.info("discovery: %d new candidate(s), %d probed, %d request(s)", report.proposed, report.probed,
+             report.requests)  # fmt: skip
+    return {k: v for k, v in report.as_json().items() if k != "candidates"}

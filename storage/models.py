@@ -40,15 +40,26 @@ from sqlalchemy import (
     event,
 )
 from sqlalchemy import text as sql_text
+from sqlalchemy.dialects.postgresql import ARRAY as PG_ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from fptrack.storage.compressed import CompressedText
 from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout
 
 __all__ = [
+    "CANDIDATE_STATES",
     "CHECK_SOURCES",
     "CODE_OWNER_CHAPTER",
     "CODE_OWNER_PAGE",
+    "CONTACT_KINDS",
     "CRAWL_JOB_STATUSES",
+    "DISCOVERY_SOURCES",
+    "NOTICE_EVENT_KINDS",
+    "NOTICE_KINDS",
+    "NOTICE_LANGUAGES",
+    "NOTICE_STATES",
+    "OUTBOUND_KINDS",
+    "PAGE_SAMPLE_INDEX",
     "RENDER_JS_MODES",
     "REVIEW_DECISIONS",
     "TAKEDOWN_OUTCOMES",
@@ -60,7 +71,9 @@ __all__ = [
     "CorpusStatistics",
     "CrawlJob",
     "CrawlJobStatus",
+    "DiscoveryCandidate",
     "Fingerprint",
+    "HostContact",
     "HostPacing",
     "LicensedSite",
     "LoginFailure",
@@ -69,13 +82,23 @@ __all__ = [
     "MatchRollup",
     "MatchStatus",
     "MonitorLock",
+    "NearDuplicate",
+    "Notice",
+    "NoticeEvent",
+    "NoticeItem",
     "Page",
+    "PageCodes",
+    "PageExchange",
     "PageVersion",
     "ReviewDecision",
+    "Sender",
+    "SenderProof",
     "SimhashHotBucket",
     "SimhashHotRow",
     "SimhashIndexRow",
     "Site",
+    "SiteOutboundHost",
+    "SitePair",
     "TakedownCheck",
     "User",
     "Work",
@@ -194,7 +217,8 @@ class Chapter(Base):
     title: Mapped[str] = mapped_column(String(500))
     start: Mapped[int] = mapped_column(Integer)
     end: Mapped[int] = mapped_column(Integer)
-    text: Mapped[str] = mapped_column(Text)
+    # stored compressed, in column text_z (storage.compressed)
+    text: Mapped[str] = mapped_column("text_z", CompressedText, key="text")
 
     work: Mapped[Work] = relationship(back_populates="chapters")
 
@@ -240,6 +264,10 @@ class Site(Base):
     # scheduled crawls in a row that found nothing new or changed: a quiet site is visited less often, up to
     # FPTRACK_SCHEDULE_BACKOFF_MAX times its schedule (jobs/sites.py)
     quiet_crawls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # learned by its crawls: its chapter pages are built by scripts, so a crawl (a new process each time)
+    # requests them through the browser at once instead of plainly first; unlearned when pages read that way
+    # turn out to carry their text without it (crawler/render.py)
+    render_direct: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
 
 
 class CrawlJob(Base):
@@ -286,7 +314,8 @@ class Page(Base):
     status: Mapped[int] = mapped_column(SmallInteger)
     encoding: Mapped[str] = mapped_column(String(40), default="")
     title: Mapped[str] = mapped_column(Text, default="")
-    text: Mapped[str] = mapped_column(Text, default="")
+    # stored compressed, in column text_z (storage.compressed): SQL can only tell whether it is empty
+    text: Mapped[str] = mapped_column("text_z", CompressedText, key="text", default="")
     content_sha256: Mapped[str] = mapped_column(String(64), index=True, default="")
     snapshot_sha256: Mapped[str] = mapped_column(String(64), default="")
     fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -334,7 +363,8 @@ class PageVersion(Base):
     status: Mapped[int] = mapped_column(SmallInteger)
     final_url: Mapped[str] = mapped_column(String(2048), default="")
     title: Mapped[str] = mapped_column(Text, default="")
-    text: Mapped[str] = mapped_column(Text, default="")
+    # compressed, as Page.text
+    text: Mapped[str] = mapped_column("text_z", CompressedText, key="text", default="")
     content_sha256: Mapped[str] = mapped_column(String(64), default="")
     snapshot_sha256: Mapped[str] = mapped_column(String(64), default="")
     encoding: Mapped[str] = mapped_column(String(40), default="")
@@ -407,8 +437,9 @@ class Fingerprint(Base):
     """One fingerprint of one chapter or page.
 
     ``kind`` names the algorithm and its parameters (``simhash64``, ``dna``...). Scalar fingerprints use
-    ``value``; vector fingerprints (DNA codes, winnowing hashes) use ``payload`` (little-endian int64 pairs
-    ``(code, position)``) and have one :class:`CodeIndexRow` per pair.
+    ``value``; a chapter's vector fingerprints (DNA codes, winnowing hashes) use ``payload`` (little-endian
+    int64 pairs ``(code, position)``) and have one :class:`CodeIndexRow` per pair. A page's vectors are not
+    rows here: :class:`PageCodes` keeps what the page side needs of them (revision 0016).
     """
 
     __tablename__ = "fingerprints"
@@ -494,6 +525,35 @@ class CodeIndexRow(Base):
     code: Mapped[int] = mapped_column(BigInteger)
     owner: Mapped[int] = mapped_column(SmallInteger)
     owner_id: Mapped[int] = mapped_column(BigInteger)
+
+
+PAGE_SAMPLE_INDEX = "ix_page_codes_sample"
+
+
+class PageCodes(Base):
+    """What a crawled page keeps of its vector fingerprints: one row per page, no positions.
+
+    ``winnow``: its distinct winnowing hashes over characters (little-endian int64, sorted), all a site
+    template needs (:mod:`compare.templates`). ``sample``: the minimum hash of every window of
+    ``sample_window`` k-grams, of every code kind (sorted, distinct), which is all a newly registered work
+    looks up (:func:`storage.code_index.pages_holding`): any run of ``sample_window + k - 1`` characters a
+    page shares with a chapter shares one of them (:func:`storage.fingerprints.page_sample`). PostgreSQL keeps
+    ``sample`` as ``bigint[]`` under a GIN index (``fastupdate`` off: a third smaller than with the pending
+    list); SQLite as bytes like ``winnow``, scanned (an embedded store holds few pages)."""
+
+    __tablename__ = "page_codes"
+    __table_args__ = (
+        Index(
+            PAGE_SAMPLE_INDEX, "sample", postgresql_using="gin", postgresql_with={"fastupdate": "off"}
+        ).ddl_if(dialect="postgresql"),
+    )
+
+    page_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("pages.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    sample_window: Mapped[int] = mapped_column(SmallInteger)
+    winnow: Mapped[bytes] = mapped_column(LargeBinary)
+    sample: Mapped[Any] = mapped_column(PG_ARRAY(BigInteger).with_variant(LargeBinary(), "sqlite"))
 
 
 def code_index_cascade_ddl(dialect: str) -> list[str]:
@@ -712,6 +772,9 @@ class User(Base):
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_login_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # bumped by a logout: every session of the user (each browser, each copied cookie) carries the version it
+    # was opened under and stops working when it changes (admin.security)
+    session_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class LoginFailure(Base):
@@ -776,6 +839,223 @@ class MonitorLock(Base):
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+# ------------------------------------------------------------------------------------- takedown notices
+# (jobs/notices.py: what a notice carries and its life; jobs/delivery.py: sending it)
+
+# a notice's life: drafted, sent (to whom, how, when: notice_events), acknowledged by its recipient, its
+# copies all gone (the re-checks), followed by a second notice or an escalation upstream, or withdrawn
+NOTICE_STATES = ("draft", "sent", "acknowledged", "copy_gone", "escalated", "withdrawn")
+# the first notice to a host, the second one to the same recipient, one to the next recipient upstream
+NOTICE_KINDS = ("notice", "reminder", "escalation")
+NOTICE_LANGUAGES = ("zh", "en")
+NOTICE_EVENT_KINDS = (
+    "drafted",
+    "sent",
+    "send_failed",
+    "bounced",
+    "acknowledged",
+    "item_gone",
+    "item_back",
+    "copy_gone",
+    "escalated",
+    "no_upstream",
+    "withdrawn",
+)
+# who a host contact is: the site's own abuse address, its hosting provider, its CDN, its domain's registrar
+CONTACT_KINDS = ("site", "hosting", "cdn", "registrar", "other")
+
+
+class Sender(Base):
+    """A rights holder (or the agent acting for one) who signs takedown notices: the contact details and the
+    signer that 17 U.S.C. 512(c)(3)(A) and 信息网络传播权保护条例 第十四条 require, and proofs of ownership.
+
+    ``rights_owner``: the owner of the rights when the sender acts for someone else (empty: the sender owns
+    them); ``signer_title``: the signer's capacity, i.e. the authority to act for the owner."""
+
+    __tablename__ = "senders"
+    __table_args__ = (
+        CheckConstraint(
+            "language IN (" + ", ".join(f"'{lang}'" for lang in NOTICE_LANGUAGES) + ")", name="known_language"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    name: Mapped[str] = mapped_column(String(300), unique=True)
+    rights_owner: Mapped[str] = mapped_column(String(300), default="")
+    address: Mapped[str] = mapped_column(Text, default="")
+    email: Mapped[str] = mapped_column(String(320), default="")
+    phone: Mapped[str] = mapped_column(String(100), default="")
+    signer_name: Mapped[str] = mapped_column(String(300), default="")
+    signer_title: Mapped[str] = mapped_column(String(300), default="")
+    language: Mapped[str] = mapped_column(String(5), default="en")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    proofs: Mapped[list[SenderProof]] = relationship(
+        back_populates="sender", cascade="all, delete-orphan", passive_deletes=True, order_by="SenderProof.id"
+    )
+
+
+class SenderProof(Base):
+    """A file proving the sender's rights (a registration certificate, a publishing contract): stored as
+    bytes with their SHA-256, attached to every notice the sender sends."""
+
+    __tablename__ = "sender_proofs"
+    __table_args__ = (UniqueConstraint("sender_id", "sha256"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    sender_id: Mapped[int] = mapped_column(ForeignKey("senders.id", ondelete="CASCADE"))
+    filename: Mapped[str] = mapped_column(String(300))
+    media_type: Mapped[str] = mapped_column(String(100), default="application/octet-stream")
+    sha256: Mapped[str] = mapped_column(String(64))
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    sender: Mapped[Sender] = relationship(back_populates="proofs")
+
+
+class HostContact(Base):
+    """Who receives notices about a host, in escalation order: ``level`` 0 is asked first (the site's own
+    abuse address), a copy still up after a notice and a second notice goes to the next level up (its hosting
+    provider, CDN, registrar: ``kind``). ``language``: the recipient's (empty: the sender's)."""
+
+    __tablename__ = "host_contacts"
+    __table_args__ = (
+        UniqueConstraint("host", "level"),
+        CheckConstraint("kind IN (" + ", ".join(f"'{k}'" for k in CONTACT_KINDS) + ")", name="known_kind"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    level: Mapped[int] = mapped_column(SmallInteger, default=0)
+    kind: Mapped[str] = mapped_column(String(20), default="site")
+    name: Mapped[str] = mapped_column(String(300), default="")
+    email: Mapped[str] = mapped_column(String(320))
+    language: Mapped[str] = mapped_column(String(5), default="")
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Notice(Base):
+    """A takedown notice: who sends it to whom about which host, in which language, and where it stands
+    (``state``, one of :data:`NOTICE_STATES`). ``text`` and ``text_sha256`` are the notice as rendered (as
+    sent, once sent: never rendered again). ``parent_id``: the notice this one follows up (a reminder or an
+    escalation), ``escalation_level`` how many follow-ups came before it."""
+
+    __tablename__ = "notices"
+    __table_args__ = (
+        CheckConstraint("state IN (" + ", ".join(f"'{s}'" for s in NOTICE_STATES) + ")", name="known_state"),
+        CheckConstraint("kind IN (" + ", ".join(f"'{k}'" for k in NOTICE_KINDS) + ")", name="known_kind"),
+        CheckConstraint(
+            "language IN (" + ", ".join(f"'{lang}'" for lang in NOTICE_LANGUAGES) + ")", name="known_language"
+        ),
+        # the follow-up's question: the sent notices whose copies are still up, oldest first
+        Index("ix_notices_state_sent_at", "state", "sent_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    sender_id: Mapped[int | None] = mapped_column(ForeignKey("senders.id", ondelete="RESTRICT"))
+    host: Mapped[str] = mapped_column(String(255), index=True)
+    recipient_name: Mapped[str] = mapped_column(String(300), default="")
+    recipient_address: Mapped[str] = mapped_column(String(320), default="")
+    recipient_kind: Mapped[str] = mapped_column(String(20), default="site")
+    contact_level: Mapped[int] = mapped_column(SmallInteger, default=0)
+    language: Mapped[str] = mapped_column(String(5), default="en")
+    state: Mapped[str] = mapped_column(String(20), default="draft")
+    kind: Mapped[str] = mapped_column(String(20), default="notice")
+    escalation_level: Mapped[int] = mapped_column(SmallInteger, default=0)
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("notices.id", ondelete="SET NULL"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    sent_by: Mapped[str] = mapped_column(String(200), default="")
+    message_id: Mapped[str] = mapped_column(String(255), default="")
+    text: Mapped[str] = mapped_column(Text, default="")
+    text_sha256: Mapped[str] = mapped_column(String(64), default="")
+    state_changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    sender: Mapped[Sender | None] = relationship()
+    parent: Mapped[Notice | None] = relationship(remote_side="Notice.id")
+    items: Mapped[list[NoticeItem]] = relationship(
+        back_populates="notice", cascade="all, delete-orphan", passive_deletes=True, order_by="NoticeItem.id"
+    )
+    events: Mapped[list[NoticeEvent]] = relationship(
+        back_populates="notice", cascade="all, delete-orphan", passive_deletes=True, order_by="NoticeEvent.id"
+    )
+
+
+class NoticeItem(Base):
+    """One infringing copy named by a notice (a confirmed match), as it stood when the notice was drafted:
+    its URL, the work and chapter, the passages side by side (``passages``: ``[[original, copy], ...]``), the
+    snapshot hash and the evidence bundle (bytes and SHA-256). ``closed_at``: when the copy was found gone
+    (the match's ``taken_down_at``); NULL while it is up. The match may be deleted later: the item keeps what
+    was sent."""
+
+    __tablename__ = "notice_items"
+    __table_args__ = (UniqueConstraint("notice_id", "match_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    notice_id: Mapped[int] = mapped_column(ForeignKey("notices.id", ondelete="CASCADE"))
+    match_id: Mapped[int | None] = mapped_column(ForeignKey("matches.id", ondelete="SET NULL"), index=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    page_title: Mapped[str] = mapped_column(Text, default="")
+    work_title: Mapped[str] = mapped_column(String(500), default="")
+    chapter_title: Mapped[str] = mapped_column(String(500), default="")
+    first_seen: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    fetched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    snapshot_sha256: Mapped[str] = mapped_column(String(64), default="")
+    passages: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    bundle: Mapped[bytes | None] = mapped_column(LargeBinary)
+    bundle_sha256: Mapped[str] = mapped_column(String(64), default="")
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    notice: Mapped[Notice] = relationship(back_populates="items")
+
+
+class NoticeEvent(Base):
+    """What happened to a notice, when (``kind``, one of :data:`NOTICE_EVENT_KINDS`): sent by SMTP to whom
+    with which Message-ID, a bounce, an acknowledgement, a copy found gone by a re-check, an escalation."""
+
+    __tablename__ = "notice_events"
+    __table_args__ = (
+        CheckConstraint(
+            "kind IN (" + ", ".join(f"'{k}'" for k in NOTICE_EVENT_KINDS) + ")", name="known_kind"
+        ),
+        Index("ix_notice_events_notice_id_at", "notice_id", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    notice_id: Mapped[int] = mapped_column(ForeignKey("notices.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    kind: Mapped[str] = mapped_column(String(20))
+    actor: Mapped[str] = mapped_column(String(200), default="")
+    recipient: Mapped[str] = mapped_column(String(320), default="")
+    message_id: Mapped[str] = mapped_column(String(255), default="")
+    detail: Mapped[str] = mapped_column(Text, default="")
+
+    notice: Mapped[Notice] = relationship(back_populates="events")
+
+
+class PageExchange(Base):
+    """The HTTP exchange of one fetch of a page, as the crawler received it: the request it sent, the
+    response's status line and headers and its body (plus, for a page read through Chromium, the DOM it
+    rendered), zlib-compressed in ``data`` (:mod:`storage.exchanges` has the format). Kept only while a match
+    may rest on it: written by the crawl store, dropped once the page is compared and has no match, and for a
+    page with matches kept for its current content and every version kept of it (keyed by the snapshot
+    SHA-256 each of them records). An evidence bundle writes it as WARC request and response records whose
+    payload hashes to ``snapshot_sha256`` (admin/evidence_bundle.py)."""
+
+    __tablename__ = "page_exchanges"
+    __table_args__ = (UniqueConstraint("page_id", "snapshot_sha256"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    page_id: Mapped[int] = mapped_column(ForeignKey("pages.id", ondelete="CASCADE"))
+    snapshot_sha256: Mapped[str] = mapped_column(String(64))
+    fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    rendered: Mapped[bool] = mapped_column(Boolean, default=False)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 @event.listens_for(CodeIndexRow.__table__, "after_create")
 def _create_code_index_cascade(target: Any, connection: Any, **kw: Any) -> None:
     for statement in code_index_cascade_ddl(connection.dialect.name):
@@ -787,3 +1067,108 @@ def _create_match_rollup_triggers(target: Any, connection: Any, **kw: Any) -> No
     # after every table exists: the triggers read pages and write match_rollups
     for statement in match_rollup_ddl(connection.dialect.name):
         connection.exec_driver_sql(statement)
+
+
+# ------------------------------------------------------------------------------ pirate networks, discovery
+
+DISCOVERY_SOURCES = ("link", "search", "network")
+"""Where a candidate site was first seen: a link on a monitored pirate site, a search provider's result, or
+the near-duplicate pages of a network."""
+CANDIDATE_STATES = ("new", "probed", "clean", "failed", "accepted", "rejected", "licensed")
+"""``new`` (not probed yet), ``probed`` (copies found: waiting for a person), ``clean`` (probed, no copy),
+``failed`` (the probe got nothing to judge), then a person's decision: ``accepted`` (a monitored site),
+``rejected`` or ``licensed`` (remembered: never proposed again)."""
+OUTBOUND_KINDS = ("link", "mirror", "redirect")
+
+
+class NearDuplicate(Base):
+    """Two pages of different sites whose page Simhashes lie within the layout's k bits
+    (:mod:`compare.networks`). ``page_id`` arrived when ``earlier_page_id`` was already stored: the earlier
+    page's site had the text first."""
+
+    __tablename__ = "near_duplicates"
+
+    page_id: Mapped[int] = mapped_column(ForeignKey("pages.id", ondelete="CASCADE"), primary_key=True)
+    earlier_page_id: Mapped[int] = mapped_column(
+        ForeignKey("pages.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    distance: Mapped[int] = mapped_column(SmallInteger)
+    found_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SitePair(Base):
+    """The evidence that two sites serve the same texts, counted as near-duplicate pages are found:
+    ``shared_pages`` pairs of pages (Hamming <= k), ``close_pages`` of them nearly identical (Hamming <=
+    :data:`compare.networks.CLOSE_DISTANCE`: the same source's text), ``a_first`` with site A's page there
+    first and ``b_first`` with site B's. ``site_a < site_b``."""
+
+    __tablename__ = "site_pairs"
+    __table_args__ = (CheckConstraint("site_a < site_b", name="ordered"),)
+
+    site_a: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True)
+    site_b: Mapped[int] = mapped_column(
+        ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    shared_pages: Mapped[int] = mapped_column(Integer, default=0)
+    close_pages: Mapped[int] = mapped_column(Integer, default=0)
+    a_first: Mapped[int] = mapped_column(Integer, default=0)
+    b_first: Mapped[int] = mapped_column(Integer, default=0)
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SiteOutboundHost(Base):
+    """A host that a site's pages point to: a plain link (friend links, ads), a ``mirror`` notice
+    (新域名, 最新网址, 备用网址...) or a ``redirect`` of the site itself. Kept by discovery
+    (:mod:`jobs.discovery`), one row per (site, host)."""
+
+    __tablename__ = "site_outbound_hosts"
+    __table_args__ = (
+        CheckConstraint("kind IN (" + ", ".join(f"'{k}'" for k in OUTBOUND_KINDS) + ")", name="known_kind"),
+    )
+
+    site_id: Mapped[int] = mapped_column(ForeignKey("sites.id", ondelete="CASCADE"), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(10), default="link")
+    links: Mapped[int] = mapped_column(Integer, default=0)
+    example_url: Mapped[str] = mapped_column(String(2048), default="")
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DiscoveryCandidate(Base):
+    """A site nobody listed, proposed by discovery (``source``, one of :data:`DISCOVERY_SOURCES`; ``detail``
+    says why: the query, the linking site, the network), probed (``pages_probed`` pages with ``requests``
+    requests, ``copies`` of them copying registered chapters of ``works``; ``score`` = copies / pages probed)
+    and decided (``state``, one of :data:`CANDIDATE_STATES`). ``mirror_of_site_id``: a known site whose pages
+    the probe found near-identical. ``site_id``: the monitored site an accept made."""
+
+    __tablename__ = "discovery_candidates"
+    __table_args__ = (
+        CheckConstraint(
+            "state IN (" + ", ".join(f"'{s}'" for s in CANDIDATE_STATES) + ")", name="known_state"
+        ),
+        CheckConstraint(
+            "source IN (" + ", ".join(f"'{s}'" for s in DISCOVERY_SOURCES) + ")", name="known_source"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    host: Mapped[str] = mapped_column(String(255), unique=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    source: Mapped[str] = mapped_column(String(10))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    via_site_id: Mapped[int | None] = mapped_column(ForeignKey("sites.id", ondelete="SET NULL"))
+    state: Mapped[str] = mapped_column(String(10), default="new", index=True)
+    score: Mapped[float] = mapped_column(Float, default=0.0)
+    copies: Mapped[int] = mapped_column(Integer, default=0)
+    pages_probed: Mapped[int] = mapped_column(Integer, default=0)
+    requests: Mapped[int] = mapped_column(Integer, default=0)
+    works: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    mirror_of_site_id: Mapped[int | None] = mapped_column(ForeignKey("sites.id", ondelete="SET NULL"))
+    error: Mapped[str] = mapped_column(Text, default="")
+    site_id: Mapped[int | None] = mapped_column(ForeignKey("sites.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    probed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    decided_by: Mapped[str] = mapped_column(String(200), default="")

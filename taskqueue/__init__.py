@@ -61,6 +61,9 @@ PERIODIC_TASKS: dict[str, Periodic] = {
     "fptrack-monitor": Periodic("fptrack.start_due_crawls", "schedule_every"),
     # takedown verification: the pages of flagged and confirmed matches fetched again (jobs.rechecks)
     "fptrack-recheck": Periodic("fptrack.recheck_takedowns", "recheck_every"),
+    # takedown notices: close what the re-checks found gone, send the reminders and escalations due
+    # (jobs.notices); hourly is fine-grained enough for a delay counted in days
+    "fptrack-notices": Periodic("fptrack.follow_up_notices", "maintain_every"),
 }
 """The beat schedule, by entry name (the names are keys of the schedule file beat keeps: keep them)."""
 

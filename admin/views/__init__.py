@@ -1,7 +1,19 @@
-"""The admin's blueprints: login, health, dashboard, works, matches, reports, crawls, sites, users (HTML) and
-the JSON API."""
+"""The admin's blueprints: login, health, dashboard, works, matches, reports, notices and senders, crawls,
+sites, users (HTML) and the JSON API."""
 
-from fptrack.admin.views import api, auth, crawls, dashboard, health, matches, reports, sites, users, works
+from fptrack.admin.views import (
+    api,
+    auth,
+    crawls,
+    dashboard,
+    health,
+    matches,
+    notices,
+    reports,
+    sites,
+    users,
+    works,
+)
 
 __all__ = ["BLUEPRINTS"]
 
@@ -12,6 +24,8 @@ BLUEPRINTS = (
     works.blueprint,
     matches.blueprint,
     reports.blueprint,
+    notices.blueprint,
+    notices.senders_blueprint,
     crawls.blueprint,
     sites.blueprint,
     users.blueprint,

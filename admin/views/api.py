@@ -81,7 +81,10 @@ def _bad(error: Exception) -> None:
 def _body() -> Mapping[str, Any]:
     """The request's JSON object, or its form fields."""
     if request.is_json:
-        body = request.get_json(silent=True)
+        try:
+            body = request.get_json(silent=True)
+        except RecursionError:  # nested deeper than the parser goes: not a body any route takes
+            abort(400, description="The body is not valid JSON: nested too deep.")
         if not isinstance(body, dict):
             abort(400, description="The body must be a JSON object.")
         return body

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from wtforms import HiddenField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
-from fptrack.admin.accounts import MAX_PASSWORD_LENGTH, LoginRefused, authenticate
+from fptrack.admin.accounts import MAX_PASSWORD_LENGTH, LoginRefused, authenticate, end_sessions
 from fptrack.admin.security import client_address, is_safe_next, public, requires_role, session_user
 from fptrack.admin.views.context import db_session
 from fptrack.storage.models import User
@@ -67,6 +67,10 @@ def _page(form: LoginForm, error: str = "", status: int = 200) -> tuple[str, int
 @blueprint.post("/logout")
 @requires_role("viewer")
 def logout() -> ResponseReturnValue:
+    """Ends every session of the user, not only this browser's: a cookie copied before the logout is worth
+    nothing after it (the session version is part of each session's token, :mod:`admin.security`)."""
+    end_sessions(db_session(), current_user.user_id)
+    db_session().commit()
     logout_user()
     session.clear()
     return redirect(url_for("auth.login"), code=303)

@@ -219,7 +219,7 @@ class MatchFilter:
             query = query.where(Match.page_id.in_(select(Page.id).where(*page_conditions).correlate(None)))
         if self.since is not None:
             query = query.where(Match.first_seen >= _day_start(self.since))
-        if self.until is not None:
+        if self.until is not None and self.until < date.max:  # the calendar's last day has no end to write
             query = query.where(Match.first_seen < _day_start(self.until + timedelta(days=1)))
         if self.min_score is not None:
             query = query.where(Match.score >= self.min_score)

@@ -13,7 +13,8 @@ from werkzeug.security import check_password_hash
 
 from fptrack.admin.accounts import (
     FAILURE_WINDOW,
-    MAX_FAILURES_PER_USERNAME,
+    MAX_ADDRESSES_PER_USERNAME,
+    MAX_FAILURES_PER_PAIR,
     LoginRefused,
     authenticate,
     change_password,
@@ -123,11 +124,11 @@ def test_the_role_is_checked_by_the_database_too(session: Session) -> None:
 def test_rate_limit_window(session: Session) -> None:
     create_user(session, "fay", PASSWORD, "viewer")
     start = utcnow() - timedelta(minutes=1)
-    for _ in range(MAX_FAILURES_PER_USERNAME):
-        record_login_failure(session, "Fay", "198.51.100.1", now=start)
+    for number in range(MAX_ADDRESSES_PER_USERNAME):
+        record_login_failure(session, "Fay", f"198.51.100.{number}", now=start)
     session.commit()
     with pytest.raises(LoginRefused) as refused:
-        login_allowed(session, "fay", "203.0.113.5")
+        login_allowed(session, "fay", "203.0.113.5")  # guessing from many addresses closes every address
     assert 0 < refused.value.retry_after <= FAILURE_WINDOW.total_seconds()
     with pytest.raises(LoginRefused):
         authenticate(session, "fay", PASSWORD, "203.0.113.5")  # refused before the password is looked at
@@ -135,6 +136,23 @@ def test_rate_limit_window(session: Session) -> None:
     # old failures are pruned as new ones arrive
     record_login_failure(session, "someone", "198.51.100.2", now=start + 5 * FAILURE_WINDOW)
     assert session.scalars(select(LoginFailure.username)).all() == ["someone"]
+
+
+def test_failures_from_one_address_close_that_username_there_only(session: Session) -> None:
+    create_user(session, "gil", PASSWORD, "viewer")
+    create_user(session, "hal", PASSWORD, "viewer")
+    for _ in range(MAX_FAILURES_PER_PAIR - 1):
+        record_login_failure(session, "gil", "192.0.2.7")
+    login_allowed(session, "gil", "192.0.2.7")  # one failure short: still allowed
+    record_login_failure(session, "gil", "192.0.2.7")
+    with pytest.raises(LoginRefused):
+        login_allowed(session, "gil", "192.0.2.7")
+    login_allowed(session, "gil", "192.0.2.8")  # another address is not refused
+    login_allowed(session, "hal", "192.0.2.7")  # nor another username from the same address
+    # any number of failures for other names from one address refuses nobody else (a shared proxy address)
+    for number in range(50):
+        record_login_failure(session, f"nobody{number}", "192.0.2.7")
+    login_allowed(session, "hal", "192.0.2.7")
 
 
 def test_review_decisions_record_who_when_and_why(session: Session) -> None:

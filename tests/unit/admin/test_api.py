@@ -13,6 +13,7 @@ from openapi_spec_validator import validate
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from fptrack.admin.accounts import change_password
 from fptrack.admin.tokens import create_token, list_tokens, revoke_token
 from fptrack.compare.records import MATCH_FIELDS
 from fptrack.core.settings import Settings
@@ -310,3 +311,44 @@ def test_one_match_carries_its_page_note_parts_and_takedown_state(
                                "taken_down_at": "2026-03-02T08:00:00+00:00"}  # fmt: skip
     listed = client.get("/api/matches", headers=headers).get_json()["items"]
     assert all("takedown" not in item for item in listed)  # the list stays light
+
+
+def test_a_new_password_ends_the_users_api_tokens(app: Flask, settings: Settings) -> None:
+    token = _token(settings, "rita", "reviewer")
+    other = _token(settings, "otto", "viewer")
+    client = app.test_client()
+    assert client.get("/api/stats", headers=_bearer(token)).status_code == 200
+    engine = create_engine_for(settings)
+    try:
+        with session_scope(session_factory(engine)) as session:
+            change_password(session, "rita", "a brand new password")
+    finally:
+        engine.dispose()
+    assert client.get("/api/stats", headers=_bearer(token)).status_code == 401
+    assert client.get("/api/stats", headers=_bearer(other)).status_code == 200  # nobody else's
+
+
+@pytest.mark.parametrize("path", ["/api/matches/1/review", "/api/matches/1/notes", "/api/matches/review"])
+def test_json_nested_too_deep_is_a_400_on_every_post_route(
+    app: Flask, seeded: Seeded, settings: Settings, path: str
+) -> None:
+    token = _token(settings, "rita", "reviewer")
+    body = "[" * 5_000 + "]" * 5_000  # well inside the request size limit, far past the parser's depth
+    response = app.test_client().post(
+        path, data=body, headers={**_bearer(token), "Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert response.is_json and "JSON" in response.get_json()["error"]
+
+
+@pytest.mark.parametrize("day", ["9999-12-31", "0001-01-01"])
+def test_the_far_ends_of_the_calendar_are_days_like_any_other(
+    app: Flask, seeded: Seeded, settings: Settings, day: str
+) -> None:
+    token = _token(settings, "vera", "viewer")
+    client = app.test_client()
+    for argument in ("to", "from"):
+        response = client.get(f"/api/matches?{argument}={day}", headers=_bearer(token))
+        assert response.status_code == 200, (argument, response.get_data(as_text=True)[:200])
+    everything = client.get("/api/matches?to=9999-12-31", headers=_bearer(token)).get_json()
+    assert everything["total"] == client.get("/api/matches", headers=_bearer(token)).get_json()["total"]

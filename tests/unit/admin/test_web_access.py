@@ -16,15 +16,15 @@ from sqlalchemy.orm import Session
 from werkzeug.routing import Rule
 
 from fptrack.admin.accounts import (
-    MAX_FAILURES_PER_CLIENT,
-    MAX_FAILURES_PER_USERNAME,
+    MAX_ADDRESSES_PER_USERNAME,
+    MAX_FAILURES_PER_PAIR,
     change_password,
     remove_user,
 )
 from fptrack.admin.web import create_app
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
-from fptrack.storage.models import Match, ReviewDecision, User
+from fptrack.storage.models import Match, MatchNote, ReviewDecision, User
 from tests.support.accounts import PASSWORD, add_account, csrf_token_in, log_in
 from tests.support.admin_seed import Seeded
 
@@ -33,7 +33,10 @@ PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static"}
 NEEDS_ARGUMENTS = {"reports.notice", "reports.notice_pdf"}
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 # pages that only admins may open (forms that change things): a 403 for everyone else
-ADMIN_PAGES = {"sites.new", "sites.edit_form"}
+ADMIN_PAGES = {"sites.new", "sites.edit_form", "senders.senders_index"}
+# takedown notices are made and read by reviewers and admins only (a wrongful notice is the sender's
+# liability; the sender's contact details are nobody else's business): a 403 for viewers
+REVIEWER_PAGES = {"reports.notice", "reports.notice_pdf"}
 HUGE = "9" * 30
 
 
@@ -90,6 +93,7 @@ def test_the_route_map_is_what_these_tests_cover(app: Flask) -> None:
     assert PUBLIC_ENDPOINTS <= endpoints
     assert {"matches.set_status", "users.add", "users.remove", "auth.logout"} <= endpoints
     assert {"sites.add", "sites.edit", "sites.run_now", "sites.remove"} <= endpoints
+    assert {"networks.index", "networks.decide"} <= endpoints
     assert len(_routes(app)) >= 15
 
 
@@ -169,6 +173,8 @@ def test_viewers_read_everything_and_change_nothing(
             )
             if rule.endpoint in NEEDS_ARGUMENTS:
                 expected = (400,)
+            if rule.endpoint in REVIEWER_PAGES or rule.endpoint.startswith(("notices.", "senders.")):
+                expected = (403,)
             assert response.status_code in expected, url
         elif rule.endpoint != "auth.logout":
             for match_id in (seeded.hostile_match_id, 1):
@@ -345,7 +351,7 @@ def test_wrong_password_and_unknown_user_look_the_same(app: Flask, accounts: dic
 
 def test_login_attempts_are_limited_per_username(app: Flask, accounts: dict[str, int]) -> None:
     client = app.test_client()
-    for number in range(MAX_FAILURES_PER_USERNAME):
+    for number in range(MAX_ADDRESSES_PER_USERNAME):
         assert _attempt(client, "rita", f"guess number {number}", f"198.51.100.{number}").status_code == 401
     # from a fresh address, even the right password is refused until the window has passed
     refused = _attempt(client, "rita", PASSWORD, "203.0.113.9")
@@ -356,12 +362,19 @@ def test_login_attempts_are_limited_per_username(app: Flask, accounts: dict[str,
     assert _attempt(client, "vera", PASSWORD, "203.0.113.9").status_code == 303
 
 
-def test_login_attempts_are_limited_per_address(app: Flask, accounts: dict[str, int]) -> None:
+def test_one_address_cannot_lock_every_account_out(app: Flask, accounts: dict[str, int]) -> None:
+    """Everybody behind a proxy that was not declared shares one address: failures from it close the
+    username that failed there, never the others."""
     client = app.test_client()
-    for number in range(MAX_FAILURES_PER_CLIENT):
+    for number in range(40):
         assert _attempt(client, f"someone{number}", "guess guess guess", "192.0.2.50").status_code == 401
-    assert _attempt(client, "rita", PASSWORD, "192.0.2.50").status_code == 429
-    assert _attempt(client, "rita", PASSWORD, "192.0.2.51").status_code == 303
+    assert _attempt(client, "rita", PASSWORD, "192.0.2.50").status_code == 303
+    other = app.test_client()
+    for number in range(MAX_FAILURES_PER_PAIR):
+        assert _attempt(other, "vera", f"guess number {number}", "192.0.2.50").status_code == 401
+    assert _attempt(other, "vera", PASSWORD, "192.0.2.50").status_code == 429
+    assert _attempt(other, "vera", PASSWORD, "192.0.2.51").status_code == 303
+    assert _attempt(app.test_client(), "ada", PASSWORD, "192.0.2.50").status_code == 303
 
 
 def test_login_form_needs_both_fields(app: Flask, accounts: dict[str, int]) -> None:
@@ -375,6 +388,29 @@ def test_logout_ends_the_session(app: Flask, accounts: dict[str, int]) -> None:
     token = _token(client)
     assert client.post("/logout", data={"csrf_token": token}).headers["Location"] == "/login"
     assert client.get("/").status_code == 303
+
+
+def test_logout_ends_every_session_of_the_user_even_a_copied_cookie(
+    app: Flask, accounts: dict[str, int], settings: Settings
+) -> None:
+    browser, laptop, other = _client_as(app, "rita"), _client_as(app, "rita"), _client_as(app, "vera")
+    copied = app.test_client()
+    cookie = browser.get_cookie("fptrack_admin")
+    assert cookie is not None
+    copied.set_cookie("fptrack_admin", cookie.value)
+    assert copied.get("/").status_code == 200  # the copy works while the session lives
+    token = _token(browser)
+    assert browser.post("/logout", data={"csrf_token": token}).status_code == 303
+    for client in (copied, laptop):
+        assert client.get("/").status_code == 303
+        assert client.get("/api/matches").status_code == 401
+    write = copied.post("/matches/1/notes", data={"csrf_token": token, "text": "after logout"})
+    assert write.status_code in (302, 303, 400, 401)
+    with _database(settings) as session:
+        assert session.scalar(select(MatchNote.id).where(MatchNote.text == "after logout")) is None
+    assert other.get("/").status_code == 200  # another user's session is untouched
+    log_in(browser, "rita")
+    assert browser.get("/").status_code == 200
 
 
 def test_session_cookie_flags(app: Flask, settings: Settings, accounts: dict[str, int]) -> None:
@@ -531,3 +567,33 @@ def test_admins_add_and_remove_users_in_the_web(
     with _database(settings) as session:
         names = set(session.scalars(select(User.username)))
     assert names == {"ada", "rita", "nora"}
+
+
+def test_networks_page_is_read_by_viewers_and_candidates_are_decided_by_admins(
+    app: Flask, accounts: dict[str, int], settings: Settings
+) -> None:
+    from fptrack.storage.models import DiscoveryCandidate
+
+    with _database(settings) as session:
+        for number, host in enumerate(("clone-a.example", "clone-b.example")):
+            candidate = DiscoveryCandidate(host=host, url=f"http://{host}/", source="link", detail="linked",
+                                           state="probed", score=0.5 + number / 10, copies=2, pages_probed=4,
+                                           requests=5, works=[], error="", decided_by="")  # fmt: skip
+            session.add(candidate)
+        session.commit()
+        first, second = session.scalars(select(DiscoveryCandidate.id).order_by(DiscoveryCandidate.id)).all()
+    viewer, admin, reviewer = _client_as(app, "vera"), _client_as(app, "ada"), _client_as(app, "rita")
+    page = _text(viewer.get("/networks"))
+    assert "clone-a.example" in page and "Candidate sites" in page and "Monitor" not in page
+    token = _token(reviewer)
+    refused = reviewer.post(f"/networks/candidates/{first}/reject", data={"csrf_token": token})
+    assert refused.status_code == 403
+    token = _token(admin)
+    assert admin.post(f"/networks/candidates/{first}/reject", data={"csrf_token": token}).status_code == 303
+    assert admin.post(f"/networks/candidates/{second}/accept", data={"csrf_token": token}).status_code == 303
+    assert admin.post(f"/networks/candidates/{first}/accept", data={"csrf_token": token}).status_code == 303
+    assert "is rejected already" in _text(admin.get("/networks"))
+    assert admin.post(f"/networks/candidates/{HUGE}/reject", data={"csrf_token": token}).status_code == 404
+    with _database(settings) as session:
+        states = dict(session.execute(select(DiscoveryCandidate.host, DiscoveryCandidate.state)).all())
+        assert states == {"clone-a.example": "rejected", "clone-b.example": "accepted"}

@@ -355,27 +355,29 @@ def test_json_export_of_a_filtered_list(reviewer: FlaskClient, seeded: Seeded) -
 # ---------------------------------------------------------------------------------------------- reports
 
 
-def test_takedown_notice_lists_the_sites_urls_with_evidence(reviewer: FlaskClient, seeded: Seeded) -> None:
+def test_takedown_notice_previews_the_sites_confirmed_matches(reviewer: FlaskClient, seeded: Seeded) -> None:
+    """The preview is drafted through the notice model (jobs/notices.py): confirmed matches only, no hidden
+    sender parameter, and what it still lacks on screen (no sender yet)."""
     reports = _text(reviewer.get("/reports"))
     assert 'href="/reports/notice?host=pirate.example"' in reports and ESCAPED in reports
-    confirmed = _text(reviewer.get("/reports/notice?host=pirate.example"))
+    response = reviewer.get("/reports/notice?host=pirate.example&sender=" + SCRIPT)
+    confirmed = _text(response)
+    assert response.headers["Content-Security-Policy"].startswith("default-src 'none'")
     assert "http://pirate.example/other.html" in confirmed and "1 infringing page (confirmed" in confirmed
     assert "book/1.html" not in confirmed  # flagged, not confirmed
-    flagged = reviewer.get("/reports/notice?host=pirate.example&status=flagged&sender=" + SCRIPT)
-    html = _text(flagged)
-    assert flagged.headers["Content-Security-Policy"].startswith("default-src 'none'")
-    assert "http://pirate.example/book/1.html?q=&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert f"盗版 {ESCAPED}" in html and f"<dd>{ESCAPED}</dd>" in html  # title and sender, escaped
-    assert html.count('<blockquote class="passage">') == 2 and "庙里住着一位老和尚" in html
-    assert "2026-03-01 12:00 UTC" in html  # first and last seen
-    assert "<script>" not in html
+    assert SCRIPT not in confirmed and ESCAPED not in confirmed.split("<header>")[0]  # &sender= is gone
+    assert "This notice cannot be sent yet" in confirmed and "512(c)(3)(A)(i)" in confirmed
+    assert confirmed.count('<blockquote class="passage">') == 1 and "<script>" not in confirmed
     assert reviewer.get("/reports/notice").status_code == 400
-    assert reviewer.get("/reports/notice?host=pirate.example&status=stolen").status_code == 400
-    assert "No confirmed matches on this site." in _text(reviewer.get("/reports/notice?host=nowhere.example"))
+    for status in ("flagged", "stolen", "dismissed"):
+        assert reviewer.get(f"/reports/notice?host=pirate.example&status={status}").status_code == 400
+    assert "No confirmed match on nowhere.example" in _text(
+        reviewer.get("/reports/notice?host=nowhere.example")
+    )
 
 
 def test_takedown_notice_as_pdf(reviewer: FlaskClient, seeded: Seeded) -> None:
-    response = reviewer.get("/reports/notice.pdf?host=pirate.example&status=flagged")
+    response = reviewer.get("/reports/notice.pdf?host=pirate.example")
     assert response.status_code == 200 and response.mimetype == "application/pdf"
     assert response.get_data().startswith(b"%PDF-")
     assert 'filename="takedown-notice-pirate.example.pdf"' in response.headers["Content-Disposition"]
@@ -387,7 +389,9 @@ def test_evidence_bundle_has_the_page_as_a_warc_record_and_checksums(
     response = reviewer.get(f"/matches/{seeded.hostile_match_id}/bundle.zip")
     assert response.status_code == 200 and response.mimetype == "application/zip"
     archive = zipfile.ZipFile(io.BytesIO(response.get_data()))
-    assert set(archive.namelist()) == {"page.warc.gz", "evidence.json", "README.txt", "SHA256SUMS"}
+    assert set(archive.namelist()) == {
+        "page.warc.gz", "evidence.json", "README.txt", "signing-key.pub", "SHA256SUMS", "SHA256SUMS.sig"
+    }  # fmt: skip
     for line in archive.read("SHA256SUMS").decode().splitlines():
         digest, name = line.split("  ")
         assert hashlib.sha256(archive.read(name)).hexdigest() == digest, name

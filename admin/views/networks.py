@@ -1,0 +1,62 @@
+"""``/networks``: the pirate networks (groups of sites serving the same texts, :mod:`compare.networks`) and
+the candidate sites discovery proposed (:mod:`jobs.discovery`). Everyone may read; deciding a candidate
+(monitor it, reject it, mark it licensed) is an admin's, as managing sites is."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, redirect, render_template, url_for
+from flask.typing import ResponseReturnValue
+from flask_login import current_user
+
+from fptrack.admin.security import requires_role
+from fptrack.admin.views.context import admin_state, db_session
+from fptrack.compare.networks import find_networks
+from fptrack.jobs.discovery import (
+    CandidateError,
+    accept_candidate,
+    license_candidate,
+    list_candidates,
+    reject_candidate,
+)
+from fptrack.jobs.sites import SiteError
+from fptrack.storage.models import DiscoveryCandidate
+
+__all__ = ["blueprint"]
+
+blueprint = Blueprint("networks", __name__, url_prefix="/networks")
+CANDIDATE_LIMIT = 500
+
+
+@blueprint.get("")
+def index() -> ResponseReturnValue:
+    session = db_session()
+    networks = find_networks(session, admin_state().settings)
+    candidates = list_candidates(session)[:CANDIDATE_LIMIT]
+    return render_template("networks.html", networks=networks, candidates=candidates, limit=CANDIDATE_LIMIT)
+
+
+@blueprint.post("/candidates/<int:candidate_id>/<decision>")
+@requires_role("admin")
+def decide(candidate_id: int, decision: str) -> ResponseReturnValue:
+    session = db_session()
+    if (
+        decision not in ("accept", "reject", "licensed")
+        or session.get(DiscoveryCandidate, candidate_id) is None
+    ):
+        abort(404)
+    by = str(getattr(current_user, "username", ""))
+    try:
+        if decision == "accept":
+            site = accept_candidate(session, candidate_id, admin_state().settings, by=by)
+            message = f"Monitoring {site.name} ({site.host})."
+        elif decision == "reject":
+            message = f"Rejected {reject_candidate(session, candidate_id, by=by).host}."
+        else:
+            message = f"{license_candidate(session, candidate_id, by=by).host} is licensed."
+    except (CandidateError, SiteError) as error:
+        session.rollback()
+        flash(str(error))
+        return redirect(url_for("networks.index"), code=303)
+    session.commit()
+    flash(message)
+    return redirect(url_for("networks.index"), code=303)

@@ -1,0 +1,341 @@
+"""``/notices``: takedown notices (list, draft from a host or a match, preview, send, what became of them)
+for reviewers and admins; ``/senders``: who signs them and whom each host's notices go to, for admins. The
+same services as ``fptrack notices``, ``fptrack senders`` and ``fptrack contacts`` (:mod:`jobs.notices`).
+
+Viewers see none of it: a notice asserts infringement under penalty of perjury, and its sender's contact
+details are nobody else's business. The notice itself is rendered by :mod:`jobs.notice_render` (the same text
+and HTML that are sent), with the admin's stylesheet and links on screen."""
+
+from __future__ import annotations
+
+import json
+
+from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from flask_login import current_user
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from fptrack.admin.notice_evidence import notice_bundles
+from fptrack.admin.pdf import PdfUnavailable, html_to_pdf
+from fptrack.admin.security import requires_role
+from fptrack.admin.views.context import admin_state, db_session
+from fptrack.jobs.delivery import DeliveryError, infringing_urls, lumen_json
+from fptrack.jobs.notice_render import NavLink, missing_elements, render_html
+from fptrack.jobs.notices import (
+    MARKS,
+    NoticeError,
+    add_contact,
+    add_proof,
+    draft_notice,
+    follow_up,
+    list_contacts,
+    list_notices,
+    load_notice,
+    mark_notice,
+    save_sender,
+    send_notice,
+)
+from fptrack.storage.models import (
+    CONTACT_KINDS,
+    NOTICE_LANGUAGES,
+    NOTICE_STATES,
+    Notice,
+    Sender,
+    utcnow,
+)
+
+__all__ = ["blueprint", "notice_document", "senders_blueprint"]
+
+blueprint = Blueprint("notices", __name__, url_prefix="/notices")
+senders_blueprint = Blueprint("senders", __name__, url_prefix="/senders")
+
+STYLESHEET_FOR_PDF = "notice.css"  # admin.pdf resolves bare names in admin/static
+
+
+def _actor() -> str:
+    return f"admin:{current_user.username}"
+
+
+def _message(error: Exception) -> str:
+    text = str(error)
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def _notice_or_404(session: Session, notice_id: int) -> Notice:
+    try:
+        return load_notice(session, notice_id)
+    except NoticeError:
+        abort(404, description=f"There is no notice with id {notice_id}.")
+
+
+def notice_document(notice: Notice, *, for_pdf: bool, nav: list[NavLink] | None = None) -> str:
+    """The notice as an HTML document: linked to the admin's stylesheet, with ``nav`` and, for a draft, what
+    it still lacks (on screen only)."""
+    stylesheet = STYLESHEET_FOR_PDF if for_pdf else url_for("static", filename="notice.css")
+    missing = missing_elements(notice) if notice.state == "draft" and not for_pdf else []
+    when = notice.sent_at or utcnow()
+    return render_html(
+        notice, when, stylesheet=stylesheet, nav=[] if for_pdf else (nav or []), missing=missing
+    )
+
+
+def pdf_response(html: str, filename: str) -> Response:
+    try:
+        pdf = html_to_pdf(html)
+    except PdfUnavailable as error:
+        abort(503, description=str(error))
+    return Response(
+        pdf, mimetype="application/pdf", headers={"Content-Disposition": f'attachment; filename="{filename}"'}
+    )
+
+
+# ------------------------------------------------------------------------------------------------ notices
+
+
+@blueprint.get("")
+@requires_role("reviewer")
+def index() -> ResponseReturnValue:
+    state = request.args.get("state") or None
+    if state is not None and state not in NOTICE_STATES:
+        abort(400, description=f"state must be one of {', '.join(NOTICE_STATES)}.")
+    session = db_session()
+    senders = list(session.scalars(select(Sender).order_by(Sender.name)))
+    return render_template(
+        "notices.html",
+        notices=list_notices(session, state=state),
+        state=state,
+        states=NOTICE_STATES,
+        senders=senders,
+        languages=NOTICE_LANGUAGES,
+        host=(request.args.get("host") or "").strip(),
+        match=(request.args.get("match") or "").strip(),
+    )
+
+
+@blueprint.post("")
+@requires_role("reviewer")
+def draft() -> ResponseReturnValue:
+    """A draft for a host's confirmed matches or for one confirmed match, with its evidence bundles."""
+    form = request.form
+    host = (form.get("host") or "").strip().lower()[:255] or None
+    match_text = (form.get("match") or "").strip()
+    if bool(host) == bool(match_text):
+        abort(400, description="Name a site or a match (not both).")
+    try:
+        match_ids = [int(match_text)] if match_text else []
+    except ValueError:
+        abort(400, description="A match is named by its number.")
+    session = db_session()
+    sender = None
+    if form.get("sender"):
+        try:
+            sender = session.get(Sender, int(form.get("sender") or ""))
+        except ValueError:
+            sender = None
+        if sender is None:
+            abort(400, description="There is no such sender.")
+    language = form.get("language") or None
+    if language is not None and language not in NOTICE_LANGUAGES:
+        abort(400, description=f"language must be one of {', '.join(NOTICE_LANGUAGES)}.")
+    try:
+        notice = draft_notice(
+            session, actor=_actor(), match_ids=match_ids, host=host, sender=sender, language=language,
+            recipient=(form.get("recipient") or "").strip()[:320] or None,
+            bundle_of=notice_bundles(admin_state().settings),
+        )  # fmt: skip
+    except NoticeError as error:
+        session.rollback()
+        abort(400, description=_message(error))
+    session.commit()
+    flash(f"Drafted notice {notice.id}.")
+    return redirect(url_for("notices.show", notice_id=notice.id), code=303)
+
+
+@blueprint.get("/<int:notice_id>")
+@requires_role("reviewer")
+def show(notice_id: int) -> ResponseReturnValue:
+    notice = _notice_or_404(db_session(), notice_id)
+    missing = missing_elements(notice) if notice.state == "draft" else []
+    return render_template("notice_page.html", notice=notice, missing=missing, marks=list(MARKS))
+
+
+@blueprint.get("/<int:notice_id>/document")
+@requires_role("reviewer")
+def document(notice_id: int) -> ResponseReturnValue:
+    notice = _notice_or_404(db_session(), notice_id)
+    nav = [
+        NavLink(f"← Notice {notice.id}", url_for("notices.show", notice_id=notice.id)),
+        NavLink("Download as PDF", url_for("notices.pdf", notice_id=notice.id), "notice-pdf"),
+    ]
+    return notice_document(notice, for_pdf=False, nav=nav)
+
+
+@blueprint.get("/<int:notice_id>/notice.txt")
+@requires_role("reviewer")
+def text(notice_id: int) -> Response:
+    notice = _notice_or_404(db_session(), notice_id)
+    return Response(notice.text, mimetype="text/plain")
+
+
+@blueprint.get("/<int:notice_id>/notice.pdf")
+@requires_role("reviewer")
+def pdf(notice_id: int) -> Response:
+    notice = _notice_or_404(db_session(), notice_id)
+    return pdf_response(notice_document(notice, for_pdf=True), f"takedown-notice-{notice.id}.pdf")
+
+
+@blueprint.get("/<int:notice_id>/export")
+@requires_role("reviewer")
+def export(notice_id: int) -> Response:
+    """``?format=lumen`` (JSON) or ``?format=urls`` (the infringing URLs, one a line)."""
+    notice = _notice_or_404(db_session(), notice_id)
+    kind = request.args.get("format") or "lumen"
+    if kind == "urls":
+        return Response(infringing_urls(notice), mimetype="text/plain")
+    if kind != "lumen":
+        abort(400, description="format must be lumen or urls.")
+    return Response(
+        json.dumps(lumen_json(notice), ensure_ascii=False, indent=2),
+        mimetype="application/json",
+        headers={"Content-Disposition": f'attachment; filename="notice-{notice.id}-lumen.json"'},
+    )
+
+
+@blueprint.post("/<int:notice_id>/send")
+@requires_role("reviewer")
+def send(notice_id: int) -> ResponseReturnValue:
+    session = db_session()
+    notice = _notice_or_404(session, notice_id)
+    try:
+        send_notice(session, notice, admin_state().settings, actor=_actor())
+    except NoticeError as error:
+        session.rollback()
+        abort(400, description=_message(error))
+    except DeliveryError as error:
+        session.commit()  # the failed attempt is recorded
+        abort(502, description=_message(error))
+    session.commit()
+    flash(f"Sent notice {notice.id} to {notice.recipient_address}.")
+    return redirect(url_for("notices.show", notice_id=notice.id), code=303)
+
+
+@blueprint.post("/<int:notice_id>/mark")
+@requires_role("reviewer")
+def mark(notice_id: int) -> ResponseReturnValue:
+    session = db_session()
+    notice = _notice_or_404(session, notice_id)
+    try:
+        mark_notice(
+            session,
+            notice,
+            request.form.get("mark") or "",
+            actor=_actor(),
+            note=request.form.get("note") or "",
+        )
+    except NoticeError as error:
+        session.rollback()
+        abort(400, description=_message(error))
+    session.commit()
+    flash(f"Notice {notice.id}: {request.form.get('mark')}.")
+    return redirect(url_for("notices.show", notice_id=notice.id), code=303)
+
+
+@blueprint.post("/follow-up")
+@requires_role("reviewer")
+def run_follow_up() -> ResponseReturnValue:
+    session = db_session()
+    summary = follow_up(session, admin_state().settings)
+    session.commit()
+    flash(
+        f"Follow-up: {summary.items_closed} copy(ies) found gone, {len(summary.copies_gone)} notice(s) done, "
+        f"{len(summary.reminders)} reminder(s), {len(summary.escalations)} escalation(s), "
+        f"{len(summary.sent)} sent."
+    )
+    return redirect(url_for("notices.index"), code=303)
+
+
+# ------------------------------------------------------------------------------------------------ senders
+
+
+def _senders_page(error: str = "", status: int = 200) -> tuple[str, int]:
+    session = db_session()
+    senders = list(session.scalars(select(Sender).order_by(Sender.name)))
+    return (
+        render_template(
+            "senders.html",
+            senders=senders,
+            contacts=list_contacts(session),
+            languages=NOTICE_LANGUAGES,
+            kinds=CONTACT_KINDS,
+            error=error,
+        ),
+        status,
+    )
+
+
+@senders_blueprint.get("")
+@requires_role("admin")
+def senders_index() -> ResponseReturnValue:
+    return _senders_page()
+
+
+def _sender_fields() -> dict[str, str | None]:
+    form = request.form
+    fields: dict[str, str | None] = {}
+    for name in ("rights_owner", "address", "email", "phone", "signer_name", "signer_title", "language"):
+        value = form.get(name)
+        fields[name] = None if value is None else value[:2000]
+    return fields
+
+
+@senders_blueprint.post("")
+@requires_role("admin")
+def senders_add() -> ResponseReturnValue:
+    session = db_session()
+    try:
+        sender = save_sender(session, request.form.get("name") or "", create=True, **_sender_fields())
+    except NoticeError as error:
+        session.rollback()
+        return _senders_page(_message(error), 400)
+    session.commit()
+    flash(f"Added sender {sender.name}.")
+    return redirect(url_for("senders.senders_index"), code=303)
+
+
+@senders_blueprint.post("/<int:sender_id>")
+@requires_role("admin")
+def senders_edit(sender_id: int) -> ResponseReturnValue:
+    session = db_session()
+    sender = session.get(Sender, sender_id)
+    if sender is None:
+        abort(404, description=f"There is no sender with id {sender_id}.")
+    try:
+        save_sender(session, sender.name, create=False, **_sender_fields())
+    except NoticeError as error:
+        session.rollback()
+        return _senders_page(_message(error), 400)
+    upload = request.files.get("proof")
+    if upload is not None and upload.filename:
+        add_proof(sender, upload.filename, upload.read(), upload.mimetype or None)
+    session.commit()
+    flash(f"Saved sender {sender.name}.")
+    return redirect(url_for("senders.senders_index"), code=303)
+
+
+@senders_blueprint.post("/contacts")
+@requires_role("admin")
+def contacts_add() -> ResponseReturnValue:
+    session = db_session()
+    form = request.form
+    try:
+        contact = add_contact(
+            session, form.get("host") or "", form.get("email") or "", kind=form.get("kind") or "site",
+            name=form.get("name") or "", language=form.get("language") or "", note=form.get("note") or "",
+        )  # fmt: skip
+    except NoticeError as error:
+        session.rollback()
+        return _senders_page(_message(error), 400)
+    session.commit()
+    flash(f"Added {contact.email} as level {contact.level} of {contact.host}.")
+    return redirect(url_for("senders.senders_index"), code=303)

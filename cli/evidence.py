@@ -1,0 +1,101 @@
+"""``fptrack evidence``: evidence bundles a recipient can check (admin/evidence_bundle.py does the work; this
+module parses options and prints). ``verify`` needs no database and no network: a recipient runs it on the
+zip alone."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from fptrack.cli.common import CliContext, CliError, friendly_errors, pass_context
+
+__all__ = ["evidence"]
+
+
+@click.group()
+def evidence() -> None:
+    """Evidence bundles: made signed (and timestamped), checked offline.
+
+    \b
+      fptrack evidence bundle --match 12 -o match-12.zip
+      fptrack evidence verify match-12.zip [--key trusted.pub] [--tsa-cert tsa.pem]
+      fptrack evidence key                 the installation's public key (give it to recipients)
+
+    Settings: FPTRACK_SIGNING_KEY_FILE, FPTRACK_TSA_URL (docs/evidence.md)."""
+
+
+@evidence.command("bundle")
+@click.option("--match", "match_id", type=int, required=True, help="The match id.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The zip to write."
+)
+@pass_context
+@friendly_errors
+def bundle(context: CliContext, match_id: int, output: Path) -> None:
+    """Write the external evidence bundle of a match (no internal notes, no user names)."""
+    from fptrack.admin.evidence_bundle import BundleError, build_bundle
+
+    with context.session() as session:
+        try:
+            data = build_bundle(session, match_id, context.settings)
+        except BundleError as error:
+            raise CliError(str(error)) from None
+    output.write_bytes(data)
+    stamp = "timestamped" if context.settings.tsa_url else "not timestamped"
+    click.echo(f"wrote {output} ({len(data):,} bytes; signed, {stamp})")
+
+
+@evidence.command("verify")
+@click.argument(
+    "bundle_file", metavar="FILE.zip", type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.option(
+    "--key",
+    "key_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A public key (PEM) you trust: the bundle must be signed with it.",
+)
+@click.option(
+    "--tsa-cert",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The time-stamping authority's certificate (PEM) you trust: the token must be signed by it or by a "
+    "certificate it issued.",
+)
+def verify(bundle_file: Path, key_file: Path | None, tsa_cert: Path | None) -> None:
+    """Check a bundle offline: every file against SHA256SUMS, the signature, the timestamp, and the page's
+    response against its recorded snapshot SHA-256. Exit 0 when all hold, 1 and the reason otherwise."""
+    from cryptography import x509
+
+    from fptrack.admin.evidence_bundle import verify_bundle
+
+    certificate = None
+    if tsa_cert is not None:
+        try:
+            certificate = x509.load_pem_x509_certificate(tsa_cert.read_bytes())
+        except ValueError as error:
+            raise CliError(f"{tsa_cert} is not a PEM certificate: {error}") from None
+    result = verify_bundle(
+        bundle_file.read_bytes(),
+        trusted_key=key_file.read_bytes() if key_file is not None else None,
+        tsa_cert=certificate,
+    )
+    for line in result.lines:
+        click.echo(line)
+    if not result.ok:
+        click.echo(f"FAILED: {result.failure}", err=True)
+        sys.exit(1)
+    click.echo(f"OK: {bundle_file}")
+
+
+@evidence.command("key")
+@pass_context
+@friendly_errors
+def key(context: CliContext) -> None:
+    """Print the installation's public signing key (PEM) and its fingerprint (generated on first use)."""
+    from fptrack.admin.evidence_bundle import key_fingerprint, load_signing_key, public_key_pem
+
+    public = load_signing_key(context.settings).public_key()
+    click.echo(public_key_pem(public).decode("ascii"), nl=False)
+    click.echo(f"fingerprint: {key_fingerprint(public)}")

@@ -1,0 +1,212 @@
+"""``fptrack senders add|list|edit`` (who signs takedown notices) and ``fptrack contacts add|list`` (whom a
+host's notices go to, in escalation order). The services are :mod:`jobs.notices`; this module parses options
+and prints what they return.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from fptrack.cli.common import CliContext, friendly_errors, pass_context, print_table
+from fptrack.storage.models import CONTACT_KINDS, NOTICE_LANGUAGES, HostContact, Sender, iso_utc
+
+__all__ = ["contacts", "senders"]
+
+MAX_PROOF_BYTES = 20 * 1024 * 1024
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _sender_options(command: F) -> F:
+    options = [
+        click.option(
+            "--owner", "rights_owner", help="The rights owner, when the sender acts for someone else."
+        ),
+        click.option("--address", help="Postal address (512(c)(3)(A)(iv); 第十四条 地址)."),
+        click.option("--email", help="Email address; notices' Reply-To."),
+        click.option("--phone", help="Telephone number."),
+        click.option("--signer", "signer_name", help="Who signs: the /s/ Name of the electronic signature."),
+        click.option(
+            "--title", "signer_title", help="The signer's capacity: the authority to act for the owner."
+        ),
+        click.option("--lang", "language", type=click.Choice(NOTICE_LANGUAGES), help="Preferred language."),
+        click.option(
+            "--proof",
+            "proofs",
+            multiple=True,
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="A file proving the rights (certificate, contract): attached to every notice (repeatable).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _save(
+    context: CliContext, name: str, create: bool, proofs: tuple[Path, ...], **fields: str | None
+) -> None:
+    from fptrack.jobs.notices import add_proof, save_sender
+
+    with context.session() as session:
+        sender = save_sender(session, name, create=create, **fields)
+        for path in proofs:
+            if path.stat().st_size > MAX_PROOF_BYTES:
+                raise click.UsageError(f"--proof {path}: larger than {MAX_PROOF_BYTES // (1024 * 1024)} MB")
+            add_proof(sender, path.name, path.read_bytes())
+        session.flush()
+        click.echo(
+            f"{'added' if create else 'saved'} sender {sender.name} ({len(sender.proofs)} proof file(s))"
+        )
+
+
+@click.group()
+def senders() -> None:
+    """Who signs takedown notices: name, address, email, telephone, the signer and their authority, proofs of
+    ownership.
+
+    \b
+      fptrack senders add "山中出版社" --address "北京市…" --email rights@example.com --phone "+86 10 …" \\
+          --signer "王五" --title "法务总监" --lang zh --proof certificate.pdf
+      fptrack senders list
+      fptrack senders edit "山中出版社" --proof contract.pdf
+    """
+
+
+@senders.command("add")
+@click.argument("name")
+@_sender_options
+@pass_context
+@friendly_errors
+def senders_add(context: CliContext, /, name: str, proofs: tuple[Path, ...], **fields: str | None) -> None:
+    """Add a sender NAME (a person's or a company's name)."""
+    _save(context, name, True, proofs, **fields)
+
+
+@senders.command("edit")
+@click.argument("name")
+@_sender_options
+@pass_context
+@friendly_errors
+def senders_edit(context: CliContext, /, name: str, proofs: tuple[Path, ...], **fields: str | None) -> None:
+    """Change the sender NAME: the options given are set, proof files added."""
+    _save(context, name, False, proofs, **fields)
+
+
+def _sender_json(sender: Sender) -> dict[str, object]:
+    return {
+        "name": sender.name,
+        "rights_owner": sender.rights_owner,
+        "address": sender.address,
+        "email": sender.email,
+        "phone": sender.phone,
+        "signer_name": sender.signer_name,
+        "signer_title": sender.signer_title,
+        "language": sender.language,
+        "proofs": [
+            {"filename": p.filename, "sha256": p.sha256, "bytes": len(p.content)} for p in sender.proofs
+        ],
+        "updated_at": iso_utc(sender.updated_at),
+    }
+
+
+@senders.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@pass_context
+@friendly_errors
+def senders_list(context: CliContext, fmt: str) -> None:
+    """The senders (JSON: one object per line)."""
+    from sqlalchemy import select
+
+    with context.session() as session:
+        found = [_sender_json(s) for s in session.scalars(select(Sender).order_by(Sender.name))]
+    if fmt == "json":
+        for record in found:
+            click.echo(json.dumps(record, ensure_ascii=False))
+    elif not found:
+        click.echo(
+            "no sender yet: fptrack senders add NAME --address ... --email ... --signer ... --title ..."
+        )
+    else:
+        print_table(
+            ["name", "email", "signer", "title", "lang", "proofs"],
+            [
+                (r["name"], r["email"], r["signer_name"], r["signer_title"], r["language"], len(r["proofs"]))  # type: ignore[arg-type]
+                for r in found
+            ],
+        )
+
+
+@click.group()
+def contacts() -> None:
+    """Whom a host's takedown notices go to, in escalation order (level 0 first: the site's abuse address,
+    then its hosting provider, CDN, registrar).
+
+    \b
+      fptrack contacts add pirate.example abuse@pirate.example
+      fptrack contacts add pirate.example abuse@hosting.example --kind hosting --name "Hosting Ltd"
+      fptrack contacts list --host pirate.example
+    """
+
+
+@contacts.command("add")
+@click.argument("host")
+@click.argument("email")
+@click.option("--level", type=click.IntRange(0, 100), help="Place in the escalation order (default: next).")
+@click.option("--kind", type=click.Choice(CONTACT_KINDS), default="site", show_default=True)
+@click.option("--name", default="", help="The recipient's name (a company).")
+@click.option("--lang", "language", type=click.Choice(NOTICE_LANGUAGES), help="The recipient's language.")
+@click.option("--note", default="", help="Anything worth remembering (where the address comes from).")
+@pass_context
+@friendly_errors
+def contacts_add(
+    context: CliContext, host: str, email: str, level: int | None, kind: str, name: str, language: str | None,
+    note: str,
+) -> None:  # fmt: skip
+    """Add EMAIL as the next contact of HOST."""
+    from fptrack.jobs.notices import add_contact
+
+    with context.session() as session:
+        contact = add_contact(
+            session, host, email, level=level, kind=kind, name=name, language=language or "", note=note
+        )
+        click.echo(f"added {contact.email} as level {contact.level} ({contact.kind}) of {contact.host}")
+
+
+def _contact_json(contact: HostContact) -> dict[str, object]:
+    return {
+        "host": contact.host,
+        "level": contact.level,
+        "kind": contact.kind,
+        "name": contact.name,
+        "email": contact.email,
+        "language": contact.language,
+        "note": contact.note,
+    }
+
+
+@contacts.command("list")
+@click.option("--host", help="Only this host's contacts.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@pass_context
+@friendly_errors
+def contacts_list(context: CliContext, host: str | None, fmt: str) -> None:
+    """The host contacts, by host and level (JSON: one object per line)."""
+    from fptrack.jobs.notices import list_contacts
+
+    with context.session() as session:
+        found = [_contact_json(c) for c in list_contacts(session, host)]
+    if fmt == "json":
+        for record in found:
+            click.echo(json.dumps(record, ensure_ascii=False))
+    elif not found:
+        click.echo("no host contact yet: fptrack contacts add HOST abuse@...")
+    else:
+        print_table(
+            ["host", "level", "kind", "name", "email", "lang"],
+            [(r["host"], r["level"], r["kind"], r["name"], r["email"], r["language"]) for r in found],
+        )

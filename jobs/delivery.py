@@ -1,0 +1,222 @@
+"""Sending a takedown notice by email through the configured SMTP relay, and the bulk formats platforms take.
+
+:func:`notice_message` builds the message: the notice as text (the body, exactly the text whose SHA-256 is
+recorded) and as HTML (an alternative part), each item's evidence bundle and the sender's proofs of ownership
+attached, a ``Message-ID`` of our own (recorded with the notice, so that a reply, a bounce or a later notice
+can refer to it). :class:`SmtpTransport` hands it to ``FPTRACK_SMTP_HOST`` with :mod:`smtplib` (STARTTLS and a
+login when configured); tests and scripts pass any object with the same ``send`` method.
+
+Exports (:func:`lumen_json`, :func:`infringing_urls`): a notice in the shape of the Lumen database's notice
+submissions (works with their infringing URLs, the sender and recipient as entities), and the plain list of
+infringing URLs, one a line, that search engines' bulk removal forms take.
+"""
+
+from __future__ import annotations
+
+import smtplib
+import ssl
+from collections.abc import Sequence
+from dataclasses import dataclass
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid
+from typing import Any, Protocol
+
+from fptrack.core.errors import FptrackError
+from fptrack.core.settings import Settings
+from fptrack.jobs.notice_render import TEXTS, bundle_filename
+from fptrack.storage.models import Notice, as_utc, iso_utc, utcnow
+
+__all__ = [
+    "SMTP_TIMEOUT",
+    "DeliveryError",
+    "SmtpTransport",
+    "Transport",
+    "attachment_names",
+    "infringing_urls",
+    "lumen_json",
+    "notice_message",
+]
+
+SMTP_TIMEOUT = 60.0
+
+
+class DeliveryError(FptrackError, RuntimeError):
+    """The relay refused or could not be reached; the message says which and why."""
+
+
+class Transport(Protocol):
+    """What sends a message: :class:`SmtpTransport`, or anything that behaves like it."""
+
+    def send(self, message: EmailMessage) -> None: ...  # pragma: no cover
+
+    def describe(self) -> str: ...  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class SmtpTransport:
+    """The configured relay (``FPTRACK_SMTP_*``)."""
+
+    host: str
+    port: int = 587
+    user: str | None = None
+    password: str | None = None
+    starttls: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SmtpTransport:
+        if not settings.smtp_host:
+            raise DeliveryError(
+                "no SMTP relay is configured: set FPTRACK_SMTP_HOST (and FPTRACK_SMTP_PORT...)"
+            )
+        return cls(
+            settings.smtp_host, settings.smtp_port, settings.smtp_user, settings.smtp_password,
+            settings.smtp_starttls,
+        )  # fmt: skip
+
+    def describe(self) -> str:
+        return f"smtp {self.host}:{self.port}" + (" starttls" if self.starttls else "")
+
+    def send(self, message: EmailMessage) -> None:
+        try:
+            with smtplib.SMTP(self.host, self.port, timeout=SMTP_TIMEOUT) as client:
+                client.ehlo()
+                if self.starttls:
+                    client.starttls(context=ssl.create_default_context())
+                    client.ehlo()
+                if self.user:
+                    client.login(self.user, self.password or "")
+                refused = client.send_message(message)
+        except (OSError, smtplib.SMTPException) as error:
+            raise DeliveryError(
+                f"the SMTP relay {self.host}:{self.port} did not take the notice: {error}"
+            ) from None
+        if refused:
+            raise DeliveryError(f"the SMTP relay refused {', '.join(sorted(refused))}")
+
+
+def _domain(address: str) -> str:
+    return address.rpartition("@")[2] or "fptrack.invalid"
+
+
+def notice_message(
+    notice: Notice,
+    text: str,
+    html: str,
+    *,
+    from_address: str = "",
+    message_id: str | None = None,
+) -> EmailMessage:
+    """The email of ``notice``: ``text`` as the body, ``html`` as its alternative, the evidence bundles and
+    proofs of ownership attached. ``From`` is ``from_address`` (``FPTRACK_SMTP_FROM``) or the sender's email;
+    ``Reply-To`` the sender's email."""
+    sender = notice.sender
+    sender_email = sender.email.strip() if sender is not None else ""
+    origin = from_address or sender_email
+    if not origin:
+        raise DeliveryError(
+            "the notice has no From address: give the sender an email or set FPTRACK_SMTP_FROM"
+        )
+    if not notice.recipient_address:
+        raise DeliveryError(
+            f"notice {notice.id} has no recipient address (fptrack contacts add {notice.host} ...)"
+        )
+    message = EmailMessage()
+    display = sender.name if sender is not None else ""
+    message["From"] = Address(display_name=display, addr_spec=origin) if display else origin
+    message["To"] = (
+        Address(display_name=notice.recipient_name, addr_spec=notice.recipient_address)
+        if notice.recipient_name
+        else notice.recipient_address
+    )
+    if sender_email and sender_email != origin:
+        message["Reply-To"] = sender_email
+    title = TEXTS.get(notice.language, TEXTS["en"])["title"]
+    message["Subject"] = f"{title}: {notice.host} (no. {notice.id})"
+    message["Date"] = format_datetime(as_utc(notice.sent_at)) if notice.sent_at else format_datetime(utcnow())
+    message["Message-ID"] = message_id or make_msgid("notice", domain=_domain(origin))
+    parent = notice.parent
+    if parent is not None and parent.message_id:
+        message["In-Reply-To"] = parent.message_id
+        message["References"] = parent.message_id
+    message["Content-Language"] = "zh-CN" if notice.language == "zh" else "en"
+    message.set_content(text, charset="utf-8")
+    message.add_alternative(html, subtype="html", charset="utf-8")
+    for item in notice.items:
+        if item.bundle:
+            message.add_attachment(
+                bytes(item.bundle), maintype="application", subtype="zip", filename=bundle_filename(item)
+            )
+    if sender is not None:
+        for proof in sender.proofs:
+            maintype, _, subtype = (proof.media_type or "application/octet-stream").partition("/")
+            message.add_attachment(
+                bytes(proof.content), maintype=maintype, subtype=subtype or "octet-stream",
+                filename=proof.filename,
+            )  # fmt: skip
+    return message
+
+
+# ------------------------------------------------------------------------------------------------- exports
+
+
+def infringing_urls(notice: Notice, *, open_only: bool = False) -> str:
+    """The notice's infringing URLs, one a line (``open_only``: those still up)."""
+    urls = [item.url for item in notice.items if not (open_only and item.closed_at is not None)]
+    return "".join(f"{url}\n" for url in dict.fromkeys(urls))
+
+
+def lumen_json(notice: Notice) -> dict[str, Any]:
+    """The notice in the shape of a Lumen notice submission (``type`` DMCA; one work per registered work,
+    each with its infringing URLs; the sender, principal and recipient as entities)."""
+    sender = notice.sender
+    works: dict[str, list[str]] = {}
+    for item in notice.items:
+        description = f"{item.work_title} — {item.chapter_title}".strip(" —")
+        works.setdefault(description, []).append(item.url)
+    roles: list[dict[str, Any]] = []
+    if sender is not None:
+        entity = _entity(sender.name, sender.address, sender.email, sender.phone)
+        roles.append({"name": "sender", "entity_attributes": entity})
+        roles.append({"name": "principal", "entity_attributes": _entity(sender.rights_owner or sender.name)})
+    recipient = notice.recipient_name or notice.recipient_address or notice.host
+    roles.append(
+        {"name": "recipient", "entity_attributes": _entity(recipient, email=notice.recipient_address)}
+    )
+    return {
+        "notice": {
+            "title": f"Takedown notice no. {notice.id} concerning {notice.host}",
+            "type": "DMCA",
+            "subject": f"Copyright infringement on {notice.host}",
+            "date_sent": iso_utc(notice.sent_at),
+            "language": notice.language,
+            "jurisdiction_list": "US, CN",
+            "tag_list": notice.kind,
+            "works_attributes": [
+                {
+                    "description": description,
+                    "copyrighted_urls_attributes": [],
+                    "infringing_urls_attributes": [{"url": url} for url in dict.fromkeys(urls)],
+                }
+                for description, urls in works.items()
+            ],
+            "entity_notice_roles_attributes": roles,
+            "body_sha256": notice.text_sha256,
+        }
+    }
+
+
+def _entity(name: str, address: str = "", email: str = "", phone: str = "") -> dict[str, Any]:
+    entity: dict[str, Any] = {"name": name, "kind": "organization"}
+    if address:
+        entity["address_line_1"] = " ".join(address.split())
+    if email:
+        entity["email"] = email
+    if phone:
+        entity["phone"] = phone
+    return entity
+
+
+def attachment_names(message: EmailMessage) -> Sequence[str]:
+    """The file names of ``message``'s attachments (for the delivery record)."""
+    return [part.get_filename() or "" for part in message.iter_attachments()]

@@ -1,0 +1,459 @@
+"""What a takedown notice says, in Chinese and in English, and which legal element it lacks.
+
+A notice is sent under two laws at once, because a Chinese site's host, CDN or registrar is as often in the
+United States as in China:
+
+- 17 U.S.C. 512(c)(3)(A): (i) a physical or electronic signature of a person authorised to act for the owner;
+  (ii) identification of the copyrighted work; (iii) identification of the infringing material and information
+  reasonably sufficient to locate it; (iv) the complaining party's contact information (address, telephone,
+  email); (v) a statement of good-faith belief that the use is not authorised; (vi) a statement that the
+  notice is accurate and, under penalty of perjury, that the signer is authorised to act.
+- 信息网络传播权保护条例 第十四条: （一）权利人的姓名（名称）、联系方式和地址；（二）要求删除或者断开链接的
+  侵权作品的名称和网络地址；（三）构成侵权的初步证明材料；and 权利人应当对通知书的真实性负责.
+
+One structure carries both: the sender (name, owner, address, email, telephone), the works and their proof of
+ownership, every infringing URL with its original passages beside the copy and its evidence bundle's SHA-256,
+the statements, and a typed electronic signature (``/s/ Name``, the signer's capacity, the date). The same
+sections are written in each language (:data:`TEXTS`); :func:`render_text` is the notice as sent in the
+message body and stored with its SHA-256, :func:`render_html` the same for the admin, the PDF and the HTML
+part of the message.
+
+:func:`missing_elements` names each element a notice lacks, by law and article, with what is missing: a
+notice lacking one cannot be sent (:func:`jobs.notices.send_notice`). It checks the data (a signer, an
+address, works, URLs, passages, evidence, ownership proof) and the rendered text (the statements and every URL
+are in it), so a notice whose stored text was cut or edited is refused as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from fptrack.storage.models import Notice, NoticeItem, Sender, as_utc
+
+__all__ = [
+    "ELEMENTS",
+    "STATEMENTS",
+    "TEXTS",
+    "Element",
+    "NavLink",
+    "absent_elements",
+    "bundle_filename",
+    "missing_elements",
+    "render_html",
+    "render_text",
+    "signature_line",
+]
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass(frozen=True)
+class Element:
+    """One element a notice must carry: ``key`` (stable, for tests and scripts), ``ref`` (the law and
+    article, as a person cites it) and ``title``."""
+
+    key: str
+    ref: str
+    title: str
+
+
+ELEMENTS: tuple[Element, ...] = (
+    Element("us_i_signature", "17 U.S.C. 512(c)(3)(A)(i)", "signature of a person authorised to act"),
+    Element("us_ii_work", "17 U.S.C. 512(c)(3)(A)(ii)", "identification of the copyrighted work"),
+    Element("us_iii_material", "17 U.S.C. 512(c)(3)(A)(iii)", "the infringing material and where it is"),
+    Element("us_iv_contact", "17 U.S.C. 512(c)(3)(A)(iv)", "contact information of the complaining party"),
+    Element("us_v_good_faith", "17 U.S.C. 512(c)(3)(A)(v)", "statement of good-faith belief"),
+    Element(
+        "us_vi_accuracy", "17 U.S.C. 512(c)(3)(A)(vi)", "accuracy and authority under penalty of perjury"
+    ),
+    Element("cn14_1_holder", "信息网络传播权保护条例 第十四条（一）", "权利人的姓名（名称）、联系方式和地址"),
+    Element("cn14_2_works", "信息网络传播权保护条例 第十四条（二）", "侵权作品的名称和网络地址"),
+    Element("cn14_3_evidence", "信息网络传播权保护条例 第十四条（三）", "构成侵权的初步证明材料"),
+    Element("cn14_truth", "信息网络传播权保护条例 第十四条", "权利人对通知书的真实性负责"),
+)
+_BY_KEY = {element.key: element for element in ELEMENTS}
+
+# The statements, word for word as they must appear in the text of each language (missing_elements looks for
+# them). The English ones follow 512(c)(3)(A)(v) and (vi); the Chinese ones say the same, and the last one is
+# 第十四条's own sentence.
+STATEMENTS: Mapping[str, Mapping[str, str]] = {
+    "en": {
+        "good_faith": (
+            "I have a good faith belief that use of the material in the manner complained of is not "
+            "authorized by the copyright owner, its agent, or the law."
+        ),
+        "accuracy": (
+            "The information in this notification is accurate, and under penalty of perjury, I am authorized "
+            "to act on behalf of the owner of an exclusive right that is allegedly infringed."
+        ),
+        "truth": "The sender is responsible for the truthfulness of this notice.",
+    },
+    "zh": {
+        "good_faith": "本人善意地相信，上述材料的使用方式未经著作权人、其代理人或法律的许可。",
+        "accuracy": (
+            "本通知书中的信息准确无误；本人如有虚假陈述，愿承担法律责任；"
+            "本人有权代表被侵权的专有权利的权利人行事。"
+        ),
+        "truth": "权利人对本通知书的真实性负责。",
+    },
+}
+
+# Every fixed string of a notice, per language; {placeholders} are filled by the renderers.
+TEXTS: Mapping[str, Mapping[str, str]] = {
+    "en": {
+        "title": "Notice of copyright infringement",
+        "laws": "under 17 U.S.C. 512(c)(3) and the Regulations on the Protection of the Right of "
+        "Communication through Information Network (信息网络传播权保护条例), Article 14",
+        "date": "Date",
+        "to": "To",
+        "site": "Site concerned",
+        "number": "Notice number",
+        "reminder": "This is a second notice. Our notice of {date} ({reference}) named the material below; "
+        "it is still available.",
+        "escalation": "You provide services to the site {host}. It has not acted on our notice of {date} "
+        "({reference}) and its reminder; the material below is still available through your services.",
+        "s1": "1. The rights holder (name, contact information and address)",
+        "name": "Name",
+        "owner": "Acting for the rights owner",
+        "address": "Postal address",
+        "email": "Email",
+        "phone": "Telephone",
+        "s2": "2. The copyrighted works",
+        "work": '"{work}", {chapter}; rights owned by {owner}',
+        "proof": "Proof of ownership, attached: {name} (SHA-256 {sha256})",
+        "no_proof": "Proof of ownership: none attached",
+        "s3": "3. The infringing material and where it is (title and network address)",
+        "url": "Network address (URL)",
+        "page_title": "Page title",
+        "copies": "Copies",
+        "first_seen": "First found",
+        "fetched": "Page fetched",
+        "snapshot": "SHA-256 of the page as fetched",
+        "passage": "Passage {number}",
+        "original": "Original",
+        "copy": "Copy",
+        "s4": "4. Prima facie evidence of infringement",
+        "evidence": "Each page's evidence bundle is attached (the page as archived in WARC with its fetch "
+        "record, the passages, SHA-256 checksums); the original passages stand beside the copies in "
+        "section 3.",
+        "bundle": "Evidence bundle for {url}: {name} (SHA-256 {sha256})",
+        "no_bundle": "Evidence bundle for {url}: not attached",
+        "s5": "5. Statements",
+        "request": "We ask that you remove, or disable access to, the material listed in section 3.",
+        "signature": "Signature",
+        "gone": "(taken down since)",
+        "separator": "; ",
+    },
+    "zh": {
+        "title": "侵权通知书",
+        "laws": "依据《信息网络传播权保护条例》第十四条及美国法典第17编第512(c)(3)条",
+        "date": "日期",
+        "to": "致",
+        "site": "涉及网站",
+        "number": "通知编号",
+        "reminder": "本函为第二次通知。我方于 {date} 发出的通知（{reference}）所列内容至今仍可访问。",
+        "escalation": "贵方为网站 {host} 提供服务。该网站未处理我方于 {date} 发出的通知（{reference}）及其后"
+        "的第二次通知，下列侵权内容仍通过贵方的服务传播。",
+        "s1": "一、权利人的姓名（名称）、联系方式和地址",
+        "name": "名称",
+        "owner": "代表权利人",
+        "address": "地址",
+        "email": "电子邮件",
+        "phone": "电话",
+        "s2": "二、被侵权作品",
+        "work": "《{work}》{chapter}；著作权人：{owner}",
+        "proof": "权属证明（附件）：{name}（SHA-256 {sha256}）",
+        "no_proof": "权属证明：未附",
+        "s3": "三、要求删除或者断开链接的侵权作品的名称和网络地址",
+        "url": "网络地址",
+        "page_title": "网页标题",
+        "copies": "侵权作品",
+        "first_seen": "首次发现",
+        "fetched": "抓取时间",
+        "snapshot": "抓取内容的 SHA-256",
+        "passage": "段落 {number}",
+        "original": "原文",
+        "copy": "侵权内容",
+        "s4": "四、构成侵权的初步证明材料",
+        "evidence": "每个网页的证据包均随本通知附上（网页存档 WARC 及抓取记录、比对段落、SHA-256 校验值）；"
+        "原文与侵权内容的对照见第三部分。",
+        "bundle": "{url} 的证据包：{name}（SHA-256 {sha256}）",
+        "no_bundle": "{url} 的证据包：未附",
+        "s5": "五、声明",
+        "request": "请删除第三部分所列的侵权内容，或者断开与其的链接。",
+        "signature": "签名",
+        "gone": "（已删除）",
+        "separator": "；",
+    },
+}
+
+
+@dataclass(frozen=True)
+class NavLink:
+    """A link the admin puts above a notice shown on screen (never printed, never sent)."""
+
+    label: str
+    href: str
+    css_class: str = ""
+
+
+def _owner(sender: Sender | None) -> str:
+    if sender is None:
+        return ""
+    return sender.rights_owner or sender.name
+
+
+def _day(moment: datetime | None) -> str:
+    return as_utc(moment).strftime("%Y-%m-%d") if moment is not None else ""
+
+
+def _minute(moment: datetime | None) -> str:
+    return as_utc(moment).strftime("%Y-%m-%d %H:%M UTC") if moment is not None else ""
+
+
+def bundle_filename(item: NoticeItem) -> str:
+    """The name an item's evidence bundle is attached under."""
+    return f"fptrack-match-{item.match_id or item.id}-evidence.zip"
+
+
+def signature_line(sender: Sender | None, when: datetime, language: str = "en") -> list[str]:
+    """The typed electronic signature: ``/s/ Name``, the signer's capacity for the owner, the date (UTC)."""
+    if sender is None or not sender.signer_name.strip():
+        return []
+    capacity = ("，" if language == "zh" else ", ").join(
+        part for part in (sender.signer_title.strip(), _owner(sender)) if part
+    )
+    return [f"/s/ {sender.signer_name.strip()}", capacity, _day(when)]
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """The earlier notice a reminder or an escalation refers to."""
+
+    date: str
+    reference: str
+
+
+def _reference(notice: Notice, parent: Notice | None) -> _Reference | None:
+    if parent is None or notice.kind == "notice":
+        return None
+    first = parent
+    # an escalation refers to the first notice of the chain, a reminder to the notice it follows
+    if notice.kind == "escalation" and parent.kind == "reminder" and parent.parent is not None:
+        first = parent.parent
+    reference = f"no. {first.id}" + (f", Message-ID {first.message_id}" if first.message_id else "")
+    return _Reference(_day(first.sent_at or first.created_at), reference)
+
+
+def _works(notice: Notice) -> list[tuple[str, str]]:
+    """(work, chapter) of the notice's items, each once, in item order."""
+    return list(dict.fromkeys((item.work_title, item.chapter_title) for item in notice.items))
+
+
+def _context(notice: Notice, when: datetime, parent: Notice | None) -> dict[str, Any]:
+    language = notice.language if notice.language in TEXTS else "en"
+    sender = notice.sender
+    return {
+        "notice": notice,
+        "language": language,
+        "t": TEXTS[language],
+        "statements": STATEMENTS[language],
+        "sender": sender,
+        "owner": _owner(sender),
+        "proofs": list(sender.proofs) if sender is not None else [],
+        "works": _works(notice),
+        "items": list(notice.items),
+        "date": _minute(when),
+        "reference": _reference(notice, parent),
+        "signature": signature_line(sender, when, language),
+        "bundle_filename": bundle_filename,
+        "minute": _minute,
+    }
+
+
+def _parent(notice: Notice) -> Notice | None:
+    return notice.parent if notice.parent_id is not None else None
+
+
+def render_text(notice: Notice, when: datetime) -> str:
+    """The notice as plain text in its language, dated ``when`` (the time it is sent; for a draft, now)."""
+    c = _context(notice, when, _parent(notice))
+    t: Mapping[str, str] = c["t"]
+    colon = "：" if c["language"] == "zh" else ": "
+    lines: list[str] = [t["title"].upper() if c["language"] == "en" else t["title"], f"({t['laws']})", ""]
+    lines.append(f"{t['date']}{colon}{c['date']}")
+    recipient = notice.recipient_name or notice.recipient_address
+    if notice.recipient_name and notice.recipient_address:
+        recipient = f"{notice.recipient_name} <{notice.recipient_address}>"
+    if recipient:
+        lines.append(f"{t['to']}{colon}{recipient}")
+    lines.append(f"{t['site']}{colon}{notice.host}")
+    if notice.id is not None:
+        lines.append(f"{t['number']}{colon}{notice.id}")
+    reference: _Reference | None = c["reference"]
+    if reference is not None:
+        key = "escalation" if notice.kind == "escalation" else "reminder"
+        lines += ["", t[key].format(date=reference.date, reference=reference.reference, host=notice.host)]
+    sender: Sender | None = c["sender"]
+    lines += ["", t["s1"]]
+    if sender is not None:
+        lines.append(f"  {t['name']}{colon}{sender.name}")
+        if sender.rights_owner and sender.rights_owner != sender.name:
+            lines.append(f"  {t['owner']}{colon}{sender.rights_owner}")
+        lines += [
+            f"  {t['address']}{colon}{' '.join(sender.address.split())}",
+            f"  {t['email']}{colon}{sender.email}",
+            f"  {t['phone']}{colon}{sender.phone}",
+        ]
+    lines += ["", t["s2"]]
+    lines += [f"  - {t['work'].format(work=w, chapter=ch, owner=c['owner'])}" for w, ch in c["works"]]
+    lines += [f"  {t['proof'].format(name=p.filename, sha256=p.sha256)}" for p in c["proofs"]]
+    if not c["proofs"]:
+        lines.append(f"  {t['no_proof']}")
+    lines += ["", t["s3"]]
+    for number, item in enumerate(notice.items, start=1):
+        lines += [
+            "",
+            f"  3.{number} {t['url']}{colon}{item.url}" + (f" {t['gone']}" if item.closed_at else ""),
+        ]
+        if item.page_title:
+            lines.append(f"      {t['page_title']}{colon}{' '.join(item.page_title.split())}")
+        copies = t["work"].format(work=item.work_title, chapter=item.chapter_title, owner=c["owner"])
+        lines.append(f"      {t['copies']}{colon}{copies}")
+        seen, fetched = _minute(item.first_seen), _minute(item.fetched_at)
+        lines.append(f"      {t['first_seen']}{colon}{seen}{t['separator']}{t['fetched']}{colon}{fetched}")
+        if item.snapshot_sha256:
+            lines.append(f"      {t['snapshot']}{colon}{item.snapshot_sha256}")
+        for index, pair in enumerate(item.passages or [], start=1):
+            original, copy = (str(pair[0]), str(pair[1])) if len(pair) == 2 else ("", "")
+            lines += [
+                f"      {t['passage'].format(number=index)}",
+                f"        {t['original']}{colon}{original}",
+                f"        {t['copy']}{colon}{copy}",
+            ]
+    lines += ["", t["s4"], f"  {t['evidence']}"]
+    for item in notice.items:
+        if item.bundle_sha256:
+            name = bundle_filename(item)
+            lines.append(f"  - {t['bundle'].format(url=item.url, name=name, sha256=item.bundle_sha256)}")
+        else:
+            lines.append(f"  - {t['no_bundle'].format(url=item.url)}")
+    statements: Mapping[str, str] = c["statements"]
+    lines += ["", t["s5"], f"  {statements['good_faith']}", f"  {statements['accuracy']}"]
+    lines += [f"  {statements['truth']}", "", t["request"], ""]
+    lines += c["signature"]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _environment() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        keep_trailing_newline=True,
+    )
+
+
+def render_html(
+    notice: Notice,
+    when: datetime,
+    *,
+    stylesheet: str | None = None,
+    nav: Sequence[NavLink] = (),
+    missing: Sequence[str] = (),
+) -> str:
+    """The notice as an HTML document: the same sections as :func:`render_text`, the passages side by side.
+    ``stylesheet``: the href of a stylesheet to link (the admin's ``notice.css``); None: a small style
+    element of its own (a message's HTML part has no stylesheet to link). ``nav`` and ``missing`` are shown
+    on screen only (links of the admin, the elements still missing)."""
+    template = _environment().get_template("notice_document.html")
+    return template.render(
+        **_context(notice, when, _parent(notice)), stylesheet=stylesheet, nav=list(nav), missing=list(missing)
+    )
+
+
+# ------------------------------------------------------------------------------------------ the elements
+
+
+def absent_elements(notice: Notice) -> list[tuple[str, str]]:
+    """``(element key, what is missing)`` for each element of :data:`ELEMENTS` the notice lacks; an element
+    may appear more than once (one line per missing part)."""
+    absent: list[tuple[str, str]] = []
+    sender = notice.sender
+    statements = STATEMENTS.get(notice.language, STATEMENTS["en"])
+    text = notice.text or ""
+
+    if sender is None:
+        for key in ("us_i_signature", "us_iv_contact", "us_vi_accuracy", "cn14_1_holder", "cn14_truth"):
+            absent.append((key, "no sender (add one: fptrack senders add)"))
+    else:
+        if not sender.signer_name.strip():
+            absent.append(("us_i_signature", "the sender names no signer for the /s/ signature"))
+        if not sender.signer_title.strip():
+            absent.append(
+                ("us_vi_accuracy", "the signer's authority to act (title or capacity) is not given")
+            )
+        if not (sender.rights_owner or sender.name).strip():
+            absent.append(("cn14_1_holder", "the rights holder's name is empty"))
+        # 512(c)(3)(A)(iv): address, telephone and email; 第十四条（一）: the address and a way to reach them
+        if not sender.address.strip():
+            absent.append(("us_iv_contact", "the sender has no postal address"))
+            absent.append(("cn14_1_holder", "the sender has no postal address"))
+        if not sender.phone.strip():
+            absent.append(("us_iv_contact", "the sender has no telephone number"))
+        if not sender.email.strip():
+            absent.append(("us_iv_contact", "the sender has no email address"))
+        if not (sender.phone.strip() or sender.email.strip()):
+            absent.append(("cn14_1_holder", "the sender has neither telephone nor email"))
+        if not sender.proofs:
+            absent.append(
+                ("cn14_3_evidence", "no proof of ownership (fptrack senders edit NAME --proof FILE)")
+            )
+
+    items = list(notice.items)
+    if not items:
+        for key in ("us_ii_work", "us_iii_material", "cn14_2_works", "cn14_3_evidence"):
+            absent.append((key, "the notice names no infringing copy"))
+    for item in items:
+        if not item.work_title.strip():
+            absent.append(("us_ii_work", f"no work named for {item.url}"))
+            absent.append(("cn14_2_works", f"no work named for {item.url}"))
+        if not item.url.strip():
+            absent.append(("us_iii_material", f"item {item.id} has no URL"))
+            absent.append(("cn14_2_works", f"item {item.id} has no network address"))
+        elif text and item.url not in text:
+            absent.append(("us_iii_material", f"the text does not name {item.url}"))
+            absent.append(("cn14_2_works", f"the text does not name {item.url}"))
+        if not item.passages:
+            absent.append(("us_iii_material", f"no copied passage identified on {item.url}"))
+            absent.append(("cn14_3_evidence", f"no passage compared for {item.url}"))
+        if not item.bundle_sha256:
+            absent.append(("cn14_3_evidence", f"no evidence bundle for {item.url}"))
+
+    checks = (
+        ("us_v_good_faith", "good_faith", "the good-faith statement"),
+        ("us_vi_accuracy", "accuracy", "the statement of accuracy under penalty of perjury"),
+        ("cn14_truth", "truth", "the sender's responsibility for the notice's truth"),
+    )
+    for key, statement, label in checks:
+        if statements[statement] not in text:
+            absent.append((key, f"the text lacks {label}"))
+    if sender is not None and sender.signer_name.strip() and f"/s/ {sender.signer_name.strip()}" not in text:
+        absent.append(("us_i_signature", "the text carries no /s/ signature"))
+    return absent
+
+
+def missing_elements(notice: Notice) -> list[str]:
+    """Each element the notice lacks, named by law and article with what is missing, e.g. ``17 U.S.C.
+    512(c)(3)(A)(iv) contact information of the complaining party: the sender has no postal address``.
+    Empty: the notice carries every element of 512(c)(3)(A) and 第十四条 and may be sent."""
+    found = []
+    for key, reason in absent_elements(notice):
+        element = _BY_KEY[key]
+        found.append(f"{element.ref} {element.title}: {reason}")
+    return list(dict.fromkeys(found))

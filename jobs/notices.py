@@ -1,0 +1,665 @@
+"""The life of a takedown notice: drafted for confirmed matches, sent, acknowledged, its copies gone, followed
+up; and the senders and host contacts it needs. The CLI (``fptrack notices``, ``fptrack senders``,
+``fptrack contacts``) and the admin call these same functions; what a notice says is
+:mod:`jobs.notice_render`, how it travels :mod:`jobs.delivery`.
+
+Who may make one: a notice asserts, under penalty of perjury, that the listed copies infringe; a wrong one is
+the sender's liability (17 U.S.C. 512(f); 信息网络传播权保护条例 第二十四条). So a notice names only matches a
+reviewer *confirmed* (:func:`notice_matches` refuses flagged, dismissed and licensed ones by id and status),
+and the admin lets only reviewers and admins draft or send (the CLI has no roles: whoever runs it owns the
+database).
+
+The life (``notices.state``):
+
+- ``draft``: made by :func:`draft_notice`; each item carries its copy as it stood (URL, passages beside the
+  original, snapshot hash) and its evidence bundle (bytes and SHA-256, built by the caller's ``bundle_of``:
+  the bundle is the admin's, :func:`admin.notice_evidence.notice_bundle`, a layer above this one);
+- ``sent``: :func:`send_notice` refuses a notice lacking an element (:func:`jobs.notice_render.
+  missing_elements`) or a recipient, renders the text once more dated now, stores it with its SHA-256 (never
+  rendered again), sends it and records the Message-ID, the relay and the recipient (``notice_events``);
+- ``acknowledged`` / ``withdrawn``: :func:`mark_notice` (a recipient's answer, the sender's change of mind);
+  a bounce is recorded as an event and leaves the notice as it was;
+- ``copy_gone``: :func:`follow_up` closes each item whose match the re-checks found taken down
+  (``matches.taken_down_at``, :mod:`storage.match_life`) and reopens one that came back; a notice with every
+  item closed is done;
+- ``escalated``: a copy still up ``FPTRACK_NOTICE_ESCALATE_AFTER`` days after a notice was sent gets a
+  follow-up: after a first notice (or an escalation) a *reminder* to the same recipient, after a reminder an
+  *escalation* to the host's next contact upstream (``host_contacts``, by level). The follow-up carries the
+  items still up (and still confirmed), the same evidence, and is sent at once when a relay is configured
+  and it lacks nothing. Without a next contact the chain stops, and says so once (``no_upstream``).
+
+Times are passed in (``now``) so that tests and the beat agree on what "N days later" means; nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, joinedload, selectinload
+
+from fptrack.core.errors import FptrackError
+from fptrack.core.settings import Settings
+from fptrack.jobs.delivery import DeliveryError, SmtpTransport, Transport, attachment_names, notice_message
+from fptrack.jobs.notice_render import missing_elements, render_html, render_text
+from fptrack.storage.match_life import evidence_of
+from fptrack.storage.models import (
+    CONTACT_KINDS,
+    NOTICE_LANGUAGES,
+    HostContact,
+    Match,
+    MatchStatus,
+    Notice,
+    NoticeEvent,
+    NoticeItem,
+    Page,
+    Sender,
+    SenderProof,
+    as_utc,
+    utcnow,
+)
+
+__all__ = [
+    "MARKS",
+    "NOTICE_LIMIT",
+    "PASSAGE_LIMIT",
+    "SENDER_FIELDS",
+    "BundleMaker",
+    "FollowUpSummary",
+    "NoticeError",
+    "add_contact",
+    "add_proof",
+    "default_sender",
+    "draft_notice",
+    "find_sender",
+    "follow_up",
+    "list_contacts",
+    "list_notices",
+    "load_notice",
+    "mark_notice",
+    "notice_matches",
+    "preview_notice",
+    "save_sender",
+    "send_notice",
+]
+
+NOTICE_LIMIT = 500
+"""Items in one notice at most (a host with more confirmed copies gets several notices)."""
+PASSAGE_LIMIT = 600
+"""Characters of each passage (original and copy) quoted in a notice; the bundle has them whole."""
+SENDER_FIELDS = ("rights_owner", "address", "email", "phone", "signer_name", "signer_title", "language")
+# what a person may record about a sent notice (mark_notice): the new state, or an event only
+MARKS = {"acknowledged": "acknowledged", "withdrawn": "withdrawn", "bounced": None}
+OPEN_STATES = ("sent", "acknowledged")
+
+BundleMaker = Callable[[Session, Match], bytes]
+"""Builds the evidence bundle (a zip) of one match: the admin's, passed in by the caller."""
+
+
+class NoticeError(FptrackError, ValueError):
+    """A notice that cannot be made, sent or changed as asked; the message says why (which match is not
+    confirmed, which element is missing...)."""
+
+
+def _clean(text: str | None, limit: int) -> str:
+    return (text or "").strip()[:limit]
+
+
+# ------------------------------------------------------------------------------------ senders, contacts
+
+
+def find_sender(session: Session, name: str) -> Sender:
+    sender = session.scalar(select(Sender).where(Sender.name == name.strip()))
+    if sender is None:
+        raise NoticeError(f"no sender named {name!r} (fptrack senders list)")
+    return sender
+
+
+def default_sender(session: Session) -> Sender | None:
+    """The sender of a notice when none is named: the only one there is (None when there are none or many)."""
+    senders = session.scalars(select(Sender).limit(2)).all()
+    return senders[0] if len(senders) == 1 else None
+
+
+def save_sender(session: Session, name: str, *, create: bool, **fields: str | None) -> Sender:
+    """Add (``create``) or change the sender ``name``; ``fields`` not None are set (:data:`SENDER_FIELDS`).
+    The caller commits."""
+    name = _clean(name, 300)
+    if not name:
+        raise NoticeError("a sender needs a name (a person's or a company's)")
+    existing = session.scalar(select(Sender).where(Sender.name == name))
+    if create and existing is not None:
+        raise NoticeError(f"a sender named {name!r} exists already (fptrack senders edit)")
+    if not create and existing is None:
+        raise NoticeError(f"no sender named {name!r} (fptrack senders list)")
+    sender = existing or Sender(name=name, language="en")
+    for key, value in fields.items():
+        if key not in SENDER_FIELDS:
+            raise NoticeError(f"a sender has no field {key!r}")
+        if value is None:
+            continue
+        if key == "language" and value not in NOTICE_LANGUAGES:
+            raise NoticeError(f"language must be one of {', '.join(NOTICE_LANGUAGES)}, not {value!r}")
+        setattr(sender, key, value.strip() if key != "address" else value.strip()[:2000])
+    sender.updated_at = utcnow()
+    if existing is None:
+        session.add(sender)
+    session.flush()
+    return sender
+
+
+def add_proof(sender: Sender, filename: str, content: bytes, media_type: str | None = None) -> SenderProof:
+    """Keep a file proving the sender's rights (stored with its SHA-256); the same file twice is kept once."""
+    digest = hashlib.sha256(content).hexdigest()
+    for proof in sender.proofs:
+        if proof.sha256 == digest:
+            return proof
+    guessed = media_type or mimetypes.guess_type(filename)[0] or "application/octet-stream"
+    proof = SenderProof(
+        filename=_clean(filename, 300) or "proof", media_type=guessed, sha256=digest, content=content
+    )
+    sender.proofs.append(proof)
+    return proof
+
+
+def add_contact(
+    session: Session,
+    host: str,
+    email: str,
+    *,
+    level: int | None = None,
+    kind: str = "site",
+    name: str = "",
+    language: str = "",
+    note: str = "",
+) -> HostContact:
+    """Add the next contact of ``host`` (``level``: its place in the escalation order; default: after the
+    last one). The caller commits."""
+    host = host.strip().lower()
+    email = email.strip()
+    if not host or "@" not in email:
+        raise NoticeError("a host contact needs a host and an email address (abuse@hosting.example)")
+    if kind not in CONTACT_KINDS:
+        raise NoticeError(f"kind must be one of {', '.join(CONTACT_KINDS)}, not {kind!r}")
+    if language and language not in NOTICE_LANGUAGES:
+        raise NoticeError(f"language must be one of {', '.join(NOTICE_LANGUAGES)}, not {language!r}")
+    if level is None:
+        top = session.scalar(select(func.max(HostContact.level)).where(HostContact.host == host))
+        level = 0 if top is None else top + 1
+    if session.scalar(select(HostContact.id).where(HostContact.host == host, HostContact.level == level)):
+        raise NoticeError(f"{host} has a contact at level {level} already")
+    contact = HostContact(
+        host=host, level=level, kind=kind, name=_clean(name, 300), email=email[:320], language=language,
+        note=note.strip(),
+    )  # fmt: skip
+    session.add(contact)
+    session.flush()
+    return contact
+
+
+def list_contacts(session: Session, host: str | None = None) -> list[HostContact]:
+    statement = select(HostContact).order_by(HostContact.host, HostContact.level)
+    if host:
+        statement = statement.where(HostContact.host == host.strip().lower())
+    return list(session.scalars(statement))
+
+
+def _contact(session: Session, host: str, above: int = -1) -> HostContact | None:
+    """The host's first contact whose level is above ``above``."""
+    return session.scalar(
+        select(HostContact)
+        .where(HostContact.host == host, HostContact.level > above)
+        .order_by(HostContact.level)
+        .limit(1)
+    )
+
+
+# ------------------------------------------------------------------------------------------------ drafts
+
+
+def notice_matches(
+    session: Session, *, match_ids: Sequence[int] = (), host: str | None = None
+) -> list[Match]:
+    """The matches a notice names: ``match_ids`` (each must exist and be confirmed, all on one host), or
+    every confirmed match on ``host`` (oldest first, at most :data:`NOTICE_LIMIT`)."""
+    options = (joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter))
+    if match_ids:
+        found = {
+            m.id: m for m in session.scalars(select(Match).where(Match.id.in_(match_ids)).options(*options))
+        }
+        for match_id in match_ids:
+            match = found.get(match_id)
+            if match is None:
+                raise NoticeError(f"there is no match with id {match_id}")
+            if match.status != MatchStatus.CONFIRMED.value:
+                raise NoticeError(
+                    f"match {match_id} is {match.status}, not confirmed: a notice names only copies a "
+                    "reviewer confirmed (fptrack review / the admin's evidence page)"
+                )
+        matches = [found[i] for i in dict.fromkeys(match_ids)]
+        hosts = {m.page.host for m in matches}
+        if len(hosts) > 1:
+            raise NoticeError(
+                f"the matches are on several hosts ({', '.join(sorted(hosts))}): one notice per host"
+            )
+        return matches
+    host = (host or "").strip().lower()
+    if not host:
+        raise NoticeError("name the matches (--match ID) or the host (--host HOST)")
+    matches = list(
+        session.scalars(
+            select(Match)
+            .join(Page, Page.id == Match.page_id)
+            .where(Page.host == host, Match.status == MatchStatus.CONFIRMED.value)
+            .options(*options)
+            .order_by(Match.first_seen, Match.id)
+            .limit(NOTICE_LIMIT)
+        ).unique()
+    )
+    if not matches:
+        raise NoticeError(f"no confirmed match on {host}: a notice names only copies a reviewer confirmed")
+    return matches
+
+
+def _quote(text: str) -> str:
+    return text if len(text) <= PASSAGE_LIMIT else text[:PASSAGE_LIMIT] + "…"
+
+
+def _item(session: Session, match: Match, bundle_of: BundleMaker | None) -> NoticeItem:
+    stored = evidence_of(session, match)
+    work_text = match.work.text or ""
+    passages: list[list[str]] = []
+    for raw in match.spans or []:
+        try:
+            page_start, page_end, work_start, work_end = (int(value) for value in raw[:4])
+        except (TypeError, ValueError):
+            continue
+        copy = stored.text[max(0, page_start) : max(0, page_end)]
+        original = work_text[max(0, work_start) : max(0, work_end)]
+        if copy or original:
+            passages.append([_quote(original), _quote(copy)])
+    bundle = bundle_of(session, match) if bundle_of is not None else None
+    return NoticeItem(
+        match_id=match.id,
+        url=match.page.url,
+        page_title=stored.title or "",
+        work_title=match.work.title,
+        chapter_title=f"{match.chapter.index}. {match.chapter.title}",
+        first_seen=match.first_seen,
+        fetched_at=stored.fetched_at,
+        snapshot_sha256=stored.snapshot_sha256 or "",
+        passages=passages,
+        bundle=bundle,
+        bundle_sha256=hashlib.sha256(bundle).hexdigest() if bundle is not None else "",
+    )
+
+
+def _language(language: str | None, contact: HostContact | None, sender: Sender | None) -> str:
+    for candidate in (language, contact.language if contact else None, sender.language if sender else None):
+        if candidate:
+            if candidate not in NOTICE_LANGUAGES:
+                raise NoticeError(f"language must be one of {', '.join(NOTICE_LANGUAGES)}, not {candidate!r}")
+            return candidate
+    return "en"
+
+
+def _rerender(notice: Notice, now: datetime) -> None:
+    notice.text = render_text(notice, now)
+    notice.text_sha256 = hashlib.sha256(notice.text.encode("utf-8")).hexdigest()
+
+
+def preview_notice(
+    session: Session,
+    *,
+    match_ids: Sequence[int] = (),
+    host: str | None = None,
+    sender: Sender | None = None,
+    language: str | None = None,
+    recipient: str | None = None,
+    bundle_of: BundleMaker | None = None,
+    now: datetime | None = None,
+) -> Notice:
+    """A notice for the matches (see :func:`notice_matches`) as :func:`draft_notice` would make it, not added
+    to the session. ``sender``: default the only sender; ``recipient``: an email address, default the host's
+    first contact; ``language``: default the recipient's, then the sender's, then English."""
+    now = now or utcnow()
+    matches = notice_matches(session, match_ids=match_ids, host=host)
+    target_host = matches[0].page.host
+    sender = sender if sender is not None else default_sender(session)
+    contact = _contact(session, target_host)
+    notice = Notice(
+        host=target_host,
+        language=_language(language, contact, sender),
+        state="draft",
+        kind="notice",
+        escalation_level=0,
+        contact_level=contact.level if contact and not recipient else 0,
+        recipient_kind=contact.kind if contact and not recipient else "site",
+        recipient_name=contact.name if contact and not recipient else "",
+        recipient_address=(recipient or "").strip() or (contact.email if contact else ""),
+        created_at=now,
+        state_changed_at=now,
+        message_id="",
+        sent_by="",
+        created_by="",
+    )
+    notice.sender = sender
+    notice.items = [_item(session, match, bundle_of) for match in matches]
+    _rerender(notice, now)
+    return notice
+
+
+def draft_notice(
+    session: Session,
+    *,
+    actor: str,
+    match_ids: Sequence[int] = (),
+    host: str | None = None,
+    sender: Sender | None = None,
+    language: str | None = None,
+    recipient: str | None = None,
+    bundle_of: BundleMaker | None = None,
+    now: datetime | None = None,
+) -> Notice:
+    """Make and keep a draft notice (:func:`preview_notice`'s, with evidence bundles from ``bundle_of``).
+    The caller commits."""
+    now = now or utcnow()
+    notice = preview_notice(
+        session, match_ids=match_ids, host=host, sender=sender, language=language, recipient=recipient,
+        bundle_of=bundle_of, now=now,
+    )  # fmt: skip
+    notice.created_by = actor
+    session.add(notice)
+    session.flush()  # the notice's number goes into its text
+    _rerender(notice, now)
+    _event(
+        notice, "drafted", now, actor=actor, detail=f"{len(notice.items)} item(s), language {notice.language}"
+    )
+    return notice
+
+
+def _event(
+    notice: Notice, kind: str, at: datetime, *, actor: str = "", recipient: str = "", message_id: str = "",
+    detail: str = "",
+) -> NoticeEvent:  # fmt: skip
+    event = NoticeEvent(
+        kind=kind, at=at, actor=actor, recipient=recipient, message_id=message_id, detail=detail
+    )
+    notice.events.append(event)
+    return event
+
+
+def _set_state(notice: Notice, state: str, now: datetime) -> None:
+    notice.state = state
+    notice.state_changed_at = now
+
+
+def load_notice(session: Session, notice_id: int) -> Notice:
+    notice = session.get(
+        Notice,
+        notice_id,
+        options=[
+            selectinload(Notice.items),
+            selectinload(Notice.events),
+            joinedload(Notice.sender).selectinload(Sender.proofs),
+        ],
+    )
+    if notice is None:
+        raise NoticeError(f"there is no notice with id {notice_id} (fptrack notices list)")
+    return notice
+
+
+def list_notices(session: Session, *, state: str | None = None, host: str | None = None) -> list[Notice]:
+    statement = (
+        select(Notice)
+        .options(selectinload(Notice.items), joinedload(Notice.sender))
+        .order_by(Notice.id.desc())
+    )
+    if state:
+        statement = statement.where(Notice.state == state)
+    if host:
+        statement = statement.where(Notice.host == host.strip().lower())
+    return list(session.scalars(statement).unique())
+
+
+# ------------------------------------------------------------------------------------------------ sending
+
+
+def send_notice(
+    session: Session,
+    notice: Notice,
+    settings: Settings,
+    *,
+    actor: str,
+    transport: Transport | None = None,
+    now: datetime | None = None,
+) -> Notice:
+    """Send a draft: refused (:class:`NoticeError`, naming each missing element) unless it carries every
+    element and has a recipient. The text is rendered once more, dated ``now``, kept with its SHA-256 and sent
+    with the HTML, the bundles and the proofs attached. A relay that fails leaves the notice a draft, with a
+    ``send_failed`` event, and raises :class:`jobs.delivery.DeliveryError` (the caller commits the event).
+    The caller commits."""
+    now = now or utcnow()
+    if notice.state != "draft":
+        raise NoticeError(f"notice {notice.id} is {notice.state}: only a draft is sent")
+    _rerender(notice, now)
+    missing = missing_elements(notice)
+    if missing:
+        raise NoticeError(f"notice {notice.id} cannot be sent; it lacks: " + "; ".join(missing))
+    if not notice.recipient_address:
+        raise NoticeError(
+            f"notice {notice.id} has no recipient: add the host's abuse address (fptrack contacts add "
+            f"{notice.host} abuse@...) and draft it again"
+        )
+    transport = transport or SmtpTransport.from_settings(settings)
+    notice.sent_at = now
+    html = render_html(notice, now)
+    message = notice_message(notice, notice.text, html, from_address=settings.smtp_from)
+    try:
+        transport.send(message)
+    except DeliveryError as error:
+        notice.sent_at = None
+        _event(notice, "send_failed", now, actor=actor, recipient=notice.recipient_address, detail=str(error))
+        raise
+    notice.message_id = str(message["Message-ID"])
+    notice.sent_by = actor
+    _set_state(notice, "sent", now)
+    attached = ", ".join(attachment_names(message))
+    detail = (
+        f"via {transport.describe()}; text sha256 {notice.text_sha256}; attached: {attached or 'nothing'}"
+    )
+    _event(
+        notice, "sent", now, actor=actor, recipient=notice.recipient_address, message_id=notice.message_id,
+        detail=detail,
+    )  # fmt: skip
+    return notice
+
+
+def mark_notice(session: Session, notice: Notice, mark: str, *, actor: str, note: str = "",
+                now: datetime | None = None) -> Notice:  # fmt: skip
+    """Record what became of a notice: ``acknowledged`` (its recipient answered), ``bounced`` (the message
+    came back: an event; the notice stays as it was) or ``withdrawn`` (by its sender). The caller commits."""
+    now = now or utcnow()
+    if mark not in MARKS:
+        raise NoticeError(f"mark must be one of {', '.join(MARKS)}, not {mark!r}")
+    if mark == "withdrawn" and notice.state not in ("draft", *OPEN_STATES):
+        raise NoticeError(
+            f"notice {notice.id} is {notice.state}: only a draft or an open notice is withdrawn"
+        )
+    if mark in ("acknowledged", "bounced") and notice.state not in OPEN_STATES:
+        raise NoticeError(f"notice {notice.id} is {notice.state}: only a sent notice is {mark}")
+    _event(notice, mark, now, actor=actor, recipient=notice.recipient_address, detail=note.strip()[:2000])
+    state = MARKS[mark]
+    if state is not None:
+        _set_state(notice, state, now)
+    return notice
+
+
+# ---------------------------------------------------------------------------------------------- follow-up
+
+
+@dataclass
+class FollowUpSummary:
+    """What one :func:`follow_up` run did."""
+
+    items_closed: int = 0
+    items_reopened: int = 0
+    copies_gone: list[int] = field(default_factory=list)
+    reminders: list[int] = field(default_factory=list)
+    escalations: list[int] = field(default_factory=list)
+    sent: list[int] = field(default_factory=list)
+    not_sent: dict[int, str] = field(default_factory=dict)
+    no_upstream: list[int] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "items_closed": self.items_closed,
+            "items_reopened": self.items_reopened,
+            "copies_gone": self.copies_gone,
+            "reminders": self.reminders,
+            "escalations": self.escalations,
+            "sent": self.sent,
+            "not_sent": {str(k): v for k, v in self.not_sent.items()},
+            "no_upstream": self.no_upstream,
+        }
+
+
+def _close_items(session: Session, now: datetime, summary: FollowUpSummary) -> None:
+    """Items of notices still in play follow their match: closed when it is taken down, reopened when it
+    came back."""
+    rows = session.execute(
+        select(NoticeItem, Match.taken_down_at)
+        .join(Match, Match.id == NoticeItem.match_id)
+        .join(Notice, Notice.id == NoticeItem.notice_id)
+        .where(Notice.state.in_((*OPEN_STATES, "escalated")))
+    ).all()
+    for item, taken_down_at in rows:
+        if item.closed_at is None and taken_down_at is not None:
+            item.closed_at = taken_down_at
+            summary.items_closed += 1
+            _event(
+                item.notice,
+                "item_gone",
+                now,
+                detail=f"{item.url} taken down at {as_utc(taken_down_at).isoformat()}",
+            )
+        elif item.closed_at is not None and taken_down_at is None:
+            item.closed_at = None
+            summary.items_reopened += 1
+            _event(item.notice, "item_back", now, detail=f"{item.url} is up again")
+
+
+def _successor(session: Session, notice: Notice, now: datetime) -> tuple[Notice | None, str]:
+    """The reminder or escalation that follows ``notice``, or None and why not."""
+    open_items = [item for item in notice.items if item.closed_at is None and item.match_id is not None]
+    confirmed = set(
+        session.scalars(
+            select(Match.id).where(
+                Match.id.in_([i.match_id for i in open_items]), Match.status == MatchStatus.CONFIRMED.value
+            )
+        )
+    )
+    carried = [item for item in open_items if item.match_id in confirmed]
+    if not carried:
+        return None, "no copy still up is still confirmed"
+    if notice.kind == "reminder":
+        contact = _contact(session, notice.host, above=notice.contact_level)
+        if contact is None:
+            return (
+                None,
+                f"no contact of {notice.host} above level {notice.contact_level} (fptrack contacts add)",
+            )
+        kind, level, address = "escalation", contact.level, contact.email
+        name, recipient_kind, language = contact.name, contact.kind, contact.language or notice.language
+    else:
+        kind, level, address = "reminder", notice.contact_level, notice.recipient_address
+        name, recipient_kind, language = notice.recipient_name, notice.recipient_kind, notice.language
+    successor = Notice(
+        sender_id=notice.sender_id, host=notice.host, recipient_name=name, recipient_address=address,
+        recipient_kind=recipient_kind, contact_level=level, language=language, state="draft", kind=kind,
+        escalation_level=notice.escalation_level + 1, parent_id=notice.id, created_at=now,
+        created_by="follow-up", state_changed_at=now, message_id="", sent_by="",
+    )  # fmt: skip
+    successor.sender = notice.sender
+    successor.parent = notice
+    successor.items = [
+        NoticeItem(
+            match_id=item.match_id,
+            url=item.url,
+            page_title=item.page_title,
+            work_title=item.work_title,
+            chapter_title=item.chapter_title,
+            first_seen=item.first_seen,
+            fetched_at=item.fetched_at,
+            snapshot_sha256=item.snapshot_sha256,
+            passages=item.passages,
+            bundle=item.bundle,
+            bundle_sha256=item.bundle_sha256,
+        )
+        for item in carried
+    ]
+    session.add(successor)
+    session.flush()
+    _rerender(successor, now)
+    _event(successor, "drafted", now, actor="follow-up", detail=f"{kind} of notice {notice.id}")
+    return successor, ""
+
+
+def follow_up(
+    session: Session,
+    settings: Settings,
+    *,
+    now: datetime | None = None,
+    transport: Transport | None = None,
+) -> FollowUpSummary:
+    """One round of the follow-up (the module docstring): close and reopen items from the re-checks, mark
+    notices whose copies are all gone, and follow up the notices whose copies are still up
+    ``settings.notice_escalate_after`` days after they were sent. Follow-ups are sent through ``transport``
+    (default: the configured relay; none configured: they stay drafts). The caller commits."""
+    now = now or utcnow()
+    summary = FollowUpSummary()
+    _close_items(session, now, summary)
+    session.flush()
+    active = session.scalars(
+        select(Notice)
+        .where(Notice.state.in_(OPEN_STATES))
+        .options(selectinload(Notice.items))
+        .order_by(Notice.id)
+    ).all()
+    due_before = now - timedelta(days=settings.notice_escalate_after)
+    if transport is None and settings.smtp_host:
+        transport = SmtpTransport.from_settings(settings)
+    for notice in active:
+        if notice.items and all(item.closed_at is not None for item in notice.items):
+            _set_state(notice, "copy_gone", now)
+            _event(notice, "copy_gone", now, detail="every copy it named was found taken down")
+            summary.copies_gone.append(notice.id)
+            continue
+        if notice.sent_at is None or as_utc(notice.sent_at) > due_before:
+            continue
+        successor, why = _successor(session, notice, now)
+        if successor is None:
+            if not any(event.kind == "no_upstream" for event in notice.events):
+                _event(notice, "no_upstream", now, detail=why)
+                summary.no_upstream.append(notice.id)
+            continue
+        _set_state(notice, "escalated", now)
+        detail = f"{successor.kind} {successor.id} to {successor.recipient_address or '(no address)'}"
+        _event(
+            notice, "escalated", now, actor="follow-up", recipient=successor.recipient_address, detail=detail
+        )
+        (summary.escalations if successor.kind == "escalation" else summary.reminders).append(successor.id)
+        if transport is None:
+            summary.not_sent[successor.id] = "no SMTP relay configured (FPTRACK_SMTP_HOST)"
+            continue
+        try:
+            send_notice(session, successor, settings, actor="follow-up", transport=transport, now=now)
+        except (NoticeError, DeliveryError) as error:
+            summary.not_sent[successor.id] = str(error)
+            continue
+        summary.sent.append(successor.id)
+    return summary

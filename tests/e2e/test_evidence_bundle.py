@@ -1,0 +1,75 @@
+"""End to end (issue 21): crawl a site on 127.0.0.1 that carries copies -> the matches -> ``fptrack evidence
+bundle`` holds the HTTP request and response of the copy as fetched, whose payload hashes to the page's
+snapshot SHA-256, timestamped by a local authority; ``fptrack evidence verify`` accepts it and refuses it once
+a byte changed. Pages without a match keep no exchange."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+from warcio.archiveiterator import ArchiveIterator
+
+from fptrack.cli.demo import DEMO_DATA
+from fptrack.storage.db import create_engine_for
+from fptrack.storage.models import Match, Page, PageExchange
+from tests.support.pirate_site import pirate_site
+from tests.support.sites import serve_site
+from tests.support.tsa import local_tsa
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_crawled_copy_is_bundled_as_fetched(fptrack, tmp_path: Path) -> None:
+    pages, _expected = pirate_site()
+    fptrack.run("init")
+    fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"))
+    with serve_site(pages) as base:
+        fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--quiet")
+    matches = fptrack.matches()
+    assert matches
+    copy = next(m for m in matches if m["page_url"].endswith("/light/1.html"))
+
+    engine = create_engine_for(fptrack.settings)
+    try:
+        with Session(engine) as session:
+            flagged = set(session.scalars(select(Match.page_id)))
+            kept = set(session.scalars(select(PageExchange.page_id)))
+            pages_with_text = session.scalar(select(func.count()).select_from(Page).where(Page.status == 200))
+    finally:
+        engine.dispose()
+    # every flagged page keeps the exchange it was read from; the others (most of the site) keep none
+    assert kept == flagged and (pages_with_text or 0) > len(flagged)
+
+    output = tmp_path / "bundle.zip"
+    with local_tsa(tmp_path / "tsa") as tsa:
+        fptrack.extra_env["FPTRACK_TSA_URL"] = tsa.url
+        fptrack.run("evidence", "bundle", "--match", str(copy["id"]), "-o", str(output))
+        verified = fptrack.run("evidence", "verify", str(output), "--tsa-cert", str(tsa.ca_cert))
+    assert "OK:" in verified.stdout and "response payload hashes to snapshot_sha256" in verified.stdout
+
+    archive = zipfile.ZipFile(io.BytesIO(output.read_bytes()))
+    evidence = json.loads(archive.read("evidence.json"))
+    found = {}
+    for record in ArchiveIterator(io.BytesIO(archive.read("page.warc.gz"))):
+        found[record.rec_type] = (record, record.raw_stream.read())
+    assert {"warcinfo", "request", "response", "conversion", "metadata"} <= set(found)
+    request, _ = found["request"]
+    response, body = found["response"]
+    assert request.http_headers.protocol == "GET"
+    assert request.rec_headers.get_header("WARC-Target-URI").endswith("/light/1.html")
+    assert response.http_headers.get_statuscode() == "200"
+    assert hashlib.sha256(body).hexdigest() == evidence["page"]["snapshot_sha256"]
+    assert "<html" in body.decode("utf-8", errors="replace").lower()
+
+    changed = bytearray(output.read_bytes())
+    changed[len(changed) // 3] ^= 0x20
+    output.write_bytes(bytes(changed))
+    failed = fptrack.run("evidence", "verify", str(output), check=False)
+    assert failed.returncode == 1 and "FAILED:" in failed.stderr

@@ -1,0 +1,117 @@
+"""``fptrack senders``, ``fptrack contacts``, ``fptrack notices`` and ``fptrack takedowns stats --by notice``:
+a round trip on SQLite and PostgreSQL, through click's runner in this process, with a real SMTP server on
+loopback (aiosmtpd)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiosmtpd.controller import Controller
+from click.testing import CliRunner, Result
+from sqlalchemy.orm import Session
+
+from fptrack.cli.main import main
+from fptrack.core.settings import Settings
+from tests.support.admin_seed import Seeded, seed
+
+
+class _Inbox:
+    def __init__(self) -> None:
+        self.recipients: list[list[str]] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.recipients.append(list(envelope.rcpt_tos))
+        return "250 OK"
+
+
+@pytest.fixture
+def relay() -> Iterator[tuple[_Inbox, int]]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    inbox = _Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    yield inbox, port
+    controller.stop()
+
+
+def _run(settings: Settings, port: int, *args: str) -> Result:
+    env = {
+        "FPTRACK_DATABASE_URL": settings.database_url,
+        "FPTRACK_DATA_DIR": str(settings.data_dir),
+        "FPTRACK_SMTP_HOST": "127.0.0.1",
+        "FPTRACK_SMTP_PORT": str(port),
+        "FPTRACK_SMTP_STARTTLS": "false",
+        "FPTRACK_SMTP_FROM": "notices@fptrack.example",
+    }
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+def test_senders_contacts_notices_round_trip(
+    session: Session, settings: Settings, relay: tuple[_Inbox, int], tmp_path: Path
+) -> None:
+    ids: Seeded = seed(session)
+    inbox, port = relay
+    proof = tmp_path / "certificate.pdf"
+    proof.write_bytes(b"%PDF registration")
+
+    refused = _run(settings, port, "notices", "draft", "--match", str(ids.hostile_match_id))
+    assert refused.exit_code == 1 and "is flagged, not confirmed" in refused.output
+
+    added = _run(settings, port, "senders", "add", "Mountain Press", "--address", "1 Hill Road, Beijing",
+                 "--email", "rights@mountain.example", "--signer", "Wang Wu", "--lang", "en")  # fmt: skip
+    assert added.exit_code == 0, added.output
+    missing = _run(settings, port, "notices", "draft", "--host", "pirate.example")
+    assert missing.exit_code == 1
+    for named in (
+        "512(c)(3)(A)(vi)",
+        "512(c)(3)(A)(iv)",
+        "no telephone",
+        "authority to act",
+        "第十四条（三）",
+    ):
+        assert named in missing.output, named
+    assert "NOTICE OF COPYRIGHT INFRINGEMENT" not in missing.output  # refused: nothing printed
+
+    edited = _run(settings, port, "senders", "edit", "Mountain Press", "--phone", "+86 10 5555",
+                  "--title", "General Counsel", "--proof", str(proof))  # fmt: skip
+    assert edited.exit_code == 0 and "1 proof file(s)" in edited.output
+    listed = json.loads(_run(settings, port, "senders", "list", "--format", "json").output)
+    assert listed["proofs"][0]["filename"] == "certificate.pdf"
+    assert _run(settings, port, "contacts", "add", "pirate.example", "abuse@pirate.example").exit_code == 0
+    assert "level 1" in _run(settings, port, "contacts", "add", "pirate.example", "abuse@host.example",
+                             "--kind", "hosting").output  # fmt: skip
+
+    drafted = _run(settings, port, "notices", "draft", "--host", "pirate.example", "--lang", "zh")
+    assert drafted.exit_code == 0, drafted.output
+    assert "侵权通知书" in drafted.output and "权利人对本通知书的真实性负责" in drafted.output
+    notices = [
+        json.loads(line)
+        for line in _run(settings, port, "notices", "list", "--format", "json").output.splitlines()
+    ]
+    latest = notices[0]
+    assert latest["state"] == "draft" and latest["recipient"] == "abuse@pirate.example"
+
+    sent = _run(settings, port, "notices", "send", str(latest["id"]))
+    assert sent.exit_code == 0, sent.output
+    assert "Message-ID <" in sent.output and inbox.recipients == [["abuse@pirate.example"]]
+    shown = json.loads(_run(settings, port, "notices", "show", str(latest["id"]), "--format", "json").output)
+    assert shown["state"] == "sent" and [e["kind"] for e in shown["events"]] == ["drafted", "sent"]
+    urls = _run(settings, port, "notices", "export", str(latest["id"]), "--format", "urls").output
+    assert urls == "http://pirate.example/other.html\n"
+    lumen = json.loads(_run(settings, port, "notices", "export", str(latest["id"])).output)
+    assert lumen["notice"]["works_attributes"][0]["infringing_urls_attributes"] == [
+        {"url": "http://pirate.example/other.html"}
+    ]
+    follow = _run(settings, port, "notices", "follow-up")
+    assert follow.exit_code == 0 and "reminders: 0" in follow.output  # sent just now: nothing due
+    stats = _run(settings, port, "takedowns", "stats", "--by", "recipient", "--format", "json")
+    assert json.loads(stats.output)["key"] == "abuse@pirate.example"
+    acknowledged = _run(settings, port, "notices", "mark", str(latest["id"]), "acknowledged", "--note", "T-1")
+    assert "state acknowledged" in acknowledged.output

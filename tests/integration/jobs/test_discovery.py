@@ -1,0 +1,205 @@
+"""Discovery end to end on loopback sites (SQLite and PostgreSQL): a monitored pirate site's mirror notice and
+friend links become candidates, search results too (licensed partners left out), every candidate is probed
+with a few guarded requests and scored by the product's compare, decisions are remembered; the private-address
+guard refuses probes of loopback sites unless they are allowed; the command line round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.compare import service
+from fptrack.compare.licensing import add_licensed_site
+from fptrack.compare.works import register_work_file
+from fptrack.core.settings import Settings
+from fptrack.jobs.discovery import (
+    CandidateError,
+    accept_candidate,
+    make_fetcher,
+    outbound_links,
+    probe_site,
+    reject_candidate,
+    run_discovery,
+)
+from fptrack.jobs.search_providers import configured_providers
+from fptrack.jobs.sites import SiteSpec, add_site
+from fptrack.storage.db import session_factory
+from fptrack.storage.models import DiscoveryCandidate, Page, Site, SiteOutboundHost
+from tests.support.cli import fptrack
+from tests.support.search_provider import serve_search_provider
+from tests.support.sites import Page as Served
+from tests.support.sites import chapter_page, serve_site
+
+_CHAPTERS = demo_chapters("alley.txt") + demo_chapters("lighthouse.txt")
+TEXTS = [_CHAPTERS[i] + "\n" + _CHAPTERS[(i + 1) % 6] + "\n" + _CHAPTERS[(i + 3) % 6] for i in range(6)]
+NEWS = (DEMO_DATA / "library_news.txt").read_text("utf-8")
+
+
+def _book(texts: list[str], template: str) -> dict[str, Served]:
+    """A pirate site: a home page listing its chapters, one page per chapter."""
+    links = "".join(f'<li><a href="/book/{i}.html">第{i + 1}章 夜读</a></li>' for i in range(len(texts)))
+    pages: dict[str, Served] = {
+        "/": Served.html(f"<html><body><h1>笔趣阁</h1><ul>{links}</ul></body></html>")
+    }
+    for i, text in enumerate(texts):
+        pages[f"/book/{i}.html"] = chapter_page(f"第{i + 1}章 夜读", text.split("\n"), template=template)
+    return pages
+
+
+def _known_site(session: Session, settings: Settings, url: str) -> Site:
+    """A monitored pirate site whose crawled pages copy the registered works."""
+    for name in ("alley.txt", "lighthouse.txt"):
+        work = register_work_file(session, DEMO_DATA / name)
+        service.index_work(session, work.work_id, settings)
+    site = add_site(session, SiteSpec(name="known", start_urls=(url + "/",), allow_private=True))
+    ids = []
+    for i, text in enumerate(TEXTS):
+        page = Page(url=f"{url}/book/{i}.html", final_url=f"{url}/book/{i}.html", host=site.host, status=200,
+                    encoding="utf-8", title="t", text=text, site_id=site.id)  # fmt: skip
+        session.add(page)
+        session.flush()
+        ids.append(page.id)
+    service.process_pages(session, ids, settings)
+    session.commit()
+    return site
+
+
+def test_outbound_links_tell_mirror_notices_from_friend_links() -> None:
+    markup = """<html><body><p>本站新域名：<a href="http://new.example/">new.example</a></p>
+      <p>最新网址：www.latest.example 请收藏</p>
+      <div class="friendlinks"><a href="http://friend.example/">友情链接</a>
+      <a href="/book/1.html">第一章</a></div>
+      </body></html>"""
+    assert outbound_links(markup, "http://old.example/", "old.example") == {
+        "new.example": ("mirror", "http://new.example/"),
+        "www.latest.example": ("mirror", "http://www.latest.example"),
+        "friend.example": ("link", "http://friend.example/"),
+    }
+
+
+def test_discovery_proposes_probes_and_remembers(
+    session: Session, engine: Engine, settings: Settings
+) -> None:
+    with (
+        serve_site({"/": Served.html(f"<html><body><p>{NEWS}</p></body></html>")}) as unrelated,
+        serve_site(_book(TEXTS[:5], "html5-article")) as clone,
+        serve_site({"/": Served.html("<p>正版</p>")}) as partner,
+    ):
+        home = _book(TEXTS, "biquge")
+        home["/"] = Served.html(
+            f'<html><body><p>本站新域名：<a href="{clone.url("/")}">点此访问</a></p>'
+            f'<div class="links"><a href="{unrelated.url("/")}">友情链接</a></div></body></html>'
+        )
+        with (
+            serve_site(home) as known,
+            serve_search_provider(
+                lambda q: [(clone.url("/book/1.html"), q, ""), (partner.url("/read"), q, "")]
+            ) as search,
+        ):
+            site = _known_site(session, settings, known)
+            add_licensed_site(session, 1, partner.key)
+            session.commit()
+            settings = settings.with_overrides(search_providers=("bing",), **search.endpoints())
+            report = run_discovery(
+                session_factory(engine), settings, providers=configured_providers(settings),
+                allow_private=["127.0.0.1"],
+            )  # fmt: skip
+            again = run_discovery(
+                session_factory(engine), settings, providers=[], allow_private=["127.0.0.1"]
+            )
+
+    assert report.seeds == [known.key] and report.errors == []
+    found = {c["host"]: c for c in report.candidates}
+    assert set(found) == {clone.key, unrelated.key}  # the licensed partner is never proposed
+    mirror = found[clone.key]
+    assert (mirror["source"], mirror["detail"], mirror["state"]) == ("link", f"mirror notice on {known.key}",
+                                                                     "probed")  # fmt: skip
+    assert mirror["copies"] >= 3 and mirror["score"] >= 0.75 and mirror["mirror_of_site_id"] == site.id
+    assert mirror["requests"] <= settings.discovery_probe_pages + 1  # robots.txt and the pages
+    assert (found[unrelated.key]["state"], found[unrelated.key]["copies"]) == ("clean", 0)
+    assert again.proposed == 0 and again.probed == 0  # nothing proposed twice
+    kinds = dict(session.execute(select(SiteOutboundHost.host, SiteOutboundHost.kind)).all())
+    assert kinds == {clone.key: "mirror", unrelated.key: "link"}
+
+    accepted = accept_candidate(session, mirror["id"], settings, allow_private=True)
+    assert (accepted.managed, accepted.host, accepted.schedule) == (True, clone.key, "86400")
+    reject_candidate(session, found[unrelated.key]["id"])
+    with pytest.raises(CandidateError, match="rejected already"):
+        reject_candidate(session, found[unrelated.key]["id"])
+    session.commit()
+    states = dict(session.execute(select(DiscoveryCandidate.host, DiscoveryCandidate.state)).all())
+    assert states == {clone.key: "accepted", unrelated.key: "rejected"}
+
+
+def test_a_probe_refuses_private_addresses_unless_allowed(session: Session, settings: Settings) -> None:
+    with serve_site(_book(TEXTS[:2], "html5-article")) as site:
+        refused = probe_site(session, site.url("/"), settings, make_fetcher(settings))
+        allowed = probe_site(session, site.url("/"), settings, make_fetcher(settings, [site.key]))
+        # the refused probe sent nothing; the allowed one: robots.txt, the landing page, the chapters first
+        assert site.requests[:4] == ["/robots.txt", "/", "/book/0.html", "/book/1.html"]
+        assert len(site.requests) == 1 + settings.discovery_probe_pages
+    assert refused.pages == 0 and "private-address guard" in refused.error
+    assert allowed.error == "" and allowed.pages == settings.discovery_probe_pages and allowed.text_pages == 2
+    assert allowed.requests == len(site.requests)
+
+
+@pytest.mark.postgres
+def test_the_command_line_round_trip(postgres_settings: Settings, tmp_path: Path) -> None:
+    engine_settings = postgres_settings
+    from fptrack.storage.db import create_engine_for
+
+    engine = create_engine_for(engine_settings)
+    env = {"FPTRACK_DATABASE_URL": engine_settings.database_url, "FPTRACK_SITE_RATE": "50"}
+    try:
+        with serve_site(_book(TEXTS[:4], "html5-article")) as clone:
+            home = _book(TEXTS, "biquge")
+            home["/"] = Served.html(f'<p>最新网址：<a href="{clone.url("/")}">{clone.key}</a></p>')
+            with serve_site(home) as known:
+                with Session(engine) as session:
+                    _known_site(session, engine_settings, known)
+                result = fptrack(
+                    tmp_path, "discover", "--format", "json", "--allow-private-host", "127.0.0.1", **env
+                )
+        assert result.returncode == 0, result.stderr
+        entries = [json.loads(line) for line in result.stdout.splitlines()]
+        assert [(e["host"], e["state"], e["source"]) for e in entries] == [(clone.key, "probed", "link")]
+        listed = fptrack(tmp_path, "candidates", "list", **env)
+        assert clone.key in listed.stdout and "probed" in listed.stdout
+        accepted = fptrack(tmp_path, "candidates", "accept", str(entries[0]["id"]), "--allow-private", **env)
+        assert accepted.returncode == 0 and "monitoring site" in accepted.stdout, accepted.stderr
+        twice = fptrack(tmp_path, "candidates", "reject", str(entries[0]["id"]), **env)
+        assert (
+            twice.returncode == 1 and "accepted already" in twice.stderr and "Traceback" not in twice.stderr
+        )
+        networks = fptrack(tmp_path, "networks", "--format", "json", **env)
+        assert networks.returncode == 0 and networks.stdout == ""  # the probe stored no page
+        table = fptrack(tmp_path, "networks", **env)
+        assert "no networks yet" in table.stdout
+    finally:
+        engine.dispose()
+
+
+def test_the_beat_runs_discovery_only_when_enabled(sqlite_settings: Settings) -> None:
+    from fptrack.jobs import tasks
+
+    app = tasks.configure(sqlite_settings)
+    assert "fptrack-discover" not in app.conf.beat_schedule
+    enabled = sqlite_settings.with_overrides(discovery_every=3600.0)
+    app = tasks.configure(enabled)
+    assert app.conf.beat_schedule["fptrack-discover"] == {"task": "fptrack.discover", "schedule": 3600.0}
+    assert app.conf.task_routes["fptrack.discover"] == {"queue": enabled.crawl_task_queue}
+    # in-process (no broker): the task runs here; nothing monitored yet, so nothing to discover
+    assert tasks.discover.delay().get() == {
+        "seeds": [],
+        "proposed": 0,
+        "probed": 0,
+        "requests": 0,
+        "errors": [],
+    }
+    tasks.configure(sqlite_settings)
