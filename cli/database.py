@@ -88,6 +88,10 @@ def maintain(context: CliContext, older_than: int) -> None:
     else:
         click.echo("no overloaded buckets")
     click.echo(f"corpus statistics: +{corpus.documents_added} document(s), {corpus.documents:,} in all")
+    click.echo(
+        f"pages gone for good whose fingerprints were retired: {report.retired:,} "
+        "(FPTRACK_RETAIN_GONE_DAYS, FPTRACK_RETAIN_UNSEEN_DAYS; matches and evidence kept)"
+    )
     dangling = {name: count for name, count in report.orphans.items() if count}
     click.echo(
         "orphaned index rows: " + (", ".join(f"{n}={c}" for n, c in dangling.items()) if dangling else "none")

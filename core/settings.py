@@ -34,6 +34,10 @@ Every variable, with its default and meaning:
 - ``FPTRACK_PAGE_SAMPLE_WINDOW`` (default ``64``): a crawled page keeps, for the look-ups of newly
   registered works, the minimum winnowing hash of every window of this many k-grams (16-4096): any passage of
   ``window + k - 1`` characters it shares with a work is found (``storage.fingerprints.page_sample``)
+- ``FPTRACK_RETAIN_GONE_DAYS`` (default ``30``; ``0``: never): a page whose last fetch found it gone (404,
+  410, 451) that long ago loses its fingerprints (``fptrack maintain``); its row, matches and evidence stay
+- ``FPTRACK_RETAIN_UNSEEN_DAYS`` (default ``365``; ``0``: never): a page no crawl or re-check has fetched for
+  that long loses its fingerprints the same way (``storage.housekeeping.retire_page_fingerprints``)
 - ``FPTRACK_CHAPTER_INDEX`` (default ``memory``): where crawl-time compare finds the registered chapters
   holding a page's codes: ``memory`` (each process keeps them as arrays, refreshed when the registry changes:
   ``compare.chapter_index``) or ``database`` (a ``code_index`` query per batch)
@@ -198,6 +202,8 @@ class Settings:
     simhash_hot_min_size: int = 1024
     chapter_index: str = "memory"
     page_sample_window: int = 64
+    retain_gone_days: float = 30.0
+    retain_unseen_days: float = 365.0
     crawl_concurrency: int = 8
     crawl_concurrency_per_site: int = 2
     crawl_delay: float = 0.0
@@ -319,6 +325,8 @@ class Settings:
             ("FPTRACK_RENDER_IDLE_WAIT", self.render_idle_wait, 0, "a number of seconds >= 0"),
             ("FPTRACK_RENDER_PAGES", self.render_pages, 1, "an integer >= 1"),
             ("FPTRACK_RENDER_MIN_CHARS", self.render_min_chars, 1, "an integer >= 1"),
+            ("FPTRACK_RETAIN_GONE_DAYS", self.retain_gone_days, 0, "a number of days >= 0 (0: never)"),
+            ("FPTRACK_RETAIN_UNSEEN_DAYS", self.retain_unseen_days, 0, "a number of days >= 0 (0: never)"),
             ("FPTRACK_NETWORK_MIN_SHARED", self.network_min_shared, 1, "an integer >= 1"),
             ("FPTRACK_NETWORK_MIN_SHARE", self.network_min_share, 0, "a share between 0 and 1"),
             ("FPTRACK_DISCOVERY_EVERY", self.discovery_every, 0, "a number of seconds >= 0 (0: off)"),
@@ -404,6 +412,8 @@ class Settings:
             simhash_hot_min_size=_int(env, "FPTRACK_SIMHASH_HOT_MIN_SIZE", 1024),
             chapter_index=(env.get("FPTRACK_CHAPTER_INDEX") or "memory").strip().lower(),
             page_sample_window=_int(env, "FPTRACK_PAGE_SAMPLE_WINDOW", 64),
+            retain_gone_days=_float(env, "FPTRACK_RETAIN_GONE_DAYS", 30.0),
+            retain_unseen_days=_float(env, "FPTRACK_RETAIN_UNSEEN_DAYS", 365.0),
             crawl_concurrency=_int(env, "FPTRACK_CRAWL_CONCURRENCY", 8),
             crawl_concurrency_per_site=_int(env, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE", 2),
             crawl_delay=_float(env, "FPTRACK_CRAWL_DELAY", 0.0),

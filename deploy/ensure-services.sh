@@ -5,6 +5,8 @@
 # - wrk (the admin and API load test): installed the same way.
 # - A CJK font (fonts-wqy-microhei, else fonts-noto-cjk), so that Chinese renders in the browser tests'
 #   screenshots and in takedown notices printed to PDF: installed the same way.
+# - openssl (the evidence tests run their own RFC 3161 time-stamping authority with `openssl ts`): installed
+#   the same way.
 # A service that is not installed at all is left alone: its tests are skipped with the reason,
 # except under CI=true, where tests/conftest.py turns a missing service into a failure.
 set -u
@@ -55,6 +57,17 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     || say "could not install wrk (see /tmp/fptrack-apt.log): the admin load test will be skipped"
 else
   say "wrk is not installed (apt-get install wrk): the admin load test will be skipped"
+fi
+if command -v openssl >/dev/null 2>&1; then
+  say "openssl found at $(command -v openssl)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  say "installing Debian's openssl (the evidence tests' local time-stamping authority)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl >>/tmp/fptrack-apt.log 2>&1 \
+    || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl >>/tmp/fptrack-apt.log 2>&1; } \
+    || say "could not install openssl (see /tmp/fptrack-apt.log): the evidence time-stamping tests will fail"
+else
+  say "openssl is not installed (apt-get install openssl): the evidence time-stamping tests will fail"
 fi
 has_cjk_font() { command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list :lang=zh family 2>/dev/null | head -n1)" ]; }
 

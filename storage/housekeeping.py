@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
-from sqlalchemy import Connection, delete, func, select, text
+from sqlalchemy import Connection, delete, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from fptrack.storage.fingerprints import id_chunks
-from fptrack.storage.models import Page, Work
+from fptrack.storage.match_life import GONE_STATUSES
+from fptrack.storage.models import Fingerprint, Page, PageCodes, Work
 
-__all__ = ["count_orphans", "count_rows", "delete_pages", "delete_works"]
+__all__ = ["count_orphans", "count_rows", "delete_pages", "delete_works", "retire_page_fingerprints"]
+
+RETIRE_BATCH = 5_000  # pages retired per statement group: short transactions on a large store
 
 
 def delete_pages(session: Session, page_ids: Iterable[int]) -> int:
@@ -31,6 +35,45 @@ def _delete_by_id(session: Session, model: type[Page | Work], ids: Iterable[int]
         result = session.execute(delete(model).where(model.id.in_(chunk)))
         deleted += int(result.rowcount or 0)  # type: ignore[attr-defined]
     return deleted
+
+
+def retire_page_fingerprints(
+    session: Session, *, gone_before: datetime | None, unseen_before: datetime | None
+) -> int:
+    """Drop the fingerprints (``page_codes``, a Simhash row) of pages gone for good: those whose last fetch,
+    before ``gone_before``, found them gone (404, 410, 451), and those nothing has fetched since
+    ``unseen_before`` (None: that rule is off). Returns how many pages lost them.
+
+    What a match, a review or a takedown rests on stays: the page row (URL, status, dates), its text, the kept
+    versions and raw exchanges, the matches. Only what serves finding copies among stored pages goes: a newly
+    registered work will not look for itself in a page that has answered 404 for a month, or that no crawl
+    reaches any more. A retired page that a crawl fetches again is fingerprinted again like any new content.
+    ``fingerprinted_at`` is cleared, so templates and look-ups skip it."""
+    conditions = []
+    if gone_before is not None:
+        conditions.append(Page.status.in_(sorted(GONE_STATUSES)) & (Page.fetched_at < gone_before))
+    if unseen_before is not None:
+        conditions.append(Page.fetched_at < unseen_before)
+    if not conditions:
+        return 0
+    retired = 0
+    while True:
+        ids = list(
+            session.scalars(
+                select(Page.id)
+                .where(Page.fingerprinted_at.is_not(None), or_(*conditions))
+                .order_by(Page.id)
+                .limit(RETIRE_BATCH)
+            )
+        )
+        if not ids:
+            return retired
+        for chunk in id_chunks(ids):
+            session.execute(delete(PageCodes).where(PageCodes.page_id.in_(chunk)))
+            session.execute(delete(Fingerprint).where(Fingerprint.page_id.in_(chunk)))
+            session.execute(update(Page).where(Page.id.in_(chunk)).values(fingerprinted_at=None))
+        retired += len(ids)
+        session.flush()
 
 
 def count_orphans(bind: Session | Connection) -> dict[str, int]:

@@ -1,0 +1,76 @@
+"""Retention of pages gone for good (issue 20): their fingerprints go, what a match, a review or a takedown
+rests on stays; pages still up or gone only lately keep everything. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from fptrack.compare.service import process_pages
+from fptrack.core.settings import Settings
+from fptrack.storage.fingerprints import load_page_codes
+from fptrack.storage.housekeeping import count_orphans, retire_page_fingerprints
+from fptrack.storage.models import Chapter, Match, Page, PageVersion, Work, utcnow
+
+TEXT = "他们一路向西走去，翻过了七座高山，渡过了九条大河，终于来到了那座传说中的古城门前。" * 12
+
+
+def _page(session: Session, number: int, *, status: int, days_ago: float) -> Page:
+    page = Page(
+        url=f"http://pirate.test/{number}",
+        final_url=f"http://pirate.test/{number}",
+        host="pirate.test",
+        status=status,
+        text=f"{number}号页面。" + TEXT,
+        fetched_at=utcnow() - timedelta(days=days_ago),
+    )
+    session.add(page)
+    session.flush()
+    return page
+
+
+def test_pages_gone_for_good_lose_fingerprints_and_keep_their_evidence(
+    session: Session, settings: Settings
+) -> None:
+    up = _page(session, 1, status=200, days_ago=100)
+    gone_lately = _page(session, 2, status=404, days_ago=3)
+    gone_long = _page(session, 3, status=410, days_ago=40)
+    unseen = _page(session, 4, status=200, days_ago=400)
+    ids = [up.id, gone_lately.id, gone_long.id, unseen.id]
+    process_pages(session, ids, settings)
+    work = Work(title="w", content_sha256="w", text=TEXT)
+    work.chapters = [Chapter(index=0, title="一", start=0, end=len(TEXT), text=TEXT)]
+    session.add(work)
+    session.flush()
+    long_ago = utcnow() - timedelta(days=40)
+    kept = PageVersion(page_id=gone_long.id, status=200, final_url=gone_long.url, title="", text=TEXT,
+                       content_sha256="v1", snapshot_sha256="s1", encoding="utf-8",
+                       fetched_at=long_ago - timedelta(days=20), replaced_at=long_ago)  # fmt: skip
+    session.add(kept)
+    session.add(Match(page_id=gone_long.id, work_id=work.id, chapter_id=work.chapters[0].id, score=0.9,
+                      status="confirmed"))  # fmt: skip
+    session.commit()
+    assert set(load_page_codes(session, ids)) == set(ids)
+
+    now = utcnow()
+    retired = retire_page_fingerprints(
+        session, gone_before=now - timedelta(days=30), unseen_before=now - timedelta(days=365)
+    )
+    session.commit()
+    assert retired == 2
+    assert set(load_page_codes(session, ids)) == {up.id, gone_lately.id}
+    fingerprinted = dict(
+        session.execute(select(Page.id, Page.fingerprinted_at).where(Page.id.in_(ids))).all()
+    )
+    assert fingerprinted[gone_long.id] is None and fingerprinted[unseen.id] is None
+    assert fingerprinted[up.id] is not None and fingerprinted[gone_lately.id] is not None
+    # the evidence stays: the page row and its text, the kept version, the match
+    assert session.get(Page, gone_long.id).text.startswith("3号页面")  # type: ignore[union-attr]
+    assert session.scalar(select(PageVersion.text).where(PageVersion.page_id == gone_long.id)) == TEXT
+    assert session.scalar(select(Match.status).where(Match.page_id == gone_long.id)) == "confirmed"
+    assert set(count_orphans(session).values()) == {0}
+    # a retired page is no longer looked up; a second pass finds nothing more to do
+    assert retire_page_fingerprints(session, gone_before=now, unseen_before=None) == 1  # gone_lately
+    assert retire_page_fingerprints(session, gone_before=None, unseen_before=None) == 0
