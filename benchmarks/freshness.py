@@ -23,10 +23,11 @@ Figures (per site and overall): recall (copies ever up that the product matched 
 to detect (the match's first_seen minus the copy's appearance; copies up from the start appear when the worker
 starts), removals recorded within two re-check periods (of the removals of copies the product had matched
 before they were removed; ``taken_down_at`` minus the removal), false takedowns (a ``taken_down_at`` while the
-copy was up at that URL), requests per distinct URL (robots.txt left out), the most requests within one second
-to one site, requests inside a Retry-After window, matches left without their copied text, matches dropped
-(seen during the run, gone at the end). Prints the tables with the issue's targets and its "before" figures,
-and ends with one JSON line. PostgreSQL or Redis unreachable: says so and exits 0 without figures."""
+copy was up at that URL, the whole second the CLI shows), requests per distinct URL (robots.txt left out), the
+most requests within one second to one site, requests inside a Retry-After window, matches left without their
+copied text, matches dropped (seen during the run, gone at the end). Prints the tables with the issue's
+targets and its "before" figures, and ends with one JSON line. PostgreSQL or Redis unreachable: says so and
+exits 0 without figures."""
 
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ BASELINE = {
     "max_requests_per_second": 28,
 }
 """The issue's "before" figures (its max requests per second was 24-28: the ratio is against 28)."""
+
+RECORDED_TO = 1.0  # seconds: the resolution of the times the CLI's JSON gives (storage.models.iso_utc)
 
 WORKS = (("sanguoyanyi", "三国演义"), ("xiyouji", "西游记"))
 INNOCENT = "shuihuzhuan"  # never registered
@@ -412,7 +415,9 @@ def judge(
         for down in sorted(recorder.takedowns.get(match_id, ())):
             downs_by_url[url].append(down)
             t = down - t0
-            if any(start + 2 <= t < stop for start, stop in up):
+            # the CLI gives times to the second (cut, not rounded): a takedown shown at second S was recorded
+            # within [S, S + 1), so it is false only when all of that second lay inside the copy's time up
+            if any(start + 2 <= t and t + RECORDED_TO < stop for start, stop in up):
                 false_takedowns[copy.site].append({"match": match_id, "path": path, "at": round(t, 1)})
     removals: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for copy in web.copies():

@@ -70,9 +70,11 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
         settings = Settings.from_env(environ)
     except ConfigurationError as error:
         raise CliError(str(error)) from None
+    from fptrack.compare import chapter_index
     from fptrack.fingerprint.normalize import use_table_cache
 
     use_table_cache(settings.cache_dir)
+    chapter_index.configure(settings)
     ctx.obj = CliContext(settings)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from fptrack.compare import chapter_index
 from fptrack.compare.licensing import is_licensed, licensed_hosts
 from fptrack.compare.networks import observe_pages
 from fptrack.compare.scoring import Evidence, decide_with, evidence_of
@@ -180,8 +181,6 @@ class _Holders:
                 wanted[kind].append(values)
         # the chapter side from this process's arrays (compare.chapter_index: the registry's version read once
         # for the batch, no code_index query), unless FPTRACK_CHAPTER_INDEX=database
-        from fptrack.compare import chapter_index
-
         in_memory = None
         if owner == "chapter" and chapter_index.in_memory():
             in_memory = chapter_index.snapshot(session)

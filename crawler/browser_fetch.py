@@ -18,7 +18,10 @@ The browser is held to what the crawl's browser is held to:
 - each request waits for its turn at the site it goes to (``wait_turn``, the shared per-site pace of
   :mod:`storage.pacing` when the caller has one), so rendering adds no burst to the site's rate;
 - the page's own document is not downloaded twice: the answer the static fetch already got fulfils the
-  browser's navigation.
+  browser's navigation, and a script or stylesheet is fetched once per :data:`RESOURCES_FOR` seconds by
+  the process (:class:`crawler.render.ResourceCache`: routed, the browser keeps no HTTP cache of its own;
+  a worker process re-checks a site's pages every few minutes, a run at a time, and a site's pages share
+  their scripts).
 
 The page is taken once its load event fired and its network went quiet (``FPTRACK_RENDER_IDLE_WAIT``,
 within ``FPTRACK_RENDER_TIMEOUT``), as the crawl takes it. A render that cannot be done (no Chromium, no
@@ -42,18 +45,21 @@ from fptrack.crawler.render import (
     MAX_REDIRECTS,
     NEVER_FETCHED,
     REDIRECT_STATUSES,
+    ResourceCache,
     browser_destination,
     chromium_path,
 )
 from fptrack.storage.sites import site_of
 
-__all__ = ["Document", "PageRenderer", "RenderFailure", "RenderedPage"]
+__all__ = ["RESOURCES_FOR", "Document", "PageRenderer", "RenderFailure", "RenderedPage"]
 
 log = logging.getLogger(__name__)
 
 # answers to a sub-request that say the site could not serve it now (as opposed to a 404, which a page may
 # well meet for a stale script and still show its text): a page left empty after one of them is not judged
 _UNKNOWN_STATUSES = frozenset({403, 408, 425, 429})
+RESOURCES_FOR = 600.0  # seconds a script or stylesheet is served again without asking the site
+_RESOURCES = ResourceCache(max_age=RESOURCES_FOR)
 # headers of the static answer handed back to the browser: the body is given whole and undecoded
 _KEPT_HEADERS = frozenset({"content-type", "content-language", "last-modified", "etag"})
 
@@ -95,6 +101,7 @@ class _Route:
     timeout: float
     wait_turn: Callable[[str], None] | None
     document: Document | None
+    resources: ResourceCache = field(default_factory=ResourceCache)
     failed: list[str] = field(default_factory=list)
     served: bool = False
     resolved: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
@@ -121,6 +128,14 @@ class _Route:
         if reason is not None:
             self._refuse(route, url, reason)
             return
+        kind = request.resource_type
+        kept = self.resources.get(kind, method, url)
+        if kept is not None:
+            try:
+                route.fulfill(status=kept.status, headers=dict(kept.headers), body=kept.body)
+            except PlaywrightError:
+                pass  # the page went away meanwhile
+            return
         try:
             for _ in range(MAX_REDIRECTS + 1):
                 if self.wait_turn is not None and urlsplit(url).scheme.lower() in ("http", "https"):
@@ -130,6 +145,8 @@ class _Route:
                 if response.status not in REDIRECT_STATUSES or not location:
                     if response.status >= 500 or response.status in _UNKNOWN_STATUSES:
                         self.failed.append(f"{url}: HTTP {response.status}")
+                    elif self.resources.wanted(kind, method, response.status):
+                        self.resources.put(request.url, response.status, response.headers, response.body())
                     route.fulfill(response=response)
                     return
                 url = urljoin(url, location)
@@ -192,6 +209,7 @@ class PageRenderer:
         self.settings = settings
         self.policy = policy
         self.wait_turn = wait_turn
+        self.resources = _RESOURCES  # the process's scripts and stylesheets, shared by every page
         self._playwright: Any = None
         self._browser: Any = None
         self._broken = ""  # why the browser cannot be had, once known: not retried for every page
@@ -243,7 +261,7 @@ class PageRenderer:
         """The DOM of ``url`` once its scripts ran (its own answer taken from ``document`` when given);
         :class:`RenderFailure` when there is none to judge."""
         browser = self._start()
-        handler = _Route(self.policy, self.settings.render_timeout, self.wait_turn, document)
+        handler = _Route(self.policy, self.settings.render_timeout, self.wait_turn, document, self.resources)
         context = None
         try:
             context = browser.new_context(user_agent=self.settings.user_agent, service_workers="block")

@@ -11,7 +11,11 @@ counts as due). Every other known page (a chapter page, fetched already) is left
 
 A site none of whose known pages is a listing has not been crawled since pages were told apart (pages stored
 before that are all "not a listing", tables of contents included): all its pages are fetched again once, which
-sorts them."""
+sorts them.
+
+Read in the same look: the sites an earlier crawl found built by scripts (``sites.render_direct``,
+:mod:`crawler.render`), whose pages this crawl sends to the browser at once, and their known listings, which
+were read without it."""
 
 from __future__ import annotations
 
@@ -39,6 +43,10 @@ class KnownPages:
 
     settled: frozenset[str] = frozenset()
     total: int = 0
+    # site keys whose pages earlier crawls found built by scripts (sites.render_direct)
+    render_hosts: frozenset[str] = frozenset()
+    # known listings (entry pages, tables of contents): read plainly even on those sites
+    listings: frozenset[str] = frozenset()
 
     def fetch(self, url: str) -> bool:
         """Whether a link to ``url`` is worth a request in this crawl."""
@@ -64,6 +72,12 @@ def load_known_pages(
         trigger = select(CrawlJob.trigger).where(CrawlJob.id == job_id)
         if job_id is not None and session.scalar(trigger) not in SITE_TRIGGERS:
             return KnownPages()  # not a site crawl
+        render_hosts = frozenset(
+            str(host)
+            for host in session.scalars(
+                select(Site.host).where(Site.host.in_(keys), Site.render_direct.is_(True))
+            )
+        )
         rows = session.execute(
             select(
                 Page.site_id,
@@ -82,15 +96,17 @@ def load_known_pages(
             .where(Site.host.in_(keys))
         )
         total = 0
+        listings: set[str] = set()
         settled: dict[int, set[str]] = {}
         sorted_sites: set[int] = set()  # sites with a listing among their pages: their pages were sorted
         for site_id, url, listing, is_settled in rows:
             total += 1
             if listing:
                 sorted_sites.add(int(site_id or 0))
+                listings.add(str(url))
             if is_settled:
                 settled.setdefault(int(site_id or 0), set()).add(str(url))
         kept = frozenset(url for site_id in sorted_sites for url in settled.get(site_id, ()))
-        return KnownPages(settled=kept, total=total)
+        return KnownPages(settled=kept, total=total, render_hosts=render_hosts, listings=frozenset(listings))
 
     return retry_in_session(sessions, read, what="reading the pages the crawl knows")

@@ -17,10 +17,21 @@ The rendered DOM (``page.content()`` once the page loaded and its network went q
 counted once against ``max_pages``. A render that fails (timeout, crash) keeps the static page.
 
 A site built by scripts is fetched once per page, not twice: once :data:`DIRECT_AFTER` of a host's pages
-needed the browser (and gave text there) and they outnumber the host's pages that did not, the crawl requests
-that host's new pages through the browser at once (:meth:`RenderPlan.direct_meta`, ``RENDER_DIRECT``), and so
+needed the browser (and gave text there) and they outnumber the host's pages that did not (listings, entry
+pages and tables of contents, tell nothing of its chapters and are not counted), the crawl requests that
+host's new pages through the browser at once (:meth:`RenderPlan.direct_meta`, ``RENDER_DIRECT``), and so
 does every page with ``render_js=yes``. A direct render that fails is fetched again plainly
-(crawler/spiders.py).
+(crawler/spiders.py). The verdict outlives the crawl: a managed site's crawl stores it
+(``sites.render_direct``, :func:`learned_verdict`, written by :mod:`jobs.site_crawl`) and the next crawl, a
+new process, starts from it (:mod:`crawler.known`) instead of fetching its first pages twice again. Each page
+rendered at once still tells whether the browser was needed: its own document, as the server sent it
+(:meth:`BrowserRequestGuard.route` keeps it, :func:`take_document`), is parsed too, and pages whose static
+text was enough count against the verdict, so a site that stops building its pages by script is unlearned
+without a request more.
+
+A page's scripts and stylesheets are fetched once per crawl (:class:`ResourceCache`): a browser whose requests
+are routed keeps no HTTP cache of its own, so without it every rendered chapter would ask the site for the
+same ``/js/common.js`` again.
 
 The private-address guard holds for the browser: the page itself was checked by
 :class:`crawler.guard.PrivateAddressGuard` like every Scrapy request, and every request the browser makes
@@ -36,7 +47,9 @@ import asyncio
 import logging
 import re
 import shutil
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -58,13 +71,17 @@ __all__ = [
     "RENDER_DIRECT",
     "RENDER_META",
     "BrowserRequestGuard",
+    "KeptResource",
     "RenderPlan",
+    "ResourceCache",
     "browser_destination",
     "chromium_path",
+    "learned_verdict",
     "plan_rendering",
     "playwright_settings",
     "rendered_response",
     "settle_page",
+    "take_document",
 ]
 
 log = logging.getLogger(__name__)
@@ -76,6 +93,9 @@ _SCRIPT = re.compile(rb"<script\b", re.IGNORECASE)
 NEVER_FETCHED = frozenset({"image", "media", "font"})  # resource types a browser rendering text never needs
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+RESOURCES_KEPT = 8 * 1024 * 1024  # bytes of scripts and stylesheets a crawl keeps (ResourceCache)
+_WIRE_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection"})
+_DOCUMENTS_KEPT = 64  # rendered pages' documents waiting for the spider (BrowserRequestGuard._documents)
 MAX_REDIRECTS = 10  # as Scrapy's REDIRECT_MAX_TIMES for the crawl's own requests
 _HARMLESS_SCHEMES = frozenset({"data", "blob", "about"})  # never leave the browser
 DEAD_PROXY = "127.0.0.1:1"  # nothing listens on port 1 (tcpmux, unassigned in practice)
@@ -164,13 +184,31 @@ class RenderPlan:
         docstring)."""
         return {**self.browser_meta(), RENDER_DIRECT: True}
 
-    def renders_directly(self, rendered: int, static: int) -> bool:
+    def renders_directly(self, rendered: int, static: int, *, learned: bool = False) -> bool:
         """Whether a host's next pages go to the browser at once: every page with ``render_js=yes``; with
         ``auto``, once ``rendered`` of its pages needed the browser (:data:`DIRECT_AFTER` at least) and they
-        outnumber the ``static`` ones that did not."""
+        outnumber the ``static`` ones that did not, or from the start when an earlier crawl ``learned`` so
+        (``sites.render_direct``) and this one has not seen otherwise."""
         if not self.active:
             return False
-        return self.mode == "yes" or (rendered >= DIRECT_AFTER and rendered > static)
+        if self.mode == "yes":
+            return True
+        if learned:
+            return not (static >= DIRECT_AFTER and static > rendered)
+        return rendered >= DIRECT_AFTER and rendered > static
+
+
+def learned_verdict(rendered: int, static: int, before: bool) -> bool:
+    """What a site's stored verdict (``sites.render_direct``) becomes after a crawl in which ``rendered`` of
+    its pages (listings aside) needed the browser and ``static`` had their text without it: learned as
+    :meth:`RenderPlan.renders_directly` learns within a crawl, unlearned by the same margin the other way,
+    left as it was by a crawl that saw too few pages to tell (an incremental re-crawl fetching one new
+    chapter)."""
+    if rendered >= DIRECT_AFTER and rendered > static:
+        return True
+    if static >= DIRECT_AFTER and static > rendered:
+        return False
+    return before
 
 
 def _is_html(response: Response) -> bool:
@@ -240,6 +278,73 @@ async def settle_page(page: Any, idle_wait: float) -> None:
             pass
 
 
+@dataclass(frozen=True)
+class KeptResource:
+    """A script's or stylesheet's answer, served again to the next page that asks for it."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+class ResourceCache:
+    """The scripts and stylesheets the rendered pages of one crawl (or the re-checks of a process) asked for,
+    by URL.
+
+    Routing every request (the private-address guard) turns Chromium's HTTP cache off, so each rendered page
+    would fetch its site's shared scripts again: on a script-built site, a request more per chapter for
+    nothing. A real browser keeps them; this does for the length of a crawl (or ``max_age`` seconds): answers
+    200 and 404/410 to a GET (a missing script stays missing), up to :data:`RESOURCES_KEPT` bytes in all.
+    Pages, frames and data (XHR, fetch) are never kept: they are what may change. Safe to share between
+    threads."""
+
+    KINDS = frozenset({"script", "stylesheet"})
+    STATUSES = frozenset({200, 404, 410})
+
+    def __init__(
+        self,
+        limit: int | None = None,
+        *,
+        max_age: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit = RESOURCES_KEPT if limit is None else limit
+        self.max_age = max_age
+        self.clock = clock
+        self._kept: dict[str, tuple[KeptResource, float]] = {}
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def wanted(self, kind: str, method: str, status: int) -> bool:
+        return self.keeps(kind, method) and status in self.STATUSES
+
+    def keeps(self, kind: str, method: str) -> bool:
+        """Whether requests of this resource type and method are kept at all."""
+        return kind in self.KINDS and method == "GET"
+
+    def get(self, kind: str, method: str, url: str) -> KeptResource | None:
+        if not self.keeps(kind, method):
+            return None
+        with self._lock:
+            found = self._kept.get(url)
+            if found is None:
+                return None
+            if self.max_age is not None and self.clock() - found[1] > self.max_age:
+                del self._kept[url]
+                self._size -= len(found[0].body)
+                return None
+            return found[0]
+
+    def put(self, url: str, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        # the body is handed over whole and undecoded: no length or encoding of the wire's
+        kept = tuple((k, v) for k, v in headers.items() if k.lower() not in _WIRE_HEADERS)
+        with self._lock:
+            if url in self._kept or self._size + len(body) > self.limit:
+                return
+            self._kept[url] = (KeptResource(status, kept, body), self.clock())
+            self._size += len(body)
+
+
 @dataclass
 class BrowserRequestGuard:
     """``PLAYWRIGHT_ABORT_REQUEST``: called for every request the browser makes; True aborts it.
@@ -256,8 +361,14 @@ class BrowserRequestGuard:
     fetch_timeout: float = 20.0
     # blocks until one request may go to the URL's site (the shared pace, storage.pacing); run in a thread
     pace: Callable[[str], None] | None = None
+    resources: ResourceCache = field(default_factory=lambda: ResourceCache())
     _resolved: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
     _recorded: set[tuple[str, str]] = field(default_factory=set)
+    # the rendered pages' own documents as the server sent them (final URL -> body), until the spider takes
+    # them (take_document); bounded, for renders that failed and were never taken
+    _documents: dict[str, bytes] = field(default_factory=dict)
+    # scripts and stylesheets being fetched (URL -> set once kept): the pages rendered beside wait for them
+    _loading: dict[str, asyncio.Event] = field(default_factory=dict)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> BrowserRequestGuard:
         return self
@@ -278,7 +389,36 @@ class BrowserRequestGuard:
             return
         url, method = request.url, request.method
         # the page itself took its turn as a Scrapy request (crawler.pacing); what it asks for takes its own
-        paced = not _is_page_itself(request)
+        itself = _is_page_itself(request)
+        kind = request.resource_type
+        keeps = self.resources.keeps(kind, method)
+        loading = self._loading.get(url) if keeps else None
+        if loading is not None:
+            await loading.wait()  # a page rendered beside this one asked first: its answer will be kept
+        kept = self.resources.get(kind, method, url)
+        if kept is not None:
+            self._inc("fptrack/render/cached_resources")
+            try:
+                await route.fulfill(status=kept.status, headers=dict(kept.headers), body=kept.body)
+            except PlaywrightError as error:
+                log.debug("browser request %s failed: %s", url, error)
+            return
+        if not keeps:
+            await self._fetch(route, request, url, method, itself=itself)
+            return
+        loader = self._loading.setdefault(url, asyncio.Event())
+        try:
+            await self._fetch(route, request, url, method, itself=itself)
+        finally:
+            if self._loading.get(url) is loader:
+                del self._loading[url]
+            loader.set()
+
+    async def _fetch(self, route: Any, request: Any, url: str, method: str, *, itself: bool) -> None:
+        """Fetch ``request`` for the browser, one checked hop at a time, and fulfil it (see :meth:`route`)."""
+        from playwright.async_api import Error as PlaywrightError
+
+        paced = not itself
         try:
             for _ in range(MAX_REDIRECTS + 1):
                 if paced and self.pace is not None and urlsplit(url).scheme in ("http", "https"):
@@ -290,6 +430,11 @@ class BrowserRequestGuard:
                 )
                 location = response.headers.get("location")
                 if response.status not in REDIRECT_STATUSES or not location:
+                    if itself and response.status == 200:
+                        self._keep_document(url, await response.body())
+                    elif self.resources.wanted(request.resource_type, method, response.status):
+                        body = await response.body()
+                        self.resources.put(request.url, response.status, response.headers, body)
                     await route.fulfill(response=response)
                     return
                 url = urljoin(url, location)
@@ -301,6 +446,15 @@ class BrowserRequestGuard:
         except PlaywrightError as error:
             log.debug("browser request %s failed: %s", request.url, error)
         await route.abort("failed")  # failed, or more than MAX_REDIRECTS hops
+
+    def _keep_document(self, url: str, body: bytes) -> None:
+        while len(self._documents) >= _DOCUMENTS_KEPT:
+            self._documents.pop(next(iter(self._documents)))
+        self._documents[url] = body
+
+    def take_document(self, url: str) -> bytes | None:
+        """The document the browser got for the page at ``url`` (its final URL), once."""
+        return self._documents.pop(url, None)
 
     async def _refused(self, request: Any, url: str | None = None) -> bool:
         """Whether the browser's ``request`` (or the redirect hop ``url`` it led to) must not be fetched."""
@@ -388,6 +542,12 @@ class RenderStats:
             guard.stats = crawler.stats
             _active_guard = guard
         return cls()
+
+
+def take_document(url: str) -> bytes | None:
+    """The document the crawl's browser got for the page it rendered at ``url`` (its final URL), as the
+    server sent it, or None (see :meth:`BrowserRequestGuard.take_document`)."""
+    return _active_guard.take_document(url) if _active_guard is not None else None
 
 
 async def guard_page(page: Any, request: Request) -> None:

@@ -16,6 +16,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, ClassVar
@@ -33,16 +34,20 @@ from fptrack.crawler.links import links_to_follow, site_of
 from fptrack.crawler.pages import CrawledPage, CrawlFailure
 from fptrack.crawler.parse import ParsedResponse, describe_failure, parse_response
 from fptrack.crawler.pipelines import HOOKS_SETTING
-from fptrack.crawler.render import RENDER_DIRECT, RENDER_META, RenderPlan, rendered_response
+from fptrack.crawler.render import RENDER_DIRECT, RENDER_META, RenderPlan, rendered_response, take_document
 from fptrack.crawler.resume import CrawlState
 
-__all__ = ["PARSE_THREADS", "PageSpider"]
+__all__ = ["PARSE_THREADS", "RENDER_ENOUGH", "RENDER_NEEDED", "PageSpider"]
 
 PARSE_THREADS = 2  # pages parsed at once (each holds its tree in memory: bounded, whatever the concurrency)
 BYTES_RECEIVED = "fptrack_bytes"  # request meta key: body bytes received so far (crawler.middlewares)
 
 REQUESTED_URL = "fptrack_url"  # request meta key: the URL as first requested (kept through redirects)
 START_PAGE = "fptrack_start"  # request meta key: True on start requests (kept through redirects)
+# counters per site key: pages (listings aside) that needed the browser for their text, and pages whose static
+# text was enough; a managed site's crawl stores its verdict from them (jobs.site_crawl, sites.render_direct)
+RENDER_NEEDED = "fptrack/needs_browser/yes/"
+RENDER_ENOUGH = "fptrack/needs_browser/no/"
 PAGE_DEPTH = (
     "fptrack_depth"  # request meta key: link depth of the page (Scrapy's "depth" counts a render as a hop)
 )
@@ -138,7 +143,7 @@ class PageSpider(scrapy.Spider):
         except Exception as error:  # noqa: BLE001 - a slower crawl, not a failed one
             self.logger.warning("cannot read the pages this crawl knows (%s); fetching every page", error)
             return
-        self.known = KnownPages(settled=known.settled - set(self.start_urls), total=known.total)
+        self.known = replace(known, settled=known.settled - set(self.start_urls))
         self._inc("fptrack/known_pages", known.total)
 
     def start_requests(self) -> Iterator[Request]:  # Scrapy < 2.13
@@ -170,7 +175,11 @@ class PageSpider(scrapy.Spider):
     def _request(self, url: str, *, start: bool = False, depth: int = 0, plain: bool = False) -> Request:
         meta: dict[str, Any] = {REQUESTED_URL: url, START_PAGE: start, PAGE_DEPTH: depth}
         host = site_of(url)
-        if not plain and self.render.renders_directly(self._rendered_hosts[host], self._static_hosts[host]):
+        # an earlier crawl found the site built by scripts (sites.render_direct); its known listings were read
+        # without the browser and still are
+        learned = host in self.known.render_hosts and url not in self.known.listings
+        rendered, static = self._rendered_hosts[host], self._static_hosts[host]
+        if not plain and self.render.renders_directly(rendered, static, learned=learned):
             # a site built by scripts: to the browser at once, not fetched plainly first (crawler.render)
             meta.update(self.render.direct_meta())
             return Request(url, callback=self.parse, errback=self.on_render_error, meta=meta)
@@ -189,7 +198,10 @@ class PageSpider(scrapy.Spider):
         if parsed.page.note:
             self._inc("fptrack/pages_with_notes")
         wants = self.render.wants(response, parsed.page)
-        self._count_rendering(response, parsed.page, rendered=rendered, wants=wants)
+        static_enough = await self._static_enough(response) if direct else None
+        self._count_rendering(
+            response, parsed.page, rendered=rendered, wants=wants, static_enough=static_enough
+        )
         if wants:
             # built by scripts (or render_js=yes): the browser's rendering is the page (its budget is taken
             # already)
@@ -205,16 +217,47 @@ class PageSpider(scrapy.Spider):
         for item in self._emit(parsed, response.meta):
             yield item
 
-    def _count_rendering(self, response: Response, page: CrawledPage, *, rendered: bool, wants: bool) -> None:
+    async def _static_enough(self, response: Response) -> bool | None:
+        """For a page rendered at once: whether its own document, as the server sent it, had text enough
+        without the browser; None when that tells nothing (the browser's guard did not keep it, after a failed
+        hop say, or it is a listing)."""
+        document = take_document(response.url)
+        if document is None:
+            return None
+        static = (await self._parse_in_thread(response, response.replace(body=document))).page
+        if len(static.text) < self.render.min_chars:
+            return False
+        return None if static.listing else static.status == 200
+
+    def _count_rendering(
+        self,
+        response: Response,
+        page: CrawledPage,
+        *,
+        rendered: bool,
+        wants: bool,
+        static_enough: bool | None = None,
+    ) -> None:
         """Learn whether the page's host builds its pages by script (see :meth:`RenderPlan.renders_directly`):
-        a rendered page with text counts for it, a static page with text enough against it."""
+        a rendered page with text counts for it, a static page with text enough against it, and so does a page
+        rendered at once whose own document had text enough (``static_enough``). A listing read without the
+        browser does not count against it: a site's entry page and tables of contents are plain HTML on sites
+        whose every chapter is built by script, and every re-crawl fetches them again."""
         if page.status != 200 or not self.render.active:
             return
         host = site_of(response.meta.get(REQUESTED_URL, response.url))
+        if rendered and static_enough:
+            self._static_hosts[host] += 1
+            self._inc(RENDER_ENOUGH + host)
+            return
+        if static_enough is None and response.meta.get(RENDER_DIRECT):
+            return  # rendered at once, and its own document tells nothing
         if rendered and len(page.text) >= self.render.min_chars:
             self._rendered_hosts[host] += 1
-        elif not rendered and not wants and len(page.text) >= self.render.min_chars:
+            self._inc(RENDER_NEEDED + host)
+        elif not rendered and not wants and not page.listing and len(page.text) >= self.render.min_chars:
             self._static_hosts[host] += 1
+            self._inc(RENDER_ENOUGH + host)
 
     @staticmethod
     def _depth(meta: Mapping[str, Any]) -> int:

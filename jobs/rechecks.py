@@ -38,14 +38,21 @@ checks up to ``FPTRACK_RECHECK_LIMIT`` due matches, the never checked first, the
 Fetching: :class:`crawler.guarded_http.GuardedFetcher` (the private-address guard, robots.txt, the site's
 delay), one request per page whatever the number of its matches; a rendered page's own document is handed to
 the browser rather than downloaded again, and every request the browser makes is guarded and waits for its
-turn in the site's shared pace (:mod:`storage.pacing`)."""
+turn in the site's shared pace (:mod:`storage.pacing`). The sites of a run are checked side by side, a thread
+each (:data:`SITES_AT_ONCE` at a time), each site's pages one after the other at its own pace, those waiting
+for the fetch that confirms a removal first: one after the other, a site that rate-limits or whose pages are
+rendered in a browser held every other site's checks back, and a removal could wait for its confirmation
+past the run's next turn."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -99,6 +106,7 @@ CHALLENGE_MARKERS = (
     "captcha", "验证码", "安全验证", "人机验证", "安全检查",
 )  # fmt: skip
 CHALLENGE_MAX_BYTES = 64 * 1024
+SITES_AT_ONCE = 4  # sites re-checked side by side, each at its own pace (a thread each)
 _SCRIPT = re.compile(rb"<script\b", re.IGNORECASE)
 
 
@@ -411,19 +419,22 @@ class _Target:
 
 
 def _targets(session: Session, match_ids: Sequence[int]) -> list[_Target]:
+    pending: set[int] = set()
     pages: dict[int, _Target] = {}
     for chunk in id_chunks(match_ids):
         rows = session.execute(
             select(Match.id, Match.chapter_id, Match.part_spans, Page.id, Page.url, Page.site_id,
-                   Page.template_masked)
+                   Page.template_masked, Match.down_seen_at)
             .join(Page, Page.id == Match.page_id)
             .where(Match.id.in_(chunk))
         )  # fmt: skip
-        for match_id, chapter_id, part_spans, page_id, url, site_id, masked in rows:
+        for match_id, chapter_id, part_spans, page_id, url, site_id, masked, down_seen in rows:
             masked_by = int(site_id) if masked and site_id is not None else None
             site = int(site_id) if site_id is not None else None
             target = pages.setdefault(int(page_id), _Target(int(page_id), str(url), {}, masked_by, site))
             target.chapters[int(match_id)] = int(chapter_id)
+            if down_seen is not None:
+                pending.add(int(page_id))
             if part_spans:
                 target.joined.add(int(match_id))
                 ordered = sorted(
@@ -437,18 +448,18 @@ def _targets(session: Session, match_ids: Sequence[int]) -> list[_Target]:
     if missing:
         shown = ", ".join(str(m) for m in missing[:10])
         raise RecheckError(f"no match with id {shown}; see `fptrack matches --status all`")
-    return _taking_turns(sorted(pages.values(), key=lambda t: t.page_id))
+    # a page with a removal seen once, waiting for its confirming fetch, goes first: its time counts
+    return sorted(pages.values(), key=lambda t: (t.page_id not in pending, t.page_id))
 
 
-def _taking_turns(targets: Sequence[_Target]) -> list[_Target]:
-    """``targets`` in an order that takes the sites in turn (a page of each, then a second of each...), each
-    site's own pages in their order: a site's pages are fetched no faster than its pace, so one after the
-    other they would wait for it at every page, while the other sites' pages can go meanwhile."""
+def _by_site(targets: Sequence[_Target]) -> list[list[_Target]]:
+    """``targets`` in one queue per site, each in its order (pending removals first): a site's pages are
+    fetched no faster than its pace, so the sites are checked side by side (:data:`SITES_AT_ONCE`), each at
+    its own pace, and a slow site (one that rate-limits, one whose pages are rendered) holds up no other."""
     by_site: dict[str, list[_Target]] = {}
     for target in targets:
         by_site.setdefault(site_of(target.url), []).append(target)
-    queues = list(by_site.values())
-    return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
+    return list(by_site.values())
 
 
 @dataclass(frozen=True)
@@ -499,10 +510,13 @@ def recheck_matches(
     heartbeat: Callable[[], None] | None = None,
     fetcher: GuardedFetcher | None = None,
     clock: Callable[[], datetime] = utcnow,
+    site_done: Callable[[str], None] | None = None,
 ) -> RecheckSummary:
     """Re-check the pages of ``match_ids`` now (one fetch per page, rendered and joined as the crawl did),
     recording each match's observation (see the module docstring). :class:`RecheckError` for an unknown id,
-    before anything is fetched. ``clock`` gives the time each observation is recorded at."""
+    before anything is fetched. ``clock`` gives the time each observation is recorded at; ``site_done(key)``
+    is told when the pages of the site ``key`` are all checked (the sites go side by side, see the module
+    docstring)."""
     summary = RecheckSummary()
     ids = sorted({int(m) for m in match_ids})
     if not ids:
@@ -524,99 +538,149 @@ def recheck_matches(
 
         fetcher = GuardedFetcher(settings, policy, politeness, pacer=pacer)
     templates: dict[int, frozenset[int]] = {}  # site id -> its template, decided once per run
-    with PageRenderer(settings, policy, wait_turn=_browser_pace(pacer)) as renderer:
+    lock = threading.Lock()  # the summary, the templates, the progress count and the heartbeat
+    done = [0]
 
+    def check(target: _Target, renderer: PageRenderer) -> None:
         def read(url: str, now: datetime) -> PageRead:
             site = rules.get(site_of(url))
             mode = site.render_js if site is not None else "auto"
             found = read_page(
                 url, fetcher, settings=settings, fetched_at=now, render_js=mode, renderer=renderer
             )
-            summary.rendered += int(found.rendered)
+            with lock:
+                summary.rendered += int(found.rendered)
             return found
 
-        for done, target in enumerate(targets, start=1):
-            head = read(target.url, clock())
-            judged: dict[int, tuple[str, str]] = {}
-            if head.text is None:
-                judged = {m: (head.outcome, head.detail) for m in target.chapters}
-            else:
-                parts = [read(url, clock()) for url in target.parts] if target.joined else []
-                with session_scope(sessions) as session:
-                    alone = {m: c for m, c in target.chapters.items() if m not in target.joined}
-                    if alone:
-                        template = _template_of(session, target, templates)
-                        judged.update(
-                            judge_text(session, head.text, alone, template=template, note=head.detail)
-                        )
-                    if target.joined:
-                        joined = {m: target.chapters[m] for m in target.joined}
-                        template = _site_template_of(session, target.site_id, templates)
-                        judged.update(_judge_joined(session, head, parts, joined, template))
-            if not head.settled:  # a loading placeholder may stand where the chapter is: no removal
-                unsure = "the page's scripts were still fetching when it was read"
-                judged = {
-                    m: ("error", f"{unsure}: {detail}") if outcome == "removed" else (outcome, detail)
-                    for m, (outcome, detail) in judged.items()
-                }
-            verdicts = [
-                PageVerdict(m, outcome, head.status, detail)
-                for m, (outcome, detail) in sorted(judged.items())
-            ]
-            observations = [
-                Observation(v.match_id, v.outcome, v.http_status, v.detail, source="recheck")
-                for v in verdicts
-            ]
-            # seen when the answers came, not when the turn was asked for (a wait for the site's pace, or a
-            # render, can take seconds): a removal is never dated before the fetch that saw it
+        head = read(target.url, clock())
+        judged: dict[int, tuple[str, str]] = {}
+        if head.text is None:
+            judged = {m: (head.outcome, head.detail) for m in target.chapters}
+        else:
+            parts = [read(url, clock()) for url in target.parts] if target.joined else []
             with session_scope(sessions) as session:
-                observed = observe(session, observations, settings, now=clock())
+                alone = {m: c for m, c in target.chapters.items() if m not in target.joined}
+                if alone:
+                    template = _template_of(session, target, templates, lock)
+                    judged.update(judge_text(session, head.text, alone, template=template, note=head.detail))
+                if target.joined:
+                    joined = {m: target.chapters[m] for m in target.joined}
+                    template = _site_template_of(session, target.site_id, templates, lock)
+                    judged.update(_judge_joined(session, head, parts, joined, template))
+        if not head.settled:  # a loading placeholder may stand where the chapter is: no removal
+            unsure = "the page's scripts were still fetching when it was read"
+            judged = {
+                m: ("error", f"{unsure}: {detail}") if outcome == "removed" else (outcome, detail)
+                for m, (outcome, detail) in judged.items()
+            }
+        verdicts = [
+            PageVerdict(m, outcome, head.status, detail) for m, (outcome, detail) in sorted(judged.items())
+        ]
+        observations = [
+            Observation(v.match_id, v.outcome, v.http_status, v.detail, source="recheck") for v in verdicts
+        ]
+        # seen when the answers came, not when the turn was asked for (a wait for the site's pace, or a
+        # render, can take seconds): a removal is never dated before the fetch that saw it
+        with session_scope(sessions) as session:
+            observed = observe(session, observations, settings, now=clock())
+        with lock:
             summary.newly_taken_down += observed.confirmed
             summary.pending += observed.pending
             summary.back += observed.back
             summary.pages += 1
             summary.outcomes.update(v.outcome for v in verdicts)
+            done[0] += 1
             if heartbeat is not None:
                 heartbeat()
             if progress is not None:
-                progress(RecheckProgress(done, len(targets), target.url, tuple(v.outcome for v in verdicts)))
+                progress(
+                    RecheckProgress(done[0], len(targets), target.url, tuple(v.outcome for v in verdicts))
+                )
+
+    def check_site(queue: Sequence[_Target]) -> None:
+        # a browser per thread (Playwright's synchronous API stays in the thread that started it), started
+        # only by a thread whose site needs one
+        with PageRenderer(settings, policy, wait_turn=_browser_pace(pacer)) as renderer:
+            for target in queue:
+                check(target, renderer)
+        if site_done is not None:
+            site_done(site_of(queue[0].url))
+
+    queues = _by_site(targets)
+    if len(queues) <= 1:
+        for queue in queues:
+            check_site(queue)
+        return summary
+    with ThreadPoolExecutor(min(SITES_AT_ONCE, len(queues)), thread_name_prefix="fptrack-recheck") as pool:
+        for future in [pool.submit(check_site, queue) for queue in queues]:
+            future.result()  # a failure (the database gone) ends the run as it would have sequentially
     return summary
 
 
-def _template_of(session: Session, target: _Target, templates: dict[int, frozenset[int]]) -> frozenset[int]:
+def _template_of(
+    session: Session, target: _Target, templates: dict[int, frozenset[int]], lock: threading.Lock
+) -> frozenset[int]:
     """The template hashes to ignore on ``target``: its site's (decided once per run, kept in ``templates``)
     when its matches were decided without them, else none."""
     if target.masked_by is None:
         return frozenset()
-    return _site_template_of(session, target.masked_by, templates)
+    return _site_template_of(session, target.masked_by, templates, lock)
 
 
 def _site_template_of(
-    session: Session, site_id: int | None, templates: dict[int, frozenset[int]]
+    session: Session, site_id: int | None, templates: dict[int, frozenset[int]], lock: threading.Lock
 ) -> frozenset[int]:
-    """The site's template (decided once per run): what a chapter split over pages was compared without."""
+    """The site's template (decided once per run): what a chapter split over pages was compared without.
+    A site's pages are checked by one thread, so deciding it outside the lock decides it once."""
     if site_id is None:
         return frozenset()
-    if site_id not in templates:
+    with lock:
+        known = templates.get(site_id)
+    if known is None:
         from fptrack.compare.templates import site_template
 
-        templates[site_id] = site_template(session, site_id)
-    return templates[site_id]
+        known = site_template(session, site_id)
+        with lock:
+            templates[site_id] = known
+    return known
 
 
 # --------------------------------------------------------------------------------------------- the claim
 
 
-def _claim(session: Session, settings: Settings, now: datetime) -> str | None:
-    """Take ``recheck:takedowns`` (a dead holder's claim is taken over); the token, or None when a live run
-    holds it."""
-    held = session.get(MonitorLock, LOCK_NAME, with_for_update=True)
+def _claim(session: Session, settings: Settings, now: datetime, name: str = LOCK_NAME) -> str | None:
+    """Take the claim ``name`` (``recheck:takedowns``, or a site's, :func:`site_lock_name`; a dead holder's
+    claim is taken over); the token, or None when a live run holds it."""
+    held = session.get(MonitorLock, name, with_for_update=True)
     if held is not None:
         if not holder_died(held, now - timedelta(seconds=settings.crawl_stale_seconds)):
             return None
-        log.warning("taking over the claim %s of a re-check run that died (%s)", LOCK_NAME, held.owner)
-        drop_lock(session, LOCK_NAME, held.token)
-    return take_lock(session, LOCK_NAME, now)
+        log.warning("taking over the claim %s of a re-check run that died (%s)", name, held.owner)
+        drop_lock(session, name, held.token)
+    return take_lock(session, name, now)
+
+
+def site_lock_name(key: str) -> str:
+    """The claim on one site's re-checks (``monitor_locks.name``, 100 characters at most)."""
+    name = f"{LOCK_NAME}:{key}"
+    if len(name) <= 100:
+        return name
+    return f"{LOCK_NAME}:{hashlib.sha256(key.encode('utf-8')).hexdigest()[:32]}"
+
+
+def _by_site_key(session: Session, match_ids: Sequence[int]) -> dict[str, list[int]]:
+    """``match_ids`` by the site key of their page, each site's in their order."""
+    urls: dict[int, str] = {}
+    for chunk in id_chunks(match_ids):
+        rows = session.execute(
+            select(Match.id, Page.url).join(Page, Page.id == Match.page_id).where(Match.id.in_(chunk))
+        )
+        urls.update((int(m), str(u)) for m, u in rows)
+    grouped: dict[str, list[int]] = {}
+    for match_id in match_ids:
+        if match_id in urls:
+            grouped.setdefault(site_of(urls[match_id]), []).append(match_id)
+    return grouped
 
 
 def run_due_rechecks(
@@ -625,21 +689,56 @@ def run_due_rechecks(
     *,
     progress: Callable[[RecheckProgress], None] | None = None,
 ) -> RecheckSummary:
-    """Re-check the matches that are due, holding the ``recheck:takedowns`` claim (skipped when another run
-    holds it)."""
+    """Re-check the matches that are due (skipped when another run holds ``recheck:takedowns``).
+
+    The run holds ``recheck:takedowns`` only while it picks what to check: it claims each site whose matches
+    are due (:func:`site_lock_name`; a site another run is checking is left to it) and lets the claim go, so
+    the next turn of the beat, in another worker process, can take the sites this one has not. Each site's
+    claim is released as soon as its pages are checked: a site whose pages are slow to read (rendered in a
+    browser, paced by a site that rate-limits) holds back no other site's next checks, a removal's
+    confirming fetch among them."""
     with session_scope(sessions) as session:
         token = _claim(session, settings, utcnow())
     if token is None:
         return RecheckSummary(skipped="another takedown re-check run is under way")
-
-    def heartbeat() -> None:
-        with session_scope(sessions) as session:
-            refresh_lock(session, LOCK_NAME, token)
-
+    claims: dict[str, str] = {}  # site key -> the token of its claim, while its pages are being checked
+    claims_lock = threading.Lock()
     try:
         with session_scope(sessions) as session:
             due = due_matches(session, settings)
-        return recheck_matches(settings, sessions, due, progress=progress, heartbeat=heartbeat)
+            grouped = _by_site_key(session, due)
+        now = utcnow()
+        for key in grouped:
+            with session_scope(sessions) as session:
+                site_token = _claim(session, settings, now, site_lock_name(key))
+            if site_token is not None:
+                claims[key] = site_token
     finally:
         with session_scope(sessions) as session:
             drop_lock(session, LOCK_NAME, token)
+    busy = [key for key in grouped if key not in claims]
+    if busy:
+        log.info("re-checks of %d site(s) are under way in another run: %s", len(busy), ", ".join(busy[:5]))
+
+    def heartbeat() -> None:
+        with claims_lock:
+            held = list(claims.items())
+        with session_scope(sessions) as session:
+            for key, site_token in held:
+                refresh_lock(session, site_lock_name(key), site_token)
+
+    def site_done(key: str) -> None:
+        with claims_lock:
+            site_token = claims.pop(key, None)
+        if site_token is not None:
+            with session_scope(sessions) as session:
+                drop_lock(session, site_lock_name(key), site_token)
+
+    mine = [m for key, ids in grouped.items() if key in claims for m in ids]
+    try:
+        return recheck_matches(
+            settings, sessions, mine, progress=progress, heartbeat=heartbeat, site_done=site_done
+        )
+    finally:
+        for key in list(claims):
+            site_done(key)

@@ -23,7 +23,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +34,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlError, CrawlOptions, CrawlProgress
+from fptrack.crawler.render import learned_verdict
+from fptrack.crawler.spiders import RENDER_ENOUGH, RENDER_NEEDED
 from fptrack.jobs.crawls import CrawlOutcome, WaitProgress, job_stats, pace_line, run_crawl_job
 from fptrack.jobs.site_runs import claim, kept_alive, release
 from fptrack.jobs.sites import (
@@ -46,7 +48,7 @@ from fptrack.jobs.sites import (
     site_lock_name,
 )
 from fptrack.storage.db import retry_in_session, session_scope
-from fptrack.storage.models import MonitorLock, utcnow
+from fptrack.storage.models import MonitorLock, Site, utcnow
 
 if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
@@ -162,13 +164,33 @@ def _record_result(
 ) -> None:
     """The site's quiet-crawl count after a finished crawl (:func:`jobs.sites.record_crawl_result`): a crawl
     that found a new or changed text (a page handed on to be compared) keeps the site on its schedule; quiet
-    ones stretch its interval. Pages without text do not count: they are stored again on every crawl."""
+    ones stretch its interval. Pages without text do not count: they are stored again on every crawl. And
+    what the crawl learned of the site's pages needing the browser (:func:`_record_render_verdict`)."""
 
     def write(session: Session) -> None:
         record_crawl_result(session, turn.site_id, found=outcome.pages_queued > 0, scheduled=scheduled,
                             started_at=started_at, backoff_max=settings.schedule_backoff_max)  # fmt: skip
+        if outcome.stats is not None:
+            _record_render_verdict(session, turn, outcome.stats.counters)
 
     retry_in_session(sessions, write, what=f"recording the crawl of site {turn.site_name}")
+
+
+def _record_render_verdict(session: Session, turn: _Turn, counters: Mapping[str, int]) -> None:
+    """Store whether the site's pages need the browser (``sites.render_direct``), as this crawl's pages
+    told (:func:`crawler.render.learned_verdict`): the next crawl, a new process, sends its new pages to the
+    browser at once instead of fetching each plainly first (crawler/known.py, crawler/spiders.py)."""
+    needed = int(counters.get(RENDER_NEEDED + turn.host, 0))
+    enough = int(counters.get(RENDER_ENOUGH + turn.host, 0))
+    if not needed and not enough:
+        return
+    site = session.get(Site, turn.site_id)
+    if site is None:
+        return
+    verdict = learned_verdict(needed, enough, bool(site.render_direct))
+    if verdict != bool(site.render_direct):
+        site.render_direct = verdict
+        session.flush()
 
 
 def _take_turn(
@@ -294,11 +316,13 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 
 
 def _crawl_and_report(name: str, *, scheduled: bool) -> int:
+    from fptrack.compare import chapter_index
     from fptrack.fingerprint.normalize import use_table_cache
     from fptrack.storage.db import check_schema, create_engine_for, session_factory
 
     settings = Settings.from_env(dict(os.environ))
     use_table_cache(settings.cache_dir)
+    chapter_index.configure(settings)
     engine = create_engine_for(settings)
     check_schema(engine, settings)
     result = run_site(settings, session_factory(engine), name, trigger="schedule" if scheduled else "site",

@@ -62,9 +62,11 @@ def configure(settings: Settings) -> Celery:
     """Make this process ready to run and enqueue the tasks: the Celery app and the task runtime bound to
     ``settings`` (:func:`taskqueue.configure`) and the fingerprint stage's table cache in its cache folder;
     idempotent. Returns the app."""
+    from fptrack.compare import chapter_index
     from fptrack.fingerprint.normalize import use_table_cache
 
     use_table_cache(settings.cache_dir)
+    chapter_index.configure(settings)
     app = taskqueue.configure(settings)
     # discovery (jobs.discovery) runs on the beat only when FPTRACK_DISCOVERY_EVERY is set, on the crawl queue
     # (it fetches from the web)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Connection, delete, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Connection, delete, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from fptrack.storage.fingerprints import id_chunks
@@ -49,7 +49,7 @@ def retire_page_fingerprints(
     registered work will not look for itself in a page that has answered 404 for a month, or that no crawl
     reaches any more. A retired page that a crawl fetches again is fingerprinted again like any new content.
     ``fingerprinted_at`` is cleared, so templates and look-ups skip it."""
-    conditions = []
+    conditions: list[ColumnElement[bool]] = []
     if gone_before is not None:
         conditions.append(Page.status.in_(sorted(GONE_STATUSES)) & (Page.fetched_at < gone_before))
     if unseen_before is not None:

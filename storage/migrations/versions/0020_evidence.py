@@ -5,16 +5,16 @@ them (compressed), keyed by the page and the snapshot SHA-256 of that fetch, so 
 carry WARC request and response records whose payload hashes to the recorded ``snapshot_sha256``. The
 installation's signing key is a file (``FPTRACK_SIGNING_KEY_FILE``), not a row.
 
-Revision ID: 0021
-Revises: 0020
+Revision ID: 0020
+Revises: 0019
 Create Date: 2026-11-25 19:10:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021"
-down_revision = "0020"
+revision = "0020"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 

@@ -2,16 +2,16 @@
 of 17 U.S.C. 512(c)(3)(A) and 信息网络传播权保护条例 第十四条, their life (sent, acknowledged, copy gone,
 escalated) and whom to escalate to
 
-Revision ID: 0020
-Revises: 0019
+Revision ID: 0019
+Revises: 0018
 Create Date: 2026-11-25 19:10:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0020"
-down_revision = "0019"
+revision = "0019"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 

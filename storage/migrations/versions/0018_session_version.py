@@ -1,15 +1,15 @@
 """sessions that a logout ends everywhere: a per-user session version (issue 21)
 
-Revision ID: 0019
-Revises: 0018
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-11-25 19:05:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019"
-down_revision = "0018"
+revision = "0018"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 

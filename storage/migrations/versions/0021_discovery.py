@@ -1,16 +1,16 @@
 """pirate networks and discovered candidate sites (issue 22): near-duplicate pages of different sites, the
 site pairs they make, the hosts a site links to, and the candidate sites discovery proposes
 
-Revision ID: 0022
-Revises: 0021
+Revision ID: 0021
+Revises: 0020
 Create Date: 2026-11-25 19:15:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0022"
-down_revision = "0021"
+revision = "0021"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 
