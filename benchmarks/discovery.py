@@ -77,10 +77,10 @@ from fptrack.compare.networks import (
 from fptrack.compare.works import register_work
 from fptrack.core.settings import Settings
 from fptrack.crawler.extract import extract_main_text
-from fptrack.fingerprint.minhash import MinHashParams, estimate_jaccard, lsh_band_keys, minhash_signature
 from fptrack.jobs.discovery import accept_candidate, anchors, make_fetcher, run_discovery
 from fptrack.jobs.search_providers import configured_providers
 from fptrack.jobs.sites import SiteSpec, add_site
+from fptrack.research.minhash import MinHashParams, estimate_jaccard, lsh_band_keys, minhash_signature
 from fptrack.storage.db import create_engine_for, migrate, session_factory, session_scope
 from fptrack.storage.index import to_unsigned64
 from fptrack.storage.models import DiscoveryCandidate, Fingerprint, Page, Site

@@ -37,7 +37,6 @@ from _corpus import iter_chapters, require_corpus
 
 from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.features import char_shingle_hashes, tokenize
-from fptrack.fingerprint.minhash import MinHashParams, lsh_band_keys, minhash_signature
 from fptrack.fingerprint.normalize import normalize
 from fptrack.fingerprint.pinyin_dna import dna_codes, pinyin_initials
 from fptrack.fingerprint.pipeline import fingerprint_text
@@ -45,6 +44,7 @@ from fptrack.fingerprint.simhash import SimhashParams, simhash_tokens
 from fptrack.fingerprint.stats import CorpusStats
 from fptrack.fingerprint.winnowing import winnow
 from fptrack.research.ksentence import ksentence
+from fptrack.research.minhash import MinHashParams, lsh_band_keys, minhash_signature
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ What it holds, by stage (docs/fingerprints.md and docs/compare.md say where each
 - **alignment**: k-gram lengths of the two channels, gap merging, the shortest run, the diagonal slack;
 - the **decision rule**: quotation floor, chapter coverage, one long passage.
 
-MinHash and KSentence (``fingerprint.minhash``, ``research.ksentence``) and the corpus statistics
+MinHash and KSentence (``research.minhash``, ``research.ksentence``) and the corpus statistics
 (``fingerprint.stats``) are not on the page path: nothing there reads them (the winnowing indexes and the
 alignment decide; MinHash as a peer finds about half of the eval's copies, docs/compare.md). They stay usable
 on their own, with their tests and benchmarks."""

@@ -30,7 +30,7 @@ from urllib.parse import urljoin, urlsplit
 import numpy as np
 
 from fptrack.fingerprint.features import hash_strings
-from fptrack.fingerprint.minhash import MinHashParams, estimate_jaccard, minhash_signature
+from fptrack.research.minhash import MinHashParams, estimate_jaccard, minhash_signature
 
 __all__ = [
     "COMBINED_MU",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fptrack.fingerprint.minhash import MinHashParams
 from fptrack.research.metadata import (
     COMBINED_MU,
     PageMetadata,
@@ -15,6 +14,7 @@ from fptrack.research.metadata import (
     metadata_signature,
     metadata_similarity,
 )
+from fptrack.research.minhash import MinHashParams
 
 PAGE = """<html><head><meta name="Keywords" content="西游记, 孙悟空，花果山、 美猴王">
 <meta property="article:tag" content="名著"></head><body>

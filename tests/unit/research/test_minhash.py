@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fptrack.fingerprint.features import char_shingle_hashes
-from fptrack.fingerprint.minhash import (
+from fptrack.research.minhash import (
     MinHashParams,
     candidate_probability,
     containment,
