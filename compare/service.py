@@ -633,17 +633,23 @@ def _drop_false_positives(session: Session, matches: Sequence[Match]) -> None:
 # ------------------------------------------------------------------------------------------------- works
 
 
+RETRO_MIN_SHARED = 2
+"""Sampled codes a stored page shares with a newly registered work to be re-compared (:func:`index_work`)."""
+
+
 def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
     """Fingerprint and index every chapter of a work; returns the ids of already-crawled pages that share
     fingerprints with it (retroactive detection re-compares those pages exactly, from their text:
     :func:`recompare_pages`).
 
     One write for all chapters (binary ``COPY`` on PostgreSQL) and one page-side look-up for the whole work:
-    the pages whose sample holds any code of any kind of any chapter
-    (:func:`storage.code_index.pages_holding`). One shared sampled code makes a candidate: a page keeps a code
-    of every ``page_sample_window`` k-grams, so any passage of ``page_sample_window + k - 1`` characters it
-    shares with the work is found, while a rule of two shared codes (what crawl-time compare asks of a
-    chapter's full index) would need about twice that passage.
+    the pages whose sample holds :data:`RETRO_MIN_SHARED` codes of any kind of any chapter
+    (:func:`storage.code_index.pages_holding`). A page keeps a code of every ``page_sample_window`` k-grams,
+    so a passage of ``2 x page_sample_window + k - 1`` characters (135 at the default window) it shares with
+    the work is always found, and shorter ones mostly. One shared code would find passages half as long, but
+    a single code is what common phrases share too: for a 1M-character work among 12,000 stored pages, 485 of
+    the 765 pages holding one of its codes held exactly one, and none of them was a copy (every copy held 11
+    or more; ``benchmarks/scale.py``), while each candidate costs a re-compare.
     """
     if session.get(Work, work_id) is None:
         raise LookupError(f"no work with id {work_id}")
@@ -659,7 +665,11 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
     if session.scalar(select(Page.id).where(Page.fingerprinted_at.is_not(None)).limit(1)) is None:
         return []  # no page fingerprinted yet: nothing to look up (a new deployment registering its works)
     codes = [_signed_codes(pairs) for _, document in documents for pairs in document.index_codes().values()]
-    pages = set(pages_holding(session, np.unique(np.concatenate(codes)).tolist() if codes else []))
+    pages = set(
+        pages_holding(
+            session, np.unique(np.concatenate(codes)).tolist() if codes else [], min_shared=RETRO_MIN_SHARED
+        )
+    )
     if CONTRACT.uses("simhash"):
         for _, document in documents:
             if document.simhash is not None:

@@ -18,7 +18,14 @@ from collections.abc import Iterable
 import numpy as np
 from sqlalchemy.orm import Session
 
-from fptrack.storage.fingerprints import Owner, is_postgres, owner_code, sample_array
+from fptrack.storage.fingerprints import (
+    Owner,
+    id_chunks,
+    is_postgres,
+    load_page_samples,
+    owner_code,
+    sample_array,
+)
 from fptrack.storage.index import to_signed64
 
 __all__ = ["code_candidates", "code_holder_pairs", "code_holders", "count_shared", "pages_holding"]
@@ -113,16 +120,19 @@ def count_shared(holders: dict[int, set[int]], *, max_owners_per_code: int = 0) 
     return counts
 
 
-def pages_holding(session: Session, codes: Iterable[int]) -> list[int]:
-    """The ids (sorted) of the pages whose sample holds at least one of ``codes`` (any kind; unsigned or
-    signed 64-bit).
+def pages_holding(session: Session, codes: Iterable[int], *, min_shared: int = 1) -> list[int]:
+    """The ids (sorted) of the pages whose sample holds at least ``min_shared`` of ``codes`` (any kind;
+    unsigned or signed 64-bit).
 
     PostgreSQL: ``sample && :codes`` per chunk, which the GIN index answers with one probe per query code (the
-    statement does not depend on the table's statistics). SQLite has no such index: the samples are read in
-    batches and intersected in numpy, linear in the pages stored, which an embedded store keeps few of."""
+    statement does not depend on the table's statistics); with ``min_shared`` > 1 the samples of the pages
+    found are then read and counted. SQLite has no such index: the samples are read in batches and intersected
+    in numpy, linear in the pages stored, which an embedded store keeps few of."""
     query = np.unique(np.array([to_signed64(int(c)) for c in codes], dtype=np.int64))
     if not len(query):
         return []
+    if min_shared > 1 and is_postgres(session):
+        return _holding_at_least(session, pages_holding(session, query.tolist()), query, min_shared)
     found: set[int] = set()
     raw = session.connection().connection.driver_connection
     if is_postgres(session):
@@ -147,6 +157,16 @@ def pages_holding(session: Session, codes: Iterable[int]) -> list[int]:
     while rows := cursor.fetchmany(SQLITE_SCAN_ROWS):
         for page_id, sample in rows:
             held = sample_array(sample)
-            if len(held) and np.isin(held, query, assume_unique=True).any():
+            if len(held) and np.isin(held, query, assume_unique=True).sum() >= min_shared:
                 found.add(int(page_id))
     return sorted(found)
+
+
+def _holding_at_least(session: Session, page_ids: list[int], query: np.ndarray, min_shared: int) -> list[int]:
+    """Of ``page_ids``, those whose stored sample holds at least ``min_shared`` of the sorted ``query``."""
+    kept = []
+    for chunk in id_chunks(page_ids, SQLITE_SCAN_ROWS):
+        for page_id, sample in load_page_samples(session, chunk).items():
+            if np.isin(sample, query, assume_unique=True).sum() >= min_shared:
+                kept.append(page_id)
+    return sorted(kept)
