@@ -374,8 +374,8 @@ class Census:
     matches: dict[str, list[int]]
     duplicate_matches: int  # (page, chapter) pairs held by more than one row
     duplicate_fingerprints: int  # (page, kind) pairs held by more than one fingerprint
-    index_rows_off: int  # page fingerprints whose code_index rows are not exactly their codes, once each
-    unfingerprinted: int  # compared pages with text and no fingerprint
+    index_rows_off: int  # page_codes rows inconsistent in themselves, and page-side code_index rows
+    unfingerprinted: int  # compared pages with text and no page_codes row
     orphans: dict[str, int]
     jobs: list[tuple[str, str]]  # (status, error) of every crawl job, oldest first
 
@@ -547,16 +547,16 @@ def _census(session: Session, base: str) -> Census:
             "SELECT COUNT(*) FROM (SELECT page_id, kind FROM fingerprints WHERE page_id IS NOT NULL "
             "GROUP BY page_id, kind HAVING COUNT(*) > 1) d"
         ),
-        # a vector fingerprint's payload holds its (code, position) pairs, 16 bytes each: one index row per
-        # pair
+        # a page keeps one page_codes row (revision 0016): its winnowing hashes (8 bytes each) and a sample
+        # drawn from them, never empty when they are not; and no code_index rows at all
         index_rows_off=scalar(
-            "SELECT COUNT(*) FROM fingerprints f WHERE f.page_id IS NOT NULL AND f.payload IS NOT NULL AND "
-            "octet_length(f.payload) / 16 <> (SELECT COUNT(*) FROM code_index c WHERE c.fingerprint_id = "
-            "f.id AND c.owner_id = f.page_id)"
-        ),
+            "SELECT COUNT(*) FROM page_codes c WHERE (octet_length(c.winnow) > 0) <> "
+            "(COALESCE(cardinality(c.sample), 0) > 0) OR octet_length(c.winnow) % 8 <> 0"
+        )
+        + scalar("SELECT COUNT(*) FROM code_index WHERE owner <> 0"),
         unfingerprinted=scalar(
             "SELECT COUNT(*) FROM pages p WHERE p.compared_at IS NOT NULL AND p.status = 200 AND "
-            "octet_length(p.text_z) > 0 AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.page_id = p.id)"
+            "octet_length(p.text_z) > 0 AND NOT EXISTS (SELECT 1 FROM page_codes c WHERE c.page_id = p.id)"
         ),
         orphans=count_orphans(session),
         jobs=[
