@@ -55,6 +55,7 @@ from sqlalchemy.orm import Session, joinedload
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
+from fptrack.compare.records import match_to_dict
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.storage.exchanges import RawExchange, exchange_for
@@ -610,14 +611,7 @@ def build_bundle(
         "match": {
             "id": match.id,
             "status": match.status,
-            "page_url": match.page.url,
-            "work_id": match.work_id,
-            "work_title": match.work.title,
-            "chapter_index": match.chapter.index,
-            "chapter_title": match.chapter.title,
-            "score": round(float(match.score), 4),
-            "methods": list(match.methods or []),
-            "spans": [list(map(int, span)) for span in (match.spans or [])],
+            **match_to_dict(match),  # the match JSON of the CLI and the API, times with their zone
             "first_seen": utc_z(match.first_seen),
             "last_seen": utc_z(match.last_seen),
         },
