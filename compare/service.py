@@ -633,8 +633,14 @@ def _drop_false_positives(session: Session, matches: Sequence[Match]) -> None:
 # ------------------------------------------------------------------------------------------------- works
 
 
-RETRO_MIN_SHARED = 2
-"""Sampled codes a stored page shares with a newly registered work to be re-compared (:func:`index_work`)."""
+RETRO_MIN_SHARED = 1
+"""Sampled codes a stored page shares with a newly registered work to be re-compared (:func:`index_work`).
+
+Two would spare most re-compares: for a 1M-character work among 12,000 stored pages, 485 of the 765 pages
+holding one of its codes held exactly one and none of them was a copy (every copy held 11 or more,
+``benchmarks/scale.py``). But two lost one page of eight of ``css_external_noise`` (noise characters every 4-8
+characters leave one shared sampled code) in ``benchmarks/piracy_eval.py --quick --retroactive``, and
+detection must not change; what would tell a common phrase's one code from a noisy copy's is not built yet."""
 
 
 def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
@@ -645,11 +651,8 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
     One write for all chapters (binary ``COPY`` on PostgreSQL) and one page-side look-up for the whole work:
     the pages whose sample holds :data:`RETRO_MIN_SHARED` codes of any kind of any chapter
     (:func:`storage.code_index.pages_holding`). A page keeps a code of every ``page_sample_window`` k-grams,
-    so a passage of ``2 x page_sample_window + k - 1`` characters (135 at the default window) it shares with
-    the work is always found, and shorter ones mostly. One shared code would find passages half as long, but
-    a single code is what common phrases share too: for a 1M-character work among 12,000 stored pages, 485 of
-    the 765 pages holding one of its codes held exactly one, and none of them was a copy (every copy held 11
-    or more; ``benchmarks/scale.py``), while each candidate costs a re-compare.
+    so a passage of ``page_sample_window + k - 1`` characters (71 at the default window) it shares with the
+    work is always found.
     """
     if session.get(Work, work_id) is None:
         raise LookupError(f"no work with id {work_id}")
