@@ -33,7 +33,7 @@ works copied on its sites, the copies and how many were taken down.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -103,7 +103,11 @@ def network_layout(settings: Settings) -> IndexLayout:
 def page_simhash(text: str) -> int | None:
     """The page Simhash of a page's text (unsigned 64-bit), or None for a text too short to say anything
     (:data:`MIN_PAGE_CHARS` normalised characters)."""
-    normalized = normalize(text).text
+    return normalized_page_simhash(normalize(text).text)
+
+
+def normalized_page_simhash(normalized: str) -> int | None:
+    """:func:`page_simhash` of a text already normalised (``fingerprint.normalize``)."""
     if len(normalized) < MIN_PAGE_CHARS:
         return None
     return simhash_text(normalized, params=CONTRACT.simhash)
@@ -119,8 +123,13 @@ class ObservedPages:
     site_pairs: int = 0
 
 
-def observe_pages(session: Session, page_ids: Sequence[int], settings: Settings) -> ObservedPages:
+def observe_pages(
+    session: Session, page_ids: Sequence[int], settings: Settings, normalized: Mapping[int, str] | None = None
+) -> ObservedPages:
     """Write the page Simhash of each page and record its near duplicates on other sites (module docstring).
+
+    ``normalized``: the pages' normalised texts when the caller has them (``compare.service.process_pages``
+    has just fingerprinted them), so that they are neither read back nor normalised a second time.
 
     Idempotent: a page observed again replaces its Simhash row; a pair of pages is counted once, whichever
     of the two arrived last. Listing pages and pages without a site are skipped."""
@@ -132,10 +141,23 @@ def observe_pages(session: Session, page_ids: Sequence[int], settings: Settings)
         session.execute(
             delete(Fingerprint).where(Fingerprint.page_id.in_(chunk), Fingerprint.kind == layout.kind)
         )
-        for page_id, site_id, text, listing in session.execute(
-            select(Page.id, Page.site_id, Page.text, Page.listing).where(Page.id.in_(chunk))
-        ):
-            value = None if listing or site_id is None else page_simhash(text or "")
+        read: list[tuple[int, int | None, bool, str]] = (
+            [
+                (int(i), site, bool(listing), normalize(text or "").text)
+                for i, site, listing, text in session.execute(
+                    select(Page.id, Page.site_id, Page.listing, Page.text).where(Page.id.in_(chunk))
+                )
+            ]
+            if normalized is None
+            else [
+                (int(i), site, bool(listing), normalized.get(int(i), ""))
+                for i, site, listing in session.execute(
+                    select(Page.id, Page.site_id, Page.listing).where(Page.id.in_(chunk))
+                )
+            ]
+        )
+        for page_id, site_id, listing, text in read:
+            value = None if listing or site_id is None else normalized_page_simhash(text)
             if value is not None:
                 pages[page_id] = (site_id, value)
     if not pages:

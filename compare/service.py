@@ -474,7 +474,13 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
     verdicts = _compare_batch(session, documents, settings)
     outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts, settings, fresh=True)
     _mark_compared(session, [i for i, _, _ in rows], template_masked=False)
-    observe_pages(session, [i for i, _, _ in rows], settings)  # page Simhash, near duplicates: networks
+    # page Simhash and near duplicates (networks), from the texts normalised above
+    observe_pages(
+        session,
+        [i for i, _, _ in rows],
+        settings,
+        {i: document.text for (i, _, _), document in zip(rows, documents, strict=True)},
+    )
     return outcomes
 
 
