@@ -53,11 +53,12 @@ from _corpus import iter_chapters, news_texts, require_corpus
 from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.features import char_shingle_hashes, stop_word_hashes, token_hashes, tokenize
 from fptrack.fingerprint.normalize import normalize
-from fptrack.fingerprint.pinyin_dna import DnaParams, dna_codes, pinyin_initials
+from fptrack.fingerprint.pinyin import pinyin_initials
 from fptrack.fingerprint.simhash import SimhashParams, simhash, simhash_tokens
 from fptrack.fingerprint.stats import CorpusStats
 from fptrack.fingerprint.winnowing import winnow
 from fptrack.research.minhash import MinHashParams, minhash_signature
+from fptrack.research.pinyin_dna import DnaParams, dna_codes
 
 PAPER = {
     "dedup": {5: 0.833, 10: 0.751, 15: 0.687, 20: 0.661},

@@ -38,13 +38,14 @@ from _corpus import iter_chapters, require_corpus
 from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.features import char_shingle_hashes, tokenize
 from fptrack.fingerprint.normalize import normalize
-from fptrack.fingerprint.pinyin_dna import dna_codes, pinyin_initials
+from fptrack.fingerprint.pinyin import pinyin_initials
 from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.fingerprint.simhash import SimhashParams, simhash_tokens
 from fptrack.fingerprint.stats import CorpusStats
 from fptrack.fingerprint.winnowing import winnow
 from fptrack.research.ksentence import ksentence
 from fptrack.research.minhash import MinHashParams, lsh_band_keys, minhash_signature
+from fptrack.research.pinyin_dna import DnaParams, dna_codes
 
 
 def main() -> None:
@@ -110,7 +111,7 @@ def main() -> None:
     )
     dna_rate = stage(
         "pinyin DNA (initials + codes, from normalised)",
-        lambda n: dna_codes(pinyin_initials(n), CONTRACT.dna),
+        lambda n: dna_codes(pinyin_initials(n), DnaParams()),
         normalized,
     )
     stage("pinyin initials only", pinyin_initials, normalized)

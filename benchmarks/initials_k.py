@@ -38,7 +38,7 @@ from _pirate_web import Homophones, _load, _news, random_edits
 
 from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.normalize import normalize
-from fptrack.fingerprint.pinyin_dna import pinyin_initials
+from fptrack.fingerprint.pinyin import pinyin_initials
 from fptrack.fingerprint.winnowing import winnow
 
 KS = (10, 12, 14, 16, 18, 20)

@@ -26,10 +26,12 @@
    off this curve (docs/compare.md).
 6. Ablation (``--ablation``): the same in-process comparison with each method of the page path removed in turn
    (``CONTRACT.without(method)``: winnowing on characters, winnowing on initials as candidate sources; the
-   initials channel of the alignment), each method the product leaves off added (``+simhash``, ``+dna``), and
-   each candidate source alone (``only m``); recall per kind, false positives, candidates verified per page
-   and the seconds of each variant's in-process pass. ``--variants '-winnow,+simhash'`` runs only those (and
-   the product).
+   initials channel of the alignment), the method the product leaves off added (``+simhash``), and each
+   candidate source alone (``only m``); recall per kind, false positives, candidates verified per page and the
+   seconds of each variant's in-process pass. Pinyin DNA, on the research shelf, is measured the same way as a
+   candidate source (``+dna``, ``only dna``: its candidates from ``research.pinyin_dna.DnaCandidateIndex``,
+   verified by the product's alignment and rule). ``--variants '-winnow,+simhash'`` runs only those (and the
+   product).
 
 The last line of output is JSON with the figures. No corpus text is written into the repository: work files
 and the database live in a temporary folder that is deleted afterwards (``--keep`` keeps it).
@@ -38,6 +40,7 @@ and the database live in a temporary folder that is deleted afterwards (``--keep
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -304,41 +307,47 @@ def print_table(results: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------------ calibration
 
 
+def _crawled_pages(session: Any) -> list[tuple[Any, frozenset[int]]]:
+    """Every crawled page (id, url, text...) with the template hashes the crawl ignored on it: the site's
+    template as the product reads it (from what its pages store), on pages marked ``template_masked``."""
+    from sqlalchemy import select
+
+    from fptrack.compare.templates import site_template
+    from fptrack.storage.models import Page
+
+    pages = list(
+        session.execute(
+            select(Page.id, Page.url, Page.site_id, Page.text, Page.template_masked).where(Page.status == 200)
+        )
+    )
+    templates = {
+        site_id: site_template(session, site_id)
+        for site_id in {row.site_id for row in pages if row.template_masked}
+    }
+    return [
+        (row, templates.get(row.site_id, frozenset()) if row.template_masked else frozenset())
+        for row in pages
+    ]
+
+
 def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
     """Every candidate verdict (flagged or not) of every crawled page, compared in-process under ``contract``
     (the product's, or one with a method off), with the site templates the crawl settled on ignored exactly
     where the crawl ignored them (pages marked ``template_masked``)."""
-    from sqlalchemy import select
-
     from fptrack.compare.service import compare_document
-    from fptrack.compare.templates import site_template
     from fptrack.core.settings import Settings
     from fptrack.fingerprint.contract import METHODS
     from fptrack.fingerprint.pipeline import fingerprint_text
     from fptrack.storage.db import create_engine_for, session_factory
-    from fptrack.storage.models import Page
 
     settings = Settings.from_env(env)
     engine = create_engine_for(settings)
     verdicts: dict[str, list[Any]] = {}
     with session_factory(engine)() as session:
-        pages = list(
-            session.execute(
-                select(Page.id, Page.url, Page.site_id, Page.text, Page.template_masked).where(
-                    Page.status == 200
-                )
-            )
-        )
-        # the product's own reading of a site's template (from what its pages store)
-        templates = {
-            site_id: site_template(session, site_id)
-            for site_id in {row.site_id for row in pages if row.template_masked}
-        }
         # every fingerprint of the page, whatever the variant reads (the boilerplate mask needs winnowing even
         # when winnowing is not a candidate source)
         everything = replace(contract, methods=frozenset(METHODS))
-        for row in pages:
-            ignored = templates.get(row.site_id, frozenset()) if row.template_masked else frozenset()
+        for row, ignored in _crawled_pages(session):
             verdicts[row.url] = (
                 compare_document(
                     session,
@@ -428,10 +437,57 @@ def calibrate(
     return points
 
 
+def _dna_verdicts(env: dict[str, str], with_product: bool) -> dict[str, list[Any]]:
+    """Pinyin DNA as a candidate source, from the research shelf (the product neither computes nor stores
+    DNA codes): the registered chapters' DNA codes (``DnaParams()``, uniform reference, as the product
+    computed them before issue 22) in a ``research.pinyin_dna.DnaCandidateIndex``; each page's DNA candidates
+    (the contract's ``min_shared`` and ``max_candidates``) verified by the product's alignment and rule
+    (``compare.service.verify_chapters``, with the crawl's template hashes ignored).
+
+    ``with_product``: ``+dna``, the product's verdicts (computed again, so that the seconds compare) plus
+    those of the DNA candidates the product did not verify. (Before issue 22 the DNA votes competed with the
+    winnowing votes for the 12 verified candidates; here DNA's own best 12 come on top, so ``+dna`` can only
+    verify more.) Without: ``only dna``, the DNA candidates alone."""
+    from sqlalchemy import select
+
+    from fptrack.compare.service import verify_chapters
+    from fptrack.core.settings import Settings
+    from fptrack.fingerprint.contract import CONTRACT
+    from fptrack.fingerprint.normalize import normalize
+    from fptrack.fingerprint.pinyin import pinyin_initials
+    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.research.pinyin_dna import DnaCandidateIndex, dna_codes
+    from fptrack.storage.db import create_engine_for, session_factory
+    from fptrack.storage.models import Chapter
+
+    settings = Settings.from_env(env)
+    base = _all_verdicts(env, CONTRACT) if with_product else {}
+    engine = create_engine_for(settings)
+    verdicts: dict[str, list[Any]] = {}
+    with session_factory(engine)() as session:
+        index = DnaCandidateIndex(
+            {
+                chapter_id: dna_codes(pinyin_initials(normalize(text).text))
+                for chapter_id, text in session.execute(select(Chapter.id, Chapter.text))
+            }
+        )
+        for row, ignored in _crawled_pages(session):
+            found = list(base.get(row.url, []))
+            if (row.text or "").strip():
+                document = fingerprint_text(row.text)
+                verified = {v.chapter_id for v in found}
+                extra = [c for c in index.candidates(dna_codes(document.initials)) if c not in verified]
+                if extra:
+                    found += verify_chapters(session, document, extra, ignored_codes=ignored).values()
+            verdicts[row.url] = found
+    engine.dispose()
+    return verdicts
+
+
 def _index_chapters_with_every_method(env: dict[str, str]) -> None:
-    """Re-index the registered chapters with every method on (also those the product leaves off, e.g. pinyin
-    DNA), with the product's own writer, so that a variant reading such a method finds its codes. Variants
-    that do not read a kind never look at its codes."""
+    """Re-index the registered chapters with every method on (also those the product leaves off: Simhash),
+    with the product's own writer, so that a variant reading such a method finds its codes. Variants that do
+    not read a kind never look at its codes."""
     from sqlalchemy import select
 
     from fptrack.compare.service import layout_for
@@ -472,23 +528,32 @@ def ablation(
         contracts[("-" if CONTRACT.uses(method) else "+") + method] = variant
     for source in CANDIDATE_SOURCES:
         contracts["only " + source] = CONTRACT.only(source)
+    # pinyin DNA, from the research shelf (no contract method any more)
+    research = {"+dna": True, "only dna": False}
     if only:
-        unknown = set(only) - set(contracts)
+        unknown = set(only) - set(contracts) - set(research)
         if unknown:
-            raise SystemExit(f"unknown ablation variant(s) {sorted(unknown)}; known: {', '.join(contracts)}")
+            known = ", ".join([*contracts, *research])
+            raise SystemExit(f"unknown ablation variant(s) {sorted(unknown)}; known: {known}")
         contracts = {name: c for name, c in contracts.items() if name == "product" or name in only}
+        research = {name: w for name, w in research.items() if name in only}
+    variant_verdicts = {
+        **{name: functools.partial(_all_verdicts, env, contract) for name, contract in contracts.items()},
+        **{name: functools.partial(_dna_verdicts, env, product) for name, product in research.items()},
+    }
     results: dict[str, Any] = {}
-    for name, contract in contracts.items():
+    for name, compute in variant_verdicts.items():
         # the product's verdicts again, in-process like every variant, so that the costs compare
         started = time.perf_counter()
-        verdicts = _all_verdicts(env, contract)
+        verdicts = compute()
         results[name] = score_verdicts(web, bases, verdicts if name != "product" else full, CONTRACT.rule)
         results[name]["seconds"] = time.perf_counter() - started
         results[name]["candidates_per_page"] = sum(map(len, verdicts.values())) / max(1, len(verdicts))
     variants = list(results)
     print(
         "\nablation: recall per kind (false positives per negative kind); -m: the product without m, +m: "
-        "with m (off in the product), only m: m the only candidate source"
+        "with m (off in the product), only m: m the only candidate source; dna: pinyin DNA from the research "
+        "shelf"
     )
     print(f"{'kind':<24}{'pages':>6}" + "".join(f"{v:>18}" for v in variants))
     for kind in POSITIVE_KINDS + NEGATIVE_KINDS:

@@ -63,8 +63,9 @@ __all__ = [
     "verify_chapters",
 ]
 
-METHOD_NAMES = {"dna": "pinyin_dna", "winnow": "winnowing", "winnow_py": "winnowing_pinyin"}
-"""How a match names the index that made its chapter a candidate."""
+METHOD_NAMES = {"winnow": "winnowing", "winnow_py": "winnowing_pinyin"}
+"""How a match names the index that made its chapter a candidate (matches of releases before issue 22 may also
+name ``pinyin_dna``: the names are stored as given, never looked up here)."""
 _MASK_KIND = "winnow"
 
 

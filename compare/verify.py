@@ -27,7 +27,7 @@ import numpy as np
 
 from fptrack.fingerprint.contract import CONTRACT, AlignParams
 from fptrack.fingerprint.features import char_shingle_hashes
-from fptrack.fingerprint.pinyin_dna import UNKNOWN_INITIAL
+from fptrack.fingerprint.pinyin import UNKNOWN_INITIAL
 
 __all__ = ["Alignment", "align"]
 

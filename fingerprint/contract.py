@@ -3,31 +3,32 @@ judged alike, in one frozen value.
 
 The product (``compare``: pages and registered chapters), the index (``storage`` stores what the pipeline
 computes under the contract) and every benchmark read :data:`CONTRACT`. Writer and reader can never disagree
-on a k-gram length, a window, a DNA width or a threshold, because there is only one place where each is set.
+on a k-gram length, a window or a threshold, because there is only one place where each is set.
 
 What it holds, by stage (docs/fingerprints.md and docs/compare.md say where each value was measured):
 
 - which **methods** the page path computes and reads (:data:`PAGE_PATH_METHODS`, out of :data:`METHODS`):
   winnowing on characters, winnowing on pinyin initials (candidate generation) and the initials channel of the
-  alignment; Simhash and pinyin DNA are off. :meth:`FingerprintContract.without`, ``with_method`` and ``only``
-  make the variants with which the ablation of ``benchmarks/piracy_eval.py`` measures what each adds;
-- the **fingerprints**: Simhash (bits, weighting), DNA (granularity, overlap, quantisation), winnowing (k, w)
-  of the normalised characters and of the pinyin-initial string;
+  alignment; Simhash is off. :meth:`FingerprintContract.without`, ``with_method`` and ``only`` make the
+  variants with which the ablation of ``benchmarks/piracy_eval.py`` measures what each adds;
+- the **fingerprints**: Simhash (bits, weighting), winnowing (k, w) of the normalised characters and of the
+  pinyin-initial string;
 - **candidates**: how many shared codes make a registered chapter a suspect, how many suspects are verified,
   how many chapters must hold a hash before it counts as a common formula;
 - **alignment**: k-gram lengths of the two channels, gap merging, the shortest run, the diagonal slack;
 - the **decision rule**: quotation floor, chapter coverage, one long passage.
 
-MinHash and KSentence (``research.minhash``, ``research.ksentence``) and the corpus statistics
-(``fingerprint.stats``) are not on the page path: nothing there reads them (the winnowing indexes and the
-alignment decide; MinHash as a peer finds about half of the eval's copies, docs/compare.md). They stay usable
-on their own, with their tests and benchmarks."""
+Pinyin DNA, MinHash and KSentence (``research.pinyin_dna``, ``research.minhash``, ``research.ksentence``)
+and the corpus statistics (``fingerprint.stats``) are not on the page path: nothing there reads them (the
+winnowing indexes and the alignment decide; MinHash as a peer finds about half of the eval's copies,
+docs/compare.md). They stay usable on their own, with their tests and benchmarks. Pinyin DNA was a method of
+this contract until issue 22 (off since issue 13, see :data:`PAGE_PATH_METHODS`): ``dna`` rows that earlier
+releases stored stay readable by ``storage`` (which is generic over kind names) and are read by nothing."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from fptrack.fingerprint.pinyin_dna import DnaParams
 from fptrack.fingerprint.simhash import SimhashParams
 
 __all__ = [
@@ -42,21 +43,24 @@ __all__ = [
     "WinnowParams",
 ]
 
-METHODS: tuple[str, ...] = ("simhash", "dna", "winnow", "winnow_py", "align_initials")
-"""The signals the page path can use. The first four are candidate sources (each an index of ``storage``); the
-last is the pinyin-initial channel of the alignment (same-sound swaps keep aligning)."""
-CANDIDATE_SOURCES: tuple[str, ...] = ("simhash", "dna", "winnow", "winnow_py")
-PAGE_PATH_METHODS = frozenset(METHODS) - {"dna", "simhash"}
-"""What the product uses. Pinyin DNA is off: the ablation (docs/compare.md) found nothing it adds that
-winnowing over the initials does not already find, and alone it finds almost nothing (exact codes break on
-every insertion or deletion, which shifts all later segment boundaries). Simhash is off too: on two full runs
-every copy it finds the winnowing finds as well, and it is the costliest part of fingerprinting a page (word
-segmentation: the page path runs ~2.7x faster without it, ``benchmarks/fingerprint_throughput.py``); no
-Simhash row is stored for a page or a chapter any more (rows written by earlier releases stay readable and
-unread)."""
+METHODS: tuple[str, ...] = ("simhash", "winnow", "winnow_py", "align_initials")
+"""The signals the page path can use. The first three are candidate sources (each an index of ``storage``);
+the last is the pinyin-initial channel of the alignment (same-sound swaps keep aligning)."""
+CANDIDATE_SOURCES: tuple[str, ...] = ("simhash", "winnow", "winnow_py")
+PAGE_PATH_METHODS = frozenset(METHODS) - {"simhash"}
+"""What the product uses. Simhash is off: on two full runs every copy it finds the winnowing finds as well,
+and it is the costliest part of fingerprinting a page (word segmentation: the page path runs ~2.7x faster
+without it, ``benchmarks/fingerprint_throughput.py``); no Simhash row is stored for a page or a chapter any
+more (rows written by earlier releases stay readable and unread).
 
-CODE_KINDS: tuple[str, ...] = ("dna", "winnow", "winnow_py")
-"""The (code, position) kinds a document stores, as ``storage`` names them."""
+Pinyin DNA is no method any more: the ablation (docs/compare.md) found nothing it adds that winnowing over the
+initials does not already find, and alone it finds 33-44 % of the copies (exact codes break on every insertion
+or deletion, which shifts all later segment boundaries), so it moved to the research shelf
+(``research.pinyin_dna``, which the ablation's ``+dna`` row reads)."""
+
+CODE_KINDS: tuple[str, ...] = ("winnow", "winnow_py")
+"""The (code, position) kinds a document stores, as ``storage`` names them (``dna`` rows of releases before
+issue 22 may still be stored: nothing reads them)."""
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,7 @@ class CandidateParams:
     """Which registered chapters are verified against a page."""
 
     min_shared: int = 2
-    """Shared codes of one kind (DNA, winnowing of characters, winnowing of initials) that make a
-    candidate."""
+    """Shared codes of one kind (winnowing of characters, winnowing of initials) that make a candidate."""
     max_candidates: int = 12
     """Candidates verified per page, ranked by Simhash hit, then shared codes."""
     common_min_chapters: int = 5
@@ -137,7 +140,6 @@ class FingerprintContract:
 
     methods: frozenset[str] = PAGE_PATH_METHODS
     simhash: SimhashParams = field(default_factory=SimhashParams)
-    dna: DnaParams = field(default_factory=DnaParams)
     winnow_chars: WinnowParams = WinnowParams(k=8, w=16)
     winnow_initials: WinnowParams = WinnowParams(k=12, w=16)
     """k measured by ``benchmarks/initials_k.py``: 12 finds 300-character excerpts of 20 %-edited copies and
@@ -152,8 +154,7 @@ class FingerprintContract:
         if unknown:
             raise ValueError(f"unknown method(s) {sorted(unknown)}; known: {', '.join(METHODS)}")
         if self.simhash.scheme != "tf":
-            # stored fingerprints must not depend on corpus statistics, which move as the corpus grows (DNA
-            # codes likewise use the uniform reference)
+            # stored fingerprints must not depend on corpus statistics, which move as the corpus grows
             raise ValueError(f"the page path's Simhash must be tf-weighted, got {self.simhash.scheme!r}")
 
     def without(self, method: str) -> FingerprintContract:

@@ -1,13 +1,13 @@
 """The one fingerprint pipeline: a text in, everything the page path needs of it out, under the contract.
 
 One normalisation (with its offset map back to the original), one pinyin-initial string (one letter per
-normalised character), then the fingerprints that ``storage`` indexes: a Simhash for near-whole copies, pinyin
-DNA codes (homophone and script changes), winnowing hashes over the characters (edited and partial copies) and
-over the initials (same-sound swaps). Pages and registered chapters go through the same function, so the
-writer of the index and every query agree by construction.
+normalised character), then the fingerprints that ``storage`` indexes: a Simhash for near-whole copies (off in
+the product), winnowing hashes over the characters (edited and partial copies) and over the initials
+(same-sound swaps). Pages and registered chapters go through the same function, so the writer of the index and
+every query agree by construction.
 
-A method the contract leaves out is not computed (its codes are empty); MinHash, KSentence and the weighted
-Simhash schemes are not part of it (``fingerprint.contract``).
+A method the contract leaves out is not computed (its codes are empty); pinyin DNA, MinHash, KSentence and the
+weighted Simhash schemes are not part of it (the research shelf and ``fingerprint.contract``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from fptrack.fingerprint.contract import CODE_KINDS, CONTRACT, FingerprintContract
 from fptrack.fingerprint.normalize import NormalizedText, normalize
-from fptrack.fingerprint.pinyin_dna import dna_codes, pinyin_initials
+from fptrack.fingerprint.pinyin import pinyin_initials
 from fptrack.fingerprint.simhash import simhash_text
 from fptrack.fingerprint.winnowing import winnow
 
@@ -28,14 +28,12 @@ __all__ = ["TextFingerprints", "fingerprint_text"]
 class TextFingerprints:
     """The fingerprints of one text. ``simhash`` is unsigned (``contract.simhash.bits`` bits; None when
     Simhash is off, and then nothing stores one); every code is a (hash, position) pair whose hash fits a
-    signed 64-bit BIGINT (DNA: position = segment number; winnowing: position = normalised offset of the
-    k-gram)."""
+    signed 64-bit BIGINT (position = normalised offset of the winnowed k-gram)."""
 
     original: str
     normalized: NormalizedText
     initials: str
     simhash: int | None
-    dna: tuple[tuple[int, int], ...]
     winnow_chars: tuple[tuple[int, int], ...]
     winnow_initials: tuple[tuple[int, int], ...]
     # the code kinds the contract computed: a kind it does not use is not stored (no empty row per text)
@@ -48,7 +46,7 @@ class TextFingerprints:
 
     def index_codes(self) -> dict[str, Sequence[tuple[int, int]]]:
         """(code, position) pairs per indexed kind the contract computed, as the store keeps them."""
-        codes = {"dna": self.dna, "winnow": self.winnow_chars, "winnow_py": self.winnow_initials}
+        codes = {"winnow": self.winnow_chars, "winnow_py": self.winnow_initials}
         return {kind: codes[kind] for kind in self.code_kinds}
 
 
@@ -63,7 +61,6 @@ def fingerprint_text(text: str, contract: FingerprintContract = CONTRACT) -> Tex
         normalized=normalized,
         initials=initials,
         simhash=simhash_text(normalized.text, params=contract.simhash) if uses("simhash") else None,
-        dna=tuple(enumerate_codes(dna_codes(initials, contract.dna))) if uses("dna") else (),
         winnow_chars=(
             winnow(normalized.text, contract.winnow_chars.k, contract.winnow_chars.w)
             if uses("winnow")
@@ -76,8 +73,3 @@ def fingerprint_text(text: str, contract: FingerprintContract = CONTRACT) -> Tex
         ),
         code_kinds=contract.code_kinds(),
     )
-
-
-def enumerate_codes(codes: Sequence[int]) -> list[tuple[int, int]]:
-    """``(code, segment number)`` pairs, the form every indexed kind is stored in."""
-    return [(code, position) for position, code in enumerate(codes)]

@@ -1,5 +1,6 @@
 """Corpus statistics for the weighted fingerprints: document frequencies (IDF), word-bigram counts (left and
-right neighbour entropy, E-Simhash) and pinyin-initial counts (the reference distribution of pinyin DNA).
+right neighbour entropy, E-Simhash) and pinyin-initial counts (the reference distribution of pinyin DNA,
+``research.pinyin_dna``).
 
 ``CorpusStats`` is a pure, immutable, mergeable value: ``update`` and ``merge`` return new objects, so the
 storage layer can keep one in the database (``to_bytes``/``from_bytes``) and fold new registered works and
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fptrack.fingerprint.features import token_hashes, tokenize
-from fptrack.fingerprint.pinyin_dna import PINYIN_ALPHABET, initial_counts, pinyin_initials
+from fptrack.fingerprint.pinyin import PINYIN_ALPHABET, initial_counts, pinyin_initials
 
 __all__ = ["CorpusStats", "document_terms"]
 

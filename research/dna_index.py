@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fptrack.fingerprint.pinyin_dna import DnaParams
+from fptrack.research.pinyin_dna import DnaParams
 
 __all__ = ["DnaIndex", "dna_distances", "thermometer_codes", "unpack_codes"]
 

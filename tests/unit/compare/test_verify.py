@@ -7,7 +7,7 @@ from fptrack.compare.scoring import DEFAULT_RULE, decide
 from fptrack.compare.verify import align
 from fptrack.fingerprint.contract import AlignParams
 from fptrack.fingerprint.features import char_shingle_hashes
-from fptrack.fingerprint.pinyin_dna import UNKNOWN_INITIAL, pinyin_initials
+from fptrack.fingerprint.pinyin import UNKNOWN_INITIAL, pinyin_initials
 
 CJK = (
     "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏"

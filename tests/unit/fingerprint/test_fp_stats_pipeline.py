@@ -79,7 +79,7 @@ def test_pinyin_reference():
 def test_fingerprint_text_is_deterministic_and_bigint_safe(text: str):
     with_simhash = CONTRACT.with_method("simhash")
     a, b = fingerprint_text(text, with_simhash), fingerprint_text(text, with_simhash)
-    assert a.simhash == b.simhash and a.dna == b.dna and a.winnow_chars == b.winnow_chars
+    assert a.simhash == b.simhash and a.winnow_chars == b.winnow_chars
     assert a.winnow_initials == b.winnow_initials
     assert len(a.initials) == len(a.normalized.text)
     signed = [h for codes in a.index_codes().values() for h, _ in codes]
@@ -101,20 +101,18 @@ def test_pirated_copy_fingerprints_stay_close():
 
 def test_a_method_the_contract_leaves_out_is_not_computed():
     text = "".join(COMMON_HAN[i * 11 % 3000] for i in range(600))
-    everything = CONTRACT.with_method("dna").with_method("simhash")
+    everything = CONTRACT.with_method("simhash")
     full = fingerprint_text(text, everything)
-    assert full.simhash and full.dna and full.winnow_chars and full.winnow_initials
+    assert full.simhash and full.winnow_chars and full.winnow_initials
     for method, empty in (
         ("simhash", lambda f: f.simhash is None),
-        ("dna", lambda f: f.dna == ()),
         ("winnow", lambda f: f.winnow_chars == ()),
         ("winnow_py", lambda f: f.winnow_initials == ()),
     ):
         reduced = fingerprint_text(text, everything.without(method))
         assert empty(reduced), method
         assert reduced.text == full.text and reduced.initials == full.initials
-    assert fingerprint_text(text).dna == ()  # the product leaves pinyin DNA off (docs/compare.md, ablation)
-    assert fingerprint_text(text).simhash is None  # and Simhash (same ablation, and its cost)
+    assert fingerprint_text(text).simhash is None  # the product leaves Simhash off (ablation, and its cost)
     assert CONTRACT.code_kinds() == ("winnow", "winnow_py")
     assert CONTRACT.only("winnow").methods == {"winnow", "align_initials"}
 
@@ -124,12 +122,14 @@ def test_the_contract_rejects_what_would_break_the_index():
         CONTRACT.without("minhash")
     with pytest.raises(ValueError, match="tf-weighted"):
         type(CONTRACT)(simhash=SimhashParams(scheme="entropy"))
-    assert set(METHODS) - {"dna", "simhash"} == set(CONTRACT.methods)
+    assert set(METHODS) - {"simhash"} == set(CONTRACT.methods)
+    with pytest.raises(ValueError, match="unknown method"):
+        CONTRACT.with_method("dna")  # pinyin DNA is on the research shelf (research.pinyin_dna)
     assert CONTRACT.winnow_chars.guarantee == CONTRACT.winnow_chars.k + CONTRACT.winnow_chars.w - 1
 
 
 def test_only_the_code_kinds_the_contract_computes_are_stored() -> None:
     text = "红楼梦第一回甄士隐梦幻识通灵贾雨村风尘怀闺秀。" * 40
-    assert set(fingerprint_text(text).index_codes()) == {"winnow", "winnow_py"}  # DNA is off the page path
-    with_dna = fingerprint_text(text, CONTRACT.with_method("dna")).index_codes()
-    assert set(with_dna) == {"dna", "winnow", "winnow_py"} and with_dna["dna"]
+    product = fingerprint_text(text).index_codes()
+    assert set(product) == {"winnow", "winnow_py"} and all(product.values())
+    assert set(fingerprint_text(text, CONTRACT.without("winnow")).index_codes()) == {"winnow_py"}

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fptrack.fingerprint.pinyin_dna import DnaParams, dna_code_distance, dna_codes, pinyin_initials
+from fptrack.fingerprint.pinyin import pinyin_initials
 from fptrack.research.dna_index import DnaIndex, dna_distances, thermometer_codes, unpack_codes
+from fptrack.research.pinyin_dna import DnaParams, dna_code_distance, dna_codes
 from tests.unit.fingerprint.strategies import COMMON_HAN
 
 

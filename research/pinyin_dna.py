@@ -1,76 +1,42 @@
-"""Pinyin initials and the pinyin DNA fingerprint (seed fingerprint-system-architecture; ALGORITHMS.md 7).
+"""The pinyin DNA fingerprint (seed fingerprint-system-architecture; ALGORITHMS.md 7), on the research shelf.
 
-``pinyin_initials`` turns normalised text into a string of the same length: for each Han character the
-first letter of its pinyin, for each Latin letter or digit the character itself (lower-cased). Homophone
-swaps (a favourite trick of pirate sites), Traditional/Simplified and encoding differences disappear in
-this string. It is built from a per-code-point table derived once from pypinyin's character dictionary
-(the most common reading of each character) and applied with a numpy gather; pypinyin's phrase-aware
-``lazy_pinyin`` differs only on polyphonic characters (measured in benchmarks/fingerprint_throughput.py).
-Characters with no known reading (rare Han, kana, other scripts) map to ``_``.
+``dna_codes`` cuts a pinyin-initial string (``fingerprint.pinyin.pinyin_initials``) into segments of
+``granularity`` letters starting every ``step = round(granularity * (1 - overlap))`` letters (segment i starts
+at ``i * step``; with overlap 0.5: [0, n), [n/2, 3n/2), [n, 2n) ...; a text shorter than one segment gives one
+short segment; letters after the last full segment are not covered). For each segment and each letter of
+``alphabet`` it computes the deviation of the letter's count from the count expected under the reference
+distribution, quantises it into ``levels`` values (0 .. levels-1, centred at levels // 2, ``counts_per_level``
+counts per step, clipped at both ends) and concatenates the quantised values in alphabet order into one
+integer: letter j occupies bits [j * b, (j + 1) * b) with b = bit width of levels - 1. The code must fit in 63
+bits (a signed BIGINT), which bounds ``len(alphabet) * b``.
 
-``dna_codes`` cuts the initials into segments of ``granularity`` letters starting every
-``step = round(granularity * (1 - overlap))`` letters (segment i starts at ``i * step``; with overlap 0.5:
-[0, n), [n/2, 3n/2), [n, 2n) ...; a text shorter than one segment gives one short segment; letters after
-the last full segment are not covered). For each segment and each letter of ``alphabet`` it computes
-the deviation of the letter's count from the count expected under the reference distribution, quantises
-it into ``levels`` values (0 .. levels-1, centred at levels // 2, ``counts_per_level`` counts per step,
-clipped at both ends) and concatenates the quantised values in alphabet order into one integer:
-letter j occupies bits [j * b, (j + 1) * b) with b = bit width of levels - 1. The code must fit in 63
-bits (stored as signed BIGINT), which bounds ``len(alphabet) * b``.
+Why it is not on the page path: the ablation of ``benchmarks/piracy_eval.py`` (docs/compare.md) found no
+copy that DNA codes as a candidate source add to the winnowing of initials (``+dna`` equals the product on
+quick and full runs, two seeds), and alone they find 33-44 % of the copies: exact codes break on every
+insertion or deletion, which shifts all later segment boundaries. :class:`DnaCandidateIndex` keeps that
+measurement possible without the product storing DNA codes; ``research.dna_index`` matches codes within a
+distance.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from fptrack.fingerprint.contract import CONTRACT, CandidateParams
+from fptrack.fingerprint.pinyin import PINYIN_ALPHABET, letter_indices
+
 __all__ = [
-    "PINYIN_ALPHABET",
-    "UNKNOWN_INITIAL",
+    "DnaCandidateIndex",
     "DnaParams",
     "dna_code_distance",
     "dna_codes",
     "dna_positions",
-    "initial_counts",
-    "pinyin_initials",
 ]
-
-# Letters that start a pinyin syllable (no syllable starts with i, u or v).
-PINYIN_ALPHABET = "abcdefghjklmnopqrstwxyz"
-UNKNOWN_INITIAL = "_"
-_MAX_CODE_POINT = 0x110000
-
-
-@functools.cache
-def _initial_table() -> np.ndarray:
-    """uint8[code point] -> ASCII initial; built once from pypinyin's single-character dictionary."""
-    from pypinyin.pinyin_dict import pinyin_dict  # lazily: only the table build needs it
-
-    table = np.full(_MAX_CODE_POINT, ord(UNKNOWN_INITIAL), dtype=np.uint8)
-    for cp, readings in pinyin_dict.items():
-        first_reading = readings.split(",", 1)[0]
-        if not first_reading:
-            continue
-        base = unicodedata.normalize("NFD", first_reading[0])[0].lower()
-        if "a" <= base <= "z":
-            table[cp] = ord(base)
-    for ch in "abcdefghijklmnopqrstuvwxyz0123456789":
-        table[ord(ch)] = ord(ch)
-    for ch in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
-        table[ord(ch)] = ord(ch.lower())
-    return table
-
-
-def pinyin_initials(normalized: str) -> str:
-    """One ASCII character per character of ``normalized`` (same length): pinyin initial, letter or digit."""
-    if not normalized:
-        return ""
-    cps = np.frombuffer(normalized.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    return _initial_table()[cps].tobytes().decode("ascii")
 
 
 @dataclass(frozen=True)
@@ -109,20 +75,6 @@ class DnaParams:
         return (self.levels - 1).bit_length()
 
 
-def _letter_indices(initials: str, alphabet: str) -> np.ndarray:
-    """Index of each character in ``alphabet``, or len(alphabet) for characters outside it."""
-    lut = np.full(256, len(alphabet), dtype=np.int64)
-    for i, ch in enumerate(alphabet):
-        lut[ord(ch)] = i
-    return lut[np.frombuffer(initials.encode("ascii", "replace"), dtype=np.uint8)]
-
-
-def initial_counts(initials: str, alphabet: str = PINYIN_ALPHABET) -> np.ndarray:
-    """Count of each ``alphabet`` letter in ``initials`` (int64, alphabet order)."""
-    idx = _letter_indices(initials, alphabet)
-    return np.bincount(idx, minlength=len(alphabet) + 1)[: len(alphabet)].astype(np.int64)
-
-
 def dna_positions(length: int, params: DnaParams = DnaParams()) -> tuple[int, ...]:
     """Start offset of each DNA segment of a text of ``length`` initials (i * step)."""
     n = params.granularity
@@ -154,7 +106,7 @@ def dna_codes(
     if starts.size == 0:
         return ()
     seg_len = min(params.granularity, len(initials))
-    idx = _letter_indices(initials, params.alphabet)
+    idx = letter_indices(initials, params.alphabet)
     # Prefix counts only at the block boundaries the segments need (blocks of gcd(step, n) letters).
     block = math.gcd(params.step, seg_len)
     n_blocks = len(initials) // block
@@ -179,3 +131,35 @@ def dna_code_distance(a: int, b: int, params: DnaParams = DnaParams()) -> int:
         shift = j * params.bits_per_letter
         total += abs(((a >> shift) & mask) - ((b >> shift) & mask))
     return total
+
+
+class DnaCandidateIndex:
+    """Registered chapters' DNA codes, inverted (code -> chapters holding it): pinyin DNA as a candidate
+    source, ranked the way the product ranks a code kind (``compare.service``: distinct codes shared, at
+    least ``min_shared``, the ``max_candidates`` best). Built in memory from the chapters' codes, so that a
+    benchmark can measure DNA without the product computing or storing it."""
+
+    def __init__(self, codes_by_owner: Mapping[int, Iterable[int]]) -> None:
+        holders: dict[int, list[int]] = defaultdict(list)
+        for owner, codes in codes_by_owner.items():
+            for code in set(codes):
+                holders[code].append(owner)
+        self._holders = {code: tuple(owners) for code, owners in holders.items()}
+
+    def shared_per_owner(self, codes: Iterable[int]) -> dict[int, int]:
+        """owner -> number of the distinct ``codes`` it holds (owners holding none left out)."""
+        shared: dict[int, int] = defaultdict(int)
+        for code in set(codes):
+            for owner in self._holders.get(code, ()):
+                shared[owner] += 1
+        return dict(shared)
+
+    def candidates(
+        self, codes: Iterable[int], params: CandidateParams = CONTRACT.candidates
+    ) -> dict[int, int]:
+        """The owners sharing at least ``params.min_shared`` distinct codes with ``codes``, most shared first
+        (ties by owner id), at most ``params.max_candidates``: owner -> shared codes."""
+        shared = self.shared_per_owner(codes)
+        eligible = [owner for owner, n in shared.items() if n >= params.min_shared]
+        ranked = sorted(eligible, key=lambda owner: (-shared[owner], owner))
+        return {owner: shared[owner] for owner in ranked[: params.max_candidates]}
