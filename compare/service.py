@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from fptrack.compare import chapter_index
@@ -33,9 +33,16 @@ from fptrack.compare.verify import align
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
 from fptrack.fingerprint.pipeline import TextFingerprints, fingerprint_text
-from fptrack.storage.code_index import code_holder_pairs, pages_holding
+from fptrack.storage.code_index import code_holder_pairs, pages_sharing
 from fptrack.storage.exchanges import prune_exchanges
-from fptrack.storage.fingerprints import FingerprintSet, Owner, id_chunks, is_postgres, write_fingerprints
+from fptrack.storage.fingerprints import (
+    FingerprintSet,
+    Owner,
+    id_chunks,
+    is_postgres,
+    page_sample,
+    write_fingerprints,
+)
 from fptrack.storage.index import IndexLayout, to_signed64
 from fptrack.storage.match_life import UNSETTLED_NOTE, Observation, next_due, observe, rest_on_page
 from fptrack.storage.models import (
@@ -44,6 +51,7 @@ from fptrack.storage.models import (
     MatchNote,
     MatchStatus,
     Page,
+    PageCodes,
     ReviewDecision,
     Work,
     utcnow,
@@ -640,26 +648,46 @@ def _drop_false_positives(session: Session, matches: Sequence[Match]) -> None:
 # ------------------------------------------------------------------------------------------------- works
 
 
-RETRO_MIN_SHARED = 1
-"""Sampled codes a stored page shares with a newly registered work to be re-compared (:func:`index_work`).
+RETRO_COMMON_TEXTS = 3
+"""A sampled code that more than this many distinct texts among the stored pages share with a newly registered
+work *as their only shared code* is a common phrase (a formula, an idiom), not a copy's trace: those pages are
+not re-compared (:func:`retro_candidates`)."""
 
-Two would spare most re-compares: for a 1M-character work among 12,000 stored pages, 485 of the 765 pages
-holding one of its codes held exactly one and none of them was a copy (every copy held 11 or more,
-``benchmarks/scale.py``). But two lost one page of eight of ``css_external_noise`` (noise characters every 4-8
-characters leave one shared sampled code) in ``benchmarks/piracy_eval.py --quick --retroactive``, and
-detection must not change; what would tell a common phrase's one code from a noisy copy's is not built yet."""
+
+def retro_candidates(shared: Mapping[int, np.ndarray], text_of: Mapping[int, str]) -> list[int]:
+    """The stored pages a newly registered work re-compares, from ``shared`` (page id -> the work's sampled
+    codes its sample holds, :func:`storage.code_index.pages_sharing`) and ``text_of`` (page id -> its text's
+    identity, e.g. ``content_sha256``; mirrors of one text count once).
+
+    A page holding two or more is re-compared. So is a page holding one, unless that one code is held, as
+    their only one, by more than :data:`RETRO_COMMON_TEXTS` distinct texts. Why: a copy of any length holds
+    one code per ``page_sample_window`` k-grams it keeps, so its pages hold many (every copy of a 1.15M-
+    character work's chapters held 11 or more, ``benchmarks/scale.py``), and a copy noised down to one code
+    (``css_external_noise`` of ``benchmarks/piracy_eval.py``) holds one no other text holds alone. Unrelated
+    pages that share one short phrase with the work all share the *same* few codes: at 12,000 stored pages
+    they were 485 of 765 candidates, each an exact re-compare for nothing; asking two codes of every page
+    instead lost the noised copy."""
+    alone: dict[int, set[str]] = defaultdict(set)
+    for page_id, held in shared.items():
+        if len(held) == 1:
+            alone[int(held[0])].add(text_of.get(page_id, str(page_id)))
+    return sorted(
+        page_id
+        for page_id, held in shared.items()
+        if len(held) >= 2 or (len(held) == 1 and len(alone[int(held[0])]) <= RETRO_COMMON_TEXTS)
+    )
 
 
 def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
-    """Fingerprint and index every chapter of a work; returns the ids of already-crawled pages that share
-    fingerprints with it (retroactive detection re-compares those pages exactly, from their text:
-    :func:`recompare_pages`).
+    """Fingerprint and index every chapter of a work; returns the ids of already-crawled pages that may copy
+    it (retroactive detection re-compares those pages exactly, from their text: :func:`recompare_pages`).
 
     One write for all chapters (binary ``COPY`` on PostgreSQL) and one page-side look-up for the whole work:
-    the pages whose sample holds :data:`RETRO_MIN_SHARED` codes of any kind of any chapter
-    (:func:`storage.code_index.pages_holding`). A page keeps a code of every ``page_sample_window`` k-grams,
-    so a passage of ``page_sample_window + k - 1`` characters (71 at the default window) it shares with the
-    work is always found.
+    the work's own sample (:func:`storage.fingerprints.page_sample` of every chapter, at the smallest window
+    a stored page was sampled at) against the pages' samples (:func:`storage.code_index.pages_sharing`), then
+    :func:`retro_candidates`. A passage of ``W + k - 1`` characters (71 at the default window W = 64) that a
+    page shares with a chapter has one minimum over its W k-grams, kept by both samples: it is always found,
+    with a quarter of the look-ups of the chapter's every code.
     """
     if session.get(Work, work_id) is None:
         raise LookupError(f"no work with id {work_id}")
@@ -672,13 +700,17 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
         layout=layout,
         items=[FingerprintSet(i, document.simhash, document.index_codes()) for i, document in documents],
     )
-    if session.scalar(select(Page.id).where(Page.fingerprinted_at.is_not(None)).limit(1)) is None:
+    window = session.scalar(select(func.min(PageCodes.sample_window)))
+    if window is None:
         return []  # no page fingerprinted yet: nothing to look up (a new deployment registering its works)
-    codes = [_signed_codes(pairs) for _, document in documents for pairs in document.index_codes().values()]
+    samples = [
+        page_sample(_code_pairs(pairs), int(window))
+        for _, document in documents
+        for pairs in document.index_codes().values()
+    ]
+    shared = pages_sharing(session, np.unique(np.concatenate(samples)).tolist() if samples else [])
     pages = set(
-        pages_holding(
-            session, np.unique(np.concatenate(codes)).tolist() if codes else [], min_shared=RETRO_MIN_SHARED
-        )
+        retro_candidates(shared, _content_hashes(session, [p for p, h in shared.items() if len(h) == 1]))
     )
     if CONTRACT.uses("simhash"):
         for _, document in documents:
@@ -686,3 +718,20 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
                 hits = simhash_candidates(session, document.simhash, layout, owner="page")
                 pages.update(hit.owner_id for hit in hits)
     return sorted(pages)
+
+
+def _code_pairs(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
+    """(code, position) pairs as an (n, 2) int64 array, codes signed."""
+    if not pairs:
+        return np.empty((0, 2), dtype=np.int64)
+    return np.array([(to_signed64(code), position) for code, position in pairs], dtype=np.int64)
+
+
+def _content_hashes(session: Session, page_ids: Sequence[int]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for chunk in id_chunks(page_ids):
+        for page_id, digest in session.execute(
+            select(Page.id, Page.content_sha256).where(Page.id.in_(chunk))
+        ):
+            found[int(page_id)] = str(digest)
+    return found

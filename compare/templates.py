@@ -18,7 +18,7 @@ workers did it. :func:`site_template_codes` is the pure part (property-tested fo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +36,7 @@ __all__ = [
     "DUPLICATE_SHARE",
     "SITE_MIN_TEXTS",
     "SettledSite",
+    "settle_pages",
     "settle_site",
     "site_template",
     "site_template_codes",
@@ -115,9 +116,9 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
     """Decide the site's template from all its fingerprinted pages and compare again, ignoring it, the pages
     whose matches could rest on a template quoting a registered work (and, without it, pages that ignored an
     earlier template the site no longer has). Idempotent: settling again with the same pages changes
-    nothing."""
+    nothing. The template is kept with the site (``sites.template_codes``) for :func:`settle_pages`."""
     rows, codes, template = _site_template(session, site_id)
-    quoting = set(code_holders(session, _KIND, template, owner="chapter")) if template else set()
+    quoting = _quoting(session, template)
     was_masked = {int(page_id) for page_id, _, masked in rows if masked}
     affected: list[int] = []
     if quoting:
@@ -127,15 +128,16 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
         affected = sorted(set(holding) & (_pages_with_matches(session, holding) | was_masked))
     previously = sorted(was_masked - set(affected))
     frozen = frozenset(template)
-    for start in range(0, len(affected), 64):
-        chunk = affected[start : start + 64]
-        recompare_pages(session, chunk, settings, ignored={page_id: frozen for page_id in chunk})
-    for start in range(0, len(previously), 64):
-        recompare_pages(session, previously[start : start + 64], settings)
+    _recompare(session, affected, settings, frozen)
+    _recompare(session, previously, settings, None)
     # chapters split over pages, compared joined: after the pages' own verdicts, which they add to
     # (compare.multipage)
     chains = settle_chains(session, site_id, settings, template=frozen)
-    session.execute(update(Site).where(Site.id == site_id).values(settled_at=utcnow()))
+    session.execute(
+        update(Site)
+        .where(Site.id == site_id)
+        .values(settled_at=utcnow(), template_codes=np.array(sorted(template), dtype="<i8").tobytes())
+    )
     return SettledSite(
         site_id,
         len(rows),
@@ -147,11 +149,75 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
     )
 
 
+def settle_pages(session: Session, site_id: int, page_ids: Sequence[int], settings: Settings) -> SettledSite:
+    """Compare again some pages of a settled site, as :func:`settle_site` would leave them, without settling
+    the whole site: what a newly registered work does with the stored pages that may copy it.
+
+    The site's pages have not changed since it settled, so neither has its template: the stored one is used,
+    and only ``page_ids`` are compared again (those holding a template hash that a registered chapter holds,
+    the new work's included, with the template ignored; the others without). Pages outside ``page_ids`` keep
+    their verdicts: the new work's chapters are not among their candidates (or they would be in
+    ``page_ids``), and masking template text only ever removes evidence of the works they match. Multi-page
+    chapters are compared again joined (they may copy the new work). A site never settled with a stored
+    template, or with pages compared since, is settled whole (:func:`settle_site`) after its pages are
+    compared."""
+    stored = _settled_template(session, site_id)
+    if stored is None:
+        _recompare(session, page_ids, settings, None)
+        return settle_site(session, site_id, settings)
+    quoting = _quoting(session, stored)
+    holding: set[int] = set()
+    if quoting:
+        holding = set(_pages_holding_any(load_page_codes(session, page_ids), np.array(sorted(quoting))))
+    frozen = frozenset(stored)
+    _recompare(session, [p for p in page_ids if p in holding], settings, frozen)
+    _recompare(session, [p for p in page_ids if p not in holding], settings, None)
+    chains = settle_chains(session, site_id, settings, template=frozen)
+    session.execute(update(Site).where(Site.id == site_id).values(settled_at=utcnow()))
+    return SettledSite(site_id, len(page_ids), len(stored), len(quoting), len(page_ids), len(holding), chains)
+
+
 def site_template(session: Session, site_id: int) -> frozenset[int]:
     """The site's template as its pages stored now decide it (the winnowing hashes, signed,
     :func:`settle_site` ignores): what the takedown re-check of a page compared without its template ignores
-    too."""
+    too. The stored one when no page was compared since the site settled."""
+    stored = _settled_template(session, site_id)
+    if stored is not None:
+        return frozenset(stored)
     return frozenset(_site_template(session, site_id)[2])
+
+
+_RECOMPARE_CHUNK = 64
+
+
+def _recompare(
+    session: Session, page_ids: Sequence[int], settings: Settings, template: frozenset[int] | None
+) -> None:
+    for start in range(0, len(page_ids), _RECOMPARE_CHUNK):
+        chunk = page_ids[start : start + _RECOMPARE_CHUNK]
+        ignored = {page_id: template for page_id in chunk} if template is not None else None
+        recompare_pages(session, chunk, settings, ignored=ignored)
+
+
+def _quoting(session: Session, template: Collection[int]) -> set[int]:
+    """The template hashes that registered chapters hold too (a template quoting a registered work)."""
+    return set(code_holders(session, _KIND, template, owner="chapter")) if template else set()
+
+
+def _settled_template(session: Session, site_id: int) -> set[int] | None:
+    """The template stored at the site's last settling, if it still stands: no page of the site compared
+    since (a page compared later may change it, and marks the site for settling again)."""
+    settled_at, stored = session.execute(
+        select(Site.settled_at, Site.template_codes).where(Site.id == site_id)
+    ).one_or_none() or (None, None)
+    if settled_at is None or stored is None:
+        return None
+    changed = session.scalar(
+        select(Page.id).where(Page.site_id == site_id, Page.compared_at > settled_at).limit(1)
+    )
+    if changed is not None:
+        return None
+    return set(np.frombuffer(bytes(stored), dtype="<i8").tolist())
 
 
 def _site_template(

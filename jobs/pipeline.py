@@ -8,6 +8,7 @@ the stages are idempotent."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from fptrack.compare.service import index_work, recompare_pages
-from fptrack.compare.templates import settle_site
+from fptrack.compare.templates import settle_pages, settle_site
 from fptrack.core.settings import Settings
 from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, Work, utcnow
@@ -59,13 +60,21 @@ def settle_sites(session: Session, site_ids: Iterable[int], settings: Settings) 
 
 
 def index_and_recheck(session: Session, work_id: int, settings: Settings) -> int:
-    """Index a registered work, compare again the pages crawled before it that share fingerprints with it, and
-    settle their sites; returns the number of pages now copying the work."""
+    """Index a registered work, compare again the pages crawled before it that may copy it, each with its
+    site's settled template (:func:`compare.templates.settle_pages`: a site's other pages keep their verdicts,
+    a site never settled or changed since is settled whole); returns the number of pages now copying the
+    work."""
     candidates = index_work(session, work_id, settings)
-    for start in range(0, len(candidates), RECHECK_BATCH):
-        recompare_pages(session, candidates[start : start + RECHECK_BATCH], settings)
-    if candidates:
-        settle_sites(session, sites_of(session, candidates), settings)
+    by_site: dict[int | None, list[int]] = defaultdict(list)
+    for chunk in id_chunks(candidates):
+        for page_id, site_id in session.execute(select(Page.id, Page.site_id).where(Page.id.in_(chunk))):
+            by_site[site_id].append(int(page_id))
+    for site_id, page_ids in sorted(by_site.items(), key=lambda item: item[0] or 0):
+        if site_id is None:
+            for start in range(0, len(page_ids), RECHECK_BATCH):
+                recompare_pages(session, page_ids[start : start + RECHECK_BATCH], settings)
+        else:
+            settle_pages(session, site_id, sorted(page_ids), settings)
     session.execute(update(Work).where(Work.id == work_id).values(indexed_at=utcnow()))
     return _pages_copying(session, candidates, work_id)
 

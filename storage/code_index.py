@@ -28,7 +28,14 @@ from fptrack.storage.fingerprints import (
 )
 from fptrack.storage.index import to_signed64
 
-__all__ = ["code_candidates", "code_holder_pairs", "code_holders", "count_shared", "pages_holding"]
+__all__ = [
+    "code_candidates",
+    "code_holder_pairs",
+    "code_holders",
+    "count_shared",
+    "pages_holding",
+    "pages_sharing",
+]
 
 PG_ARRAY_CHUNK = 20_000  # codes per ``= ANY(:codes)`` statement on PostgreSQL
 SQLITE_IN_CHUNK = 20_000  # codes written into one ``IN (...)`` on SQLite
@@ -160,6 +167,20 @@ def pages_holding(session: Session, codes: Iterable[int], *, min_shared: int = 1
             if len(held) and np.isin(held, query, assume_unique=True).sum() >= min_shared:
                 found.add(int(page_id))
     return sorted(found)
+
+
+def pages_sharing(session: Session, codes: Iterable[int]) -> dict[int, np.ndarray]:
+    """Every page whose sample holds any of ``codes`` (unsigned or signed 64-bit) -> which of them it holds
+    (signed, sorted): :func:`pages_holding`'s pages with their samples read back and intersected, so that the
+    caller can weigh each shared code by how many pages hold it (every page holding it is in the answer)."""
+    query = np.unique(np.array([to_signed64(int(c)) for c in codes], dtype=np.int64))
+    shared: dict[int, np.ndarray] = {}
+    for chunk in id_chunks(pages_holding(session, query.tolist()), SQLITE_SCAN_ROWS):
+        for page_id, sample in load_page_samples(session, chunk).items():
+            held = np.intersect1d(sample, query, assume_unique=True)
+            if len(held):
+                shared[page_id] = held
+    return shared
 
 
 def _holding_at_least(session: Session, page_ids: list[int], query: np.ndarray, min_shared: int) -> list[int]:

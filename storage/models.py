@@ -268,6 +268,10 @@ class Site(Base):
     # requests them through the browser at once instead of plainly first; unlearned when pages read that way
     # turn out to carry their text without it (crawler/render.py)
     render_direct: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
+    # the template its last settling decided (winnowing hashes, little-endian int64, sorted; NULL: not
+    # decided since revision 0022): compare.templates reads it instead of every page's hashes when the site
+    # has not changed since
+    template_codes: Mapped[bytes | None] = mapped_column(LargeBinary)
 
 
 class CrawlJob(Base):

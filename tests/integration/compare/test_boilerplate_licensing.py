@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.compare import service
 from fptrack.compare.licensing import add_licensed_site
-from fptrack.compare.templates import settle_site
+from fptrack.compare.templates import settle_site, site_template
 from fptrack.compare.works import register_work_file
 from fptrack.core.settings import Settings
 from fptrack.jobs.pipeline import index_and_recheck
-from fptrack.storage.models import Match, Page
+from fptrack.storage.models import Match, Page, Site
 from fptrack.storage.sites import site_ids, site_of
 
 _POOL = (
@@ -172,4 +173,67 @@ def test_registering_a_work_finds_pages_crawled_before(session: Session, setting
     work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
     assert index_and_recheck(session, work.work_id, settings) == 1
     assert _flagged(session, page) == [(3, "flagged")]
+    session.commit()
+
+
+def _settled_web(session: Session, settings: Settings) -> dict[str, Page]:
+    """A site whose template carries a passage of a work not registered yet, a real copy on it, the passage
+    quoted on another site, all compared and settled before the work is registered."""
+    chapters = demo_chapters("lighthouse.txt")
+    slogan = chapters[1][100:400]
+    rng = random.Random(7)
+    pages = {f"site{i}": p for i, p in enumerate(_template_site(session, rng, slogan, "later.test", 8))}
+    pages["copy"] = _page(session, "http://later.test/copy.html", f"本站推荐：{slogan}\n" + chapters[0])
+    pages["other"] = _page(
+        session, "http://elsewhere.test/a.html", _filler(rng, 300) + slogan + _filler(rng, 300)
+    )
+    _process(session, settings, *pages.values())
+    _settle(session, settings, pages["site0"])
+    _settle(session, settings, pages["other"])
+    return pages
+
+
+def _answer(session: Session, pages: dict[str, Page]) -> dict[str, list[tuple[int, str]]]:
+    return {name: _flagged(session, page) for name, page in pages.items() if _flagged(session, page)}
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored-template", "settled-whole"])
+def test_a_work_registered_after_sites_settled_gets_the_answer_of_settling_them_whole(
+    session: Session, settings: Settings, stored: bool
+) -> None:
+    """Registering a work compares the stored pages that may copy it with their site's template as the site
+    last settled (compare.templates.settle_pages), the template quoting the new work included; a site without
+    a stored template is settled whole. Both give the same matches."""
+    pages = _settled_web(session, settings)
+    assert not any(_flagged(session, page) for page in pages.values())
+    if not stored:
+        session.execute(update(Site).values(template_codes=None))
+    work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+    assert index_and_recheck(session, work.work_id, settings) == 2
+    # the site's template is the passage, whichever way: the copy and the quote elsewhere are flagged
+    assert _answer(session, pages) == {"copy": [(1, "flagged")], "other": [(2, "flagged")]}
+    site = session.get(Site, pages["copy"].site_id)
+    assert site is not None and site.template_codes  # stored, by the settling of either way
+    session.commit()
+
+
+def test_a_site_changed_since_it_settled_is_settled_whole(session: Session, settings: Settings) -> None:
+    """Pages compared after their site settled may change its template: the stored one is not used (by a
+    newly registered work, by the takedown re-check) until the site settles again."""
+    pages = _settled_web(session, settings)
+    site_id = pages["copy"].site_id
+    assert site_id is not None
+    stored = site_template(session, site_id)
+    rng = random.Random(9)
+    notice = "本站新域名已启用，请收藏新地址以免迷路，旧域名将于下月停用，感谢各位书友一路以来的支持与厚爱"
+    late = [_page(session, f"http://later.test/new{i}.html", notice + _filler(rng, 700)) for i in range(7)]
+    _process(session, settings, *late)
+    changed = site_template(session, site_id)
+    assert stored < changed  # the notice on seven new pages is template now
+    work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+    assert index_and_recheck(session, work.work_id, settings) == 2
+    assert _answer(session, pages) == {"copy": [(1, "flagged")], "other": [(2, "flagged")]}
+    site = session.get(Site, site_id)
+    assert site is not None and site.template_codes is not None
+    assert frozenset(np.frombuffer(site.template_codes, dtype="<i8").tolist()) == changed
     session.commit()
