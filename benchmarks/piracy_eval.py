@@ -642,6 +642,12 @@ def print_curve(points: list[dict[str, Any]]) -> None:
 # ------------------------------------------------------------------------------------------------ main
 
 
+def _sample_window(env: dict[str, str]) -> int:
+    from fptrack.core.settings import Settings
+
+    return Settings.from_env(env).page_sample_window
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a sample of every kind (a few minutes)")
@@ -663,6 +669,13 @@ def main() -> None:
         help="register the works only after the crawl: every copy is found by the new works' look-up among "
         "the stored pages (retroactive detection) instead of by the crawl's compare",
     )
+    parser.add_argument(
+        "--sample-window",
+        type=int,
+        default=None,
+        help="FPTRACK_PAGE_SAMPLE_WINDOW of the run (k-grams per sampled code a stored page keeps for the "
+        "retroactive look-up; the product's default unless given)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     args = parser.parse_args()
 
@@ -674,12 +687,15 @@ def main() -> None:
     # the site is our own loopback server: the polite pace (FPTRACK_SITE_RATE) is not what is measured
     env["FPTRACK_SITE_RATE"] = "1000"
     env.update(FPTRACK_DATA_DIR=str(workdir), FPTRACK_DATABASE_URL=database_url, FPTRACK_CRAWL_TIMEOUT="60")
+    if args.sample_window is not None:
+        env["FPTRACK_PAGE_SAMPLE_WINDOW"] = str(args.sample_window)
     run = Run(env, database_url)
     figures: dict[str, Any] = {
         "quick": args.quick,
         "backend": "postgresql" if args.postgres else "sqlite",
         "pages": len(web.pages),
         "retroactive": args.retroactive,
+        "sample_window": _sample_window(env),
     }
     try:
         run.fptrack("init")

@@ -28,8 +28,17 @@ from sqlalchemy.orm import Session
 from fptrack.compare.multipage import settle_chains
 from fptrack.compare.service import recompare_pages
 from fptrack.core.settings import Settings
+from fptrack.fingerprint.contract import CONTRACT
+from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.storage.code_index import code_holders
-from fptrack.storage.fingerprints import TEMPLATE_KIND, id_chunks, load_page_codes
+from fptrack.storage.fingerprints import (
+    TEMPLATE_KEY_SHIFT,
+    TEMPLATE_KIND,
+    id_chunks,
+    load_page_codes,
+    template_keys,
+)
+from fptrack.storage.index import to_signed64
 from fptrack.storage.models import Match, Page, Site, utcnow
 
 __all__ = [
@@ -122,7 +131,7 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
     was_masked = {int(page_id) for page_id, _, masked in rows if masked}
     affected: list[int] = []
     if quoting:
-        holding = _pages_holding_any(codes, np.array(sorted(quoting), dtype=np.int64))
+        holding = _pages_holding_any(codes, template_keys(np.array(sorted(quoting), dtype=np.int64)))
         # ignoring text only ever removes evidence: a page with no match cannot gain one, unless it lost it to
         # an earlier template
         affected = sorted(set(holding) & (_pages_with_matches(session, holding) | was_masked))
@@ -168,7 +177,8 @@ def settle_pages(session: Session, site_id: int, page_ids: Sequence[int], settin
     quoting = _quoting(session, stored)
     holding: set[int] = set()
     if quoting:
-        holding = set(_pages_holding_any(load_page_codes(session, page_ids), np.array(sorted(quoting))))
+        keys = template_keys(np.array(sorted(quoting), dtype=np.int64))
+        holding = set(_pages_holding_any(load_page_codes(session, page_ids), keys))
     frozen = frozenset(stored)
     _recompare(session, [p for p in page_ids if p in holding], settings, frozen)
     _recompare(session, [p for p in page_ids if p not in holding], settings, None)
@@ -223,8 +233,8 @@ def _settled_template(session: Session, site_id: int) -> set[int] | None:
 def _site_template(
     session: Session, site_id: int
 ) -> tuple[list[tuple[int, str, bool]], dict[int, np.ndarray], set[int]]:
-    """(id, url, template_masked) of the site's fingerprinted pages, their winnowing hashes, and the
-    template."""
+    """(id, url, template_masked) of the site's fingerprinted pages, their template keys, and the template
+    (winnowing hashes, signed)."""
     rows = [
         (int(page_id), str(url), bool(masked))
         for page_id, url, masked in session.execute(
@@ -233,11 +243,47 @@ def _site_template(
             )
         )
     ]
-    # each page's distinct winnowing hashes, as ``page_codes`` keeps them whole for this (positions are not
-    # needed: a template is a set of hashes)
+    # each page's template keys, as ``page_codes`` keeps them for this (positions are not needed: a template
+    # is a set of hashes)
     codes = load_page_codes(session, [page_id for page_id, _, _ in rows])
-    template = site_template_codes({url: codes[page_id] for page_id, url, _ in rows if page_id in codes})
-    return rows, codes, template
+    urls = {page_id: url for page_id, url, _ in rows}
+    keys = site_template_codes({url: codes[page_id] for page_id, url, _ in rows if page_id in codes})
+    return rows, codes, _template_hashes(session, keys, codes, urls)
+
+
+def _template_hashes(
+    session: Session, keys: set[int], codes: Mapping[int, np.ndarray], urls: Mapping[int, str]
+) -> set[int]:
+    """The winnowing hashes (signed 64-bit) whose template keys are ``keys``, read off the texts of pages
+    holding them (a template is on many pages: one or two pages' texts usually hold every key).
+
+    Pages are taken by the number of keys they hold, then by URL, so the answer is a function of the site's
+    pages, never of the order they were stored in; every hash of a taken page whose key is a template key
+    counts (two hashes sharing a key, which one site shows about once per 4 billion pairs, are both
+    template)."""
+    if not keys:
+        return set()
+    wanted = np.array(sorted(keys), dtype=np.int64)
+    held = {
+        page_id: int(np.isin(array, wanted, assume_unique=True).sum())
+        for page_id, array in codes.items()
+        if page_id in urls
+    }
+    order = sorted((page_id for page_id, count in held.items() if count), key=lambda p: (-held[p], urls[p]))
+    remaining = set(keys)
+    hashes: set[int] = set()
+    for page_id in order:
+        if not remaining:
+            break
+        if remaining.isdisjoint(codes[page_id].tolist()):
+            continue
+        text = session.scalar(select(Page.text).where(Page.id == page_id)) or ""
+        for code, _ in fingerprint_text(text, CONTRACT).winnow_chars:
+            signed = to_signed64(code)
+            if signed >> TEMPLATE_KEY_SHIFT in keys:
+                hashes.add(signed)
+                remaining.discard(signed >> TEMPLATE_KEY_SHIFT)
+    return hashes
 
 
 def _pages_holding_any(codes: dict[int, np.ndarray], wanted: np.ndarray) -> list[int]:

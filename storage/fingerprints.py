@@ -35,6 +35,7 @@ from fptrack.storage.models import CODE_OWNER_CHAPTER, CODE_OWNER_PAGE, Fingerpr
 
 __all__ = [
     "DEFAULT_SAMPLE_WINDOW",
+    "TEMPLATE_KEY_SHIFT",
     "TEMPLATE_KIND",
     "FingerprintSet",
     "Owner",
@@ -50,6 +51,8 @@ __all__ = [
     "page_sample",
     "replace_fingerprints",
     "sample_array",
+    "stored_template_keys",
+    "template_keys",
     "write_fingerprints",
 ]
 
@@ -285,22 +288,47 @@ def page_sample(array: np.ndarray, window: int) -> np.ndarray:
     return np.unique(minima)
 
 
+TEMPLATE_KEY_SHIFT = 32
+"""A page keeps each of its winnowing hashes for templates as its high 32 bits, its *template key*
+(:func:`template_keys`): 4 bytes instead of 8 a hash, 2.4 KB a 6,000-character page. A template is decided
+among the pages of one site, where two different hashes share a key about once per 4 billion pairs; the exact
+hashes a template stands for are read back off the texts of a few pages holding it
+(:func:`compare.templates.site_template`)."""
+_KEYS32 = 0x20  # the first byte of a ``page_codes.winnow`` of 32-bit template keys (revision 0022 and later)
+
+
+def template_keys(codes: np.ndarray) -> np.ndarray:
+    """The distinct template keys (sorted int64 values in [-2**31, 2**31)) of signed 64-bit ``codes``."""
+    return np.unique(np.asarray(codes, dtype=np.int64) >> TEMPLATE_KEY_SHIFT)
+
+
 def page_code_row(
     page_id: int, arrays: Mapping[str, np.ndarray], window: int, *, postgres: bool
 ) -> dict[str, Any]:
     """The ``page_codes`` row of a page whose vectors (kind -> (n, 2) signed (code, position) arrays) are
-    ``arrays``: the distinct :data:`TEMPLATE_KIND` codes and the union of every kind's :func:`page_sample`
-    (``bigint[]`` on PostgreSQL, little-endian bytes elsewhere)."""
+    ``arrays``: the :func:`template_keys` of its :data:`TEMPLATE_KIND` codes (one marker byte, then
+    little-endian int32) and the union of every kind's :func:`page_sample` (``bigint[]`` on PostgreSQL,
+    little-endian bytes elsewhere)."""
     template = arrays.get(TEMPLATE_KIND)
-    winnow = np.unique(template[:, 0]) if template is not None else np.empty(0, dtype=np.int64)
+    keys = template_keys(template[:, 0]) if template is not None else np.empty(0, dtype=np.int64)
     samples = [page_sample(array, window) for array in arrays.values()]
     sample = np.unique(np.concatenate(samples)) if samples else np.empty(0, dtype=np.int64)
     return {
         "page_id": page_id,
         "sample_window": window,
-        "winnow": winnow.astype("<i8").tobytes(),
+        "winnow": bytes((_KEYS32,)) + keys.astype("<i4").tobytes(),
         "sample": sample.tolist() if postgres else sample.astype("<i8").tobytes(),
     }
+
+
+def stored_template_keys(payload: bytes | memoryview | None) -> np.ndarray:
+    """The template keys (sorted int64) a stored ``page_codes.winnow`` holds: 32-bit keys after a marker
+    byte (the length is then 1 mod 4), or, as rows written before revision 0022 keep them, whole 64-bit
+    hashes (the length a multiple of 8), reduced to their keys."""
+    data = bytes(payload or b"")
+    if len(data) % 4 == 1 and data[0] == _KEYS32:
+        return np.frombuffer(data, dtype="<i4", offset=1).astype(np.int64)
+    return template_keys(np.frombuffer(data, dtype="<i8"))
 
 
 _rows_since_analyze: dict[str, int] = {}
@@ -407,13 +435,13 @@ def load_codes(session: Session, *, owner: Owner, owner_id: int, kind: str) -> l
 
 
 def load_page_codes(session: Session, page_ids: Sequence[int]) -> dict[int, np.ndarray]:
-    """The distinct winnowing hashes (:data:`TEMPLATE_KIND`, signed, sorted) of many pages; pages never
-    fingerprinted are missing."""
+    """The template keys (:func:`stored_template_keys`: the high 32 bits of the page's distinct
+    :data:`TEMPLATE_KIND` winnowing hashes, sorted) of many pages; pages never fingerprinted are missing."""
     found: dict[int, np.ndarray] = {}
     for chunk in id_chunks(page_ids):
         statement = select(PageCodes.page_id, PageCodes.winnow).where(PageCodes.page_id.in_(chunk))
         for page_id, payload in session.execute(statement):
-            found[int(page_id)] = np.frombuffer(payload or b"", dtype="<i8").astype(np.int64)
+            found[int(page_id)] = stored_template_keys(payload)
     return found
 
 

@@ -125,9 +125,10 @@ def test_refingerprinting_and_deleting_leave_no_orphans(session: Session) -> Non
     assert {h.owner_id for h in simhash_candidates(session, BASE ^ (1 << 40), LAYOUT, owner="page")} >= {
         pages[1].id
     }
-    # a page keeps its distinct winnowing hashes (no positions) and a sample of every kind, not code rows
+    # a page keeps the template keys of its winnowing hashes (high 32 bits, no positions) and a sample of
+    # every kind, not code rows
     assert load_page_codes(session, [pages[1].id])[pages[1].id].tolist() == sorted(
-        c - (1 << 64) if c >= 1 << 63 else c for c, _ in _codes(7)["winnow"]
+        {(c - (1 << 64) if c >= 1 << 63 else c) >> 32 for c, _ in _codes(7)["winnow"]}
     )
     with pytest.raises(ValueError, match="page_codes|samples"):
         load_codes(session, owner="page", owner_id=pages[1].id, kind="dna")

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fptrack.fingerprint.winnowing import winnow, winnow_hashes
-from fptrack.storage.fingerprints import page_code_row, page_sample
+from fptrack.storage.fingerprints import page_code_row, page_sample, stored_template_keys
 
 ALPHABET = "天地玄黄宇宙洪荒日月盈昃"  # few symbols: repeated k-grams and equal hashes happen
 
@@ -63,11 +63,17 @@ def test_sample_size_and_edge_cases() -> None:
     assert page_sample(np.array([[5, 3]]), 64).tolist() == [5]
 
 
-def test_page_code_row_keeps_the_winnowing_codes_whole_and_one_sample_of_every_kind() -> None:
+def test_page_code_row_keeps_the_template_keys_and_one_sample_of_every_kind() -> None:
     chars = _pairs("天地玄黄宇宙洪荒" * 40, 8, 16)
     initials = _pairs("tdxhyzhh" * 40, 12, 16)
     row = page_code_row(7, {"winnow": chars, "winnow_py": initials}, 64, postgres=False)
-    assert np.frombuffer(row["winnow"], "<i8").tolist() == sorted(set(chars[:, 0].tolist()))
+    keys = sorted({code >> 32 for code in chars[:, 0].tolist()})
+    assert stored_template_keys(row["winnow"]).tolist() == keys
+    assert len(row["winnow"]) == 1 + 4 * len(keys)  # 4 bytes a key
+    # a row written before revision 0022 kept the whole hashes: read as their keys
+    whole = np.unique(chars[:, 0]).astype("<i8").tobytes()
+    assert stored_template_keys(whole).tolist() == keys
+    assert stored_template_keys(b"").tolist() == []
     sample = np.frombuffer(row["sample"], "<i8")
     expected = np.union1d(page_sample(chars, 64), page_sample(initials, 64))
     assert sample.tolist() == expected.tolist()
