@@ -538,9 +538,10 @@ class PageCodes(Base):
     """What a crawled page keeps of its vector fingerprints: one row per page, no positions.
 
     ``winnow``: the template keys of its distinct winnowing hashes over characters (their high 32 bits,
-    sorted: a marker byte, then little-endian int32; rows written before revision 0022 hold the whole hashes as
-    int64, read as their keys: :func:`storage.fingerprints.stored_template_keys`), all a site template needs
-    (:mod:`compare.templates` reads the exact hashes back off a few pages' texts). ``sample``: the minimum hash of every window of
+    sorted: a marker byte, then little-endian int32; rows written before revision 0022 hold the whole
+    hashes as int64, read as their keys: :func:`storage.fingerprints.stored_template_keys`), all a site
+    template needs (:mod:`compare.templates` reads the exact hashes back off a few pages' texts).
+    ``sample``: the minimum hash of every window of
     ``sample_window`` k-grams, of every code kind (sorted, distinct), which is all a newly registered work
     looks up (:func:`storage.code_index.pages_holding`): any run of ``sample_window + k - 1`` characters a
     page shares with a chapter shares one of them (:func:`storage.fingerprints.page_sample`). PostgreSQL keeps
