@@ -204,11 +204,16 @@ class _Holders:
             tables[kind] = _CodeTable.of_pairs(pairs)
         return cls(tables, signed)
 
-    def shared_per_owner(self, document: TextFingerprints, kind: str) -> dict[int, int]:
+    def shared_per_owner(self, document: TextFingerprints, kind: str, *, below: int = 0) -> dict[int, int]:
+        """Per owner, the document's codes of ``kind`` it holds; with ``below`` > 0 only the codes fewer than
+        ``below`` owners hold count."""
         table = self.tables.get(kind)
         if table is None:
             return {}
-        return table.shared_per_owner(table.hits(self.signed[id(document)].get(kind, np.empty(0, np.int64))))
+        hits = table.hits(self.signed[id(document)].get(kind, np.empty(0, np.int64)))
+        if below > 0 and len(hits):
+            hits = hits[table.starts[hits + 1] - table.starts[hits] < below]
+        return table.shared_per_owner(hits)
 
     def common(self, document: TextFingerprints, kind: str, minimum: int) -> set[int]:
         table = self.tables.get(kind)
@@ -235,8 +240,11 @@ def _rank_candidates(
         for hit in simhash_candidates(session, document.simhash, layout, owner=owner, exclude_id=exclude_id):
             found[hit.owner_id].add("simhash")
     votes: dict[int, int] = defaultdict(int)
+    # a code that common_min_chapters chapters hold (a formula, a publisher's banner) says nothing about which
+    # chapter a page copies, and the alignment ignores its text: it makes no chapter a candidate either
+    common = contract.candidates.common_min_chapters
     for kind in contract.code_kinds():
-        for owner_id, shared in holders.shared_per_owner(document, kind).items():
+        for owner_id, shared in holders.shared_per_owner(document, kind, below=common).items():
             if owner_id != exclude_id and shared >= contract.candidates.min_shared:
                 found[owner_id].add(METHOD_NAMES[kind])
                 votes[owner_id] += shared
