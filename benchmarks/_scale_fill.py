@@ -246,6 +246,41 @@ def fill(plan: Plan, start: int, stop: int, parts: int, progress: Any) -> tuple[
     return total, time.perf_counter() - started
 
 
+def _settle_part(plan: Plan, site_ids: list[int]) -> None:
+    from fptrack.jobs.pipeline import settle_sites
+
+    sessions, settings = sessions_for(plan)
+    for site_id in site_ids:
+        with sessions() as session:
+            settle_sites(session, [site_id], settings)
+            session.commit()
+
+
+def settle_filled(plan: Plan, parts: int, progress: Any) -> tuple[int, float]:
+    """Settle every site with pages compared since it last settled, as each crawl does at its end (its
+    template decided and kept, the pages it touches compared again): (sites, wall s), in ``parts``
+    processes over the sites."""
+    from fptrack.jobs.pipeline import unsettled_sites
+
+    sessions, _ = sessions_for(plan)
+    with sessions() as session:
+        site_ids = unsettled_sites(session)
+    progress(f"settling {len(site_ids)} site(s) as their crawls would")
+    started = time.perf_counter()
+    context = multiprocessing.get_context("spawn")
+    processes = [
+        context.Process(target=_settle_part, args=(plan, site_ids[part::parts])) for part in range(parts)
+    ]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join()
+    failed = [p.exitcode for p in processes if p.exitcode != 0]
+    if failed:
+        raise RuntimeError(f"settling failed in {len(failed)} process(es) (exit codes {failed})")
+    return len(site_ids), time.perf_counter() - started
+
+
 # -------------------------------------------------------------------------------------------- measurements
 
 

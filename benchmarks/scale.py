@@ -17,7 +17,9 @@ Per registry size, in a PostgreSQL database of this run's own (dropped at the en
    on hosts of 20,000 pages each; plus the copies planted for the new works (step 6). Each page goes through
    what a crawl does after the fetch: the crawl's ``PageStore`` (batches of 32, one transaction each), then
    ``process_pages`` on the stored ids, as a worker's task does (fingerprint, index, compare, record), in
-   ``--fill-processes`` processes (niced by ``--nice``) over contiguous slices. Progress on stderr.
+   ``--fill-processes`` processes (niced by ``--nice``) over contiguous slices. Progress on stderr. Then
+   every site with pages compared since it last settled is settled (``settle_sites``), as each crawl does at
+   its end: its template decided and kept with it, which a newly registered work then uses (step 6).
 3. **Bytes per page**: ``VACUUM ANALYZE``, then ``pg_total_relation_size`` summed over every table of the
    database (whatever tables the schema has), divided by the rows of ``pages``; the per-table breakdown.
 4. **Compare per page**: three batches of 32 new pages (half copies) stored, then ``process_pages`` on each
@@ -59,7 +61,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._scale_data import Planted, Registry, fresh_site, new_work_of_size, planted_copies
-from benchmarks._scale_fill import Plan, compare_probe, database_bytes, fill, register_registry
+from benchmarks._scale_fill import (
+    Plan,
+    compare_probe,
+    database_bytes,
+    fill,
+    register_registry,
+    settle_filled,
+)
 from benchmarks._tables import print_table
 from benchmarks.pipeline_throughput import (
     CORPUS,
@@ -211,6 +220,8 @@ def run_registry(
             "store_ms_per_page": round(times.store_s * 1000 / max(1, times.pages), 2),
             "generate_ms_per_page": round(times.generate_s * 1000 / max(1, times.pages), 2),
         }
+        sites, settle_wall = settle_filled(plan, args.fill_processes, progress)
+        row["settle"] = {"sites": sites, "wall_s": round(settle_wall, 1)}
         progress(f"{label} {size:,}: VACUUM ANALYZE and table sizes")
         sizes_now = database_bytes(libpq_dsn(database_url))
         row["bytes"] = {
@@ -262,6 +273,7 @@ def report(
                 f"{r['size']:,}",
                 f"{r['registry']:,}",
                 r["fill"]["pages_per_second"],
+                r["settle"]["wall_s"],
                 r["crawl"]["pages_per_second"],
                 f"{slowdown:.2f}x",
                 r["compare"]["process_pages_wall_ms"],
@@ -273,11 +285,11 @@ def report(
             ]
         )
     print_table(
-        "Per size (fill: pages/s of the bulk path; crawl: `fptrack crawl` of a fresh site, 2 workers; "
+        "Per size (fill: pages/s of the bulk path; settle: every filled site settled, as its crawl would; crawl: `fptrack crawl` of a fresh site, 2 workers; "
         "slowdown: pages/s at the first size over this one; compare: process_pages per page, wall, and CPU "
         "less fingerprinting; new work: `fptrack works add` of a 1M-character work until its matches are "
         "recorded; recall of its planted copies)",
-        ["pages", "registry", "fill p/s", "crawl p/s", "slowdown", "compare ms", "cmp cpu ms", "bytes/page",
+        ["pages", "registry", "fill p/s", "settle s", "crawl p/s", "slowdown", "compare ms", "cmp cpu ms", "bytes/page",
          "new work s", *(f"recall {k}" for k in KINDS), "other"],
         table,
     )  # fmt: skip
