@@ -285,12 +285,13 @@ def report(
             ]
         )
     print_table(
-        "Per size (fill: pages/s of the bulk path; settle: every filled site settled, as its crawl would; crawl: `fptrack crawl` of a fresh site, 2 workers; "
+        "Per size (fill: pages/s of the bulk path; settle: every filled site settled, as its crawl would; "
+        "crawl: `fptrack crawl` of a fresh site, 2 workers; "
         "slowdown: pages/s at the first size over this one; compare: process_pages per page, wall, and CPU "
         "less fingerprinting; new work: `fptrack works add` of a 1M-character work until its matches are "
         "recorded; recall of its planted copies)",
-        ["pages", "registry", "fill p/s", "settle s", "crawl p/s", "slowdown", "compare ms", "cmp cpu ms", "bytes/page",
-         "new work s", *(f"recall {k}" for k in KINDS), "other"],
+        ["pages", "registry", "fill p/s", "settle s", "crawl p/s", "slowdown", "compare ms", "cmp cpu ms",
+         "bytes/page", "new work s", *(f"recall {k}" for k in KINDS), "other"],
         table,
     )  # fmt: skip
     print(
