@@ -249,7 +249,7 @@ def fill(plan: Plan, start: int, stop: int, parts: int, progress: Any) -> tuple[
 def _settle_part(plan: Plan, site_ids: list[int]) -> None:
     from fptrack.jobs.pipeline import settle_sites
 
-    sessions, settings = sessions_for(plan)
+    settings, sessions = sessions_for(plan)
     for site_id in site_ids:
         with sessions() as session:
             settle_sites(session, [site_id], settings)
@@ -262,7 +262,7 @@ def settle_filled(plan: Plan, parts: int, progress: Any) -> tuple[int, float]:
     processes over the sites."""
     from fptrack.jobs.pipeline import unsettled_sites
 
-    sessions, _ = sessions_for(plan)
+    _, sessions = sessions_for(plan)
     with sessions() as session:
         site_ids = unsettled_sites(session)
     progress(f"settling {len(site_ids)} site(s) as their crawls would")

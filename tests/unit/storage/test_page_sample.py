@@ -8,7 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fptrack.fingerprint.winnowing import winnow, winnow_hashes
-from fptrack.storage.fingerprints import page_code_row, page_sample, stored_template_keys
+from fptrack.storage.fingerprints import (
+    INITIALS_WINDOW_FACTOR,
+    page_code_row,
+    page_sample,
+    stored_template_keys,
+)
 
 ALPHABET = "天地玄黄宇宙洪荒日月盈昃"  # few symbols: repeated k-grams and equal hashes happen
 
@@ -75,6 +80,29 @@ def test_page_code_row_keeps_the_template_keys_and_one_sample_of_every_kind() ->
     assert stored_template_keys(whole).tolist() == keys
     assert stored_template_keys(b"").tolist() == []
     sample = np.frombuffer(row["sample"], "<i8")
-    expected = np.union1d(page_sample(chars, 64), page_sample(initials, 64))
+    # the initials at four times the window (INITIALS_WINDOW_FACTOR), the characters at the window
+    expected = np.union1d(page_sample(chars, 64), page_sample(initials, 64 * INITIALS_WINDOW_FACTOR))
     assert sample.tolist() == expected.tolist()
     assert page_code_row(7, {"winnow": chars}, 64, postgres=True)["sample"] == page_sample(chars, 64).tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.text(ALPHABET, max_size=300),
+    st.text(ALPHABET, max_size=300),
+    st.text(ALPHABET, min_size=1, max_size=200),
+    st.integers(16, 40),
+    st.integers(1, 6),
+)
+def test_a_page_sampled_at_a_larger_window_is_found_by_the_chapter_sample_at_the_smaller(
+    left: str, right: str, shared: str, window: int, factor: int
+) -> None:
+    """The initials of a page are sampled at INITIALS_WINDOW_FACTOR times its window and a new work looks them
+    up with its own sample at the window itself: a run of ``factor * W + k - 1`` characters shares one."""
+    k = 12
+    run = (shared * (1 + (factor * window + k) // len(shared)))[: factor * window + k - 1]
+    page = left + run + right
+    chapter = right[::-1] + run + left[::-1]
+    stored = page_sample(_pairs(page, k, 16), factor * window)
+    looked_up = page_sample(_pairs(chapter, k, 16), window)
+    assert np.intersect1d(stored, looked_up).size > 0
