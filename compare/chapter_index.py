@@ -19,8 +19,9 @@ Layout, per code kind (only the kinds a compare asks for are loaded):
 
 Freshness. Before answering, :func:`chapter_holder_pairs` reads the registry's version in the caller's own
 transaction: the count, the sum and the largest id of the chapters' ``fingerprints`` rows, and their latest
-``created_at``. Chapter fingerprints are only ever written whole (a ``DELETE`` and ``INSERT`` per chapter,
-:func:`storage.fingerprints.write_fingerprints`) or deleted with their work, so an unchanged version means
+``created_at``, which triggers keep in one row (``registry_version``). Chapter fingerprints are only ever
+written whole (a ``DELETE`` and ``INSERT`` per chapter, :func:`storage.fingerprints.write_fingerprints`) or
+deleted with their work, so an unchanged version means
 unchanged codes. When the version moved, the rows above the largest id known are read: if they account for the
 whole change (count and sum), they are a newly registered work, kept as a small sorted *delta* and merged into
 the main arrays once it grows; anything else (a removal, a re-fingerprinted chapter, a transaction that
@@ -201,21 +202,27 @@ def _raw(session: Session) -> Any:
 
 def observe(session: Session) -> tuple[str, Version]:
     """The database the session talks to and the registry's version as its transaction sees them: (count, sum
-    of ids, largest id, latest created_at) of the chapters' ``fingerprints`` rows. One round trip.
+    of ids, largest id, latest created_at) of the chapters' ``fingerprints`` rows, as the one row of
+    ``registry_version`` holds them (kept by triggers: :func:`storage.models.registry_version_ddl`; read in
+    constant time, where aggregating over the rows took 35 ms a batch at 100,000 chapters). One round trip.
 
     On PostgreSQL the database's oid is part of its identity: a database dropped and created again under the
     same name (tests, benchmarks) holds another registry."""
     url = session.get_bind().engine.url.render_as_string(hide_password=True)
-    aggregates = "count(*), coalesce(sum(id), 0), coalesce(max(id), 0), max(created_at)"
-    where = "FROM fingerprints WHERE chapter_id IS NOT NULL"
+    columns = "chapter_rows, id_sum, max_id, last_at"
+    where = "FROM registry_version WHERE id = 1"
     if is_postgres(session):
         with _raw(session).cursor() as cursor:
             database = "(SELECT oid FROM pg_database WHERE datname = current_database())"
-            cursor.execute(f"SELECT {aggregates}, {database} {where}")
+            cursor.execute(f"SELECT {database}, {columns} {where}")
             row = cursor.fetchone()
-        url = f"{url}#{row[4]}"
+            if row is None:  # a database whose row was removed by hand: the version is the empty registry's
+                cursor.execute(f"SELECT {database}, 0, 0, 0, NULL")
+                row = cursor.fetchone()
+        url = f"{url}#{row[0]}"
+        row = row[1:]
     else:
-        row = _raw(session).execute(f"SELECT {aggregates} {where}").fetchone()
+        row = _raw(session).execute(f"SELECT {columns} {where}").fetchone() or (0, 0, 0, None)
     return url, (int(row[0]), int(row[1]), int(row[2]), str(row[3]))
 
 

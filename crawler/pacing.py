@@ -16,6 +16,16 @@ Its ``process_response`` sees a response before Scrapy's RetryMiddleware: a 429 
 fails with the reason (a failure of the crawl, never a page). A 503 without ``Retry-After`` is an ordinary
 server error, left to RetryMiddleware.
 
+A site paced faster than one request every :data:`BLOCK_SECONDS` takes its turns a block at a time: one turn
+of the shared pace at ``1 / n`` of the site's rate reserves a window of ``n`` slots (``n = rate x
+BLOCK_SECONDS``) for this process, which it spends one request per slot, on the reactor, with no database
+statement and no thread hop until the block is used up or its window is over. The site sees the same rate at
+most (``n`` requests in a window reserved for ``n``); other processes sharing it wait for the window to end,
+at most :data:`BLOCK_SECONDS`. At the default rate (one request a second) every request still takes a turn
+of its own. Why: a turn is a write; on SQLite every write waits for any other writer of the file (a batch of
+pages being compared in the same crawl), and the crawl's requests to a site take their turns one after the
+other, so a turn per request at a fast pace stalled the whole crawl behind each write of another process.
+
 Counted in the crawl's stats: ``fptrack/requests`` (sent), ``fptrack/peak_requests_per_second`` (the most
 sent to one site in any one-second window), ``fptrack/retry_after_waits`` (holds) and
 ``fptrack/rate_limited_failures`` (requests given up).
@@ -25,6 +35,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import dataclass
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -33,9 +44,17 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import DeferredLock
 
 from fptrack.crawler.links import site_of
-from fptrack.storage.pacing import BACKOFF_SECONDS, Pacer, retry_after_seconds
+from fptrack.storage.pacing import BACKOFF_SECONDS, Pacer, Turn, retry_after_seconds
 
-__all__ = ["MAX_TRIES", "PACER_SETTING", "PACE_LIMIT_SETTING", "PaceRequests", "rate_limited"]
+__all__ = [
+    "BLOCK_SECONDS",
+    "MAX_TRIES",
+    "PACER_SETTING",
+    "PACE_LIMIT_SETTING",
+    "PaceRequests",
+    "block_size",
+    "rate_limited",
+]
 
 PACER_SETTING = "FPTRACK_PACER"
 """The Scrapy setting that holds the crawl's :class:`storage.pacing.Pacer` (shared by reference)."""
@@ -45,8 +64,37 @@ site's rate applies."""
 
 MAX_TRIES = 50
 """How many times one request is sent to a site that keeps answering 429 before it fails."""
+BLOCK_SECONDS = 0.25
+"""The longest window of a site's pace one turn reserves for this process (module docstring): a site allowing
+``r`` requests a second gets blocks of ``floor(r x BLOCK_SECONDS)`` slots (at most :data:`MAX_BLOCK`); below 8
+requests a second, blocks of one or two."""
+MAX_BLOCK = 1024
 TRIES_META = "fptrack_rate_limited_tries"
 HELD_META = "fptrack_rate_limited_held"
+
+
+@dataclass
+class _Block:
+    """Slots of a site's pace reserved by one turn: ``size`` slots ``spacing`` seconds apart from ``first``
+    (Unix seconds); ``taken`` of them spent. Valid until its window ends: a slot not used by then is gone."""
+
+    first: float
+    spacing: float
+    size: int
+    taken: int = 1
+
+    def next_turn(self, host: str, now: float) -> Turn | None:
+        """The next slot, or None when the block is spent or its window is over."""
+        if self.taken >= self.size or now >= self.first + self.spacing * self.size:
+            return None
+        at = self.first + self.spacing * self.taken
+        self.taken += 1
+        return Turn(host=host, at=at, interval=self.spacing)
+
+
+def block_size(rate: float) -> int:
+    """Slots per turn at ``rate`` requests a second (see :data:`BLOCK_SECONDS`)."""
+    return min(MAX_BLOCK, max(1, int(rate * BLOCK_SECONDS)))
 
 
 def rate_limited(status: int, retry_after: float | None) -> bool:
@@ -65,6 +113,7 @@ class PaceRequests:
         self._locks: dict[str, DeferredLock] = {}
         self._recent: dict[str, deque[float]] = {}
         self._last_sent: dict[str, float] = {}
+        self._blocks: dict[str, _Block] = {}  # host -> the slots reserved and not spent yet (reactor only)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PaceRequests:
@@ -88,15 +137,27 @@ class PaceRequests:
         await maybe_deferred_to_future(lock.acquire())
         try:
             while True:
-                turn = await maybe_deferred_to_future(deferToThread(self.pacer.take_turn, host, self.limit))
+                block = self._blocks.get(host)
+                turn = block.next_turn(host, self.pacer.clock()) if block is not None else None
+                fresh = turn is None
+                if fresh:
+                    turn, block = await maybe_deferred_to_future(deferToThread(self._take_turns, host))
+                    if block is not None:
+                        self._blocks[host] = block
+                    else:
+                        self._blocks.pop(host, None)
+                assert turn is not None  # taken from the block or from the shared pace
                 wait = turn.at - self.pacer.clock()
                 if wait <= 0:
                     break
                 await maybe_deferred_to_future(deferLater(reactor, wait, lambda: None))
+                if not fresh:
+                    break  # a slot of a block: a hold placed since is seen by the next turn (docstring)
                 # a hold placed while this turn was awaited (by this crawl or another process): wait it out
                 held = await maybe_deferred_to_future(deferToThread(self.pacer.blocked_until, host))
                 if held <= turn.at:
                     break
+                self._blocks.pop(host, None)
             # A turn that came late (a busy thread pool, a slow database) must not bunch up with the next one,
             # on time: in this process, two requests to a site start at least one interval apart.
             gap = self._last_sent.get(host, float("-inf")) + turn.interval - time.monotonic()
@@ -106,6 +167,19 @@ class PaceRequests:
         finally:
             lock.release()
         self._count(host)
+
+    def _take_turns(self, host: str) -> tuple[Turn, _Block | None]:
+        """In a thread (the rate may be read and the turn is a statement): a turn of the shared pace, for one
+        request or for a block of them (:data:`BLOCK_SECONDS`); returns the first slot, and the block when it
+        holds more."""
+        rate = self.pacer.rate_of(host, self.limit)
+        size = block_size(rate)
+        if size == 1:
+            return self.pacer.take_turn(host, self.limit), None
+        # one turn at 1/size of the rate is one slot size times as long: the window of the block
+        turn = self.pacer.take_turn(host, rate / size)
+        block = _Block(first=turn.at, spacing=turn.interval / size, size=size)
+        return Turn(host=host, at=turn.at, interval=block.spacing), block
 
     def _count(self, host: str) -> None:
         stats = self.crawler.stats
@@ -130,9 +204,11 @@ class PaceRequests:
         if not rate_limited(response.status, retry_after):
             return response
         host = site_of(request.url)
+        self._blocks.pop(host, None)  # no slot reserved before the hold is spent inside its window
         tries = int(request.meta.get(TRIES_META, 0)) + 1
         seconds = retry_after if retry_after is not None else BACKOFF_SECONDS * 2 ** min(tries - 1, 4)
         held = await maybe_deferred_to_future(deferToThread(self.pacer.hold, host, seconds))
+        self._blocks.pop(host, None)  # nor one reserved while the hold was written
         total = float(request.meta.get(HELD_META, 0.0)) + held
         stats = self.crawler.stats
         if stats is not None:

@@ -154,6 +154,9 @@ STATIC_SCRAPY_SETTINGS: Mapping[str, Any] = MappingProxyType(
             "fptrack.crawler.pipelines.ProgressPipeline": 300,
         },
         "TELNETCONSOLE_ENABLED": False,
+        # Scrapy >= 2.19 starts an HTTP server in every crawl that runs Python code sent to it (for its MCP
+        # tooling), and imports aiohttp for it (0.4 s of start-up): a crawl of hostile sites runs neither
+        "REMOTE_CONTROL_ENABLED": False,
         "LOG_LEVEL": "WARNING",
         "STATS_DUMP": False,
         "COOKIES_ENABLED": True,

@@ -90,6 +90,7 @@ __all__ = [
     "PageCodes",
     "PageExchange",
     "PageVersion",
+    "RegistryVersion",
     "ReviewDecision",
     "Sender",
     "SenderProof",
@@ -106,6 +107,7 @@ __all__ = [
     "code_index_cascade_ddl",
     "iso_utc",
     "match_rollup_ddl",
+    "registry_version_ddl",
     "simhash_index_ddl",
     "simhash_index_names",
     "utcnow",
@@ -561,6 +563,28 @@ class PageCodes(Base):
     sample_window: Mapped[int] = mapped_column(SmallInteger)
     winnow: Mapped[bytes] = mapped_column(LargeBinary)
     sample: Mapped[Any] = mapped_column(PG_ARRAY(BigInteger).with_variant(LargeBinary(), "sqlite"))
+
+
+class RegistryVersion(Base):
+    """One row (``id`` 1): the version of the registry's fingerprints, kept by triggers on ``fingerprints``
+    (:func:`registry_version_ddl`): the count, the id sum and the largest id of the chapters' rows, and the
+    latest time one was written. :func:`compare.chapter_index.observe` reads it before each batch of pages
+    instead of aggregating over every chapter's rows (a twentieth of a millisecond, whatever the registry's
+    size, against 35 ms a batch at 100,000 chapters)."""
+
+    __tablename__ = "registry_version"
+
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    chapter_rows: Mapped[int] = mapped_column(BigInteger)
+    id_sum: Mapped[int] = mapped_column(BigInteger)
+    max_id: Mapped[int] = mapped_column(BigInteger)
+    last_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+def registry_version_ddl(dialect: str) -> list[str]:
+    """Statements that create the triggers keeping ``registry_version`` in step with the chapters'
+    ``fingerprints`` rows and its one row (``storage/sql/registry_version.<dialect>.sql``)."""
+    return _sql_statements(f"registry_version.{'postgresql' if dialect == 'postgresql' else 'sqlite'}.sql")
 
 
 def code_index_cascade_ddl(dialect: str) -> list[str]:
@@ -1066,6 +1090,12 @@ class PageExchange(Base):
 @event.listens_for(CodeIndexRow.__table__, "after_create")
 def _create_code_index_cascade(target: Any, connection: Any, **kw: Any) -> None:
     for statement in code_index_cascade_ddl(connection.dialect.name):
+        connection.exec_driver_sql(statement)
+
+
+@event.listens_for(Base.metadata, "after_create")
+def _create_registry_version_triggers(target: Any, connection: Any, **kw: Any) -> None:
+    for statement in registry_version_ddl(connection.dialect.name):
         connection.exec_driver_sql(statement)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
@@ -26,7 +26,7 @@ from fptrack.storage.db import create_engine_for
 from fptrack.storage.fingerprints import FingerprintSet, write_fingerprints
 from fptrack.storage.housekeeping import delete_works
 from fptrack.storage.index import DEFAULT_LAYOUT
-from fptrack.storage.models import Chapter, Work
+from fptrack.storage.models import Chapter, Fingerprint, Page, Work
 
 KINDS = ("winnow", "winnow_py")
 REPO_PARENT = Path(__file__).resolve().parents[4]  # the folder holding the package ``fptrack``
@@ -230,3 +230,46 @@ def test_the_database_mode_asks_the_database(session: Session, settings: Setting
     )
     assert [v.chapter_index for v in found if v.flagged] == [1]
     assert chapter_index._indexes == {}  # nothing loaded
+
+
+def _aggregate(session: Session) -> tuple[int, int, int]:
+    row = session.execute(
+        text(
+            "SELECT count(*), coalesce(sum(id), 0), coalesce(max(id), 0) FROM fingerprints "
+            "WHERE chapter_id IS NOT NULL"
+        )
+    ).one()
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def test_the_version_row_follows_the_chapters_fingerprints(session: Session) -> None:
+    """registry_version, kept by triggers, says what aggregating over the chapters' rows says (count, id sum),
+    through registrations, re-fingerprinting, removals and page writes, which leave it alone."""
+    rng = random.Random(5)
+    pool = [rng.getrandbits(63) for _ in range(300)]
+    versions = [chapter_index.observe(session)[1]]
+    works = [_random_work(session, rng, pool) for _ in range(3)]
+    versions.append(chapter_index.observe(session)[1])
+    assert versions[-1][:2] == _aggregate(session)[:2] and versions[-1][2] == _aggregate(session)[2]
+    chapter = session.scalars(select(Chapter).where(Chapter.work_id == works[1])).first()
+    assert chapter is not None
+    write_fingerprints(
+        session,
+        owner="chapter",
+        layout=DEFAULT_LAYOUT,
+        items=[FingerprintSet(chapter.id, None, {kind: [(pool[0], 0), (pool[1], 5)] for kind in KINDS})],
+    )
+    versions.append(chapter_index.observe(session)[1])
+    assert versions[-1][:2] == _aggregate(session)[:2]
+    delete_works(session, [works[0]])
+    versions.append(chapter_index.observe(session)[1])
+    assert versions[-1][:2] == _aggregate(session)[:2]
+    assert len(set(versions)) == len(versions)  # every change moved it
+    page = Page(
+        url="http://127.0.0.1/p", final_url="http://127.0.0.1/p", host="127.0.0.1", status=200, text="t"
+    )
+    session.add(page)
+    session.flush()
+    session.add(Fingerprint(page_id=page.id, kind="simhash64", value=7))
+    session.flush()
+    assert chapter_index.observe(session)[1] == versions[-1]
