@@ -547,11 +547,14 @@ def _census(session: Session, base: str) -> Census:
             "SELECT COUNT(*) FROM (SELECT page_id, kind FROM fingerprints WHERE page_id IS NOT NULL "
             "GROUP BY page_id, kind HAVING COUNT(*) > 1) d"
         ),
-        # a page keeps one page_codes row (revision 0016): its winnowing hashes (8 bytes each) and a sample
-        # drawn from them, never empty when they are not; and no code_index rows at all
+        # a page keeps one page_codes row (revision 0016): its template keys (revision 0022: a marker byte,
+        # then 4 bytes each; rows written before: whole 8-byte hashes) and a sample drawn from the same text,
+        # never empty when they are not; and no code_index rows at all
         index_rows_off=scalar(
-            "SELECT COUNT(*) FROM page_codes c WHERE (octet_length(c.winnow) > 0) <> "
-            "(COALESCE(cardinality(c.sample), 0) > 0) OR octet_length(c.winnow) % 8 <> 0"
+            "SELECT COUNT(*) FROM page_codes c WHERE NOT (octet_length(c.winnow) % 8 = 0 OR "
+            "(octet_length(c.winnow) % 4 = 1 AND substring(c.winnow from 1 for 1) = '\\x20'::bytea)) OR "
+            "(CASE WHEN octet_length(c.winnow) % 4 = 1 THEN octet_length(c.winnow) > 1 "
+            "ELSE octet_length(c.winnow) > 0 END) <> (COALESCE(cardinality(c.sample), 0) > 0)"
         )
         + scalar("SELECT COUNT(*) FROM code_index WHERE owner <> 0"),
         unfingerprinted=scalar(
