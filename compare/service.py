@@ -38,6 +38,7 @@ from fptrack.storage.exchanges import prune_exchanges
 from fptrack.storage.fingerprints import (
     FingerprintSet,
     Owner,
+    code_array,
     id_chunks,
     is_postgres,
     page_sample,
@@ -712,7 +713,7 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
     if window is None:
         return []  # no page fingerprinted yet: nothing to look up (a new deployment registering its works)
     samples = [
-        page_sample(_code_pairs(pairs), int(window))
+        page_sample(code_array(pairs), int(window))
         for _, document in documents
         for pairs in document.index_codes().values()
     ]
@@ -726,13 +727,6 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
                 hits = simhash_candidates(session, document.simhash, layout, owner="page")
                 pages.update(hit.owner_id for hit in hits)
     return sorted(pages)
-
-
-def _code_pairs(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
-    """(code, position) pairs as an (n, 2) int64 array, codes signed."""
-    if not pairs:
-        return np.empty((0, 2), dtype=np.int64)
-    return np.array([(to_signed64(code), position) for code, position in pairs], dtype=np.int64)
 
 
 def _content_hashes(session: Session, page_ids: Sequence[int]) -> dict[int, str]:

@@ -41,6 +41,7 @@ __all__ = [
     "TEMPLATE_KIND",
     "FingerprintSet",
     "Owner",
+    "code_array",
     "id_chunks",
     "is_postgres",
     "load_code_arrays",
@@ -158,7 +159,7 @@ def write_fingerprints(
             rows.append({owner_key: item.owner_id, "kind": layout.kind, "value": to_signed64(item.simhash),
                          "payload": None, "created_at": now})  # fmt: skip
         for kind, pairs in item.codes.items():
-            array = _code_array(pairs)
+            array = code_array(pairs)
             if len(np.unique(array[:, 1])) != len(array):
                 raise ValueError(
                     f"{owner} {item.owner_id}: the {kind!r} codes repeat a position; positions must be "
@@ -226,7 +227,7 @@ def _write_pages(
     for item in items:
         arrays = {}
         for kind, pairs in item.codes.items():
-            array = _code_array(pairs)
+            array = code_array(pairs)
             if len(np.unique(array[:, 1])) != len(array):
                 raise ValueError(
                     f"page {item.owner_id}: the {kind!r} codes repeat a position; positions must be distinct"
@@ -368,7 +369,7 @@ def _keep_statistics_fresh(connection: Connection, written: int) -> None:
         _rows_since_analyze[key] = 0
 
 
-def _code_array(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
+def code_array(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
     """``(code, position)`` pairs as an ``(n, 2)`` int64 array with codes in the signed range."""
     if isinstance(pairs, np.ndarray):
         array = pairs.astype(np.uint64).view(np.int64) if pairs.dtype == np.uint64 else pairs
