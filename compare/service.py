@@ -478,6 +478,9 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
     if not rows:
         return []
     documents = [fingerprint_text(text, CONTRACT) for _, _, text in rows]
+    # Compared before the first write: the comparison only reads the registry, and on SQLite the first write
+    # takes the database's one write lock, which the crawl's page store then waits on for the whole batch.
+    verdicts = _compare_batch(session, documents, settings)
     write_fingerprints(
         session,
         owner="page",
@@ -489,7 +492,6 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
         ],
         sample_window=settings.page_sample_window,
     )
-    verdicts = _compare_batch(session, documents, settings)
     outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts, settings, fresh=True)
     _mark_compared(session, [i for i, _, _ in rows], template_masked=False)
     # page Simhash and near duplicates (networks), from the texts normalised above
