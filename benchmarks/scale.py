@@ -29,9 +29,11 @@ Per registry size, in a PostgreSQL database of this run's own (dropped at the en
 5. **Crawl of a fresh site** of ``--crawl-pages`` chapter pages (a new site per size, half copies of
    registered chapters, in the template of ``_pipeline_site``) served on 127.0.0.1: ``fptrack crawl --depth
    2`` with 2 ``fptrack worker -c 1`` processes over Redis (``--redis``, a queue of this run's own); wall time
-   until the crawl returns. The product paces a site at ``FPTRACK_SITE_RATE`` (1 request/s by default): the
-   benchmark sets it to 1000 (and AutoThrottle off, concurrency ``--concurrency`` on the one site): the
-   figure is the pipeline's throughput, not a polite crawl's.
+   until the crawl returns; ``--crawl-runs`` sites, each new, and the fastest is the figure (a burst of
+   another process on these 2 cores only ever slows a crawl). The product paces a site at
+   ``FPTRACK_SITE_RATE`` (1 request/s by default): the benchmark sets it to 1000 (and AutoThrottle off,
+   concurrency ``--concurrency`` on the one site): the figure is the pipeline's throughput, not a polite
+   crawl's.
 6. **A new work finds its copies**: the 1M-character work (200 chapters) planted for this size is registered
    with ``fptrack works add`` (no broker: the retroactive re-compare runs in the command); its wall time is
    the time until its matches are recorded. Its copies were planted during the fill, spread over the stored
@@ -232,9 +234,18 @@ def run_registry(
         }
         progress(f"{label} {size:,}: compare probe")
         row["compare"] = compare_probe(plan, index)
-        row["crawl"] = crawl_fresh(
-            registry, plan, workdir, services, args, f"{label}-{size}", args.seed * 100 + index
-        )
+        crawls = [
+            crawl_fresh(
+                registry, plan, workdir, services, args, f"{label}-{size}-{run}",
+                args.seed * 100 + index + 50 * run,
+            )
+            for run in range(args.crawl_runs)
+        ]  # fmt: skip
+        # the fastest of the runs: another process's burst on these 2 cores only ever slows a crawl down
+        row["crawl"] = {
+            **max(crawls, key=lambda c: c["pages_per_second"]),
+            "runs_pages_per_second": [c["pages_per_second"] for c in crawls],
+        }
         row["new_work"] = new_work(registry, plan, planted, size, workdir, args)
         row["seconds"] = round(time.monotonic() - started, 1)
         progress(
@@ -374,6 +385,10 @@ def main() -> None:
         "--crawl-pages", type=int, default=2000, help="chapter pages of the fresh site (default 2,000)"
     )
     parser.add_argument(
+        "--crawl-runs", type=int, default=2,
+        help="fresh sites crawled at each size, each new; the fastest is the figure (default 2)",
+    )  # fmt: skip
+    parser.add_argument(
         "--concurrency", type=int, default=8, help="FPTRACK_CRAWL_CONCURRENCY of the fresh crawl"
     )
     parser.add_argument("--fill-processes", type=int, default=2, help="processes filling the database")
@@ -404,8 +419,8 @@ def main() -> None:
     ]
     if not sizes or min(sizes) < 1000 or not registries or min(registries) < 1:
         parser.error("need --sizes of at least 1,000 pages and --registry of at least 1 chapter")
-    if args.crawl_pages < 2 or args.fill_processes < 1:
-        parser.error("need --crawl-pages >= 2 and --fill-processes >= 1")
+    if args.crawl_pages < 2 or args.fill_processes < 1 or args.crawl_runs < 1:
+        parser.error("need --crawl-pages >= 2, --crawl-runs >= 1 and --fill-processes >= 1")
 
     started = time.monotonic()
     info = machine()
