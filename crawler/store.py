@@ -29,7 +29,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import case, exists, literal, null, select, update
+from sqlalchemy import case, exists, func, literal, null, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
@@ -212,6 +212,7 @@ class PageStore:
                     "content_sha256": page.content_sha256,
                     "snapshot_sha256": page.snapshot_sha256,
                     "fetched_at": page.fetched_at,
+                    "gone_since": page.fetched_at if page.status in GONE_STATUSES else None,
                     "error": page.error,
                     "note": page.note,
                     "next_part_url": page.next_part_url[:2048],
@@ -242,6 +243,10 @@ class PageStore:
                 "content_sha256": new.content_sha256,
                 "snapshot_sha256": new.snapshot_sha256,
                 "fetched_at": new.fetched_at,
+                # a page still gone keeps the time it first answered so; any other answer clears it
+                "gone_since": case(
+                    (new.gone_since.is_(None), null()), else_=func.coalesce(Page.gone_since, new.gone_since)
+                ),
                 "error": new.error,
                 "note": new.note,
                 "next_part_url": new.next_part_url,

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, delete, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Connection, delete, exists, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from fptrack.storage.fingerprints import id_chunks
-from fptrack.storage.match_life import GONE_STATUSES
 from fptrack.storage.models import Fingerprint, Page, PageCodes, Work
 
 __all__ = ["count_orphans", "count_rows", "delete_pages", "delete_works", "retire_page_fingerprints"]
@@ -40,30 +39,35 @@ def _delete_by_id(session: Session, model: type[Page | Work], ids: Iterable[int]
 def retire_page_fingerprints(
     session: Session, *, gone_before: datetime | None, unseen_before: datetime | None
 ) -> int:
-    """Drop the fingerprints (``page_codes``, a Simhash row) of pages gone for good: those whose last fetch,
-    before ``gone_before``, found them gone (404, 410, 451), and those nothing has fetched since
-    ``unseen_before`` (None: that rule is off). Returns how many pages lost them.
+    """Drop the fingerprints (``page_codes``, a Simhash row) of pages gone for good: those that have answered
+    gone (404, 410, 451) at every fetch since before ``gone_before`` (``Page.gone_since``: re-fetching the 404
+    does not restart the count), and those nothing has fetched since ``unseen_before`` (None: that rule is
+    off). Returns how many pages lost them.
 
     What a match, a review or a takedown rests on stays: the page row (URL, status, dates), its text, the kept
     versions and raw exchanges, the matches. Only what serves finding copies among stored pages goes: a newly
     registered work will not look for itself in a page that has answered 404 for a month, or that no crawl
     reaches any more. A retired page that a crawl fetches again is fingerprinted again like any new content.
-    ``fingerprinted_at`` is cleared, so templates and look-ups skip it."""
+    ``fingerprinted_at`` is cleared, so templates and look-ups skip it. A page whose last fetch replaced its
+    text with a 404 already had ``fingerprinted_at`` cleared by the store, but its rows of the earlier text
+    are still there: what is looked for is rows, not the flag."""
     conditions: list[ColumnElement[bool]] = []
     if gone_before is not None:
-        conditions.append(Page.status.in_(sorted(GONE_STATUSES)) & (Page.fetched_at < gone_before))
+        conditions.append(Page.gone_since < gone_before)
     if unseen_before is not None:
         conditions.append(Page.fetched_at < unseen_before)
     if not conditions:
         return 0
+    holds_rows = or_(
+        Page.fingerprinted_at.is_not(None),
+        exists().where(PageCodes.page_id == Page.id),
+        exists().where(Fingerprint.page_id == Page.id),
+    )
     retired = 0
     while True:
         ids = list(
             session.scalars(
-                select(Page.id)
-                .where(Page.fingerprinted_at.is_not(None), or_(*conditions))
-                .order_by(Page.id)
-                .limit(RETIRE_BATCH)
+                select(Page.id).where(or_(*conditions), holds_rows).order_by(Page.id).limit(RETIRE_BATCH)
             )
         )
         if not ids:

@@ -311,7 +311,16 @@ class Page(Base):
     """A fetched web page and the main text extracted from it."""
 
     __tablename__ = "pages"
-    __table_args__ = (Index("ix_pages_fetched_at", "fetched_at"),)
+    __table_args__ = (
+        Index("ix_pages_fetched_at", "fetched_at"),
+        # the few pages answering "gone", for retention (storage.housekeeping.retire_page_fingerprints)
+        Index(
+            "ix_pages_gone_since",
+            "gone_since",
+            postgresql_where=sql_text("gone_since IS NOT NULL"),
+            sqlite_where=sql_text("gone_since IS NOT NULL"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     url: Mapped[str] = mapped_column(String(2048), unique=True)
@@ -338,6 +347,9 @@ class Page(Base):
     etag: Mapped[str] = mapped_column(String(300), default="", server_default="")
     last_modified: Mapped[str] = mapped_column(String(100), default="", server_default="")
     fingerprinted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # since when every fetch has answered gone (404, 410, 451); NULL while it answers anything else. Not
+    # ``fetched_at``, which each re-fetch of the 404 moves: retention counts from here (revision 0024)
+    gone_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # How far the page got: stored (compared_at NULL) -> fingerprinted -> compared. A page left uncompared
     # longer than FPTRACK_SWEEP_AFTER is handed on again by the sweep (jobs.pipeline.sweep_left_behind, run by
     # fptrack maintain, Celery beat and a crawl waiting on its pages).

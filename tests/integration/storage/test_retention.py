@@ -3,28 +3,35 @@ rests on stays; pages still up or gone only lately keep everything. SQLite and P
 
 from __future__ import annotations
 
-from datetime import timedelta
+import hashlib
+from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from fptrack.compare.service import process_pages
 from fptrack.core.settings import Settings
+from fptrack.crawler.pages import CrawledPage
+from fptrack.crawler.store import PageStore
+from fptrack.storage.db import create_engine_for, session_factory, session_scope
 from fptrack.storage.fingerprints import load_page_codes
 from fptrack.storage.housekeeping import count_orphans, retire_page_fingerprints
-from fptrack.storage.models import Chapter, Match, Page, PageVersion, Work, utcnow
+from fptrack.storage.match_life import GONE_STATUSES
+from fptrack.storage.models import Chapter, Fingerprint, Match, Page, PageVersion, Work, as_utc, utcnow
 
 TEXT = "他们一路向西走去，翻过了七座高山，渡过了九条大河，终于来到了那座传说中的古城门前。" * 12
 
 
 def _page(session: Session, number: int, *, status: int, days_ago: float) -> Page:
+    fetched = utcnow() - timedelta(days=days_ago)
     page = Page(
         url=f"http://pirate.test/{number}",
         final_url=f"http://pirate.test/{number}",
         host="pirate.test",
         status=status,
         text=f"{number}号页面。" + TEXT,
-        fetched_at=utcnow() - timedelta(days=days_ago),
+        fetched_at=fetched,
+        gone_since=fetched if status in GONE_STATUSES else None,  # as the crawl's store writes it
     )
     session.add(page)
     session.flush()
@@ -74,3 +81,63 @@ def test_pages_gone_for_good_lose_fingerprints_and_keep_their_evidence(
     # a retired page is no longer looked up; a second pass finds nothing more to do
     assert retire_page_fingerprints(session, gone_before=now, unseen_before=None) == 1  # gone_lately
     assert retire_page_fingerprints(session, gone_before=None, unseen_before=None) == 0
+
+
+def _fetch(url: str, status: int, text: str, when: datetime) -> CrawledPage:
+    digest = hashlib.sha256(f"{status}\n{text}".encode()).hexdigest()
+    return CrawledPage(
+        url=url, final_url=url, status=status, encoding="utf-8", title="", text=text,
+        content_sha256=digest, snapshot_sha256=digest, fetched_at=when,
+    )  # fmt: skip
+
+
+def test_a_page_refetched_as_404_on_every_crawl_is_retired_counting_from_its_first_404(
+    settings: Settings,
+) -> None:
+    """Through the crawl's real store: each re-fetch of the 404 moves ``fetched_at`` but not ``gone_since``;
+    the rows of the text the page showed before stay until retention drops them (the store clears
+    ``fingerprinted_at`` when the text goes: the rows are what retention looks for); a page back up is not
+    gone."""
+    engine = create_engine_for(settings)
+    sessions = session_factory(engine)
+    now = utcnow()
+
+    def crawl(*pages: CrawledPage) -> None:
+        handed: list[int] = []
+        store = PageStore(sessions, job_id=None, dispatch=handed.extend, settings=settings)
+        for page in pages:
+            store.add(page)
+        store.flush()
+        if handed:
+            with session_scope(sessions) as session:
+                process_pages(session, handed, settings)
+
+    still_gone, back_up = "http://pirate.test/gone", "http://pirate.test/back"
+    crawl(_fetch(still_gone, 200, "甲" + TEXT, now - timedelta(days=60)),
+          _fetch(back_up, 200, "乙" + TEXT, now - timedelta(days=60)))  # fmt: skip
+    crawl(
+        _fetch(still_gone, 404, "", now - timedelta(days=40)),
+        _fetch(back_up, 404, "", now - timedelta(days=40)),
+    )
+    crawl(_fetch(still_gone, 404, "", now - timedelta(days=1)),
+          _fetch(back_up, 200, "丙" + TEXT, now - timedelta(days=1)))  # fmt: skip
+    with session_scope(sessions) as session:
+        rows = {
+            url: (as_utc(since) if since else None, as_utc(fetched))
+            for url, since, fetched in session.execute(select(Page.url, Page.gone_since, Page.fetched_at))
+        }
+        assert rows[still_gone] == (now - timedelta(days=40), now - timedelta(days=1))
+        assert rows[back_up][0] is None
+        ids = dict(session.execute(select(Page.url, Page.id)).all())
+        # the 404 left the rows of the text it replaced; the page back up has its new text's rows
+        assert set(load_page_codes(session, list(ids.values()))) == set(ids.values())
+
+        assert (
+            retire_page_fingerprints(session, gone_before=now - timedelta(days=30), unseen_before=None) == 1
+        )
+        assert set(load_page_codes(session, list(ids.values()))) == {ids[back_up]}
+        assert session.scalar(select(func.count()).select_from(Fingerprint).where(
+            Fingerprint.page_id == ids[still_gone])) == 0  # fmt: skip
+        month_ago = now - timedelta(days=30)
+        assert retire_page_fingerprints(session, gone_before=month_ago, unseen_before=month_ago) == 0  # done
+    engine.dispose()
