@@ -664,28 +664,59 @@ RETRO_COMMON_TEXTS = 3
 work *as their only shared code* is a common phrase (a formula, an idiom), not a copy's trace: those pages are
 not re-compared (:func:`retro_candidates`)."""
 
+RETRO_SITE_TEMPLATE_TEXTS = 50
+"""A sampled code that more than this many distinct texts *of one site* hold is part of that site's template
+(a sidebar recommending the work with its opening lines, a blurb on every page): it does not make that
+site's pages candidates (:func:`retro_candidates`). A copy of a chapter is one text on a site, whatever URLs
+serve it."""
 
-def retro_candidates(shared: Mapping[int, np.ndarray], text_of: Mapping[int, str]) -> list[int]:
+
+def retro_candidates(
+    shared: Mapping[int, np.ndarray],
+    text_of: Mapping[int, str],
+    site_of: Mapping[int, int | None] | None = None,
+) -> list[int]:
     """The stored pages a newly registered work re-compares, from ``shared`` (page id -> the work's sampled
-    codes its sample holds, :func:`storage.code_index.pages_sharing`) and ``text_of`` (page id -> its text's
-    identity, e.g. ``content_sha256``; mirrors of one text count once).
+    codes its sample holds, :func:`storage.code_index.pages_sharing`), ``text_of`` (page id -> its text's
+    identity, e.g. ``content_sha256``; mirrors of one text count once) and ``site_of`` (page id -> its site).
 
-    A page holding two or more is re-compared. So is a page holding one, unless that one code is held, as
-    their only one, by more than :data:`RETRO_COMMON_TEXTS` distinct texts. Why: a copy of any length holds
-    one code per ``page_sample_window`` k-grams it keeps, so its pages hold many (every copy of a 1.15M-
-    character work's chapters held 11 or more, ``benchmarks/scale.py``), and a copy noised down to one code
-    (``css_external_noise`` of ``benchmarks/piracy_eval.py``) holds one no other text holds alone. Unrelated
-    pages that share one short phrase with the work all share the *same* few codes: at 12,000 stored pages
-    they were 485 of 765 candidates, each an exact re-compare for nothing; asking two codes of every page
-    instead lost the noised copy."""
+    First, the codes more than :data:`RETRO_SITE_TEMPLATE_TEXTS` texts of one site hold are that site's
+    template and do not count for its pages: a site whose every page quotes the work in a sidebar would
+    otherwise send all its pages (20,000 on a large site) to be compared again, for nothing the comparison
+    keeps (it masks the template). A page copying the work holds the codes of its own chapter besides.
+
+    Then a page holding two or more codes is re-compared. So is a page holding one, unless that one code is
+    held, as their only one, by more than :data:`RETRO_COMMON_TEXTS` distinct texts. Why: a copy of any
+    length holds one code per ``page_sample_window`` k-grams it keeps, so its pages hold many (every copy of
+    a 1.15M-character work's chapters held 11 or more, ``benchmarks/scale.py``), and a copy noised down to
+    one code (``css_external_noise`` of ``benchmarks/piracy_eval.py``) holds one no other text holds alone.
+    Unrelated pages that share one short phrase with the work all share the *same* few codes: at 12,000
+    stored pages they were 485 of 765 candidates, each an exact re-compare for nothing; asking two codes of
+    every page instead lost the noised copy."""
+    held_by = {page_id: set(np.asarray(codes).tolist()) for page_id, codes in shared.items()}
+    if site_of:
+        texts: dict[tuple[int, int], set[str]] = defaultdict(set)
+        for page_id, codes in held_by.items():
+            site = site_of.get(page_id)
+            if site is not None:
+                for code in codes:
+                    texts[site, code].add(text_of.get(page_id, str(page_id)))
+        template: dict[int, set[int]] = defaultdict(set)
+        for (site, code), holders in texts.items():
+            if len(holders) > RETRO_SITE_TEMPLATE_TEXTS:
+                template[site].add(code)
+        for page_id, codes in held_by.items():
+            site = site_of.get(page_id)
+            if site is not None and site in template:
+                codes -= template[site]
     alone: dict[int, set[str]] = defaultdict(set)
-    for page_id, held in shared.items():
-        if len(held) == 1:
-            alone[int(held[0])].add(text_of.get(page_id, str(page_id)))
+    for page_id, codes in held_by.items():
+        if len(codes) == 1:
+            alone[next(iter(codes))].add(text_of.get(page_id, str(page_id)))
     return sorted(
         page_id
-        for page_id, held in shared.items()
-        if len(held) >= 2 or (len(held) == 1 and len(alone[int(held[0])]) <= RETRO_COMMON_TEXTS)
+        for page_id, codes in held_by.items()
+        if len(codes) >= 2 or (len(codes) == 1 and len(alone[next(iter(codes))]) <= RETRO_COMMON_TEXTS)
     )
 
 
@@ -720,9 +751,8 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
         for pairs in document.index_codes().values()
     ]
     shared = pages_sharing(session, np.unique(np.concatenate(samples)).tolist() if samples else [])
-    pages = set(
-        retro_candidates(shared, _content_hashes(session, [p for p, h in shared.items() if len(h) == 1]))
-    )
+    text_of, site_of = _texts_and_sites(session, list(shared))
+    pages = set(retro_candidates(shared, text_of, site_of))
     if CONTRACT.uses("simhash"):
         for _, document in documents:
             if document.simhash is not None:
@@ -731,11 +761,16 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
     return sorted(pages)
 
 
-def _content_hashes(session: Session, page_ids: Sequence[int]) -> dict[int, str]:
-    found: dict[int, str] = {}
+def _texts_and_sites(
+    session: Session, page_ids: Sequence[int]
+) -> tuple[dict[int, str], dict[int, int | None]]:
+    """(page id -> its text's hash, page id -> its site) of ``page_ids``."""
+    texts: dict[int, str] = {}
+    sites: dict[int, int | None] = {}
     for chunk in id_chunks(page_ids):
-        for page_id, digest in session.execute(
-            select(Page.id, Page.content_sha256).where(Page.id.in_(chunk))
+        for page_id, digest, site_id in session.execute(
+            select(Page.id, Page.content_sha256, Page.site_id).where(Page.id.in_(chunk))
         ):
-            found[int(page_id)] = str(digest)
-    return found
+            texts[int(page_id)] = str(digest)
+            sites[int(page_id)] = None if site_id is None else int(site_id)
+    return texts, sites

@@ -237,3 +237,26 @@ def test_a_site_changed_since_it_settled_is_settled_whole(session: Session, sett
     assert site is not None and site.template_codes is not None
     assert frozenset(np.frombuffer(site.template_codes, dtype="<i8").tolist()) == changed
     session.commit()
+
+
+def test_a_site_quoting_a_new_work_on_every_page_sends_only_its_copies_to_be_compared_again(
+    session: Session, settings: Settings
+) -> None:
+    """A sidebar quoting a work on every page of a site: registering the work compares again the site's copy
+    and the quote on another site, not the site's every page (the codes more than
+    RETRO_SITE_TEMPLATE_TEXTS texts of one site hold are its template); the answer is the same."""
+    chapters = demo_chapters("lighthouse.txt")
+    slogan = chapters[1][100:400]
+    rng = random.Random(11)
+    many = _template_site(session, rng, slogan, "sidebar.test", service.RETRO_SITE_TEMPLATE_TEXTS + 5)
+    copy = _page(session, "http://sidebar.test/copy.html", f"本站推荐：{slogan}\n" + chapters[0])
+    other = _page(session, "http://elsewhere.test/a.html", _filler(rng, 300) + slogan + _filler(rng, 300))
+    _process(session, settings, *many, copy, other)
+    _settle(session, settings, many[0])
+    _settle(session, settings, other)
+    work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+    assert service.index_work(session, work.work_id, settings) == sorted([copy.id, other.id])
+    assert index_and_recheck(session, work.work_id, settings) == 2
+    pages = {"copy": copy, "other": other} | {f"site{i}": page for i, page in enumerate(many)}
+    assert _answer(session, pages) == {"copy": [(1, "flagged")], "other": [(2, "flagged")]}
+    session.commit()
