@@ -14,9 +14,13 @@ cuts). This module gives the seeds' near-duplicate machinery that job:
    in ``fingerprints`` (the permuted-prefix expression indexes and the hot buckets of
    :mod:`storage.simhash_index` serve it), after the page's other fingerprints were written.
 2. **Near duplicates on other sites**: the page's Simhash looked up with
-   :func:`storage.simhash_index.simhash_candidates` (Hamming <= k); every hit on another site is a
-   ``near_duplicates`` row (the page already stored had the text first) and adds one to the ``site_pairs``
-   evidence of the two sites. Incremental: each page costs one index look-up and a few row writes.
+   :func:`storage.simhash_index.simhash_candidates` (Hamming <= k, at most :data:`LOOKUP_FACTOR` x
+   ``network_max_pairs`` stored pages, the nearest); of the hits on other sites, one page per site
+   (``network_pairs_per_site``) and ``network_max_pairs`` in all (:func:`pick_near_duplicates`) become
+   ``near_duplicates`` rows (the page already stored had the text first), each adding one to the
+   ``site_pairs`` evidence of its two sites. Incremental and bounded: each page costs one index look-up and
+   a few row writes however many times its chapter is stored (a chapter on 500 pages once cost a row per
+   copy and a read of every pair of every copy: ``benchmarks/near_duplicates.py``).
 3. **Networks** (:func:`find_networks`): connected components of the site pairs that share at least
    ``network_min_shared`` *close* pages (Hamming <= :data:`CLOSE_DISTANCE`) and at least
    ``network_min_share`` of the smaller site's Simhashed pages; sites licensed for a work are never members
@@ -38,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select
+from sqlalchemy import and_, delete, func, insert, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -69,6 +73,7 @@ from fptrack.storage.simhash_index import simhash_candidates
 
 __all__ = [
     "CLOSE_DISTANCE",
+    "LOOKUP_FACTOR",
     "MIN_PAGE_CHARS",
     "Network",
     "NetworkSite",
@@ -77,6 +82,7 @@ __all__ = [
     "network_layout",
     "observe_pages",
     "page_simhash",
+    "pick_near_duplicates",
 ]
 
 CLOSE_DISTANCE = 2
@@ -86,12 +92,18 @@ chapter are close, against at most 16 % of the pairs of the same chapter on two 
 different e-texts of the novel with their own typos); within k = 3 bits the latter reach 36 %. Networks are
 made of close pairs; the wider Hamming <= k finds the near duplicates themselves (a mirror, a copy in
 another network)."""
+LOOKUP_FACTOR = 4
+"""The near-duplicate look-up of a page reads at most this many times ``FPTRACK_NETWORK_MAX_PAIRS`` stored
+pages, the nearest, then those stored first: room for the copies on the page's own site and several on one
+other site before :func:`pick_near_duplicates` chooses, while a chapter stored on hundreds of pages costs a
+look-up no larger than one stored on fifty."""
 MIN_PAGE_CHARS = 200
 """Pages whose normalised text is shorter get no page Simhash: index pages, error pages and "chapter not
 found" stubs look alike on every site and would link unrelated sites."""
 # the pages of a pair of sites that count as one network: at least this many shared pages, and at least this
 # share of the smaller site's Simhashed pages (settings override both)
 COPY_STATUSES = (MatchStatus.FLAGGED.value, MatchStatus.CONFIRMED.value)
+_PAIR_CHUNK = 500  # page pairs per read of known pairs, site pairs per upsert (2 and 8 bound parameters each)
 
 
 def network_layout(settings: Settings) -> IndexLayout:
@@ -124,19 +136,27 @@ class ObservedPages:
 
 
 def observe_pages(
-    session: Session, page_ids: Sequence[int], settings: Settings, normalized: Mapping[int, str] | None = None
+    session: Session,
+    page_ids: Sequence[int],
+    settings: Settings,
+    normalized: Mapping[int, str] | None = None,
 ) -> ObservedPages:
     """Write the page Simhash of each page and record its near duplicates on other sites (module docstring).
 
     ``normalized``: the pages' normalised texts when the caller has them (``compare.service.process_pages``
     has just fingerprinted them), so that they are neither read back nor normalised a second time.
 
+    Each page records at most ``settings.network_pairs_per_site`` near duplicates per other site and
+    ``settings.network_max_pairs`` in all (:func:`pick_near_duplicates`): a chapter copied on hundreds of
+    pages would otherwise add a row per stored copy to every new copy, and the networks need evidence that
+    two sites share texts, not every pair of copies.
+
     Idempotent: a page observed again replaces its Simhash row; a pair of pages is counted once, whichever
     of the two arrived last. Listing pages and pages without a site are skipped."""
     if not settings.networks or not page_ids:
         return ObservedPages()
     layout = network_layout(settings)
-    pages: dict[int, tuple[int | None, int]] = {}  # page id -> (site id, unsigned Simhash)
+    pages: dict[int, tuple[int, int]] = {}  # page id -> (site id, unsigned Simhash)
     for chunk in id_chunks(page_ids):
         session.execute(
             delete(Fingerprint).where(Fingerprint.page_id.in_(chunk), Fingerprint.kind == layout.kind)
@@ -158,7 +178,7 @@ def observe_pages(
         )
         for page_id, site_id, listing, text in read:
             value = None if listing or site_id is None else normalized_page_simhash(text)
-            if value is not None:
+            if value is not None and site_id is not None:
                 pages[page_id] = (site_id, value)
     if not pages:
         return ObservedPages()
@@ -177,26 +197,30 @@ def observe_pages(
     )
     file_in_hot_buckets(session, layout, [(i, int(row["value"])) for i, row in zip(ids, rows, strict=True)])
 
-    found: dict[int, list[tuple[int, int]]] = {}  # page id -> [(other page id, distance)]
-    for page_id, (_, value) in pages.items():
-        hits = simhash_candidates(session, value, layout, owner="page", exclude_id=page_id)
+    found: dict[int, list[tuple[int, int]]] = {}  # page id -> [(other page id, distance)], nearest first
+    limit = LOOKUP_FACTOR * settings.network_max_pairs
+    for page_id, (_, value) in sorted(pages.items()):
+        hits = simhash_candidates(session, value, layout, owner="page", exclude_id=page_id, limit=limit)
         if hits:
             found[page_id] = [(hit.owner_id, hit.distance) for hit in hits]
     if not found:
         return ObservedPages(simhashes=len(pages))
-    others = {other for near in found.values() for other, _ in near}
     site_of_page: dict[int, int | None] = {page_id: site_id for page_id, (site_id, _) in pages.items()}
-    missing = others - site_of_page.keys()
+    missing = {other for near in found.values() for other, _ in near} - site_of_page.keys()
     for chunk in id_chunks(missing):
         owners = session.execute(select(Page.id, Page.site_id).where(Page.id.in_(chunk)))
         site_of_page.update({int(page_id): site_id for page_id, site_id in owners})
 
     pairs: dict[tuple[int, int], int] = {}  # (page, earlier page) -> distance
     for page_id, near in found.items():
-        for other, distance in near:
-            site, other_site = site_of_page.get(page_id), site_of_page.get(other)
-            if site is None or other_site is None or site == other_site:
-                continue
+        site = pages[page_id][0]
+        picked = pick_near_duplicates(
+            [(other, site_of_page.get(other), distance) for other, distance in near],
+            site,
+            per_site=settings.network_pairs_per_site,
+            limit=settings.network_max_pairs,
+        )
+        for other, distance in picked:
             # the page stored before this batch had the text first; inside one batch, the older page id
             later, earlier = (page_id, other) if other not in pages or other < page_id else (other, page_id)
             pairs.setdefault((later, earlier), distance)
@@ -213,18 +237,51 @@ def observe_pages(
     return ObservedPages(simhashes=len(pages), near_duplicates=len(new_pairs), site_pairs=len(evidence))
 
 
+def pick_near_duplicates(
+    hits: Iterable[tuple[int, int | None, int]], site: int, *, per_site: int, limit: int
+) -> list[tuple[int, int]]:
+    """The near duplicates a page of ``site`` records, from its look-up's ``(page id, site id, distance)``
+    hits: ``(page id, distance)`` of at most ``per_site`` pages of each other site and ``limit`` in all.
+
+    Close pages (:data:`CLOSE_DISTANCE`, what makes networks) before the merely near; then by site id, so
+    that the pages of one site keep picking the same sister sites: among the many clones that hold a chapter,
+    a pair of sites then collects its evidence on most of their shared chapters, as the share condition of
+    :func:`linked_pairs` asks, instead of a different few sisters per chapter. Within a site the nearest page,
+    then the lowest id (the one stored first). Pages of the same site, or of none, are never picked. A pure
+    function of the hits (their order does not matter), so every run mode records the same pairs from the
+    same store."""
+    ordered = sorted(
+        ((distance > CLOSE_DISTANCE, other_site, distance, page) for page, other_site, distance in hits
+         if other_site is not None and other_site != site),
+    )  # fmt: skip
+    per: dict[int, int] = defaultdict(int)
+    picked: list[tuple[int, int]] = []
+    for _, other_site, distance, page in ordered:
+        if len(picked) >= limit:
+            break
+        if per[other_site] < per_site:
+            per[other_site] += 1
+            picked.append((page, distance))
+    return picked
+
+
 def _insert_new_pairs(session: Session, pairs: dict[tuple[int, int], int]) -> list[tuple[int, int]]:
-    """Insert the page pairs not recorded yet (in either order); returns those inserted."""
+    """Insert the page pairs not recorded yet (in either order); returns those inserted.
+
+    The pairs already known are read by their two ids (both orders), not as every pair of the pages
+    involved: the page stored first of a much-copied chapter is the earlier page of a pair with each later
+    copy, and reading all of its pairs would grow with the copies."""
     if not pairs:
         return []
-    pages = {p for pair in pairs for p in pair}
+    wanted = sorted({p for later, earlier in pairs for p in ((later, earlier), (earlier, later))})
     known: set[frozenset[int]] = set()
-    for chunk in id_chunks(pages):
+    for start in range(0, len(wanted), _PAIR_CHUNK):
+        chunk = wanted[start : start + _PAIR_CHUNK]
         known.update(
             frozenset(pair)
             for pair in session.execute(
                 select(NearDuplicate.page_id, NearDuplicate.earlier_page_id).where(
-                    or_(NearDuplicate.page_id.in_(chunk), NearDuplicate.earlier_page_id.in_(chunk))
+                    tuple_(NearDuplicate.page_id, NearDuplicate.earlier_page_id).in_(chunk)
                 )
             )
         )
@@ -246,22 +303,19 @@ def _insert_new_pairs(session: Session, pairs: dict[tuple[int, int], int]) -> li
 
 
 def _add_site_evidence(session: Session, evidence: dict[tuple[int, int], list[int]]) -> None:
-    """Add counts to ``site_pairs`` in one upsert per pair (concurrent workers add, never overwrite)."""
+    """Add counts to ``site_pairs`` in one multi-row upsert (concurrent workers add, never overwrite; the
+    rows in site order, so that two workers lock shared rows in the same order)."""
     if not evidence:
         return
     now = utcnow()
     insert_ = pg_insert if is_postgres(session) else sqlite_insert
-    for (a, b), (shared, a_first, b_first, close) in sorted(evidence.items()):
-        statement = insert_(SitePair).values(
-            site_a=a,
-            site_b=b,
-            shared_pages=shared,
-            close_pages=close,
-            a_first=a_first,
-            b_first=b_first,
-            first_seen=now,
-            updated_at=now,
-        )
+    rows = [
+        {"site_a": a, "site_b": b, "shared_pages": shared, "close_pages": close, "a_first": a_first,
+         "b_first": b_first, "first_seen": now, "updated_at": now}
+        for (a, b), (shared, a_first, b_first, close) in sorted(evidence.items())
+    ]  # fmt: skip
+    for start in range(0, len(rows), _PAIR_CHUNK):
+        statement = insert_(SitePair).values(rows[start : start + _PAIR_CHUNK])
         session.execute(
             statement.on_conflict_do_update(
                 index_elements=[SitePair.site_a, SitePair.site_b],

@@ -7,9 +7,12 @@ Every variable, with its default and meaning:
 
 - ``FPTRACK_DATA_DIR`` (default ``./fptrack-data``): local folder for the embedded database
 - ``FPTRACK_CACHE_DIR`` (default ``$XDG_CACHE_HOME/fptrack`` or ``~/.cache/fptrack``): tables worth keeping
-  between processes (the normaliser's per-character table); empty: none
+  between processes (the normaliser's per-character table, the schema's head revision); empty: none
 - ``FPTRACK_DATABASE_URL`` (default ``sqlite:///<data dir>/fptrack.db``): SQLAlchemy URL; ``postgresql://``
   uses psycopg 3
+- ``FPTRACK_READ_DATABASE_URL`` (default unset: the primary): a PostgreSQL streaming replica of
+  ``FPTRACK_DATABASE_URL`` that the admin's read-only pages read from (``admin.views.read_sessions``,
+  docs/capacity.md); refused with SQLite
 - ``FPTRACK_BROKER_URL`` (default unset): Celery broker (``redis://``, ``amqp://``); unset runs tasks
   in-process
 - ``FPTRACK_RESULT_BACKEND`` (default unset): Celery result backend (defaults to the broker for ``redis://``)
@@ -34,8 +37,9 @@ Every variable, with its default and meaning:
 - ``FPTRACK_PAGE_SAMPLE_WINDOW`` (default ``64``): a crawled page keeps, for the look-ups of newly
   registered works, the minimum winnowing hash of every window of this many k-grams (16-4096): any passage of
   ``window + k - 1`` characters it shares with a work is found (``storage.fingerprints.page_sample``)
-- ``FPTRACK_RETAIN_GONE_DAYS`` (default ``30``; ``0``: never): a page whose last fetch found it gone (404,
-  410, 451) that long ago loses its fingerprints (``fptrack maintain``); its row, matches and evidence stay
+- ``FPTRACK_RETAIN_GONE_DAYS`` (default ``30``; ``0``: never): a page that has answered gone (404, 410,
+  451) at every fetch for that long (``pages.gone_since``) loses its fingerprints (``fptrack maintain``); its
+  row, matches and evidence stay
 - ``FPTRACK_RETAIN_UNSEEN_DAYS`` (default ``365``; ``0``: never): a page no crawl or re-check has fetched for
   that long loses its fingerprints the same way (``storage.housekeeping.retire_page_fingerprints``)
 - ``FPTRACK_CHAPTER_INDEX`` (default ``memory``): where crawl-time compare finds the registered chapters
@@ -98,6 +102,9 @@ Every variable, with its default and meaning:
 - ``FPTRACK_NETWORK_MIN_SHARED`` (default ``3``) / ``FPTRACK_NETWORK_MIN_SHARE`` (default ``0.5``): two sites
   are one network when at least this many of their pages, and this share of the smaller site's pages, are
   close (page Simhashes within 2 bits; docs/discovery.md has the measurement)
+- ``FPTRACK_NETWORK_PAIRS_PER_SITE`` (default ``1``) / ``FPTRACK_NETWORK_MAX_PAIRS`` (default ``16``): the
+  near duplicates a page records, per other site and in all (close ones first, then by site): the networks
+  need evidence that two sites share texts, not every stored copy of a chapter
 - ``FPTRACK_DISCOVERY_EVERY`` (default ``0``: off): seconds between scheduled discovery runs
   (``fptrack worker --beat``; ``fptrack discover`` runs it by hand)
 - ``FPTRACK_DISCOVERY_PROBE_PAGES`` (default ``5``): pages fetched at most when probing a candidate site
@@ -188,6 +195,7 @@ class Settings:
     data_dir: Path = field(default_factory=lambda: Path("fptrack-data"))
     cache_dir: Path | None = None
     database_url: str = ""
+    read_database_url: str | None = None
     broker_url: str | None = None
     result_backend: str | None = None
     task_queue: str = "fptrack"
@@ -242,6 +250,8 @@ class Settings:
     networks: bool = True
     network_min_shared: int = 3
     network_min_share: float = 0.5
+    network_pairs_per_site: int = 1
+    network_max_pairs: int = 16
     discovery_every: float = 0.0
     discovery_probe_pages: int = 5
     discovery_auto_monitor_score: float | None = None
@@ -267,6 +277,14 @@ class Settings:
         if not self.database_url:
             object.__setattr__(self, "database_url", f"sqlite:///{self.data_dir / 'fptrack.db'}")
         object.__setattr__(self, "database_url", normalise_database_url(self.database_url))
+        if self.read_database_url:
+            read_url = normalise_database_url(self.read_database_url, variable="FPTRACK_READ_DATABASE_URL")
+            if self.is_sqlite or not read_url.startswith("postgresql"):
+                raise ConfigurationError(
+                    "FPTRACK_READ_DATABASE_URL needs PostgreSQL: it names a streaming replica of a "
+                    "PostgreSQL FPTRACK_DATABASE_URL (SQLite has no replicas; leave it unset)"
+                )
+            object.__setattr__(self, "read_database_url", read_url)
         if self.simhash_blocks <= self.simhash_k:
             raise ConfigurationError(
                 f"FPTRACK_SIMHASH_BLOCKS={self.simhash_blocks} must be larger than "
@@ -329,6 +347,8 @@ class Settings:
             ("FPTRACK_RETAIN_UNSEEN_DAYS", self.retain_unseen_days, 0, "a number of days >= 0 (0: never)"),
             ("FPTRACK_NETWORK_MIN_SHARED", self.network_min_shared, 1, "an integer >= 1"),
             ("FPTRACK_NETWORK_MIN_SHARE", self.network_min_share, 0, "a share between 0 and 1"),
+            ("FPTRACK_NETWORK_PAIRS_PER_SITE", self.network_pairs_per_site, 1, "an integer >= 1"),
+            ("FPTRACK_NETWORK_MAX_PAIRS", self.network_max_pairs, 1, "an integer >= 1"),
             ("FPTRACK_DISCOVERY_EVERY", self.discovery_every, 0, "a number of seconds >= 0 (0: off)"),
             ("FPTRACK_DISCOVERY_PROBE_PAGES", self.discovery_probe_pages, 1, "an integer >= 1"),
             ("FPTRACK_SEARCH_RESULTS", self.search_results, 1, "an integer >= 1"),
@@ -398,6 +418,7 @@ class Settings:
             data_dir=data_dir,
             cache_dir=cache_dir,
             database_url=env.get("FPTRACK_DATABASE_URL", ""),
+            read_database_url=(env.get("FPTRACK_READ_DATABASE_URL") or "").strip() or None,
             broker_url=env.get("FPTRACK_BROKER_URL") or None,
             result_backend=env.get("FPTRACK_RESULT_BACKEND") or None,
             task_queue=env.get("FPTRACK_TASK_QUEUE") or "fptrack",
@@ -451,6 +472,8 @@ class Settings:
             networks=_bool(env, "FPTRACK_NETWORKS", True),
             network_min_shared=_int(env, "FPTRACK_NETWORK_MIN_SHARED", 3),
             network_min_share=_float(env, "FPTRACK_NETWORK_MIN_SHARE", 0.5),
+            network_pairs_per_site=_int(env, "FPTRACK_NETWORK_PAIRS_PER_SITE", 1),
+            network_max_pairs=_int(env, "FPTRACK_NETWORK_MAX_PAIRS", 16),
             discovery_every=_float(env, "FPTRACK_DISCOVERY_EVERY", 0.0),
             discovery_probe_pages=_int(env, "FPTRACK_DISCOVERY_PROBE_PAGES", 5),
             discovery_auto_monitor_score=(

@@ -87,9 +87,22 @@ def _candidate_params(
 
 
 def simhash_candidates(
-    session: Session, fingerprint: int, layout: IndexLayout, *, owner: Owner, exclude_id: int | None = None
+    session: Session,
+    fingerprint: int,
+    layout: IndexLayout,
+    *,
+    owner: Owner,
+    exclude_id: int | None = None,
+    limit: int | None = None,
 ) -> list[SimhashHit]:
-    """Owners whose Simhash is within ``layout.k`` bits of ``fingerprint``, nearest first."""
+    """Owners whose Simhash is within ``layout.k`` bits of ``fingerprint``, nearest first.
+
+    ``limit``: at most this many, the nearest, then those stored first (lowest fingerprint id), chosen in the
+    statement. A text stored hundreds of times (a much-copied chapter) has every copy in the same buckets,
+    which no re-split of a hot bucket separates; without a limit each look-up returns, and its caller
+    handles, every copy. ``exclude_id`` is not counted against the limit."""
+    if limit is not None and limit < 1:
+        raise ValueError(f"a look-up limit must be >= 1 or None, got {limit}")
     column = owner_column(owner)
     postgres = is_postgres(session)
     hot = hot_bucket_keys(session, layout)
@@ -99,18 +112,29 @@ def simhash_candidates(
     # owners through a correlated primary-key look-up per verified candidate: a join here invites a hash join
     # over the whole table whenever the planner overestimates the candidates
     owner_sql = f"SELECT f.{column.key} FROM fingerprints f WHERE f.id = c.id"
-    statement = text(
-        f"SELECT ({owner_sql}) AS owner_id, c.value FROM ({_candidate_sql(layout, postgres, hot_tables)}) AS "
-        "c"
-    )
-    best: dict[int, int] = {}
-    for owner_id, stored in session.execute(statement, _candidate_params(fingerprint, layout, hot_tables)):
+    params = _candidate_params(fingerprint, layout, hot_tables)
+    candidates = _candidate_sql(layout, postgres, hot_tables)
+    statement_sql = f"SELECT ({owner_sql}) AS owner_id, c.value, c.id FROM ({candidates}) AS c"
+    if limit is not None:
+        # cut on the server, among this owner's rows only (one more for the excluded owner's own row), so that
+        # neither the rows nor the Python below grow with the copies
+        statement_sql = (
+            f"SELECT owner_id, value, id FROM ({statement_sql}) AS o WHERE owner_id IS NOT NULL "
+            f"ORDER BY {_distance_sql(postgres)}, id LIMIT :limit"
+        )
+        params["limit"] = limit + (exclude_id is not None)
+    statement = text(statement_sql)
+    best: dict[int, tuple[int, int]] = {}  # owner -> (distance, fingerprint id)
+    for owner_id, stored, fingerprint_id in session.execute(statement, params):
         if owner_id is None or owner_id == exclude_id:
             continue
         distance = hamming(to_unsigned64(stored), fingerprint)
-        if distance <= layout.k and distance < best.get(owner_id, layout.k + 1):
-            best[owner_id] = distance
-    return sorted((SimhashHit(o, d) for o, d in best.items()), key=lambda h: (h.distance, h.owner_id))
+        if distance <= layout.k and (distance, fingerprint_id) < best.get(owner_id, (layout.k + 1, 0)):
+            best[owner_id] = (distance, fingerprint_id)
+    kept = sorted(best.items(), key=lambda item: item[1])
+    if limit is not None:
+        kept = kept[:limit]
+    return sorted((SimhashHit(o, d) for o, (d, _) in kept), key=lambda h: (h.distance, h.owner_id))
 
 
 # ------------------------------------------------------------------------------------------------- loading
