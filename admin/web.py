@@ -37,6 +37,7 @@ from fptrack.admin.views import networks as networks_views
 from fptrack.admin.views.context import AdminState, admin_state, close_db_session
 from fptrack.admin.views.evidence import is_web_url
 from fptrack.admin.views.queries import MAX_ID
+from fptrack.admin.views.read_sessions import install_read_routing
 from fptrack.core.settings import Settings
 from fptrack.storage.db import (
     DatabaseUnavailable,
@@ -87,7 +88,8 @@ class DatabaseIdConverter(IntegerConverter):
 
 
 def create_app(settings: Settings | None = None) -> Flask:
-    """Build the admin app: one engine for the app's lifetime, one session per request."""
+    """Build the admin app: one engine for the app's lifetime (two with a read replica), one session per
+    request (and one on the replica for a page that only reads)."""
     settings = settings or Settings.from_env()
     app = Flask(__name__, template_folder="templates", static_folder="static")
     app.url_map.converters["int"] = DatabaseIdConverter
@@ -98,6 +100,8 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     engine = create_engine_for(settings)
     app.extensions["fptrack"] = AdminState(settings=settings, engine=engine, sessions=session_factory(engine))
+    # read-only pages read from FPTRACK_READ_DATABASE_URL's replica when set (admin.views.read_sessions)
+    install_read_routing(app, settings)
 
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)

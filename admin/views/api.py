@@ -32,6 +32,7 @@ from fptrack.admin.views.queries import (
     positive_int_arg,
     work_rows,
 )
+from fptrack.admin.views.read_sessions import read_session
 from fptrack.admin.views.sites import site_rows
 from fptrack.analytics.rollups import match_rollup
 from fptrack.analytics.takedowns import STATES, takedown_records, takedown_stats
@@ -111,7 +112,7 @@ def list_matches_json() -> dict[str, Any]:
         per_page = positive_int_arg(request.args, "per_page", API_PER_PAGE, maximum=API_MAX_PER_PAGE)
     except ValueError as error:
         _bad(error)
-    listing = list_matches(db_session(), match_filter, number, per_page)
+    listing = list_matches(read_session(), match_filter, number, per_page)
     return {
         "items": [match_json(match) for match in listing.items],
         "page": listing.number,
@@ -122,7 +123,7 @@ def list_matches_json() -> dict[str, Any]:
 
 
 def _load(match_id: int) -> Match:
-    match = db_session().get(
+    match = read_session().get(
         Match,
         match_id,
         options=[
@@ -147,7 +148,7 @@ def match_history_json(match_id: int) -> dict[str, Any]:
     return {
         "items": [
             {"kind": e.kind, "at": e.at.isoformat(), "who": e.who, "text": e.text, "status": e.status}
-            for e in match_history(db_session(), match_id)
+            for e in match_history(read_session(), match_id)
         ]
     }
 
@@ -164,14 +165,14 @@ def works_json() -> dict[str, Any]:
                 "matches": w.matches,
                 "created_at": w.created_at.isoformat(),
             }
-            for w in work_rows(db_session())
+            for w in work_rows(read_session())
         ]
     }
 
 
 @blueprint.get("/works/<int:work_id>")
 def work_json(work_id: int) -> dict[str, Any]:
-    session = db_session()
+    session = read_session()
     rows = work_rows(session, work_id)
     if not rows:
         abort(404, description=f"There is no work with id {work_id}.")
@@ -207,7 +208,7 @@ def crawls_json() -> dict[str, Any]:
                 "pages_matched": c.pages_matched,
                 "error": c.error,
             }
-            for c in crawl_rows(db_session())
+            for c in crawl_rows(read_session())
         ]
     }
 
@@ -228,7 +229,7 @@ def sites_json() -> dict[str, Any]:
                 "last_error": s.last_error,
                 "running": s.running,
             }
-            for s in site_rows(db_session())
+            for s in site_rows(read_session())
         ]
     }
 
@@ -247,7 +248,7 @@ def takedowns_json() -> dict[str, Any]:
     except ValueError as error:
         _bad(error)
     items = takedown_records(
-        db_session(),
+        read_session(),
         state=state,
         work_id=work_id,
         domain=domain,
@@ -262,13 +263,13 @@ def takedown_stats_json() -> dict[str, Any]:
     by = request.args.get("by", "all")
     if by not in ("all", "host", "work"):
         abort(400, description="by must be all, host or work.")
-    rows = takedown_stats(db_session(), by)  # type: ignore[arg-type]
+    rows = takedown_stats(read_session(), by)  # type: ignore[arg-type]
     return {"by": by, "items": [{**row.as_json(), "rate": row.rate} for row in rows]}
 
 
 @blueprint.get("/stats")
 def stats_json() -> dict[str, object]:
-    return collect_stats(db_session()).as_json()
+    return collect_stats(read_session()).as_json()
 
 
 @blueprint.get("/reports/rollup")
@@ -276,7 +277,7 @@ def rollup_json() -> dict[str, Any]:
     by = request.args.get("by", "work")
     if by not in ("work", "host", "day"):
         abort(400, description="by must be work, host or day.")
-    return {"by": by, "items": [row.as_json() for row in match_rollup(db_session(), by)]}  # type: ignore[arg-type]
+    return {"by": by, "items": [row.as_json() for row in match_rollup(read_session(), by)]}  # type: ignore[arg-type]
 
 
 @blueprint.get("/openapi.json")

@@ -11,7 +11,7 @@ from flask import Blueprint, abort, render_template
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from fptrack.admin.views.context import db_session
+from fptrack.admin.views.read_sessions import read_session
 from fptrack.storage.models import CrawlJob, Match, Page, Site
 
 __all__ = ["CrawlRow", "blueprint", "crawl_rows"]
@@ -91,13 +91,13 @@ def _row(job: CrawlJob, host: str | None, matched: Any) -> CrawlRow:
 
 @blueprint.get("")
 def index() -> str:
-    return render_template("crawls.html", crawls=crawl_rows(db_session()), limit=LIMIT)
+    return render_template("crawls.html", crawls=crawl_rows(read_session()), limit=LIMIT)
 
 
 @blueprint.get("/<int:job_id>")
 def detail(job_id: int) -> str:
     """One crawl: its progress (pages fetched of the limit), its counters and the failures it recorded."""
-    session = db_session()
+    session = read_session()
     job = session.get(CrawlJob, job_id)
     if job is None:
         abort(404, description=f"There is no crawl with id {job_id}.")

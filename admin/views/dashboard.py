@@ -17,8 +17,9 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from fptrack.admin.charts import CHART_CONTENT_SECURITY_POLICY, bars_svg, time_series_svg
-from fptrack.admin.views.context import admin_state, db_session
+from fptrack.admin.views.context import admin_state
 from fptrack.admin.views.crawls import crawl_rows
+from fptrack.admin.views.read_sessions import read_session
 from fptrack.analytics.latency import detection_latency
 from fptrack.analytics.rollups import (
     STATUSES,
@@ -131,7 +132,7 @@ class Counts:
 
 @blueprint.get("/")
 def index() -> str:
-    session = db_session()
+    session = read_session()
     period = dashboard_period(session)
     settings = admin_state().settings
     window_totals = status_totals(session, since=period.since)
@@ -186,14 +187,14 @@ def _takedowns(session: Session) -> dict[str, object]:
 
 @blueprint.get("/charts/matches-over-time.svg")
 def chart_over_time() -> Response:
-    session = db_session()
+    session = read_session()
     period = dashboard_period(session)
     return _svg(time_series_svg(_periods(session, period), per=period.per))
 
 
 @blueprint.get("/charts/works.svg")
 def chart_works() -> Response:
-    session = db_session()
+    session = read_session()
     period = dashboard_period(session)
     rows = top_works(session, since=period.since, limit=TOP)
     return _svg(bars_svg(f"Works with most matches, {period.label}", rows))
@@ -201,7 +202,7 @@ def chart_works() -> Response:
 
 @blueprint.get("/charts/hosts.svg")
 def chart_hosts() -> Response:
-    session = db_session()
+    session = read_session()
     period = dashboard_period(session)
     rows = top_hosts(session, since=period.since, limit=TOP)
     return _svg(bars_svg(f"Sites with most matches, {period.label}", rows))

@@ -28,7 +28,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from fptrack.admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
 from fptrack.admin.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
 from fptrack.admin.security import requires_role
-from fptrack.admin.views.context import admin_state, db_session
+from fptrack.admin.views.context import db_session
 from fptrack.admin.views.evidence import (
     EvidenceSpan,
     Segment,
@@ -53,6 +53,7 @@ from fptrack.admin.views.queries import (
     positive_int_arg,
     work_choices,
 )
+from fptrack.admin.views.read_sessions import read_session, read_sessionmaker
 from fptrack.compare.records import match_to_dict
 from fptrack.storage.match_life import Evidence as StoredEvidence
 from fptrack.storage.match_life import evidence_of
@@ -84,7 +85,7 @@ def index() -> str:
         number = positive_int_arg(request.args, "page", 1)
     except ValueError as error:
         abort(400, description=str(error))
-    session = db_session()
+    session = read_session()
     listing = list_matches(session, match_filter, number, PER_PAGE)
     link_filters = match_filter.as_args()
     return render_template(
@@ -109,8 +110,8 @@ def index() -> str:
 def _streamed(produce: Callable[[Session], Iterator[str]]) -> Iterator[str]:
     """Run ``produce`` as the response body is sent, with a database session of its own (the request's session
     is closed when the view returns, before a streamed body is read), closed when the body ends or is
-    dropped."""
-    sessions = admin_state().sessions
+    dropped. On the read replica when this request may read there (``admin.views.read_sessions``)."""
+    sessions = read_sessionmaker()
 
     def body() -> Iterator[str]:
         session = sessions()
@@ -304,7 +305,7 @@ def load_evidence(match: Match, session: Session | None = None) -> Evidence:
 
 
 def _load_match(match_id: int) -> Match:
-    match = db_session().get(
+    match = read_session().get(
         Match,
         match_id,
         options=[joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter)],
@@ -317,7 +318,7 @@ def _load_match(match_id: int) -> Match:
 @blueprint.get("/<int:match_id>")
 def detail(match_id: int) -> str:
     match = _load_match(match_id)
-    evidence = load_evidence(match, db_session())
+    evidence = load_evidence(match, read_session())
     return render_template(
         "match.html",
         match=match,
@@ -326,7 +327,7 @@ def detail(match_id: int) -> str:
         diffs=evidence.diffs,
         page_segments=evidence.page_segments,
         chapter_segments=evidence.chapter_segments,
-        history=match_history(db_session(), match_id),
+        history=match_history(read_session(), match_id),
         takedown_checks=_takedown_checks(match_id),
         review_statuses=REVIEW_STATUSES,
     )
@@ -343,7 +344,7 @@ def _takedown_checks(match_id: int) -> list[TakedownCheck]:
         .order_by(TakedownCheck.checked_at.desc(), TakedownCheck.id.desc())
         .limit(TAKEDOWN_CHECKS_SHOWN)
     )
-    return list(db_session().scalars(statement))
+    return list(read_session().scalars(statement))
 
 
 @blueprint.post("/<int:match_id>/status")

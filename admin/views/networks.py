@@ -10,6 +10,7 @@ from flask_login import current_user
 
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
+from fptrack.admin.views.read_sessions import read_session
 from fptrack.compare.networks import find_networks
 from fptrack.jobs.discovery import (
     CandidateError,
@@ -29,7 +30,7 @@ CANDIDATE_LIMIT = 500
 
 @blueprint.get("")
 def index() -> ResponseReturnValue:
-    session = db_session()
+    session = read_session()
     networks = find_networks(session, admin_state().settings)
     candidates = list_candidates(session)[:CANDIDATE_LIMIT]
     return render_template("networks.html", networks=networks, candidates=candidates, limit=CANDIDATE_LIMIT)

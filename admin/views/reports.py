@@ -14,6 +14,7 @@ from fptrack.admin.evidence_bundle import BundleError, build_bundle
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.views.notices import notice_document, pdf_response
+from fptrack.admin.views.read_sessions import read_session
 from fptrack.analytics.rollups import match_rollup
 from fptrack.jobs.notice_render import NavLink
 from fptrack.jobs.notices import NoticeError, preview_notice
@@ -26,7 +27,7 @@ blueprint = Blueprint("reports", __name__)
 
 @blueprint.get("/reports")
 def index() -> str:
-    return render_template("reports.html", hosts=match_rollup(db_session(), "host"))
+    return render_template("reports.html", hosts=match_rollup(read_session(), "host"))
 
 
 def _preview() -> Notice:

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.views.crawls import CrawlRow, crawl_rows
+from fptrack.admin.views.read_sessions import read_session
 from fptrack.crawler.pages import RENDER_JS_MODES
 from fptrack.jobs.sites import SiteError, SiteSpec, add_site, edit_site, remove_site, site_lock_name, spec_of
 from fptrack.storage.models import CrawlJob, MonitorLock, Site
@@ -131,7 +132,7 @@ def _form(spec: SiteSpec, *, site: Site | None = None, error: str = "", status: 
 
 @blueprint.get("")
 def index() -> str:
-    return render_template("sites.html", sites=site_rows(db_session()))
+    return render_template("sites.html", sites=site_rows(read_session()))
 
 
 @blueprint.get("/new")
@@ -161,7 +162,7 @@ def add() -> ResponseReturnValue:
 
 @blueprint.get("/<int:site_id>")
 def detail(site_id: int) -> str:
-    session = db_session()
+    session = read_session()
     site = _managed_site(session, site_id)
     crawls: list[CrawlRow] = crawl_rows(session, limit=SITE_CRAWLS, site_id=site_id)
     running = session.get(MonitorLock, site_lock_name(site_id)) is not None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, render_template
 
-from fptrack.admin.views.context import db_session
 from fptrack.admin.views.queries import chapter_rows, work_rows
+from fptrack.admin.views.read_sessions import read_session
 
 __all__ = ["blueprint"]
 
@@ -14,12 +14,12 @@ blueprint = Blueprint("works", __name__, url_prefix="/works")
 
 @blueprint.get("")
 def index() -> str:
-    return render_template("works.html", works=work_rows(db_session()))
+    return render_template("works.html", works=work_rows(read_session()))
 
 
 @blueprint.get("/<int:work_id>")
 def detail(work_id: int) -> str:
-    session = db_session()
+    session = read_session()
     rows = work_rows(session, work_id)
     if not rows:
         abort(404, description=f"There is no work with id {work_id}.")
