@@ -2,8 +2,10 @@
 
 The commands live in a module per group (:mod:`cli.works`, :mod:`cli.crawl`, :mod:`cli.matches`,
 :mod:`cli.processes`, :mod:`cli.database`, :mod:`cli.sites`, :mod:`cli.users`, :mod:`cli.takedowns`,
-:mod:`cli.demo`) and share :mod:`cli.common`; this module is the only one that imports them, and none
-imports it.
+:mod:`cli.demo`, ...) and share :mod:`cli.common`; this module is the only one that imports them (by name,
+through :data:`COMMAND_MODULES`), and none imports it. A command's module is imported only when that command
+runs or a listing needs it (``fptrack --help``): ``fptrack crawl`` does not pay for the admin's Flask, the
+takedown statistics' numpy or the notices' templates (issue 20: start-up is part of every crawl's wall time).
 The console script ``fptrack`` and ``python -m fptrack.cli`` run :func:`main`.
 
 Errors a person can act on (a missing file, an unreachable URL, a malformed database URL, an uninitialised
@@ -13,32 +15,70 @@ see the traceback of an unexpected failure.
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
 from fptrack.cli.common import CliContext, CliError, stdout_closed_quietly
-from fptrack.cli.crawl import crawl
-from fptrack.cli.database import analytics, init, maintain
-from fptrack.cli.demo import demo
-from fptrack.cli.discover import candidates, discover
-from fptrack.cli.evidence import evidence
-from fptrack.cli.matches import check, matches, report
-from fptrack.cli.networks import networks
-from fptrack.cli.notices import notices
-from fptrack.cli.processes import beat, crawler, healthz, ping, serve, worker
-from fptrack.cli.senders import contacts, senders
-from fptrack.cli.sites import sites
-from fptrack.cli.takedowns import takedowns
-from fptrack.cli.users import review, users
-from fptrack.cli.works import works
 from fptrack.core.settings import ConfigurationError, Settings
 
-__all__ = ["main"]
+__all__ = ["COMMAND_MODULES", "LazyGroup", "main"]
+
+COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
+    "fptrack.cli.crawl": ("crawl",),
+    "fptrack.cli.database": ("init", "analytics", "maintain", "db"),
+    "fptrack.cli.demo": ("demo",),
+    "fptrack.cli.discover": ("discover", "candidates"),
+    "fptrack.cli.evidence": ("evidence",),
+    "fptrack.cli.matches": ("check", "matches", "report"),
+    "fptrack.cli.networks": ("networks",),
+    "fptrack.cli.notices": ("notices",),
+    "fptrack.cli.processes": ("serve", "worker", "crawler", "beat", "ping", "healthz"),
+    "fptrack.cli.senders": ("senders", "contacts"),
+    "fptrack.cli.sites": ("sites",),
+    "fptrack.cli.takedowns": ("takedowns",),
+    "fptrack.cli.users": ("users", "review"),
+    "fptrack.cli.works": ("works",),
+}
+"""Every command of ``fptrack``, by the module that defines it: each name is both the command's name and the
+module attribute holding it."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A click group that imports a command's module when the command is looked up, not when the group is
+    made (click's "lazily loading subcommands" pattern).
+
+    ``lazy_commands`` maps each command name to its module (the command is the module's attribute of that
+    name). Listing the commands (``--help``) imports them all, for their short help; running one imports its
+    module only."""
+
+    def __init__(self, *args: Any, lazy_commands: Mapping[str, str], **attrs: Any) -> None:
+        super().__init__(*args, **attrs)
+        self.lazy_commands = dict(lazy_commands)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = self.lazy_commands.get(cmd_name)
+        if module is None or cmd_name in self.commands:
+            return super().get_command(ctx, cmd_name)
+        command = getattr(importlib.import_module(module), cmd_name)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module}.{cmd_name} is not a click command")
+        self.add_command(command, cmd_name)  # looked up once
+        return command
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_commands={name: module for module, names in COMMAND_MODULES.items() for name in names},
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -76,13 +116,3 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     use_table_cache(settings.cache_dir)
     chapter_index.configure(settings)
     ctx.obj = CliContext(settings)
-
-
-for command in (init, works, crawl, check, matches, report, analytics, maintain, serve, worker, crawler, beat,
-                ping, healthz, demo, users, review, sites, takedowns):  # fmt: skip
-    main.add_command(command)
-for command in (discover, candidates, networks):
-    main.add_command(command)
-main.add_command(evidence)
-for command in (senders, contacts, notices):
-    main.add_command(command)

@@ -6,14 +6,20 @@
 - Retire the fingerprints of pages gone for good (``FPTRACK_RETAIN_GONE_DAYS``,
   ``FPTRACK_RETAIN_UNSEEN_DAYS``): :func:`storage.housekeeping.retire_page_fingerprints`; matches and evidence
   stay.
+- Keep empty ``page_codes`` ranges ahead of the page ids when it is partitioned (``fptrack db partition``):
+  :func:`storage.partitions.ensure_partitions_ahead`, first and in a transaction of its own, so that its
+  short locks are not held through the rest of the upkeep.
 - Count orphaned index rows (there should be none).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from fptrack.compare.corpus import CorpusRefresh, refresh_corpus_stats
@@ -22,8 +28,11 @@ from fptrack.core.settings import Settings
 from fptrack.storage.hot_buckets import HotBucketReport, split_hot_buckets
 from fptrack.storage.housekeeping import count_orphans, retire_page_fingerprints
 from fptrack.storage.models import utcnow
+from fptrack.storage.partitions import PartitionError, ensure_partitions_ahead
 
 __all__ = ["MaintenanceReport", "run_maintenance"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,7 @@ class MaintenanceReport:
     corpus: CorpusRefresh
     orphans: dict[str, int]
     retired: int = 0  # pages whose fingerprints were retired (gone for good)
+    partitions_added: tuple[str, ...] = ()  # page_codes ranges created ahead of the page ids
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -41,11 +51,21 @@ class MaintenanceReport:
             "documents_added": self.corpus.documents_added,
             "documents": self.corpus.documents,
             "pages_retired": self.retired,
+            "partitions_added": list(self.partitions_added),
             "orphans": {name: count for name, count in self.orphans.items() if count},
         }
 
 
 def run_maintenance(session: Session, settings: Settings) -> MaintenanceReport:
+    bind = session.get_bind()
+    try:
+        added = ensure_partitions_ahead(bind if isinstance(bind, Engine) else session).ranges
+    except (PartitionError, OperationalError) as error:
+        # a lock not granted in time (a long transaction on page_codes) or a range in the way: the next run
+        # tries again, and pages past the last range meanwhile land in the DEFAULT partition; the rest of the
+        # upkeep still runs
+        log.warning("page_codes ranges ahead not added this time: %s", str(error).splitlines()[0])
+        added = ()
     buckets = split_hot_buckets(
         session, layout_for(settings), mu=settings.simhash_hot_mu, min_size=settings.simhash_hot_min_size
     )
@@ -56,7 +76,9 @@ def run_maintenance(session: Session, settings: Settings) -> MaintenanceReport:
         gone_before=_days_before(now, settings.retain_gone_days),
         unseen_before=_days_before(now, settings.retain_unseen_days),
     )
-    return MaintenanceReport(buckets, corpus, count_orphans(session), retired)
+    return MaintenanceReport(
+        buckets, corpus, count_orphans(session), retired, tuple(name for name, _, _ in added)
+    )
 
 
 def _days_before(now: datetime, days: float) -> datetime | None:

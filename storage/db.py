@@ -3,25 +3,34 @@
 ``create_engine_for(settings)`` is the one place that knows how to connect: SQLite gets foreign keys, WAL and
 a busy timeout (the crawler and the tasks share the file); PostgreSQL goes through psycopg 3.
 ``migrate(settings)`` upgrades the schema to Alembic's head; on PostgreSQL under an advisory lock so two
-processes running ``fptrack init`` at once never race."""
+processes running ``fptrack init`` at once never race. ``check_schema`` tells whether the database is at that
+head.
+
+Alembic is imported by the functions that migrate (and by :func:`schema_head` the first time), never by
+this module: every process opens the database through here, and importing Alembic (its DDL implementations of
+every dialect) costs ~0.2 s, which a crawl started by the command line or the scheduler would pay for nothing
+(issue 20)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 __all__ = [
     "DatabaseUnavailable",
@@ -32,6 +41,7 @@ __all__ = [
     "migrate",
     "retry_in_session",
     "retry_while_unreachable",
+    "schema_head",
     "session_factory",
     "session_scope",
 ]
@@ -148,6 +158,8 @@ def retry_in_session(
 
 
 def alembic_config(settings: Settings) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("sqlalchemy.url", settings.database_url.replace("%", "%%"))
@@ -160,6 +172,8 @@ def migrate(settings: Settings, engine: Engine | None = None, revision: str = "h
     At head, the expression indexes of the configured Simhash layout (``FPTRACK_SIMHASH_K``/``_BLOCKS``) are
     created too when it is not the default the migrations build.
     """
+    from alembic import command
+
     engine = engine or create_engine_for(settings)
     config = alembic_config(settings)
     try:
@@ -182,10 +196,8 @@ def migrate(settings: Settings, engine: Engine | None = None, revision: str = "h
 
 
 def check_schema(engine: Engine, settings: Settings) -> None:
-    """Raise :class:`SchemaOutOfDate` unless the database is at Alembic's head."""
-    from alembic.script import ScriptDirectory
-
-    head = ScriptDirectory.from_config(alembic_config(settings)).get_current_head()
+    """Raise :class:`SchemaOutOfDate` unless the database is at Alembic's head (:func:`schema_head`)."""
+    head = schema_head(settings)
     try:
         with engine.connect() as connection:
             current = _current_revision(connection)
@@ -194,6 +206,51 @@ def check_schema(engine: Engine, settings: Settings) -> None:
     if current != head:
         state = "not initialised" if not current else f"at revision {current}, head is {head}"
         raise SchemaOutOfDate(f"the database is {state}: run `fptrack init` first")
+
+
+def schema_head(settings: Settings) -> str:
+    """Alembic's head revision of the migrations shipped with this code.
+
+    Kept in the cache folder (``FPTRACK_CACHE_DIR``) in a file named after the migration scripts' digest, so
+    that a new or edited script is a new file: asking Alembic imports it and runs every one of the scripts
+    (~0.3 s together), and every command, scheduled crawl and admin process checks the schema when it starts.
+    With no cache folder, or one that cannot be written, Alembic is asked every time."""
+    path = None if settings.cache_dir is None else settings.cache_dir / f"schema-head-{_migrations_digest()}"
+    if path is not None:
+        try:
+            head = path.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            head = ""
+        if head:
+            return head
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config(settings)).get_current_head() or ""
+    if path is not None and head:
+        _write_quietly(path, head)
+    return head
+
+
+def _migrations_digest() -> str:
+    """SHA-256 (16 hex digits) of the migration scripts' names and contents: what the head depends on."""
+    digest = hashlib.sha256()
+    for script in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
+        digest.update(script.name.encode() + b"\0" + script.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _write_quietly(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file renamed: processes starting together
+    may write it at once); a folder that cannot be written only costs the next process the slow path."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(text, encoding="ascii")
+        os.replace(temporary, path)
+    except OSError as error:
+        log.debug("cannot keep the schema head in %s: %s", path, error)
+        with suppress(OSError):
+            temporary.unlink(missing_ok=True)
 
 
 def _current_revision(connection) -> str:  # type: ignore[no-untyped-def]
