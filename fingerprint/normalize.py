@@ -172,6 +172,12 @@ def use_table_cache(folder: Path | None) -> None:
     _cache_dir = folder
 
 
+def table_cache_dir() -> Path | None:
+    """The folder :func:`use_table_cache` set (None: none): other per-code-point tables keep theirs there
+    too (:mod:`fingerprint.pinyin`)."""
+    return _cache_dir
+
+
 @functools.cache
 def _table() -> _Table:
     """The per-code-point table, read from the cache folder when one is set and holds it (see
