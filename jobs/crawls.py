@@ -4,12 +4,14 @@ call :func:`run_crawl_job`; they only present what it returns.
 1. A ``crawl_jobs`` row records the crawl (status, counts, error).
 2. Scrapy fetches; :class:`crawler.pipelines.PersistPipeline` stores pages a batch per transaction through a
    :class:`crawler.store.PageStore`, which hands the ids to compare to the fingerprint stage after each
-   commit: run right here (no broker) or enqueued for Celery workers, :data:`jobs.tasks.PAGES_PER_TASK` per
-   task.
+   commit: with no broker, to a child process of the crawl's (:mod:`jobs.stage_process`; in this process's
+   store thread when no child can be used or the child died), else enqueued for Celery workers,
+   :data:`jobs.tasks.PAGES_PER_TASK` per task.
 3. With workers, the service waits until every page of the crawl is compared, showing pages done out of pages
    queued. It says within ``FPTRACK_NO_WORKER_SECONDS`` when no worker consumes the queue, and hands pages on
    again when they stall for ``FPTRACK_STALL_SECONDS`` (a killed worker): the stage is idempotent.
-   In-process, pages another crawl was comparing at the same moment are awaited (or compared once it is gone).
+   In-process, the child is drained (every batch it was sent confirmed, or compared here), then pages another
+   crawl was comparing at the same moment are awaited (or compared once it is gone).
 4. The crawl's sites settle (:func:`compare.templates.settle_site`): site templates are decided from all
    pages.
 5. The job is finished, failed or interrupted (Ctrl+C), with the pages of this crawl that copy registered
@@ -44,7 +46,8 @@ from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from fptrack.crawler.store import PageStore, StoreCounts
 from fptrack.jobs.pipeline import INFRINGING_STATUSES, settle_sites
-from fptrack.storage.db import retry_in_session, retry_while_unreachable, session_scope
+from fptrack.jobs.stage_process import CompareProcess, compare_batch, compare_in_child
+from fptrack.storage.db import retry_in_session, session_scope
 from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of
@@ -99,12 +102,14 @@ class CrawlOutcome:
 
 
 class _Dispatcher:
-    """Hands page ids to the fingerprint stage: runs it right here with no broker, else queues it for the
-    workers (after a broker failure nothing more is queued: the sweep hands the pages on later)."""
+    """Hands page ids to the fingerprint stage: with no broker, to ``child`` (:mod:`jobs.stage_process`) while
+    it runs, else right here; with one, queues it for the workers (after a broker failure nothing more is
+    queued: the sweep hands the pages on later)."""
 
-    def __init__(self, settings: Settings, tasks: Any) -> None:
+    def __init__(self, settings: Settings, tasks: Any, child: CompareProcess | None = None) -> None:
         self.settings = settings
         self.tasks = tasks
+        self.child = child
         self.error = ""
         self.queued = 0
 
@@ -113,7 +118,11 @@ class _Dispatcher:
         for start in range(0, len(page_ids), size):
             chunk = page_ids[start : start + size]
             if self.settings.tasks_in_process:
-                self._compare_here(chunk)
+                if self.child is not None and self.child.in_use:
+                    self.child.submit(chunk)  # compared here if the child is gone
+                    self.queued += len(chunk)
+                else:
+                    self._compare_here(chunk)
                 continue
             if self.error:
                 return
@@ -126,14 +135,8 @@ class _Dispatcher:
             self.queued += len(chunk)
 
     def _compare_here(self, chunk: list[int]) -> None:
-        """The task's body, in this thread. Not through Celery's eager mode, whose retry gives up at once
-        (raising ``Retry``) while the database restarts: the batch is one unit of work, safe to run again
-        whole."""
-
-        def compare() -> None:
-            self.tasks.process_pages.run(chunk)
-
-        retry_while_unreachable(compare, what=f"comparing a batch of {len(chunk)} page(s)")
+        """The task's body, in this thread (:func:`jobs.stage_process.compare_batch`)."""
+        compare_batch(self.tasks, chunk)
         self.queued += len(chunk)
 
 
@@ -152,6 +155,7 @@ def run_crawl_job(
     on_start: Callable[[int], None] | None = None,
     shared: SharedCrawl | None = None,
     state: CrawlState | None = None,
+    compare_process: bool | None = None,
 ) -> CrawlOutcome:
     """Run one crawl job (see the module docstring). Runs Scrapy in this process: once per process.
 
@@ -160,6 +164,9 @@ def run_crawl_job(
     crawl ties its claim to it). ``shared``, an entered :class:`crawler.distributed.SharedCrawl`, makes this
     process one of a distributed crawl's (``depth`` and ``max_pages`` are then the run's); ``on_start`` is
     called by the run's first process only.
+
+    ``compare_process``: with tasks in-process, compare in a child process (:mod:`jobs.stage_process`);
+    ``None`` follows :func:`jobs.stage_process.compare_in_child`, ``False`` keeps the stage in this process.
 
     ``state`` (:mod:`crawler.resume`, a site crawl's frontier on disk) is continued when an earlier crawl of
     it was killed: the pages that crawl stored are not fetched again (those it left uncompared are compared
@@ -173,11 +180,20 @@ def run_crawl_job(
         depth, max_pages = shared.joined.depth, shared.joined.max_pages
     job_id = _open_job(sessions, urls, depth, max_pages, site_id, trigger, on_start=on_start, shared=shared)
     outcome = CrawlOutcome(job_id=job_id, role=shared.joined.role if shared and shared.joined else "")
-    dispatcher = _Dispatcher(settings, tasks)
     with ExitStack() as stack:
-        # With no broker, one thread of this process stores and compares each batch while Scrapy's thread goes
-        # on fetching and parsing (lxml, numpy and SQLite run outside the GIL); one writer, so SQLite never
-        # contends.
+        # With no broker, a child process compares each batch (jobs.stage_process: a core of its own, out of
+        # this process's GIL), stopped whatever happens once this process's store thread has drained (the
+        # callback runs after the executor's, registered below).
+        child = None
+        if compare_process is None:
+            compare_process = compare_in_child(settings)
+        if settings.tasks_in_process and compare_process:
+            child = CompareProcess(settings, lambda page_ids: compare_batch(tasks, page_ids))
+            stack.callback(child.stop)
+            child.start()
+        dispatcher = _Dispatcher(settings, tasks, child)
+        # One thread of this process stores each batch (and compares it, without a child) while Scrapy's
+        # thread goes on fetching and parsing (lxml, numpy and SQLite run outside the GIL).
         local = None
         if settings.tasks_in_process:
             local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fptrack-store")
@@ -297,11 +313,26 @@ class _Job:
         if self.outcome.stats.interrupted or self.stop.received:
             self.outcome.status, self.outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
         elif self.settings.tasks_in_process:
+            self._drain_child()
             _compare_the_rest(self.sessions, self.settings, self.store, self.dispatcher)
         else:
             if self.dispatcher.error:
                 raise HandOffError(self.dispatcher.error)
             _wait_for_workers(self.sessions, self.settings, self.tasks, self.store, waiting)
+
+    def _drain_child(self) -> None:
+        """Wait for the compare process (:mod:`jobs.stage_process`) to confirm every batch it was sent; a
+        child that died (or could not start) is said in the crawl's notes (its batches were compared here)."""
+        child = self.dispatcher.child
+        if child is None:
+            return
+        child.finish()
+        if child.died and self.outcome.stats is not None:
+            note = (
+                f"compare process: {child.died}; {child.compared_here} page(s) compared in the crawl's own "
+                "process instead"
+            )
+            self.outcome.stats = replace(self.outcome.stats, notes=(*self.outcome.stats.notes, note))
 
     def conclude(self) -> None:
         """The verdict of a job still running: one process of a distributed crawl has done its part (the last

@@ -1,0 +1,305 @@
+"""The embedded crawl's compare stage in a child process of its own (issue 20).
+
+With no broker (``Settings.tasks_in_process``) a crawl is one process, and under one process the GIL
+serialises Scrapy's thread (engine, middlewares, decoding, extraction, storing) and the thread that compares
+each batch of stored pages (fingerprint, index, compare, record: :func:`jobs.tasks.process_pages`), about a
+third of a page's CPU. :class:`CompareProcess` moves that stage into ONE child process, so that the two
+halves run on two cores; a PostgreSQL deployment gets the same from Celery workers.
+
+The rule (:func:`compare_in_child`): a crawl run by :func:`jobs.crawls.run_crawl_job` with tasks in-process
+compares in a child when its database can be opened by another process (any but an in-memory SQLite);
+``run_crawl_job(compare_process=False)`` keeps everything in the crawl's own thread, as does a dispatcher
+built without a child (what the fault tests drive directly).
+
+How it stays correct:
+
+- **Committed first.** The crawl stores each batch of pages and commits it (:class:`crawler.store.PageStore`)
+  before the batch's ids are sent; the child receives ids only, and opens its own engine and sessions from
+  the same :class:`Settings` (sent pickled at start). Nothing is lost if either process dies: a page stored
+  and not compared keeps ``compared_at`` NULL, which the crawl, the sweep and ``fptrack maintain`` look for.
+- **Confirmed, or compared again here.** The child confirms each batch after its commit. A batch it could not
+  compare (an error it did not retry away) is compared again by the crawl process, in its thread, so that the
+  error surfaces as it would without the child. If the child dies (killed, crashed), the crawl notices at its
+  next batch or while waiting for the last ones, compares every batch the child had not confirmed in its own
+  thread, and keeps comparing there until the crawl ends (no second child: a child that dies once may die
+  again). ``process_pages`` skips pages already compared, so a batch committed by the child just before it
+  died is not compared twice, and matches are upserts keyed by (page, chapter) besides. A child that confirms
+  nothing for ``FPTRACK_STALL_SECONDS`` while the crawl waits for it (hung, stopped) is killed, and its
+  batches compared here.
+- **Drained before settling.** :meth:`CompareProcess.finish` sends the end of the work, waits until every
+  batch is confirmed (or compared here), and joins the child; only then do the crawl's sites settle.
+- **SQLite.** The crawl's store and the child write to one file: each waits for the other through the busy
+  timeout (:func:`storage.db.create_engine_for`), and a batch is tried again whole while "database is locked"
+  persists (:func:`storage.db.retry_while_unreachable`).
+- **Stopped with the crawl.** The child ignores SIGINT (a Ctrl+C in a terminal reaches the whole process
+  group: the crawl decides what stops); the crawl terminates it when the job ends however it ends
+  (:meth:`CompareProcess.stop`), and it is a daemon, which multiprocessing ends at the crawl's exit. A crawl
+  killed outright closes the pipe: the child ends at its next read.
+
+The child is started with ``spawn`` (a fresh interpreter), never ``fork``: the crawl process runs Scrapy's
+reactor and other threads, whose locks a forked child would inherit held.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from fptrack.core.settings import Settings
+from fptrack.storage.db import retry_while_unreachable
+
+__all__ = ["CompareProcess", "compare_batch", "compare_in_child"]
+
+log = logging.getLogger(__name__)
+
+STOP_SECONDS = 5.0
+"""How long :meth:`CompareProcess.stop` lets the child end after SIGTERM before killing it."""
+POLL_SECONDS = 0.5
+
+
+def compare_in_child(settings: Settings) -> bool:
+    """Whether a crawl with ``settings`` compares in a child process: tasks in-process, on a database another
+    process can open (an in-memory SQLite database exists only in the connection that made it), from a
+    process that may have children."""
+    if not settings.tasks_in_process or multiprocessing.current_process().daemon:
+        return False  # a daemonic process (a pool's) may not have children
+    url = settings.database_url
+    if settings.is_sqlite:
+        path = url.split("///", 1)[1] if "///" in url else ""
+        return bool(path) and not path.startswith(":memory:") and "mode=memory" not in url
+    return True
+
+
+def compare_batch(tasks: Any, page_ids: list[int]) -> None:
+    """The fingerprint stage's task body for one batch (``tasks``: :mod:`jobs.tasks`), in the calling
+    thread, tried again whole while the database is unreachable or locked. Not through Celery's eager mode,
+    whose retry gives up at once (raising ``Retry``) while the database restarts: the batch is one unit of
+    work, safe to run again whole."""
+
+    def compare() -> None:
+        tasks.process_pages.run(page_ids)
+
+    retry_while_unreachable(compare, what=f"comparing a batch of {len(page_ids)} page(s)")
+
+
+class CompareProcess:
+    """The child that compares the crawl's batches, seen from the crawl (see the module docstring).
+
+    :meth:`submit` is called by the crawl's store thread after each commit; :meth:`finish` and :meth:`stop`
+    by the crawl's main thread once the store thread has drained. A lock keeps the pipe to one thread at a
+    time all the same. ``compare_here`` compares a batch in the calling thread: what a batch the child did not
+    confirm falls back to."""
+
+    def __init__(self, settings: Settings, compare_here: Callable[[list[int]], None]) -> None:
+        self.settings = settings
+        self.compare_here = compare_here
+        self._lock = threading.Lock()
+        self._process: BaseProcess | None = None
+        self._connection: Connection | None = None
+        self._unconfirmed: dict[int, list[int]] = {}  # batch number -> its page ids, sent and not confirmed
+        self._next_batch = 0
+        self.confirmed = 0  # pages of the batches the child confirmed
+        self.compared_here = 0  # pages of the batches compared again in the crawl's thread
+        self.died = ""  # why the child is gone before its work was done ('' while it is not)
+
+    def start(self) -> None:
+        """Start the child (its imports overlap Scrapy's start-up); a child that cannot be started leaves the
+        stage in the crawl's thread."""
+        context = multiprocessing.get_context("spawn")
+        ours, theirs = context.Pipe(duplex=True)
+        process = context.Process(
+            target=_child_main,
+            args=(theirs, self.settings, logging.getLogger().getEffectiveLevel()),
+            name="fptrack-compare",
+            daemon=True,
+        )
+        try:
+            process.start()
+        except Exception as error:  # noqa: BLE001 - any reason at all: the crawl's thread compares instead
+            ours.close()
+            theirs.close()
+            self.died = f"could not start ({type(error).__name__}: {error})"
+            log.warning("compare stage: the child process %s; comparing in the crawl's process", self.died)
+            return
+        theirs.close()  # the child holds its end: when it dies, our reads see the end of the pipe
+        self._process, self._connection = process, ours
+        log.debug("compare stage: child process %s started", process.pid)
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def in_use(self) -> bool:
+        """True while batches go to the child (it was started and has neither died nor finished)."""
+        return self._connection is not None and not self.died
+
+    def submit(self, page_ids: list[int]) -> None:
+        """Send a committed batch to the child; compare it here when the child is gone."""
+        with self._lock:
+            if self.in_use:
+                self._collect(wait=0.0)
+            if self.in_use:
+                assert self._connection is not None
+                batch = self._next_batch
+                self._next_batch += 1
+                self._unconfirmed[batch] = list(page_ids)
+                try:
+                    self._connection.send((batch, page_ids))
+                    return
+                except OSError as error:  # the child's end is closed: it died
+                    self._lost(f"{type(error).__name__}: {error}")
+                    del self._unconfirmed[batch]  # compared below, with this thread's error if it fails
+            self._compare_here(page_ids)
+
+    def finish(self) -> None:
+        """Send the end of the work, wait until every batch sent is confirmed (or, the child gone or stalled,
+        compared here), and join the child."""
+        with self._lock:
+            if self._connection is None:
+                return
+            if not self.died:
+                try:
+                    self._connection.send(None)
+                except OSError as error:
+                    self._lost(f"{type(error).__name__}: {error}")
+            left, since = len(self._unconfirmed), time.monotonic()
+            while self._unconfirmed and not self.died:
+                self._collect(wait=POLL_SECONDS)
+                if len(self._unconfirmed) != left:
+                    left, since = len(self._unconfirmed), time.monotonic()
+                elif time.monotonic() - since >= self.settings.stall_seconds:
+                    self._kill_stalled(time.monotonic() - since)
+            self._close(terminate=False)
+
+    def stop(self) -> None:
+        """End the child now, whatever it holds (an interrupted or failed crawl: a batch it was comparing
+        rolls back and stays for the sweep). Idempotent; also after :meth:`finish`."""
+        with self._lock:
+            self._close(terminate=True)
+
+    def _collect(self, wait: float) -> None:
+        """Read the child's answers (waiting up to ``wait`` seconds for the first); notice it died."""
+        assert self._connection is not None
+        try:
+            ready = self._connection.poll(wait)
+            while ready:
+                answer = self._connection.recv()
+                self._answered(answer)
+                ready = self._connection.poll(0)
+        except (EOFError, OSError) as error:
+            self._lost(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+            return
+        if wait > 0 or self._unconfirmed:
+            process = self._process
+            if process is not None and process.exitcode is not None and not self._connection.poll(0):
+                self._lost("ended")
+
+    def _answered(self, answer: tuple[str, int, str]) -> None:
+        outcome, batch, error = answer
+        page_ids = self._unconfirmed.pop(batch, None)
+        if page_ids is None:
+            return
+        if outcome == "done":
+            self.confirmed += len(page_ids)
+            return
+        log.warning("compare stage: the child could not compare a batch of %d page(s) (%s): comparing it "
+                    "here", len(page_ids), error)  # fmt: skip
+        self._compare_here(page_ids)
+
+    def _kill_stalled(self, seconds: float) -> None:
+        """A child that confirmed nothing for ``FPTRACK_STALL_SECONDS`` while batches wait (hung, stopped) is
+        killed, and its batches compared here (as stalled pages are handed on again with workers)."""
+        process = self._process
+        if process is None:
+            return
+        log.warning("compare stage: the child process confirmed nothing for %.0f s: killing it", seconds)
+        process.kill()
+        process.join()
+        self._lost(f"stalled for {seconds:.0f} s, killed", told=True)
+
+    def _lost(self, why: str, *, told: bool = False) -> None:
+        """The child is gone: compare here what it had not confirmed, and every batch from now on. ``why`` is
+        what the crawl saw (a closed pipe...), replaced by the child's exit status unless ``told`` (the crawl
+        ended it, and ``why`` says why)."""
+        if self.died:
+            return
+        process = self._process
+        if process is not None:
+            process.join(1.0)  # gone, or about to be: its exit status says more than a closed pipe
+        code = process.exitcode if process is not None else None
+        if told:
+            self.died = why
+        elif code is not None and code < 0:
+            self.died = f"killed by {signal.Signals(-code).name}"
+        elif code is not None:
+            self.died = f"exit code {code}"
+        else:
+            self.died = why
+        left = [page_ids for _, page_ids in sorted(self._unconfirmed.items())]
+        self._unconfirmed.clear()
+        log.warning("compare stage: the child process died (%s); comparing its %d unconfirmed page(s) and "
+                    "the crawl's next pages in this process", self.died, sum(map(len, left)))  # fmt: skip
+        for page_ids in left:
+            self._compare_here(page_ids)
+
+    def _compare_here(self, page_ids: list[int]) -> None:
+        self.compare_here(page_ids)
+        self.compared_here += len(page_ids)
+
+    def _close(self, *, terminate: bool) -> None:
+        process, connection = self._process, self._connection
+        self._process = self._connection = None
+        if connection is not None:
+            connection.close()
+        if process is None:
+            return
+        if terminate and process.exitcode is None:
+            process.terminate()
+        process.join(STOP_SECONDS if terminate else None)
+        if process.exitcode is None:
+            log.warning("compare stage: the child process %s did not end on SIGTERM: killing it", process.pid)
+            process.kill()
+            process.join()
+        process.close()
+
+
+def _child_main(connection: Connection, settings: Settings, log_level: int) -> None:
+    """The child: compare each batch of ids received, confirm it, until the end of the work (``None``) or of
+    the pipe (the crawl is gone)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the crawl decides; it terminates this process
+    logging.basicConfig(
+        level=log_level, format="%(asctime)s %(levelname)s [compare stage] %(name)s: %(message)s"
+    )
+    from fptrack.jobs import tasks
+
+    tasks.configure(settings)
+    started, pages, batches = time.process_time(), 0, 0
+    try:
+        while True:
+            try:
+                message = connection.recv()
+            except (EOFError, OSError):
+                return  # the crawl is gone: what was not confirmed stays for the sweep
+            if message is None:
+                return
+            batch, page_ids = message
+            try:
+                compare_batch(tasks, page_ids)
+            except Exception as error:  # the crawl compares the batch again, and raises it there
+                log.exception("comparing a batch of %d page(s) failed", len(page_ids))
+                connection.send(("failed", batch, f"{type(error).__name__}: {error}"))
+                continue
+            pages, batches = pages + len(page_ids), batches + 1
+            connection.send(("done", batch, ""))
+    finally:
+        log.info("compared %d page(s) in %d batch(es), %.2f s of CPU", pages, batches,
+                 time.process_time() - started)  # fmt: skip
+        connection.close()
