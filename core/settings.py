@@ -46,6 +46,9 @@ Every variable, with its default and meaning:
   holding a page's codes: ``memory`` (each process keeps them as arrays, refreshed when the registry changes:
   ``compare.chapter_index``) or ``database`` (a ``code_index`` query per batch)
 - ``FPTRACK_CRAWL_CONCURRENCY`` (default ``8``): concurrent requests of one crawl (>= 1)
+- ``FPTRACK_COMPARE_PROCESS`` (default ``true``): with no broker, a crawl compares its pages in a child
+  process of its own, on another core (``jobs.stage_process``); ``false`` keeps them in the crawl's process
+  (a one-core machine)
 - ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE`` (default ``2``): concurrent requests to one site (>= 1; a site's
   ``concurrency`` setting wins)
 - ``FPTRACK_CRAWL_DELAY`` (default ``0``): seconds at least between two requests to one site (a site's
@@ -213,6 +216,7 @@ class Settings:
     retain_gone_days: float = 30.0
     retain_unseen_days: float = 365.0
     crawl_concurrency: int = 8
+    compare_process: bool = True
     crawl_concurrency_per_site: int = 2
     crawl_delay: float = 0.0
     crawl_autothrottle: bool = True
@@ -436,6 +440,7 @@ class Settings:
             retain_gone_days=_float(env, "FPTRACK_RETAIN_GONE_DAYS", 30.0),
             retain_unseen_days=_float(env, "FPTRACK_RETAIN_UNSEEN_DAYS", 365.0),
             crawl_concurrency=_int(env, "FPTRACK_CRAWL_CONCURRENCY", 8),
+            compare_process=_bool(env, "FPTRACK_COMPARE_PROCESS", True),
             crawl_concurrency_per_site=_int(env, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE", 2),
             crawl_delay=_float(env, "FPTRACK_CRAWL_DELAY", 0.0),
             crawl_autothrottle=_bool(env, "FPTRACK_CRAWL_AUTOTHROTTLE", True),

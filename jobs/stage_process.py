@@ -7,7 +7,8 @@ third of a page's CPU. :class:`CompareProcess` moves that stage into ONE child p
 halves run on two cores; a PostgreSQL deployment gets the same from Celery workers.
 
 The rule (:func:`compare_in_child`): a crawl run by :func:`jobs.crawls.run_crawl_job` with tasks in-process
-compares in a child when its database can be opened by another process (any but an in-memory SQLite);
+compares in a child when its database can be opened by another process (any but an in-memory SQLite) and
+``FPTRACK_COMPARE_PROCESS`` is not ``false``;
 ``run_crawl_job(compare_process=False)`` keeps everything in the crawl's own thread, as does a dispatcher
 built without a child (what the fault tests drive directly).
 
@@ -52,6 +53,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from sqlalchemy.engine import make_url
+
 from fptrack.core.settings import Settings
 from fptrack.storage.db import retry_while_unreachable
 
@@ -68,12 +71,14 @@ def compare_in_child(settings: Settings) -> bool:
     """Whether a crawl with ``settings`` compares in a child process: tasks in-process, on a database another
     process can open (an in-memory SQLite database exists only in the connection that made it), from a
     process that may have children."""
-    if not settings.tasks_in_process or multiprocessing.current_process().daemon:
+    if not settings.tasks_in_process or not settings.compare_process:
+        return False  # FPTRACK_COMPARE_PROCESS=false: a one-core machine gains nothing from a second process
+    if multiprocessing.current_process().daemon:
         return False  # a daemonic process (a pool's) may not have children
-    url = settings.database_url
     if settings.is_sqlite:
-        path = url.split("///", 1)[1] if "///" in url else ""
-        return bool(path) and not path.startswith(":memory:") and "mode=memory" not in url
+        url = make_url(settings.database_url)
+        path = url.database or ""
+        return bool(path) and path != ":memory:" and url.query.get("mode") != "memory"
     return True
 
 

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA
 from fptrack.core.settings import Settings
+from fptrack.jobs.stage_process import compare_in_child
 from fptrack.storage.db import create_engine_for, session_factory
 from fptrack.storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, Work
 from tests.support.env import TEST_SITE_RATE, clean_environ
@@ -408,3 +409,14 @@ def _run_one(request: dict[str, Any]) -> dict[str, Any]:
 
 if __name__ == "__main__":
     print(json.dumps(_run_one(json.loads(sys.argv[1]))))
+
+
+def test_the_child_is_used_where_another_process_can_open_the_database(sqlite_settings: Settings) -> None:
+    """The rule of compare_in_child: in-process tasks on a database file, unless FPTRACK_COMPARE_PROCESS is
+    false; an in-memory SQLite database (one connection's own) and a broker never get a child."""
+    assert compare_in_child(sqlite_settings)
+    assert not compare_in_child(replace(sqlite_settings, compare_process=False))
+    assert not compare_in_child(Settings.from_env({"FPTRACK_COMPARE_PROCESS": "false"}))
+    for memory in ("sqlite://", "sqlite:///:memory:", "sqlite:///file:x?mode=memory&uri=true"):
+        assert not compare_in_child(replace(sqlite_settings, database_url=memory)), memory
+    assert not compare_in_child(replace(sqlite_settings, broker_url="redis://127.0.0.1:6379/0"))
