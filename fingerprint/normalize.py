@@ -27,8 +27,10 @@ import os
 import re
 import tempfile
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -172,10 +174,37 @@ def use_table_cache(folder: Path | None) -> None:
     _cache_dir = folder
 
 
-def table_cache_dir() -> Path | None:
-    """The folder :func:`use_table_cache` set (None: none): other per-code-point tables keep theirs there
-    too (:mod:`fingerprint.pinyin`)."""
-    return _cache_dir
+def table_cache_file(
+    stem: str, source: str, suffix: str, *, packages: tuple[str, ...] = (), tags: tuple[str, ...] = ()
+) -> Path | None:
+    """Where a per-code-point table is kept in the folder :func:`use_table_cache` set (None: no folder),
+    named after everything it depends on: the code of the module that builds it (``source``, its
+    ``__file__``), the versions of ``packages`` and ``tags`` (e.g. Unicode's version); any change makes a
+    new name, so a stale table is never read. Used by this module and :mod:`fingerprint.pinyin`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    if _cache_dir is None:
+        return None
+    parts = [stem, hashlib.sha256(Path(source).read_bytes()).hexdigest()[:16], *tags]
+    for package in packages:
+        try:
+            parts.append(f"{package}{version(package)}")
+        except PackageNotFoundError:
+            parts.append(f"{package}unknown")
+    return _cache_dir / ("-".join(parts) + suffix)
+
+
+def save_table_file(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write a table file whole or not at all (``write`` fills a temporary file, renamed over ``path``:
+    processes starting together see the old file or the whole new one); a folder that cannot be written
+    only costs the next process the build."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=path.suffix, delete=False) as handle:
+            write(handle)
+        os.replace(handle.name, path)
+    except OSError:
+        pass  # a read-only home: build the table in every process, as before
 
 
 @functools.cache
@@ -199,32 +228,21 @@ def _table() -> _Table:
 
 
 def _table_cache_path() -> Path | None:
-    """Cache file named after everything the table depends on: this module's code, Unicode, OpenCC."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    if _cache_dir is None:
-        return None
-    try:
-        opencc_version = version("opencc")
-    except PackageNotFoundError:
-        opencc_version = "unknown"
-    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    name = f"normalize-{code}-unicode{unicodedata.unidata_version}-opencc{opencc_version}.npz"
-    return _cache_dir / name
+    """The table's file: this module's code, Unicode's version and OpenCC's (:func:`table_cache_file`)."""
+    return table_cache_file(
+        "normalize", __file__, ".npz", packages=("opencc",), tags=(f"unicode{unicodedata.unidata_version}",)
+    )
 
 
 def _save_table(table: _Table, path: Path) -> None:
     keys = np.array(sorted(table.expansions), dtype=np.int64)
     values = np.array("\0".join(table.expansions[k] for k in keys.tolist()))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as handle:
-            np.savez(
-                handle, single=table.single, length=table.length, expansion_keys=keys, expansion_values=values
-            )
-        os.replace(handle.name, path)  # atomic: concurrent processes see the old file or the whole new one
-    except OSError:
-        pass  # a read-only home: build the table in every process, as before
+    save_table_file(
+        path,
+        lambda handle: np.savez(
+            handle, single=table.single, length=table.length, expansion_keys=keys, expansion_values=values
+        ),
+    )
 
 
 def _build_table() -> _Table:

@@ -18,15 +18,12 @@ statistics (``fingerprint.stats``). The pinyin DNA codes built on the initials a
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
-import tempfile
 import unicodedata
 from pathlib import Path
 
 import numpy as np
 
-from fptrack.fingerprint.normalize import table_cache_dir
+from fptrack.fingerprint.normalize import save_table_file, table_cache_file
 
 __all__ = [
     "PINYIN_ALPHABET",
@@ -57,33 +54,13 @@ def _initial_table() -> np.ndarray:
             pass  # absent or damaged: build it again
     table = _build_initial_table()
     if path is not None:
-        _save_quietly(table, path)
+        save_table_file(path, lambda handle: np.save(handle, table, allow_pickle=False))
     return table
 
 
 def _initial_table_path() -> Path | None:
-    """Cache file named after everything the table depends on: this module's code and pypinyin's version."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    folder = table_cache_dir()
-    if folder is None:
-        return None
-    try:
-        pypinyin_version = version("pypinyin")
-    except PackageNotFoundError:
-        pypinyin_version = "unknown"
-    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    return folder / f"pinyin-initials-{code}-pypinyin{pypinyin_version}.npy"
-
-
-def _save_quietly(table: np.ndarray, path: Path) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
-            np.save(handle, table, allow_pickle=False)
-        os.replace(handle.name, path)  # atomic: processes starting together see the old file or the new one
-    except OSError:
-        pass  # a read-only cache folder: build the table in every process, as before
+    """The table's file: this module's code and pypinyin's version (:func:`normalize.table_cache_file`)."""
+    return table_cache_file("pinyin-initials", __file__, ".npy", packages=("pypinyin",))
 
 
 def _build_initial_table() -> np.ndarray:

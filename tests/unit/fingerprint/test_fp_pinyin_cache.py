@@ -11,7 +11,7 @@ from fptrack.fingerprint import normalize, pinyin
 
 @pytest.fixture(autouse=True)
 def _restore_cache_folder() -> Iterator[None]:
-    before = normalize.table_cache_dir()
+    before = normalize._cache_dir
     pinyin._initial_table.cache_clear()
     yield
     normalize.use_table_cache(before)
