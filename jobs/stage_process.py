@@ -200,9 +200,12 @@ class CompareProcess:
                 self._answered(answer)
                 ready = self._connection.poll(0)
         except (EOFError, OSError) as error:
-            self._lost(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+            # the child's end closed: dead if it still owed batches; with nothing left to confirm it finished
+            # (the end of the work read), and a batch sent later finds the pipe closed
+            if self._unconfirmed:
+                self._lost(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
             return
-        if wait > 0 or self._unconfirmed:
+        if self._unconfirmed:  # a child that ended with nothing left to confirm finished its work
             process = self._process
             if process is not None and process.exitcode is not None and not self._connection.poll(0):
                 self._lost("ended")

@@ -153,6 +153,8 @@ def test_the_child_finds_what_the_crawls_thread_finds(settings: Settings, site: 
     child = _crawl(settings, site, compare_process=True)
     assert child["status"] == "finished", child
     assert child["child_seen"], "no compare process ran: the test compares the thread with itself"
+    # a child that finished its work and ended is not a child that died
+    assert not [note for note in child["notes"] if note.startswith("compare process")], child["notes"]
     with_child = _state(settings, site)
 
     # the reference: the same site crawled again with the stage in the crawl's thread, the first crawl's pages
@@ -420,3 +422,28 @@ def test_the_child_is_used_where_another_process_can_open_the_database(sqlite_se
     for memory in ("sqlite://", "sqlite:///:memory:", "sqlite:///file:x?mode=memory&uri=true"):
         assert not compare_in_child(replace(sqlite_settings, database_url=memory)), memory
     assert not compare_in_child(replace(sqlite_settings, broker_url="redis://127.0.0.1:6379/0"))
+
+
+def test_a_child_that_ended_after_confirming_everything_did_not_die(sqlite_settings: Settings) -> None:
+    """The child confirms its last batch and ends on the end of the work before the crawl reads the
+    confirmation: read together, that is a finished child, not a dead one (no note, nothing compared
+    twice)."""
+    from fptrack.jobs.stage_process import CompareProcess
+
+    compared_here: list[list[int]] = []
+    child = CompareProcess(sqlite_settings, compared_here.append)
+    child.start()
+    try:
+        child.submit([10**9])  # no such page: compared (nothing to do) and confirmed
+        process, connection = child._process, child._connection
+        assert process is not None and connection is not None
+        deadline = time.monotonic() + 60
+        while not connection.poll(0.1):  # the confirmation is waiting, unread
+            assert time.monotonic() < deadline, "the child never confirmed"
+        connection.send(None)  # the end of the work, as finish() sends it
+        process.join(60)
+        assert process.exitcode == 0
+        child._collect(wait=0.5)
+        assert child.died == "" and child.confirmed == 1 and compared_here == []
+    finally:
+        child.stop()
