@@ -683,7 +683,9 @@ def retro_candidates(
     First, the codes more than :data:`RETRO_SITE_TEMPLATE_TEXTS` texts of one site hold are that site's
     template and do not count for its pages: a site whose every page quotes the work in a sidebar would
     otherwise send all its pages (20,000 on a large site) to be compared again, for nothing the comparison
-    keeps (it masks the template). A page copying the work holds the codes of its own chapter besides.
+    keeps (it masks the template). A page copying the work holds the codes of its own chapter besides. A few
+    of the site's pages stay candidates: a sample window reaching past the quote into the page's own text
+    keeps a code of the quote on some pages only (held by too few texts to count as the template).
 
     Then a page holding two or more codes is re-compared. So is a page holding one, unless that one code is
     held, as their only one, by more than :data:`RETRO_COMMON_TEXTS` distinct texts. Why: a copy of any
@@ -771,6 +773,7 @@ def _texts_and_sites(
         for page_id, digest, site_id in session.execute(
             select(Page.id, Page.content_sha256, Page.site_id).where(Page.id.in_(chunk))
         ):
-            texts[int(page_id)] = str(digest)
+            # a page stored without a hash of its text (written by hand, before hashes) is a text of its own
+            texts[int(page_id)] = str(digest) if digest else f"page {page_id}"
             sites[int(page_id)] = None if site_id is None else int(site_id)
     return texts, sites
