@@ -311,7 +311,7 @@ class PageSpider(scrapy.Spider):
             return work()
         if self._parsing is None:
             self._parsing = DeferredSemaphore(PARSE_THREADS)
-        result: ParsedResponse = await maybe_deferred_to_future(self._parsing.run(_in_daemon_thread, work))
+        result: ParsedResponse = await maybe_deferred_to_future(self._parsing.run(_PARSE_THREADS.run, work))
         return result
 
     def _take_page(self) -> bool:
@@ -415,9 +415,3 @@ class _ParseThreads:
 
 
 _PARSE_THREADS = _ParseThreads(PARSE_THREADS)
-
-
-def _in_daemon_thread(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Deferred[Any]:
-    """``function(*args, **kwargs)`` in a parse thread (:class:`_ParseThreads`), its result delivered on the
-    reactor."""
-    return _PARSE_THREADS.run(function, *args, **kwargs)
