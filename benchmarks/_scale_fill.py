@@ -149,19 +149,16 @@ def _register_part(plan: Plan, works: list[int], counter: Any) -> None:
             counter.value += registry.chapters_of(work)
 
 
-def _fill_part(plan: Plan, start: int, stop: int, part: int, parts: int, counter: Any, results: Any) -> None:
+def _fill_part(plan: Plan, numbers: list[int], stream: int, counter: Any, results: Any) -> None:
     times = FillTimes()
     try:
         if plan.nice:
             os.nice(plan.nice)
         settings, sessions = sessions_for(plan)
         registry = Registry(plan.pools(), plan.registry_chapters, seed=plan.seed)
-        texts = PageTexts(
-            registry, planted_copies(plan.sizes, seed=plan.seed), seed=plan.seed, stream=start + part
-        )
+        texts = PageTexts(registry, planted_copies(plan.sizes, seed=plan.seed), seed=plan.seed, stream=stream)
         dispatched: list[int] = []
         store = page_store(sessions, settings, dispatched)
-        numbers = list(numbers_between(start, stop, part, parts))
         for first in range(0, len(numbers), FILL_BATCH):
             t0 = time.perf_counter()
             pages = []
@@ -225,19 +222,29 @@ def register_registry(plan: Plan, parts: int, progress: Any) -> float:
     return time.perf_counter() - started
 
 
-def fill(plan: Plan, start: int, stop: int, parts: int, progress: Any) -> tuple[FillTimes, float]:
-    """Store and process pages ``[start, stop)`` in ``parts`` processes; (their summed times, wall s)."""
+def fill(
+    plan: Plan, start: int, stop: int, parts: int, progress: Any, *, only: list[int] | None = None
+) -> tuple[FillTimes, float]:
+    """Store and process pages ``[start, stop)`` (or just the numbers ``only`` of them) in ``parts``
+    processes; (their summed times, wall s)."""
+    if only is None:
+        slices = [list(numbers_between(start, stop, part, parts)) for part in range(parts)]
+    else:
+        chosen = sorted(n for n in only if start <= n < stop)
+        slices = [chosen[part::parts] for part in range(parts)]
+    total_pages = sum(len(s) for s in slices)
     context = multiprocessing.get_context("spawn")
     counter = context.Value("q", 0)
     results = context.Queue()
     started = time.perf_counter()
     processes = [
-        context.Process(target=_fill_part, args=(plan, start, stop, part, parts, counter, results))
-        for part in range(parts)
+        context.Process(target=_fill_part, args=(plan, numbers, start + part, counter, results))
+        for part, numbers in enumerate(slices)
     ]
     for p in processes:
         p.start()
-    _watch(processes, counter, stop - start, f"filling pages {start:,}-{stop:,}", progress)
+    what = f"filling pages {start:,}-{stop:,}" if only is None else f"filling {total_pages:,} planted pages"
+    _watch(processes, counter, total_pages, what, progress)
     total = FillTimes()
     for _ in processes:
         total.add(results.get(timeout=60))

@@ -71,6 +71,7 @@ from benchmarks._scale_fill import (
     register_registry,
     settle_filled,
 )
+from benchmarks._scale_replicate import replicate
 from benchmarks._tables import print_table
 from benchmarks.pipeline_throughput import (
     CORPUS,
@@ -211,7 +212,18 @@ def run_registry(
             "register_registry_s": round(register_seconds, 1),
         }
         started = time.monotonic()
-        times, wall = fill(plan, filled, size, args.fill_processes, progress)
+        if args.replicate_from and size > args.replicate_from:
+            if filled < args.replicate_from:
+                raise SystemExit(f"--replicate-from {args.replicate_from:,} must be one of --sizes")
+            progress(f"{label}: replicating pages {filled:,}-{size:,} from the first {args.replicate_from:,}")
+            registered = [new_work_of_size(sizes, s) for s in sizes if s < size]
+            row["replicated"] = replicate(
+                libpq_dsn(database_url), args.replicate_from, filled, size, planted, registered, progress
+            )
+            # the new works' planted pages among the copied numbers, through the product's fill
+            times, wall = fill(plan, filled, size, args.fill_processes, progress, only=list(planted))
+        else:
+            times, wall = fill(plan, filled, size, args.fill_processes, progress)
         filled = size
         row["fill"] = {
             "pages": times.pages,
@@ -283,7 +295,9 @@ def report(
             [
                 f"{r['size']:,}",
                 f"{r['registry']:,}",
-                r["fill"]["pages_per_second"],
+                f"copied in {r['replicated']['seconds']:.0f} s"
+                if "replicated" in r
+                else r["fill"]["pages_per_second"],
                 r["settle"]["wall_s"],
                 r["crawl"]["pages_per_second"],
                 f"{slowdown:.2f}x",
@@ -296,7 +310,9 @@ def report(
             ]
         )
     print_table(
-        "Per size (fill: pages/s of the bulk path; settle: every filled site settled, as its crawl would; "
+        "Per size (fill: pages/s of the bulk path, or the seconds the pages past --replicate-from took to "
+        "copy; "
+        "settle: every filled site settled, as its crawl would; "
         "crawl: `fptrack crawl` of a fresh site, 2 workers; "
         "slowdown: pages/s at the first size over this one; compare: process_pages per page, wall, and CPU "
         "less fingerprinting; new work: `fptrack works add` of a 1M-character work until its matches are "
@@ -403,6 +419,12 @@ def main() -> None:
         default=os.environ.get("FPTRACK_BENCH_SCALE_REDIS_URL", "redis://127.0.0.1:6379/12"),
         help="Redis broker of the fresh crawl's workers (a queue of this run's own)",
     )
+    parser.add_argument(
+        "--replicate-from", type=int, default=0, metavar="PAGES",
+        help="sizes past PAGES (one of --sizes, a multiple of 20,000) are made by copying the pages filled "
+        "below it, rows and all, under new numbers, and filling only the new works' planted pages "
+        "(benchmarks/_scale_replicate.py); 0: every size through the product's fill (default)",
+    )  # fmt: skip
     parser.add_argument("--generated-text", action="store_true", help="random Han text instead of the corpus")
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and the databases")
