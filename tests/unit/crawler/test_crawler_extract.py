@@ -481,3 +481,29 @@ def test_a_sentence_with_a_spliced_address_and_an_ad_word_keeps_the_sentence() -
         _AD_WORD_SENTENCE,
         *PARAGRAPHS[1:],
     ]
+
+
+# Pieces spliced addresses and notices are made of, and the prose around them: what the search for addresses
+# only in runs of address characters (extract._cut_addresses) must cut exactly as the whole-text search did.
+_ADDRESS_PIECES = st.sampled_from(
+    [
+        "www", "ｗｗｗ", "w w w", "http://", "ｈｔｔｐｓ：／／", ".", "．", "。", " ", "\u3000", "-", "－",
+        "biquge", "ｂｉｑｕｇｅ", "a", "7", "com", "ｃｏｍ", "c o m", "la", "net",
+        "(", "（", "【", ")", "）", "】", "[", "]", ":", "/",
+        "他推开木门", "海风", "，", "！", "第12章",
+        "加入书签", "投推荐票", "章节错误，点此举报", "本章未完，点击下一页继续阅读",
+        "www.biquge.la", "ｗｗｗ．ｂｉｑｕｇｅ．ｃｏｍ", "w w w . b i q u g e . c o m", "m.xyz.net",
+        "biquge.la", "http://www.abc.com", "（ｗｗｗ．ｘｓ．ｃｃ）", "ｗ ww ． xxx ． ｃom",
+    ]
+)  # fmt: skip
+
+
+@given(st.lists(_ADDRESS_PIECES, max_size=40).map("".join))
+@settings(max_examples=400)
+def test_addresses_are_cut_as_the_whole_text_search_cuts_them(text: str) -> None:
+    from fptrack.crawler import extract
+
+    assert extract._cut_addresses(text) == extract._SPLICED_ADDRESS.sub("", text)
+    cut = extract._SPLICED_ADDRESS.sub("", text)
+    whole = extract._NOTICE.sub("", cut)
+    assert extract._cut_spliced(text) == (text if whole == text else tidy_whitespace(whole))
