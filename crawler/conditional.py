@@ -14,20 +14,33 @@ lead to them are fetched in full, and their new links found. Requests rendered i
 (crawler/render.py) are never conditional.
 
 A site crawl does not request most known chapter pages at all (crawler/known.py); the conditional requests
-are for those it still fetches (a chapter whose copy is due for a re-check, a page that failed before)."""
+are for those it still fetches (a chapter whose copy is due for a re-check, a page that failed before).
+
+The validators of a site's stored pages are read in one query, in a thread, when the crawl first asks for one
+of its pages at the depth limit (:meth:`crawler.store.PageStore.site_validators`), and looked up in memory
+after that: a new site costs one empty query, not one per chapter page. A site holding more than
+:data:`SITE_VALIDATORS_MAX` pages with validators is asked page by page instead (what every request did
+before); a site whose read fails too."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from scrapy.crawler import Crawler
 from scrapy.http import Request
+from twisted.internet.defer import Deferred
 
 from fptrack.crawler.pipelines import HOOKS_SETTING, CrawlHooks
+from fptrack.storage.sites import site_of
 
-__all__ = ["CONDITIONAL", "ConditionalRequests"]
+__all__ = ["CONDITIONAL", "SITE_VALIDATORS_MAX", "ConditionalRequests"]
+
+logger = logging.getLogger(__name__)
 
 CONDITIONAL = "fptrack_conditional"  # request meta key: validators were sent with this request
+SITE_VALIDATORS_MAX = 200_000  # a site's validators held in memory (~40 MB of URLs); past it, read per page
+_PER_PAGE = None  # a site's entry when its validators are read page by page
 
 
 class ConditionalRequests:
@@ -37,6 +50,10 @@ class ConditionalRequests:
     def __init__(self, crawler: Crawler, store: Any) -> None:
         self.crawler = crawler
         self.store = store
+        # site key -> its pages' validators by URL (or _PER_PAGE), once read
+        self._sites: dict[str, dict[str, tuple[str, str]] | None] = {}
+        # site key -> the requests waiting while its validators are read
+        self._waiting: dict[str, list[Deferred[None]]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalRequests:
@@ -54,13 +71,10 @@ class ConditionalRequests:
         limit = getattr(self.crawler.spider, "depth", None)
         if limit is None or request.meta.get("depth", 0) < limit:
             return
-        from scrapy.utils.defer import maybe_deferred_to_future
-        from twisted.internet.threads import deferToThread
-
         from fptrack.crawler.spiders import REQUESTED_URL
 
         url = request.meta.get(REQUESTED_URL, request.url)
-        etag, last_modified = await maybe_deferred_to_future(deferToThread(self.store.validators, url))
+        etag, last_modified = await self._validators(url)
         if not etag and not last_modified:
             return
         if etag:
@@ -70,3 +84,34 @@ class ConditionalRequests:
         request.meta[CONDITIONAL] = True
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value("fptrack/conditional_requests")
+
+    async def _validators(self, url: str) -> tuple[str, str]:
+        """``(etag, last_modified)`` stored for ``url``: from its site's validators, read once (the requests
+        arriving meanwhile wait for that read), or from the page itself."""
+        from scrapy.utils.defer import maybe_deferred_to_future
+        from twisted.internet.threads import deferToThread
+
+        site = site_of(url)
+        if site not in self._sites:
+            waiting = self._waiting.get(site)
+            if waiting is not None:  # another request is reading them
+                ready: Deferred[None] = Deferred()
+                waiting.append(ready)
+                await maybe_deferred_to_future(ready)
+            else:
+                self._waiting[site] = []
+                try:
+                    read = deferToThread(self.store.site_validators, site, SITE_VALIDATORS_MAX)
+                    self._sites[site] = await maybe_deferred_to_future(read)
+                except Exception as error:  # noqa: BLE001 - page by page, as before
+                    logger.warning("cannot read the validators of %s (%s); asking per page", site, error)
+                    self._sites[site] = _PER_PAGE
+                finally:
+                    self._sites.setdefault(site, _PER_PAGE)  # cancelled: page by page
+                    for ready in self._waiting.pop(site):
+                        ready.callback(None)
+        known = self._sites[site]
+        if known is not _PER_PAGE:
+            return known.get(url, ("", ""))
+        result: tuple[str, str] = await maybe_deferred_to_future(deferToThread(self.store.validators, url))
+        return result

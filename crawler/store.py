@@ -11,9 +11,9 @@ and is compared again (its matches keep their history). A page that was stored a
 task, a dead worker) is handed on again whatever its content.
 
 Conditional re-crawls (:mod:`crawler.conditional`): a page's ``ETag`` and ``Last-Modified`` are stored with it
-(:meth:`PageStore.validators` reads them back for the next request); a ``304 Not Modified`` answer keeps the
-page as stored (text, fingerprints, matches, ``compared_at``), moves its ``fetched_at`` and counts as
-unchanged.
+(:meth:`PageStore.site_validators` reads a site's back in bulk for the next crawl's requests); a ``304 Not
+Modified`` answer keeps the page as stored (text, fingerprints, matches, ``compared_at``), moves its
+``fetched_at`` and counts as unchanged.
 
 Raw exchanges (issue 21): a page handed on with its HTTP exchange (:class:`storage.exchanges.RawExchange`,
 captured by :class:`crawler.pipelines.PersistPipeline`) keeps it in the same transaction when it is to be
@@ -41,7 +41,7 @@ from fptrack.storage.db import retry_in_session
 from fptrack.storage.exchanges import RawExchange, keep_exchanges, prune_exchanges
 from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.match_life import GONE_STATUSES, Observation, keep_versions, observe
-from fptrack.storage.models import Match, Page, utcnow
+from fptrack.storage.models import Match, Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of
 
 __all__ = ["PageStore", "StoreCounts"]
@@ -144,6 +144,27 @@ class PageStore:
             return (str(row[0] or ""), str(row[1] or "")) if row is not None else ("", "")
 
         return retry_in_session(self.sessions, read, what=f"reading the validators of {url}")
+
+    def site_validators(self, site: str, limit: int) -> dict[str, tuple[str, str]] | None:
+        """The stored pages of ``site`` (a site key) with validators: URL -> ``(etag, last_modified)``, in one
+        query; None when the site has more than ``limit`` of them (then :meth:`validators` per page)."""
+
+        def read(session: Session) -> dict[str, tuple[str, str]] | None:
+            rows = session.execute(
+                select(Page.url, Page.etag, Page.last_modified)
+                .join(Site, Site.id == Page.site_id)
+                .where(
+                    Site.host == site,
+                    Page.status == 200,
+                    (Page.etag != "") | (Page.last_modified != ""),
+                )
+                .limit(limit + 1)
+            ).all()
+            if len(rows) > limit:
+                return None
+            return {str(url): (str(etag or ""), str(modified or "")) for url, etag, modified in rows}
+
+        return retry_in_session(self.sessions, read, what=f"reading the validators of {site}")
 
     def _store(self, batch: list[CrawledPage], exchanges: Mapping[str, RawExchange] | None = None) -> None:
         # A database restarted meanwhile costs a pause, not the batch: the write is an upsert, safe to run

@@ -120,3 +120,45 @@ def test_second_crawl_gets_304s_and_an_edit_is_compared_again(settings: Settings
         assert {
             tuple(r) for r in _query(settings, select(Match.id, Match.page_id, Match.first_seen))
         } == matches_before
+
+
+def test_a_sites_validators_are_read_at_once_and_only_its_own(settings: Settings) -> None:
+    """What the conditional requests of a crawl read when they first meet a site: its pages stored from a 200
+    with an ETag or a Last-Modified, the same pairs the per-page read gives; none past the limit (then the
+    requests ask page by page)."""
+    from fptrack.crawler.pages import CrawledPage
+    from fptrack.crawler.store import PageStore
+    from fptrack.storage.db import session_factory
+    from fptrack.storage.models import utcnow
+    from fptrack.storage.sites import site_of
+
+    def fetch(url: str, status: int = 200, etag: str = "", modified: str = "") -> CrawledPage:
+        return CrawledPage(url=url, final_url=url, status=status, encoding="utf-8", title="", text=url * 3,
+                           content_sha256=url, snapshot_sha256=url, fetched_at=utcnow(), etag=etag,
+                           last_modified=modified)  # fmt: skip
+
+    engine = create_engine_for(settings)
+    try:
+        store = PageStore(session_factory(engine), job_id=None, dispatch=lambda ids: None, settings=settings)
+        a, b = "http://a.pirate.test", "http://b.pirate.test:8080"
+        for page in (
+            fetch(f"{a}/1.html", etag='"one"'),
+            fetch(f"{a}/2.html", modified="Tue, 24 Nov 2026 08:00:00 GMT"),
+            fetch(f"{a}/3.html"),  # no validators
+            fetch(f"{a}/4.html", status=404, etag='"gone"'),  # not a 200: nothing to send back
+            fetch(f"{b}/1.html", etag='"other site"'),
+        ):
+            store.add(page)
+        store.flush()
+        known = store.site_validators(site_of(f"{a}/"), 10)
+        assert known == {
+            f"{a}/1.html": ('"one"', ""),
+            f"{a}/2.html": ("", "Tue, 24 Nov 2026 08:00:00 GMT"),
+        }
+        assert all(store.validators(url) == pair for url, pair in known.items())
+        assert store.validators(f"{a}/3.html") == ("", "")
+        assert store.site_validators(site_of(f"{b}/"), 10) == {f"{b}/1.html": ('"other site"', "")}
+        assert store.site_validators(site_of(f"{a}/"), 1) is None  # more than the limit: page by page
+        assert store.site_validators("never.crawled.test", 10) == {}
+    finally:
+        engine.dispose()
