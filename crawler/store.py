@@ -249,7 +249,9 @@ class PageStore:
             )
         dialect = session.get_bind().dialect.name
         insert = pg_insert if dialect == "postgresql" else sqlite_insert
-        statement = insert(Page).values(rows)
+        # one statement for every batch, its rows as parameters (SQLAlchemy's "insertmanyvalues"): compiled
+        # once and cached, where a VALUES clause of the batch's rows was compiled anew for each batch
+        statement = insert(Page)
         new = statement.excluded
         unchanged = (Page.content_sha256 == new.content_sha256) & (Page.status == new.status)
         upsert = statement.on_conflict_do_update(
@@ -290,7 +292,7 @@ class PageStore:
         answered: dict[int, int] = {}  # page id -> the status it answered, for pages gone or in error
         kept: list[tuple[int, RawExchange]] = []  # the exchanges a match may rest on (module docstring)
         exchanges = exchanges or {}
-        for page_id, url, compared_at in session.execute(upsert):
+        for page_id, url, compared_at in session.execute(upsert, rows):
             fetched, held = by_stored_url[url], before.get(url)
             if held is not None:
                 if fetched.status != 200:
