@@ -128,14 +128,16 @@ def replicate(
     skip_numbers: Iterable[int],
     registered_works: Iterable[int],
     progress: Callable[[str], None],
+    *,
+    host_pages: int = HOST_PAGES,
 ) -> dict[str, float]:
     """Copy the generated pages numbered below ``base``, everything hanging off them and their sites, into the
     numbers ``[start, stop)`` (both multiples of ``base``), leaving out ``skip_numbers`` (pages the caller
-    makes itself); the pages planted for ``registered_works`` are copied too. Returns per table the rows
-    added, and ``seconds``."""
-    if base % HOST_PAGES or start % base or stop % base or start < base:
+    makes itself); the pages planted for ``registered_works`` are copied too. ``host_pages``: the generator's
+    pages per host (tests use fewer). Returns per table the rows added, and ``seconds``."""
+    if base % host_pages or start % base or stop % base or start < base:
         raise ValueError(
-            f"--replicate-from {base:,} must be a multiple of {HOST_PAGES:,} dividing {start:,} and {stop:,}"
+            f"--replicate-from {base:,} must be a multiple of {host_pages:,} dividing {start:,} and {stop:,}"
         )
     started = time.monotonic()
     skip = sorted(n for n in set(skip_numbers) if start <= n < stop)
@@ -151,7 +153,7 @@ def replicate(
         page_url = PAGE_URL.format(works="|".join(map(str, sorted(registered_works))) or "-")
         site_filter = (
             f"id < {offsets['sites']} AND host ~ '{PIRATE_HOST}' AND "
-            f"substring(host from 'pirate([0-9]{{3}})')::int < {base // HOST_PAGES}"
+            f"substring(host from 'pirate([0-9]{{3}})')::int < {base // host_pages}"
         )
         rounds = range(start // base, stop // base)
         for k in rounds:
@@ -191,9 +193,9 @@ def replicate(
                             referenced = table.references[column]
                             values.append(f"{quoted} + {k * offsets[referenced]}")
                         elif table.name in ("sites", "pages") and column == "host":
-                            values.append(_new_host(quoted, shift // HOST_PAGES))
+                            values.append(_new_host(quoted, shift // host_pages))
                         elif table.name == "pages" and column in ("url", "final_url"):
-                            host = _new_host("host", shift // HOST_PAGES)
+                            host = _new_host("host", shift // host_pages)
                             number = NUMBER.format(quoted, shift)
                             values.append(f"'http://' || {host} || '/book/' || {number} || '.html'")
                         else:
