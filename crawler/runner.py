@@ -61,6 +61,7 @@ PROTECTED_SCRAPY_SETTINGS = frozenset(
         "DOWNLOAD_HANDLERS",
         "SPIDER_MIDDLEWARES",
         "EXTENSIONS",
+        "EXTENSIONS_BASE",
         "TWISTED_REACTOR",
         "BOT_NAME",
         # a distributed crawl's frontier (crawler.distributed)
@@ -113,6 +114,13 @@ def check_options(options: CrawlOptions) -> None:
         raise CrawlError(f"--allow-private-host: {error}") from None
 
 
+def _scrapy_extensions_base() -> dict[str, int]:
+    from scrapy.settings import default_settings
+
+    off = ("scrapy.extensions.remote_control.", "scrapy.extensions.telnet.")
+    return {name: at for name, at in default_settings.EXTENSIONS_BASE.items() if not name.startswith(off)}
+
+
 STATIC_SCRAPY_SETTINGS: Mapping[str, Any] = MappingProxyType(
     {
         "BOT_NAME": "fptrack",
@@ -143,6 +151,10 @@ STATIC_SCRAPY_SETTINGS: Mapping[str, Any] = MappingProxyType(
             # answers a 429
             "fptrack.crawler.pacing.PaceRequests": 560,
         },
+        # Scrapy's own extensions but its remote control and telnet console, both off (below): a class named
+        # in EXTENSIONS is imported even when mapped to None, and the remote control's brings aiohttp (0.4 s
+        # of every crawl's start-up)
+        "EXTENSIONS_BASE": _scrapy_extensions_base(),
         "EXTENSIONS": {
             "fptrack.crawler.middlewares.SkipBinaryBodies": 100,
             "fptrack.crawler.render.RenderStats": 110,

@@ -128,3 +128,18 @@ def test_the_kept_head_still_tells_an_uninitialised_database(tmp_path: Path) -> 
         "not initialised",
         "fptrack init",
     )
+
+
+def test_a_crawl_does_not_load_scrapys_remote_control_or_telnet(tmp_path: Path) -> None:
+    """Both are off in every crawl; a class named in Scrapy's extension settings is imported even when mapped
+    off, so they are left out of the base list (the remote control's import brings aiohttp: 0.4 s)."""
+    from tests.support.sites import Page, serve_site
+
+    assert fptrack(tmp_path, "init").returncode == 0
+    with serve_site({"/": Page.html("<html><body><p>一页。</p></body></html>")}) as base:
+        modules = _modules_after(
+            tmp_path, "crawl", base + "/", "--depth", "0", "-q", FPTRACK_ALLOW_PRIVATE_HOSTS="127.0.0.1"
+        )
+    assert "scrapy.crawler" in modules and "fptrack.crawler.runner" in modules  # it did crawl
+    unwanted = ("aiohttp", "scrapy.extensions.remote_control", "scrapy.extensions.telnet", "twisted.conch")
+    assert not modules & set(unwanted), modules & set(unwanted)
