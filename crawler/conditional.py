@@ -29,7 +29,8 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 from scrapy.http import Request
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredLock
+from twisted.python.failure import Failure
 
 from fptrack.crawler.pipelines import HOOKS_SETTING, CrawlHooks
 from fptrack.storage.sites import site_of
@@ -52,8 +53,8 @@ class ConditionalRequests:
         self.store = store
         # site key -> its pages' validators by URL (or _PER_PAGE), once read
         self._sites: dict[str, dict[str, tuple[str, str]] | None] = {}
-        # site key -> the requests waiting while its validators are read
-        self._waiting: dict[str, list[Deferred[None]]] = {}
+        # one read at a time: the requests arriving while a site's validators are read wait for that read
+        self._reading = DeferredLock()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalRequests:
@@ -86,32 +87,33 @@ class ConditionalRequests:
             self.crawler.stats.inc_value("fptrack/conditional_requests")
 
     async def _validators(self, url: str) -> tuple[str, str]:
-        """``(etag, last_modified)`` stored for ``url``: from its site's validators, read once (the requests
-        arriving meanwhile wait for that read), or from the page itself."""
+        """``(etag, last_modified)`` stored for ``url``: from its site's validators, read once, or from the
+        page itself."""
         from scrapy.utils.defer import maybe_deferred_to_future
         from twisted.internet.threads import deferToThread
 
         site = site_of(url)
         if site not in self._sites:
-            waiting = self._waiting.get(site)
-            if waiting is not None:  # another request is reading them
-                ready: Deferred[None] = Deferred()
-                waiting.append(ready)
-                await maybe_deferred_to_future(ready)
-            else:
-                self._waiting[site] = []
-                try:
-                    read = deferToThread(self.store.site_validators, site, SITE_VALIDATORS_MAX)
-                    self._sites[site] = await maybe_deferred_to_future(read)
-                except Exception as error:  # noqa: BLE001 - page by page, as before
-                    logger.warning("cannot read the validators of %s (%s); asking per page", site, error)
-                    self._sites[site] = _PER_PAGE
-                finally:
-                    self._sites.setdefault(site, _PER_PAGE)  # cancelled: page by page
-                    for ready in self._waiting.pop(site):
-                        ready.callback(None)
+            await maybe_deferred_to_future(self._reading.run(self._read_site, site))
         known = self._sites[site]
         if known is not _PER_PAGE:
             return known.get(url, ("", ""))
         result: tuple[str, str] = await maybe_deferred_to_future(deferToThread(self.store.validators, url))
         return result
+
+    def _read_site(self, site: str) -> Deferred[None] | None:
+        """Read ``site``'s validators in a thread into :attr:`_sites`, unless a request before read them."""
+        from twisted.internet.threads import deferToThread
+
+        if site in self._sites:
+            return None
+
+        def keep(known: dict[str, tuple[str, str]] | None) -> None:
+            self._sites[site] = known
+
+        def per_page(failure: Failure) -> None:  # page by page, as before
+            logger.warning("cannot read the validators of %s (%s); asking per page", site, failure.value)
+            self._sites[site] = _PER_PAGE
+
+        read = deferToThread(self.store.site_validators, site, SITE_VALIDATORS_MAX)
+        return read.addCallbacks(keep, per_page)
