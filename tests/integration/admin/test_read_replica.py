@@ -157,11 +157,15 @@ def pair() -> Iterator[Pair]:
 
 
 def _wait_for_replay(pair: Pair, timeout: float = 60) -> None:
-    """Wait until the standby has replayed everything the primary has written so far."""
+    """Wait until the standby has replayed everything the primary has written so far.
+
+    The target is the primary's insert position, not its write position: the primary commits without waiting
+    for the flush (``synchronous_commit=off``), so a commit just made may still sit in its WAL buffers, past
+    ``pg_current_wal_lsn()``, and a wait for that position could end before the commit reaches the standby."""
     primary, standby = pair.primary.engine(), pair.standby.engine()
     try:
         with primary.connect() as connection:
-            target = connection.scalar(text("SELECT pg_current_wal_lsn()"))
+            target = connection.scalar(text("SELECT pg_current_wal_insert_lsn()"))
         deadline = time.monotonic() + timeout
         with standby.connect() as connection:
             while True:
