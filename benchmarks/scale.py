@@ -62,7 +62,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._scale_data import Planted, Registry, fresh_site, new_work_of_size, planted_copies
+from benchmarks._scale_data import HOST_PAGES, Planted, Registry, fresh_site, new_work_of_size, planted_copies
 from benchmarks._scale_fill import (
     Plan,
     compare_probe,
@@ -443,6 +443,15 @@ def main() -> None:
         parser.error("need --sizes of at least 1,000 pages and --registry of at least 1 chapter")
     if args.crawl_pages < 2 or args.fill_processes < 1 or args.crawl_runs < 1:
         parser.error("need --crawl-pages >= 2, --crawl-runs >= 1 and --fill-processes >= 1")
+    if args.replicate_from and (
+        args.replicate_from not in sizes
+        or args.replicate_from % HOST_PAGES
+        or any(s % args.replicate_from for s in sizes if s > args.replicate_from)
+    ):
+        parser.error(
+            f"--replicate-from must be one of --sizes, a multiple of {HOST_PAGES:,} (the pages of a host), "
+            "dividing every larger size"
+        )
 
     started = time.monotonic()
     info = machine()

@@ -136,6 +136,12 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
         # an earlier template
         affected = sorted(set(holding) & (_pages_with_matches(session, holding) | was_masked))
     previously = sorted(was_masked - set(affected))
+    if _stored_template(session, site_id) == template:
+        # the template has not changed since the site last settled: a page masked then was compared ignoring
+        # this very template and has kept its text since (a changed text is stored unmasked,
+        # crawler.store.PageStore), so comparing it again would give its verdicts back. A re-crawl that
+        # changed a few pages of a 20,000-page site compares those, not the site's every copy again.
+        affected = [page_id for page_id in affected if page_id not in was_masked]
     frozen = frozenset(template)
     _recompare(session, affected, settings, frozen)
     _recompare(session, previously, settings, None)
@@ -214,20 +220,26 @@ def _quoting(session: Session, template: Collection[int]) -> set[int]:
     return set(code_holders(session, _KIND, template, owner="chapter")) if template else set()
 
 
+def _stored_template(session: Session, site_id: int) -> set[int] | None:
+    """The template stored at the site's last settling (``None``: never settled with one), whether or not it
+    still stands."""
+    settled = select(Site.template_codes).where(Site.id == site_id, Site.settled_at.is_not(None))
+    stored = session.scalar(settled)
+    return None if stored is None else set(np.frombuffer(bytes(stored), dtype="<i8").tolist())
+
+
 def _settled_template(session: Session, site_id: int) -> set[int] | None:
     """The template stored at the site's last settling, if it still stands: no page of the site compared
     since (a page compared later may change it, and marks the site for settling again)."""
-    settled_at, stored = session.execute(
-        select(Site.settled_at, Site.template_codes).where(Site.id == site_id)
-    ).one_or_none() or (None, None)
-    if settled_at is None or stored is None:
+    settled_at = session.scalar(select(Site.settled_at).where(Site.id == site_id))
+    if settled_at is None:
         return None
     changed = session.scalar(
         select(Page.id).where(Page.site_id == site_id, Page.compared_at > settled_at).limit(1)
     )
     if changed is not None:
         return None
-    return set(np.frombuffer(bytes(stored), dtype="<i8").tolist())
+    return _stored_template(session, site_id)
 
 
 def _site_template(

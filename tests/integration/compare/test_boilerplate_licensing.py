@@ -264,3 +264,39 @@ def test_a_site_quoting_a_new_work_on_every_page_sends_only_its_copies_to_be_com
     pages = {"copy": copy, "other": other} | {f"site{i}": page for i, page in enumerate(many)}
     assert _answer(session, pages) == {"copy": [(1, "flagged")], "other": [(2, "flagged")]}
     session.commit()
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["template-unchanged", "settled-whole"])
+def test_a_site_settled_again_with_its_template_unchanged_compares_only_its_new_pages(
+    session: Session, settings: Settings, stored: bool
+) -> None:
+    """A re-crawl that adds pages to a settled site whose template quotes a work: the pages compared ignoring
+    that template at the last settling keep their verdicts (comparing them again would give the same), only
+    the new ones are compared again; the answer is the one of settling the site whole."""
+    work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+    service.index_work(session, work.work_id, settings)
+    chapters = demo_chapters("lighthouse.txt")
+    slogan = chapters[1][100:400]
+    rng = random.Random(13)
+    site_pages = _template_site(session, rng, slogan, "again.test", 8)
+    copy = _page(session, "http://again.test/copy.html", f"本站推荐：{slogan}\n" + chapters[0])
+    _process(session, settings, *site_pages, copy)
+    site_id = copy.site_id
+    assert site_id is not None
+    first = settle_site(session, site_id, settings)
+    assert (first.recompared, first.masked) == (9, 9)  # every page holds the quote and was flagged for it
+
+    late = _page(session, "http://again.test/late.html", f"本站推荐：{slogan}\n" + _filler(rng, 700))
+    late_copy = _page(session, "http://again.test/copy3.html", f"本站推荐：{slogan}\n" + chapters[2])
+    _process(session, settings, late, late_copy)
+    assert _flagged(session, late) == [(2, "flagged")]  # judged alone until the site settles again
+    if not stored:
+        session.execute(update(Site).where(Site.id == site_id).values(template_codes=None))
+    again = settle_site(session, site_id, settings)
+    assert again.template_codes == first.template_codes
+    assert again.recompared == (2 if stored else 11)
+    pages = {f"site{i}": page for i, page in enumerate(site_pages)} | {
+        "late": late, "copy": copy, "late_copy": late_copy
+    }  # fmt: skip
+    assert _answer(session, pages) == {"copy": [(1, "flagged")], "late_copy": [(3, "flagged")]}
+    session.commit()
