@@ -119,12 +119,22 @@ def _load_parts(session: Session, site_id: int) -> dict[str, ChainPart]:
 
 
 def settle_chains(
-    session: Session, site_id: int, settings: Settings, *, template: Collection[int] = ()
+    session: Session,
+    site_id: int,
+    settings: Settings,
+    *,
+    template: Collection[int] = (),
+    unchanged: bool = False,
 ) -> int:
     """Compare the site's multi-page chapters joined and record their matches on their first pages (see the
     module docstring); drop the machine-made "multipage" matches that no longer hold. Returns the number of
-    chains."""
-    chains = chains_of(_load_parts(session, site_id))
+    chains.
+
+    ``unchanged``: no page of the site changed since it last settled (:func:`compare.templates.settle_pages`),
+    so that settling left multi-page matches only on today's chains (the others it dropped, or they have a
+    history and stay): only those pages' matches are looked at, not every match of a 20,000-page site."""
+    parts = _load_parts(session, site_id)
+    chains = chains_of(parts)
     now = utcnow()
     kept: set[int] = set()
     licences: dict[int, list[str]] = {}
@@ -151,7 +161,9 @@ def settle_chains(
             session.flush()
             kept.add(int(match.id))
     rest_on_page(session, kept)
-    _drop_stale(session, site_id, kept)
+    _drop_stale(
+        session, site_id, kept, among=[part.page_id for part in parts.values()] if unchanged else None
+    )
     return len(chains)
 
 
@@ -185,18 +197,25 @@ def _record(
     return match
 
 
-def _drop_stale(session: Session, site_id: int, kept: set[int]) -> None:
-    """Machine-made "multipage" matches of the site's pages that this settling did not find again and that
-    nothing else ever recorded (no check, takedown, review or kept evidence): false positives of an earlier
-    settling. The others stay; their page's re-check follows them."""
-    rows = session.execute(
-        select(
-            Match.id, Match.methods, Match.status, Match.recheck_state, Match.taken_down_at,
-            Match.down_seen_at, Match.evidence_version_id,
-        )
-        .join(Page, Page.id == Match.page_id)
-        .where(Page.site_id == site_id)
-    ).all()  # fmt: skip
+def _drop_stale(
+    session: Session, site_id: int, kept: set[int], *, among: Sequence[int] | None = None
+) -> None:
+    """Machine-made "multipage" matches of the site's pages (of ``among`` only, when given) that this settling
+    did not find again and that nothing else ever recorded (no check, takedown, review or kept evidence):
+    false positives of an earlier settling. The others stay; their page's re-check follows them."""
+    columns = (
+        Match.id, Match.methods, Match.status, Match.recheck_state, Match.taken_down_at, Match.down_seen_at,
+        Match.evidence_version_id,
+    )  # fmt: skip
+    if among is None:
+        query = select(*columns).join(Page, Page.id == Match.page_id).where(Page.site_id == site_id)
+        rows = list(session.execute(query))
+    else:
+        rows = [
+            row
+            for chunk in id_chunks(among)
+            for row in session.execute(select(*columns).where(Match.page_id.in_(chunk)))
+        ]
     machine_made = MatchStatus.machine_made()
     stale = [
         int(row.id)

@@ -115,7 +115,9 @@ class SettledSite:
     site_id: int
     pages: int
     template_codes: int
-    quoting_codes: int  # template hashes that registered chapters hold too
+    quoting_codes: (
+        int  # template hashes that registered chapters hold too (settle_pages: of those its pages hold)
+    )
     recompared: int
     masked: int
     chains: int = 0  # chapters split over pages, compared joined
@@ -180,15 +182,19 @@ def settle_pages(session: Session, site_id: int, page_ids: Sequence[int], settin
     if stored is None:
         _recompare(session, page_ids, settings, None)
         return settle_site(session, site_id, settings)
-    quoting = _quoting(session, stored)
+    codes = load_page_codes(session, page_ids)
+    template = np.array(sorted(stored), dtype=np.int64)
+    # a page holds a quote when it holds a template hash a registered chapter holds: only the hashes these
+    # pages hold are looked up among the chapters (a site's template may hold thousands; a few pages, few)
+    held = np.unique(np.concatenate(list(codes.values()))) if codes else np.empty(0, dtype=np.int64)
+    quoting = _quoting(session, template[np.isin(template >> TEMPLATE_KEY_SHIFT, held)].tolist())
     holding: set[int] = set()
     if quoting:
-        keys = template_keys(np.array(sorted(quoting), dtype=np.int64))
-        holding = set(_pages_holding_any(load_page_codes(session, page_ids), keys))
+        holding = set(_pages_holding_any(codes, template_keys(np.array(sorted(quoting), dtype=np.int64))))
     frozen = frozenset(stored)
     _recompare(session, [p for p in page_ids if p in holding], settings, frozen)
     _recompare(session, [p for p in page_ids if p not in holding], settings, None)
-    chains = settle_chains(session, site_id, settings, template=frozen)
+    chains = settle_chains(session, site_id, settings, template=frozen, unchanged=True)
     session.execute(update(Site).where(Site.id == site_id).values(settled_at=utcnow()))
     return SettledSite(site_id, len(page_ids), len(stored), len(quoting), len(page_ids), len(holding), chains)
 

@@ -12,9 +12,10 @@ from sqlalchemy.orm import Session
 from fptrack.cli.demo import DEMO_DATA
 from fptrack.compare import service
 from fptrack.compare.multipage import MULTIPAGE_METHOD
-from fptrack.compare.templates import settle_site
+from fptrack.compare.templates import settle_pages, settle_site
 from fptrack.compare.works import register_work_file
 from fptrack.core.settings import Settings
+from fptrack.jobs.pipeline import index_and_recheck
 from fptrack.storage.models import Match, Page
 from fptrack.storage.sites import site_ids, site_of
 from tests.support.multipage import CONTINUED, demo_chapter_slices
@@ -99,4 +100,30 @@ def test_the_parts_joined_match_and_alone_do_not(session: Session, settings: Set
     service.process_pages(session, [pages[URLS[0]].id], settings)
     settle_site(session, pages[URLS[0]].site_id or 0, settings)
     assert [(url, chapter) for url, chapter, _, _ in _matches(session)] == [(URLS[1], 1)]
+    session.commit()
+
+
+def test_a_work_registered_after_the_site_settled_finds_its_chapter_on_the_parts_joined(
+    session: Session, settings: Settings
+) -> None:
+    """Registration compares the site's chains again with its stored template (compare.templates.settle_pages:
+    the site unchanged since it settled), and finds the joined chapter as settling the site whole would; a
+    second registration keeps it."""
+    pages = _store(session, [0, 1, 2])
+    service.process_pages(session, [p.id for p in pages.values()], settings)
+    site_id = pages[URLS[0]].site_id or 0
+    settle_site(session, site_id, settings)
+    assert _matches(session) == []  # no work registered yet
+    work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+    candidates = service.index_work(session, work.work_id, settings)
+    assert set(candidates) & {p.id for p in pages.values()}, "no part of the chain is a candidate"
+    index_and_recheck(session, work.work_id, settings)
+    found = _matches(session)
+    assert [(url, chapter, methods[-1]) for url, chapter, methods, _ in found] == [
+        (URLS[0], 1, MULTIPAGE_METHOD)
+    ]
+    other = register_work_file(session, DEMO_DATA / "rainy_night.txt")
+    index_and_recheck(session, other.work_id, settings)
+    settle_pages(session, site_id, [pages[URLS[1]].id], settings)  # as if a part were its candidate
+    assert _matches(session) == found
     session.commit()
