@@ -16,7 +16,8 @@ A page's verdicts are a function of its text, the registry and (once its site ha
 
 from __future__ import annotations
 
-from collections import defaultdict
+import hashlib
+from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -61,6 +62,7 @@ from fptrack.storage.simhash_index import simhash_candidates
 
 __all__ = [
     "ChapterInfo",
+    "Recomparison",
     "Verdict",
     "compare_document",
     "index_work",
@@ -504,24 +506,83 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
     return outcomes
 
 
+class Recomparison:
+    """The texts one pass of comparing stored pages again has compared (a newly registered work's candidates,
+    site by site: :func:`jobs.pipeline.index_and_recheck`), so that a text many pages serve (mirrors, one
+    chapter under several URLs) is fingerprinted and compared once.
+
+    A verdict is a function of the text, the hashes ignored on it and the registry, which does not change
+    during the pass: it is kept by the text's SHA-256 and the hashes ignored (a site's template, one object
+    for all its pages). Up to ``max_documents`` fingerprints are kept for texts compared again with other
+    hashes ignored (about 95 KB each for a 6,000-character page), the most recently used."""
+
+    def __init__(self, *, max_documents: int = 256) -> None:
+        self.max_documents = max_documents
+        self._documents: OrderedDict[bytes, TextFingerprints] = OrderedDict()
+        self._verdicts: dict[tuple[bytes, frozenset[int]], list[Verdict]] = {}
+        self._ignored: dict[frozenset[int], frozenset[int]] = {}
+        self.compared = 0  # (text, ignored hashes) pairs compared
+        self.reused = 0  # pages given a verdict compared before
+
+    def verdicts(
+        self, session: Session, texts: Sequence[str], ignored: Sequence[frozenset[int]], settings: Settings
+    ) -> list[list[Verdict]]:
+        """The verdicts of each text with the matching hashes ignored, comparing only what is not known."""
+        # one object per distinct set of hashes ignored: a key found by an equal set, not the same object,
+        # costs a comparison of every hash (sites copied whole share their template)
+        sets: dict[int, frozenset[int]] = {}
+        for codes in ignored:
+            if id(codes) not in sets:
+                sets[id(codes)] = self._ignored.setdefault(codes, codes)
+        keys = [
+            (hashlib.sha256(text.encode("utf-8")).digest(), sets[id(codes)])
+            for text, codes in zip(texts, ignored, strict=True)
+        ]
+        missing: dict[tuple[bytes, frozenset[int]], str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key not in self._verdicts:
+                missing.setdefault(key, text)
+        self.reused += len(keys) - len(missing)
+        if missing:
+            documents = [self._document(digest, text) for (digest, _), text in missing.items()]
+            found = _compare_batch(session, documents, settings, ignored=[codes for _, codes in missing])
+            self._verdicts.update(zip(missing, found, strict=True))
+            self.compared += len(missing)
+        return [list(self._verdicts[key]) for key in keys]
+
+    def _document(self, digest: bytes, text: str) -> TextFingerprints:
+        document = self._documents.pop(digest, None) or fingerprint_text(text, CONTRACT)
+        self._documents[digest] = document
+        while len(self._documents) > self.max_documents:
+            self._documents.popitem(last=False)
+        return document
+
+
 def recompare_pages(
     session: Session,
     page_ids: Sequence[int],
     settings: Settings,
     *,
     ignored: Mapping[int, Collection[int]] | None = None,
+    recomparison: Recomparison | None = None,
 ) -> list[PageOutcome]:
     """Compare already fingerprinted pages again (new works registered, their site settled).
 
     ``ignored``: page id -> the site-template winnowing hashes (signed) to ignore on that page; pages not in
     it are compared with nothing of their site ignored (and marked so: the next settling of their site decides
-    again, :func:`compare.templates.settle_site`)."""
+    again, :func:`compare.templates.settle_site`). ``recomparison``: what this pass has compared already (a
+    text served by several pages is compared once); by default, this call's own."""
     rows = _lock_pages(session, page_ids, pending_only=False)
     if not rows:
         return []
     ignored = ignored or {}
-    documents = [fingerprint_text(text, CONTRACT) for _, _, text in rows]
-    verdicts = _compare_batch(session, documents, settings, ignored=[ignored.get(i, ()) for i, _, _ in rows])
+    recomparison = recomparison if recomparison is not None else Recomparison()
+    verdicts = recomparison.verdicts(
+        session,
+        [text for _, _, text in rows],
+        [frozenset(ignored.get(i, ())) for i, _, _ in rows],
+        settings,
+    )
     outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts, settings)
     masked = {i for i, codes in ignored.items() if codes}
     _mark_compared(session, [i for i, _, _ in rows if i in masked], template_masked=True)

@@ -26,7 +26,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from fptrack.compare.multipage import settle_chains
-from fptrack.compare.service import recompare_pages
+from fptrack.compare.service import Recomparison, recompare_pages
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.pipeline import fingerprint_text
@@ -123,7 +123,9 @@ class SettledSite:
     chains: int = 0  # chapters split over pages, compared joined
 
 
-def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSite:
+def settle_site(
+    session: Session, site_id: int, settings: Settings, *, recomparison: Recomparison | None = None
+) -> SettledSite:
     """Decide the site's template from all its fingerprinted pages and compare again, ignoring it, the pages
     whose matches could rest on a template quoting a registered work (and, without it, pages that ignored an
     earlier template the site no longer has). Idempotent: settling again with the same pages changes
@@ -145,8 +147,8 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
         # changed a few pages of a 20,000-page site compares those, not the site's every copy again.
         affected = [page_id for page_id in affected if page_id not in was_masked]
     frozen = frozenset(template)
-    _recompare(session, affected, settings, frozen)
-    _recompare(session, previously, settings, None)
+    _recompare(session, affected, settings, frozen, recomparison)
+    _recompare(session, previously, settings, None, recomparison)
     # chapters split over pages, compared joined: after the pages' own verdicts, which they add to
     # (compare.multipage)
     chains = settle_chains(session, site_id, settings, template=frozen)
@@ -166,7 +168,14 @@ def settle_site(session: Session, site_id: int, settings: Settings) -> SettledSi
     )
 
 
-def settle_pages(session: Session, site_id: int, page_ids: Sequence[int], settings: Settings) -> SettledSite:
+def settle_pages(
+    session: Session,
+    site_id: int,
+    page_ids: Sequence[int],
+    settings: Settings,
+    *,
+    recomparison: Recomparison | None = None,
+) -> SettledSite:
     """Compare again some pages of a settled site, as :func:`settle_site` would leave them, without settling
     the whole site: what a newly registered work does with the stored pages that may copy it.
 
@@ -180,8 +189,8 @@ def settle_pages(session: Session, site_id: int, page_ids: Sequence[int], settin
     compared."""
     stored = _settled_template(session, site_id)
     if stored is None:
-        _recompare(session, page_ids, settings, None)
-        return settle_site(session, site_id, settings)
+        _recompare(session, page_ids, settings, None, recomparison)
+        return settle_site(session, site_id, settings, recomparison=recomparison)
     codes = load_page_codes(session, page_ids)
     template = np.array(sorted(stored), dtype=np.int64)
     # a page holds a quote when it holds a template hash a registered chapter holds: only the hashes these
@@ -192,8 +201,8 @@ def settle_pages(session: Session, site_id: int, page_ids: Sequence[int], settin
     if quoting:
         holding = set(_pages_holding_any(codes, template_keys(np.array(sorted(quoting), dtype=np.int64))))
     frozen = frozenset(stored)
-    _recompare(session, [p for p in page_ids if p in holding], settings, frozen)
-    _recompare(session, [p for p in page_ids if p not in holding], settings, None)
+    _recompare(session, [p for p in page_ids if p in holding], settings, frozen, recomparison)
+    _recompare(session, [p for p in page_ids if p not in holding], settings, None, recomparison)
     chains = settle_chains(session, site_id, settings, template=frozen, unchanged=True)
     session.execute(update(Site).where(Site.id == site_id).values(settled_at=utcnow()))
     return SettledSite(site_id, len(page_ids), len(stored), len(quoting), len(page_ids), len(holding), chains)
@@ -213,12 +222,17 @@ _RECOMPARE_CHUNK = 64
 
 
 def _recompare(
-    session: Session, page_ids: Sequence[int], settings: Settings, template: frozenset[int] | None
+    session: Session,
+    page_ids: Sequence[int],
+    settings: Settings,
+    template: frozenset[int] | None,
+    recomparison: Recomparison | None = None,
 ) -> None:
+    recomparison = recomparison if recomparison is not None else Recomparison()
     for start in range(0, len(page_ids), _RECOMPARE_CHUNK):
         chunk = page_ids[start : start + _RECOMPARE_CHUNK]
         ignored = {page_id: template for page_id in chunk} if template is not None else None
-        recompare_pages(session, chunk, settings, ignored=ignored)
+        recompare_pages(session, chunk, settings, ignored=ignored, recomparison=recomparison)
 
 
 def _quoting(session: Session, template: Collection[int]) -> set[int]:

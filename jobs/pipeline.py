@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from fptrack.compare.service import index_work, recompare_pages
+from fptrack.compare.service import Recomparison, index_work, recompare_pages
 from fptrack.compare.templates import settle_pages, settle_site
 from fptrack.core.settings import Settings
 from fptrack.storage.fingerprints import id_chunks
@@ -69,12 +69,14 @@ def index_and_recheck(session: Session, work_id: int, settings: Settings) -> int
     for chunk in id_chunks(candidates):
         for page_id, site_id in session.execute(select(Page.id, Page.site_id).where(Page.id.in_(chunk))):
             by_site[site_id].append(int(page_id))
+    recomparison = Recomparison()  # a text on many pages (mirrors) is compared once
     for site_id, page_ids in sorted(by_site.items(), key=lambda item: item[0] or 0):
         if site_id is None:
             for start in range(0, len(page_ids), RECHECK_BATCH):
-                recompare_pages(session, page_ids[start : start + RECHECK_BATCH], settings)
+                chunk = page_ids[start : start + RECHECK_BATCH]
+                recompare_pages(session, chunk, settings, recomparison=recomparison)
         else:
-            settle_pages(session, site_id, sorted(page_ids), settings)
+            settle_pages(session, site_id, sorted(page_ids), settings, recomparison=recomparison)
     session.execute(update(Work).where(Work.id == work_id).values(indexed_at=utcnow()))
     return _pages_copying(session, candidates, work_id)
 

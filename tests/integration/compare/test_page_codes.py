@@ -4,7 +4,11 @@ a page leaves nothing behind, and revision 0016 converts a database written by t
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
+
 import numpy as np
+import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
@@ -15,6 +19,7 @@ from fptrack.compare.works import register_work_file
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.jobs.pipeline import index_and_recheck
+from fptrack.storage import code_index
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.fingerprints import load_page_codes, load_page_samples, page_code_row
 from fptrack.storage.housekeeping import count_orphans, delete_pages
@@ -57,6 +62,44 @@ def test_a_work_registered_after_the_crawl_finds_its_copies_through_the_sample(
     session.commit()
     found = {(m.page_id, m.chapter.index) for m in session.scalars(select(Match))}
     assert found == {(copy, 2), (quoted, 2)}
+
+
+def test_a_text_on_many_pages_is_read_and_compared_once(
+    session: Session, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mirrors: one chapter served by four pages, three stored with the hash of their text and one without. A
+    new work's look-up reads the sample of one page a text (a page without a hash is a text of its own) and
+    answers every page; comparing them again compares the text once and records the copy on all four."""
+    body = "首页 > 小说\n" + demo_chapters("lighthouse.txt")[1] + "\n下一章"
+    mirrors = [_page(session, f"http://m{i}.test/book/2.html", body) for i in range(3)]
+    alone = _page(session, "http://solo.test/book/2.html", body)
+    unrelated = _page(session, "http://news.test/1.html", NEWS)
+    for page_id in mirrors:
+        session.get_one(Page, page_id).content_sha256 = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    service.process_pages(session, [*mirrors, alone, unrelated], settings)
+    work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+    service.index_work(session, work.work_id, settings)
+
+    sample = load_page_samples(session, [alone])[alone]
+    read: list[int] = []
+
+    def reading(session: Session, page_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        read.extend(page_ids)
+        return load_page_samples(session, page_ids)
+
+    monkeypatch.setattr(code_index, "load_page_samples", reading)
+    shared = code_index.pages_sharing(session, sample.tolist())
+    assert sorted(read) == sorted([min(mirrors), alone])
+    assert sorted(shared) == sorted([*mirrors, alone])
+    assert all(np.array_equal(codes, sample) for codes in shared.values())
+
+    recomparison = service.Recomparison()
+    service.recompare_pages(session, [*mirrors, alone, unrelated], settings, recomparison=recomparison)
+    assert (recomparison.compared, recomparison.reused) == (2, 3)  # the chapter's text once, the news once
+    spans = {m.page_id: (m.chapter.index, m.spans) for m in session.scalars(select(Match))}
+    assert sorted(spans) == sorted([*mirrors, alone])
+    assert len({str(found) for found in spans.values()}) == 1
+    session.commit()
 
 
 def test_site_templates_are_decided_on_the_full_winnowing_codes(session: Session, settings: Settings) -> None:
