@@ -27,7 +27,12 @@ How it stays correct:
   died is not compared twice, and matches are upserts keyed by (page, chapter) besides. A child that confirms
   nothing for ``FPTRACK_STALL_SECONDS`` while the crawl waits for it (hung, stopped) is killed, and its
   batches compared here.
-- **Drained before settling.** :meth:`CompareProcess.finish` sends the end of the work, waits until every
+- **Shared at the end.** The child is sent at most :data:`IN_FLIGHT` batches ahead of its confirmations; the
+  others wait in the crawl process. When the crawl has stored its last page, its own thread compares the
+  waiting batches alongside the child (which is topped up as it confirms), instead of idling while the child
+  drains a backlog alone (~3 s of a 1,000-page crawl on 2 cores, ``benchmarks/pipeline_throughput.py``). A
+  batch is compared by one process only: the child gets it, or the crawl takes it, never both.
+- **Drained before settling.** :meth:`CompareProcess.finish` then sends the end of the work, waits until every
   batch is confirmed (or compared here), and joins the child; only then do the crawl's sites settle.
 - **SQLite.** The crawl's store and the child write to one file: each waits for the other through the busy
   timeout (:func:`storage.db.create_engine_for`), and a batch is tried again whole while "database is locked"
@@ -48,6 +53,7 @@ import multiprocessing
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -62,6 +68,9 @@ __all__ = ["CompareProcess", "compare_batch", "compare_in_child"]
 
 log = logging.getLogger(__name__)
 
+IN_FLIGHT = 2
+"""Batches sent to the child and not confirmed yet, at most: one it compares, one waiting in the pipe so that
+it never waits for the next; the rest wait in the crawl process, which compares some of them at the end."""
 STOP_SECONDS = 5.0
 """How long :meth:`CompareProcess.stop` lets the child end after SIGTERM before killing it."""
 POLL_SECONDS = 0.5
@@ -109,9 +118,11 @@ class CompareProcess:
         self._process: BaseProcess | None = None
         self._connection: Connection | None = None
         self._unconfirmed: dict[int, list[int]] = {}  # batch number -> its page ids, sent and not confirmed
+        self._waiting: deque[list[int]] = deque()  # committed batches not sent yet (IN_FLIGHT are out)
         self._next_batch = 0
         self.confirmed = 0  # pages of the batches the child confirmed
         self.compared_here = 0  # pages of the batches compared again in the crawl's thread
+        self.shared_here = 0  # pages of the waiting batches the crawl's thread compared at the end
         self.died = ""  # why the child is gone before its work was done ('' while it is not)
 
     def start(self) -> None:
@@ -147,22 +158,29 @@ class CompareProcess:
         return self._connection is not None and not self.died
 
     def submit(self, page_ids: list[int]) -> None:
-        """Send a committed batch to the child; compare it here when the child is gone."""
+        """Hand a committed batch to the child (sent at once, or when it has confirmed enough); compare it
+        here when the child is gone."""
         with self._lock:
             if self.in_use:
-                self._collect(wait=0.0)
-            if self.in_use:
-                assert self._connection is not None
-                batch = self._next_batch
-                self._next_batch += 1
-                self._unconfirmed[batch] = list(page_ids)
-                try:
-                    self._connection.send((batch, page_ids))
-                    return
-                except OSError as error:  # the child's end is closed: it died
-                    self._lost(f"{type(error).__name__}: {error}")
-                    del self._unconfirmed[batch]  # compared below, with this thread's error if it fails
+                self._waiting.append(list(page_ids))
+                self._collect(wait=0.0)  # confirmations read, the child topped up
+                return
             self._compare_here(page_ids)
+
+    def _send_waiting(self) -> None:
+        """Send waiting batches while the child has fewer than :data:`IN_FLIGHT` unconfirmed."""
+        while self._waiting and self.in_use and len(self._unconfirmed) < IN_FLIGHT:
+            assert self._connection is not None
+            page_ids = self._waiting.popleft()
+            batch = self._next_batch
+            self._next_batch += 1
+            self._unconfirmed[batch] = page_ids
+            try:
+                self._connection.send((batch, page_ids))
+            except OSError as error:  # the child's end is closed: it died
+                del self._unconfirmed[batch]
+                self._waiting.appendleft(page_ids)  # compared by _lost, with the rest
+                self._lost(f"{type(error).__name__}: {error}")
 
     def finish(self) -> None:
         """Send the end of the work, wait until every batch sent is confirmed (or, the child gone or stalled,
@@ -170,6 +188,14 @@ class CompareProcess:
         with self._lock:
             if self._connection is None:
                 return
+            # the crawl has stored its last page: the batches still waiting are compared by both processes,
+            # the child topped up as it confirms, this thread taking the next one meanwhile
+            while self._waiting and not self.died:
+                self._collect(wait=0.0)
+                if self._waiting and not self.died:
+                    page_ids = self._waiting.popleft()
+                    self.compare_here(page_ids)
+                    self.shared_here += len(page_ids)
             if not self.died:
                 try:
                     self._connection.send(None)
@@ -186,13 +212,15 @@ class CompareProcess:
 
     def stop(self) -> None:
         """End the child now, whatever it holds (an interrupted or failed crawl: a batch it was comparing
-        rolls back and stays for the sweep). Idempotent; also after :meth:`finish`."""
+        rolls back and, with the batches still waiting here, stays for the sweep). Idempotent; also after
+        :meth:`finish`."""
         with self._lock:
             self._close(terminate=True)
 
     def _collect(self, wait: float) -> None:
         """Read the child's answers (waiting up to ``wait`` seconds for the first); notice it died."""
         assert self._connection is not None
+        self._send_waiting()
         try:
             ready = self._connection.poll(wait)
             while ready:
@@ -209,6 +237,8 @@ class CompareProcess:
             process = self._process
             if process is not None and process.exitcode is not None and not self._connection.poll(0):
                 self._lost("ended")
+                return
+        self._send_waiting()
 
     def _answered(self, answer: tuple[str, int, str]) -> None:
         outcome, batch, error = answer
@@ -251,8 +281,9 @@ class CompareProcess:
             self.died = f"exit code {code}"
         else:
             self.died = why
-        left = [page_ids for _, page_ids in sorted(self._unconfirmed.items())]
+        left = [page_ids for _, page_ids in sorted(self._unconfirmed.items())] + list(self._waiting)
         self._unconfirmed.clear()
+        self._waiting.clear()
         log.warning("compare stage: the child process died (%s); comparing its %d unconfirmed page(s) and "
                     "the crawl's next pages in this process", self.died, sum(map(len, left)))  # fmt: skip
         for page_ids in left:

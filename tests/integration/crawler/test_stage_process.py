@@ -276,6 +276,58 @@ def test_a_child_that_stops_answering_is_killed_and_its_batches_compared_here(
         engine.dispose()
 
 
+def test_at_the_end_the_crawl_compares_the_batches_still_waiting_beside_the_child(
+    sqlite_settings: Settings,
+) -> None:
+    """The child is sent at most IN_FLIGHT batches ahead of its confirmations; at the end the crawl's thread
+    compares the batches still waiting instead of leaving them to the child. Here the child is stopped
+    (SIGSTOP) before its first batch: of three batches two are sent, the crawl compares the third at
+    ``finish`` (shared), then, the child stalled, the two it held (the fall-back); every page once."""
+    import hashlib
+    from datetime import UTC, datetime
+
+    from fptrack.crawler.pages import CrawledPage
+    from fptrack.crawler.store import PageStore
+    from fptrack.jobs import tasks
+    from fptrack.jobs.stage_process import IN_FLIGHT, CompareProcess, compare_batch
+
+    settings = sqlite_settings.with_overrides(stall_seconds=1.0)
+    _register(settings)
+    engine = create_engine_for(settings)
+    try:
+        store = PageStore(session_factory(engine), job_id=None, dispatch=lambda ids: None, settings=settings)
+        for number, chapter in enumerate(LIGHT[:3]):
+            url = f"http://127.0.0.1:9/{number}.html"
+            digest = hashlib.sha256(chapter.encode()).hexdigest()
+            page = CrawledPage(
+                url=url, final_url=url, status=200, encoding="utf-8", title=url, text=chapter,
+                content_sha256=digest, snapshot_sha256="", fetched_at=datetime.now(UTC),
+            )  # fmt: skip
+            store.add(page)
+        store.flush()
+        ids = sorted(store.counts.page_ids)
+        assert len(ids) == 3 and IN_FLIGHT == 2
+        tasks.configure(settings)
+        stage = CompareProcess(settings, lambda page_ids: compare_batch(tasks, page_ids))
+        stage.start()
+        assert stage.pid is not None
+        try:
+            os.kill(stage.pid, signal.SIGSTOP)
+            for page_id in ids:
+                stage.submit([page_id])
+            assert stage.compared_here == stage.shared_here == 0  # two sent, one waiting
+            stage.finish()
+        finally:
+            stage.stop()
+        assert stage.shared_here == 1  # the waiting one, compared by the crawl's thread at the end
+        assert stage.compared_here == 2 and stage.died == "stalled for 1 s, killed"  # the two the child held
+        with Session(engine) as session:
+            assert session.scalars(select(Page.id).where(Page.compared_at.is_(None))).all() == []
+            assert session.scalar(select(func.count(Match.id))) == 3
+    finally:
+        engine.dispose()
+
+
 @pytest.mark.parametrize("how", ["ctrl-c to the process group", "sigterm to the crawl"])
 def test_stopping_the_crawl_leaves_no_compare_process(sqlite_settings: Settings, how: str) -> None:
     _register(sqlite_settings)
