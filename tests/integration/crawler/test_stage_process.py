@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA
@@ -225,16 +225,32 @@ def _deliver_again(settings: Settings) -> None:
         compare_batch(tasks, ids[start : start + tasks.PAGES_PER_TASK])
 
 
-def test_a_child_that_stops_answering_is_killed_and_its_batches_compared_here(
-    sqlite_settings: Settings,
-) -> None:
-    """A child that confirms nothing for ``stall_seconds`` while batches wait (here: stopped, SIGSTOP, before
-    its first batch) is killed when the crawl waits for it, and the crawl compares its batches itself."""
+def _store_chapters(settings: Settings, engine: Engine) -> list[int]:
+    """The three chapters of LIGHT stored through the crawl's store, not compared: their page ids."""
     import hashlib
     from datetime import UTC, datetime
 
     from fptrack.crawler.pages import CrawledPage
     from fptrack.crawler.store import PageStore
+
+    store = PageStore(session_factory(engine), job_id=None, dispatch=lambda ids: None, settings=settings)
+    for number, chapter in enumerate(LIGHT[:3]):
+        url = f"http://127.0.0.1:9/{number}.html"
+        digest = hashlib.sha256(chapter.encode()).hexdigest()
+        page = CrawledPage(
+            url=url, final_url=url, status=200, encoding="utf-8", title=url, text=chapter,
+            content_sha256=digest, snapshot_sha256="", fetched_at=datetime.now(UTC),
+        )  # fmt: skip
+        store.add(page)
+    store.flush()
+    return sorted(store.counts.page_ids)
+
+
+def test_a_child_that_stops_answering_is_killed_and_its_batches_compared_here(
+    sqlite_settings: Settings,
+) -> None:
+    """A child that confirms nothing for ``stall_seconds`` while batches wait (here: stopped, SIGSTOP, before
+    its first batch) is killed when the crawl waits for it, and the crawl compares its batches itself."""
     from fptrack.jobs import tasks
     from fptrack.jobs.stage_process import CompareProcess, compare_batch
 
@@ -242,18 +258,7 @@ def test_a_child_that_stops_answering_is_killed_and_its_batches_compared_here(
     _register(settings)
     engine = create_engine_for(settings)
     try:
-        sessions = session_factory(engine)
-        store = PageStore(sessions, job_id=None, dispatch=lambda ids: None, settings=settings)  # not compared
-        for number, chapter in enumerate(LIGHT[:3]):
-            url = f"http://127.0.0.1:9/{number}.html"
-            digest = hashlib.sha256(chapter.encode()).hexdigest()
-            page = CrawledPage(
-                url=url, final_url=url, status=200, encoding="utf-8", title=url, text=chapter,
-                content_sha256=digest, snapshot_sha256="", fetched_at=datetime.now(UTC),
-            )  # fmt: skip
-            store.add(page)
-        store.flush()
-        ids = sorted(store.counts.page_ids)
+        ids = _store_chapters(settings, engine)
         tasks.configure(settings)
         stage = CompareProcess(settings, lambda page_ids: compare_batch(tasks, page_ids))
         stage.start()
@@ -283,11 +288,6 @@ def test_at_the_end_the_crawl_compares_the_batches_still_waiting_beside_the_chil
     compares the batches still waiting instead of leaving them to the child. Here the child is stopped
     (SIGSTOP) before its first batch: of three batches two are sent, the crawl compares the third at
     ``finish`` (shared), then, the child stalled, the two it held (the fall-back); every page once."""
-    import hashlib
-    from datetime import UTC, datetime
-
-    from fptrack.crawler.pages import CrawledPage
-    from fptrack.crawler.store import PageStore
     from fptrack.jobs import tasks
     from fptrack.jobs.stage_process import IN_FLIGHT, CompareProcess, compare_batch
 
@@ -295,17 +295,7 @@ def test_at_the_end_the_crawl_compares_the_batches_still_waiting_beside_the_chil
     _register(settings)
     engine = create_engine_for(settings)
     try:
-        store = PageStore(session_factory(engine), job_id=None, dispatch=lambda ids: None, settings=settings)
-        for number, chapter in enumerate(LIGHT[:3]):
-            url = f"http://127.0.0.1:9/{number}.html"
-            digest = hashlib.sha256(chapter.encode()).hexdigest()
-            page = CrawledPage(
-                url=url, final_url=url, status=200, encoding="utf-8", title=url, text=chapter,
-                content_sha256=digest, snapshot_sha256="", fetched_at=datetime.now(UTC),
-            )  # fmt: skip
-            store.add(page)
-        store.flush()
-        ids = sorted(store.counts.page_ids)
+        ids = _store_chapters(settings, engine)
         assert len(ids) == 3 and IN_FLIGHT == 2
         tasks.configure(settings)
         stage = CompareProcess(settings, lambda page_ids: compare_batch(tasks, page_ids))
