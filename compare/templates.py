@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 from sqlalchemy import select, update
@@ -115,9 +116,8 @@ class SettledSite:
     site_id: int
     pages: int
     template_codes: int
-    quoting_codes: (
-        int  # template hashes that registered chapters hold too (settle_pages: of those its pages hold)
-    )
+    # template hashes that registered chapters hold too (settle_pages: of those the pages it compares hold)
+    quoting_codes: int
     recompared: int
     masked: int
     chains: int = 0  # chapters split over pages, compared joined
@@ -191,7 +191,7 @@ def settle_pages(
     if stored is None:
         _recompare(session, page_ids, settings, None, recomparison)
         return settle_site(session, site_id, settings, recomparison=recomparison)
-    codes = load_page_codes(session, page_ids)
+    codes = load_page_codes(session, page_ids) if stored else {}
     template = np.array(sorted(stored), dtype=np.int64)
     # a page holds a quote when it holds a template hash a registered chapter holds: only the hashes these
     # pages hold are looked up among the chapters (a site's template may hold thousands; a few pages, few)
@@ -243,23 +243,29 @@ def _quoting(session: Session, template: Collection[int]) -> set[int]:
 def _stored_template(session: Session, site_id: int) -> set[int] | None:
     """The template stored at the site's last settling (``None``: never settled with one), whether or not it
     still stands."""
-    settled = select(Site.template_codes).where(Site.id == site_id, Site.settled_at.is_not(None))
-    stored = session.scalar(settled)
-    return None if stored is None else set(np.frombuffer(bytes(stored), dtype="<i8").tolist())
+    return _last_settling(session, site_id)[1]
 
 
 def _settled_template(session: Session, site_id: int) -> set[int] | None:
     """The template stored at the site's last settling, if it still stands: no page of the site compared
     since (a page compared later may change it, and marks the site for settling again)."""
-    settled_at = session.scalar(select(Site.settled_at).where(Site.id == site_id))
-    if settled_at is None:
+    settled_at, stored = _last_settling(session, site_id)
+    if stored is None:
         return None
     changed = session.scalar(
         select(Page.id).where(Page.site_id == site_id, Page.compared_at > settled_at).limit(1)
     )
-    if changed is not None:
-        return None
-    return _stored_template(session, site_id)
+    return None if changed is not None else stored
+
+
+def _last_settling(session: Session, site_id: int) -> tuple[datetime | None, set[int] | None]:
+    """When the site last settled and the template it stored then (``None``, ``None``: never settled)."""
+    settled_at, stored = session.execute(
+        select(Site.settled_at, Site.template_codes).where(Site.id == site_id)
+    ).one_or_none() or (None, None)
+    if settled_at is None or stored is None:
+        return settled_at, None
+    return settled_at, set(np.frombuffer(bytes(stored), dtype="<i8").tolist())
 
 
 def _site_template(
