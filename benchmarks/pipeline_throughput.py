@@ -99,7 +99,7 @@ from benchmarks._pipeline_site import (
 )
 from benchmarks._pirate_web import paragraphs_of, random_edits
 from benchmarks._tables import print_table
-from tests.support.sites import serve_site
+from tests.support.sites import SiteURL, serve_site
 
 CORPUS = Path(os.environ.get("FPTRACK_CORPUS", ROOT.parent / "shared" / "corpus"))
 MODES = {  # name: (label, backend, workers)
@@ -418,7 +418,8 @@ def bare_spider_main(url: str, depth: int, max_pages: int, concurrency: int) -> 
 def run_bare_scrapy(site: PipelineSite, base: str, concurrency: int) -> dict[str, Any]:
     """Wall seconds and pages of the bare spider on the site, as a subprocess (start-up included)."""
     progress(f"bare Scrapy: crawling {len(site.pages)} pages")
-    started = time.perf_counter()
+    first_request = len(base.request_times) if isinstance(base, SiteURL) else 0
+    started, since = time.perf_counter(), time.monotonic()
     completed = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--bare-spider", base + "/", "--bare-depth",
          str(site.depth), "--bare-max-pages", str(len(site.pages) + 10), "--concurrency", str(concurrency)],
@@ -432,7 +433,26 @@ def run_bare_scrapy(site: PipelineSite, base: str, concurrency: int) -> dict[str
     counts = json.loads(completed.stdout.strip().splitlines()[-1])
     pages = int(counts["pages"])
     progress(f"bare Scrapy: {pages} pages in {wall:.1f}s ({pages / wall:.2f} pages/s)")
-    return {**counts, "seconds": round(wall, 2), "pages_per_second": round(pages / wall, 3) if wall else 0.0}
+    return {
+        **counts,
+        "seconds": round(wall, 2),
+        "pages_per_second": round(pages / wall, 3) if wall else 0.0,
+        "phases": phases(base, first_request, since, time.monotonic()),
+    }
+
+
+def phases(base: str, first_request: int, started: float, ended: float) -> dict[str, float]:
+    """Where a run's wall went, read from the site's request log (``time.monotonic()`` of each request):
+    ``start`` from the process's start to its first request, ``fetch`` from its first request to its last,
+    ``after`` from its last request to the process's end."""
+    times = base.request_times[first_request:] if isinstance(base, SiteURL) else []
+    if not times:
+        return {}
+    return {
+        "start": round(times[0] - started, 2),
+        "fetch": round(times[-1] - times[0], 2),
+        "after": round(ended - times[-1], 2),
+    }
 
 
 # ------------------------------------------------------------------------------------------------ modes
@@ -452,6 +472,7 @@ class ModeResult:
     database_url: str = ""
     skipped: str = ""
     worker_tasks: list[int] = field(default_factory=list)  # fingerprint tasks each worker finished
+    phases: dict[str, float] = field(default_factory=dict)  # start, fetch, after: see phases()
 
     @property
     def pages_per_second(self) -> float:
@@ -495,12 +516,14 @@ def run_mode(
     crawl_args = ("crawl", base + "/", "--depth", str(site.depth), "--max-pages", str(max_pages), "-q")
     timeout = 600 + 20 * len(site.pages)
     progress(f"{mode}: crawling {len(site.pages)} pages")
+    first_request = len(base.request_times) if isinstance(base, SiteURL) else 0
     if worker_count:
         queue = f"fptrack_bench_{os.getpid()}"
         env.update(FPTRACK_BROKER_URL=args.redis, FPTRACK_TASK_QUEUE=queue)
         try:
             with workers(env, worker_count, data_dir):
                 crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
+                ended = time.monotonic()  # the crawl's own wall: the workers' start and stop are not in it
         finally:
             for name in (
                 queue,
@@ -514,6 +537,8 @@ def run_mode(
         env.pop("FPTRACK_BROKER_URL")
     else:
         crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
+        ended = time.monotonic()
+    result.phases = phases(base, first_request, ended - result.crawl_seconds, ended)
     summary = CRAWL_LINE.search(crawl.stdout)
     if summary is None:
         raise RuntimeError(f"no summary line in the crawl's output:\n{crawl.stdout[-2000:]}")
@@ -532,6 +557,10 @@ def run_mode(
         f"({result.pages_per_second:.2f} pages/s), {len(result.matches)} matches"
     )
     return result
+
+
+def _phase_cells(figures: dict[str, float]) -> list[str]:
+    return [f"{figures[k]:.2f}" if k in figures else "" for k in ("start", "fetch", "after")]
 
 
 def parity_report(site: PipelineSite, results: list[ModeResult]) -> dict[str, Any]:
@@ -951,8 +980,8 @@ def main() -> None:
     rows = []
     if bare:
         rows.append(
-            ["bare Scrapy (fetch + parse, keeps nothing)", "", f"{bare['seconds']:.1f}", bare["pages"], "",
-             f"{bare_pps:.2f}", "", "", "1.00", "", ""]
+            ["bare Scrapy (fetch + parse, keeps nothing)", "", f"{bare['seconds']:.1f}",
+             *_phase_cells(bare["phases"]), bare["pages"], "", f"{bare_pps:.2f}", "", "", "1.00", "", ""]
         )  # fmt: skip
     for r in results:
         if r.skipped:
@@ -965,6 +994,7 @@ def main() -> None:
                 MODES[r.mode][0],
                 f"{r.register_seconds:.1f}",
                 f"{r.crawl_seconds:.1f}",
+                *_phase_cells(r.phases),
                 r.pages_crawled,
                 r.failed,
                 f"{r.pages_per_second:.2f}",
@@ -977,9 +1007,11 @@ def main() -> None:
         )
     print_table(
         "End to end (wall time of `fptrack crawl` until it returns, start-up included; `works add` timed "
-        "apart, in-process in every mode; vs bare: pages/s over the bare Scrapy spider's, same site and run)",
-        ["mode", "register s", "crawl s", "pages", "failed", "pages/s", "target", "ratio", "vs bare",
-         "target", "worker tasks"],
+        "apart, in-process in every mode; vs bare: pages/s over the bare Scrapy spider's, same site and run; "
+        "the crawl's wall in three, from the site's log: start = to the first request, fetch = first to last "
+        "request, after = from the last request to the end)",
+        ["mode", "register s", "crawl s", "start", "fetch", "after", "pages", "failed", "pages/s", "target",
+         "ratio", "vs bare", "target", "worker tasks"],
         rows,
     )  # fmt: skip
 
@@ -1125,6 +1157,7 @@ def main() -> None:
                 "pages_per_second": round(r.pages_per_second, 3),
                 "matches": len(r.matches),
                 "worker_tasks": r.worker_tasks,
+                "phases": r.phases,
                 "ratio_to_bare_scrapy": round(r.pages_per_second / bare_pps, 3) if bare_pps else None,
             }
         )

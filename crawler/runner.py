@@ -12,6 +12,7 @@ and their order), and what :func:`scrapy_settings` derives from fptrack's settin
 from __future__ import annotations
 
 import copy
+import gc
 import logging
 import re
 import signal
@@ -324,6 +325,9 @@ def run_crawl(
         render=render,
         state=state,
     )
+    # What start-up made (modules, Scrapy's and the job's objects) lives as long as the process: frozen out of
+    # the collector's reach, so that a full collection during the crawl does not walk it again each time.
+    gc.freeze()
     with _stop_on_signals(process) as stopped:
         process.start(install_signal_handlers=False)
     if stopped:  # the spider may not have closed (forced stop): the crawl was interrupted all the same

@@ -31,7 +31,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -62,6 +62,9 @@ __all__ = ["CrawlOutcome", "HandOffError", "WaitProgress", "job_stats", "pace_li
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5
+WORKERS_POLL_SECONDS = 0.1
+"""How often a crawl asks which of its pages the workers still have to compare, once it has fetched them all;
+each time, only about the pages still pending at the last poll (a page compared stays compared)."""
 
 
 class HandOffError(FptrackError, RuntimeError):
@@ -134,6 +137,13 @@ class _Dispatcher:
                 return
             self.queued += len(chunk)
 
+    def compare_here(self, page_ids: list[int]) -> None:
+        """Compare the pages in this thread, a task's worth at a time, whatever the mode: the child, idle
+        after the crawl's batches, is not sent more."""
+        size = self.tasks.PAGES_PER_TASK
+        for start in range(0, len(page_ids), size):
+            compare_batch(self.tasks, page_ids[start : start + size])
+
     def _compare_here(self, chunk: list[int]) -> None:
         """The task's body, in this thread (:func:`jobs.stage_process.compare_batch`)."""
         compare_batch(self.tasks, chunk)
@@ -192,19 +202,16 @@ def run_crawl_job(
             stack.callback(child.stop)
             child.start()
         dispatcher = _Dispatcher(settings, tasks, child)
-        # One thread of this process stores each batch (and compares it, without a child) while Scrapy's
-        # thread goes on fetching and parsing (lxml, numpy and SQLite run outside the GIL).
-        local = None
-        if settings.tasks_in_process:
-            local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fptrack-store")
-            stack.callback(local.shutdown, wait=True, cancel_futures=True)
+        # One thread of this process stores each batch (and compares it, or hands it to the workers) while
+        # Scrapy's thread goes on fetching and parsing (lxml, numpy and the database drivers run outside the
+        # GIL). In Scrapy's thread, a batch's transaction and its hand-off (a round trip to the broker) held
+        # back every request meanwhile: 7.8 s of fetching 1,011 pages against 6.7 s without a broker
+        # (benchmarks/pipeline_throughput.py).
+        local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fptrack-store")
+        stack.callback(local.shutdown, wait=True, cancel_futures=True)
         store = PageStore(sessions, job_id=job_id, dispatch=dispatcher, executor=local, settings=settings)
-        if not settings.tasks_in_process and not workers_on_queue(settings.task_queue):
-            log.warning(
-                "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored "
-                "meanwhile; the crawl fails if none shows up while it waits)",
-                settings.task_queue,
-            )
+        if not settings.tasks_in_process:
+            _warn_when_no_worker(settings)
         if state is not None:
             stack.callback(state.close)  # harmless once the state is removed (the crawl ran to its end)
         # The whole job, not only the crawl, answers Ctrl+C and SIGTERM: during the crawl run_crawl stops
@@ -344,7 +351,11 @@ class _Job:
         if self.shared is not None:
             outcome.status = CrawlJobStatus.FINISHED.value
             return
-        _settle(self.sessions, self.store.counts.site_ids, self.settings)
+        child = self.dispatcher.child
+        if child is None or not child.settle(self.store.counts.site_ids):
+            _settle(self.sessions, self.store.counts.site_ids, self.settings)
+        if child is not None:
+            child.end()
         assert outcome.stats is not None  # crawled
         error = unfetched(outcome.stats, self.start_urls)
         if error:
@@ -636,7 +647,7 @@ def pace_line(stats: Mapping[str, Any] | None) -> str:
     return f"requests: {requests} ({', '.join(parts)})"
 
 
-def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:
+def _pending(sessions: sessionmaker[Session], page_ids: Collection[int]) -> list[int]:
     """The crawl's pages not compared yet (asked again while the database is restarted: the crawl waits)."""
 
     def read(session: Session) -> list[int]:
@@ -648,6 +659,22 @@ def _pending(sessions: sessionmaker[Session], page_ids: set[int]) -> list[int]:
         return sorted(int(p) for p in pending)
 
     return retry_in_session(sessions, read, what="counting the pages still to compare")
+
+
+def _warn_when_no_worker(settings: Settings) -> None:
+    """Warn, beside the crawl, when no worker consumes the task queue. Asked in a thread of its own: the
+    broker's answer takes its whole timeout (every worker may answer, however many there are: 2 s), which the
+    crawl would otherwise wait before its first request."""
+
+    def ask() -> None:
+        if not workers_on_queue(settings.task_queue):
+            log.warning(
+                "no worker consumes the queue %r yet: start one with `fptrack worker` (pages are stored "
+                "meanwhile; the crawl fails if none shows up while it waits)",
+                settings.task_queue,
+            )
+
+    threading.Thread(target=ask, name="fptrack-ask-workers", daemon=True).start()
 
 
 def _wait_for_workers(
@@ -664,8 +691,8 @@ def _wait_for_workers(
     while pending:
         if waiting is not None:
             waiting(WaitProgress(compared=queued - len(pending), queued=queued))
-        time.sleep(POLL_SECONDS)
-        pending = _pending(sessions, store.counts.page_ids)
+        time.sleep(WORKERS_POLL_SECONDS)
+        pending = _pending(sessions, pending)
         now = time.monotonic()
         if len(pending) != last_count:
             last_count, last_change = len(pending), now
@@ -705,7 +732,7 @@ def _compare_the_rest(
     pending = _pending(sessions, store.counts.page_ids)
     last_said = time.monotonic()
     while pending:
-        dispatcher(pending)  # in this thread: compares the pages nobody holds, skips the ones held
+        dispatcher.compare_here(pending)  # compares the pages nobody holds, skips the ones held
         pending = _pending(sessions, store.counts.page_ids)
         if not pending:
             return

@@ -28,12 +28,16 @@ How it stays correct:
   nothing for ``FPTRACK_STALL_SECONDS`` while the crawl waits for it (hung, stopped) is killed, and its
   batches compared here.
 - **Shared at the end.** The child is sent at most :data:`IN_FLIGHT` batches ahead of its confirmations; the
-  others wait in the crawl process. When the crawl has stored its last page, its own thread compares the
-  waiting batches alongside the child (which is topped up as it confirms), instead of idling while the child
-  drains a backlog alone (~3 s of a 1,000-page crawl on 2 cores, ``benchmarks/pipeline_throughput.py``). A
-  batch is compared by one process only: the child gets it, or the crawl takes it, never both.
-- **Drained before settling.** :meth:`CompareProcess.finish` then sends the end of the work, waits until every
-  batch is confirmed (or compared here), and joins the child; only then do the crawl's sites settle.
+  others wait in the crawl process. When the crawl has stored its last page and more than
+  :data:`SHARE_ABOVE` batches wait, its own thread compares the last of them while the child is sent the
+  others at once, instead of idling while the child drains a backlog alone (~3 s of a 1,000-page crawl on 2
+  cores, ``benchmarks/pipeline_throughput.py``). A batch is compared by one process only: the child gets it,
+  or the crawl takes it, never both.
+- **Drained, then settled in the child.** :meth:`CompareProcess.finish` waits until every batch is confirmed
+  (or compared here); only then do the crawl's sites settle, in the child (:meth:`CompareProcess.settle`),
+  which has the registry and the fingerprint code loaded, or in the crawl's process when the child is gone
+  or its settling failed (rolled back). :meth:`CompareProcess.end` then sends the end of the work, without
+  waiting for the child's exit.
 - **SQLite.** The crawl's store and the child write to one file: each waits for the other through the busy
   timeout (:func:`storage.db.create_engine_for`), and a batch is tried again whole while "database is locked"
   persists (:func:`storage.db.retry_while_unreachable`).
@@ -48,13 +52,14 @@ reactor and other threads, whose locks a forked child would inherit held.
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -71,6 +76,10 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = 2
 """Batches sent to the child and not confirmed yet, at most: one it compares, one waiting in the pipe so that
 it never waits for the next; the rest wait in the crawl process, which compares some of them at the end."""
+SHARE_ABOVE = 4
+"""At the end, the crawl's thread takes some of the waiting batches only when more than this many wait: its
+first comparison loads what the child holds already (the registry's codes, the tokenizer: ~0.6 s, two of the
+child's batches), which only a longer backlog repays."""
 STOP_SECONDS = 5.0
 """How long :meth:`CompareProcess.stop` lets the child end after SIGTERM before killing it."""
 POLL_SECONDS = 0.5
@@ -119,6 +128,7 @@ class CompareProcess:
         self._connection: Connection | None = None
         self._unconfirmed: dict[int, list[int]] = {}  # batch number -> its page ids, sent and not confirmed
         self._waiting: deque[list[int]] = deque()  # committed batches not sent yet (IN_FLIGHT are out)
+        self._window: int | None = IN_FLIGHT  # batches the child may hold unconfirmed (None: any, at the end)
         self._next_batch = 0
         self.confirmed = 0  # pages of the batches the child confirmed
         self.compared_here = 0  # pages of the batches compared again in the crawl's thread
@@ -168,8 +178,11 @@ class CompareProcess:
             self._compare_here(page_ids)
 
     def _send_waiting(self) -> None:
-        """Send waiting batches while the child has fewer than :data:`IN_FLIGHT` unconfirmed."""
-        while self._waiting and self.in_use and len(self._unconfirmed) < IN_FLIGHT:
+        """Send waiting batches while the child has fewer than :data:`IN_FLIGHT` unconfirmed (during the
+        crawl; at its end, all of them)."""
+        while self._waiting and self.in_use:
+            if self._window is not None and len(self._unconfirmed) >= self._window:
+                return
             assert self._connection is not None
             page_ids = self._waiting.popleft()
             batch = self._next_batch
@@ -183,32 +196,65 @@ class CompareProcess:
                 self._lost(f"{type(error).__name__}: {error}")
 
     def finish(self) -> None:
-        """Send the end of the work, wait until every batch sent is confirmed (or, the child gone or stalled,
-        compared here), and join the child."""
+        """Wait until every batch is confirmed (or, the child gone or stalled, compared here). The child
+        stays, idle, for :meth:`settle`; :meth:`end` lets it go."""
         with self._lock:
             if self._connection is None:
                 return
-            # the crawl has stored its last page: the batches still waiting are compared by both processes,
-            # the child topped up as it confirms, this thread taking the next one meanwhile
-            while self._waiting and not self.died:
-                self._collect(wait=0.0)
-                if self._waiting and not self.died:
-                    page_ids = self._waiting.popleft()
-                    self.compare_here(page_ids)
-                    self.shared_here += len(page_ids)
-            if not self.died:
-                try:
-                    self._connection.send(None)
-                except OSError as error:
-                    self._lost(f"{type(error).__name__}: {error}")
-            left, since = len(self._unconfirmed), time.monotonic()
-            while self._unconfirmed and not self.died:
+            # the crawl has stored its last page: a long backlog is split, the last batches compared in this
+            # thread (the first one loading the registry: two of the child's batches), the others sent to the
+            # child at once, so that it never waits for this thread to top it up
+            self._collect(wait=0.0)
+            waiting = len(self._waiting)
+            ours = [self._waiting.pop() for _ in range((waiting - 2) // 2)] if waiting > SHARE_ABOVE else []
+            self._window = None
+            self._send_waiting()
+            for page_ids in reversed(ours):
+                self.compare_here(page_ids)  # also when the child died meanwhile: these are this thread's
+                self.shared_here += len(page_ids)
+            left, since = len(self._unconfirmed) + len(self._waiting), time.monotonic()
+            while (self._unconfirmed or self._waiting) and not self.died:
                 self._collect(wait=POLL_SECONDS)
-                if len(self._unconfirmed) != left:
-                    left, since = len(self._unconfirmed), time.monotonic()
+                if len(self._unconfirmed) + len(self._waiting) != left:
+                    left, since = len(self._unconfirmed) + len(self._waiting), time.monotonic()
                 elif time.monotonic() - since >= self.settings.stall_seconds:
                     self._kill_stalled(time.monotonic() - since)
-            self._close(terminate=False)
+
+    def settle(self, site_ids: Collection[int]) -> bool:
+        """Settle the crawl's sites (:func:`jobs.pipeline.settle_sites`) in the child, after :meth:`finish`:
+        it holds the registry's codes and the fingerprint code loaded already, which this process would load
+        for the settling alone. True when the child settled them; False when it could not (gone, or the
+        settling failed there: its transaction rolled back) and the caller settles them itself. No stall
+        limit: settling a large site takes as long as it takes, and a child that dies is seen."""
+        with self._lock:
+            if not site_ids or not self.in_use or self._unconfirmed or self._waiting:
+                return False
+            assert self._connection is not None
+            try:
+                self._connection.send(("settle", sorted(site_ids)))
+                while not self._connection.poll(POLL_SECONDS):
+                    if self._process is not None and self._process.exitcode is not None:
+                        raise EOFError("the child ended")
+                outcome, why = self._connection.recv()
+            except (EOFError, OSError) as error:
+                self._lost(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+                return False
+            if outcome != "settled":
+                log.warning("compare stage: the child could not settle the crawl's sites (%s): settling them "
+                            "here", why)  # fmt: skip
+                return False
+            return True
+
+    def end(self) -> None:
+        """Send the end of the work and let the child go, without waiting for its exit (:meth:`stop` reaps
+        it); idempotent."""
+        with self._lock:
+            if self.in_use:
+                assert self._connection is not None
+                try:
+                    self._connection.send(None)
+                except OSError:
+                    pass  # gone already: nothing was left to it
 
     def stop(self) -> None:
         """End the child now, whatever it holds (an interrupted or failed crawl: a batch it was comparing
@@ -310,6 +356,50 @@ class CompareProcess:
         process.close()
 
 
+WARM_UP_TEXT = (
+    "天色将晚，城门外的小路上行人渐稀。老掌柜收起算盘，望着街口那盏刚点亮的灯笼，想起年轻时走过的山路。"
+    "他说，书要一页一页地读，路要一步一步地走，急不得。伙计听了，只是笑着把门板一块块装好。"
+)
+"""A short text compared once when the child starts (:func:`_warm_up`); any text with a few codes will do."""
+
+
+def _warm_up() -> None:
+    """Load what comparing a page needs before the first batch arrives, while the crawl fetches its first
+    pages: the registry's codes (the chapter index), the normaliser's tables, the tokenizer's dictionary
+    (~0.5 s in all for 1,000 chapters, otherwise paid by the first batch, at the end of the queue of work).
+    Reads only; a failure is logged and left to the first batch to meet again."""
+    from fptrack.compare.service import compare_document
+    from fptrack.fingerprint.contract import CONTRACT
+    from fptrack.fingerprint.features import tokenize
+    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.storage.db import session_scope
+    from fptrack.taskqueue import task_sessions, task_settings
+
+    try:
+        document = fingerprint_text(WARM_UP_TEXT, CONTRACT)
+        tokenize(document.text)
+        with session_scope(task_sessions()) as session:
+            compare_document(session, document, task_settings())
+    except Exception:  # only a head start: the first batch does it again, and says what fails
+        log.debug("warming up the compare stage failed", exc_info=True)
+
+
+def _settle(site_ids: list[int]) -> tuple[str, str]:
+    """The child's answer to a request to settle ``site_ids``: ("settled", "") or ("failed", why)."""
+    from fptrack.jobs.pipeline import settle_sites
+    from fptrack.storage.db import retry_in_session
+    from fptrack.taskqueue import task_sessions, task_settings
+
+    settings = task_settings()
+    try:
+        retry_in_session(task_sessions(), lambda session: settle_sites(session, site_ids, settings),
+                         what="settling the crawl's sites")  # fmt: skip
+    except Exception as error:  # the crawl settles them itself, and raises it there
+        log.exception("settling %d site(s) failed", len(site_ids))
+        return "failed", f"{type(error).__name__}: {error}"
+    return "settled", ""
+
+
 def _child_main(connection: Connection, settings: Settings, log_level: int) -> None:
     """The child: compare each batch of ids received, confirm it, until the end of the work (``None``) or of
     the pipe (the crawl is gone)."""
@@ -320,6 +410,8 @@ def _child_main(connection: Connection, settings: Settings, log_level: int) -> N
     from fptrack.jobs import tasks
 
     tasks.configure(settings)
+    _warm_up()
+    gc.freeze()  # the imports' objects: out of the collector's walks for the child's life (crawler.runner)
     started, pages, batches = time.process_time(), 0, 0
     try:
         while True:
@@ -329,6 +421,9 @@ def _child_main(connection: Connection, settings: Settings, log_level: int) -> N
                 return  # the crawl is gone: what was not confirmed stays for the sweep
             if message is None:
                 return
+            if message[0] == "settle":
+                connection.send(_settle(message[1]))
+                continue
             batch, page_ids = message
             try:
                 compare_batch(tasks, page_ids)

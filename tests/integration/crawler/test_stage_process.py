@@ -34,7 +34,7 @@ from fptrack.cli.demo import DEMO_DATA
 from fptrack.core.settings import Settings
 from fptrack.jobs.stage_process import compare_in_child
 from fptrack.storage.db import create_engine_for, session_factory
-from fptrack.storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, Work
+from fptrack.storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, Site, Work
 from tests.support.env import TEST_SITE_RATE, clean_environ
 from tests.support.pirate_site import LIGHT, NEWS, OTHER, paragraphs_of, pirate_site
 from tests.support.sites import Page as SitePage
@@ -285,35 +285,77 @@ def test_at_the_end_the_crawl_compares_the_batches_still_waiting_beside_the_chil
     sqlite_settings: Settings,
 ) -> None:
     """The child is sent at most IN_FLIGHT batches ahead of its confirmations; at the end the crawl's thread
-    compares the batches still waiting instead of leaving them to the child. Here the child is stopped
-    (SIGSTOP) before its first batch: of three batches two are sent, the crawl compares the third at
-    ``finish`` (shared), then, the child stalled, the two it held (the fall-back); every page once."""
+    compares some of the waiting batches when more than SHARE_ABOVE wait, instead of leaving them all to the
+    child. Here the child is stopped (SIGSTOP) before its first batch: of IN_FLIGHT + SHARE_ABOVE + 1
+    one-page batches (three pages that copy a chapter, then ids of no page) two are sent, the crawl compares
+    the last one at ``finish`` (shared) and sends the others, then, the child stalled, compares what it held
+    (the fall-back); every page once."""
     from fptrack.jobs import tasks
-    from fptrack.jobs.stage_process import IN_FLIGHT, CompareProcess, compare_batch
+    from fptrack.jobs.stage_process import IN_FLIGHT, SHARE_ABOVE, CompareProcess, compare_batch
 
     settings = sqlite_settings.with_overrides(stall_seconds=1.0)
     _register(settings)
     engine = create_engine_for(settings)
     try:
         ids = _store_chapters(settings, engine)
-        assert len(ids) == 3 and IN_FLIGHT == 2
+        batches = [*ids, *range(10**9, 10**9 + IN_FLIGHT + SHARE_ABOVE + 1 - len(ids))]
+        assert len(ids) == 3 and IN_FLIGHT == 2 and len(batches) > IN_FLIGHT + SHARE_ABOVE
         tasks.configure(settings)
         stage = CompareProcess(settings, lambda page_ids: compare_batch(tasks, page_ids))
         stage.start()
         assert stage.pid is not None
         try:
             os.kill(stage.pid, signal.SIGSTOP)
-            for page_id in ids:
+            for page_id in batches:
                 stage.submit([page_id])
-            assert stage.compared_here == stage.shared_here == 0  # two sent, one waiting
+            assert stage.compared_here == stage.shared_here == 0  # two sent, the rest waiting
             stage.finish()
         finally:
             stage.stop()
-        assert stage.shared_here == 1  # the waiting one, compared by the crawl's thread at the end
-        assert stage.compared_here == 2 and stage.died == "stalled for 1 s, killed"  # the two the child held
+        assert stage.shared_here == 1  # the last batch, compared by the crawl's thread at the end
+        assert stage.died == "stalled for 1 s, killed"
+        assert stage.compared_here == len(batches) - 1  # the two the child held and the rest waiting
         with Session(engine) as session:
             assert session.scalars(select(Page.id).where(Page.compared_at.is_(None))).all() == []
             assert session.scalar(select(func.count(Match.id))) == 3
+    finally:
+        engine.dispose()
+
+
+def test_the_child_settles_the_crawls_sites_and_a_dead_child_leaves_them_to_the_crawl(
+    sqlite_settings: Settings,
+) -> None:
+    """After the last batch the crawl's sites settle in the child, which has the registry loaded (the crawl's
+    process would load it for that alone): the site's template decided and recorded there. A child gone by
+    then answers False, and the crawl settles the sites itself."""
+    from fptrack.jobs import tasks
+    from fptrack.jobs.stage_process import CompareProcess, compare_batch
+
+    _register(sqlite_settings)
+    engine = create_engine_for(sqlite_settings)
+    try:
+        ids = _store_chapters(sqlite_settings, engine)
+        with Session(engine) as session:
+            site_ids = set(session.scalars(select(Page.site_id).where(Page.id.in_(ids))))
+        assert len(site_ids) == 1 and None not in site_ids
+        tasks.configure(sqlite_settings)
+        stage = CompareProcess(sqlite_settings, lambda page_ids: compare_batch(tasks, page_ids))
+        stage.start()
+        try:
+            stage.submit(ids)
+            stage.finish()
+            assert stage.confirmed == 3 and stage.in_use
+            assert stage.settle(site_ids)
+            with Session(engine) as session:
+                assert session.scalar(select(Site.settled_at).where(Site.id.in_(site_ids))) is not None
+                assert session.scalar(select(func.count(Match.id))) == 3
+            assert stage.pid is not None
+            os.kill(stage.pid, signal.SIGKILL)
+            assert not stage.settle(site_ids)
+            assert stage.died == "killed by SIGKILL" and stage.compared_here == 0
+            stage.end()  # nothing to end: harmless
+        finally:
+            stage.stop()
     finally:
         engine.dispose()
 
@@ -482,7 +524,7 @@ def test_a_child_that_ended_after_confirming_everything_did_not_die(sqlite_setti
         deadline = time.monotonic() + 60
         while not connection.poll(0.1):  # the confirmation is waiting, unread
             assert time.monotonic() < deadline, "the child never confirmed"
-        connection.send(None)  # the end of the work, as finish() sends it
+        connection.send(None)  # the end of the work, as end() sends it
         process.join(60)
         assert process.exitcode == 0
         child._collect(wait=0.5)
