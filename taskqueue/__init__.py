@@ -34,6 +34,7 @@ __all__ = [
     "beat_schedule",
     "celery",
     "configure",
+    "release_connections",
     "task_routes",
     "task_sessions",
     "task_settings",
@@ -141,6 +142,13 @@ def task_sessions() -> sessionmaker[Session]:
     task_settings()
     assert _runtime.sessions is not None  # set together with the settings
     return _runtime.sessions
+
+
+def release_connections() -> None:
+    """Close the database connections this process's task sessions keep pooled (new ones are opened when
+    needed): before a worker forks its pool, so that no connection is shared by two processes."""
+    if _runtime.engine is not None:
+        _runtime.engine.dispose()
 
 
 def workers_answering(
