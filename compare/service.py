@@ -43,6 +43,7 @@ from fptrack.storage.fingerprints import (
     id_chunks,
     is_postgres,
     page_sample,
+    signed_codes_array,
     write_fingerprints,
 )
 from fptrack.storage.index import IndexLayout, to_signed64
@@ -129,11 +130,7 @@ def _signed_codes(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
     """The distinct codes of ``(code, position)`` pairs in the signed 64-bit range the store keeps, sorted."""
     if not len(pairs):
         return np.empty(0, dtype=np.int64)
-    try:
-        codes = np.fromiter((code for code, _ in pairs), dtype=np.uint64, count=len(pairs)).view(np.int64)
-    except OverflowError:  # already signed
-        codes = np.array([to_signed64(code) for code, _ in pairs], dtype=np.int64)
-    return np.unique(codes)
+    return np.unique(signed_codes_array([code for code, _ in pairs]))
 
 
 @dataclass(frozen=True)
@@ -198,11 +195,11 @@ class _Holders:
             in_memory = chapter_index.snapshot(session)
         tables = {}
         for kind, arrays in wanted.items():
-            codes = np.unique(np.concatenate(arrays)).tolist()
+            query = np.unique(np.concatenate(arrays))
             pairs = (
-                in_memory.pairs(kind, codes)
+                in_memory.pairs(kind, query)
                 if in_memory is not None
-                else code_holder_pairs(session, kind, codes, owner=owner)
+                else code_holder_pairs(session, kind, query.tolist(), owner=owner)
             )
             tables[kind] = _CodeTable.of_pairs(pairs)
         return cls(tables, signed)

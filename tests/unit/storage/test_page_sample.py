@@ -1,5 +1,6 @@
 """The page sample (storage.fingerprints.page_sample): the minimum of every window of W k-grams, taken from
-the winnowing-selected codes alone, keeps winnowing's guarantee at the larger window."""
+the winnowing-selected codes alone, keeps winnowing's guarantee at the larger window; and the codes read
+into arrays in their signed form (signed_codes_array, code_array)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from hypothesis import strategies as st
 from fptrack.fingerprint.winnowing import winnow, winnow_hashes
 from fptrack.storage.fingerprints import (
     INITIALS_WINDOW_FACTOR,
+    code_array,
     page_code_row,
     page_sample,
+    signed_codes_array,
     stored_template_keys,
 )
+from fptrack.storage.index import to_signed64
 
 ALPHABET = "天地玄黄宇宙洪荒日月盈昃"  # few symbols: repeated k-grams and equal hashes happen
 
@@ -106,3 +110,22 @@ def test_a_page_sampled_at_a_larger_window_is_found_by_the_chapter_sample_at_the
     stored = page_sample(_pairs(page, k, 16), factor * window)
     looked_up = page_sample(_pairs(chapter, k, 16), window)
     assert np.intersect1d(stored, looked_up).size > 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(-(2**63), 2**63 - 1),  # signed, as winnowing gives them
+            st.integers(0, 2**64 - 1),  # unsigned, as older callers and payloads give them
+        ),
+        max_size=50,
+    )
+)
+def test_codes_read_in_c_are_each_codes_signed_form(codes: list[int]) -> None:
+    """signed_codes_array reads signed, unsigned or mixed codes alike: to_signed64 of each, in order."""
+    array = signed_codes_array(codes)
+    assert array.dtype == np.int64
+    assert array.tolist() == [to_signed64(code) for code in codes]
+    pairs = [(code, position) for position, code in enumerate(codes)]
+    assert code_array(pairs).tolist() == [[to_signed64(code), p] for code, p in pairs]
