@@ -8,6 +8,7 @@ host with a port (``127.0.0.1:8080``: exactly that site). The table is ``license
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from sqlalchemy import select, update
@@ -15,7 +16,14 @@ from sqlalchemy.orm import Session
 
 from fptrack.storage.models import LicensedSite, Match, MatchStatus, Page, Work
 
-__all__ = ["LicensedSite", "add_licensed_site", "is_licensed", "licensed_hosts", "normalise_site"]
+__all__ = [
+    "LicensedSite",
+    "add_licensed_site",
+    "is_licensed",
+    "licensed_hosts",
+    "licensed_hosts_of",
+    "normalise_site",
+]
 
 
 def normalise_site(entry: str) -> str:
@@ -53,6 +61,21 @@ def licensed_hosts(session: Session, work_id: int) -> list[str]:
             select(LicensedSite.site).where(LicensedSite.work_id == work_id).order_by(LicensedSite.site)
         )
     )
+
+
+def licensed_hosts_of(session: Session, work_ids: Iterable[int]) -> dict[int, list[str]]:
+    """:func:`licensed_hosts` of each of ``work_ids`` (every one a key, [] when it licenses no site), in one
+    query."""
+    hosts: dict[int, list[str]] = {work_id: [] for work_id in work_ids}
+    if hosts:
+        rows = session.execute(
+            select(LicensedSite.work_id, LicensedSite.site)
+            .where(LicensedSite.work_id.in_(sorted(hosts)))
+            .order_by(LicensedSite.work_id, LicensedSite.site)
+        )
+        for work_id, site in rows:
+            hosts[int(work_id)].append(str(site))
+    return hosts
 
 
 def add_licensed_site(session: Session, work_id: int, entry: str) -> int:

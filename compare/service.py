@@ -27,7 +27,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from fptrack.compare import chapter_index
-from fptrack.compare.licensing import is_licensed, licensed_hosts
+from fptrack.compare.licensing import is_licensed, licensed_hosts_of
 from fptrack.compare.networks import observe_pages
 from fptrack.compare.scoring import Evidence, decide_with, evidence_of
 from fptrack.compare.verify import align
@@ -39,14 +39,13 @@ from fptrack.storage.exchanges import prune_exchanges
 from fptrack.storage.fingerprints import (
     FingerprintSet,
     Owner,
-    code_array,
     id_chunks,
     is_postgres,
     page_sample,
     signed_codes_array,
     write_fingerprints,
 )
-from fptrack.storage.index import IndexLayout, to_signed64
+from fptrack.storage.index import IndexLayout
 from fptrack.storage.match_life import UNSETTLED_NOTE, Observation, next_due, observe, rest_on_page
 from fptrack.storage.models import (
     Chapter,
@@ -126,13 +125,6 @@ def chapter_document(text: str) -> TextFingerprints:
 # ---------------------------------------------------------------------------------------------- candidates
 
 
-def _signed_codes(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
-    """The distinct codes of ``(code, position)`` pairs in the signed 64-bit range the store keeps, sorted."""
-    if not len(pairs):
-        return np.empty(0, dtype=np.int64)
-    return np.unique(signed_codes_array([code for code, _ in pairs]))
-
-
 @dataclass(frozen=True)
 class _CodeTable:
     """The holders of a batch's codes of one kind: sorted distinct codes, and for code ``i`` the owners
@@ -184,7 +176,7 @@ class _Holders:
         signed: dict[int, dict[str, np.ndarray]] = {}
         wanted: dict[str, list[np.ndarray]] = defaultdict(list)
         for document in documents:
-            codes = {kind: _signed_codes(pairs) for kind, pairs in document.index_codes().items()}
+            codes = {kind: np.unique(array[:, 0]) for kind, array in document.index_arrays().items()}
             signed[id(document)] = codes
             for kind, values in codes.items():
                 wanted[kind].append(values)
@@ -282,7 +274,9 @@ def _ignore_mask(document: TextFingerprints, ignored_codes: Collection[int]) -> 
     for."""
     if not ignored_codes:
         return None
-    positions = [p for code, p in document.winnow_chars if to_signed64(code) in ignored_codes]
+    pairs = document.chars_codes
+    ignored = signed_codes_array(list(ignored_codes))
+    positions = pairs[np.isin(pairs[:, 0], ignored), 1].tolist()
     if not positions:
         return None
     return mask_from_positions(
@@ -485,7 +479,7 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
         owner="page",
         layout=layout_for(settings),
         items=[
-            FingerprintSet(page_id, document.simhash, document.index_codes())
+            FingerprintSet(page_id, document.simhash, document.index_arrays())
             for (page_id, _, _), document in zip(rows, documents, strict=True)
             if document.text
         ],
@@ -626,7 +620,11 @@ def record_matches(
         for row in session.scalars(select(Match).where(Match.page_id.in_(chunk))):
             existing[(row.page_id, row.chapter_id)] = row
     now = utcnow()
-    licences: dict[int, list[str]] = {}
+    # every work's licensed sites read before the first new match is added: a query between two additions
+    # would flush the matches added so far as an INSERT of their own, and the rollup trigger's upserts of two
+    # such INSERTs, each in key order, are not in key order together, which deadlocked two workers' batches
+    # (PostgreSQL's detector breaks it after deadlock_timeout, 1 s, and the task is tried again)
+    licences = licensed_hosts_of(session, {v.work_id for found in verdicts for v in found if v.flagged})
     outcomes = []
     machine_made = MatchStatus.machine_made()
     held: list[int] = []  # existing matches found again in their page's current text
@@ -635,8 +633,6 @@ def record_matches(
         for verdict in page_verdicts:
             if not verdict.flagged:
                 continue
-            if verdict.work_id not in licences:
-                licences[verdict.work_id] = licensed_hosts(session, verdict.work_id)
             status = (
                 MatchStatus.LICENSED if is_licensed(url, licences[verdict.work_id]) else MatchStatus.FLAGGED
             )
@@ -800,15 +796,15 @@ def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
         session,
         owner="chapter",
         layout=layout,
-        items=[FingerprintSet(i, document.simhash, document.index_codes()) for i, document in documents],
+        items=[FingerprintSet(i, document.simhash, document.index_arrays()) for i, document in documents],
     )
     window = session.scalar(select(func.min(PageCodes.sample_window)))
     if window is None:
         return []  # no page fingerprinted yet: nothing to look up (a new deployment registering its works)
     samples = [
-        page_sample(code_array(pairs), int(window))
+        page_sample(array, int(window))
         for _, document in documents
-        for pairs in document.index_codes().values()
+        for array in document.index_arrays().values()
     ]
     shared = pages_sharing(session, np.unique(np.concatenate(samples)).tolist() if samples else [])
     text_of, site_of = _texts_and_sites(session, list(shared))

@@ -21,7 +21,7 @@ import numpy as np
 
 from fptrack.fingerprint.features import char_shingle_hashes
 
-__all__ = ["winnow", "winnow_hashes"]
+__all__ = ["pairs_of", "winnow", "winnow_array", "winnow_hashes"]
 
 
 def _rightmost_window_argmin(h: np.ndarray, w: int) -> np.ndarray:
@@ -71,8 +71,18 @@ def winnow(text: str, k: int, w: int) -> tuple[tuple[int, int], ...]:
 
     ``position`` is the index in ``text`` of the first character of the selected k-gram.
     """
+    return pairs_of(winnow_array(text, k, w))
+
+
+def winnow_array(text: str, k: int, w: int) -> np.ndarray:
+    """:func:`winnow` as an ``(n, 2)`` int64 array: column 0 the signed hashes, column 1 the positions."""
     if k < 1:
         raise ValueError(f"winnowing k-gram length k must be >= 1, got {k}")
     hashes = char_shingle_hashes(text, k).view(np.int64)
     selected, positions = winnow_hashes(hashes, w)
-    return tuple(zip(selected.tolist(), positions.tolist()))
+    return np.column_stack((selected, positions)).astype(np.int64, copy=False).reshape(-1, 2)
+
+
+def pairs_of(array: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """The ``(hash, position)`` pairs of a :func:`winnow_array`, as Python ints."""
+    return tuple(zip(array[:, 0].tolist(), array[:, 1].tolist()))

@@ -104,11 +104,11 @@ def is_postgres(bind: Session | Connection) -> bool:
 class FingerprintSet:
     """Everything stored for one owner: its Simhash (None: no Simhash row, for a contract that does not use
     it) and, per kind (``"dna"``, ``"winnow"``...), ``(code, position)`` pairs with distinct positions (codes
-    unsigned or signed 64-bit)."""
+    unsigned or signed 64-bit; or an ``(n, 2)`` int64 array of them)."""
 
     owner_id: int
     simhash: int | None
-    codes: Mapping[str, Sequence[tuple[int, int]]]
+    codes: Mapping[str, Sequence[tuple[int, int]] | np.ndarray]
 
 
 def replace_fingerprints(
@@ -370,7 +370,7 @@ def _keep_statistics_fresh(connection: Connection, written: int) -> None:
         _rows_since_analyze[key] = 0
 
 
-def code_array(pairs: Sequence[tuple[int, int]]) -> np.ndarray:
+def code_array(pairs: Sequence[tuple[int, int]] | np.ndarray) -> np.ndarray:
     """``(code, position)`` pairs as an ``(n, 2)`` int64 array with codes in the signed range."""
     if isinstance(pairs, np.ndarray):
         array = pairs.astype(np.uint64).view(np.int64) if pairs.dtype == np.uint64 else pairs

@@ -88,3 +88,60 @@ def test_a_page_already_compared_is_not_processed_again(session: Session, settin
     assert service.process_pages(session, [page.id, 999_999], settings) == []  # done already; gone: ignored
     again = session.scalar(select(Match).where(Match.page_id == page.id))
     assert again is not None and (again.id, again.first_seen, again.last_seen) == seen
+
+
+def test_a_batch_copying_several_works_records_its_matches_in_one_insert(
+    session: Session, settings: Settings
+) -> None:
+    """A batch whose pages copy chapters of two works (one of them licensed on the pages' site) inserts its
+    matches in one statement: licences are read before the first match is added, so no query flushes part of
+    them early. Two statements would upsert the rollup rows (PostgreSQL's trigger) in two runs of key order,
+    which deadlocked two workers comparing batches at once."""
+    from sqlalchemy import event
+
+    from fptrack.compare.licensing import add_licensed_site
+    from fptrack.storage.models import MatchStatus
+
+    light = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+    alley = register_work_file(session, DEMO_DATA / "alley.txt")
+    for work in (light, alley):
+        service.index_work(session, work.work_id, settings)
+    add_licensed_site(session, alley.work_id, "127.0.0.1")
+    chapters = [("lighthouse.txt", 0), ("alley.txt", 0), ("lighthouse.txt", 1), ("alley.txt", 1)]
+    pages = [
+        _page(session, f"http://127.0.0.1/{number}.html", demo_chapters(name)[index])
+        for number, (name, index) in enumerate(chapters)
+    ]
+    session.flush()
+    inserts: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO MATCHES"):
+            inserts.append(statement)
+
+    flushes: list[int] = []  # per flush, the new matches it wrote
+
+    def flushed(flushing: Session, context: object) -> None:
+        added = sum(isinstance(thing, Match) for thing in flushing.new)
+        if added:
+            flushes.append(added)
+
+    bind = session.get_bind()
+    event.listen(bind, "before_cursor_execute", count)
+    event.listen(session, "after_flush", flushed)
+    try:
+        service.process_pages(session, [page.id for page in pages], settings)
+    finally:
+        event.remove(bind, "before_cursor_execute", count)
+        event.remove(session, "after_flush", flushed)
+    session.commit()
+
+    found = {(m.page_id, m.work_id, m.status) for m in session.scalars(select(Match))}
+    work_of = {"lighthouse.txt": light.work_id, "alley.txt": alley.work_id}
+    assert found == {
+        (page.id, work_of[name], MatchStatus.LICENSED if name == "alley.txt" else MatchStatus.FLAGGED)
+        for page, (name, _) in zip(pages, chapters, strict=True)
+    }
+    assert flushes == [len(pages)]  # every new match in one flush
+    if bind.dialect.name == "postgresql":
+        assert len(inserts) == 1, inserts  # and so one statement (SQLite inserts a row at a time)

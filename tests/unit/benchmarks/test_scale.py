@@ -124,3 +124,17 @@ def test_the_bare_scrapy_spider_fetches_every_page_of_a_site_once() -> None:
         )  # fmt: skip
     counts = json.loads(completed.stdout.strip().splitlines()[-1])
     assert counts["pages"] == 4 and counts["statuses"] == {"200": 4}
+
+
+def test_a_crawls_wall_is_split_at_its_first_and_last_request() -> None:
+    """pipeline_throughput's phases: start = to the run's first request, fetch = first to last, after = last
+    to the end; requests before the run (an earlier mode's) are not the run's."""
+    from benchmarks.pipeline_throughput import phases
+    from tests.support.sites import SiteURL
+
+    site = SiteURL("http://127.0.0.1:9")
+    site.request_times.extend([1.0, 2.0])  # an earlier run's
+    first = len(site.request_times)
+    site.request_times.extend([10.5, 11.0, 17.25])
+    assert phases(site, first, started=10.0, ended=18.0) == {"start": 0.5, "fetch": 6.75, "after": 0.75}
+    assert phases(site, len(site.request_times), started=20.0, ended=21.0) == {}  # no request: nothing said
