@@ -5,7 +5,6 @@ them with the settings and says what is wrong when it cannot."""
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable
@@ -162,34 +161,21 @@ def _run_worker(
     taskqueue.celery.worker_main(argv)
 
 
-_SAMPLE_PAGE = "青石巷里的老槐树下，住着一位修伞的老人。他说 Chapter 1 的故事要从 2026 年讲起。" * 8
-"""Han, Latin and digits; longer than a page must be to get a Simhash (``networks.MIN_PAGE_CHARS``)."""
-
-
 def _load_page_tables() -> None:
-    """Load, in the worker's main process, what the first page of every pool process would load: the
-    normaliser's and the pinyin initials' per-code-point tables, rjieba's dictionary (the page Simhash), and
-    the registry's codes (:mod:`compare.chapter_index`, read by comparing a sample page).
+    """Load, in the worker's main process, what the first page of every pool process would load
+    (:func:`jobs.pipeline.warm_up`: the normaliser's and the pinyin initials' tables, rjieba's dictionary, the
+    registry's codes), then close the database connection it used.
 
     Why: Celery forks its pool from this process after this call, so the children inherit them loaded and
     shared, instead of each paying ~0.9 s and ~60 MB on its first task for the tables (measured in issue 20;
     the fingerprint modules load them on first use, as any process that fingerprints only on occasion
-    should), and the registry's load besides (a child refreshes it when the registry has changed since). The
-    database connection the sample used is closed before the fork. A registry that cannot be read now is
-    left to the first task, which says why."""
+    should), and the registry's load besides (a child refreshes it when the registry has changed since). No
+    connection may be shared by two processes: the one the sample used is closed before the fork."""
     from fptrack import taskqueue
-    from fptrack.compare.networks import page_simhash
-    from fptrack.compare.service import compare_document
-    from fptrack.fingerprint.pipeline import fingerprint_text
-    from fptrack.storage.db import session_scope
+    from fptrack.jobs.pipeline import warm_up
 
-    document = fingerprint_text(_SAMPLE_PAGE)
-    page_simhash(_SAMPLE_PAGE)
     try:
-        with session_scope(taskqueue.task_sessions()) as session:
-            compare_document(session, document, taskqueue.task_settings())
-    except Exception:  # the first task loads it, and reports what fails
-        logging.getLogger(__name__).debug("reading the registry before the fork failed", exc_info=True)
+        warm_up(taskqueue.task_sessions(), taskqueue.task_settings())
     finally:
         taskqueue.release_connections()
 

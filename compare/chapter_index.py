@@ -54,8 +54,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from fptrack.core.settings import CHAPTER_INDEX_MODES, Settings
-from fptrack.storage.fingerprints import is_postgres
-from fptrack.storage.index import to_signed64
+from fptrack.storage.fingerprints import is_postgres, signed_codes_array
 
 __all__ = [
     "FILE_MIN_PAIRS",
@@ -182,8 +181,8 @@ def _signed_query(codes: Iterable[int]) -> np.ndarray:
     values = codes if isinstance(codes, list | tuple | np.ndarray) else list(codes)
     try:
         array = np.asarray(values, dtype=np.int64)
-    except OverflowError:
-        array = np.array([to_signed64(int(c)) for c in values], dtype=np.int64)
+    except OverflowError:  # unsigned codes among them
+        array = signed_codes_array([int(c) for c in values])
     return np.unique(array.reshape(-1))
 
 

@@ -45,7 +45,7 @@ from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from fptrack.crawler.store import PageStore, StoreCounts
-from fptrack.jobs.pipeline import INFRINGING_STATUSES, settle_sites
+from fptrack.jobs.pipeline import INFRINGING_STATUSES, settle_crawled_sites
 from fptrack.jobs.stage_process import CompareProcess, compare_batch, compare_in_child
 from fptrack.storage.db import retry_in_session, session_scope
 from fptrack.storage.fingerprints import id_chunks
@@ -142,7 +142,7 @@ class _Dispatcher:
         after the crawl's batches, is not sent more."""
         size = self.tasks.PAGES_PER_TASK
         for start in range(0, len(page_ids), size):
-            compare_batch(self.tasks, page_ids[start : start + size])
+            self._compare_here(page_ids[start : start + size])
 
     def _compare_here(self, chunk: list[int]) -> None:
         """The task's body, in this thread (:func:`jobs.stage_process.compare_batch`)."""
@@ -358,7 +358,7 @@ class _Job:
         else:
             settled = _settled_by_workers(self.tasks, site_ids, self.settings)
         if not settled:
-            _settle(self.sessions, site_ids, self.settings)
+            settle_crawled_sites(self.sessions, site_ids, self.settings)
         if child is not None:
             child.end()
         assert outcome.stats is not None  # crawled
@@ -439,7 +439,7 @@ def _leave_shared(
         whole.status, whole.error = CrawlJobStatus.FAILED.value, reason
     else:
         try:
-            _settle(sessions, site_ids, settings)
+            settle_crawled_sites(sessions, site_ids, settings)
             whole.status = CrawlJobStatus.FINISHED.value
         except Exception as error:  # recorded on the job like any failed crawl
             log.exception("settling the sites of job %s failed", outcome.job_id)
@@ -454,12 +454,6 @@ def _leave_shared(
     except Exception:  # the keys expire on their own
         log.exception("cannot remove the Redis keys of the distributed crawl of job %s", outcome.job_id)
     return whole
-
-
-def _settle(sessions: sessionmaker[Session], site_ids: set[int], settings: Settings) -> None:
-    """Settle the crawl's sites (idempotent: run again if the database was restarted meanwhile)."""
-    retry_in_session(sessions, lambda session: settle_sites(session, site_ids, settings),
-                     what="settling the crawl's sites")  # fmt: skip
 
 
 def _settled_by_workers(tasks: Any, site_ids: set[int], settings: Settings) -> bool:

@@ -8,30 +8,39 @@ the stages are idempotent."""
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
-from fptrack.compare.service import Recomparison, index_work, recompare_pages
+from fptrack.compare.networks import page_simhash
+from fptrack.compare.service import Recomparison, compare_document, index_work, recompare_pages
 from fptrack.compare.templates import settle_pages, settle_site
 from fptrack.core.settings import Settings
+from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.storage.db import retry_in_session, session_scope
 from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, Work, utcnow
 
 __all__ = [
     "COPYING_STATUSES",
     "INFRINGING_STATUSES",
+    "WARM_UP_PAGE",
     "LeftBehind",
     "index_and_recheck",
+    "settle_crawled_sites",
     "settle_sites",
     "sites_of",
     "sweep_left_behind",
     "unsettled_sites",
+    "warm_up",
 ]
+
+log = logging.getLogger(__name__)
 
 RECHECK_BATCH = 64
 # the statuses of a match whose page copies its work (any but dismissed): what "pages copying a work" counts
@@ -57,6 +66,33 @@ def sites_of(session: Session, page_ids: Iterable[int]) -> list[int]:
 def settle_sites(session: Session, site_ids: Iterable[int], settings: Settings) -> int:
     """Settle every site in ``site_ids``; returns the number of pages compared again."""
     return sum(settle_site(session, site_id, settings).recompared for site_id in sorted(set(site_ids)))
+
+
+def settle_crawled_sites(
+    sessions: sessionmaker[Session], site_ids: Iterable[int], settings: Settings
+) -> None:
+    """Settle a crawl's sites in a transaction of their own, tried again while the database is unreachable
+    (settling is idempotent): in the crawl's process, or in its compare process (jobs.stage_process)."""
+    retry_in_session(sessions, lambda session: settle_sites(session, site_ids, settings),
+                     what="settling the crawl's sites")  # fmt: skip
+
+
+WARM_UP_PAGE = "青石巷里的老槐树下，住着一位修伞的老人。他说 Chapter 1 的故事要从 2026 年讲起。" * 8
+"""Han, Latin and digits; longer than a page must be to get a Simhash (``networks.MIN_PAGE_CHARS``)."""
+
+
+def warm_up(sessions: sessionmaker[Session], settings: Settings) -> None:
+    """Load in this process what comparing its first page would load: the normaliser's and the pinyin
+    initials' per-code-point tables, rjieba's dictionary (the page Simhash), and the registry's codes
+    (:mod:`compare.chapter_index`, read by comparing a sample page; reads only). A registry that cannot be
+    read now is left to the first page, which says why."""
+    document = fingerprint_text(WARM_UP_PAGE)
+    page_simhash(WARM_UP_PAGE)
+    try:
+        with session_scope(sessions) as session:
+            compare_document(session, document, settings)
+    except Exception:  # the first page loads it, and reports what fails
+        log.debug("reading the registry ahead of the first page failed", exc_info=True)
 
 
 def index_and_recheck(session: Session, work_id: int, settings: Settings) -> int:

@@ -177,6 +177,11 @@ class CompareProcess:
                 return
             self._compare_here(page_ids)
 
+    @property
+    def _outstanding(self) -> int:
+        """Batches not confirmed yet: sent to the child, or waiting to be."""
+        return len(self._unconfirmed) + len(self._waiting)
+
     def _send_waiting(self) -> None:
         """Send waiting batches while the child has fewer than :data:`IN_FLIGHT` unconfirmed (during the
         crawl; at its end, all of them)."""
@@ -212,11 +217,11 @@ class CompareProcess:
             for page_ids in reversed(ours):
                 self.compare_here(page_ids)  # also when the child died meanwhile: these are this thread's
                 self.shared_here += len(page_ids)
-            left, since = len(self._unconfirmed) + len(self._waiting), time.monotonic()
-            while (self._unconfirmed or self._waiting) and not self.died:
+            left, since = self._outstanding, time.monotonic()
+            while left and not self.died:
                 self._collect(wait=POLL_SECONDS)
-                if len(self._unconfirmed) + len(self._waiting) != left:
-                    left, since = len(self._unconfirmed) + len(self._waiting), time.monotonic()
+                if self._outstanding != left:
+                    left, since = self._outstanding, time.monotonic()
                 elif time.monotonic() - since >= self.settings.stall_seconds:
                     self._kill_stalled(time.monotonic() - since)
 
@@ -356,44 +361,26 @@ class CompareProcess:
         process.close()
 
 
-WARM_UP_TEXT = (
-    "天色将晚，城门外的小路上行人渐稀。老掌柜收起算盘，望着街口那盏刚点亮的灯笼，想起年轻时走过的山路。"
-    "他说，书要一页一页地读，路要一步一步地走，急不得。伙计听了，只是笑着把门板一块块装好。"
-)
-"""A short text compared once when the child starts (:func:`_warm_up`); any text with a few codes will do."""
-
-
 def _warm_up() -> None:
     """Load what comparing a page needs before the first batch arrives, while the crawl fetches its first
-    pages: the registry's codes (the chapter index), the normaliser's tables, the tokenizer's dictionary
-    (~0.5 s in all for 1,000 chapters, otherwise paid by the first batch, at the end of the queue of work).
-    Reads only; a failure is logged and left to the first batch to meet again."""
-    from fptrack.compare.service import compare_document
-    from fptrack.fingerprint.contract import CONTRACT
-    from fptrack.fingerprint.features import tokenize
-    from fptrack.fingerprint.pipeline import fingerprint_text
-    from fptrack.storage.db import session_scope
+    pages (:func:`jobs.pipeline.warm_up`: ~0.5 s for 1,000 chapters, otherwise paid by the first batch, at the
+    end of the queue of work). Only a head start: a failure is logged and left to the first batch."""
+    from fptrack.jobs.pipeline import warm_up
     from fptrack.taskqueue import task_sessions, task_settings
 
     try:
-        document = fingerprint_text(WARM_UP_TEXT, CONTRACT)
-        tokenize(document.text)
-        with session_scope(task_sessions()) as session:
-            compare_document(session, document, task_settings())
-    except Exception:  # only a head start: the first batch does it again, and says what fails
+        warm_up(task_sessions(), task_settings())
+    except Exception:  # the first batch does it again, and says what fails
         log.debug("warming up the compare stage failed", exc_info=True)
 
 
 def _settle(site_ids: list[int]) -> tuple[str, str]:
     """The child's answer to a request to settle ``site_ids``: ("settled", "") or ("failed", why)."""
-    from fptrack.jobs.pipeline import settle_sites
-    from fptrack.storage.db import retry_in_session
+    from fptrack.jobs.pipeline import settle_crawled_sites
     from fptrack.taskqueue import task_sessions, task_settings
 
-    settings = task_settings()
     try:
-        retry_in_session(task_sessions(), lambda session: settle_sites(session, site_ids, settings),
-                         what="settling the crawl's sites")  # fmt: skip
+        settle_crawled_sites(task_sessions(), site_ids, task_settings())
     except Exception as error:  # the crawl settles them itself, and raises it there
         log.exception("settling %d site(s) failed", len(site_ids))
         return "failed", f"{type(error).__name__}: {error}"
