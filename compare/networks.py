@@ -52,7 +52,8 @@ from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.normalize import normalize
 from fptrack.fingerprint.simhash import simhash_text
-from fptrack.storage.fingerprints import id_chunks, is_postgres
+from fptrack.storage.chunks import id_chunks
+from fptrack.storage.fingerprints import is_postgres
 from fptrack.storage.hot_buckets import file_in_hot_buckets
 from fptrack.storage.index import IndexLayout, to_signed64
 from fptrack.storage.models import (

@@ -34,12 +34,12 @@ from fptrack.compare.verify import align
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
 from fptrack.fingerprint.pipeline import TextFingerprints, fingerprint_text
+from fptrack.storage.chunks import id_chunks
 from fptrack.storage.code_index import code_holder_pairs, pages_sharing
 from fptrack.storage.exchanges import prune_exchanges
 from fptrack.storage.fingerprints import (
     FingerprintSet,
     Owner,
-    id_chunks,
     is_postgres,
     page_sample,
     signed_codes_array,

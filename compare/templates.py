@@ -31,14 +31,9 @@ from fptrack.compare.service import Recomparison, recompare_pages
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.storage.chunks import id_chunks
 from fptrack.storage.code_index import code_holders
-from fptrack.storage.fingerprints import (
-    TEMPLATE_KEY_SHIFT,
-    TEMPLATE_KIND,
-    id_chunks,
-    load_page_codes,
-    template_keys,
-)
+from fptrack.storage.fingerprints import TEMPLATE_KEY_SHIFT, TEMPLATE_KIND, load_page_codes, template_keys
 from fptrack.storage.index import to_signed64
 from fptrack.storage.models import Match, Page, Site, utcnow
 

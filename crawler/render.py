@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 
 from fptrack.core.settings import Settings
@@ -70,6 +72,7 @@ __all__ = [
     "REDIRECT_STATUSES",
     "RENDER_DIRECT",
     "RENDER_META",
+    "BrowserOnDemandHandler",
     "BrowserRequestGuard",
     "KeptResource",
     "RenderPlan",
@@ -592,6 +595,43 @@ class LazyBrowserProvider:
             await self._provider.close()
 
 
+class BrowserOnDemandHandler(HTTP11DownloadHandler):
+    """``DOWNLOAD_HANDLERS`` (http, https) of a crawl that may render: Scrapy's own HTTP handler for every
+    request, and scrapy-playwright's handler, made with the first request that asks for the browser (meta
+    ``playwright``), for those. Importing and setting up scrapy-playwright costs 0.15-0.2 s of the crawl's
+    start (``benchmarks/pipeline_throughput.py``), which a crawl in ``auto`` whose pages all have static text,
+    most crawls, never repays."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self._browser: Any = None
+        self._browser_lock = asyncio.Lock()
+
+    async def download_request(self, request: Request) -> Response:
+        if not request.meta.get("playwright"):
+            return await super().download_request(request)
+        browser = self._browser or await self._start_browser()
+        response: Response = await browser.download_request(request)
+        return response
+
+    async def _start_browser(self) -> Any:
+        async with self._browser_lock:
+            if self._browser is None:
+                from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
+
+                handler = ScrapyPlaywrightDownloadHandler.from_crawler(self.crawler)
+                # what scrapy-playwright runs when the engine starts, long past here: its browser provider
+                # made (ours, LazyBrowserProvider, starts Playwright's driver with the first page)
+                await handler._maybe_launch_in_thread()
+                self._browser = handler
+        return self._browser
+
+    async def close(self) -> None:
+        await super().close()
+        if self._browser is not None:
+            await self._browser.close()
+
+
 def playwright_settings(
     plan: RenderPlan,
     policy: PrivateAddressPolicy,
@@ -599,12 +639,12 @@ def playwright_settings(
     pace: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """The Scrapy settings that route rendering requests (meta ``playwright``) through Chromium; every other
-    request keeps Scrapy's own downloader. Empty when the plan renders nothing. No startup context and a lazy
-    provider: Playwright's driver and the browser start with the first page that needs them, never for a crawl
-    whose pages all have static text."""
+    request keeps Scrapy's own downloader. Empty when the plan renders nothing. scrapy-playwright's handler,
+    its driver and the browser are made with the first page that needs them (:class:`BrowserOnDemandHandler`,
+    no startup context, :class:`LazyBrowserProvider`), never for a crawl whose pages all have static text."""
     if not plan.active:
         return {}
-    handler = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+    handler = "fptrack.crawler.render.BrowserOnDemandHandler"
     return {
         "DOWNLOAD_HANDLERS": {"http": handler, "https": handler},
         "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",

@@ -36,10 +36,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
+from fptrack.storage.chunks import id_chunks
 from fptrack.storage.compressed import has_text
 from fptrack.storage.db import retry_in_session
 from fptrack.storage.exchanges import RawExchange, keep_exchanges, prune_exchanges
-from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.match_life import GONE_STATUSES, Observation, keep_versions, observe
 from fptrack.storage.models import Match, Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of

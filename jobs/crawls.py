@@ -46,9 +46,9 @@ from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from fptrack.crawler.store import PageStore, StoreCounts
 from fptrack.jobs.pipeline import INFRINGING_STATUSES, settle_crawled_sites
-from fptrack.jobs.stage_process import CompareProcess, compare_batch, compare_in_child
+from fptrack.jobs.stage_process import CompareProcess, compare_batch, compare_here, compare_in_child
+from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import retry_in_session, session_scope
-from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of
 from fptrack.taskqueue import workers_on_queue
@@ -166,6 +166,7 @@ def run_crawl_job(
     shared: SharedCrawl | None = None,
     state: CrawlState | None = None,
     compare_process: bool | None = None,
+    child: CompareProcess | None = None,
 ) -> CrawlOutcome:
     """Run one crawl job (see the module docstring). Runs Scrapy in this process: once per process.
 
@@ -177,6 +178,8 @@ def run_crawl_job(
 
     ``compare_process``: with tasks in-process, compare in a child process (:mod:`jobs.stage_process`);
     ``None`` follows :func:`jobs.stage_process.compare_in_child`, ``False`` keeps the stage in this process.
+    ``child``: that process, started ahead by the caller (:func:`jobs.stage_process.start_early`), used
+    instead of starting one (and stopped with the job in any case).
 
     ``state`` (:mod:`crawler.resume`, a site crawl's frontier on disk) is continued when an earlier crawl of
     it was killed: the pages that crawl stored are not fetched again (those it left uncompared are compared
@@ -194,13 +197,15 @@ def run_crawl_job(
         # With no broker, a child process compares each batch (jobs.stage_process: a core of its own, out of
         # this process's GIL), stopped whatever happens once this process's store thread has drained (the
         # callback runs after the executor's, registered below).
-        child = None
-        if compare_process is None:
-            compare_process = compare_in_child(settings)
-        if settings.tasks_in_process and compare_process:
-            child = CompareProcess(settings, lambda page_ids: compare_batch(tasks, page_ids))
+        if child is not None:
             stack.callback(child.stop)
-            child.start()
+        else:
+            if compare_process is None:
+                compare_process = compare_in_child(settings)
+            if settings.tasks_in_process and compare_process:
+                child = CompareProcess(settings, compare_here)
+                stack.callback(child.stop)
+                child.start()
         dispatcher = _Dispatcher(settings, tasks, child)
         # One thread of this process stores each batch (and compares it, or hands it to the workers) while
         # Scrapy's thread goes on fetching and parsing (lxml, numpy and the database drivers run outside the

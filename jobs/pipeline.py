@@ -22,8 +22,8 @@ from fptrack.compare.service import Recomparison, compare_document, index_work, 
 from fptrack.compare.templates import settle_pages, settle_site
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import retry_in_session, session_scope
-from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, Work, utcnow
 
 __all__ = [

@@ -67,8 +67,8 @@ from fptrack.crawler.guard import PrivateAddressPolicy
 from fptrack.crawler.guarded_http import FetchFailure, FetchResult, GuardedFetcher, NoSuchHost
 from fptrack.crawler.render import RenderPlan
 from fptrack.jobs.pipeline import INFRINGING_STATUSES
+from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import session_scope
-from fptrack.storage.fingerprints import id_chunks
 from fptrack.storage.locks import drop_lock, holder_died, refresh_lock, take_lock
 from fptrack.storage.match_life import GONE_STATUSES, Observation, observe
 from fptrack.storage.models import Match, MonitorLock, Page, Site, utcnow

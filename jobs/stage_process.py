@@ -69,7 +69,7 @@ from sqlalchemy.engine import make_url
 from fptrack.core.settings import Settings
 from fptrack.storage.db import retry_while_unreachable
 
-__all__ = ["CompareProcess", "compare_batch", "compare_in_child"]
+__all__ = ["CompareProcess", "compare_batch", "compare_here", "compare_in_child", "start_early"]
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,27 @@ def compare_batch(tasks: Any, page_ids: list[int]) -> None:
         tasks.process_pages.run(page_ids)
 
     retry_while_unreachable(compare, what=f"comparing a batch of {len(page_ids)} page(s)")
+
+
+def start_early(settings: Settings) -> CompareProcess | None:
+    """A started child for a crawl about to begin in this process (``run_crawl_job(child=...)``), or None
+    when the crawl would not compare in a child (:func:`compare_in_child`). Started before the crawl's own
+    imports (Scrapy, the job's rows), the child's (the compare code, the registry's codes: ~1 s) run beside
+    them on the other core instead of after them; it is otherwise the child ``run_crawl_job`` starts. The
+    caller stops it (:meth:`CompareProcess.stop`) when the crawl never starts."""
+    if not compare_in_child(settings):
+        return None
+    child = CompareProcess(settings, compare_here)
+    child.start()
+    return child
+
+
+def compare_here(page_ids: list[int]) -> None:
+    """A batch compared in the calling thread: :func:`compare_batch` with :mod:`jobs.tasks` (configured by
+    the crawl job: ``tasks.configure``)."""
+    from fptrack.jobs import tasks
+
+    compare_batch(tasks, page_ids)
 
 
 class CompareProcess:

@@ -19,14 +19,8 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from fptrack.storage.fingerprints import (
-    Owner,
-    id_chunks,
-    is_postgres,
-    load_page_samples,
-    owner_code,
-    sample_array,
-)
+from fptrack.storage.chunks import id_chunks
+from fptrack.storage.fingerprints import Owner, is_postgres, load_page_samples, owner_code, sample_array
 from fptrack.storage.index import to_signed64
 from fptrack.storage.models import Page, PageCodes
 

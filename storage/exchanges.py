@@ -37,7 +37,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.chunks import id_chunks
 from fptrack.storage.models import Match, Page, PageExchange, PageVersion, as_utc
 
 __all__ = [

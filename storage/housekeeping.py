@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, Connection, delete, exists, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
-from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.chunks import id_chunks
 from fptrack.storage.models import Fingerprint, Page, PageCodes, Work
 
 __all__ = ["count_orphans", "count_rows", "delete_pages", "delete_works", "retire_page_fingerprints"]

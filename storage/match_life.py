@@ -36,7 +36,7 @@ from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session
 
 from fptrack.core.settings import Settings
-from fptrack.storage.fingerprints import id_chunks
+from fptrack.storage.chunks import id_chunks
 from fptrack.storage.models import Match, Page, PageVersion, TakedownCheck, as_utc, utcnow
 
 __all__ = [

@@ -71,6 +71,8 @@ def main(argv: list[str]) -> int:
                 run_crawl(request["start_urls"], settings=settings, sink=sink)
             except CrawlError as exc:
                 result["second_run_error"] = str(exc)
+    # whether scrapy-playwright's handler was ever made in this process (the browser on demand)
+    result["browser_handler_loaded"] = "scrapy_playwright.handler" in sys.modules
     json.dump(result, sys.stdout, ensure_ascii=False)
     return 0
 

@@ -33,6 +33,7 @@ class ChildCrawl:
     stats: dict[str, Any] = field(default_factory=dict)
     crawl_error: str | None = None
     second_run_error: str | None = None
+    browser_handler_loaded: bool = False
 
     def page(self, url: str) -> dict[str, Any]:
         found = [p for p in self.pages if p["url"] == url]
@@ -78,4 +79,5 @@ def crawl_in_child(
         stats=result.get("stats", {}),
         crawl_error=result.get("crawl_error"),
         second_run_error=result.get("second_run_error"),
+        browser_handler_loaded=result.get("browser_handler_loaded", False),
     )

@@ -60,6 +60,36 @@ def test_the_sample_holds_every_window_minimum_of_the_hashes(values: list[int], 
         assert set(windows.min(axis=1).tolist()) <= sample
 
 
+def _every_window_minimum(pairs: np.ndarray, window: int) -> set[int]:
+    """The sample by its definition: for every start s from 0 to the last selected position, the minimum code
+    of the pairs at positions in [s, s + window), when there is one."""
+    minima = set()
+    for start in range(int(pairs[:, 1].max()) + 1):
+        inside = pairs[(pairs[:, 1] >= start) & (pairs[:, 1] < start + window), 0]
+        if inside.size:
+            minima.add(int(inside.min()))
+    return minima
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(0, 700)),
+        min_size=1,
+        max_size=120,
+        unique_by=lambda pair: pair[1],
+    ),
+    st.integers(1, 90),
+)
+def test_the_sample_is_the_minimum_of_every_window_of_positions(
+    pairs: list[tuple[int, int]], window: int
+) -> None:
+    # any pairs, in any order, with gaps wider than the window: the windows evaluated are only those where
+    # the pairs inside change, and they must give every window's minimum and nothing else
+    array = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    assert page_sample(array, window).tolist() == sorted(_every_window_minimum(array, window))
+
+
 def test_sample_size_and_edge_cases() -> None:
     rng = np.random.default_rng(3)
     text = "".join(chr(0x4E00 + int(c)) for c in rng.integers(0, 3000, 6000))
