@@ -116,9 +116,10 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
         settings = Settings.from_env(environ)
     except ConfigurationError as error:
         raise CliError(str(error)) from None
-    from fptrack.compare import chapter_index
-    from fptrack.fingerprint.normalize import use_table_cache
+    # the per-process caches' folders (light modules: a crawl's process imports no numpy for them)
+    from fptrack.compare import index_config
+    from fptrack.fingerprint.table_files import use_table_cache
 
     use_table_cache(settings.cache_dir)
-    chapter_index.configure(settings)
+    index_config.configure(settings)
     ctx.obj = CliContext(settings)

@@ -123,7 +123,7 @@ def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
     from sqlalchemy import distinct
 
     from fptrack.jobs.crawls import POLL_SECONDS
-    from fptrack.jobs.pipeline import COPYING_STATUSES
+    from fptrack.storage.match_life import COPYING_STATUSES
     from fptrack.storage.models import Match, Work
     from fptrack.taskqueue import workers_on_queue
 

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from fptrack.core.settings import CHAPTER_INDEX_MODES, Settings
+from fptrack.compare.index_config import configure, configured, on_configure
 from fptrack.storage.fingerprints import is_postgres, signed_codes_array
 
 __all__ = [
@@ -416,58 +416,25 @@ class ChapterIndex:
 # ----------------------------------------------------------------------------------------- the process
 
 
-@dataclass
-class _Config:
-    configured: bool = False
-    mode: str = "memory"
-    folder: Path | None = None
-
-
-_config = _Config()
 _indexes: dict[str, ChapterIndex] = {}
 _indexes_lock = threading.Lock()
 
 
-def configure(
-    settings: Settings | None = None, *, mode: str | None = None, folder: Path | None = None
-) -> None:
-    """Set this process's mode (``FPTRACK_CHAPTER_INDEX``) and file cache folder, from ``settings`` (its
-    ``chapter_index`` and ``<cache_dir>/chapter-index``) or given directly (no folder: no files); forgets the
-    indexes held. Entry points may call it beside :func:`fingerprint.normalize.use_table_cache`.
-
-    ``configure()`` without arguments goes back to what a process that never called it does: it reads both
-    from the environment (:meth:`core.settings.Settings.from_env`) at its first compare, since the compare
-    service is not handed the settings."""
+def _forget_indexes() -> None:
     with _indexes_lock:
         _indexes.clear()
-        if settings is None and mode is None and folder is None:
-            _config.configured = False
-            return
-        if settings is not None:
-            mode = settings.chapter_index if mode is None else mode
-            if folder is None and settings.cache_dir is not None:
-                folder = settings.cache_dir / "chapter-index"
-        mode = mode or "memory"
-        if mode not in CHAPTER_INDEX_MODES:
-            raise ValueError(
-                f"chapter index mode must be one of {', '.join(CHAPTER_INDEX_MODES)}, got {mode!r}"
-            )
-        _config.configured, _config.mode, _config.folder = True, mode, folder
 
 
-def _configured() -> _Config:
-    if not _config.configured:
-        configure(Settings.from_env())
-    return _config
+on_configure(_forget_indexes)  # a new mode or folder: the indexes held are forgotten
 
 
 def in_memory() -> bool:
     """Whether the compare answers the chapter side from memory (``FPTRACK_CHAPTER_INDEX=memory``)."""
-    return _configured().mode == "memory"
+    return configured().mode == "memory"
 
 
 def _index(identity: str, postgres: bool) -> ChapterIndex:
-    folder = _configured().folder if postgres else None
+    folder = configured().folder if postgres else None
     with _indexes_lock:
         index = _indexes.get(identity)
         if index is None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fptrack.fingerprint.normalize import save_table_file, table_cache_file
+from fptrack.fingerprint.table_files import save_table_file, table_cache_file
 
 __all__ = [
     "PINYIN_ALPHABET",
@@ -42,7 +42,7 @@ _MAX_CODE_POINT = 0x110000
 @functools.cache
 def _initial_table() -> np.ndarray:
     """uint8[code point] -> ASCII initial: read from the table cache folder
-    (:func:`fingerprint.normalize.use_table_cache`) when it holds it, else built (~0.3 s, in every process
+    (:func:`fingerprint.table_files.use_table_cache`) when it holds it, else built (~0.3 s, in every process
     that fingerprints: a crawl's, each worker's) and saved there (0.4 ms to read back)."""
     path = _initial_table_path()
     if path is not None:
@@ -59,7 +59,7 @@ def _initial_table() -> np.ndarray:
 
 
 def _initial_table_path() -> Path | None:
-    """The table's file: this module's code and pypinyin's version (:func:`normalize.table_cache_file`)."""
+    """The table's file: this module's code and pypinyin's version (:func:`table_files.table_cache_file`)."""
     return table_cache_file("pinyin-initials", __file__, ".npy", packages=("pypinyin",))
 
 

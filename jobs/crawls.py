@@ -45,10 +45,10 @@ from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from fptrack.crawler.store import PageStore, StoreCounts
-from fptrack.jobs.pipeline import INFRINGING_STATUSES, settle_crawled_sites
 from fptrack.jobs.stage_process import CompareProcess, compare_batch, compare_here, compare_in_child
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import retry_in_session, session_scope
+from fptrack.storage.match_life import INFRINGING_STATUSES
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of
 from fptrack.taskqueue import workers_on_queue
@@ -363,6 +363,8 @@ class _Job:
         else:
             settled = _settled_by_workers(self.tasks, site_ids, self.settings)
         if not settled:
+            from fptrack.jobs.pipeline import settle_crawled_sites  # the compare code: not loaded until here
+
             settle_crawled_sites(self.sessions, site_ids, self.settings)
         if child is not None:
             child.end()
@@ -443,6 +445,8 @@ def _leave_shared(
     elif reason := unfetched(stats, ()):
         whole.status, whole.error = CrawlJobStatus.FAILED.value, reason
     else:
+        from fptrack.jobs.pipeline import settle_crawled_sites
+
         try:
             settle_crawled_sites(sessions, site_ids, settings)
             whole.status = CrawlJobStatus.FINISHED.value
@@ -770,8 +774,8 @@ def _compare_the_rest(
 
 def _copies(sessions: sessionmaker[Session], page_ids: set[int]) -> list[tuple[str, int]]:
     """(url, chapters) of the crawl's pages that copy registered works without a licence and whose matches a
-    reviewer did not dismiss (:data:`jobs.pipeline.INFRINGING_STATUSES`), whether or not the copies were found
-    by an earlier crawl."""
+    reviewer did not dismiss (:data:`storage.match_life.INFRINGING_STATUSES`), whether or not the copies were
+    found by an earlier crawl."""
 
     def read(session: Session) -> list[tuple[str, int]]:
         found: list[tuple[str, int]] = []

@@ -24,11 +24,10 @@ from fptrack.core.settings import Settings
 from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import retry_in_session, session_scope
-from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, MatchStatus, Page, Site, Work, utcnow
+from fptrack.storage.match_life import COPYING_STATUSES
+from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, Page, Site, Work, utcnow
 
 __all__ = [
-    "COPYING_STATUSES",
-    "INFRINGING_STATUSES",
     "WARM_UP_PAGE",
     "LeftBehind",
     "index_and_recheck",
@@ -43,11 +42,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 RECHECK_BATCH = 64
-# the statuses of a match whose page copies its work (any but dismissed): what "pages copying a work" counts
-COPYING_STATUSES = (MatchStatus.FLAGGED, MatchStatus.LICENSED, MatchStatus.CONFIRMED)
-# of those, the copies made without a licence (licensed ones are the rights holder's own sites): what a crawl
-# reports as the copies it found, and what takedown re-checks follow
-INFRINGING_STATUSES = (MatchStatus.FLAGGED, MatchStatus.CONFIRMED)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

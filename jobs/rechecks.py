@@ -66,11 +66,10 @@ from fptrack.crawler.browser_fetch import Document, PageRenderer, RenderFailure
 from fptrack.crawler.guard import PrivateAddressPolicy
 from fptrack.crawler.guarded_http import FetchFailure, FetchResult, GuardedFetcher, NoSuchHost
 from fptrack.crawler.render import RenderPlan
-from fptrack.jobs.pipeline import INFRINGING_STATUSES
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import session_scope
 from fptrack.storage.locks import drop_lock, holder_died, refresh_lock, take_lock
-from fptrack.storage.match_life import GONE_STATUSES, Observation, observe
+from fptrack.storage.match_life import GONE_STATUSES, INFRINGING_STATUSES, Observation, observe
 from fptrack.storage.models import Match, MonitorLock, Page, Site, utcnow
 from fptrack.storage.pacing import Pacer
 from fptrack.storage.sites import site_of

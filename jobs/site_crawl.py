@@ -316,13 +316,13 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 
 
 def _crawl_and_report(name: str, *, scheduled: bool) -> int:
-    from fptrack.compare import chapter_index
-    from fptrack.fingerprint.normalize import use_table_cache
+    from fptrack.compare import index_config
+    from fptrack.fingerprint.table_files import use_table_cache
     from fptrack.storage.db import check_schema, create_engine_for, session_factory
 
     settings = Settings.from_env(dict(os.environ))
     use_table_cache(settings.cache_dir)
-    chapter_index.configure(settings)
+    index_config.configure(settings)
     engine = create_engine_for(settings)
     check_schema(engine, settings)
     result = run_site(settings, session_factory(engine), name, trigger="schedule" if scheduled else "site",

@@ -27,12 +27,17 @@ How it stays correct:
   died is not compared twice, and matches are upserts keyed by (page, chapter) besides. A child that confirms
   nothing for ``FPTRACK_STALL_SECONDS`` while the crawl waits for it (hung, stopped) is killed, and its
   batches compared here.
-- **Shared at the end.** The child is sent at most :data:`IN_FLIGHT` batches ahead of its confirmations; the
-  others wait in the crawl process. When the crawl has stored its last page and more than
-  :data:`SHARE_ABOVE` batches wait, its own thread compares the last of them while the child is sent the
-  others at once, instead of idling while the child drains a backlog alone (~3 s of a 1,000-page crawl on 2
-  cores, ``benchmarks/pipeline_throughput.py``). A batch is compared by one process only: the child gets it,
-  or the crawl takes it, never both.
+- **Split at the end, in the child.** The child is sent at most :data:`IN_FLIGHT` batches ahead of its
+  confirmations; the others wait in the crawl process. When the crawl has stored its last page, they are sent
+  at once, as the last message; the child, which reads ahead what the crawl sent, forks a helper that
+  compares about half of the pages of those and of the batches it holds and has not begun (when each part
+  has :data:`SPLIT_MIN_PAGES`) while it compares the rest: the crawl's process is done with the cores by
+  then, and a process forked from the child starts warm (the registry's codes, the per-code-point tables and
+  the tokenizer loaded), where the crawl's own thread would first load them (~0.6 s) and a fresh process for
+  a second. The helper opens connections of its own and leaves the child's untouched
+  (:func:`taskqueue.reopen_after_fork`); the child relays its confirmations, and compares again whatever
+  batch the helper did not confirm (it died); a helper whose child is gone stops after its batch. A batch is
+  compared by one process only, save after a death, when ``process_pages`` skips the pages already compared.
 - **Drained, then settled in the child.** :meth:`CompareProcess.finish` waits until every batch is confirmed
   (or compared here); only then do the crawl's sites settle, in the child (:meth:`CompareProcess.settle`),
   which has the registry and the fingerprint code loaded, or in the crawl's process when the child is gone
@@ -52,9 +57,12 @@ reactor and other threads, whose locks a forked child would inherit held.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import itertools
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 import time
@@ -76,10 +84,9 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = 2
 """Batches sent to the child and not confirmed yet, at most: one it compares, one waiting in the pipe so that
 it never waits for the next; the rest wait in the crawl process, which compares some of them at the end."""
-SHARE_ABOVE = 4
-"""At the end, the crawl's thread takes some of the waiting batches only when more than this many wait: its
-first comparison loads what the child holds already (the registry's codes, the tokenizer: ~0.6 s, two of the
-child's batches), which only a longer backlog repays."""
+SPLIT_MIN_PAGES = 8
+"""The crawl's last batches are split between the child and a helper forked from it when each would compare
+at least this many pages (a fork costs a few milliseconds)."""
 STOP_SECONDS = 5.0
 """How long :meth:`CompareProcess.stop` lets the child end after SIGTERM before killing it."""
 POLL_SECONDS = 0.5
@@ -153,7 +160,8 @@ class CompareProcess:
         self._next_batch = 0
         self.confirmed = 0  # pages of the batches the child confirmed
         self.compared_here = 0  # pages of the batches compared again in the crawl's thread
-        self.shared_here = 0  # pages of the waiting batches the crawl's thread compared at the end
+        self.sent_last = 0  # batches sent in the last message (split by the child with a helper)
+        self.helped = 0  # pages of the batches the child's helper compared (of those confirmed)
         self.died = ""  # why the child is gone before its work was done ('' while it is not)
 
     def start(self) -> None:
@@ -221,23 +229,34 @@ class CompareProcess:
                 self._waiting.appendleft(page_ids)  # compared by _lost, with the rest
                 self._lost(f"{type(error).__name__}: {error}")
 
+    def _send_last(self) -> None:
+        """Send every waiting batch in one message, the last, which the child splits with a helper together
+        with the batches it holds and has not begun."""
+        assert self._connection is not None
+        batches = []
+        while self._waiting:
+            batches.append((self._next_batch, self._waiting.popleft()))
+            self._unconfirmed[self._next_batch] = batches[-1][1]
+            self._next_batch += 1
+        try:
+            self._connection.send(("last", batches))
+        except OSError as error:  # the child's end is closed: it died
+            self._lost(f"{type(error).__name__}: {error}")  # compares the batches, now unconfirmed, here
+            return
+        self.sent_last = len(batches)
+
     def finish(self) -> None:
         """Wait until every batch is confirmed (or, the child gone or stalled, compared here). The child
         stays, idle, for :meth:`settle`; :meth:`end` lets it go."""
         with self._lock:
             if self._connection is None:
                 return
-            # the crawl has stored its last page: a long backlog is split, the last batches compared in this
-            # thread (the first one loading the registry: two of the child's batches), the others sent to the
-            # child at once, so that it never waits for this thread to top it up
+            # the crawl has stored its last page: what waits goes to the child at once, as the last message
             self._collect(wait=0.0)
-            waiting = len(self._waiting)
-            ours = [self._waiting.pop() for _ in range((waiting - 2) // 2)] if waiting > SHARE_ABOVE else []
             self._window = None
-            self._send_waiting()
-            for page_ids in reversed(ours):
-                self.compare_here(page_ids)  # also when the child died meanwhile: these are this thread's
-                self.shared_here += len(page_ids)
+            if self.in_use:
+                self._send_last()
+            self._send_waiting()  # only when the child died meanwhile: compared here
             left, since = self._outstanding, time.monotonic()
             while left and not self.died:
                 self._collect(wait=POLL_SECONDS)
@@ -317,8 +336,9 @@ class CompareProcess:
         page_ids = self._unconfirmed.pop(batch, None)
         if page_ids is None:
             return
-        if outcome == "done":
+        if outcome == "done":  # error: "" (the child compared it) or "helper" (its helper did, at the end)
             self.confirmed += len(page_ids)
+            self.helped += len(page_ids) if error == "helper" else 0
             return
         log.warning("compare stage: the child could not compare a batch of %d page(s) (%s): comparing it "
                     "here", len(page_ids), error)  # fmt: skip
@@ -408,6 +428,115 @@ def _settle(site_ids: list[int]) -> tuple[str, str]:
     return "settled", ""
 
 
+def _is_last(message: Any) -> bool:
+    """Whether ``message`` is the crawl's last batches (``("last", [(batch, ids), ...])``)."""
+    return message is not None and message[0] == "last"
+
+
+def _compare_one(connection: Connection, tasks: Any, batch: int, page_ids: list[int]) -> bool:
+    """Compare one batch and tell the crawl (``done``, or ``failed`` and why: the crawl compares it again and
+    raises it there); True when it was compared."""
+    try:
+        compare_batch(tasks, page_ids)
+    except Exception as error:
+        log.exception("comparing a batch of %d page(s) failed", len(page_ids))
+        connection.send(("failed", batch, f"{type(error).__name__}: {error}"))
+        return False
+    connection.send(("done", batch, ""))
+    return True
+
+
+def _compare_split(
+    connection: Connection, tasks: Any, batches: list[tuple[int, list[int]]]
+) -> list[tuple[int, list[int]]]:
+    """The crawl's last batches (see the module docstring): the first half to a helper forked from this
+    process, the rest compared here; the helper's answers relayed to the crawl as they come, and what it did
+    not answer compared here. The batches this process compared."""
+    half = _half(batches)
+    helper = _fork_helper(tasks, batches[:half], connection) if half else None
+    theirs, ours = (batches[:half], batches[half:]) if helper is not None else ([], batches)
+    answered: set[int] = set()
+
+    def relay(wait: bool) -> None:
+        """Relay the helper's answers that are ready (when ``wait``, all of them, to the end of its pipe)."""
+        assert helper is not None
+        with contextlib.suppress(EOFError, OSError):
+            while wait or helper[1].poll(0):
+                answer = helper[1].recv()
+                answered.add(answer[1])
+                connection.send(answer)
+
+    done = []
+    for batch, ids in ours:
+        if _compare_one(connection, tasks, batch, ids):
+            done.append((batch, ids))
+        if helper is not None:
+            relay(wait=False)
+    if helper is not None:
+        relay(wait=True)
+        helper[1].close()
+        os.waitpid(helper[0], 0)
+        for batch, ids in theirs:  # the helper ended before answering them (it died): compared here
+            if batch not in answered and _compare_one(connection, tasks, batch, ids):
+                done.append((batch, ids))
+    return done
+
+
+def _half(batches: list[tuple[int, list[int]]]) -> int:
+    """How many of the first ``batches`` make the helper's part: the split nearest half the pages; 0 (no
+    helper) when either part would hold fewer than :data:`SPLIT_MIN_PAGES` pages."""
+    sizes = [len(ids) for _, ids in batches]
+    total = sum(sizes)
+    before = list(itertools.accumulate(sizes))[:-1]  # the helper's pages when it takes 1, 2, ... batches
+    if not before:
+        return 0
+    best = min(range(len(before)), key=lambda i: abs(2 * before[i] - total))
+    if min(before[best], total - before[best]) < SPLIT_MIN_PAGES:
+        return 0
+    return best + 1
+
+
+def _fork_helper(
+    tasks: Any, batches: list[tuple[int, list[int]]], crawl: Connection
+) -> tuple[int, Connection] | None:
+    """Fork a process that compares ``batches`` and sends each answer on a pipe, closed at its end: (its pid,
+    the pipe's end to read); None when it cannot be forked (the caller compares them). The helper closes its
+    copy of the pipe to the crawl (``crawl``), which must see its end when the child ends."""
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    try:
+        pid = os.fork()
+    except OSError:
+        log.warning("could not fork a helper for the last batches: comparing them in this process")
+        reader.close()
+        writer.close()
+        return None
+    if pid:
+        writer.close()
+        return pid, reader
+    status = 1
+    try:  # the helper: never returns, never runs its parent's clean-up (os._exit)
+        reader.close()
+        crawl.close()  # this process's copy of the descriptor only
+        from fptrack import taskqueue
+
+        taskqueue.reopen_after_fork()
+        parent = os.getppid()
+        for batch, page_ids in batches:
+            if os.getppid() != parent:
+                break  # the child is gone (the crawl stopped it): the rest stays for the sweep
+            try:
+                compare_batch(tasks, page_ids)
+                writer.send(("done", batch, "helper"))
+            except Exception as error:
+                log.exception("comparing a batch of %d page(s) failed", len(page_ids))
+                writer.send(("failed", batch, f"{type(error).__name__}: {error}"))
+        status = 0
+    except BaseException:
+        log.exception("the helper comparing the last batches failed")
+    finally:
+        os._exit(status)
+
+
 def _child_main(connection: Connection, settings: Settings, log_level: int) -> None:
     """The child: compare each batch of ids received, confirm it, until the end of the work (``None``) or of
     the pipe (the crawl is gone)."""
@@ -421,26 +550,31 @@ def _child_main(connection: Connection, settings: Settings, log_level: int) -> N
     _warm_up()
     gc.freeze()  # the imports' objects: out of the collector's walks for the child's life (crawler.runner)
     started, pages, batches = time.process_time(), 0, 0
+    queued: deque[Any] = deque()  # messages read ahead of the one at hand
     try:
         while True:
-            try:
-                message = connection.recv()
+            try:  # read everything the crawl has sent so far: its last batches are split, those in hand too
+                if not queued:
+                    queued.append(connection.recv())
+                while connection.poll(0):
+                    queued.append(connection.recv())
             except (EOFError, OSError):
                 return  # the crawl is gone: what was not confirmed stays for the sweep
+            message = queued.popleft()
             if message is None:
                 return
             if message[0] == "settle":
                 connection.send(_settle(message[1]))
                 continue
-            batch, page_ids = message
-            try:
-                compare_batch(tasks, page_ids)
-            except Exception as error:  # the crawl compares the batch again, and raises it there
-                log.exception("comparing a batch of %d page(s) failed", len(page_ids))
-                connection.send(("failed", batch, f"{type(error).__name__}: {error}"))
-                continue
-            pages, batches = pages + len(page_ids), batches + 1
-            connection.send(("done", batch, ""))
+            if _is_last(message) or any(_is_last(ahead) for ahead in queued):
+                work = []
+                while not _is_last(message):
+                    work.append(message)
+                    message = queued.popleft()
+                done = _compare_split(connection, tasks, [*work, *message[1]])
+            else:
+                done = [message] if _compare_one(connection, tasks, *message) else []
+            pages, batches = pages + sum(len(ids) for _, ids in done), batches + len(done)
     finally:
         log.info("compared %d page(s) in %d batch(es), %.2f s of CPU", pages, batches,
                  time.process_time() - started)  # fmt: skip

@@ -26,7 +26,6 @@ from celery import Celery
 from sqlalchemy.exc import OperationalError
 
 from fptrack import taskqueue
-from fptrack.compare import service
 from fptrack.core.settings import Settings
 from fptrack.storage.db import session_scope
 from fptrack.taskqueue import celery, task_sessions, task_settings
@@ -62,11 +61,11 @@ def configure(settings: Settings) -> Celery:
     """Make this process ready to run and enqueue the tasks: the Celery app and the task runtime bound to
     ``settings`` (:func:`taskqueue.configure`) and the fingerprint stage's table cache in its cache folder;
     idempotent. Returns the app."""
-    from fptrack.compare import chapter_index
-    from fptrack.fingerprint.normalize import use_table_cache
+    from fptrack.compare import index_config
+    from fptrack.fingerprint.table_files import use_table_cache
 
     use_table_cache(settings.cache_dir)
-    chapter_index.configure(settings)
+    index_config.configure(settings)
     app = taskqueue.configure(settings)
     # discovery (jobs.discovery) runs on the beat only when FPTRACK_DISCOVERY_EVERY is set, on the crawl queue
     # (it fetches from the web)
@@ -92,6 +91,8 @@ def process_pages(page_ids: list[int]) -> dict[str, list[int]]:
 
     Idempotent: pages already compared, or being compared by another worker, are skipped; pages that are gone
     are logged and skipped."""
+    from fptrack.compare import service
+
     with session_scope(task_sessions()) as session:
         outcomes = service.process_pages(session, page_ids, task_settings())
     done = {o.page_id for o in outcomes}
@@ -106,6 +107,8 @@ def process_pages(page_ids: list[int]) -> dict[str, list[int]]:
 @celery.task(name="fptrack.fingerprint_page", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
 def process_one_page(page_id: int) -> int:
     """Fingerprint, index and compare one stored page; returns the number of chapters it copies."""
+    from fptrack.compare import service
+
     with session_scope(task_sessions()) as session:
         outcomes = service.process_pages(session, [page_id], task_settings())
     return sum(len(o.matched_chapters) for o in outcomes)

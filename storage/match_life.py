@@ -37,11 +37,13 @@ from sqlalchemy.orm import Session
 
 from fptrack.core.settings import Settings
 from fptrack.storage.chunks import id_chunks
-from fptrack.storage.models import Match, Page, PageVersion, TakedownCheck, as_utc, utcnow
+from fptrack.storage.models import Match, MatchStatus, Page, PageVersion, TakedownCheck, as_utc, utcnow
 
 __all__ = [
+    "COPYING_STATUSES",
     "DOWN_OUTCOMES",
     "GONE_STATUSES",
+    "INFRINGING_STATUSES",
     "UNSETTLED_MARK",
     "UNSETTLED_NOTE",
     "Evidence",
@@ -54,6 +56,11 @@ __all__ = [
     "rest_on_page",
 ]
 
+# the statuses of a match whose page copies its work (any but dismissed): what "pages copying a work" counts
+COPYING_STATUSES = (MatchStatus.FLAGGED, MatchStatus.LICENSED, MatchStatus.CONFIRMED)
+# of those, the copies made without a licence (licensed ones are the rights holder's own sites): what a crawl
+# reports as the copies it found, and what takedown re-checks follow
+INFRINGING_STATUSES = (MatchStatus.FLAGGED, MatchStatus.CONFIRMED)
 DOWN_OUTCOMES = frozenset({"gone", "removed"})
 # the answers that say a page is gone: removed, or withheld for legal reasons (451)
 GONE_STATUSES = frozenset({404, 410, 451})

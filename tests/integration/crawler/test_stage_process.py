@@ -20,6 +20,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -225,16 +226,20 @@ def _deliver_again(settings: Settings) -> None:
         compare_batch(tasks, ids[start : start + tasks.PAGES_PER_TASK])
 
 
-def _store_chapters(settings: Settings, engine: Engine) -> list[int]:
-    """The three chapters of LIGHT stored through the crawl's store, not compared: their page ids."""
+def _store_chapters(settings: Settings, engine: Engine, *, fillers: int = 0) -> list[int]:
+    """The three chapters of LIGHT, then ``fillers`` pages of unregistered text, stored through the crawl's
+    store, not compared: their page ids."""
     import hashlib
     from datetime import UTC, datetime
 
     from fptrack.crawler.pages import CrawledPage
     from fptrack.crawler.store import PageStore
 
+    rng = random.Random(7)
+    sentences = [s for chapter in OTHER for s in paragraphs_of(chapter)] + [s for s in NEWS if s.strip()]
+    texts = [*LIGHT[:3], *("\n".join(rng.sample(sentences, min(12, len(sentences)))) for _ in range(fillers))]
     store = PageStore(session_factory(engine), job_id=None, dispatch=lambda ids: None, settings=settings)
-    for number, chapter in enumerate(LIGHT[:3]):
+    for number, chapter in enumerate(texts):
         url = f"http://127.0.0.1:9/{number}.html"
         digest = hashlib.sha256(chapter.encode()).hexdigest()
         page = CrawledPage(
@@ -281,25 +286,61 @@ def test_a_child_that_stops_answering_is_killed_and_its_batches_compared_here(
         engine.dispose()
 
 
-def test_at_the_end_the_crawl_compares_the_batches_still_waiting_beside_the_child(
+def test_the_last_batches_are_split_between_the_child_and_a_helper_forked_from_it(
     sqlite_settings: Settings,
 ) -> None:
-    """The child is sent at most IN_FLIGHT batches ahead of its confirmations; at the end the crawl's thread
-    compares some of the waiting batches when more than SHARE_ABOVE wait, instead of leaving them all to the
-    child. Here the child is stopped (SIGSTOP) before its first batch: of IN_FLIGHT + SHARE_ABOVE + 1
-    one-page batches (three pages that copy a chapter, then ids of no page) two are sent, the crawl compares
-    the last one at ``finish`` (shared) and sends the others, then, the child stalled, compares what it held
-    (the fall-back); every page once."""
+    """At the end the crawl sends what waits as one last message; the child splits it, with the batches it
+    holds unbegun, between itself and a helper it forks (warm), and relays the helper's confirmations. Here
+    the child is stopped (SIGSTOP) until every batch is submitted and ``finish`` has sent the last message:
+    two batches sent, the rest in the last one; resumed, the child reads all six ahead and splits them by
+    pages. Every page compared once, the three copies matched, the helper's half confirmed."""
     from fptrack.jobs import tasks
-    from fptrack.jobs.stage_process import IN_FLIGHT, SHARE_ABOVE, CompareProcess, compare_batch
+    from fptrack.jobs.stage_process import IN_FLIGHT, CompareProcess, compare_batch
+
+    _register(sqlite_settings)
+    engine = create_engine_for(sqlite_settings)
+    try:
+        ids = _store_chapters(sqlite_settings, engine, fillers=45)
+        batches = [ids[start : start + 8] for start in range(0, len(ids), 8)]
+        assert len(batches) == 6 and IN_FLIGHT == 2
+        tasks.configure(sqlite_settings)
+        stage = CompareProcess(sqlite_settings, lambda page_ids: compare_batch(tasks, page_ids))
+        stage.start()
+        assert stage.pid is not None
+        try:
+            os.kill(stage.pid, signal.SIGSTOP)
+            for batch in batches:
+                stage.submit(batch)
+            resume = threading.Timer(1.0, os.kill, (stage.pid, signal.SIGCONT))
+            resume.start()  # after finish() has sent the last message
+            stage.finish()
+            resume.join()
+        finally:
+            stage.stop()
+        assert stage.sent_last == len(batches) - IN_FLIGHT
+        assert stage.died == "" and stage.confirmed == len(ids) and stage.compared_here == 0
+        assert stage.helped == len(ids) // 2  # 48 pages in six batches of 8: three each
+        with Session(engine) as session:
+            assert session.scalars(select(Page.id).where(Page.compared_at.is_(None))).all() == []
+            assert session.scalar(select(func.count(Match.id))) == 3
+            assert session.scalar(select(func.count(func.distinct(Fingerprint.page_id)))) == len(ids)
+    finally:
+        engine.dispose()
+
+
+def test_the_last_message_to_a_stalled_child_is_compared_here(sqlite_settings: Settings) -> None:
+    """A child stopped (SIGSTOP) before its first batch never reads the last message: it is killed once the
+    crawl has waited ``stall_seconds``, and the crawl compares every batch itself, those of the last message
+    too; every page once."""
+    from fptrack.jobs import tasks
+    from fptrack.jobs.stage_process import IN_FLIGHT, CompareProcess, compare_batch
 
     settings = sqlite_settings.with_overrides(stall_seconds=1.0)
     _register(settings)
     engine = create_engine_for(settings)
     try:
         ids = _store_chapters(settings, engine)
-        batches = [*ids, *range(10**9, 10**9 + IN_FLIGHT + SHARE_ABOVE + 1 - len(ids))]
-        assert len(ids) == 3 and IN_FLIGHT == 2 and len(batches) > IN_FLIGHT + SHARE_ABOVE
+        batches = [*ids, *range(10**9, 10**9 + 3)]  # three pages that copy a chapter, then ids of no page
         tasks.configure(settings)
         stage = CompareProcess(settings, lambda page_ids: compare_batch(tasks, page_ids))
         stage.start()
@@ -308,13 +349,13 @@ def test_at_the_end_the_crawl_compares_the_batches_still_waiting_beside_the_chil
             os.kill(stage.pid, signal.SIGSTOP)
             for page_id in batches:
                 stage.submit([page_id])
-            assert stage.compared_here == stage.shared_here == 0  # two sent, the rest waiting
+            assert stage.compared_here == 0  # two sent, the rest waiting
             stage.finish()
         finally:
             stage.stop()
-        assert stage.shared_here == 1  # the last batch, compared by the crawl's thread at the end
+        assert stage.sent_last == len(batches) - IN_FLIGHT
         assert stage.died == "stalled for 1 s, killed"
-        assert stage.compared_here == len(batches) - 1  # the two the child held and the rest waiting
+        assert stage.compared_here == len(batches) and stage.helped == 0
         with Session(engine) as session:
             assert session.scalars(select(Page.id).where(Page.compared_at.is_(None))).all() == []
             assert session.scalar(select(func.count(Match.id))) == 3

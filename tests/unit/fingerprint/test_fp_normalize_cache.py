@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from fptrack.fingerprint import normalize as module
+from fptrack.fingerprint import table_files
 
 
 @pytest.fixture(autouse=True)
 def _restore_cache_folder() -> Iterator[None]:
-    before = module._cache_dir
+    before = table_files._cache_dir
     yield
     module.use_table_cache(before)
 

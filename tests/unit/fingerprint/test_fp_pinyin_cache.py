@@ -6,20 +6,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fptrack.fingerprint import normalize, pinyin
+from fptrack.fingerprint import pinyin, table_files
 
 
 @pytest.fixture(autouse=True)
 def _restore_cache_folder() -> Iterator[None]:
-    before = normalize._cache_dir
+    before = table_files._cache_dir
     pinyin._initial_table.cache_clear()
     yield
-    normalize.use_table_cache(before)
+    table_files.use_table_cache(before)
     pinyin._initial_table.cache_clear()
 
 
 def test_cached_initials_table_equals_the_built_one(tmp_path: Path) -> None:
-    normalize.use_table_cache(tmp_path)
+    table_files.use_table_cache(tmp_path)
     built = pinyin._initial_table()  # builds and saves
     (saved,) = tmp_path.glob("pinyin-initials-*.npy")
     pinyin._initial_table.cache_clear()
@@ -35,7 +35,7 @@ def test_cached_initials_table_equals_the_built_one(tmp_path: Path) -> None:
 def test_without_a_cache_folder_no_file_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    normalize.use_table_cache(None)
+    table_files.use_table_cache(None)
     assert pinyin._initial_table_path() is None
     assert pinyin.pinyin_initials("内容") == "nr"
     assert list(tmp_path.rglob("*")) == []
