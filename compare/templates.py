@@ -67,14 +67,17 @@ def site_template_codes(
     order and grouped greedily, so the answer depends on the pages alone, never on the order they are given
     in."""
     urls = sorted(code_sets)
-    sets = [np.unique(np.asarray(code_sets[url], dtype=np.int64)) for url in urls]
+    sets = [_distinct(np.asarray(code_sets[url], dtype=np.int64)) for url in urls]
     if len(sets) < min_texts:
         return set()
-    codes = np.concatenate(sets) if sets else np.empty(0, dtype=np.int64)
-    owners = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(sets)])
+    codes = np.concatenate(sets)
+    owners = np.repeat(np.arange(len(sets), dtype=np.int64), [len(s) for s in sets])
     order = np.argsort(codes, kind="stable")  # stable: holders of a code stay in URL order
     codes, owners = codes[order], owners[order]
-    unique, starts, counts = np.unique(codes, return_index=True, return_counts=True)
+    # each distinct code's run in the sorted codes: where it starts, how long it is
+    starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1]))) if len(codes) else codes
+    counts = np.diff(np.append(starts, len(codes)))
+    unique = codes[starts]
     frequent = np.flatnonzero(counts >= min_texts)
 
     same_text: dict[tuple[int, int], bool] = {}
@@ -102,6 +105,13 @@ def site_template_codes(
         if decided[signature]:
             template.add(int(unique[index]))
     return template
+
+
+def _distinct(codes: np.ndarray) -> np.ndarray:
+    """``codes`` sorted and distinct: as they are when they are already (a page's stored template keys)."""
+    if len(codes) < 2 or bool((codes[1:] > codes[:-1]).all()):
+        return codes
+    return np.unique(codes)
 
 
 @dataclass(frozen=True)
@@ -297,11 +307,13 @@ def _template_hashes(
     if not keys:
         return set()
     wanted = np.array(sorted(keys), dtype=np.int64)
-    held = {
-        page_id: int(np.isin(array, wanted, assume_unique=True).sum())
-        for page_id, array in codes.items()
-        if page_id in urls
-    }
+    # how many template keys each page holds, in one isin over every page's keys
+    pages = [page_id for page_id in codes if page_id in urls]
+    arrays = [codes[page_id] for page_id in pages]
+    flat = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+    owner = np.repeat(np.arange(len(pages)), [len(array) for array in arrays])
+    counts = np.bincount(owner[np.isin(flat, wanted)], minlength=len(pages))
+    held = dict(zip(pages, counts.tolist(), strict=True))
     order = sorted((page_id for page_id, count in held.items() if count), key=lambda p: (-held[p], urls[p]))
     remaining = set(keys)
     hashes: set[int] = set()

@@ -48,3 +48,43 @@ def test_a_short_page_quoting_the_template_does_not_hide_it() -> None:
     pages = {f"http://s/{n}": _page(rng, 90, template=True) for n in range(7)}
     pages["http://s/a-short-one"] = np.concatenate([TEMPLATE, rng.integers(10**6, 10**12, size=8)])
     assert site_template_codes(pages) == set(TEMPLATE)
+
+
+def _template_by_definition(code_sets: dict[str, list[int]], min_texts: int, share: float) -> set[int]:
+    """The rule as the docstring states it, code by code: holders in URL order, grouped greedily, a code is
+    template when ``min_texts`` of its holders are pairwise not versions of one text."""
+    urls = sorted(code_sets)
+    sets = [set(code_sets[url]) for url in urls]
+    if len(sets) < min_texts:
+        return set()
+
+    def one_text(a: int, b: int) -> bool:
+        return len(sets[a] & sets[b]) > share * max(len(sets[a]), len(sets[b]))
+
+    template = set()
+    for code in set().union(*sets):
+        texts: list[int] = []
+        for holder in (i for i, held in enumerate(sets) if code in held):
+            if not any(one_text(holder, other) for other in texts):
+                texts.append(holder)
+        if len(texts) >= min_texts:
+            template.add(code)
+    return template
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(
+        st.text("abcdefgh", min_size=1, max_size=3),
+        st.lists(st.integers(-40, 40), max_size=30),  # few codes: shared, repeated, unsorted, signed
+        max_size=14,
+    ),
+    st.integers(2, 6),
+    st.sampled_from([0.3, 0.5, 0.8]),
+)
+def test_the_template_is_the_rule_applied_code_by_code(
+    code_sets: dict[str, list[int]], min_texts: int, share: float
+) -> None:
+    arrays = {url: np.array(codes, dtype=np.int64) for url, codes in code_sets.items()}
+    found = site_template_codes(arrays, min_texts=min_texts, duplicate_share=share)
+    assert found == _template_by_definition(code_sets, min_texts, share)
