@@ -36,7 +36,10 @@ modes.
    robots.txt obeyed, depth 2, the same page limit). It fetches every page, decodes it, parses it (every text
    node and every link, lxml through Scrapy's selectors), follows the links and keeps nothing. Wall time of
    the subprocess, start-up included, as for ``fptrack crawl``. Each mode's pages/s is also given as a ratio
-   to it (targets: >= 0.85 embedded, >= 0.75 PostgreSQL + 2 workers). Each crawl's wall (the bare spider's
+   to it (targets: >= 0.85 embedded, >= 0.75 PostgreSQL + 2 workers). ``--rounds N`` runs the bare spider
+   and every mode N times, alternating, and reports each mode's ratio round by round and its median (the
+   target's figure): on a shared machine the CPU's speed drifts by 10-20 % from one minute to the next, which
+   moves a CPU-bound crawl and not the latency-bound bare spider. Each crawl's wall (the bare spider's
    too) is split in three from the site's request log: ``start`` (to its first request), ``fetch`` (first to
    last request) and ``after`` (last request to the process's end). The site's server answers a kept-alive
    request ~44 ms late (``http.server`` sends the headers and the body apart, and the body waits for the
@@ -492,6 +495,7 @@ def run_mode(
     services: Services,
     args: argparse.Namespace,
     work_files: list[tuple[str, Path]],
+    round_number: int = 0,
 ) -> ModeResult:
     _, backend, worker_count = MODES[mode]
     result = ModeResult(mode)
@@ -501,10 +505,11 @@ def run_mode(
     if worker_count and services.redis_problem:
         result.skipped = services.redis_problem
         return result
-    data_dir = workdir / mode
+    label = mode if round_number == 0 else f"{mode}-round{round_number + 1}"
+    data_dir = workdir / label
     data_dir.mkdir()
     database_url = (
-        services.fresh_database(mode) if backend == "postgresql" else f"sqlite:///{data_dir / 'fptrack.db'}"
+        services.fresh_database(label) if backend == "postgresql" else f"sqlite:///{data_dir / 'fptrack.db'}"
     )
     result.database_url = database_url
     env = base_env(data_dir, database_url, args.concurrency)
@@ -781,6 +786,24 @@ def compare_scaling(
 # ------------------------------------------------------------------------------------------------ printing
 
 
+def ratios_by_round(
+    rounds: list[tuple[dict[str, Any] | None, list[ModeResult]]],
+) -> dict[str, list[float | None]]:
+    """Per mode, its pages/s over the bare spider's of the same round, round by round (None: skipped)."""
+    ratios: dict[str, list[float | None]] = {}
+    for bare, results in rounds:
+        bare_pps = float(bare["pages_per_second"]) if bare else 0.0
+        for r in results:
+            value = r.pages_per_second / bare_pps if bare_pps and not r.skipped else None
+            ratios.setdefault(r.mode, []).append(value)
+    return ratios
+
+
+def median_of(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
 def ratio(measured: float | None, target: float | None, *, higher_is_better: bool) -> str:
     if measured is None or target is None or measured <= 0:
         return ""
@@ -840,6 +863,14 @@ def main() -> None:
         help="ANALYZE each PostgreSQL database after registering (untimed), as autovacuum would on a server "
         "where it is on; the default measures the product as it is on this server",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the bare spider and every mode this many times, alternating, and report each mode's ratio "
+        "to the bare spider round by round and its median (a shared machine's speed drifts by 10-20 %% "
+        "from one minute to the next)",
+    )
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and the databases")
     parser.add_argument("--no-bare-scrapy", action="store_true", help="skip the bare Scrapy spider")
@@ -870,8 +901,10 @@ def main() -> None:
     )
     scale_sizes = [int(s) for s in scale_text.split(",") if s.strip()]
     scale_sample = args.scale_sample if args.scale_sample is not None else (30 if args.quick else 60)
-    if pages < 2 or registry < 1 or scale_sample < 2 or stage_sample < 0:
-        parser.error("need --pages >= 2, --registry >= 1, --scale-sample >= 2, --stage-sample >= 0")
+    if pages < 2 or registry < 1 or scale_sample < 2 or stage_sample < 0 or args.rounds < 1:
+        parser.error(
+            "need --pages >= 2, --registry >= 1, --scale-sample >= 2, --stage-sample >= 0, --rounds >= 1"
+        )
     copies_per_chapter_cap = 4  # a chapter copied more often on one site would look like site boilerplate
     if math.ceil((pages // 2) / registry) > copies_per_chapter_cap:
         registry = math.ceil((pages // 2) / copies_per_chapter_cap)
@@ -904,11 +937,19 @@ def main() -> None:
             work_files.append((title, path))
         results: list[ModeResult] = []
         bare: dict[str, Any] | None = None
+        # each round: the bare spider, then every mode, on the same site (the first round is reported whole)
+        rounds: list[tuple[dict[str, Any] | None, list[ModeResult]]] = []
         with serve_site(site.pages) as base:
-            if not args.no_bare_scrapy:
-                bare = run_bare_scrapy(site, base, args.concurrency)
-            for mode in modes:
-                results.append(run_mode(mode, site, base, workdir, services, args, work_files))
+            for round_number in range(args.rounds):
+                if args.rounds > 1:
+                    progress(f"round {round_number + 1} of {args.rounds}")
+                round_bare = None if args.no_bare_scrapy else run_bare_scrapy(site, base, args.concurrency)
+                round_results = [
+                    run_mode(mode, site, base, workdir, services, args, work_files, round_number)
+                    for mode in modes
+                ]
+                rounds.append((round_bare, round_results))
+            bare, results = rounds[0]
             sqlite_run = next((r for r in results if r.mode == "sqlite" and not r.skipped), None)
             stages: dict[str, Any] | None = None
             if stage_sample:
@@ -1019,6 +1060,20 @@ def main() -> None:
          "ratio", "vs bare", "target", "worker tasks"],
         rows,
     )  # fmt: skip
+
+    round_ratios = ratios_by_round(rounds)
+    if len(rounds) > 1:
+        print_table(
+            f"Ratio to the bare Scrapy spider, round by round ({len(rounds)} rounds, each the bare spider "
+            "then every mode; the first is the table above)",
+            ["mode", *(f"round {n + 1}" for n in range(len(rounds))), "median", "target"],
+            [
+                [MODES[mode][0], *(f"{v:.2f}" if v is not None else "-" for v in values),
+                 f"{median_of(values):.2f}" if median_of(values) is not None else "-",
+                 f">= {TARGET_BARE_RATIO[mode]:g}" if mode in TARGET_BARE_RATIO else ""]
+                for mode, values in round_ratios.items()
+            ],
+        )  # fmt: skip
 
     parity = parity_report(site, results)
     prows = []
@@ -1169,6 +1224,15 @@ def main() -> None:
         for r in results
     }
     figures["bare_scrapy"] = bare
+    figures["rounds"] = {
+        "count": len(rounds),
+        "ratio_to_bare_scrapy": {
+            mode: {"by_round": [round(v, 3) if v is not None else None for v in values],
+                   "median": round(m, 3) if (m := median_of(values)) is not None else None}
+            for mode, values in round_ratios.items()
+        },
+        "bare_scrapy_seconds": [b["seconds"] if b else None for b, _ in rounds],
+    }  # fmt: skip
     figures["parity"] = {
         "agree": parity.get("agree"),
         "expected_copies": parity["expected_copies"],
@@ -1189,13 +1253,14 @@ def main() -> None:
             "target": 50,
             "measured": figures["modes"].get("sqlite", {}).get("pages_per_second"),
         },
+        # the median over the rounds (one round: its ratio)
         "sqlite_ratio_to_bare_scrapy": {
             "target": TARGET_BARE_RATIO["sqlite"],
-            "measured": figures["modes"].get("sqlite", {}).get("ratio_to_bare_scrapy"),
+            "measured": figures["rounds"]["ratio_to_bare_scrapy"].get("sqlite", {}).get("median"),
         },
         "postgres_w2_ratio_to_bare_scrapy": {
             "target": TARGET_BARE_RATIO["postgres-w2"],
-            "measured": figures["modes"].get("postgres-w2", {}).get("ratio_to_bare_scrapy"),
+            "measured": figures["rounds"]["ratio_to_bare_scrapy"].get("postgres-w2", {}).get("median"),
         },
         "register_1m_postgres_seconds": {"target": 5, "measured": (large or {}).get("postgresql")},
         "compare_growth": {

@@ -11,3 +11,7 @@
 - :mod:`jobs.rechecks`: takedown re-checks;
 - :mod:`jobs.tasks`: the Celery tasks, thin, on the app of :mod:`taskqueue`.
 """
+
+PAGES_PER_TASK = 32
+"""Pages per ``process_pages`` task (:mod:`jobs.tasks`), and per batch the embedded crawl's compare process is
+sent: one transaction, one candidate query per code kind for all of them."""

@@ -6,7 +6,7 @@ call :func:`run_crawl_job`; they only present what it returns.
    :class:`crawler.store.PageStore`, which hands the ids to compare to the fingerprint stage after each
    commit: with no broker, to a child process of the crawl's (:mod:`jobs.stage_process`; in this process's
    store thread when no child can be used or the child died), else enqueued for Celery workers,
-   :data:`jobs.tasks.PAGES_PER_TASK` per task.
+   :data:`jobs.PAGES_PER_TASK` per task.
 3. With workers, the service waits until every page of the crawl is compared, showing pages done out of pages
    queued. It says within ``FPTRACK_NO_WORKER_SECONDS`` when no worker consumes the queue, and hands pages on
    again when they stall for ``FPTRACK_STALL_SECONDS`` (a killed worker): the stage is idempotent.
@@ -45,13 +45,13 @@ from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from fptrack.crawler.store import PageStore, StoreCounts
-from fptrack.jobs.stage_process import CompareProcess, compare_batch, compare_here, compare_in_child
+from fptrack.jobs import PAGES_PER_TASK
+from fptrack.jobs.stage_process import CompareProcess, compare_batch, compare_in_child
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import retry_in_session, session_scope
 from fptrack.storage.match_life import INFRINGING_STATUSES
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of
-from fptrack.taskqueue import workers_on_queue
 
 if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
@@ -104,6 +104,28 @@ class CrawlOutcome:
         return self.status == CrawlJobStatus.FINISHED.value
 
 
+class _Tasks:
+    """:mod:`jobs.tasks`, configured for the crawl's settings at its first use (``tasks.configure``): an
+    embedded crawl whose compare process does the comparing never uses it, and importing it (Celery's app,
+    ~0.13 s) would delay the crawl's first request."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._module: Any = None
+
+    def load(self) -> Any:
+        """The module, imported and configured the first time."""
+        if self._module is None:
+            from fptrack.jobs import tasks
+
+            tasks.configure(self._settings)
+            self._module = tasks
+        return self._module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.load(), name)
+
+
 class _Dispatcher:
     """Hands page ids to the fingerprint stage: with no broker, to ``child`` (:mod:`jobs.stage_process`) while
     it runs, else right here; with one, queues it for the workers (after a broker failure nothing more is
@@ -117,7 +139,7 @@ class _Dispatcher:
         self.queued = 0
 
     def __call__(self, page_ids: list[int]) -> None:
-        size = self.tasks.PAGES_PER_TASK
+        size = PAGES_PER_TASK
         for start in range(0, len(page_ids), size):
             chunk = page_ids[start : start + size]
             if self.settings.tasks_in_process:
@@ -140,7 +162,7 @@ class _Dispatcher:
     def compare_here(self, page_ids: list[int]) -> None:
         """Compare the pages in this thread, a task's worth at a time, whatever the mode: the child, idle
         after the crawl's batches, is not sent more."""
-        size = self.tasks.PAGES_PER_TASK
+        size = PAGES_PER_TASK
         for start in range(0, len(page_ids), size):
             self._compare_here(page_ids[start : start + size])
 
@@ -185,9 +207,9 @@ def run_crawl_job(
     it was killed: the pages that crawl stored are not fetched again (those it left uncompared are compared
     now), the budget counts them, and the job's stats say it resumed. It is removed when the crawl ends
     normally."""
-    from fptrack.jobs import tasks
-
-    tasks.configure(settings)
+    tasks = _Tasks(settings)
+    if not settings.tasks_in_process:
+        tasks.load()  # the Celery app bound to the broker now, before anything asks the broker
     started = time.monotonic()
     if shared is not None and shared.joined is not None:
         depth, max_pages = shared.joined.depth, shared.joined.max_pages
@@ -203,7 +225,7 @@ def run_crawl_job(
             if compare_process is None:
                 compare_process = compare_in_child(settings)
             if settings.tasks_in_process and compare_process:
-                child = CompareProcess(settings, compare_here)
+                child = CompareProcess(settings)
                 stack.callback(child.stop)
                 child.start()
         dispatcher = _Dispatcher(settings, tasks, child)
@@ -693,6 +715,7 @@ def _warn_when_no_worker(settings: Settings) -> None:
     """Warn, beside the crawl, when no worker consumes the task queue. Asked in a thread of its own: the
     broker's answer takes its whole timeout (every worker may answer, however many there are: 2 s), which the
     crawl would otherwise wait before its first request."""
+    from fptrack.taskqueue import workers_on_queue
 
     def ask() -> None:
         if not workers_on_queue(settings.task_queue):
@@ -712,6 +735,8 @@ def _wait_for_workers(
     store: PageStore,
     waiting: Callable[[WaitProgress], None] | None,
 ) -> None:
+    from fptrack.taskqueue import workers_on_queue
+
     queued = store.counts.to_compare
     pending = _pending(sessions, store.counts.page_ids)
     last_count, last_change = len(pending), time.monotonic()
@@ -740,8 +765,8 @@ def _wait_for_workers(
                 "%d page(s) stalled for %.0fs (a worker died?): handing them on again", len(pending), idle
             )
             try:
-                for start in range(0, len(pending), tasks.PAGES_PER_TASK):
-                    tasks.process_pages.delay(pending[start : start + tasks.PAGES_PER_TASK])
+                for start in range(0, len(pending), PAGES_PER_TASK):
+                    tasks.process_pages.delay(pending[start : start + PAGES_PER_TASK])
             except Exception as error:  # noqa: BLE001 - the broker is down: the next stall (or the sweep) tries again
                 log.warning("cannot hand the stalled pages on again (%s: %s)", type(error).__name__, error)
             last_change, checked_workers = now, False

@@ -34,7 +34,6 @@ from fptrack.jobs.sites import site_lock_name
 from fptrack.storage.db import session_scope
 from fptrack.storage.locks import dead_locks, drop_lock, refresh_lock, take_lock
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, as_utc, utcnow
-from fptrack.taskqueue import task_settings
 
 __all__ = [
     "SITE_CRAWL_MODULE",
@@ -189,6 +188,8 @@ def spawn_site_crawl(
     once: the scheduler's (trigger ``schedule``), or the admin's "run now" with ``scheduled=False`` (trigger
     ``site``). ``settings``: the caller's, or those of the Celery worker. The child's output goes to ``<data
     dir>/logs/site-<id>.log``."""
+    from fptrack.taskqueue import task_settings
+
     settings = settings or task_settings()
     collect_finished_crawls()
     env = dict(os.environ)

@@ -77,7 +77,7 @@ from sqlalchemy.engine import make_url
 from fptrack.core.settings import Settings
 from fptrack.storage.db import retry_while_unreachable
 
-__all__ = ["CompareProcess", "compare_batch", "compare_here", "compare_in_child", "start_early"]
+__all__ = ["CompareProcess", "compare_batch", "compare_in_child", "start_early"]
 
 log = logging.getLogger(__name__)
 
@@ -127,17 +127,9 @@ def start_early(settings: Settings) -> CompareProcess | None:
     caller stops it (:meth:`CompareProcess.stop`) when the crawl never starts."""
     if not compare_in_child(settings):
         return None
-    child = CompareProcess(settings, compare_here)
+    child = CompareProcess(settings)
     child.start()
     return child
-
-
-def compare_here(page_ids: list[int]) -> None:
-    """A batch compared in the calling thread: :func:`compare_batch` with :mod:`jobs.tasks` (configured by
-    the crawl job: ``tasks.configure``)."""
-    from fptrack.jobs import tasks
-
-    compare_batch(tasks, page_ids)
 
 
 class CompareProcess:
@@ -146,11 +138,13 @@ class CompareProcess:
     :meth:`submit` is called by the crawl's store thread after each commit; :meth:`finish` and :meth:`stop`
     by the crawl's main thread once the store thread has drained. A lock keeps the pipe to one thread at a
     time all the same. ``compare_here`` compares a batch in the calling thread: what a batch the child did not
-    confirm falls back to."""
+    confirm falls back to (by default :func:`compare_batch` with :mod:`jobs.tasks` configured for
+    ``settings``, imported then: a crawl whose child does the comparing never loads it)."""
 
-    def __init__(self, settings: Settings, compare_here: Callable[[list[int]], None]) -> None:
+    def __init__(self, settings: Settings, compare_here: Callable[[list[int]], None] | None = None) -> None:
         self.settings = settings
-        self.compare_here = compare_here
+        self.compare_here = compare_here or self._compare_with_tasks
+        self._tasks_configured = False
         self._lock = threading.Lock()
         self._process: BaseProcess | None = None
         self._connection: Connection | None = None
@@ -186,6 +180,14 @@ class CompareProcess:
         theirs.close()  # the child holds its end: when it dies, our reads see the end of the pipe
         self._process, self._connection = process, ours
         log.debug("compare stage: child process %s started", process.pid)
+
+    def _compare_with_tasks(self, page_ids: list[int]) -> None:
+        from fptrack.jobs import tasks
+
+        if not self._tasks_configured:  # once: configuring again forgets the chapter index loaded
+            tasks.configure(self.settings)
+            self._tasks_configured = True
+        compare_batch(tasks, page_ids)
 
     @property
     def pid(self) -> int | None:

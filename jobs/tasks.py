@@ -27,6 +27,7 @@ from sqlalchemy.exc import OperationalError
 
 from fptrack import taskqueue
 from fptrack.core.settings import Settings
+from fptrack.jobs import PAGES_PER_TASK
 from fptrack.storage.db import session_scope
 from fptrack.taskqueue import celery, task_sessions, task_settings
 
@@ -47,8 +48,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 DISCOVERY_ENTRY = "fptrack-discover"
-PAGES_PER_TASK = 32
-"""Pages per ``process_pages`` task: one transaction, one candidate query per code kind for all of them."""
 # A database that is briefly unreachable (a restart, a fail-over) must not lose a page: retry with back-off.
 _RETRY_ON_DATABASE_ERRORS: dict[str, Any] = {
     "autoretry_for": (OperationalError,),

@@ -138,3 +138,23 @@ def test_a_crawls_wall_is_split_at_its_first_and_last_request() -> None:
     site.request_times.extend([10.5, 11.0, 17.25])
     assert phases(site, first, started=10.0, ended=18.0) == {"start": 0.5, "fetch": 6.75, "after": 0.75}
     assert phases(site, len(site.request_times), started=20.0, ended=21.0) == {}  # no request: nothing said
+
+
+def test_each_rounds_ratio_is_read_against_the_bare_spider_of_its_own_round() -> None:
+    """pipeline_throughput --rounds: a mode's ratio in a round is over that round's bare spider, a skipped
+    mode has none, and the median is over the rounds it ran."""
+    from benchmarks.pipeline_throughput import ModeResult, median_of, ratios_by_round
+
+    def ran(mode: str, seconds: float) -> ModeResult:
+        return ModeResult(mode, crawl_seconds=seconds, pages_crawled=100)
+
+    skipped = ModeResult("postgres-w2", skipped="no PostgreSQL")
+    rounds = [
+        ({"pages_per_second": 100.0}, [ran("sqlite", 1.25), skipped]),
+        ({"pages_per_second": 50.0}, [ran("sqlite", 4.0), ran("postgres-w2", 2.5)]),
+        ({"pages_per_second": 80.0}, [ran("sqlite", 1.5625), ran("postgres-w2", 1.25)]),
+    ]
+    ratios = ratios_by_round(rounds)
+    assert ratios == {"sqlite": [0.8, 0.5, 0.8], "postgres-w2": [None, 0.8, 1.0]}
+    assert median_of(ratios["sqlite"]) == 0.8 and median_of(ratios["postgres-w2"]) == 0.9
+    assert median_of([None]) is None
