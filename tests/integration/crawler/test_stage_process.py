@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -251,31 +252,38 @@ def _store_chapters(settings: Settings, engine: Engine, *, fillers: int = 0) -> 
     return sorted(store.counts.page_ids)
 
 
+@contextmanager
+def _stopped_child(settings: Settings, batches: list[list[int]]) -> Iterator[Any]:
+    """A compare child started with the crawl's default fall-back, stopped (SIGSTOP) before its first batch,
+    then handed ``batches`` (IN_FLIGHT sent, the rest waiting in this process); stopped at the end."""
+    from fptrack.jobs.stage_process import CompareProcess
+
+    stage = CompareProcess(settings)
+    stage.start()
+    try:
+        assert stage.pid is not None
+        os.kill(stage.pid, signal.SIGSTOP)
+        for batch in batches:
+            stage.submit(batch)
+        yield stage
+    finally:
+        stage.stop()
+
+
 def test_a_child_that_stops_answering_is_killed_and_its_batches_compared_here(
     sqlite_settings: Settings,
 ) -> None:
     """A child that confirms nothing for ``stall_seconds`` while batches wait (here: stopped, SIGSTOP, before
     its first batch) is killed when the crawl waits for it, and the crawl compares its batches itself."""
-    from fptrack.jobs import tasks
-    from fptrack.jobs.stage_process import CompareProcess, compare_batch
-
     settings = sqlite_settings.with_overrides(stall_seconds=1.0)
     _register(settings)
     engine = create_engine_for(settings)
     try:
         ids = _store_chapters(settings, engine)
-        tasks.configure(settings)
-        stage = CompareProcess(settings, lambda page_ids: compare_batch(tasks, page_ids))
-        stage.start()
-        assert stage.pid is not None
-        pid = stage.pid
-        try:
-            os.kill(pid, signal.SIGSTOP)
-            stage.submit(ids)
+        with _stopped_child(settings, [ids]) as stage:
+            pid = stage.pid
             assert stage.in_use and stage.compared_here == 0  # sent, waiting for the stopped child
             stage.finish()
-        finally:
-            stage.stop()
         assert stage.died == "stalled for 1 s, killed", stage.died
         assert stage.compared_here == len(ids) == 3
         assert not _alive(pid)
@@ -294,8 +302,7 @@ def test_the_last_batches_are_split_between_the_child_and_a_helper_forked_from_i
     the child is stopped (SIGSTOP) until every batch is submitted and ``finish`` has sent the last message:
     two batches sent, the rest in the last one; resumed, the child reads all six ahead and splits them by
     pages. Every page compared once, the three copies matched, the helper's half confirmed."""
-    from fptrack.jobs import tasks
-    from fptrack.jobs.stage_process import IN_FLIGHT, CompareProcess, compare_batch
+    from fptrack.jobs.stage_process import IN_FLIGHT
 
     _register(sqlite_settings)
     engine = create_engine_for(sqlite_settings)
@@ -303,20 +310,11 @@ def test_the_last_batches_are_split_between_the_child_and_a_helper_forked_from_i
         ids = _store_chapters(sqlite_settings, engine, fillers=45)
         batches = [ids[start : start + 8] for start in range(0, len(ids), 8)]
         assert len(batches) == 6 and IN_FLIGHT == 2
-        tasks.configure(sqlite_settings)
-        stage = CompareProcess(sqlite_settings, lambda page_ids: compare_batch(tasks, page_ids))
-        stage.start()
-        assert stage.pid is not None
-        try:
-            os.kill(stage.pid, signal.SIGSTOP)
-            for batch in batches:
-                stage.submit(batch)
+        with _stopped_child(sqlite_settings, batches) as stage:
             resume = threading.Timer(1.0, os.kill, (stage.pid, signal.SIGCONT))
             resume.start()  # after finish() has sent the last message
             stage.finish()
             resume.join()
-        finally:
-            stage.stop()
         assert stage.sent_last == len(batches) - IN_FLIGHT
         assert stage.died == "" and stage.confirmed == len(ids) and stage.compared_here == 0
         assert stage.helped == len(ids) // 2  # 48 pages in six batches of 8: three each
@@ -332,8 +330,7 @@ def test_the_last_message_to_a_stalled_child_is_compared_here(sqlite_settings: S
     """A child stopped (SIGSTOP) before its first batch never reads the last message: it is killed once the
     crawl has waited ``stall_seconds``, and the crawl compares every batch itself, those of the last message
     too; every page once."""
-    from fptrack.jobs import tasks
-    from fptrack.jobs.stage_process import IN_FLIGHT, CompareProcess, compare_batch
+    from fptrack.jobs.stage_process import IN_FLIGHT
 
     settings = sqlite_settings.with_overrides(stall_seconds=1.0)
     _register(settings)
@@ -341,18 +338,9 @@ def test_the_last_message_to_a_stalled_child_is_compared_here(sqlite_settings: S
     try:
         ids = _store_chapters(settings, engine)
         batches = [*ids, *range(10**9, 10**9 + 3)]  # three pages that copy a chapter, then ids of no page
-        tasks.configure(settings)
-        stage = CompareProcess(settings, lambda page_ids: compare_batch(tasks, page_ids))
-        stage.start()
-        assert stage.pid is not None
-        try:
-            os.kill(stage.pid, signal.SIGSTOP)
-            for page_id in batches:
-                stage.submit([page_id])
+        with _stopped_child(settings, [[page_id] for page_id in batches]) as stage:
             assert stage.compared_here == 0  # two sent, the rest waiting
             stage.finish()
-        finally:
-            stage.stop()
         assert stage.sent_last == len(batches) - IN_FLIGHT
         assert stage.died == "stalled for 1 s, killed"
         assert stage.compared_here == len(batches) and stage.helped == 0
