@@ -46,7 +46,7 @@ from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from fptrack.crawler.store import PageStore, StoreCounts
 from fptrack.jobs import PAGES_PER_TASK
-from fptrack.jobs.stage_process import CompareProcess, compare_batch, compare_in_child
+from fptrack.jobs.stage_process import CompareProcess, ConfiguredTasks, compare_batch, compare_in_child
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import retry_in_session, session_scope
 from fptrack.storage.match_life import INFRINGING_STATUSES
@@ -102,28 +102,6 @@ class CrawlOutcome:
     @property
     def ok(self) -> bool:
         return self.status == CrawlJobStatus.FINISHED.value
-
-
-class _Tasks:
-    """:mod:`jobs.tasks`, configured for the crawl's settings at its first use (``tasks.configure``): an
-    embedded crawl whose compare process does the comparing never uses it, and importing it (Celery's app,
-    ~0.13 s) would delay the crawl's first request."""
-
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._module: Any = None
-
-    def load(self) -> Any:
-        """The module, imported and configured the first time."""
-        if self._module is None:
-            from fptrack.jobs import tasks
-
-            tasks.configure(self._settings)
-            self._module = tasks
-        return self._module
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.load(), name)
 
 
 class _Dispatcher:
@@ -207,7 +185,7 @@ def run_crawl_job(
     it was killed: the pages that crawl stored are not fetched again (those it left uncompared are compared
     now), the budget counts them, and the job's stats say it resumed. It is removed when the crawl ends
     normally."""
-    tasks = _Tasks(settings)
+    tasks = child.tasks if child is not None else ConfiguredTasks(settings)
     if not settings.tasks_in_process:
         tasks.load()  # the Celery app bound to the broker now, before anything asks the broker
     started = time.monotonic()
@@ -225,7 +203,7 @@ def run_crawl_job(
             if compare_process is None:
                 compare_process = compare_in_child(settings)
             if settings.tasks_in_process and compare_process:
-                child = CompareProcess(settings)
+                child = CompareProcess(settings, tasks=tasks)
                 stack.callback(child.stop)
                 child.start()
         dispatcher = _Dispatcher(settings, tasks, child)

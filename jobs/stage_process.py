@@ -77,13 +77,13 @@ from sqlalchemy.engine import make_url
 from fptrack.core.settings import Settings
 from fptrack.storage.db import retry_while_unreachable
 
-__all__ = ["CompareProcess", "compare_batch", "compare_in_child", "start_early"]
+__all__ = ["CompareProcess", "ConfiguredTasks", "compare_batch", "compare_in_child", "start_early"]
 
 log = logging.getLogger(__name__)
 
 IN_FLIGHT = 2
 """Batches sent to the child and not confirmed yet, at most: one it compares, one waiting in the pipe so that
-it never waits for the next; the rest wait in the crawl process, which compares some of them at the end."""
+it never waits for the next; the rest wait in the crawl process, which sends them all at the end."""
 SPLIT_MIN_PAGES = 8
 """The crawl's last batches are split between the child and a helper forked from it when each would compare
 at least this many pages (a fork costs a few milliseconds)."""
@@ -119,6 +119,29 @@ def compare_batch(tasks: Any, page_ids: list[int]) -> None:
     retry_while_unreachable(compare, what=f"comparing a batch of {len(page_ids)} page(s)")
 
 
+class ConfiguredTasks:
+    """:mod:`jobs.tasks`, configured for ``settings`` at its first use (``tasks.configure``, once: configuring
+    again forgets the chapter index loaded): an embedded crawl whose child does the comparing never needs it,
+    and importing it (Celery's app, the compare code: ~0.2 s) would delay the crawl's first request. Shared by
+    the crawl job and its :class:`CompareProcess`; attributes are the module's."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._module: Any = None
+
+    def load(self) -> Any:
+        """The module, imported and configured the first time."""
+        if self._module is None:
+            from fptrack.jobs import tasks
+
+            tasks.configure(self._settings)
+            self._module = tasks
+        return self._module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.load(), name)
+
+
 def start_early(settings: Settings) -> CompareProcess | None:
     """A started child for a crawl about to begin in this process (``run_crawl_job(child=...)``), or None
     when the crawl would not compare in a child (:func:`compare_in_child`). Started before the crawl's own
@@ -138,13 +161,19 @@ class CompareProcess:
     :meth:`submit` is called by the crawl's store thread after each commit; :meth:`finish` and :meth:`stop`
     by the crawl's main thread once the store thread has drained. A lock keeps the pipe to one thread at a
     time all the same. ``compare_here`` compares a batch in the calling thread: what a batch the child did not
-    confirm falls back to (by default :func:`compare_batch` with :mod:`jobs.tasks` configured for
-    ``settings``, imported then: a crawl whose child does the comparing never loads it)."""
+    confirm falls back to (by default :func:`compare_batch` with ``tasks``, :class:`ConfiguredTasks` for
+    ``settings`` unless given)."""
 
-    def __init__(self, settings: Settings, compare_here: Callable[[list[int]], None] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        compare_here: Callable[[list[int]], None] | None = None,
+        *,
+        tasks: ConfiguredTasks | None = None,
+    ) -> None:
         self.settings = settings
-        self.compare_here = compare_here or self._compare_with_tasks
-        self._tasks_configured = False
+        self.tasks = tasks or ConfiguredTasks(settings)
+        self.compare_here = compare_here or (lambda page_ids: compare_batch(self.tasks, page_ids))
         self._lock = threading.Lock()
         self._process: BaseProcess | None = None
         self._connection: Connection | None = None
@@ -180,14 +209,6 @@ class CompareProcess:
         theirs.close()  # the child holds its end: when it dies, our reads see the end of the pipe
         self._process, self._connection = process, ours
         log.debug("compare stage: child process %s started", process.pid)
-
-    def _compare_with_tasks(self, page_ids: list[int]) -> None:
-        from fptrack.jobs import tasks
-
-        if not self._tasks_configured:  # once: configuring again forgets the chapter index loaded
-            tasks.configure(self.settings)
-            self._tasks_configured = True
-        compare_batch(tasks, page_ids)
 
     @property
     def pid(self) -> int | None:
@@ -256,9 +277,8 @@ class CompareProcess:
             # the crawl has stored its last page: what waits goes to the child at once, as the last message
             self._collect(wait=0.0)
             self._window = None
-            if self.in_use:
+            if self.in_use:  # else the waiting batches were compared here when the child was found gone
                 self._send_last()
-            self._send_waiting()  # only when the child died meanwhile: compared here
             left, since = self._outstanding, time.monotonic()
             while left and not self.died:
                 self._collect(wait=POLL_SECONDS)
@@ -435,16 +455,18 @@ def _is_last(message: Any) -> bool:
     return message is not None and message[0] == "last"
 
 
-def _compare_one(connection: Connection, tasks: Any, batch: int, page_ids: list[int]) -> bool:
-    """Compare one batch and tell the crawl (``done``, or ``failed`` and why: the crawl compares it again and
-    raises it there); True when it was compared."""
+def _compare_one(
+    connection: Connection, tasks: Any, batch: int, page_ids: list[int], *, by: str = ""
+) -> bool:
+    """Compare one batch and say so on ``connection`` (``done`` and ``by``: "" the child, "helper" its helper;
+    or ``failed`` and why: the crawl compares it again and raises it there); True when it was compared."""
     try:
         compare_batch(tasks, page_ids)
     except Exception as error:
         log.exception("comparing a batch of %d page(s) failed", len(page_ids))
         connection.send(("failed", batch, f"{type(error).__name__}: {error}"))
         return False
-    connection.send(("done", batch, ""))
+    connection.send(("done", batch, by))
     return True
 
 
@@ -526,12 +548,7 @@ def _fork_helper(
         for batch, page_ids in batches:
             if os.getppid() != parent:
                 break  # the child is gone (the crawl stopped it): the rest stays for the sweep
-            try:
-                compare_batch(tasks, page_ids)
-                writer.send(("done", batch, "helper"))
-            except Exception as error:
-                log.exception("comparing a batch of %d page(s) failed", len(page_ids))
-                writer.send(("failed", batch, f"{type(error).__name__}: {error}"))
+            _compare_one(writer, tasks, batch, page_ids, by="helper")
         status = 0
     except BaseException:
         log.exception("the helper comparing the last batches failed")
