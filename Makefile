@@ -75,7 +75,7 @@ lint: $(VENV)/.installed-test
 	$(PY) -m ruff format --check .
 	@mkdir -p $(MYPY_PATH) && ln -sfn $(CURDIR) $(MYPY_PATH)/fptrack
 	MYPYPATH=$(MYPY_PATH) $(PY) -m mypy --strict --exclude '/(tests|benchmarks|deploy)/' -p fptrack
-	MYPYPATH=$(MYPY_PATH) $(PY) -m mypy --strict deploy/process_set.py
+	MYPYPATH=$(MYPY_PATH) $(PY) -m mypy --strict --explicit-package-bases deploy/process_set.py
 
 clean:
 	rm -rf $(VENV) fptrack-data .pytest_cache .hypothesis

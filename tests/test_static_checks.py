@@ -71,5 +71,10 @@ def test_every_package_is_strictly_typed(tmp_path: Path) -> None:
 def test_the_process_set_script_is_strictly_typed(tmp_path: Path) -> None:
     env = _package_link(tmp_path)
     cache = str(tmp_path / "mypy-cache")
-    result = _run("mypy", "--strict", "--cache-dir", cache, "deploy/process_set.py", env=env)
+    # --explicit-package-bases: without it mypy names the script after the folders above it that hold an
+    # __init__.py, up to the root, whose folder is whatever the clone was called ("tmp.Ab12 ... is not a valid
+    # Python package name" in a clone made by mktemp)
+    result = _run(
+        "mypy", "--strict", "--explicit-package-bases", "--cache-dir", cache, "deploy/process_set.py", env=env
+    )
     assert result.returncode == 0, result.stdout + result.stderr
