@@ -6,9 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fptrack.compare.templates import SITE_MIN_TEXTS, site_template_codes
+from fptrack.compare.templates import SITE_MIN_TEXTS, _by_code, _held, site_template_codes
 
 TEMPLATE = list(range(1000, 1030))
+EDGES = [-(2**31), 2**31 - 1, -(2**31) - 1, 2**31, 2**40, -(2**62)]
 
 
 def _page(rng: np.random.Generator, own: int, *, template: bool) -> np.ndarray:
@@ -76,7 +77,9 @@ def _template_by_definition(code_sets: dict[str, list[int]], min_texts: int, sha
 @given(
     st.dictionaries(
         st.text("abcdefgh", min_size=1, max_size=3),
-        st.lists(st.integers(-40, 40), max_size=30),  # few codes: shared, repeated, unsorted, signed
+        # few codes: shared, repeated, unsorted, signed; now and then the edges of 32 bits (template keys,
+        # sorted with their holder in one number) or past them (the other sort)
+        st.lists(st.integers(-40, 40) | st.sampled_from(EDGES), max_size=30),
         max_size=14,
     ),
     st.integers(2, 6),
@@ -88,3 +91,31 @@ def test_the_template_is_the_rule_applied_code_by_code(
     arrays = {url: np.array(codes, dtype=np.int64) for url, codes in code_sets.items()}
     found = site_template_codes(arrays, min_texts=min_texts, duplicate_share=share)
     assert found == _template_by_definition(code_sets, min_texts, share)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-50, 50) | st.sampled_from(EDGES), max_size=20, unique=True), max_size=8)
+)
+def test_codes_by_holder_are_the_stable_sort(sets: list[list[int]]) -> None:
+    """Both ways of sorting every page's codes (one number per code and holder for 32-bit keys, a stable
+    argsort otherwise) give each code's holders in page order."""
+    arrays = [np.array(sorted(codes), dtype=np.int64) for codes in sets]
+    codes, owners = _by_code(arrays)
+    flat = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+    holder = np.repeat(np.arange(len(arrays)), [len(a) for a in arrays])
+    order = np.argsort(flat, kind="stable")
+    assert codes.tolist() == flat[order].tolist()
+    assert owners.tolist() == holder[order].tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(-50, 50) | st.sampled_from(EDGES)),
+    st.lists(st.integers(-50, 50) | st.sampled_from(EDGES)),
+)
+def test_held_is_isin(values: list[int], wanted: list[int]) -> None:
+    array = np.array(values, dtype=np.int64)
+    assert (
+        _held(array, np.unique(np.array(wanted, dtype=np.int64))).tolist() == np.isin(array, wanted).tolist()
+    )
