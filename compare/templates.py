@@ -331,13 +331,8 @@ def _template_hashes(
     if not keys:
         return set()
     wanted = np.array(sorted(keys), dtype=np.int64)
-    # how many template keys each page holds, in one isin over every page's keys
     pages = [page_id for page_id in codes if page_id in urls]
-    arrays = [codes[page_id] for page_id in pages]
-    flat = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
-    owner = np.repeat(np.arange(len(pages)), [len(array) for array in arrays])
-    counts = np.bincount(owner[_held(flat, wanted)], minlength=len(pages))
-    held = dict(zip(pages, counts.tolist(), strict=True))
+    held = dict(zip(pages, _keys_held(codes, pages, wanted).tolist(), strict=True))
     order = sorted((page_id for page_id, count in held.items() if count), key=lambda p: (-held[p], urls[p]))
     remaining = set(keys)
     hashes: set[int] = set()
@@ -362,11 +357,19 @@ def _pages_holding_any(codes: dict[int, np.ndarray], wanted: np.ndarray) -> list
     the 20,000-page sites a newly registered work's copies sit on (``benchmarks/scale.py``, 100,000 pages)."""
     if not codes or not len(wanted):
         return []
-    ids = np.fromiter(codes, dtype=np.int64, count=len(codes))
-    arrays = [codes[int(page_id)] for page_id in ids]
-    owners = np.repeat(ids, [len(array) for array in arrays])
-    hit = _held(np.concatenate(arrays), np.unique(wanted))
-    return sorted(np.unique(owners[hit]).tolist())
+    pages = sorted(codes)
+    counts = _keys_held(codes, pages, np.unique(wanted)).tolist()
+    return [page_id for page_id, count in zip(pages, counts, strict=True) if count]
+
+
+def _keys_held(codes: Mapping[int, np.ndarray], pages: Sequence[int], wanted: np.ndarray) -> np.ndarray:
+    """How many codes of ``wanted`` (sorted, distinct) each of ``pages`` holds among its ``codes``: one
+    look-up over every page's codes at once."""
+    arrays = [codes[page_id] for page_id in pages]
+    flat = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+    owner = np.repeat(np.arange(len(pages)), [len(array) for array in arrays])
+    counts: np.ndarray = np.bincount(owner[_held(flat, wanted)], minlength=len(pages))
+    return counts
 
 
 def _pages_with_matches(session: Session, page_ids: Sequence[int]) -> set[int]:
