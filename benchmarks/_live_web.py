@@ -16,7 +16,7 @@ Site kinds (:data:`KINDS`):
   ``Retry-After: 5``, and every request inside those 5 seconds gets 429 too and is counted
   (``inside_window``): a polite client sends none;
 - ``script``: the chapter page's HTML has no text; a script fills it from a JSON endpoint
-  (``tests/support/jspages.py``). A removal there is a real one: the endpoint then gives the removal notice,
+  (``testbed/jspages.py``). A removal there is a real one: the endpoint then gives the removal notice,
   and the page's HTML does not change;
 - ``mover``: chapters move to new URLs during the run, half with ``301`` from the old URL, half with the old
   URL answering 404 and the table of contents linking the new one.
@@ -45,7 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.support.jspages import json_chapter, json_endpoint
+from testbed.jspages import json_chapter, json_endpoint
 
 __all__ = [
     "KINDS",

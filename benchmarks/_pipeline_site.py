@@ -37,7 +37,7 @@ if not __package__:  # run as a script (`make bench-quick` runs every file here)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._pirate_web import news_paragraphs, paragraphs_of, random_edits, splice_ads
-from tests.support.sites import Page
+from testbed.sites import Page
 
 __all__ = [
     "COPY_KINDS",

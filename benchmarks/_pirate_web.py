@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from tests.support.kana import kana_prose
-from tests.support.sites import Page, render_chapter
+from testbed.kana import kana_prose
+from testbed.sites import Page, render_chapter
 
 __all__ = [
     "CORPUS",
@@ -512,7 +512,7 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
             chapter_titles[(work, heading)] = index
             parts.append(heading + "\n" + text.strip() + "\n\n")
         work_files[work] = "".join(parts)
-    # a work in kana (generated, tests.support.kana), registered last: its own stream, the other works
+    # a work in kana (generated, testbed.kana), registered last: its own stream, the other works
     # unchanged
     kana_rng = random.Random(f"{seed}-kana-work")
     titles[KANA_WORK] = "かなのものがたり"

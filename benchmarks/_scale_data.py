@@ -36,7 +36,7 @@ from benchmarks._pipeline_site import (
     work_file_text,
 )
 from benchmarks._pirate_web import paragraphs_of, random_edits, splice_ads
-from tests.support.sites import Page
+from testbed.sites import Page
 
 CHAPTERS_PER_WORK = 200
 CHAPTER_CHARS = 5600  # with the heading and the site's promotion line a stored page holds about 6,000

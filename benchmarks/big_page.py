@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fptrack.storage.compressed import decompress_text
-from tests.support.sites import Page, serve_site
+from testbed.sites import Page, serve_site
 
 HAN = (
     "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定"

@@ -70,7 +70,7 @@ from benchmarks.pipeline_throughput import (
     stage_extract,
     workers,
 )
-from tests.support.sites import serve_site
+from testbed.sites import serve_site
 
 TABLES = ("pages", "fingerprints", "code_index", "matches", "chapters", "works", "sites", "crawl_jobs")
 

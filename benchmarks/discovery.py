@@ -85,8 +85,8 @@ from fptrack.storage.db import create_engine_for, migrate, session_factory, sess
 from fptrack.storage.index import to_unsigned64
 from fptrack.storage.models import DiscoveryCandidate, Fingerprint, Page, Site
 from fptrack.storage.simhash_index import simhash_candidates
-from tests.support.search_provider import serve_search_provider
-from tests.support.sites import TEMPLATES, render_chapter
+from testbed.search_provider import serve_search_provider
+from testbed.sites import TEMPLATES, render_chapter
 
 WORKS = ("xiyouji", "sanguoyanyi", "shuihuzhuan")
 TITLES = {"xiyouji": "西游记", "sanguoyanyi": "三国演义", "shuihuzhuan": "水浒传"}

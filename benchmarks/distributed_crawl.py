@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._tables import print_table
-from tests.support.services import reachable
-from tests.support.sites import Page, serve_site
+from testbed.services import reachable
+from testbed.sites import Page, serve_site
 
 PARAGRAPH = (
     "清晨的山谷里雾气很重，李青背着竹篓慢慢走上石阶，露水打湿了他的布鞋。远处传来寺庙的钟声，一声接着一声。"

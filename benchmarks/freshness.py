@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks._corpus import CORPUS
 from benchmarks._live_web import RATE_LIMIT, Copy, LiveWeb, Text, build_live_web
 from benchmarks._tables import print_table
-from tests.support.services import reachable
+from testbed.services import reachable
 
 BASELINE = {
     "recall": 0.833,

@@ -16,7 +16,7 @@ modes.
 1. **The site** (``benchmarks/_pipeline_site.py``): ``--pages`` chapter pages of about 5,000 characters, half
    of them verbatim or edited copies of registered chapters, half unrelated text (an unregistered novel, news,
    synthesised text), behind index pages, every page in the same site template (navigation bar, footer). It is
-   served by a ``ThreadingHTTPServer`` on 127.0.0.1 (``tests/support/sites.py``) in a thread of this process,
+   served by a ``ThreadingHTTPServer`` on 127.0.0.1 (``testbed/sites.py``) in a thread of this process,
    on one port for the whole run, so every mode crawls the same URLs. The registry: ``--registry`` chapters
    (corpus chapters of 西游记 and 三国演义, then chapters synthesised from their clauses) in works of 200
    chapters.
@@ -107,7 +107,7 @@ from benchmarks._pipeline_site import (
 )
 from benchmarks._pirate_web import paragraphs_of, random_edits
 from benchmarks._tables import print_table
-from tests.support.sites import SiteURL, serve_site
+from testbed.sites import SiteURL, serve_site
 
 CORPUS = Path(os.environ.get("FPTRACK_CORPUS", ROOT.parent / "shared" / "corpus"))
 MODES = {  # name: (label, backend, workers)

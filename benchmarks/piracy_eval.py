@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _pirate_web import NEGATIVE_KINDS, POSITIVE_KINDS, PirateWeb, build_pirate_web
 
-from tests.support.sites import serve_site
+from testbed.sites import serve_site
 
 SYSTEMS = ("fptrack", "simhash", "minhash")
 

@@ -6,9 +6,9 @@ same run).
     python benchmarks/render_cost.py             # 100 chapter pages
     python benchmarks/render_cost.py --pages 300 --render-pages 4
 
-The site (served on 127.0.0.1 in this process, ``tests/support/sites.py``): an index linking ``--pages``
+The site (served on 127.0.0.1 in this process, ``testbed/sites.py``): an index linking ``--pages``
 chapter pages, half of them filled from a JSON endpoint by a script, half printed by ``document.write``
-(``tests/support/jspages.py``), each about 1,500 characters. Each crawl runs ``run_crawl`` (Scrapy, the sink,
+(``testbed/jspages.py``), each about 1,500 characters. Each crawl runs ``run_crawl`` (Scrapy, the sink,
 no database: the cost measured is fetching and extracting) in a child process of its own (``crawl_child``),
 timed from the outside: wall seconds, and CPU seconds of the child and everything it started (the Playwright
 driver and Chromium's processes included, ``RUSAGE_CHILDREN``). One-page crawls (static, and rendered) give
@@ -35,9 +35,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from testbed.jspages import json_chapter, json_endpoint, written_chapter
+from testbed.sites import Page, serve_site
 from tests.integration.crawler.harness import PARAGRAPHS
-from tests.support.jspages import json_chapter, json_endpoint, written_chapter
-from tests.support.sites import Page, serve_site
 
 
 def _site(count: int) -> dict[str, Page]:

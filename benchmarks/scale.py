@@ -83,7 +83,7 @@ from benchmarks.pipeline_throughput import (
     progress,
     workers,
 )
-from tests.support.sites import serve_site
+from testbed.sites import serve_site
 
 TARGET_BYTES_PER_PAGE = 25_000
 TARGET_CRAWL_SLOWDOWN = 1.25  # pages/s at the first size over pages/s at the largest

@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for, migrate
+from testbed.services import reachable
 from tests.support.env import TEST_SITE_RATE
-from tests.support.services import reachable
 
 POSTGRES_URL = os.environ.get("FPTRACK_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("FPTRACK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")

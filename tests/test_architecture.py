@@ -52,7 +52,7 @@ ALLOWED: Mapping[str, frozenset[str]] = {
 }
 PRODUCT_PACKAGES = tuple(name for name in ALLOWED if name)
 # Folders of the repository that are not part of the package's import graph.
-NOT_THE_PRODUCT = frozenset({"tests", "benchmarks", "deploy", "docs"})
+NOT_THE_PRODUCT = frozenset({"tests", "testbed", "benchmarks", "deploy", "docs"})
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from tests.conftest import _require
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "fptrack"
 # Top-level folders that are not shipped: the research shelf is imported only by benchmarks and tests.
-NOT_SHIPPED = frozenset({"tests", "benchmarks", "research", "deploy", "docs"})
+NOT_SHIPPED = frozenset({"tests", "testbed", "benchmarks", "research", "deploy", "docs"})
 # Data files the product reads at run time, by pattern, under the package folders.
 DATA_PATTERNS = ("*.html", "*.css", "*.js", "*.txt", "*.mako", "*.sql", "*.json", "*.ini", "py.typed")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from fptrack.cli.demo import DEMO_DATA
+from testbed.sites import serve_site
 from tests.support.pirate_site import LIGHT, pirate_site
-from tests.support.sites import serve_site
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ from fptrack.fingerprint.normalize import is_kept_char
 from fptrack.storage.db import create_engine_for, session_factory
 from fptrack.storage.models import Page as StoredPage
 from fptrack.storage.models import Work
-from tests.support.sites import Page, as_served, chapter_page, serve_site
+from testbed.sites import Page, as_served, chapter_page, serve_site
 
 pytestmark = pytest.mark.slow
 

@@ -19,8 +19,8 @@ from warcio.archiveiterator import ArchiveIterator
 from fptrack.cli.demo import DEMO_DATA
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, Page, PageExchange
+from testbed.sites import serve_site
 from tests.support.pirate_site import pirate_site
-from tests.support.sites import serve_site
 from tests.support.tsa import local_tsa
 
 pytestmark = pytest.mark.slow

@@ -26,10 +26,10 @@ from fptrack.crawler.store import PageStore
 from fptrack.storage.db import create_engine_for, session_factory
 from fptrack.storage.models import Page as PageRow
 from fptrack.storage.models import Site
+from testbed.sites import Page, chapter_page, serve_site
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import Fptrack
 from tests.support.pirate_site import ALLEY, LIGHT, paragraphs_of, pirate_site
-from tests.support.sites import Page, chapter_page, serve_site
 from tests.support.workers import wait_indexed, worker_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]

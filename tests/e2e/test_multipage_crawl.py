@@ -13,10 +13,10 @@ import pytest
 from fptrack.cli.demo import DEMO_DATA
 from fptrack.compare.multipage import MULTIPAGE_METHOD
 from fptrack.core.settings import Settings
+from testbed.sites import Page, chapter_page, serve_site
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import Fptrack
 from tests.support.multipage import demo_chapter_slices, split_chapter_pages
-from tests.support.sites import Page, chapter_page, serve_site
 from tests.support.workers import wait_indexed, worker_processes
 
 pytestmark = pytest.mark.slow

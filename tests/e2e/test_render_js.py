@@ -11,11 +11,11 @@ import pytest
 
 from fptrack.cli.demo import DEMO_DATA
 from fptrack.core.settings import Settings
+from testbed.jspages import json_chapter, json_endpoint, written_chapter
+from testbed.sites import Page, serve_site
 from tests.conftest import REDIS_URL
 from tests.e2e.conftest import Fptrack
-from tests.support.jspages import json_chapter, json_endpoint, written_chapter
 from tests.support.pirate_site import LIGHT, paragraphs_of
-from tests.support.sites import Page, serve_site
 from tests.support.workers import wait_indexed, worker_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

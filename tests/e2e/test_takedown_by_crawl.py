@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from testbed.sites import render_chapter
 from tests.e2e.conftest import Fptrack
 from tests.support.live_site import serve_live_site
-from tests.support.sites import render_chapter
 
 pytestmark = pytest.mark.slow
 

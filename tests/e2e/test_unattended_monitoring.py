@@ -25,10 +25,10 @@ from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Match, Page, Site
+from testbed.sites import render_chapter
 from tests.conftest import REDIS_URL
 from tests.support.env import clean_environ
 from tests.support.live_site import LiveSite, serve_live_site
-from tests.support.sites import render_chapter
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.postgres]
 

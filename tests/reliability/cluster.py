@@ -50,8 +50,8 @@ from sqlalchemy.orm import Session
 from fptrack.core.settings import Settings
 from fptrack.storage.housekeeping import count_orphans
 from fptrack.storage.models import Chapter, CrawlJob, Match, Page
+from testbed.sites import free_port
 from tests.support.env import clean_environ
-from tests.support.sites import free_port
 
 __all__ = ["POSTGRES_BIN", "Census", "Cluster", "Crawl", "PostgresServer", "PostgresTemplate", "RedisServer",
            "Worker"]  # fmt: skip

@@ -25,10 +25,10 @@ from fptrack.core.settings import Settings
 from fptrack.crawler.resume import state_dir
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Chapter, CrawlJob, Match, Page, Site
+from testbed.sites import Page as SitePage
+from testbed.sites import SiteURL, serve_site
 from tests.integration.crawler.harness import REPO_ROOT
 from tests.reliability.cluster import Cluster
-from tests.support.sites import Page as SitePage
-from tests.support.sites import SiteURL, serve_site
 
 pytestmark = pytest.mark.slow
 

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 import pytest
 
 from fptrack.jobs.tasks import PAGES_PER_TASK
+from testbed.sites import Page as SitePage
+from testbed.sites import serve_site
 from tests.reliability.cluster import Census, Cluster, Worker
 from tests.support.copy_site import WORK, copy_site, expected_copies
-from tests.support.sites import Page as SitePage
-from tests.support.sites import serve_site
 
 pytestmark = pytest.mark.slow
 

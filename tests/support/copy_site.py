@@ -21,8 +21,8 @@ from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, Page
-from tests.support.sites import Page as SitePage
-from tests.support.sites import chapter_page
+from testbed.sites import Page as SitePage
+from testbed.sites import chapter_page
 
 __all__ = ["CHAPTERS", "WORK", "copy_site", "expected_copies", "pipeline_counts"]
 

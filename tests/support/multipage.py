@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from tests.support.sites import Page
+from testbed.sites import Page
 
 __all__ = ["CONTINUED", "demo_chapter_slices", "part_paths", "split_chapter_pages"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters, homophone_swaps, random_edits
-from tests.support.sites import Page, Redirect, chapter_page
+from testbed.sites import Page, Redirect, chapter_page
 
 LIGHT = demo_chapters("lighthouse.txt")
 ALLEY = demo_chapters("alley.txt")

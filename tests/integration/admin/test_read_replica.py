@@ -38,12 +38,12 @@ from fptrack.admin.web import create_app
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, Page
+from testbed.sites import free_port
 from tests.conftest import _require
 from tests.support.accounts import add_account, csrf_token_in, log_in
 from tests.support.admin_seed import T0, Seeded, seed
 from tests.support.cli import assert_clean_error, fptrack
 from tests.support.env import clean_environ
-from tests.support.sites import free_port
 
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 REPO = Path(__file__).resolve().parents[3]

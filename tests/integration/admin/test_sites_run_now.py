@@ -19,9 +19,9 @@ from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Match, MonitorLock, Site
+from testbed.sites import Page, chapter_page, serve_site
 from tests.support.accounts import add_account, csrf_token_in, log_in
 from tests.support.env import clean_environ
-from tests.support.sites import Page, chapter_page, serve_site
 
 pytestmark = [pytest.mark.slow]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from fptrack.cli.demo import DEMO_DATA
+from testbed.sites import closed_port_url
 from tests.support.cli import assert_clean_error, fptrack
-from tests.support.sites import closed_port_url
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed.sites import Page, chapter_page, serve_site
 from tests.support.cli import assert_clean_error, fptrack
-from tests.support.sites import Page, chapter_page, serve_site
 
 PARAGRAPHS = [
     "山脚下的小镇在雨里显得格外安静，只有茶馆里还亮着昏黄的灯。",

@@ -19,10 +19,10 @@ import pytest
 import redis
 
 from fptrack.core.settings import Settings
+from testbed.sites import closed_port_url
 from tests.conftest import REDIS_URL
 from tests.support.cli import assert_clean_error, fptrack
 from tests.support.env import clean_environ
-from tests.support.sites import closed_port_url
 
 
 @pytest.fixture

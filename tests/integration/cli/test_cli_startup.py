@@ -133,7 +133,7 @@ def test_the_kept_head_still_tells_an_uninitialised_database(tmp_path: Path) -> 
 def test_a_crawl_does_not_load_scrapys_remote_control_or_telnet(tmp_path: Path) -> None:
     """Both are off in every crawl; a class named in Scrapy's extension settings is imported even when mapped
     off, so they are left out of the base list (the remote control's import brings aiohttp: 0.4 s)."""
-    from tests.support.sites import Page, serve_site
+    from testbed.sites import Page, serve_site
 
     assert fptrack(tmp_path, "init").returncode == 0
     with serve_site({"/": Page.html("<html><body><p>一页。</p></body></html>")}) as base:

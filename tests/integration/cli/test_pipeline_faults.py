@@ -26,11 +26,11 @@ from fptrack.cli.demo import DEMO_DATA
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, MonitorLock
+from testbed.sites import Page as SitePage
+from testbed.sites import SiteURL, closed_port_url, serve_site
 from tests.conftest import REDIS_URL
 from tests.support.copy_site import copy_site, pipeline_counts
 from tests.support.env import clean_environ
-from tests.support.sites import Page as SitePage
-from tests.support.sites import SiteURL, closed_port_url, serve_site
 
 pytestmark = pytest.mark.slow
 

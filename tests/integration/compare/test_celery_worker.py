@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from testbed.sites import Page, chapter_page, serve_site
 from tests.conftest import REDIS_URL
 from tests.support.env import clean_environ
-from tests.support.sites import Page, chapter_page, serve_site
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 

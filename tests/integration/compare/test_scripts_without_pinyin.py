@@ -15,7 +15,7 @@ from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
 from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.storage.models import Chapter
-from tests.support.kana import kana_prose
+from testbed.kana import kana_prose
 
 _CHINESE = (
     "春夏秋冬东南西北山川河流草木花鸟风雨雷电日月星辰"

@@ -15,9 +15,9 @@ from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Fingerprint, Match, Page
+from testbed.sites import render_chapter
 from tests.support.env import clean_environ
 from tests.support.live_site import serve_live_site
-from tests.support.sites import render_chapter
 
 CHAPTERS = demo_chapters("lighthouse.txt")
 PATHS = [f"/c/{n}.html" for n in range(3)]

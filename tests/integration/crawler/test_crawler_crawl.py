@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from testbed.sites import Page, Redirect, SiteURL, as_served, chapter_page, closed_port_url, serve_site
 from tests.integration.crawler.harness import OTHER_PARAGRAPHS, PARAGRAPHS, ChildCrawl, crawl_in_child
-from tests.support.sites import Page, Redirect, SiteURL, as_served, chapter_page, closed_port_url, serve_site
 
 pytestmark = pytest.mark.slow
 

@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Page
+from testbed.sites import Page as SitePage
+from testbed.sites import SiteURL, closed_port_url, serve_site
 from tests.conftest import REDIS_URL
 from tests.integration.crawler.harness import OTHER_PARAGRAPHS, PARAGRAPHS, REPO_ROOT
 from tests.support.env import clean_environ
-from tests.support.sites import Page as SitePage
-from tests.support.sites import SiteURL, closed_port_url, serve_site
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.postgres]
 

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
+from testbed.sites import Page, Redirect, chapter_page, serve_site
 from tests.integration.crawler.harness import PARAGRAPHS, crawl_in_child
 from tests.support.proxy import loopback_proxy
-from tests.support.sites import Page, Redirect, chapter_page, serve_site
 
 pytestmark = pytest.mark.slow
 GUARD = "refused by the private-address guard"

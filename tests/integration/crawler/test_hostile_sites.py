@@ -20,9 +20,9 @@ from sqlalchemy.orm import Session
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob
+from testbed.sites import Generated, Page, Redirect, chapter_page, serve_site
 from tests.integration.crawler.harness import PARAGRAPHS, crawl_in_child
 from tests.support.env import clean_environ
-from tests.support.sites import Generated, Page, Redirect, chapter_page, serve_site
 
 pytestmark = pytest.mark.slow
 

@@ -17,10 +17,10 @@ from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, Page
+from testbed.sites import render_chapter
 from tests.support.env import clean_environ
 from tests.support.live_site import LiveSite, serve_live_site
 from tests.support.pirate_site import OTHER, paragraphs_of
-from tests.support.sites import render_chapter
 
 CHAPTERS = demo_chapters("lighthouse.txt")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from testbed.sites import Page, chapter_page, serve_site
 from tests.integration.crawler.harness import PARAGRAPHS, crawl_in_child
-from tests.support.sites import Page, chapter_page, serve_site
 
 pytestmark = pytest.mark.slow
 

@@ -20,8 +20,8 @@ from fptrack.core.settings import Settings
 from fptrack.jobs.rechecks import due_matches, recheck_matches
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
 from fptrack.storage.models import Match, Page, TakedownCheck, as_utc, utcnow
+from testbed.sites import render_chapter
 from tests.support.live_site import LiveSite, serve_live_site
-from tests.support.sites import render_chapter
 
 CHAPTERS = demo_chapters("lighthouse.txt")
 CONFIRM = 120.0  # FPTRACK_RECHECK_CONFIRM_AFTER in these tests (the default)

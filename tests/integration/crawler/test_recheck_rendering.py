@@ -21,7 +21,7 @@ from fptrack.core.settings import Settings
 from fptrack.jobs.rechecks import recheck_matches
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
 from fptrack.storage.models import Match, Page, TakedownCheck, as_utc, utcnow
-from tests.support.jspages import json_chapter
+from testbed.jspages import json_chapter
 from tests.support.live_site import LiveSite, serve_live_site
 
 CHAPTER = demo_chapters("lighthouse.txt")[0]

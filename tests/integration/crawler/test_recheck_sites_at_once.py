@@ -19,8 +19,8 @@ from fptrack.core.settings import Settings
 from fptrack.jobs.rechecks import RecheckProgress, recheck_matches, run_due_rechecks, site_lock_name
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
 from fptrack.storage.models import Match, MonitorLock, Page, Site, TakedownCheck, utcnow
+from testbed.sites import render_chapter
 from tests.support.live_site import LiveSite, serve_live_site
-from tests.support.sites import render_chapter
 
 pytestmark = pytest.mark.slow
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from testbed.jspages import fetching_page, json_chapter, json_endpoint, written_chapter
+from testbed.sites import Page, Redirect, chapter_page, serve_site
 from tests.integration.crawler.harness import OTHER_PARAGRAPHS, PARAGRAPHS, crawl_in_child
-from tests.support.jspages import fetching_page, json_chapter, json_endpoint, written_chapter
 from tests.support.proxy import loopback_proxy
-from tests.support.sites import Page, Redirect, chapter_page, serve_site
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 GUARD = "refused by the private-address guard"

@@ -11,9 +11,9 @@ from collections import Counter
 
 import pytest
 
+from testbed.jspages import json_chapter, json_endpoint
+from testbed.sites import Page, chapter_page, serve_site
 from tests.integration.crawler.harness import PARAGRAPHS, crawl_in_child
-from tests.support.jspages import json_chapter, json_endpoint
-from tests.support.sites import Page, chapter_page, serve_site
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

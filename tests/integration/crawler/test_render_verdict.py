@@ -19,10 +19,10 @@ from fptrack.core.settings import Settings
 from fptrack.crawler.render import learned_verdict
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Site
+from testbed.jspages import json_chapter, json_endpoint
+from testbed.sites import render_chapter
 from tests.support.env import clean_environ
-from tests.support.jspages import json_chapter, json_endpoint
 from tests.support.live_site import LiveSite, serve_live_site
-from tests.support.sites import render_chapter
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

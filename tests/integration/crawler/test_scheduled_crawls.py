@@ -21,9 +21,9 @@ from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import CrawlJob, Match, MonitorLock, Site
+from testbed.sites import Page, chapter_page, serve_site
 from tests.conftest import REDIS_URL
 from tests.support.env import clean_environ
-from tests.support.sites import Page, chapter_page, serve_site
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.postgres]
 

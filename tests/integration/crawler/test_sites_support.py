@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from tests.support.sites import Page, Redirect, chapter_page, closed_port_url, render_chapter, serve_site
+from testbed.sites import Page, Redirect, chapter_page, closed_port_url, render_chapter, serve_site
 
 
 def _get(url: str) -> tuple[int, str, bytes]:

@@ -37,10 +37,10 @@ from fptrack.core.settings import Settings
 from fptrack.jobs.stage_process import compare_in_child
 from fptrack.storage.db import create_engine_for, session_factory
 from fptrack.storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, Site, Work
+from testbed.sites import Page as SitePage
+from testbed.sites import SiteURL, chapter_page, serve_site
 from tests.support.env import TEST_SITE_RATE, clean_environ
 from tests.support.pirate_site import LIGHT, NEWS, OTHER, paragraphs_of, pirate_site
-from tests.support.sites import Page as SitePage
-from tests.support.sites import SiteURL, chapter_page, serve_site
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 FILLER_PAGES = 110  # with the pirate site's pages: 4 batches of 32 and more, so the child is killed mid-crawl

@@ -23,9 +23,9 @@ from fptrack.core.settings import Settings
 from fptrack.jobs.rechecks import RecheckError, due_matches, recheck_matches, run_due_rechecks
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
 from fptrack.storage.models import Match, MonitorLock, Page, TakedownCheck, as_utc, iso_utc, utcnow
+from testbed.sites import render_chapter
 from tests.support.env import clean_environ
 from tests.support.live_site import LiveSite, serve_live_site
-from tests.support.sites import render_chapter
 
 CHAPTERS = demo_chapters("lighthouse.txt")
 OTHER = (DEMO_DATA / "library_news.txt").read_text("utf-8").split("\n")

@@ -12,7 +12,7 @@ import pytest
 from fptrack.core.settings import Settings
 from fptrack.jobs import tasks
 from fptrack.taskqueue import workers_on_queue
-from tests.support.sites import free_port
+from testbed.sites import free_port
 
 
 @pytest.fixture

@@ -31,10 +31,10 @@ from fptrack.jobs.search_providers import configured_providers
 from fptrack.jobs.sites import SiteSpec, add_site
 from fptrack.storage.db import session_factory
 from fptrack.storage.models import DiscoveryCandidate, Page, Site, SiteOutboundHost
+from testbed.search_provider import serve_search_provider
+from testbed.sites import Page as Served
+from testbed.sites import chapter_page, serve_site
 from tests.support.cli import fptrack
-from tests.support.search_provider import serve_search_provider
-from tests.support.sites import Page as Served
-from tests.support.sites import chapter_page, serve_site
 
 _CHAPTERS = demo_chapters("alley.txt") + demo_chapters("lighthouse.txt")
 TEXTS = [_CHAPTERS[i] + "\n" + _CHAPTERS[(i + 1) % 6] + "\n" + _CHAPTERS[(i + 3) % 6] for i in range(6)]

@@ -13,7 +13,7 @@ from fptrack.jobs.search_providers import (
     first_sentence,
     queries_for_work,
 )
-from tests.support.search_provider import serve_search_provider
+from testbed.search_provider import serve_search_provider
 
 ROWS = [
     ("http://pirate-one.example/book/1.html", "灯塔守望人最新章节", "第一章 ..."),

@@ -30,8 +30,8 @@ from fptrack.storage.models import (
     Work,
 )
 from fptrack.storage.simhash_index import simhash_candidates
+from testbed.services import reachable
 from tests.conftest import POSTGRES_URL, _admin_engine, _pg_url
-from tests.support.services import reachable
 
 SIMHASH = 0xDEAD_BEEF_0BAD_F00D
 NOW = "2026-01-02 03:04:05+00:00"

@@ -20,7 +20,7 @@ from benchmarks._pipeline_site import (
     generated_pools,
 )
 from fptrack.compare.chapters import split_chapters
-from tests.support.sites import serve_site
+from testbed.sites import serve_site
 
 PAGES, REGISTRY, PER_WORK, PER_INDEX = 60, 20, 8, 25
 

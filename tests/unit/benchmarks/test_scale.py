@@ -27,7 +27,7 @@ from benchmarks._scale_data import (
     planted_copies,
 )
 from benchmarks.scale import recall
-from tests.support.sites import Page, serve_site
+from testbed.sites import Page, serve_site
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -130,7 +130,7 @@ def test_a_crawls_wall_is_split_at_its_first_and_last_request() -> None:
     """pipeline_throughput's phases: start = to the run's first request, fetch = first to last, after = last
     to the end; requests before the run (an earlier mode's) are not the run's."""
     from benchmarks.pipeline_throughput import phases
-    from tests.support.sites import SiteURL
+    from testbed.sites import SiteURL
 
     site = SiteURL("http://127.0.0.1:9")
     site.request_times.extend([1.0, 2.0])  # an earlier run's

@@ -114,7 +114,7 @@ def test_anchors_split_between_two_distant_diagonals_still_align() -> None:
     """Generated kana prose repeats its words all over both texts: a run's anchors can fall evenly on two
     distant diagonals, leaving none near their median (this raised on an empty selection, then, taking both
     diagonals, gave a 44-character run a 659-character chapter range and half a chapter's coverage)."""
-    from tests.support.kana import kana_prose
+    from testbed.kana import kana_prose
 
     slack = AlignParams().diagonal_slack
     for seed in range(12, 20):

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fptrack.crawler.extract import cap_text, extract_main_text, tidy_whitespace
-from tests.support.sites import TEMPLATES, render_chapter
+from testbed.sites import TEMPLATES, render_chapter
 
 # Written for these tests: a short made-up scene.
 PARAGRAPHS = [

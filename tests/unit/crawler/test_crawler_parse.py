@@ -16,7 +16,7 @@ from fptrack.crawler.parse import (
     is_binary_media_type,
     parse_response,
 )
-from tests.support.sites import as_served, render_chapter
+from testbed.sites import as_served, render_chapter
 
 PARAGRAPHS = [
     "河面上起了风，渡船摇得厉害，老周把缆绳又绕了两圈。",

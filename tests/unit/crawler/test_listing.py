@@ -12,8 +12,8 @@ from scrapy.http import HtmlResponse, Response, XmlResponse
 
 from fptrack.crawler.parse import is_listing, parse_response
 from fptrack.storage.match_life import UNSETTLED_NOTE
+from testbed.sites import TEMPLATES, Page, Redirect, chapter_page
 from tests.support.pirate_site import LIGHT, paragraphs_of, pirate_site
-from tests.support.sites import TEMPLATES, Page, Redirect, chapter_page
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

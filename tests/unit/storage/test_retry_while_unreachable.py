@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.storage.db import retry_in_session, retry_while_unreachable
-from tests.support.sites import free_port
+from testbed.sites import free_port
 
 
 def _refused() -> None:

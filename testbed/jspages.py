@@ -12,7 +12,7 @@ import html
 import json
 from collections.abc import Sequence
 
-from tests.support.sites import Page
+from testbed.sites import Page
 
 __all__ = ["fetching_page", "json_chapter", "json_endpoint", "written_chapter"]
 
