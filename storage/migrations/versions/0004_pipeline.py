@@ -24,8 +24,6 @@ Create Date: 2026-11-23 03:00:00
 import sqlalchemy as sa
 from alembic import op
 
-from fptrack.storage.models import code_index_cascade_ddl
-
 revision = "0004"
 down_revision = "0003"
 branch_labels = None
@@ -33,6 +31,34 @@ depends_on = None
 
 _OLD_STATUSES = ("queued", "running", "finished", "failed", "cancelled")
 _NEW_STATUSES = (*_OLD_STATUSES, "interrupted")
+
+
+def _code_index_cascade(dialect: str) -> list[str]:
+    """Deleting a ``fingerprints`` row deletes its ``code_index`` rows (what ``ON DELETE CASCADE`` did,
+    without a foreign-key check per inserted row). PostgreSQL: one statement-level trigger over the deleted
+    rows; SQLite: a row trigger on the primary-key prefix."""
+    if dialect == "postgresql":
+        return [
+            (
+                "CREATE OR REPLACE FUNCTION fptrack_delete_code_rows() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ "
+                "BEGIN DELETE FROM code_index c USING deleted_fingerprints d WHERE c.fingerprint_id = d.id; "
+                "RETURN NULL; END $$"
+            ),
+            "DROP TRIGGER IF EXISTS tr_fingerprints_delete_code_rows ON fingerprints",
+            (
+                "CREATE TRIGGER tr_fingerprints_delete_code_rows AFTER DELETE ON fingerprints "
+                "REFERENCING OLD TABLE AS deleted_fingerprints FOR EACH STATEMENT "
+                "EXECUTE FUNCTION fptrack_delete_code_rows()"
+            ),
+        ]
+    return [
+        "DROP TRIGGER IF EXISTS tr_fingerprints_delete_code_rows",
+        (
+            "CREATE TRIGGER tr_fingerprints_delete_code_rows AFTER DELETE ON fingerprints FOR EACH ROW "
+            "BEGIN DELETE FROM code_index WHERE fingerprint_id = OLD.id; END"
+        ),
+    ]
 
 
 def _status_check(statuses: tuple[str, ...]) -> str:
@@ -94,7 +120,7 @@ def upgrade() -> None:
         batch.drop_constraint(
             f"fk_code_index_fingerprint_id_fingerprints{'_v2' if sqlite else ''}", type_="foreignkey"
         )
-    for statement in code_index_cascade_ddl(op.get_bind().dialect.name):
+    for statement in _code_index_cascade(op.get_bind().dialect.name):
         op.execute(statement)
     op.drop_index("ix_code_index_kind_code", table_name="code_index")
     op.create_index(

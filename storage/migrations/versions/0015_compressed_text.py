@@ -1,5 +1,5 @@
-"""page, page version and chapter texts stored compressed (issue 20): ``text`` (TEXT) becomes ``text_z``
-(bytea / BLOB, storage.compressed)
+"""page, page version and chapter texts stored compressed: ``text`` (TEXT) becomes ``text_z``
+(bytea / BLOB, in the format of storage.compressed)
 
 Each table gains ``text_z`` by a plain ADD COLUMN (never a batch copy, which on SQLite would recreate the
 tables and cascade deletes), every row's text is compressed into it in batches of rows by id, and ``text`` is
@@ -15,13 +15,12 @@ Revises: 0014
 Create Date: 2026-12-02 10:00:00
 """
 
+import zlib
 from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
-
-from fptrack.storage.compressed import compress_text, decompress_text
 
 revision = "0015"
 down_revision = "0014"
@@ -30,6 +29,42 @@ depends_on = None
 
 TABLES = ("pages", "page_versions", "chapters")
 BATCH = 500
+
+# The stored format (storage.compressed when this revision was written): one byte naming the codec, then the
+# body; ``b""`` is the empty text. The product must keep reading every marker written here.
+_RAW_UTF8, _ZLIB_UTF8, _ZLIB_UTF16 = 0x00, 0x01, 0x02
+_LEVEL = 6
+_ERRORS = "surrogatepass"
+
+
+def compress_text(text: str) -> bytes:
+    """The stored form of ``text``: zlib over its smaller raw encoding (UTF-16-LE once most characters need
+    three UTF-8 bytes), or the raw UTF-8 when zlib would not shrink it."""
+    if not text:
+        return b""
+    utf8 = text.encode("utf-8", _ERRORS)
+    if len(utf8) > 2 * len(text):
+        packed, marker = zlib.compress(text.encode("utf-16-le", _ERRORS), _LEVEL), _ZLIB_UTF16
+    else:
+        packed, marker = zlib.compress(utf8, _LEVEL), _ZLIB_UTF8
+    if len(packed) >= len(utf8):
+        return bytes((_RAW_UTF8,)) + utf8
+    return bytes((marker,)) + packed
+
+
+def decompress_text(stored: bytes | memoryview | None) -> str:
+    """The text that :func:`compress_text` stored as ``stored`` (``None`` reads as no text)."""
+    if not stored:
+        return ""
+    data = bytes(stored)
+    marker, body = data[0], data[1:]
+    if marker == _RAW_UTF8:
+        return body.decode("utf-8", _ERRORS)
+    if marker == _ZLIB_UTF8:
+        return zlib.decompress(body).decode("utf-8", _ERRORS)
+    if marker == _ZLIB_UTF16:
+        return zlib.decompress(body).decode("utf-16-le", _ERRORS)
+    raise ValueError(f"unknown stored text format {marker:#04x}")
 
 
 def _convert(table: str, source: str, target: str, recode: Callable[[Any], Any], empty: str) -> None:

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from sqlalchemy import func, select, text
+from alembic import command
+from sqlalchemy import func, inspect, select, text
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
@@ -20,7 +21,7 @@ from fptrack.core.settings import Settings
 from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.jobs.pipeline import index_and_recheck
 from fptrack.storage import code_index
-from fptrack.storage.db import create_engine_for, migrate
+from fptrack.storage.db import alembic_config, create_engine_for, migrate
 from fptrack.storage.fingerprints import load_page_codes, load_page_samples, page_code_row
 from fptrack.storage.housekeeping import count_orphans, delete_pages
 from fptrack.storage.models import CODE_OWNER_PAGE, CodeIndexRow, Fingerprint, Match, Page, PageCodes, Site
@@ -134,7 +135,8 @@ def test_site_templates_are_decided_on_the_full_winnowing_codes(session: Session
 def test_revision_0016_converts_page_fingerprints_and_keeps_matches(settings: Settings) -> None:
     """A database of the earlier release (at 0015, page payloads and page code index rows): after the upgrade
     the match stands, the page side is one ``page_codes`` row a page equal to what the writer writes now, and
-    a work registered afterwards finds the page."""
+    a work registered afterwards finds the page; the downgrade leaves the page and the works to be
+    fingerprinted again by the earlier release."""
     from fptrack.storage.compressed import compress_text
 
     settings = Settings(data_dir=settings.data_dir, database_url=_scratch_url(settings))
@@ -183,6 +185,23 @@ def test_revision_0016_converts_page_fingerprints_and_keeps_matches(settings: Se
             work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
             assert 100 in service.index_work(session, work.work_id, settings)
             assert set(count_orphans(session).values()) == {0}
+            session.commit()
+        # back to 0015: nothing fingerprinted by today's code; the page and the works are handed to the
+        # earlier release's sweep, the match stays
+        config = alembic_config(settings)
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0015")
+        with engine.connect() as connection:
+            run = connection.execute
+            assert run(text("SELECT fingerprinted_at, compared_at FROM pages WHERE id = 100")).one() == (
+                None,
+                None,
+            )
+            assert run(text("SELECT count(*) FROM works WHERE indexed_at IS NOT NULL")).scalar_one() == 0
+            assert run(text("SELECT status FROM matches WHERE id = 7")).scalar_one() == "confirmed"
+            assert run(text("SELECT count(*) FROM fingerprints WHERE page_id IS NOT NULL")).scalar_one() == 0
+        assert not inspect(engine).has_table("page_codes")
     finally:
         engine.dispose()
         _drop_scratch(settings)
