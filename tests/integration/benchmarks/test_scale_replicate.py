@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
-from benchmarks._scale_replicate import replicate
+from benchmarks.scale._replicate import replicate
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
 from fptrack.compare.service import index_work, process_pages
 from fptrack.compare.works import register_work

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks._load import run_wrk
-from benchmarks.capacity import storage_figures
+from benchmarks.pipeline.capacity import storage_figures
 
 
 def _table(rows: int, table: int, indexes: int) -> dict[str, int]:

@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from benchmarks._live_web import NOTICE, RETRY_AFTER, LiveWeb, Site, Text, build_live_web
+from benchmarks.monitoring._live_web import NOTICE, RETRY_AFTER, LiveWeb, Site, Text, build_live_web
 
 _POOL = "天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏闰余成岁律吕调阳云腾致雨露结为霜金生丽水玉出昆冈"
 

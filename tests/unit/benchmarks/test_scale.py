@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks._pipeline_site import generated_pools
-from benchmarks._scale_data import (
+from benchmarks.scale._data import (
     BLOCK,
     CHAPTERS_PER_WORK,
     NEW_WORK_BASE,
@@ -26,7 +26,7 @@ from benchmarks._scale_data import (
     page_spec,
     planted_copies,
 )
-from benchmarks.scale import recall
+from benchmarks.scale.pages import recall
 from testbed.sites import Page, serve_site
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -3,13 +3,13 @@
 each size: the crawl throughput of a fresh site on top, the per-page compare, PostgreSQL bytes per page, the
 time a newly registered 1M-character work takes to find its copies among the stored pages, and their recall.
 
-    python benchmarks/scale.py --quick                      # 10,000 pages, 1,000 chapters: some minutes
-    python benchmarks/scale.py --sizes 10000,100000 --registry 1000
-    python benchmarks/scale.py                              # 10k, 100k, 1M x 1,000 and 100,000: hours
+    python -m benchmarks.scale.pages --quick                      # 10,000 pages, 1,000 chapters: some minutes
+    python -m benchmarks.scale.pages --sizes 10000,100000 --registry 1000
+    python -m benchmarks.scale.pages                              # 10k, 100k, 1M x 1,000 and 100,000: hours
 
 Per registry size, in a PostgreSQL database of this run's own (dropped at the end unless ``--keep``):
 
-1. ``fptrack init``; the registry (``benchmarks/_scale_data.py``: works of 200 chapters of about 5,600
+1. ``fptrack init``; the registry (``benchmarks/scale/_data.py``: works of 200 chapters of about 5,600
    characters synthesised from the corpus clauses, every work its own) registered in ``--fill-processes``
    processes with the product's ``register_work`` + ``index_work``; ``ANALYZE``.
 2. **Fill** to each size in ``--sizes``: pages of about 6,000 characters, half copies of registered chapters
@@ -59,20 +59,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks._scale_data import HOST_PAGES, Planted, Registry, fresh_site, new_work_of_size, planted_copies
-from benchmarks._scale_fill import (
-    Plan,
-    compare_probe,
-    database_bytes,
-    fill,
-    register_registry,
-    settle_filled,
-)
-from benchmarks._scale_replicate import replicate
-from benchmarks._tables import print_table
+from benchmarks.harness import arguments, print_table
 from benchmarks.pipeline_throughput import (
     CORPUS,
     CRAWL_LINE,
@@ -83,6 +70,16 @@ from benchmarks.pipeline_throughput import (
     progress,
     workers,
 )
+from benchmarks.scale._data import HOST_PAGES, Planted, Registry, fresh_site, new_work_of_size, planted_copies
+from benchmarks.scale._fill import (
+    Plan,
+    compare_probe,
+    database_bytes,
+    fill,
+    register_registry,
+    settle_filled,
+)
+from benchmarks.scale._replicate import replicate
 from testbed.sites import serve_site
 
 TARGET_BYTES_PER_PAGE = 25_000
@@ -273,7 +270,9 @@ def report(
     rows: list[dict[str, Any]], services: Services, args: argparse.Namespace, info: dict[str, Any]
 ) -> dict[str, Any]:
     """Print the tables; returns the targets' figures for the JSON line."""
-    print("scale: fptrack on PostgreSQL as the stored pages and the registry grow (benchmarks/scale.py)")
+    print(
+        "scale: fptrack on PostgreSQL as the stored pages and the registry grow (benchmarks/scale/pages.py)"
+    )
     print(
         f"machine: {info.get('cpu', '?')}, {info['cores']} cores, {info.get('ram_gb', '?')} GB RAM, "
         f"PostgreSQL {services.postgres_version} (autovacuum {services.postgres_autovacuum}; the benchmark "
@@ -387,10 +386,7 @@ def report(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="10,000 pages, a 1,000-chapter registry")
+    parser = arguments(__doc__, "10,000 pages, a 1,000-chapter registry")
     parser.add_argument(
         "--sizes", help="stored pages to measure at (default 10000,100000,1000000; quick 10000)"
     )
@@ -423,7 +419,7 @@ def main() -> None:
         "--replicate-from", type=int, default=0, metavar="PAGES",
         help="sizes past PAGES (one of --sizes, a multiple of 20,000) are made by copying the pages filled "
         "below it, rows and all, under new numbers, and filling only the new works' planted pages "
-        "(benchmarks/_scale_replicate.py); 0: every size through the product's fill (default)",
+        "(benchmarks/scale/_replicate.py); 0: every size through the product's fill (default)",
     )  # fmt: skip
     parser.add_argument("--generated-text", action="store_true", help="random Han text instead of the corpus")
     parser.add_argument("--seed", type=int, default=9)

@@ -1,6 +1,6 @@
 """Loading ../shared/corpus for benchmarks (never for tests): chapters of the novel copies and news texts.
 
-Run directly (``python benchmarks/_corpus.py``) it prints what it finds, so ``make bench-quick`` can run
+Run directly (``python -m benchmarks.corpus``) it prints what it finds, so ``make bench-quick`` can run
 it like a benchmark.
 """
 
@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import emit, skip
 
 CORPUS = Path(os.environ.get("FPTRACK_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
 
@@ -31,9 +33,10 @@ def corpus_available() -> bool:
     return (CORPUS / "zh_novels").is_dir()
 
 
-def require_corpus() -> None:
+def require_corpus(benchmark: str) -> None:
+    """End ``benchmark`` with a skip (a JSON line, exit status 0) when the corpus is not here."""
     if not corpus_available():
-        sys.exit(f"development corpus not found at {CORPUS} (set FPTRACK_CORPUS)")
+        skip(benchmark, f"development corpus not found at {CORPUS} (set FPTRACK_CORPUS)")
 
 
 def iter_chapters(pattern: str = "*.jsonl") -> Iterator[Chapter]:
@@ -64,13 +67,13 @@ def news_texts() -> list[str]:
     return [t for t in out if t]
 
 
-def pairs(name: str) -> list[dict]:
+def pairs(name: str) -> list[dict[str, Any]]:
     with (CORPUS / "zh_novels" / name).open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh]
 
 
 if __name__ == "__main__":
-    require_corpus()
+    require_corpus("corpus")
     chapters = list(iter_chapters())
     news = news_texts()
     summary = {
@@ -80,4 +83,4 @@ if __name__ == "__main__":
         "news_chars": sum(map(len, news)),
     }
     print(f"corpus at {CORPUS}: {summary}")
-    print(json.dumps(summary))
+    emit(summary)

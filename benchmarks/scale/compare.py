@@ -2,8 +2,8 @@
 the code index in the worker's memory (``compare.chapter_index``) and in PostgreSQL (``code_index``), measured
 in the same run on the same database (issue 20: "per-page compare within 1.5x from 1,000 to 100,000").
 
-    python benchmarks/compare_scale.py --quick        # 1,000 and 10,000 chapters, a few minutes
-    python benchmarks/compare_scale.py                # and 100,000 (~90M code_index rows: a long load)
+    python -m benchmarks.scale.compare --quick        # 50 and 100 chapters, one round: seconds
+    python -m benchmarks.scale.compare                # and 100,000 (~90M code_index rows: a long load)
 
 What it does, in a PostgreSQL database of its own (created and dropped; ``--keep`` keeps it):
 1. chapters from ../shared/corpus: the novels' first copies (西游记, 三国演义) and half the news, cut into
@@ -23,8 +23,6 @@ Prints a table; the last line is JSON with every figure, and the ratio 100k/1k (
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import random
 import sys
@@ -38,13 +36,8 @@ from urllib.parse import urlsplit
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _corpus import iter_chapters, news_texts, require_corpus
-from _cpu import process_cpu_seconds
-from _tables import print_table
-
+from benchmarks.corpus import iter_chapters, news_texts, require_corpus
+from benchmarks.harness import arguments, emit, print_table, process_cpu_seconds, require_service
 from fptrack.compare import chapter_index
 from fptrack.compare.service import _compare_batch, index_work
 from fptrack.core.settings import Settings
@@ -70,7 +63,7 @@ def pieces(texts: list[str], rng: random.Random) -> list[str]:
 
 def corpus(rng: random.Random) -> tuple[list[str], list[str]]:
     """(registered pieces, other pieces)."""
-    require_corpus()
+    require_corpus("compare_scale")
     novels: dict[str, list[str]] = {}
     for chapter in iter_chapters("*__tennessine.jsonl"):
         novels.setdefault(chapter.work_id, []).append(chapter.text)
@@ -228,10 +221,7 @@ def sharing(engine: Any, settings: Settings, batch: list[TextFingerprints], fold
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="1,000 and 10,000 chapters only")
+    parser = arguments(__doc__, "50 and 100 chapters, one round")
     parser.add_argument(
         "--sizes", default="", help="comma-separated registry sizes (default 1000,10000,100000)"
     )
@@ -248,8 +238,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=20)
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s] or (
-        [1000, 10000] if args.quick else [1000, 10000, 100000]
+        [50, 100] if args.quick else [1000, 10000, 100000]
     )
+    if args.quick:
+        args.rounds = 1
+    require_service("compare_scale", "PostgreSQL", args.pg_url, 5432)
 
     rng = random.Random(args.seed)
     registered, other = corpus(rng)
@@ -330,10 +323,14 @@ def main(argv: list[str] | None = None) -> None:
         first, last = results[0], results[-1]
         for mode in ("database", "memory"):
             for figure in ("cpu_ms", "wall_ms"):
-                key = f"ratio_{last['chapters'] // 1000}k_{first['chapters'] // 1000}k_{mode}_{figure}"
+                key = f"ratio_{_size(last['chapters'])}_{_size(first['chapters'])}_{mode}_{figure}"
                 summary[key] = last[mode][figure] / first[mode][figure]
     print()
-    print(json.dumps(summary, sort_keys=True))
+    emit(summary, sort_keys=True)
+
+
+def _size(chapters: int) -> str:
+    return f"{chapters // 1000}k" if chapters % 1000 == 0 else str(chapters)
 
 
 class _Registry:

@@ -1,8 +1,8 @@
 """Cost of one huge page: a 9 MB chapter page (under the 10 MB download cap) crawled by the real ``fptrack``,
 with the text cap switched off (the baseline, as before ``FPTRACK_MAX_PAGE_CHARS``) and at its default.
 
-    python benchmarks/big_page.py            # 9 MB page
-    python benchmarks/big_page.py --mb 3     # a smaller one
+    python -m benchmarks.crawl.big_page            # 9 MB page
+    python -m benchmarks.crawl.big_page --mb 3     # a smaller one
 
 1. A registered work of 5 chapters (synthetic text, about 3,000 characters each) and one page: those chapters
    copied at the top, then synthetic prose (different characters, same shape) up to ``--mb`` megabytes of
@@ -30,8 +30,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fptrack.storage.compressed import decompress_text
 from testbed.sites import Page, serve_site

@@ -1,11 +1,11 @@
-"""Freshness of monitoring: a live pirate web of our own on loopback (``benchmarks/_live_web.py``: copies
+"""Freshness of monitoring: a live pirate web of our own on loopback (``benchmarks/monitoring/_live_web.py``: copies
 appearing and disappearing, a mirror, a rate-limited site, a script-built site, a site that moves chapters),
 watched for ``--duration`` seconds by the product's real processes (``fptrack worker --beat`` on Redis and a
 fresh PostgreSQL database), then judged against the web's ground truth.
 
-    python benchmarks/freshness.py --quick    # 5 minutes of monitoring, 1-minute schedules, 8 chapters a site
-    python benchmarks/freshness.py            # 20 minutes, 2-minute schedules, 24 chapters a site, 2 works
-    python benchmarks/freshness.py --quick --env FPTRACK_RECHECK_AFTER=60
+    python -m benchmarks.monitoring.freshness --quick    # 5 minutes of monitoring, 1-minute schedules, 8 chapters a site
+    python -m benchmarks.monitoring.freshness            # 20 minutes, 2-minute schedules, 24 chapters a site, 2 works
+    python -m benchmarks.monitoring.freshness --quick --env FPTRACK_RECHECK_AFTER=60
 
 What runs: ``fptrack init``, ``fptrack works add`` (chapters of ../shared/corpus, read at run time, never
 stored), ``fptrack sites add NAME URL --schedule 2m --allow-private`` for each site (defaults otherwise), then
@@ -31,7 +31,6 @@ exits 0 without figures."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -53,12 +52,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks._corpus import CORPUS
-from benchmarks._live_web import RATE_LIMIT, Copy, LiveWeb, Text, build_live_web
-from benchmarks._tables import print_table
+from benchmarks.corpus import CORPUS
+from benchmarks.harness import ROOT, arguments, print_table, progress
+from benchmarks.monitoring._live_web import RATE_LIMIT, Copy, LiveWeb, Text, build_live_web
 from testbed.services import reachable
 
 BASELINE = {
@@ -75,10 +71,6 @@ RECORDED_TO = 1.0  # seconds: the resolution of the times the CLI's JSON gives (
 WORKS = (("sanguoyanyi", "三国演义"), ("xiyouji", "西游记"))
 INNOCENT = "shuihuzhuan"  # never registered
 SOURCE = "tennessine"
-
-
-def progress(message: str) -> None:
-    print(f"# {message}", file=sys.stderr, flush=True)
 
 
 def load_chapters(work: str, first: int, count: int) -> list[tuple[int, str, str]]:
@@ -624,10 +616,7 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="5 minutes, 1-minute schedules, fewer chapters")
+    parser = arguments(__doc__, "5 minutes, 1-minute schedules, fewer chapters")
     parser.add_argument("--duration", type=float, help="seconds of monitoring [1200; quick 300]")
     parser.add_argument("--schedule", type=float, help="seconds between a site's crawls [120; quick 60]")
     parser.add_argument("--period", type=float, help="re-check period of a young copy, s [120; quick 60]")

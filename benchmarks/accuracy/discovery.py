@@ -2,8 +2,9 @@
 many of the other clone sites does ``jobs.discovery`` find, at what cost, and does ``compare.networks`` group
 them right?
 
-    python benchmarks/discovery.py                  # the 40-site web, on PostgreSQL (a scratch database)
-    python benchmarks/discovery.py --scale 1000000  # also the near-duplicate look-up with 1M stored Simhashes
+    python -m benchmarks.accuracy.discovery            # the 40-site web, on PostgreSQL (a scratch database)
+    python -m benchmarks.accuracy.discovery --quick    # 3 chapters a work, one discovery round
+    python -m benchmarks.accuracy.discovery --scale 1000000  # and the near-duplicate look-up, 1M Simhashes
 
 The web, on loopback (one HTTP server per site), built from ``../shared/corpus``:
 
@@ -29,7 +30,7 @@ Reported: pirate sites discovered / all to discover, false candidates (probed as
 site), candidates proposed, requests per discovered site (every request discovery made: the seeds' pages,
 robots.txt, probes of every candidate, clean ones included), network membership precision and recall (pairs
 of crawled sites: same network or not) for the product's rule and two alternatives, and the near-duplicate
-step's cost per page. ``--scale N`` loads N random Simhashes with ``benchmarks/index_scale.py``'s loader
+step's cost per page. ``--scale N`` loads N random Simhashes with ``benchmarks/scale/index.py``'s loader
 (binary COPY, indexes rebuilt) into a second scratch database and times ``simhash_candidates`` for the
 generated web's real page Simhashes (p50, p99).
 
@@ -42,7 +43,6 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import threading
 import time
 import uuid
@@ -57,13 +57,9 @@ import numpy as np
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.orm import Session
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _corpus import iter_chapters, news_texts, require_corpus
-from _pirate_web import random_edits, splice_ads
-from _tables import print_table
-
+from benchmarks._pirate_web import random_edits, splice_ads
+from benchmarks.corpus import iter_chapters, news_texts, require_corpus
+from benchmarks.harness import print_table
 from fptrack.compare import service
 from fptrack.compare.licensing import add_licensed_site
 from fptrack.compare.networks import (
@@ -487,7 +483,7 @@ def scale(pg_url: str, n: int, values: list[int], seed: int) -> dict[str, object
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__doc__, "3 chapters registered per work, one discovery round")
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--chapters", type=int, default=12, help="chapters registered per work")
     parser.add_argument("--rounds", type=int, default=3, help="discovery rounds at most")
@@ -495,7 +491,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     args = parser.parse_args(argv)
-    require_corpus()
+    if args.quick:
+        args.chapters, args.rounds = 3, 1
+    require_corpus("discovery")
     started_all = time.perf_counter()
     web = build_web(args.seed, args.chapters)
     name = f"fptrack_bench_discovery_{uuid.uuid4().hex[:8]}"

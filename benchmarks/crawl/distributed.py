@@ -1,9 +1,9 @@
 """Distributed crawls: wall time of one crawl of a loopback site by 1, 2 and 3 processes sharing one frontier
 in Redis (``fptrack crawl --distributed``), against a plain one-process crawl measured in the same run.
 
-    python benchmarks/distributed_crawl.py --quick            # 321 pages, 1 / 2 processes
-    python benchmarks/distributed_crawl.py                    # 1,281 pages, 1 / 2 / 3 processes
-    python benchmarks/distributed_crawl.py --latency 0.2 --processes 1,2,4
+    python -m benchmarks.crawl.distributed --quick            # 321 pages, 1 / 2 processes
+    python -m benchmarks.crawl.distributed                    # 1,281 pages, 1 / 2 / 3 processes
+    python -m benchmarks.crawl.distributed --latency 0.2 --processes 1,2,4
 
 The site (generated, no corpus): an index, sections and chapter pages of a few hundred characters, every
 response held back ``--latency`` seconds by the server, as a remote site's round trip would be. Politeness per
@@ -23,7 +23,6 @@ is not reachable: the benchmark says so and exits 0 without figures."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -33,24 +32,16 @@ import threading
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks._tables import print_table
+from benchmarks.harness import ROOT, arguments, print_table, progress
 from testbed.services import reachable
 from testbed.sites import Page, serve_site
 
 PARAGRAPH = (
     "清晨的山谷里雾气很重，李青背着竹篓慢慢走上石阶，露水打湿了他的布鞋。远处传来寺庙的钟声，一声接着一声。"
 )
-
-
-def progress(message: str) -> None:
-    print(f"# {message}", file=sys.stderr, flush=True)
 
 
 def build_site(sections: int, chapters: int, latency: float) -> dict[str, Page]:
@@ -177,10 +168,7 @@ def run_mode(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="321 pages; 1 and 2 processes")
+    parser = arguments(__doc__, "321 pages; 1 and 2 processes")
     parser.add_argument(
         "--sections", type=int, default=40, help="sections of the site (x chapters + 1 pages)"
     )

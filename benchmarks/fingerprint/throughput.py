@@ -7,7 +7,7 @@ process).
 
 Single process, single thread (OPENBLAS/OMP threads pinned to 1 before numpy loads), so MB/s is per core.
 
-    python benchmarks/fingerprint_throughput.py [--quick] [--json out.json]
+    python -m benchmarks.fingerprint.throughput [--quick] [--json out.json]
 
 Last output line: JSON with the figures.
 """
@@ -19,22 +19,15 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse
-import json
-import platform
 import random
 import resource
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _corpus import iter_chapters, require_corpus
-
+from benchmarks.corpus import iter_chapters, require_corpus
+from benchmarks.harness import arguments, emit, machine
 from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.features import char_shingle_hashes, tokenize
 from fptrack.fingerprint.normalize import normalize
@@ -49,22 +42,22 @@ from fptrack.research.pinyin_dna import DnaParams, dna_codes
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a smaller sample, under a minute")
+    ap = arguments(__doc__, "10 chapters, once: a few seconds")
     ap.add_argument("--json", type=Path, help="also write the JSON figures to this file")
     args = ap.parse_args()
-    require_corpus()
+    require_corpus("fingerprint_throughput")
 
     rng = random.Random(7)
     chapters = [c for c in iter_chapters() if len(c.text) > 800]
     rng.shuffle(chapters)
-    sample = chapters[: 40 if args.quick else 200]
+    sample = chapters[: 10 if args.quick else 200]
     texts = [c.text for c in sample]
     repeat = 1 if args.quick else 3
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
 
     # warm every lazily built table, and corpus statistics from other chapters (as in production)
-    stats = CorpusStats.from_documents(normalize(c.text).text for c in chapters[-100:])
+    others = chapters[-(20 if args.quick else 100) :]
+    stats = CorpusStats.from_documents(normalize(c.text).text for c in others)
     fingerprint_text(texts[0])
     normalized = [normalize(t).text for t in texts]
     tokens = [tokenize(n) for n in normalized]
@@ -158,10 +151,8 @@ def main() -> None:
     tracemalloc.stop()
     maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}"
-    )
+    info = machine()
+    print(f"machine: {info['processor'] or info['machine']}, {info['cpus']} cores, Python {info['python']}")
     print(f"sample: {len(texts)} chapters, {mb:.2f} MB UTF-8, best of {repeat}")
     print(f"{'fingerprint':55s} {'MB/s':>8s}")
     for name, rate, _ in rows:
@@ -193,9 +184,7 @@ def main() -> None:
         "max_rss_mb": round(maxrss_mb),
         "targets": targets,
     }
-    if args.json:
-        args.json.write_text(json.dumps(figures, ensure_ascii=False, indent=2))
-    print(json.dumps(figures, ensure_ascii=False))
+    emit(figures, path=args.json)
 
 
 def _bench_list(fn: Callable[[object], object], inputs: list) -> float:

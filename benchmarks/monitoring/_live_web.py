@@ -1,4 +1,4 @@
-"""A live pirate web on loopback for ``benchmarks/freshness.py``: sites whose copies appear, disappear, come
+"""A live pirate web on loopback for ``benchmarks/monitoring/freshness.py``: sites whose copies appear, disappear, come
 back and move while a monitor watches them, with the ground truth of when each copy was up.
 
 Each site is a ``ThreadingHTTPServer`` on its own port of 127.0.0.1: a home page linking to the tables of

@@ -2,9 +2,9 @@
 server's), bytes in PostgreSQL per page, per fingerprint and per index row, and bytes on the broker per page.
 ``docs/capacity.md`` turns them into a plan for 100M and 1B pages.
 
-    python benchmarks/capacity.py --quick  # 300 pages, 100 registered chapters, 60-page stage sample
-    python benchmarks/capacity.py          # 2,000 pages, 1,000 chapters, 200-page stage sample
-    python benchmarks/capacity.py --pages 5000 --registry 2000 --redis redis://127.0.0.1:6379/7
+    python -m benchmarks.pipeline.capacity --quick  # 300 pages, 100 registered chapters, 60-page stage sample
+    python -m benchmarks.pipeline.capacity          # 2,000 pages, 1,000 chapters, 200-page stage sample
+    python -m benchmarks.pipeline.capacity --pages 5000 --registry 2000 --redis redis://127.0.0.1:6379/7
 
 What it does, in a PostgreSQL database of its own (created, then dropped at the end unless ``--keep``):
 
@@ -52,11 +52,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks._cpu import BackendCpu, children_cpu_seconds, process_cpu_seconds, tree_cpu_seconds
 from benchmarks._pipeline_site import PipelineSite, build_site, corpus_pools
+from benchmarks.harness import (
+    BackendCpu,
+    arguments,
+    children_cpu_seconds,
+    process_cpu_seconds,
+    tree_cpu_seconds,
+)
 from benchmarks.pipeline_throughput import (
     CORPUS,
     CRAWL_LINE,
@@ -371,12 +374,7 @@ def queue_bytes(database_url: str, workdir: Path, redis_url: str, pages: int) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="300 pages, 100 chapters, a 60-page stage sample"
-    )
+    parser = arguments(__doc__, "300 pages, 100 chapters, a 60-page stage sample")
     parser.add_argument("--pages", type=int, help="chapter pages on the site (default 2,000; quick 300)")
     parser.add_argument("--registry", type=int, help="registered chapters (default 1,000; quick 100)")
     parser.add_argument(
@@ -437,7 +435,7 @@ def main() -> None:
     load_end = os.getloadavg()
     info = machine()
 
-    print("capacity: the production pipeline on PostgreSQL, per page (benchmarks/capacity.py)")
+    print("capacity: the production pipeline on PostgreSQL, per page (benchmarks/pipeline/capacity.py)")
     print(f"machine: {info.get('cpu', '?')}, {info['cores']} cores, {info.get('ram_gb', '?')} GB RAM, "
           f"PostgreSQL {services.postgres_version} (autovacuum {services.postgres_autovacuum}); load average "
           f"{load_start[0]:.2f} at start, {load_end[0]:.2f} at end")  # fmt: skip

@@ -2,10 +2,10 @@
 latency and recall against a brute-force scan and against the PyPI ``simhash`` package's in-memory
 ``SimhashIndex``.
 
-    python benchmarks/index_scale.py --quick            # N = 100k, under a minute
-    python benchmarks/index_scale.py --n 1000000
-    python benchmarks/index_scale.py --n 10000000 --simhash-max-n 0
-    python benchmarks/index_scale.py --n 1000000 --layout f64k3b5 --compare-rows
+    python -m benchmarks.scale.index --quick            # N = 20k, 100 queries: seconds
+    python -m benchmarks.scale.index --n 1000000
+    python -m benchmarks.scale.index --n 10000000 --simhash-max-n 0
+    python -m benchmarks.scale.index --n 1000000 --layout f64k3b5 --compare-rows
 
 What it does (in a database of its own, created and dropped: ``--db``, on ``--pg-url``):
 1. migrates the real schema (Alembic), inserts N bare pages to own the fingerprints (untimed);
@@ -34,7 +34,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -43,18 +42,13 @@ import numpy as np
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from benchmarks.harness import arguments, emit, percentile, progress, require_service
 from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.hot_buckets import split_hot_buckets
 from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64
 from fptrack.storage.models import simhash_index_names
 from fptrack.storage.simhash_index import bulk_load_simhashes, simhash_candidates
-
-
-def percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(np.array(values), q)) if values else float("nan")
 
 
 def flip_bits(rng: np.random.Generator, values: np.ndarray, distance: int) -> np.ndarray:
@@ -343,7 +337,7 @@ class Bench:
                     "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text_z, "
                     "content_sha256, snapshot_sha256, fetched_at, content_type, error) "
                     "SELECT g, 'b:' || g, '', '', 200, '', '', ''::bytea, '', '', now(), '', '' "
-                    "FROM generate_series(:a, :b) AS g"
+                    "FROM generate_series(CAST(:a AS bigint), CAST(:b AS bigint)) AS g"
                 ),
                 {"a": first, "b": first + count - 1},
             )
@@ -419,9 +413,7 @@ def real_bucket_profile(mu: float, min_size: int) -> dict[str, object]:
     """Bucket sizes of real page fingerprints (development corpus): novel chapters and news articles, plus the
     template pages pirate sites serve around them (navigation, watermark, disclaimer and one chapter title,
     from the artifacts observed in the corpus), fingerprinted as compare does."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _corpus import corpus_available, iter_chapters, news_texts
-
+    from benchmarks.corpus import corpus_available, iter_chapters, news_texts
     from fptrack.fingerprint.normalize import normalize
     from fptrack.fingerprint.simhash import simhash_text
 
@@ -465,10 +457,7 @@ def real_bucket_profile(mu: float, min_size: int) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="N = 100k, 300 queries: under a minute")
+    parser = arguments(__doc__, "N = 20k, 100 queries, a 1,000-page hot bucket: seconds")
     parser.add_argument("--n", type=int, default=1_000_000, help="fingerprints to load")
     parser.add_argument("--queries", type=int, default=1000, help="k-bit look-ups to time")
     parser.add_argument("--brute-queries", type=int, default=30, help="look-ups also answered by brute force")
@@ -499,8 +488,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=20071)
     parser.add_argument("--json", type=Path, help="also write the JSON figures to this file")
     args = parser.parse_args(argv)
+    if not args.real_buckets:
+        require_service("index_scale", "PostgreSQL", args.pg_url, 5432)
     if args.quick:
-        args.n, args.queries, args.brute_queries, args.incremental = 100_000, 300, 20, 10_000
+        args.n, args.queries, args.brute_queries, args.incremental = 20_000, 100, 10, 2_000
+        args.hot = 1_000 if args.hot < 0 else args.hot
     if args.hot < 0:
         args.hot = max(5_000, args.n // 200)
     if args.hot_min_size is None:
@@ -512,7 +504,7 @@ def main(argv: list[str] | None = None) -> None:
         profile = real_bucket_profile(args.mu, args.hot_min_size)
         for name, value in profile.items():
             print(f"{name:<36} {value}")
-        print(json.dumps({"real_buckets": profile}, sort_keys=True))
+        emit({"real_buckets": profile}, sort_keys=True)
         return
 
     bench = Bench(args)
@@ -535,7 +527,7 @@ def main(argv: list[str] | None = None) -> None:
         for step in steps:
             t0 = time.perf_counter()
             step()
-            print(f"# {step.__name__}: {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+            progress(f"{step.__name__}: {time.perf_counter() - t0:.1f}s")
     finally:
         bench.drop_database()
     r = bench.results
@@ -578,10 +570,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
     print("targets: " + ", ".join(f"{k}={'yes' if v else 'NO'}" for k, v in targets.items()))
-    line = json.dumps(r, sort_keys=True)
-    if args.json:
-        args.json.write_text(line + "\n")
-    print(line)
+    emit(r, path=args.json, sort_keys=True)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The bulk side of ``benchmarks/scale.py``: registering the registry and filling the database with stored
+"""The bulk side of ``benchmarks/scale/pages.py``: registering the registry and filling the database with stored
 pages through the product's own functions, in worker processes, and the measurements taken in-process.
 
 Only stable entry points of the product are used, so that the benchmark keeps measuring while the storage
@@ -14,19 +14,14 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # a spawned process imports this module before anything else
-    sys.path.insert(0, str(ROOT))
-
 from benchmarks._pipeline_site import TextPools, corpus_pools, generated_pools
-from benchmarks._scale_data import CHAPTERS_PER_WORK, PageTexts, Registry, numbers_between, planted_copies
+from benchmarks.scale._data import CHAPTERS_PER_WORK, PageTexts, Registry, numbers_between, planted_copies
 
 FILL_BATCH = 32  # pages per store transaction and per process_pages call (the crawl's batch and task size)
 

@@ -2,9 +2,9 @@
 (``render_js=yes``) against the same crawl fetching statically (``render_js=no``, the baseline measured in the
 same run).
 
-    python benchmarks/render_cost.py --quick     # 20 chapter pages
-    python benchmarks/render_cost.py             # 100 chapter pages
-    python benchmarks/render_cost.py --pages 300 --render-pages 4
+    python -m benchmarks.crawl.render_cost --quick     # 20 chapter pages
+    python -m benchmarks.crawl.render_cost             # 100 chapter pages
+    python -m benchmarks.crawl.render_cost --pages 300 --render-pages 4
 
 The site (served on 127.0.0.1 in this process, ``testbed/sites.py``): an index linking ``--pages``
 chapter pages, half of them filled from a JSON endpoint by a script, half printed by ``document.write``
@@ -21,7 +21,6 @@ and CPU)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -29,12 +28,9 @@ import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
+from benchmarks.harness import ROOT, arguments
 from testbed.jspages import json_chapter, json_endpoint, written_chapter
 from testbed.sites import Page, serve_site
 from tests.integration.crawler.harness import PARAGRAPHS
@@ -89,10 +85,7 @@ def _crawl(url: str, key: str, *, mode: str, max_pages: int, render_pages: int) 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="20 chapter pages")
+    parser = arguments(__doc__, "20 chapter pages")
     parser.add_argument("--pages", type=int, default=100, help="chapter pages (default 100)")
     parser.add_argument("--render-pages", type=int, default=2, help="FPTRACK_RENDER_PAGES (default 2)")
     args = parser.parse_args()

@@ -1,5 +1,5 @@
 """Sizes past what the bulk fill reaches in a session: the pages filled through the product's path copied, row
-for row, under new page numbers (``benchmarks/scale.py --replicate-from``).
+for row, under new page numbers (``benchmarks/scale/pages.py --replicate-from``).
 
 The product's fill makes 50-65 pages a second on this machine's 2 cores (``process_pages`` is ~11 ms of CPU a
 page, PostgreSQL's own CPU as much again): a million pages would take five hours. What grows with the stored

@@ -1,11 +1,11 @@
 """The piracy evaluation: a pirate web built from ../shared/corpus, crawled by the real ``fptrack``.
 
-    python benchmarks/piracy_eval.py --quick          # a sample (~220 pages), a few minutes
-    python benchmarks/piracy_eval.py                  # everything (~2,000 pages)
-    python benchmarks/piracy_eval.py --postgres postgresql://postgres@127.0.0.1:5432/postgres
-    python benchmarks/piracy_eval.py --quick --ablation   # also: each method of the page path removed in turn
-    python benchmarks/piracy_eval.py --ablation --variants '-winnow,+simhash'   # some variants only
-    python benchmarks/piracy_eval.py --quick --retroactive  # works registered only after the crawl
+    python -m benchmarks.accuracy.piracy --quick          # a sample (~220 pages), a few minutes
+    python -m benchmarks.accuracy.piracy                  # everything (~2,000 pages)
+    python -m benchmarks.accuracy.piracy --postgres postgresql://postgres@127.0.0.1:5432/postgres
+    python -m benchmarks.accuracy.piracy --quick --ablation   # also: each method of the page path removed in turn
+    python -m benchmarks.accuracy.piracy --ablation --variants '-winnow,+simhash'   # some variants only
+    python -m benchmarks.accuracy.piracy --quick --retroactive  # works registered only after the crawl
 
 1. ``benchmarks/_pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
 2. Five pirate sites are served on 127.0.0.1 (one port each). In a fresh data folder (SQLite, or a fresh
@@ -55,12 +55,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from _pirate_web import NEGATIVE_KINDS, POSITIVE_KINDS, PirateWeb, build_pirate_web
-
+from benchmarks._pirate_web import NEGATIVE_KINDS, POSITIVE_KINDS, PirateWeb, build_pirate_web
+from benchmarks.harness import ROOT
 from testbed.sites import serve_site
 
 SYSTEMS = ("fptrack", "simhash", "minhash")

@@ -3,8 +3,8 @@ work) and the re-check scheduler's look-up (``jobs.rechecks.due_matches``) over 
 measured in the same run: the same figures computed in Python from every match row (what a dashboard without
 the grouped queries would do). Both answers are compared, so the speed-up is for the same numbers.
 
-    python benchmarks/takedown_stats.py --quick        # N = 100k
-    python benchmarks/takedown_stats.py --n 1000000
+    python -m benchmarks.monitoring.takedowns --quick        # N = 100k
+    python -m benchmarks.monitoring.takedowns --n 1000000
 
 In a database of its own (``--db`` on ``--pg-url``, created and dropped): the real schema (Alembic),
 ``--works`` works with a chapter each, N pages over ``--hosts`` hosts, one match per page (80 % flagged, 10 %
@@ -14,15 +14,12 @@ runs. Prints a table; the last line is JSON with every figure."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,8 +27,7 @@ import numpy as np
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.orm import Session
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from benchmarks.harness import arguments
 from fptrack.analytics.takedowns import STATUSES, TakedownRow, takedown_stats
 from fptrack.core.settings import Settings
 from fptrack.jobs.rechecks import due_matches
@@ -120,10 +116,7 @@ def same(a: list[TakedownRow], b: list[TakedownRow]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="N = 100k")
+    parser = arguments(__doc__, "N = 100k")
     parser.add_argument("--n", type=int, default=1_000_000, help="matches (one page each)")
     parser.add_argument("--hosts", type=int, default=2_000)
     parser.add_argument("--works", type=int, default=200)

@@ -1,14 +1,14 @@
 """The pirate-networks step's cost per page as stored copies of the same texts grow (issue 20).
 
-    python benchmarks/near_duplicates.py                          # 5, 50, 500 stored copies of a chapter
-    python benchmarks/near_duplicates.py --sizes 100,1000 --quick-profile
+    python -m benchmarks.scale.networks                          # 5, 50, 500 stored copies of a chapter
+    python -m benchmarks.scale.networks --sizes 100,1000 --quick-profile
 
 After a page is compared, ``compare.networks.observe_pages`` writes its page Simhash, looks up its near
 duplicates (``simhash_candidates``, Hamming <= k) and records a ``near_duplicates`` row per hit on another
 site. On a pirate web every chapter is copied many times, so a copy page's look-up finds every stored copy of
 its chapter: this benchmark shows what that costs as the copies grow.
 
-The web is ``benchmarks/scale.py``'s (``_scale_data``: blocks of 20 pages, half copies of registered
+The web is ``benchmarks/scale/pages.py``'s (``_scale_data``: blocks of 20 pages, half copies of registered
 chapters, verbatim, edited, ads spliced, mirrored on three hosts; half unrelated text), filled through the
 same bulk path (``PageStore`` + ``process_pages`` in ``--fill-processes`` processes), with a small registry
 (``--registry`` chapters) so that the copies per chapter grow quickly: ``size / 2 / registry`` stored copies
@@ -31,21 +31,18 @@ import json
 import multiprocessing
 import os
 import pstats
-import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks.corpus import CORPUS
+from benchmarks.harness import print_table, progress
+from benchmarks.scale import _data as _scale_data
+from benchmarks.scale import _fill as _scale_fill
+from benchmarks.scale._data import PageTexts, Registry
+from benchmarks.scale._fill import FILL_BATCH, FillTimes, Plan, crawled_page, page_store, sessions_for
 
-from benchmarks import _scale_data, _scale_fill
-from benchmarks._scale_data import PageTexts, Registry
-from benchmarks._scale_fill import FILL_BATCH, FillTimes, Plan, crawled_page, page_store, sessions_for
-from benchmarks._tables import print_table
-
-CORPUS = Path(os.environ.get("FPTRACK_CORPUS", ROOT.parent / "shared" / "corpus"))
 PROBE_BASE = 3_000_000_000  # page numbers of the probes: past any fill and past scale.py's probes
 # the networks step's parts, by function name in the profile (cumulative seconds)
 PARTS = (
@@ -57,10 +54,6 @@ PARTS = (
     ("  site_pairs upserts", "_add_site_evidence"),
     ("  hot-bucket filing", "file_in_hot_buckets"),
 )
-
-
-def progress(message: str) -> None:
-    print(f"# {message}", file=sys.stderr, flush=True)
 
 
 def _fill_slice(plan: Plan, start: int, stop: int, part: int, parts: int, host_pages: int, out: Any) -> None:

@@ -1,0 +1,1 @@
+"""Benchmarks of fingerprinting speed, per fingerprint and for the page path."""

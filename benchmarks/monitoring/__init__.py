@@ -1,0 +1,1 @@
+"""Benchmarks of monitoring: finding changes on a live pirate web (re-checks), takedown figures at scale."""
