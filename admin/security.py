@@ -17,10 +17,10 @@ Every request goes through these checks, in this order (``install_security``):
 5. **CSRF** (Flask-WTF's ``CSRFProtect``) on every state-changing request.
 
 An ``/api`` request carrying ``Authorization: Bearer <token>`` is authenticated by that API token alone
-(``admin.tokens``; a bad token is a 401 even with a valid session cookie): it acts as the token's user with
-that user's role, and skips the Origin and CSRF checks, which protect ambient credentials (cookies) that a
-browser would attach to a forged cross-site request; a browser never attaches an ``Authorization`` header by
-itself.
+(``services.accounts.tokens``; a bad token is a 401 even with a valid session cookie): it acts as the
+token's user with that user's role, and skips the Origin and CSRF checks, which protect ambient credentials
+(cookies) that a browser would attach to a forged cross-site request; a browser never attaches an
+``Authorization`` header by itself.
 
 Sessions are Flask's signed cookie (``HttpOnly``, ``SameSite=Lax``, ``Secure`` per
 ``FPTRACK_ADMIN_SECURE_COOKIES``), valid for :data:`SESSION_LIFETIME`. The session names the user by id and a
@@ -48,8 +48,8 @@ from flask_login import AnonymousUserMixin, LoginManager, UserMixin, current_use
 from flask_wtf.csrf import CSRFProtect
 from sqlalchemy.orm import Session
 
-from fptrack.admin.accounts import find_active_user, has_role
 from fptrack.core.settings import Settings
+from fptrack.services.accounts.users import find_active_user, has_role
 from fptrack.storage.models import User
 
 __all__ = [
@@ -217,7 +217,7 @@ def _load_token_user() -> ResponseReturnValue | None:
     token = bearer_token()
     if token is None:
         return None
-    from fptrack.admin.tokens import authenticate_token
+    from fptrack.services.accounts.tokens import authenticate_token
 
     database = _db()
     user = authenticate_token(database, token) if token else None

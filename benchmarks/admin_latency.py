@@ -39,8 +39,8 @@ from sqlalchemy import create_engine, text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._load import log_in, serve_admin
-from fptrack.admin.accounts import create_user
 from fptrack.core.settings import Settings
+from fptrack.services.accounts.users import create_user
 from fptrack.storage.compressed import compress_text
 from fptrack.storage.db import create_engine_for, migrate, session_factory, session_scope
 

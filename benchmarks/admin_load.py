@@ -47,9 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._cpu import BackendCpu, tree_cpu_seconds
 from benchmarks._load import AdminServer, LoadResult, cookie_header, log_in, run_wrk, serve_admin, wrk_path
 from benchmarks.admin_latency import PASSWORD, generate
-from fptrack.admin.accounts import create_user
-from fptrack.admin.tokens import create_token
 from fptrack.core.settings import Settings
+from fptrack.services.accounts.tokens import create_token
+from fptrack.services.accounts.users import create_user
 from fptrack.storage.db import create_engine_for, migrate, session_factory, session_scope
 
 USERNAME = "loadtest"

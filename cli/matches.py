@@ -128,8 +128,8 @@ def matches(
     first_seen, then id and status (and with --evidence: evidence, an object with passages, fetched_at,
     http_status, snapshot_sha256 and kept, true when the page has changed since). CSV has the same columns in
     that order (cells a spreadsheet would read as a formula are prefixed with an apostrophe)."""
-    from fptrack.admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
     from fptrack.compare.records import match_to_dict
+    from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
     from fptrack.storage.models import Match
 
     if with_evidence and fmt == "csv":
@@ -229,8 +229,8 @@ def report(context: CliContext, dimension: str, days: int | None, fmt: str) -> N
         for row in rows:
             click.echo(json.dumps(row.as_json(), ensure_ascii=False))
     elif fmt == "csv":
-        from fptrack.admin.exports import csv_lines
         from fptrack.analytics.rollups import ROLLUP_COLUMNS
+        from fptrack.services.exports import csv_lines
 
         for line in csv_lines(ROLLUP_COLUMNS, (row.as_json() for row in rows)):
             click.echo(line, nl=False)

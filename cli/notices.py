@@ -109,7 +109,7 @@ def notices_draft(
         else:
             html = render_html(notice, utcnow())
             if fmt == "pdf":
-                from fptrack.admin.pdf import html_to_pdf
+                from fptrack.services.pdf import html_to_pdf
 
                 document = html_to_pdf(
                     html.replace("<head>", '<head><link rel="stylesheet" href="notice.css">', 1)

@@ -70,8 +70,8 @@ def _list(context: CliContext, state: str | None, work_id: int | None, domain: s
         for record in records:
             click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
-        from fptrack.admin.exports import csv_lines
         from fptrack.analytics.takedowns import RECORD_COLUMNS
+        from fptrack.services.exports import csv_lines
 
         for line in csv_lines(RECORD_COLUMNS, records):
             click.echo(line, nl=False)
@@ -204,7 +204,7 @@ def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
         for record in records:
             click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
-        from fptrack.admin.exports import csv_lines
+        from fptrack.services.exports import csv_lines
 
         for line in csv_lines((*TAKEDOWN_COLUMNS, *DETECTION_COLUMNS), records):
             click.echo(line, nl=False)
@@ -250,7 +250,7 @@ def _notice_stats(context: CliContext, grouping: str, fmt: str) -> None:
         for record in records:
             click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
-        from fptrack.admin.exports import csv_lines
+        from fptrack.services.exports import csv_lines
 
         for line in csv_lines(NOTICE_REMOVAL_COLUMNS, records):
             click.echo(line, nl=False)

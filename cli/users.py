@@ -1,7 +1,7 @@
 """``fptrack users add|list|passwd|remove`` (accounts of the admin) and ``fptrack review`` (a decision on a
-match from the command line). The services are :mod:`admin.accounts`, :mod:`admin.tokens` and
-:mod:`admin.review`; they signal a bad name or password with ``ValueError`` and an unknown one with
-``LookupError``, which these commands show as the one-line ``error:``
+match from the command line). The services are :mod:`services.accounts.users`,
+:mod:`services.accounts.tokens` and :mod:`services.review`; they signal a bad name or password with
+``ValueError`` and an unknown one with ``LookupError``, which these commands show as the one-line ``error:``
 (:func:`cli.common.friendly_errors_also`).
 """
 
@@ -12,7 +12,8 @@ import sys
 
 import click
 
-from fptrack.admin.accounts import (
+from fptrack.cli.common import CliContext, friendly_errors_also, pass_context, print_table
+from fptrack.services.accounts.users import (
     MAX_PASSWORD_LENGTH,
     ROLES,
     Account,
@@ -23,7 +24,6 @@ from fptrack.admin.accounts import (
     list_users,
     remove_user,
 )
-from fptrack.cli.common import CliContext, friendly_errors_also, pass_context, print_table
 
 __all__ = ["review", "users"]
 
@@ -141,7 +141,7 @@ def users_remove(context: CliContext, username: str) -> None:
 def users_token(context: CliContext, username: str, name: str) -> None:
     """Create an API token for USERNAME (printed once: keep it). Clients send it to /api as
     `Authorization: Bearer TOKEN` and act with that user's role."""
-    from fptrack.admin.tokens import create_token
+    from fptrack.services.accounts.tokens import create_token
 
     with context.session() as session:
         created = create_token(session, username, name)
@@ -159,7 +159,7 @@ def users_token(context: CliContext, username: str, name: str) -> None:
 @_one_line_errors
 def users_tokens(context: CliContext, username: str | None) -> None:
     """List API tokens (of USERNAME, or of everyone): id, user, name, prefix, created, last used, revoked."""
-    from fptrack.admin.tokens import list_tokens
+    from fptrack.services.accounts.tokens import list_tokens
 
     with context.session() as session:
         tokens = list_tokens(session, username)
@@ -189,7 +189,7 @@ def users_tokens(context: CliContext, username: str | None) -> None:
 @_one_line_errors
 def users_revoke_token(context: CliContext, token_id: int) -> None:
     """Revoke an API token by its id; clients using it get 401 from then on."""
-    from fptrack.admin.tokens import revoke_token
+    from fptrack.services.accounts.tokens import revoke_token
 
     with context.session() as session:
         info = revoke_token(session, token_id)
@@ -212,8 +212,8 @@ def review(context: CliContext, match_id: int, decision: str, reason: str, as_us
     """Confirm or dismiss a match (or reopen it), as the admin's buttons do.
 
     The decision is kept in the match's review history with who, when and why (--reason)."""
-    from fptrack.admin.accounts import find_active_user
-    from fptrack.admin.review import record_decision
+    from fptrack.services.accounts.users import find_active_user
+    from fptrack.services.review import record_decision
 
     with context.session() as session:
         if as_user is not None:

@@ -752,7 +752,7 @@ class MatchRollup(Base):
 
     Kept by the database itself (:func:`match_rollup_ddl`: triggers on ``matches`` and ``pages``), in the same
     transaction as every write that changes a match's key or status (``compare.service.record_matches``,
-    ``admin.review.record_decision``, re-comparisons, cascades from deleted works, chapters and pages), so no
+    ``services.review.record_decision``, re-comparisons, cascades from deleted works, chapters and pages), so no
     write path can forget it. Rows that fall to zero are removed. ``fptrack analytics rebuild`` recomputes it.
     No foreign keys: a row outlives nothing, and deletes cascade through ``matches``' own triggers.
     """
@@ -801,7 +801,7 @@ class LicensedSite(Base):
 
 class User(Base):
     """An account of the admin. ``password_hash`` is a salted scrypt hash (``werkzeug.security``), never the
-    password; ``username`` is stored lower-case (see ``admin.accounts``)."""
+    password; ``username`` is stored lower-case (see ``services.accounts.users``)."""
 
     __tablename__ = "users"
     __table_args__ = (

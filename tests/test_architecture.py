@@ -35,7 +35,9 @@ SHELF = "research"
 
 # Who may import whom: a package always may import its own modules (cycles are checked separately). The root
 # module ``fptrack`` (its ``__init__.py``) imports nothing of ours.
-_ABOVE_JOBS = frozenset({"core", "fingerprint", "storage", "taskqueue", "compare", "analytics", "crawler"})
+_ABOVE_JOBS = frozenset(
+    {"core", "fingerprint", "storage", "taskqueue", "compare", "analytics", "crawler", "services"}
+)
 ALLOWED: Mapping[str, frozenset[str]] = {
     "": frozenset(),
     "core": frozenset(),  # settings, errors
@@ -45,6 +47,8 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "compare": frozenset({"core", "fingerprint", "storage"}),
     "analytics": frozenset({"core", "storage"}),
     "crawler": frozenset({"core", "fingerprint", "storage"}),  # Scrapy parts only
+    # accounts, review, evidence, exports, PDF, the listings: shared by the jobs, the admin and the CLI
+    "services": frozenset({"core", "fingerprint", "storage", "compare", "analytics"}),
     "jobs": _ABOVE_JOBS,  # crawl jobs, sites, schedules, settling, re-checks, the Celery tasks
     "admin": _ABOVE_JOBS | {"jobs"},  # Flask
     "cli": _ABOVE_JOBS | {"jobs", "admin"},

@@ -2,7 +2,7 @@
 document at ``/api/openapi.json`` (``admin.openapi``).
 
 Authentication: the admin's login session (then state changes need the ``X-CSRFToken`` header), or an API
-token (``Authorization: Bearer ...``, see ``admin.tokens``). Match objects are
+token (``Authorization: Bearer ...``, see ``services.accounts.tokens``). Match objects are
 ``compare.records.match_to_dict`` (the fields of ``fptrack matches --format json``) plus ``id`` and
 ``status``. Errors are JSON too: ``{"error": "..."}`` with the HTTP status."""
 
@@ -17,7 +17,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import joinedload
 
 from fptrack.admin.openapi import openapi_document
-from fptrack.admin.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import db_session
 from fptrack.admin.views.crawls import crawl_rows
@@ -37,6 +36,7 @@ from fptrack.admin.views.sites import site_rows
 from fptrack.analytics.rollups import match_rollup
 from fptrack.analytics.takedowns import STATES, takedown_records, takedown_stats
 from fptrack.compare.records import match_to_dict
+from fptrack.services.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
 from fptrack.storage.models import Chapter, Match, Page, Work, iso_utc
 
 __all__ = ["API_MAX_PER_PAGE", "API_PER_PAGE", "blueprint", "match_json"]

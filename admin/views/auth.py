@@ -1,5 +1,5 @@
 """``/login`` and ``/logout``: password login into a Flask-Login session (rate-limited, see
-``admin.accounts``)."""
+``services.accounts.users``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from sqlalchemy import select
 from wtforms import HiddenField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
-from fptrack.admin.accounts import MAX_PASSWORD_LENGTH, LoginRefused, authenticate, end_sessions
 from fptrack.admin.security import client_address, is_safe_next, public, requires_role, session_user
 from fptrack.admin.views.context import db_session
+from fptrack.services.accounts.users import MAX_PASSWORD_LENGTH, LoginRefused, authenticate, end_sessions
 from fptrack.storage.models import User
 
 __all__ = ["LoginForm", "blueprint"]

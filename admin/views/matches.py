@@ -25,8 +25,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload, object_session
 from werkzeug.wrappers import Response as BaseResponse
 
-from fptrack.admin.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
-from fptrack.admin.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import db_session
 from fptrack.admin.views.evidence import (
@@ -55,6 +53,8 @@ from fptrack.admin.views.queries import (
 )
 from fptrack.admin.views.read_sessions import read_session, read_sessionmaker
 from fptrack.compare.records import match_to_dict
+from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
+from fptrack.services.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
 from fptrack.storage.match_life import Evidence as StoredEvidence
 from fptrack.storage.match_life import evidence_of
 from fptrack.storage.models import Match, TakedownCheck
@@ -130,7 +130,7 @@ def _export_name(extension: str) -> str:
 @blueprint.get("/export.csv")
 def export_csv() -> Response:
     """Every match of the filtered list (no pagination) as CSV, UTF-8 with a byte order mark (so that
-    spreadsheets read Chinese correctly), formula cells guarded (``admin.exports``)."""
+    spreadsheets read Chinese correctly), formula cells guarded (``services.exports``)."""
     match_filter = _filter_or_400(request.args)
 
     def lines(session: Session) -> Iterator[str]:

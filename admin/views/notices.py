@@ -17,7 +17,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.admin.notice_evidence import notice_bundles
-from fptrack.admin.pdf import PdfUnavailable, html_to_pdf
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.jobs.delivery import DeliveryError, infringing_urls, lumen_json
@@ -36,6 +35,7 @@ from fptrack.jobs.notices import (
     save_sender,
     send_notice,
 )
+from fptrack.services.pdf import PdfUnavailable, html_to_pdf
 from fptrack.storage.models import (
     CONTACT_KINDS,
     NOTICE_LANGUAGES,
@@ -50,7 +50,7 @@ __all__ = ["blueprint", "notice_document", "senders_blueprint"]
 blueprint = Blueprint("notices", __name__, url_prefix="/notices")
 senders_blueprint = Blueprint("senders", __name__, url_prefix="/senders")
 
-STYLESHEET_FOR_PDF = "notice.css"  # admin.pdf resolves bare names in admin/static
+STYLESHEET_FOR_PDF = "notice.css"  # services.pdf resolves bare names in admin/static
 
 
 def _actor() -> str:

@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, joinedload
 
-from fptrack.admin.review import REVIEW_STATUSES
 from fptrack.analytics.rollups import status_totals, top_hosts
+from fptrack.services.review import REVIEW_STATUSES
 from fptrack.storage.models import Chapter, Match, MatchRollup, MatchStatus, Page, Work
 
 __all__ = [

@@ -9,9 +9,9 @@ from flask_wtf import FlaskForm
 from wtforms import PasswordField, SelectField, StringField
 from wtforms.validators import DataRequired, Length
 
-from fptrack.admin.accounts import MAX_PASSWORD_LENGTH, ROLES, create_user, list_users, remove_user
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import db_session
+from fptrack.services.accounts.users import MAX_PASSWORD_LENGTH, ROLES, create_user, list_users, remove_user
 from fptrack.storage.models import User
 
 __all__ = ["NewUserForm", "blueprint"]

@@ -7,8 +7,8 @@ import re
 from flask.testing import FlaskClient
 from sqlalchemy.orm import Session
 
-from fptrack.admin.accounts import create_user
 from fptrack.core.settings import Settings
+from fptrack.services.accounts.users import create_user
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
 
 PASSWORD = "correct horse battery staple"

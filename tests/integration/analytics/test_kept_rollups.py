@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from fptrack.admin.review import record_decision
+from fptrack.services.review import record_decision
 from fptrack.analytics.rollups import (
     kept_rollup,
     matches_per_period,

@@ -13,10 +13,10 @@ from openapi_spec_validator import validate
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from fptrack.admin.accounts import change_password
-from fptrack.admin.tokens import create_token, list_tokens, revoke_token
 from fptrack.compare.records import MATCH_FIELDS
 from fptrack.core.settings import Settings
+from fptrack.services.accounts.tokens import create_token, list_tokens, revoke_token
+from fptrack.services.accounts.users import change_password
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
 from fptrack.storage.models import ApiToken, Match, MatchNote, ReviewDecision
 from tests.support.accounts import add_account, csrf_token_in, log_in
@@ -121,7 +121,7 @@ def test_revoked_tokens_and_removed_users_stop_working(app: Flask, settings: Set
         with session_scope(session_factory(engine)) as session:
             token_id = next(t.id for t in list_tokens(session, "rita"))
             assert revoke_token(session, token_id).revoked
-            from fptrack.admin.accounts import remove_user
+            from fptrack.services.accounts.users import remove_user
 
             remove_user(session, "otto")
     finally:

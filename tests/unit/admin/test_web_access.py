@@ -15,14 +15,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from werkzeug.routing import Rule
 
-from fptrack.admin.accounts import (
+from fptrack.admin.web import create_app
+from fptrack.core.settings import Settings
+from fptrack.services.accounts.users import (
     MAX_ADDRESSES_PER_USERNAME,
     MAX_FAILURES_PER_PAIR,
     change_password,
     remove_user,
 )
-from fptrack.admin.web import create_app
-from fptrack.core.settings import Settings
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
 from fptrack.storage.models import Match, MatchNote, ReviewDecision, User
 from tests.support.accounts import PASSWORD, add_account, csrf_token_in, log_in

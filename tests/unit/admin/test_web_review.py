@@ -19,8 +19,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 from warcio.archiveiterator import ArchiveIterator
 
-from fptrack.admin.exports import CSV_MATCH_COLUMNS
 from fptrack.core.settings import Settings
+from fptrack.services.exports import CSV_MATCH_COLUMNS
 from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, MatchNote, Page, ReviewDecision, as_utc
 from tests.support.accounts import add_account, csrf_token_in, log_in

@@ -15,7 +15,8 @@ from typing import Any
 
 __all__ = ["PdfUnavailable", "html_to_pdf", "pdf_engine"]
 
-STATIC = Path(__file__).parent / "static"
+# the stylesheets the admin serves, so that a notice printed to PDF looks as it does on its page
+STATIC = Path(__file__).resolve().parents[1] / "admin" / "static"
 
 
 class PdfUnavailable(RuntimeError):

@@ -1,5 +1,5 @@
-"""The account service (``admin.accounts``) and the review service (``admin.review``) on SQLite and
-PostgreSQL: password hashing, authentication, the login rate limit, roles and clear errors."""
+"""The account service (``services.accounts.users``) and the review service (``services.review``) on SQLite
+and PostgreSQL: password hashing, authentication, the login rate limit, roles and clear errors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash
 
-from fptrack.admin.accounts import (
+from fptrack.services.accounts.users import (
     FAILURE_WINDOW,
     MAX_ADDRESSES_PER_USERNAME,
     MAX_FAILURES_PER_PAIR,
@@ -28,7 +28,7 @@ from fptrack.admin.accounts import (
     record_login_failure,
     remove_user,
 )
-from fptrack.admin.review import record_decision
+from fptrack.services.review import record_decision
 from fptrack.storage.models import LoginFailure, ReviewDecision, User, utcnow
 from tests.support.admin_seed import seed
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fptrack.admin.pdf import STATIC, _check_static, html_to_pdf
+from fptrack.services.pdf import STATIC, _check_static, html_to_pdf
 
 HTML = (
     '<!doctype html><html><head><link rel="stylesheet" href="notice.css"></head><body '

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from fptrack.admin.accounts import normalise_username
+from fptrack.services.accounts.users import normalise_username
 from fptrack.storage.models import ApiToken, User, utcnow
 
 __all__ = [

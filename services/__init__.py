@@ -1,0 +1,9 @@
+"""Services shared by the admin, the command line and the jobs: functions over a SQLAlchemy session or plain
+values, no Flask, no Click. The caller commits.
+
+- :mod:`services.accounts`: the admin's accounts (:mod:`~services.accounts.users`) and API tokens
+  (:mod:`~services.accounts.tokens`);
+- :mod:`services.review`: review decisions on matches;
+- :mod:`services.exports`: match lists and roll-ups as CSV;
+- :mod:`services.pdf`: HTML to PDF for takedown notices.
+"""

@@ -1,0 +1,2 @@
+"""Accounts of the admin: users and their passwords, roles and login limit (:mod:`.users`), and the API
+tokens that act as them (:mod:`.tokens`)."""
