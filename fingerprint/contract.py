@@ -10,7 +10,7 @@ What it holds, by stage (docs/fingerprints.md and docs/compare.md say where each
 - which **methods** the page path computes and reads (:data:`PAGE_PATH_METHODS`, out of :data:`METHODS`):
   winnowing on characters, winnowing on pinyin initials (candidate generation) and the initials channel of the
   alignment; Simhash is off. :meth:`FingerprintContract.without`, ``with_method`` and ``only`` make the
-  variants with which the ablation of ``benchmarks/piracy_eval.py`` measures what each adds;
+  variants with which the ablation of ``benchmarks.accuracy.piracy`` measures what each adds;
 - the **fingerprints**: Simhash (bits, weighting), winnowing (k, w) of the normalised characters and of the
   pinyin-initial string;
 - **candidates**: how many shared codes make a registered chapter a suspect, how many suspects are verified,
@@ -18,12 +18,10 @@ What it holds, by stage (docs/fingerprints.md and docs/compare.md say where each
 - **alignment**: k-gram lengths of the two channels, gap merging, the shortest run, the diagonal slack;
 - the **decision rule**: quotation floor, chapter coverage, one long passage.
 
-Pinyin DNA, MinHash and KSentence (``research.pinyin_dna``, ``research.minhash``, ``research.ksentence``)
-and the corpus statistics (``fingerprint.stats``) are not on the page path: nothing there reads them (the
-winnowing indexes and the alignment decide; MinHash as a peer finds about half of the eval's copies,
-docs/compare.md). They stay usable on their own, with their tests and benchmarks. Pinyin DNA was a method of
-this contract until issue 22 (off since issue 13, see :data:`PAGE_PATH_METHODS`): ``dna`` rows that earlier
-releases stored stay readable by ``storage`` (which is generic over kind names) and are read by nothing."""
+Pinyin DNA, MinHash and KSentence (``research.pinyin_dna``, ``research.minhash``, ``research.ksentence``) and
+the corpus statistics (``fingerprint.stats``) are not on the page path: nothing there reads them. They stay
+usable on their own, with their tests and benchmarks. ``dna`` rows that earlier releases stored stay readable
+by ``storage`` (which is generic over kind names) and are read by nothing."""
 
 from __future__ import annotations
 
@@ -50,17 +48,13 @@ CANDIDATE_SOURCES: tuple[str, ...] = ("simhash", "winnow", "winnow_py")
 PAGE_PATH_METHODS = frozenset(METHODS) - {"simhash"}
 """What the product uses. Simhash is off: on two full runs every copy it finds the winnowing finds as well,
 and it is the costliest part of fingerprinting a page (word segmentation: the page path runs ~2.7x faster
-without it, ``benchmarks/fingerprint_throughput.py``); no Simhash row is stored for a page or a chapter any
-more (rows written by earlier releases stay readable and unread).
-
-Pinyin DNA is no method any more: the ablation (docs/compare.md) found nothing it adds that winnowing over the
-initials does not already find, and alone it finds 33-44 % of the copies (exact codes break on every insertion
-or deletion, which shifts all later segment boundaries), so it moved to the research shelf
-(``research.pinyin_dna``, which the ablation's ``+dna`` row reads)."""
+without it); no Simhash row is stored for a page or a chapter (rows written by earlier releases stay readable
+and unread). Pinyin DNA is not a method: the ablation (docs/compare.md) found nothing it adds to winnowing
+over the initials."""
 
 CODE_KINDS: tuple[str, ...] = ("winnow", "winnow_py")
-"""The (code, position) kinds a document stores, as ``storage`` names them (``dna`` rows of releases before
-issue 22 may still be stored: nothing reads them)."""
+"""The (code, position) kinds a document stores, as ``storage`` names them (``dna`` rows of earlier releases
+may still be stored: nothing reads them)."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +115,7 @@ class AlignParams:
 class DecisionRule:
     """Flag iff ``copied_chars >= min_copied`` and (``longest_run >= min_passage`` or (``chapter_coverage >=
     min_coverage`` and ``density >= min_density``)). Read off the threshold sweep of
-    ``benchmarks/piracy_eval.py`` (docs/compare.md): ``min_density`` = 0.5 sits between a review quoting ten
+    ``benchmarks.accuracy.piracy`` (docs/compare.md): ``min_density`` = 0.5 sits between a review quoting ten
     passages (0.26) and the sparsest copy (30 % edits, 0.71)."""
 
     min_copied: int = 50
@@ -142,7 +136,7 @@ class FingerprintContract:
     simhash: SimhashParams = field(default_factory=SimhashParams)
     winnow_chars: WinnowParams = WinnowParams(k=8, w=16)
     winnow_initials: WinnowParams = WinnowParams(k=12, w=16)
-    """k measured by ``benchmarks/initials_k.py``: 12 finds 300-character excerpts of 20 %-edited copies and
+    """k measured (docs/fingerprints.md): 12 finds 300-character excerpts of 20 %-edited copies and
     keeps 23 % of a whole such copy's hashes (16: 92 % and 15 %), with no registered chapter a suspect of any
     水浒传 chapter or news article down to k = 10."""
     candidates: CandidateParams = CandidateParams()

@@ -6,7 +6,7 @@ first letter of its pinyin, for each Latin letter or digit the character itself 
 swaps (a favourite trick of pirate sites), Traditional/Simplified and encoding differences disappear in
 this string. It is built from a per-code-point table derived once from pypinyin's character dictionary
 (the most common reading of each character) and applied with a numpy gather; pypinyin's phrase-aware
-``lazy_pinyin`` differs only on polyphonic characters (measured in benchmarks/fingerprint_throughput.py).
+``lazy_pinyin`` differs only on polyphonic characters (``benchmarks.fingerprint.throughput`` measures it).
 Characters with no known reading (rare Han, kana, other scripts) map to ``_`` (:data:`UNKNOWN_INITIAL`).
 
 The page path reads the initials twice: winnowing over them makes candidates of same-sound copies, and the

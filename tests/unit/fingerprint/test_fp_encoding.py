@@ -1,4 +1,4 @@
-"""The decoder's promises on hostile bytes (issue 12): binary input is refused also behind a byte-order mark,
+"""The decoder's promises on hostile bytes: binary input is refused also behind a byte-order mark,
 and the text it returns never holds a NUL character (PostgreSQL refuses one; SQLite would keep it)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _junk(size: int, seed: int = 12) -> bytes:
 @pytest.mark.parametrize(
     "data",
     [
-        codecs.BOM_UTF8 + _junk(4000),  # issue 12's file: registered on SQLite, a DataError on PostgreSQL
+        codecs.BOM_UTF8 + _junk(4000),  # once registered on SQLite and a DataError on PostgreSQL
         codecs.BOM_UTF8 + b"\x00\x01abc" * 500,
         codecs.BOM_UTF16_LE + _junk(4000),  # any even number of bytes "decodes" as UTF-16
         codecs.BOM_UTF16_BE + _junk(4001),
