@@ -9,7 +9,7 @@ command, and what the crawl gets from Scrapy is done here the same way, with the
 - the guard: the host is resolved once (every address, IPv4 and IPv6), :meth:`PrivateAddressPolicy.refusal`
   decides, and the connection goes to the address that was checked (pinned: a DNS answer that changes between
   the check and the connection, DNS rebinding, cannot redirect it). Every redirect hop is checked again;
-- politeness: robots.txt (the ``fptrack`` user agent, else ``*``) when the site obeys it; every request
+- politeness: robots.txt (:mod:`crawler.robots`, as the crawl reads it) when the site obeys it; every request
   takes a turn of the site's shared pace (:class:`storage.pacing.Pacer`, the one crawls take theirs from),
   at most the site's rate and ``1 / delay`` for the site's delay or a robots ``Crawl-delay``, whichever is
   stricter; ``FPTRACK_USER_AGENT``, the crawl timeout and the body size cap;
@@ -27,13 +27,13 @@ import ipaddress
 import socket
 import ssl
 import time
-import urllib.robotparser
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 from fptrack.core.settings import Settings
 from fptrack.crawler.guard import IPAddress, PrivateAddressPolicy
+from fptrack.crawler.robots import RobotsRules
 from fptrack.storage.pacing import BACKOFF_SECONDS, Pacer, retry_after_seconds
 from fptrack.storage.sites import site_of
 
@@ -77,7 +77,7 @@ class FetchResult:
 @dataclass
 class _SitePoliteness:
     key: str
-    robots: urllib.robotparser.RobotFileParser | None
+    robots: RobotsRules | None
     delay: float
 
 
@@ -177,29 +177,24 @@ class GuardedFetcher:
             self._sites[key] = site
             if obey_robots:
                 site.robots = self._robots(url, site)
-                crawl_delay = site.robots.crawl_delay("fptrack")
+                crawl_delay = site.robots.crawl_delay()
                 if crawl_delay:
                     site.delay = max(site.delay, float(crawl_delay))
         return site
 
-    def _robots(self, url: str, site: _SitePoliteness) -> urllib.robotparser.RobotFileParser:
-        """The site's robots.txt as Scrapy treats it: missing or unreachable allows everything."""
+    def _robots(self, url: str, site: _SitePoliteness) -> RobotsRules:
+        """The site's robots.txt, read as the crawl reads it (:mod:`crawler.robots`): missing or unreachable
+        allows everything."""
         parts = urlsplit(url)
-        robots_url = f"{parts.scheme}://{parts.netloc}/robots.txt"
-        parser = urllib.robotparser.RobotFileParser(robots_url)
         try:
-            status, _, body = self._request(robots_url, site)
+            status, _, body = self._request(f"{parts.scheme}://{parts.netloc}/robots.txt", site)
         except FetchFailure:
-            status, body = 404, b""
-        if status == 200:
-            parser.parse(body.decode("utf-8", errors="replace").splitlines())
-        else:
-            parser.parse([])
-        return parser
+            return RobotsRules.allow_all()
+        return RobotsRules(body) if status == 200 else RobotsRules.allow_all()
 
     def _check_robots(self, url: str) -> None:
         site = self._site(url)
-        if site.robots is not None and not site.robots.can_fetch("fptrack", url):
+        if site.robots is not None and not site.robots.allows(url):
             raise FetchFailure(f"forbidden by robots.txt: {url}")
 
     def _wait_turn(self, site: _SitePoliteness) -> None:

@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from fptrack.core.settings import Settings
+from fptrack.crawler import robots
 from fptrack.crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
 from fptrack.crawler.links import request_url, site_of
 from fptrack.crawler.pacing import PACE_LIMIT_SETTING, PACER_SETTING
@@ -125,7 +126,8 @@ def _scrapy_extensions_base() -> dict[str, int]:
 STATIC_SCRAPY_SETTINGS: Mapping[str, Any] = MappingProxyType(
     {
         "BOT_NAME": "fptrack",
-        "ROBOTSTXT_USER_AGENT": "fptrack",
+        "ROBOTSTXT_USER_AGENT": robots.USER_AGENT,
+        "ROBOTSTXT_PARSER": "fptrack.crawler.robots.ScrapyRobotParser",
         "TWISTED_DNS_RESOLVER": "fptrack.crawler.guard.GuardedResolver",
         "DOWNLOAD_WARNSIZE": 0,
         "RETRY_TIMES": 1,
