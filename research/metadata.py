@@ -16,9 +16,9 @@ Links are reduced to what survives re-hosting: a link to another host keeps host
 page's own host keeps only its path, because a mirror rewrites its internal links to its own domain while the
 pages they point to stay the same.
 
-Not on the product path: ``benchmarks/mirror_similarity.py`` measures content-only, metadata-only and combined
-similarity on generated mirror sites, and docs/fingerprints.md says what it found and why the page path does
-not use it (pages store no metadata).
+Not on the product path: ``benchmarks/mirror_similarity.py`` (archived at commit e5e83a4c52) measured
+content-only, metadata-only and combined similarity on generated mirror sites, and docs/fingerprints.md says
+what it found and why the page path does not use it (pages store no metadata).
 """
 
 from __future__ import annotations
