@@ -17,10 +17,10 @@ a zip of, in this order:
 - ``SHA256SUMS.tsr``: an RFC 3161 time-stamp response over ``SHA256(SHA256SUMS)`` from the authority named by
   ``FPTRACK_TSA_URL``; absent when none is configured (README and evidence.json then say "not timestamped").
 
-Why the zip is written here byte by byte (:func:`stored_zip`) rather than with :mod:`zipfile`: a zip holds
-bytes no member hash covers (dates, attributes, offsets). Its members are stored uncompressed with fixed
-dates and attributes, so the whole file is a function of its members: :func:`verify_bundle` rebuilds it from
-the members it read and requires the very same bytes, which makes a change to any byte of the file fail.
+Why the zip's entries are fixed (:func:`stored_zip`): a zip holds bytes no member hash covers (dates,
+attributes, offsets). Its members are stored uncompressed with fixed dates and attributes, so the whole file
+is a function of its members: :func:`verify_bundle` rebuilds it from the members it read and requires the
+very same bytes, which makes a change to any byte of the file fail.
 
 Why the timestamp is requested and checked with asn1crypto and cryptography rather than by a TSP client
 library: the check must run offline against the token's own certificate or one the recipient names, and the
@@ -35,10 +35,7 @@ import io
 import json
 import os
 import secrets
-import struct
-import urllib.request
 import zipfile
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -57,6 +54,7 @@ from warcio.warcwriter import WARCWriter
 
 from fptrack.compare.records import match_to_dict
 from fptrack.core.errors import FptrackError
+from fptrack.core.plain_http import HttpFailure, http_request
 from fptrack.core.settings import Settings
 from fptrack.storage.exchanges import RawExchange, exchange_for
 from fptrack.storage.match_life import Evidence, evidence_of
@@ -90,7 +88,7 @@ WARC_FILE = "page.warc.gz"
 SIGNED_FILES = ("README.txt", "evidence.json", WARC_FILE, PUBLIC_KEY)
 TSA_TIMEOUT = 30.0
 NOT_TIMESTAMPED = "not timestamped"
-_ZIP_DATE = (0, (1 << 5) | 1)  # DOS time 00:00:00, date 1980-01-01: fixed, see the module docstring
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip holds: fixed, see the module docstring
 
 
 class BundleError(FptrackError):
@@ -188,14 +186,19 @@ def request_timestamp(url: str, digest: bytes, *, timeout: float = TSA_TIMEOUT) 
             "cert_req": True,
         }
     ).dump()
-    request = urllib.request.Request(
-        url, data=query, method="POST", headers={"Content-Type": "application/timestamp-query"}
-    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
-            reply = bytes(answer.read())
-    except OSError as error:
+        answer = http_request(
+            url,
+            method="POST",
+            body=query,
+            headers={"Content-Type": "application/timestamp-query"},
+            timeout=timeout,
+        )
+    except HttpFailure as error:
         raise BundleError(f"the time-stamping authority {url} did not answer: {error}") from None
+    if not 200 <= answer.status < 300:
+        raise BundleError(f"the time-stamping authority {url} did not answer: HTTP {answer.status}")
+    reply = answer.body
     verify_timestamp(reply, digest, nonce=nonce)
     return reply
 
@@ -474,29 +477,15 @@ def page_warc(page: Page, content: Evidence, exchange: RawExchange | None) -> tu
 def stored_zip(members: Sequence[tuple[str, bytes]]) -> bytes:
     """A zip of ``members`` in this order, stored (no compression), with fixed dates and attributes: the
     same members always give the same bytes (see the module docstring)."""
-    local = io.BytesIO()
-    central = io.BytesIO()
-    dos_time, dos_date = _ZIP_DATE
-    for name, data in members:
-        encoded = name.encode("ascii")
-        crc = zlib.crc32(data) & 0xFFFFFFFF
-        offset = local.tell()
-        local.write(
-            struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, dos_time, dos_date, crc, len(data), len(data),
-                        len(encoded), 0)
-        )  # fmt: skip
-        local.write(encoded)
-        local.write(data)
-        central.write(
-            struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, (3 << 8) | 20, 20, 0, 0, dos_time, dos_date, crc,
-                        len(data), len(data), len(encoded), 0, 0, 0, 0, 0o100644 << 16, offset)
-        )  # fmt: skip
-        central.write(encoded)
-    directory = central.getvalue()
-    end = struct.pack(
-        "<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(directory), local.tell(), 0
-    )
-    return local.getvalue() + directory + end
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_STORED
+            info.create_system = 3  # Unix, whatever system writes it: the attributes below are Unix's
+            info.external_attr = 0o100644 << 16  # a regular file, rw-r--r--
+            archive.writestr(info, data)
+    return buffer.getvalue()
 
 
 def _readme(timestamped_by: str | None) -> bytes:

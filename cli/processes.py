@@ -281,17 +281,14 @@ def healthz(url: str, wait: float) -> None:
     1.
 
     For health checks where no curl is at hand (the app image, systemd's ExecStartPost)."""
-    import urllib.error
-    import urllib.request
+    from fptrack.core.plain_http import HttpFailure, http_request
 
     def check() -> str | None:
         try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return None if response.status == 200 else f"{url} answered {response.status}"
-        except urllib.error.HTTPError as error:
-            return f"{url} answered {error.code}"
-        except (urllib.error.URLError, OSError) as error:
-            return f"{url}: {getattr(error, 'reason', error)}"
+            status = http_request(url, timeout=5).status
+        except HttpFailure as error:
+            return f"{url}: {error}"
+        return None if status == 200 else f"{url} answered {status}"
 
     _keep_trying(wait, check)
     click.echo(f"{url}: ok")

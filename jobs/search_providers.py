@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from fptrack.core.errors import FptrackError
+from fptrack.core.plain_http import http_request
 from fptrack.core.settings import Settings
 
 __all__ = [
@@ -82,13 +81,9 @@ class SearchProvider(Protocol):
 Fetch = Callable[[str, dict[str, str]], tuple[int, bytes]]
 
 
-def _urlopen(url: str, headers: dict[str, str]) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, headers={"Accept": "application/json", **headers})
-    try:
-        with urllib.request.urlopen(request, timeout=SEARCH_TIMEOUT) as response:
-            return int(response.status), response.read(5 * 1024 * 1024)
-    except urllib.error.HTTPError as error:
-        return int(error.code), error.read(1024 * 1024)
+def _get_json(url: str, headers: dict[str, str]) -> tuple[int, bytes]:
+    reply = http_request(url, headers={"Accept": "application/json", **headers}, timeout=SEARCH_TIMEOUT)
+    return reply.status, reply.body
 
 
 class _JsonProvider:
@@ -99,12 +94,12 @@ class _JsonProvider:
 
     def __init__(self, settings: Settings, fetch: Fetch | None = None) -> None:
         self.settings = settings
-        self.fetch = fetch or _urlopen
+        self.fetch = fetch or _get_json
 
     def _get(self, url: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
         try:
             status, body = self.fetch(url, headers or {})
-        except (OSError, urllib.error.URLError) as error:
+        except OSError as error:  # HttpFailure, or what an injected fetch raises
             reason = getattr(error, "reason", error)
             raise SearchError(self.name, f"cannot reach {_endpoint_of(url)}: {reason}") from None
         try:

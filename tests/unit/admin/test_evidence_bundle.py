@@ -30,6 +30,7 @@ from fptrack.admin.evidence_bundle import (
     load_signing_key,
     public_key_pem,
     request_timestamp,
+    stored_zip,
     verify_bundle,
     verify_timestamp,
 )
@@ -313,3 +314,24 @@ def test_exchanges_are_dropped_unless_a_match_rests_on_them(session: Session, fl
         session.scalar(select(func.count()).select_from(PageExchange).where(PageExchange.page_id == lone.id))
         == 0
     )
+
+
+def test_the_zip_is_a_function_of_its_members() -> None:
+    """The bytes of a bundle's zip for fixed members, as the hand-packed writer produced them before the
+    standard zipfile wrote it: a change of date, attribute, version or layout changes the digest."""
+    members = [
+        ("README.txt", b"fptrack evidence bundle\n"),
+        ("evidence.json", '{"t": "盗版"}'.encode()),
+        ("empty", b""),
+        ("page.warc.gz", bytes(range(256)) * 40),
+    ]
+    data = stored_zip(members)
+    assert len(data) == 10685
+    assert (
+        hashlib.sha256(data).hexdigest() == "eadf03dcd6846d72f9110db7fc18f6662af11f37522a7eddcc009dffb8a7ee46"
+    )
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert [(i.filename, i.date_time, i.external_attr >> 16) for i in archive.infolist()] == [
+            (name, (1980, 1, 1, 0, 0, 0), 0o100644) for name, _ in members
+        ]
+        assert [archive.read(name) for name, _ in members] == [body for _, body in members]
