@@ -459,8 +459,9 @@ def fan_fiction(text: str) -> str:
 # ------------------------------------------------------------------------------------------------ building
 
 
-def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
-    """The whole pirate web. ``quick`` publishes a sample (a few chapters per kind and work)."""
+def build_pirate_web(*, quick: bool, seed: int = 5, per_kind: int = 4) -> PirateWeb:
+    """The whole pirate web. ``quick`` publishes a sample (``per_kind`` chapters per kind and work, about
+    twice as many negatives)."""
     if not (CORPUS / "zh_novels").is_dir():
         raise SystemExit(f"development corpus not found at {CORPUS} (set FPTRACK_CORPUS to its folder)")
     rng = random.Random(seed)
@@ -532,7 +533,7 @@ def build_pirate_web(*, quick: bool, seed: int = 5) -> PirateWeb:
     oracle = _Oracle(registered)
 
     web = PirateWeb(work_files, titles, chapter_titles, [{} for _ in SITES])
-    per_kind = 4 if quick else 30
+    per_kind = per_kind if quick else 30
     counter = [0]
 
     def publish(

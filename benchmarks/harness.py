@@ -1,6 +1,6 @@
 """What every benchmark shares: its command line (``--quick``), progress on stderr, percentiles, the printed
-table, the final JSON line (or a skip), the machine, CPU seconds of processes (read from ``/proc``, Linux), and
-a figure's ratio to its target or peer."""
+table, the final JSON line (or a skip), the machine, CPU seconds of processes (read from ``/proc``, Linux),
+and a figure's ratio to its target or peer."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ __all__ = [
     "print_table",
     "process_cpu_seconds",
     "progress",
-    "require_service",
     "ratio",
+    "require_service",
     "skip",
     "tree_cpu_seconds",
 ]

@@ -59,7 +59,7 @@ from sqlalchemy.orm import Session
 
 from benchmarks._pirate_web import random_edits, splice_ads
 from benchmarks.corpus import iter_chapters, news_texts, require_corpus
-from benchmarks.harness import print_table
+from benchmarks.harness import arguments, print_table
 from fptrack.compare import service
 from fptrack.compare.licensing import add_licensed_site
 from fptrack.compare.networks import (

@@ -1,11 +1,12 @@
 """The piracy evaluation: a pirate web built from ../shared/corpus, crawled by the real ``fptrack``.
 
-    python -m benchmarks.accuracy.piracy --quick          # a sample (~220 pages), a few minutes
+    python -m benchmarks.accuracy.piracy --quick          # one page per kind, no threshold sweep
+    python -m benchmarks.accuracy.piracy --sample         # a sample (~220 pages), a few minutes
     python -m benchmarks.accuracy.piracy                  # everything (~2,000 pages)
     python -m benchmarks.accuracy.piracy --postgres postgresql://postgres@127.0.0.1:5432/postgres
-    python -m benchmarks.accuracy.piracy --quick --ablation   # also: each method of the page path removed in turn
+    python -m benchmarks.accuracy.piracy --sample --ablation  # and each method of the page path removed
     python -m benchmarks.accuracy.piracy --ablation --variants '-winnow,+simhash'   # some variants only
-    python -m benchmarks.accuracy.piracy --quick --retroactive  # works registered only after the crawl
+    python -m benchmarks.accuracy.piracy --sample --retroactive  # works registered only after the crawl
 
 1. ``benchmarks/_pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
 2. Five pirate sites are served on 127.0.0.1 (one port each). In a fresh data folder (SQLite, or a fresh
@@ -39,11 +40,9 @@ and the database live in a temporary folder that is deleted afterwards (``--keep
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -56,7 +55,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._pirate_web import NEGATIVE_KINDS, POSITIVE_KINDS, PirateWeb, build_pirate_web
-from benchmarks.harness import ROOT
+from benchmarks.corpus import require_corpus
+from benchmarks.harness import ROOT, arguments, emit, machine
 from testbed.sites import serve_site
 
 SYSTEMS = ("fptrack", "simhash", "minhash")
@@ -645,8 +645,8 @@ def _sample_window(env: dict[str, str]) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a sample of every kind (a few minutes)")
+    parser = arguments(__doc__, "one page of every kind (about twice as many negatives), no threshold sweep")
+    parser.add_argument("--sample", action="store_true", help="a sample of every kind (a few minutes)")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument(
         "--postgres", metavar="URL", help="run on a fresh database created on this PostgreSQL server"
@@ -676,7 +676,10 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.monotonic()
-    web = build_pirate_web(quick=args.quick, seed=args.seed)
+    require_corpus("piracy_eval")
+    if args.quick:
+        args.no_calibration = True
+    web = build_pirate_web(quick=args.quick or args.sample, seed=args.seed, per_kind=1 if args.quick else 4)
     workdir = Path(tempfile.mkdtemp(prefix="fptrack-eval-"))
     database_url, drop_database = _fresh_database(args.postgres, workdir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
@@ -688,6 +691,7 @@ def main() -> None:
     run = Run(env, database_url)
     figures: dict[str, Any] = {
         "quick": args.quick,
+        "sample": args.sample,
         "backend": "postgresql" if args.postgres else "sqlite",
         "pages": len(web.pages),
         "retroactive": args.retroactive,
@@ -801,13 +805,9 @@ def main() -> None:
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             print(f"kept {workdir} ({database_url})")
-    figures["machine"] = {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "platform": platform.platform(),
-    }
+    figures["machine"] = machine()
     figures["seconds"] = round(time.monotonic() - started, 1)
-    print(json.dumps(figures, ensure_ascii=False))
+    emit(figures)
 
 
 if __name__ == "__main__":

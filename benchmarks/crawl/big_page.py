@@ -3,6 +3,7 @@ with the text cap switched off (the baseline, as before ``FPTRACK_MAX_PAGE_CHARS
 
     python -m benchmarks.crawl.big_page            # 9 MB page
     python -m benchmarks.crawl.big_page --mb 3     # a smaller one
+    python -m benchmarks.crawl.big_page --quick    # a 1 MB page
 
 1. A registered work of 5 chapters (synthetic text, about 3,000 characters each) and one page: those chapters
    copied at the top, then synthetic prose (different characters, same shape) up to ``--mb`` megabytes of
@@ -19,7 +20,6 @@ Prints a table and ends with one JSON line (ratios: capped / baseline).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.harness import arguments, emit
 from fptrack.storage.compressed import decompress_text
 from testbed.sites import Page, serve_site
 
@@ -144,9 +145,11 @@ def one_run(label: str, cap: int, url: str, key: str, work: Path) -> dict[str, o
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(__doc__, "a 1 MB page")
     parser.add_argument("--mb", type=float, default=9.0, help="page size in megabytes (default 9)")
     args = parser.parse_args()
+    if args.quick:
+        args.mb = 1.0
     from fptrack.core.settings import Settings
 
     default_cap = Settings().max_page_chars
@@ -176,17 +179,14 @@ def main() -> int:
         key: round(float(capped[key]) / float(base[key]), 3) if base[key] else None  # type: ignore[arg-type]
         for key in ("seconds", "peak_mb", "page_index_rows", "db_mb")
     }
-    print(
-        json.dumps(
-            {
-                "benchmark": "big_page",
-                "page_mb": round(len(body) / 1024 / 1024, 2),
-                "runs": results,
-                "ratio_capped_to_baseline": ratios,
-                "same_copies": same,
-            },
-            ensure_ascii=False,
-        )
+    emit(
+        {
+            "benchmark": "big_page",
+            "page_mb": round(len(body) / 1024 / 1024, 2),
+            "runs": results,
+            "ratio_capped_to_baseline": ratios,
+            "same_copies": same,
+        }
     )
     return 0 if same else 1
 

@@ -1,7 +1,7 @@
 """Distributed crawls: wall time of one crawl of a loopback site by 1, 2 and 3 processes sharing one frontier
 in Redis (``fptrack crawl --distributed``), against a plain one-process crawl measured in the same run.
 
-    python -m benchmarks.crawl.distributed --quick            # 321 pages, 1 / 2 processes
+    python -m benchmarks.crawl.distributed --quick            # 51 pages, 2 processes
     python -m benchmarks.crawl.distributed                    # 1,281 pages, 1 / 2 / 3 processes
     python -m benchmarks.crawl.distributed --latency 0.2 --processes 1,2,4
 
@@ -23,9 +23,7 @@ is not reachable: the benchmark says so and exits 0 without figures."""
 
 from __future__ import annotations
 
-import json
 import os
-import platform
 import subprocess
 import sys
 import threading
@@ -35,8 +33,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchmarks.harness import ROOT, arguments, print_table, progress
-from testbed.services import reachable
+from benchmarks.harness import ROOT, arguments, emit, machine, print_table, progress, require_service
 from testbed.sites import Page, serve_site
 
 PARAGRAPH = (
@@ -168,7 +165,7 @@ def run_mode(
 
 
 def main() -> None:
-    parser = arguments(__doc__, "321 pages; 1 and 2 processes")
+    parser = arguments(__doc__, "51 pages, 0.05 s a response; 2 processes")
     parser.add_argument(
         "--sections", type=int, default=40, help="sections of the site (x chapters + 1 pages)"
     )
@@ -184,13 +181,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.quick:
-        args.sections, args.chapters, args.processes = 20, 15, "1,2"
+        args.sections, args.chapters, args.processes, args.latency = 5, 9, "2", 0.05
     counts = [int(n) for n in args.processes.split(",") if n.strip()]
-    for url, port, what in ((args.postgres, 5432, "PostgreSQL"), (args.redis, 6379, "Redis")):
-        if not reachable(url, port):
-            print(f"distributed crawl benchmark skipped: {what} at {url} is not reachable")
-            print(json.dumps({"benchmark": "distributed_crawl", "skipped": f"{what} not reachable"}))
-            return
+    require_service("distributed_crawl", "PostgreSQL", args.postgres, 5432)
+    require_service("distributed_crawl", "Redis", args.redis, 6379)
 
     pages = build_site(args.sections, args.chapters, args.latency)
     total = len(pages)
@@ -237,13 +231,14 @@ def main() -> None:
     finally:
         databases.drop_all()
 
+    info = machine()
     baseline = results[0]["fetch_seconds"]
     for result in results:
         result["speedup"] = round(baseline / result["fetch_seconds"], 2) if result["fetch_seconds"] else 0.0
     print(
         f"distributed crawl: {total} pages, server latency {args.latency:g}s per response, 4 requests in "
         "flight per "
-        f"process; {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        f"process; {info['machine']}, {info['cpus']} cores, Python {info['python']}"
     )
     print_table(
         "one crawl, fresh PostgreSQL database per mode: fetching = the site's first request to its last; "
@@ -252,16 +247,14 @@ def main() -> None:
         [[r["mode"], f"{r['fetch_seconds']:.1f}", f"{r['pages_per_second']:.1f}", f"{r['speedup']:.2f}",
           f"{r['seconds']:.1f}", "yes" if r["fetched_once"] else "NO"] for r in results],
     )  # fmt: skip
-    print(
-        json.dumps(
-            {
-                "benchmark": "distributed_crawl",
-                "pages": total,
-                "latency": args.latency,
-                "results": results,
-                "speedup_best": max(r["speedup"] for r in results[1:]),
-            }
-        )
+    emit(
+        {
+            "benchmark": "distributed_crawl",
+            "pages": total,
+            "latency": args.latency,
+            "results": results,
+            "speedup_best": max(r["speedup"] for r in results[1:]),
+        }
     )
     if not all(r["fetched_once"] for r in results):
         raise SystemExit(1)

@@ -2,14 +2,15 @@
 (``render_js=yes``) against the same crawl fetching statically (``render_js=no``, the baseline measured in the
 same run).
 
-    python -m benchmarks.crawl.render_cost --quick     # 20 chapter pages
+    python -m benchmarks.crawl.render_cost --quick     # 6 chapter pages
     python -m benchmarks.crawl.render_cost             # 100 chapter pages
     python -m benchmarks.crawl.render_cost --pages 300 --render-pages 4
 
 The site (served on 127.0.0.1 in this process, ``testbed/sites.py``): an index linking ``--pages``
 chapter pages, half of them filled from a JSON endpoint by a script, half printed by ``document.write``
 (``testbed/jspages.py``), each about 1,500 characters. Each crawl runs ``run_crawl`` (Scrapy, the sink,
-no database: the cost measured is fetching and extracting) in a child process of its own (``crawl_child``),
+no database: the cost measured is fetching and extracting) in a child process of its own
+(``testbed.crawl_child``),
 timed from the outside: wall seconds, and CPU seconds of the child and everything it started (the Playwright
 driver and Chromium's processes included, ``RUSAGE_CHILDREN``). One-page crawls (static, and rendered) give
 the fixed costs (the Python process and Scrapy; plus, rendered, Playwright's driver and the browser): the cost
@@ -22,22 +23,24 @@ and CPU)."""
 from __future__ import annotations
 
 import json
-import os
-import platform
 import resource
+import shutil
 import subprocess
 import sys
 import time
 from typing import Any
 
-from benchmarks.harness import ROOT, arguments
+from benchmarks.harness import ROOT, arguments, emit, machine, print_table, progress, skip
+from fptrack.cli.demo import demo_chapters
 from testbed.jspages import json_chapter, json_endpoint, written_chapter
 from testbed.sites import Page, serve_site
-from tests.integration.crawler.harness import PARAGRAPHS
 
 
 def _site(count: int) -> dict[str, Page]:
-    paragraphs = PARAGRAPHS * 10  # about 1,500 characters
+    # the demo's first chapter, without its title: about 1,500 characters
+    paragraphs = [
+        line.strip() for line in demo_chapters("lighthouse.txt")[0].splitlines()[1:] if line.strip()
+    ]
     pages: dict[str, Page] = {}
     links = []
     for n in range(count):
@@ -64,7 +67,7 @@ def _crawl(url: str, key: str, *, mode: str, max_pages: int, render_pages: int) 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     completed = subprocess.run(
-        [sys.executable, "-m", "tests.integration.crawler.crawl_child", json.dumps(request)],
+        [sys.executable, "-m", "testbed.crawl_child", json.dumps(request)],
         cwd=ROOT, capture_output=True, text=True, check=False, timeout=3600,
     )  # fmt: skip
     wall = time.perf_counter() - started
@@ -85,15 +88,17 @@ def _crawl(url: str, key: str, *, mode: str, max_pages: int, render_pages: int) 
 
 
 def main() -> int:
-    parser = arguments(__doc__, "20 chapter pages")
+    parser = arguments(__doc__, "6 chapter pages")
     parser.add_argument("--pages", type=int, default=100, help="chapter pages (default 100)")
     parser.add_argument("--render-pages", type=int, default=2, help="FPTRACK_RENDER_PAGES (default 2)")
     args = parser.parse_args()
-    count = 20 if args.quick else args.pages
+    count = 6 if args.quick else args.pages
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        skip("render_cost", "Chromium not found (Debian package chromium)")
 
     with serve_site(_site(count)) as site:
         url, key = site + "/", site.key
-        print(f"crawling {count} chapter pages, statically and rendered ...", file=sys.stderr)
+        progress(f"crawling {count} chapter pages, statically and rendered ...")
         static = _crawl(url, key, mode="no", max_pages=count + 1, render_pages=args.render_pages)
         rendered = _crawl(url, key, mode="yes", max_pages=count + 1, render_pages=args.render_pages)
         one_static = _crawl(url, key, mode="no", max_pages=1, render_pages=args.render_pages)
@@ -146,24 +151,23 @@ def main() -> int:
             "",
         ),
     ]
-    header = (
-        "crawl",
-        "pages",
-        "chapters with text",
-        "wall s",
-        "CPU s",
-        "wall ms/extra page",
-        "CPU ms/extra page",
+    print_table(
+        "crawls of the site (wall and CPU of the crawl's processes; per extra page: the marginal cost)",
+        [
+            "crawl",
+            "pages",
+            "chapters with text",
+            "wall s",
+            "CPU s",
+            "wall ms/extra page",
+            "CPU ms/extra page",
+        ],
+        [[f"{v:.1f}" if isinstance(v, float) else v for v in row] for row in rows],
     )
-    widths = [max(len(str(h)), *(len(f"{r[i]:.1f}" if isinstance(r[i], float) else str(r[i])) for r in rows))
-              for i, h in enumerate(header)]  # fmt: skip
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    for row in rows:
-        cells = [f"{v:.1f}" if isinstance(v, float) else str(v) for v in row]
-        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+    info = machine()
     print(
         f"rendered / static, marginal cost per page: wall x{wall_ratio:.1f}, CPU x{cpu_ratio:.1f} "
-        f"({args.render_pages} browser pages at a time; {os.cpu_count()} CPUs, {platform.platform()})"
+        f"({args.render_pages} browser pages at a time; {info['cpus']} CPUs, {info['platform']})"
     )
     figures = {
         "benchmark": "render_cost",
@@ -183,7 +187,7 @@ def main() -> int:
         },
         "ratio": {"wall": round(wall_ratio, 2), "cpu": round(cpu_ratio, 2)},
     }
-    print(json.dumps(figures, ensure_ascii=False))
+    emit(figures)
     return 0
 
 

@@ -1,5 +1,5 @@
-"""A live pirate web on loopback for ``benchmarks/monitoring/freshness.py``: sites whose copies appear, disappear, come
-back and move while a monitor watches them, with the ground truth of when each copy was up.
+"""A live pirate web on loopback for ``benchmarks.monitoring.freshness``: sites whose copies appear,
+disappear, come back and move while a monitor watches them, with the ground truth of when each copy was up.
 
 Each site is a ``ThreadingHTTPServer`` on its own port of 127.0.0.1: a home page linking to the tables of
 contents (目录) of its books, and chapter pages in a pirate-style template (navigation, ads, 上一章 / 下一章 /

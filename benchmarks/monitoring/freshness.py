@@ -1,11 +1,11 @@
-"""Freshness of monitoring: a live pirate web of our own on loopback (``benchmarks/monitoring/_live_web.py``: copies
-appearing and disappearing, a mirror, a rate-limited site, a script-built site, a site that moves chapters),
-watched for ``--duration`` seconds by the product's real processes (``fptrack worker --beat`` on Redis and a
-fresh PostgreSQL database), then judged against the web's ground truth.
+"""Freshness of monitoring: a live pirate web of our own on loopback (``_live_web.py``: copies appearing and
+disappearing, a mirror, a rate-limited site, a script-built site, a site that moves chapters), watched for
+``--duration`` seconds by the product's real processes (``fptrack worker --beat`` on Redis and a fresh
+PostgreSQL database), then judged against the web's ground truth.
 
-    python -m benchmarks.monitoring.freshness --quick    # 5 minutes of monitoring, 1-minute schedules, 8 chapters a site
-    python -m benchmarks.monitoring.freshness            # 20 minutes, 2-minute schedules, 24 chapters a site, 2 works
-    python -m benchmarks.monitoring.freshness --quick --env FPTRACK_RECHECK_AFTER=60
+    python -m benchmarks.monitoring.freshness           # 20 minutes, 2-minute schedules, 24 chapters a site
+    python -m benchmarks.monitoring.freshness --quick   # 30 seconds, 10-second schedules, 2 chapters a site
+    python -m benchmarks.monitoring.freshness --duration 300 --schedule 60 --env FPTRACK_RECHECK_AFTER=60
 
 What runs: ``fptrack init``, ``fptrack works add`` (chapters of ../shared/corpus, read at run time, never
 stored), ``fptrack sites add NAME URL --schedule 2m --allow-private`` for each site (defaults otherwise), then
@@ -50,12 +50,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import numpy as np
-
-from benchmarks.corpus import CORPUS
-from benchmarks.harness import ROOT, arguments, print_table, progress
+from benchmarks.corpus import CORPUS, require_corpus
+from benchmarks.harness import ROOT, arguments, emit, percentile, print_table, progress, require_service
 from benchmarks.monitoring._live_web import RATE_LIMIT, Copy, LiveWeb, Text, build_live_web
-from testbed.services import reachable
 
 BASELINE = {
     "recall": 0.833,
@@ -89,8 +86,9 @@ def paragraphs(text: str) -> tuple[str, ...]:
     return tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    return round(float(np.percentile(np.asarray(values), q)), 1) if values else None
+def seconds_at(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile of ``values`` in seconds, to a tenth; None when there are none (JSON null)."""
+    return round(percentile(values, q), 1) if values else None
 
 
 def parse_time(value: str | None) -> float | None:
@@ -189,7 +187,8 @@ class Product:
         self.data = Path(tempfile.mkdtemp(prefix="fptrack-fresh-"))
         env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
         env.update(FPTRACK_DATA_DIR=str(self.data / "data"), FPTRACK_DATABASE_URL=self.database_url)
-        self.cli_env = dict(env)  # commands run in-process: no broker
+        # commands run in-process (no broker); `sites add` checks a schedule against the scheduler's tick
+        self.cli_env = {**env, **{k: v for k, v in extra_env.items() if k == "FPTRACK_SCHEDULE_EVERY"}}
         env.update(FPTRACK_BROKER_URL=redis_url, FPTRACK_TASK_QUEUE=f"fresh-{self.token}")
         env.update(extra_env)
         self.worker_env = env
@@ -459,13 +458,13 @@ def judge(
             recall=round(len(found) / len(site_units), 3) if site_units else None,
             matches=right_by_site.get(name, 0) + wrong_by_site.get(name, 0),
             wrong_matches=wrong_by_site.get(name, 0),
-            detect_median_seconds=percentile(delays, 50),
-            detect_p90_seconds=percentile(delays, 90),
+            detect_median_seconds=seconds_at(delays, 50),
+            detect_p90_seconds=seconds_at(delays, 90),
             removals=len(rem),
             removals_expected=len(expected),
             removals_recorded=sum(r["delay"] is not None for r in expected),
             removals_recorded_in_time=sum(r["in_time"] for r in expected),
-            removal_delay_median_seconds=percentile(rem_delays, 50),
+            removal_delay_median_seconds=seconds_at(rem_delays, 50),
             removal_delay_max_seconds=max(rem_delays) if rem_delays else None,
             false_takedowns=len(false_takedowns.get(name, [])),
             requests=len(mine),
@@ -495,13 +494,13 @@ def judge(
         "precision": round(right / (right + wrong), 3) if right + wrong else None,
         "matches": right + wrong,
         "wrong_matches": wrong,
-        "detect_median_seconds": percentile(all_delays, 50),
-        "detect_p90_seconds": percentile(all_delays, 90),
+        "detect_median_seconds": seconds_at(all_delays, 50),
+        "detect_p90_seconds": seconds_at(all_delays, 90),
         "removals": sum(len(v) for v in removals.values()),
         "removals_expected": len(expected_all),
         "removals_recorded": len(rem_delays_all),
         "removals_recorded_in_time": sum(r["in_time"] for r in expected_all),
-        "removal_delay_median_seconds": percentile(rem_delays_all, 50),
+        "removal_delay_median_seconds": seconds_at(rem_delays_all, 50),
         "removal_delay_max_seconds": max(rem_delays_all) if rem_delays_all else None,
         "false_takedowns": sum(len(v) for v in false_takedowns.values()),
         "requests": len(requests),
@@ -616,12 +615,12 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    parser = arguments(__doc__, "5 minutes, 1-minute schedules, fewer chapters")
-    parser.add_argument("--duration", type=float, help="seconds of monitoring [1200; quick 300]")
-    parser.add_argument("--schedule", type=float, help="seconds between a site's crawls [120; quick 60]")
-    parser.add_argument("--period", type=float, help="re-check period of a young copy, s [120; quick 60]")
-    parser.add_argument("--per-site", type=int, help="registered chapters a site publishes [24; quick 8]")
-    parser.add_argument("--innocent", type=int, help="innocent chapters a site publishes [6; quick 3]")
+    parser = arguments(__doc__, "30 seconds, 10-second schedules, 2 chapters a site (a smoke run)")
+    parser.add_argument("--duration", type=float, help="seconds of monitoring [1200; quick 30]")
+    parser.add_argument("--schedule", type=float, help="seconds between a site's crawls [120; quick 10]")
+    parser.add_argument("--period", type=float, help="re-check period of a young copy, s [120; quick 10]")
+    parser.add_argument("--per-site", type=int, help="registered chapters a site publishes [24; quick 2]")
+    parser.add_argument("--innocent", type=int, help="innocent chapters a site publishes [6; quick 1]")
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--poll", type=float, default=30.0, help="seconds between two reads of the CLI")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="more worker env")
@@ -633,18 +632,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/12", help="broker (queues named per run)")
     args = parser.parse_args(argv)
     quick = args.quick
-    duration = args.duration or (300.0 if quick else 1200.0)
-    schedule = args.schedule or (60.0 if quick else 120.0)
-    period = args.period or (60.0 if quick else 120.0)
-    per_site = args.per_site or (8 if quick else 24)
-    innocent_count = args.innocent or (3 if quick else 6)
-    for url, port, what in ((args.pg_url, 5432, "PostgreSQL"), (args.redis, 6379, "Redis")):
-        if not reachable(url, port):
-            print(f"freshness benchmark skipped: {what} at {url} is not reachable")
-            print(json.dumps({"benchmark": "freshness", "skipped": f"{what} not reachable"}))
-            return
-    if not (CORPUS / "zh_novels").is_dir():
-        sys.exit(f"development corpus not found at {CORPUS} (set FPTRACK_CORPUS)")
+    duration = args.duration or (30.0 if quick else 1200.0)
+    schedule = args.schedule or (10.0 if quick else 120.0)
+    period = args.period or (10.0 if quick else 120.0)
+    per_site = args.per_site or (2 if quick else 24)
+    innocent_count = args.innocent or (1 if quick else 6)
+    if quick:
+        args.poll = min(args.poll, 5.0)
+    require_service("freshness", "PostgreSQL", args.pg_url, 5432)
+    require_service("freshness", "Redis", args.redis, 6379)
+    require_corpus("freshness")
     extra = {
         "FPTRACK_RECHECK_EVERY": "15",
         "FPTRACK_RECHECK_YOUNG_EVERY": f"{period:g}",
@@ -658,7 +655,7 @@ def main(argv: list[str] | None = None) -> None:
         extra[name] = value
 
     # the texts: registered works (one in quick mode), innocent chapters of a novel never registered
-    work_count, chapters = (1, 30) if quick else (2, 40)
+    work_count, chapters = (1, 8) if quick else (2, 40)
     works: dict[str, list[Text]] = {}
     files: list[tuple[str, str]] = []
     chapter_keys: dict[tuple[str, str], str] = {}
@@ -728,27 +725,24 @@ def main(argv: list[str] | None = None) -> None:
     if recorder.errors:
         print(f"CLI reads that failed during the run: {len(recorder.errors)} (first: {recorder.errors[0]})")
     checks = report(figures, period)
-    print(
-        json.dumps(
-            {
-                "benchmark": "freshness",
-                "quick": quick,
-                "duration": duration,
-                "schedule": schedule,
-                "period": period,
-                "seed": args.seed,
-                "env": extra,
-                "chromium": chromium,
-                **figures["overall"],
-                "sites": figures["sites"],
-                "false_takedown_list": figures["false_takedown_list"],
-                "removal_list": figures["removal_list"],
-                "baseline": BASELINE,
-                "targets": {name: passed for name, _, _, passed, _ in checks if passed is not None},
-                "all_pass": all(passed is not False for _, _, _, passed, _ in checks),
-            },
-            ensure_ascii=False,
-        )
+    emit(
+        {
+            "benchmark": "freshness",
+            "quick": quick,
+            "duration": duration,
+            "schedule": schedule,
+            "period": period,
+            "seed": args.seed,
+            "env": extra,
+            "chromium": chromium,
+            **figures["overall"],
+            "sites": figures["sites"],
+            "false_takedown_list": figures["false_takedown_list"],
+            "removal_list": figures["removal_list"],
+            "baseline": BASELINE,
+            "targets": {name: passed for name, _, _, passed, _ in checks if passed is not None},
+            "all_pass": all(passed is not False for _, _, _, passed, _ in checks),
+        }
     )
 
 

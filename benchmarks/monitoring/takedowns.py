@@ -3,7 +3,7 @@ work) and the re-check scheduler's look-up (``jobs.rechecks.due_matches``) over 
 measured in the same run: the same figures computed in Python from every match row (what a dashboard without
 the grouped queries would do). Both answers are compared, so the speed-up is for the same numbers.
 
-    python -m benchmarks.monitoring.takedowns --quick        # N = 100k
+    python -m benchmarks.monitoring.takedowns --quick        # N = 10k, 200 hosts, 20 works, once
     python -m benchmarks.monitoring.takedowns --n 1000000
 
 In a database of its own (``--db`` on ``--pg-url``, created and dropped): the real schema (Alembic),
@@ -14,9 +14,7 @@ runs. Prints a table; the last line is JSON with every figure."""
 
 from __future__ import annotations
 
-import json
 import os
-import platform
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -27,7 +25,7 @@ import numpy as np
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.orm import Session
 
-from benchmarks.harness import arguments
+from benchmarks.harness import arguments, emit, machine, require_service
 from fptrack.analytics.takedowns import STATUSES, TakedownRow, takedown_stats
 from fptrack.core.settings import Settings
 from fptrack.jobs.rechecks import due_matches
@@ -116,7 +114,7 @@ def same(a: list[TakedownRow], b: list[TakedownRow]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = arguments(__doc__, "N = 100k")
+    parser = arguments(__doc__, "N = 10,000, 200 hosts, 20 works, timed once")
     parser.add_argument("--n", type=int, default=1_000_000, help="matches (one page each)")
     parser.add_argument("--hosts", type=int, default=2_000)
     parser.add_argument("--works", type=int, default=200)
@@ -128,7 +126,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--db", default="fptrack_bench_takedowns", help="database to create (and drop)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.n = 100_000
+        args.n, args.hosts, args.works, args.repeat = 10_000, 200, 20, 1
+    require_service("takedown_stats", "PostgreSQL", args.pg_url, 5432)
     admin = create_engine(Settings(database_url=args.pg_url).database_url, isolation_level="AUTOCOMMIT")
     db_url = urlsplit(args.pg_url)._replace(path="/" + args.db).geturl()
     with admin.connect() as c:
@@ -137,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = Settings(database_url=db_url)
     engine = create_engine_for(settings)
     results: dict[str, Any] = {"n": args.n, "hosts": args.hosts, "works": args.works,
-                               "machine": f"{platform.machine()} {os.cpu_count()} cpu"}  # fmt: skip
+                               "machine": machine()}  # fmt: skip
     try:
         migrate(settings, engine)
         started = time.perf_counter()
@@ -175,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
         with admin.connect() as c:
             c.execute(text(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)'))
         admin.dispose()
-    print(json.dumps(results, sort_keys=True))
+    emit(results, sort_keys=True)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 server's), bytes in PostgreSQL per page, per fingerprint and per index row, and bytes on the broker per page.
 ``docs/capacity.md`` turns them into a plan for 100M and 1B pages.
 
-    python -m benchmarks.pipeline.capacity --quick  # 300 pages, 100 registered chapters, 60-page stage sample
+    python -m benchmarks.pipeline.capacity --quick  # 40 pages, 20 registered chapters, 10-page stage sample
     python -m benchmarks.pipeline.capacity          # 2,000 pages, 1,000 chapters, 200-page stage sample
     python -m benchmarks.pipeline.capacity --pages 5000 --registry 2000 --redis redis://127.0.0.1:6379/7
 
@@ -53,11 +53,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from benchmarks._pipeline_site import PipelineSite, build_site, corpus_pools
+from benchmarks.corpus import require_corpus
 from benchmarks.harness import (
     BackendCpu,
     arguments,
     children_cpu_seconds,
     process_cpu_seconds,
+    require_service,
     tree_cpu_seconds,
 )
 from benchmarks.pipeline_throughput import (
@@ -374,11 +376,11 @@ def queue_bytes(database_url: str, workdir: Path, redis_url: str, pages: int) ->
 
 
 def main() -> None:
-    parser = arguments(__doc__, "300 pages, 100 chapters, a 60-page stage sample")
-    parser.add_argument("--pages", type=int, help="chapter pages on the site (default 2,000; quick 300)")
-    parser.add_argument("--registry", type=int, help="registered chapters (default 1,000; quick 100)")
+    parser = arguments(__doc__, "40 pages, 20 chapters, a 10-page stage sample")
+    parser.add_argument("--pages", type=int, help="chapter pages on the site (default 2,000; quick 40)")
+    parser.add_argument("--registry", type=int, help="registered chapters (default 1,000; quick 20)")
     parser.add_argument(
-        "--stage-sample", type=int, help="pages of the per-stage sample (default 200; quick 60)"
+        "--stage-sample", type=int, help="pages of the per-stage sample (default 200; quick 10)"
     )
     parser.add_argument("--concurrency", type=int, default=8, help="FPTRACK_CRAWL_CONCURRENCY of the crawl")
     parser.add_argument(
@@ -394,9 +396,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and the database")
     args = parser.parse_args()
-    pages = args.pages if args.pages is not None else (300 if args.quick else 2000)
-    registry = args.registry if args.registry is not None else (100 if args.quick else 1000)
-    sample = args.stage_sample if args.stage_sample is not None else (60 if args.quick else 200)
+    pages = args.pages if args.pages is not None else (40 if args.quick else 2000)
+    registry = args.registry if args.registry is not None else (20 if args.quick else 1000)
+    sample = args.stage_sample if args.stage_sample is not None else (10 if args.quick else 200)
     if pages < 2 or registry < 1 or sample < 1:
         parser.error("need --pages >= 2, --registry >= 1 and --stage-sample >= 1")
     if urlsplit(args.postgres).hostname not in ("127.0.0.1", "localhost", "::1"):
@@ -404,6 +406,9 @@ def main() -> None:
     # no chapter copied more than 4 times (pipeline_throughput)
     registry = max(registry, -(-(pages // 2) // 4))
 
+    require_service("capacity", "PostgreSQL", args.postgres, 5432)
+    require_service("capacity", "Redis", args.redis, 6379)
+    require_corpus("capacity")
     started = time.monotonic()
     load_start = os.getloadavg()
     services = Services(args.postgres, args.redis)

@@ -1,4 +1,4 @@
-"""The text of ``benchmarks/scale/pages.py``: a registry of synthesised works made lazily, a plan that says what
+"""The text of ``benchmarks.scale.pages``: a registry of synthesised works made lazily, a plan that says what
 every stored page holds as a pure function of its number, the planted copies of the works registered later,
 and the fresh site crawled on top at each size.
 

@@ -1,4 +1,4 @@
-"""The bulk side of ``benchmarks/scale/pages.py``: registering the registry and filling the database with stored
+"""The bulk side of ``benchmarks.scale.pages``: registering the registry and filling the database with stored
 pages through the product's own functions, in worker processes, and the measurements taken in-process.
 
 Only stable entry points of the product are used, so that the benchmark keeps measuring while the storage

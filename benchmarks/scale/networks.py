@@ -1,7 +1,8 @@
 """The pirate-networks step's cost per page as stored copies of the same texts grow (issue 20).
 
-    python -m benchmarks.scale.networks                          # 5, 50, 500 stored copies of a chapter
-    python -m benchmarks.scale.networks --sizes 100,1000 --quick-profile
+    python -m benchmarks.scale.networks                  # 5, 50, 500 stored copies of a chapter
+    python -m benchmarks.scale.networks --sizes 100,1000
+    python -m benchmarks.scale.networks --quick          # 100 and 200 pages, one timed batch a mode
 
 After a page is compared, ``compare.networks.observe_pages`` writes its page Simhash, looks up its near
 duplicates (``simhash_candidates``, Hamming <= k) and records a ``near_duplicates`` row per hit on another
@@ -25,7 +26,6 @@ copy page. Ends with one JSON line.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import json
 import multiprocessing
@@ -36,8 +36,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import CORPUS
-from benchmarks.harness import print_table, progress
+from benchmarks.corpus import CORPUS, require_corpus
+from benchmarks.harness import arguments, emit, print_table, progress, require_service
 from benchmarks.scale import _data as _scale_data
 from benchmarks.scale import _fill as _scale_fill
 from benchmarks.scale._data import PageTexts, Registry
@@ -215,9 +215,7 @@ def table_bytes(dsn: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__, "100 and 200 stored pages, one timed batch a mode")
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--registry", type=int, default=10, help="registered chapters")
     parser.add_argument("--sizes", default="100,1000,10000", help="stored pages to measure at")
@@ -230,6 +228,11 @@ def main() -> None:
     parser.add_argument("--label", default="", help="a name for this run in the JSON line")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.batches = "100,200", 2
+    require_service("near_duplicates", "PostgreSQL", args.pg_url, 5432)
+    if not args.generated_text:
+        require_corpus("near_duplicates")
     if args.nice:
         os.nice(args.nice)
     import psycopg
@@ -319,7 +322,7 @@ def main() -> None:
         )
     measured = [{k: v for k, v in r.items() if k != "profile_top"} for r in rows]
     seconds = round(time.monotonic() - started, 1)
-    print(json.dumps({"label": args.label, "seconds": seconds, "rows": measured}))
+    emit({"label": args.label, "seconds": seconds, "rows": measured})
 
 
 if __name__ == "__main__":

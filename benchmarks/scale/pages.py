@@ -3,7 +3,8 @@
 each size: the crawl throughput of a fresh site on top, the per-page compare, PostgreSQL bytes per page, the
 time a newly registered 1M-character work takes to find its copies among the stored pages, and their recall.
 
-    python -m benchmarks.scale.pages --quick                      # 10,000 pages, 1,000 chapters: some minutes
+    python -m benchmarks.scale.pages --quick                      # 1,000 pages, 200 chapters, a 40-page crawl
+    python -m benchmarks.scale.pages --sizes 10000 --registry 1000  # some minutes
     python -m benchmarks.scale.pages --sizes 10000,100000 --registry 1000
     python -m benchmarks.scale.pages                              # 10k, 100k, 1M x 1,000 and 100,000: hours
 
@@ -59,7 +60,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import arguments, print_table
+from benchmarks.corpus import require_corpus
+from benchmarks.harness import arguments, emit, print_table, require_service
 from benchmarks.pipeline_throughput import (
     CORPUS,
     CRAWL_LINE,
@@ -386,12 +388,12 @@ def report(
 
 
 def main() -> None:
-    parser = arguments(__doc__, "10,000 pages, a 1,000-chapter registry")
+    parser = arguments(__doc__, "1,000 pages, a 200-chapter registry, one fresh site of 40 pages")
     parser.add_argument(
-        "--sizes", help="stored pages to measure at (default 10000,100000,1000000; quick 10000)"
+        "--sizes", help="stored pages to measure at (default 10000,100000,1000000; quick 1000)"
     )
     parser.add_argument(
-        "--registry", help="registered chapters, one database each (default 1000,100000; quick 1000)"
+        "--registry", help="registered chapters, one database each (default 1000,100000; quick 200)"
     )
     parser.add_argument(
         "--crawl-pages", type=int, default=2000, help="chapter pages of the fresh site (default 2,000)"
@@ -425,15 +427,21 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and the databases")
     args = parser.parse_args()
+    if args.quick:
+        args.crawl_pages, args.crawl_runs = 40, 1
+    require_service("scale", "PostgreSQL", args.postgres, 5432)
+    require_service("scale", "Redis", args.redis, 6379)
+    if not args.generated_text:
+        require_corpus("scale")
     sizes = sorted(
         {
             int(s)
-            for s in (args.sizes or ("10000" if args.quick else "10000,100000,1000000")).split(",")
+            for s in (args.sizes or ("1000" if args.quick else "10000,100000,1000000")).split(",")
             if s.strip()
         }
     )
     registries = [
-        int(s) for s in (args.registry or ("1000" if args.quick else "1000,100000")).split(",") if s.strip()
+        int(s) for s in (args.registry or ("200" if args.quick else "1000,100000")).split(",") if s.strip()
     ]
     if not sizes or min(sizes) < 1000 or not registries or min(registries) < 1:
         parser.error("need --sizes of at least 1,000 pages and --registry of at least 1 chapter")
@@ -469,20 +477,17 @@ def main() -> None:
             finally:
                 shutil.rmtree(workdir, ignore_errors=True)
     targets = report(rows, services, args, info)
-    print(
-        json.dumps(
-            {
-                "benchmark": "scale",
-                "quick": args.quick,
-                "machine": {**info, "postgresql": services.postgres_version},
-                "sizes": sizes,
-                "registries": registries,
-                "rows": rows,
-                "targets": targets,
-                "seconds": round(time.monotonic() - started, 1),
-            },
-            ensure_ascii=False,
-        )
+    emit(
+        {
+            "benchmark": "scale",
+            "quick": args.quick,
+            "machine": {**info, "postgresql": services.postgres_version},
+            "sizes": sizes,
+            "registries": registries,
+            "rows": rows,
+            "targets": targets,
+            "seconds": round(time.monotonic() - started, 1),
+        }
     )
 
 

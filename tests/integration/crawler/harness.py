@@ -63,7 +63,7 @@ def crawl_in_child(
     crawl_options.setdefault("allow_private_hosts", allowed)
     request = {"start_urls": start_urls, "options": crawl_options, **options}
     completed = subprocess.run(
-        [sys.executable, "-m", "tests.integration.crawler.crawl_child", json.dumps(request)],
+        [sys.executable, "-m", "testbed.crawl_child", json.dumps(request)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

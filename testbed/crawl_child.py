@@ -1,7 +1,7 @@
 """Run one ``run_crawl`` in a fresh process and print its results as JSON (Twisted's reactor runs once per
 process, so every crawl of the test suite gets its own child).
 
-    python -m tests.integration.crawler.crawl_child '{"start_urls": [...], "depth": 1, "max_pages": 10,
+    python -m testbed.crawl_child '{"start_urls": [...], "depth": 1, "max_pages": 10,
         "settings": {"crawl_timeout": 2}, "options": {"allow_private_hosts": ["127.0.0.1:8000"]},
         "failing_sink_urls": [...], "run_twice": false}'
 
