@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from sqlalchemy import select
-from sqlalchemy.orm import joinedload
 
 from fptrack.cli.common import CliContext, CliError, friendly_errors, pass_context, print_table
 
@@ -130,24 +128,21 @@ def matches(
     that order (cells a spreadsheet would read as a formula are prefixed with an apostrophe)."""
     from fptrack.compare.records import match_to_dict
     from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
-    from fptrack.storage.models import Match
+    from fptrack.services.queries import MATCH_STATUSES, MatchFilter, iter_matches
 
     if with_evidence and fmt == "csv":
         raise CliError("--evidence goes with --format json or table")
     with context.session() as session:
-        query = select(Match).options(
-            joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter)
-        )
-        if status != "all":
-            query = query.where(Match.status == status)
-        if work_id is not None:
-            query = query.where(Match.work_id == work_id)
-        if match_ids:
-            query = query.where(Match.id.in_(match_ids))
+        found: list[Match] = []
+        if status == "all" or status in MATCH_STATUSES:  # a status that does not exist selects nothing
+            selected = MatchFilter(
+                status=None if status == "all" else status, work_id=work_id, ids=match_ids, order="asc"
+            )
+            found = list(iter_matches(session, selected))  # first seen first
         records = [
             {**match_to_dict(m), "id": m.id, "status": m.status}
             | ({"evidence": _evidence(session, m)} if with_evidence else {})
-            for m in session.scalars(query.order_by(Match.first_seen, Match.id))
+            for m in found
         ]
     if fmt == "json":
         for record in records:

@@ -189,17 +189,10 @@ def works_license(context: CliContext, work_id: int, sites: tuple[str, ...]) -> 
 @friendly_errors
 def works_list(context: CliContext) -> None:
     """List the registered works."""
-    from fptrack.storage.models import Chapter, Match, Work
+    from fptrack.services.queries import work_rows
 
     with context.session() as session:
-        chapters = dict(
-            session.execute(select(Chapter.work_id, func.count()).group_by(Chapter.work_id)).all()
-        )
-        matches = dict(session.execute(select(Match.work_id, func.count()).group_by(Match.work_id)).all())
-        rows = [
-            (w.id, w.title, chapters.get(w.id, 0), len(w.text), matches.get(w.id, 0))
-            for w in session.scalars(select(Work).order_by(Work.id))
-        ]
+        rows = [(w.id, w.title, w.chapters, w.characters, w.matches) for w in work_rows(session, order="id")]
     if not rows:
         click.echo("no works registered yet: fptrack works add FILE")
         return

@@ -20,7 +20,12 @@ from fptrack.admin.openapi import openapi_document
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import db_session
 from fptrack.admin.views.crawls import crawl_rows
-from fptrack.admin.views.queries import (
+from fptrack.admin.views.read_sessions import read_session
+from fptrack.admin.views.sites import site_rows
+from fptrack.analytics.rollups import match_rollup
+from fptrack.analytics.takedowns import STATES, takedown_records, takedown_stats
+from fptrack.compare.records import match_to_dict
+from fptrack.services.queries import (
     MAX_ID,
     chapter_rows,
     collect_stats,
@@ -31,11 +36,6 @@ from fptrack.admin.views.queries import (
     positive_int_arg,
     work_rows,
 )
-from fptrack.admin.views.read_sessions import read_session
-from fptrack.admin.views.sites import site_rows
-from fptrack.analytics.rollups import match_rollup
-from fptrack.analytics.takedowns import STATES, takedown_records, takedown_stats
-from fptrack.compare.records import match_to_dict
 from fptrack.services.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
 from fptrack.storage.models import Chapter, Match, Page, Work, iso_utc
 

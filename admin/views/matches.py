@@ -37,7 +37,10 @@ from fptrack.admin.views.evidence import (
     page_ranges,
     span_diff,
 )
-from fptrack.admin.views.queries import (
+from fptrack.admin.views.read_sessions import read_session, read_sessionmaker
+from fptrack.compare.records import match_to_dict
+from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
+from fptrack.services.queries import (
     MATCH_STATUSES,
     MAX_ID,
     REVIEW_STATUSES,
@@ -51,9 +54,6 @@ from fptrack.admin.views.queries import (
     positive_int_arg,
     work_choices,
 )
-from fptrack.admin.views.read_sessions import read_session, read_sessionmaker
-from fptrack.compare.records import match_to_dict
-from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
 from fptrack.services.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
 from fptrack.storage.match_life import Evidence as StoredEvidence
 from fptrack.storage.match_life import evidence_of

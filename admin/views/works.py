@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, render_template
 
-from fptrack.admin.views.queries import chapter_rows, work_rows
 from fptrack.admin.views.read_sessions import read_session
+from fptrack.services.queries import chapter_rows, work_rows
 
 __all__ = ["blueprint"]
 

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session
 
 from fptrack.admin.charts import CHART_CONTENT_SECURITY_POLICY
 from fptrack.admin.views.dashboard import page_count
-from fptrack.admin.views.queries import MatchFilter, count_matches
 from fptrack.admin.web import CONTENT_SECURITY_POLICY
 from fptrack.core.settings import Settings
+from fptrack.services.queries import MatchFilter, count_matches
 from fptrack.storage.models import CrawlJob, Match, Site, utcnow
 from tests.support.accounts import add_account, log_in
 from tests.support.admin_seed import ESCAPED_SCRIPT, SCRIPT, Seeded

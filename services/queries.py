@@ -1,7 +1,9 @@
-"""Read models of the admin: the counts, lists and pages the views show, as plain frozen values.
+"""Query models: the listings of matches and works (filters, ordering, paging) and the dashboard's counts, as
+plain values.
 
-Each function takes a SQLAlchemy session and returns data; no Flask here, so the same queries serve the HTML
-pages and the JSON API, on SQLite and PostgreSQL alike.
+Each function takes a SQLAlchemy session and returns data; no Flask, no Click: the same queries serve the
+admin's HTML pages and JSON API and the command line (``fptrack matches``, ``fptrack works list``), on SQLite
+and PostgreSQL alike.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = [
     "MAX_PAGE_NUMBER",
     "REVIEW_STATUSES",
     "SORT_KEYS",
+    "WORK_ORDERS",
     "ChapterRow",
     "HostCount",
     "MatchFilter",
@@ -103,10 +106,17 @@ class WorkRow:
     chapters: int
     matches: int
     created_at: datetime
+    characters: int
 
 
-def work_rows(session: Session, work_id: int | None = None) -> list[WorkRow]:
-    """Every work (or the one ``work_id``) with its chapter and match counts, newest registration first."""
+WORK_ORDERS = ("newest", "id")
+
+
+def work_rows(session: Session, work_id: int | None = None, order: str = "newest") -> list[WorkRow]:
+    """Every work (or the one ``work_id``) with its chapter and match counts and its length in characters:
+    newest registration first (``order="newest"``), or by id (``order="id"``)."""
+    if order not in WORK_ORDERS:
+        raise ValueError(f"order must be one of {', '.join(WORK_ORDERS)}, got {order[:40]!r}")
     chapter_counts = (
         select(Chapter.work_id, func.count().label("n")).group_by(Chapter.work_id).subquery("chapter_counts")
     )
@@ -121,10 +131,11 @@ def work_rows(session: Session, work_id: int | None = None) -> list[WorkRow]:
             func.coalesce(chapter_counts.c.n, 0),
             func.coalesce(match_counts.c.n, 0),
             Work.created_at,
+            func.length(Work.text),  # characters (code points) on both databases; a work's text holds no NUL
         )
         .outerjoin(chapter_counts, chapter_counts.c.work_id == Work.id)
         .outerjoin(match_counts, match_counts.c.work_id == Work.id)
-        .order_by(Work.created_at.desc(), Work.id.desc())
+        .order_by(*((Work.created_at.desc(), Work.id.desc()) if order == "newest" else (Work.id,)))
     )
     if work_id is not None:
         query = query.where(Work.id == work_id)
@@ -178,7 +189,8 @@ class MatchFilter:
     the bulk actions and the JSON API, so that a bulk action or an export acts on exactly the list shown.
 
     ``site`` is a page host (exact, lower-case); ``url`` a piece of the page URL (case-insensitive);
-    ``since``/``until`` first-seen days, both included; ``min_score``/``max_score`` in 0..1.
+    ``since``/``until`` first-seen days, both included; ``min_score``/``max_score`` in 0..1; ``ids`` these
+    matches only (the command line's ``--id``; not one of the query arguments).
     """
 
     status: str | None = None
@@ -189,6 +201,7 @@ class MatchFilter:
     until: date | None = None
     min_score: float | None = None
     max_score: float | None = None
+    ids: tuple[int, ...] = ()
     sort: str = "date"
     order: str = "desc"
 
@@ -207,6 +220,8 @@ class MatchFilter:
             query = query.where(Match.status == self.status)
         if self.work_id is not None:
             query = query.where(Match.work_id == self.work_id)
+        if self.ids:
+            query = query.where(Match.id.in_(self.ids))
         page_conditions = []
         if self.site is not None:
             page_conditions.append(Page.host == self.site)
@@ -420,8 +435,13 @@ def matching_ids(session: Session, match_filter: MatchFilter, limit: int) -> lis
 def count_matches(session: Session, match_filter: MatchFilter) -> int:
     """How many matches the filter selects. Filters on status, work, site and first-seen days are counted from
     the kept roll-up table (``analytics.rollups``: exact, and a few thousand rows rather than a million); a
-    score range or a URL search counts the matches themselves."""
-    if match_filter.url is None and match_filter.min_score is None and match_filter.max_score is None:
+    score range, a URL search or a list of ids counts the matches themselves."""
+    if (
+        match_filter.url is None
+        and match_filter.min_score is None
+        and match_filter.max_score is None
+        and not match_filter.ids
+    ):
         query = select(func.coalesce(func.sum(MatchRollup.matches), 0))
         if match_filter.status is not None:
             query = query.where(MatchRollup.status == match_filter.status)
