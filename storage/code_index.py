@@ -142,7 +142,7 @@ def pages_holding(session: Session, codes: Iterable[int], *, min_shared: int = 1
         with raw.cursor() as cursor:  # type: ignore[union-attr]
             # The planner takes a long array for a filter most rows pass and scans the table, testing each
             # sample against the whole array (quadratic: two minutes a chunk at 12,000 pages, measured by
-            # benchmarks/scale.py); the GIN index answers the same chunk in about a second. So the scan is
+            # benchmarks.scale.pages); the GIN index answers the same chunk in about a second. So the scan is
             # ruled out for these statements only, and put back for the rest of the transaction.
             cursor.execute("SET LOCAL enable_seqscan = off")
             try:
@@ -172,7 +172,8 @@ def pages_sharing(session: Session, codes: Iterable[int]) -> dict[int, np.ndarra
 
     A text served by many pages (mirrors, one chapter under several URLs) has one sample: pages of the same
     text (``content_sha256``) sampled at the same window are read once, through the first of them (at a
-    million stored pages of ``benchmarks/scale.py`` a new work's look-up found 7,917 pages of 349 texts)."""
+    million stored pages of ``benchmarks.scale.pages`` a new work's look-up found 7,917 pages of 349
+    texts)."""
     query = np.unique(np.array([to_signed64(int(c)) for c in codes], dtype=np.int64))
     texts: dict[tuple[str, int] | int, list[int]] = {}
     for chunk in id_chunks(pages_holding(session, query.tolist())):

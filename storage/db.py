@@ -6,10 +6,9 @@ a busy timeout (the crawler and the tasks share the file); PostgreSQL goes throu
 processes running ``fptrack init`` at once never race. ``check_schema`` tells whether the database is at that
 head.
 
-Alembic is imported by the functions that migrate (and by :func:`schema_head` the first time), never by
-this module: every process opens the database through here, and importing Alembic (its DDL implementations of
-every dialect) costs ~0.2 s, which a crawl started by the command line or the scheduler would pay for nothing
-(issue 20)."""
+Alembic is imported by the functions that migrate (and by :func:`schema_head` the first time), never by this
+module: every process opens the database through here, and importing Alembic (its DDL implementations of every
+dialect) costs ~0.2 s, which a crawl started by the command line or the scheduler would pay for nothing."""
 
 from __future__ import annotations
 
@@ -134,8 +133,12 @@ def retry_while_unreachable(
             lost = isinstance(error, OperationalError) or error.connection_invalidated
             if not lost or time.monotonic() + pause > deadline:
                 raise
-            log.warning("%s: the database is unreachable (%s); trying again in %.1f s",
-                        what, str(error.orig or error).strip().splitlines()[0], pause)  # fmt: skip
+            log.warning(
+                "%s: the database is unreachable (%s); trying again in %.1f s",
+                what,
+                str(error.orig or error).strip().splitlines()[0],
+                pause,
+            )
             time.sleep(pause)
             pause = min(pause * 2, 5.0)
 

@@ -11,7 +11,7 @@ batch at once, and the owners they belong to.
 - A page's vector fingerprints: one ``page_codes`` row (:class:`storage.models.PageCodes`), no positions: its
   distinct winnowing hashes (what a site template needs) and a sample of its codes of every kind, the minimum
   of every window of ``sample_window`` k-grams (:func:`page_sample`), which is all a newly registered work
-  looks up. The page side served nothing else, and its ~1,000 index rows a page were most of what a page cost.
+  looks up.
 
 Owners are chapters (registered works) or pages (crawled). Every index row hangs off a ``fingerprints`` row by
 a cascading foreign key, and fingerprints hang off their owner the same way, so deleting or re-fingerprinting
@@ -44,7 +44,6 @@ __all__ = [
     "Owner",
     "code_array",
     "is_postgres",
-    "load_code_arrays",
     "load_codes",
     "load_page_codes",
     "load_page_samples",
@@ -63,7 +62,7 @@ __all__ = [
 
 Owner = Literal["chapter", "page"]
 DEFAULT_SAMPLE_WINDOW = 64
-"""k-grams per window of a page's sample (``FPTRACK_PAGE_SAMPLE_WINDOW``; ``benchmarks/piracy_eval.py
+"""k-grams per window of a page's sample (``FPTRACK_PAGE_SAMPLE_WINDOW``; ``benchmarks.accuracy.piracy
 --retroactive`` measured it)."""
 TEMPLATE_KIND = "winnow"
 """The kind whose distinct codes a page keeps whole: site templates are decided on them."""
@@ -149,8 +148,15 @@ def write_fingerprints(
     vectors: list[tuple[int, str, np.ndarray]] = []  # (row index, kind, (n, 2) int64 array)
     for item in items:
         if item.simhash is not None:
-            rows.append({owner_key: item.owner_id, "kind": layout.kind, "value": to_signed64(item.simhash),
-                         "payload": None, "created_at": now})  # fmt: skip
+            rows.append(
+                {
+                    owner_key: item.owner_id,
+                    "kind": layout.kind,
+                    "value": to_signed64(item.simhash),
+                    "payload": None,
+                    "created_at": now,
+                }
+            )
         for kind, pairs in item.codes.items():
             array = code_array(pairs)
             if len(np.unique(array[:, 1])) != len(array):
@@ -159,8 +165,15 @@ def write_fingerprints(
                     "distinct"
                 )
             vectors.append((len(rows), kind, array))
-            rows.append({owner_key: item.owner_id, "kind": kind, "value": None,
-                         "payload": array.astype("<i8").tobytes(), "created_at": now})  # fmt: skip
+            rows.append(
+                {
+                    owner_key: item.owner_id,
+                    "kind": kind,
+                    "value": None,
+                    "payload": array.astype("<i8").tobytes(),
+                    "created_at": now,
+                }
+            )
     ids = (
         list(
             session.scalars(insert(Fingerprint).returning(Fingerprint.id, sort_by_parameter_order=True), rows)
@@ -201,11 +214,16 @@ def _write_pages(
     owner_ids = [item.owner_id for item in items]
     now = utcnow()
     simhashes: list[dict[str, Any]] = [
-        {"page_id": item.owner_id, "kind": layout.kind, "value": to_signed64(item.simhash), "payload": None,
-         "created_at": now}
+        {
+            "page_id": item.owner_id,
+            "kind": layout.kind,
+            "value": to_signed64(item.simhash),
+            "payload": None,
+            "created_at": now,
+        }
         for item in items
         if item.simhash is not None
-    ]  # fmt: skip
+    ]
     if simhashes:
         ids = list(
             session.scalars(
@@ -309,7 +327,7 @@ INITIALS_WINDOW_FACTOR = 4
 """A page samples its pinyin initials' codes at this many times its window (256 k-grams at the default 64),
 its characters' codes at the window itself: what the initials alone find is a copy whose characters were
 swapped for same-sound ones, which keeps its initials whole over the whole copy, while a copy cut by noise
-characters every few characters keeps only short runs of characters (``benchmarks/piracy_eval.py
+characters every few characters keeps only short runs of characters (``benchmarks.accuracy.piracy
 --retroactive``). A fifth fewer codes than both kinds at the window, and the same recall by kind."""
 
 
@@ -434,20 +452,6 @@ def _chapters_only(owner: Owner) -> None:
             "pages keep no (code, position) vectors since revision 0016: load_page_codes reads their "
             "winnowing hashes, load_page_samples their samples"
         )
-
-
-def load_code_arrays(
-    session: Session, *, owner: Owner, owner_ids: Sequence[int], kind: str
-) -> dict[int, np.ndarray]:
-    """The stored ``(n, 2)`` (code, position) arrays of many chapters' ``kind`` vectors (signed codes)."""
-    _chapters_only(owner)
-    column = owner_column(owner)
-    found: dict[int, np.ndarray] = {}
-    for chunk in id_chunks(owner_ids):
-        statement = select(column, Fingerprint.payload).where(column.in_(chunk), Fingerprint.kind == kind)
-        for owner_id, payload in session.execute(statement):
-            found[int(owner_id)] = np.frombuffer(payload or b"", dtype="<i8").reshape(-1, 2).astype(np.int64)
-    return found
 
 
 def load_codes(session: Session, *, owner: Owner, owner_id: int, kind: str) -> list[tuple[int, int]]:

@@ -37,7 +37,7 @@ HOT_BUCKET_MU = 2.0
 HOT_BUCKET_MIN_SIZE = 1024
 """Never re-split a bucket smaller than this. At small N the seed's mean (N / 2**key_bits) is far below one
 row, so the relative trigger alone would split every non-empty bucket; a bucket of ~1,000 index tuples is a
-handful of b-tree leaf pages and costs well under a millisecond to scan and verify (benchmarks/index_scale.py
+handful of b-tree leaf pages and costs well under a millisecond to scan and verify (benchmarks.scale.index
 measures it)."""
 
 
@@ -182,10 +182,16 @@ def file_in_hot_buckets(session: Session, layout: IndexLayout, rows: list[tuple[
         for t, key in layout.keys(value):
             if (t, key) in hot:
                 entries.extend(
-                    {"fingerprint_id": fingerprint_id, "layout": layout.name, "table_no": t, "sub_no": s,
-                     "key": sub, "value": value}
+                    {
+                        "fingerprint_id": fingerprint_id,
+                        "layout": layout.name,
+                        "table_no": t,
+                        "sub_no": s,
+                        "key": sub,
+                        "value": value,
+                    }
                     for s, sub in layout.split_keys(value, t)
-                )  # fmt: skip
+                )
     if entries:
         session.execute(insert(SimhashHotRow), entries)
 

@@ -175,10 +175,17 @@ def keep_versions(session: Session, page_ids: Iterable[int], *, now: datetime | 
         resting = exists().where(Match.page_id == Page.id, Match.evidence_version_id.is_(None))
         pages = session.execute(
             select(
-                Page.id, Page.status, Page.final_url, Page.title, Page.text, Page.content_sha256,
-                Page.snapshot_sha256, Page.encoding, Page.fetched_at,
+                Page.id,
+                Page.status,
+                Page.final_url,
+                Page.title,
+                Page.text,
+                Page.content_sha256,
+                Page.snapshot_sha256,
+                Page.encoding,
+                Page.fetched_at,
             ).where(Page.id.in_(chunk), resting)
-        ).all()  # fmt: skip
+        ).all()
         for page in pages:
             version_id = session.scalar(
                 select(PageVersion.id).where(
@@ -187,11 +194,17 @@ def keep_versions(session: Session, page_ids: Iterable[int], *, now: datetime | 
             )
             if version_id is None:
                 version = PageVersion(
-                    page_id=page.id, status=page.status, final_url=page.final_url, title=page.title,
-                    text=page.text, content_sha256=page.content_sha256,
-                    snapshot_sha256=page.snapshot_sha256, encoding=page.encoding,
-                    fetched_at=page.fetched_at, replaced_at=now,
-                )  # fmt: skip
+                    page_id=page.id,
+                    status=page.status,
+                    final_url=page.final_url,
+                    title=page.title,
+                    text=page.text,
+                    content_sha256=page.content_sha256,
+                    snapshot_sha256=page.snapshot_sha256,
+                    encoding=page.encoding,
+                    fetched_at=page.fetched_at,
+                    replaced_at=now,
+                )
                 session.add(version)
                 session.flush()
                 version_id = version.id
@@ -232,11 +245,23 @@ def evidence_of(session: Session, match: Match) -> Evidence:
         version = session.get(PageVersion, match.evidence_version_id)
         if version is not None:
             return Evidence(
-                version.text, version.title, version.final_url, version.status, version.content_sha256,
-                version.snapshot_sha256, as_utc(version.fetched_at), version.id,
-            )  # fmt: skip
+                version.text,
+                version.title,
+                version.final_url,
+                version.status,
+                version.content_sha256,
+                version.snapshot_sha256,
+                as_utc(version.fetched_at),
+                version.id,
+            )
     page = match.page
     return Evidence(
-        page.text, page.title, page.final_url, page.status, page.content_sha256, page.snapshot_sha256,
-        as_utc(page.fetched_at), None,
-    )  # fmt: skip
+        page.text,
+        page.title,
+        page.final_url,
+        page.status,
+        page.content_sha256,
+        page.snapshot_sha256,
+        as_utc(page.fetched_at),
+        None,
+    )

@@ -205,8 +205,14 @@ class Pacer:
         now = self.clock()
         if self.sessions is None:
             return self._memory_turn(host, now, base, cap)
-        params = {"host": host, "now": now, "base": base, "cap": cap, "recovery": RECOVERY,
-                  "forget": FORGET_AFTER}  # fmt: skip
+        params = {
+            "host": host,
+            "now": now,
+            "base": base,
+            "cap": cap,
+            "recovery": RECOVERY,
+            "forget": FORGET_AFTER,
+        }
 
         def reserve(session: Session) -> tuple[float, float]:
             sql = self._statement(session, "turn", _TURN_SQL)

@@ -1,46 +1,23 @@
 """``page_codes`` split into range partitions of ``page_id`` on PostgreSQL (opt-in: ``fptrack db partition``).
 
-Why: ``page_codes`` is the largest per-page table (~9.5 KB a page with the GIN index over ``sample``), and its
-GIN is written at random by every page (~313 sampled codes, each on a random leaf). Once the index outgrows
-the cache every insert costs random reads (docs/capacity.md, *When to take each step*). Page ids follow crawl
-time, so with ranges of ids a crawl writes the newest partition only, whose GIN is small enough to stay
-cached; a newly registered work probes every partition's GIN (``sample && ...`` is unchanged:
-:func:`storage.code_index.pages_holding`); retention, ``VACUUM`` and a ``REINDEX`` to pack the index work one
-partition at a time. ``page_id`` is the primary key and the partition key, so the primary key, the foreign key
-to ``pages`` (``ON DELETE CASCADE``) and every query stay as they are.
+Why: ``page_codes``' GIN over ``sample`` is written at random by every page; once it outgrows the cache every
+insert costs random reads. Page ids follow crawl time, so with ranges of ids a crawl writes the newest
+partition only, whose GIN stays cached. ``page_id`` is the primary key and the partition key, so keys, the
+foreign key to ``pages`` and every query stay as they are.
 
 How, without copying a row (:func:`partition_page_codes`): in one transaction the plain table is renamed
-``page_codes_p0`` (its primary-key index and GIN renamed with it), a partitioned ``page_codes`` with the same
-columns, primary key, foreign key and GIN (``ix_page_codes_sample``, ``fastupdate`` off) is created, and
-``page_codes_p0`` is attached as the range ``FROM (MINVALUE) TO (B)``, ``B`` the first multiple of
-``pages_per_partition`` above the largest page id. PostgreSQL then takes the old table's indexes as the
-partitions of the parent's (they match) instead of building new ones, and a ``CHECK (page_id < B)`` added
-just before lets ``ATTACH`` skip its own validation scan (the ``CHECK`` itself reads the heap once: page ids
-only, no index, no TOAST). Then ``ahead`` empty ranges of ``pages_per_partition`` ids follow, named after
-their first id (``page_codes_p3000000``), and a ``DEFAULT`` partition.
+``page_codes_p0`` and attached to a new partitioned ``page_codes`` as ``FROM (MINVALUE) TO (B)`` (its indexes
+become the parent's index partitions; a ``CHECK (page_id < B)`` added first spares ``ATTACH`` its scan), then
+``ahead`` empty ranges of ``pages_per_partition`` ids and a ``DEFAULT`` partition follow. The default is a
+safety net that should stay empty: :func:`ensure_partitions_ahead` (``fptrack maintain``, beat's upkeep) keeps
+``ahead`` empty ranges beyond the largest page id and moves any rows that landed in the default into ranges
+of their own.
 
-The ``DEFAULT`` partition is a safety net: a page id past every range (a crawl that outran maintenance) is
-stored there instead of failing the page's fingerprinting. It is meant to stay empty:
-:func:`ensure_partitions_ahead` (run by ``fptrack maintain`` and Celery beat's upkeep) keeps ``ahead`` empty
-ranges beyond the largest page id, and when rows did land in the default it creates their ranges and moves
-those rows (only those) into them, so the default never grows into an unpartitioned table of its own.
-
-Locks (a live database is fine; writers wait, they do not fail). The conversion holds ``ACCESS EXCLUSIVE`` on
-``page_codes`` and ``SHARE ROW EXCLUSIVE`` on ``pages`` (the new foreign key) for the whole transaction: reads
-and writes of ``page_codes`` and writes of ``pages`` wait for as long as the heap scan of the ``CHECK`` takes
-(docs/capacity.md has the figures). Adding a range later (:func:`ensure_partitions_ahead`) creates a
-table, then attaches it: ``SHARE UPDATE EXCLUSIVE`` on the parent (reads and writes go on),
-``ACCESS EXCLUSIVE`` on the new table and the (empty) default, ``SHARE ROW EXCLUSIVE`` on ``pages`` for the
-cloned foreign key: milliseconds. Every statement gives up after ``LOCK_TIMEOUT`` rather than queue
-everything behind it (a lock request waits behind a long reader, and everyone else behind it). One process at
-a time: a transaction-level advisory lock serialises conversions and upkeep across machines.
-
-Alembic: the models declare a plain ``page_codes``; a partitioned one has the same columns, keys and indexes,
-so the migrations after it keep working (``ALTER TABLE ... ADD COLUMN`` and ``CREATE INDEX`` on the parent
-reach every partition; ``CREATE INDEX CONCURRENTLY`` does not exist for a partitioned table). What an
-autogenerate comparison sees in addition are the partitions themselves, as tables the models do not know:
-:func:`partition_names` lists them for a comparison to skip (tests/integration/storage/test_partitions.py).
-"""
+Locks: the conversion holds ``ACCESS EXCLUSIVE`` on ``page_codes`` and ``SHARE ROW EXCLUSIVE`` on ``pages``
+for the ``CHECK``'s heap scan; adding a range takes milliseconds under ``SHARE UPDATE EXCLUSIVE`` on the
+parent. Every statement gives up after ``LOCK_TIMEOUT``; a transaction-level advisory lock serialises
+conversions and upkeep across machines. Migrations keep working on the parent; :func:`partition_names` lists
+the partitions an autogenerate comparison should skip (docs/storage.md)."""
 
 from __future__ import annotations
 

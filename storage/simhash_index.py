@@ -7,7 +7,7 @@ rows of ``fingerprints``, found within ``layout.k`` bits.
 - :func:`ensure_simhash_indexes`: the expression indexes of a configured layout (the migrations build the
   default's; ``storage.db.migrate`` calls this for another).
 - :func:`bulk_load_simhashes`: many ``(owner, simhash)`` pairs at once by binary ``COPY``, the indexes
-  optionally rebuilt afterwards as pg_restore does (initial loads, re-imports; benchmarks/index_scale.py loads
+  optionally rebuilt afterwards as pg_restore does (initial loads, re-imports; benchmarks.scale.index loads
   10M rows).
 
 Writing one owner's Simhash with its other fingerprints is :func:`storage.fingerprints.write_fingerprints`.

@@ -34,10 +34,13 @@ CHAPTERS = {10: NOVEL, 11: "短", 12: ""}
 def _fill_at_0014(engine: Engine) -> None:
     pages = _page_texts()
     with engine.begin() as connection:
-        connection.execute(text(
-            "INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at) "
-            f"VALUES (1, '西游记', 'x.txt', 'utf-8', 'sha-w', :text, '{NOW}')"
-        ), {"text": NOVEL})  # fmt: skip
+        connection.execute(
+            text(
+                "INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at) "
+                f"VALUES (1, '西游记', 'x.txt', 'utf-8', 'sha-w', :text, '{NOW}')"
+            ),
+            {"text": NOVEL},
+        )
         connection.execute(
             text(
                 'INSERT INTO chapters (id, work_id, "index", title, start, "end", text) '
@@ -53,32 +56,43 @@ def _fill_at_0014(engine: Engine) -> None:
             ),
             [{"id": pid, "url": f"http://p.test/{pid}", "text": body} for pid, body in pages.items()],
         )
-        connection.execute(text(
-            "INSERT INTO page_versions (id, page_id, status, final_url, title, text, content_sha256, "
-            f"snapshot_sha256, encoding, fetched_at, replaced_at) VALUES (50, 101, 200, 'http://p.test/101', "
-            f"'t', :text, 'sha-old', 'snap-old', 'utf-8', '{NOW}', '{NOW}'), (51, 100, 404, '', '', '', 'e', "
-            f"'', '', '{NOW}', '{NOW}')"
-        ), {"text": NOVEL})  # fmt: skip
-        connection.execute(text(
-            "INSERT INTO matches (id, page_id, work_id, chapter_id, score, methods, spans, status, "
-            "first_seen, last_seen, recheck_state, taken_down_at, evidence_version_id) VALUES "
-            f"(7, 100, 1, 10, 0.9, '[\"winnowing\"]', '[[0, 30, 0, 30]]', 'confirmed', '{NOW}', '{NOW}', "
-            "NULL, NULL, NULL), "
-            f"(8, 101, 1, 10, 0.8, '[\"simhash\"]', '[[0, 8, 2, 10]]', 'taken_down', '{NOW}', '{NOW}', "
-            f"'removed', '{NOW}', 50)"
-        ))  # fmt: skip
-        connection.execute(text(
-            "INSERT INTO review_decisions (id, match_id, decision, reviewer, note, decided_at) VALUES "
-            f"(1, 7, 'confirmed', 'ada', '确认', '{NOW}'), (2, 8, 'confirmed', 'ada', '', '{NOW}')"
-        ))  # fmt: skip
-        connection.execute(text(
-            "INSERT INTO takedown_checks (id, match_id, checked_at, outcome, http_status, detail, source) "
-            f"VALUES (1, 8, '{NOW}', 'removed', 200, 'notice', 'recheck')"
-        ))  # fmt: skip
-        connection.execute(text(
-            "INSERT INTO match_notes (id, match_id, author, text, created_at) "
-            f"VALUES (1, 7, 'ada', '已发函', '{NOW}')"
-        ))  # fmt: skip
+        connection.execute(
+            text(
+                "INSERT INTO page_versions (id, page_id, status, final_url, title, text, content_sha256, "
+                "snapshot_sha256, encoding, fetched_at, replaced_at) VALUES "
+                f"(50, 101, 200, 'http://p.test/101', 't', :text, 'sha-old', 'snap-old', 'utf-8', '{NOW}', "
+                f"'{NOW}'), (51, 100, 404, '', '', '', 'e', '', '', '{NOW}', '{NOW}')"
+            ),
+            {"text": NOVEL},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO matches (id, page_id, work_id, chapter_id, score, methods, spans, status, "
+                "first_seen, last_seen, recheck_state, taken_down_at, evidence_version_id) VALUES "
+                f"(7, 100, 1, 10, 0.9, '[\"winnowing\"]', '[[0, 30, 0, 30]]', 'confirmed', '{NOW}', '{NOW}', "
+                "NULL, NULL, NULL), "
+                f"(8, 101, 1, 10, 0.8, '[\"simhash\"]', '[[0, 8, 2, 10]]', 'taken_down', '{NOW}', '{NOW}', "
+                f"'removed', '{NOW}', 50)"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO review_decisions (id, match_id, decision, reviewer, note, decided_at) VALUES "
+                f"(1, 7, 'confirmed', 'ada', '确认', '{NOW}'), (2, 8, 'confirmed', 'ada', '', '{NOW}')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO takedown_checks (id, match_id, checked_at, outcome, http_status, detail, "
+                f"source) VALUES (1, 8, '{NOW}', 'removed', 200, 'notice', 'recheck')"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO match_notes (id, match_id, author, text, created_at) "
+                f"VALUES (1, 7, 'ada', '已发函', '{NOW}')"
+            )
+        )
 
 
 def _records(engine: Engine, columns: dict[str, list[str]]) -> dict[str, list[tuple[Any, ...]]]:

@@ -89,11 +89,15 @@ def test_partitioning_keeps_every_row_and_every_answer(engine: Engine, postgres_
     chapter = demo_chapters("lighthouse.txt")[1]
     excerpt = chapter[len(chapter) // 3 :][:300]
     with Session(engine) as session:
-        copy, quoted, unrelated = _crawl(session, settings, {
-            "http://127.0.0.1/copy.html": "首页 > 小说\n" + chapter + "\n下一章",
-            "http://127.0.0.1/quote.html": NEWS[:800] + excerpt + NEWS[800:1600],
-            "http://127.0.0.1/news.html": NEWS,
-        })  # fmt: skip
+        copy, quoted, unrelated = _crawl(
+            session,
+            settings,
+            {
+                "http://127.0.0.1/copy.html": "首页 > 小说\n" + chapter + "\n下一章",
+                "http://127.0.0.1/quote.html": NEWS[:800] + excerpt + NEWS[800:1600],
+                "http://127.0.0.1/news.html": NEWS,
+            },
+        )
         sample = _work_sample(settings)
         before = {page: held.tolist() for page, held in pages_sharing(session, sample).items()}
         rows_before = _where_rows_are(session)
@@ -114,18 +118,20 @@ def test_partitioning_keeps_every_row_and_every_answer(engine: Engine, postgres_
     with Session(engine) as session:
         # nothing copied, nothing lost: the old table is the first range, its indexes the parent's partitions
         assert _where_rows_are(session) == {page: "page_codes_p0" for page in rows_before}
-        indexes = session.execute(text(
-            "SELECT c.relname, p.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-            "JOIN pg_class p ON p.oid = i.inhparent "
-            "WHERE c.relname LIKE '%page_codes_p0%' AND c.relkind = 'i'"
-        )).all()  # fmt: skip
+        indexes = session.execute(
+            text(
+                "SELECT c.relname, p.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                "JOIN pg_class p ON p.oid = i.inhparent "
+                "WHERE c.relname LIKE '%page_codes_p0%' AND c.relkind = 'i'"
+            )
+        ).all()
         assert set(map(tuple, indexes)) == {
             ("pk_page_codes_p0", "pk_page_codes"),
             ("ix_page_codes_p0_sample", "ix_page_codes_sample"),
         }
-        assert session.execute(text(
-            "SELECT reloptions FROM pg_class WHERE relname = 'ix_page_codes_sample'"
-        )).scalar() == ["fastupdate=off"]  # fmt: skip
+        assert session.execute(
+            text("SELECT reloptions FROM pg_class WHERE relname = 'ix_page_codes_sample'")
+        ).scalar() == ["fastupdate=off"]
 
         # a page crawled once ids pass the first range goes to the next one
         _next_page_id_after(session, 60)

@@ -1,4 +1,4 @@
-"""Retention of pages gone for good (issue 20): their fingerprints go, what a match, a review or a takedown
+"""Retention of pages gone for good: their fingerprints go, what a match, a review or a takedown
 rests on stays; pages still up or gone only lately keep everything. SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -52,12 +52,28 @@ def test_pages_gone_for_good_lose_fingerprints_and_keep_their_evidence(
     session.add(work)
     session.flush()
     long_ago = utcnow() - timedelta(days=40)
-    kept = PageVersion(page_id=gone_long.id, status=200, final_url=gone_long.url, title="", text=TEXT,
-                       content_sha256="v1", snapshot_sha256="s1", encoding="utf-8",
-                       fetched_at=long_ago - timedelta(days=20), replaced_at=long_ago)  # fmt: skip
+    kept = PageVersion(
+        page_id=gone_long.id,
+        status=200,
+        final_url=gone_long.url,
+        title="",
+        text=TEXT,
+        content_sha256="v1",
+        snapshot_sha256="s1",
+        encoding="utf-8",
+        fetched_at=long_ago - timedelta(days=20),
+        replaced_at=long_ago,
+    )
     session.add(kept)
-    session.add(Match(page_id=gone_long.id, work_id=work.id, chapter_id=work.chapters[0].id, score=0.9,
-                      status="confirmed"))  # fmt: skip
+    session.add(
+        Match(
+            page_id=gone_long.id,
+            work_id=work.id,
+            chapter_id=work.chapters[0].id,
+            score=0.9,
+            status="confirmed",
+        )
+    )
     session.commit()
     assert set(load_page_codes(session, ids)) == set(ids)
 
@@ -86,9 +102,16 @@ def test_pages_gone_for_good_lose_fingerprints_and_keep_their_evidence(
 def _fetch(url: str, status: int, text: str, when: datetime) -> CrawledPage:
     digest = hashlib.sha256(f"{status}\n{text}".encode()).hexdigest()
     return CrawledPage(
-        url=url, final_url=url, status=status, encoding="utf-8", title="", text=text,
-        content_sha256=digest, snapshot_sha256=digest, fetched_at=when,
-    )  # fmt: skip
+        url=url,
+        final_url=url,
+        status=status,
+        encoding="utf-8",
+        title="",
+        text=text,
+        content_sha256=digest,
+        snapshot_sha256=digest,
+        fetched_at=when,
+    )
 
 
 def test_a_page_refetched_as_404_on_every_crawl_is_retired_counting_from_its_first_404(
@@ -113,14 +136,18 @@ def test_a_page_refetched_as_404_on_every_crawl_is_retired_counting_from_its_fir
                 process_pages(session, handed, settings)
 
     still_gone, back_up = "http://pirate.test/gone", "http://pirate.test/back"
-    crawl(_fetch(still_gone, 200, "甲" + TEXT, now - timedelta(days=60)),
-          _fetch(back_up, 200, "乙" + TEXT, now - timedelta(days=60)))  # fmt: skip
+    crawl(
+        _fetch(still_gone, 200, "甲" + TEXT, now - timedelta(days=60)),
+        _fetch(back_up, 200, "乙" + TEXT, now - timedelta(days=60)),
+    )
     crawl(
         _fetch(still_gone, 404, "", now - timedelta(days=40)),
         _fetch(back_up, 404, "", now - timedelta(days=40)),
     )
-    crawl(_fetch(still_gone, 404, "", now - timedelta(days=1)),
-          _fetch(back_up, 200, "丙" + TEXT, now - timedelta(days=1)))  # fmt: skip
+    crawl(
+        _fetch(still_gone, 404, "", now - timedelta(days=1)),
+        _fetch(back_up, 200, "丙" + TEXT, now - timedelta(days=1)),
+    )
     with session_scope(sessions) as session:
         rows = {
             url: (as_utc(since) if since else None, as_utc(fetched))
@@ -136,8 +163,12 @@ def test_a_page_refetched_as_404_on_every_crawl_is_retired_counting_from_its_fir
             retire_page_fingerprints(session, gone_before=now - timedelta(days=30), unseen_before=None) == 1
         )
         assert set(load_page_codes(session, list(ids.values()))) == {ids[back_up]}
-        assert session.scalar(select(func.count()).select_from(Fingerprint).where(
-            Fingerprint.page_id == ids[still_gone])) == 0  # fmt: skip
+        assert (
+            session.scalar(
+                select(func.count()).select_from(Fingerprint).where(Fingerprint.page_id == ids[still_gone])
+            )
+            == 0
+        )
         month_ago = now - timedelta(days=30)
         assert retire_page_fingerprints(session, gone_before=month_ago, unseen_before=month_ago) == 0  # done
     engine.dispose()
