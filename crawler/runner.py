@@ -214,6 +214,9 @@ def scrapy_settings(
         {
             "USER_AGENT": settings.user_agent,
             "ROBOTSTXT_OBEY": obey_robots,
+            # a process whose entry point configured logging (the command line's -v/-q) keeps its handler
+            # alone: Scrapy's own would print every line twice
+            "LOG_INSTALL_ROOT_HANDLER": not logging.root.handlers,
             "CONCURRENT_REQUESTS": max(settings.crawl_concurrency, per_site),
             "CONCURRENT_REQUESTS_PER_DOMAIN": per_site,
             # Polite by default: every request takes a turn of the site's shared pace (crawler.pacing), at
