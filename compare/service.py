@@ -11,7 +11,12 @@ A page's verdicts are a function of its text, the registry and (once its site ha
 - :func:`process_pages`: the crawl stage. Fingerprints, indexes and compares pages stored but not compared yet
   (a page already compared at its current content is skipped, so a task delivered twice changes nothing);
 - :func:`recompare_pages`: compare already fingerprinted pages again (new works registered, a site settled);
-- :func:`index_work`: fingerprint a registered work's chapters and find the pages crawled before it.
+- :func:`fingerprint_work` and :func:`index_work`: fingerprint a registered work's chapters and find the pages
+  crawled before it.
+
+A page's verdicts record the registry's serial they were compared at (``pages.registry_serial``), checked
+again under :func:`compare.chapter_index.hold_registry` before they are recorded: a work registered meanwhile
+is compared with then, so each page is either compared with a work or stored before the work's look-up reads.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ __all__ = [
     "Recomparison",
     "Verdict",
     "compare_document",
+    "fingerprint_work",
     "index_work",
     "layout_for",
     "mask_from_positions",
@@ -170,6 +176,7 @@ class _Holders:
 
     tables: dict[str, _CodeTable]
     signed: dict[int, dict[str, np.ndarray]]  # id(document) -> kind -> its distinct signed codes
+    serial: int  # the registry's serial the chapter side was read at (at least: never a later one)
 
     @classmethod
     def fetch(cls, session: Session, documents: Iterable[TextFingerprints], *, owner: Owner) -> _Holders:
@@ -183,8 +190,12 @@ class _Holders:
         # the chapter side from this process's arrays (compare.chapter_index: the registry's version read once
         # for the batch, no code_index query), unless FPTRACK_CHAPTER_INDEX=database
         in_memory = None
+        serial = 0
         if owner == "chapter" and chapter_index.in_memory():
             in_memory = chapter_index.snapshot(session)
+            serial = in_memory.serial
+        elif owner == "chapter":
+            serial = chapter_index.registry_serial(session)  # read before code_index: never after the rows
         tables = {}
         for kind, arrays in wanted.items():
             query = np.unique(np.concatenate(arrays))
@@ -194,7 +205,7 @@ class _Holders:
                 else code_holder_pairs(session, kind, query.tolist(), owner=owner)
             )
             tables[kind] = _CodeTable.of_pairs(pairs)
-        return cls(tables, signed)
+        return cls(tables, signed, serial)
 
     def shared_per_owner(self, document: TextFingerprints, kind: str, *, below: int = 0) -> dict[int, int]:
         """Per owner, the document's codes of ``kind`` it holds; with ``below`` > 0 only the codes fewer than
@@ -366,6 +377,18 @@ def _compare_batch(
     ``ignored``: per document, extra winnowing hashes (signed) to ignore, e.g. its site's template.
     ``contract``: the product's, or a variant with a method off (the ablation of
     ``benchmarks/piracy_eval.py``)."""
+    return _compare_batch_at(session, documents, settings, ignored=ignored, contract=contract)[0]
+
+
+def _compare_batch_at(
+    session: Session,
+    documents: Sequence[TextFingerprints],
+    settings: Settings,
+    *,
+    ignored: Sequence[Collection[int]] | None = None,
+    contract: FingerprintContract = CONTRACT,
+) -> tuple[list[list[Verdict]], int]:
+    """:func:`_compare_batch`, and the registry's serial the verdicts were compared at."""
     layout = layout_for(settings)
     holders = _Holders.fetch(session, documents, owner="chapter")
     candidates = [
@@ -390,7 +413,7 @@ def _compare_batch(
             if c in chapters
         ]
         results.append(sorted(verdicts, key=lambda v: (-v.flagged, -v.score, v.chapter_id)))
-    return results
+    return results, holders.serial
 
 
 def compare_document(
@@ -473,7 +496,7 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
     documents = [fingerprint_text(text, CONTRACT) for _, _, text in rows]
     # Compared before the first write: the comparison only reads the registry, and on SQLite the first write
     # takes the database's one write lock, which the crawl's page store then waits on for the whole batch.
-    verdicts = _compare_batch(session, documents, settings)
+    verdicts, serial = _compare_batch_at(session, documents, settings)
     write_fingerprints(
         session,
         owner="page",
@@ -485,8 +508,12 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
         ],
         sample_window=settings.page_sample_window,
     )
+    # the pages' samples are written: from here to the commit no registration commits (hold_registry), and
+    # one that committed since the compare is compared with now
+    if chapter_index.hold_registry(session) != serial:
+        verdicts, serial = _compare_batch_at(session, documents, settings)
     outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts, settings, fresh=True)
-    _mark_compared(session, [i for i, _, _ in rows], template_masked=False)
+    _mark_compared(session, [i for i, _, _ in rows], template_masked=False, serial=serial)
     # page Simhash and near duplicates (networks), from the texts normalised above
     observe_pages(
         session,
@@ -502,16 +529,18 @@ class Recomparison:
     site by site: :func:`jobs.pipeline.index_and_recheck`), so that a text many pages serve (mirrors, one
     chapter under several URLs) is fingerprinted and compared once.
 
-    A verdict is a function of the text, the hashes ignored on it and the registry, which does not change
-    during the pass: it is kept by the text's SHA-256 and the hashes ignored (a site's template, one object
-    for all its pages). Up to ``max_documents`` fingerprints are kept for texts compared again with other
-    hashes ignored (about 95 KB each for a 6,000-character page), the most recently used."""
+    A verdict is a function of the text, the hashes ignored on it and the registry: it is kept by the text's
+    SHA-256 and the hashes ignored (a site's template, one object for all its pages), for as long as the
+    registry's serial stays the one they were compared at (:attr:`serial`; a change forgets them all). Up to
+    ``max_documents`` fingerprints are kept for texts compared again with other hashes ignored (about 95 KB
+    each for a 6,000-character page), the most recently used."""
 
     def __init__(self, *, max_documents: int = 256) -> None:
         self.max_documents = max_documents
         self._documents: OrderedDict[bytes, TextFingerprints] = OrderedDict()
         self._verdicts: dict[tuple[bytes, frozenset[int]], list[Verdict]] = {}
         self._ignored: dict[frozenset[int], frozenset[int]] = {}
+        self.serial: int | None = None  # the registry's serial the verdicts kept were compared at
         self.compared = 0  # (text, ignored hashes) pairs compared
         self.reused = 0  # pages given a verdict compared before
 
@@ -536,10 +565,22 @@ class Recomparison:
         self.reused += len(keys) - len(missing)
         if missing:
             documents = [self._document(digest, text) for (digest, _), text in missing.items()]
-            found = _compare_batch(session, documents, settings, ignored=[codes for _, codes in missing])
+            found, serial = _compare_batch_at(
+                session, documents, settings, ignored=[codes for _, codes in missing]
+            )
+            if self.serial is not None and serial != self.serial:
+                # the registry changed during the pass: what was kept was compared without the change
+                self.forget()
+                return self.verdicts(session, texts, ignored, settings)
+            self.serial = serial
             self._verdicts.update(zip(missing, found, strict=True))
             self.compared += len(missing)
         return [list(self._verdicts[key]) for key in keys]
+
+    def forget(self) -> None:
+        """Drop every verdict kept (the registry changed since they were compared)."""
+        self._verdicts.clear()
+        self.serial = None
 
     def _document(self, digest: bytes, text: str) -> TextFingerprints:
         document = self._documents.pop(digest, None) or fingerprint_text(text, CONTRACT)
@@ -568,25 +609,27 @@ def recompare_pages(
         return []
     ignored = ignored or {}
     recomparison = recomparison if recomparison is not None else Recomparison()
-    verdicts = recomparison.verdicts(
-        session,
-        [text for _, _, text in rows],
-        [frozenset(ignored.get(i, ())) for i, _, _ in rows],
-        settings,
-    )
+    texts = [text for _, _, text in rows]
+    ignored_sets = [frozenset(ignored.get(i, ())) for i, _, _ in rows]
+    verdicts = recomparison.verdicts(session, texts, ignored_sets, settings)
+    if chapter_index.hold_registry(session) != recomparison.serial:  # as process_pages
+        recomparison.forget()
+        verdicts = recomparison.verdicts(session, texts, ignored_sets, settings)
+    serial = recomparison.serial
     outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts, settings)
     masked = {i for i, codes in ignored.items() if codes}
-    _mark_compared(session, [i for i, _, _ in rows if i in masked], template_masked=True)
-    _mark_compared(session, [i for i, _, _ in rows if i not in masked], template_masked=False)
+    _mark_compared(session, [i for i, _, _ in rows if i in masked], template_masked=True, serial=serial)
+    _mark_compared(session, [i for i, _, _ in rows if i not in masked], template_masked=False, serial=serial)
     return outcomes
 
 
-def _mark_compared(session: Session, page_ids: Sequence[int], *, template_masked: bool) -> None:
+def _mark_compared(
+    session: Session, page_ids: Sequence[int], *, template_masked: bool, serial: int | None
+) -> None:
     now = utcnow()
+    values = {"compared_at": now, "template_masked": template_masked, "registry_serial": serial}
     for chunk in id_chunks(page_ids):
-        session.execute(
-            update(Page).where(Page.id.in_(chunk)).values(compared_at=now, template_masked=template_masked)
-        )
+        session.execute(update(Page).where(Page.id.in_(chunk)).values(**values))
     prune_exchanges(session, page_ids)  # a page without a match keeps no raw exchange (issue 21)
 
 
@@ -776,28 +819,50 @@ def retro_candidates(
     )
 
 
-def index_work(session: Session, work_id: int, settings: Settings) -> list[int]:
-    """Fingerprint and index every chapter of a work; returns the ids of already-crawled pages that may copy
-    it (retroactive detection re-compares those pages exactly, from their text: :func:`recompare_pages`).
-
-    One write for all chapters (binary ``COPY`` on PostgreSQL) and one page-side look-up for the whole work:
-    the work's own sample (:func:`storage.fingerprints.page_sample` of every chapter, at the smallest window
-    a stored page was sampled at) against the pages' samples (:func:`storage.code_index.pages_sharing`), then
-    :func:`retro_candidates`. A passage of ``W + k - 1`` characters (71 at the default window W = 64) that a
-    page shares with a chapter has one minimum over its W k-grams, kept by both samples: it is always found,
-    with a quarter of the look-ups of the chapter's every code.
-    """
+def fingerprint_work(session: Session, work_id: int, settings: Settings) -> None:
+    """Fingerprint and index every chapter of a work: one write for all chapters (binary ``COPY`` on
+    PostgreSQL). Its commit is when the work becomes visible to the pages compared from then on (the
+    registry's serial moves); commit it before :func:`index_work` looks up the pages stored before, so that
+    the registry is not held while it does (see docs/compare.md, "Registering while pages are compared")."""
     if session.get(Work, work_id) is None:
         raise LookupError(f"no work with id {work_id}")
-    layout = layout_for(settings)
-    chapters = session.execute(select(Chapter.id, Chapter.text).where(Chapter.work_id == work_id)).all()
-    documents = [(int(chapter_id), chapter_document(text)) for chapter_id, text in chapters]
     write_fingerprints(
         session,
         owner="chapter",
-        layout=layout,
-        items=[FingerprintSet(i, document.simhash, document.index_arrays()) for i, document in documents],
+        layout=layout_for(settings),
+        items=[
+            FingerprintSet(i, document.simhash, document.index_arrays())
+            for i, document in _documents_of(session, work_id)
+        ],
     )
+
+
+def _documents_of(session: Session, work_id: int) -> list[tuple[int, TextFingerprints]]:
+    chapters = session.execute(select(Chapter.id, Chapter.text).where(Chapter.work_id == work_id)).all()
+    return [(int(chapter_id), chapter_document(text)) for chapter_id, text in chapters]
+
+
+def index_work(
+    session: Session, work_id: int, settings: Settings, *, fingerprinted: bool = False
+) -> list[int]:
+    """Fingerprint and index every chapter of a work (:func:`fingerprint_work`, unless ``fingerprinted``: done
+    and committed already); returns the ids of already-crawled pages that may copy it (retroactive detection
+    re-compares those pages exactly, from their text: :func:`recompare_pages`).
+
+    One page-side look-up for the whole work: the work's own sample
+    (:func:`storage.fingerprints.page_sample` of every chapter, at the smallest window a stored page was
+    sampled at) against the pages' samples (:func:`storage.code_index.pages_sharing`), then
+    :func:`retro_candidates`. A passage of ``W + k - 1`` characters (71 at the default window W = 64) that a
+    page shares with a chapter has one minimum over its W k-grams, kept by both samples: it is always found,
+    with a quarter of the look-ups of the chapter's every code. A page not yet stored when the look-up reads
+    compares with the work itself (:func:`process_pages` checks the registry before it commits).
+    """
+    if not fingerprinted:
+        fingerprint_work(session, work_id, settings)
+    elif session.get(Work, work_id) is None:
+        raise LookupError(f"no work with id {work_id}")
+    layout = layout_for(settings)
+    documents = _documents_of(session, work_id)
     window = session.scalar(select(func.min(PageCodes.sample_window)))
     if window is None:
         return []  # no page fingerprinted yet: nothing to look up (a new deployment registering its works)

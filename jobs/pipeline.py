@@ -33,7 +33,6 @@ __all__ = [
     "index_and_recheck",
     "settle_crawled_sites",
     "settle_sites",
-    "sites_of",
     "sweep_left_behind",
     "unsettled_sites",
     "warm_up",
@@ -43,18 +42,6 @@ log = logging.getLogger(__name__)
 
 RECHECK_BATCH = 64
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def sites_of(session: Session, page_ids: Iterable[int]) -> list[int]:
-    found: set[int] = set()
-    for chunk in id_chunks(page_ids):
-        found.update(
-            int(s or 0)
-            for s in session.scalars(
-                select(Page.site_id).where(Page.id.in_(chunk), Page.site_id.is_not(None))
-            )
-        )
-    return sorted(found)
 
 
 def settle_sites(session: Session, site_ids: Iterable[int], settings: Settings) -> int:
@@ -89,12 +76,15 @@ def warm_up(sessions: sessionmaker[Session], settings: Settings) -> None:
         log.debug("reading the registry ahead of the first page failed", exc_info=True)
 
 
-def index_and_recheck(session: Session, work_id: int, settings: Settings) -> int:
-    """Index a registered work, compare again the pages crawled before it that may copy it, each with its
-    site's settled template (:func:`compare.templates.settle_pages`: a site's other pages keep their verdicts,
-    a site never settled or changed since is settled whole); returns the number of pages now copying the
-    work."""
-    candidates = index_work(session, work_id, settings)
+def index_and_recheck(
+    session: Session, work_id: int, settings: Settings, *, fingerprinted: bool = False
+) -> int:
+    """Index a registered work (``fingerprinted``: its fingerprints are written and committed already:
+    :func:`compare.service.fingerprint_work`), compare again the pages crawled before it that may copy it,
+    each with its site's settled template (:func:`compare.templates.settle_pages`: a site's other pages keep
+    their verdicts, a site never settled or changed since is settled whole); returns the number of pages now
+    copying the work."""
+    candidates = index_work(session, work_id, settings, fingerprinted=fingerprinted)
     by_site: dict[int | None, list[int]] = defaultdict(list)
     for chunk in id_chunks(candidates):
         for page_id, site_id in session.execute(select(Page.id, Page.site_id).where(Page.id.in_(chunk))):

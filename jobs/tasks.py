@@ -116,11 +116,15 @@ def process_one_page(page_id: int) -> int:
 @celery.task(name="fptrack.index_work", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
 def index_work(work_id: int) -> int:
     """Fingerprint a newly registered work and re-compare the pages crawled before it; returns the number of
-    pages now flagged against it."""
+    pages now flagged against it. Two transactions: the fingerprints, committed at once (the registry is held
+    while they commit: docs/compare.md), then the look-up of the pages stored before and their re-compare."""
+    from fptrack.compare.service import fingerprint_work
     from fptrack.jobs.pipeline import index_and_recheck
 
     with session_scope(task_sessions()) as session:
-        return index_and_recheck(session, work_id, task_settings())
+        fingerprint_work(session, work_id, task_settings())
+    with session_scope(task_sessions()) as session:
+        return index_and_recheck(session, work_id, task_settings(), fingerprinted=True)
 
 
 @celery.task(name="fptrack.settle_site", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]

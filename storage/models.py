@@ -60,6 +60,7 @@ __all__ = [
     "NOTICE_STATES",
     "OUTBOUND_KINDS",
     "PAGE_SAMPLE_INDEX",
+    "REGISTRY_LOCK_KEY",
     "RENDER_JS_MODES",
     "REVIEW_DECISIONS",
     "TAKEDOWN_OUTCOMES",
@@ -356,6 +357,8 @@ class Page(Base):
     compared_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # the page's verdicts were decided with its site's template masked (compare.templates)
     template_masked: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sql_text("false"))
+    # the registry's serial (RegistryVersion.serial) the page's verdicts were compared at
+    registry_serial: Mapped[int | None] = mapped_column(BigInteger)
     # a chapter split over pages: the URL of this page's next part ("下一页"), '' when none
     # (compare.multipage)
     next_part_url: Mapped[str] = mapped_column(String(2048), default="", server_default="")
@@ -591,6 +594,14 @@ class RegistryVersion(Base):
     id_sum: Mapped[int] = mapped_column(BigInteger)
     max_id: Mapped[int] = mapped_column(BigInteger)
     last_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # one more at every statement (PostgreSQL) or row (SQLite) that writes or deletes a chapter's rows: what
+    # a page records it was compared at (Page.registry_serial)
+    serial: Mapped[int] = mapped_column(BigInteger, default=0, server_default=sql_text("0"))
+
+
+REGISTRY_LOCK_KEY = 0x66707276  # "fprv"
+"""The PostgreSQL advisory lock a change of the registry takes exclusively (its triggers) and a batch of pages
+shared from its last look at the registry to its commit (:func:`compare.chapter_index.hold_registry`)."""
 
 
 def registry_version_ddl(dialect: str) -> list[str]:
@@ -752,7 +763,7 @@ class MatchRollup(Base):
 
     Kept by the database itself (:func:`match_rollup_ddl`: triggers on ``matches`` and ``pages``), in the same
     transaction as every write that changes a match's key or status (``compare.service.record_matches``,
-    ``services.review.record_decision``, re-comparisons, cascades from deleted works, chapters and pages), so no
+    ``services.review.record_decision``, re-comparisons, cascades from deleted works, chapters, pages), so no
     write path can forget it. Rows that fall to zero are removed. ``fptrack analytics rebuild`` recomputes it.
     No foreign keys: a row outlives nothing, and deletes cascade through ``matches``' own triggers.
     """
@@ -1086,7 +1097,7 @@ class PageExchange(Base):
     may rest on it: written by the crawl store, dropped once the page is compared and has no match, and for a
     page with matches kept for its current content and every version kept of it (keyed by the snapshot
     SHA-256 each of them records). An evidence bundle writes it as WARC request and response records whose
-    payload hashes to ``snapshot_sha256`` (admin/evidence_bundle.py)."""
+    payload hashes to ``snapshot_sha256`` (services/evidence/bundle.py)."""
 
     __tablename__ = "page_exchanges"
     __table_args__ = (UniqueConstraint("page_id", "snapshot_sha256"),)
