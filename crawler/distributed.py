@@ -300,10 +300,13 @@ class SharedCrawl:
         self._scripts = {
             name: client.register_script(body)
             for name, body in (
-                ("start", _START_OR_JOIN), ("idle", _IDLE), ("heartbeat", _HEARTBEAT), ("leave", _LEAVE),
+                ("start", _START_OR_JOIN),
+                ("idle", _IDLE),
+                ("heartbeat", _HEARTBEAT),
+                ("leave", _LEAVE),
                 ("forget", _FORGET_CURRENT),
             )
-        }  # fmt: skip
+        }
 
     def __deepcopy__(self, memo: dict[int, Any]) -> SharedCrawl:
         return self  # travels through Scrapy's settings, which are deep-copied; shared on purpose
@@ -441,9 +444,12 @@ class SharedCrawl:
         self._stop_heartbeat()
         stats = part.stats
         counts: Counter[str] = Counter(
-            stored=part.stored, unchanged=part.unchanged, to_compare=part.to_compare, processes=1,
+            stored=part.stored,
+            unchanged=part.unchanged,
+            to_compare=part.to_compare,
+            processes=1,
             interrupted=int(part.interrupted),
-        )  # fmt: skip
+        )
         failures: list[tuple[str, str]] = []
         if stats is not None:
             counts.update(
@@ -465,8 +471,9 @@ class SharedCrawl:
             pipe.rpush(keys.errors, part.error)
         for key in (keys.totals, keys.failures, keys.errors):
             pipe.expire(key, KEY_TTL_SECONDS)
-        self._scripts["leave"](keys=[keys.members, keys.state, keys.busy, keys.alive], args=[self.member],
-                               client=pipe)  # fmt: skip
+        self._scripts["leave"](
+            keys=[keys.members, keys.state, keys.busy, keys.alive], args=[self.member], client=pipe
+        )
         return bool(pipe.execute()[-1])
 
     def totals(self, elapsed_seconds: float) -> tuple[CrawlStats, CrawlPart, list[str]]:

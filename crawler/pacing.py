@@ -3,32 +3,23 @@
 or 503 with ``Retry-After``, is held for every process that fetches from it, then asked again, slower, until
 it answers.
 
-:class:`PaceRequests` is a downloader middleware. Its ``process_request`` runs after the site scope and the
-private-address guard have allowed the request (its number is higher than theirs), and before the request
-reaches Scrapy's download slot. The database call runs in Twisted's thread pool and the wait is a timer on the
-reactor, so the reactor never blocks. In this process at most one request per site waits for a turn at a
-time (a per-site lock): the others queue here rather than reserving slots far ahead in the shared pace,
-which would keep other processes (a re-check) waiting behind them.
+:class:`PaceRequests` is a downloader middleware. ``process_request`` runs after the site scope and the
+private-address guard (its number is higher than theirs) and before Scrapy's download slot; the database call
+runs in Twisted's thread pool and the wait is a reactor timer. At most one request per site waits for a turn
+at a time in this process, so that the others do not reserve slots far ahead of other processes.
 
-Its ``process_response`` sees a response before Scrapy's RetryMiddleware: a 429 (with or without
-``Retry-After``), or a 503 with ``Retry-After``, holds the site and sends the request again; after
-:data:`MAX_TRIES` tries, or once the holds of one request add up to ``FPTRACK_RETRY_AFTER_MAX``, the request
-fails with the reason (a failure of the crawl, never a page). A 503 without ``Retry-After`` is an ordinary
-server error, left to RetryMiddleware.
+``process_response`` runs before Scrapy's RetryMiddleware: a 429, or a 503 with ``Retry-After``, holds the
+site and sends the request again; after :data:`MAX_TRIES` tries, or once one request's holds add up to
+``FPTRACK_RETRY_AFTER_MAX``, the request fails with the reason. A 503 without ``Retry-After`` is left to
+RetryMiddleware.
 
 A site paced faster than one request every :data:`BLOCK_SECONDS` takes its turns a block at a time: one turn
-of the shared pace at ``1 / n`` of the site's rate reserves a window of ``n`` slots (``n = rate x
-BLOCK_SECONDS``) for this process, which it spends one request per slot, on the reactor, with no database
-statement and no thread hop until the block is used up or its window is over. The site sees the same rate at
-most (``n`` requests in a window reserved for ``n``); other processes sharing it wait for the window to end,
-at most :data:`BLOCK_SECONDS`. At the default rate (one request a second) every request still takes a turn
-of its own. Why: a turn is a write; on SQLite every write waits for any other writer of the file (a batch of
-pages being compared in the same crawl), and the crawl's requests to a site take their turns one after the
-other, so a turn per request at a fast pace stalled the whole crawl behind each write of another process.
+at ``1 / n`` of the site's rate reserves a window of ``n`` slots, spent one request per slot on the reactor
+with no database write, so the site sees the same rate and a fast pace costs one write per block, not per
+request (on SQLite each write waits for every other writer of the file).
 
-Counted in the crawl's stats: ``fptrack/requests`` (sent), ``fptrack/peak_requests_per_second`` (the most
-sent to one site in any one-second window), ``fptrack/retry_after_waits`` (holds) and
-``fptrack/rate_limited_failures`` (requests given up).
+Stats: ``fptrack/requests``, ``fptrack/peak_requests_per_second``, ``fptrack/retry_after_waits`` and
+``fptrack/rate_limited_failures``.
 """
 
 from __future__ import annotations

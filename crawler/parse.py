@@ -144,8 +144,15 @@ def parse_response(
         return ParsedResponse(page=page, links=())
 
     if response.status == 304:
-        page = CrawledPage(encoding="", title="", text="", content_sha256="", error="not modified",
-                           not_modified=True, **common)  # type: ignore[arg-type]  # fmt: skip
+        page = CrawledPage(
+            encoding="",
+            title="",
+            text="",
+            content_sha256="",
+            error="not modified",
+            not_modified=True,
+            **common,  # type: ignore[arg-type]
+        )
         return ParsedResponse(page=page, links=())
     if response.status != 200:
         return without_text(f"HTTP {response.status}")
@@ -284,9 +291,14 @@ def describe_failure(
         return "download cancelled" + (f": {message}" if message else "")
     if isinstance(
         error,
-        (ResponseNeverReceived, ResponseFailed, net.ConnectionLost, net.ConnectionDone,
-         *kinds("ResponseDataLossError", "DownloadFailedError")),
-    ):  # fmt: skip
+        (
+            ResponseNeverReceived,
+            ResponseFailed,
+            net.ConnectionLost,
+            net.ConnectionDone,
+            *kinds("ResponseDataLossError", "DownloadFailedError"),
+        ),
+    ):
         return "connection lost" + (f": {message}" if message else " before the response was complete")
     if isinstance(error, scrapy_errors.IgnoreRequest):
         if message.startswith("max redirections reached"):

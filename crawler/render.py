@@ -1,45 +1,26 @@
 """Pages whose text is built by scripts: render them in Debian's Chromium (scrapy-playwright), then extract as
 usual.
 
-Pirate sites hide chapters from plain crawlers: the HTML holds an empty ``<div id="content">`` and a script
-fills it from a JSON endpoint, or ``document.write`` prints it. Fetched statically such a page has no main
-text, so no copy is ever found. A crawl's ``render_js`` setting decides which pages a browser renders:
+A crawl's ``render_js`` decides which pages a browser renders: ``auto`` (default) renders an HTML page (status
+200) whose static main text is shorter than ``FPTRACK_RENDER_MIN_CHARS`` while it carries a ``<script>``;
+``yes`` renders every HTML page (a one-line error before the crawl when Chromium is missing); ``no`` never.
+Without Chromium, ``auto`` renders nothing and the crawl records why (``CrawlStats.notes``). The rendered DOM
+goes through the same :func:`crawler.parse.parse_response` and pipeline as a static page: one page per URL,
+counted once against ``max_pages``; a render that fails keeps the static page.
 
-- ``auto`` (default): an HTML page (status 200) whose static main text is shorter than
-  ``FPTRACK_RENDER_MIN_CHARS`` while it carries a ``<script>`` is requested again through the browser; the
-  others are not (a browser costs far more than a download). Without Chromium, nothing is rendered and the
-  crawl records why (``CrawlStats.notes``).
-- ``yes``: every HTML page is rendered (a one-line error before the crawl when Chromium is missing);
-- ``no``: never.
+Once :data:`DIRECT_AFTER` of a host's pages needed the browser and they outnumber those that did not, the
+host's new pages are requested through the browser at once (:meth:`RenderPlan.direct_meta`); a direct render
+that fails is fetched again plainly. The verdict is stored per managed site (:func:`learned_verdict`,
+:mod:`jobs.site_crawl`) and read by the next crawl (:mod:`crawler.known`); each page rendered at once still
+parses the document the server sent (:func:`take_document`), so a site that stops needing the browser is
+unlearned without a request more. Scripts and stylesheets are fetched once per crawl (:class:`ResourceCache`).
 
-The rendered DOM (``page.content()`` once the page loaded and its network went quiet) is handed to the same
-:func:`crawler.parse.parse_response` and the same pipeline as a static page: one page per URL either way,
-counted once against ``max_pages``. A render that fails (timeout, crash) keeps the static page.
-
-A site built by scripts is fetched once per page, not twice: once :data:`DIRECT_AFTER` of a host's pages
-needed the browser (and gave text there) and they outnumber the host's pages that did not (listings, entry
-pages and tables of contents, tell nothing of its chapters and are not counted), the crawl requests that
-host's new pages through the browser at once (:meth:`RenderPlan.direct_meta`, ``RENDER_DIRECT``), and so
-does every page with ``render_js=yes``. A direct render that fails is fetched again plainly
-(crawler/spiders.py). The verdict outlives the crawl: a managed site's crawl stores it
-(``sites.render_direct``, :func:`learned_verdict`, written by :mod:`jobs.site_crawl`) and the next crawl, a
-new process, starts from it (:mod:`crawler.known`) instead of fetching its first pages twice again. Each page
-rendered at once still tells whether the browser was needed: its own document, as the server sent it
-(:meth:`BrowserRequestGuard.route` keeps it, :func:`take_document`), is parsed too, and pages whose static
-text was enough count against the verdict, so a site that stops building its pages by script is unlearned
-without a request more.
-
-A page's scripts and stylesheets are fetched once per crawl (:class:`ResourceCache`): a browser whose requests
-are routed keeps no HTTP cache of its own, so without it every rendered chapter would ask the site for the
-same ``/js/common.js`` again.
-
-The private-address guard holds for the browser: the page itself was checked by
-:class:`crawler.guard.PrivateAddressGuard` like every Scrapy request, and every request the browser makes
-(scripts, XHR/fetch, frames) goes through the route handler of :class:`BrowserRequestGuard`, which aborts
-those to refused destinations (recording each as a failure of the crawl) and fetches the others itself one
-redirect hop at a time, each hop checked. Chromium itself is started with a proxy that refuses every
-connection and a resolver that finds no host: what is not routed (its own update checks) reaches nothing.
-Images, media and fonts are never fetched (no text in them). See docs/monitoring.md."""
+The private-address guard holds for the browser: every request it makes goes through
+:class:`BrowserRequestGuard`'s route handler, which aborts refused destinations and fetches the others itself,
+one checked redirect hop at a time; Chromium's own proxy refuses every connection and its resolver finds no
+host, so what is not routed reaches nothing. Images, media and fonts are never fetched. See
+docs/monitoring.md.
+"""
 
 from __future__ import annotations
 

@@ -30,8 +30,11 @@ def _markup(title: str, paragraphs: list[str]) -> str:
 
 def _fptrack(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     env = clean_environ()
-    env.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url,
-               FPTRACK_CRAWL_TIMEOUT="5")  # fmt: skip
+    env.update(
+        FPTRACK_DATA_DIR=str(settings.data_dir),
+        FPTRACK_DATABASE_URL=settings.database_url,
+        FPTRACK_CRAWL_TIMEOUT="5",
+    )
     return subprocess.run(
         [sys.executable, "-m", "fptrack.cli", *args],
         env=env,
@@ -72,8 +75,9 @@ def test_second_crawl_gets_304s_and_an_edit_is_compared_again(settings: Settings
             site.set(path, _markup(f"第{number}章", CHAPTERS[number].split("\n")))
 
         def crawl() -> subprocess.CompletedProcess[str]:
-            result = _fptrack(settings, "crawl", site.url("/"), "--depth", "1", "--quiet",
-                              "--allow-private-host", site.key)  # fmt: skip
+            result = _fptrack(
+                settings, "crawl", site.url("/"), "--depth", "1", "--quiet", "--allow-private-host", site.key
+            )
             assert result.returncode == 0, result.stderr
             return result
 
@@ -133,9 +137,19 @@ def test_a_sites_validators_are_read_at_once_and_only_its_own(settings: Settings
     from fptrack.storage.sites import site_of
 
     def fetch(url: str, status: int = 200, etag: str = "", modified: str = "") -> CrawledPage:
-        return CrawledPage(url=url, final_url=url, status=status, encoding="utf-8", title="", text=url * 3,
-                           content_sha256=url, snapshot_sha256=url, fetched_at=utcnow(), etag=etag,
-                           last_modified=modified)  # fmt: skip
+        return CrawledPage(
+            url=url,
+            final_url=url,
+            status=status,
+            encoding="utf-8",
+            title="",
+            text=url * 3,
+            content_sha256=url,
+            snapshot_sha256=url,
+            fetched_at=utcnow(),
+            etag=etag,
+            last_modified=modified,
+        )
 
     engine = create_engine_for(settings)
     try:

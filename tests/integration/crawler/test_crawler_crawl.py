@@ -228,8 +228,11 @@ def test_max_pages_is_exact() -> None:
     assert result.stats["pages_seen"] == 7
     assert result.pages[0]["url"] == site + "/"  # breadth first: the start page comes first
     assert result.progress[-1] == {
-        "pages_seen": 7, "max_pages": 7, "last_url": result.pages[-1]["url"], "last_status": 200,
-    }  # fmt: skip
+        "pages_seen": 7,
+        "max_pages": 7,
+        "last_url": result.pages[-1]["url"],
+        "last_status": 200,
+    }
 
 
 def test_unreachable_start_url_is_a_failure_not_a_crash() -> None:

@@ -40,9 +40,9 @@ def _site_pages(delay: float) -> dict[str, SitePage]:
     pages["/"] = SitePage.html(f"<html><body><h1>目录</h1>{sections}</body></html>", delay=delay)
     for s in range(SECTIONS):
         chapters = "".join(f'<a href="/c/{s}-{c}.html">第{c}章</a> ' for c in range(CHAPTERS_PER_SECTION))
-        pages[f"/s/{s}/"] = SitePage.html(f"<html><body><h1>卷{s}</h1>{chapters}<a "
-                                          "href='/'>目录</a></body></html>",
-                                          delay=delay)  # fmt: skip
+        pages[f"/s/{s}/"] = SitePage.html(
+            f"<html><body><h1>卷{s}</h1>{chapters}<a href='/'>目录</a></body></html>", delay=delay
+        )
         for c in range(CHAPTERS_PER_SECTION):
             text = "".join(f"<p>{p}（{s}-{c}）</p>" for p in (PARAGRAPHS + OTHER_PARAGRAPHS))
             links = (
@@ -215,9 +215,11 @@ def test_distributed_without_redis_is_a_one_line_error(postgres_settings: Settin
         for extra, expected in (
             ({}, "error: a distributed crawl needs Redis: set FPTRACK_CRAWL_REDIS_URL"),
             ({"FPTRACK_BROKER_URL": "amqp://127.0.0.1//"}, "error: a distributed crawl needs Redis"),
-            ({"FPTRACK_CRAWL_REDIS_URL": closed_port_url().replace("http", "redis")},
-             "error: cannot reach the crawl Redis at redis://127.0.0.1:"),
-        ):  # fmt: skip
+            (
+                {"FPTRACK_CRAWL_REDIS_URL": closed_port_url().replace("http", "redis")},
+                "error: cannot reach the crawl Redis at redis://127.0.0.1:",
+            ),
+        ):
             completed = subprocess.run(
                 _crawl_command(base),
                 cwd=REPO_ROOT,
@@ -253,8 +255,18 @@ def test_a_distributed_site_run_twice_is_one_crawl(
     # slow enough that the joiner, started once the crawl runs, finds it running
     pages = _site_pages(delay=0.2)
     with serve_site(pages) as base:
-        added = cli("sites", "add", "shared-books", base + "/", "--depth", "3", "--max-pages", "1000",
-                    "--allow-private", "--distributed")  # fmt: skip
+        added = cli(
+            "sites",
+            "add",
+            "shared-books",
+            base + "/",
+            "--depth",
+            "3",
+            "--max-pages",
+            "1000",
+            "--allow-private",
+            "--distributed",
+        )
         assert added.returncode == 0, added.stderr
         shown = cli("sites", "show", "shared-books")
         assert "distributed    True" in shown.stdout, shown.stdout

@@ -37,10 +37,13 @@ def _process(stale: float = 120.0) -> SharedCrawl:
 
 def _stats(pages: int, failures: int = 0) -> CrawlStats:
     return CrawlStats(
-        pages_seen=pages, pages_with_text=pages, by_status={200: pages},
+        pages_seen=pages,
+        pages_with_text=pages,
+        by_status={200: pages},
         failures=tuple((f"http://{SITE}/gone/{n}", "connection refused") for n in range(failures)),
-        elapsed_seconds=1.0, counters={"fptrack/links_off_site": 1},
-    )  # fmt: skip
+        elapsed_seconds=1.0,
+        counters={"fptrack/links_off_site": 1},
+    )
 
 
 def test_the_redis_url_comes_from_the_setting_or_a_redis_broker() -> None:

@@ -65,8 +65,9 @@ def test_with_an_http_proxy_refused_destinations_never_reach_the_proxy() -> None
         }
         env.update(http_proxy=f"http://127.0.0.1:{proxy.port}", no_proxy="")
         control = site + "/via-proxy.html"  # allowed: proves the proxy is in effect for this crawl
-        result = crawl_in_child([control, *refused], depth=0, allow=[site.key], env=env,
-                                settings={"crawl_obey_robots": False})  # fmt: skip
+        result = crawl_in_child(
+            [control, *refused], depth=0, allow=[site.key], env=env, settings={"crawl_obey_robots": False}
+        )
     assert site.requests == []  # the allowed page went through the proxy, not directly
     assert proxy.received == [f"GET {control} HTTP/1.1"]
     failures = dict(map(tuple, result.stats["failures"]))

@@ -1,7 +1,6 @@
 """Hostile sites, crawled for real on 127.0.0.1: each ends in a clear record (a page, or a failure with its
 reason) at a bounded cost. Robots.txt, private-address redirects, 404/500 and timeouts have their tests beside
-the crawler's (test_polite.py, test_guard.py, test_crawler_crawl.py); this file holds the rest of issue 10's
-list."""
+the crawler's (test_polite.py, test_guard.py, test_crawler_crawl.py); this file holds the rest."""
 
 from __future__ import annotations
 
@@ -51,8 +50,11 @@ def test_a_page_of_200000_links_is_stopped_by_sigterm_and_the_job_says_interrupt
     with serve_site({"/": _many_links(200_000)}) as base:
         crawl = subprocess.Popen(
             [*cli, "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "-q"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and "/" not in base.page_requests:
             time.sleep(0.05)

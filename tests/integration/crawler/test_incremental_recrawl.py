@@ -27,12 +27,19 @@ CHAPTERS = demo_chapters("lighthouse.txt")
 
 def _fptrack(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     env = clean_environ()
-    env.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url,
-               FPTRACK_CRAWL_TIMEOUT="5")  # fmt: skip
+    env.update(
+        FPTRACK_DATA_DIR=str(settings.data_dir),
+        FPTRACK_DATABASE_URL=settings.database_url,
+        FPTRACK_CRAWL_TIMEOUT="5",
+    )
     return subprocess.run(
-        [sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True, timeout=180,
+        [sys.executable, "-m", "fptrack.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
         check=False,
-    )  # fmt: skip
+    )
 
 
 def _chapter(title: str, paragraphs: list[str]) -> str:
@@ -56,8 +63,11 @@ def test_a_recrawl_fetches_listings_and_new_pages_not_known_chapters(settings: S
     assert _fptrack(settings, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
     chapters = [f"/book/{n}.html" for n in range(3)]
     with serve_live_site() as site:
-        site.set("/", "<html><body><h1>书站</h1><a href='/book/'>某书</a> <a href='/rank/'>排行</a> "
-                      "<a href='/full/'>全本</a> <a href='/new/'>新书</a></body></html>")  # fmt: skip
+        site.set(
+            "/",
+            "<html><body><h1>书站</h1><a href='/book/'>某书</a> <a href='/rank/'>排行</a> "
+            "<a href='/full/'>全本</a> <a href='/new/'>新书</a></body></html>",
+        )
         for path in ("/rank/", "/full/", "/new/"):
             site.set(path, "<html><body><a href='/'>首页</a></body></html>")
         for number, path in enumerate(chapters[:2]):
@@ -116,14 +126,25 @@ def test_known_pages_are_sorted_once_a_site_has_listings(session: Session, setti
     session.flush()
 
     def page(url: str, *, site_id: int, status: int = 200, error: str = "", listing: bool = False) -> Page:
-        return Page(url=url, final_url=url, host="a.test", status=status, error=error, listing=listing,
-                    site_id=site_id, fetched_at=datetime.now(UTC))  # fmt: skip
+        return Page(
+            url=url,
+            final_url=url,
+            host="a.test",
+            status=status,
+            error=error,
+            listing=listing,
+            site_id=site_id,
+            fetched_at=datetime.now(UTC),
+        )
 
-    session.add_all([
-        page("http://a.test/", site_id=site.id), page("http://a.test/1.html", site_id=site.id),
-        page("http://a.test/2.html", site_id=site.id, status=503, error="HTTP 503"),
-        page("http://b.test/1.html", site_id=other.id),
-    ])  # fmt: skip
+    session.add_all(
+        [
+            page("http://a.test/", site_id=site.id),
+            page("http://a.test/1.html", site_id=site.id),
+            page("http://a.test/2.html", site_id=site.id, status=503, error="HTTP 503"),
+            page("http://b.test/1.html", site_id=other.id),
+        ]
+    )
     session.commit()
     engine = create_engine_for(settings)
     try:

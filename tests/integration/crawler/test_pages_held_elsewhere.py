@@ -67,8 +67,14 @@ def _stored_copies(sessions: sessionmaker[Session], settings: Settings) -> tuple
     return store, dispatcher
 
 
-def _hold(sessions: sessionmaker[Session], page_ids: set[int], held: threading.Event, *, compare: bool,
-          settings: Settings) -> None:  # fmt: skip
+def _hold(
+    sessions: sessionmaker[Session],
+    page_ids: set[int],
+    held: threading.Event,
+    *,
+    compare: bool,
+    settings: Settings,
+) -> None:
     """The other crawl: lock the pages, keep them a moment, then compare them and commit (or give up: roll
     back)."""
     with sessions() as session:
@@ -89,9 +95,10 @@ def test_a_crawl_reports_the_copies_of_pages_another_crawl_was_comparing(
     store, dispatcher = _stored_copies(sessions, postgres_settings)
     held = threading.Event()
     other = threading.Thread(
-        target=_hold, args=(sessions, store.counts.page_ids, held), kwargs={"compare": holder_commits,
-                                                                             "settings": postgres_settings},
-    )  # fmt: skip
+        target=_hold,
+        args=(sessions, store.counts.page_ids, held),
+        kwargs={"compare": holder_commits, "settings": postgres_settings},
+    )
     other.start()
     try:
         assert held.wait(10)

@@ -10,8 +10,10 @@ from tests.integration.crawler.harness import PARAGRAPHS, crawl_in_child
 
 pytestmark = pytest.mark.slow
 
-ROBOTS = Page(b"User-agent: *\nDisallow: /private/\n\nUser-agent: fptrack\nDisallow: /no-fptrack/\n",
-              content_type="text/plain")  # fmt: skip
+ROBOTS = Page(
+    b"User-agent: *\nDisallow: /private/\n\nUser-agent: fptrack\nDisallow: /no-fptrack/\n",
+    content_type="text/plain",
+)
 PAGES = {
     "/robots.txt": ROBOTS,
     "/": Page.html(

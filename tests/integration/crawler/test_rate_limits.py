@@ -109,8 +109,12 @@ def _crawl(
     key = base.removeprefix("http://")
     done = subprocess.run(
         [*cli, "crawl", base + "/", "--allow-private-host", key, "--depth", "1", "-q"],
-        env=env, capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     engine = create_engine_for(Settings.from_env(env))
     try:
         with Session(engine) as session:

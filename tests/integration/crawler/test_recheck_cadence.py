@@ -51,8 +51,15 @@ def _copies(
         ids = []
         for number, path in enumerate(paths):
             url = site.url(path)
-            page = Page(url=url, final_url=url, host=site.key, status=200, encoding="utf-8", title=path,
-                        text=CHAPTERS[number % len(CHAPTERS)])  # fmt: skip
+            page = Page(
+                url=url,
+                final_url=url,
+                host=site.key,
+                status=200,
+                encoding="utf-8",
+                title=path,
+                text=CHAPTERS[number % len(CHAPTERS)],
+            )
             session.add(page)
             session.flush()
             ids.append(page.id)
@@ -165,8 +172,11 @@ def test_a_removal_is_confirmed_by_a_second_fetch_and_a_copy_comes_back(
         ).all()
         assert session.scalar(select(Match.id).where(Match.id != match_id)) is None  # no new match
     assert [tuple(row) for row in history[-4:]] == [
-        ("gone", "recheck"), ("gone", "recheck"), ("gone", "recheck"), ("present", "recheck"),
-    ]  # fmt: skip
+        ("gone", "recheck"),
+        ("gone", "recheck"),
+        ("gone", "recheck"),
+        ("present", "recheck"),
+    ]
 
 
 def test_answers_that_cannot_tell_never_take_a_copy_down(

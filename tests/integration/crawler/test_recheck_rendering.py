@@ -49,8 +49,9 @@ def _script_built_copy(sessions: sessionmaker[Session], settings: Settings, site
         work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
         service.index_work(session, work.work_id, settings)
         url = site.url("/book/1.html")
-        page = Page(url=url, final_url=url, host=site.key, status=200, encoding="utf-8", title="第一章",
-                    text=CHAPTER)  # fmt: skip
+        page = Page(
+            url=url, final_url=url, host=site.key, status=200, encoding="utf-8", title="第一章", text=CHAPTER
+        )
         session.add(page)
         session.flush()
         service.process_pages(session, [page.id], settings)

@@ -46,8 +46,15 @@ def _copies(sessions: sessionmaker[Session], settings: Settings, sites: list[Liv
             for number, path in enumerate(PATHS):
                 text = CHAPTERS[number % len(CHAPTERS)]
                 site.set(path, render_chapter(f"第{number + 1}章", text.split("\n")).decode("utf-8"))
-                page = Page(url=site.url(path), final_url=site.url(path), host=site.key, status=200,
-                            encoding="utf-8", title=path, text=text)  # fmt: skip
+                page = Page(
+                    url=site.url(path),
+                    final_url=site.url(path),
+                    host=site.key,
+                    status=200,
+                    encoding="utf-8",
+                    title=path,
+                    text=text,
+                )
                 session.add(page)
                 session.flush()
                 ids.append(page.id)

@@ -162,8 +162,11 @@ def test_the_browser_makes_no_request_of_its_own() -> None:
         env = {
             k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy")
         }
-        env.update(http_proxy=f"http://127.0.0.1:{proxy.port}", https_proxy=f"http://127.0.0.1:{proxy.port}",
-                   no_proxy="127.0.0.1")  # fmt: skip
+        env.update(
+            http_proxy=f"http://127.0.0.1:{proxy.port}",
+            https_proxy=f"http://127.0.0.1:{proxy.port}",
+            no_proxy="127.0.0.1",
+        )
         result = crawl_in_child([site + "/"], depth=1, env=env, options={"render_js": "yes"}, timeout=180)
     assert result.page(site + "/1.html")["text"].split("\n") == PARAGRAPHS
     assert proxy.received == []

@@ -58,9 +58,12 @@ def test_the_browsers_own_requests_keep_the_sites_pace() -> None:
     pages["/js/common.js"] = Page(b"var common = 1;", content_type="application/javascript")
     with serve_site(pages) as site:
         result = crawl_in_child(
-            [site + "/"], depth=1, timeout=240, env={**os.environ, "FPTRACK_SITE_RATE": "2"},
+            [site + "/"],
+            depth=1,
+            timeout=240,
+            env={**os.environ, "FPTRACK_SITE_RATE": "2"},
             options={"render_js": "yes"},
-        )  # fmt: skip
+        )
         times, paths = list(site.request_times), list(site.requests)
     assert result.page(site + "/1.html")["text"].split("\n") == PARAGRAPHS
     assert {"/api/1.json", "/api/2.json"} <= set(paths), paths

@@ -31,12 +31,19 @@ CHAPTERS = [chapter.split("\n") for chapter in demo_chapters("lighthouse.txt")]
 
 def _fptrack(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     env = clean_environ()
-    env.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url,
-               FPTRACK_CRAWL_TIMEOUT="20")  # fmt: skip
+    env.update(
+        FPTRACK_DATA_DIR=str(settings.data_dir),
+        FPTRACK_DATABASE_URL=settings.database_url,
+        FPTRACK_CRAWL_TIMEOUT="20",
+    )
     return subprocess.run(
-        [sys.executable, "-m", "fptrack.cli", *args], env=env, capture_output=True, text=True, timeout=240,
+        [sys.executable, "-m", "fptrack.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
         check=False,
-    )  # fmt: skip
+    )
 
 
 def _script_chapter(site: LiveSite, number: int) -> str:

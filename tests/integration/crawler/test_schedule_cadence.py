@@ -158,9 +158,19 @@ def test_cli_warns_of_a_loopback_site_refuses_a_short_schedule_and_shows_the_pac
             site = session.scalar(select(Site).where(Site.name == "local"))
             assert site is not None
             site.schedule, site.quiet_crawls = "120", 4
-            session.add(CrawlJob(site_id=site.id, status="finished", start_urls=["http://127.0.0.1:9/"],
-                                 stats={"requests": 57, "requests_per_second": 0.983,
-                                        "peak_requests_per_second": 1, "retry_after_waits": 2}))  # fmt: skip
+            session.add(
+                CrawlJob(
+                    site_id=site.id,
+                    status="finished",
+                    start_urls=["http://127.0.0.1:9/"],
+                    stats={
+                        "requests": 57,
+                        "requests_per_second": 0.983,
+                        "peak_requests_per_second": 1,
+                        "retry_after_waits": 2,
+                    },
+                )
+            )
     finally:
         engine.dispose()
     shown = fptrack(tmp_path, "sites", "show", "local")
@@ -176,8 +186,16 @@ def test_an_explicit_maintain_takes_pages_of_ended_crawls_at_once(session: Sessi
     session.add_all([ended, running])
     session.flush()
     for number, job in enumerate((ended, running, None)):
-        session.add(Page(url=f"http://a.test/{number}", final_url=f"http://a.test/{number}", status=200,
-                         host="a.test", fetched_at=now, crawl_job_id=job.id if job else None))  # fmt: skip
+        session.add(
+            Page(
+                url=f"http://a.test/{number}",
+                final_url=f"http://a.test/{number}",
+                status=200,
+                host="a.test",
+                fetched_at=now,
+                crawl_job_id=job.id if job else None,
+            )
+        )
     session.flush()
     assert sweep_left_behind(session, older_than_seconds=600).pages == []  # the periodic sweep waits
     left = sweep_left_behind(session, older_than_seconds=0, skip_running=True)

@@ -32,8 +32,12 @@ CHAPTERS = demo_chapters("lighthouse.txt")
 
 def _env(settings: Settings, **extra: str) -> dict[str, str]:
     env = clean_environ()
-    env.update(FPTRACK_DATA_DIR=str(settings.data_dir), FPTRACK_DATABASE_URL=settings.database_url,
-               FPTRACK_CRAWL_TIMEOUT="5", **extra)  # fmt: skip
+    env.update(
+        FPTRACK_DATA_DIR=str(settings.data_dir),
+        FPTRACK_DATABASE_URL=settings.database_url,
+        FPTRACK_CRAWL_TIMEOUT="5",
+        **extra,
+    )
     return env
 
 
@@ -79,8 +83,18 @@ def test_two_scheduled_crawls_of_a_site_run_unattended(postgres_settings: Settin
     pages = {f"/c/{n}.html": chapter_page(f"第{n}页", CHAPTERS[n].split("\n")) for n in range(3)}
     pages["/"] = Page.html("".join(f'<a href="{path}">{path}</a> ' for path in pages))
     with serve_site(pages) as base:
-        added = _run(in_process, "sites", "add", "lighthouse-copies", base + "/", "--depth", "1",
-                     "--schedule", "3", "--allow-private")  # fmt: skip
+        added = _run(
+            in_process,
+            "sites",
+            "add",
+            "lighthouse-copies",
+            base + "/",
+            "--depth",
+            "1",
+            "--schedule",
+            "3",
+            "--allow-private",
+        )
         assert added.returncode == 0, added.stderr
         log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the worker owns it
         worker = subprocess.Popen(

@@ -28,9 +28,9 @@ T0 = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
-    ("text", "normalised"), [("3600", "3600"), ("30m", "1800"), ("6h", "21600"), ("1d", "86400"),
-                             ("0  3 * * *", "0 3 * * *")],
-)  # fmt: skip
+    ("text", "normalised"),
+    [("3600", "3600"), ("30m", "1800"), ("6h", "21600"), ("1d", "86400"), ("0  3 * * *", "0 3 * * *")],
+)
 def test_schedules(text: str, normalised: str) -> None:
     assert parse_schedule(text) == normalised
 
@@ -62,8 +62,15 @@ def test_a_site_adopts_earlier_pages_and_removal_keeps_them(session: Session) ->
     earlier = Site(host="pirate.test:8080", name="pirate.test:8080")
     session.add(earlier)
     session.flush()
-    session.add(Page(url="http://pirate.test:8080/1", final_url="http://pirate.test:8080/1", status=200,
-                     site_id=earlier.id, host="pirate.test:8080"))  # fmt: skip
+    session.add(
+        Page(
+            url="http://pirate.test:8080/1",
+            final_url="http://pirate.test:8080/1",
+            status=200,
+            site_id=earlier.id,
+            host="pirate.test:8080",
+        )
+    )
     site = add_site(
         session,
         SiteSpec(

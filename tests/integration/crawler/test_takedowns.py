@@ -51,8 +51,15 @@ def _copies(sessions: sessionmaker[Session], settings: Settings, site: LiveSite)
         ids = []
         for number, path in enumerate(["/a.html", "/b.html", "/c.html"]):
             url = site.url(path)
-            page = Page(url=url, final_url=url, host=site.key, status=200, encoding="utf-8", title=path,
-                        text=CHAPTERS[number])  # fmt: skip
+            page = Page(
+                url=url,
+                final_url=url,
+                host=site.key,
+                status=200,
+                encoding="utf-8",
+                title=path,
+                text=CHAPTERS[number],
+            )
             session.add(page)
             session.flush()
             ids.append(page.id)
@@ -98,8 +105,10 @@ def test_removed_edited_and_kept_copies_are_told_apart(
         with session_scope(sessions) as session:
             by_path = {path: session.get(Match, match_id) for path, match_id in matches.items()}
             assert {p: m.recheck_state for p, m in by_path.items()} == {  # type: ignore[union-attr]
-                "/a.html": "gone", "/b.html": "removed", "/c.html": "present",
-            }  # fmt: skip
+                "/a.html": "gone",
+                "/b.html": "removed",
+                "/c.html": "present",
+            }
             gone, removed, present = by_path["/a.html"], by_path["/b.html"], by_path["/c.html"]
             # taken down when first seen down (the second check), confirmed by the third
             first_down = session.scalars(
@@ -229,8 +238,12 @@ def test_statuses_and_dead_hosts(settings: Settings, sessions: sessionmaker[Sess
     assert dict(summary.outcomes) == {"gone": 1, "error": 1} and dict(dead.outcomes) == {"gone": 1}
     with session_scope(sessions) as session:
         rows = dict(session.execute(select(Match.id, Match.recheck_state)).all())
-        checks = {m: (status, detail) for m, status, detail in session.execute(
-            select(TakedownCheck.match_id, TakedownCheck.http_status, TakedownCheck.detail))}  # fmt: skip
+        checks = {
+            m: (status, detail)
+            for m, status, detail in session.execute(
+                select(TakedownCheck.match_id, TakedownCheck.http_status, TakedownCheck.detail)
+            )
+        }
     assert rows == {matches["/a.html"]: "gone", matches["/b.html"]: "error", matches["/c.html"]: "gone"}
     assert checks[matches["/a.html"]] == (451, "HTTP 451 (unavailable for legal reasons)")
     assert checks[matches["/b.html"]] == (503, "HTTP 503")
@@ -349,17 +362,25 @@ def test_beat_rechecks_through_a_real_worker(postgres_settings: Settings, tmp_pa
                 session.execute(update(Match).values(recheck_due_at=None))
             env = clean_environ()
             env.update(
-                FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=postgres_settings.database_url,
-                FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"recheck-{uuid.uuid4().hex[:8]}",
-                FPTRACK_RECHECK_EVERY="1", FPTRACK_RECHECK_YOUNG_EVERY="1", FPTRACK_RECHECK_CONFIRM_AFTER="1",
+                FPTRACK_DATA_DIR=str(tmp_path / "data"),
+                FPTRACK_DATABASE_URL=postgres_settings.database_url,
+                FPTRACK_BROKER_URL=REDIS_URL,
+                FPTRACK_TASK_QUEUE=f"recheck-{uuid.uuid4().hex[:8]}",
+                FPTRACK_RECHECK_EVERY="1",
+                FPTRACK_RECHECK_YOUNG_EVERY="1",
+                FPTRACK_RECHECK_CONFIRM_AFTER="1",
                 FPTRACK_ALLOW_PRIVATE_HOSTS=site.key,
-                FPTRACK_SCHEDULE_EVERY="3600", FPTRACK_CRAWL_TIMEOUT="5",
-            )  # fmt: skip
+                FPTRACK_SCHEDULE_EVERY="3600",
+                FPTRACK_CRAWL_TIMEOUT="5",
+            )
             log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - the worker owns it
             worker = subprocess.Popen(
                 [sys.executable, "-m", "fptrack.cli", "worker", "--beat", "--concurrency", "2"],
-                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
             def outcomes() -> list[str]:
                 with session_scope(sessions) as session:
@@ -422,8 +443,13 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
             work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
             service.index_work(session, work.work_id, settings)
             site_id = site_ids(session, [site.key])[site.key]
-            texts = {f"/notes/{n}.html": [banner, *("".join(rng.choice(filler) for _ in range(60)) + "。"
-                                                     for _ in range(12))] for n in range(7)}  # fmt: skip
+            texts = {
+                f"/notes/{n}.html": [
+                    banner,
+                    *("".join(rng.choice(filler) for _ in range(60)) + "。" for _ in range(12)),
+                ]
+                for n in range(7)
+            }
             texts["/copy.html"] = [banner, *CHAPTERS[0].split("\n")]
             ids = []
             for path, paragraphs in texts.items():

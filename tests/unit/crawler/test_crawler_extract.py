@@ -17,10 +17,24 @@ PARAGRAPHS = [
     "第二天一早，柴堆边只剩下空碗，墙头上却多了几个小小的泥脚印。",
 ]
 CHROME = [
-    "首页", "玄幻小说", "排行榜单", "上一章", "章节目录", "加入书签", "本站所有小说为转载作品",
-    "Copyright", "下载客户端", "www.shuyou-example.com", "推荐：另一本书", "热门书一", "京ICP备",
-    "document.write", "color:red", "注释不应出现", "书友小说网 >",
-]  # fmt: skip
+    "首页",
+    "玄幻小说",
+    "排行榜单",
+    "上一章",
+    "章节目录",
+    "加入书签",
+    "本站所有小说为转载作品",
+    "Copyright",
+    "下载客户端",
+    "www.shuyou-example.com",
+    "推荐：另一本书",
+    "热门书一",
+    "京ICP备",
+    "document.write",
+    "color:red",
+    "注释不应出现",
+    "书友小说网 >",
+]
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
@@ -166,14 +180,36 @@ def test_whitespace_tidying_only() -> None:
 @given(
     st.lists(
         st.one_of(
-            st.sampled_from(["<div>", "</div>", "<p>", "</p>", "<br>", "<a href='/x'>", "</a>", "<script>",
-                             "</script>", "<!--", "-->", "&nbsp;", "\u3000", "<", ">", "&", "\n", "<li>",
-                             "<div class='ad'>", "<title>", "</title>"]),
+            st.sampled_from(
+                [
+                    "<div>",
+                    "</div>",
+                    "<p>",
+                    "</p>",
+                    "<br>",
+                    "<a href='/x'>",
+                    "</a>",
+                    "<script>",
+                    "</script>",
+                    "<!--",
+                    "-->",
+                    "&nbsp;",
+                    "\u3000",
+                    "<",
+                    ">",
+                    "&",
+                    "\n",
+                    "<li>",
+                    "<div class='ad'>",
+                    "<title>",
+                    "</title>",
+                ]
+            ),
             st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30),
         ),
         max_size=40,
     )
-)  # fmt: skip
+)
 def test_arbitrary_markup_gives_tidy_text(pieces: list[str]) -> None:
     result = extract_main_text("".join(pieces), "http://novel.test/")
     for line in result.text.split("\n") if result.text else []:
@@ -211,12 +247,15 @@ _BODY = "<br>".join(PARAGRAPHS)
             id="no-class-hints",
         ),
         pytest.param(
-            "<div id=content1>" + PARAGRAPHS[0] + "</div><div class=gg>广告</div><div id=content2>"
-            + "<br>".join(PARAGRAPHS[1:]) + "</div>",
+            "<div id=content1>"
+            + PARAGRAPHS[0]
+            + "</div><div class=gg>广告</div><div id=content2>"
+            + "<br>".join(PARAGRAPHS[1:])
+            + "</div>",
             id="uneven-numbered-parts",
         ),
     ],
-)  # fmt: skip
+)
 def test_more_layouts(html: str) -> None:
     assert extract_main_text(html).text.split("\n") == PARAGRAPHS
 
@@ -487,15 +526,56 @@ def test_a_sentence_with_a_spliced_address_and_an_ad_word_keeps_the_sentence() -
 # only in runs of address characters (extract._cut_addresses) must cut exactly as the whole-text search did.
 _ADDRESS_PIECES = st.sampled_from(
     [
-        "www", "ｗｗｗ", "w w w", "http://", "ｈｔｔｐｓ：／／", ".", "．", "。", " ", "\u3000", "-", "－",
-        "biquge", "ｂｉｑｕｇｅ", "a", "7", "com", "ｃｏｍ", "c o m", "la", "net",
-        "(", "（", "【", ")", "）", "】", "[", "]", ":", "/",
-        "他推开木门", "海风", "，", "！", "第12章",
-        "加入书签", "投推荐票", "章节错误，点此举报", "本章未完，点击下一页继续阅读",
-        "www.biquge.la", "ｗｗｗ．ｂｉｑｕｇｅ．ｃｏｍ", "w w w . b i q u g e . c o m", "m.xyz.net",
-        "biquge.la", "http://www.abc.com", "（ｗｗｗ．ｘｓ．ｃｃ）", "ｗ ww ． xxx ． ｃom",
+        "www",
+        "ｗｗｗ",
+        "w w w",
+        "http://",
+        "ｈｔｔｐｓ：／／",
+        ".",
+        "．",
+        "。",
+        " ",
+        "\u3000",
+        "-",
+        "－",
+        "biquge",
+        "ｂｉｑｕｇｅ",
+        "a",
+        "7",
+        "com",
+        "ｃｏｍ",
+        "c o m",
+        "la",
+        "net",
+        "(",
+        "（",
+        "【",
+        ")",
+        "）",
+        "】",
+        "[",
+        "]",
+        ":",
+        "/",
+        "他推开木门",
+        "海风",
+        "，",
+        "！",
+        "第12章",
+        "加入书签",
+        "投推荐票",
+        "章节错误，点此举报",
+        "本章未完，点击下一页继续阅读",
+        "www.biquge.la",
+        "ｗｗｗ．ｂｉｑｕｇｅ．ｃｏｍ",
+        "w w w . b i q u g e . c o m",
+        "m.xyz.net",
+        "biquge.la",
+        "http://www.abc.com",
+        "（ｗｗｗ．ｘｓ．ｃｃ）",
+        "ｗ ww ． xxx ． ｃom",
     ]
-)  # fmt: skip
+)
 
 
 @given(st.lists(_ADDRESS_PIECES, max_size=40).map("".join))

@@ -1,4 +1,4 @@
-"""Hostile markup found by fuzzing (tests/reliability/test_fuzz.py, issue 12): each case with the fix's
+"""Hostile markup found by fuzzing (tests/reliability/test_fuzz.py): each case with the fix's
 promise."""
 
 from __future__ import annotations

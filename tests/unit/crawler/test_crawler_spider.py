@@ -45,9 +45,15 @@ def test_site_of(url: str, site: str) -> None:
 
 def test_links_to_follow_stays_on_site_strips_fragments_and_dedupes() -> None:
     links = [
-        "http://a.test/1.html#top", "http://a.test/1.html", "https://a.test/2.html", "http://a.test:8080/3.html",
-        "http://b.test/4.html", "http://sub.a.test/5.html", "javascript:x()", "http://a.test/6.html#c",
-    ]  # fmt: skip
+        "http://a.test/1.html#top",
+        "http://a.test/1.html",
+        "https://a.test/2.html",
+        "http://a.test:8080/3.html",
+        "http://b.test/4.html",
+        "http://sub.a.test/5.html",
+        "javascript:x()",
+        "http://a.test/6.html#c",
+    ]
     follow, off_site = links_to_follow(links, frozenset({"a.test"}))
     assert follow == ["http://a.test/1.html", "https://a.test/2.html", "http://a.test/6.html"]
     assert off_site == 3
@@ -117,9 +123,17 @@ def test_errback_turns_a_network_error_into_a_failure_item() -> None:
 
 def _page(url: str, status: int = 200, text: str = BODY) -> CrawledPage:
     return CrawledPage(
-        url=url, final_url=url, status=status, encoding="utf-8", title="", text=text, content_sha256="",
-        snapshot_sha256="", fetched_at=datetime.now(UTC), error="" if text else f"HTTP {status}",
-    )  # fmt: skip
+        url=url,
+        final_url=url,
+        status=status,
+        encoding="utf-8",
+        title="",
+        text=text,
+        content_sha256="",
+        snapshot_sha256="",
+        fetched_at=datetime.now(UTC),
+        error="" if text else f"HTTP {status}",
+    )
 
 
 def test_pipelines_record_sink_and_report_in_order() -> None:
@@ -134,8 +148,12 @@ def test_pipelines_record_sink_and_report_in_order() -> None:
     hooks = CrawlHooks(sink=sink, progress=reports.append, max_pages=5)
     stats = MemoryStatsCollector(get_crawler())
     pipelines = [RecordPipeline(hooks.ledger, stats), SinkPipeline(hooks, stats), ProgressPipeline(hooks)]
-    items = [_page("http://a.test/1"), _page("http://a.test/bad"), _page("http://a.test/404", 404, ""),
-             CrawlFailure("http://a.test/dead", "connection refused")]  # fmt: skip
+    items = [
+        _page("http://a.test/1"),
+        _page("http://a.test/bad"),
+        _page("http://a.test/404", 404, ""),
+        CrawlFailure("http://a.test/dead", "connection refused"),
+    ]
     for item in items:
         for pipeline in pipelines:
             assert pipeline.process_item(item) is item

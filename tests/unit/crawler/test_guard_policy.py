@@ -14,16 +14,27 @@ from fptrack.crawler.guard import GuardedResolver, PrivateAddressPolicy, Refused
 @pytest.mark.parametrize(
     ("address", "kind"),
     [
-        ("127.0.0.1", "loopback"), ("127.8.9.10", "loopback"), ("::1", "loopback"),
-        ("10.1.2.3", "private"), ("172.16.0.1", "private"), ("192.168.1.1", "private"),
+        ("127.0.0.1", "loopback"),
+        ("127.8.9.10", "loopback"),
+        ("::1", "loopback"),
+        ("10.1.2.3", "private"),
+        ("172.16.0.1", "private"),
+        ("192.168.1.1", "private"),
         ("fd00::1", "private"),
-        ("169.254.169.254", "link-local"), ("fe80::1", "link-local"),
-        ("224.0.0.1", "multicast"), ("ff02::1", "multicast"),
-        ("240.0.0.1", "reserved"), ("0.0.0.0", "unspecified"), ("::", "unspecified"),
-        ("100.64.0.1", "non-public"), ("::ffff:127.0.0.1", "loopback"), ("::ffff:10.0.0.1", "private"),
-        ("93.184.216.34", None), ("2606:4700::1111", None),
+        ("169.254.169.254", "link-local"),
+        ("fe80::1", "link-local"),
+        ("224.0.0.1", "multicast"),
+        ("ff02::1", "multicast"),
+        ("240.0.0.1", "reserved"),
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("100.64.0.1", "non-public"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::ffff:10.0.0.1", "private"),
+        ("93.184.216.34", None),
+        ("2606:4700::1111", None),
     ],
-)  # fmt: skip
+)
 def test_address_kinds(address: str, kind: str | None) -> None:
     assert address_kind(ipaddress.ip_address(address)) == kind
 
@@ -58,11 +69,14 @@ def test_the_reason_names_the_address_and_how_to_allow_it() -> None:
 @pytest.mark.parametrize(
     ("entry", "normalised"),
     [
-        ("Example.Test", ("host", "example.test")), ("127.0.0.1:8000", ("host", "127.0.0.1:8000")),
-        ("10.0.0.0/8", ("network", "10.0.0.0/8")), ("10.1.2.3", ("network", "10.1.2.3/32")),
-        ("[::1]:80", ("host", "[::1]:80")), ("::1", ("network", "::1/128")),
+        ("Example.Test", ("host", "example.test")),
+        ("127.0.0.1:8000", ("host", "127.0.0.1:8000")),
+        ("10.0.0.0/8", ("network", "10.0.0.0/8")),
+        ("10.1.2.3", ("network", "10.1.2.3/32")),
+        ("[::1]:80", ("host", "[::1]:80")),
+        ("::1", ("network", "::1/128")),
     ],
-)  # fmt: skip
+)
 def test_allow_entries_are_normalised(entry: str, normalised: tuple[str, str]) -> None:
     assert classify_allow_entry(entry) == normalised
 
@@ -70,25 +84,37 @@ def test_allow_entries_are_normalised(entry: str, normalised: tuple[str, str]) -
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "10.0.0.0/33"},
-         "FPTRACK_ALLOW_PRIVATE_HOSTS: '10.0.0.0/33' is not an address"),
-        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "host:99999"},
-         "FPTRACK_ALLOW_PRIVATE_HOSTS: 'host:99999' has a bad port"),
-        ({"FPTRACK_ALLOW_PRIVATE_HOSTS": "http://x/y"},
-         "FPTRACK_ALLOW_PRIVATE_HOSTS: 'http://x/y' is not an address"),
-        ({"FPTRACK_CRAWL_CONCURRENCY": "0"},
-         "FPTRACK_CRAWL_CONCURRENCY=0 is out of range: expected an integer >= 1"),
+        (
+            {"FPTRACK_ALLOW_PRIVATE_HOSTS": "10.0.0.0/33"},
+            "FPTRACK_ALLOW_PRIVATE_HOSTS: '10.0.0.0/33' is not an address",
+        ),
+        (
+            {"FPTRACK_ALLOW_PRIVATE_HOSTS": "host:99999"},
+            "FPTRACK_ALLOW_PRIVATE_HOSTS: 'host:99999' has a bad port",
+        ),
+        (
+            {"FPTRACK_ALLOW_PRIVATE_HOSTS": "http://x/y"},
+            "FPTRACK_ALLOW_PRIVATE_HOSTS: 'http://x/y' is not an address",
+        ),
+        (
+            {"FPTRACK_CRAWL_CONCURRENCY": "0"},
+            "FPTRACK_CRAWL_CONCURRENCY=0 is out of range: expected an integer >= 1",
+        ),
         ({"FPTRACK_CRAWL_MAX_BYTES": "0"}, "FPTRACK_CRAWL_MAX_BYTES=0 is out of range"),
-        ({"FPTRACK_CRAWL_MAX_LINKS": "0"},
-         "FPTRACK_CRAWL_MAX_LINKS=0 is out of range: expected an integer >= 1"),
-        ({"FPTRACK_MAX_PAGE_CHARS": "0"},
-         "FPTRACK_MAX_PAGE_CHARS=0 is out of range: expected a number of characters >= 1"),
+        (
+            {"FPTRACK_CRAWL_MAX_LINKS": "0"},
+            "FPTRACK_CRAWL_MAX_LINKS=0 is out of range: expected an integer >= 1",
+        ),
+        (
+            {"FPTRACK_MAX_PAGE_CHARS": "0"},
+            "FPTRACK_MAX_PAGE_CHARS=0 is out of range: expected a number of characters >= 1",
+        ),
         ({"FPTRACK_CRAWL_CONCURRENCY_PER_SITE": "0"}, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE=0 is out of range"),
         ({"FPTRACK_CRAWL_DELAY": "-1"}, "FPTRACK_CRAWL_DELAY=-1 is out of range"),
         ({"FPTRACK_CRAWL_TIMEOUT": "0"}, "FPTRACK_CRAWL_TIMEOUT=0 is out of range"),
         ({"FPTRACK_CRAWL_OBEY_ROBOTS": "maybe"}, "FPTRACK_CRAWL_OBEY_ROBOTS='maybe' is not a boolean"),
     ],
-)  # fmt: skip
+)
 def test_crawl_settings_are_validated_at_start(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigurationError, match=re.escape(message)):
         Settings.from_env(env)

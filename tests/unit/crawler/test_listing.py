@@ -96,14 +96,17 @@ def test_feeds_and_sitemaps_give_their_pages_as_links() -> None:
     url = "http://novel.test/sitemap.xml"
     parsed = parse_response(
         XmlResponse(url, body=sitemap, headers={"Content-Type": "application/xml"}),
-        requested_url=url, fetched_at=NOW,
-    )  # fmt: skip
+        requested_url=url,
+        fetched_at=NOW,
+    )
     assert parsed.links == ("http://novel.test/book/1/1.html", "http://novel.test/book/1/2.html?a=1&b=2")
     feed_url = "http://novel.test/atom.xml"
     parsed = parse_response(
         XmlResponse(feed_url, body=atom, headers={"Content-Type": "text/xml"}),
-        requested_url=feed_url, fetched_at=NOW, max_links=5,
-    )  # fmt: skip
+        requested_url=feed_url,
+        fetched_at=NOW,
+        max_links=5,
+    )
     assert parsed.links == ("http://novel.test/book/1/3.html",)
 
 
@@ -112,8 +115,11 @@ def test_a_page_the_browser_read_before_its_scripts_were_done_says_so() -> None:
     body = b"<html data-fptrack-unsettled='1'><body><div id='content'>loading</div></body></html>"
     parsed = parse_response(HtmlResponse(url, body=body), requested_url=url, fetched_at=NOW)
     assert UNSETTLED_NOTE in parsed.page.note
-    plain = parse_response(HtmlResponse(url, body=body.replace(b" data-fptrack-unsettled='1'", b"")),
-                           requested_url=url, fetched_at=NOW)  # fmt: skip
+    plain = parse_response(
+        HtmlResponse(url, body=body.replace(b" data-fptrack-unsettled='1'", b"")),
+        requested_url=url,
+        fetched_at=NOW,
+    )
     assert UNSETTLED_NOTE not in plain.page.note
 
 
