@@ -2,7 +2,7 @@
 few seconds per endpoint (bounded in time and in requests). Every response must be a real page: status 200
 with the signed-in user's name (HTML) or the expected JSON key, never a login redirect, an error page or a
 socket error. Requests/s and p99 are printed (``-s``), never asserted: speed is for
-``benchmarks/admin_load.py``."""
+``benchmarks/admin/load.py``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
-from benchmarks._load import run_wrk, serve_admin
-from benchmarks.admin_load import HTML_MARKER, endpoints, load_endpoints, populate, print_results
+from benchmarks.admin._server import run_wrk, serve_admin
+from benchmarks.admin.load import HTML_MARKER, endpoints, load_endpoints, populate, print_results
 from fptrack.core.settings import Settings
 from tests.conftest import _require
 

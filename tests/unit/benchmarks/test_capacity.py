@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks._load import run_wrk
+from benchmarks.admin._server import run_wrk
 from benchmarks.pipeline.capacity import storage_figures
 
 

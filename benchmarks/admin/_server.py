@@ -1,5 +1,5 @@
 """The admin under gunicorn on a free loopback port, and ``wrk`` against it: shared by
-``benchmarks/admin_latency.py``, ``benchmarks/admin_load.py`` and ``tests/reliability/test_admin_load.py``.
+``benchmarks/admin/latency.py``, ``benchmarks/admin/load.py`` and ``tests/reliability/test_admin_load.py``.
 
 ``wrk`` (Debian package ``wrk``; ``deploy/ensure-services.sh`` installs it) holds a fixed number of
 connections open for a bounded time; the Lua script below also bounds the number of requests and checks every
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.harness import ROOT
 
 # Per thread: ``ok`` and ``bad`` responses, stopping at ``limit`` responses; ``done`` sums the threads' counts
 # (the ``setup`` list is how wrk's Lua API reaches every thread's state) and prints one JSON line.

@@ -1,8 +1,8 @@
 """Admin latency at scale: the pages a reviewer opens most, over a million matches on PostgreSQL.
 
-    python benchmarks/admin_latency.py --quick           # 100k matches (CI's bench-quick)
-    nice python benchmarks/admin_latency.py              # 1,000,000 matches
-    python benchmarks/admin_latency.py --matches 300000 --requests 100 --workers 4
+    python -m benchmarks.admin.latency --quick           # 5,000 matches, 5 requests a page (a smoke run)
+    nice python -m benchmarks.admin.latency              # 1,000,000 matches
+    python -m benchmarks.admin.latency --matches 300000 --requests 100 --workers 4
 
 What it does, in a database of its own (created, then dropped at the end unless ``--keep``):
 1. migrates the real schema (Alembic), then generates the data in SQL (``generate_series``; no Python loop):
@@ -23,11 +23,8 @@ Targets: every page's median under 200 ms and p99 under 500 ms.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,9 +33,8 @@ from urllib.parse import urlsplit
 import requests
 from sqlalchemy import create_engine, text
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks._load import log_in, serve_admin
+from benchmarks.admin._server import log_in, serve_admin
+from benchmarks.harness import arguments, emit, percentile, progress, require_service
 from fptrack.core.settings import Settings
 from fptrack.services.accounts.users import create_user
 from fptrack.storage.compressed import compress_text
@@ -47,14 +43,6 @@ from fptrack.storage.db import create_engine_for, migrate, session_factory, sess
 PASSWORD = "benchmark password 1"
 TARGET_MEDIAN_MS = 200.0
 TARGET_P99_MS = 500.0
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    ordered = sorted(values)
-    return (
-        ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * q // 100) - 1))] if ordered else float("nan")
-    )
 
 
 def generate(engine_url: str, matches: int, hosts: int, works: int) -> dict[str, float]:
@@ -135,10 +123,7 @@ def time_page(client: requests.Session, url: str, requests_count: int, warmup: i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="100,000 matches and 30 requests per page")
+    parser = arguments(__doc__, "5,000 matches on 100 hosts, 5 requests a page")
     parser.add_argument("--matches", type=int, default=1_000_000)
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--works", type=int, default=200)
@@ -151,7 +136,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the database (its name is printed)")
     args = parser.parse_args()
     if args.quick:
-        args.matches, args.requests = 100_000, 30
+        args.matches, args.hosts, args.works, args.requests = 5_000, 100, 20, 5
+    require_service("admin_latency", "PostgreSQL", args.pg_url, 5432)
     if urlsplit(args.pg_url).hostname not in ("127.0.0.1", "localhost", "::1"):
         raise SystemExit("--pg-url must be a PostgreSQL server on this machine (127.0.0.1)")
 
@@ -168,9 +154,9 @@ def main() -> None:
         engine = create_engine_for(settings)
         migrate(settings, engine)
         with session_scope(session_factory(engine)) as session:
-            create_user(session, "bench", PASSWORD, "viewer")
+            create_user(session, "bench", PASSWORD, "reviewer")  # the notice needs a reviewer
         engine.dispose()
-        print(f"generating {args.matches:,} matches on {args.hosts:,} hosts ...", file=sys.stderr)
+        progress(f"generating {args.matches:,} matches on {args.hosts:,} hosts ...")
         load = generate(settings.database_url, args.matches, args.hosts, args.works)
         top_host = _top_confirmed_host(settings.database_url)
 
@@ -216,26 +202,23 @@ def main() -> None:
           + ("met" if met else "NOT met"))  # fmt: skip
     if args.keep:
         print(f"database kept: {name}")
-    print(
-        json.dumps(
-            {
-                "benchmark": "admin_latency",
-                "matches": int(load["matches"]),
-                "rollup_rows": int(load["rollup_rows"]),
-                "hosts": args.hosts,
-                "works": args.works,
-                "workers": args.workers,
-                "requests_per_page": args.requests,
-                "load_seconds": {k: round(v, 2) for k, v in load.items() if k.endswith("_s")},
-                "pages": results,
-                "baseline": "healthz (baseline)",
-                "median_over_baseline": {
-                    k: round(v["median_ms"] / baseline, 2) if baseline else None for k, v in results.items()
-                },
-                "target_met": met,
+    emit(
+        {
+            "benchmark": "admin_latency",
+            "matches": int(load["matches"]),
+            "rollup_rows": int(load["rollup_rows"]),
+            "hosts": args.hosts,
+            "works": args.works,
+            "workers": args.workers,
+            "requests_per_page": args.requests,
+            "load_seconds": {k: round(v, 2) for k, v in load.items() if k.endswith("_s")},
+            "pages": results,
+            "baseline": "healthz (baseline)",
+            "median_over_baseline": {
+                k: round(v["median_ms"] / baseline, 2) if baseline else None for k, v in results.items()
             },
-            ensure_ascii=False,
-        )
+            "target_met": met,
+        }
     )
 
 

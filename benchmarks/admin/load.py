@@ -1,13 +1,14 @@
 """Admin and API under load: requests per second and p99 of the pages reviewers open and of the API, at fixed
 concurrency, under gunicorn on PostgreSQL, with every response checked.
 
-    python benchmarks/admin_load.py --quick              # 20,000 matches, concurrency 8, 5 s per endpoint
-    nice python benchmarks/admin_load.py                 # 100,000 matches, concurrency 8 and 32, 20 s each
-    python benchmarks/admin_load.py --matches 1000000 --workers 4 --concurrency 8,32,64
+    python -m benchmarks.admin.load --quick         # 5,000 matches, concurrency 8, 1 s per endpoint
+    nice python -m benchmarks.admin.load            # 100,000 matches, concurrency 8 and 32, 20 s each
+    python -m benchmarks.admin.load --matches 20000 --concurrency 8 --seconds 5
+    python -m benchmarks.admin.load --matches 1000000 --workers 4 --concurrency 8,32,64
 
 What it does, in a database of its own (created, then dropped at the end unless ``--keep``):
 
-1. the data of ``benchmarks/admin_latency.py`` (its ``generate``: works, chapters, pages on ``--hosts`` hosts,
+1. the data of ``benchmarks.admin.latency`` (its ``generate``: works, chapters, pages on ``--hosts`` hosts,
    two matches per page over a year, 70 % flagged; roll-ups kept by the triggers), a viewer account and an API
    token of that account;
 2. the admin under gunicorn (``fptrack serve --production --workers N``) on a free port of 127.0.0.1, logged
@@ -19,20 +20,17 @@ What it does, in a database of its own (created, then dropped at the end unless 
    user's name on HTML pages, a key of the JSON): a login page, an error page or a socket error are all
    errors;
 4. the CPU each request cost: gunicorn's process tree and the PostgreSQL backends of the database
-   (``benchmarks/_cpu.py``, from ``/proc``), divided by the requests of the run;
+   (``benchmarks/harness.py``, from ``/proc``), divided by the requests of the run;
 5. prints a table (requests/s, p50, p90, p99, errors, CPU per request, per endpoint and concurrency) and the
    load average, and ends with a JSON line. Exit status 1 when any request failed.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,11 +40,17 @@ from urllib.parse import urlsplit
 import requests
 from sqlalchemy import create_engine, text
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks._cpu import BackendCpu, tree_cpu_seconds
-from benchmarks._load import AdminServer, LoadResult, cookie_header, log_in, run_wrk, serve_admin, wrk_path
-from benchmarks.admin_latency import PASSWORD, generate
+from benchmarks.admin._server import (
+    AdminServer,
+    LoadResult,
+    cookie_header,
+    log_in,
+    run_wrk,
+    serve_admin,
+    wrk_path,
+)
+from benchmarks.admin.latency import PASSWORD, generate
+from benchmarks.harness import BackendCpu, arguments, emit, progress, require_service, skip, tree_cpu_seconds
 from fptrack.core.settings import Settings
 from fptrack.services.accounts.tokens import create_token
 from fptrack.services.accounts.users import create_user
@@ -159,12 +163,7 @@ def _figure(value: float | None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="20,000 matches, concurrency 8, 5 s per endpoint"
-    )
+    parser = arguments(__doc__, "5,000 matches on 100 hosts, concurrency 8, 1 s per endpoint")
     parser.add_argument("--matches", type=int, default=100_000)
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--works", type=int, default=200)
@@ -179,7 +178,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the database (its name is printed)")
     args = parser.parse_args()
     if args.quick:
-        args.matches, args.concurrency, args.seconds = 20_000, "8", 5.0
+        args.matches, args.hosts, args.works, args.concurrency, args.seconds = 5_000, 100, 20, "8", 1.0
+    require_service("admin_load", "PostgreSQL", args.pg_url, 5432)
     try:
         concurrency = [int(c) for c in args.concurrency.split(",") if c.strip()]
     except ValueError:
@@ -191,7 +191,7 @@ def main() -> None:
     try:
         wrk_path()
     except FileNotFoundError as error:
-        raise SystemExit(str(error)) from None
+        skip("admin_load", str(error))
 
     started = time.monotonic()
     load_start = os.getloadavg()
@@ -204,7 +204,7 @@ def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="fptrack-bench-load-"))
     database_url = urlsplit(args.pg_url)._replace(path="/" + name).geturl()
     try:
-        print(f"generating {args.matches:,} matches on {args.hosts:,} hosts ...", file=sys.stderr)
+        progress(f"generating {args.matches:,} matches on {args.hosts:,} hosts ...")
         token, match_id = populate(
             Settings(data_dir=data_dir, database_url=database_url), args.matches, args.hosts, args.works
         )
@@ -235,21 +235,19 @@ def main() -> None:
     if args.keep:
         print(f"database kept: {name}")
     failed = sum(r.errors for r in results)
-    print(
-        json.dumps(
-            {
-                "benchmark": "admin_load",
-                "matches": args.matches,
-                "workers": args.workers,
-                "concurrency": concurrency,
-                "seconds_per_run": args.seconds,
-                "load_average": {"start": load_start[0], "end": load_end[0]},
-                "cores": os.cpu_count(),
-                "results": [r.as_json() for r in results],
-                "errors": failed,
-                "seconds": round(time.monotonic() - started, 1),
-            }
-        )
+    emit(
+        {
+            "benchmark": "admin_load",
+            "matches": args.matches,
+            "workers": args.workers,
+            "concurrency": concurrency,
+            "seconds_per_run": args.seconds,
+            "load_average": {"start": load_start[0], "end": load_end[0]},
+            "cores": os.cpu_count(),
+            "results": [r.as_json() for r in results],
+            "errors": failed,
+            "seconds": round(time.monotonic() - started, 1),
+        }
     )
     if failed:
         raise SystemExit(1)
