@@ -14,16 +14,17 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import Engine, event, select
 
-from fptrack.compare import service
-from fptrack.compare.works import register_work
+from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.compare import chapter_index, service
+from fptrack.compare.works import register_work, register_work_file
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
 from fptrack.crawler.store import PageStore
 from fptrack.jobs.pipeline import index_and_recheck
 from fptrack.storage.db import create_engine_for, session_factory
-from fptrack.storage.models import Match, Page, Work
+from fptrack.storage.models import Match, Page, RegistryVersion, Work
 from tests.conftest import REDIS_URL
 from tests.support.env import clean_environ
 from tests.support.workers import worker_processes
@@ -142,3 +143,112 @@ def test_works_registered_while_workers_compare_pages_lose_no_copy(postgres_sett
     finally:
         tasks.configure(Settings(data_dir=tmp_path / "in-process"))  # back to in-process for later tests
         engine.dispose()
+
+
+# ------------------------------------------------------------------------------------------------ in-process
+
+
+@pytest.fixture(params=["memory", "database"])
+def chapter_side(request: pytest.FixtureRequest):
+    """Both ways the compare reads the registered chapters: this process's arrays, or the database."""
+    chapter_index.configure(mode=request.param)
+    yield request.param
+    chapter_index.configure()
+
+
+def _store_copies(sessions, settings: Settings) -> list[int]:
+    """Two pages copying the lighthouse's second chapter, stored and not compared; their ids."""
+    batches: list[list[int]] = []
+    store = PageStore(sessions, job_id=None, dispatch=batches.append, settings=settings)
+    chapter = demo_chapters("lighthouse.txt")[1]
+    for n in range(2):
+        store.add(
+            _crawled(f"https://pirate.test/light/{n}.html", f"首页 > 小说 {n}\n{chapter}\n上一章 下一章")
+        )
+    store.flush()
+    return [i for batch in batches for i in batch]
+
+
+def _registered(sessions) -> int:
+    """The lighthouse registered, its chapters not fingerprinted yet."""
+    with sessions() as session:
+        work = register_work_file(session, DEMO_DATA / "lighthouse.txt")
+        session.commit()
+        return work.work_id
+
+
+def _flagged(sessions, work_id: int) -> set[int]:
+    with sessions() as session:
+        return set(session.scalars(select(Match.page_id).where(Match.work_id == work_id)))
+
+
+def test_a_work_registered_between_a_batchs_compare_and_its_commit_is_compared_with(
+    settings: Settings, engine: Engine, chapter_side: str
+) -> None:
+    """Another session fingerprints and commits a work after a batch compared its pages and before the batch
+    writes anything: the batch finds the registry moved when it checks before committing, compares again, and
+    records the copies and the serial that holds them."""
+    sessions = session_factory(engine)
+    other = create_engine_for(settings)
+    pages = _store_copies(sessions, settings)
+    work_id = _registered(sessions)
+    registered = threading.Event()
+
+    def register_before_the_first_write(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        if registered.is_set() or not statement.lstrip().upper().startswith(("INSERT", "DELETE", "UPDATE")):
+            return
+        registered.set()
+        with session_factory(other)() as writer:
+            service.fingerprint_work(writer, work_id, settings)
+            writer.commit()
+
+    event.listen(engine, "before_cursor_execute", register_before_the_first_write)
+    try:
+        with sessions() as session:
+            outcomes = service.process_pages(session, pages, settings)
+            session.commit()
+    finally:
+        event.remove(engine, "before_cursor_execute", register_before_the_first_write)
+        other.dispose()
+    assert registered.is_set()
+    assert {o.page_id for o in outcomes if o.matched_chapters} == set(pages)
+    assert _flagged(sessions, work_id) == set(pages)
+    with sessions() as session:
+        serial = session.scalar(select(RegistryVersion.serial))
+        assert serial and set(session.scalars(select(Page.registry_serial))) == {serial}
+
+
+def test_a_registration_waits_for_a_batch_that_checked_the_registry_and_its_look_up_finds_the_pages(
+    settings: Settings, engine: Engine
+) -> None:
+    """A batch compared without the work holds the registry until it commits: the work's fingerprints commit
+    after it (PostgreSQL: the triggers' advisory lock; SQLite: the write lock), so the work's look-up of the
+    pages stored before finds the batch's pages."""
+    sessions = session_factory(engine)
+    other = create_engine_for(settings)
+    pages = _store_copies(sessions, settings)
+    work_id = _registered(sessions)
+    committed = threading.Event()
+
+    def register() -> None:
+        with session_factory(other)() as writer:
+            service.fingerprint_work(writer, work_id, settings)
+            writer.commit()
+        committed.set()
+
+    try:
+        with sessions() as session:
+            assert not any(o.matched_chapters for o in service.process_pages(session, pages, settings))
+            registrar = threading.Thread(target=register)
+            registrar.start()
+            time.sleep(1.0)
+            assert not committed.is_set()  # waits for the batch
+            session.commit()
+        registrar.join(timeout=60)
+        assert committed.is_set()
+        with sessions() as session:
+            assert index_and_recheck(session, work_id, settings, fingerprinted=True) == len(pages)
+            session.commit()
+    finally:
+        other.dispose()
+    assert _flagged(sessions, work_id) == set(pages)
