@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.pages import CrawlOptions
     from fptrack.jobs.crawls import CrawlOutcome, WaitProgress
-    from fptrack.jobs.stage_process import CompareProcess
+    from fptrack.jobs.stage_process import ComparePool
 
 __all__ = ["crawl", "parse_scrapy_settings"]
 
@@ -112,16 +112,16 @@ def crawl(
     process to finish writes the job's totals (docs/monitoring.md, "Crawls over several machines")."""
     from fptrack.jobs.stage_process import start_early
 
-    # the compare child (no broker) starts first: its start-up runs beside this process's on the other core
-    child = start_early(context.settings)
+    # the compare pool (no broker) starts first: its start-up runs beside this process's on the other core
+    pool = start_early(context.settings)
     try:
         options = _crawl_options(context, allow_private, scrapy_set, delay, ignore_robots, render_js)
         sessions = context.sessions()
         shared = _join_distributed(context, urls[0], depth, max_pages) if distributed else None
-        outcome = _run_job(context, sessions, urls, depth, max_pages, options, shared, child, quiet=quiet)
+        outcome = _run_job(context, sessions, urls, depth, max_pages, options, shared, pool, quiet=quiet)
     finally:
-        if child is not None:
-            child.stop()  # at once when the crawl never started; a no-op after the job stopped it
+        if pool is not None:
+            pool.stop()  # at once when the crawl never started; a no-op after the job stopped it
     _print_outcome(outcome)
     _finish(outcome)
 
@@ -187,7 +187,7 @@ def _run_job(
     max_pages: int,
     options: CrawlOptions,
     shared: SharedCrawl | None,
-    child: CompareProcess | None,
+    pool: ComparePool | None,
     *,
     quiet: bool,
 ) -> CrawlOutcome:
@@ -205,7 +205,7 @@ def _run_job(
             return run_crawl_job(
                 context.settings, sessions, list(urls), depth=depth, max_pages=max_pages,
                 progress=_progress_printer(quiet), waiting=_wait_printer(), options=options, shared=shared,
-                on_start=started, child=child,
+                on_start=started, pool=pool,
             )  # fmt: skip
     finally:
         if shared is not None:

@@ -4,13 +4,13 @@ call :func:`run_crawl_job`; they only present what it returns.
 1. A ``crawl_jobs`` row records the crawl (status, counts, error).
 2. Scrapy fetches; :class:`crawler.pipelines.PersistPipeline` stores pages a batch per transaction through a
    :class:`crawler.store.PageStore`, which hands the ids to compare to the fingerprint stage after each
-   commit: with no broker, to a child process of the crawl's (:mod:`jobs.stage_process`; in this process's
-   store thread when no child can be used or the child died), else enqueued for Celery workers,
+   commit: with no broker, to a process pool of the crawl's (:mod:`jobs.stage_process`; in this process's
+   store thread when no pool can be used or it broke), else enqueued for Celery workers,
    :data:`jobs.PAGES_PER_TASK` per task.
 3. With workers, the service waits until every page of the crawl is compared, showing pages done out of pages
    queued. It says within ``FPTRACK_NO_WORKER_SECONDS`` when no worker consumes the queue, and hands pages on
    again when they stall for ``FPTRACK_STALL_SECONDS`` (a killed worker): the stage is idempotent.
-   In-process, the child is drained (every batch it was sent confirmed, or compared here), then pages another
+   In-process, the pool is drained (every batch it was sent compared there, or here), then pages another
    crawl was comparing at the same moment are awaited (or compared once it is gone).
 4. The crawl's sites settle (:func:`compare.templates.settle_site`): site templates are decided from all
    pages.
@@ -46,7 +46,7 @@ from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawlOptions, CrawlProgress, CrawlStats
 from fptrack.crawler.store import PageStore, StoreCounts
 from fptrack.jobs import PAGES_PER_TASK
-from fptrack.jobs.stage_process import CompareProcess, ConfiguredTasks, compare_batch, compare_in_child
+from fptrack.jobs.stage_process import ComparePool, ConfiguredTasks, compare_batch, compare_in_pool
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import retry_in_session, session_scope
 from fptrack.storage.match_life import INFRINGING_STATUSES
@@ -105,14 +105,14 @@ class CrawlOutcome:
 
 
 class _Dispatcher:
-    """Hands page ids to the fingerprint stage: with no broker, to ``child`` (:mod:`jobs.stage_process`) while
+    """Hands page ids to the fingerprint stage: with no broker, to ``pool`` (:mod:`jobs.stage_process`) while
     it runs, else right here; with one, queues it for the workers (after a broker failure nothing more is
     queued: the sweep hands the pages on later)."""
 
-    def __init__(self, settings: Settings, tasks: Any, child: CompareProcess | None = None) -> None:
+    def __init__(self, settings: Settings, tasks: Any, pool: ComparePool | None = None) -> None:
         self.settings = settings
         self.tasks = tasks
-        self.child = child
+        self.pool = pool
         self.error = ""
         self.queued = 0
 
@@ -121,8 +121,8 @@ class _Dispatcher:
         for start in range(0, len(page_ids), size):
             chunk = page_ids[start : start + size]
             if self.settings.tasks_in_process:
-                if self.child is not None and self.child.in_use:
-                    self.child.submit(chunk)  # compared here if the child is gone
+                if self.pool is not None and self.pool.in_use:
+                    self.pool.submit(chunk)  # compared here if the pool is broken
                     self.queued += len(chunk)
                 else:
                     self._compare_here(chunk)
@@ -138,7 +138,7 @@ class _Dispatcher:
             self.queued += len(chunk)
 
     def compare_here(self, page_ids: list[int]) -> None:
-        """Compare the pages in this thread, a task's worth at a time, whatever the mode: the child, idle
+        """Compare the pages in this thread, a task's worth at a time, whatever the mode: the pool, idle
         after the crawl's batches, is not sent more."""
         size = PAGES_PER_TASK
         for start in range(0, len(page_ids), size):
@@ -166,7 +166,7 @@ def run_crawl_job(
     shared: SharedCrawl | None = None,
     state: CrawlState | None = None,
     compare_process: bool | None = None,
-    child: CompareProcess | None = None,
+    pool: ComparePool | None = None,
 ) -> CrawlOutcome:
     """Run one crawl job (see the module docstring). Runs Scrapy in this process: once per process.
 
@@ -176,16 +176,16 @@ def run_crawl_job(
     process one of a distributed crawl's (``depth`` and ``max_pages`` are then the run's); ``on_start`` is
     called by the run's first process only.
 
-    ``compare_process``: with tasks in-process, compare in a child process (:mod:`jobs.stage_process`);
-    ``None`` follows :func:`jobs.stage_process.compare_in_child`, ``False`` keeps the stage in this process.
-    ``child``: that process, started ahead by the caller (:func:`jobs.stage_process.start_early`), used
-    instead of starting one (and stopped with the job in any case).
+    ``compare_process``: with tasks in-process, compare in a process pool (:mod:`jobs.stage_process`);
+    ``None`` follows :func:`jobs.stage_process.compare_in_pool`, ``False`` keeps the stage in this process.
+    ``pool``: that pool, started ahead by the caller (:func:`jobs.stage_process.start_early`), used instead
+    of starting one (and stopped with the job in any case).
 
     ``state`` (:mod:`crawler.resume`, a site crawl's frontier on disk) is continued when an earlier crawl of
     it was killed: the pages that crawl stored are not fetched again (those it left uncompared are compared
     now), the budget counts them, and the job's stats say it resumed. It is removed when the crawl ends
     normally."""
-    tasks = child.tasks if child is not None else ConfiguredTasks(settings)
+    tasks = pool.tasks if pool is not None else ConfiguredTasks(settings)
     if not settings.tasks_in_process:
         tasks.load()  # the Celery app bound to the broker now, before anything asks the broker
     started = time.monotonic()
@@ -194,19 +194,19 @@ def run_crawl_job(
     job_id = _open_job(sessions, urls, depth, max_pages, site_id, trigger, on_start=on_start, shared=shared)
     outcome = CrawlOutcome(job_id=job_id, role=shared.joined.role if shared and shared.joined else "")
     with ExitStack() as stack:
-        # With no broker, a child process compares each batch (jobs.stage_process: a core of its own, out of
+        # With no broker, a process pool compares each batch (jobs.stage_process: a core of its own, out of
         # this process's GIL), stopped whatever happens once this process's store thread has drained (the
         # callback runs after the executor's, registered below).
-        if child is not None:
-            stack.callback(child.stop)
+        if pool is not None:
+            stack.callback(pool.stop)
         else:
             if compare_process is None:
-                compare_process = compare_in_child(settings)
+                compare_process = compare_in_pool(settings)
             if settings.tasks_in_process and compare_process:
-                child = CompareProcess(settings, tasks=tasks)
-                stack.callback(child.stop)
-                child.start()
-        dispatcher = _Dispatcher(settings, tasks, child)
+                pool = ComparePool(settings, tasks=tasks)
+                stack.callback(pool.stop)
+                pool.start()
+        dispatcher = _Dispatcher(settings, tasks, pool)
         # One thread of this process stores each batch (and compares it, or hands it to the workers) while
         # Scrapy's thread goes on fetching and parsing (lxml, numpy and the database drivers run outside the
         # GIL). In Scrapy's thread, a batch's transaction and its hand-off (a round trip to the broker) held
@@ -325,23 +325,23 @@ class _Job:
         if self.outcome.stats.interrupted or self.stop.received:
             self.outcome.status, self.outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
         elif self.settings.tasks_in_process:
-            self._drain_child()
+            self._drain_pool()
             _compare_the_rest(self.sessions, self.settings, self.store, self.dispatcher)
         else:
             if self.dispatcher.error:
                 raise HandOffError(self.dispatcher.error)
             _wait_for_workers(self.sessions, self.settings, self.tasks, self.store, waiting)
 
-    def _drain_child(self) -> None:
-        """Wait for the compare process (:mod:`jobs.stage_process`) to confirm every batch it was sent; a
-        child that died (or could not start) is said in the crawl's notes (its batches were compared here)."""
-        child = self.dispatcher.child
-        if child is None:
+    def _drain_pool(self) -> None:
+        """Wait for the compare pool (:mod:`jobs.stage_process`) to compare every batch it was sent; a pool
+        that broke (or could not start) is said in the crawl's notes (its batches were compared here)."""
+        pool = self.dispatcher.pool
+        if pool is None:
             return
-        child.finish()
-        if child.died and self.outcome.stats is not None:
+        pool.finish()
+        if pool.died and self.outcome.stats is not None:
             note = (
-                f"compare process: {child.died}; {child.compared_here} page(s) compared in the crawl's own "
+                f"compare process: {pool.died}; {pool.compared_here} page(s) compared in the crawl's own "
                 "process instead"
             )
             self.outcome.stats = replace(self.outcome.stats, notes=(*self.outcome.stats.notes, note))
@@ -356,18 +356,18 @@ class _Job:
         if self.shared is not None:
             outcome.status = CrawlJobStatus.FINISHED.value
             return
-        child = self.dispatcher.child
+        pool = self.dispatcher.pool
         site_ids = self.store.counts.site_ids
         if self.settings.tasks_in_process:
-            settled = child is not None and child.settle(site_ids)
+            settled = pool is not None and pool.settle(site_ids)
         else:
             settled = _settled_by_workers(self.tasks, site_ids, self.settings)
         if not settled:
             from fptrack.jobs.pipeline import settle_crawled_sites  # the compare code: not loaded until here
 
             settle_crawled_sites(self.sessions, site_ids, self.settings)
-        if child is not None:
-            child.end()
+        if pool is not None:
+            pool.end()
         assert outcome.stats is not None  # crawled
         error = unfetched(outcome.stats, self.start_urls)
         if error:

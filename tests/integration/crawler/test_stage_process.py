@@ -1,12 +1,11 @@
-"""The embedded crawl's compare stage in a child process (jobs/stage_process.py), on a real site on 127.0.0.1:
+"""The embedded crawl's compare stage in a process pool (jobs/stage_process.py), on a real site on 127.0.0.1:
 
-- the child finds what the crawl's own thread finds (same matches, same fingerprints and index rows per page);
-- the child stopped, then SIGKILLed, mid-crawl (holding a batch, with more sent behind it): the crawl compares
-  what it had not confirmed itself, every page is compared, and the database holds what one comparison of
+- the pool finds what the crawl's own thread finds (same matches, same fingerprints and index rows per page);
+- the pool's process stopped, then SIGKILLed, mid-crawl (with batches submitted behind it): the crawl compares
+  what it had not compared itself, every page is compared, and the database holds what one comparison of
   each page leaves (a late second delivery of every batch changes nothing);
-- a child that stops answering is killed once the crawl has waited ``stall_seconds`` for it;
-- Ctrl+C (SIGINT to the process group, as a terminal sends it) or SIGTERM to the crawl alone: the crawl is
-  interrupted and no compare process outlives it.
+- Ctrl+C (SIGINT to the process group, as a terminal sends it), SIGTERM to the crawl alone, or SIGKILL: no
+  compare process outlives the crawl.
 
 Each crawl runs in a process of its own (Scrapy's reactor runs once per process): this module run as
 ``python -m tests.integration.crawler.test_stage_process REQUEST`` (:func:`_run_one`)."""
@@ -20,7 +19,6 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA
 from fptrack.core.settings import Settings
-from fptrack.jobs.stage_process import compare_in_child
+from fptrack.jobs.stage_process import compare_in_pool
 from fptrack.storage.db import create_engine_for, session_factory
 from fptrack.storage.models import Chapter, CodeIndexRow, Fingerprint, Match, Page, Site, Work
 from testbed.sites import Page as SitePage
@@ -43,7 +41,9 @@ from tests.support.env import TEST_SITE_RATE, clean_environ
 from tests.support.pirate_site import LIGHT, NEWS, OTHER, paragraphs_of, pirate_site
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-FILLER_PAGES = 110  # with the pirate site's pages: 4 batches of 32 and more, so the child is killed mid-crawl
+FILLER_PAGES = (
+    110  # with the pirate site's pages: 4 batches of 32 and more, so the pool process is killed mid-crawl
+)
 
 
 def _site(delay: float = 0.0) -> dict[str, Any]:
@@ -150,12 +150,12 @@ def site() -> Iterator[SiteURL]:
         yield base
 
 
-def test_the_child_finds_what_the_crawls_thread_finds(settings: Settings, site: SiteURL) -> None:
+def test_the_pool_finds_what_the_crawls_thread_finds(settings: Settings, site: SiteURL) -> None:
     _register(settings)
     child = _crawl(settings, site, compare_process=True)
     assert child["status"] == "finished", child
     assert child["child_seen"], "no compare process ran: the test compares the thread with itself"
-    # a child that finished its work and ended is not a child that died
+    # a pool that finished its work and ended did not break
     assert not [note for note in child["notes"] if note.startswith("compare process")], child["notes"]
     with_child = _state(settings, site)
 
@@ -185,10 +185,12 @@ def _forget_pages(settings: Settings) -> None:
         engine.dispose()
 
 
-def test_a_child_killed_mid_crawl_leaves_every_page_compared_once(settings: Settings, site: SiteURL) -> None:
+def test_a_pool_process_killed_mid_crawl_leaves_every_page_compared_once(
+    settings: Settings, site: SiteURL
+) -> None:
     _register(settings)
-    # stopped after the first batch, so that the batches sent after it wait unconfirmed (and, if it was
-    # comparing one, it holds it in an open transaction), then killed
+    # stopped after the first batch, so that the batches submitted after it wait (and, if it was comparing
+    # one, it holds it in an open transaction), then killed
     killed = _crawl(settings, site, compare_process=True, stop_child_at=40, kill_child_at=110)
     assert killed["status"] == "finished", killed
     assert killed["killed"], "the child was not killed: the test did not test the fall-back"
@@ -253,140 +255,111 @@ def _store_chapters(settings: Settings, engine: Engine, *, fillers: int = 0) -> 
 
 
 @contextmanager
-def _stopped_child(settings: Settings, batches: list[list[int]]) -> Iterator[Any]:
-    """A compare child started with the crawl's default fall-back, stopped (SIGSTOP) before its first batch,
-    then handed ``batches`` (IN_FLIGHT sent, the rest waiting in this process); stopped at the end."""
-    from fptrack.jobs.stage_process import CompareProcess
+def _pool(settings: Settings, **kwargs: Any) -> Iterator[Any]:
+    """A started compare pool (the crawl's default fall-back unless given), stopped at the end."""
+    from fptrack.jobs.stage_process import ComparePool
 
-    stage = CompareProcess(settings)
-    stage.start()
+    pool = ComparePool(settings, **kwargs)
+    pool.start()
     try:
-        assert stage.pid is not None
-        os.kill(stage.pid, signal.SIGSTOP)
-        for batch in batches:
-            stage.submit(batch)
-        yield stage
+        assert pool.pid is not None and _alive(pool.pid)
+        yield pool
     finally:
-        stage.stop()
+        pool.stop()
 
 
-def test_a_child_that_stops_answering_is_killed_and_its_batches_compared_here(
-    sqlite_settings: Settings,
-) -> None:
-    """A child that confirms nothing for ``stall_seconds`` while batches wait (here: stopped, SIGSTOP, before
-    its first batch) is killed when the crawl waits for it, and the crawl compares its batches itself."""
-    settings = sqlite_settings.with_overrides(stall_seconds=1.0)
-    _register(settings)
-    engine = create_engine_for(settings)
-    try:
-        ids = _store_chapters(settings, engine)
-        with _stopped_child(settings, [ids]) as stage:
-            pid = stage.pid
-            assert stage.in_use and stage.compared_here == 0  # sent, waiting for the stopped child
-            stage.finish()
-        assert stage.died == "stalled for 1 s, killed", stage.died
-        assert stage.compared_here == len(ids) == 3
-        assert not _alive(pid)
-        with Session(engine) as session:
-            assert session.scalars(select(Page.id).where(Page.compared_at.is_(None))).all() == []
-            assert session.scalar(select(func.count(Match.id))) == 3  # each page copies its chapter
-    finally:
-        engine.dispose()
-
-
-def test_the_last_batches_are_split_between_the_child_and_a_helper_forked_from_it(
-    sqlite_settings: Settings,
-) -> None:
-    """At the end the crawl sends what waits as one last message; the child splits it, with the batches it
-    holds unbegun, between itself and a helper it forks (warm), and relays the helper's confirmations. Here
-    the child is stopped (SIGSTOP) until every batch is submitted and ``finish`` has sent the last message:
-    two batches sent, the rest in the last one; resumed, the child reads all six ahead and splits them by
-    pages. Every page compared once, the three copies matched, the helper's half confirmed."""
-    from fptrack.jobs.stage_process import IN_FLIGHT
-
+def test_a_killed_pool_process_has_its_batches_compared_here(sqlite_settings: Settings) -> None:
+    """The pool's process stopped (SIGSTOP) with batches submitted, then killed: every batch it had not
+    compared comes back broken and is compared in the crawl's thread, as is every batch after; every page
+    compared once, the three copies matched."""
     _register(sqlite_settings)
     engine = create_engine_for(sqlite_settings)
     try:
-        ids = _store_chapters(sqlite_settings, engine, fillers=45)
-        batches = [ids[start : start + 8] for start in range(0, len(ids), 8)]
-        assert len(batches) == 6 and IN_FLIGHT == 2
-        with _stopped_child(sqlite_settings, batches) as stage:
-            resume = threading.Timer(1.0, os.kill, (stage.pid, signal.SIGCONT))
-            resume.start()  # after finish() has sent the last message
-            stage.finish()
-            resume.join()
-        assert stage.sent_last == len(batches) - IN_FLIGHT
-        assert stage.died == "" and stage.confirmed == len(ids) and stage.compared_here == 0
-        assert stage.helped == len(ids) // 2  # 48 pages in six batches of 8: three each
+        ids = _store_chapters(sqlite_settings, engine, fillers=13)
+        with _pool(sqlite_settings) as pool:
+            pid = pool.pid
+            os.kill(pid, signal.SIGSTOP)
+            for start in range(0, 8, 4):
+                pool.submit(ids[start : start + 4])
+            assert pool.compared_here == 0 and pool.in_use  # submitted, waiting for the stopped process
+            os.kill(pid, signal.SIGKILL)
+            pool.finish()
+            assert pool.died == "killed by SIGKILL", pool.died
+            assert pool.compared_here == 8 and pool.compared == 0
+            assert not pool.in_use
+            pool.submit(ids[8:])  # after the break: here
+            assert pool.compared_here == len(ids) == 16
+            assert not pool.settle({1})  # broken: the crawl settles its sites itself
+        assert not _alive(pid)
         with Session(engine) as session:
             assert session.scalars(select(Page.id).where(Page.compared_at.is_(None))).all() == []
-            assert session.scalar(select(func.count(Match.id))) == 3
+            assert session.scalar(select(func.count(Match.id))) == 3  # each chapter page copies its chapter
             assert session.scalar(select(func.count(func.distinct(Fingerprint.page_id)))) == len(ids)
     finally:
         engine.dispose()
 
 
-def test_the_last_message_to_a_stalled_child_is_compared_here(sqlite_settings: Settings) -> None:
-    """A child stopped (SIGSTOP) before its first batch never reads the last message: it is killed once the
-    crawl has waited ``stall_seconds``, and the crawl compares every batch itself, those of the last message
-    too; every page once."""
-    from fptrack.jobs.stage_process import IN_FLIGHT
-
-    settings = sqlite_settings.with_overrides(stall_seconds=1.0)
-    _register(settings)
-    engine = create_engine_for(settings)
-    try:
-        ids = _store_chapters(settings, engine)
-        batches = [*ids, *range(10**9, 10**9 + 3)]  # three pages that copy a chapter, then ids of no page
-        with _stopped_child(settings, [[page_id] for page_id in batches]) as stage:
-            assert stage.compared_here == 0  # two sent, the rest waiting
-            stage.finish()
-        assert stage.sent_last == len(batches) - IN_FLIGHT
-        assert stage.died == "stalled for 1 s, killed"
-        assert stage.compared_here == len(batches) and stage.helped == 0
-        with Session(engine) as session:
-            assert session.scalars(select(Page.id).where(Page.compared_at.is_(None))).all() == []
-            assert session.scalar(select(func.count(Match.id))) == 3
-    finally:
-        engine.dispose()
-
-
-def test_the_child_settles_the_crawls_sites_and_a_dead_child_leaves_them_to_the_crawl(
-    sqlite_settings: Settings,
-) -> None:
-    """After the last batch the crawl's sites settle in the child, which has the registry loaded (the crawl's
-    process would load it for that alone): the site's template decided and recorded there. A child gone by
-    then answers False, and the crawl settles the sites itself."""
-    from fptrack.jobs import tasks
-    from fptrack.jobs.stage_process import CompareProcess, compare_batch
-
+def test_the_pool_compares_the_batches_and_settles_the_crawls_sites(sqlite_settings: Settings) -> None:
+    """Batches submitted are compared in the pool, the crawl's thread compares none; after them the crawl's
+    sites settle there (the site's template decided and recorded); ended, the pool's process exits."""
     _register(sqlite_settings)
     engine = create_engine_for(sqlite_settings)
+    compared_here: list[list[int]] = []
     try:
-        ids = _store_chapters(sqlite_settings, engine)
+        ids = _store_chapters(sqlite_settings, engine, fillers=13)
         with Session(engine) as session:
             site_ids = set(session.scalars(select(Page.site_id).where(Page.id.in_(ids))))
         assert len(site_ids) == 1 and None not in site_ids
-        tasks.configure(sqlite_settings)
-        stage = CompareProcess(sqlite_settings, lambda page_ids: compare_batch(tasks, page_ids))
-        stage.start()
-        try:
-            stage.submit(ids)
-            stage.finish()
-            assert stage.confirmed == 3 and stage.in_use
-            assert stage.settle(site_ids)
+        with _pool(sqlite_settings, compare_here=compared_here.append) as pool:
+            for start in range(0, len(ids), 4):
+                pool.submit(ids[start : start + 4])
+            pool.finish()
+            assert pool.compared == len(ids) and compared_here == [] and pool.died == ""
+            assert pool.settle(site_ids)
             with Session(engine) as session:
                 assert session.scalar(select(Site.settled_at).where(Site.id.in_(site_ids))) is not None
                 assert session.scalar(select(func.count(Match.id))) == 3
-            assert stage.pid is not None
-            os.kill(stage.pid, signal.SIGKILL)
-            assert not stage.settle(site_ids)
-            assert stage.died == "killed by SIGKILL" and stage.compared_here == 0
-            stage.end()  # nothing to end: harmless
-        finally:
-            stage.stop()
+                assert session.scalars(select(Page.id).where(Page.compared_at.is_(None))).all() == []
+            pid = pool.pid
+            assert pid is not None
+            pool.end()
+            deadline = time.monotonic() + 30
+            while _alive(pid):  # exits on its own once told there is no more work
+                assert time.monotonic() < deadline, "the pool's process did not exit after end()"
+                time.sleep(0.1)
     finally:
         engine.dispose()
+
+
+def test_the_pools_process_ends_with_a_crawl_killed_outright(sqlite_settings: Settings) -> None:
+    """A crawl process killed outright (SIGKILL: no clean-up) leaves no compare process behind."""
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from fptrack.core.settings import Settings\n"
+        "from fptrack.jobs.stage_process import start_early\n"
+        f"settings = Settings(data_dir=Path({str(sqlite_settings.data_dir)!r}), "
+        f"database_url={sqlite_settings.database_url!r})\n"
+        "pool = start_early(settings)\n"
+        "print(pool.pid, flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    crawl = subprocess.Popen([sys.executable, "-c", script], cwd=REPO_ROOT, env=clean_environ(),
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert crawl.stdout is not None
+        pid = int(crawl.stdout.readline())
+        assert _alive(pid)
+        crawl.kill()
+        crawl.wait()
+        deadline = time.monotonic() + 30
+        while _alive(pid):
+            assert time.monotonic() < deadline, f"compare process {pid} outlived the crawl"
+            time.sleep(0.1)
+    finally:
+        if crawl.poll() is None:
+            crawl.kill()
+            crawl.wait()
 
 
 @pytest.mark.parametrize("how", ["ctrl-c to the process group", "sigterm to the crawl"])
@@ -479,7 +452,7 @@ def _alive(pid: int) -> bool:
 
 
 def _run_one(request: dict[str, Any]) -> dict[str, Any]:
-    """One ``run_crawl_job`` with the stage in a child or not (``compare_process``); the child stopped
+    """One ``run_crawl_job`` with the stage in a pool or not (``compare_process``); the pool's process stopped
     (SIGSTOP) once ``stop_child_at`` pages are fetched and killed (SIGKILL) at ``kill_child_at``."""
     from fptrack.crawler.pages import CrawlOptions, CrawlProgress
     from fptrack.jobs.crawls import run_crawl_job
@@ -490,7 +463,7 @@ def _run_one(request: dict[str, Any]) -> dict[str, Any]:
     stop_at, kill_at = request.get("stop_child_at"), request.get("kill_child_at")
 
     def progress(update: CrawlProgress) -> None:
-        children = [p for p in multiprocessing.active_children() if p.name == "fptrack-compare"]
+        children = multiprocessing.active_children()  # the pool's process
         seen["child"] = seen["child"] or bool(children)
         for child in children:
             assert child.pid is not None
@@ -526,37 +499,12 @@ if __name__ == "__main__":
     print(json.dumps(_run_one(json.loads(sys.argv[1]))))
 
 
-def test_the_child_is_used_where_another_process_can_open_the_database(sqlite_settings: Settings) -> None:
-    """The rule of compare_in_child: in-process tasks on a database file, unless FPTRACK_COMPARE_PROCESS is
-    false; an in-memory SQLite database (one connection's own) and a broker never get a child."""
-    assert compare_in_child(sqlite_settings)
-    assert not compare_in_child(replace(sqlite_settings, compare_process=False))
-    assert not compare_in_child(Settings.from_env({"FPTRACK_COMPARE_PROCESS": "false"}))
+def test_the_pool_is_used_where_another_process_can_open_the_database(sqlite_settings: Settings) -> None:
+    """The rule of compare_in_pool: in-process tasks on a database file, unless FPTRACK_COMPARE_PROCESS is
+    false; an in-memory SQLite database (one connection's own) and a broker never get a pool."""
+    assert compare_in_pool(sqlite_settings)
+    assert not compare_in_pool(replace(sqlite_settings, compare_process=False))
+    assert not compare_in_pool(Settings.from_env({"FPTRACK_COMPARE_PROCESS": "false"}))
     for memory in ("sqlite://", "sqlite:///:memory:", "sqlite:///file:x?mode=memory&uri=true"):
-        assert not compare_in_child(replace(sqlite_settings, database_url=memory)), memory
-    assert not compare_in_child(replace(sqlite_settings, broker_url="redis://127.0.0.1:6379/0"))
-
-
-def test_a_child_that_ended_after_confirming_everything_did_not_die(sqlite_settings: Settings) -> None:
-    """The child confirms its last batch and ends on the end of the work before the crawl reads the
-    confirmation: read together, that is a finished child, not a dead one (no note, nothing compared
-    twice)."""
-    from fptrack.jobs.stage_process import CompareProcess
-
-    compared_here: list[list[int]] = []
-    child = CompareProcess(sqlite_settings, compared_here.append)
-    child.start()
-    try:
-        child.submit([10**9])  # no such page: compared (nothing to do) and confirmed
-        process, connection = child._process, child._connection
-        assert process is not None and connection is not None
-        deadline = time.monotonic() + 60
-        while not connection.poll(0.1):  # the confirmation is waiting, unread
-            assert time.monotonic() < deadline, "the child never confirmed"
-        connection.send(None)  # the end of the work, as end() sends it
-        process.join(60)
-        assert process.exitcode == 0
-        child._collect(wait=0.5)
-        assert child.died == "" and child.confirmed == 1 and compared_here == []
-    finally:
-        child.stop()
+        assert not compare_in_pool(replace(sqlite_settings, database_url=memory)), memory
+    assert not compare_in_pool(replace(sqlite_settings, broker_url="redis://127.0.0.1:6379/0"))
