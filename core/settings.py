@@ -1,147 +1,21 @@
-"""The settings object: every connection URL and tunable, read once from the environment.
+"""The settings: every connection URL and tunable, each declared once below with its variable, its parser,
+its default and one line of meaning.
 
-No module reads the environment at import time; entry points (the CLI, the Celery worker, tests) build a
-:class:`Settings` with :meth:`Settings.from_env` and pass it to the factories that need it.
-
-Every variable, with its default and meaning:
-
-- ``FPTRACK_DATA_DIR`` (default ``./fptrack-data``): local folder for the embedded database
-- ``FPTRACK_CACHE_DIR`` (default ``$XDG_CACHE_HOME/fptrack`` or ``~/.cache/fptrack``): tables worth keeping
-  between processes (the normaliser's per-character table, the schema's head revision); empty: none
-- ``FPTRACK_DATABASE_URL`` (default ``sqlite:///<data dir>/fptrack.db``): SQLAlchemy URL; ``postgresql://``
-  uses psycopg 3
-- ``FPTRACK_READ_DATABASE_URL`` (default unset: the primary): a PostgreSQL streaming replica of
-  ``FPTRACK_DATABASE_URL`` that the admin's read-only pages read from (``admin.views.read_sessions``,
-  docs/capacity.md); refused with SQLite
-- ``FPTRACK_BROKER_URL`` (default unset): Celery broker (``redis://``, ``amqp://``); unset runs tasks
-  in-process
-- ``FPTRACK_RESULT_BACKEND`` (default unset): Celery result backend (defaults to the broker for ``redis://``)
-- ``FPTRACK_MAINTAIN_EVERY`` (default ``3600``): seconds between scheduled upkeep runs
-  (``fptrack worker --beat``)
-- ``FPTRACK_SWEEP_EVERY`` (default ``300``): seconds between sweeps for pages and works left behind
-  (``fptrack worker --beat``)
-- ``FPTRACK_SWEEP_AFTER`` (default ``600``): a page stored (a work registered) this many seconds ago and still
-  not compared (indexed) is handed on again
-- ``FPTRACK_NO_WORKER_SECONDS`` (default ``20``): a crawl whose queued pages see no progress this long asks
-  the workers, and fails when none consumes the queue
-- ``FPTRACK_STALL_SECONDS`` (default ``60``): a crawl whose queued pages see no progress this long hands them
-  on again (a worker died)
-- ``FPTRACK_TASK_QUEUE`` (default ``fptrack``): Celery queue of the fingerprint stage (separate environments
-  sharing a broker)
-- ``FPTRACK_SIMHASH_K`` (default ``3``): Hamming distance under which two 64-bit Simhashes are near-duplicates
-- ``FPTRACK_SIMHASH_BLOCKS`` (default ``4``): blocks of the permuted-prefix index (must exceed k)
-- ``FPTRACK_SIMHASH_HOT_MU`` (default ``2.0``): a bucket over (1 + mu) x the mean bucket size is re-split
-  (``storage.hot_buckets.split_hot_buckets``)
-- ``FPTRACK_SIMHASH_HOT_MIN_SIZE`` (default ``1024``): buckets smaller than this are never re-split
-  (docs/storage.md has the measurement)
-- ``FPTRACK_PAGE_SAMPLE_WINDOW`` (default ``64``): a crawled page keeps, for the look-ups of newly
-  registered works, the minimum winnowing hash of every window of this many k-grams (16-4096): any passage of
-  ``window + k - 1`` characters it shares with a work is found (``storage.fingerprints.page_sample``)
-- ``FPTRACK_RETAIN_GONE_DAYS`` (default ``30``; ``0``: never): a page that has answered gone (404, 410,
-  451) at every fetch for that long (``pages.gone_since``) loses its fingerprints (``fptrack maintain``); its
-  row, matches and evidence stay
-- ``FPTRACK_RETAIN_UNSEEN_DAYS`` (default ``365``; ``0``: never): a page no crawl or re-check has fetched for
-  that long loses its fingerprints the same way (``storage.housekeeping.retire_page_fingerprints``)
-- ``FPTRACK_CHAPTER_INDEX`` (default ``memory``): where crawl-time compare finds the registered chapters
-  holding a page's codes: ``memory`` (each process keeps them as arrays, refreshed when the registry changes:
-  ``compare.chapter_index``) or ``database`` (a ``code_index`` query per batch)
-- ``FPTRACK_CRAWL_CONCURRENCY`` (default ``8``): concurrent requests of one crawl (>= 1)
-- ``FPTRACK_COMPARE_PROCESS`` (default ``true``): with no broker, a crawl compares its pages in a child
-  process of its own, on another core (``jobs.stage_process``); ``false`` keeps them in the crawl's process
-  (a one-core machine)
-- ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE`` (default ``2``): concurrent requests to one site (>= 1; a site's
-  ``concurrency`` setting wins)
-- ``FPTRACK_CRAWL_DELAY`` (default ``0``): seconds at least between two requests to one site (a site's
-  ``delay`` setting wins)
-- ``FPTRACK_CRAWL_AUTOTHROTTLE`` (default ``true``): Scrapy's AutoThrottle: slow down as a site answers slower
-- ``FPTRACK_CRAWL_TIMEOUT`` (default ``20``): seconds before a request is abandoned (> 0)
-- ``FPTRACK_CRAWL_MAX_BYTES`` (default ``10485760``): response bodies larger than this are abandoned (reported
-  as failures; >= 1)
-- ``FPTRACK_CRAWL_MAX_LINKS`` (default ``5000``): links taken from one page at most (the first in document
-  order; >= 1)
-- ``FPTRACK_MAX_PAGE_CHARS`` (default ``300000``): characters of extracted text kept per page at most, cut at
-  a paragraph boundary and recorded in ``pages.note`` (>= 1)
-- ``FPTRACK_CRAWL_OBEY_ROBOTS`` (default ``true``): crawls obey robots.txt (a site's ``obey_robots`` setting
-  wins)
-- ``FPTRACK_ALLOW_PRIVATE_HOSTS`` (default unset): comma-separated hosts (``host``, ``host:port``) or networks
-  (``10.0.0.0/8``) a crawl may reach although they are private, loopback, link-local... (``crawler.guard``)
-- ``FPTRACK_CHROMIUM`` (default unset): the browser that renders pages built by scripts (a path or a command);
-  unset: ``chromium`` on the PATH (Debian's package; never downloaded)
-- ``FPTRACK_RENDER_TIMEOUT`` (default ``20``): seconds a rendered page may take to load (> 0); a page that
-  does not keeps its static text
-- ``FPTRACK_RENDER_IDLE_WAIT`` (default ``3``): seconds at most, after the load event, waiting for a rendered
-  page's requests to end (>= 0)
-- ``FPTRACK_RENDER_PAGES`` (default ``2``): browser pages rendering at a time in one crawl (>= 1)
-- ``FPTRACK_RENDER_MIN_CHARS`` (default ``50``): with ``render_js=auto``, a page with scripts and less main
-  text than this is rendered (>= 1)
-- ``FPTRACK_USER_AGENT`` (default ``fptrack/<version> (+content fingerprint tracker)``): crawler user agent
-- ``FPTRACK_SCHEDULE_EVERY`` (default ``30``): seconds between two looks for due site crawls
-  (``fptrack worker --beat``)
-- ``FPTRACK_CRAWL_STALE_SECONDS`` (default ``120``): a site crawl whose process gave no sign of life this long
-  is marked failed (it died); the same for a takedown re-check run's claim
-- ``FPTRACK_RECHECK_EVERY`` (default ``86400``): seconds between two runs of the takedown re-checks
-  (``fptrack worker --beat``)
-- ``FPTRACK_RECHECK_AFTER`` (default ``72000``): a flagged or confirmed match not re-checked for this many
-  seconds is due (20 h: a daily run takes every match)
-- ``FPTRACK_RECHECK_LIMIT`` (default ``2000``): matches re-checked at most per run, the longest unchecked
-  first
-- ``FPTRACK_CRAWL_REDIS_URL`` (default the broker URL when it is ``redis://``): Redis holding the shared
-  frontier of distributed crawls (``fptrack crawl --distributed``, a site's ``distributed`` setting;
-  ``crawler.distributed``)
-- ``FPTRACK_ADMIN_HOSTS`` (default ``localhost,127.0.0.1,::1``): host names the admin answers to (``Host``
-  header, and ``Origin``/``Referer`` of every POST)
-- ``FPTRACK_ADMIN_SECURE_COOKIES`` (default auto): ``true``: the session cookie is ``Secure`` (HTTPS only);
-  auto = true unless every admin host is loopback
-- ``FPTRACK_ADMIN_TRUSTED_PROXIES`` (default unset): addresses or networks (``10.0.0.0/8``) of the reverse
-  proxies in front of the admin
-- ``FPTRACK_ADMIN_TRUSTED_USER_HEADER`` (default unset): a header (e.g. ``X-Forwarded-User``) naming the
-  logged-in account, believed only from a trusted proxy
-- ``FPTRACK_SIGNING_KEY_FILE`` (default ``<data dir>/signing-key.pem``): the installation's Ed25519 key that
-  signs evidence bundles (PEM, PKCS#8), generated there with mode 0600 on first use (docs/evidence.md)
-- ``FPTRACK_TSA_URL`` (default unset): an RFC 3161 time-stamping authority (``http(s)://``) that timestamps
-  every evidence bundle; unset, bundles say "not timestamped"
-- ``FPTRACK_NETWORKS`` (default ``true``): every compared page gets a page Simhash and its near duplicates on
-  other sites are counted per pair of sites (``compare.networks``, ``fptrack networks``)
-- ``FPTRACK_NETWORK_MIN_SHARED`` (default ``3``) / ``FPTRACK_NETWORK_MIN_SHARE`` (default ``0.5``): two sites
-  are one network when at least this many of their pages, and this share of the smaller site's pages, are
-  close (page Simhashes within 2 bits; docs/discovery.md has the measurement)
-- ``FPTRACK_NETWORK_PAIRS_PER_SITE`` (default ``1``) / ``FPTRACK_NETWORK_MAX_PAIRS`` (default ``16``): the
-  near duplicates a page records, per other site and in all (close ones first, then by site): the networks
-  need evidence that two sites share texts, not every stored copy of a chapter
-- ``FPTRACK_DISCOVERY_EVERY`` (default ``0``: off): seconds between scheduled discovery runs
-  (``fptrack worker --beat``; ``fptrack discover`` runs it by hand)
-- ``FPTRACK_DISCOVERY_PROBE_PAGES`` (default ``5``): pages fetched at most when probing a candidate site
-- ``FPTRACK_DISCOVERY_AUTO_MONITOR`` (default unset: never): a candidate whose probe scores at least this
-  (share of probed pages that copy registered chapters, 0-1) becomes a monitored site without a person's
-  accept
-- ``FPTRACK_DISCOVERY_SCHEDULE`` (default ``1d``): the crawl schedule of a site made from an accepted
-  candidate
-- ``FPTRACK_SEARCH_PROVIDERS`` (default unset: none): search providers discovery queries, comma-separated:
-  ``bing`` (Bing Web Search API v7), ``google`` (Programmable Search JSON API), ``serpapi`` (SerpAPI, Baidu)
-- ``FPTRACK_SEARCH_RESULTS`` (default ``10``): results asked for per query
-- ``FPTRACK_SEARCH_BING_KEY``, ``FPTRACK_SEARCH_BING_ENDPOINT``; ``FPTRACK_SEARCH_GOOGLE_KEY``,
-  ``FPTRACK_SEARCH_GOOGLE_CX``, ``FPTRACK_SEARCH_GOOGLE_ENDPOINT``; ``FPTRACK_SEARCH_SERPAPI_KEY``,
-  ``FPTRACK_SEARCH_SERPAPI_ENDPOINT``: each provider's API key (and search engine id) and its endpoint
-  (defaults: the providers' public endpoints)
-- ``FPTRACK_SMTP_HOST`` (default unset): the SMTP relay that takedown notices are sent through
-  (``fptrack notices send``, jobs/delivery.py); unset: notices are drafted and exported, not sent
-- ``FPTRACK_SMTP_PORT`` (default ``587``): its port
-- ``FPTRACK_SMTP_USER`` / ``FPTRACK_SMTP_PASSWORD`` (default unset): its login, when it asks for one
-- ``FPTRACK_SMTP_STARTTLS`` (default ``true``): upgrade the connection with STARTTLS before logging in or
-  sending (``false`` only for a relay on loopback or a trusted network)
-- ``FPTRACK_SMTP_FROM`` (default the sender's email): the ``From`` address of notices (the sender's email is
-  always the ``Reply-To``)
-- ``FPTRACK_NOTICE_ESCALATE_AFTER`` (default ``7``): days a copy may stay up after a notice before a second
-  notice to the same recipient, then one to the host's next contact upstream (``fptrack notices follow-up``)
+The environment is read only by entry points (the CLI, the Celery worker's start-up, the admin's gunicorn
+factory, a site crawl's process): they build a :class:`Settings` with :meth:`Settings.from_env` and pass it
+on.
+``docs/settings.md`` and ``deploy/.env.example`` are generated from these declarations
+(``python -m fptrack.core.settings_files --write``).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from sqlalchemy.engine import URL, make_url
@@ -153,8 +27,10 @@ __all__ = [
     "CHAPTER_INDEX_MODES",
     "LOOPBACK_HOSTS",
     "ConfigurationError",
+    "Setting",
     "Settings",
     "classify_allow_entry",
+    "declared_settings",
     "is_loopback_host",
 ]
 
@@ -191,91 +67,694 @@ def normalise_database_url(raw: str, *, variable: str = "FPTRACK_DATABASE_URL") 
     return url.render_as_string(hide_password=False)
 
 
+# ------------------------------------------------------------------------------------------------ the parsers
+# Each turns a variable's non-empty value into the field's value, or raises ConfigurationError naming it.
+
+Parser = Callable[[str, str], Any]
+_T = TypeVar("_T")
+
+
+def _text(name: str, raw: str) -> str:
+    return raw
+
+
+def _stripped(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _lowered(name: str, raw: str) -> str:
+    return raw.strip().lower()
+
+
+def _optional_text(name: str, raw: str) -> str | None:
+    return raw.strip() or None
+
+
+def _path(name: str, raw: str) -> Path:
+    return Path(raw)
+
+
+def _optional_path(name: str, raw: str) -> Path | None:
+    return Path(raw.strip()) if raw.strip() else None
+
+
+def _int(name: str, raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
+
+
+def _float(name: str, raw: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a number") from None
+
+
+def _bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{name}={raw!r} is not a boolean (use true or false)")
+
+
+def _bool_or_auto(name: str, raw: str) -> bool | None:
+    return None if raw.strip().lower() in ("", "auto") else _bool(name, raw)
+
+
+def _list(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _lowered_list(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(item.lower() for item in _list(name, raw))
+
+
+def _hosts(name: str, raw: str) -> tuple[str, ...]:
+    return _list(name, raw) or LOOPBACK_HOSTS
+
+
+def _default_cache_dir(env: Mapping[str, str]) -> Path:
+    cache_root = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache_root) / "fptrack"
+
+
+def _cache_dir(name: str, raw: str) -> Path | None:
+    return Path(raw) if raw else None  # set but empty: no cache
+
+
+# ---------------------------------------------------------------------------------------- the declarations
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What the environment and the docs know of one field of :class:`Settings`.
+
+    ``parse`` reads a non-empty value (an unset or empty variable keeps the default, or ``fallback(env)``
+    when there is one; ``empty_is_value``: an empty one is parsed too). ``shown``: the default in words, when
+    the field's own default is not what applies. ``example``: a value shown in ``.env.example`` instead of
+    the default; ``deploy``: one it sets. ``at_least`` (``above``: strictly) bounds a number: the bound and
+    what the error says is expected."""
+
+    variable: str
+    doc: str
+    parse: Parser
+    section: str
+    shown: str | None = None
+    example: str | None = None
+    deploy: str | None = None
+    at_least: tuple[float, str] | None = None
+    above: tuple[float, str] | None = None
+    empty_is_value: bool = False
+    fallback: Callable[[Mapping[str, str]], Any] | None = None
+
+
+class _Section:
+    """Declares the settings of one section: ``section(variable, default, parse, doc, **metadata)`` is the
+    dataclass field, typed as its value so that the default and the parser are checked against the field."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+
+    def __call__(
+        self,
+        variable: str,
+        default: _T,
+        parse: Callable[[str, str], _T],
+        doc: str,
+        *,
+        secret: bool = False,
+        shown: str | None = None,
+        example: str | None = None,
+        deploy: str | None = None,
+        at_least: tuple[float, str] | None = None,
+        above: tuple[float, str] | None = None,
+        empty_is_value: bool = False,
+        fallback: Callable[[Mapping[str, str]], _T] | None = None,
+    ) -> _T:
+        meta = Setting(
+            variable,
+            doc,
+            parse,
+            self.title,
+            shown,
+            example,
+            deploy,
+            at_least,
+            above,
+            empty_is_value,
+            fallback,
+        )
+        declared: _T = field(default=default, repr=not secret, metadata={"setting": meta})
+        return declared
+
+
+_storage = _Section("Storage")
+_workers = _Section("Workers")
+_matching = _Section("Matching")
+_crawling = _Section("Crawling")
+_rendering = _Section("Rendering pages built by scripts")
+_schedules = _Section("Schedules and takedown re-checks")
+_admin = _Section("The admin")
+_evidence = _Section("Evidence")
+_networks = _Section("Pirate networks and discovery")
+_notices = _Section("Takedown notices")
+
+_SECONDS_1 = (1.0, "a number of seconds >= 1")
+_SECONDS_0 = (0.0, "a number of seconds >= 0")
+_INT_1 = (1.0, "an integer >= 1")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything configurable, in one frozen object."""
 
-    data_dir: Path = field(default_factory=lambda: Path("fptrack-data"))
-    cache_dir: Path | None = None
-    database_url: str = ""
-    read_database_url: str | None = None
-    broker_url: str | None = None
-    result_backend: str | None = None
-    task_queue: str = "fptrack"
-    maintain_every: int = 3600
-    sweep_every: int = 300
-    sweep_after: int = 600
-    no_worker_seconds: float = 20.0
-    stall_seconds: float = 60.0
-    simhash_k: int = 3
-    simhash_blocks: int = 4
-    simhash_hot_mu: float = 2.0
-    simhash_hot_min_size: int = 1024
-    chapter_index: str = "memory"
-    page_sample_window: int = 64
-    retain_gone_days: float = 30.0
-    retain_unseen_days: float = 365.0
-    crawl_concurrency: int = 8
-    compare_process: bool = True
-    crawl_concurrency_per_site: int = 2
-    crawl_delay: float = 0.0
-    crawl_autothrottle: bool = True
-    crawl_timeout: float = 20.0
-    crawl_max_body_bytes: int = 10 * 1024 * 1024
-    crawl_max_links: int = 5000
-    max_page_chars: int = 300_000
-    crawl_obey_robots: bool = True
-    allow_private_hosts: tuple[str, ...] = ()
-    chromium: str = ""
-    render_timeout: float = 20.0
-    render_idle_wait: float = 3.0
-    render_pages: int = 2
-    render_min_chars: int = 50
-    user_agent: str = "fptrack/0.1 (+content fingerprint tracker)"
-    schedule_every: float = 30.0
-    crawl_stale_seconds: float = 120.0
-    recheck_every: float = 60.0
-    recheck_after: float = 72000.0
-    recheck_limit: int = 2000
-    recheck_young_every: float = 3600.0
-    recheck_young_for: float = 86400.0
-    recheck_confirm_after: float = 120.0
-    site_rate: float = 1.0
-    retry_after_max: float = 3600.0
-    schedule_backoff_max: float = 4.0
-    crawl_redis_url: str | None = None
-    admin_hosts: tuple[str, ...] = LOOPBACK_HOSTS
-    admin_secure_cookies: bool | None = None
-    admin_trusted_proxies: tuple[str, ...] = ()
-    admin_trusted_user_header: str | None = None
-    signing_key_file: Path | None = None
-    tsa_url: str | None = None
-    # pirate networks and discovery (compare.networks, jobs.discovery, jobs.search_providers)
-    networks: bool = True
-    network_min_shared: int = 3
-    network_min_share: float = 0.5
-    network_pairs_per_site: int = 1
-    network_max_pairs: int = 16
-    discovery_every: float = 0.0
-    discovery_probe_pages: int = 5
-    discovery_auto_monitor_score: float | None = None
-    discovery_schedule: str = "1d"
-    search_providers: tuple[str, ...] = ()
-    search_results: int = 10
-    search_bing_key: str = ""
-    search_bing_endpoint: str = "https://api.bing.microsoft.com/v7.0/search"
-    search_google_key: str = ""
-    search_google_cx: str = ""
-    search_google_endpoint: str = "https://www.googleapis.com/customsearch/v1"
-    search_serpapi_key: str = ""
-    search_serpapi_endpoint: str = "https://serpapi.com/search.json"
-    smtp_host: str | None = None
-    smtp_port: int = 587
-    smtp_user: str | None = None
-    smtp_password: str | None = field(default=None, repr=False)  # never in a log line
-    smtp_starttls: bool = True
-    smtp_from: str = ""
-    notice_escalate_after: float = 7.0
+    data_dir: Path = _storage(  # noqa: RUF009 (the declarer returns a dataclasses.field)
+        "FPTRACK_DATA_DIR",
+        Path("fptrack-data"),
+        _path,
+        "local folder of the embedded database, the admin's secret key, the scheduler's files and the crawl "
+        "logs (also `fptrack --data-dir`)",
+        example="/var/lib/fptrack",
+    )
+    cache_dir: Path | None = _storage(  # noqa: RUF009 (the declarer returns a dataclasses.field)
+        "FPTRACK_CACHE_DIR",
+        None,
+        _cache_dir,
+        "tables worth keeping between processes (the normaliser's per-character table, the schema's head "
+        "revision, the chapter index's files); set but empty: none",
+        shown="`$XDG_CACHE_HOME/fptrack` or `~/.cache/fptrack`",
+        example="/var/cache/fptrack",
+        empty_is_value=True,
+        fallback=_default_cache_dir,
+    )
+    database_url: str = _storage(
+        "FPTRACK_DATABASE_URL",
+        "",
+        _text,
+        "SQLAlchemy URL of the database: `postgresql://user@host:5432/db` for production (psycopg 3)",
+        shown="`sqlite:///<data dir>/fptrack.db`",
+        deploy="postgresql://postgres@127.0.0.1:5432/fptrack",
+    )
+    read_database_url: str | None = _storage(
+        "FPTRACK_READ_DATABASE_URL",
+        None,
+        _optional_text,
+        "a PostgreSQL streaming replica of the database that the admin's read-only pages read from (a "
+        "reviewer's pages read the primary for 30 s after each change they make; an unreachable replica "
+        "sends reads back to the primary; docs/capacity.md); refused with SQLite",
+        shown="unset (the primary)",
+    )
+    broker_url: str | None = _workers(
+        "FPTRACK_BROKER_URL",
+        None,
+        _text,
+        "the Celery broker the workers, crawlers and beat share (`redis://`, `amqp://`); unset: tasks run in "
+        "the calling process",
+        deploy="redis://127.0.0.1:6379/0",
+    )
+    result_backend: str | None = _workers(
+        "FPTRACK_RESULT_BACKEND",
+        None,
+        _text,
+        "Celery's task results (fptrack itself follows progress in the database)",
+        shown="the broker, when it is `redis://`",
+        example="redis://127.0.0.1:6379/0",
+    )
+    task_queue: str = _workers(
+        "FPTRACK_TASK_QUEUE",
+        "fptrack",
+        _text,
+        "the Celery queue of the fingerprint stage (environments sharing a broker use different names); the "
+        "scheduler's crawl tasks go to `<queue>.crawls`",
+        deploy="fptrack",
+    )
+    maintain_every: int = _workers(
+        "FPTRACK_MAINTAIN_EVERY",
+        3600,
+        _int,
+        "seconds between scheduled upkeep runs (`fptrack worker --beat`)",
+    )
+    sweep_every: int = _workers(
+        "FPTRACK_SWEEP_EVERY", 300, _int, "seconds between the beat's sweeps for pages and works left behind"
+    )
+    sweep_after: int = _workers(
+        "FPTRACK_SWEEP_AFTER",
+        600,
+        _int,
+        "a page stored (a work registered) this many seconds ago and still not compared (indexed) is handed "
+        "on again",
+    )
+    no_worker_seconds: float = _workers(
+        "FPTRACK_NO_WORKER_SECONDS",
+        20.0,
+        _float,
+        "a crawl whose queued pages see no progress this long asks the workers, and fails when none consumes "
+        "the queue",
+    )
+    stall_seconds: float = _workers(
+        "FPTRACK_STALL_SECONDS",
+        60.0,
+        _float,
+        "a crawl whose queued pages see no progress this long hands them on again (a worker died)",
+    )
+    compare_process: bool = _workers(
+        "FPTRACK_COMPARE_PROCESS",
+        True,
+        _bool,
+        "with no broker, a crawl compares its pages in a child process on another core "
+        "(`jobs/stage_process.py`); `false` keeps them in the crawl's own process (a one-core machine)",
+    )
+    simhash_k: int = _matching(
+        "FPTRACK_SIMHASH_K", 3, _int, "Hamming distance under which two 64-bit Simhashes are near duplicates"
+    )
+    simhash_blocks: int = _matching(
+        "FPTRACK_SIMHASH_BLOCKS",
+        4,
+        _int,
+        "blocks of the permuted-prefix Simhash index (more than `FPTRACK_SIMHASH_K`)",
+    )
+    simhash_hot_mu: float = _matching(
+        "FPTRACK_SIMHASH_HOT_MU",
+        2.0,
+        _float,
+        "a Simhash bucket over (1 + mu) x the mean bucket size is re-split (`storage.hot_buckets`)",
+    )
+    simhash_hot_min_size: int = _matching(
+        "FPTRACK_SIMHASH_HOT_MIN_SIZE",
+        1024,
+        _int,
+        "Simhash buckets smaller than this are never re-split (docs/storage.md has the measurement)",
+    )
+    chapter_index: str = _matching(
+        "FPTRACK_CHAPTER_INDEX",
+        "memory",
+        _lowered,
+        "where crawl-time compare finds the registered chapters holding a page's codes: `memory` (each "
+        "process keeps them as sorted arrays, refreshed when the registry changes, shared through "
+        "memory-mapped files in the cache folder) or `database` (a `code_index` query per batch)",
+    )
+    page_sample_window: int = _matching(
+        "FPTRACK_PAGE_SAMPLE_WINDOW",
+        64,
+        _int,
+        "a crawled page keeps the smallest winnowing hash of every window of this many k-grams (16-4096) for "
+        "newly registered works to look up: any passage of window + k - 1 characters it shares with a work "
+        "is found; smaller stores more per page",
+    )
+    retain_gone_days: float = _matching(
+        "FPTRACK_RETAIN_GONE_DAYS",
+        30.0,
+        _float,
+        "a page that has answered gone (404, 410, 451) at every fetch for this many days loses its "
+        "fingerprints at `fptrack maintain` (0: never); its row, matches and evidence stay",
+        at_least=(0, "a number of days >= 0 (0: never)"),
+    )
+    retain_unseen_days: float = _matching(
+        "FPTRACK_RETAIN_UNSEEN_DAYS",
+        365.0,
+        _float,
+        "a page nothing has fetched for this many days (a site no longer monitored, a URL no longer linked) "
+        "loses its fingerprints the same way (0: never)",
+        at_least=(0, "a number of days >= 0 (0: never)"),
+    )
+    crawl_concurrency: int = _crawling(
+        "FPTRACK_CRAWL_CONCURRENCY", 8, _int, "concurrent requests of one crawl", at_least=_INT_1
+    )
+    crawl_concurrency_per_site: int = _crawling(
+        "FPTRACK_CRAWL_CONCURRENCY_PER_SITE",
+        2,
+        _int,
+        "concurrent requests to one site (a site's `concurrency` wins)",
+        at_least=_INT_1,
+    )
+    site_rate: float = _crawling(
+        "FPTRACK_SITE_RATE",
+        1.0,
+        _float,
+        "requests per second at most to one site, shared by every crawl, re-check and rendering of it on "
+        "every machine (a site's `--rate` wins); a 429 or 503 with `Retry-After` holds the site for all of "
+        "them",
+        above=(0, "requests per second > 0"),
+    )
+    retry_after_max: float = _crawling(
+        "FPTRACK_RETRY_AFTER_MAX",
+        3600.0,
+        _float,
+        "the longest `Retry-After` honoured (seconds); a request asked to wait longer in all is a failure "
+        "with its reason",
+        at_least=_SECONDS_1,
+    )
+    crawl_delay: float = _crawling(
+        "FPTRACK_CRAWL_DELAY",
+        0.0,
+        _float,
+        "seconds at least between two requests to one site (a site's `delay` wins); with the rate, the "
+        "stricter wins",
+        at_least=_SECONDS_0,
+    )
+    crawl_autothrottle: bool = _crawling(
+        "FPTRACK_CRAWL_AUTOTHROTTLE",
+        True,
+        _bool,
+        "Scrapy's AutoThrottle: slower still as a site answers slower",
+    )
+    crawl_obey_robots: bool = _crawling(
+        "FPTRACK_CRAWL_OBEY_ROBOTS",
+        True,
+        _bool,
+        "obey robots.txt (the rules for `User-agent: fptrack`, else `*`); a site's `obey_robots` wins",
+    )
+    crawl_timeout: float = _crawling(
+        "FPTRACK_CRAWL_TIMEOUT",
+        20.0,
+        _float,
+        "seconds before a request is abandoned",
+        above=(0, "seconds > 0"),
+    )
+    crawl_max_body_bytes: int = _crawling(
+        "FPTRACK_CRAWL_MAX_BYTES",
+        10 * 1024 * 1024,
+        _int,
+        "response bodies larger than this many bytes are abandoned and reported as failures",
+        at_least=(1, "a number of bytes >= 1"),
+    )
+    crawl_max_links: int = _crawling(
+        "FPTRACK_CRAWL_MAX_LINKS",
+        5000,
+        _int,
+        "links taken from one page at most (the first in document order), the cut noted on the page",
+        at_least=_INT_1,
+    )
+    max_page_chars: int = _crawling(
+        "FPTRACK_MAX_PAGE_CHARS",
+        300_000,
+        _int,
+        "characters of extracted text kept per page at most, cut at a paragraph boundary and noted on the "
+        "page",
+        at_least=(1, "a number of characters >= 1"),
+    )
+    allow_private_hosts: tuple[str, ...] = _crawling(
+        "FPTRACK_ALLOW_PRIVATE_HOSTS",
+        (),
+        _list,
+        "comma-separated hosts (`intranet.example`, `127.0.0.1:8000`) or networks (`10.0.0.0/8`) crawls may "
+        "reach although private, loopback, link-local, multicast or reserved; everything else in those "
+        "ranges is refused, after DNS and on every redirect, also through a proxy",
+        example="intranet.example,10.0.0.0/8",
+    )
+    user_agent: str = _crawling(
+        "FPTRACK_USER_AGENT",
+        "fptrack/0.1 (+content fingerprint tracker)",
+        _text,
+        "the crawler's user agent",
+        example="fptrack/0.1 (+https://your.site/fptrack)",
+    )
+    crawl_redis_url: str | None = _crawling(
+        "FPTRACK_CRAWL_REDIS_URL",
+        None,
+        _optional_text,
+        "Redis holding the shared frontier of distributed crawls (`fptrack crawl --distributed`, a site's "
+        "`--distributed`; docs/monitoring.md)",
+        shown="the broker, when it is `redis://`",
+        example="redis://127.0.0.1:6379/1",
+    )
+    chromium: str = _rendering(
+        "FPTRACK_CHROMIUM",
+        "",
+        _stripped,
+        "the browser that renders pages built by scripts, a path or a command (Debian's package; never "
+        "downloaded)",
+        shown="`chromium` on the PATH",
+        example="/usr/bin/chromium",
+    )
+    render_timeout: float = _rendering(
+        "FPTRACK_RENDER_TIMEOUT",
+        20.0,
+        _float,
+        "seconds a rendered page may take to load; a page that does not keeps its static text",
+        above=(0, "seconds > 0"),
+    )
+    render_idle_wait: float = _rendering(
+        "FPTRACK_RENDER_IDLE_WAIT",
+        3.0,
+        _float,
+        "seconds at most, after the load event, waiting for a rendered page's requests to end",
+        at_least=_SECONDS_0,
+    )
+    render_pages: int = _rendering(
+        "FPTRACK_RENDER_PAGES", 2, _int, "browser pages rendering at a time in one crawl", at_least=_INT_1
+    )
+    render_min_chars: int = _rendering(
+        "FPTRACK_RENDER_MIN_CHARS",
+        50,
+        _int,
+        "with `render_js=auto`, a page with scripts and less main text than this is rendered",
+        at_least=_INT_1,
+    )
+    schedule_every: float = _schedules(
+        "FPTRACK_SCHEDULE_EVERY",
+        30.0,
+        _float,
+        "seconds between two looks for due site crawls (`fptrack worker --beat`); a schedule shorter than "
+        "this is refused",
+        at_least=_SECONDS_1,
+    )
+    schedule_backoff_max: float = _schedules(
+        "FPTRACK_SCHEDULE_BACKOFF_MAX",
+        4.0,
+        _float,
+        "a site quiet for 3 crawls in a row is visited less often, up to this many times its schedule",
+        at_least=(1, "a factor >= 1"),
+    )
+    crawl_stale_seconds: float = _schedules(
+        "FPTRACK_CRAWL_STALE_SECONDS",
+        120.0,
+        _float,
+        "a site crawl (or re-check run) whose process gave no sign of life this long died: marked failed, it "
+        "runs again when next due",
+        at_least=(5, "a number of seconds >= 5"),
+    )
+    recheck_every: float = _schedules(
+        "FPTRACK_RECHECK_EVERY",
+        60.0,
+        _float,
+        "seconds between two looks for copies due for a takedown re-check (`fptrack worker --beat`)",
+        at_least=_SECONDS_1,
+    )
+    recheck_young_every: float = _schedules(
+        "FPTRACK_RECHECK_YOUNG_EVERY",
+        3600.0,
+        _float,
+        "a copy younger than `FPTRACK_RECHECK_YOUNG_FOR` is re-checked this often, in seconds (the first "
+        "re-check too)",
+        at_least=_SECONDS_1,
+    )
+    recheck_young_for: float = _schedules(
+        "FPTRACK_RECHECK_YOUNG_FOR", 86400.0, _float, "seconds a copy counts as young", at_least=_SECONDS_0
+    )
+    recheck_after: float = _schedules(
+        "FPTRACK_RECHECK_AFTER",
+        72000.0,
+        _float,
+        "an older copy is re-checked every this many seconds (20 h)",
+        at_least=_SECONDS_0,
+    )
+    recheck_confirm_after: float = _schedules(
+        "FPTRACK_RECHECK_CONFIRM_AFTER",
+        120.0,
+        _float,
+        "a removal seen once is confirmed by a second fetch at least this many seconds later before it is "
+        "recorded",
+        at_least=_SECONDS_0,
+    )
+    recheck_limit: int = _schedules(
+        "FPTRACK_RECHECK_LIMIT",
+        2000,
+        _int,
+        "matches re-checked at most per look, the earliest due first",
+        at_least=_INT_1,
+    )
+    admin_hosts: tuple[str, ...] = _admin(
+        "FPTRACK_ADMIN_HOSTS",
+        LOOPBACK_HOSTS,
+        _hosts,
+        "host names the admin answers to (`Host` of every request, `Origin`/`Referer` of every POST); add "
+        "the public name behind the proxy",
+        deploy="localhost,127.0.0.1,::1",
+    )
+    admin_secure_cookies: bool | None = _admin(
+        "FPTRACK_ADMIN_SECURE_COOKIES",
+        None,
+        _bool_or_auto,
+        "`true`: the admin's session cookie is HTTPS-only; auto: on unless every admin host is loopback",
+        shown="auto",
+        example="true",
+    )
+    admin_trusted_proxies: tuple[str, ...] = _admin(
+        "FPTRACK_ADMIN_TRUSTED_PROXIES",
+        (),
+        _list,
+        "addresses or networks (`10.0.0.0/8`) of the reverse proxies in front of the admin (`X-Forwarded-*` "
+        "believed only from them)",
+        example="127.0.0.1",
+    )
+    admin_trusted_user_header: str | None = _admin(
+        "FPTRACK_ADMIN_TRUSTED_USER_HEADER",
+        None,
+        _optional_text,
+        "a header naming the logged-in account, set by an SSO proxy and believed only from a trusted proxy",
+        example="X-Remote-User",
+    )
+    signing_key_file: Path | None = _evidence(  # noqa: RUF009 (the declarer returns a dataclasses.field)
+        "FPTRACK_SIGNING_KEY_FILE",
+        None,
+        _optional_path,
+        "the installation's Ed25519 key that signs evidence bundles (PEM, PKCS#8), generated there with mode "
+        "0600 on first use (docs/evidence.md)",
+        shown="`<data dir>/signing-key.pem`",
+        example="/var/lib/fptrack/signing-key.pem",
+    )
+    tsa_url: str | None = _evidence(
+        "FPTRACK_TSA_URL",
+        None,
+        _optional_text,
+        "an RFC 3161 time-stamping authority (`http(s)://`) that timestamps every evidence bundle; unset: "
+        'bundles say "not timestamped"',
+    )
+    networks: bool = _networks(
+        "FPTRACK_NETWORKS",
+        True,
+        _bool,
+        "every compared page gets a page Simhash; its near duplicates on other sites group sites into pirate "
+        "networks (`fptrack networks`, docs/discovery.md)",
+    )
+    network_min_shared: int = _networks(
+        "FPTRACK_NETWORK_MIN_SHARED",
+        3,
+        _int,
+        "two sites are one network when at least this many of their pages are close (page Simhashes within 2 "
+        "bits)",
+        at_least=_INT_1,
+    )
+    network_min_share: float = _networks(
+        "FPTRACK_NETWORK_MIN_SHARE",
+        0.5,
+        _float,
+        "two sites are one network only when this share of the smaller site's pages, too, are close",
+        at_least=(0, "a share between 0 and 1"),
+    )
+    network_pairs_per_site: int = _networks(
+        "FPTRACK_NETWORK_PAIRS_PER_SITE",
+        1,
+        _int,
+        "near duplicates one page records per other site (close ones first): a chapter stored on hundreds of "
+        "pages costs a new copy no more than one stored on fifty",
+        at_least=_INT_1,
+    )
+    network_max_pairs: int = _networks(
+        "FPTRACK_NETWORK_MAX_PAIRS", 16, _int, "near duplicates one page records in all", at_least=_INT_1
+    )
+    discovery_every: float = _networks(
+        "FPTRACK_DISCOVERY_EVERY",
+        0.0,
+        _float,
+        "seconds between scheduled discovery runs on the beat (0: off; `fptrack discover` runs it by hand)",
+        at_least=(0, "a number of seconds >= 0 (0: off)"),
+    )
+    discovery_probe_pages: int = _networks(
+        "FPTRACK_DISCOVERY_PROBE_PAGES",
+        5,
+        _int,
+        "pages fetched at most when probing a candidate site",
+        at_least=_INT_1,
+    )
+    discovery_auto_monitor_score: float | None = _networks(
+        "FPTRACK_DISCOVERY_AUTO_MONITOR",
+        None,
+        _float,
+        "a candidate whose probe scores at least this (share of probed pages that copy registered chapters, "
+        "0-1) becomes a monitored site without a person's accept",
+        shown="unset (never)",
+        example="0.8",
+    )
+    discovery_schedule: str = _networks(
+        "FPTRACK_DISCOVERY_SCHEDULE",
+        "1d",
+        _stripped,
+        "the crawl schedule of a site made from an accepted candidate",
+    )
+    search_providers: tuple[str, ...] = _networks(
+        "FPTRACK_SEARCH_PROVIDERS",
+        (),
+        _lowered_list,
+        "search providers discovery queries, comma-separated: `bing` (Bing Web Search API v7), `google` "
+        "(Programmable Search JSON API), `serpapi` (SerpAPI, Baidu)",
+    )
+    search_results: int = _networks(
+        "FPTRACK_SEARCH_RESULTS", 10, _int, "results asked for per query", at_least=_INT_1
+    )
+    search_bing_key: str = _networks("FPTRACK_SEARCH_BING_KEY", "", _stripped, "Bing's API key")
+    search_bing_endpoint: str = _networks(
+        "FPTRACK_SEARCH_BING_ENDPOINT",
+        "https://api.bing.microsoft.com/v7.0/search",
+        _stripped,
+        "Bing's endpoint",
+    )
+    search_google_key: str = _networks("FPTRACK_SEARCH_GOOGLE_KEY", "", _stripped, "Google's API key")
+    search_google_cx: str = _networks("FPTRACK_SEARCH_GOOGLE_CX", "", _stripped, "Google's search engine id")
+    search_google_endpoint: str = _networks(
+        "FPTRACK_SEARCH_GOOGLE_ENDPOINT",
+        "https://www.googleapis.com/customsearch/v1",
+        _stripped,
+        "Google's endpoint",
+    )
+    search_serpapi_key: str = _networks("FPTRACK_SEARCH_SERPAPI_KEY", "", _stripped, "SerpAPI's key")
+    search_serpapi_endpoint: str = _networks(
+        "FPTRACK_SEARCH_SERPAPI_ENDPOINT", "https://serpapi.com/search.json", _stripped, "SerpAPI's endpoint"
+    )
+    smtp_host: str | None = _notices(
+        "FPTRACK_SMTP_HOST",
+        None,
+        _optional_text,
+        "the SMTP relay takedown notices are sent through (`fptrack notices send`); unset: notices are "
+        "drafted and exported, not sent",
+    )
+    smtp_port: int = _notices(
+        "FPTRACK_SMTP_PORT", 587, _int, "the relay's port", at_least=(1, "a port number >= 1")
+    )
+    smtp_user: str | None = _notices(
+        "FPTRACK_SMTP_USER", None, _text, "the relay's login, when it asks for one"
+    )
+    smtp_password: str | None = _notices(
+        "FPTRACK_SMTP_PASSWORD", None, _text, "its password (never in a log line)", secret=True
+    )
+    smtp_starttls: bool = _notices(
+        "FPTRACK_SMTP_STARTTLS",
+        True,
+        _bool,
+        "upgrade the connection with STARTTLS before logging in or sending (`false` only for a relay on "
+        "loopback or a trusted network)",
+    )
+    smtp_from: str = _notices(
+        "FPTRACK_SMTP_FROM",
+        "",
+        _stripped,
+        "the `From` of notices (the sender's email is always the `Reply-To`)",
+        shown="the sender's email",
+        example="notices@example.org",
+    )
+    notice_escalate_after: float = _notices(
+        "FPTRACK_NOTICE_ESCALATE_AFTER",
+        7.0,
+        _float,
+        "days a copy may stay up after a notice before a second notice to the same recipient, then one to "
+        "the host's next contact upstream (`fptrack notices follow-up`)",
+        at_least=(0, "a number of days >= 0"),
+    )
 
     def __post_init__(self) -> None:
         if not self.database_url:
@@ -303,7 +782,22 @@ class Settings:
             raise ConfigurationError(
                 f"FPTRACK_CHAPTER_INDEX={self.chapter_index!r} is not one of {', '.join(CHAPTER_INDEX_MODES)}"
             )
-        self._check_crawl_settings()
+        for item, meta in declared_settings():
+            value = getattr(self, item.name)
+            if meta.at_least is not None and value < meta.at_least[0]:
+                expected = meta.at_least[1]
+            elif meta.above is not None and not value > meta.above[0]:
+                expected = meta.above[1]
+            else:
+                continue
+            raise ConfigurationError(f"{meta.variable}={value:g} is out of range: expected {expected}")
+        entries = []
+        for entry in self.allow_private_hosts:
+            try:
+                entries.append(classify_allow_entry(entry)[1])
+            except ValueError as error:
+                raise ConfigurationError(f"FPTRACK_ALLOW_PRIVATE_HOSTS: {error}") from None
+        object.__setattr__(self, "allow_private_hosts", tuple(dict.fromkeys(entries)))
         hosts = tuple(host.strip().lower().strip("[]") for host in self.admin_hosts if host.strip())
         if not hosts:
             raise ConfigurationError("FPTRACK_ADMIN_HOSTS names no host; e.g. admin.example.org,localhost")
@@ -323,64 +817,6 @@ class Settings:
             )
         if self.tsa_url and urlsplit(self.tsa_url).scheme not in ("http", "https"):
             raise ConfigurationError(f"FPTRACK_TSA_URL={self.tsa_url!r} must be an http:// or https:// URL")
-
-    def _check_crawl_settings(self) -> None:
-        """Crawl tunables that would hang a crawl (0 concurrency) or switch a cap off (0 bytes) are
-        refused."""
-        checks: list[tuple[str, float, float, str]] = [
-            ("FPTRACK_CRAWL_CONCURRENCY", self.crawl_concurrency, 1, "an integer >= 1"),
-            ("FPTRACK_CRAWL_CONCURRENCY_PER_SITE", self.crawl_concurrency_per_site, 1, "an integer >= 1"),
-            ("FPTRACK_CRAWL_MAX_BYTES", self.crawl_max_body_bytes, 1, "a number of bytes >= 1"),
-            ("FPTRACK_CRAWL_MAX_LINKS", self.crawl_max_links, 1, "an integer >= 1"),
-            ("FPTRACK_MAX_PAGE_CHARS", self.max_page_chars, 1, "a number of characters >= 1"),
-            ("FPTRACK_CRAWL_DELAY", self.crawl_delay, 0, "a number of seconds >= 0"),
-            ("FPTRACK_SCHEDULE_EVERY", self.schedule_every, 1, "a number of seconds >= 1"),
-            ("FPTRACK_CRAWL_STALE_SECONDS", self.crawl_stale_seconds, 5, "a number of seconds >= 5"),
-            ("FPTRACK_RECHECK_EVERY", self.recheck_every, 1, "a number of seconds >= 1"),
-            ("FPTRACK_RECHECK_AFTER", self.recheck_after, 0, "a number of seconds >= 0"),
-            ("FPTRACK_RECHECK_LIMIT", self.recheck_limit, 1, "an integer >= 1"),
-            ("FPTRACK_RECHECK_YOUNG_EVERY", self.recheck_young_every, 1, "a number of seconds >= 1"),
-            ("FPTRACK_RECHECK_YOUNG_FOR", self.recheck_young_for, 0, "a number of seconds >= 0"),
-            ("FPTRACK_RECHECK_CONFIRM_AFTER", self.recheck_confirm_after, 0, "a number of seconds >= 0"),
-            ("FPTRACK_RETRY_AFTER_MAX", self.retry_after_max, 1, "a number of seconds >= 1"),
-            ("FPTRACK_SCHEDULE_BACKOFF_MAX", self.schedule_backoff_max, 1, "a factor >= 1"),
-            ("FPTRACK_RENDER_IDLE_WAIT", self.render_idle_wait, 0, "a number of seconds >= 0"),
-            ("FPTRACK_RENDER_PAGES", self.render_pages, 1, "an integer >= 1"),
-            ("FPTRACK_RENDER_MIN_CHARS", self.render_min_chars, 1, "an integer >= 1"),
-            ("FPTRACK_RETAIN_GONE_DAYS", self.retain_gone_days, 0, "a number of days >= 0 (0: never)"),
-            ("FPTRACK_RETAIN_UNSEEN_DAYS", self.retain_unseen_days, 0, "a number of days >= 0 (0: never)"),
-            ("FPTRACK_NETWORK_MIN_SHARED", self.network_min_shared, 1, "an integer >= 1"),
-            ("FPTRACK_NETWORK_MIN_SHARE", self.network_min_share, 0, "a share between 0 and 1"),
-            ("FPTRACK_NETWORK_PAIRS_PER_SITE", self.network_pairs_per_site, 1, "an integer >= 1"),
-            ("FPTRACK_NETWORK_MAX_PAIRS", self.network_max_pairs, 1, "an integer >= 1"),
-            ("FPTRACK_DISCOVERY_EVERY", self.discovery_every, 0, "a number of seconds >= 0 (0: off)"),
-            ("FPTRACK_DISCOVERY_PROBE_PAGES", self.discovery_probe_pages, 1, "an integer >= 1"),
-            ("FPTRACK_SEARCH_RESULTS", self.search_results, 1, "an integer >= 1"),
-            ("FPTRACK_SMTP_PORT", self.smtp_port, 1, "a port number >= 1"),
-            ("FPTRACK_NOTICE_ESCALATE_AFTER", self.notice_escalate_after, 0, "a number of days >= 0"),
-        ]
-        for name, value, minimum, expected in checks:
-            if value < minimum:
-                raise ConfigurationError(f"{name}={value:g} is out of range: expected {expected}")
-        if not self.crawl_timeout > 0:
-            raise ConfigurationError(
-                f"FPTRACK_CRAWL_TIMEOUT={self.crawl_timeout:g} is out of range: expected seconds > 0"
-            )
-        if not self.site_rate > 0:
-            raise ConfigurationError(
-                f"FPTRACK_SITE_RATE={self.site_rate:g} is out of range: expected requests per second > 0"
-            )
-        if not self.render_timeout > 0:
-            raise ConfigurationError(
-                f"FPTRACK_RENDER_TIMEOUT={self.render_timeout:g} is out of range: expected seconds > 0"
-            )
-        entries = []
-        for entry in self.allow_private_hosts:
-            try:
-                entries.append(classify_allow_entry(entry)[1])
-            except ValueError as error:
-                raise ConfigurationError(f"FPTRACK_ALLOW_PRIVATE_HOSTS: {error}") from None
-        object.__setattr__(self, "allow_private_hosts", tuple(dict.fromkeys(entries)))
 
     @property
     def is_sqlite(self) -> bool:
@@ -411,105 +847,23 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings of ``environ`` (the process's environment when None): each declared variable parsed,
+        an unset or empty one left at its default."""
         env = os.environ if environ is None else environ
-        data_dir = Path(env.get("FPTRACK_DATA_DIR") or "fptrack-data")
-        if "FPTRACK_CACHE_DIR" in env:
-            cache_dir = Path(env["FPTRACK_CACHE_DIR"]) if env["FPTRACK_CACHE_DIR"] else None
-        else:
-            cache_root = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-            cache_dir = Path(cache_root) / "fptrack"
-        return cls(
-            data_dir=data_dir,
-            cache_dir=cache_dir,
-            database_url=env.get("FPTRACK_DATABASE_URL", ""),
-            read_database_url=(env.get("FPTRACK_READ_DATABASE_URL") or "").strip() or None,
-            broker_url=env.get("FPTRACK_BROKER_URL") or None,
-            result_backend=env.get("FPTRACK_RESULT_BACKEND") or None,
-            task_queue=env.get("FPTRACK_TASK_QUEUE") or "fptrack",
-            maintain_every=_int(env, "FPTRACK_MAINTAIN_EVERY", 3600),
-            sweep_every=_int(env, "FPTRACK_SWEEP_EVERY", 300),
-            sweep_after=_int(env, "FPTRACK_SWEEP_AFTER", 600),
-            no_worker_seconds=_float(env, "FPTRACK_NO_WORKER_SECONDS", 20.0),
-            stall_seconds=_float(env, "FPTRACK_STALL_SECONDS", 60.0),
-            simhash_k=_int(env, "FPTRACK_SIMHASH_K", 3),
-            simhash_blocks=_int(env, "FPTRACK_SIMHASH_BLOCKS", 4),
-            simhash_hot_mu=_float(env, "FPTRACK_SIMHASH_HOT_MU", 2.0),
-            simhash_hot_min_size=_int(env, "FPTRACK_SIMHASH_HOT_MIN_SIZE", 1024),
-            chapter_index=(env.get("FPTRACK_CHAPTER_INDEX") or "memory").strip().lower(),
-            page_sample_window=_int(env, "FPTRACK_PAGE_SAMPLE_WINDOW", 64),
-            retain_gone_days=_float(env, "FPTRACK_RETAIN_GONE_DAYS", 30.0),
-            retain_unseen_days=_float(env, "FPTRACK_RETAIN_UNSEEN_DAYS", 365.0),
-            crawl_concurrency=_int(env, "FPTRACK_CRAWL_CONCURRENCY", 8),
-            compare_process=_bool(env, "FPTRACK_COMPARE_PROCESS", True),
-            crawl_concurrency_per_site=_int(env, "FPTRACK_CRAWL_CONCURRENCY_PER_SITE", 2),
-            crawl_delay=_float(env, "FPTRACK_CRAWL_DELAY", 0.0),
-            crawl_autothrottle=_bool(env, "FPTRACK_CRAWL_AUTOTHROTTLE", True),
-            crawl_timeout=_float(env, "FPTRACK_CRAWL_TIMEOUT", 20.0),
-            crawl_max_body_bytes=_int(env, "FPTRACK_CRAWL_MAX_BYTES", 10 * 1024 * 1024),
-            crawl_max_links=_int(env, "FPTRACK_CRAWL_MAX_LINKS", 5000),
-            max_page_chars=_int(env, "FPTRACK_MAX_PAGE_CHARS", 300_000),
-            crawl_obey_robots=_bool(env, "FPTRACK_CRAWL_OBEY_ROBOTS", True),
-            allow_private_hosts=_list(env, "FPTRACK_ALLOW_PRIVATE_HOSTS"),
-            chromium=(env.get("FPTRACK_CHROMIUM") or "").strip(),
-            render_timeout=_float(env, "FPTRACK_RENDER_TIMEOUT", 20.0),
-            render_idle_wait=_float(env, "FPTRACK_RENDER_IDLE_WAIT", 3.0),
-            render_pages=_int(env, "FPTRACK_RENDER_PAGES", 2),
-            render_min_chars=_int(env, "FPTRACK_RENDER_MIN_CHARS", 50),
-            user_agent=env.get("FPTRACK_USER_AGENT") or cls.user_agent,
-            schedule_every=_float(env, "FPTRACK_SCHEDULE_EVERY", 30.0),
-            crawl_stale_seconds=_float(env, "FPTRACK_CRAWL_STALE_SECONDS", 120.0),
-            recheck_every=_float(env, "FPTRACK_RECHECK_EVERY", 60.0),
-            recheck_after=_float(env, "FPTRACK_RECHECK_AFTER", 72000.0),
-            recheck_limit=_int(env, "FPTRACK_RECHECK_LIMIT", 2000),
-            recheck_young_every=_float(env, "FPTRACK_RECHECK_YOUNG_EVERY", 3600.0),
-            recheck_young_for=_float(env, "FPTRACK_RECHECK_YOUNG_FOR", 86400.0),
-            recheck_confirm_after=_float(env, "FPTRACK_RECHECK_CONFIRM_AFTER", 120.0),
-            site_rate=_float(env, "FPTRACK_SITE_RATE", 1.0),
-            retry_after_max=_float(env, "FPTRACK_RETRY_AFTER_MAX", 3600.0),
-            schedule_backoff_max=_float(env, "FPTRACK_SCHEDULE_BACKOFF_MAX", 4.0),
-            crawl_redis_url=(env.get("FPTRACK_CRAWL_REDIS_URL") or "").strip() or None,
-            admin_hosts=_list(env, "FPTRACK_ADMIN_HOSTS") or LOOPBACK_HOSTS,
-            admin_secure_cookies=_optional_bool(env, "FPTRACK_ADMIN_SECURE_COOKIES"),
-            admin_trusted_proxies=_list(env, "FPTRACK_ADMIN_TRUSTED_PROXIES"),
-            admin_trusted_user_header=(env.get("FPTRACK_ADMIN_TRUSTED_USER_HEADER") or "").strip() or None,
-            signing_key_file=_optional_path(env, "FPTRACK_SIGNING_KEY_FILE"),
-            tsa_url=(env.get("FPTRACK_TSA_URL") or "").strip() or None,
-            networks=_bool(env, "FPTRACK_NETWORKS", True),
-            network_min_shared=_int(env, "FPTRACK_NETWORK_MIN_SHARED", 3),
-            network_min_share=_float(env, "FPTRACK_NETWORK_MIN_SHARE", 0.5),
-            network_pairs_per_site=_int(env, "FPTRACK_NETWORK_PAIRS_PER_SITE", 1),
-            network_max_pairs=_int(env, "FPTRACK_NETWORK_MAX_PAIRS", 16),
-            discovery_every=_float(env, "FPTRACK_DISCOVERY_EVERY", 0.0),
-            discovery_probe_pages=_int(env, "FPTRACK_DISCOVERY_PROBE_PAGES", 5),
-            discovery_auto_monitor_score=(
-                _float(env, "FPTRACK_DISCOVERY_AUTO_MONITOR", 0.0)
-                if env.get("FPTRACK_DISCOVERY_AUTO_MONITOR")
-                else None
-            ),
-            discovery_schedule=(env.get("FPTRACK_DISCOVERY_SCHEDULE") or "1d").strip(),
-            search_providers=tuple(p.lower() for p in _list(env, "FPTRACK_SEARCH_PROVIDERS")),
-            search_results=_int(env, "FPTRACK_SEARCH_RESULTS", 10),
-            search_bing_key=(env.get("FPTRACK_SEARCH_BING_KEY") or "").strip(),
-            search_bing_endpoint=(
-                env.get("FPTRACK_SEARCH_BING_ENDPOINT") or cls.search_bing_endpoint
-            ).strip(),
-            search_google_key=(env.get("FPTRACK_SEARCH_GOOGLE_KEY") or "").strip(),
-            search_google_cx=(env.get("FPTRACK_SEARCH_GOOGLE_CX") or "").strip(),
-            search_google_endpoint=(
-                env.get("FPTRACK_SEARCH_GOOGLE_ENDPOINT") or cls.search_google_endpoint
-            ).strip(),
-            search_serpapi_key=(env.get("FPTRACK_SEARCH_SERPAPI_KEY") or "").strip(),
-            search_serpapi_endpoint=(
-                env.get("FPTRACK_SEARCH_SERPAPI_ENDPOINT") or cls.search_serpapi_endpoint
-            ).strip(),
-            smtp_host=(env.get("FPTRACK_SMTP_HOST") or "").strip() or None,
-            smtp_port=_int(env, "FPTRACK_SMTP_PORT", 587),
-            smtp_user=env.get("FPTRACK_SMTP_USER") or None,
-            smtp_password=env.get("FPTRACK_SMTP_PASSWORD") or None,
-            smtp_starttls=_bool(env, "FPTRACK_SMTP_STARTTLS", True),
-            smtp_from=(env.get("FPTRACK_SMTP_FROM") or "").strip(),
-            notice_escalate_after=_float(env, "FPTRACK_NOTICE_ESCALATE_AFTER", 7.0),
-        )
+        values: dict[str, Any] = {}
+        for item, meta in declared_settings():
+            raw = env.get(meta.variable)
+            if raw is not None and (raw != "" or meta.empty_is_value):
+                values[item.name] = meta.parse(meta.variable, raw)
+            elif meta.fallback is not None:
+                values[item.name] = meta.fallback(env)
+        return cls(**values)
+
+
+def declared_settings() -> Iterator[tuple[Field[Any], Setting]]:
+    """Every field of :class:`Settings` with its declaration, in the order declared."""
+    for item in fields(Settings):
+        yield item, item.metadata["setting"]
 
 
 def classify_allow_entry(entry: str) -> tuple[str, str]:
@@ -552,50 +906,3 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _optional_path(env: Mapping[str, str], name: str) -> Path | None:
-    value = (env.get(name) or "").strip()
-    return Path(value) if value else None
-
-
-def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in (env.get(name) or "").split(",") if item.strip())
-
-
-def _optional_bool(env: Mapping[str, str], name: str) -> bool | None:
-    if (env.get(name) or "").strip().lower() in ("", "auto"):
-        return None
-    return _bool(env, name, False)
-
-
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigurationError(f"{name}={raw!r} is not an integer") from None
-
-
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name)
-    if raw in (None, ""):
-        return default
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ConfigurationError(f"{name}={raw!r} is not a boolean (use true or false)")
-
-
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ConfigurationError(f"{name}={raw!r} is not a number") from None
