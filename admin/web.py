@@ -35,9 +35,9 @@ from fptrack.admin.security import check_csrf_unless_token, install_access_polic
 from fptrack.admin.views import BLUEPRINTS
 from fptrack.admin.views import networks as networks_views
 from fptrack.admin.views.context import AdminState, admin_state, close_db_session
-from fptrack.admin.views.evidence import is_web_url
 from fptrack.admin.views.read_sessions import install_read_routing
 from fptrack.core.settings import Settings
+from fptrack.services.evidence.passages import is_web_url
 from fptrack.services.queries import MAX_ID
 from fptrack.storage.db import (
     DatabaseUnavailable,

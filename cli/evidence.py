@@ -1,6 +1,6 @@
-"""``fptrack evidence``: evidence bundles a recipient can check (admin/evidence_bundle.py does the work; this
-module parses options and prints). ``verify`` needs no database and no network: a recipient runs it on the
-zip alone."""
+"""``fptrack evidence``: evidence bundles a recipient can check (services/evidence/bundle.py does the work;
+this module parses options and prints). ``verify`` needs no database and no network: a recipient runs it on
+the zip alone."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def evidence() -> None:
 @friendly_errors
 def bundle(context: CliContext, match_id: int, output: Path) -> None:
     """Write the external evidence bundle of a match (no internal notes, no user names)."""
-    from fptrack.admin.evidence_bundle import BundleError, build_bundle
+    from fptrack.services.evidence.bundle import BundleError, build_bundle
 
     with context.session() as session:
         try:
@@ -68,7 +68,7 @@ def verify(bundle_file: Path, key_file: Path | None, tsa_cert: Path | None) -> N
     response against its recorded snapshot SHA-256. Exit 0 when all hold, 1 and the reason otherwise."""
     from cryptography import x509
 
-    from fptrack.admin.evidence_bundle import verify_bundle
+    from fptrack.services.evidence.bundle import verify_bundle
 
     certificate = None
     if tsa_cert is not None:
@@ -94,7 +94,7 @@ def verify(bundle_file: Path, key_file: Path | None, tsa_cert: Path | None) -> N
 @friendly_errors
 def key(context: CliContext) -> None:
     """Print the installation's public signing key (PEM) and its fingerprint (generated on first use)."""
-    from fptrack.admin.evidence_bundle import key_fingerprint, load_signing_key, public_key_pem
+    from fptrack.services.evidence.bundle import key_fingerprint, load_signing_key, public_key_pem
 
     public = load_signing_key(context.settings).public_key()
     click.echo(public_key_pem(public).decode("ascii"), nl=False)

@@ -1,6 +1,6 @@
 """``fptrack notices``: takedown notices for confirmed matches, drafted, sent by email, exported, followed up.
 The services are :mod:`jobs.notices` (the life of a notice), :mod:`jobs.notice_render` (what it says) and
-:mod:`jobs.delivery` (SMTP, exports); the evidence bundles are the admin's (:mod:`admin.notice_evidence`).
+:mod:`jobs.delivery` (SMTP, exports); the evidence bundles :mod:`services.evidence.bundle`.
 The command line has no roles: whoever runs it owns the database; what it refuses is a notice for a match no
 reviewer confirmed, and sending one that lacks an element of the law.
 """
@@ -89,7 +89,6 @@ def notices_draft(
     """Draft a notice and print or write it. Refused for a match that is not confirmed; when an element of the
     law is missing, nothing is printed: the command names what is missing and exits 1 (the draft is kept, and
     is sent once the sender or the contacts are completed: send renders it again)."""
-    from fptrack.admin.notice_evidence import notice_bundles
     from fptrack.jobs.notice_render import missing_elements, render_html
     from fptrack.jobs.notices import NoticeError, draft_notice, find_sender
 
@@ -101,7 +100,7 @@ def notices_draft(
         sender = find_sender(session, sender_name) if sender_name else None
         notice = draft_notice(
             session, actor=_actor(), match_ids=match_ids, host=host, sender=sender, language=language,
-            recipient=recipient, bundle_of=notice_bundles(context.settings),
+            recipient=recipient, bundle_settings=context.settings,
         )  # fmt: skip
         missing = missing_elements(notice)
         if fmt == "text":

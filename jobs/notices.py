@@ -12,8 +12,8 @@ database).
 The life (``notices.state``):
 
 - ``draft``: made by :func:`draft_notice`; each item carries its copy as it stood (URL, passages beside the
-  original, snapshot hash) and its evidence bundle (bytes and SHA-256, built by the caller's ``bundle_of``:
-  the bundle is the admin's, :func:`admin.notice_evidence.notice_bundle`, a layer above this one);
+  original, snapshot hash) and its evidence bundle (bytes and SHA-256: :func:`services.evidence.bundle.
+  build_bundle`, signed with the key of the settings passed as ``bundle_settings``);
 - ``sent``: :func:`send_notice` refuses a notice lacking an element (:func:`jobs.notice_render.
   missing_elements`) or a recipient, renders the text once more dated now, stores it with its SHA-256 (never
   rendered again), sends it and records the Message-ID, the relay and the recipient (``notice_events``);
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import mimetypes
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -46,6 +46,7 @@ from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.jobs.delivery import DeliveryError, SmtpTransport, Transport, attachment_names, notice_message
 from fptrack.jobs.notice_render import missing_elements, render_html, render_text
+from fptrack.services.evidence.bundle import build_bundle
 from fptrack.storage.match_life import evidence_of
 from fptrack.storage.models import (
     CONTACT_KINDS,
@@ -68,7 +69,6 @@ __all__ = [
     "NOTICE_LIMIT",
     "PASSAGE_LIMIT",
     "SENDER_FIELDS",
-    "BundleMaker",
     "FollowUpSummary",
     "NoticeError",
     "add_contact",
@@ -95,9 +95,6 @@ SENDER_FIELDS = ("rights_owner", "address", "email", "phone", "signer_name", "si
 # what a person may record about a sent notice (mark_notice): the new state, or an event only
 MARKS = {"acknowledged": "acknowledged", "withdrawn": "withdrawn", "bounced": None}
 OPEN_STATES = ("sent", "acknowledged")
-
-BundleMaker = Callable[[Session, Match], bytes]
-"""Builds the evidence bundle (a zip) of one match: the admin's, passed in by the caller."""
 
 
 class NoticeError(FptrackError, ValueError):
@@ -269,7 +266,7 @@ def _quote(text: str) -> str:
     return text if len(text) <= PASSAGE_LIMIT else text[:PASSAGE_LIMIT] + "…"
 
 
-def _item(session: Session, match: Match, bundle_of: BundleMaker | None) -> NoticeItem:
+def _item(session: Session, match: Match, bundle_settings: Settings | None) -> NoticeItem:
     stored = evidence_of(session, match)
     work_text = match.work.text or ""
     passages: list[list[str]] = []
@@ -282,7 +279,7 @@ def _item(session: Session, match: Match, bundle_of: BundleMaker | None) -> Noti
         original = work_text[max(0, work_start) : max(0, work_end)]
         if copy or original:
             passages.append([_quote(original), _quote(copy)])
-    bundle = bundle_of(session, match) if bundle_of is not None else None
+    bundle = build_bundle(session, match.id, bundle_settings) if bundle_settings is not None else None
     return NoticeItem(
         match_id=match.id,
         url=match.page.url,
@@ -320,7 +317,7 @@ def preview_notice(
     sender: Sender | None = None,
     language: str | None = None,
     recipient: str | None = None,
-    bundle_of: BundleMaker | None = None,
+    bundle_settings: Settings | None = None,
     now: datetime | None = None,
 ) -> Notice:
     """A notice for the matches (see :func:`notice_matches`) as :func:`draft_notice` would make it, not added
@@ -348,7 +345,7 @@ def preview_notice(
         created_by="",
     )
     notice.sender = sender
-    notice.items = [_item(session, match, bundle_of) for match in matches]
+    notice.items = [_item(session, match, bundle_settings) for match in matches]
     _rerender(notice, now)
     return notice
 
@@ -362,15 +359,16 @@ def draft_notice(
     sender: Sender | None = None,
     language: str | None = None,
     recipient: str | None = None,
-    bundle_of: BundleMaker | None = None,
+    bundle_settings: Settings | None = None,
     now: datetime | None = None,
 ) -> Notice:
-    """Make and keep a draft notice (:func:`preview_notice`'s, with evidence bundles from ``bundle_of``).
+    """Make and keep a draft notice (:func:`preview_notice`'s, with an evidence bundle per item signed
+    with ``bundle_settings``' key).
     The caller commits."""
     now = now or utcnow()
     notice = preview_notice(
         session, match_ids=match_ids, host=host, sender=sender, language=language, recipient=recipient,
-        bundle_of=bundle_of, now=now,
+        bundle_settings=bundle_settings, now=now,
     )  # fmt: skip
     notice.created_by = actor
     session.add(notice)

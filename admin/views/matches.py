@@ -27,7 +27,9 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import db_session
-from fptrack.admin.views.evidence import (
+from fptrack.admin.views.read_sessions import read_session, read_sessionmaker
+from fptrack.compare.records import match_to_dict
+from fptrack.services.evidence.passages import (
     EvidenceSpan,
     Segment,
     SpanDiff,
@@ -37,8 +39,6 @@ from fptrack.admin.views.evidence import (
     page_ranges,
     span_diff,
 )
-from fptrack.admin.views.read_sessions import read_session, read_sessionmaker
-from fptrack.compare.records import match_to_dict
 from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
 from fptrack.services.queries import (
     MATCH_STATUSES,

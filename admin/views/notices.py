@@ -16,7 +16,6 @@ from flask_login import current_user
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from fptrack.admin.notice_evidence import notice_bundles
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.jobs.delivery import DeliveryError, infringing_urls, lumen_json
@@ -142,7 +141,7 @@ def draft() -> ResponseReturnValue:
         notice = draft_notice(
             session, actor=_actor(), match_ids=match_ids, host=host, sender=sender, language=language,
             recipient=(form.get("recipient") or "").strip()[:320] or None,
-            bundle_of=notice_bundles(admin_state().settings),
+            bundle_settings=admin_state().settings,
         )  # fmt: skip
     except NoticeError as error:
         session.rollback()

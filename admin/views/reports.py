@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, abort, render_template, request, url_for
 
-from fptrack.admin.evidence_bundle import BundleError, build_bundle
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.views.notices import notice_document, pdf_response
@@ -18,6 +17,7 @@ from fptrack.admin.views.read_sessions import read_session
 from fptrack.analytics.rollups import match_rollup
 from fptrack.jobs.notice_render import NavLink
 from fptrack.jobs.notices import NoticeError, preview_notice
+from fptrack.services.evidence.bundle import BundleError, build_bundle
 from fptrack.storage.models import NOTICE_LANGUAGES, Match, Notice, Sender
 
 __all__ = ["blueprint"]
@@ -90,7 +90,7 @@ def notice_pdf() -> Response:
 
 @blueprint.get("/matches/<int:match_id>/bundle.zip")
 def bundle(match_id: int) -> Response:
-    """The external evidence bundle of one match (admin/evidence_bundle.py): the page as fetched in a WARC
+    """The external evidence bundle of one match (services/evidence/bundle.py): the page as fetched in a WARC
     file, evidence.json without notes or user names, SHA256SUMS signed with the installation's key and, with
     FPTRACK_TSA_URL set, timestamped. A time-stamping authority that fails answers 502."""
     session = db_session()

@@ -23,7 +23,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from warcio.archiveiterator import ArchiveIterator
 
-from fptrack.admin.evidence_bundle import (
+from fptrack.cli.main import main
+from fptrack.core.settings import Settings
+from fptrack.services.evidence.bundle import (
     NOT_TIMESTAMPED,
     BundleError,
     build_bundle,
@@ -34,8 +36,6 @@ from fptrack.admin.evidence_bundle import (
     verify_bundle,
     verify_timestamp,
 )
-from fptrack.cli.main import main
-from fptrack.core.settings import Settings
 from fptrack.storage.exchanges import RawExchange, exchange_for, keep_exchanges, prune_exchanges
 from fptrack.storage.models import Match, MatchNote, Page, PageExchange, PageVersion, ReviewDecision
 from tests.support.accounts import add_account, log_in

@@ -25,7 +25,6 @@ from markupsafe import escape
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from fptrack.admin.notice_evidence import notice_bundles
 from fptrack.analytics.takedowns import notice_removal_times
 from fptrack.core.settings import Settings
 from fptrack.jobs.delivery import DeliveryError, SmtpTransport, infringing_urls, lumen_json
@@ -108,7 +107,7 @@ def _sender(session: Session, language: str = "en", **changes: str) -> Sender:
 
 def _draft(session: Session, settings: Settings, **kwargs: Any) -> Notice:
     kwargs.setdefault("host", HOST)
-    return draft_notice(session, actor="test", bundle_of=notice_bundles(settings), **kwargs)
+    return draft_notice(session, actor="test", bundle_settings=settings, **kwargs)
 
 
 # ------------------------------------------------------------------------------- every element, by name

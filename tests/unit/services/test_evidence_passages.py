@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fptrack.admin.views.evidence import (
+from fptrack.services.evidence.passages import (
     EvidenceSpan,
     Segment,
     chapter_ranges,

@@ -56,6 +56,7 @@ from fptrack.compare.records import match_to_dict
 from fptrack.core.errors import FptrackError
 from fptrack.core.plain_http import HttpFailure, http_request
 from fptrack.core.settings import Settings
+from fptrack.services.evidence.passages import evidence_spans, span_diff
 from fptrack.storage.exchanges import RawExchange, exchange_for
 from fptrack.storage.match_life import Evidence, evidence_of
 from fptrack.storage.models import Match, Page, ReviewDecision, as_utc
@@ -555,9 +556,6 @@ def evidence_bundle(
 
 
 def _passages(match: Match, content: Evidence) -> list[dict[str, Any]]:
-    # admin.views imports every view, the bundle route among them, which imports this module
-    from fptrack.admin.views.evidence import evidence_spans, span_diff
-
     page_text = content.text or ""
     work_text = match.work.text or ""
     passages = []
