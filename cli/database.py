@@ -58,8 +58,10 @@ def maintain(context: CliContext, older_than: int) -> None:
         left = sweep_left_behind(session, older_than_seconds=older_than, skip_running=True)
     if left.pages or left.works:
         where = "here" if context.settings.tasks_in_process else "to the workers"
-        click.echo(f"left behind: {len(left.pages)} page(s) not compared, {len(left.works)} work(s) not "
-                   f"indexed; handing them on {where}")  # fmt: skip
+        click.echo(
+            f"left behind: {len(left.pages)} page(s) not compared, {len(left.works)} work(s) not "
+            f"indexed; handing them on {where}"
+        )
         for work_id in left.works:
             tasks.index_work.delay(work_id)
         for start in range(0, len(left.pages), tasks.PAGES_PER_TASK):
@@ -167,10 +169,14 @@ def db_partition(context: CliContext, pages_per_partition: int, ahead: int, dry_
     with context.session() as session:
         partitions = partition_report(session)
     rows = [
-        (p.name, "default" if p.default else _range_text(p.lower, p.upper),
-         "?" if p.rows is None else f"{p.rows:,}", f"{p.bytes / 2**20:,.1f} MB")
+        (
+            p.name,
+            "default" if p.default else _range_text(p.lower, p.upper),
+            "?" if p.rows is None else f"{p.rows:,}",
+            f"{p.bytes / 2**20:,.1f} MB",
+        )
         for p in partitions
-    ]  # fmt: skip
+    ]
     print_table(["partition", "page ids", "rows (estimate)", "size"], rows)
 
 

@@ -17,10 +17,19 @@ _HEADERS = ["id", "url", "source", "score", "copies", "pages", "requests", "stat
 
 def _rows(entries: list[dict[str, object]]) -> list[tuple[object, ...]]:
     return [
-        (c["id"], c["url"], c["source"], f"{float(c['score']):.2f}", c["copies"], c["pages_probed"],  # type: ignore[arg-type]
-         c["requests"], c["state"], c["error"] or c["detail"])
+        (
+            c["id"],
+            c["url"],
+            c["source"],
+            f"{float(c['score']):.2f}",  # type: ignore[arg-type]
+            c["copies"],
+            c["pages_probed"],
+            c["requests"],
+            c["state"],
+            c["error"] or c["detail"],
+        )
         for c in entries
-    ]  # fmt: skip
+    ]
 
 
 @click.command()
@@ -39,8 +48,9 @@ def _rows(entries: list[dict[str, object]]) -> list[tuple[object, ...]]:
 @click.option("--no-probe", is_flag=True, help="Propose candidates without probing them.")
 @pass_context
 @friendly_errors
-def discover(context: CliContext, /, site_name: str | None, output: str, allow_private: tuple[str, ...],
-             no_probe: bool) -> None:  # fmt: skip
+def discover(
+    context: CliContext, /, site_name: str | None, output: str, allow_private: tuple[str, ...], no_probe: bool
+) -> None:
     """Find candidate pirate sites now: links on the monitored pirate sites (friend links, mirror notices,
     redirects), search providers (FPTRACK_SEARCH_PROVIDERS) and networks of near-duplicate pages; probe each
     new one (a few pages, guarded and polite) and list every candidate.

@@ -37,9 +37,17 @@ def networks(context: CliContext, /, output: str) -> None:
             " …" if len(network.works) > 3 else ""
         )
         rows.append(
-            (network.id, len(network.sites), network.source.host, ", ".join(s.host for s in network.sites),
-             network.shared_pages, works or "-", network.copies, rate)
-        )  # fmt: skip
+            (
+                network.id,
+                len(network.sites),
+                network.source.host,
+                ", ".join(s.host for s in network.sites),
+                network.shared_pages,
+                works or "-",
+                network.copies,
+                rate,
+            )
+        )
     print_table(
         ["network", "sites", "source", "members", "shared pages", "works", "copies", "taken down"], rows
     )

@@ -164,9 +164,15 @@ def contacts() -> None:
 @pass_context
 @friendly_errors
 def contacts_add(
-    context: CliContext, host: str, email: str, level: int | None, kind: str, name: str, language: str | None,
+    context: CliContext,
+    host: str,
+    email: str,
+    level: int | None,
+    kind: str,
+    name: str,
+    language: str | None,
     note: str,
-) -> None:  # fmt: skip
+) -> None:
     """Add EMAIL as the next contact of HOST."""
     from fptrack.jobs.notices import add_contact
 

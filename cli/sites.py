@@ -197,11 +197,16 @@ def sites_list(context: CliContext) -> None:
         rows = []
         for site in session.scalars(select(Site).where(Site.managed.is_(True)).order_by(Site.name)):
             last = _jobs(session, int(site.id), 1)
-            rows.append((
-                site.name, site.host, site.schedule or "manual", "yes" if site.enabled else "no",
-                _when(site.next_crawl_at) if site.enabled and site.schedule else "-",
-                f"#{last[0].id} {last[0].status}" if last else "never",
-            ))  # fmt: skip
+            rows.append(
+                (
+                    site.name,
+                    site.host,
+                    site.schedule or "manual",
+                    "yes" if site.enabled else "no",
+                    _when(site.next_crawl_at) if site.enabled and site.schedule else "-",
+                    f"#{last[0].id} {last[0].status}" if last else "never",
+                )
+            )
     if not rows:
         click.echo("no monitored sites yet: fptrack sites add NAME URL...")
         return
@@ -301,14 +306,22 @@ def sites_run(context: CliContext, name: str, scheduled: bool, quiet: bool, join
 
     def progress(update: CrawlProgress) -> None:
         if not quiet:
-            click.echo(f"[{update.pages_seen} fetched, limit {update.max_pages}] {update.last_status} "
-                       f"{update.last_url}", err=True)  # fmt: skip
+            click.echo(
+                f"[{update.pages_seen} fetched, limit {update.max_pages}] {update.last_status} "
+                f"{update.last_url}",
+                err=True,
+            )
 
     waiting = waiting_lines(lambda line: click.echo(line, err=True))
     result = run_site(
-        context.settings, context.sessions(), name, trigger="schedule" if scheduled else "site",
-        progress=progress, waiting=waiting, join=join,
-    )  # fmt: skip
+        context.settings,
+        context.sessions(),
+        name,
+        trigger="schedule" if scheduled else "site",
+        progress=progress,
+        waiting=waiting,
+        join=join,
+    )
     if result.skipped:
         if scheduled:
             click.echo(result.skipped)

@@ -148,8 +148,11 @@ def add() -> ResponseReturnValue:
     try:
         spec = spec_from_form()
     except SiteError as error:
-        return _form(SiteSpec(name=request.form.get("name", ""), start_urls=_lines("start_urls")),
-                     error=str(error), status=400)  # fmt: skip
+        return _form(
+            SiteSpec(name=request.form.get("name", ""), start_urls=_lines("start_urls")),
+            error=str(error),
+            status=400,
+        )
     try:
         site = add_site(session, spec, tick=admin_state().settings.schedule_every)
     except SiteError as error:
@@ -166,8 +169,9 @@ def detail(site_id: int) -> str:
     site = _managed_site(session, site_id)
     crawls: list[CrawlRow] = crawl_rows(session, limit=SITE_CRAWLS, site_id=site_id)
     running = session.get(MonitorLock, site_lock_name(site_id)) is not None
-    return render_template("site.html", site=site, spec=spec_of(site), crawls=crawls, running=running,
-                           limit=SITE_CRAWLS)  # fmt: skip
+    return render_template(
+        "site.html", site=site, spec=spec_of(site), crawls=crawls, running=running, limit=SITE_CRAWLS
+    )
 
 
 @blueprint.get("/<int:site_id>/edit")

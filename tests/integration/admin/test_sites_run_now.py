@@ -66,9 +66,19 @@ def test_run_now_crawls_the_site_in_a_process_of_its_own(app: Flask, sqlite_sett
     pages["/"] = Page.html("".join(f'<a href="{path}">{path}</a> ' for path in pages))
     with serve_site(pages) as base:
         token = csrf_token_in(admin.get("/sites/new").get_data(as_text=True))
-        added = admin.post("/sites", data={"name": "lighthouse", "start_urls": base + "/", "depth": "1",
-                                           "max_pages": "20", "allow_private": "on", "obey_robots": "on",
-                                           "render_js": "auto", "csrf_token": token})  # fmt: skip
+        added = admin.post(
+            "/sites",
+            data={
+                "name": "lighthouse",
+                "start_urls": base + "/",
+                "depth": "1",
+                "max_pages": "20",
+                "allow_private": "on",
+                "obey_robots": "on",
+                "render_js": "auto",
+                "csrf_token": token,
+            },
+        )
         assert added.status_code == 303
         with Session(engine) as session:
             site_id = session.scalar(select(Site.id).where(Site.name == "lighthouse"))

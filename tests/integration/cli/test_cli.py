@@ -123,8 +123,7 @@ def test_maintain_reports_index_and_statistics(initialised: Path) -> None:
     fptrack(initialised, "works", "add", str(DEMO_DATA / "lighthouse.txt"))
     result = fptrack(initialised, "maintain")
     assert result.returncode == 0, result.stderr
-    # the contract writes no Simhash for a chapter or a page (off the page path since issue 13): the index is
-    # empty
+    # the contract writes no Simhash for a chapter or a page (off the page path): the index is empty
     assert (
         "simhash index f64k3b4: 0 fingerprints" in result.stdout and "no overloaded buckets" in result.stdout
     )

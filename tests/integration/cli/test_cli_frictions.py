@@ -1,6 +1,6 @@
-"""What a newcomer met and should not again (issue 18): `make up` reinstalling after `make install-test`,
-works too short to be found registered without a word, no way to remove a work, `fptrack check ... | head`
-ending in BrokenPipeError, and the Procfile naming a variable that nothing reads."""
+"""What a newcomer met and should not again: `make up` reinstalling after `make install-test`, works too short
+to be found registered without a word, no way to remove a work, `fptrack check ... | head` ending in
+BrokenPipeError, and the Procfile naming a variable that nothing reads."""
 
 from __future__ import annotations
 
@@ -44,8 +44,15 @@ def _fptrack(
 ) -> subprocess.CompletedProcess[str]:
     environ = clean_environ()
     environ.update(FPTRACK_DATA_DIR=str(data_dir), **env)
-    return subprocess.run([sys.executable, "-m", "fptrack.cli", *args], env=environ, stdout=stdout,
-                          stderr=subprocess.PIPE, text=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "fptrack.cli", *args],
+        env=environ,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def _lines(stream: str, prefix: str) -> list[str]:
@@ -118,8 +125,12 @@ def test_works_remove_keeps_evidence_unless_told_and_leaves_nothing_dangling(
     session.flush()
     service.process_pages(session, [page.id], settings)
     match = session.scalars(select(Match).where(Match.page_id == page.id)).one()
-    session.add_all([ReviewDecision(match_id=match.id, decision="confirmed", reviewer="alice"),
-                     TakedownCheck(match_id=match.id, outcome="present", http_status=200)])  # fmt: skip
+    session.add_all(
+        [
+            ReviewDecision(match_id=match.id, decision="confirmed", reviewer="alice"),
+            TakedownCheck(match_id=match.id, outcome="present", http_status=200),
+        ]
+    )
     session.commit()
     page_id, page_codes = page.id, _count(session, PageCodes, PageCodes.page_id == page.id)
     assert _count(session, CodeIndexRow, CodeIndexRow.owner == CODE_OWNER_CHAPTER) > 0
@@ -128,8 +139,10 @@ def test_works_remove_keeps_evidence_unless_told_and_leaves_nothing_dangling(
 
     refused = _fptrack(data, "works", "remove", str(copied.work_id), str(other.work_id), **database)
     assert refused.returncode == 1
-    refusal = (f"error: work #{copied.work_id} '灯塔守望人' has 1 match(es), evidence with their reviews and "
-               "takedown history: not removed (--with-matches removes them too)")  # fmt: skip
+    refusal = (
+        f"error: work #{copied.work_id} '灯塔守望人' has 1 match(es), evidence with their reviews and "
+        "takedown history: not removed (--with-matches removes them too)"
+    )
     assert _lines(refused.stderr, "error: ") == [refusal], refused.stderr
     assert f"removed work #{other.work_id} '青石巷': 3 chapter(s) with their fingerprints\n" == refused.stdout
     session.expire_all()
@@ -201,8 +214,9 @@ def test_a_closed_stdout_ends_quietly_with_the_exit_status_of_the_command(
 
 def test_the_procfile_comments_name_only_variables_that_are_read() -> None:
     """deploy/process_set.py reads what `make up` passes to honcho; fptrack reads its FPTRACK_ settings."""
-    comments = "\n".join(line for line in (REPO / "deploy" / "Procfile").read_text().splitlines()
-                         if line.startswith("#"))  # fmt: skip
+    comments = "\n".join(
+        line for line in (REPO / "deploy" / "Procfile").read_text().splitlines() if line.startswith("#")
+    )
     named = set(re.findall(r"\b([A-Z][A-Z0-9_]{2,})=", comments))
     assert named, "the Procfile's comment shows how to run more processes of one kind"
     readers = (REPO / "deploy" / "process_set.py").read_text() + (REPO / "core" / "settings.py").read_text()

@@ -1,6 +1,6 @@
-"""Hostile files at the command line (issue 12), on SQLite and on PostgreSQL alike: one line on stderr per
-file, a non-zero exit, no traceback, no SQL, nothing stored; ``fptrack check`` reads a bounded amount of any
-file and runs in bounded memory."""
+"""Hostile files at the command line, on SQLite and on PostgreSQL alike: one line on stderr per file, a
+non-zero exit, no traceback, no SQL, nothing stored; ``fptrack check`` reads a bounded amount of any file and
+runs in bounded memory."""
 
 from __future__ import annotations
 
@@ -41,15 +41,21 @@ def _run(
 
     with open(stdin or os.devnull, "rb") as source:
         return subprocess.run(
-            [sys.executable, "-m", "fptrack.cli", *args], stdin=source,
-            env=environ, capture_output=True, text=True, timeout=120, check=False, preexec_fn=limit_memory,
-        )  # fmt: skip
+            [sys.executable, "-m", "fptrack.cli", *args],
+            stdin=source,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            preexec_fn=limit_memory,
+        )
 
 
 def _hostile_files(folder: Path) -> dict[str, bytes]:
     junk = random.Random(12).randbytes(6000)
     files = {
-        "bom-junk.txt": codecs.BOM_UTF8 + junk,  # the file of issue 12
+        "bom-junk.txt": codecs.BOM_UTF8 + junk,  # binary junk behind a byte-order mark
         "bom-nuls.txt": codecs.BOM_UTF8 + TEXT.encode().replace(b"\n", b"\x00\n\x00"),
         "nuls.txt": TEXT.encode().replace("，".encode(), b"\x00"),
         "utf16-junk.txt": codecs.BOM_UTF16_LE + junk,
@@ -91,8 +97,8 @@ def test_hostile_work_files_each_get_one_line_and_nothing_is_stored(
 
 
 def test_a_text_with_a_few_stray_nuls_is_stored_without_them(settings: Settings, tmp_path: Path) -> None:
-    """The decision of issue 12: stray NULs in readable text are damage, dropped in the decoder that both
-    backends share (PostgreSQL refuses NUL in text; SQLite would have kept it)."""
+    """Stray NULs in readable text are damage, dropped in the decoder that both backends share (PostgreSQL
+    refuses NUL in text; SQLite would have kept it)."""
     damaged = tmp_path / "damaged.txt"
     damaged.write_bytes(TEXT.encode().replace("。".encode(), "。\x00".encode(), 3))
     result = _run(settings, "works", "add", str(damaged))
@@ -137,6 +143,15 @@ def test_check_reads_a_bounded_amount_of_any_file(
 
 
 def test_a_password_from_an_endless_stdin_is_refused_not_read_forever(sqlite_settings: Settings) -> None:
-    result = _run(sqlite_settings, "users", "add", "ada", "--role", "admin", "--password-stdin",
-                  memory=MEMORY_LIMIT, stdin=Path("/dev/zero"))  # fmt: skip
+    result = _run(
+        sqlite_settings,
+        "users",
+        "add",
+        "ada",
+        "--role",
+        "admin",
+        "--password-stdin",
+        memory=MEMORY_LIMIT,
+        stdin=Path("/dev/zero"),
+    )
     assert_clean_error(result, "at most 1024 characters")

@@ -1,5 +1,5 @@
-"""``fptrack matches`` and ``fptrack report`` with ids, statuses and CSV (issue 11's CLI parity), through
-click's CliRunner on a migrated SQLite database seeded with hostile crawled strings."""
+"""``fptrack matches`` and ``fptrack report`` with ids, statuses and CSV, through click's CliRunner on a
+migrated SQLite database seeded with hostile crawled strings."""
 
 from __future__ import annotations
 

@@ -64,8 +64,21 @@ def test_senders_contacts_notices_round_trip(
     refused = _run(settings, port, "notices", "draft", "--match", str(ids.hostile_match_id))
     assert refused.exit_code == 1 and "is flagged, not confirmed" in refused.output
 
-    added = _run(settings, port, "senders", "add", "Mountain Press", "--address", "1 Hill Road, Beijing",
-                 "--email", "rights@mountain.example", "--signer", "Wang Wu", "--lang", "en")  # fmt: skip
+    added = _run(
+        settings,
+        port,
+        "senders",
+        "add",
+        "Mountain Press",
+        "--address",
+        "1 Hill Road, Beijing",
+        "--email",
+        "rights@mountain.example",
+        "--signer",
+        "Wang Wu",
+        "--lang",
+        "en",
+    )
     assert added.exit_code == 0, added.output
     missing = _run(settings, port, "notices", "draft", "--host", "pirate.example")
     assert missing.exit_code == 1
@@ -79,14 +92,27 @@ def test_senders_contacts_notices_round_trip(
         assert named in missing.output, named
     assert "NOTICE OF COPYRIGHT INFRINGEMENT" not in missing.output  # refused: nothing printed
 
-    edited = _run(settings, port, "senders", "edit", "Mountain Press", "--phone", "+86 10 5555",
-                  "--title", "General Counsel", "--proof", str(proof))  # fmt: skip
+    edited = _run(
+        settings,
+        port,
+        "senders",
+        "edit",
+        "Mountain Press",
+        "--phone",
+        "+86 10 5555",
+        "--title",
+        "General Counsel",
+        "--proof",
+        str(proof),
+    )
     assert edited.exit_code == 0 and "1 proof file(s)" in edited.output
     listed = json.loads(_run(settings, port, "senders", "list", "--format", "json").output)
     assert listed["proofs"][0]["filename"] == "certificate.pdf"
     assert _run(settings, port, "contacts", "add", "pirate.example", "abuse@pirate.example").exit_code == 0
-    assert "level 1" in _run(settings, port, "contacts", "add", "pirate.example", "abuse@host.example",
-                             "--kind", "hosting").output  # fmt: skip
+    contact = _run(
+        settings, port, "contacts", "add", "pirate.example", "abuse@host.example", "--kind", "hosting"
+    )
+    assert "level 1" in contact.output
 
     drafted = _run(settings, port, "notices", "draft", "--host", "pirate.example", "--lang", "zh")
     assert drafted.exit_code == 0, drafted.output

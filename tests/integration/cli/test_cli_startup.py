@@ -1,6 +1,6 @@
-"""What ``fptrack`` loads to start (issue 20: start-up is part of every crawl's wall time): a command imports
-its own module, not every command group's; the schema check does not import Alembic once the head is kept in
-the cache folder; and ``fptrack --help`` still lists every command with its short help."""
+"""What ``fptrack`` loads to start (start-up is part of every crawl's wall time): a command imports its own
+module, not every command group's; the schema check does not import Alembic once the head is kept in the cache
+folder; and ``fptrack --help`` still lists every command with its short help."""
 
 from __future__ import annotations
 
@@ -97,8 +97,16 @@ def test_help_lists_every_command_with_its_short_help(tmp_path: Path) -> None:
 def test_crawl_help_loads_no_other_command_group(tmp_path: Path) -> None:
     modules = _modules_after(tmp_path, "crawl", "--help")
     assert "fptrack.cli.crawl" in modules
-    for heavy in ("flask", "weasyprint", "alembic", "fptrack.admin", "fptrack.analytics",
-                  "fptrack.cli.notices", "fptrack.cli.users", "fptrack.cli.processes"):  # fmt: skip
+    for heavy in (
+        "flask",
+        "weasyprint",
+        "alembic",
+        "fptrack.admin",
+        "fptrack.analytics",
+        "fptrack.cli.notices",
+        "fptrack.cli.users",
+        "fptrack.cli.processes",
+    ):
         assert heavy not in modules, heavy
 
 

@@ -68,8 +68,12 @@ def _job_status(settings: Settings) -> str:
 
 @pytest.mark.redis
 def test_works_add_wait_says_when_no_worker_consumes_the_queue(sqlite_settings: Settings) -> None:
-    queued = {**_env(sqlite_settings), "FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_NO_WORKER_SECONDS": "2",
-              "FPTRACK_TASK_QUEUE": f"nobody-{uuid.uuid4().hex[:8]}"}  # fmt: skip
+    queued = {
+        **_env(sqlite_settings),
+        "FPTRACK_BROKER_URL": REDIS_URL,
+        "FPTRACK_NO_WORKER_SECONDS": "2",
+        "FPTRACK_TASK_QUEUE": f"nobody-{uuid.uuid4().hex[:8]}",
+    }
     added = _run(queued, "works", "add", str(DEMO_DATA / "alley.txt"), "--wait", timeout=120)
     assert added.returncode == 1, added.stdout + added.stderr
     assert "no worker consumes the queue" in added.stderr and "#1 are saved" in added.stderr, added.stderr
@@ -81,8 +85,12 @@ def test_works_add_wait_says_when_no_worker_consumes_the_queue(sqlite_settings: 
 def test_no_worker_on_the_queue_fails_fast_and_loses_nothing(sqlite_settings: Settings) -> None:
     env = _env(sqlite_settings)
     assert _run(env, "works", "add", str(DEMO_DATA / "lighthouse.txt")).returncode == 0
-    queued = {**env, "FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_TASK_QUEUE": f"nobody-{uuid.uuid4().hex[:8]}",
-              "FPTRACK_NO_WORKER_SECONDS": "5"}  # fmt: skip
+    queued = {
+        **env,
+        "FPTRACK_BROKER_URL": REDIS_URL,
+        "FPTRACK_TASK_QUEUE": f"nobody-{uuid.uuid4().hex[:8]}",
+        "FPTRACK_NO_WORKER_SECONDS": "5",
+    }
     with serve_site(copy_site(3)) as base:
         # without asking who consumes the queue it would wait for ever: the timeout would stop it, not this
         # answer
@@ -155,8 +163,11 @@ def test_a_worker_killed_mid_crawl_loses_no_page_and_duplicates_no_match(
         log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
         return subprocess.Popen(
             [sys.executable, "-m", "fptrack.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     first = start_worker("first")
     second: subprocess.Popen[bytes] | None = None

@@ -67,10 +67,15 @@ def test_senders_contacts_draft_send_and_export(
 
     assert reviewer.get("/senders").status_code == 403
     sender = {
-        "csrf_token": admin_token, "name": "山中出版社", "address": "北京市东城区 1 号",
-        "email": "rights@shan.example", "phone": "+86 10 5555", "signer_name": "王五",
-        "signer_title": "法务总监", "language": "zh",
-    }  # fmt: skip
+        "csrf_token": admin_token,
+        "name": "山中出版社",
+        "address": "北京市东城区 1 号",
+        "email": "rights@shan.example",
+        "phone": "+86 10 5555",
+        "signer_name": "王五",
+        "signer_title": "法务总监",
+        "language": "zh",
+    }
     assert admin.post("/senders", data=sender).status_code == 303
     assert admin.post("/senders", data=sender).status_code == 400  # the same name twice
     page = admin.get("/senders").get_data(as_text=True)

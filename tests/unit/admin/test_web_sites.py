@@ -175,12 +175,22 @@ def test_run_now_refuses_a_site_being_crawled(admin: FlaskClient, session: Sessi
 
 def test_crawl_detail_shows_progress_stats_and_escaped_errors(admin: FlaskClient, session: Session) -> None:
     job = CrawlJob(
-        start_urls=[f"http://evil.example/{SCRIPT}"], status="finished", max_pages=40, pages_seen=30,
-        pages_failed=2, finished_at=utcnow() + timedelta(seconds=5), error="",
-        stats={"by_status": {"200": 28, "404": 2}, "counters": {"guard/refused_private": 1},
-               "failures": [[f"http://evil.example/{SCRIPT}", f"HTTP 404 {SCRIPT}"]], "failures_total": 3,
-               "finish_reason": "finished", "elapsed_seconds": 4.2},
-    )  # fmt: skip
+        start_urls=[f"http://evil.example/{SCRIPT}"],
+        status="finished",
+        max_pages=40,
+        pages_seen=30,
+        pages_failed=2,
+        finished_at=utcnow() + timedelta(seconds=5),
+        error="",
+        stats={
+            "by_status": {"200": 28, "404": 2},
+            "counters": {"guard/refused_private": 1},
+            "failures": [[f"http://evil.example/{SCRIPT}", f"HTTP 404 {SCRIPT}"]],
+            "failures_total": 3,
+            "finish_reason": "finished",
+            "elapsed_seconds": 4.2,
+        },
+    )
     session.add(job)
     session.commit()
     page = admin.get(f"/crawls/{job.id}").get_data(as_text=True)
