@@ -45,10 +45,11 @@ import json
 import os
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from testbed.kana import kana_prose
 from testbed.sites import Page, render_chapter
@@ -548,7 +549,7 @@ def build_pirate_web(*, quick: bool, seed: int = 5, per_kind: int = 4) -> Pirate
         template: int | None = None,
         hidden_noise: bool = False,
         external_style: bool = False,
-        **extra: object,
+        **extra: Any,
     ) -> None:
         counter[0] += 1
         site = counter[0] % PIRATE_SITES if template is None else template
@@ -570,7 +571,7 @@ def build_pirate_web(*, quick: bool, seed: int = 5, per_kind: int = 4) -> Pirate
                 f"text/html; charset={encoding}",
                 **extra,
             )
-        )  # type: ignore[arg-type]
+        )
 
     def sample(chapters: list[_Chapter], n: int) -> list[_Chapter]:
         return chapters if len(chapters) <= n else rng.sample(chapters, n)
@@ -730,20 +731,20 @@ def build_pirate_web(*, quick: bool, seed: int = 5, per_kind: int = 4) -> Pirate
 
     for site, pages in enumerate(web.sites):
         links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in sorted(pages))
-        index = (
+        listing = (
             f"<html><head><meta charset='utf-8'><title>{SITES[site][1]}</title></head>"
             f"<body><ul>{links}</ul></body></html>"
         )
-        pages["/"] = Page.html(index)
+        pages["/"] = Page.html(listing)
     return web
 
 
 def _publish_excerpt(
-    publish,
+    publish: Callable[..., None],
     rng: random.Random,
     work: str,
     c: _Chapter,
-    news_texts: list[str],  # type: ignore[no-untyped-def]
+    news_texts: list[str],
     chapter_offsets: dict[tuple[str, int], int],
     kind: str = "excerpt_news",
     lengths: tuple[int, int] = (600, 1200),

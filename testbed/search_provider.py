@@ -109,7 +109,7 @@ def _serpapi(query: str, rows: list[tuple[str, str, str]], count: int) -> dict[s
     }  # fmt: skip
 
 
-_FAILURES = {
+_FAILURES: dict[str, dict[str, tuple[int, object]]] = {
     "bing": {
         "quota": (429, {"error": {"code": "429", "message": "Rate limit is exceeded. Try again later."}}),
         "key": (401, {"error": {"code": "401", "message": "Access denied due to invalid subscription key."}}),

@@ -236,7 +236,7 @@ def score(
                     iou_p = _interval_iou([(s[0], s[1]) for s in chosen], [truth_page]) if chosen else 0.0
                     iou_w = (
                         _interval_iou([(s[2], s[3]) for s in chosen], [spec.excerpt_work_span])
-                        if chosen
+                        if chosen and spec.excerpt_work_span is not None
                         else 0.0
                     )
                     ious_page.append(iou_p)
@@ -258,8 +258,8 @@ def score(
             results[system]["excerpt_iou_work"] = sum(ious_work) / len(ious_work)
             results[system]["excerpt_iou_page_min"] = min(ious_page)
             results[system]["excerpt_iou_below_0.8"] = sum(i < 0.8 for i in ious_page)
-            for row in sorted(worst)[:5]:
-                print(f"excerpt with IoU {row[0]}: {row[1]} true page span {row[2]}, matched {row[3]}")
+            for iou, url, truth_span, matched in sorted(worst)[:5]:
+                print(f"excerpt with IoU {iou}: {url} true page span {truth_span}, matched {matched}")
     return results
 
 
@@ -713,7 +713,7 @@ def main() -> None:
         if not args.retroactive:
             register()
         with ExitStack() as stack:
-            bases = [stack.enter_context(serve_site(pages)) for pages in web.sites]
+            bases: list[str] = [stack.enter_context(serve_site(pages)) for pages in web.sites]
             t0 = time.monotonic()
             crawl = run.fptrack(
                 "crawl",

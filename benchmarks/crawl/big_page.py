@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.harness import arguments, emit
 from fptrack.storage.compressed import decompress_text
@@ -104,7 +105,7 @@ def timed_crawl(env: dict[str, str], url: str, key: str) -> tuple[float, float]:
     return elapsed, int(done.stdout.strip().splitlines()[-1]) / 1024
 
 
-def one_run(label: str, cap: int, url: str, key: str, work: Path) -> dict[str, object]:
+def one_run(label: str, cap: int, url: str, key: str, work: Path) -> dict[str, Any]:
     data = Path(tempfile.mkdtemp(prefix="fptrack-bigpage-"))
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
@@ -176,7 +177,7 @@ def main() -> int:
     same = base["copies"] == capped["copies"]
     print(f"same copies found: {same}")
     ratios = {
-        key: round(float(capped[key]) / float(base[key]), 3) if base[key] else None  # type: ignore[arg-type]
+        key: round(float(capped[key]) / float(base[key]), 3) if base[key] else None
         for key in ("seconds", "peak_mb", "page_index_rows", "db_mb")
     }
     emit(

@@ -23,8 +23,9 @@ import random
 import resource
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks.corpus import iter_chapters, require_corpus
 from benchmarks.harness import arguments, emit, machine
@@ -67,7 +68,7 @@ def main() -> None:
 
     rows: list[tuple[str, float, str]] = []
 
-    def stage(name: str, fn: Callable[[str], object], inputs: list, note: str = "") -> float:
+    def stage(name: str, fn: Callable[[Any], object], inputs: Sequence[Any], note: str = "") -> float:
         seconds = min(_bench_list(fn, inputs) for _ in range(repeat))
         rate = mb / seconds
         rows.append((name, rate, note))
@@ -136,7 +137,7 @@ def main() -> None:
 
     han_total = han_agree = 0
     for n, ini in zip(normalized[:20] if args.quick else normalized[:100], initials):
-        theirs = lazy_pinyin(n, style=Style.FIRST_LETTER, errors=lambda s: ["_"] * len(s))
+        theirs = lazy_pinyin(n, style=Style.FIRST_LETTER, errors=lambda s: ["_"] * len(s))  # type: ignore[arg-type,return-value]
         if len(theirs) != len(n):
             continue
         for ch, ours, their in zip(n, ini, theirs):
@@ -188,7 +189,7 @@ def main() -> None:
     emit(figures, path=args.json)
 
 
-def _bench_list(fn: Callable[[object], object], inputs: list) -> float:
+def _bench_list(fn: Callable[[Any], object], inputs: Sequence[Any]) -> float:
     t0 = time.perf_counter()
     for x in inputs:
         fn(x)

@@ -372,10 +372,10 @@ def judge(
     found_end = {(c.site, c.text.key) for r in end_matches if (c := judge_.correct(r)) is not None}
     first_seen: dict[tuple[str, str], float] = {}
     for record in recorder.matches.values():
-        copy = judge_.correct(record)
+        matched = judge_.correct(record)
         seen = parse_time(record["first_seen"])
-        if copy is not None and seen is not None:
-            key = (copy.site, copy.text.key)
+        if matched is not None and seen is not None:
+            key = (matched.site, matched.text.key)
             first_seen[key] = min(first_seen.get(key, seen), seen)
     detect: dict[str, list[float]] = defaultdict(list)
     for key, appeared in units.items():
@@ -395,21 +395,21 @@ def judge(
     matched_since: dict[tuple[str, str], float] = {}
     false_takedowns: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for match_id, record in recorder.matches.items():
-        copy = judge_.correct(record)
-        if copy is None:
+        matched = judge_.correct(record)
+        if matched is None:
             continue
         path = urlsplit(record["page_url"]).path
         seen = parse_time(record["first_seen"]) or 0.0
-        url = (copy.site, path)
+        url = (matched.site, path)
         matched_since[url] = min(matched_since.get(url, seen), seen)
-        up = copy.url_intervals(path, duration)
+        up = matched.url_intervals(path, duration)
         for down in sorted(recorder.takedowns.get(match_id, ())):
             downs_by_url[url].append(down)
             t = down - t0
             # the CLI gives times to the second (cut, not rounded): a takedown shown at second S was recorded
             # within [S, S + 1), so it is false only when all of that second lay inside the copy's time up
             if any(start + 2 <= t and t + RECORDED_TO < stop for start, stop in up):
-                false_takedowns[copy.site].append({"match": match_id, "path": path, "at": round(t, 1)})
+                false_takedowns[matched.site].append({"match": match_id, "path": path, "at": round(t, 1)})
     removals: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for copy in web.copies():
         if not copy.text.registered:

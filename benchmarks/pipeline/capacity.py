@@ -58,7 +58,9 @@ from benchmarks.harness import (
     BackendCpu,
     arguments,
     children_cpu_seconds,
+    print_table,
     process_cpu_seconds,
+    progress,
     require_service,
     tree_cpu_seconds,
 )
@@ -70,8 +72,6 @@ from benchmarks.pipeline_throughput import (
     fptrack,
     machine,
     pipeline_sessions,
-    print_table,
-    progress,
     stage_extract,
     workers,
 )

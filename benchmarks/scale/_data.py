@@ -290,9 +290,9 @@ def fresh_site(
     for position, (title, paragraphs) in enumerate(specs):
         prev = paths[position - 1] if position else "/"
         next_ = paths[position + 1] if position + 1 < pages else "/"
-        index = index_paths[position // links_per_index]
+        listing = index_paths[position // links_per_index]
         served[paths[position]] = Page(
-            render_chapter_page(title, paragraphs, prev=prev, next_=next_, index=index)
+            render_chapter_page(title, paragraphs, prev=prev, next_=next_, index=listing)
         )
     for k, index_path in enumerate(index_paths):
         links = [

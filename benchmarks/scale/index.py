@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -86,7 +87,7 @@ class Bench:
         self.admin = create_engine(
             Settings(database_url=args.pg_url).database_url, isolation_level="AUTOCOMMIT"
         )
-        self.results: dict[str, object] = {"n": args.n, "layout": self.layout.name, "k": self.layout.k}
+        self.results: dict[str, Any] = {"n": args.n, "layout": self.layout.name, "k": self.layout.k}
 
     # ------------------------------------------------------------------------------------------- set-up
 
@@ -165,7 +166,7 @@ class Bench:
     def sizes(self) -> None:
         n = self.args.n
         with self.engine.connect() as c:
-            heap = c.execute(text("SELECT pg_table_size('fingerprints')")).scalar()
+            heap = int(c.execute(text("SELECT pg_table_size('fingerprints')")).scalar() or 0)
             rows = c.execute(
                 text(
                     "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index "
@@ -328,7 +329,7 @@ class Bench:
                 >= self.index_answers[int(v)]
                 for v in self.queries[: self.args.brute_queries].tolist()
             )
-        self.results["hot_bucket"]["answers_lost_after_split"] = lost  # type: ignore[index]
+        self.results["hot_bucket"]["answers_lost_after_split"] = lost
 
     def make_extra_owners(self, first: int, count: int) -> None:
         with self.engine.begin() as c:
@@ -373,8 +374,8 @@ class Bench:
             build_s = time.perf_counter() - started
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
             c.exec_driver_sql("VACUUM ANALYZE bench_rows")
-            heap = c.execute(text("SELECT pg_table_size('bench_rows')")).scalar()
-            index = c.execute(text("SELECT pg_relation_size('bench_rows_lookup')")).scalar()
+            heap = int(c.execute(text("SELECT pg_table_size('bench_rows')")).scalar() or 0)
+            index = int(c.execute(text("SELECT pg_relation_size('bench_rows_lookup')")).scalar() or 0)
         branch = (
             "SELECT fingerprint_id FROM bench_rows WHERE table_no = {t} AND key = :k{t} "
             "AND bit_count((value # :q)::bit(64)) <= :maxd"

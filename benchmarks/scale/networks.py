@@ -59,7 +59,8 @@ PARTS = (
 def _fill_slice(plan: Plan, start: int, stop: int, part: int, parts: int, host_pages: int, out: Any) -> None:
     _scale_data.HOST_PAGES = host_pages  # a forked process: host_of reads the module's value at call time
     counter = multiprocessing.Value("q", 0)
-    _scale_fill._fill_part(plan, start, stop, part, parts, counter, out)
+    numbers = list(_scale_data.numbers_between(start, stop, part, parts))
+    _scale_fill._fill_part(plan, numbers, start + part, counter, out)
 
 
 def fill(plan: Plan, start: int, stop: int, parts: int, host_pages: int) -> FillTimes:
@@ -140,8 +141,8 @@ def probe(plan: Plan, index: int, batches: int) -> dict[str, Any]:
     result["profile_top"] = [
         f"{ct * 1000 / len(ids):7.3f} ms/page  {name} ({Path(file).name}:{line})"
         for (file, line, name), (_, _, _, ct, _) in sorted(
-            stats.stats.items(),
-            key=lambda item: -item[1][3],  # type: ignore[attr-defined]
+            stats.stats.items(),  # type: ignore[attr-defined]
+            key=lambda item: -item[1][3],
         )[:40]
     ]
     return result

@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus import require_corpus
-from benchmarks.harness import arguments, emit, print_table, require_service
+from benchmarks.harness import arguments, emit, print_table, progress, require_service
 from benchmarks.pipeline_throughput import (
     CORPUS,
     CRAWL_LINE,
@@ -69,7 +69,6 @@ from benchmarks.pipeline_throughput import (
     base_env,
     fptrack,
     machine,
-    progress,
     workers,
 )
 from benchmarks.scale._data import HOST_PAGES, Planted, Registry, fresh_site, new_work_of_size, planted_copies
