@@ -7,7 +7,7 @@ process).
 
 Single process, single thread (OPENBLAS/OMP threads pinned to 1 before numpy loads), so MB/s is per core.
 
-    python -m benchmarks.fingerprint.throughput [--quick] [--chapters N] [--json out.json]
+    python -m benchmarks.fingerprint.throughput [--quick] [--chapters N] [--repeat N] [--json out.json]
 
 Last output line: JSON with the figures.
 """
@@ -44,7 +44,8 @@ from fptrack.research.pinyin_dna import DnaParams, dna_codes
 
 def main() -> None:
     ap = arguments(__doc__, "10 chapters, once: a few seconds")
-    ap.add_argument("--chapters", type=int, help="chapters of the sample (default 200, best of 3; quick 10)")
+    ap.add_argument("--chapters", type=int, help="chapters of the sample (default 200; quick 10)")
+    ap.add_argument("--repeat", type=int, help="runs of each stage, the best kept (default 3; quick 1)")
     ap.add_argument("--json", type=Path, help="also write the JSON figures to this file")
     args = ap.parse_args()
     require_corpus("fingerprint_throughput")
@@ -54,7 +55,7 @@ def main() -> None:
     rng.shuffle(chapters)
     sample = chapters[: args.chapters or (10 if args.quick else 200)]
     texts = [c.text for c in sample]
-    repeat = 1 if args.quick else 3
+    repeat = args.repeat or (1 if args.quick else 3)
     mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
 
     # warm every lazily built table, and corpus statistics from other chapters (as in production)
