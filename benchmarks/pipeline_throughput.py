@@ -45,6 +45,12 @@ modes.
    request ~44 ms late (``http.server`` sends the headers and the body apart, and the body waits for the
    client's delayed ACK), so with 8 requests in flight fetching is bound by that latency, as on a real site,
    and not by the bare spider's CPU.
+   **CPU per page**, beside the bare spider's in the same round: CPU seconds of every process of the crawl
+   over its pages (target: at most 2x the bare spider's): the ``fptrack crawl`` process and its children
+   (the compare pool: ``getrusage`` of waited-for children), the worker processes (``/proc/PID/stat`` of
+   their trees, before and after) and the PostgreSQL backends connected to the mode's database (sampled from
+   ``/proc`` every 0.2 s while the crawl runs: they end with their connections; the last 0.2 s of a backend
+   may be missed). The site's server, in this process, is counted for neither.
 3. **Parity**: the set of (page_url, work_id, chapter_index) of every mode against the first, and each against
    the ground truth (the copies the generator made), with the misses per kind of copy.
 4. **CPU per page per stage**, in this process (``time.process_time``) on a sample of the pages: decode +
@@ -72,25 +78,28 @@ deleted at the end with the PostgreSQL databases this run created (``--keep`` ke
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import platform
 import random
 import re
+import resource
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -121,6 +130,7 @@ TARGET_PAGES_PER_SECOND = {"sqlite": 50.0, "postgres-w2": 100.0}
 TARGET_REGISTER_SECONDS = {"postgresql": 5.0}
 TARGET_BARE_RATIO = {"sqlite": 0.85, "postgres-w2": 0.75}  # pages/s of the mode over bare Scrapy's
 TARGET_COMPARE_GROWTH = 2.0  # per-page compare time, largest registry / 100 chapters
+TARGET_CPU_OVER_BARE = 2.0  # CPU per page of a mode's crawl (every process) over the bare spider's
 WORKER_TASK_DONE = re.compile(r"Task fptrack\.(?:process_pages|fingerprint_page)\[[^\]]+\] succeeded")
 CRAWL_LINE = re.compile(r"crawled (\d+) page\(s\) in [\d.]+s \((.*)\); (\d+) with text[^;]*; (\d+) failed")
 
@@ -376,6 +386,95 @@ def workers(env: dict[str, str], count: int, log_dir: Path) -> Iterator[list[sub
             log.close()
 
 
+# ------------------------------------------------------------------------------------------- CPU per page
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` from the third (state) on; [] when the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def process_cpu(pid: int, *, reaped: bool = False) -> float:
+    """CPU seconds of a process (user + system), with its reaped children's when ``reaped``; 0 when gone."""
+    fields = _stat_fields(pid)
+    if not fields:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    if reaped:
+        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / _CLOCK_TICKS
+
+
+def tree_cpu(roots: list[int]) -> float:
+    """CPU seconds of the processes ``roots`` and all their descendants, living or reaped."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat_fields(int(entry.name))):
+            parents.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo = 0.0, list(roots)
+    while todo:
+        pid = todo.pop()
+        total += process_cpu(pid, reaped=True)  # a living child is not in its parent's cutime yet
+        todo.extend(parents.get(pid, []))
+    return total
+
+
+class BackendCpu:
+    """CPU seconds of the PostgreSQL backends connected to ``database`` (their process title names it) while
+    the block runs: sampled every 0.2 s, since a backend ends with its connection; a backend seen at the
+    start counts from there."""
+
+    def __init__(self, database: str) -> None:
+        self.marker = f" {database} ".encode()
+        self.start: dict[int, float] = {}
+        self.last: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="backend-cpu", daemon=True)
+
+    def _backends(self) -> dict[int, float]:
+        found = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                title = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if title.startswith(b"postgres: ") and self.marker in title:
+                found[int(entry.name)] = process_cpu(int(entry.name))
+        return found
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.last.update({pid: cpu for pid, cpu in self._backends().items() if cpu})
+
+    def __enter__(self) -> Self:
+        self.start = self._backends()
+        self.last = dict(self.start)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.last.update({pid: cpu for pid, cpu in self._backends().items() if cpu})
+
+    @property
+    def seconds(self) -> float:
+        return sum(cpu - self.start.get(pid, 0.0) for pid, cpu in self.last.items())
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's waited-for children (and theirs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 # ----------------------------------------------------------------------------------------------- bare Scrapy
 
 
@@ -427,13 +526,13 @@ def run_bare_scrapy(site: PipelineSite, base: str, concurrency: int) -> dict[str
     """Wall seconds and pages of the bare spider on the site, as a subprocess (start-up included)."""
     progress(f"bare Scrapy: crawling {len(site.pages)} pages")
     first_request = len(base.request_times) if isinstance(base, SiteURL) else 0
-    started, since = time.perf_counter(), time.monotonic()
+    started, since, cpu = time.perf_counter(), time.monotonic(), children_cpu()
     completed = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--bare-spider", base + "/", "--bare-depth",
          str(site.depth), "--bare-max-pages", str(len(site.pages) + 10), "--concurrency", str(concurrency)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, children_cpu() - cpu
     if completed.returncode != 0:
         raise RuntimeError(
             f"the bare Scrapy spider failed ({completed.returncode}):\n{completed.stderr[-3000:]}"
@@ -445,6 +544,8 @@ def run_bare_scrapy(site: PipelineSite, base: str, concurrency: int) -> dict[str
         **counts,
         "seconds": round(wall, 2),
         "pages_per_second": round(pages / wall, 3) if wall else 0.0,
+        "cpu_seconds": round(cpu, 2),
+        "cpu_ms_per_page": round(1000 * cpu / pages, 2) if pages else None,
         "phases": phases(base, first_request, since, time.monotonic()),
     }
 
@@ -481,10 +582,15 @@ class ModeResult:
     skipped: str = ""
     worker_tasks: list[int] = field(default_factory=list)  # fingerprint tasks each worker finished
     phases: dict[str, float] = field(default_factory=dict)  # start, fetch, after: see phases()
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of the crawl: crawl, workers, postgres
 
     @property
     def pages_per_second(self) -> float:
         return self.pages_crawled / self.crawl_seconds if self.crawl_seconds else 0.0
+
+    @property
+    def cpu_ms_per_page(self) -> float | None:
+        return 1000 * sum(self.cpu.values()) / self.pages_crawled if self.cpu and self.pages_crawled else None
 
 
 def run_mode(
@@ -527,13 +633,20 @@ def run_mode(
     timeout = 600 + 20 * len(site.pages)
     progress(f"{mode}: crawling {len(site.pages)} pages")
     first_request = len(base.request_times) if isinstance(base, SiteURL) else 0
+    from sqlalchemy.engine import make_url
+
+    backends = BackendCpu(make_url(database_url).database or "") if backend == "postgresql" else None
     if worker_count:
         queue = f"fptrack_bench_{os.getpid()}"
         env.update(FPTRACK_BROKER_URL=args.redis, FPTRACK_TASK_QUEUE=queue)
         try:
-            with workers(env, worker_count, data_dir):
-                crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
+            with workers(env, worker_count, data_dir) as processes:
+                pids = [process.pid for process in processes]
+                before = children_cpu(), tree_cpu(pids)
+                with backends or contextlib.nullcontext():
+                    crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
                 ended = time.monotonic()  # the crawl's own wall: the workers' start and stop are not in it
+                result.cpu = {"crawl": children_cpu() - before[0], "workers": tree_cpu(pids) - before[1]}
         finally:
             for name in (
                 queue,
@@ -546,8 +659,13 @@ def run_mode(
         ]
         env.pop("FPTRACK_BROKER_URL")
     else:
-        crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
+        before_crawl = children_cpu()
+        with backends or contextlib.nullcontext():
+            crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
         ended = time.monotonic()
+        result.cpu = {"crawl": children_cpu() - before_crawl}
+    if backends is not None:
+        result.cpu["postgres"] = backends.seconds
     result.phases = phases(base, first_request, ended - result.crawl_seconds, ended)
     summary = CRAWL_LINE.search(crawl.stdout)
     if summary is None:
@@ -564,7 +682,8 @@ def run_mode(
             result.titled.add((path, match["work_title"], int(match["chapter_index"])))
     progress(
         f"{mode}: {result.pages_crawled} pages in {result.crawl_seconds:.1f}s "
-        f"({result.pages_per_second:.2f} pages/s), {len(result.matches)} matches"
+        f"({result.pages_per_second:.2f} pages/s), {len(result.matches)} matches, "
+        f"{result.cpu_ms_per_page or 0:.1f} ms of CPU a page"
     )
     return result
 
@@ -799,6 +918,20 @@ def ratios_by_round(
     return ratios
 
 
+def cpu_ratios_by_round(
+    rounds: list[tuple[dict[str, Any] | None, list[ModeResult]]],
+) -> dict[str, list[float | None]]:
+    """Per mode, its CPU per page over the bare spider's of the same round, round by round (None: not
+    measured)."""
+    ratios: dict[str, list[float | None]] = {}
+    for bare, results in rounds:
+        bare_cpu = float(bare.get("cpu_ms_per_page") or 0.0) if bare else 0.0
+        for r in results:
+            mine = r.cpu_ms_per_page
+            ratios.setdefault(r.mode, []).append(mine / bare_cpu if mine and bare_cpu else None)
+    return ratios
+
+
 def median_of(values: list[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
@@ -1027,8 +1160,10 @@ def main() -> None:
     if bare:
         rows.append(
             ["bare Scrapy (fetch + parse, keeps nothing)", "", f"{bare['seconds']:.1f}",
-             *_phase_cells(bare["phases"]), bare["pages"], "", f"{bare_pps:.2f}", "", "", "1.00", "", ""]
+             *_phase_cells(bare["phases"]), bare["pages"], "", f"{bare_pps:.2f}", "", "", "1.00", "", "",
+             f"{bare['cpu_ms_per_page']:.1f}" if bare.get("cpu_ms_per_page") else "", "1.00", ""]
         )  # fmt: skip
+    bare_cpu = float(bare["cpu_ms_per_page"]) if bare and bare.get("cpu_ms_per_page") else 0.0
     for r in results:
         if r.skipped:
             continue
@@ -1049,15 +1184,19 @@ def main() -> None:
                 f"{of_bare:.2f}" if of_bare is not None else "",
                 f">= {bare_target:g}" if bare_target else "",
                 "+".join(map(str, r.worker_tasks)) or "-",
+                f"{r.cpu_ms_per_page:.1f}" if r.cpu_ms_per_page else "",
+                f"{r.cpu_ms_per_page / bare_cpu:.2f}" if r.cpu_ms_per_page and bare_cpu else "",
+                " + ".join(f"{name} {seconds:.1f}" for name, seconds in r.cpu.items()),
             ]
         )
     print_table(
         "End to end (wall time of `fptrack crawl` until it returns, start-up included; `works add` timed "
         "apart, in-process in every mode; vs bare: pages/s over the bare Scrapy spider's, same site and run; "
         "the crawl's wall in three, from the site's log: start = to the first request, fetch = first to last "
-        "request, after = from the last request to the end)",
+        "request, after = from the last request to the end; cpu ms/page: every process of the crawl, "
+        f"vs the bare spider's, target <= {TARGET_CPU_OVER_BARE:g}; cpu s: where it went)",
         ["mode", "register s", "crawl s", "start", "fetch", "after", "pages", "failed", "pages/s", "target",
-         "ratio", "vs bare", "target", "worker tasks"],
+         "ratio", "vs bare", "target", "worker tasks", "cpu ms/page", "cpu vs bare", "cpu s"],
         rows,
     )  # fmt: skip
 
@@ -1072,6 +1211,17 @@ def main() -> None:
                  f"{median_of(values):.2f}" if median_of(values) is not None else "-",
                  f">= {TARGET_BARE_RATIO[mode]:g}" if mode in TARGET_BARE_RATIO else ""]
                 for mode, values in round_ratios.items()
+            ],
+        )  # fmt: skip
+        cpu_ratios = cpu_ratios_by_round(rounds)
+        print_table(
+            "CPU per page (every process of the crawl) over the bare spider's, round by round",
+            ["mode", *(f"round {n + 1}" for n in range(len(rounds))), "median", "target"],
+            [
+                [MODES[mode][0], *(f"{v:.2f}" if v is not None else "-" for v in values),
+                 f"{median_of(values):.2f}" if median_of(values) is not None else "-",
+                 f"<= {TARGET_CPU_OVER_BARE:g}"]
+                for mode, values in cpu_ratios.items()
             ],
         )  # fmt: skip
 
@@ -1219,6 +1369,8 @@ def main() -> None:
                 "worker_tasks": r.worker_tasks,
                 "phases": r.phases,
                 "ratio_to_bare_scrapy": round(r.pages_per_second / bare_pps, 3) if bare_pps else None,
+                "cpu_seconds": {name: round(seconds, 2) for name, seconds in r.cpu.items()},
+                "cpu_ms_per_page": round(r.cpu_ms_per_page, 2) if r.cpu_ms_per_page else None,
             }
         )
         for r in results
@@ -1232,6 +1384,12 @@ def main() -> None:
             for mode, values in round_ratios.items()
         },
         "bare_scrapy_seconds": [b["seconds"] if b else None for b, _ in rounds],
+        "cpu_over_bare_scrapy": {
+            mode: {"by_round": [round(v, 3) if v is not None else None for v in values],
+                   "median": round(m, 3) if (m := median_of(values)) is not None else None}
+            for mode, values in cpu_ratios_by_round(rounds).items()
+        },
+        "bare_scrapy_cpu_ms_per_page": [b.get("cpu_ms_per_page") if b else None for b, _ in rounds],
     }  # fmt: skip
     figures["parity"] = {
         "agree": parity.get("agree"),
