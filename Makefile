@@ -6,23 +6,38 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-quick reliability up down install install-test bench-quick lint clean
+.PHONY: demo test test-quick reliability up down install install-test lock bench-quick lint clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fptrack needs Python 3.11 or newer (found %s)" % sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e .
+# Every version comes from a lock file (requirements/runtime.txt for the product, requirements/dev.txt with the
+# test, bench, deploy and dev extras, both with hashes); the package is then installed editable over them.
+LOCK := requirements/runtime.txt
+LOCK_DEV := requirements/dev.txt
+
+$(VENV)/.installed: pyproject.toml setup.py $(LOCK) | $(PY)
+	$(PY) -m pip install --quiet -r $(LOCK)
+	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[test,bench,deploy]'
-	@touch $(VENV)/.installed $(VENV)/.installed-deploy $@
+$(VENV)/.installed-test: pyproject.toml setup.py $(LOCK_DEV) | $(PY)
+	$(PY) -m pip install --quiet -r $(LOCK_DEV)
+	$(PY) -m pip install --quiet --no-deps -e .
+	@touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+
+# the lock files written again from pyproject.toml's dependencies by uv (in the dev extra), keeping the versions
+# they pin; `make lock LOCK_ARGS="--upgrade-package scrapy"` moves one, LOCK_ARGS=--upgrade all
+lock: $(VENV)/.installed-test
+	$(PY) -m uv pip compile --quiet --python $(PY) --generate-hashes --custom-compile-command 'make lock' \
+		$(LOCK_ARGS) pyproject.toml -o $(LOCK)
+	$(PY) -m uv pip compile --quiet --python $(PY) --generate-hashes --custom-compile-command 'make lock' \
+		$(LOCK_ARGS) pyproject.toml --all-extras -c $(LOCK) -o $(LOCK_DEV)
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/fptrack demo
@@ -52,12 +67,9 @@ reliability: $(VENV)/.installed-test
 	bash deploy/ensure-services.sh
 	$(PY) -m pytest tests/reliability -s $(PYTEST_ARGS)
 
-# the whole process set on this machine (deploy/Procfile under honcho; settings from deploy/.env): deploy/README.md
-$(VENV)/.installed-deploy: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[deploy]'
-	@touch $(VENV)/.installed $@
-
-up: $(VENV)/.installed-deploy
+# the whole process set on this machine (deploy/Procfile under honcho, from the deploy extra; settings from
+# deploy/.env): deploy/README.md
+up: $(VENV)/.installed-test
 	$(PY) deploy/process_set.py up
 
 down:
@@ -66,16 +78,15 @@ down:
 bench-quick: $(VENV)/.installed-test
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
 
-# what tests/test_static_checks.py checks: lint and format over the whole tree, strict types over every package
-# of fptrack. The repository's root IS the package (pyproject's package-dir), so mypy finds ``fptrack`` through
-# a link named so, kept in the virtualenv; tests, benchmarks and deploy are not the package.
-MYPY_PATH := $(abspath $(VENV))/mypy-path
+# what tests/test_static_checks.py checks, configured in pyproject.toml: lint and format over the whole tree,
+# strict types over the package fptrack and the process-set script, and the dependency check (deptry: what the
+# product imports is declared, what is declared is imported)
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	@mkdir -p $(MYPY_PATH) && ln -sfn $(CURDIR) $(MYPY_PATH)/fptrack
-	MYPYPATH=$(MYPY_PATH) $(PY) -m mypy --strict --exclude '/(tests|benchmarks|deploy)/' -p fptrack
-	MYPYPATH=$(MYPY_PATH) $(PY) -m mypy --strict --explicit-package-bases deploy/process_set.py
+	$(PY) -m mypy
+	$(PY) -m mypy deploy/process_set.py
+	$(PY) -m deptry .
 
 clean:
 	rm -rf $(VENV) fptrack-data .pytest_cache .hypothesis

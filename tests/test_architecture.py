@@ -85,7 +85,8 @@ def module_name(root: Path, path: Path, package: str = PACKAGE) -> str:
 
 def product_files(root: Path, excluded: Iterable[str] = NOT_THE_PRODUCT) -> list[Path]:
     """Every ``.py`` file of the package rooted at ``root``: the root's own modules and its subfolders',
-    except the folders ``excluded`` and hidden or build folders (``.venv``, ``*.egg-info``)."""
+    except the folders ``excluded``, hidden or build folders (``.venv``, ``*.egg-info``) and the build script
+    (``setup.py``, in the root but not shipped)."""
     skip = set(excluded)
     files: list[Path] = []
     for folder, subfolders, names in os.walk(root):
@@ -97,7 +98,11 @@ def product_files(root: Path, excluded: Iterable[str] = NOT_THE_PRODUCT) -> list
             if not (name.startswith(".") or name.endswith(".egg-info") or name == "__pycache__")
             and not (top and name in skip)
         )
-        files.extend(Path(folder) / name for name in sorted(names) if name.endswith(".py"))
+        files.extend(
+            Path(folder) / name
+            for name in sorted(names)
+            if name.endswith(".py") and not (top and name == "setup.py")
+        )
     return files
 
 

@@ -5,12 +5,12 @@ every service has a health check, every variable they read is in .env.example, a
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shlex
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from deploy import process_set
 from fptrack.cli.main import main
 from tests.conftest import IN_CI
+from tests.test_packaging import NOT_SHIPPED
 
 DEPLOY = process_set.DEPLOY
 BIN = Path(sys.executable).parent
@@ -123,20 +124,33 @@ def test_compose_file_has_every_service_healthy_ordered_and_running_valid_comman
         assert config.returncode == 0, config.stderr
 
 
-def test_dockerfile_copies_every_package_and_installs_chromium_and_a_cjk_font() -> None:
+def test_dockerfile_installs_the_lock_then_the_tree_with_chromium_and_a_cjk_font() -> None:
     dockerfile = (DEPLOY / "Dockerfile").read_text()
-    project = tomllib.loads((process_set.REPO / "pyproject.toml").read_text())
-    folders = {
-        name.split(".")[1] for name in project["tool"]["setuptools"]["packages"] if name.count(".") >= 1
-    }
-    assert {"crawler", "storage", "jobs", "cli"} <= folders
-    for package in sorted(folders):
-        assert f"COPY {package} ./{package}" in dockerfile, package
-        assert f"!{package}/" in (DEPLOY / "Dockerfile.dockerignore").read_text(), package
-    # the root of the package fptrack is the repository's root: its __init__.py is copied too
-    assert re.search(r"^COPY __init__\.py ", dockerfile, re.MULTILINE)
-    assert "!__init__.py" in (DEPLOY / "Dockerfile.dockerignore").read_text()
+    # the locked versions, checked against their hashes, then the package alone from one copy of the tree
+    assert "COPY requirements/runtime.txt requirements/runtime.txt" in dockerfile
+    assert "RUN pip install --require-hashes -r requirements/runtime.txt" in dockerfile
+    assert re.findall(r"^COPY .*$", dockerfile, re.MULTILINE)[-1] == "COPY . ."
+    assert re.search(r"^RUN pip install --no-deps \. && pip check$", dockerfile, re.MULTILINE)
     assert re.search(r"apt-get install[^\n]*\n?[^\n]*chromium[^\n]*fonts-wqy-microhei", dockerfile)
+
+
+def test_the_build_context_leaves_out_what_is_not_the_product_and_keeps_the_rest() -> None:
+    ignored = [
+        line
+        for line in (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert not [line for line in ignored if line.startswith("!")], "an allow-list names every folder again"
+
+    def left_out(name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, line) for line in ignored)
+
+    not_read = {".git", ".venv", ".mypy", "tests", "testbed", "benchmarks", "research", "deploy", "docs"}
+    assert [name for name in sorted(not_read) if not left_out(name)] == []
+    product = {path.parent.name for path in process_set.REPO.glob("*/__init__.py")} - NOT_SHIPPED
+    assert {"crawler", "storage", "jobs", "cli"} <= product
+    build_files = {"__init__.py", "py.typed", "setup.py", "pyproject.toml", "README.md", "requirements"}
+    assert [name for name in sorted(product | build_files) if left_out(name)] == []
 
 
 UNITS = [
