@@ -70,9 +70,12 @@ class SmtpTransport:
                 "no SMTP relay is configured: set FPTRACK_SMTP_HOST (and FPTRACK_SMTP_PORT...)"
             )
         return cls(
-            settings.smtp_host, settings.smtp_port, settings.smtp_user, settings.smtp_password,
+            settings.smtp_host,
+            settings.smtp_port,
+            settings.smtp_user,
+            settings.smtp_password,
             settings.smtp_starttls,
-        )  # fmt: skip
+        )
 
     def describe(self) -> str:
         return f"smtp {self.host}:{self.port}" + (" starttls" if self.starttls else "")
@@ -151,9 +154,11 @@ def notice_message(
         for proof in sender.proofs:
             maintype, _, subtype = (proof.media_type or "application/octet-stream").partition("/")
             message.add_attachment(
-                bytes(proof.content), maintype=maintype, subtype=subtype or "octet-stream",
+                bytes(proof.content),
+                maintype=maintype,
+                subtype=subtype or "octet-stream",
                 filename=proof.filename,
-            )  # fmt: skip
+            )
     return message
 
 

@@ -168,8 +168,14 @@ def _record_result(
     what the crawl learned of the site's pages needing the browser (:func:`_record_render_verdict`)."""
 
     def write(session: Session) -> None:
-        record_crawl_result(session, turn.site_id, found=outcome.pages_queued > 0, scheduled=scheduled,
-                            started_at=started_at, backoff_max=settings.schedule_backoff_max)  # fmt: skip
+        record_crawl_result(
+            session,
+            turn.site_id,
+            found=outcome.pages_queued > 0,
+            scheduled=scheduled,
+            started_at=started_at,
+            backoff_max=settings.schedule_backoff_max,
+        )
         if outcome.stats is not None:
             _record_render_verdict(session, turn, outcome.stats.counters)
 
@@ -206,8 +212,10 @@ def _take_turn(
                 f"site {site_name} has no start URL; add one with `fptrack sites edit {site_name}`"
             )
         if join and not site.distributed:
-            raise SiteError(f"site {site_name} is not distributed; make it so with "
-                            f"`fptrack sites edit {site_name} --distributed`")  # fmt: skip
+            raise SiteError(
+                f"site {site_name} is not distributed; make it so with "
+                f"`fptrack sites edit {site_name} --distributed`"
+            )
         if trigger == "schedule" and not (site.enabled and site.schedule):
             # disabled (or unscheduled) between the scheduler's look and this process's start
             raise _Skipped(site_name, f"site {site_name} is no longer scheduled")
@@ -273,8 +281,9 @@ def _open_state(settings: Settings, turn: _Turn) -> CrawlState:
             settings.data_dir, turn.site_id, state_key(turn.urls, turn.depth, turn.options)
         )
     except (OSError, sqlite3.Error) as error:
-        raise SiteError(f"site {turn.site_name}: cannot keep the crawl's state under {settings.data_dir}: "
-                        f"{error}") from None  # fmt: skip
+        raise SiteError(
+            f"site {turn.site_name}: cannot keep the crawl's state under {settings.data_dir}: {error}"
+        ) from None
 
 
 # --------------------------------------------------------------------------------------- the process entry
@@ -316,17 +325,18 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 
 
 def _crawl_and_report(name: str, *, scheduled: bool) -> int:
-    from fptrack.compare import index_config
-    from fptrack.fingerprint.table_files import use_table_cache
-    from fptrack.storage.db import check_schema, create_engine_for, session_factory
+    from fptrack.jobs.bootstrap import open_sessions, prepare_process
 
     settings = Settings.from_env(dict(os.environ))
-    use_table_cache(settings.cache_dir)
-    index_config.configure(settings)
-    engine = create_engine_for(settings)
-    check_schema(engine, settings)
-    result = run_site(settings, session_factory(engine), name, trigger="schedule" if scheduled else "site",
-                      waiting=waiting_lines(lambda line: _say(line, error=True)))  # fmt: skip
+    prepare_process(settings)
+    sessions = open_sessions(settings)
+    result = run_site(
+        settings,
+        sessions,
+        name,
+        trigger="schedule" if scheduled else "site",
+        waiting=waiting_lines(lambda line: _say(line, error=True)),
+    )
     if result.skipped:
         if scheduled:  # the scheduler's tick found it running, or no longer scheduled: nothing went wrong
             _say(result.skipped)

@@ -200,8 +200,12 @@ def spawn_site_crawl(
     with open(logs / f"site-{site_id}.log", "ab") as output:
         child = subprocess.Popen(
             [sys.executable, "-m", SITE_CRAWL_MODULE, name, *(["--scheduled"] if scheduled else [])],
-            env=env, cwd=root, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+            env=env,
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # a worker restart (SIGTERM to its group) does not kill the crawl
-        )  # fmt: skip
+        )
     _children.append(child)
     return child

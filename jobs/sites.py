@@ -7,30 +7,7 @@ A managed site is a ``sites`` row with ``managed = true``; its ``host`` is the s
 (:func:`storage.sites.site_of`), so pages crawled before it was added (by ``fptrack crawl``) already belong to
 it.
 
-Every setting, with its default:
-
-- ``start_urls`` (required): where each crawl starts (depth 0)
-- ``allowed_hosts`` (default none): more sites (``host`` or ``host:port``) links may lead to, besides the
-  start URLs' sites
-- ``depth`` (default ``2``): link depth followed from the start URLs
-- ``max_pages`` (default ``200``): pages per crawl at most
-- ``include`` (default none): regular expressions (``re.search``) on link URLs: when given, only matching
-  links are followed
-- ``exclude`` (default none): regular expressions on link URLs: matching links are never followed
-- ``schedule`` (default none: manual): seconds between crawls (``3600``, or ``30m``, ``6h``, ``1d``) or a
-  cron expression (``0 3 * * *``, UTC)
-- ``rate`` (default ``FPTRACK_SITE_RATE``, 1): requests per second at most to the site, shared by everything
-  that fetches from it (crawls, re-checks, rendering; :mod:`storage.pacing`)
-- ``delay`` (default ``FPTRACK_CRAWL_DELAY``, 0): seconds at least between two requests to the site
-- ``concurrency`` (default ``FPTRACK_CRAWL_CONCURRENCY_PER_SITE``, 2): requests to the site at a time
-- ``obey_robots`` (default ``true``): obey the site's robots.txt
-- ``render_js`` (default ``auto``): ``auto`` / ``yes`` / ``no``: render pages built by scripts in Chromium
-  (crawler.render)
-- ``allow_private`` (default ``false``): let the crawl reach the site's hosts although their addresses are
-  private or loopback
-- ``distributed`` (default ``false``): its crawls share one frontier in Redis: ``sites run`` on more machines
-  joins the running crawl (:mod:`crawler.distributed`)
-- ``enabled`` (default ``true``): scheduled crawls run (``sites run`` works either way)
+The settings (:class:`SiteSpec`), their command-line options and defaults are tabled in docs/monitoring.md.
 
 A schedule is seconds between crawls or a cron expression (UTC); ``sites.next_crawl_at`` says when the site is
 next due, and :func:`due_sites` takes the turn of every site that is (a compare-and-set: two schedulers never
@@ -100,7 +77,7 @@ class SiteError(FptrackError, ValueError):
 
 @dataclass(frozen=True)
 class SiteSpec:
-    """A managed site's settings (see the module docstring for their meaning and defaults)."""
+    """A managed site's settings (their meaning and defaults: docs/monitoring.md)."""
 
     name: str
     start_urls: tuple[str, ...]
