@@ -5,14 +5,13 @@ hold them in their sample (``page_codes``, :func:`pages_holding`).
 - :func:`code_holder_pairs`: for a set of codes, the ``(code, owner)`` pairs holding them (one ``=
   ANY(array)`` statement per chunk on PostgreSQL, an index-only scan of ``(code, owner, kind) INCLUDE
   (owner_id)``), what the compare service reads for a whole batch of pages;
-- :func:`code_holders` / :func:`code_candidates`: the same per code, and the distinct shared codes per owner;
+- :func:`code_holders`: the same per code;
 - :func:`pages_holding`: the pages whose sample (:func:`storage.fingerprints.page_sample`) holds any of a set
   of codes, what a newly registered work looks up (one GIN probe per code on PostgreSQL).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
@@ -25,10 +24,8 @@ from fptrack.storage.index import to_signed64
 from fptrack.storage.models import Page, PageCodes
 
 __all__ = [
-    "code_candidates",
     "code_holder_pairs",
     "code_holders",
-    "count_shared",
     "pages_holding",
     "pages_sharing",
 ]
@@ -99,28 +96,6 @@ def code_holders(session: Session, kind: str, codes: Iterable[int], *, owner: Ow
     for code, owner_id in code_holder_pairs(session, kind, codes, owner=owner).tolist():
         holders.setdefault(code, set()).add(owner_id)
     return holders
-
-
-def code_candidates(
-    session: Session, kind: str, codes: Iterable[int], *, owner: Owner, max_owners_per_code: int = 0
-) -> Counter[int]:
-    """Number of distinct ``codes`` each owner shares with the query.
-
-    ``max_owners_per_code`` > 0 ignores codes held by more owners than that (boilerplate, common phrases).
-    """
-    return count_shared(
-        code_holders(session, kind, codes, owner=owner), max_owners_per_code=max_owners_per_code
-    )
-
-
-def count_shared(holders: dict[int, set[int]], *, max_owners_per_code: int = 0) -> Counter[int]:
-    """Per owner, the number of codes of ``holders`` (code -> owners) it holds."""
-    counts: Counter[int] = Counter()
-    for owners in holders.values():
-        if max_owners_per_code and len(owners) > max_owners_per_code:
-            continue
-        counts.update(owners)
-    return counts
 
 
 def pages_holding(session: Session, codes: Iterable[int], *, min_shared: int = 1) -> list[int]:

@@ -14,7 +14,7 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
 from fptrack.core.settings import Settings
-from fptrack.storage.code_index import code_candidates
+from fptrack.storage.code_index import code_holders
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.fingerprints import load_codes
 from fptrack.storage.housekeeping import count_orphans
@@ -144,7 +144,7 @@ def test_skeleton_database_upgrades_without_data_loss(empty_settings: Settings) 
                 select(CodeIndexRow.position, CodeIndexRow.code).order_by(CodeIndexRow.position)
             )
             assert [tuple(r) for r in rows] == [(0, 77), (1, -5), (2, 77)]
-            assert code_candidates(session, "dna", [77, -5, 3], owner="chapter") == {10: 2}
+            assert code_holders(session, "dna", [77, -5, 3], owner="chapter") == {77: {10}, -5: {10}}
             owners = session.execute(select(CodeIndexRow.owner, CodeIndexRow.owner_id)).all()
             assert {tuple(o) for o in owners} == {(CODE_OWNER_CHAPTER, 10)}  # 0004 fills in the owner
             # 0001 kept no payload here
