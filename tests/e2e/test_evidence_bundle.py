@@ -1,4 +1,4 @@
-"""End to end (issue 21): crawl a site on 127.0.0.1 that carries copies -> the matches -> ``fptrack evidence
+"""End to end: crawl a site on 127.0.0.1 that carries copies -> the matches -> ``fptrack evidence
 bundle`` holds the HTTP request and response of the copy as fetched, whose payload hashes to the page's
 snapshot SHA-256, timestamped by a local authority; ``fptrack evidence verify`` accepts it and refuses it once
 a byte changed. Pages without a match keep no exchange."""

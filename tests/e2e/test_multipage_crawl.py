@@ -44,10 +44,16 @@ def _crawl(fptrack: Fptrack) -> list[tuple[Any, ...]]:
             "crawl", base + "/", "--allow-private-host", base.key, "--depth", "3", "--quiet", timeout=300
         )
         return sorted(
-            (m["page_url"].removeprefix(base), m["work_title"], m["chapter_index"], m["methods"][-1],
-             tuple(map(tuple, m["spans"])), _part_spans(fptrack.settings, base))
+            (
+                m["page_url"].removeprefix(base),
+                m["work_title"],
+                m["chapter_index"],
+                m["methods"][-1],
+                tuple(map(tuple, m["spans"])),
+                _part_spans(fptrack.settings, base),
+            )
             for m in fptrack.matches()
-        )  # fmt: skip
+        )
 
 
 def _part_spans(settings: Settings, base: str) -> tuple[tuple[Any, ...], ...]:
@@ -87,8 +93,9 @@ def test_a_chapter_split_over_pages_is_one_copy(fptrack: Fptrack) -> None:
 
 @pytest.mark.redis
 @pytest.mark.postgres
-def test_the_same_matches_in_process_and_with_workers(sqlite_settings: Settings, postgres_settings: Settings,
-                                                       tmp_path) -> None:  # fmt: skip
+def test_the_same_matches_in_process_and_with_workers(
+    sqlite_settings: Settings, postgres_settings: Settings, tmp_path
+) -> None:
     local = Fptrack(sqlite_settings, {})
     local.run("init")
     local.run("works", "add", str(DEMO_DATA / "lighthouse.txt"))

@@ -1,5 +1,5 @@
-"""A takedown seen by the scheduled crawl itself, before any re-check ran (issue 19): a real loopback site,
-the real ``fptrack`` command line, a managed site crawled by ``fptrack sites run NAME --scheduled``.
+"""A takedown seen by the scheduled crawl itself, before any re-check ran: a real loopback site, the real
+``fptrack`` command line, a managed site crawled by ``fptrack sites run NAME --scheduled``.
 
 The site removes its copies in three ways: one page answers 404, one shows a notice instead of the chapter,
 one answers 503. With copies due for a re-check after a second and a removal confirmed by a fetch a second

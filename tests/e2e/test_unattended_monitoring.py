@@ -61,12 +61,17 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
         _fill(second, range(1, 3), "html5-article")
         env = clean_environ()
         env.update(
-            FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=settings.database_url,
-            FPTRACK_BROKER_URL=REDIS_URL, FPTRACK_TASK_QUEUE=f"unattended-{uuid.uuid4().hex[:8]}",
-            FPTRACK_SCHEDULE_EVERY="1", FPTRACK_RECHECK_EVERY="2", FPTRACK_RECHECK_YOUNG_EVERY="2",
+            FPTRACK_DATA_DIR=str(tmp_path / "data"),
+            FPTRACK_DATABASE_URL=settings.database_url,
+            FPTRACK_BROKER_URL=REDIS_URL,
+            FPTRACK_TASK_QUEUE=f"unattended-{uuid.uuid4().hex[:8]}",
+            FPTRACK_SCHEDULE_EVERY="1",
+            FPTRACK_RECHECK_EVERY="2",
+            FPTRACK_RECHECK_YOUNG_EVERY="2",
             FPTRACK_RECHECK_CONFIRM_AFTER="2",
-            FPTRACK_CRAWL_TIMEOUT="5", FPTRACK_CRAWL_STALE_SECONDS="15",
-        )  # fmt: skip
+            FPTRACK_CRAWL_TIMEOUT="5",
+            FPTRACK_CRAWL_STALE_SECONDS="15",
+        )
         in_process = {**env, "FPTRACK_BROKER_URL": ""}
 
         def fptrack(*args: str, environment: dict[str, str] = in_process) -> subprocess.CompletedProcess[str]:
@@ -109,9 +114,12 @@ def test_two_monitored_sites_crawl_find_copies_and_record_a_takedown_unattended(
         )
 
         def matches_on(host: str) -> list[Match]:
-            return _query(settings, lambda s: list(  # type: ignore[return-value]
-                s.scalars(select(Match).join(Page, Page.id == Match.page_id).where(Page.host == host))
-            ))  # fmt: skip
+            return _query(
+                settings,
+                lambda s: list(  # type: ignore[return-value]
+                    s.scalars(select(Match).join(Page, Page.id == Match.page_id).where(Page.host == host))
+                ),
+            )
 
         def wait_for(condition: Callable[[], bool], seconds: float = 240) -> bool:
             deadline = time.monotonic() + seconds

@@ -53,8 +53,16 @@ from fptrack.storage.models import Chapter, CrawlJob, Match, Page
 from testbed.sites import free_port
 from tests.support.env import clean_environ
 
-__all__ = ["POSTGRES_BIN", "Census", "Cluster", "Crawl", "PostgresServer", "PostgresTemplate", "RedisServer",
-           "Worker"]  # fmt: skip
+__all__ = [
+    "POSTGRES_BIN",
+    "Census",
+    "Cluster",
+    "Crawl",
+    "PostgresServer",
+    "PostgresTemplate",
+    "RedisServer",
+    "Worker",
+]
 
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 REPO = Path(__file__).resolve().parents[2]
@@ -122,13 +130,32 @@ class PostgresServer:
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(
                 _as_postgres(
-                    str(POSTGRES_BIN / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
-                    "-k", str(self.data_dir), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
-                    "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "shared_buffers=16MB",
-                    "-c", "max_connections=60", "-c", "autovacuum=off",
+                    str(POSTGRES_BIN / "postgres"),
+                    "-D",
+                    str(self.data_dir),
+                    "-p",
+                    str(self.port),
+                    "-k",
+                    str(self.data_dir),
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "synchronous_commit=off",
+                    "-c",
+                    "full_page_writes=off",
+                    "-c",
+                    "shared_buffers=16MB",
+                    "-c",
+                    "max_connections=60",
+                    "-c",
+                    "autovacuum=off",
                 ),
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         _wait_until(self._accepting, f"PostgreSQL on port {self.port} did not accept connections")
 
     def _accepting(self) -> bool:
@@ -196,8 +223,13 @@ class PostgresTemplate:
                 connection.execute(text(f'CREATE DATABASE "{DATABASE}"'))
             admin.dispose()
             env = {**_base_env(), "FPTRACK_DATABASE_URL": server.url, "FPTRACK_DATA_DIR": str(root / "data")}
-            subprocess.run([sys.executable, "-m", "fptrack.cli", "init"], env=env, cwd=REPO, check=True,
-                           capture_output=True)  # fmt: skip
+            subprocess.run(
+                [sys.executable, "-m", "fptrack.cli", "init"],
+                env=env,
+                cwd=REPO,
+                check=True,
+                capture_output=True,
+            )
         finally:
             server.stop("fast")
         return cls(root, data_dir)
@@ -355,9 +387,11 @@ class Crawl:
     def wait(self, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         self.process.wait(timeout=timeout)
         return subprocess.CompletedProcess(
-            self.process.args, self.process.returncode, self.stdout_path.read_text(errors="replace"),
+            self.process.args,
+            self.process.returncode,
+            self.stdout_path.read_text(errors="replace"),
             self.stderr_path.read_text(errors="replace"),
-        )  # fmt: skip
+        )
 
     def stop(self) -> None:
         _stop_group(self.process, signal.SIGKILL, timeout=30)
@@ -454,9 +488,13 @@ class Cluster:
         err = open(stderr, "ab") if stderr is not None else None  # noqa: SIM115
         self._logs += [f for f in (out, err) if f is not None]
         return subprocess.Popen(
-            [sys.executable, "-m", "fptrack.cli", *argv], env={**self.env, **env}, cwd=REPO, stdout=out,
-            stderr=err if err is not None else subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [sys.executable, "-m", "fptrack.cli", *argv],
+            env={**self.env, **env},
+            cwd=REPO,
+            stdout=out,
+            stderr=err if err is not None else subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def fptrack(
         self, *args: str, check: bool = True, timeout: float = 300, env: dict[str, str] | None = None
@@ -490,8 +528,17 @@ class Cluster:
     ) -> Crawl:
         """``fptrack crawl <base>/`` allowed to reach its loopback site, in the background."""
         site = base.split("://", 1)[1]
-        argv = ["crawl", base + "/", "--allow-private-host", site, "--depth", str(depth), "--max-pages",
-                str(max_pages), "-q"]  # fmt: skip
+        argv = [
+            "crawl",
+            base + "/",
+            "--allow-private-host",
+            site,
+            "--depth",
+            str(depth),
+            "--max-pages",
+            str(max_pages),
+            "-q",
+        ]
         stdout, stderr = self.work_dir / f"{name}.out", self.work_dir / f"{name}.err"
         crawl = Crawl(self._spawn(argv, stdout, stderr, env), stdout, stderr)
         self.crawls.append(crawl)

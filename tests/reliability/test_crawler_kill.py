@@ -59,9 +59,9 @@ def _site_pages() -> dict[str, SitePage]:
     pages["/"] = SitePage.html(f"<html><body><h1>目录</h1>{sections}</body></html>", delay=PAGE_DELAY)
     for s in range(SECTIONS):
         chapters = "".join(f'<a href="/c/{s}-{c}.html">第{c}章</a> ' for c in range(CHAPTERS_PER_SECTION))
-        pages[f"/s/{s}/"] = SitePage.html(f"<html><body><h1>卷{s}</h1>{chapters}<a "
-                                          "href='/'>目录</a></body></html>",
-                                          delay=PAGE_DELAY)  # fmt: skip
+        pages[f"/s/{s}/"] = SitePage.html(
+            f"<html><body><h1>卷{s}</h1>{chapters}<a href='/'>目录</a></body></html>", delay=PAGE_DELAY
+        )
         for c in range(CHAPTERS_PER_SECTION):
             path = f"/c/{s}-{c}.html"
             if path in copies:
@@ -156,8 +156,18 @@ def test_a_killed_site_crawl_resumes_without_refetching_or_duplicating(
     if fingerprinting == "workers":
         cluster.start_worker("worker")  # another process group: it survives the crawl's kill
     with serve_site(pages) as base:
-        added = _cli(in_process, "sites", "add", "books", base + "/", "--depth", "3", "--max-pages", "1000",
-                     "--allow-private")  # fmt: skip
+        added = _cli(
+            in_process,
+            "sites",
+            "add",
+            "books",
+            base + "/",
+            "--depth",
+            "3",
+            "--max-pages",
+            "1000",
+            "--allow-private",
+        )
         assert added.returncode == 0, added.stderr
         with _session(settings) as session:
             site_id = int(session.scalars(select(Site.id).where(Site.name == "books")).one())
@@ -178,9 +188,10 @@ def test_a_killed_site_crawl_resumes_without_refetching_or_duplicating(
         rows = session.execute(select(Page.url, func.count()).group_by(Page.url)).all()
         uncompared = session.scalar(select(func.count()).select_from(Page).where(Page.compared_at.is_(None)))
         matches = session.execute(
-            select(Page.url, Chapter.work_id, Chapter.index).join(Match, Match.page_id == Page.id)
+            select(Page.url, Chapter.work_id, Chapter.index)
+            .join(Match, Match.page_id == Page.id)
             .join(Chapter, Chapter.id == Match.chapter_id)
-        ).all()  # fmt: skip
+        ).all()
         jobs = list(session.scalars(select(CrawlJob).order_by(CrawlJob.id)))
     stored = Counter({str(url).removeprefix(base): int(count) for url, count in rows})
     lost = sorted(set(pages) - set(stored))
@@ -215,8 +226,18 @@ def test_the_page_budget_counts_the_pages_of_the_killed_run(cluster: Cluster) ->
     budget = 120
     pages = _site_pages()
     with serve_site(pages) as base:
-        added = _cli(env, "sites", "add", "books", base + "/", "--depth", "3", "--max-pages", str(budget),
-                     "--allow-private")  # fmt: skip
+        added = _cli(
+            env,
+            "sites",
+            "add",
+            "books",
+            base + "/",
+            "--depth",
+            "3",
+            "--max-pages",
+            str(budget),
+            "--allow-private",
+        )
         assert added.returncode == 0, added.stderr
         _kill_mid_crawl(env, base, settings, 40)
         before = len(_stored_urls(settings))
@@ -232,8 +253,9 @@ def test_a_changed_site_does_not_resume_a_stale_state(cluster: Cluster) -> None:
     env = _env(cluster)
     settings = Settings.from_env(env)
     with serve_site(_site_pages()) as base:
-        added = _cli(env, "sites", "add", "books", base + "/", "--depth", "3", "--max-pages", "1000",
-                     "--allow-private")  # fmt: skip
+        added = _cli(
+            env, "sites", "add", "books", base + "/", "--depth", "3", "--max-pages", "1000", "--allow-private"
+        )
         assert added.returncode == 0, added.stderr
         _kill_mid_crawl(env, base, settings, 30)
         edited = _cli(env, "sites", "edit", "books", "--depth", "1")

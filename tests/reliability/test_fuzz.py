@@ -1,4 +1,4 @@
-"""Fuzzing and hostile input (issue 12): the HTML parser and extractor, the charset decoder, the normaliser,
+"""Fuzzing and hostile input: the HTML parser and extractor, the charset decoder, the normaliser,
 the chapter splitter and ``fingerprint_text`` end to end, on a fixed budget.
 
 Every input runs in a sandboxed child (:mod:`tests.support.sandbox`) with a 1 GB address space: a hang (no
@@ -161,11 +161,20 @@ FRAGMENTS = [
     "مرحبا بالعالم",
 ]
 CONTENT_TYPES = [
-    "text/html", "text/html; charset=utf-8", "text/html; charset=gbk", "text/html; charset=big5",
-    "text/html; charset=utf-16", "text/html; charset=latin-1", "text/html; charset=bogus",
-    "text/html; charset=", "text/plain", "text/plain; charset=gb2312", "application/xhtml+xml",
-    "application/xml", None,
-]  # fmt: skip
+    "text/html",
+    "text/html; charset=utf-8",
+    "text/html; charset=gbk",
+    "text/html; charset=big5",
+    "text/html; charset=utf-16",
+    "text/html; charset=latin-1",
+    "text/html; charset=bogus",
+    "text/html; charset=",
+    "text/plain",
+    "text/plain; charset=gb2312",
+    "application/xhtml+xml",
+    "application/xml",
+    None,
+]
 CHARSETS = [
     None,
     "utf-8",
@@ -312,8 +321,10 @@ def test_fuzz_charset_decoder(data: bytes, declared: str | None) -> None:
 
 
 @FUZZ
-@given(text=_longer(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=300)) | cjk_text,
-       declared=st.sampled_from(CHARSETS))  # fmt: skip
+@given(
+    text=_longer(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=300)) | cjk_text,
+    declared=st.sampled_from(CHARSETS),
+)
 @example(text="plain ASCII page", declared="utf-16")
 @example(text="a+b-c", declared="utf-7")
 def test_fuzz_utf8_text_survives_any_claim(text: str, declared: str | None) -> None:
@@ -372,8 +383,14 @@ def test_100000_levels_of_nesting_keep_the_chapter() -> None:
 def test_50_mb_of_one_character() -> None:
     giant("decode", ("repeat", b"", "字".encode(), 17_000_000, b""), None, label="50 MB of one character")
     giant("chapters", ("repeat", "", "字", 50_000_000, "\n第1章\n正文"), label="50 MB of one character")
-    giant("html_page", ("repeat", b"<p>", b"a", 10_000_000, b""), "text/html", MAX_LINKS, MAX_CHARS,
-          label="10 MB of one character (the crawl's size cap)")  # fmt: skip
+    giant(
+        "html_page",
+        ("repeat", b"<p>", b"a", 10_000_000, b""),
+        "text/html",
+        MAX_LINKS,
+        MAX_CHARS,
+        label="10 MB of one character (the crawl's size cap)",
+    )
     # a page's text is cut to 300,000 characters; one character repeated is winnowing's worst case (a code per
     # position: ~200 bytes per character, so a 5M-character chapter of it needs more than this sandbox's 1 GB)
     giant("fingerprints", ("repeat", "", "字", MAX_CHARS, ""), label="300k of one character, fingerprinted")

@@ -87,11 +87,17 @@ def test_up_runs_the_whole_set_a_scheduled_crawl_finds_copies_and_down_stops_exa
     port = _spare_port()
     env = clean_environ()
     env.update(
-        FPTRACK_DATA_DIR=str(tmp_path / "data"), FPTRACK_DATABASE_URL=url, FPTRACK_BROKER_URL=REDIS_URL,
-        FPTRACK_TASK_QUEUE=f"process-set-{uuid.uuid4().hex[:8]}", FPTRACK_SCHEDULE_EVERY="1",
-        FPTRACK_CRAWL_TIMEOUT="5", ADMIN_PORT=str(port), ADMIN_WORKERS="1", WORKER_CONCURRENCY="1",
+        FPTRACK_DATA_DIR=str(tmp_path / "data"),
+        FPTRACK_DATABASE_URL=url,
+        FPTRACK_BROKER_URL=REDIS_URL,
+        FPTRACK_TASK_QUEUE=f"process-set-{uuid.uuid4().hex[:8]}",
+        FPTRACK_SCHEDULE_EVERY="1",
+        FPTRACK_CRAWL_TIMEOUT="5",
+        ADMIN_PORT=str(port),
+        ADMIN_WORKERS="1",
+        WORKER_CONCURRENCY="1",
         CRAWLER_CONCURRENCY="1",
-    )  # fmt: skip
+    )
     env.pop("PROCESS_FORMATION", None)
 
     def run_script(action: str) -> subprocess.CompletedProcess[str]:

@@ -83,15 +83,27 @@ def html_page(
     assert isinstance(body, bytes)
     headers = {"Content-Type": content_type} if content_type is not None else {}
     response = HtmlResponse(URL, body=body, headers=headers)
-    parsed = parse_response(response, requested_url=URL, fetched_at=datetime(2026, 1, 1, tzinfo=UTC),
-                            max_links=max_links, max_chars=max_chars)  # fmt: skip
+    parsed = parse_response(
+        response,
+        requested_url=URL,
+        fetched_at=datetime(2026, 1, 1, tzinfo=UTC),
+        max_links=max_links,
+        max_chars=max_chars,
+    )
     page = parsed.page
     _check_extracted(page.text, page.title, parsed.links, max_links, max_chars)
     _storable(page.error, "error")
     _storable(page.note, "note")
     assert page.text or page.error or not body.strip() or page.status == 200, "no text and no reason"
-    return {"bytes": len(body), "chars": len(page.text), "links": len(parsed.links), "error": page.error,
-            "note": page.note, "encoding": page.encoding, "text": page.text[:2000]}  # fmt: skip
+    return {
+        "bytes": len(body),
+        "chars": len(page.text),
+        "links": len(parsed.links),
+        "error": page.error,
+        "note": page.note,
+        "encoding": page.encoding,
+        "text": page.text[:2000],
+    }
 
 
 def extract(spec: Input, base_url: str, max_links: int | None, max_chars: int | None) -> dict[str, Any]:
@@ -102,8 +114,13 @@ def extract(spec: Input, base_url: str, max_links: int | None, max_chars: int | 
     assert isinstance(html, str)
     extracted = extract_main_text(html, base_url, max_links=max_links, max_chars=max_chars)
     _check_extracted(extracted.text, extracted.title, extracted.links, max_links, max_chars)
-    return {"chars": len(extracted.text), "links": len(extracted.links), "text": extracted.text[:2000],
-            "notes": extracted.notes, "error": extracted.error}  # fmt: skip
+    return {
+        "chars": len(extracted.text),
+        "links": len(extracted.links),
+        "text": extracted.text[:2000],
+        "notes": extracted.notes,
+        "error": extracted.error,
+    }
 
 
 def decode(spec: Input, declared: str | None) -> dict[str, Any]:
@@ -120,8 +137,12 @@ def decode(spec: Input, declared: str | None) -> dict[str, Any]:
         return {"undecodable": str(error)}
     _storable(decoded.text, "decoded text")
     assert normalise_encoding_name(decoded.encoding) == decoded.encoding, f"odd encoding {decoded.encoding!r}"
-    return {"undecodable": None, "encoding": decoded.encoding, "chars": len(decoded.text),
-            "text": decoded.text if len(decoded.text) <= 100_000 else None}  # fmt: skip
+    return {
+        "undecodable": None,
+        "encoding": decoded.encoding,
+        "chars": len(decoded.text),
+        "text": decoded.text if len(decoded.text) <= 100_000 else None,
+    }
 
 
 def normalise(spec: Input, provenance: bool) -> dict[str, Any]:

@@ -72,8 +72,11 @@ class Sandbox:
         environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), environ.get("PYTHONPATH", "")]))
         child = subprocess.Popen(
             [sys.executable, "-c", "from tests.support.sandbox import serve; serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=_ROOT, env=environ,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=_ROOT,
+            env=environ,
+        )
         assert child.stdout is not None
         ready, _, _ = select.select([child.stdout], [], [], 120)
         if not ready or _receive(child.stdout) != "ready":  # type: ignore[arg-type]

@@ -20,9 +20,12 @@ def html_response(
 ) -> HtmlResponse:
     request = Request(url, meta={"depth": depth, REQUESTED_URL: requested or url})
     return HtmlResponse(
-        url, body=html.encode("utf-8"), headers={"Content-Type": "text/html; charset=utf-8"},
-        request=request, status=status,
-    )  # fmt: skip
+        url,
+        body=html.encode("utf-8"),
+        headers={"Content-Type": "text/html; charset=utf-8"},
+        request=request,
+        status=status,
+    )
 
 
 PAGE = (

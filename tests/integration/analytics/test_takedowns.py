@@ -36,9 +36,20 @@ def _seed(session: Session) -> int:
         session.flush()
         seen = T0 + timedelta(minutes=17 * n)
         down = seen + timedelta(hours=hours) if hours is not None else None
-        session.add(Match(page_id=page.id, work_id=work.id, chapter_id=chapter.id, score=0.9, status=status,
-                          first_seen=seen, last_seen=seen, recheck_state=state, taken_down_at=down,
-                          rechecked_at=down or (seen if state else None)))  # fmt: skip
+        session.add(
+            Match(
+                page_id=page.id,
+                work_id=work.id,
+                chapter_id=chapter.id,
+                score=0.9,
+                status=status,
+                first_seen=seen,
+                last_seen=seen,
+                recheck_state=state,
+                taken_down_at=down,
+                rechecked_at=down or (seen if state else None),
+            )
+        )
     session.flush()
     return int(work.id)
 

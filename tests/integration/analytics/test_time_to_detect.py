@@ -44,12 +44,27 @@ def _seed(session: Session) -> int:
             if isinstance(before, str)
             else format_datetime(seen - timedelta(minutes=before), usegmt=True)
         )
-        page = Page(url=f"http://{host}/{n}", final_url=f"http://{host}/{n}", host=host, status=200, text="t",
-                    last_modified=header)  # fmt: skip
+        page = Page(
+            url=f"http://{host}/{n}",
+            final_url=f"http://{host}/{n}",
+            host=host,
+            status=200,
+            text="t",
+            last_modified=header,
+        )
         session.add(page)
         session.flush()
-        session.add(Match(page_id=page.id, work_id=work.id, chapter_id=chapter.id, score=0.9, status=status,
-                          first_seen=seen, last_seen=seen))  # fmt: skip
+        session.add(
+            Match(
+                page_id=page.id,
+                work_id=work.id,
+                chapter_id=chapter.id,
+                score=0.9,
+                status=status,
+                first_seen=seen,
+                last_seen=seen,
+            )
+        )
     session.flush()
     return int(work.id)
 
@@ -68,8 +83,10 @@ def test_time_to_detect_overall_per_host_and_per_work(session: Session) -> None:
     assert by_host["a.test"].known == 3
     assert (by_host["a.test"].median_seconds, by_host["a.test"].p90_seconds) == _expected([2.0, 10.0, 45.0])
     assert by_host["b.test"].as_json() == {
-        "detect_known": 1, "detect_median_seconds": 5400.0, "detect_p90_seconds": 5400.0,
-    }  # fmt: skip
+        "detect_known": 1,
+        "detect_median_seconds": 5400.0,
+        "detect_p90_seconds": 5400.0,
+    }
     assert detection_times(session, "work")[f"甲书 (#{work_id})"].known == 4
 
 

@@ -296,7 +296,9 @@ def test_a_site_settled_again_with_its_template_unchanged_compares_only_its_new_
     assert again.template_codes == first.template_codes
     assert again.recompared == (2 if stored else 11)
     pages = {f"site{i}": page for i, page in enumerate(site_pages)} | {
-        "late": late, "copy": copy, "late_copy": late_copy
-    }  # fmt: skip
+        "late": late,
+        "copy": copy,
+        "late_copy": late_copy,
+    }
     assert _answer(session, pages) == {"copy": [(1, "flagged")], "late_copy": [(3, "flagged")]}
     session.commit()

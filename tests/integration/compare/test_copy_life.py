@@ -53,10 +53,18 @@ def sessions(life_settings: Settings) -> Iterator[sessionmaker[Session]]:
 def _fetched(url: str, status: int, text: str, *, not_modified: bool = False, note: str = "") -> CrawledPage:
     digest = hashlib.sha256(f"{status}\n{text}".encode()).hexdigest()
     return CrawledPage(
-        url=url, final_url=url, status=status, encoding="utf-8", title=url.rsplit("/", 1)[-1], text=text,
-        content_sha256=digest, snapshot_sha256=digest, fetched_at=utcnow(), not_modified=not_modified,
+        url=url,
+        final_url=url,
+        status=status,
+        encoding="utf-8",
+        title=url.rsplit("/", 1)[-1],
+        text=text,
+        content_sha256=digest,
+        snapshot_sha256=digest,
+        fetched_at=utcnow(),
+        not_modified=not_modified,
         note=note,
-    )  # fmt: skip
+    )
 
 
 def _crawl(sessions: sessionmaker[Session], settings: Settings, *pages: CrawledPage) -> None:
@@ -218,10 +226,17 @@ def test_an_unchanged_page_and_a_304_observe_the_copy_present(
 
 def _verdict(chapter: Chapter) -> Verdict:
     return Verdict(
-        work_id=chapter.work_id, work_title="", chapter_id=chapter.id, chapter_index=chapter.index,
-        chapter_title=chapter.title, score=0.9, copied_chars=10, methods=("winnowing",),
-        spans=((0, 10, chapter.start, chapter.start + 10),), flagged=True,
-    )  # fmt: skip
+        work_id=chapter.work_id,
+        work_title="",
+        chapter_id=chapter.id,
+        chapter_index=chapter.index,
+        chapter_title=chapter.title,
+        score=0.9,
+        copied_chars=10,
+        methods=("winnowing",),
+        spans=((0, 10, chapter.start, chapter.start + 10),),
+        flagged=True,
+    )
 
 
 def test_recompare_drops_plain_false_positives_only_and_a_fetch_drops_none(
@@ -244,9 +259,18 @@ def test_recompare_drops_plain_false_positives_only_and_a_fetch_drops_none(
         # on joined parts; page 0's has nothing but its finding
         observe(session, [Observation(ids[1], "error", 503, source="recheck")], life_settings)
         session.add(MatchNote(match_id=ids[2], author="reviewer", text="looks like a copy"))
-        version = PageVersion(page_id=pages[3][0], status=200, final_url=pages[3][1], title="", text="x",
-                              content_sha256="0" * 64, snapshot_sha256="", encoding="utf-8",
-                              fetched_at=utcnow(), replaced_at=utcnow())  # fmt: skip
+        version = PageVersion(
+            page_id=pages[3][0],
+            status=200,
+            final_url=pages[3][1],
+            title="",
+            text="x",
+            content_sha256="0" * 64,
+            snapshot_sha256="",
+            encoding="utf-8",
+            fetched_at=utcnow(),
+            replaced_at=utcnow(),
+        )
         session.add(version)
         session.flush()
         session.get(Match, ids[3]).evidence_version_id = version.id  # type: ignore[union-attr]

@@ -56,10 +56,14 @@ def _matches(session: Session) -> list[tuple[str, int, list[str], dict[int, list
     """(page URL, chapter, methods, part number -> spans in that part's text) of every match."""
     rows = session.scalars(select(Match).join(Page, Page.id == Match.page_id).order_by(Page.url)).all()
     return [
-        (m.page.url, m.chapter.index, list(m.methods),
-         {1: [list(s) for s in m.spans], **{p["part"]: p["spans"] for p in m.part_spans or []}})
+        (
+            m.page.url,
+            m.chapter.index,
+            list(m.methods),
+            {1: [list(s) for s in m.spans], **{p["part"]: p["spans"] for p in m.part_spans or []}},
+        )
         for m in rows
-    ]  # fmt: skip
+    ]
 
 
 def test_the_parts_joined_match_and_alone_do_not(session: Session, settings: Settings) -> None:

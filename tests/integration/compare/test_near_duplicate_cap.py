@@ -22,8 +22,16 @@ def _store(session: Session, host: str, texts: list[str]) -> list[int]:
     ids = []
     for number, text in enumerate(texts):
         url = f"http://{host}/{number}.html"
-        page = Page(url=url, final_url=url, host=host, status=200, encoding="utf-8", title="t", site_id=site,
-                    text=text)  # fmt: skip
+        page = Page(
+            url=url,
+            final_url=url,
+            host=host,
+            status=200,
+            encoding="utf-8",
+            title="t",
+            site_id=site,
+            text=text,
+        )
         session.add(page)
         session.flush()
         ids.append(page.id)

@@ -26,8 +26,16 @@ def _store(session: Session, host: str, texts: list[str], *, around: tuple[str, 
     ids = []
     for number, text in enumerate(texts):
         url = f"http://{host}/{number}.html"
-        page = Page(url=url, final_url=url, host=host, status=200, encoding="utf-8", title="t", site_id=site,
-                    text=f"{around[0]}\n{text}\n{around[1]}")  # fmt: skip
+        page = Page(
+            url=url,
+            final_url=url,
+            host=host,
+            status=200,
+            encoding="utf-8",
+            title="t",
+            site_id=site,
+            text=f"{around[0]}\n{text}\n{around[1]}",
+        )
         session.add(page)
         session.flush()
         ids.append(page.id)

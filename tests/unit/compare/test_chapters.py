@@ -54,7 +54,7 @@ def test_chapters_are_ordered_disjoint_and_inside_the_text(bodies: list[str]) ->
 
 
 def test_a_run_of_empty_headings_folds_into_a_bounded_title() -> None:
-    """Found by fuzzing (issue 12): 100,000 empty headings built a 400,000-character title, quadratically."""
+    """Found by fuzzing: 100,000 empty headings built a 400,000-character title, quadratically."""
     from fptrack.compare.chapters import MAX_TITLE_CHARS
 
     spans = split_chapters("第1章\n" * 20_000 + "正文。")

@@ -38,8 +38,10 @@ def test_the_template_does_not_depend_on_page_order(
 def test_a_chapter_under_many_urls_is_never_template() -> None:
     rng = np.random.default_rng(1)
     chapter = rng.integers(10**6, 10**12, size=300)
-    pages = {f"http://s/{kind}/1": np.concatenate([chapter, rng.integers(10**6, 10**12, size=20)])
-             for kind in ("www", "m", "print", "amp", "wap", "txt", "old", "bak")}  # fmt: skip
+    pages = {
+        f"http://s/{kind}/1": np.concatenate([chapter, rng.integers(10**6, 10**12, size=20)])
+        for kind in ("www", "m", "print", "amp", "wap", "txt", "old", "bak")
+    }
     assert site_template_codes(pages) == set()
 
 

@@ -1,4 +1,4 @@
-"""Reading a work's file is bounded whatever the file is (issue 12: ``fptrack check /dev/zero`` read 11.5 GB):
+"""Reading a work's file is bounded whatever the file is (``fptrack check /dev/zero`` once read 11.5 GB):
 devices, FIFOs and pipes report no size, so the read itself stops at the limit, and each case says why in one
 line."""
 

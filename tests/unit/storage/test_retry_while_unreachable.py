@@ -83,9 +83,11 @@ def test_a_unit_of_work_gets_a_session_of_its_own_each_time_and_is_committed(tmp
     engine = create_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
     with engine.begin() as connection:
         connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY)"))
-    retry_in_session(sessionmaker(engine), lambda session: session.execute(text("INSERT INTO t (id) VALUES "
-                                                                                "(7)")),
-                     what="inserting")  # fmt: skip
+    retry_in_session(
+        sessionmaker(engine),
+        lambda session: session.execute(text("INSERT INTO t (id) VALUES (7)")),
+        what="inserting",
+    )
     with engine.connect() as connection:
         assert connection.scalar(text("SELECT id FROM t")) == 7
     engine.dispose()
