@@ -16,7 +16,6 @@ __all__ = ["IndexConfig", "configure", "configured", "on_configure"]
 
 @dataclass
 class IndexConfig:
-    configured: bool = False
     mode: str = "memory"
     folder: Path | None = None
 
@@ -38,15 +37,11 @@ def configure(
     ``chapter_index`` and ``<cache_dir>/chapter-index``) or given directly (no folder: no files); the indexes
     held are forgotten. Entry points call it beside :func:`fingerprint.table_files.use_table_cache`.
 
-    ``configure()`` without arguments goes back to what a process that never called it does: it reads both
-    from the environment (:meth:`core.settings.Settings.from_env`) at its first compare, since the compare
-    service is not handed the settings."""
+    ``configure()`` without arguments goes back to what a process that never called it has: the defaults
+    (``memory``, no files)."""
     with _lock:
         for forget in _forget:
             forget()
-        if settings is None and mode is None and folder is None:
-            _config.configured = False
-            return
         if settings is not None:
             mode = settings.chapter_index if mode is None else mode
             if folder is None and settings.cache_dir is not None:
@@ -56,11 +51,9 @@ def configure(
             raise ValueError(
                 f"chapter index mode must be one of {', '.join(CHAPTER_INDEX_MODES)}, got {mode!r}"
             )
-        _config.configured, _config.mode, _config.folder = True, mode, folder
+        _config.mode, _config.folder = mode, folder
 
 
 def configured() -> IndexConfig:
-    """This process's configuration, read from the environment first if nothing configured it."""
-    if not _config.configured:
-        configure(Settings.from_env())
+    """This process's configuration: what its entry point configured, else the defaults."""
     return _config

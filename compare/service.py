@@ -637,7 +637,7 @@ def record_matches(
     session: Session,
     pages: Sequence[tuple[int, str]],
     verdicts: Sequence[Sequence[Verdict]],
-    settings: Settings | None = None,
+    settings: Settings,
     *,
     fresh: bool = False,
 ) -> list[PageOutcome]:
@@ -656,7 +656,6 @@ def record_matches(
     template): a machine-made match that no longer holds was a false positive and is dropped, unless it has a
     history (a check, a pending or recorded takedown, a review decision or note), rests on a kept version or
     was found on joined parts (:mod:`compare.multipage` settles those)."""
-    settings = settings if settings is not None else Settings.from_env()
     page_ids = [page_id for page_id, _ in pages]
     existing: dict[tuple[int, int], Match] = {}
     for chunk in id_chunks(page_ids):

@@ -89,11 +89,10 @@ class PageStore:
         dispatch: Callable[[list[int]], None],
         batch_size: int = BATCH_SIZE,
         executor: Executor | None = None,
-        settings: Settings | None = None,
+        settings: Settings,
     ) -> None:
         self.sessions = sessions
-        # observing matches needs the re-check cadence; a store built without settings reads the environment
-        self.settings = settings if settings is not None else Settings.from_env()
+        self.settings = settings  # observing matches needs the re-check cadence
         self.job_id = job_id
         self.dispatch = dispatch
         self.batch_size = batch_size

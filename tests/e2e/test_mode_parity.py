@@ -141,7 +141,9 @@ def _replay(settings: Settings, crawled: list[CrawledPage], seed: int, *, delive
             session.execute(delete(PageRow))
             session.commit()
         batches: list[list[int]] = []
-        store = PageStore(sessions, job_id=None, dispatch=batches.append, batch_size=rng.randint(3, 9))
+        store = PageStore(
+            sessions, job_id=None, dispatch=batches.append, batch_size=rng.randint(3, 9), settings=settings
+        )
         order = list(crawled)
         rng.shuffle(order)
         for page in order:

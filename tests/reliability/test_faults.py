@@ -168,7 +168,8 @@ def test_an_in_process_batch_compared_while_postgres_is_down_waits_for_it(cluste
     engine = create_engine_for(settings)
     try:
         sessions = session_factory(engine)
-        store = PageStore(sessions, job_id=None, dispatch=lambda ids: None)  # stored, not compared yet
+        # stored, not compared yet
+        store = PageStore(sessions, job_id=None, dispatch=lambda ids: None, settings=settings)
         for number, chapter in enumerate(CHAPTERS):
             url = f"http://127.0.0.1:9/{number}.html"
             store.add(

@@ -22,6 +22,7 @@ from fptrack.analytics.rollups import (
     top_works,
 )
 from fptrack.compare.service import Verdict, record_matches
+from fptrack.core.settings import Settings
 from fptrack.storage.models import Chapter, Match, Page, Work
 from tests.support.rollups import from_scratch
 
@@ -82,7 +83,7 @@ def _apply(session: Session, step: tuple[object, ...]) -> None:
         page = pages[int(step[1]) % len(pages)]  # type: ignore[call-overload]
         chosen = [chapters[i % len(chapters)] for i in sorted(step[2])] if chapters else []  # type: ignore[attr-defined]
         copied = {chapter.id: chapter for chapter in chosen}
-        record_matches(session, [(page.id, page.url)], [[_verdict(c) for c in copied.values()]])
+        record_matches(session, [(page.id, page.url)], [[_verdict(c) for c in copied.values()]], Settings())
     elif kind == "insert" and pages and chapters:
         page, chapter = pages[int(step[1]) % len(pages)], chapters[int(step[2]) % len(chapters)]  # type: ignore[call-overload]
         if (

@@ -46,7 +46,7 @@ def _stored_copies(sessions: sessionmaker[Session], settings: Settings) -> tuple
         index_work(session, work.work_id, settings)
         chapters = list(session.scalars(select(Chapter.text).order_by(Chapter.id).limit(3)))
     dispatcher = _Dispatcher(settings, tasks)
-    store = PageStore(sessions, job_id=None, dispatch=lambda ids: None)  # stored, handed on to nobody yet
+    store = PageStore(sessions, job_id=None, dispatch=lambda ids: None, settings=settings)  # handed to nobody
     for number, chapter in enumerate(chapters):
         body = f"盗版小说网 首页 排行 书架\n{chapter}\n上一章 目录 下一章"
         store.add(
