@@ -2,8 +2,8 @@
 5-6).
 
 On the research shelf, not in the product: on chapter-level piracy the winnowing finds every copy it finds,
-and for grouping pirate sites into networks (issue 22) MinHash LSH over each site's set of page-Simhash keys
-lost to counting close Simhash pairs (precision 0.93-0.94 against 1.0, ``benchmarks/discovery.py``,
+and for grouping pirate sites into networks MinHash LSH over each site's set of page-Simhash keys lost to
+counting close Simhash pairs (precision 0.93-0.94 against 1.0, ``benchmarks.accuracy.discovery``,
 docs/discovery.md), so no job of the product uses it.
 
 Input is a set of 64-bit shingle hashes (``features.char_shingle_hashes``), so nothing is hashed twice.
