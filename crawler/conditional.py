@@ -19,8 +19,8 @@ are for those it still fetches (a chapter whose copy is due for a re-check, a pa
 The validators of a site's stored pages are read in one query, in a thread, when the crawl first asks for one
 of its pages at the depth limit (:meth:`crawler.store.PageStore.site_validators`), and looked up in memory
 after that: a new site costs one empty query, not one per chapter page. A site holding more than
-:data:`SITE_VALIDATORS_MAX` pages with validators is asked page by page instead (what every request did
-before); a site whose read fails too."""
+:data:`SITE_VALIDATORS_MAX` pages with validators is asked page by page instead; a site whose read fails
+too."""
 
 from __future__ import annotations
 
