@@ -88,7 +88,6 @@ __all__ = [
     "RecheckProgress",
     "RecheckSummary",
     "due_matches",
-    "judge_response",
     "read_response",
     "recheck_matches",
     "run_due_rechecks",
@@ -352,27 +351,6 @@ def judge_text(
             detail = f"the page no longer copies the chapter ({common} characters in common){suffix}"
             judged[match_id] = ("removed", detail)
     return judged
-
-
-def judge_response(
-    session: Session,
-    result: FetchResult,
-    chapters: dict[int, int],
-    *,
-    fetched_at: datetime,
-    template: Collection[int] = (),
-    settings: Settings | None = None,
-    render_js: str = "auto",
-    renderer: PageRenderer | None = None,
-) -> dict[int, tuple[str, str]]:
-    """match id -> (outcome, detail) for an answer ``result`` of the page of matches ``chapters`` (match id ->
-    chapter id), read as the crawl reads it (:func:`read_response`) and verified (:func:`judge_text`)."""
-    read = read_response(
-        result, settings=settings or Settings(), fetched_at=fetched_at, render_js=render_js, renderer=renderer
-    )
-    if read.text is None:
-        return {m: (read.outcome, read.detail) for m in chapters}
-    return judge_text(session, read.text, chapters, template=template, note=read.detail)
 
 
 def _judge_joined(

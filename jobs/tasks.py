@@ -8,8 +8,8 @@ takedown re-checks). Callers enqueue only after the commit that made the task's 
 The ``name=`` of every task is what earlier releases put in their messages: it never changes, whatever the
 function is called, so that a message queued before an upgrade still runs after it.
 
-- the fingerprint stage: :func:`process_pages` (a batch), :func:`process_one_page`, :func:`index_work`
-  (retroactive detection), :func:`settle_site` (site templates);
+- the fingerprint stage: :func:`process_pages` (a batch of pages), :func:`index_work` (retroactive
+  detection), :func:`settle_site` (site templates);
 - upkeep: :func:`sweep` (hands on what was left behind), :func:`maintain`;
 - monitoring, on the crawl queue: :func:`start_due_crawls` starts every due site's crawl in a process of its
   own (:func:`jobs.site_runs.spawn_site_crawl`: Scrapy's reactor runs once per process, and a crawl must
@@ -38,7 +38,6 @@ __all__ = [
     "follow_up_notices",
     "index_work",
     "maintain",
-    "process_one_page",
     "process_pages",
     "recheck_takedowns",
     "settle_site",
@@ -99,18 +98,6 @@ def process_pages(page_ids: list[int]) -> dict[str, list[int]]:
         log.info("process_pages: %d of %d page(s) needed nothing (done already, taken, or gone)",
                  len(set(page_ids)) - len(done), len(set(page_ids)))  # fmt: skip
     return {"done": sorted(done), "flagged": sorted(o.page_id for o in outcomes if o.matched_chapters)}
-
-
-# Registered under the name earlier releases enqueued ("fptrack.fingerprint_page"), so their messages still
-# run; it does more than fingerprint: the whole crawl stage for one page, like process_pages for a batch.
-@celery.task(name="fptrack.fingerprint_page", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
-def process_one_page(page_id: int) -> int:
-    """Fingerprint, index and compare one stored page; returns the number of chapters it copies."""
-    from fptrack.compare import service
-
-    with session_scope(task_sessions()) as session:
-        outcomes = service.process_pages(session, [page_id], task_settings())
-    return sum(len(o.matched_chapters) for o in outcomes)
 
 
 @celery.task(name="fptrack.index_work", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, delete, exists, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Connection, delete, exists, or_, select, text, update
 from sqlalchemy.orm import Session
 
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.models import Fingerprint, Page, PageCodes, Work
 
-__all__ = ["count_orphans", "count_rows", "delete_pages", "delete_works", "retire_page_fingerprints"]
+__all__ = ["count_orphans", "delete_pages", "delete_works", "retire_page_fingerprints"]
 
 RETIRE_BATCH = 5_000  # pages retired per statement group: short transactions on a large store
 
@@ -97,7 +97,3 @@ def count_orphans(bind: Session | Connection) -> dict[str, int]:
         "LEFT JOIN chapters c ON c.id = m.chapter_id WHERE p.id IS NULL OR c.id IS NULL",
     }
     return {name: int(bind.execute(text(sql)).scalar() or 0) for name, sql in checks.items()}
-
-
-def count_rows(session: Session, model: type) -> int:
-    return int(session.scalar(select(func.count()).select_from(model)) or 0)

@@ -429,7 +429,7 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
 
     from fptrack.compare.templates import settle_site
     from fptrack.crawler.guarded_http import FetchResult
-    from fptrack.jobs.rechecks import judge_response
+    from fptrack.jobs.rechecks import judge_text, read_response
     from fptrack.storage.sites import site_ids
 
     banner = "站长推荐：" + CHAPTERS[0][120:420]
@@ -486,7 +486,9 @@ def test_a_page_decided_without_its_site_template_is_rechecked_without_it(
                 headers={"content-type": "text/html; charset=utf-8"},
                 body=body,
             )
-            naive = judge_response(session, response, {match_id: int(chapter_id)}, fetched_at=utcnow())  # type: ignore[arg-type]
+            read = read_response(response, settings=settings, fetched_at=utcnow())
+            assert read.text is not None
+            naive = judge_text(session, read.text, {match_id: int(chapter_id)})
         assert naive[match_id][0] == "present", naive
 
         checked = recheck_matches(_allowed(settings, site), sessions, [match_id])
