@@ -1,6 +1,6 @@
-"""The page side kept as one ``page_codes`` row a page (issue 20), on SQLite and PostgreSQL: works registered
-after the crawl find their copies through the sample, site templates are what the full codes decided, deleting
-a page leaves nothing behind, and revision 0016 converts a database written by the earlier release."""
+"""The page side kept as one ``page_codes`` row a page, on SQLite and PostgreSQL: works registered after the
+crawl find their copies through the sample, site templates are what the full codes decided, deleting a page
+leaves nothing behind, and revision 0016 converts a database written by the earlier release."""
 
 from __future__ import annotations
 
@@ -149,25 +149,51 @@ def test_revision_0016_converts_page_fingerprints_and_keeps_matches(settings: Se
         now = "2026-01-02 03:04:05+00:00"
         with engine.begin() as connection:
             run = connection.execute
-            run(text("INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at) "
-                     f"VALUES (1, 'w', 'w.txt', 'utf-8', 'sha', 'x', '{now}')"))  # fmt: skip
-            run(text('INSERT INTO chapters (id, work_id, "index", title, start, "end", text_z) '
-                     "VALUES (10, 1, 1, 'c', 0, 1, :z)"), {"z": compress_text("x")})  # fmt: skip
-            run(text("INSERT INTO pages (id, url, final_url, host, status, encoding, title, text_z, "
-                     "content_sha256, snapshot_sha256, fetched_at, fingerprinted_at, compared_at) VALUES "
-                     "(100, 'http://p.test/1', 'http://p.test/1', 'p.test', 200, 'utf-8', 't', :z, 's', 's', "
-                     f"'{now}', '{now}', '{now}')"), {"z": compress_text(body)})  # fmt: skip
-            run(text("INSERT INTO matches (id, page_id, work_id, chapter_id, score, methods, spans, status, "
-                     f"first_seen, last_seen) VALUES (7, 100, 1, 10, 0.9, '[]', '[]', 'confirmed', '{now}', "
-                     f"'{now}')"))  # fmt: skip
+            run(
+                text(
+                    "INSERT INTO works (id, title, source_name, encoding, content_sha256, text, created_at) "
+                    f"VALUES (1, 'w', 'w.txt', 'utf-8', 'sha', 'x', '{now}')"
+                )
+            )
+            run(
+                text(
+                    'INSERT INTO chapters (id, work_id, "index", title, start, "end", text_z) '
+                    "VALUES (10, 1, 1, 'c', 0, 1, :z)"
+                ),
+                {"z": compress_text("x")},
+            )
+            run(
+                text(
+                    "INSERT INTO pages (id, url, final_url, host, status, encoding, title, text_z, "
+                    "content_sha256, snapshot_sha256, fetched_at, fingerprinted_at, compared_at) VALUES "
+                    "(100, 'http://p.test/1', 'http://p.test/1', 'p.test', 200, 'utf-8', 't', :z, 's', 's', "
+                    f"'{now}', '{now}', '{now}')"
+                ),
+                {"z": compress_text(body)},
+            )
+            run(
+                text(
+                    "INSERT INTO matches (id, page_id, work_id, chapter_id, score, methods, spans, status, "
+                    f"first_seen, last_seen) VALUES (7, 100, 1, 10, 0.9, '[]', '[]', 'confirmed', '{now}', "
+                    f"'{now}')"
+                )
+            )
             for number, (kind, pairs) in enumerate(document.index_codes().items()):
                 array = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-                run(text("INSERT INTO fingerprints (id, page_id, kind, payload, created_at) "
-                         f"VALUES ({1000 + number}, 100, :kind, :payload, '{now}')"),
-                    {"kind": kind, "payload": array.astype("<i8").tobytes()})  # fmt: skip
-                run(text("INSERT INTO code_index (fingerprint_id, position, kind, code, owner, owner_id) "
-                         f"VALUES ({1000 + number}, :p, :kind, :c, {CODE_OWNER_PAGE}, 100)"),
-                    [{"p": p, "kind": kind, "c": c} for c, p in array.tolist()])  # fmt: skip
+                run(
+                    text(
+                        "INSERT INTO fingerprints (id, page_id, kind, payload, created_at) "
+                        f"VALUES ({1000 + number}, 100, :kind, :payload, '{now}')"
+                    ),
+                    {"kind": kind, "payload": array.astype("<i8").tobytes()},
+                )
+                run(
+                    text(
+                        "INSERT INTO code_index (fingerprint_id, position, kind, code, owner, owner_id) "
+                        f"VALUES ({1000 + number}, :p, :kind, :c, {CODE_OWNER_PAGE}, 100)"
+                    ),
+                    [{"p": p, "kind": kind, "c": c} for c, p in array.tolist()],
+                )
             if engine.dialect.name == "postgresql":  # explicit ids: move the sequences past them
                 for table in ("works", "chapters", "pages", "matches", "fingerprints"):
                     run(text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), 10000)"))

@@ -60,8 +60,16 @@ def _known_site(session: Session, settings: Settings, url: str) -> Site:
     site = add_site(session, SiteSpec(name="known", start_urls=(url + "/",), allow_private=True))
     ids = []
     for i, text in enumerate(TEXTS):
-        page = Page(url=f"{url}/book/{i}.html", final_url=f"{url}/book/{i}.html", host=site.host, status=200,
-                    encoding="utf-8", title="t", text=text, site_id=site.id)  # fmt: skip
+        page = Page(
+            url=f"{url}/book/{i}.html",
+            final_url=f"{url}/book/{i}.html",
+            host=site.host,
+            status=200,
+            encoding="utf-8",
+            title="t",
+            text=text,
+            site_id=site.id,
+        )
         session.add(page)
         session.flush()
         ids.append(page.id)
@@ -107,9 +115,11 @@ def test_discovery_proposes_probes_and_remembers(
             session.commit()
             settings = settings.with_overrides(search_providers=("bing",), **search.endpoints())
             report = run_discovery(
-                session_factory(engine), settings, providers=configured_providers(settings),
+                session_factory(engine),
+                settings,
+                providers=configured_providers(settings),
                 allow_private=["127.0.0.1"],
-            )  # fmt: skip
+            )
             again = run_discovery(
                 session_factory(engine), settings, providers=[], allow_private=["127.0.0.1"]
             )
@@ -118,8 +128,11 @@ def test_discovery_proposes_probes_and_remembers(
     found = {c["host"]: c for c in report.candidates}
     assert set(found) == {clone.key, unrelated.key}  # the licensed partner is never proposed
     mirror = found[clone.key]
-    assert (mirror["source"], mirror["detail"], mirror["state"]) == ("link", f"mirror notice on {known.key}",
-                                                                     "probed")  # fmt: skip
+    assert (mirror["source"], mirror["detail"], mirror["state"]) == (
+        "link",
+        f"mirror notice on {known.key}",
+        "probed",
+    )
     assert mirror["copies"] >= 3 and mirror["score"] >= 0.75 and mirror["mirror_of_site_id"] == site.id
     assert mirror["requests"] <= settings.discovery_probe_pages + 1  # robots.txt and the pages
     assert (found[unrelated.key]["state"], found[unrelated.key]["copies"]) == ("clean", 0)
