@@ -75,8 +75,12 @@ up: $(VENV)/.installed-test
 down:
 	$(PYTHON) deploy/process_set.py down
 
+# every benchmark's smoke run (python -m benchmarks.<group>.<name> --quick: seconds to a minute or two each, a
+# skip line where a service or the corpus is missing); tests/integration/benchmarks/test_quick.py runs the same
+BENCHMARKS = $(sort $(subst /,.,$(basename $(wildcard benchmarks/*/[!_]*.py))))
 bench-quick: $(VENV)/.installed-test
-	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
+	bash deploy/ensure-services.sh
+	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) -m $$b --quick || exit 1; done
 
 # what tests/test_static_checks.py checks, configured in pyproject.toml: lint and format over the whole tree,
 # strict types over the package fptrack and the process-set script, and the dependency check (deptry: what the
