@@ -120,7 +120,9 @@ def test_works_registered_while_workers_compare_pages_lose_no_copy(postgres_sett
                 rng.shuffle(pages)
                 copies.update({url: c for url, _, c in pages if c is not None})
                 batches: list[list[int]] = []
-                store = PageStore(sessions, job_id=None, dispatch=batches.append, batch_size=BATCH)
+                store = PageStore(
+                    sessions, job_id=None, dispatch=batches.append, batch_size=BATCH, settings=settings
+                )
                 for url, text, _ in pages:
                     if store.add(_crawled(url, text)):
                         store.flush()
