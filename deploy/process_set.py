@@ -164,8 +164,10 @@ def ensure_database(env: dict[str, str]) -> None:
                 connection.execute(text(f"CREATE DATABASE {quoted}"))
                 print(f"up: created the database {url.database}")
     except Exception as error:  # noqa: BLE001 - any driver error: say which server, in one line
-        raise ProcessSetError(f"cannot create the database on {url.render_as_string(hide_password=True)}: "
-                              f"{str(error).splitlines()[0]}") from None  # fmt: skip
+        raise ProcessSetError(
+            f"cannot create the database on {url.render_as_string(hide_password=True)}: "
+            f"{str(error).splitlines()[0]}"
+        ) from None
     finally:
         server.dispose()
 
@@ -204,13 +206,19 @@ def up(env: dict[str, str], ready_seconds: float = READY_SECONDS) -> None:
         raise ProcessSetError(f"fptrack init failed: {init.stderr.strip() or init.stdout.strip()}")
     print(f"up: {init.stdout.strip()}")
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    command = ["honcho", "start", "--no-colour", "-f", str(DEPLOY / "Procfile"),
-               "-d", str(REPO)]  # fmt: skip
+    command = ["honcho", "start", "--no-colour", "-f", str(DEPLOY / "Procfile"), "-d", str(REPO)]
     if env.get("PROCESS_FORMATION"):
         command += ["-c", env["PROCESS_FORMATION"]]
     with open(log_file, "ab") as log:
-        honcho = subprocess.Popen(command, env=env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log,
-                                  stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        honcho = subprocess.Popen(
+            command,
+            env=env,
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     started = start_time(honcho.pid)
     pid_file.write_text(json.dumps({"pid": honcho.pid, "start_time": started}))
     print(f"up: started the process set (honcho pid {honcho.pid}); log {log_file}")
@@ -223,13 +231,16 @@ def up(env: dict[str, str], ready_seconds: float = READY_SECONDS) -> None:
             )
         ready, reason = healthy(env)
         if ready:
-            print(f"up: ready: admin on {admin_url(env)} (/healthz 200), worker and crawler answer; `make "
-                  "down` stops it")  # fmt: skip
+            print(
+                f"up: ready: admin on {admin_url(env)} (/healthz 200), worker and crawler answer; "
+                "`make down` stops it"
+            )
             return
         time.sleep(1.0)
     down(env)
-    raise ProcessSetError(f"not ready after {ready_seconds:.0f}s ({reason}); stopped it again; its log:\n"
-                          f"{_tail(log_file)}")  # fmt: skip
+    raise ProcessSetError(
+        f"not ready after {ready_seconds:.0f}s ({reason}); stopped it again; its log:\n{_tail(log_file)}"
+    )
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -297,8 +308,12 @@ def _signal(processes: dict[int, int | None], signum: signal.Signals) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("action", choices=["up", "down", "status"])
-    parser.add_argument("--env-file", type=Path, help="KEY=value settings (default: deploy/.env, else "
-                        "deploy/.env.example); the environment wins over it")  # fmt: skip
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        help="KEY=value settings (default: deploy/.env, else deploy/.env.example); "
+        "the environment wins over it",
+    )
     args = parser.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # in order with the scripts it runs
     try:
