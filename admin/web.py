@@ -37,6 +37,7 @@ from fptrack.admin.views import networks as networks_views
 from fptrack.admin.views.context import AdminState, admin_state, close_db_session
 from fptrack.admin.views.read_sessions import install_read_routing
 from fptrack.core.settings import Settings
+from fptrack.jobs.bootstrap import prepare_process
 from fptrack.services.evidence.passages import is_web_url
 from fptrack.services.queries import MAX_ID
 from fptrack.storage.db import (
@@ -98,6 +99,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
     app.jinja_env.autoescape = True
 
+    prepare_process(settings)
     engine = create_engine_for(settings)
     app.extensions["fptrack"] = AdminState(settings=settings, engine=engine, sessions=session_factory(engine))
     # read-only pages read from FPTRACK_READ_DATABASE_URL's replica when set (admin.views.read_sessions)

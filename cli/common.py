@@ -22,12 +22,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
-from fptrack.storage.db import (
-    check_schema,
-    create_engine_for,
-    session_factory,
-    session_scope,
-)
+from fptrack.jobs.bootstrap import open_sessions
+from fptrack.storage.db import session_scope
 
 __all__ = [
     "EXIT_FAILURE",
@@ -131,10 +127,7 @@ class CliContext:
 
     def sessions(self, *, require_schema: bool = True) -> sessionmaker[Session]:
         if self._sessions is None:
-            engine = create_engine_for(self.settings)
-            if require_schema:
-                check_schema(engine, self.settings)
-            self._sessions = session_factory(engine)
+            self._sessions = open_sessions(self.settings, require_schema=require_schema)
         return self._sessions
 
     @contextmanager

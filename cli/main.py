@@ -154,10 +154,7 @@ def main(ctx: click.Context, data_dir: Path | None, verbose: int, quiet: bool) -
         settings = Settings.from_env(environ)
     except ConfigurationError as error:
         raise CliError(str(error)) from None
-    # the per-process caches' folders (light modules: a crawl's process imports no numpy for them)
-    from fptrack.compare import index_config
-    from fptrack.fingerprint.table_files import use_table_cache
+    from fptrack.jobs.bootstrap import prepare_process
 
-    use_table_cache(settings.cache_dir)
-    index_config.configure(settings)
+    prepare_process(settings)
     ctx.obj = CliContext(settings)

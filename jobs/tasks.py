@@ -57,13 +57,11 @@ _RETRY_ON_DATABASE_ERRORS: dict[str, Any] = {
 
 def configure(settings: Settings) -> Celery:
     """Make this process ready to run and enqueue the tasks: the Celery app and the task runtime bound to
-    ``settings`` (:func:`taskqueue.configure`) and the fingerprint stage's table cache in its cache folder;
-    idempotent. Returns the app."""
-    from fptrack.compare import index_config
-    from fptrack.fingerprint.table_files import use_table_cache
+    ``settings`` (:func:`taskqueue.configure`) after the process's own set-up
+    (:func:`jobs.bootstrap.prepare_process`); idempotent. Returns the app."""
+    from fptrack.jobs.bootstrap import prepare_process
 
-    use_table_cache(settings.cache_dir)
-    index_config.configure(settings)
+    prepare_process(settings)
     app = taskqueue.configure(settings)
     # discovery (jobs.discovery) runs on the beat only when FPTRACK_DISCOVERY_EVERY is set, on the crawl queue
     # (it fetches from the web)
