@@ -95,11 +95,21 @@ def _list(context: CliContext, state: str | None, work_id: int | None, domain: s
 
 
 @takedowns.command("check")
-@click.option("--match", "match_ids", multiple=True, type=int, metavar="ID",
-              help="Re-check this match now (repeatable); default: every match that is due.")  # fmt: skip
-@click.option("--allow-private-host", "allow_private", multiple=True, metavar="HOST",
-              help="Let pages on HOST (host, host:port or network) be fetched although it is private or "
-                   "loopback.")  # fmt: skip
+@click.option(
+    "--match",
+    "match_ids",
+    multiple=True,
+    type=int,
+    metavar="ID",
+    help="Re-check this match now (repeatable); default: every match that is due.",
+)
+@click.option(
+    "--allow-private-host",
+    "allow_private",
+    multiple=True,
+    metavar="HOST",
+    help="Let pages on HOST (host, host:port or network) be fetched although it is private or loopback.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No per-page progress lines.")
 @pass_context
 @friendly_errors
@@ -260,8 +270,14 @@ def _notice_stats(context: CliContext, grouping: str, fmt: str) -> None:
         print_table(
             [grouping, "notices", "copies", "removed", "median", "p90"],
             [
-                (r["key"], r["notices"], r["copies"], r["removed"], _duration(r["median_seconds"]),
-                 _duration(r["p90_seconds"]))
+                (
+                    r["key"],
+                    r["notices"],
+                    r["copies"],
+                    r["removed"],
+                    _duration(r["median_seconds"]),
+                    _duration(r["p90_seconds"]),
+                )
                 for r in records
             ],
-        )  # fmt: skip
+        )

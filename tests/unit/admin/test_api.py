@@ -296,8 +296,9 @@ def test_one_match_carries_its_page_note_parts_and_takedown_state(
         match = session.get(Match, seeded.hostile_match_id)
         assert match is not None
         match.page.note = "text cut at 300000 characters"
-        match.part_spans = [{"page_id": 77, "url": f"http://pirate.example/{SCRIPT}", "part": 2,
-                             "spans": [[0, 10, 20, 30]]}]  # fmt: skip
+        match.part_spans = [
+            {"page_id": 77, "url": f"http://pirate.example/{SCRIPT}", "part": 2, "spans": [[0, 10, 20, 30]]}
+        ]
         match.recheck_state = "gone"
         match.rechecked_at = match.taken_down_at = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
         session.commit()
@@ -305,10 +306,14 @@ def test_one_match_carries_its_page_note_parts_and_takedown_state(
     client, headers = app.test_client(), _bearer(_token(settings, "vera", "viewer"))
     one = client.get(f"/api/matches/{seeded.hostile_match_id}", headers=headers).get_json()
     assert one["page_note"] == "text cut at 300000 characters"
-    assert one["parts"] == [{"page_id": 77, "url": f"http://pirate.example/{SCRIPT}", "part": 2,
-                             "spans": [[0, 10, 20, 30]]}]  # fmt: skip
-    assert one["takedown"] == {"state": "gone", "rechecked_at": "2026-03-02T08:00:00+00:00",
-                               "taken_down_at": "2026-03-02T08:00:00+00:00"}  # fmt: skip
+    assert one["parts"] == [
+        {"page_id": 77, "url": f"http://pirate.example/{SCRIPT}", "part": 2, "spans": [[0, 10, 20, 30]]}
+    ]
+    assert one["takedown"] == {
+        "state": "gone",
+        "rechecked_at": "2026-03-02T08:00:00+00:00",
+        "taken_down_at": "2026-03-02T08:00:00+00:00",
+    }
     listed = client.get("/api/matches", headers=headers).get_json()["items"]
     assert all("takedown" not in item for item in listed)  # the list stays light
 

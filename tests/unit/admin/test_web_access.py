@@ -576,9 +576,20 @@ def test_networks_page_is_read_by_viewers_and_candidates_are_decided_by_admins(
 
     with _database(settings) as session:
         for number, host in enumerate(("clone-a.example", "clone-b.example")):
-            candidate = DiscoveryCandidate(host=host, url=f"http://{host}/", source="link", detail="linked",
-                                           state="probed", score=0.5 + number / 10, copies=2, pages_probed=4,
-                                           requests=5, works=[], error="", decided_by="")  # fmt: skip
+            candidate = DiscoveryCandidate(
+                host=host,
+                url=f"http://{host}/",
+                source="link",
+                detail="linked",
+                state="probed",
+                score=0.5 + number / 10,
+                copies=2,
+                pages_probed=4,
+                requests=5,
+                works=[],
+                error="",
+                decided_by="",
+            )
             session.add(candidate)
         session.commit()
         first, second = session.scalars(select(DiscoveryCandidate.id).order_by(DiscoveryCandidate.id)).all()

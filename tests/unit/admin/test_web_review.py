@@ -390,8 +390,13 @@ def test_evidence_bundle_has_the_page_as_a_warc_record_and_checksums(
     assert response.status_code == 200 and response.mimetype == "application/zip"
     archive = zipfile.ZipFile(io.BytesIO(response.get_data()))
     assert set(archive.namelist()) == {
-        "page.warc.gz", "evidence.json", "README.txt", "signing-key.pub", "SHA256SUMS", "SHA256SUMS.sig"
-    }  # fmt: skip
+        "page.warc.gz",
+        "evidence.json",
+        "README.txt",
+        "signing-key.pub",
+        "SHA256SUMS",
+        "SHA256SUMS.sig",
+    }
     for line in archive.read("SHA256SUMS").decode().splitlines():
         digest, name = line.split("  ")
         assert hashlib.sha256(archive.read(name)).hexdigest() == digest, name
