@@ -24,13 +24,11 @@ import numpy as np
 __all__ = [
     "STOP_WORDS",
     "char_shingle_hashes",
-    "char_shingles",
     "fmix64",
     "hash_strings",
     "segment",
     "token_hashes",
     "tokenize",
-    "word_shingle_hashes",
 ]
 
 _U64 = np.uint64
@@ -294,16 +292,9 @@ def stop_word_hashes(seed: int = 0) -> np.ndarray:
     return np.sort(hash_strings(sorted(STOP_WORDS), seed))
 
 
-def char_shingles(text: str, k: int) -> list[str]:
-    """The character k-grams of ``text`` in order (``len(text) - k + 1`` of them; none if shorter)."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    return [text[i : i + k] for i in range(len(text) - k + 1)]
-
-
 def char_shingle_hashes(text: str, k: int, seed: int = 0) -> np.ndarray:
-    """uint64 hash of every character k-gram of ``text``, in order; equal to
-    ``hash_strings(char_shingles)``."""
+    """uint64 hash of every character k-gram of ``text``, in order (``len(text) - k + 1`` of them, none if
+    shorter); equal to ``hash_strings`` of the k-grams."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     n = len(text) - k + 1
@@ -311,16 +302,3 @@ def char_shingle_hashes(text: str, k: int, seed: int = 0) -> np.ndarray:
         return np.zeros(0, dtype=_U64)
     starts = np.arange(n, dtype=np.int64)
     return _span_hashes(_code_points(text), starts, starts + k, seed)
-
-
-def word_shingle_hashes(tokens: Sequence[str], k: int, seed: int = 0) -> np.ndarray:
-    """uint64 hash of every run of ``k`` consecutive tokens (token hashes combined, order-sensitive)."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    n = len(tokens) - k + 1
-    if n <= 0:
-        return np.zeros(0, dtype=_U64)
-    th = token_hashes(tokens, seed)
-    starts = np.arange(n, dtype=np.int64)
-    # A k-gram of tokens is hashed as the span of its token hashes, each treated as one "code point".
-    return _span_hashes(th, starts, starts + k, (seed + 1) % len(_BASES))
