@@ -304,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     arguments = parser.parse_args(argv)
     try:
-        return _crawl_and_report(arguments.name, scheduled=arguments.scheduled)
+        return _crawl_and_report(Settings.from_env(), arguments.name, scheduled=arguments.scheduled)
     except _known_errors() as error:
         return _fail(str(error))
     except KeyboardInterrupt:
@@ -324,10 +324,9 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     return (FptrackError, UndecodableError)
 
 
-def _crawl_and_report(name: str, *, scheduled: bool) -> int:
+def _crawl_and_report(settings: Settings, name: str, *, scheduled: bool) -> int:
     from fptrack.jobs.bootstrap import open_sessions, prepare_process
 
-    settings = Settings.from_env(dict(os.environ))
     prepare_process(settings)
     sessions = open_sessions(settings)
     result = run_site(
