@@ -28,7 +28,6 @@ from itertools import combinations
 __all__ = [
     "DEFAULT_LAYOUT",
     "IndexLayout",
-    "permuted_prefix_keys",
     "to_signed64",
     "to_unsigned64",
 ]
@@ -211,8 +210,3 @@ DEFAULT_LAYOUT = IndexLayout(64, 3, 4)
 """Chosen by measurement (docs/storage.md): 4 tables of 16-bit keys are the smallest index that answers a k =
 3 query at 10M fingerprints well inside the latency target; more blocks multiply the disk for no useful
 gain."""
-
-
-def permuted_prefix_keys(fingerprint: int, layout: IndexLayout | None = None) -> list[tuple[int, int]]:
-    """The index keys of ``fingerprint`` under ``layout`` (default :data:`DEFAULT_LAYOUT`)."""
-    return (layout or DEFAULT_LAYOUT).keys(fingerprint)
