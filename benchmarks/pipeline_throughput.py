@@ -54,8 +54,8 @@ modes.
 3. **Parity**: the set of (page_url, work_id, chapter_index) of every mode against the first, and each against
    the ground truth (the copies the generator made), with the misses per kind of copy.
 4. **CPU per page per stage**, in this process (``time.process_time``) on a sample of the pages: decode +
-   main-text extraction, analysis (``fingerprint.pipeline.fingerprint_text`` under the contract: normalise,
-   pinyin initials, the two winnowings), compare with the registry of
+   main-text extraction, analysis (``fingerprint.text_fingerprints.fingerprint_text`` under the contract:
+   normalise, pinyin initials, the two winnowings), compare with the registry of
    the SQLite mode (two passes: the first fills the per-process cache of analysed chapters, as a long crawl
    does).
 5. **Registering a 1,000,000-character work** (200 chapters 第N章, synthesised from corpus clauses) with
@@ -171,7 +171,7 @@ def stage_extract(url: str, body: bytes, content_type: str) -> str:
 def stage_analyse(text: str) -> Any:
     """Normalise and fingerprint a text under the contract (the two winnowings): the compare stage's
     document."""
-    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
 
     return fingerprint_text(text)
 

@@ -39,7 +39,7 @@ def check(context: CliContext, source: str, context_chars: int, allow_private: t
     stored. Exit status 3 when it copies a registered work."""
     from fptrack.compare.service import compare_document
     from fptrack.compare.works import decode_work_text, read_work_file
-    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
 
     if source.startswith(("http://", "https://")):
         text, label = _fetch_one(context, source, allow_private), source

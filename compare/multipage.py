@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 from fptrack.compare.licensing import is_licensed, licensed_hosts
 from fptrack.compare.service import Verdict, compare_document
 from fptrack.core.settings import Settings
-from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.fingerprint.text_fingerprints import fingerprint_text
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.match_life import next_due, rest_on_page
 from fptrack.storage.models import Match, MatchNote, MatchStatus, Page, ReviewDecision, utcnow

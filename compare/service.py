@@ -38,7 +38,7 @@ from fptrack.compare.scoring import Evidence, decide_with, evidence_of
 from fptrack.compare.verify import align
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
-from fptrack.fingerprint.pipeline import TextFingerprints, fingerprint_text
+from fptrack.fingerprint.text_fingerprints import TextFingerprints, fingerprint_text
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.code_index import code_holder_pairs, pages_sharing
 from fptrack.storage.exchanges import prune_exchanges

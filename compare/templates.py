@@ -30,7 +30,7 @@ from fptrack.compare.multipage import settle_chains
 from fptrack.compare.service import Recomparison, recompare_pages
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT
-from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.fingerprint.text_fingerprints import fingerprint_text
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.code_index import code_holders
 from fptrack.storage.fingerprints import TEMPLATE_KEY_SHIFT, TEMPLATE_KIND, load_page_codes, template_keys

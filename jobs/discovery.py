@@ -49,7 +49,7 @@ from fptrack.crawler.extract import extract_main_text
 from fptrack.crawler.guard import PrivateAddressPolicy
 from fptrack.crawler.guarded_http import FetchFailure, FetchResult, GuardedFetcher
 from fptrack.crawler.parse import charset_from_content_type, charset_from_meta
-from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.fingerprint.text_fingerprints import fingerprint_text
 from fptrack.jobs.search_providers import SearchError, SearchProvider, configured_providers, queries_for_work
 from fptrack.jobs.sites import SiteSpec, add_site
 from fptrack.storage.db import session_scope

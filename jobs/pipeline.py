@@ -21,7 +21,7 @@ from fptrack.compare.networks import page_simhash
 from fptrack.compare.service import Recomparison, compare_document, index_work, recompare_pages
 from fptrack.compare.templates import settle_pages, settle_site
 from fptrack.core.settings import Settings
-from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.fingerprint.text_fingerprints import fingerprint_text
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import retry_in_session, session_scope
 from fptrack.storage.match_life import COPYING_STATUSES

@@ -332,7 +332,7 @@ def judge_text(
     """match id -> (present or removed, detail) for a page whose main text is ``text``, verified against the
     chapter of each match in ``chapters`` (match id -> chapter id), ``template`` ignored."""
     from fptrack.compare.service import verify_chapters
-    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
 
     if not text.strip():
         return {m: ("removed", f"HTTP 200 without the copy: {note or 'no text'}") for m in chapters}

@@ -333,7 +333,7 @@ def _all_verdicts(env: dict[str, str], contract: Any) -> dict[str, list[Any]]:
     from fptrack.compare.service import compare_document
     from fptrack.core.settings import Settings
     from fptrack.fingerprint.contract import METHODS
-    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
     from fptrack.storage.db import create_engine_for, session_factory
 
     settings = Settings.from_env(env)
@@ -451,7 +451,7 @@ def _dna_verdicts(env: dict[str, str], with_product: bool) -> dict[str, list[Any
     from fptrack.fingerprint.contract import CONTRACT
     from fptrack.fingerprint.normalize import normalize
     from fptrack.fingerprint.pinyin import pinyin_initials
-    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
     from fptrack.research.pinyin_dna import DnaCandidateIndex, dna_codes
     from fptrack.storage.db import create_engine_for, session_factory
     from fptrack.storage.models import Chapter
@@ -489,7 +489,7 @@ def _index_chapters_with_every_method(env: dict[str, str]) -> None:
     from fptrack.compare.service import layout_for
     from fptrack.core.settings import Settings
     from fptrack.fingerprint.contract import CONTRACT, METHODS
-    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
     from fptrack.storage.db import create_engine_for, session_factory, session_scope
     from fptrack.storage.fingerprints import FingerprintSet, write_fingerprints
     from fptrack.storage.models import Chapter

@@ -1,5 +1,5 @@
 """Fingerprint throughput: MB/s of Chinese text (UTF-8 bytes of the original) per core, for every fingerprint
-and for the set the page path computes (fingerprint.pipeline.fingerprint_text, under fingerprint.contract),
+and for the set the page path computes (fingerprint.text_fingerprints.fingerprint_text, under the contract),
 against PyPI `simhash` (Simhash on raw text) and `datasketch` MinHash (128 permutations, character 5-grams),
 measured in the same run on the same texts. Also: agreement of our per-character pinyin initial table with
 pypinyin's phrase-aware lazy_pinyin, and peak memory (tracemalloc for Python allocations, ru_maxrss for the
@@ -33,9 +33,9 @@ from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.features import char_shingle_hashes, tokenize
 from fptrack.fingerprint.normalize import normalize
 from fptrack.fingerprint.pinyin import pinyin_initials
-from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.fingerprint.simhash import SimhashParams, simhash_tokens
 from fptrack.fingerprint.stats import CorpusStats
+from fptrack.fingerprint.text_fingerprints import fingerprint_text
 from fptrack.fingerprint.winnowing import winnow
 from fptrack.research.ksentence import ksentence
 from fptrack.research.minhash import MinHashParams, lsh_band_keys, minhash_signature
@@ -115,7 +115,7 @@ def main() -> None:
     stage(f"winnowing k={wc.k} w={wc.w} (normalised text)", lambda n: winnow(n, wc.k, wc.w), normalized)
     stage(f"winnowing k={wi.k} w={wi.w} (initials)", lambda s: winnow(s, wi.k, wi.w), initials)
     stage("ksentence k=3 (from original)", ksentence, texts)
-    full_rate = stage("the page path: fingerprint.pipeline.fingerprint_text", fingerprint_text, texts)
+    full_rate = stage("the page path: text_fingerprints.fingerprint_text", fingerprint_text, texts)
     # the page path as it was with its Simhash (and so with word segmentation): what taking it off saved
     with_simhash = CONTRACT.with_method("simhash")
     stage("the page path with Simhash (before issue 13)", lambda t: fingerprint_text(t, with_simhash), texts)

@@ -161,7 +161,7 @@ def stage_cpu(
 
     from fptrack.compare.service import compare_document, layout_for
     from fptrack.compare.templates import settle_site
-    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
     from fptrack.jobs.tasks import PAGES_PER_TASK
     from fptrack.storage.fingerprints import FingerprintSet, write_fingerprints
     from fptrack.storage.models import Page

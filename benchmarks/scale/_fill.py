@@ -5,7 +5,7 @@ Only stable entry points of the product are used, so that the benchmark keeps me
 under them changes: :class:`fptrack.crawler.store.PageStore` (what the crawl writes through),
 :func:`fptrack.compare.service.process_pages` (what the workers run on each batch),
 ``register_work`` + :func:`fptrack.compare.service.index_work` (what ``fptrack works add`` runs) and
-:func:`fptrack.fingerprint.pipeline.fingerprint_text`. The tables are read only in bulk
+:func:`fptrack.fingerprint.text_fingerprints.fingerprint_text`. The tables are read only in bulk
 (``pg_total_relation_size`` over every table there is), never by name, except ``pages`` for its row count.
 """
 
@@ -124,7 +124,7 @@ def register(sessions: Any, settings: Any, title: str, text: str) -> None:
 
 
 def analyse(text: str) -> Any:
-    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
 
     return fingerprint_text(text)
 

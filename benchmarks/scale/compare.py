@@ -41,7 +41,7 @@ from benchmarks.harness import arguments, emit, print_table, process_cpu_seconds
 from fptrack.compare import chapter_index
 from fptrack.compare.service import _compare_batch, index_work
 from fptrack.core.settings import Settings
-from fptrack.fingerprint.pipeline import TextFingerprints, fingerprint_text
+from fptrack.fingerprint.text_fingerprints import TextFingerprints, fingerprint_text
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.models import Chapter, Work
 

@@ -23,7 +23,7 @@ def warm_up() -> None:
     import charset_normalizer  # noqa: F401 - imported lazily by the decoder
 
     from fptrack.crawler.parse import parse_response  # noqa: F401
-    from fptrack.fingerprint.pipeline import fingerprint_text
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
 
     fingerprint_text("预热：河面上起了风，渡船摇得厉害。Warm-up 123")
 
@@ -203,9 +203,9 @@ def chapters(spec: Input) -> dict[str, Any]:
 
 
 def fingerprints(spec: Input) -> dict[str, Any]:
-    """:func:`fingerprint.pipeline.fingerprint_text` end to end: one initial per normalised character, a
-    64-bit Simhash, codes that fit a signed BIGINT at positions inside the text."""
-    from fptrack.fingerprint.pipeline import fingerprint_text
+    """:func:`fingerprint.text_fingerprints.fingerprint_text` end to end: one initial per normalised
+    character, a 64-bit Simhash, codes that fit a signed BIGINT at positions inside the text."""
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
 
     text = build(spec)
     assert isinstance(text, str)

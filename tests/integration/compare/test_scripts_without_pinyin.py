@@ -13,7 +13,7 @@ from fptrack.compare import service
 from fptrack.compare.works import register_work
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
-from fptrack.fingerprint.pipeline import fingerprint_text
+from fptrack.fingerprint.text_fingerprints import fingerprint_text
 from fptrack.storage.models import Chapter
 from testbed.kana import kana_prose
 

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from fptrack.fingerprint.contract import CONTRACT, METHODS
 from fptrack.fingerprint.features import token_hashes
-from fptrack.fingerprint.pipeline import fingerprint_text
 from fptrack.fingerprint.simhash import SimhashParams, hamming
 from fptrack.fingerprint.stats import CorpusStats
+from fptrack.fingerprint.text_fingerprints import fingerprint_text
 
 from .strategies import COMMON_HAN
 

@@ -81,7 +81,7 @@ def test_migrations_import_no_live_code_and_read_no_environment() -> None:
         ("import os\nwindow = os.environ.get('W')\n", "imports os"),
         ("import os\nwindow = os.environ.get('W')\n", "reads the environment (.environ)"),
         ("from os import getenv\n", "takes ['getenv'] from os"),
-        ("def f():\n    from fptrack.fingerprint.pipeline import fingerprint_text\n", "imports fptrack"),
+        ("def f():\n    from fptrack.fingerprint.normalize import normalize\n", "imports fptrack"),
         ("m = __import__('fptrack')\n", "imports dynamically"),
     ],
 )

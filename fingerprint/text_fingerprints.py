@@ -1,4 +1,4 @@
-"""The one fingerprint pipeline: a text in, everything the page path needs of it out, under the contract.
+"""The fingerprints of a text: a text in, everything the page path needs of it out, under the contract.
 
 One normalisation (with its offset map back to the original), one pinyin-initial string (one letter per
 normalised character), then the fingerprints that ``storage`` indexes: a Simhash for near-whole copies (off in
