@@ -35,7 +35,6 @@ __all__ = [
     "celery",
     "configure",
     "release_connections",
-    "reopen_after_fork",
     "task_routes",
     "task_sessions",
     "task_settings",
@@ -150,19 +149,6 @@ def release_connections() -> None:
     needed): before a worker forks its pool, so that no connection is shared by two processes."""
     if _runtime.engine is not None:
         _runtime.engine.dispose()
-
-
-_inherited: list[Engine] = []
-
-
-def reopen_after_fork() -> None:
-    """In a process forked from one whose task sessions may hold pooled connections: sessions on a new engine.
-    The inherited engine is kept, unused, for the life of the process: closing a connection the parent still
-    uses (its socket, its SQLite handle) would end it for both. Such a process ends with ``os._exit``."""
-    if _runtime.engine is not None and _runtime.settings is not None:
-        _inherited.append(_runtime.engine)
-        _runtime.engine = create_engine_for(_runtime.settings)
-        _runtime.sessions = session_factory(_runtime.engine)
 
 
 def workers_answering(
