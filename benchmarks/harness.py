@@ -101,14 +101,24 @@ def require_service(benchmark: str, what: str, url: str, default_port: int) -> N
 
 
 def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
-    return {
-        "cpus": os.cpu_count(),
+    """What the figures were measured on: the CPU's model (``cpu``, Linux), ``cores``, ``ram_gb``, the
+    architecture, Python and the platform."""
+    info: dict[str, Any] = {
+        "cores": os.cpu_count(),
         "machine": platform.machine(),
-        "processor": platform.processor(),
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        info["cpu"] = next(
+            (line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if "model name" in line), ""
+        )
+        meminfo = Path("/proc/meminfo").read_text().split()
+        info["ram_gb"] = round(int(meminfo[1]) / 1024 / 1024, 1)
+    except (OSError, IndexError, ValueError):
+        pass
+    return info
 
 
 def ratio(measured: float | None, target: float | None, *, higher_is_better: bool) -> str:

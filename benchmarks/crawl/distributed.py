@@ -238,7 +238,7 @@ def main() -> None:
     print(
         f"distributed crawl: {total} pages, server latency {args.latency:g}s per response, 4 requests in "
         "flight per "
-        f"process; {info['machine']}, {info['cpus']} cores, Python {info['python']}"
+        f"process; {info['machine']}, {info['cores']} cores, Python {info['python']}"
     )
     print_table(
         "one crawl, fresh PostgreSQL database per mode: fetching = the site's first request to its last; "

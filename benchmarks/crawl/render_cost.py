@@ -167,7 +167,7 @@ def main() -> int:
     info = machine()
     print(
         f"rendered / static, marginal cost per page: wall x{wall_ratio:.1f}, CPU x{cpu_ratio:.1f} "
-        f"({args.render_pages} browser pages at a time; {info['cpus']} CPUs, {info['platform']})"
+        f"({args.render_pages} browser pages at a time; {info['cores']} CPUs, {info['platform']})"
     )
     figures = {
         "benchmark": "render_cost",

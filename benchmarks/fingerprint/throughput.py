@@ -155,7 +155,7 @@ def main() -> None:
     maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     info = machine()
-    print(f"machine: {info['processor'] or info['machine']}, {info['cpus']} cores, Python {info['python']}")
+    print(f"machine: {info.get('cpu') or info['machine']}, {info['cores']} cores, Python {info['python']}")
     print(f"sample: {len(texts)} chapters, {mb:.2f} MB UTF-8, best of {repeat}")
     print(f"{'fingerprint':55s} {'MB/s':>8s}")
     for name, rate, _ in rows:
