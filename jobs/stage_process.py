@@ -257,9 +257,9 @@ class ComparePool:
             code = process.exitcode
         if code is not None and code < 0:
             self.died = f"killed by {signal.Signals(-code).name}"
-        elif code is not None:
+        elif code:
             self.died = f"exit code {code}"
-        else:
+        else:  # alive, or ended of itself (its initializer failed: logged there)
             self.died = f"{type(error).__name__}: {error}"
         log.warning("compare stage: the pool process died (%s); comparing its unfinished batches and the "
                     "crawl's next pages in this process", self.died)  # fmt: skip
