@@ -2,13 +2,11 @@
 (SIGKILL, a crash, a reboot) and started again continues where it stopped instead of starting from the start
 page.
 
-Scrapy's own ``JOBDIR`` is not used: it survives a graceful stop only. Its disk queue writes its head and tail
-pointers (``info.json``) and the scheduler its queue list (``active.json``) when the spider closes, and its
-seen-set file is buffered, so after a SIGKILL the queue cannot be read back. Here every request the spider
-makes is a row of one SQLite file, committed before the page that links to it can reach the database; a page
-is *done* when the database holds it from one of the state's crawl jobs (``pages.crawl_job_id``), which the
-resuming crawl reads back. Hence: a page stored before the kill is not fetched again, a page fetched but not
-yet stored is, and no link of a stored page is lost.
+Scrapy's own ``JOBDIR`` is not used: it survives a graceful stop only (its queue's pointers are written when
+the spider closes). Here every request the spider makes is a row of one SQLite file, committed before the page
+that links to it can reach the database; a page is *done* when the database holds it from one of the state's
+crawl jobs (``pages.crawl_job_id``), which the resuming crawl reads back. Hence: a page stored before the kill
+is not fetched again, a page fetched but not yet stored is, and no link of a stored page is lost.
 
 Layout: ``<data dir>/crawl-state/site-<id>/frontier.sqlite`` (one state per site; the site's claim,
 :func:`jobs.site_runs.claim`, keeps one crawl at a time on it)::

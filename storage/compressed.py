@@ -1,9 +1,8 @@
 """Texts stored compressed: ``Page.text``, ``PageVersion.text`` and ``Chapter.text`` are kept as zlib bytes.
 
 Why: a crawled page's text is most of its row, and PostgreSQL's own TOAST compression (pglz) barely shrinks
-Chinese UTF-8. zlib over the text's smaller raw encoding does: a 6,000-character chapter is about
-17.6 KB of UTF-8, 12 KB of UTF-16 and about 7.9 KB once zlib-compressed from UTF-16 (8.5 KB from UTF-8, and
-twice as slow to compress), in roughly 0.2 ms to write and 0.06 ms to read back.
+Chinese UTF-8; zlib over the text's smaller raw encoding does (a 6,000-character chapter: 17.6 KB of UTF-8,
+about 7.9 KB once zlib-compressed from UTF-16).
 
 The stored value starts with one byte naming its format, so that a later codec can be added while the rows
 written before stay readable:

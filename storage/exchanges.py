@@ -2,13 +2,12 @@
 page, kept so that an evidence bundle can show the response itself, not only the text fptrack extracted from
 it.
 
-Why a table of its own, written and then mostly dropped: whether a page carries a copy is known only once it
-is compared, on a worker, after the crawl stored it; the bytes as fetched exist only in the crawling process.
-So the crawl store writes the exchange of every page it hands on to compare (compressed: an HTML chapter page
-is a few KB), and :func:`prune_exchanges`, called when pages are marked compared, deletes the exchanges of the
-pages that have no match, and of a page with matches those that neither its current content nor a version kept
-of it (:func:`storage.match_life.keep_versions`) records as its snapshot. What stays is one row per fetch a
-match may rest on.
+A table of its own, written and then mostly dropped, because whether a page carries a copy is known only once
+it is compared, while the bytes as fetched exist only in the crawling process: the crawl store writes the
+exchange of every page it hands on to compare (compressed), and :func:`prune_exchanges`, called when pages are
+marked compared, deletes the exchanges of the pages that have no match, and of a page with matches those that
+neither its current content nor a version kept of it (:func:`storage.match_life.keep_versions`) records as its
+snapshot. What stays is one row per fetch a match may rest on.
 
 Stored format of ``data``: zlib over a version byte (``1``) then five parts, each a 4-byte big-endian length
 and its bytes: the URL the response came from (UTF-8), the request head, the response head, the response

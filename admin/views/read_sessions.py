@@ -10,20 +10,18 @@ Past one machine the admin's lists, dashboards and charts are the load a read re
   (``admin.security``), notices and evidence bundles. A view that might write must never ask for a read
   session: the standby refuses writes ("cannot execute ... in a read-only transaction").
 - Even then the replica is used only for ``GET``/``HEAD`` requests with no recent write by the same login:
-  every state-changing request of a logged-in person (but logging in or out) stamps their session cookie,
-  and for :data:`READ_YOUR_WRITES_SECONDS` after it their reads go to the primary. Why a time window rather
-  than comparing WAL positions: it costs no query, holds across any number of admin processes (the stamp
-  travels in the signed cookie), and the window is orders above the lag of a healthy streaming replica
-  (milliseconds on a LAN), so the page a reviewer's decision redirects to shows it. A replica lagging longer
-  than the window shows that reviewer, afterwards, what it shows everyone: watch ``pg_stat_replication``.
-  Requests authenticated by an API token carry no cookie: their GETs read the replica, and their POSTs
-  answer with the new state.
+  every state-changing request of a logged-in person (but logging in or out) stamps their session cookie, and
+  for :data:`READ_YOUR_WRITES_SECONDS` after it their reads go to the primary. A time window, not WAL
+  positions: it costs no query and holds across admin processes (the stamp travels in the signed cookie); a
+  replica lagging longer than the window shows that reviewer what it shows everyone (watch
+  ``pg_stat_replication``). Requests authenticated by an API token carry no cookie: their GETs read the
+  replica, and their POSTs answer with the new state.
 - A replica that cannot be reached (refused, timed out after :data:`CONNECT_TIMEOUT_SECONDS`, cut) is left
   alone for :data:`REPLICA_RETRY_SECONDS` with one warning in the log, and reads go to the primary meanwhile:
   a stopped standby costs the primary load, never a failed page. (A connection lost in the middle of a page
   fails that one page, as the primary's would; the next ones read from the primary.)
 
-Unset, nothing here is installed and every read goes to the primary, as before.
+Unset, nothing here is installed and every read goes to the primary.
 """
 
 from __future__ import annotations
