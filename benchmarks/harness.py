@@ -133,35 +133,44 @@ def ratio(measured: float | None, target: float | None, *, higher_is_better: boo
 # ----------------------------------------------------------------------------------------------- CPU time
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of one live process (``/proc/<pid>/stat``); 0.0 when it is gone."""
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` from the third (state) on; [] when the process is gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
+        return []
+
+
+def process_cpu_seconds(pid: int, *, reaped: bool = False) -> float:
+    """User + system CPU seconds of one live process, with its reaped children's when ``reaped``; 0.0 when
+    it is gone."""
+    fields = _stat_fields(pid)
+    if not fields:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime: fields 14 and 15 of stat(5)
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of stat(5)
+    if reaped:
+        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / CLOCK_TICKS
 
 
-def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds of a process and its live descendants (a Celery worker and its pool process)."""
+def tree_cpu_seconds(*roots: int) -> float:
+    """CPU seconds of the processes ``roots`` and all their descendants, living or reaped (a Celery worker
+    and its pool process)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
-    total, pending = 0.0, [root]
+        if entry.name.isdigit() and (fields := _stat_fields(int(entry.name))):
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, pending = 0.0, list(roots)
     while pending:
         pid = pending.pop()
-        total += process_cpu_seconds(pid)
+        total += process_cpu_seconds(pid, reaped=True)  # a living child is not in its parent's cutime yet
         pending.extend(children.get(pid, []))
     return total
 
 
 def children_cpu_seconds() -> float:
-    """CPU seconds of this process's finished (waited-for) children, ``getrusage(RUSAGE_CHILDREN)``."""
+    """CPU seconds of this process's finished (waited-for) children and theirs,
+    ``getrusage(RUSAGE_CHILDREN)``."""
     import resource
 
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -169,52 +178,51 @@ def children_cpu_seconds() -> float:
 
 
 class BackendCpu:
-    """CPU seconds of the PostgreSQL backends serving one database, sampled from ``/proc`` in a thread: per
-    backend the last value seen, summed (backends that existed before ``start`` count from their value
-    then). Reading another user's backends needs root or the ``postgres`` user (``readable`` says)."""
+    """CPU seconds of the PostgreSQL backends connected to ``database`` (their process title names it) while
+    the block runs: sampled every ``every`` seconds, since a backend ends with its connection (its last
+    interval may be missed); a backend seen at the start counts from there. Another user's backends are
+    readable as root or as ``postgres`` (``readable`` says whether they were)."""
 
-    def __init__(self, dsn: str, database: str, every: float = 0.2) -> None:
-        self.dsn, self.database, self.every = dsn, database, every
-        self.first: dict[int, float] = {}
-        self.last: dict[int, float] = {}
+    def __init__(self, database: str, every: float = 0.2) -> None:
+        self.marker = f" {database} ".encode()
+        self.every = every
         self.readable = True
+        self.start: dict[int, float] = {}
+        self.last: dict[int, float] = {}
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread = threading.Thread(target=self._run, name="backend-cpu", daemon=True)
 
-    def _sample(self, connection: Any, initial: bool) -> None:
-        rows = connection.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (self.database,)
-        ).fetchall()
-        for (pid,) in rows:
+    def _backends(self) -> dict[int, float]:
+        found = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
             try:
-                Path(f"/proc/{pid}/stat").read_bytes()
+                title = (entry / "cmdline").read_bytes()
             except PermissionError:  # /proc mounted with hidepid
                 self.readable = False
                 continue
-            except OSError:  # the backend ended between the query and the read
+            except OSError:  # gone between the listing and the read
                 continue
-            seconds = process_cpu_seconds(int(pid))
-            if initial:
-                self.first[int(pid)] = seconds
-            self.last[int(pid)] = max(seconds, self.last.get(int(pid), 0.0))
+            if title.startswith(b"postgres: ") and self.marker in title:
+                found[int(entry.name)] = process_cpu_seconds(int(entry.name))
+        return found
 
     def _run(self) -> None:
-        import psycopg
-
-        with psycopg.connect(self.dsn, autocommit=True) as connection:
-            self._sample(connection, initial=True)
-            while not self._stop.wait(self.every):
-                self._sample(connection, initial=False)
-            self._sample(connection, initial=False)
+        while not self._stop.wait(self.every):
+            self.last.update({pid: cpu for pid, cpu in self._backends().items() if cpu})
 
     def __enter__(self) -> Self:
+        self.start = self._backends()
+        self.last = dict(self.start)
         self._thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        self._thread.join()
+        self.last.update({pid: cpu for pid, cpu in self._backends().items() if cpu})
 
     @property
     def seconds(self) -> float:
-        return sum(value - self.first.get(pid, 0.0) for pid, value in self.last.items())
+        return sum(cpu - self.start.get(pid, 0.0) for pid, cpu in self.last.items())

@@ -105,10 +105,10 @@ def load_endpoints(
     concurrency: list[int],
     seconds: float,
     max_requests: int,
-    postgres: tuple[str, str] | None = None,
+    database: str | None = None,
 ) -> list[LoadResult]:
-    """Log in, then ``wrk`` against every endpoint at every concurrency, in turn. ``postgres``: (a DSN of the
-    server, the database's name) to measure its backends' CPU per request as well as gunicorn's."""
+    """Log in, then ``wrk`` against every endpoint at every concurrency, in turn. ``database``: the name of
+    the PostgreSQL database, to measure its backends' CPU per request as well as gunicorn's."""
     base = server.base
     cookie = cookie_header(log_in(base, USERNAME, PASSWORD))
     for endpoint in endpoints(match_id):  # warm every gunicorn worker's caches; fail early on a wrong marker
@@ -122,7 +122,7 @@ def load_endpoints(
         for endpoint in endpoints(match_id):
             headers = {"Authorization": f"Bearer {token}"} if endpoint.api else {"Cookie": cookie}
             with contextlib.ExitStack() as stack:
-                backends = stack.enter_context(BackendCpu(*postgres)) if postgres else None
+                backends = stack.enter_context(BackendCpu(database)) if database else None
                 before = tree_cpu_seconds(server.pid)
                 result = run_wrk(
                     endpoint.label,
@@ -216,7 +216,7 @@ def main() -> None:
                 concurrency=concurrency,
                 seconds=args.seconds,
                 max_requests=args.max_requests,
-                postgres=(args.pg_url, name),
+                database=name,
             )
     finally:
         if not args.keep:

@@ -126,7 +126,7 @@ def crawl_end_to_end(
     )
     progress(f"crawling {len(site.pages)} pages with one worker")
     try:
-        with workers(env, 1, data_dir) as started, BackendCpu(libpq_dsn(args.postgres), database) as backends:
+        with workers(env, 1, data_dir) as started, BackendCpu(database) as backends:
             worker_before = tree_cpu_seconds(started[0].pid)
             crawl_before = children_cpu_seconds()
             crawl, wall = fptrack(env, *crawl_args, timeout=600 + 20 * len(site.pages))
