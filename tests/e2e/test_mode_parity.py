@@ -3,14 +3,18 @@
 The pirate site of ``test_crawl_to_report`` plus one chapter served under five URLs (desktop, mobile,
 print...: copies, never template) and a run of pages whose template quotes a registered chapter (template,
 never a copy). It is crawled (a) in-process on SQLite, (b) in-process on PostgreSQL, (c) with two worker
-processes on PostgreSQL; then the same pages are (d) stored and processed in three different random orders,
-one batch at a time, and (e) processed with every task delivered twice (and once more, late, after the site
-settled)."""
+processes on PostgreSQL, one work registered while the crawl's pages are compared, (f) in-process on SQLite,
+one work registered likewise by another process; then the same pages are (d) stored and processed in three
+different random orders, one batch at a time, and (e) processed with every task delivered twice (and once
+more, late, after the site settled)."""
 
 from __future__ import annotations
 
 import random
+import subprocess
+import threading
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,8 +80,34 @@ def _register(fptrack: Fptrack) -> None:
     fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
 
 
-def _crawl(fptrack: Fptrack, pages: dict[str, Any]) -> tuple[set[tuple[Any, ...]], str]:
+def _register_during_crawl(fptrack: Fptrack, delay: float) -> Callable[[], None]:
+    """Start ``works add alley.txt`` ``delay`` seconds from now in another process; the returned call waits
+    for it. The crawl is running by then: its pages are compared while the work is registered."""
+    failures: list[BaseException] = []
+
+    def register() -> None:
+        try:
+            threading.Event().wait(delay)
+            fptrack.run("works", "add", str(DEMO_DATA / "alley.txt"))
+        except (AssertionError, subprocess.TimeoutExpired) as error:  # reported by the waiting call
+            failures.append(error)
+
+    thread = threading.Thread(target=register)
+    thread.start()
+
+    def join() -> None:
+        thread.join()
+        if failures:
+            raise failures[0]
+
+    return join
+
+
+def _crawl(
+    fptrack: Fptrack, pages: dict[str, Any], *, during: Callable[[], Callable[[], None]] | None = None
+) -> tuple[set[tuple[Any, ...]], str]:
     with serve_site(pages) as base:
+        registered = during() if during is not None else None
         fptrack.run(
             "crawl",
             base + "/",
@@ -90,6 +120,8 @@ def _crawl(fptrack: Fptrack, pages: dict[str, Any]) -> tuple[set[tuple[Any, ...]
             "--quiet",
             timeout=600,
         )
+        if registered is not None:
+            registered()
         return _key(fptrack.matches(), base), base
 
 
@@ -197,14 +229,30 @@ def test_every_run_mode_gives_the_same_matches(sqlite_settings, postgres_setting
         worker_settings.data_dir.mkdir(parents=True, exist_ok=True)
         workers.run("init")  # a worker refuses a database that was never initialised
         with worker_processes(workers.env(), tmp_path, 2):
-            workers.run("works", "add", str(DEMO_DATA / "lighthouse.txt"), str(DEMO_DATA / "alley.txt"))
-            # registration is queued too: the crawl must not overtake it
+            workers.run("works", "add", str(DEMO_DATA / "lighthouse.txt"))
             wait_indexed(worker_settings)
-            answers["c: two workers, PostgreSQL"], _ = _crawl(workers, pages)
+            # the second work is registered (and indexed by a worker) while the crawl's pages are compared
+            # on the workers: a page compared before the work was visible is found by its look-up
+            answer, base_c = _crawl(workers, pages, during=lambda: _register_during_crawl(workers, 1.5))
+            wait_indexed(worker_settings)
+            mid_crawl = "c: two workers, PostgreSQL, a work registered mid-crawl"
+            answers[mid_crawl] = _key(workers.matches(), base_c)
+            assert answer <= answers[mid_crawl]
     finally:
         with admin.connect() as connection:
             connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         admin.dispose()
+
+    # f: in-process on SQLite, the second work registered by another process during the crawl
+    during_db = f"sqlite:///{tmp_path / 'during.db'}"
+    during_settings = Settings(data_dir=tmp_path / "during", database_url=during_db)
+    during_settings.data_dir.mkdir(parents=True, exist_ok=True)
+    during = Fptrack(during_settings, {})
+    during.run("init")
+    during.run("works", "add", str(DEMO_DATA / "lighthouse.txt"))
+    answers["f: in-process, SQLite, a work registered mid-crawl"], _ = _crawl(
+        during, pages, during=lambda: _register_during_crawl(during, 1.0)
+    )
 
     crawled = _stored_pages(sqlite_settings)
     for seed in (1, 2, 3):
