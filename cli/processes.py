@@ -95,14 +95,20 @@ def _serve_warnings(context: CliContext, host: str, *, debug: bool, production: 
 @click.command()
 @click.option("--concurrency", "-c", default=0, type=int, help="Worker processes (default: one per core).")
 @click.option("--loglevel", default="INFO", show_default=True)
-@click.option("--beat", is_flag=True, help="Also run the scheduler: periodic upkeep (`fptrack maintain`) and "
-                                           "the crawls of "
-              "monitored sites when due (`fptrack sites`), the takedown re-checks (`fptrack takedowns`); one "
-              "per cluster. Or run it alone with `fptrack beat`.")  # fmt: skip
-@click.option("--crawls/--no-crawls", default=True, show_default=True,
-              help="Also take the scheduler's crawl tasks (start the due site crawls here, the takedown "
-                   "re-checks). "
-              "--no-crawls: fingerprint and compare only, and run `fptrack crawler` elsewhere.")  # fmt: skip
+@click.option(
+    "--beat",
+    is_flag=True,
+    help="Also run the scheduler: periodic upkeep (`fptrack maintain`) and the crawls of monitored sites "
+    "when due (`fptrack sites`), the takedown re-checks (`fptrack takedowns`); one per cluster. Or run it "
+    "alone with `fptrack beat`.",
+)
+@click.option(
+    "--crawls/--no-crawls",
+    default=True,
+    show_default=True,
+    help="Also take the scheduler's crawl tasks (start the due site crawls here, the takedown re-checks). "
+    "--no-crawls: fingerprint and compare only, and run `fptrack crawler` elsewhere.",
+)
 @pass_context
 @friendly_errors
 def worker(context: CliContext, concurrency: int, loglevel: str, beat: bool, crawls: bool) -> None:
@@ -116,8 +122,14 @@ def worker(context: CliContext, concurrency: int, loglevel: str, beat: bool, cra
 
 
 @click.command()
-@click.option("--concurrency", "-c", default=2, show_default=True, type=click.IntRange(1),
-              help="Crawl tasks at a time (each site crawl then runs in a process of its own).")  # fmt: skip
+@click.option(
+    "--concurrency",
+    "-c",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Crawl tasks at a time (each site crawl then runs in a process of its own).",
+)
 @click.option("--loglevel", default="INFO", show_default=True)
 @pass_context
 @friendly_errors
@@ -152,8 +164,14 @@ def _run_worker(
     if load_tables:
         _load_page_tables()
     # a node name of its own per process, so that several workers on one machine answer `fptrack ping` apart
-    argv = ["worker", f"--loglevel={loglevel}", "--without-gossip", "--without-mingle",
-            f"--hostname={role}-{os.getpid()}@%h", f"--queues={','.join(queues)}"]  # fmt: skip
+    argv = [
+        "worker",
+        f"--loglevel={loglevel}",
+        "--without-gossip",
+        "--without-mingle",
+        f"--hostname={role}-{os.getpid()}@%h",
+        f"--queues={','.join(queues)}",
+    ]
     if concurrency:
         argv.append(f"--concurrency={concurrency}")
     if beat:
@@ -167,8 +185,8 @@ def _load_page_tables() -> None:
     registry's codes), then close the database connection it used.
 
     Why: Celery forks its pool from this process after this call, so the children inherit them loaded and
-    shared, instead of each paying ~0.9 s and ~60 MB on its first task for the tables (measured in issue 20;
-    the fingerprint modules load them on first use, as any process that fingerprints only on occasion
+    shared, instead of each paying ~0.9 s and ~60 MB on its first task for the tables (the fingerprint
+    modules load them on first use, as any process that fingerprints only on occasion
     should), and the registry's load besides (a child refreshes it when the registry has changed since). No
     connection may be shared by two processes: the one the sample used is closed before the fork."""
     from fptrack import taskqueue
@@ -210,10 +228,13 @@ def beat(context: CliContext, loglevel: str) -> None:
 
 
 _WAIT_OPTION = click.option(
-    "--wait", default=0.0, show_default=True, type=click.FloatRange(0),
+    "--wait",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0),
     help="Keep asking for up to this many seconds before giving up (a start-up check: systemd's "
-         "ExecStartPost).",
-)  # fmt: skip
+    "ExecStartPost).",
+)
 
 
 def _keep_trying(wait: float, check: Callable[[], str | None]) -> None:
@@ -227,14 +248,27 @@ def _keep_trying(wait: float, check: Callable[[], str | None]) -> None:
 
 
 @click.command()
-@click.option("--timeout", default=5.0, show_default=True, type=click.FloatRange(0.1),
-              help="Seconds to wait for answers.")  # fmt: skip
-@click.option("--queue", "queue_kind", type=click.Choice(["any", "tasks", "crawls"]), default="any",
-              show_default=True,
-              help="Only workers consuming this queue: tasks = FPTRACK_TASK_QUEUE (`fptrack worker`), crawls "
-                   "= the crawl queue (`fptrack crawler`, or a worker without --no-crawls).")  # fmt: skip
-@click.option("--local", is_flag=True, help="Only workers on this machine (its host name): a container's own "
-              "health check.")  # fmt: skip
+@click.option(
+    "--timeout",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0.1),
+    help="Seconds to wait for answers.",
+)
+@click.option(
+    "--queue",
+    "queue_kind",
+    type=click.Choice(["any", "tasks", "crawls"]),
+    default="any",
+    show_default=True,
+    help="Only workers consuming this queue: tasks = FPTRACK_TASK_QUEUE (`fptrack worker`), "
+    "crawls = the crawl queue (`fptrack crawler`, or a worker without --no-crawls).",
+)
+@click.option(
+    "--local",
+    is_flag=True,
+    help="Only workers on this machine (its host name): a container's own health check.",
+)
 @_WAIT_OPTION
 @pass_context
 @friendly_errors
@@ -272,8 +306,9 @@ def ping(context: CliContext, timeout: float, queue_kind: str, local: bool, wait
 
 
 @click.command()
-@click.option("--url", default="http://127.0.0.1:8000/healthz", show_default=True,
-              help="The admin's health endpoint.")  # fmt: skip
+@click.option(
+    "--url", default="http://127.0.0.1:8000/healthz", show_default=True, help="The admin's health endpoint."
+)
 @_WAIT_OPTION
 @friendly_errors
 def healthz(url: str, wait: float) -> None:

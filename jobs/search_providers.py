@@ -222,10 +222,12 @@ def configured_providers(settings: Settings, fetch: Fetch | None = None) -> list
     providers: list[SearchProvider] = []
     needs = {
         "bing": ("FPTRACK_SEARCH_BING_KEY", settings.search_bing_key),
-        "google": ("FPTRACK_SEARCH_GOOGLE_KEY and FPTRACK_SEARCH_GOOGLE_CX",
-                   settings.search_google_key and settings.search_google_cx),
+        "google": (
+            "FPTRACK_SEARCH_GOOGLE_KEY and FPTRACK_SEARCH_GOOGLE_CX",
+            settings.search_google_key and settings.search_google_cx,
+        ),
         "serpapi": ("FPTRACK_SEARCH_SERPAPI_KEY", settings.search_serpapi_key),
-    }  # fmt: skip
+    }
     for name in settings.search_providers:
         if name not in PROVIDERS:
             raise SearchError(

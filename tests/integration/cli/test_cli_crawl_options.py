@@ -106,7 +106,13 @@ def test_render_js_yes_without_chromium_is_a_one_line_error_before_any_crawl(ini
 
 def test_render_js_auto_without_chromium_crawls_statically_and_says_why(initialised: Path) -> None:
     with serve_site({"/": chapter_page("第一章", PARAGRAPHS)}) as site:
-        result = fptrack(initialised, "crawl", site + "/", "--allow-private-host", site.key,
-                         FPTRACK_CHROMIUM="/nonexistent/chromium")  # fmt: skip
+        result = fptrack(
+            initialised,
+            "crawl",
+            site + "/",
+            "--allow-private-host",
+            site.key,
+            FPTRACK_CHROMIUM="/nonexistent/chromium",
+        )
     assert result.returncode == 0, result.stderr
     assert "note: JS rendering off: '/nonexistent/chromium' not found" in result.stdout

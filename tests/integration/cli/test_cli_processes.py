@@ -36,8 +36,13 @@ def running(tmp_path: Path, name: str, *args: str, **env: str) -> Iterator[subpr
     environ = clean_environ()
     environ.update(FPTRACK_DATA_DIR=str(tmp_path / "data"), **env)
     with open(tmp_path / f"{name}.log", "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "fptrack.cli", *args], env=environ, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, "-m", "fptrack.cli", *args],
+            env=environ,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             yield process
         finally:
@@ -64,8 +69,10 @@ def test_ping_fails_in_one_line_when_no_worker_or_no_broker_answers(
     tmp_path: Path, broker_env: dict[str, str]
 ) -> None:
     queue = broker_env["FPTRACK_TASK_QUEUE"]
-    assert_clean_error(fptrack(tmp_path, "ping", "--queue", "tasks", "--timeout", "1", **broker_env),
-                       f"no worker consuming {queue} answered within 1s")  # fmt: skip
+    assert_clean_error(
+        fptrack(tmp_path, "ping", "--queue", "tasks", "--timeout", "1", **broker_env),
+        f"no worker consuming {queue} answered within 1s",
+    )
     unreachable = {**broker_env, "FPTRACK_BROKER_URL": "redis://:secret@127.0.0.1:9/0"}
     refused = fptrack(tmp_path, "ping", "--timeout", "1", **unreachable)
     assert_clean_error(refused, "cannot reach the broker redis://:***@127.0.0.1:9/0")
@@ -87,8 +94,10 @@ def test_ping_tells_fingerprint_workers_from_crawlers(
         assert answered.stdout.startswith(f"worker-{worker.pid}@"), answered.stdout
         assert fptrack(tmp_path, "ping", "--queue", "tasks", "--local", **env).returncode == 0
         # a worker with --no-crawls leaves the crawl queue alone: no crawler yet
-        assert_clean_error(fptrack(tmp_path, "ping", "--queue", "crawls", "--timeout", "2", **env),
-                           f"no worker consuming {broker_env['FPTRACK_TASK_QUEUE']}.crawls")  # fmt: skip
+        assert_clean_error(
+            fptrack(tmp_path, "ping", "--queue", "crawls", "--timeout", "2", **env),
+            f"no worker consuming {broker_env['FPTRACK_TASK_QUEUE']}.crawls",
+        )
         with running(tmp_path, "crawler", "crawler", "--concurrency", "1", **env) as crawler:
             crawls = fptrack(tmp_path, "ping", "--queue", "crawls", "--wait", "120", **env)
             assert crawls.returncode == 0, crawls.stderr + (tmp_path / "crawler.log").read_text(

@@ -141,13 +141,28 @@ def test_crawl_health(client: FlaskClient, seeded: Seeded, session: Session) -> 
     )
     session.add_all([site, idle])
     session.flush()
-    session.add_all([
-        CrawlJob(site_id=site.id, start_urls=["http://late.example/"], status="failed", max_pages=10,
-                 started_at=now - timedelta(hours=1), error=f"gave up {SCRIPT}"),
-        CrawlJob(site_id=site.id, start_urls=["http://late.example/"], status="finished", max_pages=10,
-                 pages_seen=7, started_at=now - timedelta(hours=2), finished_at=now),
-        CrawlJob(site_id=site.id, status="failed", started_at=now - timedelta(days=3)),
-    ])  # fmt: skip
+    session.add_all(
+        [
+            CrawlJob(
+                site_id=site.id,
+                start_urls=["http://late.example/"],
+                status="failed",
+                max_pages=10,
+                started_at=now - timedelta(hours=1),
+                error=f"gave up {SCRIPT}",
+            ),
+            CrawlJob(
+                site_id=site.id,
+                start_urls=["http://late.example/"],
+                status="finished",
+                max_pages=10,
+                pages_seen=7,
+                started_at=now - timedelta(hours=2),
+                finished_at=now,
+            ),
+            CrawlJob(site_id=site.id, status="failed", started_at=now - timedelta(days=3)),
+        ]
+    )
     session.commit()
     html = _text(client.get("/"))
     assert 'id="crawl-failures">1 crawl failed' in html
@@ -230,8 +245,15 @@ def test_match_page_shows_its_takedown_checks_escaped(
     assert match is not None
     assert "Not re-checked yet" in _text(client.get(f"/matches/{match.id}"))
     now = utcnow()
-    session.add(TakedownCheck(match_id=match.id, checked_at=now - timedelta(hours=2), outcome="present",
-                              http_status=200, detail="still copies 97 %"))  # fmt: skip
+    session.add(
+        TakedownCheck(
+            match_id=match.id,
+            checked_at=now - timedelta(hours=2),
+            outcome="present",
+            http_status=200,
+            detail="still copies 97 %",
+        )
+    )
     session.add(
         TakedownCheck(match_id=match.id, checked_at=now, outcome="gone", http_status=404, detail=SCRIPT)
     )
