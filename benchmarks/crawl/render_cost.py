@@ -37,10 +37,9 @@ from testbed.sites import Page, serve_site
 
 
 def _site(count: int) -> dict[str, Page]:
-    # the demo's first chapter, without its title: about 1,500 characters
-    paragraphs = [
-        line.strip() for line in demo_chapters("lighthouse.txt")[0].splitlines()[1:] if line.strip()
-    ]
+    # the demo's chapters (lighthouse.txt, alley.txt's first), without their titles: about 1,500 characters
+    chapters = [*demo_chapters("lighthouse.txt"), demo_chapters("alley.txt")[0]]
+    paragraphs = [line.strip() for chapter in chapters for line in chapter.splitlines()[1:] if line.strip()]
     pages: dict[str, Page] = {}
     links = []
     for n in range(count):
