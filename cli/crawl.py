@@ -60,8 +60,11 @@ EXIT_INTERRUPTED = 130
     help="A Scrapy setting passed through (e.g. -s DOWNLOAD_DELAY=2 -s AUTOTHROTTLE_TARGET_CONCURRENCY=1). "
     "Repeatable.",
 )
-@click.option("--delay", type=click.FloatRange(0), help="Seconds at least between two requests to a site "
-              "(default: FPTRACK_CRAWL_DELAY).")  # fmt: skip
+@click.option(
+    "--delay",
+    type=click.FloatRange(0),
+    help="Seconds at least between two requests to a site (default: FPTRACK_CRAWL_DELAY).",
+)
 @click.option(
     "--ignore-robots", is_flag=True, help="Do not obey robots.txt (default: FPTRACK_CRAWL_OBEY_ROBOTS)."
 )
@@ -174,8 +177,11 @@ def _join_distributed(context: CliContext, first_url: str, depth: int, max_pages
     shared = SharedCrawl.connect(context.settings, site_of(request_url(first_url)))
     joined = shared.enter(depth=depth, max_pages=max_pages)
     if joined.role == "joined":
-        click.echo(f"joining the running distributed crawl of {shared.site} (depth {joined.depth}, limit "
-                   f"{joined.max_pages} pages)", err=True)  # fmt: skip
+        click.echo(
+            f"joining the running distributed crawl of {shared.site} (depth {joined.depth}, limit "
+            f"{joined.max_pages} pages)",
+            err=True,
+        )
     return shared
 
 
@@ -203,10 +209,18 @@ def _run_job(
     try:
         with alive as started:
             return run_crawl_job(
-                context.settings, sessions, list(urls), depth=depth, max_pages=max_pages,
-                progress=_progress_printer(quiet), waiting=_wait_printer(), options=options, shared=shared,
-                on_start=started, pool=pool,
-            )  # fmt: skip
+                context.settings,
+                sessions,
+                list(urls),
+                depth=depth,
+                max_pages=max_pages,
+                progress=_progress_printer(quiet),
+                waiting=_wait_printer(),
+                options=options,
+                shared=shared,
+                on_start=started,
+                pool=pool,
+            )
     finally:
         if shared is not None:
             shared.close()
@@ -243,9 +257,11 @@ def _wait_printer() -> Callable[[WaitProgress], None]:
 def _print_outcome(outcome: CrawlOutcome) -> None:
     """The summary on stdout: pages by HTTP status, failures and notes, then the pages that copy works."""
     if not outcome.whole_job:
-        click.echo(f"this process's part of distributed crawl #{outcome.job_id}: "
-                   f"{outcome.stats.pages_seen if outcome.stats else 0} page(s); the last process to finish "
-                   "records the job's totals")  # fmt: skip
+        click.echo(
+            f"this process's part of distributed crawl #{outcome.job_id}: "
+            f"{outcome.stats.pages_seen if outcome.stats else 0} page(s); the last process to finish "
+            "records the job's totals"
+        )
     from fptrack.jobs.crawls import job_stats, pace_line
 
     stats = outcome.stats
@@ -275,8 +291,10 @@ def _finish(outcome: CrawlOutcome) -> None:
     """Exit 130 when interrupted (what was fetched is kept), 1 with the job's error when it failed; else point
     at ``fptrack matches``."""
     if outcome.status == "interrupted":
-        echo_error(f"crawl #{outcome.job_id} interrupted; {outcome.pages_compared} page(s) compared, the "
-                   "rest are kept and compared by the next crawl or `fptrack maintain`")  # fmt: skip
+        echo_error(
+            f"crawl #{outcome.job_id} interrupted; {outcome.pages_compared} page(s) compared, the "
+            "rest are kept and compared by the next crawl or `fptrack maintain`"
+        )
         sys.exit(EXIT_INTERRUPTED)
     if not outcome.ok:
         raise CliError(outcome.error or f"crawl #{outcome.job_id} failed")
