@@ -1,4 +1,4 @@
-"""The page plan of ``benchmarks/scale.py`` (what every stored page holds, the planted copies of the new
+"""The page plan of ``benchmarks.scale.pages`` (what every stored page holds, the planted copies of the new
 works, the fresh site) and its recall arithmetic; generated text, no corpus, no database. Plus the bare Scrapy
 spider of ``benchmarks/pipeline_throughput.py`` on a small loopback site."""
 
