@@ -83,9 +83,15 @@ def notices() -> None:
 @pass_context
 @friendly_errors
 def notices_draft(
-    context: CliContext, match_ids: tuple[int, ...], host: str | None, language: str | None, fmt: str,
-    sender_name: str | None, recipient: str | None, output: Path | None,
-) -> None:  # fmt: skip
+    context: CliContext,
+    match_ids: tuple[int, ...],
+    host: str | None,
+    language: str | None,
+    fmt: str,
+    sender_name: str | None,
+    recipient: str | None,
+    output: Path | None,
+) -> None:
     """Draft a notice and print or write it. Refused for a match that is not confirmed; when an element of the
     law is missing, nothing is printed: the command names what is missing and exits 1 (the draft is kept, and
     is sent once the sender or the contacts are completed: send renders it again)."""
@@ -99,9 +105,15 @@ def notices_draft(
     with context.session() as session:
         sender = find_sender(session, sender_name) if sender_name else None
         notice = draft_notice(
-            session, actor=_actor(), match_ids=match_ids, host=host, sender=sender, language=language,
-            recipient=recipient, bundle_settings=context.settings,
-        )  # fmt: skip
+            session,
+            actor=_actor(),
+            match_ids=match_ids,
+            host=host,
+            sender=sender,
+            language=language,
+            recipient=recipient,
+            bundle_settings=context.settings,
+        )
         missing = missing_elements(notice)
         if fmt == "text":
             document: str | bytes = notice.text
@@ -118,9 +130,10 @@ def notices_draft(
         number = notice.id
     if missing:
         raise NoticeError(
-            f"draft notice {number} is kept but cannot be sent; it lacks: " + "; ".join(missing)
+            f"draft notice {number} is kept but cannot be sent; it lacks: "
+            + "; ".join(missing)
             + f" (complete the sender or the contacts, then: fptrack notices send {number})"
-        )  # fmt: skip
+        )
     if output is not None:
         if isinstance(document, bytes):
             output.write_bytes(document)
@@ -178,11 +191,20 @@ def notices_list(context: CliContext, state: str | None, host: str | None, fmt: 
         print_table(
             ["id", "host", "state", "kind", "lang", "recipient", "items", "open", "sent at"],
             [
-                (r["id"], r["host"], r["state"], r["kind"], r["language"], r["recipient"], r["items"],
-                 r["open_items"], (r["sent_at"] or "-"))
+                (
+                    r["id"],
+                    r["host"],
+                    r["state"],
+                    r["kind"],
+                    r["language"],
+                    r["recipient"],
+                    r["items"],
+                    r["open_items"],
+                    (r["sent_at"] or "-"),
+                )
                 for r in found
             ],
-        )  # fmt: skip
+        )
 
 
 @notices.command("show")
@@ -201,17 +223,27 @@ def notices_show(context: CliContext, notice_id: int, fmt: str) -> None:
             **_summary(notice),
             "missing": missing_elements(notice) if notice.state == "draft" else [],
             "items_detail": [
-                {"match_id": i.match_id, "url": i.url, "closed_at": iso_utc(i.closed_at),
-                 "bundle_sha256": i.bundle_sha256}
+                {
+                    "match_id": i.match_id,
+                    "url": i.url,
+                    "closed_at": iso_utc(i.closed_at),
+                    "bundle_sha256": i.bundle_sha256,
+                }
                 for i in notice.items
             ],
             "events": [
-                {"at": iso_utc(e.at), "kind": e.kind, "actor": e.actor, "recipient": e.recipient,
-                 "message_id": e.message_id, "detail": e.detail}
+                {
+                    "at": iso_utc(e.at),
+                    "kind": e.kind,
+                    "actor": e.actor,
+                    "recipient": e.recipient,
+                    "message_id": e.message_id,
+                    "detail": e.detail,
+                }
                 for e in notice.events
             ],
             "text": notice.text,
-        }  # fmt: skip
+        }
     if fmt == "json":
         click.echo(json.dumps(record, ensure_ascii=False))
         return

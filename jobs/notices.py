@@ -190,9 +190,14 @@ def add_contact(
     if session.scalar(select(HostContact.id).where(HostContact.host == host, HostContact.level == level)):
         raise NoticeError(f"{host} has a contact at level {level} already")
     contact = HostContact(
-        host=host, level=level, kind=kind, name=_clean(name, 300), email=email[:320], language=language,
+        host=host,
+        level=level,
+        kind=kind,
+        name=_clean(name, 300),
+        email=email[:320],
+        language=language,
         note=note.strip(),
-    )  # fmt: skip
+    )
     session.add(contact)
     session.flush()
     return contact
@@ -367,9 +372,15 @@ def draft_notice(
     The caller commits."""
     now = now or utcnow()
     notice = preview_notice(
-        session, match_ids=match_ids, host=host, sender=sender, language=language, recipient=recipient,
-        bundle_settings=bundle_settings, now=now,
-    )  # fmt: skip
+        session,
+        match_ids=match_ids,
+        host=host,
+        sender=sender,
+        language=language,
+        recipient=recipient,
+        bundle_settings=bundle_settings,
+        now=now,
+    )
     notice.created_by = actor
     session.add(notice)
     session.flush()  # the notice's number goes into its text
@@ -381,9 +392,15 @@ def draft_notice(
 
 
 def _event(
-    notice: Notice, kind: str, at: datetime, *, actor: str = "", recipient: str = "", message_id: str = "",
+    notice: Notice,
+    kind: str,
+    at: datetime,
+    *,
+    actor: str = "",
+    recipient: str = "",
+    message_id: str = "",
     detail: str = "",
-) -> NoticeEvent:  # fmt: skip
+) -> NoticeEvent:
     event = NoticeEvent(
         kind=kind, at=at, actor=actor, recipient=recipient, message_id=message_id, detail=detail
     )
@@ -471,14 +488,20 @@ def send_notice(
         f"via {transport.describe()}; text sha256 {notice.text_sha256}; attached: {attached or 'nothing'}"
     )
     _event(
-        notice, "sent", now, actor=actor, recipient=notice.recipient_address, message_id=notice.message_id,
+        notice,
+        "sent",
+        now,
+        actor=actor,
+        recipient=notice.recipient_address,
+        message_id=notice.message_id,
         detail=detail,
-    )  # fmt: skip
+    )
     return notice
 
 
-def mark_notice(session: Session, notice: Notice, mark: str, *, actor: str, note: str = "",
-                now: datetime | None = None) -> Notice:  # fmt: skip
+def mark_notice(
+    session: Session, notice: Notice, mark: str, *, actor: str, note: str = "", now: datetime | None = None
+) -> Notice:
     """Record what became of a notice: ``acknowledged`` (its recipient answered), ``bounced`` (the message
     came back: an event; the notice stays as it was) or ``withdrawn`` (by its sender). The caller commits."""
     now = now or utcnow()
@@ -577,11 +600,23 @@ def _successor(session: Session, notice: Notice, now: datetime) -> tuple[Notice 
         kind, level, address = "reminder", notice.contact_level, notice.recipient_address
         name, recipient_kind, language = notice.recipient_name, notice.recipient_kind, notice.language
     successor = Notice(
-        sender_id=notice.sender_id, host=notice.host, recipient_name=name, recipient_address=address,
-        recipient_kind=recipient_kind, contact_level=level, language=language, state="draft", kind=kind,
-        escalation_level=notice.escalation_level + 1, parent_id=notice.id, created_at=now,
-        created_by="follow-up", state_changed_at=now, message_id="", sent_by="",
-    )  # fmt: skip
+        sender_id=notice.sender_id,
+        host=notice.host,
+        recipient_name=name,
+        recipient_address=address,
+        recipient_kind=recipient_kind,
+        contact_level=level,
+        language=language,
+        state="draft",
+        kind=kind,
+        escalation_level=notice.escalation_level + 1,
+        parent_id=notice.id,
+        created_at=now,
+        created_by="follow-up",
+        state_changed_at=now,
+        message_id="",
+        sent_by="",
+    )
     successor.sender = notice.sender
     successor.parent = notice
     successor.items = [

@@ -61,32 +61,59 @@ def _bing(query: str, rows: list[tuple[str, str, str]], count: int) -> dict[str,
             "webSearchUrl": f"https://www.bing.com/search?q={query}",
             "totalEstimatedMatches": len(rows),
             "value": [
-                {"id": f"https://api.bing.microsoft.com/api/v7/#WebPages.{i}", "name": title, "url": url,
-                 "isFamilyFriendly": True, "displayUrl": url.split("://", 1)[-1], "snippet": snippet,
-                 "dateLastCrawled": "2026-11-20T08:00:00.0000000Z", "language": "zh_chs"}
+                {
+                    "id": f"https://api.bing.microsoft.com/api/v7/#WebPages.{i}",
+                    "name": title,
+                    "url": url,
+                    "isFamilyFriendly": True,
+                    "displayUrl": url.split("://", 1)[-1],
+                    "snippet": snippet,
+                    "dateLastCrawled": "2026-11-20T08:00:00.0000000Z",
+                    "language": "zh_chs",
+                }
                 for i, (url, title, snippet) in enumerate(rows[:count])
             ],
         },
-        "rankingResponse": {"mainline": {"items": [{"answerType": "WebPages", "resultIndex": i}
-                                                   for i in range(min(count, len(rows)))]}},
-    }  # fmt: skip
+        "rankingResponse": {
+            "mainline": {
+                "items": [{"answerType": "WebPages", "resultIndex": i} for i in range(min(count, len(rows)))]
+            }
+        },
+    }
 
 
 def _google(query: str, rows: list[tuple[str, str, str]], count: int) -> dict[str, object]:
     payload: dict[str, object] = {
         "kind": "customsearch#search",
-        "url": {"type": "application/json",
-                "template": "https://www.googleapis.com/customsearch/v1?q={searchTerms}"},
-        "queries": {"request": [{"title": "Google Custom Search - " + query, "searchTerms": query,
-                                 "count": min(count, len(rows)), "startIndex": 1}]},
+        "url": {
+            "type": "application/json",
+            "template": "https://www.googleapis.com/customsearch/v1?q={searchTerms}",
+        },
+        "queries": {
+            "request": [
+                {
+                    "title": "Google Custom Search - " + query,
+                    "searchTerms": query,
+                    "count": min(count, len(rows)),
+                    "startIndex": 1,
+                }
+            ]
+        },
         "searchInformation": {"searchTime": 0.2, "totalResults": str(len(rows))},
-    }  # fmt: skip
+    }
     if rows:
         payload["items"] = [
-            {"kind": "customsearch#result", "title": title, "htmlTitle": title, "link": url,
-             "displayLink": urlsplit(url).netloc, "snippet": snippet, "htmlSnippet": snippet}
+            {
+                "kind": "customsearch#result",
+                "title": title,
+                "htmlTitle": title,
+                "link": url,
+                "displayLink": urlsplit(url).netloc,
+                "snippet": snippet,
+                "htmlSnippet": snippet,
+            }
             for url, title, snippet in rows[:count]
-        ]  # fmt: skip
+        ]
     return payload
 
 
@@ -97,16 +124,24 @@ def _serpapi(query: str, rows: list[tuple[str, str, str]], count: int) -> dict[s
             "error": "Baidu hasn't returned any results for this query.",
         }
     return {
-        "search_metadata": {"id": "fake", "status": "Success",
-                            "json_endpoint": "https://serpapi.com/searches/fake.json"},
+        "search_metadata": {
+            "id": "fake",
+            "status": "Success",
+            "json_endpoint": "https://serpapi.com/searches/fake.json",
+        },
         "search_parameters": {"engine": "baidu", "q": query},
         "search_information": {"total_results": len(rows)},
         "organic_results": [
-            {"position": i + 1, "title": title, "link": url, "snippet": snippet,
-             "displayed_link": urlsplit(url).netloc}
+            {
+                "position": i + 1,
+                "title": title,
+                "link": url,
+                "snippet": snippet,
+                "displayed_link": urlsplit(url).netloc,
+            }
             for i, (url, title, snippet) in enumerate(rows[:count])
         ],
-    }  # fmt: skip
+    }
 
 
 _FAILURES: dict[str, dict[str, tuple[int, object]]] = {
@@ -115,16 +150,35 @@ _FAILURES: dict[str, dict[str, tuple[int, object]]] = {
         "key": (401, {"error": {"code": "401", "message": "Access denied due to invalid subscription key."}}),
     },
     "google": {
-        "quota": (429, {"error": {"code": 429, "message": "Quota exceeded for quota metric 'Queries'",
-                                  "status": "RESOURCE_EXHAUSTED"}}),
-        "key": (400, {"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
-                                "status": "INVALID_ARGUMENT"}}),
+        "quota": (
+            429,
+            {
+                "error": {
+                    "code": 429,
+                    "message": "Quota exceeded for quota metric 'Queries'",
+                    "status": "RESOURCE_EXHAUSTED",
+                }
+            },
+        ),
+        "key": (
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": "API key not valid. Please pass a valid API key.",
+                    "status": "INVALID_ARGUMENT",
+                }
+            },
+        ),
     },
     "serpapi": {
         "quota": (429, {"error": "Your account has run out of searches."}),
-        "key": (401, {"error": "Invalid API key. Your API key should be here: https://serpapi.com/manage-api-key"}),
+        "key": (
+            401,
+            {"error": "Invalid API key. Your API key should be here: https://serpapi.com/manage-api-key"},
+        ),
     },
-}  # fmt: skip
+}
 
 
 @contextmanager
@@ -141,8 +195,11 @@ def serve_search_provider(results: Results, failures: dict[str, str] | None = No
             provider = parts.path.strip("/").split("/", 1)[0]
             query = params.get("q", "")
             fake.requests.append((provider, query))
-            key = {"bing": self.headers.get("Ocp-Apim-Subscription-Key"), "google": params.get("key"),
-                   "serpapi": params.get("api_key")}.get(provider)  # fmt: skip
+            key = {
+                "bing": self.headers.get("Ocp-Apim-Subscription-Key"),
+                "google": params.get("key"),
+                "serpapi": params.get("api_key"),
+            }.get(provider)
             failure = fake.failures.get(provider)
             if failure is None and key != KEY:
                 failure = "key"

@@ -139,10 +139,15 @@ def draft() -> ResponseReturnValue:
         abort(400, description=f"language must be one of {', '.join(NOTICE_LANGUAGES)}.")
     try:
         notice = draft_notice(
-            session, actor=_actor(), match_ids=match_ids, host=host, sender=sender, language=language,
+            session,
+            actor=_actor(),
+            match_ids=match_ids,
+            host=host,
+            sender=sender,
+            language=language,
             recipient=(form.get("recipient") or "").strip()[:320] or None,
             bundle_settings=admin_state().settings,
-        )  # fmt: skip
+        )
     except NoticeError as error:
         session.rollback()
         abort(400, description=_message(error))
@@ -329,9 +334,14 @@ def contacts_add() -> ResponseReturnValue:
     form = request.form
     try:
         contact = add_contact(
-            session, form.get("host") or "", form.get("email") or "", kind=form.get("kind") or "site",
-            name=form.get("name") or "", language=form.get("language") or "", note=form.get("note") or "",
-        )  # fmt: skip
+            session,
+            form.get("host") or "",
+            form.get("email") or "",
+            kind=form.get("kind") or "site",
+            name=form.get("name") or "",
+            language=form.get("language") or "",
+            note=form.get("note") or "",
+        )
     except NoticeError as error:
         session.rollback()
         return _senders_page(_message(error), 400)

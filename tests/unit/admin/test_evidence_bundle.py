@@ -1,6 +1,6 @@
-"""Evidence bundles a recipient can check (issue 21), on SQLite and PostgreSQL: the raw HTTP exchange in the
-WARC, no notes or user names, times in UTC with the zone, SHA256SUMS signed and timestamped by a local RFC
-3161 authority (``openssl ts -reply`` on 127.0.0.1), and ``fptrack evidence verify`` failing on any changed
+"""Evidence bundles a recipient can check, on SQLite and PostgreSQL: the raw HTTP exchange in the WARC, no
+notes or user names, times in UTC with the zone, SHA256SUMS signed and timestamped by a local RFC 3161
+authority (``openssl ts -reply`` on 127.0.0.1), and ``fptrack evidence verify`` failing on any changed
 byte."""
 
 from __future__ import annotations
@@ -104,9 +104,14 @@ def test_bundle_carries_the_exchange_and_verifies_with_the_timestamp(
     data = _bundle(session, settings, flagged.hostile_match_id)
     archive = zipfile.ZipFile(io.BytesIO(data))
     assert archive.namelist() == [
-        "README.txt", "evidence.json", "page.warc.gz", "signing-key.pub", "SHA256SUMS", "SHA256SUMS.sig",
+        "README.txt",
+        "evidence.json",
+        "page.warc.gz",
+        "signing-key.pub",
+        "SHA256SUMS",
+        "SHA256SUMS.sig",
         "SHA256SUMS.tsr",
-    ]  # fmt: skip
+    ]
     assert len(tsa.queries) == 1
     evidence = json.loads(archive.read("evidence.json"))
     records = [
@@ -136,10 +141,24 @@ def test_bundle_carries_the_exchange_and_verifies_with_the_timestamp(
     import subprocess
 
     checked = subprocess.run(
-        ["openssl", "ts", "-verify", "-in", "SHA256SUMS.tsr", "-data", "SHA256SUMS",
-         "-CAfile", str(tsa.ca_cert), "-untrusted", str(tsa.tsa_cert)],
-        cwd=folder, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            "openssl",
+            "ts",
+            "-verify",
+            "-in",
+            "SHA256SUMS.tsr",
+            "-data",
+            "SHA256SUMS",
+            "-CAfile",
+            str(tsa.ca_cert),
+            "-untrusted",
+            str(tsa.tsa_cert),
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert checked.returncode == 0 and "Verification: OK" in checked.stdout, checked.stderr
     sums = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=folder, capture_output=True, check=False)
     assert sums.returncode == 0
@@ -289,9 +308,14 @@ def test_exchanges_are_dropped_unless_a_match_rests_on_them(session: Session, fl
     match = session.get(Match, flagged.hostile_match_id)
     assert match is not None
     page = match.page
-    lone = Page(url="http://pirate.example/nothing.html", final_url="http://pirate.example/nothing.html",
-                host="pirate.example", status=200, text="无关",
-                snapshot_sha256=hashlib.sha256(b"x").hexdigest())  # fmt: skip
+    lone = Page(
+        url="http://pirate.example/nothing.html",
+        final_url="http://pirate.example/nothing.html",
+        host="pirate.example",
+        status=200,
+        text="无关",
+        snapshot_sha256=hashlib.sha256(b"x").hexdigest(),
+    )
     session.add(lone)
     session.flush()
 
@@ -301,9 +325,16 @@ def test_exchanges_are_dropped_unless_a_match_rests_on_them(session: Session, fl
     old_snapshot = page.snapshot_sha256
     keep_exchanges(session, [(lone.id, fetch(b"x")), (page.id, fetch(b"a later fetch"))])
     # the page's current snapshot, and an older one kept as a version
-    session.add(PageVersion(page_id=page.id, status=200, content_sha256="c" * 64,
-                            snapshot_sha256=hashlib.sha256(b"an older fetch").hexdigest(),
-                            fetched_at=datetime.now(UTC), replaced_at=datetime.now(UTC)))  # fmt: skip
+    session.add(
+        PageVersion(
+            page_id=page.id,
+            status=200,
+            content_sha256="c" * 64,
+            snapshot_sha256=hashlib.sha256(b"an older fetch").hexdigest(),
+            fetched_at=datetime.now(UTC),
+            replaced_at=datetime.now(UTC),
+        )
+    )
     keep_exchanges(session, [(page.id, fetch(b"an older fetch"))])
     prune_exchanges(session, [lone.id, page.id])
     left = {(p, s) for p, s in session.execute(select(PageExchange.page_id, PageExchange.snapshot_sha256))}

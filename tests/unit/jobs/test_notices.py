@@ -186,9 +186,13 @@ TAKE_AWAY: dict[str, tuple[dict[str, str], str]] = {
 @pytest.mark.parametrize("language", ["zh", "en"])
 @pytest.mark.parametrize("element", sorted(TAKE_AWAY))
 def test_a_missing_sender_element_is_named_and_the_notice_cannot_be_sent(
-    session: Session, settings: Settings, seeded: Seeded, smtp: tuple[Inbox, SmtpTransport], element: str,
+    session: Session,
+    settings: Settings,
+    seeded: Seeded,
+    smtp: tuple[Inbox, SmtpTransport],
+    element: str,
     language: str,
-) -> None:  # fmt: skip
+) -> None:
     change, words = TAKE_AWAY[element]
     _sender(session, **change)
     add_contact(session, HOST, "abuse@pirate.example")
@@ -265,8 +269,14 @@ def test_a_sent_notice_reaches_the_smtp_server_with_every_element_and_the_eviden
     notice = _draft(session, settings)
     assert notice.language == language  # the sender's preference (the contact names none)
     now = datetime(2026, 11, 25, 18, 0, tzinfo=UTC)
-    send_notice(session, notice, settings.with_overrides(smtp_from="notices@fptrack.example"), actor="test",
-                transport=transport, now=now)  # fmt: skip
+    send_notice(
+        session,
+        notice,
+        settings.with_overrides(smtp_from="notices@fptrack.example"),
+        actor="test",
+        transport=transport,
+        now=now,
+    )
     session.commit()
     assert notice.state == "sent" and notice.sent_at is not None
     [(mail_from, rcpt_tos, message)] = inbox.messages
@@ -393,8 +403,10 @@ def test_a_copy_left_up_is_reminded_then_escalated_upstream_on_schedule(
     [escalation_id] = summary.escalations
     escalation = load_notice(session, escalation_id)
     assert (escalation.kind, escalation.recipient_address, escalation.contact_level) == (
-        "escalation", "abuse@hosting.example", 1,
-    )  # fmt: skip
+        "escalation",
+        "abuse@hosting.example",
+        1,
+    )
     assert [item.url for item in escalation.items] == [f"http://{HOST}/other.html"]
     assert "You provide services to the site pirate.example" in escalation.text
     assert missing_elements(escalation) == [] and escalation.state == "sent"
