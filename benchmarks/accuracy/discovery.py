@@ -1,6 +1,5 @@
-"""Discovery and pirate networks on a generated web (issue 22): from one known pirate site per network, how
-many of the other clone sites does ``jobs.discovery`` find, at what cost, and does ``compare.networks`` group
-them right?
+"""Discovery and pirate networks on a generated web: from one known pirate site per network, how many of the
+other clone sites does ``jobs.discovery`` find, at what cost, and does ``compare.networks`` group them right?
 
     python -m benchmarks.accuracy.discovery            # the 40-site web, on PostgreSQL (a scratch database)
     python -m benchmarks.accuracy.discovery --quick    # 3 chapters a work, one discovery round

@@ -1,4 +1,4 @@
-"""The pirate-networks step's cost per page as stored copies of the same texts grow (issue 20).
+"""The pirate-networks step's cost per page as stored copies of the same texts grow.
 
     python -m benchmarks.scale.networks                  # 5, 50, 500 stored copies of a chapter
     python -m benchmarks.scale.networks --sizes 100,1000

@@ -1,7 +1,7 @@
-"""fptrack at a real user's scale (issue 20): a PostgreSQL database filled through the product's bulk path to
-10,000, 100,000 and 1,000,000 stored pirate pages, with a registry of 1,000 and of 100,000 chapters, and at
-each size: the crawl throughput of a fresh site on top, the per-page compare, PostgreSQL bytes per page, the
-time a newly registered 1M-character work takes to find its copies among the stored pages, and their recall.
+"""fptrack at a real user's scale: a PostgreSQL database filled through the product's bulk path to 10,000,
+100,000 and 1,000,000 stored pirate pages, with a registry of 1,000 and of 100,000 chapters, and at each size:
+the crawl throughput of a fresh site on top, the per-page compare, PostgreSQL bytes per page, the time a newly
+registered 1M-character work takes to find its copies among the stored pages, and their recall.
 
     python -m benchmarks.scale.pages --quick                      # 1,000 pages, 200 chapters, a 40-page crawl
     python -m benchmarks.scale.pages --sizes 10000 --registry 1000  # some minutes
