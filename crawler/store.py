@@ -15,11 +15,10 @@ Conditional re-crawls (:mod:`crawler.conditional`): a page's ``ETag`` and ``Last
 Modified`` answer keeps the page as stored (text, fingerprints, matches, ``compared_at``), moves its
 ``fetched_at`` and counts as unchanged.
 
-Raw exchanges (issue 21): a page handed on with its HTTP exchange (:class:`storage.exchanges.RawExchange`,
-captured by :class:`crawler.pipelines.PersistPipeline`) keeps it in the same transaction when it is to be
-compared (its content is new or changed) or already has matches (a match may rest on this fetch); the
-compare step drops the exchanges of pages that turn out to have no match
-(:func:`storage.exchanges.prune_exchanges`)."""
+Raw exchanges: a page handed on with its HTTP exchange (:class:`storage.exchanges.RawExchange`, captured by
+:class:`crawler.pipelines.PersistPipeline`) keeps it in the same transaction when it is to be compared (its
+content is new or changed) or already has matches (a match may rest on this fetch); the compare step drops the
+exchanges of pages that turn out to have no match (:func:`storage.exchanges.prune_exchanges`)."""
 
 from __future__ import annotations
 

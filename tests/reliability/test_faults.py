@@ -1,6 +1,6 @@
 """Faults injected into a running crawl, on a cluster of the test's own (tests/reliability/cluster.py): a
 generated loopback site of known copies crawled through real workers over Redis into PostgreSQL, then the
-database read back. Each test prints what it did and what was lost, which must be nothing (issue 12):
+database read back. Each test prints what it did and what was lost, which must be nothing:
 
 - a worker killed with SIGKILL while it holds a task, then restarted: every page fingerprinted and compared
   exactly once, every copy found once;
@@ -32,8 +32,10 @@ PAGES = COPIES + OTHERS + 1  # and the index page
 
 def _slow_site(delay: float) -> dict[str, SitePage]:
     """The copy site with every page answered after ``delay`` s: a crawl that lasts long enough to be hit."""
-    return {path: SitePage(page.body, content_type=page.content_type, delay=delay)
-            for path, page in copy_site(COPIES, OTHERS).items()}  # fmt: skip
+    return {
+        path: SitePage(page.body, content_type=page.content_type, delay=delay)
+        for path, page in copy_site(COPIES, OTHERS).items()
+    }
 
 
 def _wait_compared(cluster: Cluster, at_least: int, timeout: float = 120) -> tuple[int, int]:
@@ -69,9 +71,11 @@ def _report(title: str, did: Sequence[str], census: Census, problems: dict[str, 
     print(f"\n== {title}")
     for line in did:
         print(f"   {line}")
-    print(f"   after: {census.pages} pages stored, {census.pages - census.not_compared} compared, {matched} "
-          "matches "
-          f"on {len(census.matches)} pages ({COPIES} copies expected); crawl jobs {census.jobs}")  # fmt: skip
+    print(
+        f"   after: {census.pages} pages stored, {census.pages - census.not_compared} compared, {matched} "
+        "matches "
+        f"on {len(census.matches)} pages ({COPIES} copies expected); crawl jobs {census.jobs}"
+    )
     print(f"   lost or duplicated: {problems or 'nothing'}")
 
 
@@ -91,12 +95,17 @@ def test_a_worker_killed_mid_batch_and_restarted_compares_every_page_once(cluste
     twice = _compared_twice([first, second])
     _report(
         "worker killed (SIGKILL) mid-batch, another started",
-        [(f"killed worker 'first' holding a task, at {stored} pages stored, {compared} compared "
-          f"({len(first.pages_done())} compared by it); started 'second' ({len(second.pages_done())} "
-          "compared by it)"),
-         f"crawl exit {result.returncode}; pages compared twice by the workers: {twice or 'none'}"],
-        census, problems,
-    )  # fmt: skip
+        [
+            (
+                f"killed worker 'first' holding a task, at {stored} pages stored, {compared} compared "
+                f"({len(first.pages_done())} compared by it); started 'second' ({len(second.pages_done())} "
+                "compared by it)"
+            ),
+            f"crawl exit {result.returncode}; pages compared twice by the workers: {twice or 'none'}",
+        ],
+        census,
+        problems,
+    )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert f"{COPIES} page(s) copy registered works" in result.stdout, result.stdout
     assert census.pages == PAGES
@@ -124,10 +133,12 @@ def test_postgres_restarted_during_a_crawl_loses_and_doubles_nothing(cluster: Cl
         result.stderr.count("the database is unreachable")
     )
     if workers:
-        retried += (f"; worker tasks retried: {sum(w.log().count('] retry:') for w in workers)}; workers "
-                    "alive "
-                    f"after: {[w.process.poll() is None for w in workers]}; pages compared twice by the "
-                    f"workers: {_compared_twice(workers) or 'none'}")  # fmt: skip
+        retried += (
+            f"; worker tasks retried: {sum(w.log().count('] retry:') for w in workers)}; workers "
+            "alive "
+            f"after: {[w.process.poll() is None for w in workers]}; pages compared twice by the "
+            f"workers: {_compared_twice(workers) or 'none'}"
+        )
     _report(
         f"PostgreSQL restarted during the crawl ({mode})",
         [
@@ -197,8 +208,10 @@ def test_an_in_process_batch_compared_while_postgres_is_down_waits_for_it(cluste
         pending, copies = _pending(sessions, set(ids)), _copies(sessions, set(ids))
     finally:
         engine.dispose()
-    print(f"\n== in-process batch started while PostgreSQL was down (back after 2 s): {len(ids)} pages, "
-          f"{len(pending)} left uncompared, {len(copies)} copies found")  # fmt: skip
+    print(
+        f"\n== in-process batch started while PostgreSQL was down (back after 2 s): {len(ids)} pages, "
+        f"{len(pending)} left uncompared, {len(copies)} copies found"
+    )
     assert pending == [] and len(copies) == len(CHAPTERS)
 
 
@@ -223,13 +236,20 @@ def test_redis_restarted_during_a_crawl_the_sweep_hands_the_pages_on(cluster: Cl
     swept = sum(worker.swept_pages() for worker in workers)  # beat sends the sweep; any worker runs it
     _report(
         "Redis restarted (no persistence) during the crawl",
-        [(f"restarted Redis (SIGKILL + start) at {stored} pages stored, {queued} message(s) queued, no "
-         "worker yet; then started two workers (one with beat)"),
-         f"crawl exit {result.returncode}: {result.stderr.strip().splitlines()[-1:] or 'ok'}",
-         (f"pages handed on again by the sweep: {swept}; pages compared twice by the workers: "
-          f"{_compared_twice(workers) or 'none'}")],
-        census, problems,
-    )  # fmt: skip
+        [
+            (
+                f"restarted Redis (SIGKILL + start) at {stored} pages stored, {queued} message(s) queued, no "
+                "worker yet; then started two workers (one with beat)"
+            ),
+            f"crawl exit {result.returncode}: {result.stderr.strip().splitlines()[-1:] or 'ok'}",
+            (
+                f"pages handed on again by the sweep: {swept}; pages compared twice by the workers: "
+                f"{_compared_twice(workers) or 'none'}"
+            ),
+        ],
+        census,
+        problems,
+    )
     assert queued > 0, "nothing was queued when Redis went down: the test lost nothing to recover"
     assert swept > 0, "the sweep handed nothing on: who compared the lost pages?"
     assert census.pages == PAGES
