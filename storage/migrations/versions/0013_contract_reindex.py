@@ -1,4 +1,4 @@
-"""contract: registered works are indexed again under the one fingerprint contract (issue 13)
+"""contract: registered works are indexed again under the one fingerprint contract
 
 The winnowing over pinyin initials moved from k = 16 to k = 12 (``fingerprint.contract``) and pinyin DNA left
 the page path, so chapter fingerprints stored by an earlier release no longer meet the codes of pages

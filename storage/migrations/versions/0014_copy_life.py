@@ -1,6 +1,6 @@
-"""the copy's life (issue 19): page versions that keep the text a match rests on, the re-check cadence and a
-removal's confirmation on matches, what fetched each takedown check, listings re-crawled, a shared pace of
-requests per site, and per-site rates
+"""the copy's life: page versions that keep the text a match rests on, the re-check cadence and a removal's
+confirmation on matches, what fetched each takedown check, listings re-crawled, a shared pace of requests per
+site, and per-site rates
 
 Revision ID: 0014
 Revises: 0013

@@ -1,4 +1,4 @@
-"""a site's learned rendering verdict (issue 19): its pages need the browser, so crawls render them at once
+"""a site's learned rendering verdict: its pages need the browser, so crawls render them at once
 
 Revision ID: 0017
 Revises: 0016

@@ -1,4 +1,4 @@
-"""sessions that a logout ends everywhere: a per-user session version (issue 21)
+"""sessions that a logout ends everywhere: a per-user session version
 
 Revision ID: 0018
 Revises: 0017

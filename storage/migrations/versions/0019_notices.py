@@ -1,4 +1,4 @@
-"""senders, notices and their deliveries, host contacts (issue 21): takedown notices that carry every element
+"""senders, notices and their deliveries, host contacts: takedown notices that carry every element
 of 17 U.S.C. 512(c)(3)(A) and 信息网络传播权保护条例 第十四条, their life (sent, acknowledged, copy gone,
 escalated) and whom to escalate to
 

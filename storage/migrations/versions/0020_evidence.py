@@ -1,4 +1,4 @@
-"""evidence a court accepts: the raw HTTP exchange of each flagged page (issue 21)
+"""evidence a court accepts: the raw HTTP exchange of each flagged page
 
 ``page_exchanges`` keeps, for pages with matches, the request and response of a fetch as the crawler received
 them (compressed), keyed by the page and the snapshot SHA-256 of that fetch, so that an evidence bundle can

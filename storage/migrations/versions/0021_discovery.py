@@ -1,5 +1,5 @@
-"""pirate networks and discovered candidate sites (issue 22): near-duplicate pages of different sites, the
-site pairs they make, the hosts a site links to, and the candidate sites discovery proposes
+"""pirate networks and discovered candidate sites: near-duplicate pages of different sites, the site pairs
+they make, the hosts a site links to, and the candidate sites discovery proposes
 
 Revision ID: 0021
 Revises: 0020

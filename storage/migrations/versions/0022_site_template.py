@@ -1,5 +1,5 @@
-"""a site's template as its last settling decided it (issue 20): a newly registered work compares the pages
-that may copy it with that template instead of settling their whole sites again
+"""a site's template as its last settling decided it: a newly registered work compares the pages that may copy
+it with that template instead of settling their whole sites again
 
 Revision ID: 0022
 Revises: 0021

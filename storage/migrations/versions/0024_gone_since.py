@@ -1,6 +1,6 @@
-"""since when a page has answered gone (issue 20's retention): a page re-fetched as a 404 on every crawl
-kept a recent ``fetched_at`` and never reached "gone for FPTRACK_RETAIN_GONE_DAYS", and the index rows of a
-page whose fetch replaced its text with a 404 stayed for good
+"""since when a page has answered gone (for retention): a page re-fetched as a 404 on every crawl kept a
+recent ``fetched_at`` and never reached "gone for FPTRACK_RETAIN_GONE_DAYS", and the index rows of a page
+whose fetch replaced its text with a 404 stayed for good
 
 Revision ID: 0024
 Revises: 0023
