@@ -2,7 +2,7 @@
 
     python -m benchmarks.scale.networks                  # 5, 50, 500 stored copies of a chapter
     python -m benchmarks.scale.networks --sizes 100,1000
-    python -m benchmarks.scale.networks --quick          # 100 and 200 pages, one timed batch a mode
+    python -m benchmarks.scale.networks --quick          # 40 and 80 pages, one timed batch a mode
 
 After a page is compared, ``compare.networks.observe_pages`` writes its page Simhash, looks up its near
 duplicates (``simhash_candidates``, Hamming <= k) and records a ``near_duplicates`` row per hit on another
@@ -216,7 +216,7 @@ def table_bytes(dsn: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = arguments(__doc__, "100 and 200 stored pages, one timed batch a mode")
+    parser = arguments(__doc__, "40 and 80 stored pages filled by one process, one timed batch a mode")
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--registry", type=int, default=10, help="registered chapters")
     parser.add_argument("--sizes", default="100,1000,10000", help="stored pages to measure at")
@@ -230,7 +230,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     if args.quick:
-        args.sizes, args.batches = "100,200", 2
+        args.sizes, args.batches, args.fill_processes = "40,80", 1, 1
     require_service("near_duplicates", "PostgreSQL", args.pg_url, 5432)
     if not args.generated_text:
         require_corpus("near_duplicates")
