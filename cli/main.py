@@ -5,7 +5,7 @@ The commands live in a module per group (:mod:`cli.works`, :mod:`cli.crawl`, :mo
 :mod:`cli.demo`, ...) and share :mod:`cli.common`; this module is the only one that imports them (by name,
 through :data:`COMMAND_MODULES`), and none imports it. A command's module is imported only when that command
 runs or a listing needs it (``fptrack --help``): ``fptrack crawl`` does not pay for the admin's Flask, the
-takedown statistics' numpy or the notices' templates (issue 20: start-up is part of every crawl's wall time).
+takedown statistics' numpy or the notices' templates (start-up is part of every crawl's wall time).
 The console script ``fptrack`` and ``python -m fptrack.cli`` run :func:`main`.
 
 Logging is configured here, once per process: to stderr, WARNING by default, INFO with ``-v``, DEBUG with

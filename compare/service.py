@@ -81,8 +81,8 @@ __all__ = [
 ]
 
 METHOD_NAMES = {"winnow": "winnowing", "winnow_py": "winnowing_pinyin"}
-"""How a match names the index that made its chapter a candidate (matches of releases before issue 22 may also
-name ``pinyin_dna``: the names are stored as given, never looked up here)."""
+"""How a match names the index that made its chapter a candidate (matches of earlier releases may also name
+``pinyin_dna``: the names are stored as given, never looked up here)."""
 _MASK_KIND = "winnow"
 
 
@@ -630,7 +630,7 @@ def _mark_compared(
     values = {"compared_at": now, "template_masked": template_masked, "registry_serial": serial}
     for chunk in id_chunks(page_ids):
         session.execute(update(Page).where(Page.id.in_(chunk)).values(**values))
-    prune_exchanges(session, page_ids)  # a page without a match keeps no raw exchange (issue 21)
+    prune_exchanges(session, page_ids)  # a page without a match keeps no raw exchange
 
 
 def record_matches(
