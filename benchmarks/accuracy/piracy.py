@@ -434,16 +434,16 @@ def calibrate(
 
 
 def _dna_verdicts(env: dict[str, str], with_product: bool) -> dict[str, list[Any]]:
-    """Pinyin DNA as a candidate source, from the research shelf (the product neither computes nor stores
-    DNA codes): the registered chapters' DNA codes (``DnaParams()``, uniform reference, as the product
-    computed them before issue 22) in a ``research.pinyin_dna.DnaCandidateIndex``; each page's DNA candidates
-    (the contract's ``min_shared`` and ``max_candidates``) verified by the product's alignment and rule
-    (``compare.service.verify_chapters``, with the crawl's template hashes ignored).
+    """Pinyin DNA as a candidate source, from the research shelf (the product neither computes nor stores DNA
+    codes): the registered chapters' DNA codes (``DnaParams()``, uniform reference, as the product computed
+    them when DNA was one of its methods) in a ``research.pinyin_dna.DnaCandidateIndex``; each page's DNA
+    candidates (the contract's ``min_shared`` and ``max_candidates``) verified by the product's alignment and
+    rule (``compare.service.verify_chapters``, with the crawl's template hashes ignored).
 
     ``with_product``: ``+dna``, the product's verdicts (computed again, so that the seconds compare) plus
-    those of the DNA candidates the product did not verify. (Before issue 22 the DNA votes competed with the
-    winnowing votes for the 12 verified candidates; here DNA's own best 12 come on top, so ``+dna`` can only
-    verify more.) Without: ``only dna``, the DNA candidates alone."""
+    those of the DNA candidates the product did not verify. (When DNA was a method of the product, its votes
+    competed with the winnowing votes for the 12 verified candidates; here DNA's own best 12 come on top, so
+    ``+dna`` can only verify more.) Without: ``only dna``, the DNA candidates alone."""
     from sqlalchemy import select
 
     from fptrack.compare.service import verify_chapters

@@ -118,7 +118,7 @@ def main() -> None:
     full_rate = stage("the page path: text_fingerprints.fingerprint_text", fingerprint_text, texts)
     # the page path as it was with its Simhash (and so with word segmentation): what taking it off saved
     with_simhash = CONTRACT.with_method("simhash")
-    stage("the page path with Simhash (before issue 13)", lambda t: fingerprint_text(t, with_simhash), texts)
+    stage("the page path with Simhash (earlier)", lambda t: fingerprint_text(t, with_simhash), texts)
 
     # reference implementations, same texts, same run
     from datasketch import MinHash

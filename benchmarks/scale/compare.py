@@ -1,6 +1,7 @@
 """Per-page compare time as the registry grows (1,000 -> 10,000 -> 100,000 chapters), with the chapter side of
 the code index in the worker's memory (``compare.chapter_index``) and in PostgreSQL (``code_index``), measured
-in the same run on the same database (issue 20: "per-page compare within 1.5x from 1,000 to 100,000").
+in the same run on the same database (the target: per-page compare within 1.5x from 1,000 to 100,000
+chapters).
 
     python -m benchmarks.scale.compare --quick        # 50 and 100 chapters, one round: seconds
     python -m benchmarks.scale.compare                # and 100,000 (~90M code_index rows: a long load)
