@@ -26,21 +26,18 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
-from datetime import datetime
 
-from sqlalchemy import case, exists, func, literal, null, select, update
+from sqlalchemy import case, func, literal, null, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
-from fptrack.storage.chunks import id_chunks
-from fptrack.storage.compressed import has_text
 from fptrack.storage.db import retry_in_session
 from fptrack.storage.exchanges import RawExchange, keep_exchanges, prune_exchanges
-from fptrack.storage.match_life import GONE_STATUSES, Observation, keep_versions, observe
-from fptrack.storage.models import Match, Page, Site, utcnow
+from fptrack.storage.match_life import GONE_STATUSES, keep_versions, observe_fetches, pages_with_matches
+from fptrack.storage.models import Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of
 
 __all__ = ["PageStore", "StoreCounts"]
@@ -48,16 +45,6 @@ __all__ = ["PageStore", "StoreCounts"]
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 32
-
-
-@dataclass(frozen=True)
-class _Before:
-    """A stored page with matches, as it was before this batch's upsert."""
-
-    page_id: int
-    status: int
-    content_sha256: str
-    has_text: bool
 
 
 @dataclass
@@ -189,7 +176,7 @@ class PageStore:
         # one row per URL: a batch may hold a URL twice (a start URL that is also linked): the last fetch wins
         latest = {page.url: page for page in batch}
         now = utcnow()
-        before = self._pages_with_matches(session, [url[:2048] for url in latest])
+        before = pages_with_matches(session, [url[:2048] for url in latest])
         not_modified = [p for p in latest.values() if p.not_modified]
         to_compare = self._touch_not_modified(session, not_modified, counts)
         # a 304 says the content as stored (and compared) is still what the page shows
@@ -203,7 +190,7 @@ class PageStore:
         ]
         latest = {url: page for url, page in latest.items() if not page.not_modified}
         if not latest:
-            self._observe(session, seen_again, {}, now)
+            observe_fetches(session, seen_again, {}, self.settings, now)
             return to_compare
         # the content a match rests on is kept before the upsert replaces it
         replaced = [
@@ -321,63 +308,8 @@ class PageStore:
             # version kept of it records that fetch (pages to compare are pruned by their comparison)
             waiting_ids = set(to_compare)
             prune_exchanges(session, [page_id for page_id, _ in kept if page_id not in waiting_ids])
-        self._observe(session, seen_again, answered, now)
+        observe_fetches(session, seen_again, answered, self.settings, now)
         return sorted(to_compare)
-
-    @staticmethod
-    def _pages_with_matches(session: Session, urls: Sequence[str]) -> dict[str, _Before]:
-        """The stored pages among ``urls`` that have matches, as they are before this batch (URL -> page)."""
-        found: dict[str, _Before] = {}
-        has_matches = exists().where(Match.page_id == Page.id)
-        for start in range(0, len(urls), 500):
-            rows = session.execute(
-                # the text is stored compressed: SQL tells only an empty one, which is what the crawler stores
-                # for a page without text (parse.py keeps no line of spaces alone)
-                select(Page.url, Page.id, Page.status, Page.content_sha256, has_text(Page.text)).where(
-                    Page.url.in_(urls[start : start + 500]), has_matches
-                )
-            )
-            for url, page_id, status, sha, with_text in rows:
-                found[str(url)] = _Before(int(page_id), int(status), str(sha or ""), bool(with_text))
-        return found
-
-    def _observe(
-        self, session: Session, seen_again: Sequence[int], answered: dict[int, int], now: datetime
-    ) -> None:
-        """Record what this batch's fetches tell about the matches of ``seen_again`` (pages showing the
-        content they were compared at) and ``answered`` (page id -> an answer other than 200). See the module
-        docstring."""
-        page_ids = sorted({*seen_again, *answered})
-        if not page_ids:
-            return
-        again = set(seen_again)
-        observations: list[Observation] = []
-        for chunk in id_chunks(page_ids):
-            rows = session.execute(
-                select(Match.id, Match.page_id, Match.evidence_version_id, Match.recheck_state)
-                .where(Match.page_id.in_(chunk))
-                .order_by(Match.id)
-            )
-            for match_id, page_id, version_id, state in rows:
-                status = answered.get(page_id)
-                if status is not None:
-                    outcome = "gone" if status in GONE_STATUSES else "error"
-                    observations.append(
-                        Observation(match_id, outcome, status, f"HTTP {status} (crawl)", source="crawl")
-                    )
-                elif page_id in again and version_id is None:
-                    observations.append(
-                        Observation(match_id, "present", 200, "unchanged (crawl)", source="crawl")
-                    )
-                elif page_id in again and state == "removed":
-                    # the page still shows the text compared before, which no longer carried the chapter
-                    observations.append(
-                        Observation(
-                            match_id, "removed", 200, "still without the chapter (crawl)", source="crawl"
-                        )
-                    )
-        if observations:
-            observe(session, observations, self.settings, now=now)
 
     def _touch_not_modified(
         self, session: Session, pages: Sequence[CrawledPage], counts: StoreCounts

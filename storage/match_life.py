@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 
 from fptrack.core.settings import Settings
 from fptrack.storage.chunks import id_chunks
+from fptrack.storage.compressed import has_text
 from fptrack.storage.models import Match, MatchStatus, Page, PageVersion, TakedownCheck, as_utc, utcnow
 
 __all__ = [
@@ -47,12 +48,15 @@ __all__ = [
     "UNSETTLED_MARK",
     "UNSETTLED_NOTE",
     "Evidence",
+    "HeldPage",
     "Observation",
     "ObserveSummary",
     "evidence_of",
     "keep_versions",
     "next_due",
     "observe",
+    "observe_fetches",
+    "pages_with_matches",
     "rest_on_page",
 ]
 
@@ -162,6 +166,71 @@ def observe(
         match.recheck_due_at = due
     session.flush()
     return summary
+
+
+@dataclass(frozen=True)
+class HeldPage:
+    """A stored page with matches, as it is before a batch of fetches is written over it."""
+
+    page_id: int
+    status: int
+    content_sha256: str
+    has_text: bool
+
+
+def pages_with_matches(session: Session, urls: Sequence[str]) -> dict[str, HeldPage]:
+    """The stored pages among ``urls`` that have matches, as they are now (URL -> page): what a crawl about to
+    store new fetches of them must keep (:func:`keep_versions`) and observe (:func:`observe_fetches`)."""
+    found: dict[str, HeldPage] = {}
+    has_matches = exists().where(Match.page_id == Page.id)
+    for start in range(0, len(urls), 500):
+        rows = session.execute(
+            # the text is stored compressed: SQL tells only an empty one, which is what the crawler stores
+            # for a page without text (parse.py keeps no line of spaces alone)
+            select(Page.url, Page.id, Page.status, Page.content_sha256, has_text(Page.text)).where(
+                Page.url.in_(urls[start : start + 500]), has_matches
+            )
+        )
+        for url, page_id, status, sha, with_text in rows:
+            found[str(url)] = HeldPage(int(page_id), int(status), str(sha or ""), bool(with_text))
+    return found
+
+
+def observe_fetches(
+    session: Session, seen_again: Sequence[int], answered: dict[int, int], settings: Settings, now: datetime
+) -> None:
+    """Record what a crawl's fetches tell about the matches of ``seen_again`` (pages showing the content they
+    were compared at: ``present``, or still ``removed``) and ``answered`` (page id -> an answer other than
+    200: ``gone`` or ``error``). A page whose text changed is observed by its comparison instead."""
+    page_ids = sorted({*seen_again, *answered})
+    if not page_ids:
+        return
+    again = set(seen_again)
+    observations: list[Observation] = []
+    for chunk in id_chunks(page_ids):
+        rows = session.execute(
+            select(Match.id, Match.page_id, Match.evidence_version_id, Match.recheck_state)
+            .where(Match.page_id.in_(chunk))
+            .order_by(Match.id)
+        )
+        for match_id, page_id, version_id, state in rows:
+            status = answered.get(page_id)
+            if status is not None:
+                outcome = "gone" if status in GONE_STATUSES else "error"
+                observations.append(
+                    Observation(match_id, outcome, status, f"HTTP {status} (crawl)", source="crawl")
+                )
+            elif page_id in again and version_id is None:
+                observations.append(
+                    Observation(match_id, "present", 200, "unchanged (crawl)", source="crawl")
+                )
+            elif page_id in again and state == "removed":
+                # the page still shows the text compared before, which no longer carried the chapter
+                observations.append(
+                    Observation(match_id, "removed", 200, "still without the chapter (crawl)", source="crawl")
+                )
+    if observations:
+        observe(session, observations, settings, now=now)
 
 
 def keep_versions(session: Session, page_ids: Iterable[int], *, now: datetime | None = None) -> int:
