@@ -1,4 +1,4 @@
-"""A pirate web built from ``../shared/corpus`` for ``benchmarks/piracy_eval.py`` (never used by tests).
+"""A pirate web built from ``../shared/corpus`` for ``benchmarks.accuracy.piracy`` (never used by tests).
 
 What is registered: the ``tennessine`` copy of 西游记 and 三国演义, minus every chapter whose number ends in 7
 (held out: their pages are hard negatives of the same work, same characters, same formulas). 水浒传 is not

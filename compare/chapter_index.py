@@ -11,7 +11,7 @@ Layout, per code kind (only the kinds a compare asks for are loaded):
 - ``codes``: int64, the distinct ``(code, chapter)`` pairs sorted by code then chapter; ``owners``: the
   chapter ids aligned with them, int32 (int64 if an id does not fit). 12 bytes per pair: measured at 100,000
   chapters of 3,000-6,000 characters (87.6M ``code_index`` rows, two kinds), 1,023 MB with the directories,
-  once per worker machine when the files below are used (``benchmarks/compare_scale.py``).
+  once per worker machine when the files below are used (``benchmarks.scale.compare``).
 - ``directory``: for the top ``bits`` bits of a code, where its run starts in ``codes`` (the codes are
   hashes, so spread evenly: ~32 entries per bucket). A look-up reads the bucket bounds and bisects inside
   them, for all the batch's codes at once: ~8 vectorised steps instead of a 27-level bisection that misses

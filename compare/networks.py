@@ -20,15 +20,15 @@ cuts). This module gives the seeds' near-duplicate machinery that job:
    ``near_duplicates`` rows (the page already stored had the text first), each adding one to the
    ``site_pairs`` evidence of its two sites. Incremental and bounded: each page costs one index look-up and
    a few row writes however many times its chapter is stored (a chapter on 500 pages once cost a row per
-   copy and a read of every pair of every copy: ``benchmarks/near_duplicates.py``).
+   copy and a read of every pair of every copy: ``benchmarks.scale.networks``).
 3. **Networks** (:func:`find_networks`): connected components of the site pairs that share at least
    ``network_min_shared`` *close* pages (Hamming <= :data:`CLOSE_DISTANCE`) and at least
    ``network_min_share`` of the smaller site's Simhashed pages; sites licensed for a work are never members
    (they carry the texts legitimately). Both conditions keep apart two networks that pirate the same novel
    from different sources: their variants of a chapter fall within k bits of each other up to a third of the
    time (enough for a site pair to pass any count), within two bits rarely, while a clone of the same source
-   is within two bits on most chapters (``benchmarks/discovery.py`` sweeps the distance and the share, and
-   measures MinHash LSH over the sites' sets of Simhash keys as the alternative).
+   is within two bits on most chapters (``benchmarks.accuracy.discovery`` sweeps the distance and the share,
+   and measures MinHash LSH over the sites' sets of Simhash keys as the alternative).
 
 Each network reports its sites, the likely source (the site whose copy was there first most often), the
 works copied on its sites, the copies and how many were taken down.
@@ -88,7 +88,7 @@ __all__ = [
 
 CLOSE_DISTANCE = 2
 """Near duplicates at most this many bits apart are *close*: the same source's text under another template
-and other ads. On ``benchmarks/discovery.py``'s web, 53-100 % of the pairs of one network's pages of a
+and other ads. On ``benchmarks.accuracy.discovery``'s web, 53-100 % of the pairs of one network's pages of a
 chapter are close, against at most 16 % of the pairs of the same chapter on two networks (whose sources are
 different e-texts of the novel with their own typos); within k = 3 bits the latter reach 36 %. Networks are
 made of close pairs; the wider Hamming <= k finds the near duplicates themselves (a mirror, a copy in

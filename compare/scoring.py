@@ -7,7 +7,7 @@ unrelated article) or a good share of the chapter (``min_coverage``) in a dense 
 chapter too, but sparsely). The score is the share of the chapter that the page reproduces.
 
 The thresholds are the contract's (``fingerprint.contract.DecisionRule``, :data:`DEFAULT_RULE`), read off the
-precision/recall sweep that ``benchmarks/piracy_eval.py`` prints over :func:`candidate_rule_grid` (see
+precision/recall sweep that ``benchmarks.accuracy.piracy`` prints over :func:`candidate_rule_grid` (see
 docs/compare.md for the curve and the reasoning), not tuned to make a test pass.
 """
 

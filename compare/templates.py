@@ -354,7 +354,8 @@ def _pages_holding_any(codes: dict[int, np.ndarray], wanted: np.ndarray) -> list
     """The pages (sorted ids) among ``codes`` (page id -> its winnowing hashes) holding any of ``wanted``.
 
     One ``isin`` over every page's codes at once: a call per page cost about a millisecond each, minutes for
-    the 20,000-page sites a newly registered work's copies sit on (``benchmarks/scale.py``, 100,000 pages)."""
+    the 20,000-page sites a newly registered work's copies sit on (``benchmarks.scale.pages``, 100,000
+    pages)."""
     if not codes or not len(wanted):
         return []
     pages = sorted(codes)

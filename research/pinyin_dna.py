@@ -10,7 +10,7 @@ counts per step, clipped at both ends) and concatenates the quantised values in 
 integer: letter j occupies bits [j * b, (j + 1) * b) with b = bit width of levels - 1. The code must fit in 63
 bits (a signed BIGINT), which bounds ``len(alphabet) * b``.
 
-Why it is not on the page path: the ablation of ``benchmarks/piracy_eval.py`` (docs/compare.md) found no
+Why it is not on the page path: the ablation of ``benchmarks.accuracy.piracy`` (docs/compare.md) found no
 copy that DNA codes as a candidate source add to the winnowing of initials (``+dna`` equals the product on
 quick and full runs, two seeds), and alone they find 33-44 % of the copies: exact codes break on every
 insertion or deletion, which shifts all later segment boundaries. :class:`DnaCandidateIndex` keeps that

@@ -1,5 +1,5 @@
-"""``benchmarks/scale.py --replicate-from``: the pages past what the fill reaches copied row for row under the
-generator's numbers and hosts (``benchmarks/_scale_replicate.py``), on a PostgreSQL database of the test's
+"""``benchmarks.scale.pages --replicate-from``: the pages past what the fill reaches copied row for row under
+the generator's numbers and hosts (``benchmarks.scale._replicate``), on a PostgreSQL database of the test's
 own filled through the product's store and compare. The 1M-page figures rest on these copies being the
 product's rows of their originals, and on the product writing on top of them afterwards."""
 

@@ -1,5 +1,5 @@
-"""The arithmetic of ``benchmarks/capacity.py`` (bytes per page from table sizes) and the loopback guard of
-the load tool: pure parts, no database."""
+"""The arithmetic of ``benchmarks.pipeline.capacity`` (bytes per page from table sizes) and the loopback
+guard of the load tool: pure parts, no database."""
 
 from __future__ import annotations
 

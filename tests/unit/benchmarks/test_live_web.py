@@ -1,4 +1,4 @@
-"""The live pirate web of benchmarks/freshness.py: a deterministic timeline, the rate-limited site's
+"""The live pirate web of benchmarks.monitoring.freshness: a deterministic timeline, the rate-limited site's
 Retry-After window, and real fetches with urllib against its loopback servers. Generated text (no corpus)."""
 
 from __future__ import annotations
