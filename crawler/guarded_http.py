@@ -1,10 +1,8 @@
 """A plain HTTP client for one-off fetches outside Scrapy (takedown re-checks), behind the same
 private-address guard and politeness as a crawl.
 
-Why not Scrapy: a re-check fetches one known URL per page, no links, a few hundred pages a day spread over
-many sites; Scrapy's reactor runs once per process, so every re-check would need a process of its own (as
-scheduled crawls do) to fetch a handful of pages. A blocking client runs inside the Celery task or the CLI
-command, and what the crawl gets from Scrapy is done here the same way, with the crawler's own parts:
+Not Scrapy, whose reactor runs once per process: a re-check fetches a few known URLs, no links, inside a
+Celery task or a CLI command. What the crawl gets from Scrapy is done here with the crawler's own parts:
 
 - the guard: the host is resolved once (every address, IPv4 and IPv6), :meth:`PrivateAddressPolicy.refusal`
   decides, and the connection goes to the address that was checked (pinned: a DNS answer that changes between

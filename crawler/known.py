@@ -9,9 +9,8 @@ flagged or confirmed match is due for a re-check (``matches.recheck_due_at`` NUL
 counts as due). Every other known page (a chapter page, fetched already) is left to the re-check cadence
 (jobs/rechecks.py), not fetched by every crawl. Links the crawl has not seen are followed as always.
 
-A site none of whose known pages is a listing has not been crawled since pages were told apart (pages stored
-before that are all "not a listing", tables of contents included): all its pages are fetched again once, which
-sorts them.
+A site none of whose known pages is a listing (pages stored by earlier releases were never told apart) has all
+its pages fetched again once, which sorts them.
 
 Read in the same look: the sites an earlier crawl found built by scripts (``sites.render_direct``,
 :mod:`crawler.render`), whose pages this crawl sends to the browser at once, and their known listings, which
