@@ -1,7 +1,8 @@
 """``fptrack init``, ``fptrack maintain``, ``fptrack db partition`` and ``fptrack analytics rebuild``: the
 database, its upkeep and the sweep for work left behind, its partitions, and the kept roll-ups. The services
-are :mod:`storage.db`, :mod:`compare.maintenance`, :mod:`jobs.pipeline`, :mod:`storage.partitions` and
-:mod:`analytics.rollups`; this module parses options and presents what they return."""
+are :mod:`storage.db`, :mod:`compare.maintenance`, :mod:`jobs.sweep`, :mod:`jobs.settling`,
+:mod:`storage.partitions` and :mod:`analytics.rollups`; this module parses options and presents what they
+return."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def maintain(context: CliContext, older_than: int) -> None:
     workers, `fptrack worker --beat` runs the sweep every FPTRACK_SWEEP_EVERY seconds and the upkeep every
     FPTRACK_MAINTAIN_EVERY seconds."""
     from fptrack.compare.maintenance import run_maintenance
-    from fptrack.jobs.pipeline import sweep_left_behind, unsettled_sites
+    from fptrack.jobs.settling import unsettled_sites
+    from fptrack.jobs.sweep import sweep_left_behind
 
     tasks = context.tasks()
     with context.session() as session:

@@ -181,8 +181,8 @@ def _run_worker(
 
 def _load_page_tables() -> None:
     """Load, in the worker's main process, what the first page of every pool process would load
-    (:func:`jobs.pipeline.warm_up`: the normaliser's and the pinyin initials' tables, rjieba's dictionary, the
-    registry's codes), then close the database connection it used.
+    (:func:`jobs.bootstrap.warm_up`: the normaliser's and the pinyin initials' tables, rjieba's dictionary,
+    the registry's codes), then close the database connection it used.
 
     Why: Celery forks its pool from this process after this call, so the children inherit them loaded and
     shared, instead of each paying ~0.9 s and ~60 MB on its first task for the tables (the fingerprint
@@ -190,7 +190,7 @@ def _load_page_tables() -> None:
     should), and the registry's load besides (a child refreshes it when the registry has changed since). No
     connection may be shared by two processes: the one the sample used is closed before the fork."""
     from fptrack import taskqueue
-    from fptrack.jobs.pipeline import warm_up
+    from fptrack.jobs.bootstrap import warm_up
 
     try:
         warm_up(taskqueue.task_sessions(), taskqueue.task_settings())

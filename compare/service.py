@@ -526,7 +526,7 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
 
 class Recomparison:
     """The texts one pass of comparing stored pages again has compared (a newly registered work's candidates,
-    site by site: :func:`jobs.pipeline.index_and_recheck`), so that a text many pages serve (mirrors, one
+    site by site: :func:`jobs.retroactive.index_and_recheck`), so that a text many pages serve (mirrors, one
     chapter under several URLs) is fingerprinted and compared once.
 
     A verdict is a function of the text, the hashes ignored on it and the registry: it is kept by the text's

@@ -3,10 +3,12 @@
 
 Its modules, one line each:
 
-- :mod:`jobs.bootstrap`: the set-up of every process (table cache, chapter index, database sessions);
+- :mod:`jobs.bootstrap`: the set-up of every process (table cache, chapter index, sessions, warm-up);
 - :mod:`jobs.crawls`: one crawl job, from start URLs to settled verdicts (``fptrack crawl``, site crawls);
 - :mod:`jobs.stage_process`: the embedded crawl's compare stage, in a process pool of its own;
-- :mod:`jobs.pipeline`: settling sites, retroactive detection, the sweep of what was left behind;
+- :mod:`jobs.settling`: a crawl's sites settled once their pages are compared (templates, split chapters);
+- :mod:`jobs.retroactive`: a new work indexed and the pages crawled before it compared again;
+- :mod:`jobs.sweep`: what was stored and left unfinished, found and handed on again;
 - :mod:`jobs.sites`: the monitored sites, their settings and schedules, and which are due;
 - :mod:`jobs.site_runs`: one crawl per site at a time (claims), dead crawls reaped, a crawl's own process;
 - :mod:`jobs.site_crawl`: one site's crawl in this process, and that process's entry (``python -m ...``);

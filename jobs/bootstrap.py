@@ -2,20 +2,25 @@
 line (:func:`cli.main.main`), a Celery worker or beat (:func:`jobs.tasks.configure`), a site's crawl in a
 process of its own (``python -m fptrack.jobs.site_crawl``) and the admin's app factory
 (:func:`admin.web.create_app`) call :func:`prepare_process`; those that work on the database open it with
-:func:`open_sessions`.
+:func:`open_sessions`; a worker before its pool forks, and the embedded crawl's compare process, load ahead
+what their first page needs with :func:`warm_up`.
 
 Light on purpose: a crawl's process imports neither numpy nor the compare service for it."""
 
 from __future__ import annotations
+
+import logging
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.compare import index_config
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.table_files import use_table_cache
-from fptrack.storage.db import check_schema, create_engine_for, session_factory
+from fptrack.storage.db import check_schema, create_engine_for, session_factory, session_scope
 
-__all__ = ["open_sessions", "prepare_process"]
+__all__ = ["WARM_UP_PAGE", "open_sessions", "prepare_process", "warm_up"]
+
+log = logging.getLogger(__name__)
 
 
 def prepare_process(settings: Settings) -> None:
@@ -34,3 +39,26 @@ def open_sessions(settings: Settings, *, require_schema: bool = True) -> session
     if require_schema:
         check_schema(engine, settings)
     return session_factory(engine)
+
+
+WARM_UP_PAGE = "青石巷里的老槐树下，住着一位修伞的老人。他说 Chapter 1 的故事要从 2026 年讲起。" * 8
+"""Han, Latin and digits; longer than a page must be to get a Simhash (``networks.MIN_PAGE_CHARS``)."""
+
+
+def warm_up(sessions: sessionmaker[Session], settings: Settings) -> None:
+    """Load in this process what comparing its first page would load: the normaliser's and the pinyin
+    initials' per-code-point tables, rjieba's dictionary (the page Simhash), and the registry's codes
+    (:mod:`compare.chapter_index`, read by comparing a sample page; reads only). A registry that cannot be
+    read now is left to the first page, which says why."""
+    # the compare code, loaded here only: the set-up of a process that never compares stays light
+    from fptrack.compare.networks import page_simhash
+    from fptrack.compare.service import compare_document
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
+
+    document = fingerprint_text(WARM_UP_PAGE)
+    page_simhash(WARM_UP_PAGE)
+    try:
+        with session_scope(sessions) as session:
+            compare_document(session, document, settings)
+    except Exception:  # the first page loads it, and reports what fails
+        log.debug("reading the registry ahead of the first page failed", exc_info=True)

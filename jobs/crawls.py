@@ -363,7 +363,7 @@ class _Job:
         else:
             settled = _settled_by_workers(self.tasks, site_ids, self.settings)
         if not settled:
-            from fptrack.jobs.pipeline import settle_crawled_sites  # the compare code: not loaded until here
+            from fptrack.jobs.settling import settle_crawled_sites  # the compare code: not loaded until here
 
             settle_crawled_sites(self.sessions, site_ids, self.settings)
         if pool is not None:
@@ -445,7 +445,7 @@ def _leave_shared(
     elif reason := unfetched(stats, ()):
         whole.status, whole.error = CrawlJobStatus.FAILED.value, reason
     else:
-        from fptrack.jobs.pipeline import settle_crawled_sites
+        from fptrack.jobs.settling import settle_crawled_sites
 
         try:
             settle_crawled_sites(sessions, site_ids, settings)

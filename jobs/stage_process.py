@@ -4,7 +4,7 @@ With no broker (``Settings.tasks_in_process``), Scrapy and the compare stage wou
 GIL. :class:`ComparePool` hands each committed batch of page ids to a
 :class:`concurrent.futures.ProcessPoolExecutor` of one process (started with ``spawn``: the crawl runs threads
 whose locks a fork would copy held), which runs the workers' task body (:func:`compare_batch`) after the
-warm-up a worker does before its pool forks (:func:`jobs.pipeline.warm_up`). What holds:
+warm-up a worker does before its pool forks (:func:`jobs.bootstrap.warm_up`). What holds:
 
 - **Committed before submitted**: the crawl's store commits a batch before handing on its ids; a page stored
   and not compared keeps ``compared_at`` NULL, which the crawl, the sweep and ``fptrack maintain`` look for.
@@ -183,7 +183,7 @@ class ComparePool:
                 self._collect()
 
     def settle(self, site_ids: Collection[int]) -> bool:
-        """Settle the crawl's sites (:func:`jobs.pipeline.settle_crawled_sites`) in the pool, after
+        """Settle the crawl's sites (:func:`jobs.settling.settle_crawled_sites`) in the pool, after
         :meth:`finish`: its process has the registry and the fingerprint code loaded, which this one would
         load for the settling alone. False when it could not (broken, or the settling failed there and rolled
         back): the caller settles them itself."""
@@ -285,7 +285,7 @@ def _initialize(settings: Settings, log_level: int, crawl: int) -> None:
     )
     threading.Thread(target=_end_with, args=(crawl,), name="fptrack-watch-crawl", daemon=True).start()
     from fptrack.jobs import tasks
-    from fptrack.jobs.pipeline import warm_up
+    from fptrack.jobs.bootstrap import warm_up
     from fptrack.taskqueue import task_sessions
 
     tasks.configure(settings)
@@ -314,7 +314,7 @@ def _compare(page_ids: list[int]) -> None:
 
 
 def _settle(site_ids: list[int]) -> None:
-    from fptrack.jobs.pipeline import settle_crawled_sites
+    from fptrack.jobs.settling import settle_crawled_sites
     from fptrack.taskqueue import task_sessions, task_settings
 
     settle_crawled_sites(task_sessions(), site_ids, task_settings())

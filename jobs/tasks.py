@@ -104,7 +104,7 @@ def index_work(work_id: int) -> int:
     pages now flagged against it. Two transactions: the fingerprints, committed at once (the registry is held
     while they commit: docs/compare.md), then the look-up of the pages stored before and their re-compare."""
     from fptrack.compare.service import fingerprint_work
-    from fptrack.jobs.pipeline import index_and_recheck
+    from fptrack.jobs.retroactive import index_and_recheck
 
     with session_scope(task_sessions()) as session:
         fingerprint_work(session, work_id, task_settings())
@@ -128,7 +128,7 @@ def settle_site(site_id: int) -> dict[str, int]:
 @celery.task(name="fptrack.sweep", **{**_RETRY_ON_DATABASE_ERRORS, "max_retries": 3})  # type: ignore[untyped-decorator]
 def sweep() -> dict[str, int]:
     """Hand on again what was left behind: pages stored and not compared, works registered and not indexed."""
-    from fptrack.jobs.pipeline import sweep_left_behind
+    from fptrack.jobs.sweep import sweep_left_behind
 
     settings = task_settings()
     with session_scope(task_sessions()) as session:

@@ -352,7 +352,7 @@ class Page(Base):
     # ``fetched_at``, which each re-fetch of the 404 moves: retention counts from here (revision 0024)
     gone_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # How far the page got: stored (compared_at NULL) -> fingerprinted -> compared. A page left uncompared
-    # longer than FPTRACK_SWEEP_AFTER is handed on again by the sweep (jobs.pipeline.sweep_left_behind, run by
+    # longer than FPTRACK_SWEEP_AFTER is handed on again by the sweep (jobs.sweep.sweep_left_behind, run by
     # fptrack maintain, Celery beat and a crawl waiting on its pages).
     compared_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # the page's verdicts were decided with its site's template masked (compare.templates)

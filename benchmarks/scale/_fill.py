@@ -249,7 +249,7 @@ def fill(
 
 
 def _settle_part(plan: Plan, site_ids: list[int]) -> None:
-    from fptrack.jobs.pipeline import settle_sites
+    from fptrack.jobs.settling import settle_sites
 
     settings, sessions = sessions_for(plan)
     for site_id in site_ids:
@@ -262,7 +262,7 @@ def settle_filled(plan: Plan, parts: int, progress: Any) -> tuple[int, float]:
     """Settle every site with pages compared since it last settled, as each crawl does at its end (its
     template decided and kept, the pages it touches compared again): (sites, wall s), in ``parts``
     processes over the sites."""
-    from fptrack.jobs.pipeline import unsettled_sites
+    from fptrack.jobs.settling import unsettled_sites
 
     _, sessions = sessions_for(plan)
     with sessions() as session:

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from fptrack.services.review import record_decision
 from fptrack.analytics.rollups import (
     kept_rollup,
     matches_per_period,
@@ -23,6 +22,7 @@ from fptrack.analytics.rollups import (
 )
 from fptrack.compare.service import Verdict, record_matches
 from fptrack.core.settings import Settings
+from fptrack.services.review import record_decision
 from fptrack.storage.models import Chapter, Match, Page, Work
 from tests.support.rollups import from_scratch
 

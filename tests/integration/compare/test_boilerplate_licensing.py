@@ -16,7 +16,7 @@ from fptrack.compare.licensing import add_licensed_site
 from fptrack.compare.templates import settle_site, site_template
 from fptrack.compare.works import register_work_file
 from fptrack.core.settings import Settings
-from fptrack.jobs.pipeline import index_and_recheck
+from fptrack.jobs.retroactive import index_and_recheck
 from fptrack.storage.models import Match, Page, Site
 from fptrack.storage.sites import site_ids, site_of
 

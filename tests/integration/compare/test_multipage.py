@@ -15,7 +15,7 @@ from fptrack.compare.multipage import MULTIPAGE_METHOD
 from fptrack.compare.templates import settle_pages, settle_site
 from fptrack.compare.works import register_work_file
 from fptrack.core.settings import Settings
-from fptrack.jobs.pipeline import index_and_recheck
+from fptrack.jobs.retroactive import index_and_recheck
 from fptrack.storage.models import Match, Page
 from fptrack.storage.sites import site_ids, site_of
 from tests.support.multipage import CONTINUED, demo_chapter_slices

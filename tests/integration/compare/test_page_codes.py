@@ -19,7 +19,7 @@ from fptrack.compare.templates import site_template, site_template_codes
 from fptrack.compare.works import register_work_file
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.text_fingerprints import fingerprint_text
-from fptrack.jobs.pipeline import index_and_recheck
+from fptrack.jobs.retroactive import index_and_recheck
 from fptrack.storage import code_index
 from fptrack.storage.db import alembic_config, create_engine_for, migrate
 from fptrack.storage.fingerprints import load_page_codes, load_page_samples, page_code_row

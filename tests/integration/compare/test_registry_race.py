@@ -22,7 +22,7 @@ from fptrack.compare.works import register_work, register_work_file
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
 from fptrack.crawler.store import PageStore
-from fptrack.jobs.pipeline import index_and_recheck
+from fptrack.jobs.retroactive import index_and_recheck
 from fptrack.storage.db import create_engine_for, session_factory
 from fptrack.storage.models import Match, Page, RegistryVersion, Work
 from tests.conftest import REDIS_URL

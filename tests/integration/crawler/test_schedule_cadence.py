@@ -14,7 +14,6 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from fptrack.jobs.pipeline import sweep_left_behind
 from fptrack.jobs.sites import (
     SiteError,
     SiteSpec,
@@ -25,6 +24,7 @@ from fptrack.jobs.sites import (
     interval_factor,
     record_crawl_result,
 )
+from fptrack.jobs.sweep import sweep_left_behind
 from fptrack.storage.models import CrawlJob, Page, Site, as_utc
 from tests.support.cli import assert_clean_error, fptrack
 

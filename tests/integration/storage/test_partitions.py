@@ -20,7 +20,7 @@ from fptrack.compare import service
 from fptrack.compare.maintenance import run_maintenance
 from fptrack.compare.works import register_work_file
 from fptrack.core.settings import Settings
-from fptrack.jobs.pipeline import index_and_recheck
+from fptrack.jobs.retroactive import index_and_recheck
 from fptrack.storage.code_index import pages_sharing
 from fptrack.storage.db import create_engine_for, migrate
 from fptrack.storage.fingerprints import code_array, page_sample
