@@ -3,7 +3,7 @@
 The winnowing over pinyin initials moved from k = 16 to k = 12 (``fingerprint.contract``) and pinyin DNA left
 the page path, so chapter fingerprints stored by an earlier release no longer meet the codes of pages
 fingerprinted now. No schema change: every work is marked not indexed, and the sweep (``fptrack maintain``,
-the workers' beat, a crawl) indexes it again with ``jobs.pipeline.index_and_recheck``, which rewrites only
+the workers' beat, a crawl) indexes it again with ``jobs.retroactive.index_and_recheck``, which rewrites only
 fingerprints and index rows (derived data) and compares the pages that share codes with it. Pages are
 fingerprinted again when they are crawled again.
 
