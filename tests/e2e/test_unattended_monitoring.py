@@ -1,6 +1,6 @@
-"""Issue 10's "done when", as a new user would do it from the README: register a work, add two pirate sites
-with schedules, start one worker with beat, and type nothing more. The crawls run when due, the copies on both
-sites are found, and when one site removes its copy the next takedown re-check records it taken down.
+"""Monitoring that runs itself, as a new user would set it up from the README: register a work, add two pirate
+sites with schedules, start one worker with beat, and type nothing more. The crawls run when due, the copies
+on both sites are found, and when one site removes its copy the next takedown re-check records it taken down.
 
 Real parts only: PostgreSQL, Redis with a real Celery worker and beat, crawl processes started by the
 scheduler, two loopback sites that change while the test runs."""

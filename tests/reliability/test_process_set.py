@@ -1,5 +1,4 @@
-"""Issue 12's "done when": the whole process set comes up from deploy/ with one command and goes down with
-one.
+"""The whole process set comes up from deploy/ with one command and goes down with one.
 
 ``deploy/process_set.py up`` (what ``make up`` runs) against a PostgreSQL database it must create, Redis and a
 spare admin port; then, with nothing but the running processes, a monitored loopback site is crawled by the
