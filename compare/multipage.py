@@ -204,9 +204,14 @@ def _drop_stale(
     did not find again and that nothing else ever recorded (no check, takedown, review or kept evidence):
     false positives of an earlier settling. The others stay; their page's re-check follows them."""
     columns = (
-        Match.id, Match.methods, Match.status, Match.recheck_state, Match.taken_down_at, Match.down_seen_at,
+        Match.id,
+        Match.methods,
+        Match.status,
+        Match.recheck_state,
+        Match.taken_down_at,
+        Match.down_seen_at,
         Match.evidence_version_id,
-    )  # fmt: skip
+    )
     if among is None:
         query = select(*columns).join(Page, Page.id == Match.page_id).where(Page.site_id == site_id)
         rows = list(session.execute(query))

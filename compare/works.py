@@ -205,9 +205,11 @@ def remove_work(session: Session, work_id: int, *, with_matches: bool) -> Remove
         raise WorkNotRemoved(f"there is no work #{work_id}; see `fptrack works list`")
     matches = _count(session, Match, Match.work_id == work_id)
     if matches and not with_matches:
-        raise WorkNotRemoved(f"work #{work_id} {title!r} has {matches} match(es), evidence with their "
-                             "reviews and takedown history: not removed (--with-matches removes them "
-                             "too)")  # fmt: skip
+        raise WorkNotRemoved(
+            f"work #{work_id} {title!r} has {matches} match(es), evidence with their "
+            "reviews and takedown history: not removed (--with-matches removes them "
+            "too)"
+        )
     chapters = _count(session, Chapter, Chapter.work_id == work_id)
     delete_works(session, [work_id])
     return RemovedWork(work_id, title, chapters, matches)
