@@ -346,9 +346,20 @@ class _Proposals:
             return False
         self.blocked.add(host)
         candidate = DiscoveryCandidate(
-            host=host, url=url, source=source, detail=detail[:2000], via_site_id=via_site_id, state="new",
-            score=0.0, copies=0, pages_probed=0, requests=0, works=[], error="", decided_by="",
-        )  # fmt: skip
+            host=host,
+            url=url,
+            source=source,
+            detail=detail[:2000],
+            via_site_id=via_site_id,
+            state="new",
+            score=0.0,
+            copies=0,
+            pages_probed=0,
+            requests=0,
+            works=[],
+            error="",
+            decided_by="",
+        )
         self.session.add(candidate)
         self.new.append(candidate)
         return True
@@ -405,8 +416,13 @@ def _links_of_seed(session: Session, site: Site, fetcher: CountingFetcher, propo
     return sum(fetcher.requests.values()) - before
 
 
-def _search(session: Session, providers: Sequence[SearchProvider], works: Sequence[Work],
-            proposals: _Proposals, report: DiscoveryReport) -> None:  # fmt: skip
+def _search(
+    session: Session,
+    providers: Sequence[SearchProvider],
+    works: Sequence[Work],
+    proposals: _Proposals,
+    report: DiscoveryReport,
+) -> None:
     for provider in providers:
         for work in works:
             chapters = session.scalars(
@@ -484,8 +500,9 @@ def run_discovery(
     return report
 
 
-def _probe_new(sessions: sessionmaker[Session], settings: Settings, fetcher: CountingFetcher,
-               report: DiscoveryReport) -> int:  # fmt: skip
+def _probe_new(
+    sessions: sessionmaker[Session], settings: Settings, fetcher: CountingFetcher, report: DiscoveryReport
+) -> int:
     spent = 0
     with session_scope(sessions) as session:
         ids = list(session.scalars(select(DiscoveryCandidate.id).where(DiscoveryCandidate.state == "new")))
@@ -560,8 +577,9 @@ def _candidate(session: Session, candidate_id: int) -> DiscoveryCandidate:
     return candidate
 
 
-def _accept(session: Session, candidate: DiscoveryCandidate, settings: Settings, *, by: str,
-            allow_private: bool) -> Site:  # fmt: skip
+def _accept(
+    session: Session, candidate: DiscoveryCandidate, settings: Settings, *, by: str, allow_private: bool
+) -> Site:
     name = re.sub(r"[^\w.-]+", "-", candidate.host).strip("-") or f"candidate-{candidate.id}"
     if session.scalar(select(Site.id).where(Site.managed.is_(True), Site.name == name)) is not None:
         name = f"{name}-{candidate.id}"

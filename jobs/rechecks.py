@@ -400,11 +400,19 @@ def _targets(session: Session, match_ids: Sequence[int]) -> list[_Target]:
     pages: dict[int, _Target] = {}
     for chunk in id_chunks(match_ids):
         rows = session.execute(
-            select(Match.id, Match.chapter_id, Match.part_spans, Page.id, Page.url, Page.site_id,
-                   Page.template_masked, Match.down_seen_at)
+            select(
+                Match.id,
+                Match.chapter_id,
+                Match.part_spans,
+                Page.id,
+                Page.url,
+                Page.site_id,
+                Page.template_masked,
+                Match.down_seen_at,
+            )
             .join(Page, Page.id == Match.page_id)
             .where(Match.id.in_(chunk))
-        )  # fmt: skip
+        )
         for match_id, chapter_id, part_spans, page_id, url, site_id, masked, down_seen in rows:
             masked_by = int(site_id) if masked and site_id is not None else None
             site = int(site_id) if site_id is not None else None
