@@ -27,9 +27,13 @@ EXIT_COPY_FOUND = 3
 @click.command()
 @click.argument("source")
 @click.option("--context-chars", default=30, show_default=True, help="Characters shown around each passage.")
-@click.option("--allow-private-host", "allow_private", multiple=True, metavar="HOST",
-              help="Let a URL on HOST (host, host:port or network) be fetched although it is private or "
-                   "loopback.")  # fmt: skip
+@click.option(
+    "--allow-private-host",
+    "allow_private",
+    multiple=True,
+    metavar="HOST",
+    help="Let a URL on HOST (host, host:port or network) be fetched although it is private or loopback.",
+)
 @pass_context
 @friendly_errors
 def check(context: CliContext, source: str, context_chars: int, allow_private: tuple[str, ...]) -> None:

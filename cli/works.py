@@ -42,10 +42,12 @@ def works() -> None:
 @works.command("add")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--title", help="Title of the work (default: the file name). Only with a single file.")
-@click.option("--wait", is_flag=True, help="With workers (FPTRACK_BROKER_URL): wait until they have "
-                                           "fingerprinted each "
-              "work and compared it with the pages crawled before, and print what they found (without a "
-              "broker this is always so).")  # fmt: skip
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="With workers (FPTRACK_BROKER_URL): wait until they have fingerprinted each work and compared it "
+    "with the pages crawled before, and print what they found (without a broker this is always so).",
+)
 @pass_context
 @friendly_errors
 def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, wait: bool) -> None:
@@ -85,9 +87,11 @@ def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, w
         except Exception as error:
             if context.settings.tasks_in_process:
                 raise
-            echo_error(f"work #{registered.work_id} is saved but could not be handed to the workers "
-                       f"({type(error).__name__}: {error}); `fptrack maintain` or the workers' sweep will "
-                       "index it")  # fmt: skip
+            echo_error(
+                f"work #{registered.work_id} is saved but could not be handed to the workers "
+                f"({type(error).__name__}: {error}); `fptrack maintain` or the workers' sweep will "
+                "index it"
+            )
             failures += 1
             continue
         if context.settings.tasks_in_process:
@@ -108,13 +112,17 @@ def _too_short_warning(work: RegisteredWork, too_short: list[int]) -> str:
 
     least, named = CONTRACT.rule.min_copied, f"work #{work.work_id} {work.title!r}"
     if len(too_short) == work.chapters:
-        return (f"{named}: every chapter has fewer than {least} letters and digits, the least a page must "
-                "copy to be flagged (shorter overlaps count as quotations): no copy of it can be "
-                "found")  # fmt: skip
+        return (
+            f"{named}: every chapter has fewer than {least} letters and digits, the least a page must "
+            "copy to be flagged (shorter overlaps count as quotations): no copy of it can be "
+            "found"
+        )
     shown = ", ".join(str(index) for index in too_short[:10]) + (", ..." if len(too_short) > 10 else "")
-    return (f"{named}: {len(too_short)} of {work.chapters} chapters ({shown}) have fewer than {least} "
-            "letters and digits, the least a page must copy to be flagged: copies of those chapters cannot "
-            "be found")  # fmt: skip
+    return (
+        f"{named}: {len(too_short)} of {work.chapters} chapters ({shown}) have fewer than {least} "
+        "letters and digits, the least a page must copy to be flagged: copies of those chapters cannot "
+        "be found"
+    )
 
 
 def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
@@ -145,8 +153,10 @@ def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
                 )
                 counts = {int(work_id): int(pages) for work_id, pages in session.execute(copying)}
                 for work_id in sorted(done):
-                    click.echo(f"work #{work_id} fingerprinted: {counts.get(work_id, 0)} already-crawled "
-                               "page(s) copy it")  # fmt: skip
+                    click.echo(
+                        f"work #{work_id} fingerprinted: {counts.get(work_id, 0)} already-crawled "
+                        "page(s) copy it"
+                    )
         waiting -= done
         if not waiting:
             return True
@@ -155,9 +165,11 @@ def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
             asked = workers is not None
             if workers == []:
                 saved = ", ".join(f"#{w}" for w in sorted(waiting))
-                echo_error(f"no worker consumes the queue {settings.task_queue!r}: start one with `fptrack "
-                           f"worker`; the work(s) {saved} are saved and will be indexed once a worker "
-                           "runs")  # fmt: skip
+                echo_error(
+                    f"no worker consumes the queue {settings.task_queue!r}: start one with `fptrack "
+                    f"worker`; the work(s) {saved} are saved and will be indexed once a worker "
+                    "runs"
+                )
                 return False
         time.sleep(POLL_SECONDS)
     return True
@@ -201,8 +213,12 @@ def works_list(context: CliContext) -> None:
 
 @works.command("remove")
 @click.argument("work_ids", metavar="ID...", nargs=-1, required=True, type=click.IntRange(1, 2**63 - 1))
-@click.option("--with-matches", is_flag=True, help="Also delete the works' matches, with their reviews, "
-              "notes and takedown history: without it, a work that has matches is not removed.")  # fmt: skip
+@click.option(
+    "--with-matches",
+    is_flag=True,
+    help="Also delete the works' matches, with their reviews, notes and takedown history: without it, a work "
+    "that has matches is not removed.",
+)
 @pass_context
 @friendly_errors
 def works_remove(context: CliContext, work_ids: tuple[int, ...], with_matches: bool) -> None:
@@ -222,7 +238,9 @@ def works_remove(context: CliContext, work_ids: tuple[int, ...], with_matches: b
             failures += 1
             continue
         matches = f" and {removed.matches} match(es) with their reviews and takedown history"
-        click.echo(f"removed work #{removed.work_id} {removed.title!r}: {removed.chapters} chapter(s) with "
-                   f"their fingerprints{matches if removed.matches else ''}")  # fmt: skip
+        click.echo(
+            f"removed work #{removed.work_id} {removed.title!r}: {removed.chapters} chapter(s) with "
+            f"their fingerprints{matches if removed.matches else ''}"
+        )
     if failures:
         sys.exit(EXIT_FAILURE)
