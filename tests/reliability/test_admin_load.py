@@ -36,8 +36,15 @@ def test_admin_and_api_answer_every_request_under_load(postgres_settings: Settin
         )
         # the checker itself: without the session cookie every answer is the login redirect (303), and each
         # one counts
-        anonymous = run_wrk("dashboard, signed out", base + "/", marker=HTML_MARKER, headers={},
-                            connections=2, seconds=1, max_requests=50)  # fmt: skip
+        anonymous = run_wrk(
+            "dashboard, signed out",
+            base + "/",
+            marker=HTML_MARKER,
+            headers={},
+            connections=2,
+            seconds=1,
+            max_requests=50,
+        )
         revoked = run_wrk(
             "api, wrong token",
             base + "/api/stats",

@@ -73,8 +73,10 @@ def _replace_status_check(statuses: tuple[str, ...]) -> None:
     page from its crawl job, so the links are kept aside and put back."""
     sqlite = op.get_bind().dialect.name == "sqlite"
     if sqlite:
-        op.execute("CREATE TEMPORARY TABLE fptrack_page_jobs AS SELECT id, crawl_job_id FROM pages "
-                   "WHERE crawl_job_id IS NOT NULL")  # fmt: skip
+        op.execute(
+            "CREATE TEMPORARY TABLE fptrack_page_jobs AS SELECT id, crawl_job_id FROM pages "
+            "WHERE crawl_job_id IS NOT NULL"
+        )
     with op.batch_alter_table("crawl_jobs") as batch:
         batch.drop_constraint("ck_crawl_jobs_known_status", type_="check")
         batch.create_check_constraint("known_status", _status_check(statuses))

@@ -119,8 +119,13 @@ def test_compose_file_has_every_service_healthy_ordered_and_running_valid_comman
         docker
         and subprocess.run([docker, "compose", "version"], capture_output=True, check=False).returncode == 0
     ):
-        config = subprocess.run([docker, "compose", "-f", str(DEPLOY / "compose.yaml"), "config", "--quiet"],
-                                capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        config = subprocess.run(
+            [docker, "compose", "-f", str(DEPLOY / "compose.yaml"), "config", "--quiet"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert config.returncode == 0, config.stderr
 
 

@@ -173,10 +173,12 @@ def test_pipeline_migration_keeps_crawl_links_and_progress(empty_settings: Setti
         _skeleton_data(engine)
         assert migrate(empty_settings, engine, revision="0003") == "0003"
         with engine.begin() as connection:
-            connection.execute(text(
-                "INSERT INTO crawl_jobs (id, start_urls, depth, max_pages, status, started_at, pages_seen, "
-                f"pages_failed, error) VALUES (5, '[]', 1, 10, 'finished', '{NOW}', 3, 0, '')"
-            ))  # fmt: skip
+            connection.execute(
+                text(
+                    "INSERT INTO crawl_jobs (id, start_urls, depth, max_pages, status, started_at, "
+                    f"pages_seen, pages_failed, error) VALUES (5, '[]', 1, 10, 'finished', '{NOW}', 3, 0, '')"
+                )
+            )
             connection.execute(text("UPDATE pages SET crawl_job_id = 5"))
         assert migrate(empty_settings, engine, revision="0004") == "0004"
         with engine.connect() as connection:
