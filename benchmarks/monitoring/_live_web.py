@@ -546,11 +546,24 @@ def build_live_web(
     may happen (:func:`_timeline`). The same arguments give the same web."""
     web = LiveWeb(duration)
     titles = list(works)
-    pool = [(book, text) for index, title in enumerate(titles) for book in (1 if index == 0 else 3,)
-            for text in works[title]]  # fmt: skip
+    pool = [
+        (book, text)
+        for index, title in enumerate(titles)
+        for book in (1 if index == 0 else 3,)
+        for text in works[title]
+    ]
     for spec in SITES:
-        site = Site(web, spec.name, spec.kind, template=spec.template, validators=spec.validators,
-                    toc=spec.toc, chapter=spec.chapter, moved=spec.moved, endpoint=spec.endpoint)  # fmt: skip
+        site = Site(
+            web,
+            spec.name,
+            spec.kind,
+            template=spec.template,
+            validators=spec.validators,
+            toc=spec.toc,
+            chapter=spec.chapter,
+            moved=spec.moved,
+            endpoint=spec.endpoint,
+        )
         for index, title in enumerate(titles):
             site.books[1 if index == 0 else 3] = title
         if innocent:

@@ -98,8 +98,16 @@ def naive(session: Session, by: str) -> list[TakedownRow]:
     for k, (n, c, t) in counts.items():
         values = durations.get(k)
         median, p90 = np.percentile(np.asarray(values), [50, 90]) if values else (None, None)
-        rows.append(TakedownRow(k, n, c, t, None if median is None else round(float(median), 1),
-                                None if p90 is None else round(float(p90), 1)))  # fmt: skip
+        rows.append(
+            TakedownRow(
+                k,
+                n,
+                c,
+                t,
+                None if median is None else round(float(median), 1),
+                None if p90 is None else round(float(p90), 1),
+            )
+        )
     return sorted(rows, key=lambda r: (-r.matches, r.key))
 
 
@@ -108,8 +116,11 @@ def same(a: list[TakedownRow], b: list[TakedownRow]) -> bool:
         (r.key, r.matches, r.checked, r.taken_down) for r in b
     ]:
         return False
-    close = [abs((x or 0) - (y or 0)) <= 0.2 for r, s in zip(a, b, strict=True)
-             for x, y in ((r.median_seconds, s.median_seconds), (r.p90_seconds, s.p90_seconds))]  # fmt: skip
+    close = [
+        abs((x or 0) - (y or 0)) <= 0.2
+        for r, s in zip(a, b, strict=True)
+        for x, y in ((r.median_seconds, s.median_seconds), (r.p90_seconds, s.p90_seconds))
+    ]
     return all(close)
 
 
@@ -135,8 +146,7 @@ def main(argv: list[str] | None = None) -> None:
         c.execute(text(f'CREATE DATABASE "{args.db}"'))
     settings = Settings(database_url=db_url)
     engine = create_engine_for(settings)
-    results: dict[str, Any] = {"n": args.n, "hosts": args.hosts, "works": args.works,
-                               "machine": machine()}  # fmt: skip
+    results: dict[str, Any] = {"n": args.n, "hosts": args.hosts, "works": args.works, "machine": machine()}
     try:
         migrate(settings, engine)
         started = time.perf_counter()
@@ -144,8 +154,15 @@ def main(argv: list[str] | None = None) -> None:
             for statement in FILL.split(";\n"):
                 if statement.strip():
                     # chapter and page texts are stored compressed (storage.compressed)
-                    c.execute(text(statement), {"n": args.n, "hosts": args.hosts, "works": args.works,
-                                                "chapter_text": compress_text("x")})  # fmt: skip
+                    c.execute(
+                        text(statement),
+                        {
+                            "n": args.n,
+                            "hosts": args.hosts,
+                            "works": args.works,
+                            "chapter_text": compress_text("x"),
+                        },
+                    )
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
             c.execute(text("VACUUM ANALYZE"))
         results["fill_seconds"] = round(time.perf_counter() - started, 1)
