@@ -319,7 +319,8 @@ class Settings:
         "FPTRACK_STALL_SECONDS",
         60.0,
         _float,
-        "a crawl whose queued pages see no progress this long hands them on again (a worker died)",
+        "queued pages with no progress this long are handed on again (a worker died); a compare process "
+        "that completes nothing this long is killed and the crawl compares its pages itself",
     )
     compare_process: bool = _workers(
         "FPTRACK_COMPARE_PROCESS",

@@ -10,7 +10,8 @@ warm-up a worker does before its pool forks (:func:`jobs.bootstrap.warm_up`). Wh
   and not compared keeps ``compared_at`` NULL, which the crawl, the sweep and ``fptrack maintain`` look for.
 - **Nothing lost**: a batch whose future fails (an error, or the pool broken by its process's death) is
   compared again in the crawl's thread, and so is every batch after a break; ``process_pages`` skips pages
-  compared already.
+  compared already. A process that completes nothing for ``FPTRACK_STALL_SECONDS`` while the crawl waits for
+  it (hung, stopped) is killed, which breaks the pool.
 - **Stopped by the crawl**: the pool's process ignores SIGINT (the crawl decides) and is ended with the crawl
   (:meth:`ComparePool.stop`), or within a second of the crawl's death.
 - **SQLite**: both processes wait for each other through the busy timeout, and a batch is tried again whole
@@ -176,10 +177,14 @@ class ComparePool:
             self._compare_here(page_ids)
 
     def finish(self) -> None:
-        """Wait until every batch submitted is compared (by the pool, or here when its future failed)."""
+        """Wait until every batch submitted is compared (by the pool, or here when its future failed). A pool
+        that completes no batch for ``stall_seconds`` (hung, stopped) is killed, its batches compared here."""
         with self._lock:
             while self._futures:
-                wait(list(self._futures), return_when=FIRST_COMPLETED)
+                stall = self.settings.stall_seconds
+                done, _ = wait(list(self._futures), timeout=stall, return_when=FIRST_COMPLETED)
+                if not done:
+                    self._kill_stalled(stall)
                 self._collect()
 
     def settle(self, site_ids: Collection[int]) -> bool:
@@ -245,6 +250,18 @@ class ComparePool:
                 log.warning("compare stage: the pool could not compare a batch of %d page(s) (%s: %s): "
                             "comparing it here", len(page_ids), type(error).__name__, error)  # fmt: skip
             self._compare_here(page_ids)
+
+    def _kill_stalled(self, stall: float) -> None:
+        """The pool's process compared nothing for ``stall`` seconds: kill it, which breaks the pool (its
+        batches then come back failed and are compared here)."""
+        process = self._process
+        if process is None or process.exitcode is not None:
+            return
+        self.died = f"stalled for {stall:.0f}s, killed"
+        log.warning("compare stage: the pool process %s %s; comparing its batches in this process",
+                    process.pid, self.died)  # fmt: skip
+        process.kill()
+        process.join(STOP_SECONDS)
 
     def _broke(self, error: BaseException) -> None:
         """The pool is broken (its process died): say why, once; from now on batches are compared here."""

@@ -299,6 +299,34 @@ def test_a_killed_pool_process_has_its_batches_compared_here(sqlite_settings: Se
         engine.dispose()
 
 
+def test_a_stalled_pool_process_is_killed_and_its_batches_compared_here(sqlite_settings: Settings) -> None:
+    """The pool's process stopped (SIGSTOP) and never resumed: once it has completed nothing for
+    ``stall_seconds`` while the crawl waits, it is killed and its batches compared in the crawl's thread."""
+    from dataclasses import replace
+
+    settings = replace(sqlite_settings, stall_seconds=2.0)
+    _register(settings)
+    engine = create_engine_for(settings)
+    try:
+        ids = _store_chapters(settings, engine, fillers=13)
+        with _pool(settings) as pool:
+            pid = pool.pid
+            os.kill(pid, signal.SIGSTOP)
+            for start in range(0, len(ids), 4):
+                pool.submit(ids[start : start + 4])
+            started = time.monotonic()
+            pool.finish()
+            assert time.monotonic() - started >= 2.0
+            assert pool.died.startswith("stalled for 2s"), pool.died
+            assert pool.compared_here == len(ids) and pool.compared == 0
+        assert not _alive(pid)
+        with Session(engine) as session:
+            assert session.scalars(select(Page.id).where(Page.compared_at.is_(None))).all() == []
+            assert session.scalar(select(func.count(Match.id))) == 3
+    finally:
+        engine.dispose()
+
+
 def test_the_pool_compares_the_batches_and_settles_the_crawls_sites(sqlite_settings: Settings) -> None:
     """Batches submitted are compared in the pool, the crawl's thread compares none; after them the crawl's
     sites settle there (the site's template decided and recorded); ended, the pool's process exits."""
