@@ -7,6 +7,7 @@ shared by processes), ``scale`` (the store and the registry as they grow), ``acc
 on generated pirate webs, discovery), ``monitoring`` (re-checks, takedown figures), ``admin`` (the web
 interface under load), ``fingerprint`` (fingerprinting speed). In a group, a module whose name starts with an
 underscore is a helper, any other a benchmark. Shared by all: :mod:`benchmarks.harness` (command line,
-tables, JSON line, CPU time), :mod:`benchmarks.corpus` (../shared/corpus) and the generated pirate web; the
-loopback sites come from ``testbed``, shared with the tests.
+tables, JSON line, CPU time), :mod:`benchmarks.corpus` (../shared/corpus), and the generated pirate webs
+(:mod:`benchmarks.pirate_web`, :mod:`benchmarks.pipeline_site`); the loopback servers come from ``testbed``,
+shared with the tests.
 """

@@ -57,9 +57,9 @@ import numpy as np
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.orm import Session
 
-from benchmarks._pirate_web import random_edits, splice_ads
 from benchmarks.corpus import iter_chapters, news_texts, require_corpus
 from benchmarks.harness import arguments, print_table
+from benchmarks.pirate_web import random_edits, splice_ads
 from fptrack.compare import service
 from fptrack.compare.licensing import add_licensed_site
 from fptrack.compare.networks import (

@@ -8,7 +8,7 @@
     python -m benchmarks.accuracy.piracy --ablation --variants '-winnow,+simhash'   # some variants only
     python -m benchmarks.accuracy.piracy --sample --retroactive  # works registered only after the crawl
 
-1. ``benchmarks/_pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
+1. ``benchmarks/pirate_web.py`` builds the web (what is registered, what is published, the ground truth).
 2. Five pirate sites are served on 127.0.0.1 (one port each). In a fresh data folder (SQLite, or a fresh
    PostgreSQL database with ``--postgres``) the real command line runs in subprocesses: ``fptrack init``,
    ``fptrack works add``, ``fptrack crawl <site>/... --depth 1``, ``fptrack matches --format json``.
@@ -54,9 +54,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks._pirate_web import NEGATIVE_KINDS, POSITIVE_KINDS, PirateWeb, build_pirate_web
 from benchmarks.corpus import require_corpus
 from benchmarks.harness import ROOT, arguments, emit, machine
+from benchmarks.pirate_web import NEGATIVE_KINDS, POSITIVE_KINDS, PirateWeb, build_pirate_web
 from testbed.sites import serve_site
 
 SYSTEMS = ("fptrack", "simhash", "minhash")

@@ -8,8 +8,8 @@ server's), bytes in PostgreSQL per page, per fingerprint and per index row, and 
 
 What it does, in a PostgreSQL database of its own (created, then dropped at the end unless ``--keep``):
 
-1. **The crawl, end to end**: the generated pirate site of ``benchmarks/pipeline_throughput.py``
-   (``_pipeline_site.build_site``: ~5,000-character chapter pages, half copies of registered chapters, in one
+1. **The crawl, end to end**: the generated pirate site of ``benchmarks.pipeline.throughput``
+   (``pipeline_site.build_site``: ~5,000-character chapter pages, half copies of registered chapters, in one
    site template) served on 127.0.0.1; ``fptrack works add`` per work, then ``fptrack crawl`` with one
    ``fptrack worker -c 1`` over Redis (a queue of this run's own). CPU seconds of each process: the crawl
    process (fetch, parse, extract, store, hand-off, settling the site; ``getrusage(RUSAGE_CHILDREN)`` around
@@ -52,29 +52,28 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchmarks._pipeline_site import PipelineSite, build_site, corpus_pools
-from benchmarks.corpus import require_corpus
+from benchmarks.corpus import CORPUS, require_corpus
 from benchmarks.harness import (
     BackendCpu,
     arguments,
     children_cpu_seconds,
+    machine,
     print_table,
     process_cpu_seconds,
     progress,
     require_service,
     tree_cpu_seconds,
 )
-from benchmarks.pipeline_throughput import (
-    CORPUS,
+from benchmarks.pipeline.throughput import (
     CRAWL_LINE,
     Services,
     base_env,
     fptrack,
-    machine,
     pipeline_sessions,
     stage_extract,
     workers,
 )
+from benchmarks.pipeline_site import PipelineSite, build_site, corpus_pools
 from testbed.sites import serve_site
 
 TABLES = ("pages", "fingerprints", "code_index", "matches", "chapters", "works", "sites", "crawl_jobs")
@@ -403,7 +402,7 @@ def main() -> None:
         parser.error("need --pages >= 2, --registry >= 1 and --stage-sample >= 1")
     if urlsplit(args.postgres).hostname not in ("127.0.0.1", "localhost", "::1"):
         parser.error("--postgres must be a server on this machine: its backends' CPU is read from /proc")
-    # no chapter copied more than 4 times (pipeline_throughput)
+    # no chapter copied more than 4 times (as in benchmarks.pipeline.throughput)
     registry = max(registry, -(-(pages // 2) // 4))
 
     require_service("capacity", "PostgreSQL", args.postgres, 5432)

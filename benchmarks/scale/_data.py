@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from benchmarks._pipeline_site import (
+from benchmarks.pipeline_site import (
     ClauseStream,
     RegisteredChapter,
     TextPools,
@@ -35,7 +35,7 @@ from benchmarks._pipeline_site import (
     render_index_page,
     work_file_text,
 )
-from benchmarks._pirate_web import paragraphs_of, random_edits, splice_ads
+from benchmarks.pirate_web import paragraphs_of, random_edits, splice_ads
 from testbed.sites import Page
 
 CHAPTERS_PER_WORK = 200
@@ -263,7 +263,7 @@ def fresh_site(
     registry: Registry, pools: TextPools, *, pages: int, seed: int, links_per_index: int = 100
 ) -> tuple[dict[str, Page], int]:
     """A site of ``pages`` chapter pages for the timed crawl (half copies of registered chapters, verbatim or
-    edited, half unrelated text), in the template of ``_pipeline_site``: ``/`` -> index pages -> chapter
+    edited, half unrelated text), in the template of ``pipeline_site``: ``/`` -> index pages -> chapter
     pages (``--depth 2``). Returns (served pages, copies on it). ``seed`` makes each size's site new."""
     rng = random.Random(f"{seed}:fresh")
     unrelated = ClauseStream(pools.unrelated_clauses, seed=seed * 7_919 + 1, first_epoch=1)

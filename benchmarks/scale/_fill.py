@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks._pipeline_site import TextPools, corpus_pools, generated_pools
+from benchmarks.pipeline_site import TextPools, corpus_pools, generated_pools
 from benchmarks.scale._data import CHAPTERS_PER_WORK, PageTexts, Registry, numbers_between, planted_copies
 
 FILL_BATCH = 32  # pages per store transaction and per process_pages call (the crawl's batch and task size)

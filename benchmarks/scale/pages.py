@@ -28,7 +28,7 @@ Per registry size, in a PostgreSQL database of this run's own (dropped at the en
    timed: wall and CPU ms per page, and CPU less ``fingerprint_text`` of the same pages (compare, index,
    record).
 5. **Crawl of a fresh site** of ``--crawl-pages`` chapter pages (a new site per size, half copies of
-   registered chapters, in the template of ``_pipeline_site``) served on 127.0.0.1: ``fptrack crawl --depth
+   registered chapters, in the template of ``pipeline_site``) served on 127.0.0.1: ``fptrack crawl --depth
    2`` with 2 ``fptrack worker -c 1`` processes over Redis (``--redis``, a queue of this run's own); wall time
    until the crawl returns; ``--crawl-runs`` sites, each new, and the fastest is the figure (a burst of
    another process on these 2 cores only ever slows a crawl). The product paces a site at
@@ -60,15 +60,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import require_corpus
-from benchmarks.harness import arguments, emit, print_table, progress, require_service
-from benchmarks.pipeline_throughput import (
-    CORPUS,
+from benchmarks.corpus import CORPUS, require_corpus
+from benchmarks.harness import arguments, emit, machine, print_table, progress, require_service
+from benchmarks.pipeline.throughput import (
     CRAWL_LINE,
     Services,
     base_env,
     fptrack,
-    machine,
     workers,
 )
 from benchmarks.scale._data import HOST_PAGES, Planted, Registry, fresh_site, new_work_of_size, planted_copies

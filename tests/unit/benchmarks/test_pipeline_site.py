@@ -1,4 +1,4 @@
-"""The generated pirate site of benchmarks/pipeline_throughput.py: well-formed pages, every page reachable
+"""The generated pirate site of benchmarks.pipeline.throughput: well-formed pages, every page reachable
 within the crawl depth, and ground truth that says what the generator built. Random text only (no corpus)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from urllib.parse import urljoin, urlsplit
 import lxml.html
 import pytest
 
-from benchmarks._pipeline_site import (
+from benchmarks.pipeline_site import (
     COPY_CYCLE,
     SITE_NAME,
     ClauseStream,

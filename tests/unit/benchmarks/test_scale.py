@@ -1,6 +1,6 @@
 """The page plan of ``benchmarks.scale.pages`` (what every stored page holds, the planted copies of the new
 works, the fresh site) and its recall arithmetic; generated text, no corpus, no database. Plus the bare Scrapy
-spider of ``benchmarks/pipeline_throughput.py`` on a small loopback site."""
+spider of ``benchmarks.pipeline.throughput`` on a small loopback site."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks._pipeline_site import generated_pools
+from benchmarks.pipeline_site import generated_pools
 from benchmarks.scale._data import (
     BLOCK,
     CHAPTERS_PER_WORK,
@@ -118,18 +118,18 @@ def test_the_bare_scrapy_spider_fetches_every_page_of_a_site_once() -> None:
     }
     with serve_site(pages) as base:
         completed = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "pipeline_throughput.py"), "--bare-spider", base + "/",
+            [sys.executable, "-m", "benchmarks.pipeline.throughput", "--bare-spider", base + "/",
              "--bare-depth", "2", "--bare-max-pages", "100", "--concurrency", "4"],
-            capture_output=True, text=True, timeout=120, check=True,
+            cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
         )  # fmt: skip
     counts = json.loads(completed.stdout.strip().splitlines()[-1])
     assert counts["pages"] == 4 and counts["statuses"] == {"200": 4}
 
 
 def test_a_crawls_wall_is_split_at_its_first_and_last_request() -> None:
-    """pipeline_throughput's phases: start = to the run's first request, fetch = first to last, after = last
+    """The benchmark's phases: start = to the run's first request, fetch = first to last, after = last
     to the end; requests before the run (an earlier mode's) are not the run's."""
-    from benchmarks.pipeline_throughput import phases
+    from benchmarks.pipeline.throughput import phases
     from testbed.sites import SiteURL
 
     site = SiteURL("http://127.0.0.1:9")
@@ -141,9 +141,9 @@ def test_a_crawls_wall_is_split_at_its_first_and_last_request() -> None:
 
 
 def test_each_rounds_ratio_is_read_against_the_bare_spider_of_its_own_round() -> None:
-    """pipeline_throughput --rounds: a mode's ratio in a round is over that round's bare spider, a skipped
+    """The benchmark's --rounds: a mode's ratio in a round is over that round's bare spider, a skipped
     mode has none, and the median is over the rounds it ran."""
-    from benchmarks.pipeline_throughput import ModeResult, median_of, ratios_by_round
+    from benchmarks.pipeline.throughput import ModeResult, median_of, ratios_by_round
 
     def ran(mode: str, seconds: float) -> ModeResult:
         return ModeResult(mode, crawl_seconds=seconds, pages_crawled=100)

@@ -1,4 +1,4 @@
-"""The generated pirate site of ``benchmarks/pipeline_throughput.py``: a registry, a site of chapter pages
+"""The generated pirate site of ``benchmarks.pipeline.throughput``: a registry, a site of chapter pages
 around it, and the ground truth (which page copies which registered chapter).
 
 Text comes from :class:`TextPools`: :func:`corpus_pools` reads ``../shared/corpus`` (``FPTRACK_CORPUS``), and
@@ -24,19 +24,14 @@ from __future__ import annotations
 import html as html_lib
 import json
 import math
-import os
 import random
 import re
-import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if not __package__:  # run as a script (`make bench-quick` runs every file here): import from the repository
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks._pirate_web import news_paragraphs, paragraphs_of, random_edits, splice_ads
+from benchmarks.pirate_web import news_paragraphs, paragraphs_of, random_edits, splice_ads
 from testbed.sites import Page
 
 __all__ = [
@@ -104,7 +99,7 @@ class TextPools:
 
 def clauses_of(paragraphs: Sequence[str]) -> list[str]:
     """A text cut after every clause-ending punctuation mark (the mark stays with its clause)."""
-    out = []
+    out: list[str] = []
     for paragraph in paragraphs:
         # quotation marks dropped: a shuffled clause would open or close a quotation at random
         clauses = (m.group(0).translate(_QUOTES).strip() for m in _CLAUSE.finditer(paragraph))
@@ -532,15 +527,3 @@ def build_site(
         "max_copies_per_chapter": math.ceil(copies / registry) if copies else 0,
     }
     return PipelineSite(works, chapters, chapter_pages, served, index_paths, notes=notes)
-
-
-if __name__ == "__main__":
-    # `python benchmarks/_pipeline_site.py [--quick]`: what the benchmark's site holds (corpus or, without it,
-    # generated text), as a line of text and a JSON line.
-    corpus = Path(os.environ.get("FPTRACK_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
-    quick = "--quick" in sys.argv[1:]
-    pools = corpus_pools(corpus) if (corpus / "zh_novels").is_dir() else generated_pools()
-    site = build_site(pools, pages=300 if quick else 5000, registry=100 if quick else 1000)
-    summary = {**site.counts(), **site.notes, "bytes": sum(len(p.body) for p in site.pages.values())}
-    print(", ".join(f"{k} {v}" for k, v in summary.items()))
-    print(json.dumps({"benchmark": "pipeline_site", **summary}, ensure_ascii=False))

@@ -2,18 +2,17 @@
 four run modes, with the same matches in every mode; CPU per page per stage; registering a 1M-character work;
 compare time as the registry grows.
 
-    python benchmarks/pipeline_throughput.py --quick    # 300 pages, 100 chapters, 3 modes
-    python benchmarks/pipeline_throughput.py            # 5,000 pages, 1,000 chapters, all four modes
-    python benchmarks/pipeline_throughput.py --pages 1000 --modes sqlite,postgres-w2 --scale-sizes 100,1000
-
-``--quick`` takes about a minute at the targets' speeds; on the code of its first commit it took 14-20 minutes
-(PostgreSQL in-process ran at 0.4 pages/s on a server with autovacuum off, see ``--analyze``).
+    python -m benchmarks.pipeline.throughput            # 5,000 pages, 1,000 chapters, all four modes
+    python -m benchmarks.pipeline.throughput --quick    # 40 pages, 20 chapters, SQLite: a smoke run
+    python -m benchmarks.pipeline.throughput --pages 300 --registry 100 --modes sqlite,postgres,postgres-w2 \
+        --stage-sample 50 --scale-sizes 100,1000 --scale-sample 30      # a minute at the targets' speeds
+    python -m benchmarks.pipeline.throughput --pages 1000 --modes sqlite,postgres-w2 --scale-sizes 100,1000
 
 Needs ``../shared/corpus`` (``FPTRACK_CORPUS``); PostgreSQL (``--postgres``, a server where it may create its
 own database) and Redis (``--redis``) for the modes that use them: a service that is not reachable skips its
 modes.
 
-1. **The site** (``benchmarks/_pipeline_site.py``): ``--pages`` chapter pages of about 5,000 characters, half
+1. **The site** (``benchmarks/pipeline_site.py``): ``--pages`` chapter pages of about 5,000 characters, half
    of them verbatim or edited copies of registered chapters, half unrelated text (an unregistered novel, news,
    synthesised text), behind index pages, every page in the same site template (navigation bar, footer). It is
    served by a ``ThreadingHTTPServer`` on 127.0.0.1 (``testbed/sites.py``) in a thread of this process,
@@ -63,12 +62,11 @@ modes.
 6. **Compare time as the registry grows**: 100, 1,000 and 10,000 synthesised chapters registered in-process on
    SQLite (``register_work`` + ``index_work``, commit per work of 100 chapters); median time of
    ``compare_document`` over a sample of copies and unrelated pages, at each size (second of two passes).
-   ``--scale-budget`` caps the registering time (what was reached is measured and said); ``--quick`` stops at
-   1,000.
+   ``--scale-budget`` caps the registering time (what was reached is measured and said).
 
 Synthesised text: corpus clauses (cut at punctuation) in shuffled order; past the size of the corpus, each
 further pass over the clauses re-letters the Han characters within bands of similar frequency, so synthesised
-chapters do not repeat each other verbatim (``ClauseStream`` in ``_pipeline_site.py``).
+chapters do not repeat each other verbatim (``ClauseStream`` in ``pipeline_site.py``).
 
 Prints a table per section (targets beside the figures: ratio >= 1.00 meets the target) and the machine, and
 ends with one JSON line. Progress goes to stderr. Temporary data lives in a ``tempfile.mkdtemp()`` folder,
@@ -82,29 +80,35 @@ import contextlib
 import json
 import math
 import os
-import platform
 import random
 import re
-import resource
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks._pipeline_site import (
+from benchmarks.corpus import CORPUS, require_corpus
+from benchmarks.harness import (
+    ROOT,
+    BackendCpu,
+    arguments,
+    children_cpu_seconds,
+    machine,
+    print_table,
+    progress,
+    ratio,
+    tree_cpu_seconds,
+)
+from benchmarks.pipeline_site import (
     COPY_KINDS,
     UNRELATED_KINDS,
     ClauseStream,
@@ -114,18 +118,16 @@ from benchmarks._pipeline_site import (
     corpus_pools,
     synthetic_work,
 )
-from benchmarks._pirate_web import paragraphs_of, random_edits
-from benchmarks._tables import print_table
+from benchmarks.pirate_web import paragraphs_of, random_edits
 from testbed.sites import SiteURL, serve_site
 
-CORPUS = Path(os.environ.get("FPTRACK_CORPUS", ROOT.parent / "shared" / "corpus"))
 MODES = {  # name: (label, backend, workers)
     "sqlite": ("SQLite in-process", "sqlite", 0),
     "postgres": ("PostgreSQL in-process", "postgresql", 0),
     "postgres-w1": ("PostgreSQL + 1 worker", "postgresql", 1),
     "postgres-w2": ("PostgreSQL + 2 workers", "postgresql", 2),
 }
-QUICK_MODES = ("sqlite", "postgres", "postgres-w2")
+QUICK_MODES = ("sqlite",)
 TARGET_PAGES_PER_SECOND = {"sqlite": 50.0, "postgres-w2": 100.0}
 TARGET_REGISTER_SECONDS = {"postgresql": 5.0}
 TARGET_BARE_RATIO = {"sqlite": 0.85, "postgres-w2": 0.75}  # pages/s of the mode over bare Scrapy's
@@ -133,10 +135,6 @@ TARGET_COMPARE_GROWTH = 2.0  # per-page compare time, largest registry / 100 cha
 TARGET_CPU_OVER_BARE = 2.0  # CPU per page of a mode's crawl (every process) over the bare spider's
 WORKER_TASK_DONE = re.compile(r"Task fptrack\.(?:process_pages|fingerprint_page)\[[^\]]+\] succeeded")
 CRAWL_LINE = re.compile(r"crawled (\d+) page\(s\) in [\d.]+s \((.*)\); (\d+) with text[^;]*; (\d+) failed")
-
-
-def progress(message: str) -> None:
-    print(f"# {message}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------- PIPELINE API
@@ -199,24 +197,6 @@ def register_in_process(session: Any, text: str, title: str, settings: Any) -> i
 
 
 # ------------------------------------------------------------------------------------------------ services
-
-
-def machine() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-        info["cpu"] = next(
-            (line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if "model name" in line), ""
-        )
-        meminfo = Path("/proc/meminfo").read_text().split()
-        info["ram_gb"] = round(int(meminfo[1]) / 1024 / 1024, 1)
-    except (OSError, IndexError, ValueError):
-        pass
-    return info
 
 
 @dataclass
@@ -386,95 +366,6 @@ def workers(env: dict[str, str], count: int, log_dir: Path) -> Iterator[list[sub
             log.close()
 
 
-# ------------------------------------------------------------------------------------------- CPU per page
-
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _stat_fields(pid: int) -> list[str]:
-    """The fields of ``/proc/PID/stat`` from the third (state) on; [] when the process is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return []
-
-
-def process_cpu(pid: int, *, reaped: bool = False) -> float:
-    """CPU seconds of a process (user + system), with its reaped children's when ``reaped``; 0 when gone."""
-    fields = _stat_fields(pid)
-    if not fields:
-        return 0.0
-    ticks = int(fields[11]) + int(fields[12])  # utime, stime
-    if reaped:
-        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
-    return ticks / _CLOCK_TICKS
-
-
-def tree_cpu(roots: list[int]) -> float:
-    """CPU seconds of the processes ``roots`` and all their descendants, living or reaped."""
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (fields := _stat_fields(int(entry.name))):
-            parents.setdefault(int(fields[1]), []).append(int(entry.name))
-    total, todo = 0.0, list(roots)
-    while todo:
-        pid = todo.pop()
-        total += process_cpu(pid, reaped=True)  # a living child is not in its parent's cutime yet
-        todo.extend(parents.get(pid, []))
-    return total
-
-
-class BackendCpu:
-    """CPU seconds of the PostgreSQL backends connected to ``database`` (their process title names it) while
-    the block runs: sampled every 0.2 s, since a backend ends with its connection; a backend seen at the
-    start counts from there."""
-
-    def __init__(self, database: str) -> None:
-        self.marker = f" {database} ".encode()
-        self.start: dict[int, float] = {}
-        self.last: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="backend-cpu", daemon=True)
-
-    def _backends(self) -> dict[int, float]:
-        found = {}
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                title = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if title.startswith(b"postgres: ") and self.marker in title:
-                found[int(entry.name)] = process_cpu(int(entry.name))
-        return found
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            self.last.update({pid: cpu for pid, cpu in self._backends().items() if cpu})
-
-    def __enter__(self) -> Self:
-        self.start = self._backends()
-        self.last = dict(self.start)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.last.update({pid: cpu for pid, cpu in self._backends().items() if cpu})
-
-    @property
-    def seconds(self) -> float:
-        return sum(cpu - self.start.get(pid, 0.0) for pid, cpu in self.last.items())
-
-
-def children_cpu() -> float:
-    """CPU seconds of this process's waited-for children (and theirs)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 # ----------------------------------------------------------------------------------------------- bare Scrapy
 
 
@@ -487,7 +378,7 @@ def bare_spider_main(url: str, depth: int, max_pages: int, concurrency: int) -> 
     counts: Counter[str] = Counter()
     statuses: Counter[int] = Counter()
 
-    class BareSpider(scrapy.Spider):  # type: ignore[misc]
+    class BareSpider(scrapy.Spider):
         name = "bare"
 
         async def start(self) -> AsyncIterator[Any]:
@@ -526,13 +417,13 @@ def run_bare_scrapy(site: PipelineSite, base: str, concurrency: int) -> dict[str
     """Wall seconds and pages of the bare spider on the site, as a subprocess (start-up included)."""
     progress(f"bare Scrapy: crawling {len(site.pages)} pages")
     first_request = len(base.request_times) if isinstance(base, SiteURL) else 0
-    started, since, cpu = time.perf_counter(), time.monotonic(), children_cpu()
+    started, since, cpu = time.perf_counter(), time.monotonic(), children_cpu_seconds()
     completed = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--bare-spider", base + "/", "--bare-depth",
+        [sys.executable, "-m", "benchmarks.pipeline.throughput", "--bare-spider", base + "/", "--bare-depth",
          str(site.depth), "--bare-max-pages", str(len(site.pages) + 10), "--concurrency", str(concurrency)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
-    wall, cpu = time.perf_counter() - started, children_cpu() - cpu
+    wall, cpu = time.perf_counter() - started, children_cpu_seconds() - cpu
     if completed.returncode != 0:
         raise RuntimeError(
             f"the bare Scrapy spider failed ({completed.returncode}):\n{completed.stderr[-3000:]}"
@@ -642,11 +533,14 @@ def run_mode(
         try:
             with workers(env, worker_count, data_dir) as processes:
                 pids = [process.pid for process in processes]
-                before = children_cpu(), tree_cpu(pids)
+                before = children_cpu_seconds(), tree_cpu_seconds(*pids)
                 with backends or contextlib.nullcontext():
                     crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
                 ended = time.monotonic()  # the crawl's own wall: the workers' start and stop are not in it
-                result.cpu = {"crawl": children_cpu() - before[0], "workers": tree_cpu(pids) - before[1]}
+                result.cpu = {
+                    "crawl": children_cpu_seconds() - before[0],
+                    "workers": tree_cpu_seconds(*pids) - before[1],
+                }
         finally:
             for name in (
                 queue,
@@ -659,11 +553,11 @@ def run_mode(
         ]
         env.pop("FPTRACK_BROKER_URL")
     else:
-        before_crawl = children_cpu()
+        before_crawl = children_cpu_seconds()
         with backends or contextlib.nullcontext():
             crawl, result.crawl_seconds = fptrack(env, *crawl_args, timeout=timeout)
         ended = time.monotonic()
-        result.cpu = {"crawl": children_cpu() - before_crawl}
+        result.cpu = {"crawl": children_cpu_seconds() - before_crawl}
     if backends is not None:
         result.cpu["postgres"] = backends.seconds
     result.phases = phases(base, first_request, ended - result.crawl_seconds, ended)
@@ -937,26 +831,16 @@ def median_of(values: list[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def ratio(measured: float | None, target: float | None, *, higher_is_better: bool) -> str:
-    if measured is None or target is None or measured <= 0:
-        return ""
-    value = measured / target if higher_is_better else target / measured
-    return f"{value:.2f}{'' if value >= 1 else ' (miss)'}"
-
-
 def compare_growth(rows: list[dict[str, Any]], row: dict[str, Any], column: str) -> float:
     """``row``'s figure in ``column`` over the smallest registry's."""
     first = float(rows[0][column])
     return float(row[column]) / first if first else 0.0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help="300 pages, 100 registered chapters, 3 modes")
-    parser.add_argument("--pages", type=int, help="chapter pages on the site (default 5,000; quick 300)")
-    parser.add_argument("--registry", type=int, help="registered chapters (default 1,000; quick 100)")
+def command_line() -> argparse.ArgumentParser:
+    parser = arguments(__doc__, "40 pages, 20 chapters, the SQLite mode, small sections: a smoke run")
+    parser.add_argument("--pages", type=int, help="chapter pages on the site (default 5,000; quick 40)")
+    parser.add_argument("--registry", type=int, help="registered chapters (default 1,000; quick 20)")
     parser.add_argument(
         "--modes",
         help=f"comma-separated, of {', '.join(MODES)} (default all; quick {','.join(QUICK_MODES)}; empty: "
@@ -974,18 +858,18 @@ def main() -> None:
     )
     parser.add_argument("--concurrency", type=int, default=8, help="FPTRACK_CRAWL_CONCURRENCY of the crawls")
     parser.add_argument(
-        "--stage-sample", type=int, help="pages of the CPU-per-stage sample (default 200; quick 50)"
+        "--stage-sample", type=int, help="pages of the CPU-per-stage sample (default 200; quick 10)"
     )
     parser.add_argument(
-        "--register-chars", type=int, default=1_000_000, help="size of the large work (0: skip)"
+        "--register-chars", type=int, help="size of the large work (default 1,000,000; quick 50,000; 0: skip)"
     )
     parser.add_argument(
         "--scale-sizes",
         help="registry sizes of the compare-time section (default 100,1000,10000; "
-        "quick 100,1000; empty: skip)",
+        "quick 100,200; empty: skip)",
     )
     parser.add_argument(
-        "--scale-sample", type=int, help="pages compared at each registry size (default 60; quick 30)"
+        "--scale-sample", type=int, help="pages compared at each registry size (default 60; quick 6)"
     )
     parser.add_argument(
         "--scale-budget", type=float, default=2400.0, help="seconds of registering in the scaling section"
@@ -1011,29 +895,39 @@ def main() -> None:
     parser.add_argument("--bare-spider", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--bare-depth", type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument("--bare-max-pages", type=int, default=1000, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.bare_spider:
-        bare_spider_main(args.bare_spider, args.bare_depth, args.bare_max_pages, args.concurrency)
-        return
+    return parser
 
-    pages = args.pages if args.pages is not None else (300 if args.quick else 5000)
-    registry = args.registry if args.registry is not None else (100 if args.quick else 1000)
+
+@dataclass(frozen=True)
+class Plan:
+    """What one run measures: the command line's figures with the defaults of a full or a quick run."""
+
+    pages: int
+    registry: int
+    modes: list[str]
+    stage_sample: int
+    register_chars: int
+    scale_sizes: list[int]
+    scale_sample: int
+
+
+def plan_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
+    """The run's sizes from ``args`` (a full run's defaults, or ``--quick``'s), checked."""
+
+    def chosen(value: Any, quick: Any, full: Any) -> Any:
+        return value if value is not None else (quick if args.quick else full)
+
+    pages = chosen(args.pages, 40, 5000)
+    registry = chosen(args.registry, 20, 1000)
     modes = [
-        m.strip()
-        for m in (
-            args.modes if args.modes is not None else ",".join(QUICK_MODES if args.quick else MODES)
-        ).split(",")
-        if m.strip()
+        m.strip() for m in chosen(args.modes, ",".join(QUICK_MODES), ",".join(MODES)).split(",") if m.strip()
     ]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         parser.error(f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join(MODES)}")
-    stage_sample = args.stage_sample if args.stage_sample is not None else (50 if args.quick else 200)
-    scale_text = (
-        args.scale_sizes if args.scale_sizes is not None else ("100,1000" if args.quick else "100,1000,10000")
-    )
-    scale_sizes = [int(s) for s in scale_text.split(",") if s.strip()]
-    scale_sample = args.scale_sample if args.scale_sample is not None else (30 if args.quick else 60)
+    stage_sample = chosen(args.stage_sample, 10, 200)
+    scale_text = chosen(args.scale_sizes, "100,200", "100,1000,10000")
+    scale_sample = chosen(args.scale_sample, 6, 60)
     if pages < 2 or registry < 1 or scale_sample < 2 or stage_sample < 0 or args.rounds < 1:
         parser.error(
             "need --pages >= 2, --registry >= 1, --scale-sample >= 2, --stage-sample >= 0, --rounds >= 1"
@@ -1045,81 +939,105 @@ def main() -> None:
             f"registry raised to {registry} chapters so that no chapter is copied more than "
             f"{copies_per_chapter_cap} times"
         )
+    return Plan(
+        pages=pages,
+        registry=registry,
+        modes=modes,
+        stage_sample=stage_sample,
+        register_chars=chosen(args.register_chars, 50_000, 1_000_000),
+        scale_sizes=[int(s) for s in scale_text.split(",") if s.strip()],
+        scale_sample=scale_sample,
+    )
 
-    started = time.monotonic()
-    info = machine()
-    services = Services(args.postgres, args.redis)
-    services.probe()
-    info["postgresql"] = services.postgres_version or None
-    info["postgresql_autovacuum"] = services.postgres_autovacuum or None
-    progress(f"building the site from {CORPUS}: {pages} pages, {registry} registered chapters")
-    pools = corpus_pools(CORPUS)
-    site = build_site(pools, pages=pages, registry=registry, seed=args.seed)
-    workdir = Path(tempfile.mkdtemp(prefix="fptrack-pipeline-"))
-    figures: dict[str, Any] = {
-        "benchmark": "pipeline_throughput",
-        "quick": args.quick,
-        "machine": info,
-        "analyze_after_register": args.analyze,
-    }
-    try:
-        work_files = []
-        for title, text in site.works:
-            path = workdir / f"{title}.txt"
-            path.write_text(text, encoding="utf-8")
-            work_files.append((title, path))
-        results: list[ModeResult] = []
-        bare: dict[str, Any] | None = None
-        # each round: the bare spider, then every mode, on the same site (the first round is reported whole)
-        rounds: list[tuple[dict[str, Any] | None, list[ModeResult]]] = []
-        with serve_site(site.pages) as base:
-            for round_number in range(args.rounds):
-                if args.rounds > 1:
-                    progress(f"round {round_number + 1} of {args.rounds}")
-                round_bare = None if args.no_bare_scrapy else run_bare_scrapy(site, base, args.concurrency)
-                round_results = [
-                    run_mode(mode, site, base, workdir, services, args, work_files, round_number)
-                    for mode in modes
-                ]
-                rounds.append((round_bare, round_results))
-            bare, results = rounds[0]
-            sqlite_run = next((r for r in results if r.mode == "sqlite" and not r.skipped), None)
-            stages: dict[str, Any] | None = None
-            if stage_sample:
-                if sqlite_run is None:  # a registry of its own for the in-process measurements
-                    data_dir = workdir / "stages"
-                    data_dir.mkdir()
-                    env = base_env(data_dir, f"sqlite:///{data_dir / 'fptrack.db'}", args.concurrency)
-                    fptrack(env, "init")
-                    for title, path in work_files:
-                        fptrack(env, "works", "add", str(path), "--title", title)
-                    stage_url, stage_dir = env["FPTRACK_DATABASE_URL"], data_dir
-                else:
-                    stage_url, stage_dir = sqlite_run.database_url, workdir / "sqlite"
-                progress(f"CPU per stage on {stage_sample} pages")
-                stages = stage_cpu(site, base, stage_url, stage_dir, stage_sample, args.seed)
-        large = (
-            register_large_work(
-                pools, workdir, services, args.register_chars, ["sqlite", "postgresql"], args.seed
+
+Round = tuple[dict[str, Any] | None, list[ModeResult]]  # the bare spider's figures, then every mode's
+
+
+@dataclass
+class Measured:
+    """Everything one run measured; the first round is the one reported whole."""
+
+    rounds: list[Round]
+    stages: dict[str, Any] | None = None
+    large: dict[str, Any] | None = None
+    scaling: dict[str, Any] | None = None
+
+    @property
+    def bare(self) -> dict[str, Any] | None:
+        return self.rounds[0][0]
+
+    @property
+    def results(self) -> list[ModeResult]:
+        return self.rounds[0][1]
+
+    @property
+    def sqlite_run(self) -> ModeResult | None:
+        return next((r for r in self.results if r.mode == "sqlite" and not r.skipped), None)
+
+
+def measure(
+    plan: Plan,
+    args: argparse.Namespace,
+    services: Services,
+    pools: TextPools,
+    site: PipelineSite,
+    workdir: Path,
+) -> Measured:
+    """The crawls (each round: the bare spider, then every mode, on the same site), the CPU per stage, the
+    large work and the compare time as the registry grows."""
+    work_files = []
+    for title, text in site.works:
+        path = workdir / f"{title}.txt"
+        path.write_text(text, encoding="utf-8")
+        work_files.append((title, path))
+    with serve_site(site.pages) as base:
+        rounds: list[Round] = []
+        for round_number in range(args.rounds):
+            if args.rounds > 1:
+                progress(f"round {round_number + 1} of {args.rounds}")
+            bare = None if args.no_bare_scrapy else run_bare_scrapy(site, base, args.concurrency)
+            rounds.append(
+                (
+                    bare,
+                    [
+                        run_mode(m, site, base, workdir, services, args, work_files, round_number)
+                        for m in plan.modes
+                    ],
+                )
             )
-            if args.register_chars
-            else None
+        measured = Measured(rounds)
+        if plan.stage_sample:
+            sqlite_run = measured.sqlite_run
+            if sqlite_run is None:  # a registry of its own for the in-process measurements
+                data_dir = workdir / "stages"
+                data_dir.mkdir()
+                env = base_env(data_dir, f"sqlite:///{data_dir / 'fptrack.db'}", args.concurrency)
+                fptrack(env, "init")
+                for title, path in work_files:
+                    fptrack(env, "works", "add", str(path), "--title", title)
+                stage_url, stage_dir = env["FPTRACK_DATABASE_URL"], data_dir
+            else:
+                stage_url, stage_dir = sqlite_run.database_url, workdir / "sqlite"
+            progress(f"CPU per stage on {plan.stage_sample} pages")
+            measured.stages = stage_cpu(site, base, stage_url, stage_dir, plan.stage_sample, args.seed)
+    if plan.register_chars:
+        measured.large = register_large_work(
+            pools, workdir, services, plan.register_chars, ["sqlite", "postgresql"], args.seed
         )
-        scaling = (
-            compare_scaling(pools, workdir, scale_sizes, scale_sample, args.scale_budget, args.seed)
-            if scale_sizes
-            else None
+    if plan.scale_sizes:
+        measured.scaling = compare_scaling(
+            pools, workdir, plan.scale_sizes, plan.scale_sample, args.scale_budget, args.seed
         )
-    finally:
-        if args.keep:
-            print(f"kept {workdir} and databases {', '.join(services.created) or '(none)'}", file=sys.stderr)
-        else:
-            try:
-                services.drop_created()
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
+    return measured
 
-    # ---- report
+
+# ------------------------------------------------------------------------------------------------ printing
+
+
+def print_context(
+    info: dict[str, Any], services: Services, args: argparse.Namespace, site: PipelineSite, measured: Measured
+) -> None:
+    """The machine, the PostgreSQL server, the site, and the modes skipped or short of pages."""
     print("pipeline throughput: fptrack crawl end to end on a generated pirate site (127.0.0.1)")
     print(
         f"machine: {info.get('cpu', '?')}, {info['cores']} cores, {info.get('ram_gb', '?')} GB RAM, "
@@ -1146,7 +1064,7 @@ def main() -> None:
         f"the corpus, {site.notes['registered_synthetic']} synthesised) in {len(site.works)} works; "
         f"crawl --depth {site.depth}, FPTRACK_CRAWL_CONCURRENCY={args.concurrency}"
     )
-    for r in results:
+    for r in measured.results:
         if r.skipped:
             print(f"skipped {MODES[r.mode][0]}: {r.skipped}")
         elif r.pages_crawled != len(site.pages) or r.failed:
@@ -1155,6 +1073,9 @@ def main() -> None:
                 f"served ({r.failed} failed; statuses {r.statuses})"
             )
 
+
+def print_end_to_end(measured: Measured) -> None:
+    bare = measured.bare
     bare_pps = float(bare["pages_per_second"]) if bare else 0.0
     rows = []
     if bare:
@@ -1164,7 +1085,7 @@ def main() -> None:
              f"{bare['cpu_ms_per_page']:.1f}" if bare.get("cpu_ms_per_page") else "", "1.00", ""]
         )  # fmt: skip
     bare_cpu = float(bare["cpu_ms_per_page"]) if bare and bare.get("cpu_ms_per_page") else 0.0
-    for r in results:
+    for r in measured.results:
         if r.skipped:
             continue
         target = TARGET_PAGES_PER_SECOND.get(r.mode)
@@ -1200,32 +1121,36 @@ def main() -> None:
         rows,
     )  # fmt: skip
 
-    round_ratios = ratios_by_round(rounds)
-    if len(rounds) > 1:
-        print_table(
-            f"Ratio to the bare Scrapy spider, round by round ({len(rounds)} rounds, each the bare spider "
-            "then every mode; the first is the table above)",
-            ["mode", *(f"round {n + 1}" for n in range(len(rounds))), "median", "target"],
-            [
-                [MODES[mode][0], *(f"{v:.2f}" if v is not None else "-" for v in values),
-                 f"{median_of(values):.2f}" if median_of(values) is not None else "-",
-                 f">= {TARGET_BARE_RATIO[mode]:g}" if mode in TARGET_BARE_RATIO else ""]
-                for mode, values in round_ratios.items()
-            ],
-        )  # fmt: skip
-        cpu_ratios = cpu_ratios_by_round(rounds)
-        print_table(
-            "CPU per page (every process of the crawl) over the bare spider's, round by round",
-            ["mode", *(f"round {n + 1}" for n in range(len(rounds))), "median", "target"],
-            [
-                [MODES[mode][0], *(f"{v:.2f}" if v is not None else "-" for v in values),
-                 f"{median_of(values):.2f}" if median_of(values) is not None else "-",
-                 f"<= {TARGET_CPU_OVER_BARE:g}"]
-                for mode, values in cpu_ratios.items()
-            ],
-        )  # fmt: skip
 
-    parity = parity_report(site, results)
+def print_rounds(rounds: list[Round]) -> None:
+    """With more than one round: each mode's ratios to the bare spider (pages/s, CPU per page), round by
+    round, and their medians."""
+    if len(rounds) < 2:
+        return
+    print_table(
+        f"Ratio to the bare Scrapy spider, round by round ({len(rounds)} rounds, each the bare spider "
+        "then every mode; the first is the table above)",
+        ["mode", *(f"round {n + 1}" for n in range(len(rounds))), "median", "target"],
+        [
+            [MODES[mode][0], *(f"{v:.2f}" if v is not None else "-" for v in values),
+             f"{median_of(values):.2f}" if median_of(values) is not None else "-",
+             f">= {TARGET_BARE_RATIO[mode]:g}" if mode in TARGET_BARE_RATIO else ""]
+            for mode, values in ratios_by_round(rounds).items()
+        ],
+    )  # fmt: skip
+    print_table(
+        "CPU per page (every process of the crawl) over the bare spider's, round by round",
+        ["mode", *(f"round {n + 1}" for n in range(len(rounds))), "median", "target"],
+        [
+            [MODES[mode][0], *(f"{v:.2f}" if v is not None else "-" for v in values),
+             f"{median_of(values):.2f}" if median_of(values) is not None else "-",
+             f"<= {TARGET_CPU_OVER_BARE:g}"]
+            for mode, values in cpu_ratios_by_round(rounds).items()
+        ],
+    )  # fmt: skip
+
+
+def print_parity(parity: dict[str, Any]) -> None:
     prows = []
     for mode, p in parity["modes"].items():
         missed = ", ".join(f"{k} {v}" for k, v in p["missed_by_kind"].items()) or "-"
@@ -1260,102 +1185,123 @@ def main() -> None:
                         f"extra e.g. {p['examples_only_here']}"
                     )
 
-    if stages:
-        sqlite_pps = sqlite_run.pages_per_second if sqlite_run else 0.0
-        stage_sum = stages["extract"]["mean"] + stages["analyse"]["mean"] + stages["compare"]["mean"]
-        srows = [
-            ["decode + extract main text", stages["extract"]["mean"], stages["extract"]["median"]],
-            ["analyse (normalise, fingerprints)", stages["analyse"]["mean"], stages["analyse"]["median"]],
-            ["compare with the registry", stages["compare"]["mean"], stages["compare"]["median"]],
+
+def print_stages(stages: dict[str, Any], sqlite_run: ModeResult | None, site: PipelineSite) -> None:
+    sqlite_pps = sqlite_run.pages_per_second if sqlite_run else 0.0
+    stage_sum = stages["extract"]["mean"] + stages["analyse"]["mean"] + stages["compare"]["mean"]
+    srows = [
+        ["decode + extract main text", stages["extract"]["mean"], stages["extract"]["median"]],
+        ["analyse (normalise, fingerprints)", stages["analyse"]["mean"], stages["analyse"]["median"]],
+        ["compare with the registry", stages["compare"]["mean"], stages["compare"]["median"]],
+        [
+            "  (compare, first pass: cold cache)",
+            stages["compare_first_pass"]["mean"],
+            stages["compare_first_pass"]["median"],
+        ],
+        ["sum of the three stages", round(stage_sum, 2), ""],
+    ]
+    if sqlite_pps:
+        wall = 1000 / sqlite_pps
+        srows.append(["SQLite in-process crawl, wall per page", round(wall, 2), ""])
+        srows.append(
             [
-                "  (compare, first pass: cold cache)",
-                stages["compare_first_pass"]["mean"],
-                stages["compare_first_pass"]["median"],
-            ],
-            ["sum of the three stages", round(stage_sum, 2), ""],
-        ]
-        if sqlite_pps:
-            wall = 1000 / sqlite_pps
-            srows.append(["SQLite in-process crawl, wall per page", round(wall, 2), ""])
-            srows.append(
-                [
-                    "  rest (store, index, boilerplate, record, Scrapy, start-up)",
-                    round(wall - stage_sum, 2),
-                    "",
-                ]
-            )
-        print_table(
-            f"CPU ms per page per stage (in-process, time.process_time, {stages['pages']} pages of the site, "
-            f"registry of {len(site.chapters):,} chapters on SQLite; {stages['copies_flagged_in_process']}/"
-            f"{stages['copies_in_sample']} copies flagged)",
-            ["stage", "mean ms", "median ms"],
-            srows,
+                "  rest (store, index, boilerplate, record, Scrapy, start-up)",
+                round(wall - stage_sum, 2),
+                "",
+            ]
         )
+    print_table(
+        f"CPU ms per page per stage (in-process, time.process_time, {stages['pages']} pages of the site, "
+        f"registry of {len(site.chapters):,} chapters on SQLite; {stages['copies_flagged_in_process']}/"
+        f"{stages['copies_in_sample']} copies flagged)",
+        ["stage", "mean ms", "median ms"],
+        srows,
+    )
 
-    if large:
-        lrows = []
-        for backend, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
-            seconds = large.get(backend)
-            target = TARGET_REGISTER_SECONDS.get(backend)
-            lrows.append(
-                [
-                    label,
-                    "not reachable" if seconds is None else f"{seconds:.1f}",
-                    f"<= {target:g}" if target else "",
-                    ratio(seconds, target, higher_is_better=False),
-                ]
-            )
-        print_table(
-            f"Registering one work of {large['characters']:,} characters, {large['chapters']} chapters "
-            "(`fptrack works add`, fresh database, wall seconds)",
-            ["database", "seconds", "target", "ratio"],
-            lrows,
-        )
 
-    if scaling:
-        crows = []
-        for row in scaling["rows"]:
-            growth = compare_growth(scaling["rows"], row, "median_cpu_ms")
-            last = row is scaling["rows"][-1] and len(scaling["rows"]) > 1
-            crows.append(
-                [
-                    f"{row['chapters']:,}",
-                    row["register_seconds_cumulative"],
-                    row["median_cpu_ms"],
-                    row["median_ms"],
-                    row["p90_ms"],
-                    row["median_ms_first_pass"],
-                    f"{row['copies_flagged']}/{row['copies']}",
-                    f"{compare_growth(scaling['rows'], row, 'median_ms'):.2f}x",
-                    f"{growth:.2f}x",
-                    f"<= {TARGET_COMPARE_GROWTH:g}x" if last else "",
-                    ratio(growth, TARGET_COMPARE_GROWTH, higher_is_better=False) if last else "",
-                ]
-            )
-        print_table(
-            f"Compare time per page as the registry grows (in-process, SQLite, {scaling['sample']} pages: "
-            "half copies, half unrelated; medians of the second pass; the target reads CPU time, which other "
-            "processes on the machine disturb less than wall time)",
+def print_large(large: dict[str, Any]) -> None:
+    lrows = []
+    for backend, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
+        seconds = large.get(backend)
+        target = TARGET_REGISTER_SECONDS.get(backend)
+        lrows.append(
             [
-                "chapters",
-                "register s",
-                "cpu ms",
-                "wall ms",
-                "wall p90",
-                "wall 1st pass",
-                "copies flagged",
-                "wall vs first",
-                "cpu vs first",
-                "target",
-                "ratio",
-            ],
-            crows,
+                label,
+                "not reachable" if seconds is None else f"{seconds:.1f}",
+                f"<= {target:g}" if target else "",
+                ratio(seconds, target, higher_is_better=False),
+            ]
         )
-        if scaling["stopped"]:
-            print(f"note: {scaling['stopped']}")
+    print_table(
+        f"Registering one work of {large['characters']:,} characters, {large['chapters']} chapters "
+        "(`fptrack works add`, fresh database, wall seconds)",
+        ["database", "seconds", "target", "ratio"],
+        lrows,
+    )
 
-    figures["site"] = {**counts, **site.notes}
-    figures["modes"] = {
+
+def print_scaling(scaling: dict[str, Any]) -> None:
+    crows = []
+    for row in scaling["rows"]:
+        growth = compare_growth(scaling["rows"], row, "median_cpu_ms")
+        last = row is scaling["rows"][-1] and len(scaling["rows"]) > 1
+        crows.append(
+            [
+                f"{row['chapters']:,}",
+                row["register_seconds_cumulative"],
+                row["median_cpu_ms"],
+                row["median_ms"],
+                row["p90_ms"],
+                row["median_ms_first_pass"],
+                f"{row['copies_flagged']}/{row['copies']}",
+                f"{compare_growth(scaling['rows'], row, 'median_ms'):.2f}x",
+                f"{growth:.2f}x",
+                f"<= {TARGET_COMPARE_GROWTH:g}x" if last else "",
+                ratio(growth, TARGET_COMPARE_GROWTH, higher_is_better=False) if last else "",
+            ]
+        )
+    print_table(
+        f"Compare time per page as the registry grows (in-process, SQLite, {scaling['sample']} pages: "
+        "half copies, half unrelated; medians of the second pass; the target reads CPU time, which other "
+        "processes on the machine disturb less than wall time)",
+        [
+            "chapters",
+            "register s",
+            "cpu ms",
+            "wall ms",
+            "wall p90",
+            "wall 1st pass",
+            "copies flagged",
+            "wall vs first",
+            "cpu vs first",
+            "target",
+            "ratio",
+        ],
+        crows,
+    )
+    if scaling["stopped"]:
+        print(f"note: {scaling['stopped']}")
+
+
+def _by_round(values: list[float | None]) -> dict[str, Any]:
+    return {
+        "by_round": [round(v, 3) if v is not None else None for v in values],
+        "median": round(m, 3) if (m := median_of(values)) is not None else None,
+    }
+
+
+def figures_of(
+    measured: Measured,
+    site: PipelineSite,
+    parity: dict[str, Any],
+    args: argparse.Namespace,
+    info: dict[str, Any],
+) -> dict[str, Any]:
+    """The JSON line's figures."""
+    bare = measured.bare
+    bare_pps = float(bare["pages_per_second"]) if bare else 0.0
+    rounds, scaling, large = measured.rounds, measured.scaling, measured.large
+    modes = {
         r.mode: (
             {"skipped": r.skipped}
             if r.skipped
@@ -1373,67 +1319,114 @@ def main() -> None:
                 "cpu_ms_per_page": round(r.cpu_ms_per_page, 2) if r.cpu_ms_per_page else None,
             }
         )
-        for r in results
+        for r in measured.results
     }
-    figures["bare_scrapy"] = bare
-    figures["rounds"] = {
-        "count": len(rounds),
-        "ratio_to_bare_scrapy": {
-            mode: {"by_round": [round(v, 3) if v is not None else None for v in values],
-                   "median": round(m, 3) if (m := median_of(values)) is not None else None}
-            for mode, values in round_ratios.items()
+    ratio_to_bare = {mode: _by_round(values) for mode, values in ratios_by_round(rounds).items()}
+    growth_rows = scaling["rows"] if scaling and len(scaling["rows"]) > 1 else None
+    return {
+        "benchmark": "pipeline_throughput",
+        "quick": args.quick,
+        "machine": info,
+        "analyze_after_register": args.analyze,
+        "site": {**site.counts(), **site.notes},
+        "modes": modes,
+        "bare_scrapy": bare,
+        "rounds": {
+            "count": len(rounds),
+            "ratio_to_bare_scrapy": ratio_to_bare,
+            "bare_scrapy_seconds": [b["seconds"] if b else None for b, _ in rounds],
+            "cpu_over_bare_scrapy": {
+                mode: _by_round(values) for mode, values in cpu_ratios_by_round(rounds).items()
+            },
+            "bare_scrapy_cpu_ms_per_page": [b.get("cpu_ms_per_page") if b else None for b, _ in rounds],
         },
-        "bare_scrapy_seconds": [b["seconds"] if b else None for b, _ in rounds],
-        "cpu_over_bare_scrapy": {
-            mode: {"by_round": [round(v, 3) if v is not None else None for v in values],
-                   "median": round(m, 3) if (m := median_of(values)) is not None else None}
-            for mode, values in cpu_ratios_by_round(rounds).items()
+        "parity": {
+            "agree": parity.get("agree"),
+            "expected_copies": parity["expected_copies"],
+            "modes": {
+                m: {k: v for k, v in p.items() if not k.startswith("examples")}
+                for m, p in parity["modes"].items()
+            },
         },
-        "bare_scrapy_cpu_ms_per_page": [b.get("cpu_ms_per_page") if b else None for b, _ in rounds],
-    }  # fmt: skip
-    figures["parity"] = {
-        "agree": parity.get("agree"),
-        "expected_copies": parity["expected_copies"],
-        "modes": {
-            m: {k: v for k, v in p.items() if not k.startswith("examples")}
-            for m, p in parity["modes"].items()
+        "stages_cpu_ms": measured.stages,
+        "register_large_work": large,
+        "compare_scaling": scaling,
+        "targets": {
+            "postgres_w2_pages_per_second": {
+                "target": 100,
+                "measured": modes.get("postgres-w2", {}).get("pages_per_second"),
+            },
+            "sqlite_pages_per_second": {
+                "target": 50,
+                "measured": modes.get("sqlite", {}).get("pages_per_second"),
+            },
+            # the median over the rounds (one round: its ratio)
+            "sqlite_ratio_to_bare_scrapy": {
+                "target": TARGET_BARE_RATIO["sqlite"],
+                "measured": ratio_to_bare.get("sqlite", {}).get("median"),
+            },
+            "postgres_w2_ratio_to_bare_scrapy": {
+                "target": TARGET_BARE_RATIO["postgres-w2"],
+                "measured": ratio_to_bare.get("postgres-w2", {}).get("median"),
+            },
+            "register_1m_postgres_seconds": {"target": 5, "measured": (large or {}).get("postgresql")},
+            "compare_growth": {
+                "target": TARGET_COMPARE_GROWTH,
+                "measured_cpu": round(compare_growth(growth_rows, growth_rows[-1], "median_cpu_ms"), 3)
+                if growth_rows
+                else None,
+                "measured_wall": round(compare_growth(growth_rows, growth_rows[-1], "median_ms"), 3)
+                if growth_rows
+                else None,
+                "largest_registry": scaling["rows"][-1]["chapters"] if scaling and scaling["rows"] else None,
+            },
         },
     }
-    figures["stages_cpu_ms"] = stages
-    figures["register_large_work"] = large
-    figures["compare_scaling"] = scaling
-    figures["targets"] = {
-        "postgres_w2_pages_per_second": {
-            "target": 100,
-            "measured": figures["modes"].get("postgres-w2", {}).get("pages_per_second"),
-        },
-        "sqlite_pages_per_second": {
-            "target": 50,
-            "measured": figures["modes"].get("sqlite", {}).get("pages_per_second"),
-        },
-        # the median over the rounds (one round: its ratio)
-        "sqlite_ratio_to_bare_scrapy": {
-            "target": TARGET_BARE_RATIO["sqlite"],
-            "measured": figures["rounds"]["ratio_to_bare_scrapy"].get("sqlite", {}).get("median"),
-        },
-        "postgres_w2_ratio_to_bare_scrapy": {
-            "target": TARGET_BARE_RATIO["postgres-w2"],
-            "measured": figures["rounds"]["ratio_to_bare_scrapy"].get("postgres-w2", {}).get("median"),
-        },
-        "register_1m_postgres_seconds": {"target": 5, "measured": (large or {}).get("postgresql")},
-        "compare_growth": {
-            "target": TARGET_COMPARE_GROWTH,
-            "measured_cpu": round(compare_growth(scaling["rows"], scaling["rows"][-1], "median_cpu_ms"), 3)
-            if scaling and len(scaling["rows"]) > 1
-            else None,
-            "measured_wall": round(compare_growth(scaling["rows"], scaling["rows"][-1], "median_ms"), 3)
-            if scaling and len(scaling["rows"]) > 1
-            else None,
-            "largest_registry": scaling["rows"][-1]["chapters"] if scaling and scaling["rows"] else None,
-        },
-    }
+
+
+def main() -> None:
+    parser = command_line()
+    args = parser.parse_args()
+    if args.bare_spider:
+        bare_spider_main(args.bare_spider, args.bare_depth, args.bare_max_pages, args.concurrency)
+        return
+    require_corpus("pipeline_throughput")
+    plan = plan_of(args, parser)
+    started = time.monotonic()
+    info = machine()
+    services = Services(args.postgres, args.redis)
+    services.probe()
+    info["postgresql"] = services.postgres_version or None
+    info["postgresql_autovacuum"] = services.postgres_autovacuum or None
+    progress(f"building the site from {CORPUS}: {plan.pages} pages, {plan.registry} registered chapters")
+    pools = corpus_pools(CORPUS)
+    site = build_site(pools, pages=plan.pages, registry=plan.registry, seed=args.seed)
+    workdir = Path(tempfile.mkdtemp(prefix="fptrack-pipeline-"))
+    try:
+        measured = measure(plan, args, services, pools, site, workdir)
+    finally:
+        if args.keep:
+            progress(f"kept {workdir} and databases {', '.join(services.created) or '(none)'}")
+        else:
+            try:
+                services.drop_created()
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+    print_context(info, services, args, site, measured)
+    print_end_to_end(measured)
+    print_rounds(measured.rounds)
+    parity = parity_report(site, measured.results)
+    print_parity(parity)
+    if measured.stages:
+        print_stages(measured.stages, measured.sqlite_run, site)
+    if measured.large:
+        print_large(measured.large)
+    if measured.scaling:
+        print_scaling(measured.scaling)
+    figures = figures_of(measured, site, parity, args, info)
     figures["seconds"] = round(time.monotonic() - started, 1)
-    print(json.dumps(figures, ensure_ascii=False, default=str))
+    print(json.dumps(figures, ensure_ascii=False, default=str), flush=True)
 
 
 if __name__ == "__main__":
