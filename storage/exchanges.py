@@ -50,7 +50,9 @@ __all__ = [
 
 _FORMAT = 1
 _ABSENT = 0xFFFFFFFF
-LEVEL = 6
+LEVEL = 1
+"""zlib level of a kept exchange: against level 6, 0.43 instead of 0.73 ms of CPU for a 19.7 KB chapter page,
+for 5 % more bytes (10.1 KB instead of 9.6 KB); every crawled page pays it, few are ever read back."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def pack_exchange(exchange: RawExchange) -> bytes:
             out += struct.pack(">I", _ABSENT)
         else:
             out += struct.pack(">I", len(part)) + part
-    return zlib.compress(bytes(out), LEVEL)
+    return zlib.compress(out, LEVEL)
 
 
 def unpack_exchange(data: bytes, fetched_at: datetime) -> RawExchange:
