@@ -83,13 +83,14 @@ bench-quick: $(VENV)/.installed-test
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) -m $$b --quick || exit 1; done
 
 # what tests/test_static_checks.py checks, configured in pyproject.toml: lint and format over the whole tree,
-# strict types over the package fptrack and the process-set script, and the dependency check (deptry: what the
-# product imports is declared, what is declared is imported)
+# strict types over the package fptrack, the process-set script and the benchmarks, and the dependency check
+# (deptry: what the product imports is declared, what is declared is imported)
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(PY) -m mypy deploy/process_set.py
+	$(PY) -m mypy -p benchmarks
 	$(PY) -m deptry .
 
 clean:

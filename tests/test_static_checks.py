@@ -1,7 +1,7 @@
 """Lint, format, types and dependencies, checked on every run with the commands ``make lint`` runs, each
 configured in pyproject.toml: ruff's lint and format on the whole tree, mypy --strict on the package fptrack
-(found as .mypy/fptrack, a link to the root) and on the process-set script, and deptry on what the product
-imports against what it declares."""
+(found as .mypy/fptrack, a link to the root), on the process-set script and on the benchmarks, and deptry on
+what the product imports against what it declares."""
 
 from __future__ import annotations
 
@@ -36,6 +36,13 @@ def test_every_package_is_strictly_typed(tmp_path: Path) -> None:
     # ("Success: no issues found in 121 source files")
     checked = re.search(r"in (\d+) source files", result.stdout)
     assert checked is not None and int(checked[1]) > 100, result.stdout
+
+
+def test_the_benchmarks_are_strictly_typed(tmp_path: Path) -> None:
+    result = _run("mypy", "--cache-dir", str(tmp_path / "mypy-cache"), "-p", "benchmarks")
+    assert result.returncode == 0, result.stdout + result.stderr
+    checked = re.search(r"in (\d+) source files", result.stdout)
+    assert checked is not None and int(checked[1]) > 20, result.stdout
 
 
 def test_the_process_set_script_is_strictly_typed(tmp_path: Path) -> None:
