@@ -263,7 +263,7 @@ def score(
     return results
 
 
-def print_table(results: dict[str, Any]) -> None:
+def print_scores(results: dict[str, Any]) -> None:
     head = f"{'kind':<24}{'pages':>6}" + "".join(f"{s + ' rec/chap':>22}" for s in SYSTEMS)
     print(head)
     print("-" * len(head))
@@ -758,7 +758,7 @@ def main() -> None:
         for name, found in peers.items():
             flagged[name] = {url: {key_of[c] for c in ids} for url, ids in found.items()}
         results = score(web, bases, flagged, spans, page_texts)
-        print_table(results)
+        print_scores(results)
         if not args.no_calibration:
             from fptrack.fingerprint.contract import CONTRACT
 
