@@ -135,10 +135,13 @@ def load_endpoints(
                 )
                 server_cpu = tree_cpu_seconds(server.pid) - before
             count = max(1, result.requests)
-            results.append(dataclasses.replace(
-                result, server_cpu_ms=round(server_cpu * 1000 / count, 2),
-                postgres_cpu_ms=round(backends.seconds * 1000 / count, 2) if backends else None,
-            ))  # fmt: skip
+            results.append(
+                dataclasses.replace(
+                    result,
+                    server_cpu_ms=round(server_cpu * 1000 / count, 2),
+                    postgres_cpu_ms=round(backends.seconds * 1000 / count, 2) if backends else None,
+                )
+            )
     return results
 
 
@@ -149,13 +152,17 @@ def print_results(results: list[LoadResult]) -> None:
         f"{'p99 ms':>7}  {'errors':>6}  {'gunicorn CPU ms/req':>19}  {'PostgreSQL CPU ms/req':>21}"
     )
     for r in results:
-        print(f"{r.label:<{width}}  {r.connections:>4}  {r.requests:>8}  {r.requests_per_second:>7.1f}  "
-              f"{r.p50_ms:>7.1f}  {r.p90_ms:>7.1f}  {r.p99_ms:>7.1f}  {r.errors:>6}  "
-              f"{_figure(r.server_cpu_ms):>19}  {_figure(r.postgres_cpu_ms):>21}")  # fmt: skip
+        print(
+            f"{r.label:<{width}}  {r.connections:>4}  {r.requests:>8}  {r.requests_per_second:>7.1f}  "
+            f"{r.p50_ms:>7.1f}  {r.p90_ms:>7.1f}  {r.p99_ms:>7.1f}  {r.errors:>6}  "
+            f"{_figure(r.server_cpu_ms):>19}  {_figure(r.postgres_cpu_ms):>21}"
+        )
     for r in results:
         if r.errors:
-            print(f"errors on {r.label} at {r.connections}: {r.bad} bad answers, {r.socket_errors} socket "
-                  f"errors; first: {r.first_bad!r}")  # fmt: skip
+            print(
+                f"errors on {r.label} at {r.connections}: {r.bad} bad answers, {r.socket_errors} socket "
+                f"errors; first: {r.first_bad!r}"
+            )
 
 
 def _figure(value: float | None) -> str:

@@ -59,16 +59,24 @@ def _crawl(url: str, key: str, *, mode: str, max_pages: int, render_pages: int) 
         "start_urls": [url],
         "depth": 1,
         "max_pages": max_pages,
-        "settings": {"render_pages": render_pages, "crawl_concurrency": 8, "crawl_concurrency_per_site": 8,
-                     "crawl_autothrottle": False},
+        "settings": {
+            "render_pages": render_pages,
+            "crawl_concurrency": 8,
+            "crawl_concurrency_per_site": 8,
+            "crawl_autothrottle": False,
+        },
         "options": {"allow_private_hosts": [key], "render_js": mode},
-    }  # fmt: skip
+    }
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     completed = subprocess.run(
         [sys.executable, "-m", "testbed.crawl_child", json.dumps(request)],
-        cwd=ROOT, capture_output=True, text=True, check=False, timeout=3600,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=3600,
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if completed.returncode != 0:
