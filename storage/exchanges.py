@@ -138,9 +138,10 @@ def keep_exchanges(session: Session, exchanges: Iterable[tuple[int, RawExchange]
     if not rows:
         return 0
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    for start in range(0, len(rows), 200):
-        statement = insert(PageExchange).values(rows[start : start + 200])
-        session.execute(statement.on_conflict_do_nothing(index_elements=["page_id", "snapshot_sha256"]))
+    # one statement, the rows as its parameters: compiled once and cached, where a VALUES clause of the rows
+    # was compiled anew for each batch
+    statement = insert(PageExchange).on_conflict_do_nothing(index_elements=["page_id", "snapshot_sha256"])
+    session.execute(statement, rows)
     return len(rows)
 
 
