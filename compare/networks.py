@@ -252,9 +252,12 @@ def pick_near_duplicates(
     function of the hits (their order does not matter), so every run mode records the same pairs from the
     same store."""
     ordered = sorted(
-        ((distance > CLOSE_DISTANCE, other_site, distance, page) for page, other_site, distance in hits
-         if other_site is not None and other_site != site),
-    )  # fmt: skip
+        (
+            (distance > CLOSE_DISTANCE, other_site, distance, page)
+            for page, other_site, distance in hits
+            if other_site is not None and other_site != site
+        ),
+    )
     per: dict[int, int] = defaultdict(int)
     picked: list[tuple[int, int]] = []
     for _, other_site, distance, page in ordered:
@@ -311,10 +314,18 @@ def _add_site_evidence(session: Session, evidence: dict[tuple[int, int], list[in
     now = utcnow()
     insert_ = pg_insert if is_postgres(session) else sqlite_insert
     rows = [
-        {"site_a": a, "site_b": b, "shared_pages": shared, "close_pages": close, "a_first": a_first,
-         "b_first": b_first, "first_seen": now, "updated_at": now}
+        {
+            "site_a": a,
+            "site_b": b,
+            "shared_pages": shared,
+            "close_pages": close,
+            "a_first": a_first,
+            "b_first": b_first,
+            "first_seen": now,
+            "updated_at": now,
+        }
         for (a, b), (shared, a_first, b_first, close) in sorted(evidence.items())
-    ]  # fmt: skip
+    ]
     for start in range(0, len(rows), _PAIR_CHUNK):
         statement = insert_(SitePair).values(rows[start : start + _PAIR_CHUNK])
         session.execute(
