@@ -305,10 +305,17 @@ class _Job:
         if state is not None:
             resumed = _resume(self.sessions, state, self.outcome.job_id, self.store, self.dispatcher)
         self.outcome.stats = run_crawl(
-            list(urls), settings=self.settings, depth=depth, max_pages=max_pages, store=self.store,
-            progress=progress, options=options, shared=self.shared, state=state,
+            list(urls),
+            settings=self.settings,
+            depth=depth,
+            max_pages=max_pages,
+            store=self.store,
+            progress=progress,
+            options=options,
+            shared=self.shared,
+            state=state,
             pacer=Pacer(self.sessions, self.settings),
-        )  # fmt: skip
+        )
         self.store.flush()
         self.store.drain()
         stats = self.outcome.stats
@@ -412,10 +419,13 @@ def _leave_shared(
     from fptrack.crawler.distributed import CrawlPart
 
     part = CrawlPart(
-        stats=outcome.stats, stored=store.counts.stored, unchanged=store.counts.unchanged,
-        to_compare=store.counts.to_compare, interrupted=outcome.status == CrawlJobStatus.INTERRUPTED.value,
+        stats=outcome.stats,
+        stored=store.counts.stored,
+        unchanged=store.counts.unchanged,
+        to_compare=store.counts.to_compare,
+        interrupted=outcome.status == CrawlJobStatus.INTERRUPTED.value,
         error=outcome.error if outcome.status == CrawlJobStatus.FAILED.value else "",
-    )  # fmt: skip
+    )
     try:
         last = shared.leave(part)
     except Exception as error:  # Redis gone: the job cannot be finished by the run
@@ -455,8 +465,13 @@ def _leave_shared(
             whole.status, whole.error = CrawlJobStatus.FAILED.value, f"{type(error).__name__}: {error}"
     whole.copies = _copies(sessions, page_ids)
     whole.pages_compared = _compared(sessions, page_ids)
-    counts = StoreCounts(stored=totals.stored, unchanged=totals.unchanged, to_compare=totals.to_compare,
-                         page_ids=page_ids, site_ids=site_ids)  # fmt: skip
+    counts = StoreCounts(
+        stored=totals.stored,
+        unchanged=totals.unchanged,
+        to_compare=totals.to_compare,
+        page_ids=page_ids,
+        site_ids=site_ids,
+    )
     _finish_job(sessions, whole, counts)
     try:
         shared.remove_keys()
@@ -479,8 +494,11 @@ def _settled_by_workers(tasks: Any, site_ids: set[int], settings: Settings) -> b
         for result in pending:
             result.get(timeout=max(0.1, deadline - time.monotonic()))
     except Exception as error:  # noqa: BLE001 - any failure there: settled here instead, which raises it
-        log.warning("the workers did not settle the crawl's sites (%s: %s): settling them here",
-                    type(error).__name__, error)  # fmt: skip
+        log.warning(
+            "the workers did not settle the crawl's sites (%s: %s): settling them here",
+            type(error).__name__,
+            error,
+        )
         return False
     return True
 
@@ -605,8 +623,11 @@ def _start_job(
 
 def _finish_job(sessions: sessionmaker[Session], outcome: CrawlOutcome, counts: StoreCounts) -> None:
     try:
-        retry_in_session(sessions, lambda session: _record_end(session, outcome, counts),
-                         what="recording the end of the crawl")  # fmt: skip
+        retry_in_session(
+            sessions,
+            lambda session: _record_end(session, outcome, counts),
+            what="recording the end of the crawl",
+        )
     except Exception:
         log.exception("could not record the end of crawl job %s", outcome.job_id)
 

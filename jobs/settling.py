@@ -31,8 +31,9 @@ def settle_crawled_sites(
 ) -> None:
     """Settle a crawl's sites in a transaction of their own, tried again while the database is unreachable
     (settling is idempotent): in the crawl's process, or in its compare process (jobs.stage_process)."""
-    retry_in_session(sessions, lambda session: settle_sites(session, site_ids, settings),
-                     what="settling the crawl's sites")  # fmt: skip
+    retry_in_session(
+        sessions, lambda session: settle_sites(session, site_ids, settings), what="settling the crawl's sites"
+    )
 
 
 def unsettled_sites(session: Session) -> list[int]:

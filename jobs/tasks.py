@@ -93,8 +93,11 @@ def process_pages(page_ids: list[int]) -> dict[str, list[int]]:
         outcomes = service.process_pages(session, page_ids, task_settings())
     done = {o.page_id for o in outcomes}
     if len(done) < len(set(page_ids)):
-        log.info("process_pages: %d of %d page(s) needed nothing (done already, taken, or gone)",
-                 len(set(page_ids)) - len(done), len(set(page_ids)))  # fmt: skip
+        log.info(
+            "process_pages: %d of %d page(s) needed nothing (done already, taken, or gone)",
+            len(set(page_ids)) - len(done),
+            len(set(page_ids)),
+        )
     return {"done": sorted(done), "flagged": sorted(o.page_id for o in outcomes if o.matched_chapters)}
 
 
@@ -164,8 +167,9 @@ def start_due_crawls() -> dict[str, Any]:
     with session_scope(task_sessions()) as session:
         failed = reap_dead_claims(session, task_settings())
     with session_scope(task_sessions()) as session:
-        due = due_sites(session, tick=task_settings().schedule_every,
-                        backoff_max=task_settings().schedule_backoff_max)  # fmt: skip
+        due = due_sites(
+            session, tick=task_settings().schedule_every, backoff_max=task_settings().schedule_backoff_max
+        )
     started = []
     for site_id, name in due:
         try:
@@ -188,8 +192,12 @@ def recheck_takedowns() -> dict[str, object]:
     if summary.skipped:
         log.info("takedown re-checks skipped: %s", summary.skipped)
     else:
-        log.info("takedown re-checks: %d match(es) on %d page(s): %s", summary.matches, summary.pages,
-                 dict(summary.outcomes))  # fmt: skip
+        log.info(
+            "takedown re-checks: %d match(es) on %d page(s): %s",
+            summary.matches,
+            summary.pages,
+            dict(summary.outcomes),
+        )
     return summary.as_json()
 
 
@@ -214,6 +222,10 @@ def discover() -> dict[str, object]:
     report = run_discovery(task_sessions(), task_settings())
     for error in report.errors:
         log.warning("discovery: %s", error)
-    log.info("discovery: %d new candidate(s), %d probed, %d request(s)", report.proposed, report.probed,
-             report.requests)  # fmt: skip
+    log.info(
+        "discovery: %d new candidate(s), %d probed, %d request(s)",
+        report.proposed,
+        report.probed,
+        report.requests,
+    )
     return {k: v for k, v in report.as_json().items() if k != "candidates"}
