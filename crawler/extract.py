@@ -200,6 +200,7 @@ _ADDRESS_DOTS = re.compile(r"[.．。]")
 _ADDRESS_RUN = re.compile(rf"[(（【\[)）】\]\s{_ALNUM}\-－.．。:：/／]{{4,}}")
 _ADDRESS_LETTER = re.compile(rf"[{_ALNUM}]")
 _NOTICE_WORDS = ("章节错误", "本章未完", "加入书签", "投推荐票")  # every _NOTICE match holds one
+_NOTICE_WORD = re.compile("|".join(map(re.escape, _NOTICE_WORDS)))
 _LONG_PROSE_CHARS = 30
 _BOILERPLATE_LINE_MAX = 80  # longer lines are prose that happens to contain such a phrase
 _PROSE_MIN_CHARS = 15
@@ -703,10 +704,10 @@ def _is_promotion(text: str) -> bool:
     hits = covered = 0
     for match in _PROMO.finditer(text):
         hits += match.lastgroup == "word"
-        covered += sum(1 for ch in match.group() if ch.isalpha())
+        covered += sum(map(str.isalpha, match.group()))
     if not hits:
         return False
-    rest = sum(1 for ch in text if ch.isalpha()) - covered
+    rest = sum(map(str.isalpha, text)) - covered
     return rest < _PROMO_REST_MIN or (hits >= 2 and covered >= rest)
 
 
@@ -715,7 +716,7 @@ def _cut_spliced(text: str) -> str:
     if not text:
         return text
     spliced = _cut_addresses(text)
-    cut = _NOTICE.sub("", spliced) if any(word in spliced for word in _NOTICE_WORDS) else spliced
+    cut = _NOTICE.sub("", spliced) if _NOTICE_WORD.search(spliced) else spliced
     return text if cut == text else tidy_whitespace(cut)
 
 
