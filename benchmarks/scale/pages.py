@@ -3,7 +3,7 @@
 the crawl throughput of a fresh site on top, the per-page compare, PostgreSQL bytes per page, the time a newly
 registered 1M-character work takes to find its copies among the stored pages, and their recall.
 
-    python -m benchmarks.scale.pages --quick                      # 1,000 pages, 200 chapters, a 40-page crawl
+    python -m benchmarks.scale.pages --quick                      # 600 pages, 200 chapters, a 40-page crawl
     python -m benchmarks.scale.pages --sizes 10000 --registry 1000  # some minutes
     python -m benchmarks.scale.pages --sizes 10000,100000 --registry 1000
     python -m benchmarks.scale.pages                              # 10k, 100k, 1M x 1,000 and 100,000: hours
@@ -385,9 +385,9 @@ def report(
 
 
 def main() -> None:
-    parser = arguments(__doc__, "1,000 pages, a 200-chapter registry, one fresh site of 40 pages")
+    parser = arguments(__doc__, "600 pages, a 200-chapter registry, one fresh site of 40 pages")
     parser.add_argument(
-        "--sizes", help="stored pages to measure at (default 10000,100000,1000000; quick 1000)"
+        "--sizes", help="stored pages to measure at (default 10000,100000,1000000; quick 600)"
     )
     parser.add_argument(
         "--registry", help="registered chapters, one database each (default 1000,100000; quick 200)"
@@ -433,15 +433,16 @@ def main() -> None:
     sizes = sorted(
         {
             int(s)
-            for s in (args.sizes or ("1000" if args.quick else "10000,100000,1000000")).split(",")
+            for s in (args.sizes or ("600" if args.quick else "10000,100000,1000000")).split(",")
             if s.strip()
         }
     )
     registries = [
         int(s) for s in (args.registry or ("200" if args.quick else "1000,100000")).split(",") if s.strip()
     ]
-    if not sizes or min(sizes) < 1000 or not registries or min(registries) < 1:
-        parser.error("need --sizes of at least 1,000 pages and --registry of at least 1 chapter")
+    # a new work's 280 planted pages take at most half of a size's pages (_data.planted_copies)
+    if not sizes or min(sizes) < 600 or not registries or min(registries) < 1:
+        parser.error("need --sizes of at least 600 pages and --registry of at least 1 chapter")
     if args.crawl_pages < 2 or args.fill_processes < 1 or args.crawl_runs < 1:
         parser.error("need --crawl-pages >= 2, --crawl-runs >= 1 and --fill-processes >= 1")
     if args.replicate_from and (
