@@ -121,6 +121,8 @@ def configure(settings: Settings) -> Celery:
         task_routes=task_routes(settings),
         include=["fptrack.jobs.tasks"],
     )
+    if celery._backend is not None and celery._backend.url != backend:
+        celery._backend = celery._get_backend()  # Celery kept the one made under earlier settings
     if _runtime.settings != settings:
         if _runtime.engine is not None:
             _runtime.engine.dispose()
