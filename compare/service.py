@@ -66,6 +66,7 @@ from fptrack.storage.models import (
 from fptrack.storage.simhash_index import simhash_candidates
 
 __all__ = [
+    "ChapterDocuments",
     "ChapterInfo",
     "Recomparison",
     "Verdict",
@@ -818,35 +819,39 @@ def retro_candidates(
     )
 
 
-def fingerprint_work(session: Session, work_id: int, settings: Settings) -> None:
+ChapterDocuments = list[tuple[int, TextFingerprints]]
+"""A work's chapters as (chapter id, fingerprints), as :func:`fingerprint_work` wrote them."""
+
+
+def fingerprint_work(session: Session, work_id: int, settings: Settings) -> ChapterDocuments:
     """Fingerprint and index every chapter of a work: one write for all chapters (binary ``COPY`` on
-    PostgreSQL). Its commit is when the work becomes visible to the pages compared from then on (the
-    registry's serial moves); commit it before :func:`index_work` looks up the pages stored before, so that
-    the registry is not held while it does (see docs/compare.md, "Registering while pages are compared")."""
+    PostgreSQL); returns the chapters' fingerprints, for :func:`index_work`. Its commit is when the work
+    becomes visible to the pages compared from then on (the registry's serial moves); commit it before
+    :func:`index_work` looks up the pages stored before, so that the registry is not held while it does (see
+    docs/compare.md, "Registering while pages are compared")."""
     if session.get(Work, work_id) is None:
         raise LookupError(f"no work with id {work_id}")
+    documents = _documents_of(session, work_id)
     write_fingerprints(
         session,
         owner="chapter",
         layout=layout_for(settings),
-        items=[
-            FingerprintSet(i, document.simhash, document.index_arrays())
-            for i, document in _documents_of(session, work_id)
-        ],
+        items=[FingerprintSet(i, document.simhash, document.index_arrays()) for i, document in documents],
     )
+    return documents
 
 
-def _documents_of(session: Session, work_id: int) -> list[tuple[int, TextFingerprints]]:
+def _documents_of(session: Session, work_id: int) -> ChapterDocuments:
     chapters = session.execute(select(Chapter.id, Chapter.text).where(Chapter.work_id == work_id)).all()
     return [(int(chapter_id), chapter_document(text)) for chapter_id, text in chapters]
 
 
 def index_work(
-    session: Session, work_id: int, settings: Settings, *, fingerprinted: bool = False
+    session: Session, work_id: int, settings: Settings, *, fingerprinted: ChapterDocuments | None = None
 ) -> list[int]:
-    """Fingerprint and index every chapter of a work (:func:`fingerprint_work`, unless ``fingerprinted``: done
-    and committed already); returns the ids of already-crawled pages that may copy it (retroactive detection
-    re-compares those pages exactly, from their text: :func:`recompare_pages`).
+    """Fingerprint and index every chapter of a work (:func:`fingerprint_work`, unless ``fingerprinted``: what
+    it returned, written and committed already); returns the ids of already-crawled pages that may copy it
+    (retroactive detection re-compares those pages exactly, from their text: :func:`recompare_pages`).
 
     One page-side look-up for the whole work: the work's own sample
     (:func:`storage.fingerprints.page_sample` of every chapter, at the smallest window a stored page was
@@ -856,12 +861,13 @@ def index_work(
     with a quarter of the look-ups of the chapter's every code. A page not yet stored when the look-up reads
     compares with the work itself (:func:`process_pages` checks the registry before it commits).
     """
-    if not fingerprinted:
-        fingerprint_work(session, work_id, settings)
+    if fingerprinted is None:
+        documents = fingerprint_work(session, work_id, settings)
     elif session.get(Work, work_id) is None:
         raise LookupError(f"no work with id {work_id}")
+    else:
+        documents = fingerprinted
     layout = layout_for(settings)
-    documents = _documents_of(session, work_id)
     window = session.scalar(select(func.min(PageCodes.sample_window)))
     if window is None:
         return []  # no page fingerprinted yet: nothing to look up (a new deployment registering its works)

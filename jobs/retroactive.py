@@ -9,7 +9,7 @@ from collections import defaultdict
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from fptrack.compare.service import Recomparison, index_work, recompare_pages
+from fptrack.compare.service import ChapterDocuments, Recomparison, index_work, recompare_pages
 from fptrack.compare.templates import settle_pages
 from fptrack.core.settings import Settings
 from fptrack.storage.chunks import id_chunks
@@ -22,13 +22,13 @@ RECHECK_BATCH = 64
 
 
 def index_and_recheck(
-    session: Session, work_id: int, settings: Settings, *, fingerprinted: bool = False
+    session: Session, work_id: int, settings: Settings, *, fingerprinted: ChapterDocuments | None = None
 ) -> int:
-    """Index a registered work (``fingerprinted``: its fingerprints are written and committed already:
-    :func:`compare.service.fingerprint_work`), compare again the pages crawled before it that may copy it,
-    each with its site's settled template (:func:`compare.templates.settle_pages`: a site's other pages keep
-    their verdicts, a site never settled or changed since is settled whole); returns the number of pages now
-    copying the work."""
+    """Index a registered work (``fingerprinted``: its chapters' fingerprints as
+    :func:`compare.service.fingerprint_work` wrote and committed them), compare again the pages crawled before
+    it that may copy it, each with its site's settled template (:func:`compare.templates.settle_pages`: a
+    site's other pages keep their verdicts, a site never settled or changed since is settled whole); returns
+    the number of pages now copying the work."""
     candidates = index_work(session, work_id, settings, fingerprinted=fingerprinted)
     by_site: dict[int | None, list[int]] = defaultdict(list)
     for chunk in id_chunks(candidates):

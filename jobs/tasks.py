@@ -110,9 +110,9 @@ def index_work(work_id: int) -> int:
     from fptrack.jobs.retroactive import index_and_recheck
 
     with session_scope(task_sessions()) as session:
-        fingerprint_work(session, work_id, task_settings())
+        documents = fingerprint_work(session, work_id, task_settings())
     with session_scope(task_sessions()) as session:
-        return index_and_recheck(session, work_id, task_settings(), fingerprinted=True)
+        return index_and_recheck(session, work_id, task_settings(), fingerprinted=documents)
 
 
 @celery.task(name="fptrack.settle_site", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]

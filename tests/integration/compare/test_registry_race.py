@@ -12,6 +12,7 @@ import time
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, event, select
@@ -231,10 +232,11 @@ def test_a_registration_waits_for_a_batch_that_checked_the_registry_and_its_look
     pages = _store_copies(sessions, settings)
     work_id = _registered(sessions)
     committed = threading.Event()
+    written: list[tuple[int, Any]] = []
 
     def register() -> None:
         with session_factory(other)() as writer:
-            service.fingerprint_work(writer, work_id, settings)
+            written.extend(service.fingerprint_work(writer, work_id, settings))
             writer.commit()
         committed.set()
 
@@ -249,7 +251,7 @@ def test_a_registration_waits_for_a_batch_that_checked_the_registry_and_its_look
         registrar.join(timeout=60)
         assert committed.is_set()
         with sessions() as session:
-            assert index_and_recheck(session, work_id, settings, fingerprinted=True) == len(pages)
+            assert index_and_recheck(session, work_id, settings, fingerprinted=written) == len(pages)
             session.commit()
     finally:
         other.dispose()
