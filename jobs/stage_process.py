@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import threading
@@ -226,12 +227,10 @@ class ComparePool:
             executor.shutdown(wait=False, cancel_futures=True)
             if process is None:
                 return
-            if self._ended:
-                process.join(STOP_SECONDS)
-            if process.exitcode is None:
-                process.terminate()
-                process.join(STOP_SECONDS)
-            if process.exitcode is None:
+            if _exit_code(process, STOP_SECONDS if self._ended else 0) is not None:
+                return
+            process.terminate()
+            if _exit_code(process, STOP_SECONDS) is None:
                 log.warning("compare stage: the pool process %s ignored SIGTERM: killing it", process.pid)
                 process.kill()
                 process.join()
@@ -268,10 +267,8 @@ class ComparePool:
         if self.died:
             return
         process = self._process
-        code = process.exitcode if process is not None else None
-        if process is not None and code is None:
-            process.join(1.0)  # gone, or about to be: its exit status says more than the pool's error
-            code = process.exitcode
+        # gone, or about to be: its exit status says more than the pool's error
+        code = _exit_code(process, 1.0) if process is not None else None
         if code is not None and code < 0:
             self.died = f"killed by {signal.Signals(-code).name}"
         elif code:
@@ -284,6 +281,19 @@ class ComparePool:
     def _compare_here(self, page_ids: list[int]) -> None:
         self.compare_here(page_ids)
         self.compared_here += len(page_ids)
+
+
+def _exit_code(process: BaseProcess, timeout: float) -> int | None:
+    """The exit code of ``process`` once it has ended, waiting up to ``timeout`` seconds; None while it runs.
+    Its end is read from its sentinel, not from ``exitcode`` alone: the executor's own thread reaps a process
+    that died, and ``exitcode`` reads None from the moment that thread has taken the status until it has
+    recorded it."""
+    if not multiprocessing.connection.wait([process.sentinel], timeout):
+        return None
+    recorded_by = time.monotonic() + 1.0
+    while process.exitcode is None and time.monotonic() < recorded_by:
+        time.sleep(0.005)
+    return process.exitcode
 
 
 # ------------------------------------------------------------------------------- in the pool's process

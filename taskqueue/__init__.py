@@ -104,6 +104,7 @@ def configure(settings: Settings) -> Celery:
     backend = settings.result_backend
     if backend is None and settings.broker_url and settings.broker_url.startswith(("redis://", "rediss://")):
         backend = settings.broker_url
+    sending_to = (celery.conf.broker_url, celery.conf.task_default_queue)
     celery.conf.update(
         broker_url=settings.broker_url or "memory://localhost/",
         result_backend=backend,
@@ -123,6 +124,8 @@ def configure(settings: Settings) -> Celery:
     )
     if celery._backend is not None and celery._backend.url != backend:
         celery._backend = celery._get_backend()  # Celery kept the one made under earlier settings
+    if (celery.conf.broker_url, celery.conf.task_default_queue) != sending_to:
+        _forget_broker_connections()
     if _runtime.settings != settings:
         if _runtime.engine is not None:
             _runtime.engine.dispose()
@@ -130,6 +133,15 @@ def configure(settings: Settings) -> Celery:
         _runtime.sessions = session_factory(_runtime.engine)
         _runtime.settings = settings
     return celery
+
+
+def _forget_broker_connections() -> None:
+    """Drop the broker connections, queues and router Celery made under an earlier configuration: it makes
+    them once and keeps them, so that a process configured again would send its tasks to the first broker and
+    queue, where no worker of the new settings listens. They are made again on the next send (kombu keeps a
+    pool per broker for the process: configured back, it takes up the first one's connections)."""
+    celery._pool = None
+    del celery.amqp  # a cached property: its queues, router and producer pool
 
 
 def task_settings() -> Settings:

@@ -20,3 +20,29 @@ def test_the_result_backend_follows_the_settings(tmp_path: Path) -> None:
         assert taskqueue.configure(in_process).backend.url is None
     finally:
         taskqueue.configure(Settings(data_dir=tmp_path / "after"))
+
+
+def _route(task: str) -> str:
+    return str(taskqueue.celery.amqp.router.route({}, task)["queue"].name)
+
+
+def _broker() -> str:
+    with taskqueue.celery.pool.acquire(block=False) as connection:
+        return f"{connection.transport_cls}://{connection.hostname}:{connection.port}/{connection.virtual_host}"
+
+
+def test_tasks_go_to_the_broker_and_queue_of_the_settings(tmp_path: Path) -> None:
+    """Celery builds its queues, router and broker connections once; a process configured again (a test
+    after another, a command after a probe) must send its tasks where the new settings say, not to the queue
+    of the first configuration, where no worker listens."""
+    first = Settings(data_dir=tmp_path, broker_url="redis://127.0.0.1:6379/0", task_queue="fptrack-first")
+    second = replace(first, broker_url="redis://127.0.0.1:6379/3", task_queue="fptrack-second")
+    try:
+        taskqueue.configure(first)
+        assert (_route("fptrack.process_pages"), _broker()) == ("fptrack-first", "redis://127.0.0.1:6379/0")
+        taskqueue.configure(second)
+        assert (_route("fptrack.process_pages"), _broker()) == ("fptrack-second", "redis://127.0.0.1:6379/3")
+        taskqueue.configure(first)
+        assert (_route("fptrack.process_pages"), _broker()) == ("fptrack-first", "redis://127.0.0.1:6379/0")
+    finally:
+        taskqueue.configure(Settings(data_dir=tmp_path / "after"))
