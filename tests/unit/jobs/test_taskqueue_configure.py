@@ -28,7 +28,9 @@ def _route(task: str) -> str:
 
 def _broker() -> str:
     with taskqueue.celery.pool.acquire(block=False) as connection:
-        return f"{connection.transport_cls}://{connection.hostname}:{connection.port}/{connection.virtual_host}"
+        return (
+            f"{connection.transport_cls}://{connection.hostname}:{connection.port}/{connection.virtual_host}"
+        )
 
 
 def test_tasks_go_to_the_broker_and_queue_of_the_settings(tmp_path: Path) -> None:
