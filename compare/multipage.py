@@ -32,6 +32,7 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from fptrack.compare import chapter_index
 from fptrack.compare.licensing import is_licensed, licensed_hosts
 from fptrack.compare.service import Verdict, compare_document
 from fptrack.core.settings import Settings
@@ -133,6 +134,9 @@ def settle_chains(
     ``unchanged``: no page of the site changed since it last settled (:func:`compare.templates.settle_pages`),
     so that settling left multi-page matches only on today's chains (the others it dropped, or they have a
     history and stay): only those pages' matches are looked at, not every match of a 20,000-page site."""
+    # the registry as it stands until this settling commits: a work registered meanwhile waits, and its
+    # look-up then finds these chains' matches in place, which the drop below could otherwise take for stale
+    chapter_index.hold_registry(session)
     parts = _load_parts(session, site_id)
     chains = chains_of(parts)
     now = utcnow()

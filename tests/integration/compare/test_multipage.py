@@ -5,8 +5,9 @@ stored and compared in (SQLite and PostgreSQL)."""
 from __future__ import annotations
 
 import random
+import threading
 
-from sqlalchemy import select
+from sqlalchemy import Engine, event, select
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA
@@ -16,6 +17,7 @@ from fptrack.compare.templates import settle_pages, settle_site
 from fptrack.compare.works import register_work_file
 from fptrack.core.settings import Settings
 from fptrack.jobs.retroactive import index_and_recheck
+from fptrack.storage.db import create_engine_for, session_factory
 from fptrack.storage.models import Match, Page
 from fptrack.storage.sites import site_ids, site_of
 from tests.support.multipage import CONTINUED, demo_chapter_slices
@@ -131,3 +133,53 @@ def test_a_work_registered_after_the_site_settled_finds_its_chapter_on_the_parts
     settle_pages(session, site_id, [pages[URLS[1]].id], settings)  # as if a part were its candidate
     assert _matches(session) == found
     session.commit()
+
+
+def test_a_work_registered_while_the_site_settles_keeps_its_match_on_the_parts_joined(
+    engine: Engine, settings: Settings
+) -> None:
+    """The site's settling compares its chain joined before the work is registered; another session then
+    registers the work and its look-up records the chapter found on the parts joined, before the settling
+    drops the multi-page matches it did not find again. The settling holds the registry from its chains'
+    compare to its commit (compare.chapter_index.hold_registry), so the registration waits for it and its
+    look-up runs after: the match stays. Without the hold, the settling dropped it as stale."""
+    sessions = session_factory(engine)
+    other = create_engine_for(settings)
+    with sessions() as session:
+        pages = _store(session, [0, 1, 2])
+        service.process_pages(session, [p.id for p in pages.values()], settings)
+        site_id = pages[URLS[0]].site_id or 0
+        work_id = register_work_file(session, DEMO_DATA / "lighthouse.txt").work_id
+        session.commit()
+    looked_up = threading.Event()
+
+    def register_and_look_up() -> None:
+        with session_factory(other)() as writer:
+            written = service.fingerprint_work(writer, work_id, settings)
+            writer.commit()
+            index_and_recheck(writer, work_id, settings, fingerprinted=written)
+            writer.commit()
+        looked_up.set()
+
+    registrar = threading.Thread(target=register_and_look_up)
+
+    def register_before_the_stale_matches_are_read(conn, cursor, statement, *args) -> None:  # type: ignore[no-untyped-def]
+        if registrar.is_alive() or looked_up.is_set() or "matches.recheck_state" not in statement:
+            return
+        registrar.start()
+        looked_up.wait(timeout=5)  # done at once without the hold; with it, waits for this settling
+
+    event.listen(engine, "before_cursor_execute", register_before_the_stale_matches_are_read)
+    try:
+        with sessions() as session:
+            settle_site(session, site_id, settings)
+            session.commit()
+    finally:
+        event.remove(engine, "before_cursor_execute", register_before_the_stale_matches_are_read)
+    registrar.join(timeout=120)
+    other.dispose()
+    assert looked_up.is_set()
+    with sessions() as session:
+        assert [(url, chapter, methods[-1]) for url, chapter, methods, _ in _matches(session)] == [
+            (URLS[0], 1, MULTIPAGE_METHOD)
+        ]
