@@ -55,6 +55,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from fptrack.compare.index_config import configure, configured, on_configure
+from fptrack.fingerprint.arrays import distinct
 from fptrack.storage.fingerprints import is_postgres, signed_codes_array
 from fptrack.storage.models import REGISTRY_LOCK_KEY, RegistryVersion
 
@@ -187,7 +188,7 @@ def _signed_query(codes: Iterable[int]) -> np.ndarray:
         array = np.asarray(values, dtype=np.int64)
     except OverflowError:  # unsigned codes among them
         array = signed_codes_array([int(c) for c in values])
-    return np.unique(array.reshape(-1))
+    return distinct(array)
 
 
 def _compact_ids(owners: np.ndarray) -> np.ndarray:

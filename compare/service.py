@@ -37,6 +37,7 @@ from fptrack.compare.networks import observe_pages
 from fptrack.compare.scoring import Evidence, decide_with, evidence_of
 from fptrack.compare.verify import align
 from fptrack.core.settings import Settings
+from fptrack.fingerprint.arrays import distinct
 from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
 from fptrack.fingerprint.text_fingerprints import TextFingerprints, fingerprint_text
 from fptrack.storage.chunks import id_chunks
@@ -184,7 +185,7 @@ class _Holders:
         signed: dict[int, dict[str, np.ndarray]] = {}
         wanted: dict[str, list[np.ndarray]] = defaultdict(list)
         for document in documents:
-            codes = {kind: np.unique(array[:, 0]) for kind, array in document.index_arrays().items()}
+            codes = {kind: distinct(array[:, 0]) for kind, array in document.index_arrays().items()}
             signed[id(document)] = codes
             for kind, values in codes.items():
                 wanted[kind].append(values)
@@ -199,7 +200,7 @@ class _Holders:
             serial = chapter_index.registry_serial(session)  # read before code_index: never after the rows
         tables = {}
         for kind, arrays in wanted.items():
-            query = np.unique(np.concatenate(arrays))
+            query = distinct(np.concatenate(arrays))
             pairs = (
                 in_memory.pairs(kind, query)
                 if in_memory is not None

@@ -28,6 +28,7 @@ import numpy as np
 from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.orm import Session
 
+from fptrack.fingerprint.arrays import distinct
 from fptrack.storage.binary_copy import COPY_HEADER, COPY_TRAILER, binary_copy_rows
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.hot_buckets import file_in_hot_buckets
@@ -159,7 +160,7 @@ def write_fingerprints(
             )
         for kind, pairs in item.codes.items():
             array = code_array(pairs)
-            if len(np.unique(array[:, 1])) != len(array):
+            if not _distinct_positions(array):
                 raise ValueError(
                     f"{owner} {item.owner_id}: the {kind!r} codes repeat a position; positions must be "
                     "distinct"
@@ -239,7 +240,7 @@ def _write_pages(
         arrays = {}
         for kind, pairs in item.codes.items():
             array = code_array(pairs)
-            if len(np.unique(array[:, 1])) != len(array):
+            if not _distinct_positions(array):
                 raise ValueError(
                     f"page {item.owner_id}: the {kind!r} codes repeat a position; positions must be distinct"
                 )
@@ -251,6 +252,15 @@ def _write_pages(
         session.execute(insert(PageCodes), rows)
     for chunk in id_chunks(owner_ids):
         session.execute(update(Page).where(Page.id.in_(chunk)).values(fingerprinted_at=now))
+
+
+def _distinct_positions(array: np.ndarray) -> bool:
+    """Whether no two ``(code, position)`` pairs of ``array`` share a position (winnowing's, in increasing
+    order, are checked without a sort)."""
+    positions = array[:, 1]
+    if (positions[1:] > positions[:-1]).all():
+        return True
+    return len(distinct(positions)) == len(positions)
 
 
 def page_sample(array: np.ndarray, window: int) -> np.ndarray:
@@ -271,11 +281,12 @@ def page_sample(array: np.ndarray, window: int) -> np.ndarray:
     pairs = np.asarray(array, dtype=np.int64).reshape(-1, 2)
     if not len(pairs):
         return np.empty(0, dtype=np.int64)
-    positions = pairs[:, 1]
+    positions, codes = pairs[:, 1], pairs[:, 0]
     if positions.min() < 0:
         raise ValueError("positions must be >= 0")
-    order = np.lexsort((pairs[:, 0], positions))
-    positions, codes = positions[order], pairs[order, 0]
+    if not (positions[1:] > positions[:-1]).all():  # winnowing gives them in order: no sort then
+        order = np.lexsort((codes, positions))
+        positions, codes = positions[order], codes[order]
     last = int(positions[-1])
     # every window [s, s + window) for s = 0 .. last holds a selected position when no gap between selected
     # positions (or before the first) reaches ``window``, which winnowing with w <= window guarantees; the
@@ -289,23 +300,25 @@ def page_sample(array: np.ndarray, window: int) -> np.ndarray:
     first = np.searchsorted(positions, bounds, side="left")
     end = np.searchsorted(positions, bounds + window, side="left")
     filled = end > first
-    # range minima by a sparse table over the sorted codes (O(n log n)), windows as two overlapping spans
-    levels = [codes]
-    span = 1
-    while span * 2 <= len(codes):
-        previous = levels[-1]
-        levels.append(np.minimum(previous[: len(previous) - span], previous[span:]))
-        span *= 2
-    starts, stops = first[filled], end[filled]
-    lengths = stops - starts
-    level = np.floor(np.log2(lengths)).astype(np.int64)
-    minima = np.empty(len(starts), dtype=np.int64)
-    for number in np.unique(level).tolist():
-        at = level == number
-        table = levels[number]
-        left, right = starts[at], stops[at] - (1 << number)
-        minima[at] = np.minimum(table[left], table[right])
-    return np.unique(minima)
+    return distinct(_range_minima(codes, first[filled], end[filled]))
+
+
+def _range_minima(values: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """``values[starts[i]:stops[i]].min()`` for every i (non-empty ranges), by a sparse table: row j holds the
+    minima of the spans of 2**j values, up to the longest range's power of two only, and each range is two
+    overlapping spans of its power of two, read for all ranges in one step."""
+    level = np.floor(np.log2(stops - starts)).astype(np.int64)
+    top = int(level.max())
+    table = np.empty((top + 1, len(values)), dtype=np.int64)
+    table[0] = values
+    for row in range(1, top + 1):
+        half = 1 << (row - 1)
+        np.minimum(table[row - 1, :-half], table[row - 1, half:], out=table[row, :-half])
+        # the spans that would run past the end: no range reads them (a range of 2**row values starts at
+        # most 2**row before the end)
+        table[row, -half:] = table[row - 1, -half:]
+    minima: np.ndarray = np.minimum(table[level, starts], table[level, stops - (1 << level)])
+    return minima
 
 
 TEMPLATE_KEY_SHIFT = 32
@@ -319,7 +332,7 @@ _KEYS32 = 0x20  # the first byte of a ``page_codes.winnow`` of 32-bit template k
 
 def template_keys(codes: np.ndarray) -> np.ndarray:
     """The distinct template keys (sorted int64 values in [-2**31, 2**31)) of signed 64-bit ``codes``."""
-    return np.unique(np.asarray(codes, dtype=np.int64) >> TEMPLATE_KEY_SHIFT)
+    return distinct(np.asarray(codes, dtype=np.int64) >> TEMPLATE_KEY_SHIFT)
 
 
 INITIALS_KIND = "winnow_py"
@@ -346,7 +359,7 @@ def page_code_row(
     template = arrays.get(TEMPLATE_KIND)
     keys = template_keys(template[:, 0]) if template is not None else np.empty(0, dtype=np.int64)
     samples = [page_sample(array, sample_window_of(kind, window)) for kind, array in arrays.items()]
-    sample = np.unique(np.concatenate(samples)) if samples else np.empty(0, dtype=np.int64)
+    sample = distinct(np.concatenate(samples)) if samples else np.empty(0, dtype=np.int64)
     return {
         "page_id": page_id,
         "sample_window": window,

@@ -159,3 +159,16 @@ def test_codes_read_in_c_are_each_codes_signed_form(codes: list[int]) -> None:
     assert array.tolist() == [to_signed64(code) for code in codes]
     pairs = [(code, position) for position, code in enumerate(codes)]
     assert code_array(pairs).tolist() == [[to_signed64(code), p] for code, p in pairs]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-50, 50), st.integers(0, 300)), min_size=1, max_size=150),
+    st.integers(1, 90),
+)
+def test_pairs_sharing_positions_and_codes_are_sampled_by_the_definition(
+    pairs: list[tuple[int, int]], window: int
+) -> None:
+    # pairs given by hand may repeat a position or a code, and come in any order
+    array = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    assert page_sample(array, window).tolist() == sorted(_every_window_minimum(array, window))
