@@ -48,7 +48,6 @@ from dataclasses import dataclass, field
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import lxml.etree
-import lxml.html
 
 __all__ = [
     "FLATTEN_DEPTH",
@@ -283,7 +282,7 @@ def cap_text(text: str, max_chars: int) -> tuple[str, tuple[str, ...]]:
     return kept, (f"text cut to {len(kept)} of {len(text)} characters (over the {max_chars}-character cap)",)
 
 
-def _parse(html: str, notes: list[str]) -> lxml.html.HtmlElement | None:
+def _parse(html: str, notes: list[str]) -> lxml.etree._Element | None:
     # lxml refuses str input with an XML encoding declaration, and control characters upset libxml2.
     cleaned = _INVALID_XML_CHARS.sub("", _XML_DECLARATION.sub("", html, count=1))
     if not cleaned.strip():
@@ -311,11 +310,15 @@ class _ParserGaveUp(Exception):
     error."""
 
 
-def _parse_html(markup: str) -> tuple[lxml.html.HtmlElement | None, bool]:
+def _parse_html(markup: str) -> tuple[lxml.etree._Element | None, bool]:
     """The document and whether libxml2 gave up on its depth."""
-    parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, recover=True, huge_tree=True)
+    # lxml.etree's elements, not lxml.html's: the tree is the same, but lxml.html looks up a Python class for
+    # every element it hands out (a tenth of the extraction's time), and nothing here needs its methods
+    parser = lxml.etree.HTMLParser(remove_comments=True, remove_pis=True, recover=True, huge_tree=True)
     try:
-        root = lxml.html.document_fromstring(markup, parser=parser)
+        root = lxml.etree.fromstring(markup, parser)
+        if root is None:  # what lxml.html.document_fromstring says of it
+            raise lxml.etree.ParserError("Document is empty")
     except ValueError:
         return None, False
     except lxml.etree.LxmlError as error:  # libxml2 out of memory reports "unknown error"
@@ -324,7 +327,7 @@ def _parse_html(markup: str) -> tuple[lxml.html.HtmlElement | None, bool]:
         entry.type_name == "ERR_RESOURCE_LIMIT" or "Excessive depth" in entry.message
         for entry in parser.error_log
     )
-    return (root if isinstance(root, lxml.html.HtmlElement) else None), too_deep
+    return root, too_deep
 
 
 MAX_TAG_CHARS = 16_384  # a start tag longer than this keeps its first attributes only
@@ -425,17 +428,20 @@ def _flatten(markup: str, max_depth: int) -> str:
     return "".join(out)
 
 
-def _title(root: lxml.html.HtmlElement) -> str:
+_string_content = lxml.etree.XPath("string()", smart_strings=False)  # an element's text, its descendants' too
+
+
+def _title(root: lxml.etree._Element) -> str:
     for path in ("//title", "//h1"):
         for element in root.xpath(path):
-            title = tidy_whitespace(element.text_content())
+            title = tidy_whitespace(_string_content(element))
             if title:
                 return title
     return ""
 
 
 def _links(
-    root: lxml.html.HtmlElement, base_url: str, max_links: int | None, notes: list[str]
+    root: lxml.etree._Element, base_url: str, max_links: int | None, notes: list[str]
 ) -> tuple[str, ...]:
     """One pass over the anchors; each distinct ``href`` is resolved once (URL joining dominates the cost),
     and the pass stops at ``max_links`` links."""
@@ -465,7 +471,7 @@ def _links(
     return tuple(seen)
 
 
-def hidden_selectors(root: lxml.html.HtmlElement) -> list[tuple[str, frozenset[str], str]]:
+def hidden_selectors(root: lxml.etree._Element) -> list[tuple[str, frozenset[str], str]]:
     """The simple selectors that the page's ``<style>`` rules hide (``display:none``, ``visibility:hidden``,
     ``font-size:0``), as (tag or ``''``, classes, id or ``''``).
 
@@ -510,7 +516,7 @@ def _simple_selectors(text: str) -> list[tuple[str, frozenset[str], str]]:
 
 
 def _matches(
-    element: lxml.html.HtmlElement, tag: str, selectors: list[tuple[str, frozenset[str], str]]
+    element: lxml.etree._Element, tag: str, selectors: list[tuple[str, frozenset[str], str]]
 ) -> bool:
     classes = frozenset((element.get("class") or "").split())
     identifier = element.get("id") or ""
@@ -522,7 +528,7 @@ def _matches(
     )
 
 
-def _drop_invisible(root: lxml.html.HtmlElement, hidden: list[tuple[str, frozenset[str], str]]) -> None:
+def _drop_invisible(root: lxml.etree._Element, hidden: list[tuple[str, frozenset[str], str]]) -> None:
     doomed = []
     for element in root.iter():
         tag = element.tag
@@ -537,10 +543,22 @@ def _drop_invisible(root: lxml.html.HtmlElement, hidden: list[tuple[str, frozens
             doomed.append(element)
     for element in doomed:
         if element.getparent() is not None:
-            element.drop_tree()  # keeps the element's tail text
+            _drop_tree(element)
 
 
-def _is_chrome_element(element: lxml.html.HtmlElement, tag: str) -> bool:
+def _drop_tree(element: lxml.etree._Element) -> None:
+    """Remove ``element`` and its subtree, keeping its tail text (lxml.html's ``drop_tree``)."""
+    parent = element.getparent()
+    if element.tail:
+        previous = element.getprevious()
+        if previous is None:
+            parent.text = (parent.text or "") + element.tail
+        else:
+            previous.tail = (previous.tail or "") + element.tail
+    parent.remove(element)
+
+
+def _is_chrome_element(element: lxml.etree._Element, tag: str) -> bool:
     if tag in _CHROME_TAGS:
         return True
     tokens: list[str] = []
@@ -617,7 +635,7 @@ def _visible_chars(text: str) -> int:
     return len("".join(text.split()))
 
 
-def _signature(element: lxml.html.HtmlElement, tag: str) -> tuple[str, str, str]:
+def _signature(element: lxml.etree._Element, tag: str) -> tuple[str, str, str]:
     """Tag, class and id without digits: the parts of one text cut into siblings share it
     (``div.part``, ``#content1``/``#content2``); a comment list beside the text does not."""
     classes = " ".join((element.get("class") or "").split())
@@ -625,7 +643,7 @@ def _signature(element: lxml.html.HtmlElement, tag: str) -> tuple[str, str, str]
     return (tag, classes, identifier)
 
 
-def _segment(root: lxml.html.HtmlElement) -> tuple[list[_Block], list[_Line]]:
+def _segment(root: lxml.etree._Element) -> tuple[list[_Block], list[_Line]]:
     seg = _Segmenter()
     seg.open_block()  # the document itself
     # Per element, what its start event changed, so the end event can undo exactly that.
