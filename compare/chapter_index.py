@@ -129,9 +129,9 @@ class KindArrays:
         owner_parts: list[np.ndarray] = []
         code_parts: list[np.ndarray] = []
         for owner_id, codes in sorted(vectors, key=lambda item: item[0]):
-            distinct = np.unique(codes)
-            code_parts.append(distinct)
-            owner_parts.append(np.full(len(distinct), owner_id, dtype=np.int64))
+            owned = distinct(codes)  # a sort, not np.unique's hash table (fingerprint.arrays.distinct)
+            code_parts.append(owned)
+            owner_parts.append(np.full(len(owned), owner_id, dtype=np.int64))
         if not code_parts:
             return cls.of_sorted(np.empty(0, np.int64), np.empty(0, np.int32))
         codes = np.concatenate(code_parts)
