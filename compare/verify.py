@@ -51,32 +51,42 @@ class Alignment:
         return self.chapter_covered / self.chapter_length if self.chapter_length else 0.0
 
 
-@lru_cache(maxsize=1024)
-def _sorted_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(order, sorted hashes) of the k-grams of a chapter: a chapter is aligned with many pages, sorted
-    once."""
+def _shingles_in_order(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(order, sorted hashes) of the k-grams of ``text``: ``order`` the stable argsort of their hashes."""
     hashes = char_shingle_hashes(text, k)
     order = np.argsort(hashes, kind="stable")
     return order, hashes[order]
 
 
+@lru_cache(maxsize=1024)
+def _sorted_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_shingles_in_order` of a chapter: a chapter is aligned with many pages, sorted once."""
+    return _shingles_in_order(text, k)
+
+
 @lru_cache(maxsize=64)
-def _page_shingles(text: str, k: int) -> np.ndarray:
-    """The k-gram hashes of a page, kept while it is aligned with each of its candidate chapters."""
-    return char_shingle_hashes(text, k)
+def _page_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_shingles_in_order` of a page, kept while it is aligned with each of its candidate chapters."""
+    return _shingles_in_order(text, k)
 
 
-def _match_positions(page: np.ndarray, chapter: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+def _match_positions(
+    page: tuple[np.ndarray, np.ndarray], chapter: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
     """For each page k-gram, the position of the same k-gram in the chapter (first occurrence), or -1.
 
-    ``chapter`` is ``(order, sorted hashes)`` as :func:`_sorted_shingles` returns it."""
+    Both are ``(order, sorted hashes)`` (:func:`_shingles_in_order`). The page's hashes are looked up in their
+    sorted order, where numpy starts each binary search where the last one ended (three times faster than in text
+    order), and the answers put back in text order."""
+    page_order, page_sorted = page
     order, sorted_hashes = chapter
-    if not len(page) or not len(sorted_hashes):
-        return np.full(len(page), -1, dtype=np.int64)
-    found = np.searchsorted(sorted_hashes, page)
-    found_clipped = np.minimum(found, len(sorted_hashes) - 1)
-    hit = sorted_hashes[found_clipped] == page
-    return np.where(hit, order[found_clipped], -1).astype(np.int64)
+    positions = np.full(len(page_sorted), -1, dtype=np.int64)
+    if not len(page_sorted) or not len(sorted_hashes):
+        return positions
+    found = np.minimum(np.searchsorted(sorted_hashes, page_sorted), len(sorted_hashes) - 1)
+    hit = sorted_hashes[found] == page_sorted
+    positions[page_order[hit]] = order[found[hit]]
+    return positions
 
 
 def _grams_holding(text: str, char: str, k: int) -> np.ndarray:

@@ -13,12 +13,12 @@ weighted Simhash schemes are not part of it (the research shelf and ``fingerprin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
-from fptrack.fingerprint.contract import CODE_KINDS, CONTRACT, FingerprintContract
+from fptrack.fingerprint.contract import CONTRACT, FingerprintContract
 from fptrack.fingerprint.normalize import NormalizedText, normalize
 from fptrack.fingerprint.pinyin import pinyin_initials
 from fptrack.fingerprint.simhash import simhash_text
@@ -32,28 +32,49 @@ _NO_CODES.flags.writeable = False
 
 @dataclass(frozen=True, eq=False)
 class TextFingerprints:
-    """The fingerprints of one text. ``simhash`` is unsigned (``contract.simhash.bits`` bits; None when
-    Simhash is off, and then nothing stores one); every code is a (hash, position) pair whose hash fits a
-    signed 64-bit BIGINT (position = normalised offset of the winnowed k-gram).
+    """The fingerprints of one text under ``contract``. ``simhash`` is unsigned (``contract.simhash.bits``
+    bits; None when Simhash is off, and then nothing stores one); every code is a (hash, position) pair whose
+    hash fits a signed 64-bit BIGINT (position = normalised offset of the winnowed k-gram).
 
-    The codes are kept as the arrays the winnowing made (``chars_codes``, ``initials_codes``: ``(n, 2)``
-    int64, hash then position); the page path reads them as arrays (:meth:`index_arrays`), and the pairs as
-    Python ints (``winnow_chars``, ``winnow_initials``, :meth:`index_codes`) are made only when asked for
-    (making them for every page cost ~0.35 ms of the compare stage's ~7)."""
+    The codes are the arrays the winnowing makes (``chars_codes``, ``initials_codes``: ``(n, 2)`` int64, hash
+    then position), computed the first time they are asked for: verifying a page against a registered chapter
+    needs only the chapter's normalised text and initials (winnowing it cost ~0.4 ms of its ~0.65). The page
+    path reads them as arrays (:meth:`index_arrays`), and the pairs as Python ints (``winnow_chars``,
+    ``winnow_initials``, :meth:`index_codes`) are made only when asked for (making them for every page cost
+    ~0.35 ms of the compare stage's ~7)."""
 
     original: str
     normalized: NormalizedText
     initials: str
     simhash: int | None
-    chars_codes: np.ndarray
-    initials_codes: np.ndarray
-    # the code kinds the contract computed: a kind it does not use is not stored (no empty row per text)
-    code_kinds: tuple[str, ...] = CODE_KINDS
+    contract: FingerprintContract = field(default=CONTRACT, repr=False)
 
     @property
     def text(self) -> str:
         """The normalised text."""
         return self.normalized.text
+
+    @cached_property
+    def code_kinds(self) -> tuple[str, ...]:
+        """The code kinds the contract computes: a kind it does not use is not stored (no empty row per
+        text)."""
+        return self.contract.code_kinds()
+
+    @cached_property
+    def chars_codes(self) -> np.ndarray:
+        """The winnowing of the normalised characters, as an ``(n, 2)`` array (none if the contract leaves
+        it out)."""
+        if not self.contract.uses("winnow"):
+            return _NO_CODES
+        return winnow_array(self.text, self.contract.winnow_chars.k, self.contract.winnow_chars.w)
+
+    @cached_property
+    def initials_codes(self) -> np.ndarray:
+        """The winnowing of the pinyin initials, as an ``(n, 2)`` array (none if the contract leaves it
+        out)."""
+        if not self.contract.uses("winnow_py"):
+            return _NO_CODES
+        return winnow_array(self.initials, self.contract.winnow_initials.k, self.contract.winnow_initials.w)
 
     @cached_property
     def winnow_chars(self) -> tuple[tuple[int, int], ...]:
@@ -78,24 +99,12 @@ class TextFingerprints:
 
 def fingerprint_text(text: str, contract: FingerprintContract = CONTRACT) -> TextFingerprints:
     """Normalise ``text`` (original, as crawled or registered) and compute the fingerprints ``contract``
-    uses."""
+    uses (the winnowing codes when first read)."""
     normalized = normalize(text)
-    initials = pinyin_initials(normalized.text)
-    uses = contract.uses
     return TextFingerprints(
         original=text,
         normalized=normalized,
-        initials=initials,
-        simhash=simhash_text(normalized.text, params=contract.simhash) if uses("simhash") else None,
-        chars_codes=(
-            winnow_array(normalized.text, contract.winnow_chars.k, contract.winnow_chars.w)
-            if uses("winnow")
-            else _NO_CODES
-        ),
-        initials_codes=(
-            winnow_array(initials, contract.winnow_initials.k, contract.winnow_initials.w)
-            if uses("winnow_py")
-            else _NO_CODES
-        ),
-        code_kinds=contract.code_kinds(),
+        initials=pinyin_initials(normalized.text),
+        simhash=simhash_text(normalized.text, params=contract.simhash) if contract.uses("simhash") else None,
+        contract=contract,
     )
