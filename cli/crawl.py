@@ -113,14 +113,18 @@ def crawl(
     With --distributed the frontier is shared in Redis: the first process seeds the start URLs, the same
     command run while it crawls (on this machine or another) joins it, with its depth and page limit; the last
     process to finish writes the job's totals (docs/monitoring.md, "Crawls over several machines")."""
+    from fptrack.jobs.bootstrap import collector_paused
     from fptrack.jobs.stage_process import start_early
 
-    # the compare pool (no broker) starts first: its start-up runs beside this process's on the other core
-    pool = start_early(context.settings)
+    pool: ComparePool | None = None
     try:
-        options = _crawl_options(context, allow_private, scrapy_set, delay, ignore_robots, render_js)
-        sessions = context.sessions()
-        shared = _join_distributed(context, urls[0], depth, max_pages) if distributed else None
+        # the set-up (Scrapy's and the crawler's imports, the database) makes objects that live on
+        with collector_paused():
+            # the compare pool (no broker) starts first: its start-up runs beside this one's on the other core
+            pool = start_early(context.settings)
+            options = _crawl_options(context, allow_private, scrapy_set, delay, ignore_robots, render_js)
+            sessions = context.sessions()
+            shared = _join_distributed(context, urls[0], depth, max_pages) if distributed else None
         outcome = _run_job(context, sessions, urls, depth, max_pages, options, shared, pool, quiet=quiet)
     finally:
         if pool is not None:

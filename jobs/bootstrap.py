@@ -9,7 +9,10 @@ Light on purpose: a crawl's process imports neither numpy nor the compare servic
 
 from __future__ import annotations
 
+import gc
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -18,7 +21,7 @@ from fptrack.core.settings import Settings
 from fptrack.fingerprint.table_files import use_table_cache
 from fptrack.storage.db import check_schema, create_engine_for, session_factory, session_scope
 
-__all__ = ["WARM_UP_PAGE", "open_sessions", "prepare_process", "warm_up"]
+__all__ = ["WARM_UP_PAGE", "collector_paused", "open_sessions", "prepare_process", "warm_up"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,25 @@ def open_sessions(settings: Settings, *, require_schema: bool = True) -> session
     if require_schema:
         check_schema(engine, settings)
     return session_factory(engine)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while the block sets the process up, and every object alive at
+    its end frozen out of the collector's reach (:func:`gc.freeze`) before it is on again (if it was).
+
+    A start-up's imports and set-up allocate objects by the hundred thousand (modules, classes, Scrapy's and
+    SQLAlchemy's registries) that live as long as the process; the collections their allocation triggers
+    walk them again and again to free next to nothing: 0.09 of the 0.14 s of CPU a crawl's process spends
+    collecting before its first request, in the crawl command's set-up alone."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 WARM_UP_PAGE = "青石巷里的老槐树下，住着一位修伞的老人。他说 Chapter 1 的故事要从 2026 年讲起。" * 8
