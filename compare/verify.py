@@ -51,23 +51,28 @@ class Alignment:
         return self.chapter_covered / self.chapter_length if self.chapter_length else 0.0
 
 
-def _shingles_in_order(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(order, sorted hashes) of the k-grams of ``text``: ``order`` the stable argsort of their hashes."""
-    hashes = char_shingle_hashes(text, k)
-    order = np.argsort(hashes, kind="stable")
-    return order, hashes[order]
-
-
 @lru_cache(maxsize=1024)
 def _sorted_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_shingles_in_order` of a chapter: a chapter is aligned with many pages, sorted once."""
-    return _shingles_in_order(text, k)
+    """(first, sorted hashes) of the k-grams of a chapter, sorted once (a chapter is aligned with many pages):
+    at the first index of each run of equal hashes, ``first`` holds the smallest position of that hash (the
+    one a page k-gram is matched with; the rest of a run is never read). An unstable sort and a minimum per
+    run: four times faster than a stable sort of ~5,000 hashes."""
+    hashes = char_shingle_hashes(text, k)
+    first = np.argsort(hashes)
+    ordered = hashes[first]
+    if len(ordered):
+        runs = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        first[runs] = np.minimum.reduceat(first, runs)
+    return first, ordered
 
 
 @lru_cache(maxsize=64)
 def _page_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_shingles_in_order` of a page, kept while it is aligned with each of its candidate chapters."""
-    return _shingles_in_order(text, k)
+    """(order, sorted hashes) of the k-grams of a page, kept while it is aligned with each of its candidate
+    chapters: ``order`` sorts the hashes (equal hashes in any order: each k-gram is answered on its own)."""
+    hashes = char_shingle_hashes(text, k)
+    order = np.argsort(hashes)
+    return order, hashes[order]
 
 
 def _match_positions(
@@ -75,17 +80,17 @@ def _match_positions(
 ) -> np.ndarray:
     """For each page k-gram, the position of the same k-gram in the chapter (first occurrence), or -1.
 
-    Both are ``(order, sorted hashes)`` (:func:`_shingles_in_order`). The page's hashes are looked up in their
-    sorted order, where numpy starts each binary search where the last one ended (three times faster than in text
-    order), and the answers put back in text order."""
+    ``page`` is :func:`_page_shingles`'s, ``chapter`` :func:`_sorted_shingles`'s. The page's hashes are looked
+    up in their sorted order, where numpy starts each binary search where the last one ended (three times
+    faster than in text order), and the answers put back in text order."""
     page_order, page_sorted = page
-    order, sorted_hashes = chapter
+    first, sorted_hashes = chapter
     positions = np.full(len(page_sorted), -1, dtype=np.int64)
     if not len(page_sorted) or not len(sorted_hashes):
         return positions
     found = np.minimum(np.searchsorted(sorted_hashes, page_sorted), len(sorted_hashes) - 1)
     hit = sorted_hashes[found] == page_sorted
-    positions[page_order[hit]] = order[found[hit]]
+    positions[page_order[hit]] = first[found[hit]]
     return positions
 
 
