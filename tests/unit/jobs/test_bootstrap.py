@@ -3,6 +3,7 @@ index and the database the same way."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from fptrack.compare import index_config
 from fptrack.core.settings import Settings
 from fptrack.fingerprint.table_files import table_cache_file, use_table_cache
-from fptrack.jobs.bootstrap import open_sessions, prepare_process
+from fptrack.jobs.bootstrap import collector_paused, open_sessions, prepare_process
 from fptrack.storage.db import SchemaOutOfDate, migrate
 
 
@@ -49,3 +50,35 @@ def test_sessions_open_only_on_a_migrated_database(tmp_path: Path) -> None:
     migrate(settings)
     with open_sessions(settings)() as session:
         assert session.get_bind().url.database == str(tmp_path / "fptrack.db")
+
+
+@pytest.fixture
+def collector_restored() -> Iterator[None]:
+    """The collector on and nothing frozen after the test, as the other tests expect it."""
+    yield
+    gc.unfreeze()
+    gc.enable()
+
+
+def test_the_collector_is_paused_through_a_set_up_and_what_it_made_frozen(collector_restored: None) -> None:
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    with collector_paused():
+        assert not gc.isenabled()
+        made = [[index] for index in range(1000)]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= frozen + len(made)
+    collected = {id(item) for generation in range(3) for item in gc.get_objects(generation)}
+    assert not any(id(item) in collected for item in made)  # out of every generation the collector walks
+
+
+def test_a_failed_set_up_turns_the_collector_on_again_and_a_paused_one_stays_off(
+    collector_restored: None,
+) -> None:
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("set-up failed")
+    assert gc.isenabled()
+    gc.disable()
+    with collector_paused():
+        pass
+    assert not gc.isenabled()
