@@ -13,9 +13,9 @@ cuts). This module gives the seeds' near-duplicate machinery that job:
    at Hamming <= 3, ``benchmarks/mirror_similarity.py``). It is stored as the layout's Simhash row of the page
    in ``fingerprints`` (the permuted-prefix expression indexes and the hot buckets of
    :mod:`storage.simhash_index` serve it), after the page's other fingerprints were written.
-2. **Near duplicates on other sites**: the page's Simhash looked up with
-   :func:`storage.simhash_index.simhash_candidates` (Hamming <= k, at most :data:`LOOKUP_FACTOR` x
-   ``network_max_pairs`` stored pages, the nearest); of the hits on other sites, one page per site
+2. **Near duplicates on other sites**: the page's Simhash looked up (Hamming <= k, at most
+   :data:`LOOKUP_FACTOR` x ``network_max_pairs`` stored pages, the nearest; the batch's pages in one statement,
+   :func:`storage.simhash_index.simhash_neighbours`); of the hits on other sites, one page per site
    (``network_pairs_per_site``) and ``network_max_pairs`` in all (:func:`pick_near_duplicates`) become
    ``near_duplicates`` rows (the page already stored had the text first), each adding one to the
    ``site_pairs`` evidence of its two sites. Incremental and bounded: each page costs one index look-up and
@@ -70,7 +70,7 @@ from fptrack.storage.models import (
     iso_utc,
     utcnow,
 )
-from fptrack.storage.simhash_index import simhash_candidates
+from fptrack.storage.simhash_index import simhash_neighbours
 
 __all__ = [
     "CLOSE_DISTANCE",
@@ -199,9 +199,11 @@ def observe_pages(
     file_in_hot_buckets(session, layout, [(i, int(row["value"])) for i, row in zip(ids, rows, strict=True)])
 
     found: dict[int, list[tuple[int, int]]] = {}  # page id -> [(other page id, distance)], nearest first
+    queries = [(page_id, value) for page_id, (_, value) in sorted(pages.items())]
     limit = LOOKUP_FACTOR * settings.network_max_pairs
-    for page_id, (_, value) in sorted(pages.items()):
-        hits = simhash_candidates(session, value, layout, owner="page", exclude_id=page_id, limit=limit)
+    for (page_id, _), hits in zip(
+        queries, simhash_neighbours(session, queries, layout, owner="page", limit=limit), strict=True
+    ):
         if hits:
             found[page_id] = [(hit.owner_id, hit.distance) for hit in hits]
     if not found:

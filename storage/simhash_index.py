@@ -15,13 +15,14 @@ Writing one owner's Simhash with its other fingerprints is :func:`storage.finger
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, func, select, text
+from sqlalchemy import Connection, TextClause, func, select, text
 from sqlalchemy.orm import Session
 
 from fptrack.fingerprint.simhash import hamming
@@ -31,7 +32,13 @@ from fptrack.storage.hot_buckets import file_new_rows_in_hot_buckets, hot_bucket
 from fptrack.storage.index import DEFAULT_LAYOUT, IndexLayout, to_signed64, to_unsigned64
 from fptrack.storage.models import Fingerprint, simhash_index_ddl, simhash_index_names
 
-__all__ = ["SimhashHit", "bulk_load_simhashes", "ensure_simhash_indexes", "simhash_candidates"]
+__all__ = [
+    "SimhashHit",
+    "bulk_load_simhashes",
+    "ensure_simhash_indexes",
+    "simhash_candidates",
+    "simhash_neighbours",
+]
 
 
 @dataclass(frozen=True)
@@ -40,9 +47,9 @@ class SimhashHit:
     distance: int
 
 
-def _distance_sql(postgres: bool) -> str:
+def _distance_sql(postgres: bool, query: str = ":q") -> str:
     # PostgreSQL 14+ has bit_count(bit); SQLite gets fp_hamming from storage.db's connection hook.
-    return "bit_count((value # :q)::bit(64))" if postgres else "fp_hamming(value, :q)"
+    return f"bit_count((value # {query})::bit(64))" if postgres else f"fp_hamming(value, {query})"
 
 
 def _candidate_sql(layout: IndexLayout, postgres: bool, hot_tables: frozenset[int] = frozenset()) -> str:
@@ -123,9 +130,22 @@ def simhash_candidates(
             f"ORDER BY {_distance_sql(postgres)}, id LIMIT :limit"
         )
         params["limit"] = limit + (exclude_id is not None)
-    statement = text(statement_sql)
+    rows = session.execute(text(statement_sql), params)
+    return _hits(rows, fingerprint, layout, exclude_id=exclude_id, limit=limit)
+
+
+def _hits(
+    rows: Iterable[Sequence[Any]],
+    fingerprint: int,
+    layout: IndexLayout,
+    *,
+    exclude_id: int | None,
+    limit: int | None,
+) -> list[SimhashHit]:
+    """The hits of a look-up of ``fingerprint`` from its ``(owner id, stored value, fingerprint id)`` rows:
+    each owner once, at its nearest fingerprint, nearest first (``limit`` of them), then by owner."""
     best: dict[int, tuple[int, int]] = {}  # owner -> (distance, fingerprint id)
-    for owner_id, stored, fingerprint_id in session.execute(statement, params):
+    for owner_id, stored, fingerprint_id in rows:
         if owner_id is None or owner_id == exclude_id:
             continue
         distance = hamming(to_unsigned64(stored), fingerprint)
@@ -135,6 +155,84 @@ def simhash_candidates(
     if limit is not None:
         kept = kept[:limit]
     return sorted((SimhashHit(o, d) for o, (d, _) in kept), key=lambda h: (h.distance, h.owner_id))
+
+
+_BRANCHES_PER_STATEMENT = 400
+"""Look-ups (one per table of the layout) per statement of :func:`simhash_neighbours`: SQLite refuses a
+compound SELECT of more than 500 parts."""
+
+
+def simhash_neighbours(
+    session: Session,
+    queries: Sequence[tuple[int, int]],
+    layout: IndexLayout,
+    *,
+    owner: Owner,
+    limit: int,
+) -> list[list[SimhashHit]]:
+    """:func:`simhash_candidates` of each ``(owner id, fingerprint)`` of ``queries``, that owner excluded, at
+    most ``limit`` hits each, in order: one statement for a batch instead of one per fingerprint (the same
+    exact-key look-ups per table, the limit cut per query by a window on the server). A fingerprint in a
+    re-split bucket is looked up on its own (:func:`simhash_candidates`)."""
+    if limit < 1:
+        raise ValueError(f"a look-up limit must be >= 1, got {limit}")
+    hot = hot_bucket_keys(session, layout)
+    found: list[list[SimhashHit]] = []
+    together: list[int] = []  # indexes of the queries looked up in one statement
+    for number, (owner_id, fingerprint) in enumerate(queries):
+        if hot and any(bucket in hot for bucket in layout.keys(fingerprint)):
+            hits = simhash_candidates(
+                session, fingerprint, layout, owner=owner, exclude_id=owner_id, limit=limit
+            )
+            found.append(hits)
+        else:
+            found.append([])
+            together.append(number)
+    rows: dict[int, list[tuple[Any, Any, Any]]] = defaultdict(list)
+    step = max(1, _BRANCHES_PER_STATEMENT // layout.table_count)
+    for start in range(0, len(together), step):
+        asked = together[start : start + step]
+        statement, params = _neighbours_sql(
+            session, [(n, queries[n][1]) for n in asked], layout, owner, limit
+        )
+        for number, owner_id, stored, fingerprint_id in session.execute(statement, params):
+            rows[int(number)].append((owner_id, stored, fingerprint_id))
+    for number in together:
+        owner_id, fingerprint = queries[number]
+        found[number] = _hits(rows[number], fingerprint, layout, exclude_id=owner_id, limit=limit)
+    return found
+
+
+def _neighbours_sql(
+    session: Session, queries: Sequence[tuple[int, int]], layout: IndexLayout, owner: Owner, limit: int
+) -> tuple[TextClause, dict[str, Any]]:
+    """The statement of :func:`simhash_neighbours` for ``(number, fingerprint)`` queries and its parameters:
+    per query and table the look-up :func:`_candidate_sql` makes, tagged with the query's number; the owners
+    by primary key; per query the ``limit + 1`` nearest (its own owner's row is one of them), then those
+    stored first, as :func:`simhash_candidates` cuts them."""
+    postgres = is_postgres(session)
+    column = owner_column(owner)
+    params: dict[str, Any] = {"maxd": layout.k, "limit": limit + 1}
+    branches = []
+    for number, fingerprint in queries:
+        params[f"q{number}"] = to_signed64(fingerprint)
+        for t, key in layout.keys(fingerprint):
+            params[f"k{number}_{t}"] = key
+            branches.append(
+                f"SELECT {number} AS asked, CAST(:q{number} AS BIGINT) AS q, id, value FROM fingerprints "
+                f"WHERE kind = '{layout.kind}' AND {layout.key_sql(t, 'value')} = :k{number}_{t} "
+                f"AND {_distance_sql(postgres, f':q{number}')} <= :maxd"
+            )
+    owned = (
+        f"SELECT c.asked, c.q, c.value, c.id, (SELECT f.{column.key} FROM fingerprints f WHERE f.id = c.id) "
+        f"AS owner_id FROM ({' UNION '.join(branches)}) AS c"
+    )
+    ranked = (
+        f"SELECT asked, owner_id, value, id, ROW_NUMBER() OVER (PARTITION BY asked ORDER BY "
+        f"{_distance_sql(postgres, 'q')}, id) AS nearest FROM ({owned}) AS o WHERE owner_id IS NOT NULL"
+    )
+    statement = text(f"SELECT asked, owner_id, value, id FROM ({ranked}) AS r WHERE nearest <= :limit")
+    return statement, params
 
 
 # ------------------------------------------------------------------------------------------------- loading

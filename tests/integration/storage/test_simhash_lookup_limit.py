@@ -10,14 +10,14 @@ from fptrack.fingerprint.simhash import hamming
 from fptrack.storage.hot_buckets import forget_hot_buckets, split_hot_buckets
 from fptrack.storage.index import DEFAULT_LAYOUT
 from fptrack.storage.models import Chapter, Page, Work
-from fptrack.storage.simhash_index import bulk_load_simhashes, simhash_candidates
+from fptrack.storage.simhash_index import bulk_load_simhashes, simhash_candidates, simhash_neighbours
 
 BASE = 0x0F1E_2D3C_4B5A_6978
 
 
-def _pages(session: Session, count: int) -> list[int]:
+def _pages(session: Session, count: int, host: str = "copies.test") -> list[int]:
     pages = [
-        Page(url=f"http://copies.test/{n}", final_url=f"http://copies.test/{n}", status=200, text="t")
+        Page(url=f"http://{host}/{n}", final_url=f"http://{host}/{n}", status=200, text="t")
         for n in range(count)
     ]
     session.add_all(pages)
@@ -62,4 +62,36 @@ def test_the_limit_keeps_the_nearest_then_the_first_stored(session: Session, hot
     assert [h.distance for h in wide] == [1] * 40 + [2] * 5
     with pytest.raises(ValueError, match="limit"):
         simhash_candidates(session, BASE, DEFAULT_LAYOUT, owner="page", limit=0)
+    forget_hot_buckets()
+
+
+@pytest.mark.parametrize("hot", [False, True])
+def test_a_batch_of_look_ups_answers_what_each_look_up_answers(session: Session, hot: bool) -> None:
+    """simhash_neighbours: one statement for many fingerprints, each with its owner excluded and the limit,
+    gives what simhash_candidates gives for each; fingerprints in re-split buckets are looked up alone."""
+    forget_hot_buckets()
+    stored = _stored(session)
+    far = _pages(session, 3, host="far.test")  # a text of its own, and two near it
+    far_value = BASE ^ (0xFFFF << 40)
+    near = [(far[0], far_value), (far[1], far_value ^ 1), (far[2], far_value ^ 0b11011 << 3)]
+    bulk_load_simhashes(session, near, owner="page", layout=DEFAULT_LAYOUT)
+    stored.update(near)
+    if hot:
+        assert split_hot_buckets(session, DEFAULT_LAYOUT, min_size=8).split
+    session.commit()
+    ids = sorted(stored)
+    queries = [(ids[0], BASE), (ids[45], BASE ^ (1 << 5)), (ids[-1], stored[ids[-1]]), (far[0], far_value)]
+    queries += [(far[1], far_value ^ 1), (ids[3], BASE ^ 1), (ids[3], BASE ^ 1), (10**9, 0x1234_5678)]
+    for limit in (1, 5, 12, 100):
+        batch = simhash_neighbours(session, queries, DEFAULT_LAYOUT, owner="page", limit=limit)
+        each = [
+            simhash_candidates(session, value, DEFAULT_LAYOUT, owner="page", exclude_id=owner, limit=limit)
+            for owner, value in queries
+        ]
+        assert batch == each
+    # the far text's one near page (the third is 4 bits off)
+    assert [h.owner_id for h in batch[3]] == [far[1]]
+    assert simhash_neighbours(session, [], DEFAULT_LAYOUT, owner="page", limit=3) == []
+    with pytest.raises(ValueError, match="limit"):
+        simhash_neighbours(session, queries, DEFAULT_LAYOUT, owner="page", limit=0)
     forget_hot_buckets()
