@@ -122,6 +122,7 @@ def crawl(
         with collector_paused():
             # the compare pool (no broker) starts first: its start-up runs beside this one's on the other core
             pool = start_early(context.settings)
+            _import_scrapys_tls_shallow()
             options = _crawl_options(context, allow_private, scrapy_set, delay, ignore_robots, render_js)
             sessions = context.sessions()
             shared = _join_distributed(context, urls[0], depth, max_pages) if distributed else None
@@ -143,6 +144,14 @@ def parse_scrapy_settings(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]
             raise click.UsageError(f"-s {pair!r}: expected NAME=VALUE, e.g. -s DOWNLOAD_DELAY=2")
         parsed.append((name.strip(), value.strip()))
     return tuple(parsed)
+
+
+def _import_scrapys_tls_shallow() -> None:
+    """Import Scrapy's HTTP/1.1 download handler, and its TLS modules, from here: the crawler package imports
+    it six imports deep (:mod:`crawler.render`). Making the three classes Scrapy keeps under old names
+    (``scrapy.utils.deprecate.create_deprecated_class``) walks the whole call stack, looking up the module of
+    every frame among all those loaded: 0.136 s of CPU from there, 0.075 s from here."""
+    import scrapy.core.downloader.handlers.http11  # noqa: F401
 
 
 def _crawl_options(
