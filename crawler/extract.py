@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import NamedTuple
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import lxml.etree
@@ -558,12 +560,11 @@ def _drop_tree(element: lxml.etree._Element) -> None:
     parent.remove(element)
 
 
-def _is_chrome_element(element: lxml.etree._Element, tag: str) -> bool:
+def _is_chrome_element(tag: str, identifier: str, classes: str) -> bool:
     if tag in _CHROME_TAGS:
         return True
     tokens: list[str] = []
-    for attribute in ("id", "class"):
-        value = element.get(attribute)
+    for value in (identifier, classes):
         if value:
             tokens.extend(t.lower() for t in _TOKEN_SPLIT.split(value) if t)
     if not tokens:
@@ -571,6 +572,32 @@ def _is_chrome_element(element: lxml.etree._Element, tag: str) -> bool:
     if any(_POSITIVE_TOKEN.match(t) for t in tokens):
         return False
     return any(_NEGATIVE_TOKEN.match(t) for t in tokens)
+
+
+class _Kind(NamedTuple):
+    """What an element's start changes in the segmentation (and its end undoes)."""
+
+    block: bool
+    link: bool
+    chrome: bool
+    pre: bool
+    line_break: bool
+    signature: tuple[str, str, str]
+
+
+@lru_cache(maxsize=4096)
+def _kind(tag: str, identifier: str, classes: str) -> _Kind:
+    """An element's :class:`_Kind` from its tag (lower case), id and class: pages repeat these (every
+    ``<p>`` of a chapter alike), so each is worked out once."""
+    block = tag in _BLOCK_TAGS
+    return _Kind(
+        block=block,
+        link=tag == "a",
+        chrome=_is_chrome_element(tag, identifier, classes),
+        pre=tag in ("pre", "listing", "plaintext", "xmp", "textarea"),
+        line_break=tag == "br",
+        signature=_signature(tag, identifier, classes) if block else ("", "", ""),
+    )
 
 
 class _Segmenter:
@@ -635,41 +662,40 @@ def _visible_chars(text: str) -> int:
     return len("".join(text.split()))
 
 
-def _signature(element: lxml.etree._Element, tag: str) -> tuple[str, str, str]:
+def _signature(tag: str, identifier: str, classes: str) -> tuple[str, str, str]:
     """Tag, class and id without digits: the parts of one text cut into siblings share it
     (``div.part``, ``#content1``/``#content2``); a comment list beside the text does not."""
-    classes = " ".join((element.get("class") or "").split())
-    identifier = re.sub(r"\d+", "", element.get("id") or "")
-    return (tag, classes, identifier)
+    return (tag, " ".join(classes.split()), re.sub(r"\d+", "", identifier))
 
 
 def _segment(root: lxml.etree._Element) -> tuple[list[_Block], list[_Line]]:
     seg = _Segmenter()
     seg.open_block()  # the document itself
     # Per element, what its start event changed, so the end event can undo exactly that.
-    opened: list[tuple[bool, bool, bool, bool]] = []
+    opened: list[_Kind] = []
     for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
-        tag = element.tag.lower() if isinstance(element.tag, str) else ""
         if event == "start":
-            is_block = tag in _BLOCK_TAGS
-            is_link = tag == "a"
-            is_chrome = _is_chrome_element(element, tag)
-            is_pre = tag in ("pre", "listing", "plaintext", "xmp", "textarea")
-            opened.append((is_block, is_link, is_chrome, is_pre))
-            if tag == "br":
+            tag = element.tag
+            kind = _kind(
+                tag.lower() if isinstance(tag, str) else "",
+                element.get("id") or "",
+                element.get("class") or "",
+            )
+            opened.append(kind)
+            if kind.line_break:
                 seg.break_line()
-            if is_block:
-                seg.open_block(_signature(element, tag))
-            seg.link_depth += is_link
-            seg.chrome_depth += is_chrome
-            seg.pre_depth += is_pre
+            if kind.block:
+                seg.open_block(kind.signature)
+            seg.link_depth += kind.link
+            seg.chrome_depth += kind.chrome
+            seg.pre_depth += kind.pre
             seg.add_text(element.text)
         else:
-            is_block, is_link, is_chrome, is_pre = opened.pop()
-            seg.link_depth -= is_link
-            seg.chrome_depth -= is_chrome
-            seg.pre_depth -= is_pre
-            if is_block:
+            kind = opened.pop()
+            seg.link_depth -= kind.link
+            seg.chrome_depth -= kind.chrome
+            seg.pre_depth -= kind.pre
+            if kind.block:
                 seg.close_block()
             if element is not root:
                 seg.add_text(element.tail)
