@@ -202,7 +202,11 @@ _KEYS = (0x243F6A8885A308D3, 0x13198A2E03707344, 0xA4093822299F31D0, 0x082EFA98E
 
 def fmix64(x: np.ndarray) -> np.ndarray:
     """MurmurHash3's 64-bit finaliser (a bijection with full avalanche), vectorised over uint64."""
-    x = np.asarray(x, dtype=_U64).copy()
+    return _fmix64_in_place(np.asarray(x, dtype=_U64).copy())
+
+
+def _fmix64_in_place(x: np.ndarray) -> np.ndarray:
+    """:func:`fmix64` of a uint64 array this module owns, written over it (no copy)."""
     x ^= x >> _U64(33)
     x *= _U64(0xFF51AFD7ED558CCD)
     x ^= x >> _U64(33)
@@ -249,7 +253,7 @@ def _span_hashes(cps: np.ndarray, starts: np.ndarray, ends: np.ndarray, seed: in
         lengths = (ends - starts).astype(_U64)
         raw ^= lengths * _U64(_KEYS[seed] | 1)
         raw += _U64(_KEYS[seed])
-    return fmix64(raw)
+    return _fmix64_in_place(raw)
 
 
 def hash_strings(strings: Sequence[str], seed: int = 0) -> np.ndarray:
@@ -300,5 +304,16 @@ def char_shingle_hashes(text: str, k: int, seed: int = 0) -> np.ndarray:
     n = len(text) - k + 1
     if n <= 0:
         return np.zeros(0, dtype=_U64)
-    starts = np.arange(n, dtype=np.int64)
-    return _span_hashes(_code_points(text), starts, starts + k, seed)
+    if seed not in range(len(_BASES)):
+        raise ValueError(f"seed must be in 0..{len(_BASES) - 1}, got {seed}")
+    # _span_hashes of the spans [i, i + k), with the gathers of equal-length spans done as slices
+    cps = _code_points(text)
+    pw, inv = _power_tables(seed, len(cps) + 1)
+    with np.errstate(over="ignore"):
+        prefix = np.zeros(len(cps) + 1, dtype=_U64)
+        np.cumsum(cps * inv[: len(cps)], out=prefix[1:])
+        raw = prefix[k:] - prefix[:n]
+        raw *= pw[k - 1 : k - 1 + n]
+        raw ^= _U64((k * (_KEYS[seed] | 1)) & _MASK64)
+        raw += _U64(_KEYS[seed])
+    return _fmix64_in_place(raw)

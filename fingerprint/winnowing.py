@@ -28,19 +28,23 @@ def _rightmost_window_argmin(h: np.ndarray, w: int) -> np.ndarray:
     """For each window h[i:i+w] (i = 0 .. n-w), the index of its rightmost minimum.
 
     Sparse-table doubling: argmins of windows of 1, 2, 4 ... p <= w elements, then each window of w is
-    covered by two overlapping windows of p; O(n log w) vectorised work instead of O(n w).
+    covered by two overlapping windows of p; O(n log w) vectorised work instead of O(n w). The minima are
+    carried beside their indices, so each step compares slices instead of gathering ``h`` at the indices.
     """
     n = h.size
     best = np.arange(n, dtype=np.int64)  # argmin of the window of `span` elements starting at i
+    minima = h  # and its value
     span = 1
     while span * 2 <= w:
-        left, right = best[: best.size - span], best[span:]
         # right side wins ties: the rightmost minimum
-        best = np.where(h[right] <= h[left], right, left)
+        right_wins = minima[span:] <= minima[: minima.size - span]
+        best = np.where(right_wins, best[span:], best[: best.size - span])
+        minima = np.minimum(minima[span:], minima[: minima.size - span])
         span *= 2
     count = n - w + 1
-    left, right = best[:count], best[w - span : w - span + count]
-    return np.where(h[right] <= h[left], right, left)
+    right_wins = minima[w - span : w - span + count] <= minima[:count]
+    chosen: np.ndarray = np.where(right_wins, best[w - span : w - span + count], best[:count])
+    return chosen
 
 
 def winnow_hashes(hashes: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
