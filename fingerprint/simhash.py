@@ -168,6 +168,8 @@ def simhash_tokens(
         if not content.any():
             return 0
         uniq, counts = uniq[content], counts[content]
+        if params.scheme == "tf":
+            return _majority_simhash(uniq, counts)
         weights = term_weights(uniq, counts, np.zeros(uniq.size, dtype=np.int64), params, stats)
         return simhash(uniq, weights, 64)
     content = stops[np.minimum(np.searchsorted(stops, h0), stops.size - 1)] != h0
@@ -197,6 +199,18 @@ def simhash_tokens(
             code = (first * params.position_buckets // h0.size).astype(np.uint64)
         matrix = matrix ^ fmix64(code ^ _POSITION_KEY)[:, None]
     return simhash(matrix, weights, params.bits)
+
+
+def _majority_simhash(hashes: np.ndarray, counts: np.ndarray) -> int:
+    """:func:`simhash` of distinct uint64 ``hashes`` weighted by their integer ``counts`` (tf): a bit is set
+    when the counts of the hashes holding it outweigh the others', i.e. exceed the total minus them. Float
+    sums of integer counts are exact, so this is the same comparison as summing both sides, with one product
+    instead of two."""
+    bit_matrix = np.unpackbits(hashes.view(np.uint8).reshape(hashes.size, 8), axis=1, bitorder="little")
+    weights = counts.astype(np.float64)
+    positive = weights @ bit_matrix
+    packed = np.packbits(positive > weights.sum() - positive, bitorder="little")
+    return int.from_bytes(packed.tobytes(), "little")
 
 
 def simhash_text(
