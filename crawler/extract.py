@@ -162,6 +162,8 @@ _PROMO_FILLER = (
     r"小提示|提示|回车|enter|返回|进入|键|按|请"
 )
 _PROMO = re.compile(_either_script(rf"(?P<word>{_PROMO_WORDS})|(?P<filler>{_PROMO_FILLER})"), re.IGNORECASE)
+# A line where this finds nothing has no promotion phrase for _PROMO to count (most lines of a story)
+_PROMO_WORD = re.compile(_either_script(_PROMO_WORDS), re.IGNORECASE)
 _PROMO_REST_MIN = 6  # a line with at least this many letters besides a promotion phrase is read as a sentence
 
 
@@ -745,6 +747,8 @@ def _is_promotion(text: str) -> bool:
     out."""
     if _SITE_NOTICE.search(text):
         return True
+    if not _PROMO_WORD.search(text):
+        return False
     hits = covered = 0
     for match in _PROMO.finditer(text):
         hits += match.lastgroup == "word"

@@ -587,3 +587,67 @@ def test_addresses_are_cut_as_the_whole_text_search_cuts_them(text: str) -> None
     cut = extract._SPLICED_ADDRESS.sub("", text)
     whole = extract._NOTICE.sub("", cut)
     assert extract._cut_spliced(text) == (text if whole == text else tidy_whitespace(whole))
+
+
+# Promotion words, their filler, the characters that make "本站" part of another word, and prose: lines that
+# extract._is_promotion, which first looks for any promotion word, must judge as counting every match does.
+_PROMOTION_PIECES = st.sampled_from(
+    [
+        "最新章节",
+        "最新",
+        "章节",
+        "章节目录",
+        "本站",
+        "原本站",
+        "日",
+        "本书",
+        "推荐本书",
+        "下一页",
+        "下一頁",
+        "下一章",
+        "手机阅读",
+        "手機閱讀",
+        "阅读",
+        "请收藏",
+        "请",
+        "广告",
+        "廣告",
+        "ICP",
+        "备案",
+        "天才一秒记住",
+        "网址",
+        "回车",
+        "他推开木门",
+        "海风吹过",
+        "，",
+        "。",
+        "！",
+        " ",
+        "7",
+        "ａ",
+    ]
+)
+
+
+def _promotion_by_counting(text: str) -> bool:
+    """extract._is_promotion without its look for a promotion word: every match of _PROMO counted."""
+    from fptrack.crawler import extract
+
+    if extract._SITE_NOTICE.search(text):
+        return True
+    hits = covered = 0
+    for match in extract._PROMO.finditer(text):
+        hits += match.lastgroup == "word"
+        covered += sum(map(str.isalpha, match.group()))
+    if not hits:
+        return False
+    rest = sum(map(str.isalpha, text)) - covered
+    return rest < extract._PROMO_REST_MIN or (hits >= 2 and covered >= rest)
+
+
+@given(st.lists(_PROMOTION_PIECES, max_size=16).map("".join))
+@settings(max_examples=400)
+def test_promotion_lines_are_judged_as_counting_every_match_judges_them(text: str) -> None:
+    from fptrack.crawler import extract
+
+    assert extract._is_promotion(text) == _promotion_by_counting(text)
