@@ -26,11 +26,14 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
 
 from sqlalchemy import case, func, literal, null, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.sql.dml import ReturningInsert
 
 from fptrack.core.settings import Settings
 from fptrack.crawler.pages import CrawledPage
@@ -232,46 +235,7 @@ class PageStore:
                     "last_modified": page.last_modified,
                 }
             )
-        dialect = session.get_bind().dialect.name
-        insert = pg_insert if dialect == "postgresql" else sqlite_insert
-        # one statement for every batch, its rows as parameters (SQLAlchemy's "insertmanyvalues"): compiled
-        # once and cached, where a VALUES clause of the batch's rows was compiled anew for each batch
-        statement = insert(Page)
-        new = statement.excluded
-        unchanged = (Page.content_sha256 == new.content_sha256) & (Page.status == new.status)
-        upsert = statement.on_conflict_do_update(
-            index_elements=[Page.url],
-            set_={
-                "final_url": new.final_url,
-                "host": new.host,
-                "status": new.status,
-                "encoding": new.encoding,
-                "title": new.title,
-                "text": new.text,
-                "content_sha256": new.content_sha256,
-                "snapshot_sha256": new.snapshot_sha256,
-                "fetched_at": new.fetched_at,
-                # a page still gone keeps the time it first answered so; any other answer clears it
-                "gone_since": case(
-                    (new.gone_since.is_(None), null()), else_=func.coalesce(Page.gone_since, new.gone_since)
-                ),
-                "error": new.error,
-                "note": new.note,
-                "next_part_url": new.next_part_url,
-                "listing": new.listing,
-                "crawl_job_id": new.crawl_job_id,
-                "site_id": new.site_id,
-                "compared_at": case(
-                    (new.compared_at.is_not(None), new.compared_at),
-                    (unchanged, Page.compared_at),
-                    else_=null(),
-                ),
-                "fingerprinted_at": case((unchanged, Page.fingerprinted_at), else_=null()),
-                "template_masked": case((unchanged, Page.template_masked), else_=literal(False)),
-                "etag": new.etag,
-                "last_modified": new.last_modified,
-            },
-        ).returning(Page.id, Page.url, Page.compared_at)
+        upsert = _page_upsert(session.get_bind().dialect.name)
         waiting = {row["url"] for row in rows if row["compared_at"] is None}  # stored with text to compare
         by_stored_url = {url[:2048]: page for url, page in latest.items()}
         answered: dict[int, int] = {}  # page id -> the status it answered, for pages gone or in error
@@ -336,3 +300,48 @@ class PageStore:
             else:
                 counts.unchanged += 1
         return to_compare
+
+
+@lru_cache(maxsize=2)
+def _page_upsert(dialect: str) -> ReturningInsert[int, str, datetime | None]:
+    """The upsert of a batch of pages on ``dialect`` (``INSERT ... ON CONFLICT (url) DO UPDATE``, see the
+    module docstring), returning each page's id, URL and ``compared_at``. One statement for every batch, its
+    rows as parameters (SQLAlchemy's "insertmanyvalues"): compiled once and cached, where a VALUES clause of
+    the batch's rows was compiled anew for each batch; built once too."""
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    statement = insert(Page)
+    new = statement.excluded
+    unchanged = (Page.content_sha256 == new.content_sha256) & (Page.status == new.status)
+    return statement.on_conflict_do_update(
+        index_elements=[Page.url],
+        set_={
+            "final_url": new.final_url,
+            "host": new.host,
+            "status": new.status,
+            "encoding": new.encoding,
+            "title": new.title,
+            "text": new.text,
+            "content_sha256": new.content_sha256,
+            "snapshot_sha256": new.snapshot_sha256,
+            "fetched_at": new.fetched_at,
+            # a page still gone keeps the time it first answered so; any other answer clears it
+            "gone_since": case(
+                (new.gone_since.is_(None), null()), else_=func.coalesce(Page.gone_since, new.gone_since)
+            ),
+            "error": new.error,
+            "note": new.note,
+            "next_part_url": new.next_part_url,
+            "listing": new.listing,
+            "crawl_job_id": new.crawl_job_id,
+            "site_id": new.site_id,
+            "compared_at": case(
+                (new.compared_at.is_not(None), new.compared_at),
+                (unchanged, Page.compared_at),
+                else_=null(),
+            ),
+            "fingerprinted_at": case((unchanged, Page.fingerprinted_at), else_=null()),
+            "template_masked": case((unchanged, Page.template_masked), else_=literal(False)),
+            "etag": new.etag,
+            "last_modified": new.last_modified,
+        },
+    ).returning(Page.id, Page.url, Page.compared_at)
