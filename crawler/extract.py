@@ -455,6 +455,7 @@ def _links(
         if href:
             base = urljoin(base_url, href)
             break
+    origin = _origin(base)
     hrefs: set[str] = set()
     seen: dict[str, None] = {}
     for anchor in root.iter("a"):
@@ -462,17 +463,44 @@ def _links(
         if not href or href[0] == "#" or href in hrefs:
             continue
         hrefs.add(href)
-        try:
-            absolute = urldefrag(urljoin(base, href)).url
-            scheme = urlsplit(absolute).scheme.lower()
-        except ValueError:  # malformed (e.g. an invalid IPv6 literal)
-            continue
-        if scheme in ("http", "https") and absolute not in seen:
+        absolute = _absolute(base, origin, href)
+        if absolute is not None and absolute not in seen:
             if max_links is not None and len(seen) >= max_links:
                 notes.append(f"links cut to the first {max_links} (more on the page)")
                 break
             seen[absolute] = None
     return tuple(seen)
+
+
+# A path from the root that urljoin keeps as it is: no "." or ".." segment, no empty one, no parameters, query
+# or fragment, nothing urlsplit strips (tabs, line breaks). Segments are separated by one "/" each, so a
+# failed match backtracks linearly.
+_SEGMENT = r"[A-Za-z0-9_~-][A-Za-z0-9_~.-]*"
+_PLAIN_PATH = re.compile(rf"/(?:{_SEGMENT}(?:/{_SEGMENT})*/?)?")
+
+
+def _origin(base: str) -> str:
+    """``scheme://host`` of an http(s) ``base`` URL with a host (what ``urljoin`` puts before a path from the
+    root, the scheme in lower case), else ``''``."""
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return ""
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else ""
+
+
+def _absolute(base: str, origin: str, href: str) -> str | None:
+    """``href`` resolved against ``base``, without its fragment; None unless it is an http(s) URL. A plain
+    path from the root (most links of a site) is put after ``origin`` (:func:`_origin` of ``base``), which
+    is what ``urljoin`` gives, at a fraction of its cost."""
+    if origin and _PLAIN_PATH.fullmatch(href):
+        return origin + href
+    try:
+        absolute = urldefrag(urljoin(base, href)).url
+        scheme = urlsplit(absolute).scheme.lower()
+    except ValueError:  # malformed (e.g. an invalid IPv6 literal)
+        return None
+    return absolute if scheme in ("http", "https") else None
 
 
 def hidden_selectors(root: lxml.etree._Element) -> list[tuple[str, frozenset[str], str]]:

@@ -651,3 +651,63 @@ def test_promotion_lines_are_judged_as_counting_every_match_judges_them(text: st
     from fptrack.crawler import extract
 
     assert extract._is_promotion(text) == _promotion_by_counting(text)
+
+
+# Pieces of links and the pages they are on: what extract._absolute, which puts a plain path from the root
+# after the page's origin without urljoin, must resolve as urljoin does.
+_HREF_PIECES = st.sampled_from(
+    [
+        "/",
+        "//",
+        ".",
+        "..",
+        "a",
+        "Z9",
+        "-",
+        "_",
+        "~",
+        "%20",
+        "?q=1",
+        "#top",
+        ";p",
+        ":",
+        "\t",
+        " ",
+        "é",
+        "http:",
+        "x.html",
+    ]
+)
+_BASES = st.sampled_from(
+    [
+        "http://127.0.0.1:8000/book/1.html",
+        "HTTPS://User@Example.COM/a/./b/c.html?x=1#f",
+        "http://example.com",
+        "http://example.com?q",
+        "http://ex\tample.com/a/",
+        "ftp://example.com/a/b",
+        "mailto:someone@example.com",
+        "",
+        "/relative/only.html",
+        "http://[::1/broken",
+    ]
+)
+
+
+def _absolute_by_urljoin(base: str, href: str) -> str | None:
+    from urllib.parse import urldefrag, urljoin, urlsplit
+
+    try:
+        absolute = urldefrag(urljoin(base, href)).url
+        scheme = urlsplit(absolute).scheme.lower()
+    except ValueError:
+        return None
+    return absolute if scheme in ("http", "https") else None
+
+
+@given(_BASES, st.lists(_HREF_PIECES, min_size=1, max_size=12).map("".join))
+@settings(max_examples=600)
+def test_links_resolve_as_urljoin_resolves_them(base: str, href: str) -> None:
+    from fptrack.crawler import extract
+
+    assert extract._absolute(base, extract._origin(base), href) == _absolute_by_urljoin(base, href)
