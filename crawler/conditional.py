@@ -32,8 +32,8 @@ from scrapy.http import Request
 from twisted.internet.defer import Deferred, DeferredLock
 from twisted.python.failure import Failure
 
+from fptrack.crawler.links import site_of
 from fptrack.crawler.pipelines import HOOKS_SETTING, CrawlHooks
-from fptrack.storage.sites import site_of
 
 __all__ = ["CONDITIONAL", "SITE_VALIDATORS_MAX", "ConditionalRequests"]
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import urldefrag
 
 from fptrack.crawler.pages import CrawlError
-from fptrack.storage.sites import site_of
+from fptrack.storage import sites
 
 __all__ = ["links_to_follow", "request_url", "site_of"]
+
+
+# A URL's site is asked for several times on its way through a crawl (scope, pace, conditional request,
+# links of the pages that point to it): each worked out once.
+site_of = lru_cache(maxsize=8192)(sites.site_of)
 
 
 def request_url(url: str) -> str:
