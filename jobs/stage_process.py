@@ -20,7 +20,6 @@ warm-up a worker does before its pool forks (:func:`jobs.bootstrap.warm_up`). Wh
 
 from __future__ import annotations
 
-import gc
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -311,17 +310,18 @@ def _initialize(settings: Settings, log_level: int, crawl: int) -> None:
         level=log_level, format="%(asctime)s %(levelname)s [compare stage] %(name)s: %(message)s"
     )
     threading.Thread(target=_end_with, args=(crawl,), name="fptrack-watch-crawl", daemon=True).start()
-    from fptrack.jobs import tasks
-    from fptrack.jobs.bootstrap import warm_up
-    from fptrack.taskqueue import task_sessions
+    from fptrack.jobs.bootstrap import collector_paused, warm_up
 
-    tasks.configure(settings)
-    _tasks = tasks
-    try:
-        warm_up(task_sessions(), settings)
-    except Exception:  # the first batch does it again, and says what fails
-        log.debug("warming up the compare stage failed", exc_info=True)
-    gc.freeze()  # the imports' objects: out of the collector's walks for the process's life
+    with collector_paused():  # the imports' and the registry's objects: out of the collector's walks
+        from fptrack.jobs import tasks
+        from fptrack.taskqueue import task_sessions
+
+        tasks.configure(settings)
+        _tasks = tasks
+        try:
+            warm_up(task_sessions(), settings)
+        except Exception:  # the first batch does it again, and says what fails
+            log.debug("warming up the compare stage failed", exc_info=True)
 
 
 def _end_with(parent: int) -> None:
