@@ -14,8 +14,8 @@ cuts). This module gives the seeds' near-duplicate machinery that job:
    in ``fingerprints`` (the permuted-prefix expression indexes and the hot buckets of
    :mod:`storage.simhash_index` serve it), after the page's other fingerprints were written.
 2. **Near duplicates on other sites**: the page's Simhash looked up (Hamming <= k, at most
-   :data:`LOOKUP_FACTOR` x ``network_max_pairs`` stored pages, the nearest; the batch's pages in one statement,
-   :func:`storage.simhash_index.simhash_neighbours`); of the hits on other sites, one page per site
+   :data:`LOOKUP_FACTOR` x ``network_max_pairs`` stored pages, the nearest; the batch's pages in one
+   statement, :func:`storage.simhash_index.simhash_neighbours`); of the hits on other sites, one page per site
    (``network_pairs_per_site``) and ``network_max_pairs`` in all (:func:`pick_near_duplicates`) become
    ``near_duplicates`` rows (the page already stored had the text first), each adding one to the
    ``site_pairs`` evidence of its two sites. Incremental and bounded: each page costs one index look-up and
@@ -193,10 +193,11 @@ def observe_pages(
         }
         for page_id, (_, value) in sorted(pages.items())
     ]
-    ids = list(
-        session.scalars(insert(Fingerprint).returning(Fingerprint.id, sort_by_parameter_order=True), rows)
-    )
-    file_in_hot_buckets(session, layout, [(i, int(row["value"])) for i, row in zip(ids, rows, strict=True)])
+    # ids matched to the rows by page (one Simhash row a page), not by the order of the rows: asked to keep
+    # that order, SQLAlchemy inserts one row per statement on SQLite (a thousand statements a thousand pages)
+    inserted = session.execute(insert(Fingerprint).returning(Fingerprint.page_id, Fingerprint.id), rows)
+    ids: dict[int | None, int] = {page_id: fingerprint_id for page_id, fingerprint_id in inserted}
+    file_in_hot_buckets(session, layout, [(int(ids[row["page_id"]]), int(row["value"])) for row in rows])
 
     found: dict[int, list[tuple[int, int]]] = {}  # page id -> [(other page id, distance)], nearest first
     queries = [(page_id, value) for page_id, (_, value) in sorted(pages.items())]
