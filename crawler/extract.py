@@ -566,16 +566,19 @@ def _drop_invisible(root: lxml.etree._Element, hidden: list[tuple[str, frozenset
         tag = element.tag
         if not isinstance(tag, str):
             doomed.append(element)  # comments, processing instructions, entities
-        elif (
-            tag.lower() in _DROP_TAGS
-            or element.get("hidden") is not None
-            or _HIDDEN_STYLE.search(element.get("style") or "")
-            or (hidden and _matches(element, tag.lower(), hidden))
-        ):
+        elif tag.lower() in _DROP_TAGS or element.get("hidden") is not None or _hides(element, hidden):
             doomed.append(element)
     for element in doomed:
         if element.getparent() is not None:
             _drop_tree(element)
+
+
+def _hides(element: lxml.etree._Element, hidden: list[tuple[str, frozenset[str], str]]) -> bool:
+    """Whether the element's inline style, or one of the page's rules (``hidden``), hides it."""
+    style = element.get("style")  # most elements have none: no search of an empty string
+    if style and _HIDDEN_STYLE.search(style):
+        return True
+    return bool(hidden) and _matches(element, str(element.tag).lower(), hidden)
 
 
 def _drop_tree(element: lxml.etree._Element) -> None:
