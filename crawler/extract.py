@@ -840,15 +840,18 @@ def _main_text(blocks: list[_Block], lines: list[_Line], headings: set[str]) -> 
         return ""
     for line in lines:
         _weigh(line)
-        prose = line.weight if line.is_prose else 0.0
-        chrome = -line.weight if line.is_chrome else 0.0
-        blocks[line.block].own_prose += prose
-        index = line.block
-        while index >= 0:
-            block = blocks[index]
-            block.prose += prose
-            block.chrome += chrome
-            index = block.parent
+        block = blocks[line.block]
+        if line.is_prose:
+            block.own_prose += line.weight
+            block.prose += line.weight
+        elif line.is_chrome:
+            block.chrome -= line.weight
+    # Then each block's sums into its parent's, children first (a block's parent was opened before it). The
+    # weights are whole numbers, so the sums do not depend on the order they are added in.
+    for block in reversed(blocks):
+        if block.parent >= 0:
+            blocks[block.parent].prose += block.prose
+            blocks[block.parent].chrome += block.chrome
     candidates = [i for i, block in enumerate(blocks) if block.prose > 0]
     if not candidates:
         return ""
