@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from fptrack.compare import chapter_index
@@ -635,6 +635,10 @@ def _mark_compared(
     prune_exchanges(session, page_ids)  # a page without a match keeps no raw exchange
 
 
+_MATCHES_PER_INSERT = 1000
+"""New matches per INSERT of :func:`record_matches` (11 parameters each: within SQLite's 32,766)."""
+
+
 def record_matches(
     session: Session,
     pages: Sequence[tuple[int, str]],
@@ -672,6 +676,7 @@ def record_matches(
     outcomes = []
     machine_made = MatchStatus.machine_made()
     held: list[int] = []  # existing matches found again in their page's current text
+    found: list[dict[str, object]] = []  # new matches, inserted in one statement after the updates
     for (page_id, url), page_verdicts in zip(pages, verdicts, strict=True):
         matched = []
         for verdict in page_verdicts:
@@ -680,31 +685,41 @@ def record_matches(
             status = (
                 MatchStatus.LICENSED if is_licensed(url, licences[verdict.work_id]) else MatchStatus.FLAGGED
             )
+            # the page's own verdict (compare.multipage adds the joined parts' passages)
+            values = {
+                "score": verdict.score,
+                "methods": list(verdict.methods),
+                "spans": [list(span) for span in verdict.spans],
+                "part_spans": None,
+                "last_seen": now,
+            }
             match: Match | None = existing.pop((page_id, verdict.chapter_id), None)
             if match is None:
-                match = Match(
-                    page_id=page_id,
-                    work_id=verdict.work_id,
-                    chapter_id=verdict.chapter_id,
-                    first_seen=now,
-                    status=status,
-                    recheck_due_at=next_due(settings, now, now),
+                found.append(
+                    {
+                        "page_id": page_id,
+                        "work_id": verdict.work_id,
+                        "chapter_id": verdict.chapter_id,
+                        "first_seen": now,
+                        "status": status.value,
+                        "recheck_due_at": next_due(settings, now, now),
+                        **values,
+                    }
                 )
-                session.add(match)
             else:
                 held.append(match.id)
                 if match.status in machine_made:
                     match.status = status  # a reviewer's decision (confirmed, dismissed) stands
-            match.score = verdict.score
-            match.methods = list(verdict.methods)
-            match.spans = [list(span) for span in verdict.spans]
-            match.part_spans = (
-                None  # the page's own verdict (compare.multipage adds the joined parts' passages)
-            )
-            match.last_seen = now
+                for name, value in values.items():
+                    setattr(match, name, value)
             matched.append(verdict.chapter_id)
         outcomes.append(PageOutcome(page_id, url, tuple(matched)))
     session.flush()
+    # the new matches in one multi-row INSERT, in the order found: PostgreSQL's rollup trigger runs once per
+    # statement (see the licences above); the ORM's flush did the same there (insertmanyvalues, 1,000 rows a
+    # statement) and inserted one row per statement on SQLite, to read back each new id
+    for start in range(0, len(found), _MATCHES_PER_INSERT):
+        session.execute(insert(Match).values(found[start : start + _MATCHES_PER_INSERT]))
     rest_on_page(session, held)
     if fresh:
         observations = [Observation(i, "present", 200, "copied (crawl)", source="crawl") for i in held]
