@@ -359,6 +359,38 @@ def test_the_pool_compares_the_batches_and_settles_the_crawls_sites(sqlite_setti
         engine.dispose()
 
 
+def test_pages_submitted_while_the_pool_lags_go_to_it_as_one_batch(
+    sqlite_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the pool's process holds IN_FLIGHT batches (stopped: SIGSTOP), the pages of the commits after
+    wait and go as one batch, at most MAX_BATCH_PAGES; resumed, it compares every page once, the crawl's
+    thread none."""
+    from fptrack.jobs import stage_process
+
+    monkeypatch.setattr(stage_process, "MAX_BATCH_PAGES", 5)
+    _register(sqlite_settings)
+    engine = create_engine_for(sqlite_settings)
+    compared_here: list[list[int]] = []
+    try:
+        ids = _store_chapters(sqlite_settings, engine, fillers=13)
+        with _pool(sqlite_settings, compare_here=compared_here.append) as pool:
+            assert pool.pid is not None
+            os.kill(pool.pid, signal.SIGSTOP)
+            for start in range(0, len(ids), 4):
+                pool.submit(ids[start : start + 4])
+            assert pool.batches == stage_process.IN_FLIGHT == 2  # the 8 pages after them wait
+            os.kill(pool.pid, signal.SIGCONT)
+            pool.finish()
+            assert pool.batches == 4  # 4 + 4, then the 8 that waited as 5 + 3
+            assert pool.compared == len(ids) == 16 and compared_here == [] and pool.died == ""
+        with Session(engine) as session:
+            assert session.scalars(select(Page.id).where(Page.compared_at.is_(None))).all() == []
+            assert session.scalar(select(func.count(Match.id))) == 3
+            assert session.scalar(select(func.count(func.distinct(Fingerprint.page_id)))) == len(ids)
+    finally:
+        engine.dispose()
+
+
 def test_the_pools_process_ends_with_a_crawl_killed_outright(sqlite_settings: Settings) -> None:
     """A crawl process killed outright (SIGKILL: no clean-up) leaves no compare process behind."""
     script = (
