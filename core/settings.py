@@ -754,7 +754,14 @@ class Settings:
         _float,
         "days a copy may stay up after a notice before a second notice to the same recipient, then one to "
         "the host's next contact upstream (`fptrack notices follow-up`)",
-        at_least=(0, "a number of days >= 0"),
+        at_least=(1, "a number of days >= 1"),
+    )
+    notice_auto_follow_up: bool = _notices(
+        "FPTRACK_NOTICE_AUTO_FOLLOW_UP",
+        False,
+        _bool,
+        "send reminders and escalations as soon as the follow-up drafts them; false: each waits as a draft "
+        "for a person to send it (`fptrack notices send ID`), since it repeats the sworn statements",
     )
 
     def __post_init__(self) -> None:

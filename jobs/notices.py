@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import hashlib
 import mimetypes
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload, selectinload
 
+from fptrack.compare.licensing import is_licensed, licensed_hosts_of
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.jobs.delivery import DeliveryError, SmtpTransport, Transport, attachment_names, notice_message
@@ -70,6 +71,7 @@ __all__ = [
     "PASSAGE_LIMIT",
     "SENDER_FIELDS",
     "FollowUpSummary",
+    "NothingLeftError",
     "NoticeError",
     "add_contact",
     "add_proof",
@@ -81,6 +83,7 @@ __all__ = [
     "list_notices",
     "load_notice",
     "mark_notice",
+    "not_noticeable",
     "notice_matches",
     "preview_notice",
     "save_sender",
@@ -95,11 +98,18 @@ SENDER_FIELDS = ("rights_owner", "address", "email", "phone", "signer_name", "si
 # what a person may record about a sent notice (mark_notice): the new state, or an event only
 MARKS = {"acknowledged": "acknowledged", "withdrawn": "withdrawn", "bounced": None}
 OPEN_STATES = ("sent", "acknowledged")
+# a notice whose copies are still being pursued: open, or followed up by a reminder or an escalation
+PURSUED_STATES = (*OPEN_STATES, "escalated")
 
 
 class NoticeError(FptrackError, ValueError):
     """A notice that cannot be made, sent or changed as asked; the message says why (which match is not
     confirmed, which element is missing...)."""
+
+
+class NothingLeftError(NoticeError):
+    """A notice not sent because none of its copies may still be named (each dismissed, licensed, taken down
+    or already in an open notice to the same recipient); the message says why for each."""
 
 
 def _clean(text: str | None, limit: int) -> str:
@@ -267,6 +277,69 @@ def notice_matches(
     return matches
 
 
+def not_noticeable(
+    session: Session,
+    match_ids: Collection[int | None],
+    *,
+    recipient: str = "",
+    besides: Collection[int] = (),
+) -> dict[int | None, str]:
+    """Why each of ``match_ids`` may not be named in a notice now (a match that may is absent): deleted, no
+    longer confirmed, on a site since licensed for its work, found taken down, or (with ``recipient``) named
+    by a notice to the same address whose copies are still pursued (sent, acknowledged or followed up) and
+    not found gone, other than the notices ``besides`` (a follow-up's own chain). Asked when a notice is
+    drafted, sent and followed up: a notice is sworn when it is sent, not when it was drafted."""
+    wanted = {match_id for match_id in match_ids if match_id is not None}
+    reasons: dict[int | None, str] = {}
+    if None in match_ids:
+        reasons[None] = "its match was deleted"
+    matches = {
+        m.id: m
+        for m in session.scalars(select(Match).where(Match.id.in_(wanted)).options(joinedload(Match.page)))
+    }
+    licensed = licensed_hosts_of(session, {m.work_id for m in matches.values()})
+    for match_id in sorted(wanted):
+        match = matches.get(match_id)
+        if match is None:
+            reasons[match_id] = f"match {match_id} was deleted"
+        elif match.status != MatchStatus.CONFIRMED.value:
+            reasons[match_id] = f"match {match_id} is {match.status}, not confirmed"
+        elif match.taken_down_at is not None:
+            when = as_utc(match.taken_down_at).date().isoformat()
+            reasons[match_id] = f"match {match_id} was found taken down on {when}"
+        elif is_licensed(match.page.url, licensed[match.work_id]):
+            reasons[match_id] = f"match {match_id} is on {match.page.host}, licensed for its work"
+    if recipient and wanted:
+        for match_id, notice_id, state in session.execute(
+            select(NoticeItem.match_id, Notice.id, Notice.state)
+            .join(Notice, Notice.id == NoticeItem.notice_id)
+            .where(
+                NoticeItem.match_id.in_(wanted),
+                NoticeItem.closed_at.is_(None),
+                Notice.state.in_(PURSUED_STATES),
+                func.lower(Notice.recipient_address) == recipient.strip().lower(),
+                Notice.id.not_in(list(besides) or [-1]),
+            )
+            .order_by(Notice.id)
+        ):
+            reasons.setdefault(
+                match_id,
+                f"match {match_id} is in notice {notice_id} to {recipient} ({state}): follow that one up "
+                f"(fptrack notices follow-up) or mark it withdrawn first",
+            )
+    return reasons
+
+
+def _chain(notice: Notice) -> set[int]:
+    """The ids of ``notice`` and of the notices it follows up."""
+    ids: set[int] = set()
+    current: Notice | None = notice
+    while current is not None and current.id is not None and current.id not in ids:
+        ids.add(current.id)
+        current = current.parent
+    return ids
+
+
 def _quote(text: str) -> str:
     return text if len(text) <= PASSAGE_LIMIT else text[:PASSAGE_LIMIT] + "…"
 
@@ -328,11 +401,43 @@ def preview_notice(
     """A notice for the matches (see :func:`notice_matches`) as :func:`draft_notice` would make it, not added
     to the session. ``sender``: default the only sender; ``recipient``: an email address, default the host's
     first contact; ``language``: default the recipient's, then the sender's, then English."""
-    now = now or utcnow()
+    notice, _left_out = _preview(
+        session,
+        match_ids=match_ids,
+        host=host,
+        sender=sender,
+        language=language,
+        recipient=recipient,
+        bundle_settings=bundle_settings,
+        now=now or utcnow(),
+    )
+    return notice
+
+
+def _preview(
+    session: Session,
+    *,
+    match_ids: Sequence[int],
+    host: str | None,
+    sender: Sender | None,
+    language: str | None,
+    recipient: str | None,
+    bundle_settings: Settings | None,
+    now: datetime,
+) -> tuple[Notice, dict[int | None, str]]:
+    """:func:`preview_notice`, and why each match of the host left out was left out. Named matches
+    (``match_ids``) that may not be noticed (:func:`not_noticeable`) are refused; a host's are left out."""
     matches = notice_matches(session, match_ids=match_ids, host=host)
     target_host = matches[0].page.host
     sender = sender if sender is not None else default_sender(session)
     contact = _contact(session, target_host)
+    address = (recipient or "").strip() or (contact.email if contact else "")
+    left_out = not_noticeable(session, [m.id for m in matches], recipient=address)
+    if left_out and match_ids:
+        raise NoticeError("; ".join(left_out.values()))
+    matches = [m for m in matches if m.id not in left_out]
+    if not matches:
+        raise NothingLeftError(f"nothing to notice on {target_host}: " + "; ".join(left_out.values()))
     notice = Notice(
         host=target_host,
         language=_language(language, contact, sender),
@@ -342,7 +447,7 @@ def preview_notice(
         contact_level=contact.level if contact and not recipient else 0,
         recipient_kind=contact.kind if contact and not recipient else "site",
         recipient_name=contact.name if contact and not recipient else "",
-        recipient_address=(recipient or "").strip() or (contact.email if contact else ""),
+        recipient_address=address,
         created_at=now,
         state_changed_at=now,
         message_id="",
@@ -352,7 +457,7 @@ def preview_notice(
     notice.sender = sender
     notice.items = [_item(session, match, bundle_settings) for match in matches]
     _rerender(notice, now)
-    return notice
+    return notice, left_out
 
 
 def draft_notice(
@@ -371,7 +476,7 @@ def draft_notice(
     with ``bundle_settings``' key).
     The caller commits."""
     now = now or utcnow()
-    notice = preview_notice(
+    notice, left_out = _preview(
         session,
         match_ids=match_ids,
         host=host,
@@ -385,9 +490,10 @@ def draft_notice(
     session.add(notice)
     session.flush()  # the notice's number goes into its text
     _rerender(notice, now)
-    _event(
-        notice, "drafted", now, actor=actor, detail=f"{len(notice.items)} item(s), language {notice.language}"
-    )
+    detail = f"{len(notice.items)} item(s), language {notice.language}"
+    if left_out:
+        detail += "; left out: " + "; ".join(left_out.values())
+    _event(notice, "drafted", now, actor=actor, detail=detail)
     return notice
 
 
@@ -461,6 +567,7 @@ def send_notice(
     now = now or utcnow()
     if notice.state != "draft":
         raise NoticeError(f"notice {notice.id} is {notice.state}: only a draft is sent")
+    _leave_out_unnoticeable(session, notice, now)
     _rerender(notice, now)
     missing = missing_elements(notice)
     if missing:
@@ -497,6 +604,26 @@ def send_notice(
         detail=detail,
     )
     return notice
+
+
+def _leave_out_unnoticeable(session: Session, notice: Notice, now: datetime) -> None:
+    """Take out of a draft each copy that may no longer be named (:func:`not_noticeable`), recording why;
+    :class:`NothingLeftError` (the draft unchanged) when none is left."""
+    reasons = not_noticeable(
+        session,
+        [item.match_id for item in notice.items],
+        recipient=notice.recipient_address,
+        besides=_chain(notice),
+    )
+    if not reasons:
+        return
+    if all(item.match_id in reasons for item in notice.items):
+        why = "; ".join(dict.fromkeys(reasons[item.match_id] for item in notice.items))
+        raise NothingLeftError(f"notice {notice.id} not sent: nothing left to notice ({why})")
+    for item in [item for item in notice.items if item.match_id in reasons]:
+        notice.items.remove(item)
+        why = reasons[item.match_id]
+        _event(notice, "item_gone", now, detail=f"{item.url} left out before sending: {why}")
 
 
 def mark_notice(
@@ -556,7 +683,7 @@ def _close_items(session: Session, now: datetime, summary: FollowUpSummary) -> N
         select(NoticeItem, Match.taken_down_at)
         .join(Match, Match.id == NoticeItem.match_id)
         .join(Notice, Notice.id == NoticeItem.notice_id)
-        .where(Notice.state.in_((*OPEN_STATES, "escalated")))
+        .where(Notice.state.in_(PURSUED_STATES))
     ).all()
     for item, taken_down_at in rows:
         if item.closed_at is None and taken_down_at is not None:
@@ -576,17 +703,11 @@ def _close_items(session: Session, now: datetime, summary: FollowUpSummary) -> N
 
 def _successor(session: Session, notice: Notice, now: datetime) -> tuple[Notice | None, str]:
     """The reminder or escalation that follows ``notice``, or None and why not."""
-    open_items = [item for item in notice.items if item.closed_at is None and item.match_id is not None]
-    confirmed = set(
-        session.scalars(
-            select(Match.id).where(
-                Match.id.in_([i.match_id for i in open_items]), Match.status == MatchStatus.CONFIRMED.value
-            )
-        )
-    )
-    carried = [item for item in open_items if item.match_id in confirmed]
+    open_items = [item for item in notice.items if item.closed_at is None]
+    barred = not_noticeable(session, [item.match_id for item in open_items])
+    carried = [item for item in open_items if item.match_id not in barred]
     if not carried:
-        return None, "no copy still up is still confirmed"
+        return None, "no copy still up is still confirmed, unlicensed and not taken down"
     if notice.kind == "reminder":
         contact = _contact(session, notice.host, above=notice.contact_level)
         if contact is None:
@@ -686,6 +807,12 @@ def follow_up(
             notice, "escalated", now, actor="follow-up", recipient=successor.recipient_address, detail=detail
         )
         (summary.escalations if successor.kind == "escalation" else summary.reminders).append(successor.id)
+        if not settings.notice_auto_follow_up:
+            summary.not_sent[successor.id] = (
+                f"waits for a person to send it (fptrack notices send {successor.id}; "
+                "FPTRACK_NOTICE_AUTO_FOLLOW_UP=true sends follow-ups at once)"
+            )
+            continue
         if transport is None:
             summary.not_sent[successor.id] = "no SMTP relay configured (FPTRACK_SMTP_HOST)"
             continue

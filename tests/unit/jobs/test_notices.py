@@ -26,10 +26,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.analytics.takedowns import notice_removal_times
-from fptrack.core.settings import Settings
+from fptrack.core.settings import ConfigurationError, Settings
 from fptrack.jobs.delivery import DeliveryError, SmtpTransport, infringing_urls, lumen_json
 from fptrack.jobs.notice_render import ELEMENTS, STATEMENTS, absent_elements, missing_elements
 from fptrack.jobs.notices import (
+    NothingLeftError,
     NoticeError,
     add_contact,
     add_proof,
@@ -40,7 +41,7 @@ from fptrack.jobs.notices import (
     save_sender,
     send_notice,
 )
-from fptrack.storage.models import Match, Notice, NoticeEvent, Sender
+from fptrack.storage.models import LicensedSite, Match, Notice, NoticeEvent, Sender
 from tests.support.admin_seed import COPIED_ONE, COPIED_TWO, T0, Seeded, seed
 
 HOST = "pirate.example"
@@ -358,6 +359,7 @@ def test_a_copy_left_up_is_reminded_then_escalated_upstream_on_schedule(
     inbox, transport = smtp
     days = settings.notice_escalate_after
     assert days == 7
+    settings = settings.with_overrides(notice_auto_follow_up=True)
     sent_at = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
     first = _sent(session, settings, transport, sent_at)
 
@@ -434,6 +436,7 @@ def test_with_no_contact_upstream_the_chain_stops_and_says_so_once(
     session: Session, settings: Settings, seeded: Seeded, smtp: tuple[Inbox, SmtpTransport]
 ) -> None:
     inbox, transport = smtp
+    settings = settings.with_overrides(notice_auto_follow_up=True)
     _sender(session)
     add_contact(session, HOST, "abuse@pirate.example")
     sent_at = T0
@@ -462,9 +465,157 @@ def test_a_follow_up_leaves_out_a_copy_no_longer_confirmed_and_drafts_without_a_
     assert dismissed is not None
     dismissed.status = "dismissed"
     session.commit()
-    summary = follow_up(session, settings.with_overrides(smtp_host=None), now=T0 + timedelta(days=8))
+    summary = follow_up(
+        session,
+        settings.with_overrides(smtp_host=None, notice_auto_follow_up=True),
+        now=T0 + timedelta(days=8),
+    )
     [reminder_id] = summary.reminders
     assert "FPTRACK_SMTP_HOST" in summary.not_sent[reminder_id]
     reminder = load_notice(session, reminder_id)
     assert reminder.state == "draft" and [i.url for i in reminder.items] == [f"http://{HOST}/other.html"]
     assert first.state == "escalated"
+
+
+# ------------------------------------------------------------------------------- no wrong notice is sent
+
+
+def _ready(session: Session) -> None:
+    _sender(session)
+    add_contact(session, HOST, "abuse@pirate.example")
+    add_contact(session, HOST, "abuse@hosting.example", kind="hosting", language="en")
+
+
+def _received_urls(inbox: Inbox) -> list[str]:
+    body = inbox.messages[-1][2].get_body(preferencelist=("plain",))
+    assert body is not None
+    return sorted(
+        url
+        for url in (f"http://{HOST}/book/1.html", f"http://{HOST}/other.html")
+        if url in body.get_content()
+    )
+
+
+@pytest.mark.parametrize("change", ["dismissed", "taken_down", "licensed"])
+def test_a_draft_sends_only_the_copies_still_noticeable_and_not_at_all_when_none_is(
+    session: Session, settings: Settings, seeded: Seeded, smtp: tuple[Inbox, SmtpTransport], change: str
+) -> None:
+    inbox, transport = smtp
+    _ready(session)
+    first, second = _draft(session, settings), _draft(session, settings)
+    session.commit()
+
+    def change_match(match_id: int) -> None:
+        match = session.get(Match, match_id)
+        assert match is not None
+        if change == "dismissed":
+            match.status = "dismissed"
+        elif change == "taken_down":
+            match.taken_down_at = T0 + timedelta(days=1)
+        else:
+            session.add(LicensedSite(work_id=match.work_id, site=HOST))
+        session.commit()
+
+    change_match(seeded.hostile_match_id)
+    send_notice(session, first, settings, actor="test", transport=transport)
+    session.commit()
+    # (licensed: the host is licensed for the hostile copy's work only)
+    assert _received_urls(inbox) == [f"http://{HOST}/other.html"]
+    assert seeded.hostile_match_id not in {item.match_id for item in first.items}
+    assert f"http://{HOST}/book/1.html" not in first.text
+    left_out = [e.detail for e in first.events if e.kind == "item_gone"]
+    assert len(left_out) == 1 and "left out before sending" in left_out[0]
+
+    # the other draft names the same copies to the same recipient: the notice just sent covers them
+    with pytest.raises(NothingLeftError, match=rf"notice {second.id} not sent: nothing left to notice"):
+        send_notice(session, second, settings, actor="test", transport=transport)
+    assert second.state == "draft" and len(inbox.messages) == 1
+
+
+def test_a_draft_whose_every_copy_was_dismissed_is_not_sent_and_says_why(
+    session: Session, settings: Settings, seeded: Seeded, smtp: tuple[Inbox, SmtpTransport]
+) -> None:
+    inbox, transport = smtp
+    _ready(session)
+    notice = _draft(session, settings)
+    session.commit()
+    for item in notice.items:
+        match = session.get(Match, item.match_id)
+        assert match is not None
+        match.status = "dismissed"
+    session.commit()
+    with pytest.raises(NothingLeftError, match=r"nothing left to notice \(match \d+ is dismissed, not conf"):
+        send_notice(session, notice, settings, actor="test", transport=transport)
+    assert notice.state == "draft" and len(notice.items) == 2 and inbox.messages == []
+
+
+def test_drafts_leave_out_taken_down_licensed_and_already_noticed_copies(
+    session: Session, settings: Settings, seeded: Seeded, smtp: tuple[Inbox, SmtpTransport]
+) -> None:
+    _inbox, transport = smtp
+    _ready(session)
+    hostile = session.get(Match, seeded.hostile_match_id)
+    assert hostile is not None
+    hostile.taken_down_at = T0 + timedelta(days=1)
+    session.commit()
+    with pytest.raises(NoticeError, match=rf"match {hostile.id} was found taken down on"):
+        _draft(session, settings, host=None, match_ids=[hostile.id])
+    notice = _draft(session, settings)
+    assert hostile.id not in {item.match_id for item in notice.items}
+    assert "left out: match" in notice.events[0].detail
+
+    hostile.taken_down_at = None
+    session.add(LicensedSite(work_id=hostile.work_id, site=HOST))
+    session.commit()
+    with pytest.raises(NoticeError, match=rf"match {hostile.id} is on {HOST}, licensed for its work"):
+        _draft(session, settings, host=None, match_ids=[hostile.id])
+
+    # a copy already in a sent notice to the same address: refused by id, left out by host
+    send_notice(session, notice, settings, actor="test", transport=transport)
+    session.commit()
+    [other_id] = [item.match_id for item in notice.items]
+    with pytest.raises(NoticeError, match=rf"match {other_id} is in notice {notice.id} to abuse@pirate"):
+        _draft(session, settings, host=None, match_ids=[other_id])
+    with pytest.raises(NothingLeftError, match=f"nothing to notice on {HOST}"):
+        _draft(session, settings)
+    # to another recipient (the host's provider) it may be drafted
+    assert _draft(session, settings, host=None, match_ids=[other_id], recipient="abuse@hosting.example")
+
+
+def test_follow_ups_wait_for_a_person_unless_the_setting_allows_them(
+    session: Session, settings: Settings, seeded: Seeded, smtp: tuple[Inbox, SmtpTransport]
+) -> None:
+    inbox, transport = smtp
+    assert settings.notice_auto_follow_up is False
+    first = _sent(session, settings, transport, T0)
+    summary = follow_up(session, settings, now=T0 + timedelta(days=8), transport=transport)
+    session.commit()
+    [reminder_id] = summary.reminders
+    assert summary.sent == [] and "fptrack notices send" in summary.not_sent[reminder_id]
+    assert len(inbox.messages) == 1 and first.state == "escalated"
+    reminder = load_notice(session, reminder_id)
+    assert reminder.state == "draft"
+    # a person approves it by sending it; the notice it follows up does not count as a duplicate
+    send_notice(session, reminder, settings, actor="test", transport=transport, now=T0 + timedelta(days=8))
+    session.commit()
+    assert reminder.state == "sent" and len(inbox.messages) == 2 and len(reminder.items) == 2
+
+
+def test_a_follow_up_leaves_out_a_copy_on_a_site_since_licensed(
+    session: Session, settings: Settings, seeded: Seeded, smtp: tuple[Inbox, SmtpTransport]
+) -> None:
+    _inbox, transport = smtp
+    _sent(session, settings, transport, T0)
+    hostile = session.get(Match, seeded.hostile_match_id)
+    assert hostile is not None
+    session.add(LicensedSite(work_id=hostile.work_id, site=HOST))
+    session.commit()
+    [reminder_id] = follow_up(session, settings, now=T0 + timedelta(days=8), transport=transport).reminders
+    assert hostile.id not in {item.match_id for item in load_notice(session, reminder_id).items}
+
+
+@pytest.mark.parametrize("days", ["0", "0.5", "-1"])
+def test_the_follow_up_interval_has_a_minimum_of_a_day(days: str) -> None:
+    with pytest.raises(ConfigurationError, match="FPTRACK_NOTICE_ESCALATE_AFTER.*>= 1"):
+        Settings.from_env({"FPTRACK_NOTICE_ESCALATE_AFTER": days})
+    assert Settings.from_env({"FPTRACK_NOTICE_ESCALATE_AFTER": "1"}).notice_escalate_after == 1
