@@ -153,12 +153,15 @@ def notices_draft(
 @friendly_errors
 def notices_send(context: CliContext, notice_id: int) -> None:
     """Send draft NOTICE_ID through the SMTP relay (FPTRACK_SMTP_HOST...): refused, naming each missing
-    element, unless it carries them all."""
+    element, unless it carries them all. Copies dismissed, licensed, taken down or already in an open notice
+    to the same address since the draft are left out; with none left it is not sent, and says why. This is
+    also how a person approves a reminder or an escalation the follow-up drafted."""
     from fptrack.jobs.delivery import DeliveryError
     from fptrack.jobs.notices import load_notice, send_notice
 
     with context.session() as session:
         notice = load_notice(session, notice_id)
+        before = len(notice.items)
         try:
             send_notice(session, notice, context.settings, actor=_actor())
         except DeliveryError:
@@ -168,6 +171,11 @@ def notices_send(context: CliContext, notice_id: int) -> None:
             f"sent notice {notice.id} to {notice.recipient_address} (Message-ID {notice.message_id}; "
             f"text sha256 {notice.text_sha256})"
         )
+        if len(notice.items) < before:
+            click.echo(
+                f"{before - len(notice.items)} copy(ies) left out (fptrack notices show {notice.id})",
+                err=True,
+            )
 
 
 @notices.command("list")

@@ -22,6 +22,7 @@ from fptrack.jobs.delivery import DeliveryError, infringing_urls, lumen_json
 from fptrack.jobs.notice_render import NavLink, missing_elements, render_html
 from fptrack.jobs.notices import (
     MARKS,
+    NothingLeftError,
     NoticeError,
     add_contact,
     add_proof,
@@ -211,8 +212,14 @@ def export(notice_id: int) -> Response:
 def send(notice_id: int) -> ResponseReturnValue:
     session = db_session()
     notice = _notice_or_404(session, notice_id)
+    before = len(notice.items)
     try:
         send_notice(session, notice, admin_state().settings, actor=_actor())
+    except NothingLeftError as error:
+        # not a mistake of the request: the copies changed since the draft; the draft stays as it was
+        session.rollback()
+        flash(_message(error))
+        return redirect(url_for("notices.show", notice_id=notice_id), code=303)
     except NoticeError as error:
         session.rollback()
         abort(400, description=_message(error))
@@ -220,7 +227,11 @@ def send(notice_id: int) -> ResponseReturnValue:
         session.commit()  # the failed attempt is recorded
         abort(502, description=_message(error))
     session.commit()
-    flash(f"Sent notice {notice.id} to {notice.recipient_address}.")
+    left_out = before - len(notice.items)
+    flash(
+        f"Sent notice {notice.id} to {notice.recipient_address}"
+        + (f"; {left_out} copy(ies) left out, see its events." if left_out else ".")
+    )
     return redirect(url_for("notices.show", notice_id=notice.id), code=303)
 
 
@@ -254,7 +265,7 @@ def run_follow_up() -> ResponseReturnValue:
     flash(
         f"Follow-up: {summary.items_closed} copy(ies) found gone, {len(summary.copies_gone)} notice(s) done, "
         f"{len(summary.reminders)} reminder(s), {len(summary.escalations)} escalation(s), "
-        f"{len(summary.sent)} sent."
+        f"{len(summary.sent)} sent, {len(summary.not_sent)} waiting as draft(s)."
     )
     return redirect(url_for("notices.index"), code=303)
 

@@ -124,9 +124,22 @@ def test_senders_contacts_notices_round_trip(
     latest = notices[0]
     assert latest["state"] == "draft" and latest["recipient"] == "abuse@pirate.example"
 
+    other_id = ids.match_ids_newest_first[0]
+    twin = _run(settings, port, "notices", "draft", "--match", str(other_id))
+    twin_id = int(twin.output.split("send it: fptrack notices send ")[1].split()[0])
     sent = _run(settings, port, "notices", "send", str(latest["id"]))
     assert sent.exit_code == 0, sent.output
     assert "Message-ID <" in sent.output and inbox.recipients == [["abuse@pirate.example"]]
+    # the same copy to the same address again: not sent, in one line saying why
+    again = _run(settings, port, "notices", "send", str(twin_id))
+    assert again.exit_code == 1 and len(again.output.strip().splitlines()) == 1
+    assert f"notice {twin_id} not sent: nothing left to notice (match {other_id} is in notice" in again.output
+    assert inbox.recipients == [["abuse@pirate.example"]]
+    duplicate = _run(settings, port, "notices", "draft", "--match", str(other_id))
+    assert (
+        duplicate.exit_code == 1
+        and f"is in notice {latest['id']} to abuse@pirate.example" in duplicate.output
+    )
     shown = json.loads(_run(settings, port, "notices", "show", str(latest["id"]), "--format", "json").output)
     assert shown["state"] == "sent" and [e["kind"] for e in shown["events"]] == ["drafted", "sent"]
     urls = _run(settings, port, "notices", "export", str(latest["id"]), "--format", "urls").output

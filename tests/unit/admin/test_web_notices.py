@@ -96,6 +96,7 @@ def test_senders_contacts_draft_send_and_export(
     assert "cannot be sent" in shown and "第十四条（三）" in shown and "no proof of ownership" in shown
     refused = reviewer.post(notice_url + "/send", data={"csrf_token": token})
     assert refused.status_code == 400 and inbox[0].messages == []
+    incomplete_url = notice_url
 
     # the admin uploads the proof; a new draft carries every element and is sent
     sender_id = page.split('id="sender-')[1].split('"')[0]
@@ -115,6 +116,11 @@ def test_senders_contacts_draft_send_and_export(
     assert "权利人对本通知书的真实性负责" in message.get_body(preferencelist=("plain",)).get_content()
     shown = reviewer.get(notice_url).get_data(as_text=True)
     assert 'id="notice-state">sent<' in shown and message["Message-ID"].strip("<>") in shown
+    # the first draft names the same copy to the same address: not sent, and the page says why
+    again = reviewer.post(incomplete_url + "/send", data={"csrf_token": token})
+    assert again.status_code == 303 and len(inbox[0].messages) == 1
+    shown = reviewer.get(incomplete_url).get_data(as_text=True)
+    assert "not sent: nothing left to notice (match" in shown and 'id="notice-state">draft<' in shown
     assert reviewer.get(notice_url + "/export?format=urls").get_data(as_text=True) == (
         "http://pirate.example/other.html\n"
     )
