@@ -24,7 +24,7 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 
-from flask import Flask, Response, render_template, request
+from flask import Flask, Response, abort, render_template, request
 from flask.typing import ResponseReturnValue
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlalchemy.exc import OperationalError
@@ -55,6 +55,7 @@ __all__ = [
     "ensure_secret_key",
     "format_duration",
     "format_schedule",
+    "refuse_nul_bytes",
 ]
 
 log = logging.getLogger(__name__)
@@ -78,9 +79,25 @@ _SECURITY_HEADERS = {
 }
 
 
+def _at_most(limit: int) -> str:
+    """A regular expression matching exactly the decimal numbers from 0 to ``limit`` (no leading zeros
+    past the limit's length): shorter numbers, then each digit below the limit's with any digits after."""
+    digits = str(limit)
+    choices = [rf"\d{{1,{len(digits) - 1}}}"] if len(digits) > 1 else []
+    for place, digit in enumerate(digits):
+        if digit != "0":
+            rest = len(digits) - place - 1
+            choices.append(f"{digits[:place]}[0-{int(digit) - 1}]" + (rf"\d{{{rest}}}" if rest else ""))
+    choices.append(digits)
+    return "(?:" + "|".join(choices) + ")"
+
+
 class DatabaseIdConverter(IntegerConverter):
     """``<int:...>`` in our routes: at most a signed 64-bit value, so a huge id is a 404 rather than an
-    OverflowError in the database driver."""
+    OverflowError in the database driver. The bound is in the pattern, not only in the conversion: a URL the
+    pattern takes but the conversion refuses would be a 405 where another route has the same path."""
+
+    regex = _at_most(MAX_ID)
 
     def __init__(
         self, map: Map, fixed_digits: int = 0, min: int | None = 1, max: int | None = MAX_ID
@@ -111,6 +128,7 @@ def create_app(settings: Settings | None = None) -> Flask:
 
     # Order matters: host and origin first, then the database, then login and role, then the CSRF token.
     install_security(app, settings)
+    app.before_request(refuse_nul_bytes)
     app.before_request(_require_schema)
     install_access_policy(app)
     # CSRFProtect's own hook is off (WTF_CSRF_CHECK_DEFAULT); ours runs it on every state-changing request
@@ -167,6 +185,39 @@ def ensure_secret_key(data_dir: Path) -> bytes:
         finally:
             aside.unlink(missing_ok=True)
     raise RuntimeError(f"cannot read or create the admin secret key {path}")
+
+
+def refuse_nul_bytes() -> None:
+    """400 for a NUL character anywhere in the path, a query argument, a form field (names and values, file
+    names, not file contents) or a JSON body's strings: no text we keep may hold one, and PostgreSQL refuses
+    it in a query with an error that would otherwise be a 500 (the anonymous login form included)."""
+    texts: list[str] = [request.path]
+    for fields in (request.args, request.form):
+        for name, values in fields.lists():
+            texts.append(name)
+            texts.extend(values)
+    for name, upload in request.files.items(multi=True):
+        texts.extend((name, upload.filename or ""))
+    if any("\0" in text for text in texts) or (request.is_json and _json_holds_nul()):
+        abort(400, description="The request holds a NUL character, which no field accepts.")
+
+
+def _json_holds_nul() -> bool:
+    try:
+        return _holds_nul(request.get_json(silent=True))
+    except RecursionError:  # nested deeper than we look: the API refuses such a body itself
+        return False
+
+
+def _holds_nul(value: object) -> bool:
+    """Whether a parsed JSON value has a NUL character in any of its strings (keys included)."""
+    if isinstance(value, str):
+        return "\0" in value
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    return False
 
 
 def _require_schema() -> None:

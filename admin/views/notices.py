@@ -36,6 +36,7 @@ from fptrack.jobs.notices import (
     send_notice,
 )
 from fptrack.services.pdf import PdfUnavailable, html_to_pdf
+from fptrack.services.queries import MAX_ID
 from fptrack.storage.models import (
     CONTACT_KINDS,
     NOTICE_LANGUAGES,
@@ -60,6 +61,17 @@ def _actor() -> str:
 def _message(error: Exception) -> str:
     text = str(error)
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def _database_id(text: str, what: str) -> int:
+    """A form's id: 400 unless a number, 404 unless one a database row can have (1 to 2**63 - 1)."""
+    try:
+        number = int(text)
+    except ValueError:
+        abort(400, description=f"A {what} is named by its number.")
+    if not 1 <= number <= MAX_ID:
+        abort(404, description=f"There is no {what} {text[:40]}.")
+    return number
 
 
 def _notice_or_404(session: Session, notice_id: int) -> Notice:
@@ -122,17 +134,11 @@ def draft() -> ResponseReturnValue:
     match_text = (form.get("match") or "").strip()
     if bool(host) == bool(match_text):
         abort(400, description="Name a site or a match (not both).")
-    try:
-        match_ids = [int(match_text)] if match_text else []
-    except ValueError:
-        abort(400, description="A match is named by its number.")
+    match_ids = [_database_id(match_text, "match")] if match_text else []
     session = db_session()
     sender = None
     if form.get("sender"):
-        try:
-            sender = session.get(Sender, int(form.get("sender") or ""))
-        except ValueError:
-            sender = None
+        sender = session.get(Sender, _database_id(form.get("sender") or "", "sender"))
         if sender is None:
             abort(400, description="There is no such sender.")
     language = form.get("language") or None
