@@ -68,11 +68,20 @@ def create_engine_for(settings: Settings) -> Engine:
     if settings.is_sqlite:
         database = url.split("///", 1)[-1]
         if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+            _create_private_file(Path(database))
         engine = create_engine(url, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(url, pool_pre_ping=True)
+
+
+def _create_private_file(path: Path) -> None:
+    """Create the SQLite file (and its folder) readable by its owner only, before SQLite creates it with the
+    umask's mode (0644 as a rule): it holds password and token hashes and the proofs of ownership. SQLite
+    gives its -wal and -shm files the database file's mode. An existing file is left as it is."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
