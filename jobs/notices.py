@@ -14,9 +14,12 @@ The life (``notices.state``):
 - ``draft``: made by :func:`draft_notice`; each item carries its copy as it stood (URL, passages beside the
   original, snapshot hash) and its evidence bundle (bytes and SHA-256: :func:`services.evidence.bundle.
   build_bundle`, signed with the key of the settings passed as ``bundle_settings``);
-- ``sent``: :func:`send_notice` refuses a notice lacking an element (:func:`jobs.notice_render.
-  missing_elements`) or a recipient, renders the text once more dated now, stores it with its SHA-256 (never
-  rendered again), sends it and records the Message-ID, the relay and the recipient (``notice_events``);
+- ``sent``: :func:`send_notice` first leaves out each copy that may no longer be named
+  (:func:`not_noticeable`: dismissed, licensed, taken down, already in an open notice to the address;
+  nothing left: not sent, :class:`NothingLeftError`), refuses a notice lacking an element
+  (:func:`jobs.notice_render.missing_elements`) or a recipient, renders the text once more dated now,
+  stores it with its SHA-256 (never rendered again), sends it and records the Message-ID, the relay and
+  the recipient (``notice_events``);
 - ``acknowledged`` / ``withdrawn``: :func:`mark_notice` (a recipient's answer, the sender's change of mind);
   a bounce is recorded as an event and leaves the notice as it was;
 - ``copy_gone``: :func:`follow_up` closes each item whose match the re-checks found taken down
@@ -25,8 +28,9 @@ The life (``notices.state``):
 - ``escalated``: a copy still up ``FPTRACK_NOTICE_ESCALATE_AFTER`` days after a notice was sent gets a
   follow-up: after a first notice (or an escalation) a *reminder* to the same recipient, after a reminder an
   *escalation* to the host's next contact upstream (``host_contacts``, by level). The follow-up carries the
-  items still up (and still confirmed), the same evidence, and is sent at once when a relay is configured
-  and it lacks nothing. Without a next contact the chain stops, and says so once (``no_upstream``).
+  items still up that may still be named, the same evidence, and waits as a draft for a person to send it
+  (it repeats the sworn statements), unless ``notice_auto_follow_up`` allows sending it at once. Without a
+  next contact the chain stops, and says so once (``no_upstream``).
 
 Times are passed in (``now``) so that tests and the beat agree on what "N days later" means; nothing sleeps.
 """
@@ -310,7 +314,7 @@ def not_noticeable(
         elif is_licensed(match.page.url, licensed[match.work_id]):
             reasons[match_id] = f"match {match_id} is on {match.page.host}, licensed for its work"
     if recipient and wanted:
-        for match_id, notice_id, state in session.execute(
+        for noticed_id, notice_id, state in session.execute(
             select(NoticeItem.match_id, Notice.id, Notice.state)
             .join(Notice, Notice.id == NoticeItem.notice_id)
             .where(
@@ -323,8 +327,8 @@ def not_noticeable(
             .order_by(Notice.id)
         ):
             reasons.setdefault(
-                match_id,
-                f"match {match_id} is in notice {notice_id} to {recipient} ({state}): follow that one up "
+                noticed_id,
+                f"match {noticed_id} is in notice {notice_id} to {recipient} ({state}): follow that one up "
                 f"(fptrack notices follow-up) or mark it withdrawn first",
             )
     return reasons
