@@ -154,3 +154,12 @@ def test_senders_contacts_notices_round_trip(
     assert json.loads(stats.output)["key"] == "abuse@pirate.example"
     acknowledged = _run(settings, port, "notices", "mark", str(latest["id"]), "acknowledged", "--note", "T-1")
     assert "state acknowledged" in acknowledged.output
+
+
+def test_a_follow_up_delay_under_a_day_is_refused_in_one_line(settings: Settings) -> None:
+    env = {"FPTRACK_DATA_DIR": str(settings.data_dir), "FPTRACK_NOTICE_ESCALATE_AFTER": "0"}
+    result = CliRunner().invoke(main, ["notices", "follow-up"], env=env)
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "error: FPTRACK_NOTICE_ESCALATE_AFTER=0 is out of range: expected a number of days >= 1"
+    ]
