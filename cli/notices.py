@@ -308,8 +308,9 @@ def notices_mark(context: CliContext, notice_id: int, mark: str, note: str) -> N
 @friendly_errors
 def notices_follow_up(context: CliContext) -> None:
     """Run the follow-up now (as the scheduler does hourly): close the items the re-checks found taken down,
-    mark notices whose copies are all gone, and send a reminder, then an escalation upstream, for copies
-    still up FPTRACK_NOTICE_ESCALATE_AFTER days after their notice."""
+    mark notices whose copies are all gone, and draft a reminder, then an escalation upstream, for copies
+    still up FPTRACK_NOTICE_ESCALATE_AFTER days after their notice. Each waits as a draft for a person to
+    send it (fptrack notices send ID) unless FPTRACK_NOTICE_AUTO_FOLLOW_UP=true."""
     from fptrack.jobs.notices import follow_up
 
     with context.session() as session:
