@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
@@ -32,6 +33,7 @@ __all__ = [
     "classify_allow_entry",
     "declared_settings",
     "is_loopback_host",
+    "without_password",
 ]
 
 _SUPPORTED_BACKENDS = ("sqlite", "postgresql")
@@ -48,23 +50,34 @@ def normalise_database_url(raw: str, *, variable: str = "FPTRACK_DATABASE_URL") 
 
     Raises :class:`ConfigurationError` for anything that is not a SQLite or PostgreSQL URL.
     """
+    shown = without_password(raw)
     try:
         url: URL = make_url(raw)
     except ArgumentError:
         raise ConfigurationError(
-            f"{variable}={raw!r} is not a database URL; expected e.g. "
+            f"{variable}={shown!r} is not a database URL; expected e.g. "
             "sqlite:///fptrack-data/fptrack.db or postgresql://user@127.0.0.1:5432/fptrack"
         ) from None
     backend = url.get_backend_name()
     if backend not in _SUPPORTED_BACKENDS:
         raise ConfigurationError(
-            f"{variable}={raw!r}: unsupported database {backend!r}; fptrack runs on sqlite or postgresql"
+            f"{variable}={shown!r}: unsupported database {backend!r}; fptrack runs on sqlite or postgresql"
         )
     if backend == "postgresql":
         url = url.set(drivername="postgresql+psycopg")
         if not url.database:
-            raise ConfigurationError(f"{variable}={raw!r} names no database (add /<dbname> at the end)")
+            raise ConfigurationError(f"{variable}={shown!r} names no database (add /<dbname> at the end)")
     return url.render_as_string(hide_password=False)
+
+
+def without_password(url: str) -> str:
+    """``url`` with its password (if any) shown as ``***``, for messages and reprs; a string that is not a
+    URL loses whatever stands between a ``:`` and an ``@`` (where a password would be)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return re.sub(r"(?<=:)[^:@/]*(?=@)", "***", url)
+    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
 
 
 # ------------------------------------------------------------------------------------------------ the parsers
@@ -226,6 +239,10 @@ _notices = _Section("Takedown notices")
 _SECONDS_1 = (1.0, "a number of seconds >= 1")
 _SECONDS_0 = (0.0, "a number of seconds >= 0")
 _INT_1 = (1.0, "an integer >= 1")
+
+
+def _shown_in_repr(value: object) -> object:
+    return without_password(value) if isinstance(value, str) and "://" in value else value
 
 
 @dataclass(frozen=True)
@@ -698,14 +715,16 @@ class Settings:
     search_results: int = _networks(
         "FPTRACK_SEARCH_RESULTS", 10, _int, "results asked for per query", at_least=_INT_1
     )
-    search_bing_key: str = _networks("FPTRACK_SEARCH_BING_KEY", "", _stripped, "Bing's API key")
+    search_bing_key: str = _networks("FPTRACK_SEARCH_BING_KEY", "", _stripped, "Bing's API key", secret=True)
     search_bing_endpoint: str = _networks(
         "FPTRACK_SEARCH_BING_ENDPOINT",
         "https://api.bing.microsoft.com/v7.0/search",
         _stripped,
         "Bing's endpoint",
     )
-    search_google_key: str = _networks("FPTRACK_SEARCH_GOOGLE_KEY", "", _stripped, "Google's API key")
+    search_google_key: str = _networks(
+        "FPTRACK_SEARCH_GOOGLE_KEY", "", _stripped, "Google's API key", secret=True
+    )
     search_google_cx: str = _networks("FPTRACK_SEARCH_GOOGLE_CX", "", _stripped, "Google's search engine id")
     search_google_endpoint: str = _networks(
         "FPTRACK_SEARCH_GOOGLE_ENDPOINT",
@@ -713,7 +732,9 @@ class Settings:
         _stripped,
         "Google's endpoint",
     )
-    search_serpapi_key: str = _networks("FPTRACK_SEARCH_SERPAPI_KEY", "", _stripped, "SerpAPI's key")
+    search_serpapi_key: str = _networks(
+        "FPTRACK_SEARCH_SERPAPI_KEY", "", _stripped, "SerpAPI's key", secret=True
+    )
     search_serpapi_endpoint: str = _networks(
         "FPTRACK_SEARCH_SERPAPI_ENDPOINT", "https://serpapi.com/search.json", _stripped, "SerpAPI's endpoint"
     )
@@ -825,6 +846,14 @@ class Settings:
             )
         if self.tsa_url and urlsplit(self.tsa_url).scheme not in ("http", "https"):
             raise ConfigurationError(f"FPTRACK_TSA_URL={self.tsa_url!r} must be an http:// or https:// URL")
+
+    def __repr__(self) -> str:
+        """The dataclass's repr without secrets: a secret setting is left out, a URL's password shows as
+        ``***`` (the database's, the broker's, the result backend's)."""
+        shown = (
+            f"{item.name}={_shown_in_repr(getattr(self, item.name))!r}" for item in fields(self) if item.repr
+        )
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     @property
     def is_sqlite(self) -> bool:
