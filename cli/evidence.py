@@ -13,6 +13,8 @@ from fptrack.cli.common import CliContext, CliError, friendly_errors, pass_conte
 
 __all__ = ["evidence"]
 
+UNVERIFIED_EXIT = 3  # intact, but signed by a key nobody vouched for
+
 
 @click.group()
 def evidence() -> None:
@@ -20,7 +22,7 @@ def evidence() -> None:
 
     \b
       fptrack evidence bundle --match 12 -o match-12.zip
-      fptrack evidence verify match-12.zip [--key trusted.pub] [--tsa-cert tsa.pem]
+      fptrack evidence verify match-12.zip --key owner.pub [--tsa-cert tsa.pem]
       fptrack evidence key                 the installation's public key (give it to recipients)
 
     Settings: FPTRACK_SIGNING_KEY_FILE, FPTRACK_TSA_URL (docs/evidence.md)."""
@@ -55,7 +57,12 @@ def bundle(context: CliContext, match_id: int, output: Path) -> None:
     "--key",
     "key_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A public key (PEM) you trust: the bundle must be signed with it.",
+    help="The rights holder's public key (PEM), got from them: the bundle must be signed with it.",
+)
+@click.option(
+    "--fingerprint",
+    help="The rights holder's published key fingerprint (SHA256:<hex>, as `fptrack evidence key` prints it): "
+    "the bundle must be signed with that key.",
 )
 @click.option(
     "--tsa-cert",
@@ -63,12 +70,14 @@ def bundle(context: CliContext, match_id: int, output: Path) -> None:
     help="The time-stamping authority's certificate (PEM) you trust: the token must be signed by it or by a "
     "certificate it issued.",
 )
-def verify(bundle_file: Path, key_file: Path | None, tsa_cert: Path | None) -> None:
-    """Check a bundle offline: every file against SHA256SUMS, the signature, the timestamp, and the page's
-    response against its recorded snapshot SHA-256. Exit 0 when all hold, 1 and the reason otherwise."""
+def verify(bundle_file: Path, key_file: Path | None, fingerprint: str | None, tsa_cert: Path | None) -> None:
+    """Check a bundle offline: every file against SHA256SUMS, the signature, the timestamp, and every claim of
+    evidence.json against the WARC it carries. Exit 0 (OK) only when all hold and the key is the one given
+    (--key or --fingerprint); 1 and the reason when a check fails; 3 (UNVERIFIED ORIGIN) when all hold but
+    nothing ties the signing key to its owner: anyone can sign a bundle with a key of their own."""
     from cryptography import x509
 
-    from fptrack.services.evidence.bundle import verify_bundle
+    from fptrack.services.evidence.bundle import MAX_BUNDLE_BYTES, verify_bundle
 
     certificate = None
     if tsa_cert is not None:
@@ -76,16 +85,24 @@ def verify(bundle_file: Path, key_file: Path | None, tsa_cert: Path | None) -> N
             certificate = x509.load_pem_x509_certificate(tsa_cert.read_bytes())
         except ValueError as error:
             raise CliError(f"{tsa_cert} is not a PEM certificate: {error}") from None
+    size = bundle_file.stat().st_size
+    if size > MAX_BUNDLE_BYTES:
+        click.echo(f"FAILED: larger than a bundle can be ({size:,} bytes > {MAX_BUNDLE_BYTES:,})", err=True)
+        sys.exit(1)
     result = verify_bundle(
         bundle_file.read_bytes(),
         trusted_key=key_file.read_bytes() if key_file is not None else None,
+        trusted_fingerprint=fingerprint,
         tsa_cert=certificate,
     )
     for line in result.lines:
         click.echo(line)
-    if not result.ok:
-        click.echo(f"FAILED: {result.failure}", err=True)
+    if not result.intact:
+        click.echo(result.verdict, err=True)
         sys.exit(1)
+    if not result.ok:
+        click.echo(result.verdict, err=True)
+        sys.exit(UNVERIFIED_EXIT)
     click.echo(f"OK: {bundle_file}")
 
 

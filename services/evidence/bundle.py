@@ -30,15 +30,17 @@ short enough to read here.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
 import os
 import secrets
+import struct
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,8 @@ from fptrack.storage.models import Match, Page, ReviewDecision, as_utc
 
 __all__ = [
     "BUNDLE_FORMAT",
+    "MAX_BUNDLE_BYTES",
+    "UNVERIFIED_ORIGIN",
     "BundleError",
     "TimestampInfo",
     "Verification",
@@ -298,10 +302,11 @@ def verify_timestamp(
         signed_bytes = b"\x31" + attributes.dump()[1:]  # signed as a SET OF, stored as [0] IMPLICIT
         algo = signer["signature_algorithm"].signature_algo
         _check_signature(certificate, bytes(signer["signature"].native), signed_bytes, algo, digest_name)
+        _check_signing_certificate(attributes, certificate)
         generated: datetime = info["gen_time"].native
     except BundleError:
         raise
-    except (ValueError, TypeError, KeyError, AttributeError) as error:
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
         raise BundleError(f"the time-stamp response is malformed: {error}") from None
     try:
         usage = certificate.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
@@ -327,6 +332,44 @@ def verify_timestamp(
         serial=int(info["serial_number"].native),
         trusted_by=trusted_by,
     )
+
+
+def _check_signing_certificate(attributes: Any, certificate: x509.Certificate) -> None:
+    """The ESS signing-certificate attribute (RFC 2634 signingCertificate, RFC 5035 signingCertificateV2),
+    signed with the rest, must name ``certificate``: its first certificate id is that certificate's hash (and
+    issuer and serial, when given). RFC 3161 requires it and ``openssl ts -verify`` refuses a token without
+    it: without it the signer identifier alone, which is not signed, says which certificate signed, so a token
+    could be passed off under another certificate with the same key."""
+    names = {attribute["type"].native for attribute in attributes}
+    if "signing_certificate_v2" in names:
+        first = _attribute(attributes, "signing_certificate_v2")["certs"][0]
+        algorithm = first["hash_algorithm"]["algorithm"].native
+    elif "signing_certificate" in names:
+        first = _attribute(attributes, "signing_certificate")["certs"][0]
+        algorithm = "sha1"
+    else:
+        raise BundleError(
+            "the time-stamp token has no ESS signing-certificate attribute (signingCertificate or "
+            "signingCertificateV2) binding its certificate"
+        )
+    hasher = hashes.Hash(_hash_of(algorithm))
+    hasher.update(certificate.public_bytes(serialization.Encoding.DER))
+    if bytes(first["cert_hash"].native) != hasher.finalize():
+        raise BundleError(
+            "the time-stamp token's ESS signing-certificate attribute names another certificate"
+        )
+    issuer_serial = first["issuer_serial"]
+    if issuer_serial.native is None:
+        return
+    issuers = [
+        name.chosen.untag().dump() for name in issuer_serial["issuer"] if name.name == "directory_name"
+    ]
+    if issuer_serial["serial_number"].native != certificate.serial_number or (
+        certificate.issuer.public_bytes() not in issuers
+    ):
+        raise BundleError(
+            "the time-stamp token's ESS signing-certificate attribute names another issuer or serial"
+        )
 
 
 def _signer_certificate(sid: Any, certificates: Sequence[x509.Certificate]) -> x509.Certificate:
@@ -613,47 +656,142 @@ def build_bundle(
 
 # ------------------------------------------------------------------------------------------ verification
 
+MAX_BUNDLE_BYTES = 128 * 1024 * 1024  # ten times a page at the crawler's default body cap, and its DOM
+MAX_WARC_EXPANSION = 128 * 1024 * 1024  # what page.warc.gz may inflate to, read through a hash only
+MAX_KEPT_RECORD = 4 * 1024 * 1024  # the one WARC record held in memory: the metadata record's JSON
+CLOCK_SKEW = timedelta(minutes=5)  # how far the authority's clock may run behind the installation's
+UNVERIFIED_ORIGIN = "UNVERIFIED ORIGIN"
+_MEMBERS = (*SIGNED_FILES, MANIFEST, SIGNATURE, TIMESTAMP)
+_END_OF_DIRECTORY = struct.Struct("<4s4H2LH")  # the zip's last 22 bytes: fptrack writes no comment
+_MAX_DIRECTORY = 4096  # the central directory of seven members with short names
+
 
 @dataclass
 class Verification:
-    """What :func:`verify_bundle` found: ``lines`` to print; ``failure`` the first reason it fails, if any."""
+    """What :func:`verify_bundle` found: ``lines`` to print; ``failure`` the first reason it fails, if any;
+    ``origin`` what ties the signing key to its owner (the key or fingerprint given), None when nothing does:
+    anyone can make a key, sign a bundle with it and put it in the zip."""
 
     lines: list[str] = field(default_factory=list)
     failure: str | None = None
+    origin: str | None = None
+
+    @property
+    def intact(self) -> bool:
+        """Every check holds, the origin aside."""
+        return self.failure is None
 
     @property
     def ok(self) -> bool:
-        return self.failure is None
+        return self.failure is None and self.origin is not None
 
-
-def _read_members(data: bytes) -> list[tuple[str, bytes]]:
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            return [(info.filename, archive.read(info)) for info in archive.infolist()]
-    except Exception as error:  # noqa: BLE001 (a damaged zip raises many kinds; any of them fails the check)
-        raise BundleError(f"not a readable zip: {error}") from None
+    @property
+    def verdict(self) -> str:
+        """One line: ``FAILED: <reason>``, ``UNVERIFIED ORIGIN: <why>`` or ``OK``."""
+        if self.failure is not None:
+            return f"FAILED: {self.failure}"
+        if self.origin is None:
+            return (
+                f"{UNVERIFIED_ORIGIN}: intact and signed, but by a key nothing ties to its owner: pass the "
+                "key (--key) or its published fingerprint (--fingerprint) you got from the rights holder"
+            )
+        return "OK"
 
 
 def verify_bundle(
     data: bytes,
     *,
     trusted_key: bytes | None = None,
+    trusted_fingerprint: str | None = None,
     tsa_cert: x509.Certificate | None = None,
 ) -> Verification:
-    """Check a bundle offline (see the module docstring): its layout, every file against SHA256SUMS, the
-    signature (against the included key and, given ``trusted_key`` (PEM), that this is the key), the
-    timestamp (against the certificate in the token, or ``tsa_cert``), and that the WARC's response (or
-    rendered DOM) payload hashes to the recorded ``snapshot_sha256``."""
+    """Check a bundle offline (see the module docstring), reading at most :data:`MAX_BUNDLE_BYTES` and
+    inflating nothing but the WARC, through a hash: its layout, every file against SHA256SUMS, the signature
+    (and, given ``trusted_key`` (PEM) or ``trusted_fingerprint``, that this is the key: without either the
+    verdict is :data:`UNVERIFIED_ORIGIN`), the timestamp (against the certificate in the token, or
+    ``tsa_cert``; no earlier than the capture), and every claim of evidence.json against the WARC it
+    describes. Any damage is a :attr:`Verification.failure` of one line, never an exception."""
     result = Verification()
     try:
-        _verify(data, trusted_key, tsa_cert, result)
+        _verify(data, trusted_key, trusted_fingerprint, tsa_cert, result)
     except BundleError as error:
         result.failure = str(error)
     return result
 
 
+def _check_zip_frame(data: bytes) -> None:
+    """Refuse, before any parsing, a file too large or whose central directory is not the small one a
+    bundle has: the standard zipfile would otherwise build an entry for every record a hostile directory
+    holds, and inflate whatever a member claims."""
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"larger than a bundle can be ({len(data):,} bytes > {MAX_BUNDLE_BYTES:,})")
+    if len(data) < _END_OF_DIRECTORY.size:
+        raise BundleError("not a zip (too short)")
+    signature, _, _, _, entries, directory, _, comment = _END_OF_DIRECTORY.unpack(data[-22:])
+    if signature != b"PK\x05\x06" or data[-42:-38] == b"PK\x06\x07":
+        raise BundleError("not a zip fptrack writes (no plain end of central directory at its end)")
+    if entries > len(_MEMBERS) or directory > _MAX_DIRECTORY or comment:
+        raise BundleError(f"not a bundle: its zip lists {entries} files in {directory:,} bytes")
+
+
+def _read_members(data: bytes) -> list[tuple[str, bytes]]:
+    """The members, each named as a bundle's are and stored (so read as it sits in ``data``)."""
+    _check_zip_frame(data)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            infos = archive.infolist()
+            strangers = [info.filename for info in infos if info.filename not in _MEMBERS]
+            if strangers:
+                raise BundleError(f"unexpected files: {', '.join(ascii(name) for name in strangers)}")
+            for info in infos:
+                if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+                    raise BundleError(f"{info.filename} is compressed: a bundle stores its files")
+            return [(info.filename, archive.read(info)) for info in infos]
+    except BundleError:
+        raise
+    except Exception as error:  # noqa: BLE001 (a damaged zip raises many kinds; any of them fails the check)
+        raise BundleError(f"not a readable zip: {error}") from None
+
+
+def _json_object(data: bytes, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as error:
+        reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
+        raise BundleError(f"{what} is not JSON fptrack writes: {reason}") from None
+    return _object(value, what)
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BundleError(f"{what} is not a JSON object")
+    return value
+
+
+def _origin(
+    public: ed25519.Ed25519PublicKey, trusted_key: bytes | None, trusted_fingerprint: str | None
+) -> str | None:
+    """What ties ``public`` to its owner: the key given or its fingerprint (raises when it is another key);
+    None when neither is given."""
+    fingerprint = key_fingerprint(public)
+    origin = None
+    if trusted_key is not None:
+        if public_key_pem(_public_key_of(trusted_key, "the key given")) != public_key_pem(public):
+            raise BundleError(f"signed by key {fingerprint}, not the key given")
+        origin = "the key given"
+    if trusted_fingerprint is not None:
+        if trusted_fingerprint.strip().lower() != fingerprint.lower():
+            raise BundleError(f"signed by key {fingerprint}, not the fingerprint given")
+        origin = "the fingerprint given" if origin is None else "the key and fingerprint given"
+    return origin
+
+
 def _verify(
-    data: bytes, trusted_key: bytes | None, tsa_cert: x509.Certificate | None, out: Verification
+    data: bytes,
+    trusted_key: bytes | None,
+    trusted_fingerprint: str | None,
+    tsa_cert: x509.Certificate | None,
+    out: Verification,
 ) -> None:
     members = _read_members(data)
     if stored_zip(members) != data:
@@ -662,9 +800,8 @@ def _verify(
     if len(files) != len(members):
         raise BundleError("the zip holds a file name twice")
     expected = {*SIGNED_FILES, MANIFEST, SIGNATURE}
-    extra = set(files) - expected - {TIMESTAMP}
-    if extra or not expected <= set(files):
-        raise BundleError(f"unexpected files: {sorted(extra)} / missing: {sorted(expected - set(files))}")
+    if not expected <= set(files):
+        raise BundleError(f"missing: {sorted(expected - set(files))}")
     manifest = files[MANIFEST]
     listed: dict[str, str] = {}
     for line in manifest.decode("ascii", errors="replace").splitlines():
@@ -682,23 +819,21 @@ def _verify(
         public.verify(files[SIGNATURE], manifest)
     except InvalidSignature:
         raise BundleError("the signature of SHA256SUMS does not verify with the included key") from None
-    whose = "the key included in the bundle"
-    if trusted_key is not None:
-        trusted = _public_key_of(trusted_key, "the key given")
-        if public_key_pem(trusted) != public_key_pem(public):
-            raise BundleError(f"signed by key {key_fingerprint(public)}, not the key given")
-        whose = "the key given"
+    origin = _origin(public, trusted_key, trusted_fingerprint)
+    whose = origin or "the key included in the bundle, which anyone can make"
     out.lines.append(f"signature: good, Ed25519 key {key_fingerprint(public)} ({whose})")
 
-    try:
-        evidence = json.loads(files["evidence.json"])
-    except ValueError as error:
-        raise BundleError(f"evidence.json is not JSON: {error}") from None
-    if not isinstance(evidence, dict):
-        raise BundleError("evidence.json is not a JSON object")
+    evidence = _json_object(files["evidence.json"], "evidence.json")
+    signing_key = _object(evidence.get("signing_key"), "evidence.json's signing_key")
+    if signing_key.get("fingerprint") != key_fingerprint(public):
+        raise BundleError("evidence.json names another signing key than the one that signed it")
+    capture = _check_warc(files[WARC_FILE], evidence)
+    out.lines.append(capture.line)
     digest = hashlib.sha256(manifest).digest()
     if TIMESTAMP in files:
         stamp = verify_timestamp(files[TIMESTAMP], digest, tsa_cert=tsa_cert)
+        _check_stamp_after(stamp.time, capture.fetched_at, "the page's capture")
+        _check_stamp_after(stamp.time, _claimed_time(evidence.get("created_at"), "created_at"), "created_at")
         out.lines.append(
             f"timestamp: {utc_z(stamp.time)} by {stamp.authority} (serial {stamp.serial}), "
             f"verified against {stamp.trusted_by}"
@@ -709,37 +844,182 @@ def _verify(
         if tsa_cert is not None:
             raise BundleError("not timestamped, while a time-stamping authority's certificate was given")
         out.lines.append(f"timestamp: {NOT_TIMESTAMPED} (no authority was configured when it was made)")
-    out.lines.append(_check_warc(files[WARC_FILE], evidence))
+    out.origin = origin
 
 
-def _payloads(warc: bytes) -> dict[str, tuple[str, bytes]]:
-    """Record id -> (record type, payload: the HTTP body of a response, the block of the others)."""
-    found: dict[str, tuple[str, bytes]] = {}
+def _claimed_time(value: Any, what: str) -> datetime:
     try:
-        for record in ArchiveIterator(io.BytesIO(warc)):
-            found[_record_id(record)] = (str(record.rec_type), bytes(record.raw_stream.read()))
+        return datetime.strptime(str(value), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        raise BundleError(
+            f"evidence.json's {what} is not a UTC time fptrack writes: {str(value)[:40]!r}"
+        ) from None
+
+
+def _check_stamp_after(stamped: datetime, claimed: datetime, what: str) -> None:
+    """A timestamp is made when the bundle is: a claim later than it (beyond the clocks' skew) is false."""
+    if stamped < claimed - CLOCK_SKEW:
+        raise BundleError(
+            f"the timestamp ({utc_z(stamped)}) precedes {what} ({utc_z(claimed)}) it must follow"
+        )
+
+
+@dataclass(frozen=True)
+class _Record:
+    """A WARC record as read for the checks: its type, headers, HTTP status (responses), payload's SHA-256
+    (the HTTP body of a response or request, the block of the others) and, for metadata, the block itself."""
+
+    kind: str
+    headers: Mapping[str, str]
+    status: str | None
+    sha256: str
+    block: bytes | None
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
+
+
+class _CappedGunzip(io.RawIOBase):
+    """page.warc.gz inflated a read at a time, failing once it passes :data:`MAX_WARC_EXPANSION`: a few
+    kilobytes can inflate to gigabytes, and the WARC is read through a hash, never held whole."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self._inflating = gzip.GzipFile(fileobj=io.BytesIO(data))
+        self._left = MAX_WARC_EXPANSION
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        chunk = self._inflating.read(min(len(buffer), 1 << 20))
+        if len(chunk) > self._left:
+            raise BundleError(f"page.warc.gz inflates beyond {MAX_WARC_EXPANSION:,} bytes")
+        self._left -= len(chunk)
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
+
+
+def _read_warc(warc: bytes) -> dict[str, _Record]:
+    """Record id -> the record as read (:class:`_Record`)."""
+    found: dict[str, _Record] = {}
+    try:
+        for record in ArchiveIterator(io.BufferedReader(_CappedGunzip(warc))):
+            kind = str(record.rec_type)
+            hasher = hashlib.sha256()
+            kept = bytearray() if kind == "metadata" else None
+            while chunk := record.raw_stream.read(1 << 20):
+                hasher.update(chunk)
+                if kept is not None:
+                    if len(kept) + len(chunk) > MAX_KEPT_RECORD:
+                        raise BundleError("page.warc.gz's metadata record is larger than fptrack writes")
+                    kept += chunk
+            status = (
+                record.http_headers.get_statuscode() if kind == "response" and record.http_headers else None
+            )
+            headers = {str(name): str(value) for name, value in record.rec_headers.headers}
+            found[_record_id(record)] = _Record(
+                kind, headers, status, hasher.hexdigest(), None if kept is None else bytes(kept)
+            )
+    except BundleError:
+        raise
     except Exception as error:  # noqa: BLE001 (warcio raises its own kinds and plain ones on a damaged file)
         raise BundleError(f"page.warc.gz cannot be read: {error}") from None
     return found
 
 
-def _check_warc(warc: bytes, evidence: Mapping[str, Any]) -> str:
-    page = evidence.get("page") or {}
-    records = evidence.get("warc") or {}
-    payloads = _payloads(warc)
-    text_record = payloads.get(str(records.get("text_record")))
-    if text_record is None or sha256_hex(text_record[1]) != page.get("text_sha256"):
+@dataclass(frozen=True)
+class _Capture:
+    line: str
+    fetched_at: datetime
+
+
+def _record_of(records: Mapping[str, _Record], record_id: Any, kinds: tuple[str, ...], what: str) -> _Record:
+    record = records.get(str(record_id))
+    if record is None or record.kind not in kinds:
+        raise BundleError(f"page.warc.gz holds no {' or '.join(kinds)} record {record_id} ({what})")
+    return record
+
+
+def _check_warc(warc: bytes, evidence: Mapping[str, Any]) -> _Capture:
+    """Every claim of evidence.json about the page (URL, status, hashes, times, which record is which)
+    against page.warc.gz: the metadata record the WARC carries states them too, and each record's target,
+    date, status and payload hash must bear them out."""
+    page = _object(evidence.get("page"), "evidence.json's page")
+    claimed = _object(evidence.get("warc"), "evidence.json's warc")
+    match = _object(evidence.get("match"), "evidence.json's match")
+    if claimed.get("sha256") != sha256_hex(warc):
+        raise BundleError("page.warc.gz is not the WARC evidence.json describes (its SHA-256 differs)")
+    records = _read_warc(warc)
+    url, fetched_at = page.get("url"), page.get("fetched_at")
+    if match.get("page_url") != url:
+        raise BundleError("evidence.json's match is about another URL than its page")
+    text = _record_of(records, claimed.get("text_record"), ("conversion", "resource"), "the extracted text")
+    if text.sha256 != page.get("text_sha256"):
         raise BundleError("the extracted text in page.warc.gz does not hash to the recorded text_sha256")
-    snapshot = records.get("snapshot_record")
-    if snapshot is None:
-        return "page: the text as stored only (no raw HTTP exchange was kept): snapshot_sha256 not checkable"
-    kind, payload = payloads.get(str(snapshot), ("", b""))
-    if sha256_hex(payload) != page.get("snapshot_sha256"):
+    if text.header("WARC-Target-URI") != url or text.header("WARC-Date") != fetched_at:
+        raise BundleError("the WARC's text record is of another URL or time than evidence.json's page")
+    _check_metadata(records, page, claimed)
+    _check_exchange(records, page, claimed)
+    line = _snapshot_line(records, page, claimed)
+    return _Capture(line, _claimed_time(fetched_at, "page.fetched_at"))
+
+
+def _check_metadata(
+    records: Mapping[str, _Record], page: Mapping[str, Any], claimed: Mapping[str, Any]
+) -> None:
+    """The WARC's metadata record states the page's fetch metadata and the record list: evidence.json's must
+    be the same, key for key."""
+    blocks = [record.block for record in records.values() if record.kind == "metadata"]
+    if len(blocks) != 1 or blocks[0] is None:
+        raise BundleError(f"page.warc.gz holds {len(blocks)} metadata records, not one")
+    stated = _json_object(blocks[0], "the WARC's metadata record")
+    stated_page = {k: v for k, v in stated.items() if k not in ("records", "browser_response_head")}
+    claimed_page = {k: v for k, v in page.items() if k != "raw_exchange"}
+    differing = sorted(k for k in {*stated_page, *claimed_page} if stated_page.get(k) != claimed_page.get(k))
+    if differing:
         raise BundleError(
-            f"the WARC {kind or 'snapshot'} payload does not hash to the recorded snapshot_sha256"
+            f"evidence.json's page differs from the WARC's metadata record in {', '.join(differing)}"
         )
-    what = "response payload" if kind == "response" else "rendered DOM (resource record)"
+    if stated.get("records") != {k: v for k, v in claimed.items() if k != "sha256"}:
+        raise BundleError("evidence.json's warc record list differs from the WARC's metadata record")
+
+
+def _check_exchange(
+    records: Mapping[str, _Record], page: Mapping[str, Any], claimed: Mapping[str, Any]
+) -> None:
+    """The response record, when there is one: of the page's URL, with its HTTP status and a payload digest
+    that is its payload's; the request record sent for it."""
+    if "response_record" not in claimed:
+        return
+    response_id = claimed["response_record"]
+    response = _record_of(records, response_id, ("response",), "the HTTP response")
+    target = response.header("WARC-Target-URI")
+    if target not in (page.get("final_url"), page.get("url")):
+        raise BundleError(f"the WARC's response is for {target}, not the page's URL")
+    if response.status != str(page.get("http_status")):
+        raise BundleError(
+            f"the WARC's response has status {response.status}, evidence.json {page.get('http_status')}"
+        )
+    if response.header("WARC-Payload-Digest") != "sha256:" + response.sha256:
+        raise BundleError("the WARC's response payload does not match its WARC-Payload-Digest")
+    if "request_record" in claimed:
+        request = _record_of(records, claimed["request_record"], ("request",), "the HTTP request")
+        if request.header("WARC-Target-URI") != target or request.header("WARC-Concurrent-To") != response_id:
+            raise BundleError("the WARC's request record is not the one sent for its response")
+
+
+def _snapshot_line(
+    records: Mapping[str, _Record], page: Mapping[str, Any], claimed: Mapping[str, Any]
+) -> str:
+    if claimed.get("snapshot_record") is None:
+        return "page: the text as stored only (no raw HTTP exchange was kept): snapshot_sha256 not checkable"
+    snapshot = _record_of(records, claimed["snapshot_record"], ("response", "resource"), "the snapshot")
+    if snapshot.sha256 != page.get("snapshot_sha256"):
+        raise BundleError(f"the WARC {snapshot.kind} payload does not hash to the recorded snapshot_sha256")
+    what = "response payload" if snapshot.kind == "response" else "rendered DOM (resource record)"
     return (
         f"page: WARC {what} hashes to snapshot_sha256 {page.get('snapshot_sha256')} "
-        f"(HTTP {page.get('http_status')}, fetched {page.get('fetched_at')})"
+        f"(HTTP {page.get('http_status')}, fetched {page.get('fetched_at')}); evidence.json's URL, status, "
+        "hashes and times agree with the WARC"
     )

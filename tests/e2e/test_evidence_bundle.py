@@ -1,7 +1,8 @@
 """End to end: crawl a site on 127.0.0.1 that carries copies -> the matches -> ``fptrack evidence
 bundle`` holds the HTTP request and response of the copy as fetched, whose payload hashes to the page's
-snapshot SHA-256, timestamped by a local authority; ``fptrack evidence verify`` accepts it and refuses it once
-a byte changed. Pages without a match keep no exchange."""
+snapshot SHA-256, timestamped by a local authority; ``fptrack evidence verify`` accepts it given the
+installation's key (UNVERIFIED ORIGIN without it) and refuses it once a byte changed.
+Pages without a match keep no exchange."""
 
 from __future__ import annotations
 
@@ -51,8 +52,18 @@ def test_a_crawled_copy_is_bundled_as_fetched(fptrack, tmp_path: Path) -> None:
     with local_tsa(tmp_path / "tsa") as tsa:
         fptrack.extra_env["FPTRACK_TSA_URL"] = tsa.url
         fptrack.run("evidence", "bundle", "--match", str(copy["id"]), "-o", str(output))
-        verified = fptrack.run("evidence", "verify", str(output), "--tsa-cert", str(tsa.ca_cert))
+        unverified = fptrack.run(
+            "evidence", "verify", str(output), "--tsa-cert", str(tsa.ca_cert), check=False
+        )
+        key = tmp_path / "owner.pub"
+        key.write_text(fptrack.run("evidence", "key").stdout.split("fingerprint:")[0])
+        verified = fptrack.run(
+            "evidence", "verify", str(output), "--key", str(key), "--tsa-cert", str(tsa.ca_cert)
+        )
+    # intact, but nothing ties the key in the zip to its owner until the recipient names the key
+    assert unverified.returncode == 3 and "UNVERIFIED ORIGIN" in unverified.stderr
     assert "OK:" in verified.stdout and "response payload hashes to snapshot_sha256" in verified.stdout
+    assert "agree with the WARC" in verified.stdout
 
     archive = zipfile.ZipFile(io.BytesIO(output.read_bytes()))
     evidence = json.loads(archive.read("evidence.json"))

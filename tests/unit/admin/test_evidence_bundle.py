@@ -88,6 +88,11 @@ def _bundle(session: Session, settings: Settings, match_id: int) -> bytes:
     return build_bundle(session, match_id, settings)
 
 
+def _trusted(settings: Settings) -> bytes:
+    """The installation's public key, as its owner hands it to a recipient."""
+    return public_key_pem(load_signing_key(settings).public_key())
+
+
 def _times(value: object) -> list[str]:
     """Every string in ``value`` that looks like a date and time."""
     if isinstance(value, dict):
@@ -129,7 +134,7 @@ def test_bundle_carries_the_exchange_and_verifies_with_the_timestamp(
     assert request.rec_headers.get_header("WARC-Date") == "2026-11-25T17:00:00Z"
 
     cert = x509.load_pem_x509_certificate(tsa.ca_cert.read_bytes())
-    result = verify_bundle(data, tsa_cert=cert)
+    result = verify_bundle(data, trusted_key=_trusted(settings), tsa_cert=cert)
     assert result.ok, result.failure
     summary = "\n".join(result.lines)
     assert "timestamp: " in summary and "CN=Test TSA" in summary and "the certificate given" in summary
@@ -185,7 +190,7 @@ def test_external_bundle_has_no_notes_or_names_and_utc_times(
     assert evidence["timestamp"] == NOT_TIMESTAMPED
     assert b"not timestamped" in archive.read("README.txt")
     assert "SHA256SUMS.tsr" not in archive.namelist()
-    result = verify_bundle(data)
+    result = verify_bundle(data, trusted_key=_trusted(settings))
     assert result.ok, result.failure
     assert any(NOT_TIMESTAMPED in line for line in result.lines)
 
@@ -194,7 +199,7 @@ def test_any_changed_byte_fails_verification(
     session: Session, settings: Settings, flagged: Seeded, tsa: LocalTsa
 ) -> None:
     data = _bundle(session, settings.with_overrides(tsa_url=tsa.url), flagged.hostile_match_id)
-    assert verify_bundle(data).ok
+    assert verify_bundle(data, trusted_key=_trusted(settings)).ok
     # every member's header, data start, middle and end, and every byte of the central directory and its end
     archive = zipfile.ZipFile(io.BytesIO(data))
     positions: set[int] = set()
@@ -210,21 +215,25 @@ def test_any_changed_byte_fails_verification(
     for position in sorted(positions):
         changed = bytearray(data)
         changed[position] ^= 0x01
-        assert not verify_bundle(bytes(changed)).ok, f"byte {position} changed and the bundle still verified"
-    assert not verify_bundle(data + b"\x00").ok
-    assert not verify_bundle(data[:-1]).ok
+        assert not verify_bundle(bytes(changed)).intact, (
+            f"byte {position} changed and the bundle still verified"
+        )
+    assert not verify_bundle(data + b"\x00").intact
+    assert not verify_bundle(data[:-1]).intact
 
 
 def test_a_rehashed_and_resigned_bundle_fails_against_the_trusted_key(
     session: Session, settings: Settings, flagged: Seeded, tmp_path: Path
 ) -> None:
     data = _bundle(session, settings, flagged.hostile_match_id)
-    trusted = public_key_pem(load_signing_key(settings).public_key())
+    trusted = _trusted(settings)
     assert verify_bundle(data, trusted_key=trusted).ok
-    # an installation with another key makes a valid-looking bundle: the recipient's --key refuses it
+    # an installation with another key makes a valid-looking bundle: without a key it is of no known origin,
+    # and the recipient's --key refuses it
     other = settings.with_overrides(signing_key_file=tmp_path / "other.pem")
     forged = _bundle(session, other, flagged.hostile_match_id)
-    assert verify_bundle(forged).ok
+    unchecked = verify_bundle(forged)
+    assert unchecked.intact and not unchecked.ok and unchecked.verdict.startswith("UNVERIFIED ORIGIN: ")
     result = verify_bundle(forged, trusted_key=trusted)
     assert not result.ok and "not the key given" in str(result.failure)
 
@@ -282,6 +291,13 @@ def test_cli_bundle_verify_and_key(
     )
     assert ok.exit_code == 0, ok.output
     assert "OK:" in ok.output and "signature: good" in ok.output and "(the key given)" in ok.output
+    fingerprint = key.output.split("fingerprint:")[1].strip()
+    by_fingerprint = runner.invoke(
+        main, ["evidence", "verify", str(output), "--fingerprint", fingerprint], env=env
+    )
+    assert by_fingerprint.exit_code == 0 and "(the fingerprint given)" in by_fingerprint.output
+    unknown = runner.invoke(main, ["evidence", "verify", str(output)], env=env)
+    assert unknown.exit_code == 3 and "UNVERIFIED ORIGIN: " in unknown.output and "OK" not in unknown.output
     changed = bytearray(output.read_bytes())
     changed[len(changed) // 2] ^= 0xFF
     output.write_bytes(bytes(changed))
@@ -300,7 +316,7 @@ def test_admin_bundle_route(app: object, settings: Settings, flagged: Seeded) ->
     log_in(client, "rev")
     response = client.get(f"/matches/{flagged.hostile_match_id}/bundle.zip")
     assert response.status_code == 200 and response.mimetype == "application/zip"
-    assert verify_bundle(response.get_data()).ok
+    assert verify_bundle(response.get_data(), trusted_key=_trusted(settings)).ok
     assert client.get("/matches/999999/bundle.zip").status_code == 404
 
 
