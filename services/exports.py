@@ -6,6 +6,10 @@ CSV cell starting with ``=``, ``+``, ``-``, ``@`` (or a tab or carriage return, 
 before looking) as a formula, so :func:`csv_safe_cell` prefixes such a text cell with an apostrophe
 (OWASP's "CSV injection" advice); numbers are written as numbers.
 
+An export is written whole before a byte of it is sent (:func:`spooled`): one that fails midway (the
+database lost, a row that cannot be read) is then an error status, never a 200 with a truncated body that a
+reader would take for the whole list.
+
 Columns: the documented fields of ``compare.records.MATCH_FIELDS`` first, in their order, then ``id`` and
 ``status``: a reader that takes the documented columns by position still reads them.
 """
@@ -15,21 +19,28 @@ from __future__ import annotations
 import csv
 import io
 import json
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import IO, Any
 
 from fptrack.compare.records import MATCH_FIELDS
 
 __all__ = [
     "CSV_MATCH_COLUMNS",
     "FORMULA_PREFIXES",
+    "SpooledExport",
     "csv_lines",
     "csv_match_row",
     "csv_safe_cell",
+    "spooled",
 ]
 
 CSV_MATCH_COLUMNS: tuple[str, ...] = (*MATCH_FIELDS, "id", "status")
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+SPOOL_IN_MEMORY = 16 * 1024 * 1024
+"""Bytes of an export kept in memory while it is written; a larger one goes on to a temporary file."""
+SPOOL_READ = 64 * 1024
 
 
 def csv_safe_cell(value: object) -> object:
@@ -75,3 +86,33 @@ def _drain(buffer: io.StringIO) -> str:
     buffer.seek(0)
     buffer.truncate()
     return text
+
+
+@dataclass
+class SpooledExport:
+    """A whole export, written and ready to send: ``size`` bytes of UTF-8, read back by iterating (once),
+    which closes the spool at the end or when the iteration is dropped."""
+
+    spool: IO[bytes]
+    size: int
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            self.spool.seek(0)
+            while block := self.spool.read(SPOOL_READ):
+                yield block
+        finally:
+            self.spool.close()
+
+
+def spooled(chunks: Iterable[str]) -> SpooledExport:
+    """Every chunk of an export written (UTF-8) before any is sent: in memory up to :data:`SPOOL_IN_MEMORY`
+    bytes, then in a temporary file. An error while writing is raised here, before a response has begun."""
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 (closed by SpooledExport)
+    try:
+        for chunk in chunks:
+            spool.write(chunk.encode("utf-8"))
+    except BaseException:
+        spool.close()
+        raise
+    return SpooledExport(spool, spool.tell())

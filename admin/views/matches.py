@@ -5,7 +5,7 @@ history of decisions and notes, and the decision buttons."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +27,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import db_session
-from fptrack.admin.views.read_sessions import read_session, read_sessionmaker
+from fptrack.admin.views.read_sessions import read_session
 from fptrack.compare.records import match_to_dict
 from fptrack.services.evidence.passages import (
     EvidenceSpan,
@@ -39,7 +39,7 @@ from fptrack.services.evidence.passages import (
     page_ranges,
     span_diff,
 )
-from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
+from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row, spooled
 from fptrack.services.queries import (
     MATCH_STATUSES,
     MAX_ID,
@@ -107,20 +107,20 @@ def index() -> str:
 # --------------------------------------------------------------------------------------------- exports
 
 
-def _streamed(produce: Callable[[Session], Iterator[str]]) -> Iterator[str]:
-    """Run ``produce`` as the response body is sent, with a database session of its own (the request's session
-    is closed when the view returns, before a streamed body is read), closed when the body ends or is
-    dropped. On the read replica when this request may read there (``admin.views.read_sessions``)."""
-    sessions = read_sessionmaker()
-
-    def body() -> Iterator[str]:
-        session = sessions()
-        try:
-            yield from produce(session)
-        finally:
-            session.close()
-
-    return body()
+def _export(chunks: Iterator[str], mimetype: str, extension: str) -> Response:
+    """The whole export written first (``services.exports.spooled``), then sent with its length: one that
+    fails midway is an error page (500, or 503 with the database gone), never a 200 cut short."""
+    body = spooled(chunks)
+    response = Response(
+        body,
+        mimetype=mimetype,
+        headers={
+            "Content-Disposition": f'attachment; filename="{_export_name(extension)}"',
+            "Content-Length": str(body.size),
+        },
+    )
+    response.call_on_close(body.spool.close)  # a HEAD request never reads it
+    return response
 
 
 def _export_name(extension: str) -> str:
@@ -138,11 +138,7 @@ def export_csv() -> Response:
         records = (csv_match_row(match_record(match)) for match in iter_matches(session, match_filter))
         yield from csv_lines(CSV_MATCH_COLUMNS, records)
 
-    return Response(
-        _streamed(lines),
-        mimetype="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="{_export_name("csv")}"'},
-    )
+    return _export(lines(read_session()), "text/csv", "csv")
 
 
 @blueprint.get("/export.json")
@@ -156,11 +152,7 @@ def export_json() -> Response:
             yield ("," if number else "") + "\n" + json.dumps(match_record(match), ensure_ascii=False)
         yield "\n]\n"
 
-    return Response(
-        _streamed(chunks),
-        mimetype="application/json",
-        headers={"Content-Disposition": f'attachment; filename="{_export_name("json")}"'},
-    )
+    return _export(chunks(read_session()), "application/json", "json")
 
 
 # ------------------------------------------------------------------------------------------ bulk review
