@@ -11,13 +11,15 @@ import json
 import re
 import stat
 import zipfile
-from collections.abc import Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ed25519
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -29,6 +31,7 @@ from fptrack.services.evidence.bundle import (
     NOT_TIMESTAMPED,
     BundleError,
     build_bundle,
+    key_fingerprint,
     load_signing_key,
     public_key_pem,
     request_timestamp,
@@ -382,3 +385,74 @@ def test_the_zip_is_a_function_of_its_members() -> None:
             (name, (1980, 1, 1, 0, 0, 0), 0o100644) for name, _ in members
         ]
         assert [archive.read(name) for name, _ in members] == [body for _, body in members]
+
+
+def _forged(data: bytes, edit: Callable[[dict[str, Any]], None], key: ed25519.Ed25519PrivateKey) -> bytes:
+    """``data`` with evidence.json edited by ``edit`` and everything signed again with ``key``, the timestamp
+    dropped: what anyone holding a bundle can make, consistent in every hash and signature."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    evidence = json.loads(files["evidence.json"])
+    edit(evidence)
+    evidence["signing_key"]["fingerprint"] = key_fingerprint(key.public_key())
+    evidence["timestamp"] = NOT_TIMESTAMPED
+    files["evidence.json"] = json.dumps(evidence, ensure_ascii=False, indent=2).encode()
+    files["signing-key.pub"] = public_key_pem(key.public_key())
+    names = ("README.txt", "evidence.json", "page.warc.gz", "signing-key.pub")
+    manifest = "".join(f"{hashlib.sha256(files[name]).hexdigest()}  {name}\n" for name in names).encode()
+    signed = [*((name, files[name]) for name in names), ("SHA256SUMS", manifest)]
+    return stored_zip([*signed, ("SHA256SUMS.sig", key.sign(manifest))])
+
+
+def _set(path: str, value: object) -> Callable[[dict[str, Any]], None]:
+    def edit(evidence: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        target = evidence
+        for part in parents:
+            target = target[part]
+        target[last] = value
+
+    return edit
+
+
+def _both(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def edit(evidence: dict[str, Any]) -> None:
+        for one in edits:
+            one(evidence)
+
+    return edit
+
+
+def test_evidence_json_claims_are_checked_against_the_warc(
+    session: Session, settings: Settings, flagged: Seeded
+) -> None:
+    data = _bundle(session, settings, flagged.hostile_match_id)
+    forger = ed25519.Ed25519PrivateKey.generate()
+    trusted = public_key_pem(forger.public_key())
+    # unedited, the re-signed bundle verifies against the forger's key: only the edits below fail it
+    assert verify_bundle(_forged(data, lambda evidence: None, forger), trusted_key=trusted).ok
+    elsewhere = "http://licensed.example/book/1.html"
+    edits = {
+        "another URL": _both(_set("page.url", elsewhere), _set("match.page_url", elsewhere)),
+        "another final URL": _set("page.final_url", elsewhere),
+        "another capture time": _set("page.fetched_at", "2026-12-01T00:00:00Z"),
+        "another status": _set("page.http_status", 410),
+        "a match about another page": _set("match.page_url", elsewhere),
+        "another title": _set("page.title", "正版"),
+    }
+    for what, edit in edits.items():
+        result = verify_bundle(_forged(data, edit, forger), trusted_key=trusted)
+        assert result.failure is not None, f"{what}: verified"
+        assert "WARC" in str(result.failure) or "another URL" in str(result.failure), (what, result.failure)
+
+
+def test_a_timestamp_earlier_than_the_capture_fails(
+    session: Session, settings: Settings, flagged: Seeded, tsa: LocalTsa
+) -> None:
+    match = session.get(Match, flagged.hostile_match_id)
+    assert match is not None
+    match.page.fetched_at = datetime.now(UTC) + timedelta(days=1)
+    session.commit()
+    data = _bundle(session, settings.with_overrides(tsa_url=tsa.url), flagged.hostile_match_id)
+    result = verify_bundle(data, trusted_key=_trusted(settings))
+    assert "precedes the page's capture" in str(result.failure)
