@@ -22,6 +22,11 @@ attributes, offsets). Its members are stored uncompressed with fixed dates and a
 is a function of its members: :func:`verify_bundle` rebuilds it from the members it read and requires the
 very same bytes, which makes a change to any byte of the file fail.
 
+Why :func:`verify_bundle` says UNVERIFIED ORIGIN unless given the key or its fingerprint: the key in the zip
+is whoever made the zip's, and anyone can edit evidence.json and sign again. Why it checks every claim of
+evidence.json against the WARC: a signature binds the claims to the key, not to the capture they describe.
+Why it reads the zip in bounds before parsing it: it is run on files from strangers.
+
 Why the timestamp is requested and checked with asn1crypto and cryptography rather than by a TSP client
 library: the check must run offline against the token's own certificate or one the recipient names, and the
 whole of it (imprint, nonce, the signed attributes, the signature, the certificate's time-stamping usage) is
@@ -546,12 +551,15 @@ def _readme(timestamped_by: str | None) -> bytes:
         "                fptrack extracted from it (a conversion record) and the fetch metadata\n"
         "evidence.json   the match: the registered work and chapter, the copied passages beside the\n"
         "                original's, the page's snapshot SHA-256, the review decisions; times in UTC\n"
-        "signing-key.pub the public Ed25519 key of the fptrack installation that made this bundle\n"
+        "signing-key.pub the public Ed25519 key of the fptrack installation that made this bundle; anyone\n"
+        "                can make a key: compare its fingerprint with the one the rights holder gave you\n"
+        "                (openssl pkey -pubin -in signing-key.pub -outform DER | tail -c 32 | sha256sum)\n"
         "SHA256SUMS      the SHA-256 of the files above:   sha256sum -c SHA256SUMS\n"
         "SHA256SUMS.sig  its Ed25519 signature:  openssl pkeyutl -verify -pubin -inkey signing-key.pub "
         "-rawin -in SHA256SUMS -sigfile SHA256SUMS.sig\n"
         f"{stamp}\n"
-        "fptrack evidence verify <this zip> checks all of it offline (docs/evidence.md).\n"
+        "fptrack evidence verify <this zip> --key <the rights holder's key> checks all of it offline,\n"
+        "evidence.json against the WARC included (docs/evidence.md).\n"
     ).encode()
 
 
