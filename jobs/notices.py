@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import mimetypes
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -51,6 +51,7 @@ from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.jobs.delivery import DeliveryError, SmtpTransport, Transport, attachment_names, notice_message
 from fptrack.jobs.notice_render import missing_elements, render_html, render_text
+from fptrack.services.accounts.contact_fields import InvalidField, check_email, check_fields, check_one_line
 from fptrack.services.evidence.bundle import build_bundle
 from fptrack.storage.match_life import evidence_of
 from fptrack.storage.models import (
@@ -123,6 +124,35 @@ def _clean(text: str | None, limit: int) -> str:
 # ------------------------------------------------------------------------------------ senders, contacts
 
 
+def _check_typed(fields: Mapping[str, str | None]) -> None:
+    """Refuse a field that would break or add to the email's headers
+    (``services.accounts.contact_fields``)."""
+    try:
+        check_fields(fields)
+    except InvalidField as error:
+        raise NoticeError(str(error)) from None
+
+
+def _check_headers(notice: Notice) -> None:
+    """Refuse to send a notice whose sender or recipient, stored before these fields were checked, would
+    break the email's headers: one line saying which and what to fix, never a traceback."""
+    sender = notice.sender
+    try:
+        check_one_line("the sender's name", sender.name if sender else "")
+        check_one_line("the recipient's name", notice.recipient_name)
+        for field_name, address in (
+            ("the sender's email", sender.email if sender else ""),
+            ("the recipient's address", notice.recipient_address),
+        ):
+            if address:
+                check_email(field_name, address)
+    except InvalidField as error:
+        raise NoticeError(
+            f"notice {notice.id} cannot be sent: {error} (correct the sender or the contact and draft "
+            "it again)"
+        ) from None
+
+
 def find_sender(session: Session, name: str) -> Sender:
     sender = session.scalar(select(Sender).where(Sender.name == name.strip()))
     if sender is None:
@@ -142,6 +172,7 @@ def save_sender(session: Session, name: str, *, create: bool, **fields: str | No
     name = _clean(name, 300)
     if not name:
         raise NoticeError("a sender needs a name (a person's or a company's)")
+    _check_typed({"name": name, **fields})
     existing = session.scalar(select(Sender).where(Sender.name == name))
     if create and existing is not None:
         raise NoticeError(f"a sender named {name!r} exists already (fptrack senders edit)")
@@ -194,6 +225,7 @@ def add_contact(
     email = email.strip()
     if not host or "@" not in email:
         raise NoticeError("a host contact needs a host and an email address (abuse@hosting.example)")
+    _check_typed({"host": host, "email": email, "name": name, "note": note})
     if kind not in CONTACT_KINDS:
         raise NoticeError(f"kind must be one of {', '.join(CONTACT_KINDS)}, not {kind!r}")
     if language and language not in NOTICE_LANGUAGES:
@@ -435,6 +467,8 @@ def _preview(
     target_host = matches[0].page.host
     sender = sender if sender is not None else default_sender(session)
     contact = _contact(session, target_host)
+    if recipient:
+        _check_typed({"recipient": recipient})
     address = (recipient or "").strip() or (contact.email if contact else "")
     left_out = not_noticeable(session, [m.id for m in matches], recipient=address)
     if left_out and match_ids:
@@ -581,6 +615,7 @@ def send_notice(
             f"notice {notice.id} has no recipient: add the host's abuse address (fptrack contacts add "
             f"{notice.host} abuse@...) and draft it again"
         )
+    _check_headers(notice)
     transport = transport or SmtpTransport.from_settings(settings)
     notice.sent_at = now
     html = render_html(notice, now)
