@@ -12,10 +12,13 @@ import json
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from asn1crypto import cms, tsp
+from asn1crypto import x509 as asn1_x509
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
@@ -133,20 +136,20 @@ def test_hostile_zips_give_one_line_and_no_traceback(tmp_path: Path) -> None:
         assert "Traceback" not in errors
 
 
-def _resigned_token(reply: bytes, key_file: Path, keep: str = "", cert_hash: bytes | None = None) -> bytes:
-    """``reply`` with its signed attributes changed (the ESS attribute dropped unless it is named in ``keep``,
-    or its certificate hash replaced) and signed again with the authority's own key: a token a self-made
-    authority could issue."""
+def _resigned_token(reply: bytes, key_file: Path, change: Callable[[Any], None] | None) -> bytes:
+    """``reply`` with its ESS signing-certificate attribute dropped (``change`` None) or its first certificate
+    id edited by ``change``, and signed again with the authority's own key: a token a self-made authority
+    could issue."""
     response = tsp.TimeStampResp.load(reply)
     signer = response["time_stamp_token"]["content"]["signer_infos"][0]
     attributes = []
     for attribute in signer["signed_attrs"]:
         name = attribute["type"].native
-        if name.startswith("signing_certificate") and name not in keep:
-            continue
-        if name.startswith("signing_certificate") and cert_hash is not None:
+        if name.startswith("signing_certificate"):
+            if change is None:
+                continue
             value = attribute["values"][0]
-            value["certs"][0]["cert_hash"] = cert_hash
+            change(value["certs"][0])
             attribute = cms.CMSAttribute({"type": name, "values": [value]})
         attributes.append(attribute)
     signer["signed_attrs"] = cms.CMSAttributes(attributes)
@@ -157,23 +160,43 @@ def _resigned_token(reply: bytes, key_file: Path, keep: str = "", cert_hash: byt
     return bytes(response.dump(force=True))
 
 
+def _issued_as(certificate: asn1_x509.Certificate, serial: int) -> Callable[[Any], None]:
+    """Set a certificate id's issuer and serial (some authorities write them; openssl does not)."""
+
+    def change(certificate_id: Any) -> None:
+        issuer = asn1_x509.GeneralName(name="directory_name", value=certificate.issuer)
+        certificate_id["issuer_serial"] = tsp.IssuerSerial({"issuer": [issuer], "serial_number": serial})
+
+    return change
+
+
 def test_a_token_must_bind_its_certificate_by_the_ess_attribute(tmp_path: Path) -> None:
     digest = hashlib.sha256(b"SHA256SUMS").digest()
     with local_tsa(tmp_path / "tsa") as authority:
         reply = request_timestamp(authority.url, digest)
     key_file = authority.folder / "tsa.key"
     ca = x509.load_pem_x509_certificate(authority.ca_cert.read_bytes())
-    # re-signed with every attribute kept, the token still verifies: the forgeries below differ only in it
+    tsa_certificate = x509.load_pem_x509_certificate(authority.tsa_cert.read_bytes())
+    signer = asn1_x509.Certificate.load(tsa_certificate.public_bytes(serialization.Encoding.DER))
+    # re-signed with the attribute kept, or naming the issuer and serial, the token still verifies: the
+    # forgeries below differ only in the attribute
     assert verify_timestamp(
-        _resigned_token(reply, key_file, keep="signing_certificate_v2"), digest, tsa_cert=ca
+        _resigned_token(reply, key_file, lambda certificate_id: None), digest, tsa_cert=ca
     )
-    without = _resigned_token(reply, key_file)
+    named = _resigned_token(reply, key_file, _issued_as(signer, signer.serial_number))
+    assert verify_timestamp(named, digest, tsa_cert=ca)
+    without = _resigned_token(reply, key_file, None)
     with pytest.raises(BundleError, match="no ESS signing-certificate attribute"):
         verify_timestamp(without, digest, tsa_cert=ca)
-    other = hashlib.sha256(ca.public_bytes(serialization.Encoding.DER)).digest()
-    elsewhere = _resigned_token(reply, key_file, keep="signing_certificate_v2", cert_hash=other)
+
+    def another_hash(certificate_id: Any) -> None:
+        certificate_id["cert_hash"] = hashlib.sha256(ca.public_bytes(serialization.Encoding.DER)).digest()
+
     with pytest.raises(BundleError, match="names another certificate"):
-        verify_timestamp(elsewhere, digest, tsa_cert=ca)
+        verify_timestamp(_resigned_token(reply, key_file, another_hash), digest, tsa_cert=ca)
+    another_serial = _resigned_token(reply, key_file, _issued_as(signer, signer.serial_number + 1))
+    with pytest.raises(BundleError, match="names another issuer or serial"):
+        verify_timestamp(another_serial, digest, tsa_cert=ca)
     # openssl refuses the token without the attribute too
     (tmp_path / "data").write_bytes(b"SHA256SUMS")
     (tmp_path / "without.tsr").write_bytes(without)
