@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
-from fptrack.jobs.notice_render import TEXTS, bundle_filename
+from fptrack.jobs.notice_render import bundle_filename, notice_subject
 from fptrack.storage.models import Notice, as_utc, iso_utc, utcnow
 
 __all__ = [
@@ -134,15 +134,13 @@ def notice_message(
     )
     if sender_email and sender_email != origin:
         message["Reply-To"] = sender_email
-    title = TEXTS.get(notice.language, TEXTS["en"])["title"]
-    message["Subject"] = f"{title}: {notice.host} (no. {notice.id})"
+    message["Subject"] = notice_subject(notice)
     message["Date"] = format_datetime(as_utc(notice.sent_at)) if notice.sent_at else format_datetime(utcnow())
     message["Message-ID"] = message_id or make_msgid("notice", domain=_domain(origin))
     parent = notice.parent
     if parent is not None and parent.message_id:
         message["In-Reply-To"] = parent.message_id
         message["References"] = parent.message_id
-    message["Content-Language"] = "zh-CN" if notice.language == "zh" else "en"
     message.set_content(text, charset="utf-8")
     message.add_alternative(html, subtype="html", charset="utf-8")
     for item in notice.items:
@@ -159,7 +157,19 @@ def notice_message(
                 subtype=subtype or "octet-stream",
                 filename=proof.filename,
             )
+    _declare_language(message, "zh-CN" if notice.language == "zh" else "en")
     return message
+
+
+def _declare_language(message: EmailMessage, tag: str) -> None:
+    """``Content-Language`` (RFC 3282) on the message and on its text and HTML parts. Set last:
+    ``set_content`` clears every ``Content-*`` header, and ``add_alternative`` / ``add_attachment`` move the
+    top-level ones into the first part."""
+    message["Content-Language"] = tag
+    for kind in ("plain", "html"):
+        part = message.get_body(preferencelist=(kind,))
+        if part is not None and part is not message:
+            part["Content-Language"] = tag
 
 
 # ------------------------------------------------------------------------------------------------- exports

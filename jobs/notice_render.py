@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +37,22 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from fptrack.storage.models import Notice, NoticeItem, Sender, as_utc
 
 __all__ = [
+    "BEIJING",
     "ELEMENTS",
+    "REPLY_DAYS",
     "STATEMENTS",
     "TEXTS",
     "Element",
     "NavLink",
     "absent_elements",
     "bundle_filename",
+    "format_day",
+    "format_minute",
     "missing_elements",
+    "notice_subject",
     "render_html",
     "render_text",
+    "reply_deadline",
     "signature_line",
 ]
 
@@ -80,8 +86,10 @@ ELEMENTS: tuple[Element, ...] = (
 _BY_KEY = {element.key: element for element in ELEMENTS}
 
 # The statements, word for word as they must appear in the text of each language (missing_elements looks for
-# them). The English ones follow 512(c)(3)(A)(v) and (vi); the Chinese ones say the same, and the last one is
-# 第十四条's own sentence.
+# good_faith, accuracy and truth; every statement of a language is printed, in this order). The English ones
+# follow 512(c)(3)(A)(v) and (vi). The Chinese ones are written as a Chinese company's legal department
+# writes them (我司, not a translated 本人): the good faith, the guarantee of truthfulness (保证声明) with
+# the liability that stands in for the perjury clause, the indemnity, and 第十四条's own sentence.
 STATEMENTS: Mapping[str, Mapping[str, str]] = {
     "en": {
         "good_faith": (
@@ -95,29 +103,43 @@ STATEMENTS: Mapping[str, Mapping[str, str]] = {
         "truth": "The sender is responsible for the truthfulness of this notice.",
     },
     "zh": {
-        "good_faith": "本人善意地相信，上述材料的使用方式未经著作权人、其代理人或法律的许可。",
+        "good_faith": "我司基于善意确信，上述侵权内容的使用未经著作权人、其代理人许可，亦无法律依据。",
         "accuracy": (
-            "本通知书中的信息准确无误；本人如有虚假陈述，愿承担法律责任；"
-            "本人有权代表被侵权的专有权利的权利人行事。"
+            "我司保证本通知书所述内容真实、准确，签署人有权代表被侵权的专有权利的权利人发出本通知书；"
+            "如有不实，我司愿承担由此产生的全部法律责任。"
         ),
+        "indemnity": "因本通知书内容不实给贵司或任何第三方造成损失的，由我司承担赔偿责任。",
         "truth": "权利人对本通知书的真实性负责。",
     },
 }
 
-# Every fixed string of a notice, per language; {placeholders} are filled by the renderers.
+# Days the recipient is given to answer (the date is printed; the follow-up's own delay,
+# FPTRACK_NOTICE_ESCALATE_AFTER, is at least a day and 7 by default, so the deadline falls before a reminder).
+REPLY_DAYS = 3
+
+# China has kept UTC+8 all year since 1991: a fixed offset, no time-zone database needed.
+BEIJING = timezone(timedelta(hours=8), "北京时间")
+
+# Every fixed string of a notice, per language; {placeholders} are filled by the renderers. ``opening`` and
+# ``opening_agent`` (empty: none) introduce the sender, as owner or as the owner's agent.
 TEXTS: Mapping[str, Mapping[str, str]] = {
     "en": {
         "title": "Notice of copyright infringement",
-        "laws": "under 17 U.S.C. 512(c)(3) and the Regulations on the Protection of the Right of "
-        "Communication through Information Network (信息网络传播权保护条例), Article 14",
+        "subject": "{title}: {host} (no. {number})",
+        "laws": "(under 17 U.S.C. 512(c)(3) and the Regulations on the Protection of the Right of "
+        "Communication through Information Network (信息网络传播权保护条例), Article 14)",
         "date": "Date",
         "to": "To",
         "site": "Site concerned",
         "number": "Notice number",
+        "opening": "",
+        "opening_agent": "",
         "reminder": "This is a second notice. Our notice of {date} ({reference}) named the material below; "
         "it is still available.",
         "escalation": "You provide services to the site {host}. It has not acted on our notice of {date} "
         "({reference}) and its reminder; the material below is still available through your services.",
+        "reference": "no. {number}",
+        "reference_message": ", Message-ID {message_id}",
         "s1": "1. The rights holder (name, contact information and address)",
         "name": "Name",
         "owner": "Acting for the rights owner",
@@ -145,21 +167,32 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "bundle": "Evidence bundle for {url}: {name} (SHA-256 {sha256})",
         "no_bundle": "Evidence bundle for {url}: not attached",
         "s5": "5. Statements",
-        "request": "We ask that you remove, or disable access to, the material listed in section 3.",
-        "signature": "Signature",
+        "request": "We ask that you remove, or disable access to, the material listed in section 3, and "
+        "reply to us by {deadline}.",
         "gone": "(taken down since)",
         "separator": "; ",
     },
     "zh": {
         "title": "侵权通知书",
-        "laws": "依据《信息网络传播权保护条例》第十四条及美国法典第17编第512(c)(3)条",
+        "subject": "{title}：{host}（编号 {number}）",
+        "laws": "（依据《信息网络传播权保护条例》第十四条及《美国法典》第17编第512(c)(3)条）",
         "date": "日期",
         "to": "致",
         "site": "涉及网站",
         "number": "通知编号",
-        "reminder": "本函为第二次通知。我方于 {date} 发出的通知（{reference}）所列内容至今仍可访问。",
-        "escalation": "贵方为网站 {host} 提供服务。该网站未处理我方于 {date} 发出的通知（{reference}）及其后"
-        "的第二次通知，下列侵权内容仍通过贵方的服务传播。",
+        "opening": "{name}（以下简称“我司”）是下列作品的著作权人。我司发现，网站 {host} 未经许可，通过"
+        "信息网络向公众提供我司享有著作权的下列作品，侵犯了我司依法享有的信息网络传播权。根据《信息网络"
+        "传播权保护条例》第十四条的规定，特此通知贵司。",
+        "opening_agent": "{name}（以下简称“我司”）受著作权人{owner}委托，就下列作品发出本通知书。我司发现，"
+        "网站 {host} 未经许可，通过信息网络向公众提供下列作品，侵犯了{owner}依法享有的信息网络传播权。"
+        "根据《信息网络传播权保护条例》第十四条的规定，特此通知贵司。",
+        "reminder": "本函系我司就同一事项发出的第二次通知。"
+        "我司已于{date}向贵司发出侵权通知书（{reference}），所列侵权内容至今仍可访问。",
+        "escalation": "贵司为网站 {host} 提供网络服务。"
+        "我司已于{date}向该网站发出侵权通知书（{reference}），其后再次通知，该网站至今未删除下列侵权内容，"
+        "上述内容仍通过贵司的服务向公众传播。",
+        "reference": "编号 {number}",
+        "reference_message": "，邮件标识 {message_id}",
         "s1": "一、权利人的姓名（名称）、联系方式和地址",
         "name": "名称",
         "owner": "代表权利人",
@@ -168,7 +201,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "phone": "电话",
         "s2": "二、被侵权作品",
         "work": "《{work}》{chapter}；著作权人：{owner}",
-        "proof": "权属证明（附件）：{name}（SHA-256 {sha256}）",
+        "proof": "权属证明（附件）：{name}（SHA-256 校验值 {sha256}）",
         "no_proof": "权属证明：未附",
         "s3": "三、要求删除或者断开链接的侵权作品的名称和网络地址",
         "url": "网络地址",
@@ -176,18 +209,21 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "copies": "侵权作品",
         "first_seen": "首次发现",
         "fetched": "抓取时间",
-        "snapshot": "抓取内容的 SHA-256",
+        "snapshot": "抓取内容的 SHA-256 校验值",
         "passage": "段落 {number}",
         "original": "原文",
         "copy": "侵权内容",
         "s4": "四、构成侵权的初步证明材料",
-        "evidence": "每个网页的证据包均随本通知附上（网页存档 WARC 及抓取记录、比对段落、SHA-256 校验值）；"
+        "evidence": "每个网页的证据包均随本通知书附上（网页存档 WARC 及抓取记录、比对段落、SHA-256 校验值）；"
         "原文与侵权内容的对照见第三部分。",
-        "bundle": "{url} 的证据包：{name}（SHA-256 {sha256}）",
+        "bundle": "{url} 的证据包：{name}（SHA-256 校验值 {sha256}）",
         "no_bundle": "{url} 的证据包：未附",
-        "s5": "五、声明",
-        "request": "请删除第三部分所列的侵权内容，或者断开与其的链接。",
-        "signature": "签名",
+        "s5": "五、保证声明",
+        "request": "请贵司在收到本通知书后立即删除第三部分所列侵权内容，或者断开与其的链接，并于{deadline}前"
+        "将处理结果书面回复我司。",
+        "seal": "{name}（盖章）",
+        "signer": "授权签署人：/s/ {signer}",
+        "signer_title": "授权签署人：/s/ {signer}（{title}）",
         "gone": "（已删除）",
         "separator": "；",
     },
@@ -209,12 +245,42 @@ def _owner(sender: Sender | None) -> str:
     return sender.rights_owner or sender.name
 
 
-def _day(moment: datetime | None) -> str:
-    return as_utc(moment).strftime("%Y-%m-%d") if moment is not None else ""
+def _texts(notice: Notice) -> tuple[str, Mapping[str, str]]:
+    language = notice.language if notice.language in TEXTS else "en"
+    return language, TEXTS[language]
 
 
-def _minute(moment: datetime | None) -> str:
-    return as_utc(moment).strftime("%Y-%m-%d %H:%M UTC") if moment is not None else ""
+def format_day(moment: datetime | None, language: str = "en") -> str:
+    """A day as each side writes it: ``2026-11-25`` (UTC) in English, ``2026年11月26日`` (北京时间) in
+    Chinese. Empty for None."""
+    if moment is None:
+        return ""
+    if language == "zh":
+        local = as_utc(moment).astimezone(BEIJING)
+        return f"{local.year}年{local.month}月{local.day}日"
+    return as_utc(moment).strftime("%Y-%m-%d")
+
+
+def format_minute(moment: datetime | None, language: str = "en") -> str:
+    """A moment to the minute: ``2026-11-25 18:00 UTC`` in English, ``2026年11月26日 02:00（北京时间）`` in
+    Chinese. Empty for None."""
+    if moment is None:
+        return ""
+    if language == "zh":
+        return f"{format_day(moment, language)} {as_utc(moment).astimezone(BEIJING):%H:%M}（北京时间）"
+    return as_utc(moment).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def reply_deadline(when: datetime, language: str = "en") -> str:
+    """The day by which the recipient is asked to answer a notice sent at ``when``: :data:`REPLY_DAYS` later,
+    counted in the reader's calendar (北京时间 for a Chinese notice)."""
+    return format_day(when + timedelta(days=REPLY_DAYS), language)
+
+
+def notice_subject(notice: Notice) -> str:
+    """The email's subject: the title, the site and the notice's number, in the notice's language."""
+    _language, t = _texts(notice)
+    return t["subject"].format(title=t["title"], host=notice.host, number=notice.id)
 
 
 def bundle_filename(item: NoticeItem) -> str:
@@ -223,32 +289,47 @@ def bundle_filename(item: NoticeItem) -> str:
 
 
 def signature_line(sender: Sender | None, when: datetime, language: str = "en") -> list[str]:
-    """The typed electronic signature: ``/s/ Name``, the signer's capacity for the owner, the date (UTC)."""
+    """The signature block, as each side signs. English: the typed electronic signature ``/s/ Name``, the
+    signer's capacity for the owner, the date (UTC). Chinese: the sender's name with the place of its seal
+    (盖章: on a printed copy), the authorised signer's typed ``/s/`` signature with the title, the day
+    (北京时间). Empty without a signer."""
     if sender is None or not sender.signer_name.strip():
         return []
-    capacity = ("，" if language == "zh" else ", ").join(
-        part for part in (sender.signer_title.strip(), _owner(sender)) if part
-    )
-    return [f"/s/ {sender.signer_name.strip()}", capacity, _day(when)]
+    signer, title = sender.signer_name.strip(), sender.signer_title.strip()
+    if language == "zh":
+        t = TEXTS["zh"]
+        signed = t["signer_title" if title else "signer"].format(signer=signer, title=title)
+        return [t["seal"].format(name=sender.name.strip()), signed, format_day(when, language)]
+    capacity = ", ".join(part for part in (title, _owner(sender)) if part)
+    return [f"/s/ {signer}", capacity, format_day(when, language)]
 
 
-@dataclass(frozen=True)
-class _Reference:
-    """The earlier notice a reminder or an escalation refers to."""
-
-    date: str
-    reference: str
-
-
-def _reference(notice: Notice, parent: Notice | None) -> _Reference | None:
+def _reference(notice: Notice, parent: Notice | None, language: str) -> str | None:
+    """The sentence by which a reminder or an escalation cites the earlier notice, or None."""
     if parent is None or notice.kind == "notice":
         return None
     first = parent
     # an escalation refers to the first notice of the chain, a reminder to the notice it follows
     if notice.kind == "escalation" and parent.kind == "reminder" and parent.parent is not None:
         first = parent.parent
-    reference = f"no. {first.id}" + (f", Message-ID {first.message_id}" if first.message_id else "")
-    return _Reference(_day(first.sent_at or first.created_at), reference)
+    t = TEXTS[language]
+    reference = t["reference"].format(number=first.id)
+    if first.message_id:
+        reference += t["reference_message"].format(message_id=first.message_id)
+    template = t["escalation" if notice.kind == "escalation" else "reminder"]
+    return template.format(
+        date=format_day(first.sent_at or first.created_at, language), reference=reference, host=notice.host
+    )
+
+
+def _opening(notice: Notice, t: Mapping[str, str]) -> str:
+    """The paragraph that introduces the sender as the owner or as the owner's agent (empty in English)."""
+    sender = notice.sender
+    if sender is None:
+        return ""
+    agent = bool(sender.rights_owner) and sender.rights_owner != sender.name
+    template = t["opening_agent" if agent else "opening"]
+    return template.format(name=sender.name, owner=_owner(sender), host=notice.host)
 
 
 def _works(notice: Notice) -> list[tuple[str, str]]:
@@ -257,23 +338,29 @@ def _works(notice: Notice) -> list[tuple[str, str]]:
 
 
 def _context(notice: Notice, when: datetime, parent: Notice | None) -> dict[str, Any]:
-    language = notice.language if notice.language in TEXTS else "en"
+    language, t = _texts(notice)
     sender = notice.sender
+
+    def minute(moment: datetime | None) -> str:
+        return format_minute(moment, language)
+
     return {
         "notice": notice,
         "language": language,
-        "t": TEXTS[language],
+        "t": t,
         "statements": STATEMENTS[language],
         "sender": sender,
         "owner": _owner(sender),
         "proofs": list(sender.proofs) if sender is not None else [],
         "works": _works(notice),
         "items": list(notice.items),
-        "date": _minute(when),
-        "reference": _reference(notice, parent),
+        "date": minute(when),
+        "reference": _reference(notice, parent, language),
+        "opening": _opening(notice, t),
+        "request": t["request"].format(deadline=reply_deadline(when, language)),
         "signature": signature_line(sender, when, language),
         "bundle_filename": bundle_filename,
-        "minute": _minute,
+        "minute": minute,
     }
 
 
@@ -285,8 +372,9 @@ def render_text(notice: Notice, when: datetime) -> str:
     """The notice as plain text in its language, dated ``when`` (the time it is sent; for a draft, now)."""
     c = _context(notice, when, _parent(notice))
     t: Mapping[str, str] = c["t"]
+    minute = c["minute"]
     colon = "：" if c["language"] == "zh" else ": "
-    lines: list[str] = [t["title"].upper() if c["language"] == "en" else t["title"], f"({t['laws']})", ""]
+    lines: list[str] = [t["title"].upper() if c["language"] == "en" else t["title"], t["laws"], ""]
     lines.append(f"{t['date']}{colon}{c['date']}")
     recipient = notice.recipient_name or notice.recipient_address
     if notice.recipient_name and notice.recipient_address:
@@ -296,10 +384,9 @@ def render_text(notice: Notice, when: datetime) -> str:
     lines.append(f"{t['site']}{colon}{notice.host}")
     if notice.id is not None:
         lines.append(f"{t['number']}{colon}{notice.id}")
-    reference: _Reference | None = c["reference"]
-    if reference is not None:
-        key = "escalation" if notice.kind == "escalation" else "reminder"
-        lines += ["", t[key].format(date=reference.date, reference=reference.reference, host=notice.host)]
+    for paragraph in (c["opening"], c["reference"]):
+        if paragraph:
+            lines += ["", paragraph]
     sender: Sender | None = c["sender"]
     lines += ["", t["s1"]]
     if sender is not None:
@@ -326,7 +413,7 @@ def render_text(notice: Notice, when: datetime) -> str:
             lines.append(f"      {t['page_title']}{colon}{' '.join(item.page_title.split())}")
         copies = t["work"].format(work=item.work_title, chapter=item.chapter_title, owner=c["owner"])
         lines.append(f"      {t['copies']}{colon}{copies}")
-        seen, fetched = _minute(item.first_seen), _minute(item.fetched_at)
+        seen, fetched = minute(item.first_seen), minute(item.fetched_at)
         lines.append(f"      {t['first_seen']}{colon}{seen}{t['separator']}{t['fetched']}{colon}{fetched}")
         if item.snapshot_sha256:
             lines.append(f"      {t['snapshot']}{colon}{item.snapshot_sha256}")
@@ -345,8 +432,8 @@ def render_text(notice: Notice, when: datetime) -> str:
         else:
             lines.append(f"  - {t['no_bundle'].format(url=item.url)}")
     statements: Mapping[str, str] = c["statements"]
-    lines += ["", t["s5"], f"  {statements['good_faith']}", f"  {statements['accuracy']}"]
-    lines += [f"  {statements['truth']}", "", t["request"], ""]
+    lines += ["", t["s5"], *(f"  {statement}" for statement in statements.values())]
+    lines += ["", c["request"], ""]
     lines += c["signature"]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -291,7 +291,8 @@ def test_a_sent_notice_reaches_the_smtp_server_with_every_element_and_the_eviden
     for element in ELEMENTS:
         for mark in ELEMENT_MARKS[element.key][language]:
             assert mark in text, (element.key, mark)
-    assert "2026-11-25" in text  # dated when sent
+    # dated when sent: 18:00 UTC on the 25th, 02:00 on the 26th in Beijing
+    assert {"en": "2026-11-25 18:00 UTC", "zh": "2026年11月26日 02:00（北京时间）"}[language] in text
     html = message.get_body(preferencelist=("html",))
     assert html is not None and "side-by-side" in html.get_content()
     attachments = {part.get_filename(): part.get_content() for part in message.iter_attachments()}
