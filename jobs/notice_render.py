@@ -14,9 +14,12 @@ United States as in China:
 One structure carries both: the sender (name, owner, address, email, telephone), the works and their proof of
 ownership, every infringing URL with its original passages beside the copy and its evidence bundle's SHA-256,
 the statements, and a typed electronic signature (``/s/ Name``, the signer's capacity, the date). The same
-sections are written in each language (:data:`TEXTS`); :func:`render_text` is the notice as sent in the
-message body and stored with its SHA-256, :func:`render_html` the same for the admin, the PDF and the HTML
-part of the message.
+sections are written in each language (:data:`TEXTS`), each as its readers write it: the Chinese one speaks
+as the company (我司), dates in 北京时间 as 年月日 (:func:`format_day`, :func:`format_minute`), asks for an
+answer by a day (:func:`reply_deadline`), guarantees its truth with an indemnity and closes with the
+sender's seal (盖章) line above the signer's. :func:`render_text` is the notice as sent in the message body
+and stored with its SHA-256, :func:`render_html` the same for the admin, the PDF and the HTML part of the
+message.
 
 :func:`missing_elements` names each element a notice lacks, by law and article, with what is missing: a
 notice lacking one cannot be sent (:func:`jobs.notices.send_notice`). It checks the data (a signer, an
