@@ -1,24 +1,41 @@
 """``/login`` and ``/logout``: password login into a Flask-Login session (rate-limited, see
-``services.accounts.users``)."""
+``services.accounts.users``).
+
+A successful login also leaves a *device cookie* (``fptrack_device``, for ``/login`` only, signed with the
+app's secret key, valid :data:`DEVICE_LIFETIME`) naming the username: a later login for that username from
+this browser is a known device's, which failures from other addresses do not refuse (OWASP's "device
+cookies"), so a stranger guessing from elsewhere cannot lock the owner out."""
 
 from __future__ import annotations
 
-from flask import Blueprint, redirect, render_template, request, session, url_for
+from datetime import timedelta
+
+from flask import Blueprint, current_app, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_user, logout_user
 from flask_wtf import FlaskForm
+from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import select
 from wtforms import HiddenField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
 from fptrack.admin.security import client_address, is_safe_next, public, requires_role, session_user
 from fptrack.admin.views.context import db_session
-from fptrack.services.accounts.users import MAX_PASSWORD_LENGTH, LoginRefused, authenticate, end_sessions
+from fptrack.services.accounts.users import (
+    MAX_PASSWORD_LENGTH,
+    LoginRefused,
+    authenticate,
+    end_sessions,
+    normalise_username,
+)
 from fptrack.storage.models import User
 
-__all__ = ["LoginForm", "blueprint"]
+__all__ = ["DEVICE_COOKIE", "DEVICE_LIFETIME", "LoginForm", "blueprint"]
 
 blueprint = Blueprint("auth", __name__)
+
+DEVICE_COOKIE = "fptrack_device"
+DEVICE_LIFETIME = timedelta(days=180)
 
 
 class LoginForm(FlaskForm):  # type: ignore[misc]  # Flask-WTF ships no type hints
@@ -44,7 +61,13 @@ def login() -> ResponseReturnValue:
         return _page(form, "Enter a username and a password.", 400)
     database = db_session()
     try:
-        user = authenticate(database, form.username.data or "", form.password.data or "", client_address())
+        user = authenticate(
+            database,
+            form.username.data or "",
+            form.password.data or "",
+            client_address(),
+            known_device=_known_device(form.username.data or ""),
+        )
     except LoginRefused as refused:
         database.rollback()
         response = _page(form, str(refused).capitalize() + ".", 429)
@@ -55,7 +78,33 @@ def login() -> ResponseReturnValue:
     session.clear()  # nothing of the anonymous session (its CSRF token included) survives the login
     login_user(session_user(user))
     session.permanent = True
-    return redirect(_destination(form.next.data), code=303)
+    landing = redirect(_destination(form.next.data), code=303)
+    landing.set_cookie(
+        DEVICE_COOKIE,
+        _devices().dumps(user.username),
+        max_age=int(DEVICE_LIFETIME.total_seconds()),
+        path=url_for("auth.login"),
+        secure=bool(current_app.config["SESSION_COOKIE_SECURE"]),
+        httponly=True,
+        samesite="Lax",
+    )
+    return landing
+
+
+def _devices() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="fptrack-known-device")
+
+
+def _known_device(username: str) -> bool:
+    """Whether this browser carries a device cookie, signed by us and not expired, for ``username``."""
+    cookie = request.cookies.get(DEVICE_COOKIE)
+    if not cookie:
+        return False
+    try:
+        named = _devices().loads(cookie, max_age=int(DEVICE_LIFETIME.total_seconds()))
+        return bool(named == normalise_username(username))
+    except (BadSignature, ValueError):
+        return False
 
 
 def _page(form: LoginForm, error: str = "", status: int = 200) -> tuple[str, int]:

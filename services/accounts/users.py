@@ -12,10 +12,12 @@ Rate limit: every failed login is a row (username, client address, time). Before
 :func:`login_allowed` looks at the failures of the last :data:`FAILURE_WINDOW` for that username: the attempt
 is refused without looking at the password when this address failed for it :data:`MAX_FAILURES_PER_PAIR`
 times, or when failures for it came from :data:`MAX_ADDRESSES_PER_USERNAME` different addresses (guessing
-spread over many machines). No count over one address alone refuses anybody: behind a proxy that was not
-declared every user shares one address, and a limit per address would let one person's typos, or one
-attacker, lock every account out. The counter lives in the database rather than in process memory so that
-every gunicorn worker and every machine of a deployment share it.
+spread over many machines), unless the browser is a *known device* for the username (it logged in as that
+user before, which the admin proves with a signed cookie): then only its own address's failures count, so a
+stranger's guesses from elsewhere cannot lock the owner out. No count over one address alone refuses
+anybody: behind a proxy that was not declared every user shares one address, and a limit per address would
+let one person's typos, or one attacker, lock every account out. The counter lives in the database rather
+than in process memory so that every gunicorn worker and every machine of a deployment share it.
 """
 
 from __future__ import annotations
@@ -210,9 +212,16 @@ def find_active_user(
     return session.scalar(query)
 
 
-def login_allowed(session: Session, username: str, client: str, now: datetime | None = None) -> None:
-    """Raise :class:`LoginRefused` if this username failed too often lately from this address, or from too
-    many addresses."""
+def login_allowed(
+    session: Session,
+    username: str,
+    client: str,
+    now: datetime | None = None,
+    *,
+    known_device: bool = False,
+) -> None:
+    """Raise :class:`LoginRefused` if this username failed too often lately from this address, or (unless
+    the attempt comes from a ``known_device`` of the username) from too many addresses."""
     now = now or utcnow()
     since = now - FAILURE_WINDOW
     name, address = username.strip().lower()[:150], client[:64]
@@ -225,7 +234,7 @@ def login_allowed(session: Session, username: str, client: str, now: datetime | 
     addresses = {where for where, _ in rows}
     if len(from_here) >= MAX_FAILURES_PER_PAIR:
         blocking = from_here
-    elif len(addresses) >= MAX_ADDRESSES_PER_USERNAME:
+    elif len(addresses) >= MAX_ADDRESSES_PER_USERNAME and not known_device:
         blocking = [failed_at for _, failed_at in rows]
     else:
         return
@@ -242,13 +251,16 @@ def record_login_failure(session: Session, username: str, client: str, now: date
     session.flush()
 
 
-def authenticate(session: Session, username: str, password: str, client: str = "") -> User | None:
+def authenticate(
+    session: Session, username: str, password: str, client: str = "", *, known_device: bool = False
+) -> User | None:
     """The active user whose password this is, or None (and the failure is counted).
 
-    Raises :class:`LoginRefused` when the rate limit is reached, before the password is looked at. On success
-    the user's failures from this address are forgotten and ``last_login_at`` is set.
+    Raises :class:`LoginRefused` when the rate limit is reached (:func:`login_allowed`), before the password
+    is looked at. On success the user's failures from this address are forgotten and ``last_login_at`` is
+    set.
     """
-    login_allowed(session, username, client)
+    login_allowed(session, username, client, known_device=known_device)
     user = find_active_user(session, username=username)
     if user is None:
         check_password_hash(_dummy_hash(), password)  # same cost as a real check: no timing oracle on names

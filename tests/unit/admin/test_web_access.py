@@ -417,8 +417,9 @@ def test_session_cookie_flags(app: Flask, settings: Settings, accounts: dict[str
     client = app.test_client()
     token = csrf_token_in(_text(client.get("/login")))
     response = client.post("/login", data={"username": "rita", "password": PASSWORD, "csrf_token": token})
-    cookie = response.headers["Set-Cookie"]
-    assert cookie.startswith("fptrack_admin=") and "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    cookies = response.headers.getlist("Set-Cookie")
+    cookie = next(cookie for cookie in cookies if cookie.startswith("fptrack_admin="))
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
     assert "Secure" not in cookie  # served on loopback over http by default
     assert "Expires=" in cookie  # a login lasts SESSION_LIFETIME, not forever
 
