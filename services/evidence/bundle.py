@@ -43,6 +43,7 @@ import os
 import secrets
 import struct
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -56,7 +57,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
-from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
 from fptrack.compare.records import match_to_dict
@@ -667,6 +667,7 @@ def build_bundle(
 MAX_BUNDLE_BYTES = 128 * 1024 * 1024  # ten times a page at the crawler's default body cap, and its DOM
 MAX_WARC_EXPANSION = 128 * 1024 * 1024  # what page.warc.gz may inflate to, read through a hash only
 MAX_KEPT_RECORD = 4 * 1024 * 1024  # the one WARC record held in memory: the metadata record's JSON
+MAX_HEAD = 64 * 1024  # a WARC record's head, or an HTTP exchange's
 CLOCK_SKEW = timedelta(minutes=5)  # how far the authority's clock may run behind the installation's
 UNVERIFIED_ORIGIN = "UNVERIFIED ORIGIN"
 _MEMBERS = (*SIGNED_FILES, MANIFEST, SIGNATURE, TIMESTAMP)
@@ -908,30 +909,78 @@ class _CappedGunzip(io.RawIOBase):
         return len(chunk)
 
 
-def _read_warc(warc: bytes) -> dict[str, _Record]:
-    """Record id -> the record as read (:class:`_Record`)."""
-    found: dict[str, _Record] = {}
+def _head_lines(stream: io.BufferedReader[_CappedGunzip], left: int, what: str) -> list[bytes]:
+    """The lines of a head (WARC or HTTP) up to its blank line, at most :data:`MAX_HEAD` bytes and ``left``:
+    a reader that reads a line whatever its length is slow and unbounded on a line of a hundred megabytes."""
+    lines: list[bytes] = []
+    size = 0
+    while True:
+        line = stream.readline(max(min(MAX_HEAD, left) - size, 0) + 1)
+        size += len(line)
+        if size > min(MAX_HEAD, left) or not line.endswith(b"\n"):
+            raise BundleError(f"page.warc.gz: a {what} head is cut short or longer than fptrack writes")
+        if line in (b"\r\n", b"\n"):
+            return lines
+        lines.append(line.rstrip(b"\r\n"))
+
+
+def _read_record(stream: io.BufferedReader[_CappedGunzip]) -> tuple[str, _Record] | None:
+    """The next WARC record of ``stream`` (None at its end): its head parsed, its block hashed a read at a
+    time, only a metadata block kept."""
+    if not stream.peek(1):
+        return None
+    lines = _head_lines(stream, MAX_HEAD, "WARC record")
+    if not lines or not lines[0].startswith(b"WARC/"):
+        raise BundleError("page.warc.gz: a record does not start with its WARC version")
+    headers = dict(_header(line) for line in lines[1:])
+    kind = headers.get("WARC-Type", "")
     try:
-        for record in ArchiveIterator(io.BufferedReader(_CappedGunzip(warc))):
-            kind = str(record.rec_type)
-            hasher = hashlib.sha256()
-            kept = bytearray() if kind == "metadata" else None
-            while chunk := record.raw_stream.read(1 << 20):
-                hasher.update(chunk)
-                if kept is not None:
-                    if len(kept) + len(chunk) > MAX_KEPT_RECORD:
-                        raise BundleError("page.warc.gz's metadata record is larger than fptrack writes")
-                    kept += chunk
-            status = (
-                record.http_headers.get_statuscode() if kind == "response" and record.http_headers else None
-            )
-            headers = {str(name): str(value) for name, value in record.rec_headers.headers}
-            found[_record_id(record)] = _Record(
-                kind, headers, status, hasher.hexdigest(), None if kept is None else bytes(kept)
-            )
-    except BundleError:
-        raise
-    except Exception as error:  # noqa: BLE001 (warcio raises its own kinds and plain ones on a damaged file)
+        left = int(headers.get("Content-Length", ""))
+    except ValueError:
+        left = -1
+    if left < 0:
+        raise BundleError(f"page.warc.gz: a {kind} record has no valid Content-Length")
+    status = None
+    if kind in ("response", "request"):  # the payload is what follows the HTTP head
+        http_head = _head_lines(stream, left, "HTTP")
+        left -= sum(len(line) + 2 for line in http_head) + 2
+        if kind == "response" and http_head:
+            status = (http_head[0].split(b" ") + [b""])[1].decode("latin-1")
+    hasher = hashlib.sha256()
+    kept = bytearray() if kind == "metadata" else None
+    if kept is not None and left > MAX_KEPT_RECORD:
+        raise BundleError("page.warc.gz's metadata record is larger than fptrack writes")
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            raise BundleError(f"page.warc.gz: a {kind} record is cut short")
+        hasher.update(chunk)
+        if kept is not None:
+            kept += chunk
+        left -= len(chunk)
+    if stream.read(4) != b"\r\n\r\n":
+        raise BundleError(f"page.warc.gz: a {kind} record does not end where its Content-Length says")
+    record = _Record(kind, headers, status, hasher.hexdigest(), None if kept is None else bytes(kept))
+    return headers.get("WARC-Record-ID", ""), record
+
+
+def _header(line: bytes) -> tuple[str, str]:
+    name, colon, value = line.decode("utf-8", errors="replace").partition(":")
+    if not colon:
+        raise BundleError(f"page.warc.gz: a header line is not 'name: value': {line[:40]!r}")
+    return name.strip(), value.strip()
+
+
+def _read_warc(warc: bytes) -> dict[str, _Record]:
+    """Record id -> the record as read (:class:`_Record`). A reader of fptrack's own records (each head a
+    few lines, written by warcio's writer) rather than warcio's, whose line reading has no bound."""
+    found: dict[str, _Record] = {}
+    stream = io.BufferedReader(_CappedGunzip(warc), buffer_size=1 << 16)
+    try:
+        while (read := _read_record(stream)) is not None:
+            record_id, record = read
+            found[record_id] = record
+    except (OSError, EOFError, zlib.error) as error:  # not gzip, or a member cut short
         raise BundleError(f"page.warc.gz cannot be read: {error}") from None
     return found
 

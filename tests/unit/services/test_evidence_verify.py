@@ -46,13 +46,13 @@ finally:
 """
 
 
-def _verify(path: Path, *options: str) -> tuple[int, str, str, int]:
+def _verify(path: Path, *options: str, timeout: float = 120) -> tuple[int, str, str, int]:
     """Run the command in a process of its own: exit status, stdout, stderr less the memory line, peak RSS."""
     done = subprocess.run(
         [sys.executable, "-c", RUN, str(path), *options],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
     lines = done.stderr.splitlines()
@@ -112,6 +112,19 @@ def test_a_signed_warc_that_inflates_to_400_mib_is_refused_in_bounded_memory(tmp
     bomb.write_bytes(_signed({"README.txt": b"x", "page.warc.gz": warc}, evidence))
     status, _, errors, peak = _verify(bomb)
     assert status == 1 and errors.startswith("FAILED: ") and len(errors.splitlines()) == 1, errors
+    assert peak < MEMORY_BOUND, f"{peak / MIB:.0f} MiB"
+
+
+@pytest.mark.slow
+def test_a_warc_line_of_64_mib_is_refused_at_once(tmp_path: Path) -> None:
+    """A WARC head line without end, which a reader of whole lines reads for minutes."""
+    head = gzip.compress(b"WARC/1.1\r\nWARC-Type: resource\r\nX-Long: " + b"a" * (4 * MIB), compresslevel=1)
+    warc = head + gzip.compress(b"a" * (4 * MIB), compresslevel=1) * 15
+    evidence = {"timestamp": "not timestamped", "page": {}, "match": {}, "warc": {"sha256": sha256_hex(warc)}}
+    bomb = tmp_path / "line.zip"
+    bomb.write_bytes(_signed({"README.txt": b"x", "page.warc.gz": warc}, evidence))
+    status, _, errors, peak = _verify(bomb, timeout=60)
+    assert status == 1 and "head is cut short or longer" in errors, errors
     assert peak < MEMORY_BOUND, f"{peak / MIB:.0f} MiB"
 
 
