@@ -1,20 +1,22 @@
 """``/login`` and ``/logout``: password login into a Flask-Login session (rate-limited, see
 ``services.accounts.users``).
 
-A successful login also leaves a *device cookie* (``fptrack_device``, for ``/login`` only, signed with the
-app's secret key, valid :data:`DEVICE_LIFETIME`) naming the username: a later login for that username from
-this browser is a known device's, which failures from other addresses do not refuse (OWASP's "device
-cookies"), so a stranger guessing from elsewhere cannot lock the owner out."""
+A successful login also leaves a *device cookie* (``fptrack_device``, for ``/login`` only, an HMAC of the
+username and the time under the app's secret key, valid :data:`DEVICE_LIFETIME`): a later login for that
+username from this browser is a known device's, which failures from other addresses do not refuse (OWASP's
+"device cookies"), so a stranger guessing from elsewhere cannot lock the owner out."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import time
 from datetime import timedelta
 
 from flask import Blueprint, current_app, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_user, logout_user
 from flask_wtf import FlaskForm
-from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import select
 from wtforms import HiddenField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length
@@ -36,6 +38,7 @@ blueprint = Blueprint("auth", __name__)
 
 DEVICE_COOKIE = "fptrack_device"
 DEVICE_LIFETIME = timedelta(days=180)
+CLOCK_SKEW_SECONDS = 300  # the admin's machines may disagree on the time by this much
 
 
 class LoginForm(FlaskForm):  # type: ignore[misc]  # Flask-WTF ships no type hints
@@ -81,7 +84,7 @@ def login() -> ResponseReturnValue:
     landing = redirect(_destination(form.next.data), code=303)
     landing.set_cookie(
         DEVICE_COOKIE,
-        _devices().dumps(user.username),
+        _device_mark(user.username, int(time.time())),
         max_age=int(DEVICE_LIFETIME.total_seconds()),
         path=url_for("auth.login"),
         secure=bool(current_app.config["SESSION_COOKIE_SECURE"]),
@@ -91,20 +94,27 @@ def login() -> ResponseReturnValue:
     return landing
 
 
-def _devices() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt="fptrack-known-device")
+def _device_mark(username: str, issued: int) -> str:
+    """The cookie's value for ``username``, issued at ``issued`` (Unix seconds): the time and an HMAC of
+    both under the app's secret key. The username itself is not in the cookie."""
+    key = current_app.config["SECRET_KEY"]
+    digest = hmac.new(key, f"known-device:{username}:{issued}".encode(), hashlib.sha256).hexdigest()
+    return f"{issued}.{digest}"
 
 
 def _known_device(username: str) -> bool:
-    """Whether this browser carries a device cookie, signed by us and not expired, for ``username``."""
-    cookie = request.cookies.get(DEVICE_COOKIE)
-    if not cookie:
+    """Whether this browser carries a device cookie we made for ``username`` and that has not expired."""
+    issued_text, _, _digest = request.cookies.get(DEVICE_COOKIE, "").partition(".")
+    if not (issued_text.isascii() and issued_text.isdigit()) or len(issued_text) > 12:
+        return False
+    issued = int(issued_text)
+    if not -CLOCK_SKEW_SECONDS <= time.time() - issued <= DEVICE_LIFETIME.total_seconds():
         return False
     try:
-        named = _devices().loads(cookie, max_age=int(DEVICE_LIFETIME.total_seconds()))
-        return bool(named == normalise_username(username))
-    except (BadSignature, ValueError):
+        expected = _device_mark(normalise_username(username), issued)
+    except ValueError:
         return False
+    return hmac.compare_digest(request.cookies.get(DEVICE_COOKIE, ""), expected)
 
 
 def _page(form: LoginForm, error: str = "", status: int = 200) -> tuple[str, int]:

@@ -5,11 +5,13 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from fptrack.admin.views.auth import DEVICE_COOKIE
+from fptrack.admin.views.auth import DEVICE_COOKIE, DEVICE_LIFETIME, _device_mark
 from fptrack.core.settings import Settings
 from fptrack.services.accounts.users import MAX_ADDRESSES_PER_USERNAME, MAX_FAILURES_PER_PAIR
 from tests.support.accounts import PASSWORD, add_account, csrf_token_in
@@ -79,3 +81,15 @@ def test_a_forged_or_anothers_device_cookie_counts_for_nothing(app: Flask, accou
         forged = app.test_client()
         forged.set_cookie(DEVICE_COOKIE, value, path="/login")
         assert _attempt(forged, "rita", PASSWORD, HOME) == 429, value
+
+
+def test_an_expired_device_cookie_counts_for_nothing(app: Flask, accounts: None) -> None:
+    _stranger_guesses(app, "rita")
+    now = int(time.time())
+    with app.test_request_context():
+        expired = _device_mark("rita", now - int(DEVICE_LIFETIME.total_seconds()) - 60)
+        fresh = _device_mark("rita", now)
+    for value, status in ((expired, 429), (fresh, 303)):
+        browser = app.test_client()
+        browser.set_cookie(DEVICE_COOKIE, value, path="/login")
+        assert _attempt(browser, "rita", PASSWORD, HOME) == status
