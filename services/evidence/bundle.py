@@ -837,6 +837,7 @@ def _verify(
     if signing_key.get("fingerprint") != key_fingerprint(public):
         raise BundleError("evidence.json names another signing key than the one that signed it")
     capture = _check_warc(files[WARC_FILE], evidence)
+    _check_times(evidence, capture.fetched_at)
     out.lines.append(capture.line)
     digest = hashlib.sha256(manifest).digest()
     if TIMESTAMP in files:
@@ -863,6 +864,20 @@ def _claimed_time(value: Any, what: str) -> datetime:
         raise BundleError(
             f"evidence.json's {what} is not a UTC time fptrack writes: {str(value)[:40]!r}"
         ) from None
+
+
+def _check_times(evidence: Mapping[str, Any], fetched_at: datetime) -> None:
+    """The times evidence.json claims in their order: the page captured, then reviewed, then bundled."""
+    created_at = _claimed_time(evidence.get("created_at"), "created_at")
+    if created_at < fetched_at - CLOCK_SKEW:
+        raise BundleError("evidence.json's created_at precedes the page's capture")
+    review = evidence.get("review")
+    if not isinstance(review, list):
+        raise BundleError("evidence.json's review is not a list")
+    for decision in review:
+        at = _claimed_time(_object(decision, "a review decision").get("at"), "review time")
+        if at > created_at + CLOCK_SKEW:
+            raise BundleError("evidence.json claims a review decision after the bundle was made")
 
 
 def _check_stamp_after(stamped: datetime, claimed: datetime, what: str) -> None:

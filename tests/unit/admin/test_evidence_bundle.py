@@ -439,11 +439,18 @@ def test_evidence_json_claims_are_checked_against_the_warc(
         "another status": _set("page.http_status", 410),
         "a match about another page": _set("match.page_url", elsewhere),
         "another title": _set("page.title", "正版"),
+        "made before the capture": _set("created_at", "2020-01-01T00:00:00Z"),
+        "reviewed after it was made": _set(
+            "review", [{"decision": "confirmed", "by": "a reviewer", "at": "2099-01-01T00:00:00Z"}]
+        ),
     }
     for what, edit in edits.items():
         result = verify_bundle(_forged(data, edit, forger), trusted_key=trusted)
         assert result.failure is not None, f"{what}: verified"
-        assert "WARC" in str(result.failure) or "another URL" in str(result.failure), (what, result.failure)
+        assert any(word in str(result.failure) for word in ("WARC", "another URL", "capture", "after")), (
+            what,
+            result.failure,
+        )
 
 
 def test_a_timestamp_earlier_than_the_capture_fails(
