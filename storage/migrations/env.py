@@ -1,5 +1,7 @@
 """Alembic environment: runs on the connection handed over by storage.db.migrate, or on the configured URL."""
 
+import warnings
+
 from alembic import context
 from sqlalchemy import create_engine
 
@@ -27,7 +29,11 @@ def _run(connection) -> None:  # type: ignore[no-untyped-def]
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
     )
-    with context.begin_transaction():
+    with context.begin_transaction(), warnings.catch_warnings():
+        # SQLite's batch mode copies a table by reflecting it, and SQLAlchemy cannot reflect the expression
+        # indexes of `fingerprints` (the migrations create them by hand): it warns on every `fptrack init`
+        # though nothing is lost, since batch mode does not recreate the indexes of the tables it only reads
+        warnings.filterwarnings("ignore", message="Skipped unsupported reflection of expression-based index")
         context.run_migrations()
 
 

@@ -254,3 +254,14 @@ def test_accounts_migration_matches_the_models_and_downgrades(empty_settings: Se
         assert inspect(engine).has_table("users")
     finally:
         engine.dispose()
+
+
+def test_a_new_sqlite_database_migrates_without_warnings(tmp_path: Path) -> None:
+    """`fptrack init` on a new SQLite file printed four SAWarnings (batch mode reflecting the expression
+    indexes of `fingerprints`): a new user's first command should be quiet."""
+    import warnings
+
+    settings = Settings(data_dir=tmp_path, database_url=f"sqlite:///{tmp_path / 'new.db'}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        migrate(settings)
