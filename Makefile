@@ -18,14 +18,16 @@ $(PY):
 LOCK := requirements/runtime.txt
 LOCK_DEV := requirements/dev.txt
 
+# PYTHONWARNINGS=ignore: setuptools warns about every editable install (a screen of asterisks) in the
+# build backend's own process, which inherits the variable
 $(VENV)/.installed: pyproject.toml setup.py $(LOCK) | $(PY)
 	$(PY) -m pip install --quiet -r $(LOCK)
-	$(PY) -m pip install --quiet --no-deps -e .
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --no-deps -e .
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml setup.py $(LOCK_DEV) | $(PY)
 	$(PY) -m pip install --quiet -r $(LOCK_DEV)
-	$(PY) -m pip install --quiet --no-deps -e .
+	PYTHONWARNINGS=ignore $(PY) -m pip install --quiet --no-deps -e .
 	@touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed
