@@ -201,7 +201,7 @@ def sites_list(context: CliContext) -> None:
                 (
                     site.name,
                     site.host,
-                    site.schedule or "manual",
+                    _schedule(site.schedule),
                     "yes" if site.enabled else "no",
                     _when(site.next_crawl_at) if site.enabled and site.schedule else "-",
                     f"#{last[0].id} {last[0].status}" if last else "never",
@@ -248,8 +248,8 @@ def sites_show(context: CliContext, name: str) -> None:
                 value = " ".join(value) or "-"
             elif value is None:
                 value = "default"
-            elif value == "":
-                value = "manual"
+            elif key == "schedule":
+                value = _schedule(str(value))
             click.echo(f"  {key:<14} {value}")
         click.echo(
             f"  {'next crawl':<14} {_when(site.next_crawl_at) if site.schedule and site.enabled else '-'}"
@@ -343,6 +343,16 @@ def _jobs(session: Session, site_id: int, limit: int) -> list[CrawlJob]:
 
 def _when(moment: datetime | None) -> str:
     return moment.isoformat(timespec="seconds") if moment is not None else "-"
+
+
+def _schedule(schedule: str) -> str:
+    """A stored schedule as a person reads it: ``'120'`` -> ``'every 2m'``, a cron expression -> ``'cron 0 3 *
+    * * (UTC)'``, none -> ``'manual'``."""
+    if not schedule:
+        return "manual"
+    if schedule.isdigit():
+        return f"every {_seconds(int(schedule))}"
+    return f"cron {schedule} (UTC)"
 
 
 def _seconds(seconds: float) -> str:

@@ -6,6 +6,7 @@ pace, ``maintain`` picks up a crawl's pages at once)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
@@ -173,9 +174,16 @@ def test_cli_warns_of_a_loopback_site_refuses_a_short_schedule_and_shows_the_pac
             )
     finally:
         engine.dispose()
+    assert fptrack(tmp_path, "sites", "edit", "ok", "--schedule", "0 3 * * *").returncode == 0
+    listed = fptrack(tmp_path, "sites", "list").stdout
+    # schedules as a person reads them, not the stored seconds (120, 86400)
+    assert re.search(r"^local .* every 2m ", listed, re.MULTILINE) and "cron 0 3 * * * (UTC)" in listed, (
+        listed
+    )
     shown = fptrack(tmp_path, "sites", "show", "local")
     assert shown.returncode == 0, shown.stderr
     assert "visited every  8m (quiet for 4 crawls)" in shown.stdout, shown.stdout
+    assert "schedule       every 2m" in shown.stdout, shown.stdout
     assert "requests: 57 (0.98/s, at most 1 in a second, held back 2 time(s) by Retry-After)" in shown.stdout
 
 
