@@ -5,16 +5,16 @@ sender, which take over ``sender_proofs`` row for row (same ids, same bytes, kin
 a sender names no work, so it is not taken as any work's certificate until a person says which); notice items
 remember their work
 
-Revision ID: 0026
-Revises: 0025
+Revision ID: 0027
+Revises: 0026
 Create Date: 2026-11-29 16:05:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0026"
-down_revision = "0025"
+revision = "0027"
+down_revision = "0026"
 branch_labels = None
 depends_on = None
 
@@ -107,7 +107,7 @@ def downgrade() -> None:
     kept = bind.execute(sa.text("SELECT count(*) FROM rights_proofs WHERE sender_id IS NULL")).scalar()
     if kept:
         raise RuntimeError(
-            f"{kept} proof(s) belong to a work only: revision 0025 has nowhere to keep them (nothing removed)"
+            f"{kept} proof(s) belong to a work only: revision 0026 has nowhere to keep them (nothing removed)"
         )
     op.create_table(
         "sender_proofs",
