@@ -68,6 +68,7 @@ __all__ = [
     "ApiToken",
     "Base",
     "Chapter",
+    "CaptureStamp",
     "CodeIndexRow",
     "CorpusStatistics",
     "CrawlJob",
@@ -1108,6 +1109,26 @@ class PageExchange(Base):
     fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     rendered: Mapped[bool] = mapped_column(Boolean, default=False)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class CaptureStamp(Base):
+    """The RFC 3161 time-stamp of one kept exchange of a flagged page (:class:`PageExchange`, same page and
+    snapshot): ``capture_sha256`` is the SHA-256 of its capture statement
+    (:func:`storage.capture_stamps.capture_statement`), ``token`` the authority's DER time-stamp response
+    over it, ``stamped_at`` the time the token states. Written when the page is flagged (or by the sweep
+    that stamps what an unreachable authority left), never changed."""
+
+    __tablename__ = "capture_stamps"
+    __table_args__ = (UniqueConstraint("page_id", "snapshot_sha256"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    page_id: Mapped[int] = mapped_column(ForeignKey("pages.id", ondelete="CASCADE"))
+    snapshot_sha256: Mapped[str] = mapped_column(String(64))
+    capture_sha256: Mapped[str] = mapped_column(String(64))
+    authority: Mapped[str] = mapped_column(String(2048))
+    token: Mapped[bytes] = mapped_column(LargeBinary)
+    stamped_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 @event.listens_for(CodeIndexRow.__table__, "after_create")
