@@ -60,15 +60,18 @@ __all__ = [
     "NOTICE_STATES",
     "OUTBOUND_KINDS",
     "PAGE_SAMPLE_INDEX",
+    "PROOF_KINDS",
     "REGISTRY_LOCK_KEY",
     "RENDER_JS_MODES",
     "REVIEW_DECISIONS",
+    "SENDER_KINDS",
+    "SENDER_ROLES",
     "TAKEDOWN_OUTCOMES",
     "USER_ROLES",
     "ApiToken",
     "Base",
-    "Chapter",
     "CaptureStamp",
+    "Chapter",
     "CodeIndexRow",
     "CorpusStatistics",
     "CrawlJob",
@@ -94,6 +97,7 @@ __all__ = [
     "PageVersion",
     "RegistryVersion",
     "ReviewDecision",
+    "RightsProof",
     "Sender",
     "SenderProof",
     "SimhashHotBucket",
@@ -203,9 +207,22 @@ class Work(Base):
     # set when every chapter is fingerprinted and the pages crawled before were checked; a work registered and
     # never indexed (a lost task) is picked up again by the sweep
     indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # the rights in it, as a notice names them: its author, its owner (empty: the sender of a notice, when the
+    # sender is the owner) with the address and contacts 第十四条（一） asks of 权利人, the number of its
+    # registration certificate (作品登记证书号) and where the authorised original is published
+    author: Mapped[str] = mapped_column(String(300), default="")
+    owner_name: Mapped[str] = mapped_column(String(300), default="")
+    owner_address: Mapped[str] = mapped_column(Text, default="")
+    owner_email: Mapped[str] = mapped_column(String(320), default="")
+    owner_phone: Mapped[str] = mapped_column(String(100), default="")
+    registration_number: Mapped[str] = mapped_column(String(100), default="")
+    original_url: Mapped[str] = mapped_column(String(2048), default="")
 
     chapters: Mapped[list[Chapter]] = relationship(
         back_populates="work", cascade="all, delete-orphan", passive_deletes=True, order_by="Chapter.index"
+    )
+    proofs: Mapped[list[RightsProof]] = relationship(
+        back_populates="work", passive_deletes=True, order_by="RightsProof.id"
     )
 
 
@@ -903,6 +920,14 @@ NOTICE_STATES = ("draft", "sent", "acknowledged", "copy_gone", "escalated", "wit
 # the first notice to a host, the second one to the same recipient, one to the next recipient upstream
 NOTICE_KINDS = ("notice", "reminder", "escalation")
 NOTICE_LANGUAGES = ("zh", "en")
+# who sends notices: a natural person (本人, signs) or a company (我司, seals); the owner of the rights or the
+# owner's agent (代理人), who needs an authorisation (授权委托书)
+SENDER_KINDS = ("person", "company")
+SENDER_ROLES = ("owner", "agent")
+# what a proof proves: a work's ownership (作品登记证书 / 版权证明: attached to the work), an agent's
+# authorisation (授权委托书: to the sender, for one work or in general), the sender's identity (营业执照 /
+# 身份证明: to the sender), or something else (the proofs filed before proofs had kinds, which name no work)
+PROOF_KINDS = ("ownership_certificate", "authorisation", "identity", "other")
 NOTICE_EVENT_KINDS = (
     "drafted",
     "sent",
@@ -924,8 +949,12 @@ class Sender(Base):
     """A rights holder (or the agent acting for one) who signs takedown notices: the contact details and the
     signer that 17 U.S.C. 512(c)(3)(A) and 信息网络传播权保护条例 第十四条 require, and proofs of ownership.
 
-    ``rights_owner``: the owner of the rights when the sender acts for someone else (empty: the sender owns
-    them); ``signer_title``: the signer's capacity, i.e. the authority to act for the owner."""
+    ``kind``: a person or a company (:data:`SENDER_KINDS`), with a company's unified social credit code
+    (统一社会信用代码) and legal representative (法定代表人); ``role``: the owner of the works' rights or the
+    owner's agent (:data:`SENDER_ROLES`; an agent's notices name each work's owner as 权利人);
+    ``rights_owner``: the owner's name when the sender acts for someone else and a work names no owner;
+    ``signer_title``: the signer's capacity, i.e. the authority to act for the owner. Checked by
+    ``jobs.notices.save_sender`` (the columns came by a plain ADD COLUMN, without a CHECK)."""
 
     __tablename__ = "senders"
     __table_args__ = (
@@ -943,30 +972,46 @@ class Sender(Base):
     signer_name: Mapped[str] = mapped_column(String(300), default="")
     signer_title: Mapped[str] = mapped_column(String(300), default="")
     language: Mapped[str] = mapped_column(String(5), default="en")
+    kind: Mapped[str] = mapped_column(String(10), default="company")
+    role: Mapped[str] = mapped_column(String(10), default="owner")
+    credit_code: Mapped[str] = mapped_column(String(50), default="")
+    legal_representative: Mapped[str] = mapped_column(String(300), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
-    proofs: Mapped[list[SenderProof]] = relationship(
-        back_populates="sender", cascade="all, delete-orphan", passive_deletes=True, order_by="SenderProof.id"
+    proofs: Mapped[list[RightsProof]] = relationship(
+        back_populates="sender", passive_deletes=True, order_by="RightsProof.id"
     )
 
 
-class SenderProof(Base):
-    """A file proving the sender's rights (a registration certificate, a publishing contract): stored as
-    bytes with their SHA-256, attached to every notice the sender sends."""
+class RightsProof(Base):
+    """A file proving a right (``kind``, one of :data:`PROOF_KINDS`): a work's ownership certificate (on the
+    work), an agent's authorisation (on the sender, for the work ``work_id`` or for every work when it is
+    NULL), the sender's identity (on the sender). Stored as bytes with their SHA-256; a notice attaches the
+    proofs of its works and its sender's identity and authorisations (``jobs.notices.notice_proofs``)."""
 
-    __tablename__ = "sender_proofs"
-    __table_args__ = (UniqueConstraint("sender_id", "sha256"),)
+    __tablename__ = "rights_proofs"
+    __table_args__ = (
+        CheckConstraint("kind IN (" + ", ".join(f"'{k}'" for k in PROOF_KINDS) + ")", name="known_kind"),
+        CheckConstraint("work_id IS NOT NULL OR sender_id IS NOT NULL", name="work_or_sender"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    sender_id: Mapped[int] = mapped_column(ForeignKey("senders.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(30), default="other")
+    work_id: Mapped[int | None] = mapped_column(ForeignKey("works.id", ondelete="CASCADE"), index=True)
+    sender_id: Mapped[int | None] = mapped_column(ForeignKey("senders.id", ondelete="CASCADE"), index=True)
     filename: Mapped[str] = mapped_column(String(300))
     media_type: Mapped[str] = mapped_column(String(100), default="application/octet-stream")
     sha256: Mapped[str] = mapped_column(String(64))
     content: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
-    sender: Mapped[Sender] = relationship(back_populates="proofs")
+    work: Mapped[Work | None] = relationship(back_populates="proofs")
+    sender: Mapped[Sender | None] = relationship(back_populates="proofs")
+
+
+SenderProof = RightsProof
+"""The name of :class:`RightsProof` before proofs had kinds (kept while callers move)."""
 
 
 class HostContact(Base):
@@ -1063,8 +1108,12 @@ class NoticeItem(Base):
     bundle: Mapped[bytes | None] = mapped_column(LargeBinary)
     bundle_sha256: Mapped[str] = mapped_column(String(64), default="")
     closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # the work it names, whose owner and proofs the notice cites (a plain column: SQLite cannot add a foreign
+    # key to an existing table; a removed work leaves the id of no row, and the item unsendable)
+    work_id: Mapped[int | None] = mapped_column(BigInteger)
 
     notice: Mapped[Notice] = relationship(back_populates="items")
+    work: Mapped[Work | None] = relationship(primaryjoin="foreign(NoticeItem.work_id) == Work.id")
 
 
 class NoticeEvent(Base):
