@@ -37,6 +37,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from fptrack.services.evidence.bundle import bundle_key_fingerprint
 from fptrack.storage.models import Notice, NoticeItem, Sender, as_utc
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "bundle_filename",
     "format_day",
     "format_minute",
+    "key_fingerprints",
     "missing_elements",
     "notice_subject",
     "render_html",
@@ -169,6 +171,9 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "section 3.",
         "bundle": "Evidence bundle for {url}: {name} (SHA-256 {sha256})",
         "no_bundle": "Evidence bundle for {url}: not attached",
+        "signing_key": "The evidence bundles are signed with our Ed25519 key, fingerprint {fingerprint}: "
+        "check one with fptrack evidence verify <bundle> --fingerprint {fingerprint} (or as its README.txt "
+        "says).",
         "s5": "5. Statements",
         "request": "We ask that you remove, or disable access to, the material listed in section 3, and "
         "reply to us by {deadline}.",
@@ -221,6 +226,8 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "原文与侵权内容的对照见第三部分。",
         "bundle": "{url} 的证据包：{name}（SHA-256 校验值 {sha256}）",
         "no_bundle": "{url} 的证据包：未附",
+        "signing_key": "证据包均以我司的签名密钥签署，公钥指纹：{fingerprint}"
+        "（核验方法见各证据包的说明文件）。",
         "s5": "五、保证声明",
         "request": "请贵司在收到本通知书后立即删除第三部分所列侵权内容，或者断开与其的链接，并于{deadline}前"
         "将处理结果书面回复我司。",
@@ -307,6 +314,14 @@ def signature_line(sender: Sender | None, when: datetime, language: str = "en") 
     return [f"/s/ {signer}", capacity, format_day(when, language)]
 
 
+def key_fingerprints(notice: Notice) -> list[str]:
+    """The fingerprints of the keys that signed the notice's evidence bundles (one, unless the key changed
+    between drafts), printed in the notice so that a recipient can tie a bundle to the sender
+    (``fptrack evidence verify --fingerprint``): the key inside a bundle alone proves nothing."""
+    found = (bundle_key_fingerprint(item.bundle) for item in notice.items if item.bundle)
+    return sorted({fingerprint for fingerprint in found if fingerprint})
+
+
 def _reference(notice: Notice, parent: Notice | None, language: str) -> str | None:
     """The sentence by which a reminder or an escalation cites the earlier notice, or None."""
     if parent is None or notice.kind == "notice":
@@ -364,6 +379,7 @@ def _context(notice: Notice, when: datetime, parent: Notice | None) -> dict[str,
         "signature": signature_line(sender, when, language),
         "bundle_filename": bundle_filename,
         "minute": minute,
+        "key_fingerprints": key_fingerprints(notice),
     }
 
 
@@ -434,6 +450,7 @@ def render_text(notice: Notice, when: datetime) -> str:
             lines.append(f"  - {t['bundle'].format(url=item.url, name=name, sha256=item.bundle_sha256)}")
         else:
             lines.append(f"  - {t['no_bundle'].format(url=item.url)}")
+    lines += [f"  {t['signing_key'].format(fingerprint=f)}" for f in c["key_fingerprints"]]
     statements: Mapping[str, str] = c["statements"]
     lines += ["", t["s5"], *(f"  {statement}" for statement in statements.values())]
     lines += ["", c["request"], ""]

@@ -76,6 +76,7 @@ __all__ = [
     "TimestampInfo",
     "Verification",
     "build_bundle",
+    "bundle_key_fingerprint",
     "evidence_bundle",
     "key_fingerprint",
     "load_signing_key",
@@ -157,6 +158,17 @@ def key_fingerprint(key: ed25519.Ed25519PublicKey) -> str:
     """``SHA256:<hex>`` of the raw 32-byte public key: what a recipient compares over the phone."""
     raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return "SHA256:" + sha256_hex(raw)
+
+
+def bundle_key_fingerprint(data: bytes) -> str | None:
+    """The fingerprint of the key that signed a bundle fptrack made (its ``signing-key.pub``), as a notice
+    prints it beside the bundles it attaches; None for bytes that are no such bundle."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            pem = archive.read(PUBLIC_KEY)
+        return key_fingerprint(_public_key_of(pem, PUBLIC_KEY))
+    except (zipfile.BadZipFile, KeyError, BundleError):
+        return None
 
 
 def _public_key_of(pem: bytes, what: str) -> ed25519.Ed25519PublicKey:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from fptrack.core.settings import Settings
 from fptrack.jobs.delivery import SmtpTransport
-from fptrack.jobs.notice_render import missing_elements, render_html
+from fptrack.jobs.notice_render import key_fingerprints, missing_elements, render_html
 from fptrack.jobs.notices import add_contact, follow_up, load_notice, send_notice
 from fptrack.storage.models import Notice
 from tests.support.admin_seed import Seeded
@@ -48,6 +48,7 @@ def _latin_words(notice: Notice) -> set[str]:
         data += [item.url, item.page_title, item.work_title, item.chapter_title, item.snapshot_sha256]
         data += [item.bundle_sha256, f"fptrack-match-{item.match_id}-evidence.zip"]
         data += [str(part) for pair in item.passages or [] for part in pair]
+    data += key_fingerprints(notice)  # the bundles' signing key, SHA256:<hex>
     parent = notice.parent
     while parent is not None:
         data.append(parent.message_id or "")
