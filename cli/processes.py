@@ -269,14 +269,21 @@ def _keep_trying(wait: float, check: Callable[[], str | None]) -> None:
     is_flag=True,
     help="Only workers on this machine (its host name): a container's own health check.",
 )
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="List every worker that answers within --timeout (waits it out) instead of stopping at the first.",
+)
 @_WAIT_OPTION
 @pass_context
 @friendly_errors
-def ping(context: CliContext, timeout: float, queue_kind: str, local: bool, wait: float) -> None:
+def ping(context: CliContext, timeout: float, queue_kind: str, local: bool, every: bool, wait: float) -> None:
     """Check that workers answer: exit 0 when at least one does within --timeout, else 1 with one line.
 
-    Asks over the broker (FPTRACK_BROKER_URL), not the database; prints the workers that answered and their
-    queues. Made for health checks (compose, systemd, `make up`)."""
+    Asks over the broker (FPTRACK_BROKER_URL), not the database, and stops at the first worker that answers
+    (about a second); --all waits out --timeout and prints every worker that answered, with its queues. Made
+    for health checks (compose, systemd, `make up`)."""
     if context.settings.tasks_in_process:
         raise CliError("FPTRACK_BROKER_URL is not set: tasks run in-process, there are no workers to ping")
     from celery.utils.nodenames import gethostname
@@ -292,7 +299,7 @@ def ping(context: CliContext, timeout: float, queue_kind: str, local: bool, wait
     def check() -> str | None:
         try:
             host = gethostname() if local else None
-            answering.update(taskqueue.workers_answering(timeout, queue=queue, host=host))
+            answering.update(taskqueue.workers_answering(timeout, queue=queue, host=host, first=not every))
         except Exception as error:  # noqa: BLE001 - whatever the broker's client raises means: unreachable
             return f"cannot reach the broker {_shown_broker(settings)}: {error}"
         if answering:

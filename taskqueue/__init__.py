@@ -17,6 +17,7 @@ This layer imports only ``core`` and ``storage``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,22 +166,40 @@ def release_connections() -> None:
         _runtime.engine.dispose()
 
 
+class _Answered(Exception):
+    """Raised from a broadcast's reply callback to stop waiting: a worker that counts has answered."""
+
+
 def workers_answering(
-    timeout: float, queue: str | None = None, host: str | None = None
+    timeout: float, queue: str | None = None, host: str | None = None, *, first: bool = False
 ) -> dict[str, list[str]]:
     """The workers that answer over the broker within ``timeout`` seconds, by node name, with the queues each
     consumes; only those consuming ``queue`` and running on ``host`` (the part after ``@``) when given.
 
+    ``first``: stop at the first worker that counts instead of waiting out ``timeout`` for the rest (a
+    broadcast cannot know how many workers there are; a health check needs only one).
+
     Broker errors propagate: a caller that must tell "no broker" from "no worker" can."""
+    answering: dict[str, list[str]] = {}
+
+    def counts(name: str, queues: list[str]) -> bool:
+        return (queue is None or queue in queues) and (host is None or name.partition("@")[2] == host)
+
+    def on_reply(reply: Mapping[str, Any]) -> None:
+        for name, queues in reply.items():
+            names = sorted(q.get("name", "") for q in queues or ())
+            if counts(name, names):
+                answering[name] = names
+                if first:
+                    raise _Answered
+
     # a connection of its own to the broker configured now (the app's pooled one may predate a reconfigure)
     with celery.connection_for_write() as connection:
-        replies = celery.control.inspect(timeout=timeout, connection=connection).active_queues() or {}
-    answering = {name: sorted(q.get("name", "") for q in queues or ()) for name, queues in replies.items()}
-    return {
-        name: queues
-        for name, queues in answering.items()
-        if (queue is None or queue in queues) and (host is None or name.partition("@")[2] == host)
-    }
+        try:
+            celery.control.inspect(timeout=timeout, connection=connection, callback=on_reply).active_queues()
+        except _Answered:
+            pass
+    return answering
 
 
 def workers_on_queue(queue: str, *, timeout: float = 2.0) -> list[str] | None:

@@ -92,7 +92,13 @@ def test_ping_tells_fingerprint_workers_from_crawlers(
             errors="replace"
         )
         assert answered.stdout.startswith(f"worker-{worker.pid}@"), answered.stdout
-        assert fptrack(tmp_path, "ping", "--queue", "tasks", "--local", **env).returncode == 0
+        started = time.monotonic()
+        assert (
+            fptrack(tmp_path, "ping", "--queue", "tasks", "--local", "--timeout", "60", **env).returncode == 0
+        )
+        # the first answer ends the wait: the broadcast's --timeout is not waited out (it was: 6.3 s for the
+        # default 5 s)
+        assert time.monotonic() - started < 30
         # a worker with --no-crawls leaves the crawl queue alone: no crawler yet
         assert_clean_error(
             fptrack(tmp_path, "ping", "--queue", "crawls", "--timeout", "2", **env),
@@ -108,7 +114,7 @@ def test_ping_tells_fingerprint_workers_from_crawlers(
                 f"({broker_env['FPTRACK_TASK_QUEUE']}.crawls)" in crawls.stdout
                 and "worker-" not in crawls.stdout
             )
-            every = fptrack(tmp_path, "ping", "--timeout", "3", **env)
+            every = fptrack(tmp_path, "ping", "--all", "--timeout", "3", **env)
             assert every.returncode == 0 and len(every.stdout.splitlines()) >= 2, every.stdout
 
 
