@@ -154,18 +154,20 @@ def notices_draft(
 def notices_send(context: CliContext, notice_id: int) -> None:
     """Send draft NOTICE_ID through the SMTP relay (FPTRACK_SMTP_HOST...): refused, naming each missing
     element, unless it carries them all. Copies dismissed, licensed, taken down or already in an open notice
-    to the same address since the draft are left out; with none left it is not sent, and says why. This is
+    to the same address since the draft are left out, and so is each copy whose page, fetched again just
+    before (FPTRACK_NOTICE_REFETCH), is gone or no longer copies it; with none left it is not sent, and says
+    why (exit 1). A page that could not be fetched (a time-out, a 5xx) keeps its copy, and says so. This is
     also how a person approves a reminder or an escalation the follow-up drafted."""
     from fptrack.jobs.delivery import DeliveryError
-    from fptrack.jobs.notices import load_notice, send_notice
+    from fptrack.jobs.notices import NothingLeftError, load_notice, send_notice
 
     with context.session() as session:
         notice = load_notice(session, notice_id)
         before = len(notice.items)
         try:
             send_notice(session, notice, context.settings, actor=_actor())
-        except DeliveryError:
-            session.commit()  # the failed attempt is recorded
+        except (DeliveryError, NothingLeftError):
+            session.commit()  # the failed attempt (and what the pages answered when fetched again) is kept
             raise
         click.echo(
             f"sent notice {notice.id} to {notice.recipient_address} (Message-ID {notice.message_id}; "
@@ -176,6 +178,10 @@ def notices_send(context: CliContext, notice_id: int) -> None:
                 f"{before - len(notice.items)} copy(ies) left out (fptrack notices show {notice.id})",
                 err=True,
             )
+        sent = next((e for e in reversed(notice.events) if e.kind == "sent"), None)
+        if sent is not None and "kept though not fetched again: " in sent.detail:
+            kept = sent.detail.split("kept though not fetched again: ", 1)[1]
+            click.echo(f"kept though its page could not be fetched again: {kept}", err=True)
 
 
 @notices.command("list")

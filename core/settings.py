@@ -784,6 +784,13 @@ class Settings:
         "send reminders and escalations as soon as the follow-up drafts them; false: each waits as a draft "
         "for a person to send it (`fptrack notices send ID`), since it repeats the sworn statements",
     )
+    notice_refetch: bool = _notices(
+        "FPTRACK_NOTICE_REFETCH",
+        True,
+        _bool,
+        "fetch each copy's page again just before a notice is sent or followed up, as a re-check does; a "
+        "copy found gone is left out of it (false: trust the last re-check)",
+    )
 
     def __post_init__(self) -> None:
         if not self.database_url:

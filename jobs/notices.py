@@ -51,6 +51,7 @@ from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.jobs.delivery import DeliveryError, SmtpTransport, Transport, attachment_names, notice_message
 from fptrack.jobs.notice_render import missing_elements, render_html, render_text
+from fptrack.jobs.rechecks import PageVerdict, refetch_matches
 from fptrack.services.accounts.contact_fields import InvalidField, check_email, check_fields, check_one_line
 from fptrack.services.evidence.bundle import build_bundle
 from fptrack.storage.match_life import evidence_of
@@ -596,16 +597,22 @@ def send_notice(
     actor: str,
     transport: Transport | None = None,
     now: datetime | None = None,
+    refetch: bool = True,
 ) -> Notice:
     """Send a draft: refused (:class:`NoticeError`, naming each missing element) unless it carries every
     element and has a recipient. The text is rendered once more, dated ``now``, kept with its SHA-256 and sent
     with the HTML, the bundles and the proofs attached. A relay that fails leaves the notice a draft, with a
     ``send_failed`` event, and raises :class:`jobs.delivery.DeliveryError` (the caller commits the event).
-    The caller commits."""
+    Just before, each copy's page is fetched again (``settings.notice_refetch`` and ``refetch``:
+    :func:`_leave_out_gone`). The caller commits (also after :class:`NothingLeftError`: the fetches and why
+    it was not sent are recorded)."""
     now = now or utcnow()
     if notice.state != "draft":
         raise NoticeError(f"notice {notice.id} is {notice.state}: only a draft is sent")
     _leave_out_unnoticeable(session, notice, now)
+    unsure: list[str] = []
+    if refetch and settings.notice_refetch:
+        unsure = _leave_out_gone(session, notice, settings, now, actor=actor)
     _rerender(notice, now)
     missing = missing_elements(notice)
     if missing:
@@ -633,6 +640,8 @@ def send_notice(
     detail = (
         f"via {transport.describe()}; text sha256 {notice.text_sha256}; attached: {attached or 'nothing'}"
     )
+    if unsure:
+        detail += "; kept though not fetched again: " + "; ".join(unsure)
     _event(
         notice,
         "sent",
@@ -663,6 +672,47 @@ def _leave_out_unnoticeable(session: Session, notice: Notice, now: datetime) -> 
         notice.items.remove(item)
         why = reasons[item.match_id]
         _event(notice, "item_gone", now, detail=f"{item.url} left out before sending: {why}")
+
+
+GONE_OUTCOMES = ("gone", "removed")
+
+
+def _leave_out_gone(
+    session: Session, notice: Notice, settings: Settings, now: datetime, *, actor: str
+) -> list[str]:
+    """Fetch the page of each of ``notice``'s copies again now (:func:`jobs.rechecks.refetch_matches`,
+    recorded as a re-check records it) and take out each copy seen gone (404, 410, 451, no such host) or
+    no longer copying its chapter: one such fetch is enough to leave it out of this notice, though a
+    takedown is recorded only once a second fetch confirms it (the re-checks' rule). A fetch that tells
+    nothing (a time-out, a 5xx, a challenge page) keeps the copy: the returned lines say which and why.
+    With nothing left, a ``send_failed`` event says why and :class:`NothingLeftError` is raised."""
+    wanted = [item.match_id for item in notice.items if item.match_id is not None]
+    verdicts: dict[int, PageVerdict] = refetch_matches(
+        session, settings, wanted, note=f"fetched again before sending notice {notice.id}"
+    )
+    gone = {m: v for m, v in verdicts.items() if v.outcome in GONE_OUTCOMES}
+    unsure = [
+        f"{item.url} ({verdicts[item.match_id].detail})"
+        for item in notice.items
+        if item.match_id in verdicts and verdicts[item.match_id].outcome == "error"
+    ]
+    if not gone:
+        return unsure
+    if all(item.match_id in gone for item in notice.items):
+        why = "; ".join(f"{item.url}: {_gone_reason(gone[item.match_id])}" for item in notice.items)  # type: ignore[index]
+        message = f"notice {notice.id} not sent: every copy is gone when fetched again ({why})"
+        _event(notice, "send_failed", now, actor=actor, recipient=notice.recipient_address, detail=message)
+        raise NothingLeftError(message)
+    for item in [item for item in notice.items if item.match_id in gone]:
+        notice.items.remove(item)
+        why = _gone_reason(gone[item.match_id])  # type: ignore[index]
+        _event(notice, "item_gone", now, detail=f"{item.url} left out before sending: {why}")
+    return unsure
+
+
+def _gone_reason(verdict: PageVerdict) -> str:
+    seen = "gone" if verdict.outcome == "gone" else "no longer copied"
+    return f"{seen} when fetched again ({verdict.detail})"
 
 
 def mark_notice(
@@ -740,11 +790,30 @@ def _close_items(session: Session, now: datetime, summary: FollowUpSummary) -> N
             _event(item.notice, "item_back", now, detail=f"{item.url} is up again")
 
 
-def _successor(session: Session, notice: Notice, now: datetime) -> tuple[Notice | None, str]:
-    """The reminder or escalation that follows ``notice``, or None and why not."""
+def _successor(
+    session: Session, notice: Notice, settings: Settings, now: datetime
+) -> tuple[Notice | None, str]:
+    """The reminder or escalation that follows ``notice``, or None and why not. With
+    ``settings.notice_refetch`` each copy still up is fetched again first; one seen gone is not carried
+    (an ``item_gone`` event on ``notice`` says why)."""
     open_items = [item for item in notice.items if item.closed_at is None]
     barred = not_noticeable(session, [item.match_id for item in open_items])
     carried = [item for item in open_items if item.match_id not in barred]
+    if carried and settings.notice_refetch:
+        verdicts = refetch_matches(
+            session,
+            settings,
+            [item.match_id for item in carried if item.match_id is not None],
+            note=f"fetched again before following up notice {notice.id}",
+        )
+        for item in list(carried):
+            verdict = verdicts.get(item.match_id) if item.match_id is not None else None
+            if verdict is not None and verdict.outcome in GONE_OUTCOMES:
+                carried.remove(item)
+                why = _gone_reason(verdict)
+                _event(notice, "item_gone", now, detail=f"{item.url} not followed up: {why}")
+        if not carried:
+            return None, "every copy still up was gone when fetched again"
     if not carried:
         return None, "no copy still up is still confirmed, unlicensed and not taken down"
     if notice.kind == "reminder":
@@ -834,7 +903,7 @@ def follow_up(
             continue
         if notice.sent_at is None or as_utc(notice.sent_at) > due_before:
             continue
-        successor, why = _successor(session, notice, now)
+        successor, why = _successor(session, notice, settings, now)
         if successor is None:
             if not any(event.kind == "no_upstream" for event in notice.events):
                 _event(notice, "no_upstream", now, detail=why)
@@ -856,7 +925,9 @@ def follow_up(
             summary.not_sent[successor.id] = "no SMTP relay configured (FPTRACK_SMTP_HOST)"
             continue
         try:
-            send_notice(session, successor, settings, actor="follow-up", transport=transport, now=now)
+            send_notice(
+                session, successor, settings, actor="follow-up", transport=transport, now=now, refetch=False
+            )
         except (NoticeError, DeliveryError) as error:
             summary.not_sent[successor.id] = str(error)
             continue

@@ -53,6 +53,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -90,6 +91,7 @@ __all__ = [
     "due_matches",
     "read_response",
     "recheck_matches",
+    "refetch_matches",
     "run_due_rechecks",
 ]
 
@@ -485,6 +487,104 @@ def _browser_pace(pacer: Pacer) -> Callable[[str], None]:
     return wait_turn
 
 
+def _judge_target(
+    target: _Target,
+    read: Callable[[str], PageRead],
+    session_for: Callable[[], AbstractContextManager[Session]],
+    templates: dict[int, frozenset[int]],
+    lock: threading.Lock,
+) -> list[PageVerdict]:
+    """Read ``target``'s page (and the later parts of a chapter split over pages) with ``read`` and judge
+    each of its matches: what one re-check of one page finds, whoever asked for it."""
+    head = read(target.url)
+    judged: dict[int, tuple[str, str]] = {}
+    if head.text is None:
+        judged = {m: (head.outcome, head.detail) for m in target.chapters}
+    else:
+        parts = [read(url) for url in target.parts] if target.joined else []
+        with session_for() as session:
+            alone = {m: c for m, c in target.chapters.items() if m not in target.joined}
+            if alone:
+                template = _template_of(session, target, templates, lock)
+                judged.update(judge_text(session, head.text, alone, template=template, note=head.detail))
+            if target.joined:
+                joined = {m: target.chapters[m] for m in target.joined}
+                template = _site_template_of(session, target.site_id, templates, lock)
+                judged.update(_judge_joined(session, head, parts, joined, template))
+    if not head.settled:  # a loading placeholder may stand where the chapter is: no removal
+        unsure = "the page's scripts were still fetching when it was read"
+        judged = {
+            m: ("error", f"{unsure}: {detail}") if outcome == "removed" else (outcome, detail)
+            for m, (outcome, detail) in judged.items()
+        }
+    return [PageVerdict(m, outcome, head.status, detail) for m, (outcome, detail) in sorted(judged.items())]
+
+
+def _politeness(settings: Settings, rules: Mapping[str, _SiteRules]) -> Callable[[str], tuple[float, bool]]:
+    """A site's ``(delay, obey_robots)``: the managed site's, else the global settings'."""
+
+    def politeness(key: str) -> tuple[float, bool]:
+        site = rules.get(key)
+        if site is None:
+            return settings.crawl_delay, settings.crawl_obey_robots
+        return site.delay, site.obey_robots
+
+    return politeness
+
+
+def refetch_matches(
+    session: Session,
+    settings: Settings,
+    match_ids: Collection[int],
+    *,
+    note: str = "",
+    allow_private_hosts: Sequence[str] = (),
+    fetcher: GuardedFetcher | None = None,
+    clock: Callable[[], datetime] = utcnow,
+) -> dict[int, PageVerdict]:
+    """Fetch the pages of ``match_ids`` again now, in ``session`` (the caller commits), one after the other:
+    what a notice asks just before it is sent or followed up. Each page is fetched and judged as
+    :func:`recheck_matches` does (the guard, robots.txt, the site's delay and rendering, joined parts) and
+    each observation recorded as a re-check records it (:func:`storage.match_life.observe`: a removal seen
+    once waits for its confirming fetch before it is a takedown); ``note`` is added to each observation's
+    detail. The verdict of each match. The pace is shared through the database on PostgreSQL; on SQLite
+    (one process, and ``session`` may hold the file's write lock) it is kept in this process, at the site's
+    rate."""
+    ids = sorted({int(m) for m in match_ids})
+    if not ids:
+        return {}
+    targets = _targets(session, ids)
+    rules, site_allowed = _site_rules(session, settings, targets)
+    policy = PrivateAddressPolicy.from_entries(
+        (*settings.allow_private_hosts, *site_allowed, *allow_private_hosts)
+    )
+    shared = None if settings.is_sqlite else sessionmaker(bind=session.get_bind())
+    pacer = Pacer(shared, settings)
+    if fetcher is None:
+        fetcher = GuardedFetcher(settings, policy, _politeness(settings, rules), pacer=pacer)
+    templates: dict[int, frozenset[int]] = {}
+    lock = threading.Lock()
+    verdicts: list[PageVerdict] = []
+    with PageRenderer(settings, policy, wait_turn=_browser_pace(pacer)) as renderer:
+
+        def read(url: str) -> PageRead:
+            site = rules.get(site_of(url))
+            mode = site.render_js if site is not None else "auto"
+            return read_page(
+                url, fetcher, settings=settings, fetched_at=clock(), render_js=mode, renderer=renderer
+            )
+
+        for target in targets:
+            verdicts.extend(_judge_target(target, read, lambda: nullcontext(session), templates, lock))
+    suffix = f" ({note})" if note else ""
+    observations = [
+        Observation(v.match_id, v.outcome, v.http_status, v.detail + suffix, source="recheck")
+        for v in verdicts
+    ]
+    observe(session, observations, settings, now=clock())
+    return {v.match_id: v for v in verdicts}
+
+
 def recheck_matches(
     settings: Settings,
     sessions: sessionmaker[Session],
@@ -514,14 +614,7 @@ def recheck_matches(
         (*settings.allow_private_hosts, *site_allowed, *allow_private_hosts)
     )
     if fetcher is None:
-
-        def politeness(key: str) -> tuple[float, bool]:
-            site = rules.get(key)
-            if site is None:
-                return settings.crawl_delay, settings.crawl_obey_robots
-            return site.delay, site.obey_robots
-
-        fetcher = GuardedFetcher(settings, policy, politeness, pacer=pacer)
+        fetcher = GuardedFetcher(settings, policy, _politeness(settings, rules), pacer=pacer)
     templates: dict[int, frozenset[int]] = {}  # site id -> its template, decided once per run
     lock = threading.Lock()  # the summary, the templates, the progress count and the heartbeat
     done = [0]
@@ -537,30 +630,9 @@ def recheck_matches(
                 summary.rendered += int(found.rendered)
             return found
 
-        head = read(target.url, clock())
-        judged: dict[int, tuple[str, str]] = {}
-        if head.text is None:
-            judged = {m: (head.outcome, head.detail) for m in target.chapters}
-        else:
-            parts = [read(url, clock()) for url in target.parts] if target.joined else []
-            with session_scope(sessions) as session:
-                alone = {m: c for m, c in target.chapters.items() if m not in target.joined}
-                if alone:
-                    template = _template_of(session, target, templates, lock)
-                    judged.update(judge_text(session, head.text, alone, template=template, note=head.detail))
-                if target.joined:
-                    joined = {m: target.chapters[m] for m in target.joined}
-                    template = _site_template_of(session, target.site_id, templates, lock)
-                    judged.update(_judge_joined(session, head, parts, joined, template))
-        if not head.settled:  # a loading placeholder may stand where the chapter is: no removal
-            unsure = "the page's scripts were still fetching when it was read"
-            judged = {
-                m: ("error", f"{unsure}: {detail}") if outcome == "removed" else (outcome, detail)
-                for m, (outcome, detail) in judged.items()
-            }
-        verdicts = [
-            PageVerdict(m, outcome, head.status, detail) for m, (outcome, detail) in sorted(judged.items())
-        ]
+        verdicts = _judge_target(
+            target, lambda url: read(url, clock()), lambda: session_scope(sessions), templates, lock
+        )
         observations = [
             Observation(v.match_id, v.outcome, v.http_status, v.detail, source="recheck") for v in verdicts
         ]

@@ -34,6 +34,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # are loopback servers of their own): in this process (Settings.from_env), in the children that inherit it,
 # and in the settings fixtures below. Tests of the pace set their own rate.
 os.environ.setdefault("FPTRACK_SITE_RATE", TEST_SITE_RATE)
+# The seeded notices name fictitious hosts (pirate.example): fetching them again before a notice is sent would
+# leave loopback. The tests of that fetch turn it on and serve the pages from 127.0.0.1.
+os.environ.setdefault("FPTRACK_NOTICE_REFETCH", "false")
 
 
 def _require(available: bool, what: str) -> None:
@@ -99,7 +102,12 @@ def postgres_settings(postgres_template: str, tmp_path: Path) -> Iterator[Settin
     admin = _admin_engine()
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{postgres_template}"'))
-    yield Settings(data_dir=tmp_path / "data", database_url=_pg_url(name), site_rate=float(TEST_SITE_RATE))
+    yield Settings(
+        data_dir=tmp_path / "data",
+        database_url=_pg_url(name),
+        site_rate=float(TEST_SITE_RATE),
+        notice_refetch=False,
+    )
     with admin.connect() as connection:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
@@ -130,6 +138,7 @@ def sqlite_settings(sqlite_template: Path, tmp_path: Path) -> Settings:
         data_dir=data_dir,
         database_url=f"sqlite:///{data_dir / 'fptrack.db'}",
         site_rate=float(TEST_SITE_RATE),
+        notice_refetch=False,
     )
 
 

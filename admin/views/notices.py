@@ -222,8 +222,9 @@ def send(notice_id: int) -> ResponseReturnValue:
     try:
         send_notice(session, notice, admin_state().settings, actor=_actor())
     except NothingLeftError as error:
-        # not a mistake of the request: the copies changed since the draft; the draft stays as it was
-        session.rollback()
+        # not a mistake of the request: the copies changed since the draft; the draft stays as it was, and
+        # what the copies' pages answered when fetched again, and why nothing was sent, are kept
+        session.commit()
         flash(_message(error))
         return redirect(url_for("notices.show", notice_id=notice_id), code=303)
     except NoticeError as error:
