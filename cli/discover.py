@@ -68,8 +68,8 @@ def discover(
         allow_private=allow_private,
         probe=not no_probe,
     )
-    for error in report.errors:
-        click.echo(f"warning: {error}", err=True)
+    for line in [*report.errors, *report.warnings]:
+        click.echo(f"warning: {line}", err=True)
     if output == "json":
         for entry in report.candidates:
             click.echo(json.dumps(entry, ensure_ascii=False))

@@ -27,6 +27,7 @@ from fptrack.core.errors import FptrackError
 __all__ = [
     "CHAPTER_INDEX_MODES",
     "LOOPBACK_HOSTS",
+    "SERPAPI_ENGINES",
     "ConfigurationError",
     "Setting",
     "Settings",
@@ -39,6 +40,7 @@ __all__ = [
 _SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 CHAPTER_INDEX_MODES = ("memory", "database")
+SERPAPI_ENGINES = ("baidu", "bing", "google")
 
 
 class ConfigurationError(FptrackError, ValueError):
@@ -144,6 +146,21 @@ def _list(name: str, raw: str) -> tuple[str, ...]:
 
 def _lowered_list(name: str, raw: str) -> tuple[str, ...]:
     return tuple(item.lower() for item in _list(name, raw))
+
+
+def _serpapi_engine(name: str, raw: str) -> str:
+    engine = raw.strip().lower()
+    if engine not in SERPAPI_ENGINES:
+        raise ConfigurationError(f"{name}={raw!r} is not one of {', '.join(SERPAPI_ENGINES)}")
+    return engine
+
+
+def _http_url(name: str, raw: str) -> str:
+    url = raw.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(f"{name}={without_password(url)!r} is not an http:// or https:// URL")
+    return url
 
 
 def _hosts(name: str, raw: str) -> tuple[str, ...]:
@@ -709,18 +726,49 @@ class Settings:
         "FPTRACK_SEARCH_PROVIDERS",
         (),
         _lowered_list,
-        "search providers discovery queries, comma-separated: `bing` (Bing Web Search API v7), `google` "
-        "(Programmable Search JSON API), `serpapi` (SerpAPI, Baidu)",
+        "search providers discovery queries, comma-separated: `serpapi` (SerpAPI: Baidu, Bing or Google), "
+        "`brave` (Brave Search API), `searxng` (your own SearXNG instance), `google` (Custom Search JSON "
+        "API: closed to new customers, whole-web search ends 2027-01-01); `bing` was retired on 2025-08-11",
     )
     search_results: int = _networks(
         "FPTRACK_SEARCH_RESULTS", 10, _int, "results asked for per query", at_least=_INT_1
     )
-    search_bing_key: str = _networks("FPTRACK_SEARCH_BING_KEY", "", _stripped, "Bing's API key", secret=True)
-    search_bing_endpoint: str = _networks(
-        "FPTRACK_SEARCH_BING_ENDPOINT",
-        "https://api.bing.microsoft.com/v7.0/search",
+    search_serpapi_key: str = _networks(
+        "FPTRACK_SEARCH_SERPAPI_KEY", "", _stripped, "SerpAPI's key", secret=True
+    )
+    search_serpapi_engine: str = _networks(
+        "FPTRACK_SEARCH_SERPAPI_ENGINE",
+        "baidu",
+        _serpapi_engine,
+        "the engine SerpAPI asks: `baidu` (where most readers of Chinese web fiction search), `bing` or "
+        "`google`",
+    )
+    search_serpapi_endpoint: str = _networks(
+        "FPTRACK_SEARCH_SERPAPI_ENDPOINT", "https://serpapi.com/search.json", _stripped, "SerpAPI's endpoint"
+    )
+    search_brave_key: str = _networks(
+        "FPTRACK_SEARCH_BRAVE_KEY", "", _stripped, "the Brave Search API's subscription token", secret=True
+    )
+    search_brave_endpoint: str = _networks(
+        "FPTRACK_SEARCH_BRAVE_ENDPOINT",
+        "https://api.search.brave.com/res/v1/web/search",
         _stripped,
-        "Bing's endpoint",
+        "the Brave Search API's web search endpoint",
+    )
+    search_searxng_url: str = _networks(
+        "FPTRACK_SEARCH_SEARXNG_URL",
+        "",
+        _http_url,
+        "the base URL of your SearXNG instance with JSON output on (docs/discovery.md); user:password@ for "
+        "basic auth",
+        example="http://127.0.0.1:8888",
+    )
+    search_searxng_engines: tuple[str, ...] = _networks(
+        "FPTRACK_SEARCH_SEARXNG_ENGINES",
+        (),
+        _lowered_list,
+        "the SearXNG engines asked, comma-separated (unset: the instance's defaults)",
+        example="baidu,bing,sogou",
     )
     search_google_key: str = _networks(
         "FPTRACK_SEARCH_GOOGLE_KEY", "", _stripped, "Google's API key", secret=True
@@ -731,12 +779,6 @@ class Settings:
         "https://www.googleapis.com/customsearch/v1",
         _stripped,
         "Google's endpoint",
-    )
-    search_serpapi_key: str = _networks(
-        "FPTRACK_SEARCH_SERPAPI_KEY", "", _stripped, "SerpAPI's key", secret=True
-    )
-    search_serpapi_endpoint: str = _networks(
-        "FPTRACK_SEARCH_SERPAPI_ENDPOINT", "https://serpapi.com/search.json", _stripped, "SerpAPI's endpoint"
     )
     smtp_host: str | None = _notices(
         "FPTRACK_SMTP_HOST",

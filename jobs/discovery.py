@@ -50,7 +50,7 @@ from fptrack.crawler.guard import PrivateAddressPolicy
 from fptrack.crawler.guarded_http import FetchFailure, FetchResult, GuardedFetcher
 from fptrack.crawler.parse import charset_from_content_type, charset_from_meta
 from fptrack.fingerprint.text_fingerprints import fingerprint_text
-from fptrack.jobs.search_providers import SearchError, SearchProvider, configured_providers, queries_for_work
+from fptrack.jobs.search_providers import SearchError, SearchProvider, provider_named, queries_for_work
 from fptrack.jobs.sites import SiteSpec, add_site
 from fptrack.storage.db import session_scope
 from fptrack.storage.models import (
@@ -295,6 +295,7 @@ class DiscoveryReport:
     probed: int = 0
     requests: int = 0
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # rate-limit waits, a provider's end date
     candidates: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -304,6 +305,7 @@ class DiscoveryReport:
             "probed": self.probed,
             "requests": self.requests,
             "errors": self.errors,
+            "warnings": self.warnings,
             "candidates": self.candidates,
         }
 
@@ -437,6 +439,7 @@ def _search(
                 report.errors.append(str(error))
                 if error.quota:
                     break  # out of quota: the other works wait for the next run
+        report.warnings.extend(provider.summary())
     session.flush()
 
 
@@ -469,11 +472,12 @@ def run_discovery(
     report = DiscoveryReport()
     fetcher = fetcher or make_fetcher(settings, allow_private)
     if providers is None:
-        try:
-            providers = configured_providers(settings)
-        except SearchError as error:
-            report.errors.append(str(error))
-            providers = []
+        providers = []
+        for name in settings.search_providers:  # a provider that cannot be used leaves the others working
+            try:
+                providers.append(provider_named(name, settings))
+            except SearchError as error:
+                report.errors.append(str(error))
     with session_scope(sessions) as session:
         seeds = _pirate_seeds(session, site_name)
         report.seeds = [site.host for site in seeds]

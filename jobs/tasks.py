@@ -220,8 +220,8 @@ def discover() -> dict[str, object]:
     from fptrack.jobs.discovery import run_discovery
 
     report = run_discovery(task_sessions(), task_settings())
-    for error in report.errors:
-        log.warning("discovery: %s", error)
+    for line in [*report.errors, *report.warnings]:
+        log.warning("discovery: %s", line)
     log.info(
         "discovery: %d new candidate(s), %d probed, %d request(s)",
         report.proposed,

@@ -18,8 +18,8 @@ The web, on loopback (one HTTP server per site), built from ``../shared/corpus``
   site of another network;
 - 10 unrelated sites (news articles from the corpus) and 2 licensed partner sites (the registered text,
   licensed for every work);
-- a fake search provider (Bing's format) answering every query of a work with a mix: each pirate site
-  carrying the work with probability 0.25, the licensed partners, two unrelated sites.
+- a fake search provider (SerpAPI's format, engine=baidu) answering every query of a work with a mix: each
+  pirate site carrying the work with probability 0.25, the licensed partners, two unrelated sites.
 
 The run: the licensed partners are crawled (their pages are stored), one site per network is monitored and
 crawled; then up to three rounds of ``run_discovery`` (search in the first round only), after each of which
@@ -549,7 +549,7 @@ def main(argv: list[str] | None = None) -> None:
         discovery_requests = 0
         rounds = []
         with serve_search_provider(search_results(web)) as search:
-            search_settings = settings.with_overrides(search_providers=("bing",), **search.endpoints())
+            search_settings = settings.with_overrides(search_providers=("serpapi",), **search.endpoints())
             for round_no in range(args.rounds):
                 providers = configured_providers(search_settings) if round_no == 0 else []
                 t0 = time.perf_counter()

@@ -113,7 +113,7 @@ def test_discovery_proposes_probes_and_remembers(
             site = _known_site(session, settings, known)
             add_licensed_site(session, 1, partner.key)
             session.commit()
-            settings = settings.with_overrides(search_providers=("bing",), **search.endpoints())
+            settings = settings.with_overrides(search_providers=("serpapi",), **search.endpoints())
             report = run_discovery(
                 session_factory(engine),
                 settings,
@@ -214,5 +214,6 @@ def test_the_beat_runs_discovery_only_when_enabled(sqlite_settings: Settings) ->
         "probed": 0,
         "requests": 0,
         "errors": [],
+        "warnings": [],
     }
     tasks.configure(sqlite_settings)

@@ -18,7 +18,8 @@ def test_the_settings_repr_shows_no_secret() -> None:
             "FPTRACK_READ_DATABASE_URL": f"postgresql://reader:{SECRET}@127.0.0.1:5433/fptrack",
             "FPTRACK_BROKER_URL": f"amqp://guest:{SECRET}@127.0.0.1:5672//",
             "FPTRACK_RESULT_BACKEND": f"redis://:{SECRET}@127.0.0.1:6379/0",
-            "FPTRACK_SEARCH_BING_KEY": f"bing-{SECRET}",
+            "FPTRACK_SEARCH_BRAVE_KEY": f"brave-{SECRET}",
+            "FPTRACK_SEARCH_SEARXNG_URL": f"https://me:{SECRET}@searx.example.org/",
             "FPTRACK_SEARCH_GOOGLE_KEY": f"google-{SECRET}",
             "FPTRACK_SEARCH_SERPAPI_KEY": f"serpapi-{SECRET}",
             "FPTRACK_SMTP_PASSWORD": SECRET,
@@ -31,6 +32,7 @@ def test_the_settings_repr_shows_no_secret() -> None:
     # the values themselves are intact
     assert settings.database_url == f"postgresql+psycopg://fptrack:{SECRET}@127.0.0.1:5432/fptrack"
     assert settings.search_serpapi_key == f"serpapi-{SECRET}"
+    assert "https://me:***@searx.example.org/" in shown
 
 
 @pytest.mark.parametrize(
