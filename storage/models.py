@@ -52,6 +52,7 @@ __all__ = [
     "CODE_OWNER_CHAPTER",
     "CODE_OWNER_PAGE",
     "CONTACT_KINDS",
+    "COPY_KINDS",
     "CRAWL_JOB_STATUSES",
     "DISCOVERY_SOURCES",
     "NOTICE_EVENT_KINDS",
@@ -795,8 +796,16 @@ class MatchRollup(Base):
     matches: Mapped[int] = mapped_column(BigInteger)
 
 
+# what a reviewer says a confirmed copy is: the whole chapter, a substantial part of it, or an excerpt (which
+# may be fair use or quotation: confirming one records that this was considered, services.review)
+COPY_KINDS = ("whole_chapter", "substantial_part", "excerpt")
+
+
 class ReviewDecision(Base):
-    """What a person decided about a match, kept as history (the match's ``status`` is the latest)."""
+    """What a person decided about a match, kept as history (the match's ``status`` is the latest). A
+    confirmation carries the reviewer's basis: ``copy_kind`` (one of :data:`COPY_KINDS`, empty: not stated),
+    ``fair_use_considered`` (fair use, quotation and licences weighed before confirming: True; NULL: not
+    stated) and ``basis`` (the reviewer's short note on it)."""
 
     __tablename__ = "review_decisions"
     __table_args__ = (
@@ -811,6 +820,9 @@ class ReviewDecision(Base):
     reviewer: Mapped[str] = mapped_column(String(200), default="")
     note: Mapped[str] = mapped_column(Text, default="")
     decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    copy_kind: Mapped[str] = mapped_column(String(20), default="")
+    fair_use_considered: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    basis: Mapped[str] = mapped_column(Text, default="")
 
     match: Mapped[Match] = relationship()
 
@@ -942,7 +954,9 @@ NOTICE_EVENT_KINDS = (
     "withdrawn",
 )
 # who a host contact is: the site's own abuse address, its hosting provider, its CDN, its domain's registrar
-CONTACT_KINDS = ("site", "hosting", "cdn", "registrar", "other")
+# (designated_agent: the DMCA agent a US service provider designates, 17 U.S.C. 512(c)(2), as listed in the
+# Copyright Office's directory)
+CONTACT_KINDS = ("site", "hosting", "cdn", "registrar", "designated_agent", "other")
 
 
 class Sender(Base):
@@ -1073,6 +1087,14 @@ class Notice(Base):
     text: Mapped[str] = mapped_column(Text, default="")
     text_sha256: Mapped[str] = mapped_column(String(64), default="")
     state_changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # what was sent, provable later: the message's bytes as handed to the relay (.eml) and their SHA-256, the
+    # relay's reply to the message's DATA (code and text) and when it came, and an RFC 3161 time-stamp token
+    # over that SHA-256 when an authority is configured (FPTRACK_EVIDENCE_TSA_URL)
+    sent_message: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+    sent_message_sha256: Mapped[str] = mapped_column(String(64), default="")
+    relay_reply: Mapped[str] = mapped_column(Text, default="")
+    relay_replied_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    sent_timestamp: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
 
     sender: Mapped[Sender | None] = relationship()
     parent: Mapped[Notice | None] = relationship(remote_side="Notice.id")
@@ -1108,6 +1130,9 @@ class NoticeItem(Base):
     bundle: Mapped[bytes | None] = mapped_column(LargeBinary)
     bundle_sha256: Mapped[str] = mapped_column(String(64), default="")
     closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # what the reviewer said the copy is (COPY_KINDS; empty: not stated): a notice does not call an excerpt
+    # a copy of the chapter
+    copy_kind: Mapped[str] = mapped_column(String(20), default="")
     # the work it names, whose owner and proofs the notice cites (a plain column: SQLite cannot add a foreign
     # key to an existing table; a removed work leaves the id of no row, and the item unsendable)
     work_id: Mapped[int | None] = mapped_column(BigInteger)
