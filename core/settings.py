@@ -660,6 +660,14 @@ class Settings:
         "an RFC 3161 time-stamping authority (`http(s)://`) that timestamps every evidence bundle; unset: "
         'bundles say "not timestamped"',
     )
+    evidence_operator: str = _evidence(
+        "FPTRACK_EVIDENCE_OPERATOR",
+        "",
+        _stripped,
+        "who captured the pages, as an evidence bundle's WARC names its operator (`warcinfo`); unset: the "
+        "notice sender's name when there is one sender, else the WARC says it was not stated",
+        example="Example Rights Ltd., enforcement team",
+    )
     networks: bool = _networks(
         "FPTRACK_NETWORKS",
         True,

@@ -291,29 +291,63 @@ def raw_exchange_of(page: CrawledPage, received: Sequence[tuple[Response, dateti
 
 
 def _exchange(response: Response, at: datetime, *, rendered: bytes = b"") -> RawExchange:
-    from scrapy.utils.request import request_httprepr
+    from fptrack.crawler.wire import WIRE_META, WireResponse, request_head_as_sent
 
     body = response.body or b""
+    wire = response.meta.get(WIRE_META) if response.request is not None else None
+    ip_address = "" if response.ip_address is None else str(response.ip_address)
+    request_head = b"" if response.request is None else request_head_as_sent(response.request)
+    if not isinstance(wire, WireResponse):  # not fetched through crawler.wire's parts: the head rebuilt
+        return RawExchange(
+            url=response.url,
+            request_head=request_head,
+            response_head=_response_head(response, len(body)),
+            body=body,
+            fetched_at=at,
+            rendered=rendered,
+            ip_address=ip_address,
+        )
     return RawExchange(
         url=response.url,
-        request_head=request_httprepr(response.request) if response.request is not None else b"",
-        response_head=_response_head(response, len(body)),
+        request_head=request_head,
+        response_head=_wire_response_head(response, wire),
         body=body,
         fetched_at=at,
         rendered=rendered,
+        ip_address=ip_address,
+        wire_body=None if wire.payload is body else wire.payload,
     )
 
 
-def _response_head(response: Response, length: int | None) -> bytes:
-    """The status line and headers of ``response`` (storage.exchanges says which headers are renamed)."""
-    try:
-        reason = HTTPStatus(response.status).phrase
-    except ValueError:
-        reason = ""
+def _status_line(response: Response, reason: str | None) -> bytes:
+    if reason is None:
+        try:
+            reason = HTTPStatus(response.status).phrase
+        except ValueError:
+            reason = ""
     protocol = str(getattr(response, "protocol", None) or "HTTP/1.1").upper()
     if not protocol.startswith("HTTP/"):
         protocol = "HTTP/1.1"
-    lines = [f"{protocol} {response.status} {reason}".rstrip().encode("latin-1")]
+    return f"{protocol} {response.status} {reason}".rstrip().encode("latin-1")
+
+
+def _wire_response_head(response: Response, wire: Any) -> bytes:
+    """The status line as received and the headers as Scrapy received them, ``Content-Encoding`` as it came
+    (storage.exchanges says what Twisted leaves out)."""
+    lines = [_status_line(response, wire.reason)]
+    for name, values in response.headers.items():
+        key = bytes(name)
+        if key.lower() == b"content-encoding":
+            continue
+        lines += [key + b": " + bytes(value) for value in values]
+    lines += [b"Content-Encoding: " + bytes(value) for value in wire.content_encoding]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def _response_head(response: Response, length: int | None) -> bytes:
+    """The status line and headers of ``response`` rebuilt to describe its decoded body (storage.exchanges
+    says which headers are renamed), for a response crawler.wire did not see."""
+    lines = [_status_line(response, None)]
     for name, values in response.headers.items():
         key = bytes(name)
         lowered = key.lower()

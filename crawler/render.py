@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 
@@ -43,6 +42,7 @@ from fptrack.core.settings import Settings
 from fptrack.crawler.guard import PrivateAddressPolicy, parse_address, resolve_all
 from fptrack.crawler.pages import CrawledPage, CrawlError
 from fptrack.crawler.parse import ParsedResponse
+from fptrack.crawler.wire import WireHTTP11Handler
 from fptrack.storage.match_life import UNSETTLED_MARK
 
 __all__ = [
@@ -576,12 +576,12 @@ class LazyBrowserProvider:
             await self._provider.close()
 
 
-class BrowserOnDemandHandler(HTTP11DownloadHandler):
-    """``DOWNLOAD_HANDLERS`` (http, https) of a crawl that may render: Scrapy's own HTTP handler for every
-    request, and scrapy-playwright's handler, made with the first request that asks for the browser (meta
-    ``playwright``), for those. Importing and setting up scrapy-playwright costs 0.15-0.2 s of the crawl's
-    start (``benchmarks/pipeline_throughput.py``), which a crawl in ``auto`` whose pages all have static text,
-    most crawls, never repays."""
+class BrowserOnDemandHandler(WireHTTP11Handler):
+    """``DOWNLOAD_HANDLERS`` (http, https) of a crawl that may render: Scrapy's own HTTP handler, keeping the
+    reason phrase (:mod:`crawler.wire`), for every request, and scrapy-playwright's handler, made with the
+    first request that asks for the browser (meta ``playwright``), for those. Importing and setting up
+    scrapy-playwright costs 0.15-0.2 s of the crawl's start (``benchmarks/pipeline_throughput.py``), which a
+    crawl in ``auto`` whose pages all have static text, most crawls, never repays."""
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)

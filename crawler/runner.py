@@ -153,6 +153,15 @@ STATIC_SCRAPY_SETTINGS: Mapping[str, Any] = MappingProxyType(
             # before Scrapy's download slot; it sees a response before RetryMiddleware (550), so it alone
             # answers a 429
             "fptrack.crawler.pacing.PaceRequests": 560,
+            # keeps the payload as received (coding kept) and the reason phrase for the evidence: it sees a
+            # response before HttpCompressionMiddleware (590) decodes it (crawler.wire)
+            "fptrack.crawler.wire.KeepWirePayload": 595,
+        },
+        # Scrapy's HTTP/1.1 handler keeping each status line's reason phrase (crawler.wire); a crawl that may
+        # render has crawler.render's, which extends it
+        "DOWNLOAD_HANDLERS": {
+            "http": "fptrack.crawler.wire.WireHTTP11Handler",
+            "https": "fptrack.crawler.wire.WireHTTP11Handler",
         },
         # Scrapy's own extensions but its remote control and telnet console, both off (below): a class named
         # in EXTENSIONS is imported even when mapped to None, and the remote control's brings aiohttp (0.4 s

@@ -9,21 +9,28 @@ marked compared, deletes the exchanges of the pages that have no match, and of a
 neither its current content nor a version kept of it (:func:`storage.match_life.keep_versions`) records as its
 snapshot. What stays is one row per fetch a match may rest on.
 
-Stored format of ``data``: zlib over a version byte (``1``) then five parts, each a 4-byte big-endian length
-and its bytes: the URL the response came from (UTF-8), the request head, the response head, the response
-body, the rendered DOM. A length of ``0xFFFFFFFF`` marks a body never fetched plainly (a page Chromium
-fetched itself: only its status and headers are known); an empty DOM part means the page was not rendered.
+Stored format of ``data``: zlib over a version byte then length-prefixed parts, each a 4-byte big-endian
+length and its bytes. Format ``2`` (written since 2026-11-29), seven parts: the URL the response came from
+(UTF-8), the request head as sent, the response head as received, the body (decoded), the rendered DOM, the
+peer's IP address (ASCII), the payload as received. Format ``1`` (still read), the first five. A length of
+``0xFFFFFFFF`` marks a part absent: a body never fetched plainly (a page Chromium fetched itself: only its
+status and headers are known), a payload as received that is the body itself (no content coding); a length
+of ``0xFFFFFFFE`` marks a body that is the payload as received, decoded by the codings its head names
+(:func:`decode_content`): the coded bytes, usually a third of the decoded ones, are kept instead of both.
 
-What "as fetched" means here: the request head is the one Scrapy sent (its headers after the downloader
-middlewares; the ``Host`` line rebuilt from the URL, as HTTP clients do); the body is the one Scrapy handed
-the spider, after its transfer coding and content coding (gzip, deflate, br) were undone, which is the body
-``snapshot_sha256`` hashes. The response head keeps every header received, except that headers describing
-codings no longer applied (``Transfer-Encoding``, and a ``Content-Length`` that no longer matches) are kept
-under ``X-Fptrack-Orig-<name>`` and ``Content-Length`` states the body's length, so that a WARC reader
-reads the payload the header describes."""
+What "as fetched" means. Format 2: the request head is the one Twisted wrote for Scrapy (its ``Host`` with
+the port of a URL that names one); the response head is the status line with the reason phrase the server
+sent and the headers as Scrapy received them (``Content-Encoding`` kept; Twisted consumes the connection
+headers ``Connection``, ``Keep-Alive`` and ``Transfer-Encoding``, which are not recorded); the payload is
+the body after the transfer coding (chunked) was undone and before the content coding (gzip, deflate, br)
+was, as a WARC response record holds it; the body is the one Scrapy handed the spider, which
+``snapshot_sha256`` hashes. Format 1 kept the decoded body only and a head rebuilt to describe it: the
+reason phrase the standard one, ``Transfer-Encoding`` and a stale ``Content-Length`` kept under
+``X-Fptrack-Orig-<name>``, the request's ``Host`` without its port."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import struct
 import zlib
@@ -41,6 +48,8 @@ from fptrack.storage.models import Match, Page, PageExchange, PageVersion, as_ut
 
 __all__ = [
     "RawExchange",
+    "content_codings",
+    "decode_content",
     "exchange_for",
     "keep_exchanges",
     "pack_exchange",
@@ -48,8 +57,10 @@ __all__ = [
     "unpack_exchange",
 ]
 
-_FORMAT = 1
+_FORMAT = 2
+_FORMATS = {1: 5, 2: 7}  # format -> its number of parts
 _ABSENT = 0xFFFFFFFF
+_DERIVED = 0xFFFFFFFE  # the body is the payload as received, decoded
 LEVEL = 1
 """zlib level of a kept exchange: against level 6, 0.43 instead of 0.73 ms of CPU for a 19.7 KB chapter page,
 for 5 % more bytes (10.1 KB instead of 9.6 KB); every crawled page pays it, few are ever read back."""
@@ -60,7 +71,9 @@ class RawExchange:
     """One fetch of a page. ``body`` None: never fetched plainly (Chromium fetched the page itself, so only
     its status and headers are known, in ``response_head``). ``rendered``: the DOM Chromium rendered, as UTF-8
     (what the page's text was extracted from, and what its ``snapshot_sha256`` hashes); ``b''`` for a page
-    read without a browser."""
+    read without a browser. ``wire_body``: the payload as received, content coding kept, when it is not
+    ``body`` itself (None: no content coding, or a format 1 row, which kept the decoded body only).
+    ``ip_address``: the peer's (``''`` when not known)."""
 
     url: str
     request_head: bytes
@@ -68,6 +81,13 @@ class RawExchange:
     body: bytes | None
     fetched_at: datetime
     rendered: bytes = b""
+    ip_address: str = ""
+    wire_body: bytes | None = None
+
+    @property
+    def payload(self) -> bytes | None:
+        """The HTTP payload ``response_head`` describes: as received (coding kept) if known, else the body."""
+        return self.wire_body if self.wire_body is not None else self.body
 
     @property
     def snapshot(self) -> bytes:
@@ -79,46 +99,120 @@ class RawExchange:
         return hashlib.sha256(self.snapshot).hexdigest()
 
 
+def content_codings(response_head: bytes) -> list[str]:
+    """The content codings ``response_head``'s ``Content-Encoding`` headers name, in the order applied."""
+    codings: list[str] = []
+    for line in response_head.split(b"\r\n")[1:]:
+        name, colon, value = line.partition(b":")
+        if colon and name.strip().lower() == b"content-encoding":
+            codings += [c.strip().lower() for c in value.decode("latin-1").split(",") if c.strip()]
+    return [c for c in codings if c != "identity"]
+
+
+def decode_content(payload: bytes, codings: Sequence[str]) -> bytes:
+    """``payload`` with its content ``codings`` (in the order applied) undone: gzip, deflate (zlib-wrapped or
+    raw, as servers send either), br. Raises ValueError for another coding or a payload that is not so coded.
+    Called on payloads a crawl already decoded within its size cap, never on a stranger's bytes."""
+    body = payload
+    for coding in reversed(codings):
+        body = _decode_one(body, coding)
+    return body
+
+
+def _decode_one(data: bytes, coding: str) -> bytes:
+    if coding in ("gzip", "x-gzip"):
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as error:
+            raise ValueError(f"not gzip-coded: {error}") from None
+    if coding == "deflate":
+        for wbits in (zlib.MAX_WBITS, -zlib.MAX_WBITS):
+            try:
+                return zlib.decompress(data, wbits)
+            except zlib.error as error:
+                failure = error
+        raise ValueError(f"not deflate-coded: {failure}")
+    if coding == "br":
+        try:
+            import brotli  # Scrapy asks for br only when brotli is installed
+        except ImportError:
+            raise ValueError("br-coded, and the brotli package is not installed") from None
+        try:
+            return bytes(brotli.decompress(data))
+        except brotli.error as error:
+            raise ValueError(f"not br-coded: {error}") from None
+    raise ValueError(f"content coding {coding!r} is not one fptrack decodes")
+
+
+def _body_derivable(exchange: RawExchange) -> bool:
+    """Whether the body need not be stored: the payload as received decodes to it exactly."""
+    if exchange.wire_body is None or exchange.body is None:
+        return False
+    try:
+        return decode_content(exchange.wire_body, content_codings(exchange.response_head)) == exchange.body
+    except ValueError:
+        return False
+
+
 def pack_exchange(exchange: RawExchange) -> bytes:
-    """The stored form of ``exchange`` (without its fetch time, which has a column)."""
-    parts: list[bytes | None] = [
-        exchange.url.encode("utf-8"),
-        exchange.request_head,
-        exchange.response_head,
-        exchange.body,
-        exchange.rendered,
-    ]
+    """The stored form of ``exchange`` (without its fetch time, which has a column): format 2."""
     out = bytearray((_FORMAT,))
-    for part in parts:
+
+    def put(part: bytes | None, marker: int = _ABSENT) -> None:
+        nonlocal out
         if part is None:
-            out += struct.pack(">I", _ABSENT)
+            out += struct.pack(">I", marker)
         else:
             out += struct.pack(">I", len(part)) + part
+
+    put(exchange.url.encode("utf-8"))
+    put(exchange.request_head)
+    put(exchange.response_head)
+    if _body_derivable(exchange):
+        put(None, _DERIVED)
+    else:
+        put(exchange.body)
+    put(exchange.rendered)
+    put(exchange.ip_address.encode("ascii"))
+    put(exchange.wire_body)
     return zlib.compress(out, LEVEL)
 
 
 def unpack_exchange(data: bytes, fetched_at: datetime) -> RawExchange:
+    """An exchange as :func:`pack_exchange` stored it, in format 2 or the earlier format 1."""
     raw = zlib.decompress(data)
-    if not raw or raw[0] != _FORMAT:
+    if not raw or raw[0] not in _FORMATS:
         raise ValueError(f"unknown page exchange format {raw[:1]!r}")
-    parts: list[bytes | None] = []
+    parts: list[bytes | int] = []
     at = 1
-    for _ in range(5):
+    for _ in range(_FORMATS[raw[0]]):
         (length,) = struct.unpack_from(">I", raw, at)
         at += 4
-        if length == _ABSENT:
-            parts.append(None)
+        if length in (_ABSENT, _DERIVED):
+            parts.append(length)
             continue
         parts.append(raw[at : at + length])
         at += length
-    url, request_head, response_head, body, rendered = parts
+    parts += [_ABSENT] * (7 - len(parts))
+
+    def part(index: int) -> bytes | None:
+        value = parts[index]
+        return value if isinstance(value, bytes) else None
+
+    response_head = part(2) or b""
+    wire_body = part(6)
+    body = part(3)
+    if parts[3] == _DERIVED and wire_body is not None:
+        body = decode_content(wire_body, content_codings(response_head))
     return RawExchange(
-        url=(url or b"").decode("utf-8"),
-        request_head=request_head or b"",
-        response_head=response_head or b"",
+        url=(part(0) or b"").decode("utf-8"),
+        request_head=part(1) or b"",
+        response_head=response_head,
         body=body,
         fetched_at=as_utc(fetched_at),
-        rendered=rendered or b"",
+        rendered=part(4) or b"",
+        ip_address=(part(5) or b"").decode("ascii"),
+        wire_body=wire_body,
     )
 
 
