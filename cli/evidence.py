@@ -24,6 +24,7 @@ def evidence() -> None:
       fptrack evidence bundle --match 12 -o match-12.zip
       fptrack evidence verify match-12.zip --key owner.pub [--tsa-cert tsa.pem]
       fptrack evidence key                 the installation's public key (give it to recipients)
+      fptrack evidence stamp               time-stamp the captures of flagged pages not stamped yet
 
     Settings: FPTRACK_SIGNING_KEY_FILE, FPTRACK_TSA_URL (docs/evidence.md)."""
 
@@ -66,23 +67,28 @@ def bundle(context: CliContext, match_id: int, output: Path) -> None:
 )
 @click.option(
     "--tsa-cert",
+    "--tsa-ca",
+    "tsa_cert",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="The time-stamping authority's certificate (PEM) you trust: the token must be signed by it or by a "
-    "certificate it issued.",
+    help="The time-stamping authorities' certificates (PEM, one or several) you trust: each token must "
+    "chain to one of them. Default: the system's trust store, so a self-made authority fails (UNTRUSTED "
+    "TIMESTAMP).",
 )
 def verify(bundle_file: Path, key_file: Path | None, fingerprint: str | None, tsa_cert: Path | None) -> None:
-    """Check a bundle offline: every file against SHA256SUMS, the signature, the timestamp, and every claim of
-    evidence.json against the WARC it carries. Exit 0 (OK) only when all hold and the key is the one given
-    (--key or --fingerprint); 1 and the reason when a check fails; 3 (UNVERIFIED ORIGIN) when all hold but
-    nothing ties the signing key to its owner: anyone can sign a bundle with a key of their own."""
+    """Check a bundle offline: every file against SHA256SUMS, the signature, the timestamps (of the capture,
+    of SHA256SUMS and of the signature: each from an authority you trust), and every claim of evidence.json
+    against the WARC it carries. Exit 0 (OK) only when all hold and the key is the one given (--key or
+    --fingerprint); 1 and the reason when a check fails (UNTRUSTED TIMESTAMP: a token from an authority
+    neither the system nor --tsa-cert trusts); 3 (UNVERIFIED ORIGIN) when all hold but nothing ties the
+    signing key to its owner: anyone can sign a bundle with a key of their own."""
     from cryptography import x509
 
     from fptrack.services.evidence.bundle import MAX_BUNDLE_BYTES, verify_bundle
 
-    certificate = None
+    certificates = None
     if tsa_cert is not None:
         try:
-            certificate = x509.load_pem_x509_certificate(tsa_cert.read_bytes())
+            certificates = x509.load_pem_x509_certificates(tsa_cert.read_bytes())
         except ValueError as error:
             raise CliError(f"{tsa_cert} is not a PEM certificate: {error}") from None
     size = bundle_file.stat().st_size
@@ -93,7 +99,7 @@ def verify(bundle_file: Path, key_file: Path | None, fingerprint: str | None, ts
         bundle_file.read_bytes(),
         trusted_key=key_file.read_bytes() if key_file is not None else None,
         trusted_fingerprint=fingerprint,
-        tsa_cert=certificate,
+        tsa_cert=certificates,
     )
     for line in result.lines:
         click.echo(line)
@@ -116,3 +122,26 @@ def key(context: CliContext) -> None:
     public = load_signing_key(context.settings).public_key()
     click.echo(public_key_pem(public).decode("ascii"), nl=False)
     click.echo(f"fingerprint: {key_fingerprint(public)}")
+
+
+@evidence.command("stamp")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=1000, show_default=True, help="At most this many."
+)
+@pass_context
+@friendly_errors
+def stamp(context: CliContext, limit: int) -> None:
+    """Time-stamp the captures of flagged pages that have none yet (the authority was unreachable when they
+    were flagged, or FPTRACK_TSA_URL was set since): each kept exchange's capture statement gets an RFC 3161
+    token from FPTRACK_TSA_URL, stored beside it and carried by its bundles. Exit 1 when the authority fails
+    (what is left stays for the next run)."""
+    from fptrack.jobs.capture_stamps import stamp_captures
+    from fptrack.services.evidence.bundle import TSA_TIMEOUT
+
+    if not context.settings.tsa_url:
+        raise CliError("FPTRACK_TSA_URL is not set: there is no time-stamping authority to ask")
+    with context.session() as session:
+        done = stamp_captures(session, context.settings, timeout=TSA_TIMEOUT, limit=limit)
+    click.echo(f"stamped {done.stamped} capture(s); {done.left} left")
+    if done.error is not None:
+        raise CliError(f"the time-stamping authority failed: {done.error}")

@@ -11,6 +11,7 @@ function is called, so that a message queued before an upgrade still runs after 
 - the fingerprint stage: :func:`process_pages` (a batch of pages), :func:`index_work` (retroactive
   detection), :func:`settle_site` (site templates);
 - upkeep: :func:`sweep` (hands on what was left behind), :func:`maintain`;
+- evidence: :func:`stamp_captures` (the captures of flagged pages time-stamped: jobs/capture_stamps.py);
 - monitoring, on the crawl queue: :func:`start_due_crawls` starts every due site's crawl in a process of its
   own (:func:`jobs.site_runs.spawn_site_crawl`: Scrapy's reactor runs once per process, and a crawl must
   outlive the task that started it); :func:`recheck_takedowns`; :func:`follow_up_notices` (takedown
@@ -41,6 +42,7 @@ __all__ = [
     "process_pages",
     "recheck_takedowns",
     "settle_site",
+    "stamp_captures",
     "start_due_crawls",
     "sweep",
 ]
@@ -98,7 +100,32 @@ def process_pages(page_ids: list[int]) -> dict[str, list[int]]:
             len(set(page_ids)) - len(done),
             len(set(page_ids)),
         )
-    return {"done": sorted(done), "flagged": sorted(o.page_id for o in outcomes if o.matched_chapters)}
+    flagged = sorted(o.page_id for o in outcomes if o.matched_chapters)
+    if flagged and task_settings().tsa_url:
+        _enqueue_stamps(flagged)
+    return {"done": sorted(done), "flagged": flagged}
+
+
+def _enqueue_stamps(page_ids: list[int] | None) -> None:
+    """Hand the captures of flagged pages on to be time-stamped (jobs/capture_stamps.py), after the commit
+    that flagged them; a broker or authority that fails leaves them to the sweep, never fails the caller."""
+    try:
+        stamp_captures.delay(page_ids)
+    except Exception:
+        log.warning("capture time-stamps: could not hand on %s", page_ids or "the sweep", exc_info=True)
+
+
+@celery.task(name="fptrack.stamp_captures")  # type: ignore[untyped-decorator]
+def stamp_captures(page_ids: list[int] | None = None) -> dict[str, object]:
+    """Time-stamp the unstamped captures of flagged pages (``page_ids``, or all: the sweep's call)."""
+    from fptrack.jobs.capture_stamps import FLAG_TIMEOUT
+    from fptrack.jobs.capture_stamps import stamp_captures as stamp
+    from fptrack.services.evidence.bundle import TSA_TIMEOUT
+
+    timeout = FLAG_TIMEOUT if page_ids is not None else TSA_TIMEOUT
+    with session_scope(task_sessions()) as session:
+        done = stamp(session, task_settings(), page_ids, timeout=timeout)
+    return {"stamped": done.stamped, "left": done.left, "error": done.error}
 
 
 @celery.task(name="fptrack.index_work", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
@@ -142,6 +169,8 @@ def sweep() -> dict[str, int]:
         index_work.delay(work_id)
     for site_id in left.sites:
         settle_site.delay(site_id)
+    if settings.tsa_url:  # captures an unreachable authority left unstamped
+        _enqueue_stamps(None)
     return {"pages": len(left.pages), "works": len(left.works), "sites": len(left.sites)}
 
 

@@ -35,12 +35,14 @@ short enough to read here.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
 import json
 import os
 import secrets
+import ssl
 import struct
 import zipfile
 import zlib
@@ -64,6 +66,7 @@ from fptrack.core.errors import FptrackError
 from fptrack.core.plain_http import HttpFailure, http_request
 from fptrack.core.settings import Settings
 from fptrack.services.evidence.passages import evidence_spans, span_diff
+from fptrack.storage.capture_stamps import capture_statement, exchange_statement, stamp_for
 from fptrack.storage.exchanges import RawExchange, exchange_for
 from fptrack.storage.match_life import Evidence, evidence_of
 from fptrack.storage.models import Match, Page, ReviewDecision, as_utc
@@ -71,8 +74,10 @@ from fptrack.storage.models import Match, Page, ReviewDecision, as_utc
 __all__ = [
     "BUNDLE_FORMAT",
     "MAX_BUNDLE_BYTES",
+    "UNTRUSTED_TIMESTAMP",
     "UNVERIFIED_ORIGIN",
     "BundleError",
+    "CaptureSeal",
     "TimestampInfo",
     "Verification",
     "build_bundle",
@@ -85,15 +90,19 @@ __all__ = [
     "request_timestamp",
     "sha256_hex",
     "stored_zip",
+    "system_trust_anchors",
     "utc_z",
     "verify_bundle",
     "verify_timestamp",
 ]
 
-BUNDLE_FORMAT = "fptrack-evidence/2"
+BUNDLE_FORMAT = "fptrack-evidence/3"
 MANIFEST = "SHA256SUMS"
 SIGNATURE = "SHA256SUMS.sig"
 TIMESTAMP = "SHA256SUMS.tsr"
+SIGNATURE_TIMESTAMP = "SHA256SUMS.sig.tsr"
+CAPTURE_TOKEN = "capture.tsr"
+NO_CAPTURE_STAMP = "no capture timestamp"
 PUBLIC_KEY = "signing-key.pub"
 WARC_FILE = "page.warc.gz"
 SIGNED_FILES = ("README.txt", "evidence.json", WARC_FILE, PUBLIC_KEY)
@@ -265,13 +274,96 @@ def _check_signature(
         raise BundleError("the time-stamp token's signature does not verify") from None
 
 
+UNTRUSTED_TIMESTAMP = "UNTRUSTED TIMESTAMP"
+_MAX_CHAIN = 6  # certificates from a TSA's up to a root: real ones have two or three
+
+
+@functools.cache
+def system_trust_anchors() -> tuple[x509.Certificate, ...]:
+    """The certificates of the system's trust store (OpenSSL's default CA file, else its CA directory; or
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``): the authorities a timestamp is trusted from by default."""
+    paths = ssl.get_default_verify_paths()
+    files: list[Path] = []
+    if paths.cafile and Path(paths.cafile).is_file():
+        files.append(Path(paths.cafile))
+    elif paths.capath and Path(paths.capath).is_dir():
+        files += sorted(
+            p for p in Path(paths.capath).iterdir() if p.suffix in (".pem", ".crt") and p.is_file()
+        )
+    found: list[x509.Certificate] = []
+    for path in files:
+        try:
+            found += x509.load_pem_x509_certificates(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+    return tuple(found)
+
+
+def _issued_by(certificate: x509.Certificate, issuer: x509.Certificate) -> bool:
+    if certificate.issuer != issuer.subject:
+        return False
+    try:
+        certificate.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _is_ca(certificate: x509.Certificate) -> bool:
+    try:
+        return bool(certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
+    except x509.ExtensionNotFound:
+        return False
+
+
+def _trusted_chain(
+    certificate: x509.Certificate,
+    carried: Sequence[x509.Certificate],
+    anchors: Sequence[x509.Certificate],
+    at: datetime,
+) -> x509.Certificate | None:
+    """The anchor ``certificate`` chains to, through CA certificates the token carries, each valid at ``at``;
+    None when it reaches none. An anchor is trusted as it is: the certificate itself or any issuer of it."""
+    current = certificate
+    for _ in range(_MAX_CHAIN):
+        if current in anchors:
+            return current
+        for anchor in anchors:
+            if _issued_by(current, anchor):
+                return anchor
+        step = next(
+            (
+                issuer
+                for issuer in carried
+                if issuer != current
+                and _is_ca(issuer)
+                and issuer.not_valid_before_utc <= at <= issuer.not_valid_after_utc
+                and _issued_by(current, issuer)
+            ),
+            None,
+        )
+        if step is None:
+            return None
+        current = step
+    return None
+
+
 def verify_timestamp(
-    response: bytes, digest: bytes, *, tsa_cert: x509.Certificate | None = None, nonce: int | None = None
+    response: bytes,
+    digest: bytes,
+    *,
+    tsa_cert: x509.Certificate | Sequence[x509.Certificate] | None = None,
+    nonce: int | None = None,
+    require_trust: bool = False,
 ) -> TimestampInfo:
     """Check a DER time-stamp response over the SHA-256 ``digest``, offline: granted; its TSTInfo's imprint is
     ``digest``; its signed attributes name the TSTInfo and carry its hash; the signature over them verifies
     with the signer's certificate, found in the token; that certificate is for time-stamping; and, given
-    ``tsa_cert``, it is that certificate or one ``tsa_cert`` issued. Raises :class:`BundleError` saying which
+    ``tsa_cert`` (one certificate or several), it chains to one of them (through CA certificates the token
+    carries), or, with ``require_trust`` and no ``tsa_cert``, to one of the system's trust store
+    (:func:`system_trust_anchors`): a token of a self-made authority, whatever name it gives itself, fails
+    with :data:`UNTRUSTED_TIMESTAMP`. Without either it is checked against its own certificate only (what the
+    installation does when it asks its configured authority). Raises :class:`BundleError` saying which
     fails."""
     from asn1crypto import tsp
 
@@ -306,6 +398,7 @@ def verify_timestamp(
             if choice.name == "certificate"
         ]
         certificate = _signer_certificate(signer["sid"], certificates)
+        carried = certificates
         digest_name = signer["digest_algorithm"]["algorithm"].native
         attributes = signer["signed_attrs"]
         if not attributes:
@@ -334,15 +427,25 @@ def verify_timestamp(
     if not certificate.not_valid_before_utc <= as_utc(generated) <= certificate.not_valid_after_utc:
         raise BundleError("the time-stamp token was made outside its certificate's validity")
     trusted_by = "the certificate in the token (not tied to an authority you trust: see --tsa-cert)"
-    if tsa_cert is not None:
-        if certificate != tsa_cert:
-            try:
-                certificate.verify_directly_issued_by(tsa_cert)
-            except (ValueError, TypeError, InvalidSignature):
+    if tsa_cert is not None or require_trust:
+        given = [tsa_cert] if isinstance(tsa_cert, x509.Certificate) else list(tsa_cert or ())
+        anchors = given or list(system_trust_anchors())
+        anchor = _trusted_chain(certificate, carried, anchors, as_utc(generated))
+        where = "the certificate given" if given else "the system's trust store"
+        if anchor is None:
+            if given:
                 raise BundleError(
-                    "the time-stamp token's certificate is neither the certificate given nor issued by it"
-                ) from None
-        trusted_by = "the certificate given"
+                    f"{UNTRUSTED_TIMESTAMP}: the time-stamp token's certificate "
+                    f"({certificate.subject.rfc4514_string()}) is neither the certificate given nor issued "
+                    "by it"
+                )
+            raise BundleError(
+                f"{UNTRUSTED_TIMESTAMP}: the time-stamp token's certificate "
+                f"({certificate.subject.rfc4514_string()}, issued by {certificate.issuer.rfc4514_string()}) "
+                "chains to no authority of the system's trust store: pass the certificate of an authority "
+                "you trust with --tsa-cert"
+            )
+        trusted_by = where if given else f"{where} ({anchor.subject.rfc4514_string()})"
     return TimestampInfo(
         time=as_utc(generated),
         authority=certificate.subject.rfc4514_string(),
@@ -549,13 +652,37 @@ def stored_zip(members: Sequence[tuple[str, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
-def _readme(timestamped_by: str | None) -> bytes:
+@dataclass(frozen=True)
+class CaptureSeal:
+    """The time-stamp of the capture a bundle carries (:mod:`storage.capture_stamps`): the capture statement,
+    the authority's token over its SHA-256 and what the token says."""
+
+    statement: bytes
+    token: bytes
+    authority: str
+    stamped_at: datetime
+
+
+def _readme(timestamped_by: str | None, capture: CaptureSeal | None, fingerprint: str) -> bytes:
     stamp = (
         f"SHA256SUMS.tsr  an RFC 3161 time-stamp of SHA256SUMS by {timestamped_by}:\n"
         "                openssl ts -verify -in SHA256SUMS.tsr -data SHA256SUMS -CAfile <its CA>\n"
+        "SHA256SUMS.sig.tsr  an RFC 3161 time-stamp of the signature itself:\n"
+        "                openssl ts -verify -in SHA256SUMS.sig.tsr -data SHA256SUMS.sig -CAfile <its CA>\n"
         if timestamped_by
         else f"Timestamp       {NOT_TIMESTAMPED} (no time-stamping authority was configured)\n"
     )
+    if capture is not None:
+        sealed = (
+            f"capture.tsr     an RFC 3161 time-stamp by {capture.authority} made when the page was flagged\n"
+            f"                ({utc_z(capture.stamped_at)}), over the SHA-256 of evidence.json's\n"
+            "                capture.statement, which names the WARC's request and response records by\n"
+            "                the SHA-256 of their blocks:\n"
+            "                openssl ts -verify -in capture.tsr -digest <capture.sha256> -CAfile <its CA>\n"
+        )
+    else:
+        sealed = f"Capture         {NO_CAPTURE_STAMP} (none was taken when the page was flagged)\n"
+    stamp = sealed + stamp
     return (
         "fptrack evidence bundle\n\n"
         "page.warc.gz    the page as fetched: the HTTP request and response (WARC request, response),\n"
@@ -566,6 +693,7 @@ def _readme(timestamped_by: str | None) -> bytes:
         "signing-key.pub the public Ed25519 key of the fptrack installation that made this bundle; anyone\n"
         "                can make a key: compare its fingerprint with the one the rights holder gave you\n"
         "                (openssl pkey -pubin -in signing-key.pub -outform DER | tail -c 32 | sha256sum)\n"
+        f"                This bundle's key: {fingerprint} (printed in the rights holder's notices)\n"
         "SHA256SUMS      the SHA-256 of the files above:   sha256sum -c SHA256SUMS\n"
         "SHA256SUMS.sig  its Ed25519 signature:  openssl pkeyutl -verify -pubin -inkey signing-key.pub "
         "-rawin -in SHA256SUMS -sigfile SHA256SUMS.sig\n"
@@ -583,11 +711,14 @@ def evidence_bundle(
     settings: Settings,
     *,
     now: datetime | None = None,
+    capture: CaptureSeal | None = None,
 ) -> bytes:
     """The bundle of ``page`` (see the module docstring): ``document`` is the match's part of evidence.json,
     ``content`` the content the match rests on and ``exchange`` the fetch it was read from (None when none
-    was kept: the bundle then holds the text as stored and says so). Signed with the installation's key and,
-    with ``FPTRACK_TSA_URL`` set, timestamped (a failing authority fails the bundle)."""
+    was kept: the bundle then holds the text as stored and says so), ``capture`` the time-stamp its capture
+    got when the page was flagged (carried as ``capture.tsr``). Signed with the installation's key and, with
+    ``FPTRACK_TSA_URL`` set, timestamped: SHA256SUMS and the signature itself (a failing authority fails the
+    bundle)."""
     key = load_signing_key(settings)
     public = key.public_key()
     warc, records = page_warc(page, content, exchange)
@@ -603,19 +734,48 @@ def evidence_bundle(
         "page": page_part,
         "warc": {**records, "sha256": sha256_hex(warc)},
         "signing_key": {"file": PUBLIC_KEY, "fingerprint": key_fingerprint(public)},
+        "capture": NO_CAPTURE_STAMP
+        if capture is None
+        else {
+            "statement": capture.statement.decode("utf-8"),
+            "sha256": sha256_hex(capture.statement),
+            "token": CAPTURE_TOKEN,
+            "authority": capture.authority,
+            "stamped_at": utc_z(capture.stamped_at),
+        },
         "timestamp": {"authority": settings.tsa_url} if settings.tsa_url else NOT_TIMESTAMPED,
     }
     files = {
-        "README.txt": _readme(settings.tsa_url),
+        "README.txt": _readme(settings.tsa_url, capture, key_fingerprint(public)),
         "evidence.json": json.dumps(evidence, ensure_ascii=False, indent=2).encode("utf-8"),
         WARC_FILE: warc,
         PUBLIC_KEY: public_key_pem(public),
     }
-    manifest = "".join(f"{sha256_hex(files[name])}  {name}\n" for name in SIGNED_FILES).encode("ascii")
-    members = [*files.items(), (MANIFEST, manifest), (SIGNATURE, key.sign(manifest))]
+    if capture is not None:
+        files[CAPTURE_TOKEN] = capture.token
+    manifest = "".join(f"{sha256_hex(data)}  {name}\n" for name, data in files.items()).encode("ascii")
+    signature = key.sign(manifest)
+    members = [*files.items(), (MANIFEST, manifest), (SIGNATURE, signature)]
     if settings.tsa_url:
         members.append((TIMESTAMP, request_timestamp(settings.tsa_url, hashlib.sha256(manifest).digest())))
+        stamped = request_timestamp(settings.tsa_url, hashlib.sha256(signature).digest())
+        members.append((SIGNATURE_TIMESTAMP, stamped))
     return stored_zip(members)
+
+
+def _capture_seal(session: Session, page_id: int, exchange: RawExchange) -> CaptureSeal | None:
+    """The time-stamp of ``exchange``'s capture, when one was taken; a stored exchange that no longer hashes
+    to the statement that was stamped fails the bundle (it changed after it was sealed)."""
+    stamp = stamp_for(session, page_id, exchange.snapshot_sha256)
+    if stamp is None:
+        return None
+    statement = exchange_statement(exchange)
+    if sha256_hex(statement) != stamp.capture_sha256:
+        raise BundleError(
+            f"the kept exchange of page {page_id} no longer hashes to the capture statement stamped "
+            f"{utc_z(stamp.stamped_at)}: it changed after it was sealed"
+        )
+    return CaptureSeal(statement, bytes(stamp.token), stamp.authority, as_utc(stamp.stamped_at))
 
 
 def _passages(match: Match, content: Evidence) -> list[dict[str, Any]]:
@@ -671,7 +831,8 @@ def build_bundle(
             for decision in decisions
         ],
     }
-    return evidence_bundle(match.page, document, content, exchange, settings, now=now)
+    capture = _capture_seal(session, match.page_id, exchange) if exchange is not None else None
+    return evidence_bundle(match.page, document, content, exchange, settings, now=now, capture=capture)
 
 
 # ------------------------------------------------------------------------------------------ verification
@@ -682,7 +843,7 @@ MAX_KEPT_RECORD = 4 * 1024 * 1024  # the one WARC record held in memory: the met
 MAX_HEAD = 64 * 1024  # a WARC record's head, or an HTTP exchange's
 CLOCK_SKEW = timedelta(minutes=5)  # how far the authority's clock may run behind the installation's
 UNVERIFIED_ORIGIN = "UNVERIFIED ORIGIN"
-_MEMBERS = (*SIGNED_FILES, MANIFEST, SIGNATURE, TIMESTAMP)
+_MEMBERS = (*SIGNED_FILES, CAPTURE_TOKEN, MANIFEST, SIGNATURE, TIMESTAMP, SIGNATURE_TIMESTAMP)
 _END_OF_DIRECTORY = struct.Struct("<4s4H2LH")  # the zip's last 22 bytes: fptrack writes no comment
 _MAX_DIRECTORY = 4096  # the central directory of seven members with short names
 
@@ -724,14 +885,15 @@ def verify_bundle(
     *,
     trusted_key: bytes | None = None,
     trusted_fingerprint: str | None = None,
-    tsa_cert: x509.Certificate | None = None,
+    tsa_cert: x509.Certificate | Sequence[x509.Certificate] | None = None,
 ) -> Verification:
     """Check a bundle offline (see the module docstring), reading at most :data:`MAX_BUNDLE_BYTES` and
     inflating nothing but the WARC, through a hash: its layout, every file against SHA256SUMS, the signature
     (and, given ``trusted_key`` (PEM) or ``trusted_fingerprint``, that this is the key: without either the
-    verdict is :data:`UNVERIFIED_ORIGIN`), the timestamp (against the certificate in the token, or
-    ``tsa_cert``; no earlier than the capture), and every claim of evidence.json against the WARC it
-    describes. Any damage is a :attr:`Verification.failure` of one line, never an exception."""
+    verdict is :data:`UNVERIFIED_ORIGIN`), the timestamps (the capture's, SHA256SUMS's, the signature's:
+    each from an authority ``tsa_cert`` names, or by default the system's trust store; none earlier than the
+    capture), and every claim of evidence.json against the WARC it describes. Any damage is a
+    :attr:`Verification.failure` of one line, never an exception."""
     result = Verification()
     try:
         _verify(data, trusted_key, trusted_fingerprint, tsa_cert, result)
@@ -811,7 +973,7 @@ def _verify(
     data: bytes,
     trusted_key: bytes | None,
     trusted_fingerprint: str | None,
-    tsa_cert: x509.Certificate | None,
+    tsa_cert: x509.Certificate | Sequence[x509.Certificate] | None,
     out: Verification,
 ) -> None:
     members = _read_members(data)
@@ -820,7 +982,8 @@ def _verify(
     files = dict(members)
     if len(files) != len(members):
         raise BundleError("the zip holds a file name twice")
-    expected = {*SIGNED_FILES, MANIFEST, SIGNATURE}
+    signed = [*SIGNED_FILES, *([CAPTURE_TOKEN] if CAPTURE_TOKEN in files else [])]
+    expected = {*signed, MANIFEST, SIGNATURE}
     if not expected <= set(files):
         raise BundleError(f"missing: {sorted(expected - set(files))}")
     manifest = files[MANIFEST]
@@ -828,12 +991,12 @@ def _verify(
     for line in manifest.decode("ascii", errors="replace").splitlines():
         hexdigest, _, name = line.partition("  ")
         listed[name] = hexdigest
-    if set(listed) != set(SIGNED_FILES):
-        raise BundleError(f"SHA256SUMS lists {sorted(listed)}, not {sorted(SIGNED_FILES)}")
-    for name in SIGNED_FILES:
+    if set(listed) != set(signed):
+        raise BundleError(f"SHA256SUMS lists {sorted(listed)}, not {sorted(signed)}")
+    for name in signed:
         if sha256_hex(files[name]) != listed[name]:
             raise BundleError(f"{name} does not match its SHA-256 in SHA256SUMS")
-    out.lines.append(f"files: {len(SIGNED_FILES)} match SHA256SUMS")
+    out.lines.append(f"files: {len(signed)} match SHA256SUMS")
 
     public = _public_key_of(files[PUBLIC_KEY], PUBLIC_KEY)
     try:
@@ -851,22 +1014,96 @@ def _verify(
     capture = _check_warc(files[WARC_FILE], evidence)
     _check_times(evidence, capture.fetched_at)
     out.lines.append(capture.line)
+    sealed = _check_capture_stamp(files, evidence, capture, tsa_cert, out)
     digest = hashlib.sha256(manifest).digest()
     if TIMESTAMP in files:
-        stamp = verify_timestamp(files[TIMESTAMP], digest, tsa_cert=tsa_cert)
+        stamp = verify_timestamp(files[TIMESTAMP], digest, tsa_cert=tsa_cert, require_trust=True)
         _check_stamp_after(stamp.time, capture.fetched_at, "the page's capture")
         _check_stamp_after(stamp.time, _claimed_time(evidence.get("created_at"), "created_at"), "created_at")
+        if sealed is not None:
+            _check_stamp_after(stamp.time, sealed, "the capture's timestamp")
         out.lines.append(
             f"timestamp: {utc_z(stamp.time)} by {stamp.authority} (serial {stamp.serial}), "
             f"verified against {stamp.trusted_by}"
         )
+        if SIGNATURE_TIMESTAMP in files:
+            signature_digest = hashlib.sha256(files[SIGNATURE]).digest()
+            signed_at = verify_timestamp(
+                files[SIGNATURE_TIMESTAMP], signature_digest, tsa_cert=tsa_cert, require_trust=True
+            )
+            _check_stamp_after(signed_at.time, capture.fetched_at, "the page's capture")
+            out.lines.append(
+                f"signature timestamp: {utc_z(signed_at.time)} by {signed_at.authority}: the signature "
+                f"existed then, verified against {signed_at.trusted_by}"
+            )
+        elif evidence.get("format") != "fptrack-evidence/2":
+            raise BundleError("the bundle is timestamped but its signature is not (no SHA256SUMS.sig.tsr)")
     else:
+        if SIGNATURE_TIMESTAMP in files:
+            raise BundleError("the signature is timestamped but SHA256SUMS is not")
         if evidence.get("timestamp") != NOT_TIMESTAMPED:
             raise BundleError("the bundle names a time-stamping authority but holds no timestamp")
-        if tsa_cert is not None:
+        if tsa_cert is not None and sealed is None:
             raise BundleError("not timestamped, while a time-stamping authority's certificate was given")
         out.lines.append(f"timestamp: {NOT_TIMESTAMPED} (no authority was configured when it was made)")
     out.origin = origin
+
+
+def _check_capture_stamp(
+    files: Mapping[str, bytes],
+    evidence: Mapping[str, Any],
+    capture: _Capture,
+    tsa_cert: x509.Certificate | Sequence[x509.Certificate] | None,
+    out: Verification,
+) -> datetime | None:
+    """The capture's time-stamp, when evidence.json claims one: the capture statement written again from the
+    WARC's records (their target, date and the SHA-256 of each block) is evidence.json's, its SHA-256 is the
+    token's imprint, the token verifies and is trusted, and it is no earlier than the fetch it seals.
+    Returns the time it states (None without one)."""
+    claim = evidence.get("capture", NO_CAPTURE_STAMP)
+    if not isinstance(claim, dict):
+        if CAPTURE_TOKEN in files:
+            raise BundleError(
+                f"the bundle holds {CAPTURE_TOKEN} but evidence.json claims no capture timestamp"
+            )
+        if claim != NO_CAPTURE_STAMP:
+            raise BundleError("evidence.json's capture is neither a capture timestamp nor its absence")
+        out.lines.append(f"capture: {NO_CAPTURE_STAMP} (none was taken when the page was flagged)")
+        return None
+    if CAPTURE_TOKEN not in files:
+        raise BundleError(f"evidence.json claims a capture timestamp but the bundle holds no {CAPTURE_TOKEN}")
+    if capture.statement is None:
+        raise BundleError("evidence.json claims a capture timestamp but the WARC holds no HTTP exchange")
+    if claim.get("statement") != capture.statement.decode("utf-8"):
+        raise BundleError("evidence.json's capture statement does not describe the WARC's records")
+    statement_sha256 = sha256_hex(capture.statement)
+    if claim.get("sha256") != statement_sha256:
+        raise BundleError("evidence.json's capture sha256 is not its statement's")
+    sealed = verify_timestamp(
+        files[CAPTURE_TOKEN], bytes.fromhex(statement_sha256), tsa_cert=tsa_cert, require_trust=True
+    )
+    if claim.get("stamped_at") != utc_z(sealed.time):
+        raise BundleError("evidence.json's capture stamped_at is not the time its token states")
+    _check_stamp_after(sealed.time, capture.fetched_at, "the page's capture")
+    after = max(sealed.time - capture.fetched_at, timedelta(0))
+    out.lines.append(
+        f"capture: sealed {utc_z(sealed.time)} ({_duration(after)} after the fetch) by {sealed.authority} "
+        f"(serial {sealed.serial}), verified against {sealed.trusted_by}: the token covers the WARC's "
+        "request and response records as they are (capture statement SHA-256 "
+        f"{statement_sha256})"
+    )
+    return sealed.time
+
+
+def _duration(span: timedelta) -> str:
+    seconds = int(span.total_seconds())
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 2 * 86400:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} days"
 
 
 def _claimed_time(value: Any, what: str) -> datetime:
@@ -910,6 +1147,7 @@ class _Record:
     status: str | None
     sha256: str
     block: bytes | None
+    block_sha256: str = ""  # the whole block's: the HTTP head and the payload of a response or request
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name)
@@ -968,9 +1206,11 @@ def _read_record(stream: io.BufferedReader[_CappedGunzip]) -> tuple[str, _Record
     if left < 0:
         raise BundleError(f"page.warc.gz: a {kind} record has no valid Content-Length")
     status = None
+    block = hashlib.sha256()
     if kind in ("response", "request"):  # the payload is what follows the HTTP head
         http_head = _head_lines(stream, left, "HTTP")
         left -= sum(len(line) + 2 for line in http_head) + 2
+        block.update(b"".join(line + b"\r\n" for line in http_head) + b"\r\n")
         if kind == "response" and http_head:
             status = (http_head[0].split(b" ") + [b""])[1].decode("latin-1")
     hasher = hashlib.sha256()
@@ -982,12 +1222,20 @@ def _read_record(stream: io.BufferedReader[_CappedGunzip]) -> tuple[str, _Record
         if not chunk:
             raise BundleError(f"page.warc.gz: a {kind} record is cut short")
         hasher.update(chunk)
+        block.update(chunk)
         if kept is not None:
             kept += chunk
         left -= len(chunk)
     if stream.read(4) != b"\r\n\r\n":
         raise BundleError(f"page.warc.gz: a {kind} record does not end where its Content-Length says")
-    record = _Record(kind, headers, status, hasher.hexdigest(), None if kept is None else bytes(kept))
+    record = _Record(
+        kind,
+        headers,
+        status,
+        hasher.hexdigest(),
+        None if kept is None else bytes(kept),
+        block_sha256=block.hexdigest(),
+    )
     return headers.get("WARC-Record-ID", ""), record
 
 
@@ -1016,6 +1264,9 @@ def _read_warc(warc: bytes) -> dict[str, _Record]:
 class _Capture:
     line: str
     fetched_at: datetime
+    statement: bytes | None = (
+        None  # the capture statement written from the WARC's records (None: no exchange)
+    )
 
 
 def _record_of(records: Mapping[str, _Record], record_id: Any, kinds: tuple[str, ...], what: str) -> _Record:
@@ -1046,7 +1297,40 @@ def _check_warc(warc: bytes, evidence: Mapping[str, Any]) -> _Capture:
     _check_metadata(records, page, claimed)
     _check_exchange(records, page, claimed)
     line = _snapshot_line(records, page, claimed)
-    return _Capture(line, _claimed_time(fetched_at, "page.fetched_at"))
+    return _Capture(line, _claimed_time(fetched_at, "page.fetched_at"), _warc_statement(records, claimed))
+
+
+def _warc_statement(records: Mapping[str, _Record], claimed: Mapping[str, Any]) -> bytes | None:
+    """The capture statement (:func:`storage.capture_stamps.capture_statement`) of the exchange the WARC
+    holds, written from its records: the response's (or rendered DOM's) target and date, the SHA-256 of the
+    request, response and rendered DOM records' blocks, or of the head the browser reported (the metadata
+    record's). None when the WARC holds no exchange."""
+    blocks: list[tuple[str, str]] = []
+    anchor: _Record | None = None
+    if "response_record" in claimed:
+        anchor = _record_of(records, claimed["response_record"], ("response",), "the HTTP response")
+        if "request_record" in claimed:
+            request = _record_of(records, claimed["request_record"], ("request",), "the HTTP request")
+            blocks.append(("request", request.block_sha256))
+        blocks.append(("response", anchor.block_sha256))
+    elif "rendered_record" in claimed:
+        metadata = next(record.block for record in records.values() if record.kind == "metadata")
+        head = _json_object(metadata or b"", "the WARC's metadata record").get("browser_response_head")
+        if not isinstance(head, str):
+            return None
+        blocks.append(("browser-response-head", sha256_hex(head.encode("latin-1", errors="replace"))))
+    if "rendered_record" in claimed:
+        rendered = _record_of(records, claimed["rendered_record"], ("resource",), "the rendered DOM")
+        blocks.append(("rendered", rendered.block_sha256))
+        anchor = anchor or rendered
+    if anchor is None:
+        return None
+    try:
+        return capture_statement(
+            anchor.header("WARC-Target-URI") or "", anchor.header("WARC-Date") or "", blocks
+        )
+    except ValueError as error:
+        raise BundleError(f"page.warc.gz: {error}") from None
 
 
 def _check_metadata(

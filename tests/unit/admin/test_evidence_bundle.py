@@ -119,8 +119,9 @@ def test_bundle_carries_the_exchange_and_verifies_with_the_timestamp(
         "SHA256SUMS",
         "SHA256SUMS.sig",
         "SHA256SUMS.tsr",
+        "SHA256SUMS.sig.tsr",  # the signature's own timestamp
     ]
-    assert len(tsa.queries) == 1
+    assert len(tsa.queries) == 2
     evidence = json.loads(archive.read("evidence.json"))
     records = [
         (r, r.raw_stream.read()) for r in ArchiveIterator(io.BytesIO(archive.read("page.warc.gz")))
@@ -168,6 +169,13 @@ def test_bundle_carries_the_exchange_and_verifies_with_the_timestamp(
         check=False,
     )
     assert checked.returncode == 0 and "Verification: OK" in checked.stdout, checked.stderr
+    signature = subprocess.run(
+        ["openssl", "ts", "-verify", "-in", "SHA256SUMS.sig.tsr", "-data", "SHA256SUMS.sig",
+         "-CAfile", str(tsa.ca_cert), "-untrusted", str(tsa.tsa_cert)],
+        cwd=folder, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert signature.returncode == 0 and "Verification: OK" in signature.stdout, signature.stderr
+    assert "signature timestamp: " in summary
     sums = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=folder, capture_output=True, check=False)
     assert sums.returncode == 0
 
@@ -202,7 +210,8 @@ def test_any_changed_byte_fails_verification(
     session: Session, settings: Settings, flagged: Seeded, tsa: LocalTsa
 ) -> None:
     data = _bundle(session, settings.with_overrides(tsa_url=tsa.url), flagged.hostile_match_id)
-    assert verify_bundle(data, trusted_key=_trusted(settings)).ok
+    ca = x509.load_pem_x509_certificate(tsa.ca_cert.read_bytes())  # the local authority, trusted by name
+    assert verify_bundle(data, trusted_key=_trusted(settings), tsa_cert=ca).ok
     # every member's header, data start, middle and end, and every byte of the central directory and its end
     archive = zipfile.ZipFile(io.BytesIO(data))
     positions: set[int] = set()
@@ -296,10 +305,14 @@ def test_cli_bundle_verify_and_key(
     assert "OK:" in ok.output and "signature: good" in ok.output and "(the key given)" in ok.output
     fingerprint = key.output.split("fingerprint:")[1].strip()
     by_fingerprint = runner.invoke(
-        main, ["evidence", "verify", str(output), "--fingerprint", fingerprint], env=env
+        main,
+        ["evidence", "verify", str(output), "--fingerprint", fingerprint, "--tsa-ca", str(tsa.ca_cert)],
+        env=env,
     )
     assert by_fingerprint.exit_code == 0 and "(the fingerprint given)" in by_fingerprint.output
-    unknown = runner.invoke(main, ["evidence", "verify", str(output)], env=env)
+    unknown = runner.invoke(
+        main, ["evidence", "verify", str(output), "--tsa-cert", str(tsa.ca_cert)], env=env
+    )
     assert unknown.exit_code == 3 and "UNVERIFIED ORIGIN: " in unknown.output and "OK" not in unknown.output
     changed = bytearray(output.read_bytes())
     changed[len(changed) // 2] ^= 0xFF
