@@ -9,19 +9,22 @@ marked compared, deletes the exchanges of the pages that have no match, and of a
 neither its current content nor a version kept of it (:func:`storage.match_life.keep_versions`) records as its
 snapshot. What stays is one row per fetch a match may rest on.
 
-Stored format of ``data``: zlib over a version byte then length-prefixed parts, each a 4-byte big-endian
-length and its bytes. Format ``2`` (written since 2026-11-29), seven parts: the URL the response came from
-(UTF-8), the request head as sent, the response head as received, the body (decoded), the rendered DOM, the
-peer's IP address (ASCII), the payload as received. Format ``1`` (still read), the first five. A length of
-``0xFFFFFFFF`` marks a part absent: a body never fetched plainly (a page Chromium fetched itself: only its
+Stored format of ``data``, parts each a 4-byte big-endian length and its bytes. Format ``2`` (written since
+2026-11-29): the byte ``2``, then a zlib stream of six parts: the URL the response came from (UTF-8), the
+request head as sent, the response head as received, the body (decoded), the rendered DOM, the peer's IP
+address (ASCII); then, outside the zlib stream, one part: the payload as received. Format ``1`` (still read;
+its first byte is a zlib header, never ``2``): zlib over the byte ``1`` and the first five parts. A length
+of ``0xFFFFFFFF`` marks a part absent: a body never fetched plainly (a page Chromium fetched itself: only its
 status and headers are known), a payload as received that is the body itself (no content coding); a length
 of ``0xFFFFFFFE`` marks a body that is the payload as received, decoded by the codings its head names
-(:func:`decode_content`): the coded bytes, usually a third of the decoded ones, are kept instead of both.
+(:func:`decode_content`): kept only when it decodes to the body exactly, so the coded bytes, usually a
+third of the decoded ones, are kept instead of both.
 
 What "as fetched" means. Format 2: the request head is the one Twisted wrote for Scrapy (its ``Host`` with
 the port of a URL that names one); the response head is the status line with the reason phrase the server
-sent and the headers as Scrapy received them (``Content-Encoding`` kept; Twisted consumes the connection
-headers ``Connection``, ``Keep-Alive`` and ``Transfer-Encoding``, which are not recorded); the payload is
+sent and the headers as Scrapy received them, in their order (``Content-Encoding`` kept; ``Content-Length``
+first, where Scrapy puts it back; Twisted consumes ``Connection``, ``Keep-Alive`` and ``Transfer-Encoding``,
+which are not recorded); the payload is
 the body after the transfer coding (chunked) was undone and before the content coding (gzip, deflate, br)
 was, as a WARC response record holds it; the body is the one Scrapy handed the spider, which
 ``snapshot_sha256`` hashes. Format 1 kept the decoded body only and a head rebuilt to describe it: the
@@ -58,7 +61,6 @@ __all__ = [
 ]
 
 _FORMAT = 2
-_FORMATS = {1: 5, 2: 7}  # format -> its number of parts
 _ABSENT = 0xFFFFFFFF
 _DERIVED = 0xFFFFFFFE  # the body is the payload as received, decoded
 LEVEL = 1
@@ -154,46 +156,66 @@ def _body_derivable(exchange: RawExchange) -> bool:
         return False
 
 
-def pack_exchange(exchange: RawExchange) -> bytes:
-    """The stored form of ``exchange`` (without its fetch time, which has a column): format 2."""
-    out = bytearray((_FORMAT,))
-
-    def put(part: bytes | None, marker: int = _ABSENT) -> None:
-        nonlocal out
-        if part is None:
-            out += struct.pack(">I", marker)
+def _parts(parts: Sequence[bytes | int]) -> bytes:
+    """Each part as its 4-byte big-endian length and its bytes, a marker (an int) as itself."""
+    out = bytearray()
+    for part in parts:
+        if isinstance(part, int):
+            out += struct.pack(">I", part)
         else:
             out += struct.pack(">I", len(part)) + part
-
-    put(exchange.url.encode("utf-8"))
-    put(exchange.request_head)
-    put(exchange.response_head)
-    if _body_derivable(exchange):
-        put(None, _DERIVED)
-    else:
-        put(exchange.body)
-    put(exchange.rendered)
-    put(exchange.ip_address.encode("ascii"))
-    put(exchange.wire_body)
-    return zlib.compress(out, LEVEL)
+    return bytes(out)
 
 
-def unpack_exchange(data: bytes, fetched_at: datetime) -> RawExchange:
-    """An exchange as :func:`pack_exchange` stored it, in format 2 or the earlier format 1."""
-    raw = zlib.decompress(data)
-    if not raw or raw[0] not in _FORMATS:
-        raise ValueError(f"unknown page exchange format {raw[:1]!r}")
+def _read_parts(raw: bytes, at: int, count: int) -> tuple[list[bytes | int], int]:
     parts: list[bytes | int] = []
-    at = 1
-    for _ in range(_FORMATS[raw[0]]):
+    for _ in range(count):
         (length,) = struct.unpack_from(">I", raw, at)
         at += 4
         if length in (_ABSENT, _DERIVED):
             parts.append(length)
             continue
+        if at + length > len(raw):
+            raise ValueError("a page exchange cut short")
         parts.append(raw[at : at + length])
         at += length
-    parts += [_ABSENT] * (7 - len(parts))
+    return parts, at
+
+
+def pack_exchange(exchange: RawExchange) -> bytes:
+    """The stored form of ``exchange`` (without its fetch time, which has a column): format 2. The payload
+    as received goes after the zlib stream as it is: it is compressed already, and compressing it again
+    would cost every crawled page CPU for no bytes."""
+    body: bytes | int = _ABSENT if exchange.body is None else exchange.body
+    if _body_derivable(exchange):
+        body = _DERIVED
+    head = _parts(
+        [
+            exchange.url.encode("utf-8"),
+            exchange.request_head,
+            exchange.response_head,
+            body,
+            exchange.rendered,
+            exchange.ip_address.encode("ascii"),
+        ]
+    )
+    wire = _parts([_ABSENT if exchange.wire_body is None else exchange.wire_body])
+    return bytes((_FORMAT,)) + zlib.compress(head, LEVEL) + wire
+
+
+def unpack_exchange(data: bytes, fetched_at: datetime) -> RawExchange:
+    """An exchange as :func:`pack_exchange` stored it, in format 2 or the earlier format 1."""
+    if data[:1] == bytes((_FORMAT,)):
+        inflating = zlib.decompressobj()
+        raw = inflating.decompress(data[1:])
+        parts, _ = _read_parts(raw, 0, 6)
+        parts += _read_parts(inflating.unused_data, 0, 1)[0]
+    else:  # format 1: zlib over its version byte and five parts
+        raw = zlib.decompress(data)
+        if raw[:1] != b"\x01":
+            raise ValueError(f"unknown page exchange format {raw[:1]!r}")
+        parts, _ = _read_parts(raw, 1, 5)
+        parts += [_ABSENT, _ABSENT]
 
     def part(index: int) -> bytes | None:
         value = parts[index]
