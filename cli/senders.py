@@ -13,7 +13,15 @@ from typing import Any, TypeVar
 import click
 
 from fptrack.cli.common import CliContext, friendly_errors, pass_context, print_table
-from fptrack.storage.models import CONTACT_KINDS, NOTICE_LANGUAGES, HostContact, Sender, iso_utc
+from fptrack.storage.models import (
+    CONTACT_KINDS,
+    NOTICE_LANGUAGES,
+    SENDER_KINDS,
+    SENDER_ROLES,
+    HostContact,
+    Sender,
+    iso_utc,
+)
 
 __all__ = ["contacts", "senders"]
 
@@ -23,8 +31,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _sender_options(command: F) -> F:
     options = [
+        click.option("--kind", type=click.Choice(SENDER_KINDS), help="A person (本人) or a company (我司)."),
         click.option(
-            "--owner", "rights_owner", help="The rights owner, when the sender acts for someone else."
+            "--role",
+            type=click.Choice(SENDER_ROLES),
+            help="The owner of the works' rights, or the owner's agent (代理人: needs --authorisation).",
+        ),
+        click.option(
+            "--owner",
+            "rights_owner",
+            help="An agent's principal, named when a work names no owner (fptrack works edit --owner).",
+        ),
+        click.option(
+            "--credit-code", "credit_code", help="A company's unified social credit code (统一社会信用代码)."
+        ),
+        click.option(
+            "--legal-rep", "legal_representative", help="A company's legal representative (法定代表人)."
         ),
         click.option("--address", help="Postal address (512(c)(3)(A)(iv); 第十四条 地址)."),
         click.option("--email", help="Email address; notices' Reply-To."),
@@ -35,11 +57,34 @@ def _sender_options(command: F) -> F:
         ),
         click.option("--lang", "language", type=click.Choice(NOTICE_LANGUAGES), help="Preferred language."),
         click.option(
+            "--identity",
+            "identities",
+            multiple=True,
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="A file proving who the sender is (营业执照 / 身份证明): attached to every notice "
+            "(repeatable).",
+        ),
+        click.option(
+            "--authorisation",
+            "authorisations",
+            multiple=True,
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="An agent's authorisation (授权委托书), for the work --for-work or else for every work "
+            "(repeatable).",
+        ),
+        click.option(
+            "--for-work",
+            "for_work",
+            type=click.IntRange(1, 2**63 - 1),
+            help="The work the --authorisation files are for (default: every work).",
+        ),
+        click.option(
             "--proof",
             "proofs",
             multiple=True,
-            type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            help="A file proving the rights (certificate, contract): attached to every notice (repeatable).",
+            hidden=True,
+            type=click.Path(path_type=Path),
+            help="Moved: a proof of ownership belongs to its work (fptrack works edit ID --proof FILE).",
         ),
     ]
     for option in reversed(options):
@@ -47,20 +92,50 @@ def _sender_options(command: F) -> F:
     return command
 
 
-def _save(
-    context: CliContext, name: str, create: bool, proofs: tuple[Path, ...], **fields: str | None
-) -> None:
-    from fptrack.jobs.notices import add_proof, save_sender
+def read_proof(option: str, path: Path) -> bytes:
+    """The bytes of a proof file named by ``option``, refused (one line) when it is too large."""
+    if path.stat().st_size > MAX_PROOF_BYTES:
+        raise click.UsageError(f"{option} {path}: larger than {MAX_PROOF_BYTES // (1024 * 1024)} MB")
+    return path.read_bytes()
 
+
+def _save(
+    context: CliContext,
+    name: str,
+    create: bool,
+    proofs: tuple[Path, ...],
+    identities: tuple[Path, ...],
+    authorisations: tuple[Path, ...],
+    for_work: int | None,
+    **fields: str | None,
+) -> None:
+    from fptrack.jobs.notices import save_sender
+    from fptrack.services.rights import RightsError, add_proof
+    from fptrack.storage.models import Work
+
+    if proofs:
+        raise click.UsageError(
+            "a proof of ownership belongs to its work: fptrack works edit WORK_ID --proof FILE (a sender "
+            "takes --identity and, for an agent, --authorisation)"
+        )
+    if for_work is not None and not authorisations:
+        raise click.UsageError("--for-work names the work of an --authorisation file")
     with context.session() as session:
         sender = save_sender(session, name, create=create, **fields)
-        for path in proofs:
-            if path.stat().st_size > MAX_PROOF_BYTES:
-                raise click.UsageError(f"--proof {path}: larger than {MAX_PROOF_BYTES // (1024 * 1024)} MB")
-            add_proof(sender, path.name, path.read_bytes())
+        work = None
+        if for_work is not None:
+            work = session.get(Work, for_work)
+            if work is None:
+                raise RightsError(f"there is no work with id {for_work} (fptrack works list)")
+        for path in identities:
+            add_proof(session, path.name, read_proof("--identity", path), kind="identity", sender=sender)
+        for path in authorisations:
+            content = read_proof("--authorisation", path)
+            add_proof(session, path.name, content, kind="authorisation", sender=sender, work=work)
         session.flush()
         click.echo(
-            f"{'added' if create else 'saved'} sender {sender.name} ({len(sender.proofs)} proof file(s))"
+            f"{'added' if create else 'saved'} sender {sender.name} ({sender.kind}, {sender.role}; "
+            f"{len(sender.proofs)} proof file(s))"
         )
 
 
@@ -70,10 +145,11 @@ def senders() -> None:
     ownership.
 
     \b
-      fptrack senders add "山中出版社" --address "北京市…" --email rights@example.com --phone "+86 10 …" \\
-          --signer "王五" --title "法务总监" --lang zh --proof certificate.pdf
+      fptrack senders add "山中出版社" --kind company --credit-code 91110000802100433B --legal-rep "张三" \\
+          --address "北京市…" --email rights@example.com --phone "+86 10 …" \\
+          --signer "王五" --title "法务总监" --lang zh --identity licence.pdf
+      fptrack senders add "维权代理公司" --role agent --authorisation 授权委托书.pdf --for-work 3 ...
       fptrack senders list
-      fptrack senders edit "山中出版社" --proof contract.pdf
     """
 
 
@@ -82,9 +158,9 @@ def senders() -> None:
 @_sender_options
 @pass_context
 @friendly_errors
-def senders_add(context: CliContext, /, name: str, proofs: tuple[Path, ...], **fields: str | None) -> None:
+def senders_add(context: CliContext, /, name: str, **options: Any) -> None:
     """Add a sender NAME (a person's or a company's name)."""
-    _save(context, name, True, proofs, **fields)
+    _save(context, name, True, **options)
 
 
 @senders.command("edit")
@@ -92,14 +168,18 @@ def senders_add(context: CliContext, /, name: str, proofs: tuple[Path, ...], **f
 @_sender_options
 @pass_context
 @friendly_errors
-def senders_edit(context: CliContext, /, name: str, proofs: tuple[Path, ...], **fields: str | None) -> None:
+def senders_edit(context: CliContext, /, name: str, **options: Any) -> None:
     """Change the sender NAME: the options given are set, proof files added."""
-    _save(context, name, False, proofs, **fields)
+    _save(context, name, False, **options)
 
 
 def _sender_json(sender: Sender) -> dict[str, object]:
     return {
         "name": sender.name,
+        "kind": sender.kind,
+        "role": sender.role,
+        "credit_code": sender.credit_code,
+        "legal_representative": sender.legal_representative,
         "rights_owner": sender.rights_owner,
         "address": sender.address,
         "email": sender.email,
@@ -108,7 +188,15 @@ def _sender_json(sender: Sender) -> dict[str, object]:
         "signer_title": sender.signer_title,
         "language": sender.language,
         "proofs": [
-            {"filename": p.filename, "sha256": p.sha256, "bytes": len(p.content)} for p in sender.proofs
+            {
+                "id": p.id,
+                "kind": p.kind,
+                "work_id": p.work_id,
+                "filename": p.filename,
+                "sha256": p.sha256,
+                "bytes": len(p.content),
+            }
+            for p in sender.proofs
         ],
         "updated_at": iso_utc(sender.updated_at),
     }

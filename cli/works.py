@@ -1,4 +1,5 @@
-"""``fptrack works``: register, license, list and remove the works to protect.
+"""``fptrack works``: register, describe (rights data and proofs), license, list and remove the works to
+protect.
 
 Registering is :func:`compare.works.register_work_file` (fingerprinting and the retroactive check are the task
 ``index_work``), licences :mod:`compare.licensing`, deleting :func:`storage.housekeeping.delete_works`. This
@@ -7,10 +8,12 @@ module parses options, warns about what the compare cannot find, and refuses to 
 
 from __future__ import annotations
 
+import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from sqlalchemy import func, select
@@ -33,6 +36,61 @@ if TYPE_CHECKING:
 
 __all__ = ["works"]
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _rights_options(command: F) -> F:
+    """The options that set a work's rights data (services.rights.WORK_RIGHTS_FIELDS) and add its proofs."""
+    options = [
+        click.option("--author", help="The work's author."),
+        click.option("--owner", "owner_name", help="Its rights owner (default: the sender, as the owner)."),
+        click.option("--owner-address", "owner_address", help="The owner's postal address."),
+        click.option("--owner-email", "owner_email", help="The owner's email address."),
+        click.option("--owner-phone", "owner_phone", help="The owner's telephone number."),
+        click.option(
+            "--registration",
+            "registration_number",
+            help="The registration certificate's number (作品登记证书号).",
+        ),
+        click.option("--original-url", "original_url", help="Where the authorised original is published."),
+        click.option(
+            "--proof",
+            "proofs",
+            multiple=True,
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="A proof of ownership of this work (作品登记证书, 版权证明; repeatable): cited and attached "
+            "by every notice about it, and needed to send one.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _save_rights(
+    context: CliContext,
+    work_id: int,
+    proofs: tuple[Path, ...],
+    use_proofs: tuple[int, ...],
+    **fields: str | None,
+) -> str:
+    """Set the rights data given, add the proof files and take over the stored proofs named; what was done."""
+    from fptrack.cli.senders import read_proof
+    from fptrack.services.rights import add_proof, assign_proof, save_work_rights
+
+    with context.session() as session:
+        work = save_work_rights(session, work_id, **fields)
+        for path in proofs:
+            add_proof(
+                session, path.name, read_proof("--proof", path), kind="ownership_certificate", work=work
+            )
+        for proof_id in use_proofs:
+            assign_proof(session, proof_id, work=work)
+        session.flush()
+        owner = work.owner_name or "the sender"
+        certificates = sum(1 for proof in work.proofs if proof.kind == "ownership_certificate")
+        return f"work #{work.id} {work.title!r}: owner {owner}; {certificates} proof(s) of ownership"
+
 
 @click.group()
 def works() -> None:
@@ -48,18 +106,31 @@ def works() -> None:
     help="With workers (FPTRACK_BROKER_URL): wait until they have fingerprinted each work and compared it "
     "with the pages crawled before, and print what they found (without a broker this is always so).",
 )
+@_rights_options
 @pass_context
 @friendly_errors
-def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, wait: bool) -> None:
+def works_add(
+    context: CliContext,
+    /,
+    files: tuple[Path, ...],
+    title: str | None,
+    wait: bool,
+    proofs: tuple[Path, ...],
+    **rights: str | None,
+) -> None:
     """Register works from text files.
 
     Chapters are found from their headings (第…章/回/节, Chapter N). The encoding (UTF-8, GB18030/GBK or Big5)
     is detected from the bytes. Registering a work also compares it with every page crawled before
-    (retroactive detection): right here without a broker, else on the workers (--wait waits for them)."""
+    (retroactive detection): right here without a broker, else on the workers (--wait waits for them). The
+    rights options (--author, --owner..., --proof) describe a single work; `fptrack works edit` sets them
+    later."""
     from fptrack.compare.works import register_work_file
 
     if title and len(files) > 1:
         raise click.UsageError("--title applies to a single file; register the files one by one")
+    if (proofs or any(value is not None for value in rights.values())) and len(files) > 1:
+        raise click.UsageError("the rights options describe a single work; register the files one by one")
     tasks = context.tasks()
     failures = 0
     queued: list[int] = []
@@ -73,6 +144,12 @@ def works_add(context: CliContext, files: tuple[Path, ...], title: str | None, w
             echo_error(str(error))
             failures += 1
             continue
+        if proofs or any(value is not None for value in rights.values()):
+            try:
+                click.echo(_save_rights(context, registered.work_id, proofs, (), **rights))
+            except known_errors() as error:
+                echo_error(str(error))
+                failures += 1
         if registered.already_registered:
             click.echo(f"{path}: already registered as work #{registered.work_id} ({registered.title})")
             continue
@@ -173,6 +250,58 @@ def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:
                 return False
         time.sleep(POLL_SECONDS)
     return True
+
+
+@works.command("edit")
+@click.argument("work_id", type=click.IntRange(1, 2**63 - 1))
+@_rights_options
+@click.option(
+    "--use-proof",
+    "use_proofs",
+    multiple=True,
+    type=click.IntRange(1, 2**63 - 1),
+    help="A stored proof (its id in `fptrack senders list --format json`) that proves this work's ownership: "
+    "a sender's proof filed before proofs had kinds is taken over, bytes unchanged (repeatable).",
+)
+@pass_context
+@friendly_errors
+def works_edit(
+    context: CliContext,
+    /,
+    work_id: int,
+    proofs: tuple[Path, ...],
+    use_proofs: tuple[int, ...],
+    **rights: str | None,
+) -> None:
+    """Set the rights data of work WORK_ID and add proofs of its ownership.
+
+    Options given are set (an empty string clears one); the others are left as they are. A notice about the
+    work names its owner as 权利人 and cites its own proofs, never another work's; without a proof of
+    ownership it cannot be sent."""
+    click.echo(_save_rights(context, work_id, proofs, use_proofs, **rights))
+
+
+@works.command("show")
+@click.argument("work_id", type=click.IntRange(1, 2**63 - 1))
+@pass_context
+@friendly_errors
+def works_show(context: CliContext, work_id: int) -> None:
+    """One work as JSON: its title, chapters, rights data and proofs."""
+    from fptrack.services.rights import RightsError, work_rights_json
+    from fptrack.storage.models import Work
+
+    with context.session() as session:
+        work = session.get(Work, work_id)
+        if work is None:
+            raise RightsError(f"there is no work with id {work_id} (fptrack works list)")
+        record = {
+            "id": work.id,
+            "title": work.title,
+            "source_name": work.source_name,
+            "chapters": len(work.chapters),
+            **work_rights_json(work),
+        }
+    click.echo(json.dumps(record, ensure_ascii=False))
 
 
 @works.command("license")

@@ -4,7 +4,10 @@
 recorded) and as HTML (an alternative part), each item's evidence bundle and the sender's proofs of ownership
 attached, a ``Message-ID`` of our own (recorded with the notice, so that a reply, a bounce or a later notice
 can refer to it). :class:`SmtpTransport` hands it to ``FPTRACK_SMTP_HOST`` with :mod:`smtplib` (STARTTLS and a
-login when configured); tests and scripts pass any object with the same ``send`` method.
+login when configured); tests and scripts pass any object with the same ``send`` method. What it sent is
+proof kept with the notice (:class:`Delivered`): the message's bytes exactly as handed to the relay (an
+``.eml``), and the relay's reply to the message's ``DATA`` (code and text: the relay's word that it took the
+message, its queue id as a rule) and when it came.
 
 Exports (:func:`lumen_json`, :func:`infringing_urls`): a notice in the shape of the Lumen database's notice
 submissions (works with their infringing URLs, the sender and recipient as entities), and the plain list of
@@ -17,18 +20,21 @@ import smtplib
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
-from email.utils import format_datetime, make_msgid
+from email.utils import format_datetime, getaddresses, make_msgid
 from typing import Any, Protocol
 
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.jobs.notice_render import bundle_filename, notice_subject
+from fptrack.services.rights import notice_proofs
 from fptrack.storage.models import Notice, as_utc, iso_utc, utcnow
 
 __all__ = [
     "SMTP_TIMEOUT",
+    "Delivered",
     "DeliveryError",
     "SmtpTransport",
     "Transport",
@@ -36,6 +42,7 @@ __all__ = [
     "infringing_urls",
     "lumen_json",
     "notice_message",
+    "wire_bytes",
 ]
 
 SMTP_TIMEOUT = 60.0
@@ -45,10 +52,22 @@ class DeliveryError(FptrackError, RuntimeError):
     """The relay refused or could not be reached; the message says which and why."""
 
 
-class Transport(Protocol):
-    """What sends a message: :class:`SmtpTransport`, or anything that behaves like it."""
+@dataclass(frozen=True)
+class Delivered:
+    """What the relay took: ``message``, the bytes handed to it (CRLF line ends; what a recipient's server
+    receives, before it adds its own trace headers), ``reply`` its answer to ``DATA`` (``250 2.0.0 Ok: queued
+    as ...``), at ``at``."""
 
-    def send(self, message: EmailMessage) -> None: ...  # pragma: no cover
+    message: bytes
+    reply: str
+    at: datetime
+
+
+class Transport(Protocol):
+    """What sends a message: :class:`SmtpTransport`, or anything that behaves like it (``send`` may return
+    None when it has no relay's word to give)."""
+
+    def send(self, message: EmailMessage) -> Delivered | None: ...  # pragma: no cover
 
     def describe(self) -> str: ...  # pragma: no cover
 
@@ -80,22 +99,51 @@ class SmtpTransport:
     def describe(self) -> str:
         return f"smtp {self.host}:{self.port}" + (" starttls" if self.starttls else "")
 
-    def send(self, message: EmailMessage) -> None:
+    def send(self, message: EmailMessage) -> Delivered:
+        """Hand ``message`` to the relay, flattened once (:func:`wire_bytes`): the bytes kept are the bytes
+        sent. The envelope is what :meth:`smtplib.SMTP.send_message` would take (``From``, and ``To``, ``Cc``
+        and ``Bcc``; a notice has no ``Bcc``)."""
+        raw = wire_bytes(message)
+        origin = getaddresses([str(message["From"] or "")])[0][1]
+        recipients = [
+            address for _name, address in getaddresses(message.get_all("To", []) + message.get_all("Cc", []))
+        ]
+        options = ["SMTPUTF8", "BODY=8BITMIME"] if not (origin + "".join(recipients)).isascii() else []
         try:
-            with smtplib.SMTP(self.host, self.port, timeout=SMTP_TIMEOUT) as client:
+            with _ReplyKeepingSMTP(self.host, self.port, timeout=SMTP_TIMEOUT) as client:
                 client.ehlo()
                 if self.starttls:
                     client.starttls(context=ssl.create_default_context())
                     client.ehlo()
                 if self.user:
                     client.login(self.user, self.password or "")
-                refused = client.send_message(message)
+                refused = client.sendmail(origin, recipients, raw, mail_options=options)
+                code, text = client.data_reply
         except (OSError, smtplib.SMTPException) as error:
             raise DeliveryError(
                 f"the SMTP relay {self.host}:{self.port} did not take the notice: {error}"
             ) from None
         if refused:
             raise DeliveryError(f"the SMTP relay refused {', '.join(sorted(refused))}")
+        return Delivered(raw, f"{code} {text.decode('utf-8', errors='replace')}".strip(), utcnow())
+
+
+class _ReplyKeepingSMTP(smtplib.SMTP):
+    """:class:`smtplib.SMTP` keeping the reply to ``DATA`` (``sendmail`` drops it)."""
+
+    data_reply: tuple[int, bytes] = (0, b"")
+
+    def data(self, msg: Any) -> tuple[int, bytes]:
+        reply = super().data(msg)
+        self.data_reply = reply
+        return reply
+
+
+def wire_bytes(message: EmailMessage) -> bytes:
+    """``message`` as it goes over SMTP: flattened with CRLF line ends (as ``send_message`` flattens it),
+    ending in CRLF."""
+    raw = message.as_bytes(policy=message.policy.clone(linesep="\r\n"))
+    return raw if raw.endswith(b"\r\n") else raw + b"\r\n"
 
 
 def _domain(address: str) -> str:
@@ -148,15 +196,14 @@ def notice_message(
             message.add_attachment(
                 bytes(item.bundle), maintype="application", subtype="zip", filename=bundle_filename(item)
             )
-    if sender is not None:
-        for proof in sender.proofs:
-            maintype, _, subtype = (proof.media_type or "application/octet-stream").partition("/")
-            message.add_attachment(
-                bytes(proof.content),
-                maintype=maintype,
-                subtype=subtype or "octet-stream",
-                filename=proof.filename,
-            )
+    for proof in notice_proofs(notice):  # its works' proofs and the sender's identity, never another's
+        maintype, _, subtype = (proof.media_type or "application/octet-stream").partition("/")
+        message.add_attachment(
+            bytes(proof.content),
+            maintype=maintype,
+            subtype=subtype or "octet-stream",
+            filename=proof.filename,
+        )
     _declare_language(message, "zh-CN" if notice.language == "zh" else "en")
     return message
 

@@ -38,6 +38,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from fptrack.services.evidence.bundle import bundle_key_fingerprint
+from fptrack.services.rights import PROOF_LABELS, Owner, notice_proofs, notice_works, owner_of, rights_gaps
 from fptrack.storage.models import Notice, NoticeItem, Sender, as_utc
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "NavLink",
     "absent_elements",
     "bundle_filename",
+    "electronic_signature",
     "format_day",
     "format_minute",
     "key_fingerprints",
@@ -59,6 +61,7 @@ __all__ = [
     "render_text",
     "reply_deadline",
     "signature_line",
+    "statements_for",
 ]
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -138,7 +141,8 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "site": "Site concerned",
         "number": "Notice number",
         "opening": "",
-        "opening_agent": "",
+        "opening_agent": "{name} sends this notice on behalf of the copyright owner {owner}, as its "
+        "authorised agent (the authorisation is attached).",
         "reminder": "This is a second notice. Our notice of {date} ({reference}) named the material below; "
         "it is still available.",
         "escalation": "You provide services to the site {host}. It has not acted on our notice of {date} "
@@ -147,13 +151,19 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "reference_message": ", Message-ID {message_id}",
         "s1": "1. The rights holder (name, contact information and address)",
         "name": "Name",
-        "owner": "Acting for the rights owner",
+        "holder": "Rights owner",
+        "agent": "Authorised agent",
+        "credit_code": "Unified social credit code",
+        "legal_rep": "Legal representative",
+        "author": "Author",
+        "registration": "Registration certificate no.",
+        "original_url": "Authorised original",
         "address": "Postal address",
         "email": "Email",
         "phone": "Telephone",
         "s2": "2. The copyrighted works",
         "work": '"{work}", {chapter}; rights owned by {owner}',
-        "proof": "Proof of ownership, attached: {name} (SHA-256 {sha256})",
+        "proof": "{label}, attached: {name} (SHA-256 {sha256})",
         "no_proof": "Proof of ownership: none attached",
         "s3": "3. The infringing material and where it is (title and network address)",
         "url": "Network address (URL)",
@@ -177,6 +187,16 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "s5": "5. Statements",
         "request": "We ask that you remove, or disable access to, the material listed in section 3, and "
         "reply to us by {deadline}.",
+        "esign": "Electronic signature: this notice is sent by email and signed /s/ {signer} for {name}. "
+        "Under Article 13 of the PRC Electronic Signature Law (电子签名法 第十三条) a signature is reliable "
+        "when the data that create it belong to the signer alone, are under the signer's sole control when "
+        "signing, and any later change to the signature or to the message can be detected. {key} {name} "
+        "keeps the SHA-256 of this notice's text as sent.",
+        "esign_key": "The attached evidence bundles are signed with {name}'s key, fingerprint "
+        "{fingerprints}, held and controlled by {name} alone: any change to a bundle breaks its signature.",
+        "esign_no_key": "No signing key is attached to this notice.",
+        "person_signature": "Signature: /s/ {signer}",
+        "agent_of": "authorised agent of {owner}",
         "gone": "(taken down since)",
         "separator": "; ",
     },
@@ -203,13 +223,19 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "reference_message": "，邮件标识 {message_id}",
         "s1": "一、权利人的姓名（名称）、联系方式和地址",
         "name": "名称",
-        "owner": "代表权利人",
+        "holder": "权利人",
+        "agent": "代理人",
+        "credit_code": "统一社会信用代码",
+        "legal_rep": "法定代表人",
+        "author": "作者",
+        "registration": "作品登记证书号",
+        "original_url": "授权作品原文地址",
         "address": "地址",
         "email": "电子邮件",
         "phone": "电话",
         "s2": "二、被侵权作品",
         "work": "《{work}》{chapter}；著作权人：{owner}",
-        "proof": "权属证明（附件）：{name}（SHA-256 校验值 {sha256}）",
+        "proof": "{label}（附件）：{name}（SHA-256 校验值 {sha256}）",
         "no_proof": "权属证明：未附",
         "s3": "三、要求删除或者断开链接的侵权作品的名称和网络地址",
         "url": "网络地址",
@@ -232,6 +258,15 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "request": "请贵司在收到本通知书后立即删除第三部分所列侵权内容，或者断开与其的链接，并于{deadline}前"
         "将处理结果书面回复我司。",
         "seal": "{name}（盖章）",
+        "person_signature": "签名：/s/ {signer}",
+        "esign": "电子签名声明：本通知书以电子邮件（数据电文）发出，由{signer}代表{name}以电子签名"
+        "“/s/ {signer}”签署。依《中华人民共和国电子签名法》第十三条，电子签名同时符合下列条件的，视为"
+        "可靠的电子签名：电子签名制作数据用于电子签名时属于电子签名人专有，签署时仅由电子签名人控制，"
+        "签署后对电子签名及数据电文内容和形式的任何改动能够被发现。{key}本通知书正文的 SHA-256 校验值"
+        "由{name}留存备查。",
+        "esign_key": "随附证据包以{name}的签名密钥签署（公钥指纹：{fingerprints}），该密钥仅由{name}"
+        "持有和控制，对证据包的任何改动均会使签名失效。",
+        "esign_no_key": "本通知书未附签名密钥。",
         "signer": "授权签署人：/s/ {signer}",
         "signer_title": "授权签署人：/s/ {signer}（{title}）",
         "gone": "（已删除）",
@@ -249,15 +284,26 @@ class NavLink:
     css_class: str = ""
 
 
-def _owner(sender: Sender | None) -> str:
-    if sender is None:
-        return ""
-    return sender.rights_owner or sender.name
+def _person(sender: Sender | None) -> bool:
+    return sender is not None and sender.kind == "person"
+
+
+def _voice(texts: Mapping[str, str], sender: Sender | None) -> Mapping[str, str]:
+    """A Chinese notice speaks as 我司 for a company and as 本人 for a natural person."""
+    if not _person(sender):
+        return texts
+    return {key: value.replace("我司", "本人") for key, value in texts.items()}
+
+
+def statements_for(language: str, sender: Sender | None) -> Mapping[str, str]:
+    """The statements (:data:`STATEMENTS`) of ``language`` as ``sender`` makes them: a person's Chinese ones
+    say 本人 where a company's say 我司."""
+    return _voice(STATEMENTS.get(language, STATEMENTS["en"]), sender)
 
 
 def _texts(notice: Notice) -> tuple[str, Mapping[str, str]]:
     language = notice.language if notice.language in TEXTS else "en"
-    return language, TEXTS[language]
+    return language, _voice(TEXTS[language], notice.sender)
 
 
 def format_day(moment: datetime | None, language: str = "en") -> str:
@@ -298,20 +344,50 @@ def bundle_filename(item: NoticeItem) -> str:
     return f"fptrack-match-{item.match_id or item.id}-evidence.zip"
 
 
-def signature_line(sender: Sender | None, when: datetime, language: str = "en") -> list[str]:
-    """The signature block, as each side signs. English: the typed electronic signature ``/s/ Name``, the
-    signer's capacity for the owner, the date (UTC). Chinese: the sender's name with the place of its seal
-    (盖章: on a printed copy), the authorised signer's typed ``/s/`` signature with the title, the day
-    (北京时间). Empty without a signer."""
+def signature_line(
+    sender: Sender | None, when: datetime, language: str = "en", owners: Sequence[str] = ()
+) -> list[str]:
+    """The signature block, as each side signs. A company seals (盖章: the sender's name with the place of
+    its seal, on a printed copy) and its authorised signer signs ``/s/`` with the title; a person signs
+    (签名：/s/ Name). English: the typed electronic signature ``/s/ Name``, the signer's capacity (for an
+    agent, whose agent: ``owners``), the date (UTC); Chinese: the day in 北京时间. Empty without a signer."""
     if sender is None or not sender.signer_name.strip():
         return []
     signer, title = sender.signer_name.strip(), sender.signer_title.strip()
+    day = format_day(when, language)
     if language == "zh":
         t = TEXTS["zh"]
+        if _person(sender):
+            return [t["person_signature"].format(signer=signer), *([title] if title else []), day]
         signed = t["signer_title" if title else "signer"].format(signer=signer, title=title)
-        return [t["seal"].format(name=sender.name.strip()), signed, format_day(when, language)]
-    capacity = ", ".join(part for part in (title, _owner(sender)) if part)
-    return [f"/s/ {signer}", capacity, format_day(when, language)]
+        return [t["seal"].format(name=sender.name.strip()), signed, day]
+    t = TEXTS["en"]
+    if _person(sender):
+        agent = [t["agent_of"].format(owner=", ".join(owners))] if sender.role == "agent" and owners else []
+        capacity = ", ".join([*([title] if title else []), *agent])
+        return [t["person_signature"].format(signer=signer), *([capacity] if capacity else []), day]
+    parts = [title, sender.name.strip()]
+    if sender.role == "agent" and owners:
+        parts.append(t["agent_of"].format(owner=", ".join(owners)))
+    return [f"/s/ {signer}", ", ".join(part for part in parts if part), day]
+
+
+def electronic_signature(notice: Notice, fingerprints: Sequence[str]) -> str:
+    """The statement on the notice's electronic signature (电子签名法 第十三条): what makes a signature
+    reliable, who signs it for whom, the fingerprint of the key that signed its evidence bundles
+    (``fingerprints``: :func:`key_fingerprints`) and that the sender keeps the text's SHA-256. It claims no
+    more: the typed ``/s/`` signature is not itself a cryptographic one. Empty without a signer."""
+    sender = notice.sender
+    if sender is None or not sender.signer_name.strip():
+        return ""
+    _language, t = _texts(notice)
+    name = sender.name.strip()
+    key = (
+        t["esign_key"].format(name=name, fingerprints=", ".join(fingerprints))
+        if fingerprints
+        else t["esign_no_key"]
+    )
+    return t["esign"].format(signer=sender.signer_name.strip(), name=name, key=key)
 
 
 def key_fingerprints(notice: Notice) -> list[str]:
@@ -340,19 +416,52 @@ def _reference(notice: Notice, parent: Notice | None, language: str) -> str | No
     )
 
 
-def _opening(notice: Notice, t: Mapping[str, str]) -> str:
-    """The paragraph that introduces the sender as the owner or as the owner's agent (empty in English)."""
+def _owners(notice: Notice) -> list[Owner]:
+    """The rights owners of the notice's works (:func:`services.rights.owner_of`), each once, in item
+    order."""
+    found = [owner_of(item.work, notice.sender) for item in notice.items]
+    return list(dict.fromkeys(owner for owner in found if owner.name)) or [owner_of(None, notice.sender)]
+
+
+def _opening(notice: Notice, t: Mapping[str, str], owners: Sequence[Owner]) -> str:
+    """The paragraph that introduces the sender as the owner or as the owners' agent (English: the agent's
+    only)."""
     sender = notice.sender
     if sender is None:
         return ""
-    agent = bool(sender.rights_owner) and sender.rights_owner != sender.name
-    template = t["opening_agent" if agent else "opening"]
-    return template.format(name=sender.name, owner=_owner(sender), host=notice.host)
+    separator = "、" if notice.language == "zh" else ", "
+    owner_names = separator.join(owner.name for owner in owners if owner.name)
+    template = t["opening_agent" if sender.role == "agent" else "opening"]
+    return template.format(name=sender.name, owner=owner_names, host=notice.host)
 
 
-def _works(notice: Notice) -> list[tuple[str, str]]:
-    """(work, chapter) of the notice's items, each once, in item order."""
-    return list(dict.fromkeys((item.work_title, item.chapter_title) for item in notice.items))
+def _works(notice: Notice) -> list[tuple[str, str, str]]:
+    """(work, chapter, its owner's name) of the notice's items, each once, in item order."""
+    return list(
+        dict.fromkeys(
+            (item.work_title, item.chapter_title, owner_of(item.work, notice.sender).name)
+            for item in notice.items
+        )
+    )
+
+
+def _work_facts(notice: Notice, t: Mapping[str, str], colon: str) -> list[tuple[str, str]]:
+    """(title, "author: …; registration no.: …; authorised original: …") of each work that records any."""
+    separator = t["separator"]
+    facts = []
+    for work in notice_works(notice):
+        parts = [
+            f"{t[label]}{colon}{value.strip()}"
+            for label, value in (
+                ("author", work.author),
+                ("registration", work.registration_number),
+                ("original_url", work.original_url),
+            )
+            if value.strip()
+        ]
+        if parts:
+            facts.append((work.title, separator.join(parts)))
+    return facts
 
 
 def _context(notice: Notice, when: datetime, parent: Notice | None) -> dict[str, Any]:
@@ -362,24 +471,33 @@ def _context(notice: Notice, when: datetime, parent: Notice | None) -> dict[str,
     def minute(moment: datetime | None) -> str:
         return format_minute(moment, language)
 
+    owners = _owners(notice)
+    fingerprints = key_fingerprints(notice)
+    colon = "：" if language == "zh" else ": "
+    item_owners = {id(item): owner_of(item.work, sender).name for item in notice.items}
     return {
         "notice": notice,
         "language": language,
         "t": t,
-        "statements": STATEMENTS[language],
+        "statements": statements_for(language, sender),
         "sender": sender,
-        "owner": _owner(sender),
-        "proofs": list(sender.proofs) if sender is not None else [],
+        "agent": sender is not None and sender.role == "agent",
+        "company": sender is not None and not _person(sender),
+        "owners": owners,
+        "item_owner": lambda item: item_owners.get(id(item), ""),
+        "proofs": [(PROOF_LABELS[language][p.kind], p) for p in notice_proofs(notice)],
         "works": _works(notice),
+        "work_facts": _work_facts(notice, t, colon),
         "items": list(notice.items),
         "date": minute(when),
         "reference": _reference(notice, parent, language),
-        "opening": _opening(notice, t),
+        "opening": _opening(notice, t, owners),
         "request": t["request"].format(deadline=reply_deadline(when, language)),
-        "signature": signature_line(sender, when, language),
+        "electronic_signature": electronic_signature(notice, fingerprints),
+        "signature": signature_line(sender, when, language, [owner.name for owner in owners if owner.name]),
         "bundle_filename": bundle_filename,
         "minute": minute,
-        "key_fingerprints": key_fingerprints(notice),
+        "key_fingerprints": fingerprints,
     }
 
 
@@ -409,18 +527,35 @@ def render_text(notice: Notice, when: datetime) -> str:
     sender: Sender | None = c["sender"]
     lines += ["", t["s1"]]
     if sender is not None:
-        lines.append(f"  {t['name']}{colon}{sender.name}")
-        if sender.rights_owner and sender.rights_owner != sender.name:
-            lines.append(f"  {t['owner']}{colon}{sender.rights_owner}")
-        lines += [
-            f"  {t['address']}{colon}{' '.join(sender.address.split())}",
-            f"  {t['email']}{colon}{sender.email}",
-            f"  {t['phone']}{colon}{sender.phone}",
-        ]
+        indent = "  "
+        if c["agent"]:
+            for owner in c["owners"]:
+                lines.append(f"  {t['holder']}{colon}{owner.name}")
+                lines += _contact_lines(t, colon, "    ", owner.address, owner.email, owner.phone)
+            lines.append(f"  {t['agent']}{colon}{sender.name}")
+            indent = "    "
+        else:
+            lines.append(f"  {t['name']}{colon}{sender.name}")
+        if c["company"]:
+            lines += [
+                f"{indent}{t[label]}{colon}{value.strip()}"
+                for label, value in (
+                    ("credit_code", sender.credit_code),
+                    ("legal_rep", sender.legal_representative),
+                )
+                if value.strip()
+            ]
+        lines += _contact_lines(t, colon, indent, sender.address, sender.email, sender.phone)
     lines += ["", t["s2"]]
-    lines += [f"  - {t['work'].format(work=w, chapter=ch, owner=c['owner'])}" for w, ch in c["works"]]
-    lines += [f"  {t['proof'].format(name=p.filename, sha256=p.sha256)}" for p in c["proofs"]]
-    if not c["proofs"]:
+    lines += [f"  - {t['work'].format(work=w, chapter=ch, owner=owner)}" for w, ch, owner in c["works"]]
+    lines += [
+        f"  《{title}》{colon}{facts}" if c["language"] == "zh" else f'  "{title}": {facts}'
+        for title, facts in c["work_facts"]
+    ]
+    lines += [
+        f"  {t['proof'].format(label=label, name=p.filename, sha256=p.sha256)}" for label, p in c["proofs"]
+    ]
+    if not any(p.kind == "ownership_certificate" for _label, p in c["proofs"]):
         lines.append(f"  {t['no_proof']}")
     lines += ["", t["s3"]]
     for number, item in enumerate(notice.items, start=1):
@@ -430,7 +565,8 @@ def render_text(notice: Notice, when: datetime) -> str:
         ]
         if item.page_title:
             lines.append(f"      {t['page_title']}{colon}{' '.join(item.page_title.split())}")
-        copies = t["work"].format(work=item.work_title, chapter=item.chapter_title, owner=c["owner"])
+        owner = c["item_owner"](item)
+        copies = t["work"].format(work=item.work_title, chapter=item.chapter_title, owner=owner)
         lines.append(f"      {t['copies']}{colon}{copies}")
         seen, fetched = minute(item.first_seen), minute(item.fetched_at)
         lines.append(f"      {t['first_seen']}{colon}{seen}{t['separator']}{t['fetched']}{colon}{fetched}")
@@ -454,8 +590,20 @@ def render_text(notice: Notice, when: datetime) -> str:
     statements: Mapping[str, str] = c["statements"]
     lines += ["", t["s5"], *(f"  {statement}" for statement in statements.values())]
     lines += ["", c["request"], ""]
+    if c["electronic_signature"]:
+        lines += [c["electronic_signature"], ""]
     lines += c["signature"]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _contact_lines(
+    t: Mapping[str, str], colon: str, indent: str, address: str, email: str, phone: str
+) -> list[str]:
+    return [
+        f"{indent}{t['address']}{colon}{' '.join(address.split())}",
+        f"{indent}{t['email']}{colon}{email}",
+        f"{indent}{t['phone']}{colon}{phone}",
+    ]
 
 
 def _environment() -> Environment:
@@ -492,7 +640,7 @@ def absent_elements(notice: Notice) -> list[tuple[str, str]]:
     may appear more than once (one line per missing part)."""
     absent: list[tuple[str, str]] = []
     sender = notice.sender
-    statements = STATEMENTS.get(notice.language, STATEMENTS["en"])
+    statements = statements_for(notice.language, sender)
     text = notice.text or ""
 
     if sender is None:
@@ -517,10 +665,6 @@ def absent_elements(notice: Notice) -> list[tuple[str, str]]:
             absent.append(("us_iv_contact", "the sender has no email address"))
         if not (sender.phone.strip() or sender.email.strip()):
             absent.append(("cn14_1_holder", "the sender has neither telephone nor email"))
-        if not sender.proofs:
-            absent.append(
-                ("cn14_3_evidence", "no proof of ownership (fptrack senders edit NAME --proof FILE)")
-            )
 
     items = list(notice.items)
     if not items:
@@ -541,6 +685,8 @@ def absent_elements(notice: Notice) -> list[tuple[str, str]]:
             absent.append(("cn14_3_evidence", f"no passage compared for {item.url}"))
         if not item.bundle_sha256:
             absent.append(("cn14_3_evidence", f"no evidence bundle for {item.url}"))
+    # the rights: each work's ownership proof, an agent's authorisation and principal (services.rights)
+    absent += rights_gaps(notice)
 
     checks = (
         ("us_v_good_faith", "good_faith", "the good-faith statement"),

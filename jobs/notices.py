@@ -38,7 +38,6 @@ Times are passed in (``now``) so that tests and the beat agree on what "N days l
 from __future__ import annotations
 
 import hashlib
-import mimetypes
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -54,10 +53,13 @@ from fptrack.jobs.notice_render import missing_elements, render_html, render_tex
 from fptrack.jobs.rechecks import PageVerdict, refetch_matches
 from fptrack.services.accounts.contact_fields import InvalidField, check_email, check_fields, check_one_line
 from fptrack.services.evidence.bundle import build_bundle
+from fptrack.services.rights import RightsError, check_credit_code
 from fptrack.storage.match_life import evidence_of
 from fptrack.storage.models import (
     CONTACT_KINDS,
     NOTICE_LANGUAGES,
+    SENDER_KINDS,
+    SENDER_ROLES,
     HostContact,
     Match,
     MatchStatus,
@@ -66,7 +68,6 @@ from fptrack.storage.models import (
     NoticeItem,
     Page,
     Sender,
-    SenderProof,
     as_utc,
     utcnow,
 )
@@ -80,7 +81,6 @@ __all__ = [
     "NothingLeftError",
     "NoticeError",
     "add_contact",
-    "add_proof",
     "default_sender",
     "draft_notice",
     "find_sender",
@@ -100,7 +100,19 @@ NOTICE_LIMIT = 500
 """Items in one notice at most (a host with more confirmed copies gets several notices)."""
 PASSAGE_LIMIT = 600
 """Characters of each passage (original and copy) quoted in a notice; the bundle has them whole."""
-SENDER_FIELDS = ("rights_owner", "address", "email", "phone", "signer_name", "signer_title", "language")
+SENDER_FIELDS = (
+    "rights_owner",
+    "address",
+    "email",
+    "phone",
+    "signer_name",
+    "signer_title",
+    "language",
+    "kind",
+    "role",
+    "credit_code",
+    "legal_representative",
+)
 # what a person may record about a sent notice (mark_notice): the new state, or an event only
 MARKS = {"acknowledged": "acknowledged", "withdrawn": "withdrawn", "bounced": None}
 OPEN_STATES = ("sent", "acknowledged")
@@ -179,7 +191,7 @@ def save_sender(session: Session, name: str, *, create: bool, **fields: str | No
         raise NoticeError(f"a sender named {name!r} exists already (fptrack senders edit)")
     if not create and existing is None:
         raise NoticeError(f"no sender named {name!r} (fptrack senders list)")
-    sender = existing or Sender(name=name, language="en")
+    sender = existing or Sender(name=name, language="en", kind="company", role="owner")
     for key, value in fields.items():
         if key not in SENDER_FIELDS:
             raise NoticeError(f"a sender has no field {key!r}")
@@ -187,26 +199,28 @@ def save_sender(session: Session, name: str, *, create: bool, **fields: str | No
             continue
         if key == "language" and value not in NOTICE_LANGUAGES:
             raise NoticeError(f"language must be one of {', '.join(NOTICE_LANGUAGES)}, not {value!r}")
+        if key == "kind" and value not in SENDER_KINDS:
+            raise NoticeError(f"a sender is a {' or a '.join(SENDER_KINDS)}, not {value!r}")
+        if key == "role" and value not in SENDER_ROLES:
+            raise NoticeError(f"a sender's role is {' or '.join(SENDER_ROLES)} (代理人), not {value!r}")
+        if key == "credit_code" and value.strip():
+            try:
+                value = check_credit_code(value)
+            except RightsError as error:
+                raise NoticeError(str(error)) from None
         setattr(sender, key, value.strip() if key != "address" else value.strip()[:2000])
+    if fields.get("role") is None and existing is None and sender.rights_owner not in ("", sender.name):
+        sender.role = "agent"  # it named the owner it acts for (as migration 0027 read the senders before)
+    if sender.kind == "person" and (sender.credit_code or sender.legal_representative):
+        raise NoticeError(
+            "a unified social credit code and a legal representative are a company's: set --kind company "
+            "or leave them empty"
+        )
     sender.updated_at = utcnow()
     if existing is None:
         session.add(sender)
     session.flush()
     return sender
-
-
-def add_proof(sender: Sender, filename: str, content: bytes, media_type: str | None = None) -> SenderProof:
-    """Keep a file proving the sender's rights (stored with its SHA-256); the same file twice is kept once."""
-    digest = hashlib.sha256(content).hexdigest()
-    for proof in sender.proofs:
-        if proof.sha256 == digest:
-            return proof
-    guessed = media_type or mimetypes.guess_type(filename)[0] or "application/octet-stream"
-    proof = SenderProof(
-        filename=_clean(filename, 300) or "proof", media_type=guessed, sha256=digest, content=content
-    )
-    sender.proofs.append(proof)
-    return proof
 
 
 def add_contact(
@@ -395,7 +409,7 @@ def _item(session: Session, match: Match, bundle_settings: Settings | None) -> N
         if copy or original:
             passages.append([_quote(original), _quote(copy)])
     bundle = build_bundle(session, match.id, bundle_settings) if bundle_settings is not None else None
-    return NoticeItem(
+    item = NoticeItem(
         match_id=match.id,
         url=match.page.url,
         page_title=stored.title or "",
@@ -408,6 +422,8 @@ def _item(session: Session, match: Match, bundle_settings: Settings | None) -> N
         bundle=bundle,
         bundle_sha256=hashlib.sha256(bundle).hexdigest() if bundle is not None else "",
     )
+    item.work = match.work  # its owner and proofs are what the notice cites
+    return item
 
 
 def _language(language: str | None, contact: HostContact | None, sender: Sender | None) -> str:
@@ -851,6 +867,7 @@ def _successor(
     successor.items = [
         NoticeItem(
             match_id=item.match_id,
+            work_id=item.work_id,
             url=item.url,
             page_title=item.page_title,
             work_title=item.work_title,

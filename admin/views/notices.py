@@ -22,10 +22,10 @@ from fptrack.jobs.delivery import DeliveryError, infringing_urls, lumen_json
 from fptrack.jobs.notice_render import NavLink, missing_elements, render_html
 from fptrack.jobs.notices import (
     MARKS,
+    SENDER_FIELDS,
     NothingLeftError,
     NoticeError,
     add_contact,
-    add_proof,
     draft_notice,
     follow_up,
     list_contacts,
@@ -37,12 +37,16 @@ from fptrack.jobs.notices import (
 )
 from fptrack.services.pdf import PdfUnavailable, html_to_pdf
 from fptrack.services.queries import MAX_ID
+from fptrack.services.rights import PROOF_LABELS, RightsError, add_proof
 from fptrack.storage.models import (
     CONTACT_KINDS,
     NOTICE_LANGUAGES,
     NOTICE_STATES,
+    SENDER_KINDS,
+    SENDER_ROLES,
     Notice,
     Sender,
+    Work,
     utcnow,
 )
 
@@ -290,6 +294,10 @@ def _senders_page(error: str = "", status: int = 200) -> tuple[str, int]:
             contacts=list_contacts(session),
             languages=NOTICE_LANGUAGES,
             kinds=CONTACT_KINDS,
+            sender_kinds=SENDER_KINDS,
+            sender_roles=SENDER_ROLES,
+            proof_labels=PROOF_LABELS["en"],
+            works=list(session.execute(select(Work.id, Work.title).order_by(Work.id))),
             error=error,
         ),
         status,
@@ -305,7 +313,7 @@ def senders_index() -> ResponseReturnValue:
 def _sender_fields() -> dict[str, str | None]:
     form = request.form
     fields: dict[str, str | None] = {}
-    for name in ("rights_owner", "address", "email", "phone", "signer_name", "signer_title", "language"):
+    for name in SENDER_FIELDS:
         value = form.get(name)
         fields[name] = None if value is None else value[:2000]
     return fields
@@ -334,12 +342,29 @@ def senders_edit(sender_id: int) -> ResponseReturnValue:
         abort(404, description=f"There is no sender with id {sender_id}.")
     try:
         save_sender(session, sender.name, create=False, **_sender_fields())
-    except NoticeError as error:
+        upload = request.files.get("proof")
+        if upload is not None and upload.filename:
+            kind = request.form.get("proof_kind") or "identity"
+            if kind not in ("identity", "authorisation"):
+                raise RightsError(f"a sender's proof is an identity or an authorisation, not {kind!r}")
+            work = None
+            for_work = (request.form.get("for_work") or "").strip()
+            if for_work and kind == "authorisation":
+                work = session.get(Work, int(for_work)) if for_work.isdigit() and len(for_work) < 19 else None
+                if work is None:
+                    raise RightsError(f"there is no work with id {for_work}")
+            add_proof(
+                session,
+                upload.filename,
+                upload.read(),
+                kind=kind,
+                work=work,
+                sender=sender,
+                media_type=upload.mimetype or None,
+            )
+    except (NoticeError, RightsError) as error:
         session.rollback()
         return _senders_page(_message(error), 400)
-    upload = request.files.get("proof")
-    if upload is not None and upload.filename:
-        add_proof(sender, upload.filename, upload.read(), upload.mimetype or None)
     session.commit()
     flash(f"Saved sender {sender.name}.")
     return redirect(url_for("senders.senders_index"), code=303)

@@ -22,11 +22,12 @@ from fptrack.admin.web import create_app
 from fptrack.cli.main import main
 from fptrack.core.settings import Settings
 from fptrack.jobs.delivery import SmtpTransport
-from fptrack.jobs.notices import NoticeError, add_contact, add_proof, draft_notice, save_sender, send_notice
+from fptrack.jobs.notices import NoticeError, add_contact, draft_notice, save_sender, send_notice
 from fptrack.services.accounts.contact_fields import InvalidField, check_email, check_one_line
 from fptrack.storage.models import Match, Sender
 from tests.support.accounts import add_account, csrf_token_in, log_in
 from tests.support.admin_seed import Seeded, seed
+from tests.unit.jobs.test_notices import add_rights
 
 HOST = "pirate.example"
 INJECTED = "Mountain Press\r\nBcc: victim@elsewhere.example"
@@ -78,7 +79,7 @@ def _sender(session: Session, name: str = "Mountain Press") -> Sender:
         signer_title="General Counsel",
         language="en",
     )
-    add_proof(sender, "registration.pdf", b"%PDF registration")
+    add_rights(session, sender)  # the works' owner and certificates, the agent's authorisation
     return sender
 
 

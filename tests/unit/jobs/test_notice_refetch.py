@@ -29,15 +29,15 @@ from fptrack.jobs.delivery import SmtpTransport
 from fptrack.jobs.notices import (
     NothingLeftError,
     add_contact,
-    add_proof,
     draft_notice,
     follow_up,
     load_notice,
     save_sender,
     send_notice,
 )
+from fptrack.services.rights import add_proof
 from fptrack.storage.db import create_engine_for, session_factory, session_scope
-from fptrack.storage.models import Match, Notice, Page, TakedownCheck
+from fptrack.storage.models import Match, Notice, Page, TakedownCheck, Work
 from testbed.sites import render_chapter
 from tests.support.live_site import LiveSite, serve_live_site
 
@@ -105,7 +105,7 @@ def _confirmed_copies(sessions: sessionmaker[Session], settings: Settings, site:
         found = {str(url): int(i) for url, i in session.execute(select(Page.url, Match.id).join(Match.page))}
         for match_id in found.values():
             session.get(Match, match_id).status = "confirmed"  # type: ignore[union-attr]
-        sender = save_sender(
+        save_sender(
             session,
             "Lighthouse Press",
             create=True,
@@ -117,7 +117,14 @@ def _confirmed_copies(sessions: sessionmaker[Session], settings: Settings, site:
             signer_title="General Counsel",
             language="en",
         )
-        add_proof(sender, "registration.pdf", b"%PDF-1.4 registration certificate (test)")
+        for work in session.scalars(select(Work)):
+            add_proof(
+                session,
+                "registration.pdf",
+                b"%PDF-1.4 registration certificate (test)",
+                kind="ownership_certificate",
+                work=work,
+            )
         add_contact(session, site.key.split(":")[0], "abuse@hosting.example")
     assert len(found) == 2, found
     return {url.removeprefix(site.base): match_id for url, match_id in found.items()}

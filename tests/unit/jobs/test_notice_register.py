@@ -16,6 +16,7 @@ from fptrack.core.settings import Settings
 from fptrack.jobs.delivery import SmtpTransport
 from fptrack.jobs.notice_render import key_fingerprints, missing_elements, render_html
 from fptrack.jobs.notices import add_contact, follow_up, load_notice, send_notice
+from fptrack.services.rights import notice_proofs, notice_works
 from fptrack.storage.models import Notice
 from tests.support.admin_seed import Seeded
 from tests.unit.jobs.test_notices import HOST, Inbox, _draft, _sender, seeded, smtp
@@ -43,7 +44,11 @@ def _latin_words(notice: Notice) -> set[str]:
     sender = notice.sender
     assert sender is not None
     data += [sender.name, sender.rights_owner, sender.address, sender.email, sender.phone, sender.signer_name]
-    data += [proof.filename for proof in sender.proofs] + [proof.sha256 for proof in sender.proofs]
+    proofs = notice_proofs(notice)  # the works' certificates, the agent's authorisation
+    data += [proof.filename for proof in proofs] + [proof.sha256 for proof in proofs]
+    for work in notice_works(notice):  # the owner of each work, as 权利人
+        data += [work.owner_name, work.owner_address, work.owner_email, work.owner_phone]
+        data += [work.author, work.registration_number, work.original_url]
     for item in notice.items:
         data += [item.url, item.page_title, item.work_title, item.chapter_title, item.snapshot_sha256]
         data += [item.bundle_sha256, f"fptrack-match-{item.match_id}-evidence.zip"]
@@ -101,7 +106,9 @@ def test_the_english_notice_keeps_utc_and_its_language_header(
     notice = _send(session, settings, transport, "en")
     assert "Date: 2026-11-25 18:00 UTC" in notice.text
     assert "reply to us by 2026-11-28" in notice.text
-    assert notice.text.rstrip().endswith("/s/ 王五\n法务总监, 山中文化有限公司\n2026-11-25")
+    # the signer's capacity: the agent's title, for the owner whose agent it is
+    signature = "/s/ 王五\n法务总监, 山中出版社, authorised agent of 山中文化有限公司\n2026-11-25"
+    assert notice.text.rstrip().endswith(signature)
     [(_from, _to, message)] = inbox.messages
     assert message["Content-Language"] == "en"
     assert message["Subject"] == f"Notice of copyright infringement: {HOST} (no. {notice.id})"

@@ -33,7 +33,6 @@ from fptrack.jobs.notices import (
     NothingLeftError,
     NoticeError,
     add_contact,
-    add_proof,
     draft_notice,
     follow_up,
     load_notice,
@@ -41,11 +40,13 @@ from fptrack.jobs.notices import (
     save_sender,
     send_notice,
 )
-from fptrack.storage.models import LicensedSite, Match, Notice, NoticeEvent, Sender
+from fptrack.services.rights import add_proof, save_work_rights
+from fptrack.storage.models import LicensedSite, Match, Notice, NoticeEvent, Sender, Work
 from tests.support.admin_seed import COPIED_ONE, COPIED_TWO, T0, Seeded, seed
 
 HOST = "pirate.example"
 PROOF = b"%PDF-1.4 copyright registration certificate (test)"
+AUTHORISATION = b"%PDF-1.4 authorisation (test)"
 
 
 # ------------------------------------------------------------------------------------------------ fixtures
@@ -102,8 +103,27 @@ def _sender(session: Session, language: str = "en", **changes: str) -> Sender:
     }
     fields.update(changes)
     sender = save_sender(session, "山中出版社", create=True, **fields)
-    add_proof(sender, "registration.pdf", PROOF)
+    add_rights(session, sender)
     return sender
+
+
+def add_rights(session: Session, sender: Sender) -> None:
+    """What a notice about the seed's works needs besides a sender (services.rights): each work's owner
+    (山中文化有限公司, for whom the sender acts) with its address and contacts, its registration certificate,
+    and the agent's authorisation for every work."""
+    for work in session.scalars(select(Work).order_by(Work.id)):
+        save_work_rights(
+            session,
+            work.id,
+            owner_name="山中文化有限公司",
+            owner_address="北京市朝阳区建国路 2 号",
+            owner_email="legal@shanzhong-culture.example",
+            owner_phone="+86 10 5555 0200",
+        )
+        add_proof(session, "registration.pdf", PROOF, kind="ownership_certificate", work=work)
+    if sender.role == "agent":
+        add_proof(session, "authorisation.pdf", AUTHORISATION, kind="authorisation", sender=sender)
+    session.flush()
 
 
 def _draft(session: Session, settings: Settings, **kwargs: Any) -> Notice:
@@ -138,8 +158,12 @@ ELEMENT_MARKS: dict[str, dict[str, list[str]]] = {
         "zh": [STATEMENTS["zh"]["accuracy"]],
     },
     "cn14_1_holder": {
-        "en": ["Name: 山中出版社", "Acting for the rights owner: 山中文化有限公司"],
-        "zh": ["名称：山中出版社", "代表权利人：山中文化有限公司"],
+        "en": [
+            "Rights owner: 山中文化有限公司",
+            "Authorised agent: 山中出版社",
+            "Postal address: 北京市朝阳区",
+        ],
+        "zh": ["权利人：山中文化有限公司", "代理人：山中出版社", "地址：北京市朝阳区"],
     },
     "cn14_2_works": {"en": ["Network address (URL): http://"], "zh": ["网络地址：http://", "《山中故事》"]},
     "cn14_3_evidence": {
@@ -211,13 +235,13 @@ def test_a_missing_sender_element_is_named_and_the_notice_cannot_be_sent(
 def test_statements_evidence_and_works_missing_are_named(
     session: Session, settings: Settings, seeded: Seeded, language: str
 ) -> None:
-    sender = _sender(session)
+    _sender(session)
     notice = _draft(session, settings, language=language)
     notice.text = notice.text.replace(STATEMENTS[language]["good_faith"], "")
     notice.text = notice.text.replace(STATEMENTS[language]["truth"], "")
     notice.items[0].bundle_sha256 = ""
     notice.items[0].work_title = ""
-    sender.proofs.clear()
+    notice.items[0].work.proofs.clear()  # type: ignore[union-attr]
     keys = {key for key, _ in absent_elements(notice)}
     assert {"us_v_good_faith", "cn14_truth", "cn14_3_evidence", "us_ii_work", "cn14_2_works"} <= keys
     lines = missing_elements(notice)
