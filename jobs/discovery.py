@@ -426,6 +426,7 @@ def _search(
     report: DiscoveryReport,
 ) -> None:
     for provider in providers:
+        failed: dict[str, int] = {}  # each error once, with the number of works it cost
         for work in works:
             chapters = session.scalars(
                 select(Chapter).where(Chapter.work_id == work.id).order_by(Chapter.index).limit(2)
@@ -436,9 +437,10 @@ def _search(
                     for result in provider.search(query):
                         proposals.propose(result.url, "search", f"{provider.name}: {query}")
             except SearchError as error:
-                report.errors.append(str(error))
-                if error.quota:
-                    break  # out of quota: the other works wait for the next run
+                failed[str(error)] = failed.get(str(error), 0) + 1
+                if error.stop:
+                    break  # out of quota, a refused key: the other works wait for the next run
+        report.errors.extend(f"{line} ({n} works)" if n > 1 else line for line, n in failed.items())
         report.warnings.extend(provider.summary())
     session.flush()
 

@@ -68,6 +68,7 @@ __all__ = [
     "configured_providers",
     "provider_named",
     "queries_for_work",
+    "rate_limit_wait",
 ]
 
 SEARCH_TIMEOUT = 20.0
@@ -84,12 +85,15 @@ _SENTENCE_END = re.compile(r"[。！？!?]")
 
 
 class SearchError(FptrackError):
-    """A provider gave no results to use: ``quota`` says it is out of quota or rate-limited (429)."""
+    """A provider gave no results to use: ``quota`` says it is out of quota or rate-limited (429);
+    ``stop`` that no later query of the run can fare better (a quota, a refused key, an unreachable or
+    misconfigured provider), so discovery asks it nothing more in that run."""
 
-    def __init__(self, provider: str, message: str, *, quota: bool = False) -> None:
+    def __init__(self, provider: str, message: str, *, quota: bool = False, stop: bool = False) -> None:
         super().__init__(f"search provider {provider}: {message}")
         self.provider = provider
         self.quota = quota
+        self.stop = stop or quota
 
 
 @dataclass(frozen=True)
@@ -144,11 +148,11 @@ class _JsonProvider:
     def _secrets(self) -> tuple[str, ...]:
         return ()
 
-    def _error(self, message: str, *, quota: bool = False) -> SearchError:
+    def _error(self, message: str, *, quota: bool = False, stop: bool = False) -> SearchError:
         for secret in self._secrets():
             if secret:
                 message = message.replace(secret, "***")
-        return SearchError(self.name, message, quota=quota)
+        return SearchError(self.name, message, quota=quota, stop=stop)
 
     def _wait(self, seconds: float) -> None:
         self.waits.append(seconds)
@@ -171,9 +175,9 @@ class _JsonProvider:
                 reply = self.fetch(url, headers)
             except OSError as error:  # HttpFailure, or what an injected fetch raises
                 reason = getattr(error, "reason", error)
-                raise self._error(f"cannot reach {_endpoint_of(url)}: {reason}") from None
+                raise self._error(f"cannot reach {_endpoint_of(url)}: {reason}", stop=True) from None
             self.requests += 1
-            reset = _reset_wait(reply.headers)
+            reset = rate_limit_wait(reply.headers)
             if reply.status == 429 and reset is not None and reset <= MAX_WAIT and attempt < MAX_RETRIES:
                 self._wait(reset)
                 continue
@@ -193,7 +197,7 @@ class _JsonProvider:
             raise self._error(f"{self._too_many(payload)}{when}", quota=True)
         refused = self._refused(status, payload)
         if refused:
-            raise self._error(refused)
+            raise self._error(refused, stop=True)
         if status >= 500:
             raise self._error(f"the provider failed (HTTP {status}); try again later")
         if not isinstance(payload, dict):
@@ -206,7 +210,7 @@ class _JsonProvider:
         return f"out of quota or rate-limited (HTTP 429): {_message(payload)}"
 
     def _refused(self, status: int, payload: Any) -> str:
-        """Why the provider refused the request as unauthorised, or ""."""
+        """Why the provider refused the request as unauthorised (or misconfigured), or ""."""
         if status in (401, 403):
             return f"the API key was refused (HTTP {status}): {_message(payload)}"
         return ""
@@ -240,7 +244,7 @@ def _numbers(value: str | None) -> list[float]:
     return numbers
 
 
-def _reset_wait(headers: dict[str, str]) -> float | None:
+def rate_limit_wait(headers: dict[str, str]) -> float | None:
     """Seconds until the rate-limit windows this answer says are used up reset: ``Retry-After`` (seconds),
     else the longest ``X-RateLimit-Reset`` of a window whose ``X-RateLimit-Remaining`` is 0 (Brave's headers
     list one value per window, shortest first). None when the answer says nothing of it."""
@@ -321,7 +325,7 @@ class SerpApi(_JsonProvider):
             if "hasn't returned any results" in error:
                 return []
             quota = "run out of searches" in error or "exhausted" in error or "throughput" in error
-            raise self._error(error, quota=quota)
+            raise self._error(error, quota=quota, stop="Invalid API key" in error)
         return _results(
             payload.get("organic_results"),
             ("link", "title", "snippet"),
@@ -419,6 +423,11 @@ class GoogleProgrammableSearch(_JsonProvider):
 
     def summary(self) -> list[str]:
         return [*super().summary(), f"search provider google: {GOOGLE_ENDS}"]
+
+    def _refused(self, status: int, payload: Any) -> str:
+        if status in (401, 403) or (status == 400 and "API key not valid" in _message(payload)):
+            return f"the API key was refused (HTTP {status}): {_message(payload)}"
+        return ""
 
     def search(self, query: str) -> list[SearchResult]:
         params = {

@@ -114,7 +114,7 @@ def test_quota_and_errors_are_one_clear_error(case: str, failure: str, quota: bo
         assert {
             "serpapi": "the API key was refused (HTTP 401): Invalid API key.",
             "brave": "the API key was refused (HTTP 422): The provided subscription token is invalid.",
-            "google": "HTTP 400: API key not valid.",
+            "google": "the API key was refused (HTTP 400): API key not valid.",
             "searxng": "refuses JSON (HTTP 403): add json to search.formats in its settings.yml "
             "(formats: [html, json]) and restart it",
         }[name] in message
@@ -169,6 +169,25 @@ def test_bing_is_refused_in_one_line_and_the_others_still_search(session: Sessio
     assert report.errors == [f"search provider bing: {BING_RETIRED}"]
     assert {(c["host"], c["source"]) for c in report.candidates} == {("pirate-one.example", "search")}
     assert {name for name, _ in fake.requests} == {"brave"}
+
+
+def test_a_refused_key_stops_the_provider_and_a_failure_is_one_line_a_run(
+    session: Session, engine: Engine
+) -> None:
+    for name in ("lighthouse.txt", "alley.txt", "library_news.txt"):
+        register_work_file(session, DEMO_DATA / name)
+    session.commit()
+    with serve_search_provider(lambda q: ROWS[:1], {"brave": "key", "serpapi": "server"}) as fake:
+        settings = Settings().with_overrides(search_providers=("brave", "serpapi"), **fake.endpoints())
+        report = run_discovery(session_factory(engine), settings, probe=False)
+    refused = "The provided subscription token is invalid."
+    assert report.errors == [
+        f"search provider brave: the API key was refused (HTTP 422): {refused}",
+        "search provider serpapi: the provider failed (HTTP 502); try again later (3 works)",
+    ]
+    # the refused key is asked once; a failing provider once a work (its other queries skipped)
+    assert [name for name, _ in fake.requests] == ["brave", "serpapi", "serpapi", "serpapi"]
+    assert report.candidates == []
 
 
 def test_google_warns_once_per_run_with_its_end_date(session: Session, engine: Engine) -> None:
