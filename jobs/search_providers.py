@@ -31,12 +31,13 @@ response format into :class:`SearchResult` values:
 Endpoints and keys are settings (``FPTRACK_SEARCH_*``; tests point the endpoints at a fake provider on
 loopback). A provider that refuses the key (401/403, Brave's 422), fails (5xx, a timeout, a body that is not
 its JSON) or is out of quota raises :class:`SearchError` with a message a person can act on, never the key;
-discovery records it and goes on without that provider (a quota is not retried within a run). Rate limits
-are waited out when short: an answer saying a window is used up (``X-RateLimit-Remaining`` 0) makes the next
-request wait for its ``X-RateLimit-Reset``, and a 429 whose reset (or ``Retry-After``) is at most
-:data:`MAX_WAIT` seconds is retried after it, :data:`MAX_RETRIES` times at most; the waits are one line in
-the run's summary (:meth:`SearchProvider.summary`). A longer reset (a monthly quota) is a quota error saying
-when it resets.
+discovery records it and goes on with the next work, or without that provider for the rest of the run when no
+later query can fare better (``SearchError.stop``: a quota, a refused key, an unreachable provider). Rate
+limits are waited out when short: an answer saying a window is used up (``X-RateLimit-Remaining`` 0) makes the
+next request wait for its ``X-RateLimit-Reset``, and a 429 whose reset (or ``Retry-After``) is at most
+:data:`MAX_WAIT` seconds is retried after it, :data:`MAX_RETRIES` times at most; the waits are one line in the
+run's summary (:meth:`SearchProvider.summary`). A longer reset (a monthly quota) is a quota error saying when
+it resets.
 """
 
 from __future__ import annotations
