@@ -14,12 +14,21 @@ are merged (edits between them), runs shorter than ``min_run`` are dropped (comm
 paired with the chapter range its k-grams came from. Runs become spans in the ORIGINAL texts through the
 offset maps. The parameters are the contract's (``fingerprint.contract.AlignParams``).
 
+Passages line up: a k-gram the chapter repeats (a dialogue line, a stock phrase) anchors at the occurrence
+nearest to the diagonal of its unique neighbours, so a verbatim copy stays on one diagonal and is one passage;
+a run is cut only where its anchors jump (paragraphs moved), pieces that carry on one diagonal are joined,
+each passage's chapter ends follow the diagonals of its first and last anchors, and no two passages claim the
+same characters of the page or of the chapter (where two chapter ranges overlap, the one with fewer anchors
+there gives the overlap up). A copy that reorders paragraphs lists its passages in page order, which is then
+not the chapter's order.
+
 k-gram hashes are the fingerprint package's (``char_shingle_hashes``: prefix sums in numpy, no per-character
 Python loop); look-ups are a sort and a binary search.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -52,18 +61,24 @@ class Alignment:
 
 
 @lru_cache(maxsize=1024)
-def _sorted_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(first, sorted hashes) of the k-grams of a chapter, sorted once (a chapter is aligned with many pages):
-    at the first index of each run of equal hashes, ``first`` holds the smallest position of that hash (the
-    one a page k-gram is matched with; the rest of a run is never read). An unstable sort and a minimum per
-    run: four times faster than a stable sort of ~5,000 hashes."""
+def _sorted_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(positions, sorted hashes, keys, ends) of the k-grams of a chapter, sorted once (a chapter is aligned
+    with many pages). The positions of equal hashes (a phrase the chapter repeats) ascend; ``keys`` is ``run *
+    (len(text) + 1) + position`` with ``run`` the number of the run of equal hashes: an increasing array in
+    which one binary search finds, among the occurrences of one hash, the one nearest to a wanted position
+    (:func:`_match_positions`); ``ends`` holds, for each entry, the end of its run. An unstable sort of the
+    hashes, then of the keys: five times faster than a stable sort of ~5,000 hashes."""
     hashes = char_shingle_hashes(text, k)
-    first = np.argsort(hashes)
-    ordered = hashes[first]
-    if len(ordered):
-        runs = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-        first[runs] = np.minimum.reduceat(first, runs)
-    return first, ordered
+    width = np.int64(len(text) + 1)
+    order = np.argsort(hashes)
+    ordered = hashes[order]
+    new_run = np.concatenate(([True], ordered[1:] != ordered[:-1])) if len(ordered) else np.zeros(0, bool)
+    keys = np.sort((np.cumsum(new_run) - 1) * width + order)
+    positions = keys % width
+    ordered = hashes[positions]
+    starts = np.flatnonzero(new_run)
+    ends = np.repeat(np.append(starts[1:], len(ordered)), np.diff(np.append(starts, len(ordered))))
+    return positions, ordered, keys, ends
 
 
 @lru_cache(maxsize=64)
@@ -76,21 +91,60 @@ def _page_shingles(text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _match_positions(
-    page: tuple[np.ndarray, np.ndarray], chapter: tuple[np.ndarray, np.ndarray]
+    page: tuple[np.ndarray, np.ndarray], chapter: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 ) -> np.ndarray:
-    """For each page k-gram, the position of the same k-gram in the chapter (first occurrence), or -1.
+    """For each page k-gram, the position of the same k-gram in the chapter, or -1.
 
-    ``page`` is :func:`_page_shingles`'s, ``chapter`` :func:`_sorted_shingles`'s. The page's hashes are looked
-    up in their sorted order, where numpy starts each binary search where the last one ended (three times
-    faster than in text order), and the answers put back in text order."""
+    ``page`` is :func:`_page_shingles`'s, ``chapter`` :func:`_sorted_shingles`'s. A k-gram the chapter holds
+    once is matched there (an *unique* anchor). A k-gram the chapter repeats (a dialogue line, a stock phrase)
+    is matched with the occurrence nearest to where the copy is: the diagonal (chapter position - page
+    position) of the nearest unique anchor before it or after it on the page, whichever one of its
+    occurrences lies closer to. Matching it with its first occurrence instead sent whole stretches of a
+    verbatim copy to an earlier diagonal, cutting it into passages that overlapped in the chapter.
+
+    The page's hashes are looked up in their sorted order, where numpy starts each binary search where the
+    last one ended (three times faster than in text order), and the answers put back in text order."""
     page_order, page_sorted = page
-    first, sorted_hashes = chapter
-    positions = np.full(len(page_sorted), -1, dtype=np.int64)
-    if not len(page_sorted) or not len(sorted_hashes):
+    chapter_positions, sorted_hashes, keys, ends = chapter
+    n_page = len(page_sorted)
+    positions = np.full(n_page, -1, dtype=np.int64)
+    if not n_page or not len(sorted_hashes):
         return positions
     found = np.minimum(np.searchsorted(sorted_hashes, page_sorted), len(sorted_hashes) - 1)
     hit = sorted_hashes[found] == page_sorted
-    positions[page_order[hit]] = first[found[hit]]
+    at, lo, hi = page_order[hit], found[hit], ends[found[hit]]
+    lo_at = np.zeros(n_page, dtype=np.int64)
+    hi_at = np.zeros(n_page, dtype=np.int64)
+    lo_at[at], hi_at[at] = lo, hi
+    positions[at] = chapter_positions[lo]
+    unique = np.zeros(n_page, dtype=bool)
+    unique[at] = (hi - lo) == 1
+    repeated = np.flatnonzero((hi_at - lo_at) > 1)
+    if not len(repeated):
+        return positions
+    index = np.arange(n_page)
+    if unique.any():
+        diagonals = positions - index
+        before = np.maximum.accumulate(np.where(unique, index, -1))[repeated]
+        after = np.minimum.accumulate(np.where(unique, index, n_page)[::-1])[::-1][repeated]
+        wanted_diagonals = [(before >= 0, diagonals[np.maximum(before, 0)])]
+        wanted_diagonals.append((after < n_page, diagonals[np.minimum(after, n_page - 1)]))
+    else:  # a text that repeats itself throughout: the diagonal through the page's own positions
+        wanted_diagonals = [(np.ones(len(repeated), dtype=bool), np.zeros(len(repeated), dtype=np.int64))]
+    run_base = keys[lo_at[repeated]] - chapter_positions[lo_at[repeated]]
+    best = np.full(len(repeated), -1, dtype=np.int64)
+    best_distance = np.full(len(repeated), np.iinfo(np.int64).max, dtype=np.int64)
+    for has, diagonal in wanted_diagonals:
+        wanted = np.maximum(repeated + diagonal, 0)
+        nearest = np.searchsorted(keys, run_base + wanted)
+        for candidate in (nearest - 1, nearest):
+            candidate = np.clip(candidate, lo_at[repeated], hi_at[repeated] - 1)
+            chapter_at = chapter_positions[candidate]
+            distance = np.abs(chapter_at - wanted)
+            better = has & (distance < best_distance)
+            best[better], best_distance[better] = chapter_at[better], distance[better]
+    chosen = best >= 0
+    positions[repeated[chosen]] = best[chosen]
     return positions
 
 
@@ -150,14 +204,13 @@ def align(
     runs = _runs(
         is_covered, params.max_gap, params.min_run, _digit_prefix(page_text), params.max_gap_digit_share
     )
-    result: list[tuple[int, int, int, int]] = []
-    chapter_mask = np.zeros(n_chapter, dtype=bool)
-    page_covered = 0
+    pieces: list[_Piece] = []
     for run_start, run_end in runs:
         anchors = targets[run_start:run_end]
         anchor_at = np.nonzero(anchors >= 0)[0]
         if not len(anchor_at):
             continue
+        run_pieces: list[_Piece] = []
         for start, end, pages, chapter_starts in _split_by_diagonal(
             run_start, run_end, run_start + anchor_at, anchors[anchor_at], params
         ):
@@ -172,20 +225,131 @@ def align(
                 # passage
                 votes = (np.abs(diagonals[:, None] - diagonals[None, :]) <= slack).sum(axis=1)
                 near = np.abs(diagonals - diagonals[int(np.argmax(votes))]) <= slack
-            kept_pages, kept_chapters = pages[near], chapter_starts[near]
-            # extend from the first and last anchors to the passage's ends, along their diagonals
-            c_start = int(max(0, kept_chapters.min() - (kept_pages[np.argmin(kept_chapters)] - start)))
-            c_end = int(min(n_chapter, kept_chapters.max() + (end - kept_pages[np.argmax(kept_chapters)])))
-            result.append((start, end, c_start, c_end))
-            page_covered += end - start
-            chapter_mask[c_start:c_end] = True
+            piece = _Piece.of(start, end, pages[near], chapter_starts[near], n_chapter)
+            if piece is None:
+                continue
+            if run_pieces and run_pieces[-1].continued_by(piece, params):
+                run_pieces[-1] = run_pieces[-1].joined(piece)
+            else:
+                run_pieces.append(piece)
+        pieces += run_pieces
+    pieces = _without_overlaps(
+        [p for p in pieces if min(p.end - p.start, p.c_end - p.c_start) >= params.min_run], params.min_run
+    )
+    chapter_mask = np.zeros(n_chapter, dtype=bool)
+    for piece in pieces:
+        chapter_mask[piece.c_start : piece.c_end] = True
     return Alignment(
-        runs=tuple(result),
+        runs=tuple((p.start, p.end, p.c_start, p.c_end) for p in pieces),
         page_length=n_page,
         chapter_length=n_chapter,
-        page_covered=page_covered,
+        page_covered=sum(p.end - p.start for p in pieces),
         chapter_covered=int(chapter_mask.sum()),
     )
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """A passage being built: page ``[start, end)`` copies chapter ``[c_start, c_end)``; ``anchors`` are the
+    chapter positions of its anchors (for deciding overlaps), ``head`` and ``tail`` the diagonals (chapter
+    position - page position) at its two ends."""
+
+    start: int
+    end: int
+    c_start: int
+    c_end: int
+    anchors: np.ndarray
+    head: int
+    tail: int
+
+    @classmethod
+    def of(
+        cls, start: int, end: int, pages: np.ndarray, chapters: np.ndarray, n_chapter: int
+    ) -> _Piece | None:
+        """Extend a piece's ends along the diagonals of its first and last few anchors (a median, so one
+        stray anchor does not move an end); None when nothing of the chapter is left."""
+        diagonals = chapters - pages
+        head = int(np.median(diagonals[:_END_ANCHORS]))
+        tail = int(np.median(diagonals[-_END_ANCHORS:]))
+        c_start, c_end = max(0, start + head), min(n_chapter, end + tail)
+        start, end = start + (c_start - start - head), end - (end + tail - c_end)
+        if c_end <= c_start or end <= start:
+            return None
+        return cls(start, end, c_start, c_end, chapters, head, tail)
+
+    def continued_by(self, other: _Piece, params: AlignParams) -> bool:
+        """True when ``other`` carries on this piece's diagonal right after it (a cut in between came from
+        anchors that were dropped): the two are one passage."""
+        return (
+            0 <= other.start - self.end <= params.diagonal_slack
+            and abs(other.head - self.tail) <= params.diagonal_slack
+            and other.c_start >= self.c_end - params.diagonal_slack
+        )
+
+    def joined(self, other: _Piece) -> _Piece:
+        return _Piece(
+            self.start,
+            other.end,
+            self.c_start,
+            max(self.c_end, other.c_end),
+            np.concatenate((self.anchors, other.anchors)),
+            self.head,
+            other.tail,
+        )
+
+    def support(self, c_start: int, c_end: int) -> int:
+        """How many of this piece's anchors fall in the chapter range ``[c_start, c_end)``."""
+        return int(np.count_nonzero((self.anchors >= c_start) & (self.anchors < c_end)))
+
+    def trimmed(self, c_start: int, c_end: int) -> _Piece:
+        """The piece cut to the chapter range ``[c_start, c_end)``, its page range cut by as many characters
+        at the same end (the passage runs along its diagonal)."""
+        cut_head, cut_tail = max(0, c_start - self.c_start), max(0, self.c_end - c_end)
+        return _Piece(
+            self.start + cut_head,
+            self.end - cut_tail,
+            self.c_start + cut_head,
+            self.c_end - cut_tail,
+            self.anchors,
+            self.head,
+            self.tail,
+        )
+
+
+_END_ANCHORS = 5
+
+
+def _without_overlaps(pieces: list[_Piece], min_run: int) -> list[_Piece]:
+    """No two passages claim the same chapter characters (their page ranges are disjoint already).
+
+    Where two passages' chapter ranges overlap (a page that copies a paragraph twice, or the ends of two
+    pieces extended into the same stretch), the one with fewer anchors in the overlap gives it up: it is cut
+    at that end, on both sides, or dropped when it lies inside the other or falls under ``min_run``
+    characters on either side. Passages keep their page order."""
+    kept = list(pieces)
+    changed = True
+    while changed:
+        changed = False
+        by_chapter = sorted(range(len(kept)), key=lambda i: (kept[i].c_start, -kept[i].c_end))
+        for left, right in itertools.pairwise(by_chapter):
+            a, b = kept[left], kept[right]
+            if b.c_start >= a.c_end:
+                continue
+            lo, hi = b.c_start, min(a.c_end, b.c_end)
+            a_wins = a.support(lo, hi) >= b.support(lo, hi)
+            if b.c_end <= a.c_end:  # b inside a
+                if a_wins:
+                    kept[right] = b.trimmed(b.c_start, b.c_start)
+                else:
+                    kept[left] = a.trimmed(a.c_start, lo)
+            elif a_wins:
+                kept[right] = b.trimmed(hi, b.c_end)
+            else:
+                kept[left] = a.trimmed(a.c_start, lo)
+            kept = [p for p in kept if min(p.end - p.start, p.c_end - p.c_start) >= min_run]
+            changed = True
+            break
+    return kept
 
 
 def _split_by_diagonal(

@@ -4,11 +4,14 @@ Pure functions, no Flask. The templates render each segment's text through Jinja
 can never become markup: we highlight by *splitting* the text, never by inserting tags into it.
 
 Inside each copied passage the differences are marked too (:func:`span_diff`): a character-level diff
-(``difflib.SequenceMatcher``) of the page's span against the work's span gives the characters the copy
-*changed*, the ones it *inserted* (on the page, not in the work) and the ones it *deleted* (in the work,
-missing from the page); each side shows its own characters with their class, and a gap marker where the other
-side has characters this one lacks. Still by splitting: a highlighted segment carries :class:`Part` pieces,
-each escaped on its own.
+(``difflib.SequenceMatcher``) of the page's span against the work's span, both NORMALISED as the matching
+compares them (``fingerprint.normalize``: indentation, whitespace and punctuation dropped, Traditional folded
+to Simplified, full width to half), gives the characters the copy *changed*, the ones it *inserted* (on the
+page, not in the work) and the ones it *deleted* (in the work, missing from the page), mapped back onto the
+original characters through the normaliser's offset maps; each side shows its own characters with their class,
+and a gap marker where the other side has characters this one lacks. A copy that differs from the work only in
+what the matching ignores (a re-indented, re-punctuated or Traditional-script copy) shows no edit. Still by
+splitting: a highlighted segment carries :class:`Part` pieces, each escaped on its own.
 
 Spans are ``[page_start, page_end, work_start, work_end]`` character offsets into ``Page.text`` and
 ``Work.text`` (see ``compare.records``). The work side is shown as the attributed chapter, which is
@@ -22,6 +25,8 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from fptrack.fingerprint.normalize import NormalizedText, normalize
 
 __all__ = [
     "MAX_DIFF_LENGTH",
@@ -140,35 +145,40 @@ class SpanDiff:
 
 
 def span_diff(page_text: str, work_text: str, span: EvidenceSpan) -> SpanDiff:
-    """Diff the page's characters ``[page_start, page_end)`` against the work's ``[work_start, work_end)``.
+    """Diff the page's characters ``[page_start, page_end)`` against the work's ``[work_start, work_end)``, as
+    the matching compares them: both sides normalised (:func:`fingerprint.normalize.normalize`).
 
     ``difflib.SequenceMatcher`` (Ratcliff/Obershelp longest matching blocks, ``autojunk`` off: in Chinese
-    prose the common characters are the text, not noise) turns the page span into the work span with
-    ``replace`` (changed on both sides), ``delete`` (page characters the work lacks: inserted by the copier)
-    and ``insert`` (work characters the page lacks: deleted by the copier) operations."""
+    prose the common characters are the text, not noise) turns the normalised page span into the normalised
+    work span with ``replace`` (changed on both sides), ``delete`` (page characters the work lacks: inserted
+    by the copier) and ``insert`` (work characters the page lacks: deleted by the copier) operations. Counts
+    are in normalised characters; each edit is marked on the original characters it came from (with whatever
+    the normaliser dropped between them), each gap before the original character that follows it."""
     page = page_text[span.page_start : span.page_end]
     work = work_text[span.work_start : span.work_end]
     if len(page) > MAX_DIFF_LENGTH or len(work) > MAX_DIFF_LENGTH:
         return SpanDiff(span.number, compared=False)
+    page_norm, work_norm = normalize(page), normalize(work)
     page_edits: list[tuple[int, int, int, str]] = []
     work_edits: list[tuple[int, int, int, str]] = []
     page_gaps: list[tuple[int, int, int, str]] = []
     work_gaps: list[tuple[int, int, int, str]] = []
     changed = inserted = deleted = 0
     p0, w0, n = span.page_start, span.work_start, span.number
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, page, work, autojunk=False).get_opcodes():
+    matcher = difflib.SequenceMatcher(None, page_norm.text, work_norm.text, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "replace":
             changed += i2 - i1
-            page_edits.append((p0 + i1, p0 + i2, n, "changed"))
-            work_edits.append((w0 + j1, w0 + j2, n, "changed"))
+            page_edits.append((*_original(page_norm, p0, i1, i2), n, "changed"))
+            work_edits.append((*_original(work_norm, w0, j1, j2), n, "changed"))
         elif tag == "delete":
             inserted += i2 - i1
-            page_edits.append((p0 + i1, p0 + i2, n, "inserted"))
-            work_gaps.append((w0 + j1, n, i2 - i1, "inserted"))
+            page_edits.append((*_original(page_norm, p0, i1, i2), n, "inserted"))
+            work_gaps.append((_point(work_norm, w0, j1), n, i2 - i1, "inserted"))
         elif tag == "insert":
             deleted += j2 - j1
-            work_edits.append((w0 + j1, w0 + j2, n, "deleted"))
-            page_gaps.append((p0 + i1, n, j2 - j1, "deleted"))
+            work_edits.append((*_original(work_norm, w0, j1, j2), n, "deleted"))
+            page_gaps.append((_point(page_norm, p0, i1), n, j2 - j1, "deleted"))
     return SpanDiff(
         n,
         changed,
@@ -180,6 +190,20 @@ def span_diff(page_text: str, work_text: str, span: EvidenceSpan) -> SpanDiff:
         tuple(page_gaps),
         tuple(work_gaps),
     )
+
+
+def _original(normalized: NormalizedText, base: int, start: int, end: int) -> tuple[int, int]:
+    """The original characters (offsets from ``base``) that normalised ``[start, end)`` came from."""
+    first, last = normalized.original_span(start, end)
+    return base + first, base + last
+
+
+def _point(normalized: NormalizedText, base: int, position: int) -> int:
+    """Where a gap before normalised ``position`` stands in the original: before the original character it
+    came from (after the last one at the end)."""
+    if position < len(normalized):
+        return base + int(normalized.offsets[position])
+    return base + (int(normalized.offsets[-1]) + 1 if len(normalized) else 0)
 
 
 def highlight_segments(
