@@ -15,6 +15,7 @@ from fptrack.services.evidence.passages import (
     highlight_segments,
     is_web_url,
     page_ranges,
+    span_diff,
 )
 
 ranges_strategy = st.lists(st.tuples(st.integers(-5, 60), st.integers(-5, 60), st.integers(1, 6)), max_size=6)
@@ -92,3 +93,43 @@ def test_only_plain_http_urls_are_links() -> None:
         None,
     ):
         assert not is_web_url(hostile), hostile
+
+
+def _whole(page: str, work: str) -> EvidenceSpan:
+    return EvidenceSpan(1, 0, len(page), 0, len(work))
+
+
+def test_indentation_whitespace_and_punctuation_are_no_edits() -> None:
+    """A registered text indented with "　　" against an unindented copy showed "248 deleted / 118 deleted"
+    at the start of every line: the matching ignores indentation, so the side-by-side view does too."""
+    work = "　　王进道：“小人不敢。”\n　　众人都道：“好！”\n　　雨还在下。"
+    page = '王进道:"小人不敢." 众人都道：“好！” 雨还在下'
+    diff = span_diff(page, work, _whole(page, work))
+    assert diff.identical
+    assert not (diff.page_edits or diff.work_edits or diff.page_gaps or diff.work_gaps)
+
+
+def test_traditional_script_and_full_width_are_no_edits() -> None:
+    work = "灯塔的光照在海面上，老人说：“我知道了。”第12章"
+    page = "燈塔的光照在海面上，老人說：「我知道了。」第１２章"
+    assert span_diff(page, work, _whole(page, work)).identical
+
+
+def test_real_edits_are_marked_on_the_original_characters() -> None:
+    work = "　　灯塔的光照在海面上。\n　　老人叹了口气。"
+    page = "燈塔的光照在湖面上。老人叹了一口气。"
+    diff = span_diff(page, work, _whole(page, work))
+    assert (diff.changed, diff.inserted, diff.deleted) == (1, 1, 0)
+    assert [(page[s:e], kind) for s, e, _, kind in diff.page_edits] == [("湖", "changed"), ("一", "inserted")]
+    assert [(work[s:e], kind) for s, e, _, kind in diff.work_edits] == [("海", "changed")]
+    ((position, _, length, kind),) = diff.work_gaps
+    assert (work[position], length, kind) == ("口", 1, "inserted")
+
+
+def test_a_deletion_gap_stands_before_the_next_original_character() -> None:
+    work = "老人叹了一口气，说道。"
+    page = "老人叹了口气，说道。"
+    diff = span_diff(page, work, EvidenceSpan(1, 0, len(page), 0, len(work)))
+    assert diff.deleted == 1 and [(work[s:e]) for s, e, _, _ in diff.work_edits] == ["一"]
+    ((position, _, length, _),) = diff.page_gaps
+    assert (page[position], length) == ("口", 1)
