@@ -46,7 +46,7 @@ import ssl
 import struct
 import zipfile
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -67,9 +67,9 @@ from fptrack.core.plain_http import HttpFailure, http_request
 from fptrack.core.settings import Settings
 from fptrack.services.evidence.passages import evidence_spans, span_diff
 from fptrack.storage.capture_stamps import capture_statement, exchange_statement, stamp_for
-from fptrack.storage.exchanges import RawExchange, exchange_for
+from fptrack.storage.exchanges import RawExchange, content_codings, exchange_for
 from fptrack.storage.match_life import Evidence, evidence_of
-from fptrack.storage.models import Match, Page, ReviewDecision, as_utc
+from fptrack.storage.models import Match, Page, ReviewDecision, Sender, as_utc
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -108,6 +108,7 @@ WARC_FILE = "page.warc.gz"
 SIGNED_FILES = ("README.txt", "evidence.json", WARC_FILE, PUBLIC_KEY)
 TSA_TIMEOUT = 30.0
 NOT_TIMESTAMPED = "not timestamped"
+OPERATOR_NOT_STATED = "not stated (FPTRACK_EVIDENCE_OPERATOR unset)"
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip holds: fixed, see the module docstring
 
 
@@ -539,21 +540,46 @@ def page_metadata(page: Page, content: Evidence) -> dict[str, Any]:
     return metadata
 
 
-def page_warc(page: Page, content: Evidence, exchange: RawExchange | None) -> tuple[bytes, dict[str, Any]]:
+def warcinfo_fields(exchange: RawExchange | None, operator: str) -> dict[str, str]:
+    """The ``warcinfo`` record's fields (WARC 1.1, annex of the warcinfo fields): the software and its
+    versions, the operator (``FPTRACK_EVIDENCE_OPERATOR``), the user agent the request was sent with."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    def version_of(package: str) -> str:
+        try:
+            return version(package)
+        except PackageNotFoundError:
+            return "unknown"
+
+    user_agent = ""
+    for line in exchange.request_head.split(b"\r\n")[1:] if exchange is not None else ():
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"user-agent":
+            user_agent = value.strip().decode("latin-1")
+    return {
+        "software": (
+            f"fptrack/{version_of('fptrack')} (Scrapy/{version_of('scrapy')}, "
+            f"Python/{platform.python_version()})"
+        ),
+        "operator": " ".join(operator.split()) or OPERATOR_NOT_STATED,
+        "http-header-user-agent": user_agent or "not known (no request was kept)",
+        "format": "WARC File Format 1.1",
+        "conformsTo": "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        "description": "a page as fptrack fetched it, with the text it extracted from it",
+    }
+
+
+def page_warc(
+    page: Page, content: Evidence, exchange: RawExchange | None, *, operator: str = ""
+) -> tuple[bytes, dict[str, Any]]:
     """The gzipped WARC file of the page and what it holds (record ids, which record's payload is the
-    snapshot), for evidence.json. See the module docstring for the records."""
+    snapshot), for evidence.json. See the module docstring for the records. The response record holds the
+    payload as received (content coding kept) when the exchange kept it: its snapshot is then that payload
+    decoded."""
     buffer = io.BytesIO()
     writer = WARCWriter(buffer, gzip=True, warc_version="1.1")
-    writer.write_record(
-        writer.create_warcinfo_record(
-            WARC_FILE,
-            {
-                "software": "fptrack",
-                "format": "WARC File Format 1.1",
-                "description": "a page as fptrack fetched it, with the text it extracted from it",
-            },
-        )
-    )
+    writer.write_record(writer.create_warcinfo_record(WARC_FILE, warcinfo_fields(exchange, operator)))
     described: dict[str, Any] = {"file": WARC_FILE}
     text_date = utc_z(content.fetched_at)
     source_id: str | None = None  # the record the extracted text comes from
@@ -561,17 +587,18 @@ def page_warc(page: Page, content: Evidence, exchange: RawExchange | None) -> tu
     if exchange is not None:
         date = utc_z(exchange.fetched_at)
         described["fetched_as"] = "rendered in Chromium" if exchange.rendered else "plain HTTP"
-        if exchange.body is not None:
+        payload = exchange.payload
+        if payload is not None:
+            response_headers = {"WARC-Date": date, "WARC-Payload-Digest": "sha256:" + sha256_hex(payload)}
+            if exchange.ip_address:
+                response_headers["WARC-IP-Address"] = exchange.ip_address
             response = writer.create_warc_record(
                 exchange.url,
                 "response",
-                payload=io.BytesIO(exchange.response_head + exchange.body),
-                length=len(exchange.response_head) + len(exchange.body),
+                payload=io.BytesIO(exchange.response_head + payload),
+                length=len(exchange.response_head) + len(payload),
                 warc_content_type="application/http; msgtype=response",
-                warc_headers_dict={
-                    "WARC-Date": date,
-                    "WARC-Payload-Digest": "sha256:" + sha256_hex(exchange.body),
-                },
+                warc_headers_dict=response_headers,
             )
             response_id = source_id = _record_id(response)
             if exchange.request_head:
@@ -588,6 +615,9 @@ def page_warc(page: Page, content: Evidence, exchange: RawExchange | None) -> tu
             writer.write_record(response)
             described["response_record"] = response_id
             described["snapshot_record"] = response_id
+            codings = content_codings(exchange.response_head) if exchange.wire_body is not None else []
+            if codings:
+                described["snapshot_is"] = f"the response payload, {', '.join(codings)} decoded"
         if exchange.rendered:
             headers = {"WARC-Date": date}
             if response_id is not None:
@@ -712,6 +742,7 @@ def evidence_bundle(
     *,
     now: datetime | None = None,
     capture: CaptureSeal | None = None,
+    operator: str | None = None,
 ) -> bytes:
     """The bundle of ``page`` (see the module docstring): ``document`` is the match's part of evidence.json,
     ``content`` the content the match rests on and ``exchange`` the fetch it was read from (None when none
@@ -721,7 +752,7 @@ def evidence_bundle(
     bundle)."""
     key = load_signing_key(settings)
     public = key.public_key()
-    warc, records = page_warc(page, content, exchange)
+    warc, records = page_warc(page, content, exchange, operator=settings.evidence_operator or operator or "")
     page_part = page_metadata(page, content)
     if exchange is None:
         page_part["raw_exchange"] = (
@@ -832,7 +863,11 @@ def build_bundle(
         ],
     }
     capture = _capture_seal(session, match.page_id, exchange) if exchange is not None else None
-    return evidence_bundle(match.page, document, content, exchange, settings, now=now, capture=capture)
+    senders = session.scalars(select(Sender.name).limit(2)).all()
+    operator = senders[0] if len(senders) == 1 else None  # FPTRACK_EVIDENCE_OPERATOR comes first
+    return evidence_bundle(
+        match.page, document, content, exchange, settings, now=now, capture=capture, operator=operator
+    )
 
 
 # ------------------------------------------------------------------------------------------ verification
@@ -1147,10 +1182,110 @@ class _Record:
     status: str | None
     sha256: str
     block: bytes | None
+    decoded_sha256: str | None = None  # a response's payload with its content coding undone, when it has one
     block_sha256: str = ""  # the whole block's: the HTTP head and the payload of a response or request
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name)
+
+
+_PIECE = 1 << 20  # the most one step of decoding a payload yields
+
+
+class _Undo:
+    """One content coding (gzip, deflate, br) undone a piece at a time: no call yields more than
+    :data:`_PIECE` bytes, whatever the input expands to."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        self._zlib: Any = None
+        self._brotli: Any = None
+        if coding == "br":
+            import brotli
+
+            self._brotli = brotli.Decompressor()
+        elif coding not in ("gzip", "x-gzip", "deflate"):
+            raise BundleError(
+                f"page.warc.gz: a response payload has a content coding fptrack never keeps: {coding}"
+            )
+
+    def _inflater(self, first: bytes) -> Any:
+        if self.coding != "deflate":
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        zlib_wrapped = len(first) >= 2 and first[0] & 0x0F == 8 and (first[0] << 8 | first[1]) % 31 == 0
+        return zlib.decompressobj(zlib.MAX_WBITS if zlib_wrapped else -zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._brotli is not None:
+            yield self._brotli.process(data, output_buffer_limit=_PIECE)
+            while not self._brotli.can_accept_more_data():
+                yield self._brotli.process(b"", output_buffer_limit=_PIECE)
+            return
+        while data:
+            if self._zlib is None:
+                self._zlib = self._inflater(data)
+            yield self._zlib.decompress(data, _PIECE)
+            data = self._zlib.unconsumed_tail
+            if self._zlib.eof and not data:
+                data = self._zlib.unused_data
+                if data and self.coding == "deflate":
+                    raise BundleError("page.warc.gz: a deflate payload has bytes after its end")
+                self._zlib = None
+
+    @property
+    def finished(self) -> bool:
+        if self._brotli is not None:
+            return bool(self._brotli.is_finished())
+        return self._zlib is None
+
+
+def _brotli_errors() -> tuple[type[Exception], ...]:
+    try:
+        import brotli
+    except ImportError:
+        return ()
+    return (brotli.error,)
+
+
+class _DecodedHash:
+    """The SHA-256 of a payload with its content ``codings`` (in the order applied) undone, fed a read at a
+    time, its output bounded by :data:`MAX_WARC_EXPANSION` (a payload of a few kilobytes can claim to be
+    gigabytes)."""
+
+    def __init__(self, codings: Sequence[str]) -> None:
+        self._stages = [_Undo(coding) for coding in reversed(codings)]
+        self._hash = hashlib.sha256()
+        self._left = MAX_WARC_EXPANSION
+
+    def update(self, data: bytes) -> None:
+        self._push(data, 0)
+
+    def _push(self, data: bytes, stage: int) -> None:
+        if stage == len(self._stages):
+            self._left -= len(data)
+            if self._left < 0:
+                raise BundleError(
+                    f"page.warc.gz: a response payload decodes beyond {MAX_WARC_EXPANSION:,} bytes"
+                )
+            self._hash.update(data)
+            return
+        errors: tuple[type[Exception], ...] = (zlib.error, ValueError, *_brotli_errors())
+        pieces = self._stages[stage].feed(data)
+        while True:  # a piece at a time: the pieces of one read may add up to gigabytes
+            try:
+                piece = next(pieces, None)
+            except errors as error:
+                raise BundleError(
+                    f"page.warc.gz: a response payload is not {self._stages[stage].coding}: {error}"
+                ) from None
+            if piece is None:
+                return
+            self._push(piece, stage + 1)
+
+    def hexdigest(self) -> str:
+        if not all(stage.finished for stage in self._stages):
+            raise BundleError("page.warc.gz: a response payload ends before its content coding does")
+        return self._hash.hexdigest()
 
 
 class _CappedGunzip(io.RawIOBase):
@@ -1206,6 +1341,7 @@ def _read_record(stream: io.BufferedReader[_CappedGunzip]) -> tuple[str, _Record
     if left < 0:
         raise BundleError(f"page.warc.gz: a {kind} record has no valid Content-Length")
     status = None
+    decoded: _DecodedHash | None = None
     block = hashlib.sha256()
     if kind in ("response", "request"):  # the payload is what follows the HTTP head
         http_head = _head_lines(stream, left, "HTTP")
@@ -1213,6 +1349,8 @@ def _read_record(stream: io.BufferedReader[_CappedGunzip]) -> tuple[str, _Record
         block.update(b"".join(line + b"\r\n" for line in http_head) + b"\r\n")
         if kind == "response" and http_head:
             status = (http_head[0].split(b" ") + [b""])[1].decode("latin-1")
+            codings = content_codings(b"\r\n".join(http_head))
+            decoded = _DecodedHash(codings) if codings else None
     hasher = hashlib.sha256()
     kept = bytearray() if kind == "metadata" else None
     if kept is not None and left > MAX_KEPT_RECORD:
@@ -1225,6 +1363,8 @@ def _read_record(stream: io.BufferedReader[_CappedGunzip]) -> tuple[str, _Record
         block.update(chunk)
         if kept is not None:
             kept += chunk
+        if decoded is not None:
+            decoded.update(chunk)
         left -= len(chunk)
     if stream.read(4) != b"\r\n\r\n":
         raise BundleError(f"page.warc.gz: a {kind} record does not end where its Content-Length says")
@@ -1234,7 +1374,8 @@ def _read_record(stream: io.BufferedReader[_CappedGunzip]) -> tuple[str, _Record
         status,
         hasher.hexdigest(),
         None if kept is None else bytes(kept),
-        block_sha256=block.hexdigest(),
+        None if decoded is None else decoded.hexdigest(),
+        block.hexdigest(),
     )
     return headers.get("WARC-Record-ID", ""), record
 
@@ -1383,9 +1524,12 @@ def _snapshot_line(
     if claimed.get("snapshot_record") is None:
         return "page: the text as stored only (no raw HTTP exchange was kept): snapshot_sha256 not checkable"
     snapshot = _record_of(records, claimed["snapshot_record"], ("response", "resource"), "the snapshot")
-    if snapshot.sha256 != page.get("snapshot_sha256"):
+    decoded = snapshot.kind == "response" and snapshot.decoded_sha256 is not None
+    if (snapshot.decoded_sha256 if decoded else snapshot.sha256) != page.get("snapshot_sha256"):
         raise BundleError(f"the WARC {snapshot.kind} payload does not hash to the recorded snapshot_sha256")
     what = "response payload" if snapshot.kind == "response" else "rendered DOM (resource record)"
+    if decoded:
+        what += " (as received, its content coding undone)"
     return (
         f"page: WARC {what} hashes to snapshot_sha256 {page.get('snapshot_sha256')} "
         f"(HTTP {page.get('http_status')}, fetched {page.get('fetched_at')}); evidence.json's URL, status, "
