@@ -649,7 +649,8 @@ def absent_elements(notice: Notice) -> list[tuple[str, str]]:
     else:
         if not sender.signer_name.strip():
             absent.append(("us_i_signature", "the sender names no signer for the /s/ signature"))
-        if not sender.signer_title.strip():
+        # a person who owns the rights acts as the owner; anyone else says in what capacity the signer acts
+        if not sender.signer_title.strip() and not (_person(sender) and sender.role == "owner"):
             absent.append(
                 ("us_vi_accuracy", "the signer's authority to act (title or capacity) is not given")
             )
