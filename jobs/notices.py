@@ -209,9 +209,9 @@ def save_sender(session: Session, name: str, *, create: bool, **fields: str | No
             except RightsError as error:
                 raise NoticeError(str(error)) from None
         setattr(sender, key, value.strip() if key != "address" else value.strip()[:2000])
-    if fields.get("role") is None and existing is None and sender.rights_owner not in ("", sender.name):
+    if fields.get("role") is None and existing is None and (sender.rights_owner or "") not in ("", name):
         sender.role = "agent"  # it named the owner it acts for (as migration 0027 read the senders before)
-    if sender.kind == "person" and (sender.credit_code or sender.legal_representative):
+    if sender.kind == "person" and ((sender.credit_code or "") or (sender.legal_representative or "")):
         raise NoticeError(
             "a unified social credit code and a legal representative are a company's: set --kind company "
             "or leave them empty"
