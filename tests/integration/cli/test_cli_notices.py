@@ -102,12 +102,23 @@ def test_senders_contacts_notices_round_trip(
         "+86 10 5555",
         "--title",
         "General Counsel",
-        "--proof",
-        str(proof),
     )
-    assert edited.exit_code == 0 and "1 proof file(s)" in edited.output
-    listed = json.loads(_run(settings, port, "senders", "list", "--format", "json").output)
-    assert listed["proofs"][0]["filename"] == "certificate.pdf"
+    assert edited.exit_code == 0 and "company, owner; 0 proof file(s)" in edited.output
+    # a proof of ownership belongs to its work, not to the sender: said in one line
+    moved = _run(settings, port, "senders", "edit", "Mountain Press", "--proof", str(proof))
+    assert moved.exit_code != 0 and "fptrack works edit WORK_ID --proof FILE" in moved.output
+    unproved = _run(settings, port, "notices", "draft", "--host", "pirate.example")
+    assert unproved.exit_code == 1 and "has no proof of ownership (fptrack works edit" in unproved.output
+    for work_id in (ids.work_id, ids.other_work_id):
+        registered = _run(
+            settings, port, "works", "edit", str(work_id), "--proof", str(proof), "--registration", "2026-A-1"
+        )
+        assert registered.exit_code == 0 and "1 proof(s) of ownership" in registered.output, registered.output
+    shown_work = json.loads(_run(settings, port, "works", "show", str(ids.work_id)).output)
+    assert shown_work["registration_number"] == "2026-A-1"
+    assert [(p["kind"], p["filename"]) for p in shown_work["proofs"]] == [
+        ("ownership_certificate", "certificate.pdf")
+    ]
     assert _run(settings, port, "contacts", "add", "pirate.example", "abuse@pirate.example").exit_code == 0
     contact = _run(
         settings, port, "contacts", "add", "pirate.example", "abuse@host.example", "--kind", "hosting"
