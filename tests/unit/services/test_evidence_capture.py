@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import subprocess
 import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -133,6 +134,17 @@ def test_a_flagged_capture_is_stamped_and_its_bundle_proves_it(
     lines = "\n".join(result.lines)
     assert f"capture: sealed {evidence['capture']['stamped_at']}" in lines
     assert "signature timestamp: " in lines
+    if kind == "plain":  # a recipient with openssl alone, as docs/evidence.md says
+        folder = tsa.folder / "by-hand"
+        folder.mkdir()
+        archive.extractall(folder)
+        (folder / "statement").write_text(evidence["capture"]["statement"], newline="")
+        for token, data in (("capture.tsr", "statement"), ("SHA256SUMS.sig.tsr", "SHA256SUMS.sig")):
+            checked = subprocess.run(
+                ["openssl", "ts", "-verify", "-in", token, "-data", data, "-CAfile", str(tsa.ca_cert)],
+                cwd=folder, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            assert checked.returncode == 0 and "Verification: OK" in checked.stdout, checked.stderr
     # the capture's token is no later than the bundle's, and no later than the bundle was made
     created = datetime.strptime(evidence["created_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     assert info.time.replace(microsecond=0) <= created
