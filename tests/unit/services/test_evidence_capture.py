@@ -13,6 +13,7 @@ PostgreSQL, with a local RFC 3161 authority (``openssl ts -reply`` on 127.0.0.1)
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -66,9 +67,16 @@ def tsa(tmp_path: Path) -> Iterator[LocalTsa]:
 
 
 def _exchange(kind: str, url: str) -> RawExchange:
-    """A kept exchange of each kind: plain HTTP, plain then rendered, rendered by Chromium alone."""
+    """A kept exchange of each kind: plain HTTP, gzip-coded as received, plain then rendered, rendered by
+    Chromium alone."""
     if kind == "plain":
         return RawExchange(url, REQUEST_HEAD, RESPONSE_HEAD, BODY, FETCHED)
+    if kind == "gzip":  # the payload as received, gzip-coded, and the body it decodes to
+        coded = gzip.compress(BODY)
+        head = b"HTTP/1.1 200 Fine Thanks\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(
+            coded
+        )
+        return RawExchange(url, REQUEST_HEAD, head, BODY, FETCHED, ip_address="127.0.0.1", wire_body=coded)
     if kind == "rendered":
         return RawExchange(url, REQUEST_HEAD, RESPONSE_HEAD, BODY, FETCHED, rendered=DOM)
     return RawExchange(
@@ -104,7 +112,7 @@ def _no_pause() -> Iterator[None]:
     stamping._paused_until = 0.0
 
 
-@pytest.mark.parametrize("kind", ["plain", "rendered", "browser-only"])
+@pytest.mark.parametrize("kind", ["plain", "gzip", "rendered", "browser-only"])
 def test_a_flagged_capture_is_stamped_and_its_bundle_proves_it(
     session: Session, settings: Settings, tsa: LocalTsa, kind: str
 ) -> None:
