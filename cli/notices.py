@@ -55,7 +55,7 @@ def notices() -> None:
       fptrack notices draft --match 12 --format pdf -o n.pdf     a draft for one match, written as PDF
       fptrack notices send 3                                    send draft 3 (FPTRACK_SMTP_HOST)
       fptrack notices list --format json
-      fptrack notices show 3
+      fptrack notices show 3 --eml n3.eml                       its text, and the message as sent
       fptrack notices export 3 --format lumen|urls
       fptrack notices mark 3 acknowledged|bounced|withdrawn
       fptrack notices follow-up                                 close, remind, escalate now
@@ -224,17 +224,48 @@ def notices_list(context: CliContext, state: str | None, host: str | None, fmt: 
 @notices.command("show")
 @click.argument("notice_id", type=int)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--eml",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the message exactly as the relay took it here (its SHA-256 is the notice's).",
+)
+@click.option(
+    "--timestamp",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the RFC 3161 time-stamp response over the message's SHA-256 here (openssl ts -verify).",
+)
 @pass_context
 @friendly_errors
-def notices_show(context: CliContext, notice_id: int, fmt: str) -> None:
-    """A notice: its state, what is missing, its items and events, then its text."""
+def notices_show(
+    context: CliContext, notice_id: int, fmt: str, eml: Path | None, timestamp: Path | None
+) -> None:
+    """A notice: its state, what is missing, its items and events, then its text; what was sent (the
+    message's SHA-256, the relay's reply, the time-stamp) once it is sent."""
+    from fptrack.jobs.notice_proof import timestamp_time
     from fptrack.jobs.notice_render import missing_elements
-    from fptrack.jobs.notices import load_notice
+    from fptrack.jobs.notices import NoticeError, load_notice
 
     with context.session() as session:
         notice = load_notice(session, notice_id)
+        if eml is not None:
+            if not notice.sent_message:
+                raise NoticeError(
+                    f"notice {notice.id} has no stored message (it is {notice.state}, or was sent before "
+                    "messages were kept)"
+                )
+            eml.write_bytes(bytes(notice.sent_message))
+            click.echo(f"wrote {eml} (SHA-256 {notice.sent_message_sha256})", err=True)
+        if timestamp is not None:
+            if not notice.sent_timestamp:
+                raise NoticeError(f"notice {notice.id} has no time-stamp on its message (FPTRACK_TSA_URL)")
+            timestamp.write_bytes(bytes(notice.sent_timestamp))
+            click.echo(f"wrote {timestamp}", err=True)
         record = {
             **_summary(notice),
+            "sent_message_sha256": notice.sent_message_sha256 or None,
+            "relay_reply": notice.relay_reply or None,
+            "relay_replied_at": iso_utc(notice.relay_replied_at),
+            "time_stamped_at": timestamp_time(notice) or None,
             "missing": missing_elements(notice) if notice.state == "draft" else [],
             "items_detail": [
                 {
@@ -264,6 +295,11 @@ def notices_show(context: CliContext, notice_id: int, fmt: str) -> None:
     kind = f"{record['kind']}, {record['language']}"
     click.echo(f"notice {record['id']} · {record['host']} · {record['state']} ({kind})")
     click.echo(f"to {record['recipient'] or '(no recipient)'} · sent {record['sent_at'] or '-'}")
+    if record["sent_message_sha256"]:
+        click.echo(f"message as sent: SHA-256 {record['sent_message_sha256']} (--eml FILE writes it)")
+        click.echo(f"relay replied at {record['relay_replied_at']}: {record['relay_reply']}")
+        stamped = record["time_stamped_at"]
+        click.echo(f"time-stamped at {stamped} (--timestamp FILE)" if stamped else "not time-stamped")
     for line in record["missing"]:  # type: ignore[attr-defined]
         click.echo(f"missing: {line}")
     for event in record["events"]:  # type: ignore[attr-defined]

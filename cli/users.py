@@ -201,6 +201,17 @@ def users_revoke_token(context: CliContext, token_id: int) -> None:
 @click.argument("decision", type=click.Choice(list(DECISIONS)))
 @click.option("--reason", default="", help="Why (kept with the decision).")
 @click.option(
+    "--copy-kind",
+    type=click.Choice(["whole_chapter", "substantial_part", "excerpt"]),
+    help="confirm: what the copy is (the reviewer's basis).",
+)
+@click.option(
+    "--fair-use-considered",
+    is_flag=True,
+    help="confirm: fair use, quotation and licences were considered (the reviewer's basis).",
+)
+@click.option("--basis", default="", help="confirm: a short note on the basis.")
+@click.option(
     "--as",
     "as_user",
     metavar="USERNAME",
@@ -208,12 +219,23 @@ def users_revoke_token(context: CliContext, token_id: int) -> None:
 )
 @pass_context
 @_one_line_errors
-def review(context: CliContext, match_id: int, decision: str, reason: str, as_user: str | None) -> None:
+def review(
+    context: CliContext,
+    match_id: int,
+    decision: str,
+    reason: str,
+    copy_kind: str | None,
+    fair_use_considered: bool,
+    basis: str,
+    as_user: str | None,
+) -> None:
     """Confirm or dismiss a match (or reopen it), as the admin's buttons do.
 
-    The decision is kept in the match's review history with who, when and why (--reason)."""
+    The decision is kept in the match's review history with who, when and why (--reason). Confirming an
+    excerpt, or a match whose score (the share of its chapter copied) is below FPTRACK_REVIEW_BASIS_BELOW,
+    needs the reviewer's basis: --copy-kind, --fair-use-considered and --basis "..."."""
     from fptrack.services.accounts.users import find_active_user
-    from fptrack.services.review import record_decision
+    from fptrack.services.review import Basis, record_decision
 
     with context.session() as session:
         if as_user is not None:
@@ -225,7 +247,16 @@ def review(context: CliContext, match_id: int, decision: str, reason: str, as_us
             reviewer = user.username
         else:
             reviewer = f"cli:{getpass.getuser()}"
-        outcome = record_decision(session, match_id, DECISIONS[decision], reviewer, reason)
+        given = Basis(copy_kind or "", True if fair_use_considered else None, basis)
+        outcome = record_decision(
+            session,
+            match_id,
+            DECISIONS[decision],
+            reviewer,
+            reason,
+            basis=given if given.stated else None,
+            basis_below=context.settings.review_basis_below,
+        )
     if outcome.recorded:
         click.echo(f"match {match_id}: {outcome.previous_status} -> {outcome.status} (by {reviewer})")
     else:

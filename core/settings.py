@@ -841,6 +841,15 @@ class Settings:
         "fetch each copy's page again just before a notice is sent or followed up, as a re-check does; a "
         "copy found gone is left out of it (false: trust the last re-check)",
     )
+    review_basis_below: float = _notices(
+        "FPTRACK_REVIEW_BASIS_BELOW",
+        0.8,
+        _float,
+        "a match whose score (the share of its chapter copied) is below this, or that the reviewer calls an "
+        "excerpt, is confirmed only with the reviewer's basis: its copy kind, fair use and licences "
+        "considered, and a note (`fptrack review`, the admin's review form; bulk confirmation refuses it)",
+        at_least=(0, "a share between 0 and 1"),
+    )
 
     def __post_init__(self) -> None:
         if not self.database_url:

@@ -169,6 +169,11 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "url": "Network address (URL)",
         "page_title": "Page title",
         "copies": "Copies",
+        "extent": "Extent",
+        "extent_whole_chapter": "the whole chapter",
+        "extent_substantial_part": "a substantial part of the chapter",
+        "extent_excerpt": "an excerpt of the chapter, not a complete copy (fair use, quotation and licences "
+        "were considered before this notice)",
         "first_seen": "First found",
         "fetched": "Page fetched",
         "snapshot": "SHA-256 of the page as fetched",
@@ -241,6 +246,10 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "url": "网络地址",
         "page_title": "网页标题",
         "copies": "侵权作品",
+        "extent": "侵权范围",
+        "extent_whole_chapter": "整章",
+        "extent_substantial_part": "该章的实质部分",
+        "extent_excerpt": "该章的节选，并非完整复制（发出本通知前已审查合理使用、适当引用及授权情况）",
         "first_seen": "首次发现",
         "fetched": "抓取时间",
         "snapshot": "抓取内容的 SHA-256 校验值",
@@ -568,6 +577,8 @@ def render_text(notice: Notice, when: datetime) -> str:
         owner = c["item_owner"](item)
         copies = t["work"].format(work=item.work_title, chapter=item.chapter_title, owner=owner)
         lines.append(f"      {t['copies']}{colon}{copies}")
+        if item.copy_kind:  # the reviewer's word: an excerpt is not called a copy of the chapter
+            lines.append(f"      {t['extent']}{colon}{t['extent_' + item.copy_kind]}")
         seen, fetched = minute(item.first_seen), minute(item.fetched_at)
         lines.append(f"      {t['first_seen']}{colon}{seen}{t['separator']}{t['fetched']}{colon}{fetched}")
         if item.snapshot_sha256:

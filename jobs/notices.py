@@ -49,10 +49,12 @@ from fptrack.compare.licensing import is_licensed, licensed_hosts_of
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.jobs.delivery import DeliveryError, SmtpTransport, Transport, attachment_names, notice_message
+from fptrack.jobs.notice_proof import keep_what_was_sent
 from fptrack.jobs.notice_render import missing_elements, render_html, render_text
 from fptrack.jobs.rechecks import PageVerdict, refetch_matches
 from fptrack.services.accounts.contact_fields import InvalidField, check_email, check_fields, check_one_line
 from fptrack.services.evidence.bundle import build_bundle
+from fptrack.services.review import latest_basis
 from fptrack.services.rights import RightsError, check_credit_code
 from fptrack.storage.match_life import evidence_of
 from fptrack.storage.models import (
@@ -421,6 +423,7 @@ def _item(session: Session, match: Match, bundle_settings: Settings | None) -> N
         passages=passages,
         bundle=bundle,
         bundle_sha256=hashlib.sha256(bundle).hexdigest() if bundle is not None else "",
+        copy_kind=latest_basis(session, match.id).copy_kind,
     )
     item.work = match.work  # its owner and proofs are what the notice cites
     return item
@@ -644,7 +647,7 @@ def send_notice(
     html = render_html(notice, now)
     message = notice_message(notice, notice.text, html, from_address=settings.smtp_from)
     try:
-        transport.send(message)
+        delivered = transport.send(message)
     except DeliveryError as error:
         notice.sent_at = None
         _event(notice, "send_failed", now, actor=actor, recipient=notice.recipient_address, detail=str(error))
@@ -656,6 +659,7 @@ def send_notice(
     detail = (
         f"via {transport.describe()}; text sha256 {notice.text_sha256}; attached: {attached or 'nothing'}"
     )
+    detail += "; " + keep_what_was_sent(notice, delivered, settings)
     if unsure:
         detail += "; kept though not fetched again: " + "; ".join(unsure)
     _event(
@@ -878,6 +882,7 @@ def _successor(
             passages=item.passages,
             bundle=item.bundle,
             bundle_sha256=item.bundle_sha256,
+            copy_kind=item.copy_kind,
         )
         for item in carried
     ]

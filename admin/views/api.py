@@ -18,7 +18,7 @@ from sqlalchemy.orm import joinedload
 
 from fptrack.admin.openapi import openapi_document
 from fptrack.admin.security import requires_role
-from fptrack.admin.views.context import db_session
+from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.views.crawls import crawl_rows
 from fptrack.admin.views.read_sessions import read_session
 from fptrack.admin.views.sites import site_rows
@@ -36,7 +36,14 @@ from fptrack.services.queries import (
     positive_int_arg,
     work_rows,
 )
-from fptrack.services.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
+from fptrack.services.review import (
+    BULK_LIMIT,
+    Basis,
+    add_note,
+    match_history,
+    record_bulk_decision,
+    record_decision,
+)
 from fptrack.storage.models import Chapter, Match, Page, Work, iso_utc
 
 __all__ = ["API_MAX_PER_PAGE", "API_PER_PAGE", "blueprint", "match_json"]
@@ -291,12 +298,24 @@ def openapi_json() -> dict[str, Any]:
 @blueprint.post("/matches/<int:match_id>/review")
 @requires_role("reviewer")
 def review_json(match_id: int) -> dict[str, Any]:
-    """``{"status": "confirmed"|"dismissed"|"flagged", "reason": "..."}``."""
+    """``{"status": "confirmed"|"dismissed"|"flagged", "reason": "..."}``; a confirmation may carry (and
+    for an excerpt or a low score must carry) the reviewer's basis: ``"copy_kind"`` (whole_chapter,
+    substantial_part, excerpt), ``"fair_use_considered"`` (true) and ``"basis"`` (a short note)."""
     body = _body()
     session = db_session()
+    considered = body.get("fair_use_considered")
+    if considered is not None and not isinstance(considered, bool):
+        abort(400, description="fair_use_considered must be true or false.")
+    basis = Basis(_text_field(body, "copy_kind"), considered, _text_field(body, "basis"))
     try:
         decision = record_decision(
-            session, match_id, _text_field(body, "status"), current_user.username, _text_field(body, "reason")
+            session,
+            match_id,
+            _text_field(body, "status"),
+            current_user.username,
+            _text_field(body, "reason"),
+            basis=basis,
+            basis_below=admin_state().settings.review_basis_below,
         )
     except LookupError:
         abort(404, description=f"There is no match with id {match_id}.")
@@ -355,7 +374,12 @@ def bulk_review_json() -> dict[str, Any]:
         ids = [match_id for match_id in raw if match_id in on_list]
     try:
         decisions = record_bulk_decision(
-            session, ids, _text_field(body, "status"), current_user.username, _text_field(body, "reason")
+            session,
+            ids,
+            _text_field(body, "status"),
+            current_user.username,
+            _text_field(body, "reason"),
+            basis_below=admin_state().settings.review_basis_below,
         )
     except ValueError as error:
         session.rollback()

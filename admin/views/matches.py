@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, joinedload, object_session
 from werkzeug.wrappers import Response as BaseResponse
 
 from fptrack.admin.security import requires_role
-from fptrack.admin.views.context import db_session
+from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.views.read_sessions import read_session
 from fptrack.compare.records import match_to_dict
 from fptrack.services.evidence.passages import (
@@ -54,7 +54,16 @@ from fptrack.services.queries import (
     positive_int_arg,
     work_choices,
 )
-from fptrack.services.review import BULK_LIMIT, add_note, match_history, record_bulk_decision, record_decision
+from fptrack.services.review import (
+    BULK_LIMIT,
+    COPY_KIND_LABELS,
+    Basis,
+    add_note,
+    basis_needed,
+    match_history,
+    record_bulk_decision,
+    record_decision,
+)
 from fptrack.storage.match_life import Evidence as StoredEvidence
 from fptrack.storage.match_life import evidence_of
 from fptrack.storage.models import Match, TakedownCheck
@@ -198,6 +207,7 @@ def bulk() -> BaseResponse:
             request.form.get("decision", ""),
             current_user.username,
             request.form.get("note", ""),
+            basis_below=admin_state().settings.review_basis_below,
         )
     except LookupError as error:
         session.rollback()
@@ -322,6 +332,8 @@ def detail(match_id: int) -> str:
         history=match_history(read_session(), match_id),
         takedown_checks=_takedown_checks(match_id),
         review_statuses=REVIEW_STATUSES,
+        copy_kinds=COPY_KIND_LABELS,
+        basis_needed=basis_needed(match, basis_below=admin_state().settings.review_basis_below),
     )
 
 
@@ -351,6 +363,8 @@ def set_status(match_id: int) -> BaseResponse:
             request.form.get("status", ""),
             reviewer=current_user.username,
             note=request.form.get("note", ""),
+            basis=_basis_of_form(),
+            basis_below=admin_state().settings.review_basis_below,
         )
     except LookupError:
         abort(404, description=f"There is no match with id {match_id}.")
@@ -359,6 +373,19 @@ def set_status(match_id: int) -> BaseResponse:
     session.commit()
     flash(f"Match {match_id} is now {decision.status}.")
     return redirect(url_for("matches.detail", match_id=match_id), code=303)
+
+
+def _basis_of_form() -> Basis | None:
+    """The reviewer's basis of a confirmation from the review form (copy_kind, fair_use_considered: yes,
+    basis), or None for another decision."""
+    if request.form.get("status") != "confirmed":
+        return None
+    considered = request.form.get("fair_use_considered", "")
+    return Basis(
+        copy_kind=request.form.get("copy_kind", ""),
+        fair_use_considered=True if considered == "yes" else (False if considered == "no" else None),
+        note=request.form.get("basis", ""),
+    )
 
 
 @blueprint.post("/<int:match_id>/notes")

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.jobs.delivery import DeliveryError, infringing_urls, lumen_json
+from fptrack.jobs.notice_proof import timestamp_time
 from fptrack.jobs.notice_render import NavLink, missing_elements, render_html
 from fptrack.jobs.notices import (
     MARKS,
@@ -172,7 +173,44 @@ def draft() -> ResponseReturnValue:
 def show(notice_id: int) -> ResponseReturnValue:
     notice = _notice_or_404(db_session(), notice_id)
     missing = missing_elements(notice) if notice.state == "draft" else []
-    return render_template("notice_page.html", notice=notice, missing=missing, marks=list(MARKS))
+    return render_template(
+        "notice_page.html",
+        notice=notice,
+        missing=missing,
+        marks=list(MARKS),
+        sent_stamped_at=timestamp_time(notice),
+    )
+
+
+@blueprint.get("/<int:notice_id>/notice.eml")
+@requires_role("reviewer")
+def sent_message(notice_id: int) -> Response:
+    """The message exactly as the relay took it (its SHA-256 is on the notice's page)."""
+    notice = _notice_or_404(db_session(), notice_id)
+    if not notice.sent_message:
+        abort(
+            404,
+            description=f"Notice {notice.id} has no stored message (unsent, or sent before they were kept).",
+        )
+    return Response(
+        bytes(notice.sent_message),
+        mimetype="message/rfc822",
+        headers={"Content-Disposition": f'attachment; filename="notice-{notice.id}.eml"'},
+    )
+
+
+@blueprint.get("/<int:notice_id>/notice.eml.tsr")
+@requires_role("reviewer")
+def sent_timestamp(notice_id: int) -> Response:
+    """The RFC 3161 time-stamp response over the stored message's SHA-256."""
+    notice = _notice_or_404(db_session(), notice_id)
+    if not notice.sent_timestamp:
+        abort(404, description=f"Notice {notice.id} has no time-stamp on its message.")
+    return Response(
+        bytes(notice.sent_timestamp),
+        mimetype="application/timestamp-reply",
+        headers={"Content-Disposition": f'attachment; filename="notice-{notice.id}.eml.tsr"'},
+    )
 
 
 @blueprint.get("/<int:notice_id>/document")
