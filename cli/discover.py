@@ -77,6 +77,7 @@ def discover(
     click.echo(
         f"from {len(report.seeds)} site(s): {report.proposed} new candidate(s), {report.probed} probed, "
         f"{report.requests} request(s)"
+        + "".join(f", {n} {name} search(es)" for name, n in report.searches.items())
     )
     print_table(_HEADERS, _rows(report.candidates))
 

@@ -296,6 +296,7 @@ class DiscoveryReport:
     requests: int = 0
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # rate-limit waits, a provider's end date
+    searches: dict[str, int] = field(default_factory=dict)  # provider -> requests sent to its API (its bill)
     candidates: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -306,6 +307,7 @@ class DiscoveryReport:
             "requests": self.requests,
             "errors": self.errors,
             "warnings": self.warnings,
+            "searches": self.searches,
             "candidates": self.candidates,
         }
 
@@ -442,6 +444,7 @@ def _search(
                     break  # out of quota, a refused key: the other works wait for the next run
         report.errors.extend(f"{line} ({n} works)" if n > 1 else line for line, n in failed.items())
         report.warnings.extend(provider.summary())
+        report.searches[provider.name] = report.searches.get(provider.name, 0) + provider.requests
     session.flush()
 
 

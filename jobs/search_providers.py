@@ -108,6 +108,7 @@ class SearchResult:
 
 class SearchProvider(Protocol):
     name: str
+    requests: int  # sent to the API so far, 429s retried included
 
     def search(self, query: str) -> list[SearchResult]: ...
 

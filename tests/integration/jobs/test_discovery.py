@@ -215,5 +215,6 @@ def test_the_beat_runs_discovery_only_when_enabled(sqlite_settings: Settings) ->
         "requests": 0,
         "errors": [],
         "warnings": [],
+        "searches": {},
     }
     tasks.configure(sqlite_settings)

@@ -187,6 +187,7 @@ def test_a_refused_key_stops_the_provider_and_a_failure_is_one_line_a_run(
     ]
     # the refused key is asked once; a failing provider once a work (its other queries skipped)
     assert [name for name, _ in fake.requests] == ["brave", "serpapi", "serpapi", "serpapi"]
+    assert report.searches == {"brave": 1, "serpapi": 3}
     assert report.candidates == []
 
 
@@ -198,7 +199,7 @@ def test_google_warns_once_per_run_with_its_end_date(session: Session, engine: E
         settings = Settings().with_overrides(search_providers=("google", "searxng"), **fake.endpoints())
         report = run_discovery(session_factory(engine), settings, probe=False)
     assert len(fake.requests) >= 2 * 6  # every query of both works, through both providers
-    assert report.errors == []
+    assert report.errors == [] and sum(report.searches.values()) == len(fake.requests)
     assert report.warnings == [
         f"search provider google: {GOOGLE_ENDS}",
         "search provider searxng: engines that did not answer: sogou (timeout)",
@@ -285,7 +286,8 @@ def test_fptrack_discover_with_each_provider(tmp_path: Path, case: str, variable
             for line in refused.stderr.splitlines()
             if f"search provider {case}:" in line and GOOGLE_ENDS not in line
         ]
-        assert len(lines) == 1 and ("refused" in lines[0] or "not valid" in lines[0]), refused.stderr
+        assert len(lines) == 1 and "the API key was refused" in lines[0], refused.stderr
+        assert f"request(s), 1 {case} search(es)" in refused.stdout  # stopped after the refusal
 
 
 def test_the_queries_of_a_work() -> None:
