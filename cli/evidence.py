@@ -23,7 +23,7 @@ def evidence() -> None:
     \b
       fptrack evidence bundle --match 12 -o match-12.zip
       fptrack evidence verify match-12.zip --key owner.pub [--tsa-cert tsa.pem]
-      fptrack evidence key                 the installation's public key (give it to recipients)
+      fptrack evidence key [--cert c.pem]  the installation's public key (give it to recipients)
       fptrack evidence stamp               time-stamp the captures of flagged pages not stamped yet
 
     Settings: FPTRACK_SIGNING_KEY_FILE, FPTRACK_TSA_URL (docs/evidence.md)."""
@@ -74,7 +74,20 @@ def bundle(context: CliContext, match_id: int, output: Path) -> None:
     "chain to one of them. Default: the system's trust store, so a self-made authority fails (UNTRUSTED "
     "TIMESTAMP).",
 )
-def verify(bundle_file: Path, key_file: Path | None, fingerprint: str | None, tsa_cert: Path | None) -> None:
+@click.option(
+    "--ca",
+    "key_ca",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The certification authority's certificate (PEM, one or several) you trust to name the rights "
+    "holder: the bundle's signing-key.crt must certify its key and chain to one of them (instead of --key).",
+)
+def verify(
+    bundle_file: Path,
+    key_file: Path | None,
+    fingerprint: str | None,
+    tsa_cert: Path | None,
+    key_ca: Path | None,
+) -> None:
     """Check a bundle offline: every file against SHA256SUMS, the signature, the timestamps (of the capture,
     of SHA256SUMS and of the signature: each from an authority you trust), and every claim of evidence.json
     against the WARC it carries. Exit 0 (OK) only when all hold and the key is the one given (--key or
@@ -85,12 +98,16 @@ def verify(bundle_file: Path, key_file: Path | None, fingerprint: str | None, ts
 
     from fptrack.services.evidence.bundle import MAX_BUNDLE_BYTES, verify_bundle
 
-    certificates = None
-    if tsa_cert is not None:
+    def certificates_of(path: Path | None) -> list[x509.Certificate] | None:
+        if path is None:
+            return None
         try:
-            certificates = x509.load_pem_x509_certificates(tsa_cert.read_bytes())
+            return x509.load_pem_x509_certificates(path.read_bytes())
         except ValueError as error:
-            raise CliError(f"{tsa_cert} is not a PEM certificate: {error}") from None
+            raise CliError(f"{path} is not a PEM certificate: {error}") from None
+
+    certificates = certificates_of(tsa_cert)
+    authorities = certificates_of(key_ca)
     size = bundle_file.stat().st_size
     if size > MAX_BUNDLE_BYTES:
         click.echo(f"FAILED: larger than a bundle can be ({size:,} bytes > {MAX_BUNDLE_BYTES:,})", err=True)
@@ -100,6 +117,7 @@ def verify(bundle_file: Path, key_file: Path | None, fingerprint: str | None, ts
         trusted_key=key_file.read_bytes() if key_file is not None else None,
         trusted_fingerprint=fingerprint,
         tsa_cert=certificates,
+        key_ca=authorities,
     )
     for line in result.lines:
         click.echo(line)
@@ -113,15 +131,43 @@ def verify(bundle_file: Path, key_file: Path | None, fingerprint: str | None, ts
 
 
 @evidence.command("key")
+@click.option(
+    "--cert",
+    "certificate",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Install the X.509 certificate (PEM, then any intermediates) an authority issued for this key: "
+    "checked to certify it, carried in every bundle from then on (verify --ca).",
+)
 @pass_context
 @friendly_errors
-def key(context: CliContext) -> None:
-    """Print the installation's public signing key (PEM) and its fingerprint (generated on first use)."""
-    from fptrack.services.evidence.bundle import key_fingerprint, load_signing_key, public_key_pem
+def key(context: CliContext, certificate: Path | None) -> None:
+    """Print the installation's public signing key (PEM) and its fingerprint (generated on first use), and the
+    certificate installed for it; with --cert, install one first."""
+    from fptrack.services.evidence.bundle import (
+        BundleError,
+        certificate_path,
+        install_key_certificate,
+        key_certificate,
+        key_fingerprint,
+        load_signing_key,
+        public_key_pem,
+    )
 
     public = load_signing_key(context.settings).public_key()
+    try:
+        if certificate is not None:
+            leaf = install_key_certificate(context.settings, certificate.read_bytes())
+            click.echo(
+                f"installed {certificate_path(context.settings)}: {leaf.subject.rfc4514_string()}, issued by "
+                f"{leaf.issuer.rfc4514_string()}"
+            )
+        installed = key_certificate(context.settings, public)
+    except BundleError as error:
+        raise CliError(str(error)) from None
     click.echo(public_key_pem(public).decode("ascii"), nl=False)
     click.echo(f"fingerprint: {key_fingerprint(public)}")
+    if installed is not None:
+        click.echo(f"certificate: {certificate_path(context.settings)}")
 
 
 @evidence.command("stamp")

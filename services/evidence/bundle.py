@@ -82,7 +82,10 @@ __all__ = [
     "Verification",
     "build_bundle",
     "bundle_key_fingerprint",
+    "certificate_path",
     "evidence_bundle",
+    "install_key_certificate",
+    "key_certificate",
     "key_fingerprint",
     "load_signing_key",
     "page_warc",
@@ -104,6 +107,7 @@ SIGNATURE_TIMESTAMP = "SHA256SUMS.sig.tsr"
 CAPTURE_TOKEN = "capture.tsr"
 NO_CAPTURE_STAMP = "no capture timestamp"
 PUBLIC_KEY = "signing-key.pub"
+CERTIFICATE = "signing-key.crt"
 WARC_FILE = "page.warc.gz"
 SIGNED_FILES = ("README.txt", "evidence.json", WARC_FILE, PUBLIC_KEY)
 TSA_TIMEOUT = 30.0
@@ -179,6 +183,70 @@ def bundle_key_fingerprint(data: bytes) -> str | None:
         return key_fingerprint(_public_key_of(pem, PUBLIC_KEY))
     except (zipfile.BadZipFile, KeyError, BundleError):
         return None
+
+
+def certificate_path(settings: Settings) -> Path:
+    """Where the signing key's X.509 certificate is installed: beside the key, ``.crt`` for its suffix."""
+    return _key_path(settings).with_suffix(".crt")
+
+
+def _raw(key: ed25519.Ed25519PublicKey) -> bytes:
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def _certificate_chain(pem: bytes, key: ed25519.Ed25519PublicKey, what: str) -> list[x509.Certificate]:
+    """The certificates of ``pem`` (the key's own first, then its issuers), checked to certify ``key`` and
+    to allow signing with it."""
+    try:
+        chain = x509.load_pem_x509_certificates(pem)
+    except ValueError as error:
+        raise BundleError(f"{what} is not a PEM certificate: {error}") from None
+    leaf = chain[0]
+    certified = leaf.public_key()
+    if not isinstance(certified, ed25519.Ed25519PublicKey) or _raw(certified) != _raw(key):
+        raise BundleError(
+            f"{what} certifies another key than the signing key {key_fingerprint(key)}: "
+            f"{leaf.subject.rfc4514_string()}"
+        )
+    try:
+        usage = leaf.extensions.get_extension_for_class(x509.KeyUsage).value
+    except x509.ExtensionNotFound:
+        usage = None
+    if usage is not None and not (usage.digital_signature or usage.content_commitment):
+        raise BundleError(f"{what} does not allow signing (its key usage has no digitalSignature)")
+    return chain
+
+
+def install_key_certificate(
+    settings: Settings, pem: bytes, *, now: datetime | None = None
+) -> x509.Certificate:
+    """Install the X.509 certificate (PEM: the key's own, then any intermediate) a certification authority
+    issued for the installation's signing key, after checking that it certifies that key, allows signing and
+    is valid ``now``; every bundle then carries it (``signing-key.crt``) and ``verify --ca`` ties the bundle
+    to the name it certifies. Returns the key's certificate."""
+    public = load_signing_key(settings).public_key()
+    chain = _certificate_chain(pem, public, "the certificate")
+    moment = as_utc(now or datetime.now(UTC))
+    if not chain[0].not_valid_before_utc <= moment <= chain[0].not_valid_after_utc:
+        raise BundleError(
+            f"the certificate is not valid now (valid {utc_z(chain[0].not_valid_before_utc)} to "
+            f"{utc_z(chain[0].not_valid_after_utc)})"
+        )
+    path = certificate_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(c.public_bytes(serialization.Encoding.PEM) for c in chain))
+    return chain[0]
+
+
+def key_certificate(settings: Settings, key: ed25519.Ed25519PublicKey) -> bytes | None:
+    """The installed certificate chain of the signing key (PEM), None when none is installed; one for another
+    key (the key file was replaced) fails the bundle rather than certify a stranger."""
+    path = certificate_path(settings)
+    if not path.exists():
+        return None
+    pem = path.read_bytes()
+    _certificate_chain(pem, key, f"the installed certificate {path}")
+    return pem
 
 
 def _public_key_of(pem: bytes, what: str) -> ed25519.Ed25519PublicKey:
@@ -752,6 +820,7 @@ def evidence_bundle(
     bundle)."""
     key = load_signing_key(settings)
     public = key.public_key()
+    certificate = key_certificate(settings, public)
     warc, records = page_warc(page, content, exchange, operator=settings.evidence_operator or operator or "")
     page_part = page_metadata(page, content)
     if exchange is None:
@@ -764,7 +833,11 @@ def evidence_bundle(
         **document,
         "page": page_part,
         "warc": {**records, "sha256": sha256_hex(warc)},
-        "signing_key": {"file": PUBLIC_KEY, "fingerprint": key_fingerprint(public)},
+        "signing_key": {
+            "file": PUBLIC_KEY,
+            "fingerprint": key_fingerprint(public),
+            **({} if certificate is None else {"certificate": _certificate_claim(certificate)}),
+        },
         "capture": NO_CAPTURE_STAMP
         if capture is None
         else {
@@ -784,6 +857,8 @@ def evidence_bundle(
     }
     if capture is not None:
         files[CAPTURE_TOKEN] = capture.token
+    if certificate is not None:
+        files[CERTIFICATE] = certificate
     manifest = "".join(f"{sha256_hex(data)}  {name}\n" for name, data in files.items()).encode("ascii")
     signature = key.sign(manifest)
     members = [*files.items(), (MANIFEST, manifest), (SIGNATURE, signature)]
@@ -792,6 +867,18 @@ def evidence_bundle(
         stamped = request_timestamp(settings.tsa_url, hashlib.sha256(signature).digest())
         members.append((SIGNATURE_TIMESTAMP, stamped))
     return stored_zip(members)
+
+
+def _certificate_claim(pem: bytes) -> dict[str, Any]:
+    """What evidence.json says of ``signing-key.crt``: the name it certifies, by whom, until when."""
+    leaf = x509.load_pem_x509_certificates(pem)[0]
+    return {
+        "file": CERTIFICATE,
+        "subject": leaf.subject.rfc4514_string(),
+        "issuer": leaf.issuer.rfc4514_string(),
+        "serial": format(leaf.serial_number, "x"),
+        "not_after": utc_z(leaf.not_valid_after_utc),
+    }
 
 
 def _capture_seal(session: Session, page_id: int, exchange: RawExchange) -> CaptureSeal | None:
@@ -878,7 +965,15 @@ MAX_KEPT_RECORD = 4 * 1024 * 1024  # the one WARC record held in memory: the met
 MAX_HEAD = 64 * 1024  # a WARC record's head, or an HTTP exchange's
 CLOCK_SKEW = timedelta(minutes=5)  # how far the authority's clock may run behind the installation's
 UNVERIFIED_ORIGIN = "UNVERIFIED ORIGIN"
-_MEMBERS = (*SIGNED_FILES, CAPTURE_TOKEN, MANIFEST, SIGNATURE, TIMESTAMP, SIGNATURE_TIMESTAMP)
+_MEMBERS = (
+    *SIGNED_FILES,
+    CAPTURE_TOKEN,
+    CERTIFICATE,
+    MANIFEST,
+    SIGNATURE,
+    TIMESTAMP,
+    SIGNATURE_TIMESTAMP,
+)
 _END_OF_DIRECTORY = struct.Struct("<4s4H2LH")  # the zip's last 22 bytes: fptrack writes no comment
 _MAX_DIRECTORY = 4096  # the central directory of seven members with short names
 
@@ -910,7 +1005,8 @@ class Verification:
         if self.origin is None:
             return (
                 f"{UNVERIFIED_ORIGIN}: intact and signed, but by a key nothing ties to its owner: pass the "
-                "key (--key) or its published fingerprint (--fingerprint) you got from the rights holder"
+                "key (--key) or its published fingerprint (--fingerprint) you got from the rights holder, or "
+                "the authority that certified it (--ca)"
             )
         return "OK"
 
@@ -921,17 +1017,20 @@ def verify_bundle(
     trusted_key: bytes | None = None,
     trusted_fingerprint: str | None = None,
     tsa_cert: x509.Certificate | Sequence[x509.Certificate] | None = None,
+    key_ca: Sequence[x509.Certificate] | None = None,
 ) -> Verification:
     """Check a bundle offline (see the module docstring), reading at most :data:`MAX_BUNDLE_BYTES` and
     inflating nothing but the WARC, through a hash: its layout, every file against SHA256SUMS, the signature
     (and, given ``trusted_key`` (PEM) or ``trusted_fingerprint``, that this is the key: without either the
     verdict is :data:`UNVERIFIED_ORIGIN`), the timestamps (the capture's, SHA256SUMS's, the signature's:
     each from an authority ``tsa_cert`` names, or by default the system's trust store; none earlier than the
-    capture), and every claim of evidence.json against the WARC it describes. Any damage is a
+    capture), and every claim of evidence.json against the WARC it describes. Given ``key_ca``, the bundle's
+    ``signing-key.crt`` must certify its key and chain to one of those certificates, valid when the signature
+    was timestamped (else now): the origin is then the name certified. Any damage is a
     :attr:`Verification.failure` of one line, never an exception."""
     result = Verification()
     try:
-        _verify(data, trusted_key, trusted_fingerprint, tsa_cert, result)
+        _verify(data, trusted_key, trusted_fingerprint, tsa_cert, result, key_ca)
     except BundleError as error:
         result.failure = str(error)
     return result
@@ -1010,6 +1109,7 @@ def _verify(
     trusted_fingerprint: str | None,
     tsa_cert: x509.Certificate | Sequence[x509.Certificate] | None,
     out: Verification,
+    key_ca: Sequence[x509.Certificate] | None = None,
 ) -> None:
     members = _read_members(data)
     if stored_zip(members) != data:
@@ -1017,7 +1117,7 @@ def _verify(
     files = dict(members)
     if len(files) != len(members):
         raise BundleError("the zip holds a file name twice")
-    signed = [*SIGNED_FILES, *([CAPTURE_TOKEN] if CAPTURE_TOKEN in files else [])]
+    signed = [*SIGNED_FILES, *(name for name in (CAPTURE_TOKEN, CERTIFICATE) if name in files)]
     expected = {*signed, MANIFEST, SIGNATURE}
     if not expected <= set(files):
         raise BundleError(f"missing: {sorted(expected - set(files))}")
@@ -1046,11 +1146,13 @@ def _verify(
     signing_key = _object(evidence.get("signing_key"), "evidence.json's signing_key")
     if signing_key.get("fingerprint") != key_fingerprint(public):
         raise BundleError("evidence.json names another signing key than the one that signed it")
+    chain = _check_key_certificate(files, signing_key, public, key_ca, out)
     capture = _check_warc(files[WARC_FILE], evidence)
     _check_times(evidence, capture.fetched_at)
     out.lines.append(capture.line)
     sealed = _check_capture_stamp(files, evidence, capture, tsa_cert, out)
     digest = hashlib.sha256(manifest).digest()
+    signed_when: datetime | None = None
     if TIMESTAMP in files:
         stamp = verify_timestamp(files[TIMESTAMP], digest, tsa_cert=tsa_cert, require_trust=True)
         _check_stamp_after(stamp.time, capture.fetched_at, "the page's capture")
@@ -1071,6 +1173,7 @@ def _verify(
                 f"signature timestamp: {utc_z(signed_at.time)} by {signed_at.authority}: the signature "
                 f"existed then, verified against {signed_at.trusted_by}"
             )
+            signed_when = signed_at.time
         elif evidence.get("format") != "fptrack-evidence/2":
             raise BundleError("the bundle is timestamped but its signature is not (no SHA256SUMS.sig.tsr)")
     else:
@@ -1081,7 +1184,60 @@ def _verify(
         if tsa_cert is not None and sealed is None:
             raise BundleError("not timestamped, while a time-stamping authority's certificate was given")
         out.lines.append(f"timestamp: {NOT_TIMESTAMPED} (no authority was configured when it was made)")
+    if chain is not None and key_ca is not None:
+        certified = _certified_origin(chain, key_ca, signed_when)
+        out.lines.append(f"key certificate: {certified}")
+        origin = certified if origin is None else f"{origin}; {certified}"
     out.origin = origin
+
+
+def _check_key_certificate(
+    files: Mapping[str, bytes],
+    signing_key: Mapping[str, Any],
+    public: ed25519.Ed25519PublicKey,
+    key_ca: Sequence[x509.Certificate] | None,
+    out: Verification,
+) -> list[x509.Certificate] | None:
+    """``signing-key.crt``, when the bundle carries one: it certifies the signing key and is the one
+    evidence.json describes. Without ``key_ca`` it proves nothing (anyone can issue a certificate to
+    themselves) and the line says so."""
+    claim = signing_key.get("certificate")
+    if CERTIFICATE not in files:
+        if claim is not None:
+            raise BundleError(f"evidence.json names a key certificate but the bundle holds no {CERTIFICATE}")
+        if key_ca is not None:
+            raise BundleError(f"--ca was given but the bundle holds no key certificate ({CERTIFICATE})")
+        return None
+    chain = _certificate_chain(files[CERTIFICATE], public, CERTIFICATE)
+    if claim != _certificate_claim(files[CERTIFICATE]):
+        raise BundleError(f"evidence.json describes another certificate than {CERTIFICATE}")
+    if key_ca is None:
+        out.lines.append(
+            f"key certificate: {chain[0].subject.rfc4514_string()}, issued by "
+            f"{chain[0].issuer.rfc4514_string()} (not checked: pass its authority's certificate as --ca)"
+        )
+    return chain
+
+
+def _certified_origin(
+    chain: Sequence[x509.Certificate], key_ca: Sequence[x509.Certificate], when: datetime | None
+) -> str:
+    """Who the key's certificate names, once it chains to ``key_ca`` and was valid ``when`` (the time the
+    signature was timestamped; now without one)."""
+    leaf = chain[0]
+    moment = when or datetime.now(UTC)
+    if not leaf.not_valid_before_utc <= moment <= leaf.not_valid_after_utc:
+        raise BundleError(
+            f"{CERTIFICATE} was not valid at {utc_z(moment)} (valid {utc_z(leaf.not_valid_before_utc)} to "
+            f"{utc_z(leaf.not_valid_after_utc)})"
+        )
+    anchor = _trusted_chain(leaf, chain[1:], key_ca, moment)
+    if anchor is None:
+        raise BundleError(
+            f"{CERTIFICATE} ({leaf.subject.rfc4514_string()}, issued by {leaf.issuer.rfc4514_string()}) "
+            "chains to none of the certificates given as --ca"
+        )
+    return f"certified as {leaf.subject.rfc4514_string()} by {anchor.subject.rfc4514_string()}"
 
 
 def _check_capture_stamp(
