@@ -26,6 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+import numpy as np
+
 from fptrack.fingerprint.normalize import NormalizedText, normalize
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "highlight_segments",
     "is_web_url",
     "page_ranges",
+    "quote_pair",
     "span_diff",
 ]
 
@@ -190,6 +193,40 @@ def span_diff(page_text: str, work_text: str, span: EvidenceSpan) -> SpanDiff:
         tuple(page_gaps),
         tuple(work_gaps),
     )
+
+
+def quote_pair(page_text: str, work_text: str, span: EvidenceSpan, limit: int) -> tuple[str, str]:
+    """(original, copy): the work's and the page's text of one passage, for quoting side by side (a notice's
+    原文 and 侵权内容), each cut to about ``limit`` characters with "…" AT THE SAME PLACE of the text: the cut
+    falls on the longer side at ``limit`` and on the other side where the normalised diff (as in
+    :func:`span_diff`) puts the same point, so the two columns always quote the same stretch of text."""
+    copy = page_text[max(0, span.page_start) : max(0, span.page_end)]
+    original = work_text[max(0, span.work_start) : max(0, span.work_end)]
+    if len(copy) <= limit and len(original) <= limit:
+        return original, copy
+    page_norm, work_norm = normalize(copy[:MAX_DIFF_LENGTH]), normalize(original[:MAX_DIFF_LENGTH])
+    page_first = len(copy) >= len(original)
+    cut_norm, other_norm = (page_norm, work_norm) if page_first else (work_norm, page_norm)
+    kept = int(np.searchsorted(cut_norm.offsets, limit))  # normalised characters before the cut
+    matched = _corresponding(cut_norm.text, other_norm.text, kept)
+    other_cut = int(other_norm.offsets[matched]) if matched < len(other_norm) else None
+    cuts = (limit, other_cut) if page_first else (other_cut, limit)
+    copy_cut, original_cut = cuts
+    return _cut(original, original_cut), _cut(copy, copy_cut)
+
+
+def _cut(text: str, end: int | None) -> str:
+    return text if end is None or end >= len(text) else text[:end] + "…"
+
+
+def _corresponding(left: str, right: str, position: int) -> int:
+    """The position of ``right`` that normalised ``position`` of ``left`` corresponds to (difflib's
+    opcodes, as :func:`span_diff` reads them)."""
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    for _tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if i1 <= position < i2 or (position == i2 == len(left)):
+            return j1 + min(position - i1, j2 - j1)
+    return len(right)
 
 
 def _original(normalized: NormalizedText, base: int, start: int, end: int) -> tuple[int, int]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fptrack.fingerprint.normalize import normalize
 from fptrack.services.evidence.passages import (
     EvidenceSpan,
     Segment,
@@ -15,6 +17,7 @@ from fptrack.services.evidence.passages import (
     highlight_segments,
     is_web_url,
     page_ranges,
+    quote_pair,
     span_diff,
 )
 
@@ -133,3 +136,34 @@ def test_a_deletion_gap_stands_before_the_next_original_character() -> None:
     assert diff.deleted == 1 and [(work[s:e]) for s, e, _, _ in diff.work_edits] == ["一"]
     ((position, _, length, _),) = diff.page_gaps
     assert (page[position], length) == ("口", 1)
+
+
+def test_quoted_columns_are_cut_at_the_same_place_of_the_text() -> None:
+    """A notice quotes each passage's 原文 and 侵权内容 cut to a limit: cut at the same character count, an
+    indented original and an unindented copy (or one with ads) quoted different text in the two columns."""
+    lines = [f"第{i}段，老人叹了口气，说道：“也罢，明日再修灯塔。”" for i in range(60)]
+    work = "\n".join("\u3000\u3000" + line for line in lines)
+    page = "".join(line + ("本站广告" if i % 7 == 3 else "") for i, line in enumerate(lines))
+    span = EvidenceSpan(1, 0, len(page), 0, len(work))
+    original, copy = quote_pair(page, work, span, 600)
+    assert original.endswith("…") and copy.endswith("…")
+    assert max(len(original), len(copy)) == 601
+    assert normalize(original[:-1]).text.endswith(normalize(copy[:-1]).text[-20:])
+    assert normalize(original[:-1]).text == normalize(copy[:-1].replace("本站广告", "")).text
+    short_work, short_page = work[:300], page[:250]
+    assert quote_pair(short_page, short_work, EvidenceSpan(1, 0, 250, 0, 300), 600) == (
+        short_work,
+        short_page,
+    )
+
+
+@given(st.integers(0, 10_000), st.integers(50, 400))
+def test_quoted_columns_agree_on_a_verbatim_copy_whatever_the_layout(seed: int, limit: int) -> None:
+    rng = random.Random(seed)
+    sentences = ["灯塔的光照在海面上。", "“你说什么？”", "老人叹了口气。", "雨还在下，", "他点了点头。"]
+    work = "".join(
+        ("\n\u3000\u3000" if rng.random() < 0.3 else "") + rng.choice(sentences) for _ in range(200)
+    )
+    page = work.replace("\u3000", "").replace("\n", " ")
+    original, copy = quote_pair(page, work, EvidenceSpan(1, 0, len(page), 0, len(work)), limit)
+    assert normalize(original.rstrip("…")).text == normalize(copy.rstrip("…")).text
