@@ -54,6 +54,7 @@ from fptrack.jobs.notice_render import missing_elements, render_html, render_tex
 from fptrack.jobs.rechecks import PageVerdict, refetch_matches
 from fptrack.services.accounts.contact_fields import InvalidField, check_email, check_fields, check_one_line
 from fptrack.services.evidence.bundle import build_bundle
+from fptrack.services.evidence.passages import EvidenceSpan, quote_pair
 from fptrack.services.review import latest_basis
 from fptrack.services.rights import RightsError, check_credit_code
 from fptrack.storage.match_life import evidence_of
@@ -101,7 +102,8 @@ __all__ = [
 NOTICE_LIMIT = 500
 """Items in one notice at most (a host with more confirmed copies gets several notices)."""
 PASSAGE_LIMIT = 600
-"""Characters of each passage (original and copy) quoted in a notice; the bundle has them whole."""
+"""Characters of each passage (original and copy) quoted in a notice, the two cut at the same place of the
+text (``services.evidence.passages.quote_pair``); the bundle has them whole."""
 SENDER_FIELDS = (
     "rights_owner",
     "address",
@@ -393,10 +395,6 @@ def _chain(notice: Notice) -> set[int]:
     return ids
 
 
-def _quote(text: str) -> str:
-    return text if len(text) <= PASSAGE_LIMIT else text[:PASSAGE_LIMIT] + "…"
-
-
 def _item(session: Session, match: Match, bundle_settings: Settings | None) -> NoticeItem:
     stored = evidence_of(session, match)
     work_text = match.work.text or ""
@@ -408,8 +406,9 @@ def _item(session: Session, match: Match, bundle_settings: Settings | None) -> N
             continue
         copy = stored.text[max(0, page_start) : max(0, page_end)]
         original = work_text[max(0, work_start) : max(0, work_end)]
-        if copy or original:
-            passages.append([_quote(original), _quote(copy)])
+        if copy or original:  # both columns cut at the same place of the text
+            span = EvidenceSpan(len(passages) + 1, page_start, page_end, work_start, work_end)
+            passages.append(list(quote_pair(stored.text, work_text, span, PASSAGE_LIMIT)))
     bundle = build_bundle(session, match.id, bundle_settings) if bundle_settings is not None else None
     item = NoticeItem(
         match_id=match.id,
