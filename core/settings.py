@@ -668,6 +668,13 @@ class Settings:
         "notice sender's name when there is one sender, else the WARC says it was not stated",
         example="Example Rights Ltd., enforcement team",
     )
+    evidence_screenshot: bool = _evidence(
+        "FPTRACK_EVIDENCE_SCREENSHOT",
+        True,
+        _bool,
+        "evidence bundles carry page.png, the captured page shown in Chromium off the network (a few seconds "
+        "a bundle; without Chromium the bundle says it has none)",
+    )
     networks: bool = _networks(
         "FPTRACK_NETWORKS",
         True,

@@ -107,6 +107,7 @@ def postgres_settings(postgres_template: str, tmp_path: Path) -> Iterator[Settin
         database_url=_pg_url(name),
         site_rate=float(TEST_SITE_RATE),
         notice_refetch=False,
+        evidence_screenshot=False,  # a browser for every bundle; the screenshot's own tests turn it on
     )
     with admin.connect() as connection:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -139,6 +140,7 @@ def sqlite_settings(sqlite_template: Path, tmp_path: Path) -> Settings:
         database_url=f"sqlite:///{data_dir / 'fptrack.db'}",
         site_rate=float(TEST_SITE_RATE),
         notice_refetch=False,
+        evidence_screenshot=False,  # a browser for every bundle; the screenshot's own tests turn it on
     )
 
 

@@ -66,6 +66,8 @@ from fptrack.core.errors import FptrackError
 from fptrack.core.plain_http import HttpFailure, http_request
 from fptrack.core.settings import Settings
 from fptrack.services.evidence.passages import evidence_spans, span_diff
+from fptrack.services.evidence.screenshot import MAX_HEIGHT as MAX_SCREENSHOT_HEIGHT
+from fptrack.services.evidence.screenshot import Screenshot, screenshot_of
 from fptrack.storage.capture_stamps import capture_statement, exchange_statement, stamp_for
 from fptrack.storage.exchanges import RawExchange, content_codings, exchange_for
 from fptrack.storage.match_life import Evidence, evidence_of
@@ -105,6 +107,7 @@ SIGNATURE = "SHA256SUMS.sig"
 TIMESTAMP = "SHA256SUMS.tsr"
 SIGNATURE_TIMESTAMP = "SHA256SUMS.sig.tsr"
 CAPTURE_TOKEN = "capture.tsr"
+SCREENSHOT = "page.png"
 NO_CAPTURE_STAMP = "no capture timestamp"
 PUBLIC_KEY = "signing-key.pub"
 CERTIFICATE = "signing-key.crt"
@@ -761,7 +764,9 @@ class CaptureSeal:
     stamped_at: datetime
 
 
-def _readme(timestamped_by: str | None, capture: CaptureSeal | None, fingerprint: str) -> bytes:
+def _readme(
+    timestamped_by: str | None, capture: CaptureSeal | None, fingerprint: str, shown: str = ""
+) -> bytes:
     stamp = (
         f"SHA256SUMS.tsr  an RFC 3161 time-stamp of SHA256SUMS by {timestamped_by}:\n"
         "                openssl ts -verify -in SHA256SUMS.tsr -data SHA256SUMS -CAfile <its CA>\n"
@@ -786,6 +791,7 @@ def _readme(timestamped_by: str | None, capture: CaptureSeal | None, fingerprint
         "page.warc.gz    the page as fetched: the HTTP request and response (WARC request, response),\n"
         "                for a page rendered in a browser the DOM it rendered (a resource record), the text\n"
         "                fptrack extracted from it (a conversion record) and the fetch metadata\n"
+        f"{shown}"
         "evidence.json   the match: the registered work and chapter, the copied passages beside the\n"
         "                original's, the page's snapshot SHA-256, the review decisions; times in UTC\n"
         "signing-key.pub the public Ed25519 key of the fptrack installation that made this bundle; anyone\n"
@@ -811,11 +817,13 @@ def evidence_bundle(
     now: datetime | None = None,
     capture: CaptureSeal | None = None,
     operator: str | None = None,
+    screenshot: Screenshot | None = None,
 ) -> bytes:
     """The bundle of ``page`` (see the module docstring): ``document`` is the match's part of evidence.json,
     ``content`` the content the match rests on and ``exchange`` the fetch it was read from (None when none
     was kept: the bundle then holds the text as stored and says so), ``capture`` the time-stamp its capture
-    got when the page was flagged (carried as ``capture.tsr``). Signed with the installation's key and, with
+    got when the page was flagged (carried as ``capture.tsr``), ``screenshot`` the capture shown in Chromium
+    (``page.png``; None: not asked for). Signed with the installation's key and, with
     ``FPTRACK_TSA_URL`` set, timestamped: SHA256SUMS and the signature itself (a failing authority fails the
     bundle)."""
     key = load_signing_key(settings)
@@ -848,9 +856,12 @@ def evidence_bundle(
             "stamped_at": utc_z(capture.stamped_at),
         },
         "timestamp": {"authority": settings.tsa_url} if settings.tsa_url else NOT_TIMESTAMPED,
+        "screenshot": _screenshot_claim(screenshot),
     }
     files = {
-        "README.txt": _readme(settings.tsa_url, capture, key_fingerprint(public)),
+        "README.txt": _readme(
+            settings.tsa_url, capture, key_fingerprint(public), _screenshot_line(screenshot)
+        ),
         "evidence.json": json.dumps(evidence, ensure_ascii=False, indent=2).encode("utf-8"),
         WARC_FILE: warc,
         PUBLIC_KEY: public_key_pem(public),
@@ -859,6 +870,8 @@ def evidence_bundle(
         files[CAPTURE_TOKEN] = capture.token
     if certificate is not None:
         files[CERTIFICATE] = certificate
+    if screenshot is not None and screenshot.png is not None:
+        files[SCREENSHOT] = screenshot.png
     manifest = "".join(f"{sha256_hex(data)}  {name}\n" for name, data in files.items()).encode("ascii")
     signature = key.sign(manifest)
     members = [*files.items(), (MANIFEST, manifest), (SIGNATURE, signature)]
@@ -867,6 +880,42 @@ def evidence_bundle(
         stamped = request_timestamp(settings.tsa_url, hashlib.sha256(signature).digest())
         members.append((SIGNATURE_TIMESTAMP, stamped))
     return stored_zip(members)
+
+
+NO_SCREENSHOT = "not made"
+_SCREENSHOT_SHOWS = (
+    "{source} as fptrack captured it, shown in Chromium with the network blocked and scripts off: "
+    "the page as captured, not as it is now; stylesheets and images were not captured and do not show"
+)
+
+
+def _screenshot_claim(screenshot: Screenshot | None) -> str | dict[str, Any]:
+    """What evidence.json says of ``page.png``."""
+    if screenshot is None:
+        return (
+            f"{NO_SCREENSHOT}: no raw exchange was kept, or screenshots are off (FPTRACK_EVIDENCE_SCREENSHOT)"
+        )
+    if screenshot.png is None:
+        return f"{NO_SCREENSHOT}: {screenshot.note}"
+    claim: dict[str, Any] = {
+        "file": SCREENSHOT,
+        "sha256": sha256_hex(screenshot.png),
+        "shows": _SCREENSHOT_SHOWS.format(source=screenshot.source),
+    }
+    if screenshot.cut:
+        claim["cut"] = f"the page is longer than {MAX_SCREENSHOT_HEIGHT} CSS pixels: only its top is shown"
+    return claim
+
+
+def _screenshot_line(screenshot: Screenshot | None) -> str:
+    if screenshot is None or screenshot.png is None:
+        why = "screenshots are off" if screenshot is None else screenshot.note
+        return f"page.png        {NO_SCREENSHOT} ({why})\n"
+    return (
+        "page.png        a picture of the page for those who cannot read a WARC: the captured HTML shown\n"
+        "                in Chromium off the network (the capture, not the page as it is now; without\n"
+        "                its stylesheets and images, which were not captured)\n"
+    )
 
 
 def _certificate_claim(pem: bytes) -> dict[str, Any]:
@@ -952,8 +1001,19 @@ def build_bundle(
     capture = _capture_seal(session, match.page_id, exchange) if exchange is not None else None
     senders = session.scalars(select(Sender.name).limit(2)).all()
     operator = senders[0] if len(senders) == 1 else None  # FPTRACK_EVIDENCE_OPERATOR comes first
+    screenshot = (
+        screenshot_of(exchange, settings) if exchange is not None and settings.evidence_screenshot else None
+    )
     return evidence_bundle(
-        match.page, document, content, exchange, settings, now=now, capture=capture, operator=operator
+        match.page,
+        document,
+        content,
+        exchange,
+        settings,
+        now=now,
+        capture=capture,
+        operator=operator,
+        screenshot=screenshot,
     )
 
 
@@ -968,6 +1028,7 @@ UNVERIFIED_ORIGIN = "UNVERIFIED ORIGIN"
 _MEMBERS = (
     *SIGNED_FILES,
     CAPTURE_TOKEN,
+    SCREENSHOT,
     CERTIFICATE,
     MANIFEST,
     SIGNATURE,
@@ -1117,7 +1178,7 @@ def _verify(
     files = dict(members)
     if len(files) != len(members):
         raise BundleError("the zip holds a file name twice")
-    signed = [*SIGNED_FILES, *(name for name in (CAPTURE_TOKEN, CERTIFICATE) if name in files)]
+    signed = [*SIGNED_FILES, *(name for name in (CAPTURE_TOKEN, SCREENSHOT, CERTIFICATE) if name in files)]
     expected = {*signed, MANIFEST, SIGNATURE}
     if not expected <= set(files):
         raise BundleError(f"missing: {sorted(expected - set(files))}")
@@ -1149,6 +1210,7 @@ def _verify(
     chain = _check_key_certificate(files, signing_key, public, key_ca, out)
     capture = _check_warc(files[WARC_FILE], evidence)
     _check_times(evidence, capture.fetched_at)
+    _check_screenshot(files, evidence, out)
     out.lines.append(capture.line)
     sealed = _check_capture_stamp(files, evidence, capture, tsa_cert, out)
     digest = hashlib.sha256(manifest).digest()
@@ -1304,6 +1366,22 @@ def _claimed_time(value: Any, what: str) -> datetime:
         raise BundleError(
             f"evidence.json's {what} is not a UTC time fptrack writes: {str(value)[:40]!r}"
         ) from None
+
+
+def _check_screenshot(files: Mapping[str, bytes], evidence: Mapping[str, Any], out: Verification) -> None:
+    """page.png is there exactly when evidence.json claims it, with the SHA-256 it claims."""
+    claim = evidence.get("screenshot")
+    if SCREENSHOT not in files:
+        if isinstance(claim, dict):
+            raise BundleError(f"evidence.json claims a screenshot but the bundle holds no {SCREENSHOT}")
+        return
+    if not isinstance(claim, dict) or claim.get("sha256") != sha256_hex(files[SCREENSHOT]):
+        raise BundleError(f"{SCREENSHOT} is not the screenshot evidence.json describes")
+    if not files[SCREENSHOT].startswith(b"\x89PNG\r\n\x1a\n"):
+        raise BundleError(f"{SCREENSHOT} is not a PNG")
+    out.lines.append(
+        f"screenshot: {SCREENSHOT}, as evidence.json describes it (the capture shown off the network)"
+    )
 
 
 def _check_times(evidence: Mapping[str, Any], fetched_at: datetime) -> None:

@@ -2,8 +2,8 @@
 ``200 Fine Thanks``; ``fptrack crawl`` flags it, ``fptrack evidence bundle`` packs it, and out of the bundle
 come, byte for byte, the status line, the headers (``Content-Encoding: gzip`` kept), the gzip payload the
 server sent and the request head the server received (``Host`` with its port), with ``WARC-IP-Address`` and
-a ``warcinfo`` naming the software, its version, the operator and the user agent. ``warcio check`` accepts
-the WARC and ``fptrack evidence verify`` finds the snapshot by undoing the gzip."""
+a ``warcinfo`` naming the software, its version, the operator and the user agent; beside the WARC, page.png.
+``warcio check`` accepts the WARC and ``fptrack evidence verify`` finds the snapshot by undoing the gzip."""
 
 from __future__ import annotations
 
@@ -96,6 +96,7 @@ def test_the_warc_holds_the_exchange_as_it_came_over_the_wire(fptrack, tmp_path:
     fptrack.run("works", "add", str(DEMO_DATA / "lighthouse.txt"))
     fptrack.extra_env["FPTRACK_EVIDENCE_OPERATOR"] = "Lighthouse Rights Ltd., enforcement"
     fptrack.extra_env["FPTRACK_USER_AGENT"] = "fptrack-wire-test/1.0"
+    fptrack.extra_env["FPTRACK_EVIDENCE_SCREENSHOT"] = "true"
     with wire_server() as server:
         url = server.base + "/copy.html"
         fptrack.run(
@@ -152,3 +153,5 @@ def test_the_warc_holds_the_exchange_as_it_came_over_the_wire(fptrack, tmp_path:
         verified.stdout + verified.stderr
     )
     assert "FAILED" not in verified.stdout + verified.stderr
+    # and a picture of the capture for those who cannot read a WARC
+    assert archive.read("page.png").startswith(b"\x89PNG") and "screenshot: page.png" in verified.stdout

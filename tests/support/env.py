@@ -21,5 +21,6 @@ def clean_environ(**settings: str) -> dict[str, str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     environ["FPTRACK_SITE_RATE"] = TEST_SITE_RATE
     environ["FPTRACK_NOTICE_REFETCH"] = "false"  # the seeded notices name fictitious hosts
+    environ["FPTRACK_EVIDENCE_SCREENSHOT"] = "false"  # a browser for every bundle: its own tests turn it on
     environ.update(settings)
     return environ

@@ -1,0 +1,125 @@
+"""A picture of the captured page for people who cannot read a WARC: the stored response shown in Chromium,
+off the network, as a full-page PNG.
+
+What is shown is the capture, never the page as it is now: the browser is handed the bytes fptrack kept
+(the DOM Chromium rendered when the page was rendered at capture, else the response body as decoded), at the
+page's own URL, and every other request (stylesheets, images, scripts, fonts) is refused, so the picture is
+the kept HTML with the browser's default styles. Scripts do not run (a rendered DOM already holds what they
+did). Chromium is Debian's (``FPTRACK_CHROMIUM``, else ``chromium`` on the PATH), driven by Playwright as
+the crawler drives it, with no proxy and no resolver that could reach a host."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+
+from fptrack.core.settings import Settings
+from fptrack.storage.exchanges import RawExchange
+
+__all__ = ["SCREENSHOT_WIDTH", "Screenshot", "screenshot_of"]
+
+SCREENSHOT_WIDTH = 1280  # CSS pixels: a desktop browser's window
+MAX_HEIGHT = 16000  # CSS pixels: Chromium's largest bitmap side; a longer page is cut there (and says so)
+TIMEOUT_SECONDS = 60.0
+# what the browser may not do on its own: no proxy it could use, no host it could resolve
+_OFF_THE_NETWORK = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--proxy-server=http://127.0.0.1:9",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+)
+
+
+@dataclass(frozen=True)
+class Screenshot:
+    """``png`` the picture (None when none could be taken, ``note`` then says why); ``source`` which kept
+    bytes it shows; ``cut`` whether the page was longer than :data:`MAX_HEIGHT`."""
+
+    png: bytes | None
+    source: str
+    note: str = ""
+    cut: bool = False
+
+
+def _chromium(settings: Settings) -> str | None:
+    if settings.chromium:
+        return shutil.which(settings.chromium)
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _content_type(exchange: RawExchange) -> str:
+    for line in exchange.response_head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-type":
+            return value.strip().decode("latin-1")
+    return "text/html"
+
+
+def screenshot_of(exchange: RawExchange, settings: Settings) -> Screenshot:
+    """The full-page PNG of ``exchange`` as kept (see the module docstring); never raises for a browser that
+    is missing or fails: the :class:`Screenshot` then has no picture and a note saying why."""
+    if exchange.rendered:
+        html, content_type, source = exchange.rendered, "text/html; charset=utf-8", "the rendered DOM kept"
+    elif exchange.body is not None:
+        html, content_type, source = exchange.body, _content_type(exchange), "the response body kept"
+    else:
+        return Screenshot(None, "", "no page body was kept")
+    chromium = _chromium(settings)
+    if chromium is None:
+        wanted = settings.chromium or "chromium"
+        return Screenshot(None, source, f"not taken: {wanted!r} not found (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return Screenshot(None, source, "not taken: the Python package playwright is missing")
+    url = exchange.url
+    refused: list[str] = []
+
+    def route(route: object, request: object) -> None:
+        if (
+            getattr(request, "url", None) == url
+            and getattr(request, "is_navigation_request", lambda: False)()
+        ):
+            route.fulfill(status=200, body=html, headers={"content-type": content_type})  # type: ignore[attr-defined]
+        else:
+            refused.append(str(getattr(request, "url", "")))
+            route.abort("blockedbyclient")  # type: ignore[attr-defined]
+
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium,
+                headless=True,
+                args=list(_OFF_THE_NETWORK),
+                timeout=TIMEOUT_SECONDS * 1000,
+            )
+            try:
+                context = browser.new_context(
+                    java_script_enabled=False,
+                    service_workers="block",
+                    viewport={"width": SCREENSHOT_WIDTH, "height": 900},
+                )
+                page = context.new_page()
+                page.route("**", route)
+                page.goto(url, wait_until="load", timeout=TIMEOUT_SECONDS * 1000)
+                height = int(page.evaluate("document.documentElement.scrollHeight") or 900)
+                cut = height > MAX_HEIGHT
+                png = page.screenshot(
+                    full_page=not cut,
+                    clip={"x": 0, "y": 0, "width": SCREENSHOT_WIDTH, "height": MAX_HEIGHT} if cut else None,
+                    type="png",
+                    timeout=TIMEOUT_SECONDS * 1000,
+                )
+            finally:
+                browser.close()
+    except Exception as error:  # noqa: BLE001 - Playwright's errors, a crash, a timeout: the bundle goes on
+        text = str(error).strip().splitlines()
+        return Screenshot(
+            None, source, f"not taken: Chromium failed ({text[0] if text else type(error).__name__})"
+        )
+    return Screenshot(bytes(png), source, cut=cut)
