@@ -56,7 +56,7 @@ def notices() -> None:
       fptrack notices send 3                                    send draft 3 (FPTRACK_SMTP_HOST)
       fptrack notices list --format json
       fptrack notices show 3 --eml n3.eml                       its text, and the message as sent
-      fptrack notices export 3 --format lumen|urls
+      fptrack notices export 3 --format lumen|urls|urls-by-work|urls-csv
       fptrack notices mark 3 acknowledged|bounced|withdrawn
       fptrack notices follow-up                                 close, remind, escalate now
 
@@ -312,22 +312,49 @@ def notices_show(
 
 @notices.command("export")
 @click.argument("notice_id", type=int)
-@click.option("--format", "fmt", type=click.Choice(["lumen", "urls"]), default="lumen", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["lumen", "urls", "urls-by-work", "urls-csv"]),
+    default="lumen",
+    show_default=True,
+)
 @click.option("--open-only", is_flag=True, help="urls: only the copies still up.")
+@click.option(
+    "--files",
+    "files_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="lumen: write the files its file_uploads_attributes name (the notice as sent, the bundles) here.",
+)
+@click.option("--country", default="", help="lumen: the sender's and owners' ISO country code (CN, US).")
 @pass_context
 @friendly_errors
-def notices_export(context: CliContext, notice_id: int, fmt: str, open_only: bool) -> None:
-    """A notice in a bulk format: Lumen-style JSON, or the infringing URLs one a line (the list search
-    engines' bulk removal forms take)."""
-    from fptrack.jobs.delivery import infringing_urls, lumen_json
-    from fptrack.jobs.notices import load_notice
+def notices_export(
+    context: CliContext, notice_id: int, fmt: str, open_only: bool, files_dir: Path | None, country: str
+) -> None:
+    """A notice in a bulk format: a Lumen database notice submission (JSON; type DMCA for an English notice,
+    Other for a Chinese one; with --files DIR the files it uploads), the infringing URLs one a line, or
+    grouped per work with its authorised original as search engines' bulk forms take them (text or CSV)."""
+    from fptrack.jobs.delivery import infringing_urls, lumen_files, lumen_json, urls_by_work
+    from fptrack.jobs.notices import NoticeError, load_notice
 
     with context.session() as session:
         notice = load_notice(session, notice_id)
         if fmt == "lumen":
-            click.echo(json.dumps(lumen_json(notice), ensure_ascii=False, indent=2))
-        else:
+            try:
+                document = lumen_json(notice, country_code=country)
+            except ValueError as error:
+                raise NoticeError(str(error)) from None
+            if files_dir is not None:
+                files_dir.mkdir(parents=True, exist_ok=True)
+                for _kind, name, data in lumen_files(notice):
+                    (files_dir / name).write_bytes(data)
+                click.echo(f"wrote {len(lumen_files(notice))} file(s) to {files_dir}", err=True)
+            click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+        elif fmt == "urls":
             click.echo(infringing_urls(notice, open_only=open_only), nl=False)
+        else:
+            click.echo(urls_by_work(notice, open_only=open_only, csv_format=fmt == "urls-csv"), nl=False)
 
 
 @notices.command("mark")

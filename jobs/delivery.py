@@ -9,9 +9,10 @@ proof kept with the notice (:class:`Delivered`): the message's bytes exactly as 
 ``.eml``), and the relay's reply to the message's ``DATA`` (code and text: the relay's word that it took the
 message, its queue id as a rule) and when it came.
 
-Exports (:func:`lumen_json`, :func:`infringing_urls`): a notice in the shape of the Lumen database's notice
-submissions (works with their infringing URLs, the sender and recipient as entities), and the plain list of
-infringing URLs, one a line, that search engines' bulk removal forms take.
+Exports (:func:`lumen_json` with :func:`lumen_files`, :func:`infringing_urls`, :func:`urls_by_work`): a notice
+as a Lumen database notice submission (its schema's fields only: works with their authorised and infringing
+URLs, the sender, owners and recipient as entities, a body, the files), the plain list of infringing URLs one
+a line, and the URLs grouped per work as search engines' bulk removal forms take them.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ __all__ = [
     "Transport",
     "attachment_names",
     "infringing_urls",
+    "lumen_files",
     "lumen_json",
     "notice_message",
+    "urls_by_work",
     "wire_bytes",
 ]
 
@@ -228,50 +231,152 @@ def infringing_urls(notice: Notice, *, open_only: bool = False) -> str:
     return "".join(f"{url}\n" for url in dict.fromkeys(urls))
 
 
-def lumen_json(notice: Notice) -> dict[str, Any]:
-    """The notice in the shape of a Lumen notice submission (``type`` DMCA; one work per registered work,
-    each with its infringing URLs; the sender, principal and recipient as entities)."""
-    sender = notice.sender
-    works: dict[str, list[str]] = {}
+LUMEN_TYPES = {"en": "DMCA", "zh": "Other"}
+"""Lumen's notice ``type`` per notice language: an English notice is sworn under 17 U.S.C. 512(c)(3) (DMCA);
+a Chinese one is a notice under 信息网络传播权保护条例 第十四条 to a Chinese host, which is not a DMCA notice,
+and Lumen has no type for another country's copyright takedown but ``Other``."""
+LUMEN_WORK_KIND = "Book"
+
+
+def lumen_files(notice: Notice) -> list[tuple[str, str, bytes]]:
+    """The files a Lumen submission uploads (``file_uploads_attributes``), as ``(kind, file name, bytes)``:
+    the notice as sent (``original``: the stored ``.eml`` when there is one, else the text) and each copy's
+    evidence bundle (``supporting``)."""
+    if notice.sent_message:
+        files = [("original", f"notice-{notice.id}.eml", bytes(notice.sent_message))]
+    else:
+        files = [("original", f"notice-{notice.id}.txt", notice.text.encode("utf-8"))]
     for item in notice.items:
-        description = f"{item.work_title} — {item.chapter_title}".strip(" —")
-        works.setdefault(description, []).append(item.url)
+        if item.bundle:
+            files.append(("supporting", bundle_filename(item), bytes(item.bundle)))
+    return files
+
+
+def lumen_json(notice: Notice, *, country_code: str = "") -> dict[str, Any]:
+    """The notice as a Lumen notice submission (the Lumen database's ``POST /notices``), with the fields of
+    its schema only: ``type`` by language (:data:`LUMEN_TYPES`), one work per registered work (``kind``
+    Book, its description, its authorised original in ``copyrighted_urls_attributes``, its copies in
+    ``infringing_urls_attributes``), the sender, the rights owner(s) as ``principal`` and the recipient as
+    entities (``country_code``: the sender's and owners' two-letter ISO code, when given), a ``body`` that
+    says what the notice is without the addresses and telephone numbers Lumen asks to keep out of it, and
+    the files (:func:`lumen_files`) by name, as a form-data submission uploads them."""
+    from fptrack.services.rights import owner_of
+
+    sender = notice.sender
+    country = country_code.strip().upper()
+    if country and not (len(country) == 2 and country.isascii() and country.isalpha()):
+        raise ValueError(f"a country code is two letters (ISO 3166-1: CN, US), not {country_code!r}")
+    works: dict[object, dict[str, Any]] = {}
+    owners: dict[str, Any] = {}
+    for item in notice.items:
+        work = item.work
+        key = work.id if work is not None else item.work_title
+        if key not in works:
+            description = f"《{item.work_title}》" if notice.language == "zh" else f'"{item.work_title}"'
+            if work is not None and work.author:
+                description += f" by {work.author}" if notice.language == "en" else f"，作者：{work.author}"
+            works[key] = {
+                "kind": LUMEN_WORK_KIND,
+                "description": description,
+                "copyrighted_urls_attributes": (
+                    [{"url": work.original_url}] if work is not None and work.original_url else []
+                ),
+                "infringing_urls_attributes": [],
+            }
+        urls = works[key]["infringing_urls_attributes"]
+        if {"url": item.url} not in urls:
+            urls.append({"url": item.url})
+        owner = owner_of(work, sender)
+        if owner.name:
+            owners.setdefault(owner.name, owner)
     roles: list[dict[str, Any]] = []
     if sender is not None:
-        entity = _entity(sender.name, sender.address, sender.email, sender.phone)
+        kind = "individual" if sender.kind == "person" else "organization"
+        entity = _entity(sender.name, sender.address, sender.email, sender.phone, kind=kind, country=country)
         roles.append({"name": "sender", "entity_attributes": entity})
-        roles.append({"name": "principal", "entity_attributes": _entity(sender.rights_owner or sender.name)})
+    for owner in owners.values():
+        entity = _entity(owner.name, owner.address, owner.email, owner.phone, country=country)
+        roles.append({"name": "principal", "entity_attributes": entity})
     recipient = notice.recipient_name or notice.recipient_address or notice.host
     roles.append(
         {"name": "recipient", "entity_attributes": _entity(recipient, email=notice.recipient_address)}
     )
-    return {
-        "notice": {
-            "title": f"Takedown notice no. {notice.id} concerning {notice.host}",
-            "type": "DMCA",
-            "subject": f"Copyright infringement on {notice.host}",
-            "date_sent": iso_utc(notice.sent_at),
-            "language": notice.language,
-            "jurisdiction_list": "US, CN",
-            "tag_list": notice.kind,
-            "works_attributes": [
-                {
-                    "description": description,
-                    "copyrighted_urls_attributes": [],
-                    "infringing_urls_attributes": [{"url": url} for url in dict.fromkeys(urls)],
-                }
-                for description, urls in works.items()
-            ],
-            "entity_notice_roles_attributes": roles,
-            "body_sha256": notice.text_sha256,
-        }
+    law = "信息网络传播权保护条例 第十四条" if notice.language == "zh" else "17 U.S.C. 512(c)(3)"
+    urls = sum(len(work["infringing_urls_attributes"]) for work in works.values())
+    body = (
+        f"Takedown notice no. {notice.id} ({notice.kind}) under {law} to {notice.host}, naming {urls} "
+        f"infringing URL(s) of {len(works)} work(s). The text as sent has SHA-256 {notice.text_sha256}"
+    )
+    if notice.sent_message_sha256:
+        body += f"; the message as sent (the original file) has SHA-256 {notice.sent_message_sha256}"
+    record: dict[str, Any] = {
+        "title": f"Copyright takedown notice no. {notice.id} concerning {notice.host}",
+        "type": LUMEN_TYPES.get(notice.language, "Other"),
+        "subject": f"Copyright infringement on {notice.host}",
+        "body": body + ".",
+        "language": notice.language,
+        "source": "Email",
+        "jurisdiction_list": "CN" if notice.language == "zh" else "US",
+        "tag_list": "copyright, takedown",
+        "works_attributes": list(works.values()),
+        "entity_notice_roles_attributes": roles,
+        "file_uploads_attributes": [
+            {"kind": kind, "file": name} for kind, name, _data in lumen_files(notice)
+        ],
     }
+    if notice.sent_at is not None:
+        record["date_sent"] = iso_utc(notice.sent_at)
+    return {"notice": record}
 
 
-def _entity(name: str, address: str = "", email: str = "", phone: str = "") -> dict[str, Any]:
-    entity: dict[str, Any] = {"name": name, "kind": "organization"}
+def urls_by_work(notice: Notice, *, open_only: bool = False, csv_format: bool = False) -> str:
+    """The notice's infringing URLs grouped per work, as search engines' bulk removal forms take them (one
+    request per work: the work, where its authorised original is, then its URLs): text, one block per work
+    (``# title``, ``# authorised original: URL`` when the work has one, the URLs one a line, a blank line),
+    or CSV (``work,authorised_url,infringing_url``, a row per URL). ``open_only``: the copies still up."""
+    import csv
+    import io
+
+    blocks: dict[object, tuple[str, str, list[str]]] = {}
+    for item in notice.items:
+        if open_only and item.closed_at is not None:
+            continue
+        work = item.work
+        key = work.id if work is not None else item.work_title
+        original = work.original_url if work is not None else ""
+        title, _original, urls = blocks.setdefault(key, (item.work_title, original, []))
+        if item.url not in urls:
+            urls.append(item.url)
+    if csv_format:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["work", "authorised_url", "infringing_url"])
+        for title, original, urls in blocks.values():
+            writer.writerows([title, original, url] for url in urls)
+        return out.getvalue()
+    lines: list[str] = []
+    for title, original, urls in blocks.values():
+        lines.append(f"# {title}")
+        if original:
+            lines.append(f"# authorised original: {original}")
+        lines += [*urls, ""]
+    return "\n".join(lines)
+
+
+def _entity(
+    name: str,
+    address: str = "",
+    email: str = "",
+    phone: str = "",
+    *,
+    kind: str = "organization",
+    country: str = "",
+) -> dict[str, Any]:
+    entity: dict[str, Any] = {"name": name, "kind": kind}
     if address:
         entity["address_line_1"] = " ".join(address.split())
+    if country:
+        entity["country_code"] = country
     if email:
         entity["email"] = email
     if phone:

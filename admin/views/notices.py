@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
-from fptrack.jobs.delivery import DeliveryError, infringing_urls, lumen_json
+from fptrack.jobs.delivery import DeliveryError, infringing_urls, lumen_json, urls_by_work
 from fptrack.jobs.notice_proof import timestamp_time
 from fptrack.jobs.notice_render import NavLink, missing_elements, render_html
 from fptrack.jobs.notices import (
@@ -246,8 +246,16 @@ def export(notice_id: int) -> Response:
     kind = request.args.get("format") or "lumen"
     if kind == "urls":
         return Response(infringing_urls(notice), mimetype="text/plain")
+    if kind == "urls-by-work":
+        return Response(urls_by_work(notice), mimetype="text/plain")
+    if kind == "urls-csv":
+        return Response(
+            urls_by_work(notice, csv_format=True),
+            mimetype="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="notice-{notice.id}-urls.csv"'},
+        )
     if kind != "lumen":
-        abort(400, description="format must be lumen or urls.")
+        abort(400, description="format must be lumen, urls, urls-by-work or urls-csv.")
     return Response(
         json.dumps(lumen_json(notice), ensure_ascii=False, indent=2),
         mimetype="application/json",
