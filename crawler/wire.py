@@ -9,8 +9,9 @@ HttpCompressionMiddleware (order 590) replaces a gzip, deflate or br payload by 
   response in the request's meta (:data:`REASON_META`);
 - :class:`KeepWirePayload`, a downloader middleware placed above 590 (``process_response`` runs from the
   highest order down, so it sees the response first): it puts a :class:`WireResponse` in the request's meta
-  (:data:`WIRE_META`): the reason, the ``Content-Encoding`` values and the payload as received (the same
-  bytes object the response holds, no copy).
+  (:data:`WIRE_META`) of a 200 response (the only ones kept as evidence): the reason, the
+  ``Content-Encoding`` values and the payload as received (the same bytes object the response holds, no
+  copy).
 """
 
 from __future__ import annotations
@@ -98,8 +99,14 @@ class KeepWirePayload:
         return cls()
 
     def process_response(self, request: Request, response: Response, spider: object = None) -> Response:
+        reason = request.meta.pop(REASON_META, None)
+        if response.status != 200:
+            # only a 200 is kept as evidence; and a request made from this one (a redirect, a retry) must not
+            # carry a payload into the frontier, which may pickle it to disk or Redis
+            request.meta.pop(WIRE_META, None)
+            return response
         request.meta[WIRE_META] = WireResponse(
-            reason=request.meta.pop(REASON_META, None),
+            reason=reason,
             content_encoding=tuple(response.headers.getlist(b"Content-Encoding")),
             payload=response.body,
         )
