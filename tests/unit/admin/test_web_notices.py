@@ -79,7 +79,7 @@ def test_senders_contacts_draft_send_and_export(
     assert admin.post("/senders", data=sender).status_code == 303
     assert admin.post("/senders", data=sender).status_code == 400  # the same name twice
     page = admin.get("/senders").get_data(as_text=True)
-    assert "山中出版社" in page and "no proof of ownership yet" in page
+    assert "山中出版社" in page and "no proof yet" in page
     contact = {
         "csrf_token": admin_token,
         "host": "pirate.example",
@@ -98,13 +98,24 @@ def test_senders_contacts_draft_send_and_export(
     assert refused.status_code == 400 and inbox[0].messages == []
     incomplete_url = notice_url
 
-    # the admin uploads the proof; a new draft carries every element and is sent
+    # the admin uploads the sender's identity (not a proof of ownership: still not sendable), then each
+    # work's certificate on the work's page; a new draft carries every element and is sent
     sender_id = page.split('id="sender-')[1].split('"')[0]
-    upload = {"csrf_token": admin_token, "proof": (io.BytesIO(b"%PDF proof"), "cert.pdf")}
+    upload = {
+        "csrf_token": admin_token,
+        "proof": (io.BytesIO(b"%PDF licence"), "licence.pdf"),
+        "proof_kind": "identity",
+    }
     assert (
         admin.post(f"/senders/{sender_id}", data=upload, content_type="multipart/form-data").status_code
         == 303
     )
+    response = reviewer.post("/notices", data={"csrf_token": token, "host": "pirate.example"})
+    assert "no proof of ownership" in reviewer.get(response.headers["Location"]).get_data(as_text=True)
+    for work_id in (seeded.work_id, seeded.other_work_id):
+        upload = {"csrf_token": admin_token, "proof": (io.BytesIO(b"%PDF proof"), "cert.pdf")}
+        posted = admin.post(f"/works/{work_id}/rights", data=upload, content_type="multipart/form-data")
+        assert posted.status_code == 303, posted.get_data(as_text=True)
     response = reviewer.post("/notices", data={"csrf_token": token, "host": "pirate.example"})
     notice_url = response.headers["Location"]
     assert "cannot be sent" not in reviewer.get(notice_url).get_data(as_text=True)
@@ -113,6 +124,8 @@ def test_senders_contacts_draft_send_and_export(
     assert reviewer.post(notice_url + "/send", data={"csrf_token": token}).status_code == 303
     [message] = inbox[0].messages
     assert message["To"] == "abuse@pirate.example"
+    attached = [part.get_filename() for part in message.iter_attachments()]
+    assert "cert.pdf" in attached and "licence.pdf" in attached
     assert "权利人对本通知书的真实性负责" in message.get_body(preferencelist=("plain",)).get_content()
     shown = reviewer.get(notice_url).get_data(as_text=True)
     assert 'id="notice-state">sent<' in shown and message["Message-ID"].strip("<>") in shown
