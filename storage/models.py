@@ -100,7 +100,6 @@ __all__ = [
     "ReviewDecision",
     "RightsProof",
     "Sender",
-    "SenderProof",
     "SimhashHotBucket",
     "SimhashHotRow",
     "SimhashIndexRow",
@@ -1022,10 +1021,6 @@ class RightsProof(Base):
 
     work: Mapped[Work | None] = relationship(back_populates="proofs")
     sender: Mapped[Sender | None] = relationship(back_populates="proofs")
-
-
-SenderProof = RightsProof
-"""The name of :class:`RightsProof` before proofs had kinds (kept while callers move)."""
 
 
 class HostContact(Base):
