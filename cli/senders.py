@@ -237,6 +237,8 @@ def contacts() -> None:
     \b
       fptrack contacts add pirate.example abuse@pirate.example
       fptrack contacts add pirate.example abuse@hosting.example --kind hosting --name "Hosting Ltd"
+      fptrack contacts add pirate.example dmca@host.example --kind designated_agent --name "Host Inc."
+        (a US host's DMCA agent, as the Copyright Office's DMCA designated agent directory lists it)
       fptrack contacts list --host pirate.example
     """
 

@@ -138,6 +138,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "Communication through Information Network (信息网络传播权保护条例), Article 14)",
         "date": "Date",
         "to": "To",
+        "to_agent": "designated agent to receive notifications of claimed infringement, 17 U.S.C. 512(c)(2)",
         "site": "Site concerned",
         "number": "Notice number",
         "opening": "",
@@ -211,6 +212,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "laws": "（依据《信息网络传播权保护条例》第十四条及《美国法典》第17编第512(c)(3)条）",
         "date": "日期",
         "to": "致",
+        "to_agent": "服务提供者依美国版权法第 512 条指定的侵权通知接收代理人",
         "site": "涉及网站",
         "number": "通知编号",
         "opening": "{name}（以下简称“我司”）是下列作品的著作权人。我司发现，网站 {host} 未经许可，通过"
@@ -525,6 +527,8 @@ def render_text(notice: Notice, when: datetime) -> str:
     recipient = notice.recipient_name or notice.recipient_address
     if notice.recipient_name and notice.recipient_address:
         recipient = f"{notice.recipient_name} <{notice.recipient_address}>"
+    if recipient and notice.recipient_kind == "designated_agent":  # the DMCA agent, addressed as such
+        recipient += f" ({t['to_agent']})" if c["language"] == "en" else f"（{t['to_agent']}）"
     if recipient:
         lines.append(f"{t['to']}{colon}{recipient}")
     lines.append(f"{t['site']}{colon}{notice.host}")
