@@ -174,3 +174,65 @@ def test_a_follow_up_delay_under_a_day_is_refused_in_one_line(settings: Settings
     assert result.output.strip().splitlines() == [
         "error: FPTRACK_NOTICE_ESCALATE_AFTER=0 is out of range: expected a number of days >= 1"
     ]
+
+
+def test_senders_kinds_roles_typed_proofs_and_a_proof_filed_before_taken_over(
+    session: Session, settings: Settings, relay: tuple[_Inbox, int], tmp_path: Path
+) -> None:
+    from fptrack.storage.models import RightsProof, Sender
+
+    ids = seed(session)
+    port = relay[1]
+    licence, mandate = tmp_path / "licence.png", tmp_path / "mandate.pdf"
+    licence.write_bytes(b"\x89PNG licence")
+    mandate.write_bytes(b"%PDF mandate")
+    refused = _run(
+        settings, port, "senders", "add", "Wang", "--kind", "person", "--credit-code", "91110000802100433B"
+    )
+    assert refused.exit_code == 1 and refused.output.count("\n") == 1 and "a company's" in refused.output
+    bad_code = _run(settings, port, "senders", "add", "Agency", "--credit-code", "91110000802100433A")
+    assert bad_code.exit_code == 1 and "check character" in bad_code.output
+    added = _run(
+        settings,
+        port,
+        "senders",
+        "add",
+        "Agency",
+        "--role",
+        "agent",
+        "--credit-code",
+        "91110000802100433b",
+        "--legal-rep",
+        "张三",
+        "--identity",
+        str(licence),
+        "--authorisation",
+        str(mandate),
+        "--for-work",
+        str(ids.work_id),
+    )
+    assert added.exit_code == 0 and "(company, agent; 2 proof file(s))" in added.output, added.output
+    [listed] = [
+        json.loads(line)
+        for line in _run(settings, port, "senders", "list", "--format", "json").output.splitlines()
+    ]
+    assert listed["credit_code"] == "91110000802100433B" and listed["role"] == "agent"
+    assert [(p["kind"], p["work_id"]) for p in listed["proofs"]] == [
+        ("identity", None),
+        ("authorisation", ids.work_id),
+    ]
+    # a proof filed for the sender before proofs had kinds (revision 0027 keeps it as kind "other")
+    sender = session.query(Sender).filter_by(name="Agency").one()
+    old = RightsProof(
+        kind="other", sender=sender, filename="old.pdf", sha256="h", content=b"%PDF old \x00\xff"
+    )
+    session.add(old)
+    session.commit()
+    taken = _run(settings, port, "works", "edit", str(ids.other_work_id), "--use-proof", str(old.id))
+    assert taken.exit_code == 0 and "1 proof(s) of ownership" in taken.output, taken.output
+    shown = json.loads(_run(settings, port, "works", "show", str(ids.other_work_id)).output)
+    assert [(p["id"], p["kind"], p["bytes"]) for p in shown["proofs"]] == [
+        (old.id, "ownership_certificate", 11)
+    ]
+    missing = _run(settings, port, "works", "edit", str(2**62), "--author", "x")
+    assert missing.exit_code == 1 and "no work with id" in missing.output
