@@ -1339,13 +1339,30 @@ def _check_capture_stamp(
         raise BundleError("evidence.json's capture stamped_at is not the time its token states")
     _check_stamp_after(sealed.time, capture.fetched_at, "the page's capture")
     after = max(sealed.time - capture.fetched_at, timedelta(0))
+    review = _before_review(evidence, sealed.time)
     out.lines.append(
-        f"capture: sealed {utc_z(sealed.time)} ({_duration(after)} after the fetch) by {sealed.authority} "
-        f"(serial {sealed.serial}), verified against {sealed.trusted_by}: the token covers the WARC's "
-        "request and response records as they are (capture statement SHA-256 "
+        f"capture: sealed {utc_z(sealed.time)} ({_duration(after)} after the fetch{review}) "
+        f"by {sealed.authority} (serial {sealed.serial}), verified against {sealed.trusted_by}: the token "
+        f"covers the WARC's request and response records as they are (capture statement SHA-256 "
         f"{statement_sha256})"
     )
     return sealed.time
+
+
+def _before_review(evidence: Mapping[str, Any], sealed: datetime) -> str:
+    """Where the seal stands beside the first review decision evidence.json records (times checked by
+    :func:`_check_times`): sealed when flagged, it comes before any reviewer acted on the match."""
+    decisions = [
+        _claimed_time(decision.get("at"), "review time")
+        for decision in evidence.get("review") or []
+        if isinstance(decision, dict)
+    ]
+    if not decisions:
+        return ""
+    first = min(decisions)
+    if sealed <= first + CLOCK_SKEW:
+        return f", before the first review decision ({utc_z(first)})"
+    return f", after the first review decision ({utc_z(first)}): not sealed when flagged"
 
 
 def _duration(span: timedelta) -> str:

@@ -92,6 +92,7 @@ def test_a_crawled_copy_is_bundled_as_fetched(fptrack, tmp_path: Path) -> None:
     # the local authority is no authority of the system's trust store: named by the recipient, or refused
     assert untrusted.returncode == 1 and "FAILED: UNTRUSTED TIMESTAMP" in untrusted.stderr
     assert f"capture: sealed {copy_sealed:%Y-%m-%dT%H:%M:%SZ}" in verified.stdout
+    assert "before the first review decision" in verified.stdout
     # intact, but nothing ties the key in the zip to its owner until the recipient names the key
     assert unverified.returncode == 3 and "UNVERIFIED ORIGIN" in unverified.stderr
     assert "OK:" in verified.stdout and "response payload hashes to snapshot_sha256" in verified.stdout

@@ -326,3 +326,9 @@ def test_a_review_after_the_capture_was_sealed(session: Session, settings: Setti
     stamp = session.scalars(select(CaptureStamp)).one()
     decision = session.scalars(select(ReviewDecision)).one()
     assert as_utc(stamp.stamped_at).replace(microsecond=0) <= as_utc(decision.decided_at)
+    result = verify_bundle(
+        build_bundle(session, seeded.hostile_match_id, with_tsa),
+        trusted_key=_trusted(with_tsa),
+        tsa_cert=_ca(tsa),
+    )
+    assert result.ok and "before the first review decision" in "\n".join(result.lines), result
