@@ -1,10 +1,10 @@
 """Rights data per work (services/rights.py, jobs/notice_render.py, jobs/delivery.py), on SQLite and
 PostgreSQL, sent to a real SMTP server on loopback: a notice cites the ownership proof of ITS work, never
 another's, and is not sent without one; an agent's notice names the work's owner as 权利人 with address and
-contacts and the agent as 代理人 with its 授权委托书 attached, and is not sent without that authorisation; a person speaks as
-本人 and signs, a company as 我司 with its credit code, legal representative and seal; every notice carries
-the electronic-signature statement (电子签名法 第十三条) with the evidence key's fingerprint; the admin's
-work page sets the rights and takes a proof."""
+contacts and the agent as 代理人 with its 授权委托书 attached, and is not sent without that authorisation; a
+person speaks as 本人 and signs, a company as 我司 with its credit code, legal representative and seal; every
+notice carries the electronic-signature statement (电子签名法 第十三条) with the evidence key's fingerprint;
+the admin's work page sets the rights and takes a proof."""
 
 from __future__ import annotations
 
@@ -288,6 +288,48 @@ def test_the_admin_work_page_sets_the_rights_and_takes_a_proof(settings: Setting
             assert work is not None and work.author == "李四" and work.owner_email == OWNER["owner_email"]
             assert [(p.kind, p.content) for p in work.proofs] == [
                 ("ownership_certificate", b"%PDF certificate")
+            ]
+    finally:
+        engine.dispose()
+
+
+def test_the_admin_senders_page_sets_kind_role_codes_and_typed_proofs(
+    settings: Settings, seeded: Seeded
+) -> None:
+    app: Flask = create_app(settings)
+    try:
+        add_account(settings, "ada", "admin")
+        client = app.test_client()
+        log_in(client, "ada")
+        token = csrf_token_in(client.get("/senders").get_data(as_text=True))
+        sender = {"csrf_token": token, "name": "维权代理公司", "kind": "company", "role": "agent"}
+        bad = client.post("/senders", data={**sender, "credit_code": "91110000802100433A"})
+        assert bad.status_code == 400 and "check character" in bad.get_data(as_text=True)
+        assert client.post("/senders", data={**sender, "credit_code": CREDIT_CODE}).status_code == 303
+        page = client.get("/senders").get_data(as_text=True)
+        sender_id = page.split('id="sender-')[1].split('"')[0]
+        upload = {
+            "csrf_token": token,
+            "proof": (io.BytesIO(b"%PDF mandate"), "mandate.pdf"),
+            "proof_kind": "authorisation",
+            "for_work": str(seeded.work_id),
+        }
+        posted = client.post(f"/senders/{sender_id}", data=upload, content_type="multipart/form-data")
+        assert posted.status_code == 303, posted.get_data(as_text=True)
+        wrong = {**upload, "proof": (io.BytesIO(b"x"), "x.pdf"), "proof_kind": "ownership_certificate"}
+        refused = client.post(f"/senders/{sender_id}", data=wrong, content_type="multipart/form-data")
+        assert refused.status_code == 400 and "identity or an authorisation" in refused.get_data(as_text=True)
+        page = client.get("/senders").get_data(as_text=True)
+        assert "mandate.pdf" in page and CREDIT_CODE in page
+    finally:
+        app.extensions["fptrack"].engine.dispose()
+    engine = create_engine_for(settings)
+    try:
+        with session_scope(session_factory(engine)) as session:
+            saved = session.query(Sender).filter_by(name="维权代理公司").one()
+            assert (saved.kind, saved.role, saved.credit_code) == ("company", "agent", CREDIT_CODE)
+            assert [(p.kind, p.work_id, p.content) for p in saved.proofs] == [
+                ("authorisation", seeded.work_id, b"%PDF mandate")
             ]
     finally:
         engine.dispose()
