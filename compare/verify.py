@@ -112,34 +112,32 @@ def _match_positions(
         return positions
     found = np.minimum(np.searchsorted(sorted_hashes, page_sorted), len(sorted_hashes) - 1)
     hit = sorted_hashes[found] == page_sorted
-    at, lo, hi = page_order[hit], found[hit], ends[found[hit]]
-    lo_at = np.zeros(n_page, dtype=np.int64)
-    hi_at = np.zeros(n_page, dtype=np.int64)
-    lo_at[at], hi_at[at] = lo, hi
+    at, lo = page_order[hit], found[hit]
     positions[at] = chapter_positions[lo]
-    unique = np.zeros(n_page, dtype=bool)
-    unique[at] = (hi - lo) == 1
-    repeated = np.flatnonzero((hi_at - lo_at) > 1)
-    if not len(repeated):
+    many = ends[lo] - lo > 1
+    if not many.any():
         return positions
-    index = np.arange(n_page)
-    if unique.any():
-        diagonals = positions - index
+    repeated, lo, hi = at[many], lo[many], ends[lo[many]]
+    if len(repeated) < len(at):
+        unique = np.zeros(n_page, dtype=bool)
+        unique[at[~many]] = True
+        index = np.arange(n_page)
         before = np.maximum.accumulate(np.where(unique, index, -1))[repeated]
         after = np.minimum.accumulate(np.where(unique, index, n_page)[::-1])[::-1][repeated]
-        wanted_diagonals = [(before >= 0, diagonals[np.maximum(before, 0)])]
-        wanted_diagonals.append((after < n_page, diagonals[np.minimum(after, n_page - 1)]))
+        wanted_diagonals = [
+            (before >= 0, positions[np.maximum(before, 0)] - before),
+            (after < n_page, positions[np.minimum(after, n_page - 1)] - after),
+        ]
     else:  # a text that repeats itself throughout: the diagonal through the page's own positions
         wanted_diagonals = [(np.ones(len(repeated), dtype=bool), np.zeros(len(repeated), dtype=np.int64))]
-    run_base = keys[lo_at[repeated]] - chapter_positions[lo_at[repeated]]
+    run_base = keys[lo] - chapter_positions[lo]
     best = np.full(len(repeated), -1, dtype=np.int64)
     best_distance = np.full(len(repeated), np.iinfo(np.int64).max, dtype=np.int64)
     for has, diagonal in wanted_diagonals:
         wanted = np.maximum(repeated + diagonal, 0)
         nearest = np.searchsorted(keys, run_base + wanted)
         for candidate in (nearest - 1, nearest):
-            candidate = np.clip(candidate, lo_at[repeated], hi_at[repeated] - 1)
-            chapter_at = chapter_positions[candidate]
+            chapter_at = chapter_positions[np.clip(candidate, lo, hi - 1)]
             distance = np.abs(chapter_at - wanted)
             better = has & (distance < best_distance)
             best[better], best_distance[better] = chapter_at[better], distance[better]
