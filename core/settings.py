@@ -492,6 +492,58 @@ class Settings:
         "page",
         at_least=(1, "a number of characters >= 1"),
     )
+    download_max_chars: int = _crawling(
+        "FPTRACK_DOWNLOAD_MAX_CHARS",
+        5_000_000,
+        _int,
+        "characters of text kept per downloaded file (a whole book as .txt, an archive, an EPUB, a PDF: "
+        "docs/downloads.md), cut at a paragraph boundary and noted on the page",
+        at_least=(1, "a number of characters >= 1"),
+    )
+    download_max_unpacked_bytes: int = _crawling(
+        "FPTRACK_DOWNLOAD_MAX_UNPACKED_BYTES",
+        256 * 1024 * 1024,
+        _int,
+        "bytes decompressed from one downloaded file at most (all its members, at every level); the rest is "
+        "not read and the page says so",
+        at_least=(1, "a number of bytes >= 1"),
+    )
+    download_max_member_bytes: int = _crawling(
+        "FPTRACK_DOWNLOAD_MAX_MEMBER_BYTES",
+        32 * 1024 * 1024,
+        _int,
+        "bytes of one archive member (or e-book part) read at most; a longer one is cut there",
+        at_least=(1, "a number of bytes >= 1"),
+    )
+    download_max_ratio: float = _crawling(
+        "FPTRACK_DOWNLOAD_MAX_RATIO",
+        100.0,
+        _float,
+        "unpacked bytes per packed byte of one member at most, judged after its first MiB (a zip bomb is not "
+        "read)",
+        above=(1, "a ratio > 1"),
+    )
+    download_max_members: int = _crawling(
+        "FPTRACK_DOWNLOAD_MAX_MEMBERS",
+        2000,
+        _int,
+        "archive members (and PDF pages) read per downloaded file at most",
+        at_least=(1, "an integer >= 1"),
+    )
+    download_max_depth: int = _crawling(
+        "FPTRACK_DOWNLOAD_MAX_DEPTH",
+        3,
+        _int,
+        "archives inside archives read at most this deep (0: only the file's own members)",
+        at_least=(0, "an integer >= 0"),
+    )
+    download_max_seconds: float = _crawling(
+        "FPTRACK_DOWNLOAD_MAX_SECONDS",
+        20.0,
+        _float,
+        "seconds spent reading one downloaded file at most; what was read by then is kept",
+        above=(0, "seconds > 0"),
+    )
     allow_private_hosts: tuple[str, ...] = _crawling(
         "FPTRACK_ALLOW_PRIVATE_HOSTS",
         (),

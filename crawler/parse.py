@@ -8,22 +8,25 @@ decode under it and otherwise detects (pages that lie about their charset exist)
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import html
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from scrapy.http import Response
 
 from fptrack.crawler.extract import cap_text, extract_main_text, tidy_whitespace
 from fptrack.crawler.multipage import next_part_url
 from fptrack.crawler.pages import CrawledPage
+from fptrack.fingerprint.containers import ContainerLimits, file_kind, joined_text, read_download
 from fptrack.fingerprint.encoding import UndecodableError, decode_bytes, looks_binary, without_stray_nuls
 from fptrack.storage.match_life import UNSETTLED_MARK, UNSETTLED_NOTE
 
 __all__ = [
+    "FILE_TYPES",
     "ParsedResponse",
     "charset_from_content_type",
     "charset_from_meta",
@@ -54,21 +57,11 @@ _FEED_ROOT = re.compile(r"<(rss|feed|urlset|sitemapindex|rdf:RDF)\b", re.IGNOREC
 LISTING_MIN_LINKS = 2  # a page with fewer links lists nothing worth coming back for
 LISTING_LINK_SHARE = 0.5  # link text at least this share of the page's own text: it lists rather than tells
 LISTING_SHORT_TEXT = 200  # characters: a page whose own text is shorter holds no chapter; it leads to others
+_WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)  # and UTF-32 LE's (FF FE 00 00)
 _BINARY_PREFIXES = ("image/", "audio/", "video/", "font/", "model/")
 _BINARY_TYPES = frozenset(
     {
-        "application/octet-stream",
-        "application/zip",
-        "application/x-zip-compressed",
-        "application/gzip",
-        "application/x-gzip",
-        "application/x-rar-compressed",
-        "application/vnd.rar",
-        "application/x-7z-compressed",
-        "application/x-tar",
-        "application/pdf",
         "application/msword",
-        "application/epub+zip",
         "application/x-shockwave-flash",
         "application/wasm",
         "application/java-archive",
@@ -76,6 +69,33 @@ _BINARY_TYPES = frozenset(
         "application/x-msdownload",
     }
 )
+# downloads read for the texts they hold (fingerprint.containers sniffs what the bytes are: a Content-Type or
+# a file name may lie)
+FILE_TYPES = frozenset(
+    {
+        "application/octet-stream",
+        "application/force-download",
+        "application/x-download",
+        "application/zip",
+        "application/x-zip-compressed",
+        "application/gzip",
+        "application/x-gzip",
+        "application/x-bzip2",
+        "application/x-xz",
+        "application/x-rar-compressed",
+        "application/vnd.rar",
+        "application/x-rar",
+        "application/x-7z-compressed",
+        "application/x-tar",
+        "application/x-gtar",
+        "application/pdf",
+        "application/epub+zip",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/x-mobipocket-ebook",
+        "application/vnd.amazon.ebook",
+    }
+)
+_FILE_NAME = re.compile(r"""filename\*?\s*=\s*(?:UTF-8'')?["']?([^"';]+)""", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -120,11 +140,18 @@ def parse_response(
     fetched_at: datetime,
     max_links: int | None = None,
     max_chars: int | None = None,
+    file_limits: ContainerLimits | None = None,
+    max_file_chars: int | None = None,
 ) -> ParsedResponse:
     """Decode and extract one response. Never raises for bad content: the page's ``error`` says why.
 
     Only 200 responses with a text body get text; only HTML pages give links, at most ``max_links``. The text
-    is cut to ``max_chars`` at a paragraph boundary; the page's ``note`` records such cuts (and repairs)."""
+    is cut to ``max_chars`` at a paragraph boundary; the page's ``note`` records such cuts (and repairs).
+
+    A download (a :data:`FILE_TYPES` response, or one sent as an attachment) is read by
+    :func:`fingerprint.containers.read_download` within ``file_limits``: its texts, each member's after a line
+    naming it, are the page's text (cut to ``max_file_chars``); what could not be read is in its ``note`` (its
+    ``error`` when nothing could)."""
     body = response.body or b""
     content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
     mime = media_type(content_type)
@@ -158,12 +185,21 @@ def parse_response(
         return without_text(f"HTTP {response.status}")
     if is_binary_media_type(mime):
         return without_text(f"binary content ({mime})")
+    if mime in FILE_TYPES or (
+        _header(response, b"Content-Disposition").lower().startswith("attachment") and mime not in _HTML_TYPES
+    ):
+        return ParsedResponse(
+            page=_download_page(response, body, common, file_limits, max_file_chars), links=()
+        )
     if mime not in _HTML_TYPES and mime not in _TEXT_TYPES and not mime.startswith("text/"):
         return without_text(f"not text ({mime})")
     if not body.strip():
         return without_text("empty body")
-    body = without_stray_nuls(body)  # a few stray NULs in a text page are damage, not a binary file
-    if looks_binary(body):
+    if not body.startswith(_WIDE_BOMS):  # UTF-16 text is half NULs
+        body = without_stray_nuls(body)  # a few stray NULs in a text page are damage, not a binary file
+    if looks_binary(body) and not body.startswith(_WIDE_BOMS):
+        if file_kind(body) != "txt":  # an archive, an e-book or a PDF sent as a page (or with no type)
+            return ParsedResponse(_download_page(response, body, common, file_limits, max_file_chars), ())
         return without_text(f"binary content ({mime or 'no content type'})")
 
     declared = charset_from_content_type(content_type)
@@ -211,6 +247,44 @@ def parse_response(
         **common,  # type: ignore[arg-type]
     )
     return ParsedResponse(page=page, links=links)
+
+
+def _download_page(
+    response: Response,
+    body: bytes,
+    common: dict[str, object],
+    limits: ContainerLimits | None,
+    max_chars: int | None,
+) -> CrawledPage:
+    """The page of a downloaded file: the texts it holds (see :func:`parse_response`)."""
+    reading = read_download(body, name=download_name(response), limits=limits)
+    lines = (tidy_whitespace(line) for line in joined_text(reading.documents).splitlines())
+    text = "\n".join(line for line in lines if line)
+    notes: tuple[str, ...] = ()
+    if max_chars is not None:
+        text, notes = cap_text(text, max_chars)
+    kinds = sorted({document.kind for document in reading.documents})
+    summary = f"download: {reading.kind}" + (
+        f", {len(reading.documents)} text(s) read ({', '.join(kinds)})" if reading.documents else ""
+    )
+    problems = tuple(reading.problems)
+    return CrawledPage(
+        encoding=reading.documents[0].encoding if reading.documents else "",
+        title=download_name(response),
+        text=text,
+        content_sha256=_sha256(text.encode("utf-8")),
+        error="" if text else f"{summary}: no text ({'; '.join(problems) or 'nothing readable'})"[:1000],
+        note="; ".join((summary, *problems, *notes))[:2000] if text else "",
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def download_name(response: Response) -> str:
+    """A download's file name: its ``Content-Disposition``'s, else the URL path's last segment."""
+    found = _FILE_NAME.search(_header(response, b"Content-Disposition"))
+    if found:
+        return unquote(found.group(1).strip())[:200]
+    return unquote(urlsplit(response.url).path.rsplit("/", 1)[-1])[:200]
 
 
 def is_listing(markup: str, main_text: str, link_count: int) -> bool:

@@ -39,6 +39,7 @@ from fptrack.crawler.pages import (
 from fptrack.crawler.pipelines import HOOKS_SETTING, CrawlHooks
 from fptrack.crawler.render import RenderPlan, plan_rendering, playwright_settings
 from fptrack.crawler.store import PageStore
+from fptrack.fingerprint.containers import ContainerLimits
 from fptrack.storage.pacing import Pacer
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ __all__ = [
     "PROTECTED_SCRAPY_SETTINGS",
     "STATIC_SCRAPY_SETTINGS",
     "check_options",
+    "download_limits",
     "run_crawl",
     "scrapy_settings",
 ]
@@ -85,6 +87,18 @@ _lock = threading.Lock()
 # After a Ctrl+C or SIGTERM, Scrapy stops gracefully (requests in flight finish, pages parsed so far are
 # stored); a crawl still running this many seconds later, or a second signal, stops the reactor at once.
 SHUTDOWN_GRACE_SECONDS = 5.0
+
+
+def download_limits(settings: Settings) -> ContainerLimits:
+    """The caps on reading one downloaded file (docs/downloads.md), from the settings."""
+    return ContainerLimits(
+        max_unpacked_bytes=settings.download_max_unpacked_bytes,
+        max_member_bytes=settings.download_max_member_bytes,
+        max_ratio=settings.download_max_ratio,
+        max_members=settings.download_max_members,
+        max_depth=settings.download_max_depth,
+        max_seconds=settings.download_max_seconds,
+    )
 
 
 def check_options(options: CrawlOptions) -> None:
@@ -334,6 +348,8 @@ def run_crawl(
         max_links=settings.crawl_max_links,
         max_chars=settings.max_page_chars,
         max_bytes=settings.crawl_max_body_bytes,
+        file_limits=download_limits(settings),
+        max_file_chars=settings.download_max_chars,
         take_page=shared.take_page if shared is not None else None,
         seed=shared is None or shared.first,
         render=render,

@@ -37,6 +37,7 @@ from fptrack.crawler.parse import ParsedResponse, describe_failure, parse_respon
 from fptrack.crawler.pipelines import HOOKS_SETTING
 from fptrack.crawler.render import RENDER_DIRECT, RENDER_META, RenderPlan, rendered_response, take_document
 from fptrack.crawler.resume import CrawlState
+from fptrack.fingerprint.containers import ContainerLimits
 
 __all__ = ["PARSE_THREADS", "RENDER_ENOUGH", "RENDER_NEEDED", "PageSpider"]
 
@@ -85,6 +86,8 @@ class PageSpider(scrapy.Spider):
         max_links: int | None = None,
         max_chars: int | None = None,
         max_bytes: int | None = None,
+        file_limits: ContainerLimits | None = None,
+        max_file_chars: int | None = None,
         take_page: Callable[[], bool] | None = None,
         seed: bool = True,
         render: RenderPlan | None = None,
@@ -104,6 +107,8 @@ class PageSpider(scrapy.Spider):
         self.max_links = max_links
         self.max_chars = max_chars
         self.max_bytes = max_bytes
+        self.file_limits = file_limits
+        self.max_file_chars = max_file_chars
         self._parsing: DeferredSemaphore | None = None  # made on first use, inside the running reactor
         self.take_page = take_page
         self.seed = seed
@@ -198,6 +203,8 @@ class PageSpider(scrapy.Spider):
         parsed = await self._parse_in_thread(response, rendered_response(response) if rendered else response)
         if parsed.page.note:
             self._inc("fptrack/pages_with_notes")
+        if parsed.page.note.startswith("download: ") or parsed.page.error.startswith("download: "):
+            self._inc("fptrack/downloads_read" if parsed.page.text else "fptrack/downloads_unreadable")
         wants = self.render.wants(response, parsed.page)
         static_enough = await self._static_enough(response) if direct else None
         self._count_rendering(
@@ -305,6 +312,8 @@ class PageSpider(scrapy.Spider):
             fetched_at=datetime.now(UTC),
             max_links=self.max_links,
             max_chars=self.max_chars,
+            file_limits=self.file_limits,
+            max_file_chars=self.max_file_chars,
         )
         # built outside a crawl (unit tests): no reactor to hand off to
         if getattr(self, "crawler", None) is None:

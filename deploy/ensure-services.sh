@@ -47,6 +47,17 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 else
   say "Chromium is not installed (apt-get install chromium): browser tests will be skipped"
 fi
+if ldconfig -p 2>/dev/null | grep -q 'libarchive\.so\.13'; then
+  say "libarchive found (7z and rar downloads, fingerprint/containers.py)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  say "installing Debian's libarchive13 (7z and rar downloads read by the crawler, docs/downloads.md)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q libarchive13 >>/tmp/fptrack-apt.log 2>&1 \
+    || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libarchive13 >>/tmp/fptrack-apt.log 2>&1; } \
+    || say "could not install libarchive13 (see /tmp/fptrack-apt.log): 7z and rar downloads will not be read"
+else
+  say "libarchive is not installed (apt-get install libarchive13): 7z and rar downloads will not be read"
+fi
 if command -v wrk >/dev/null 2>&1; then
   say "wrk found at $(command -v wrk)"
 elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -99,7 +99,7 @@ def refuse_binary_start(start: bytes, max_length: int) -> None:
     """Raise :class:`UndecodableError` when every input of at most ``max_length`` bytes that begins with
     ``start`` is one :func:`decode_bytes` refuses as binary (too many NULs for any such length, or a first 64
     KB of control bytes): a reader of an endless stream such as ``/dev/zero`` stops at its first megabyte."""
-    if start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+    if start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)):
         return
     body = start.removeprefix(codecs.BOM_UTF8)
     visible = body.replace(b"\x00", b"")
@@ -114,6 +114,8 @@ def decode_bytes(data: bytes, declared: str | None = None) -> DecodedText:
     Raises :class:`UndecodableError` for binary data or bytes that no candidate decodes. The text has no NUL
     character (see the module docstring).
     """
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):  # before UTF-16's: FF FE starts both
+        return DecodedText(_readable(data.decode("utf-32", errors="replace"), strict=True), "utf-32")
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return DecodedText(_readable(data.decode("utf-16", errors="replace"), strict=True), "utf-16")
     has_bom = data.startswith(codecs.BOM_UTF8)

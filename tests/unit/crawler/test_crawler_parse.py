@@ -105,8 +105,17 @@ def test_non_200_statuses_have_no_text_and_no_links(status: int) -> None:
     ("body", "content_type", "error"),
     [
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "image/png", "binary content (image/png)"),
-        (b"PK\x03\x04\x14\x00\x00\x00", "application/zip", "binary content (application/zip)"),
-        (b"%PDF-1.4\n%\xe2\xe3\xcf\xd3", "application/pdf", "binary content (application/pdf)"),
+        # downloads are read (fingerprint.containers); a damaged one says why it gave no text
+        (
+            b"PK\x03\x04\x14\x00\x00\x00",
+            "application/zip",
+            "download: zip: no text (the file: damaged or unreadable zip (File is not a zip file))",
+        ),
+        (
+            b"%PDF-1.4\n%\xe2\xe3\xcf\xd3",
+            "application/pdf",
+            "download: pdf: no text (the file: damaged or unreadable pdf (Stream has ended unexpectedly))",
+        ),
         (b'{"a": 1}', "application/json", "not text (application/json)"),
         (b"\x00\x01\x02\x03" * 400, "text/html", "binary content (text/html)"),
         (b"\x00\x01\x02\x03" * 400, None, "binary content (no content type)"),
@@ -153,7 +162,8 @@ def test_charset_helpers() -> None:
     assert charset_from_meta(b"<meta http-equiv='Content-Type' content='text/html; charset=big5'>") == "big5"
     assert charset_from_meta(b"<html><head><title>x</title>") is None
     assert charset_from_meta(b" " * 5000 + b'<meta charset="gbk">') is None  # only the document's start
-    assert is_binary_media_type("image/webp") and is_binary_media_type("application/octet-stream")
+    assert is_binary_media_type("image/webp") and is_binary_media_type("application/x-msdownload")
+    assert not is_binary_media_type("application/octet-stream")  # a download, read
     assert not is_binary_media_type("text/html")
 
 
