@@ -332,3 +332,23 @@ def test_a_review_after_the_capture_was_sealed(session: Session, settings: Setti
         tsa_cert=_ca(tsa),
     )
     assert result.ok and "before the first review decision" in "\n".join(result.lines), result
+
+
+def test_the_stamp_task_and_a_broker_that_fails(
+    session: Session, settings: Settings, tsa: LocalTsa, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task the compare task and the sweep hand flagged pages to; handing on never fails the caller."""
+    from fptrack.jobs import tasks
+
+    seeded, _ = _flag(session)
+    page_id = session.scalars(select(Match.page_id).where(Match.id == seeded.hostile_match_id)).one()
+    tasks.configure(settings.with_overrides(tsa_url=tsa.url))
+
+    def broken(*args: object) -> None:
+        raise ConnectionError("the broker is down")
+
+    monkeypatch.setattr(tasks.stamp_captures, "delay", broken)
+    tasks._enqueue_stamps([page_id])  # logged, not raised: the sweep stamps it later
+    monkeypatch.undo()
+    assert tasks.stamp_captures.run([page_id]) == {"stamped": 1, "left": 0, "error": None}
+    assert tasks.stamp_captures.run(None) == {"stamped": 0, "left": 0, "error": None}
