@@ -41,9 +41,11 @@ import hashlib
 import io
 import json
 import os
+import re
 import secrets
 import ssl
 import struct
+import warnings
 import zipfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -365,9 +367,18 @@ def system_trust_anchors() -> tuple[x509.Certificate, ...]:
     found: list[x509.Certificate] = []
     for path in files:
         try:
-            found += x509.load_pem_x509_certificates(path.read_bytes())
-        except (OSError, ValueError):
+            text = path.read_bytes()
+        except OSError:
             continue
+        # one certificate at a time: a store holds a few that newer releases of cryptography refuse (a
+        # negative serial number), which must not cost the others
+        for block in re.findall(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", text, re.DOTALL):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    found.append(x509.load_pem_x509_certificate(block))
+                except ValueError:
+                    continue
     return tuple(found)
 
 

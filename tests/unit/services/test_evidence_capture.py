@@ -352,3 +352,28 @@ def test_the_stamp_task_and_a_broker_that_fails(
     monkeypatch.undo()
     assert tasks.stamp_captures.run([page_id]) == {"stamped": 1, "left": 0, "error": None}
     assert tasks.stamp_captures.run(None) == {"stamped": 0, "left": 0, "error": None}
+
+
+def test_an_authority_of_the_system_trust_store_needs_no_tsa_cert(
+    session: Session, settings: Settings, tsa: LocalTsa, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a recipient of a bundle stamped by a public authority runs: no --tsa-cert, the system's store
+    (here a store of the local root among a certificate that does not parse) vouches for the authority."""
+    from fptrack.services.evidence.bundle import system_trust_anchors
+
+    seeded, _ = _flag(session)
+    with_tsa = settings.with_overrides(tsa_url=tsa.url)
+    stamp_captures(session, with_tsa)
+    data = build_bundle(session, seeded.hostile_match_id, with_tsa)
+    store = tmp_path / "store.pem"
+    broken = b"-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"
+    store.write_bytes(broken + tsa.ca_cert.read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(store))
+    system_trust_anchors.cache_clear()
+    try:
+        assert len(system_trust_anchors()) == 1
+        result = verify_bundle(data, trusted_key=_trusted(with_tsa))
+        assert result.ok, result.failure
+        assert "the system's trust store (CN=Test Root CA)" in "\n".join(result.lines)
+    finally:
+        system_trust_anchors.cache_clear()
