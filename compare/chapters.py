@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ChapterSpan", "split_chapters"]
+__all__ = ["BOOK_MIN_CHARS", "WINDOW_CHARS", "ChapterSpan", "book_segments", "split_chapters"]
 
 _NUMERAL = r"[0-9０-９一二三四五六七八九十百千万零〇两壹贰叁肆伍陆柒捌玖拾佰仟]+"
 HEADING = re.compile(
@@ -28,6 +28,12 @@ _HAS_WORDS = re.compile(r"\w")
 _WORD = re.compile(r"\w")
 MIN_FRONT_MATTER = 100
 MAX_TITLE_CHARS = 500  # as long as a stored chapter title
+BOOK_MIN_CHARS = 12_000
+"""A page at least this long may hold many chapters (a whole book downloaded as one file): it is compared
+chapter by chapter too (:func:`book_segments`). A chapter page is shorter and pays nothing."""
+WINDOW_CHARS = 20_000
+"""A part of a book without headings (or one longer than this) is compared in windows of this many characters,
+each starting half a window after the last: every passage of half a window lies whole in one of them."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,34 @@ def split_chapters(text: str, *, default_title: str = "") -> list[ChapterSpan]:
         spans.append(ChapterSpan(number, f"{pending_title} {title}".strip(), start, end))
         pending_title, pending_start = "", None
     return spans
+
+
+def book_segments(text: str) -> list[tuple[int, int]]:
+    """The parts of a long page compared one by one, as ``(start, end)`` character offsets into ``text``: its
+    chapters by their headings (:func:`split_chapters`, the splitter of registered works), a chapter longer
+    than :data:`WINDOW_CHARS` (or the whole text, when it has no headings) in overlapping windows. Empty for a
+    text shorter than :data:`BOOK_MIN_CHARS`: it is compared whole, as every page is.
+
+    A registered chapter of at most half a window that the text holds under a heading, or not, lies whole in
+    one segment; compared alone, it is one of a segment's few candidates instead of one of a whole book's
+    hundreds (the index keeps a page's best few candidates: a book compared whole found only some of its
+    chapters)."""
+    if len(text) < BOOK_MIN_CHARS:
+        return []
+    segments: list[tuple[int, int]] = []
+    step = WINDOW_CHARS // 2
+    for span in split_chapters(text) or [ChapterSpan(1, "", 0, len(text))]:
+        if span.end - span.start <= WINDOW_CHARS:
+            segments.append((span.start, span.end))
+            continue
+        start = span.start
+        while True:
+            end = min(start + WINDOW_CHARS, span.end)
+            segments.append((start, end))
+            if end >= span.end:
+                break
+            start += step
+    return segments
 
 
 def _first_line(text: str) -> str:

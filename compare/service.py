@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -32,6 +32,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from fptrack.compare import chapter_index
+from fptrack.compare.chapters import book_segments
 from fptrack.compare.licensing import is_licensed, licensed_hosts_of
 from fptrack.compare.networks import observe_pages
 from fptrack.compare.scoring import Evidence, decide_with, evidence_of
@@ -389,8 +390,10 @@ def _compare_batch_at(
     *,
     ignored: Sequence[Collection[int]] | None = None,
     contract: FingerprintContract = CONTRACT,
+    by_chapter: bool = True,
 ) -> tuple[list[list[Verdict]], int]:
-    """:func:`_compare_batch`, and the registry's serial the verdicts were compared at."""
+    """:func:`_compare_batch`, and the registry's serial the verdicts were compared at. ``by_chapter``: a long
+    document (a whole book) is compared part by part as well (:func:`_add_book_verdicts`)."""
     layout = layout_for(settings)
     holders = _Holders.fetch(session, documents, owner="chapter")
     candidates = [
@@ -414,8 +417,55 @@ def _compare_batch_at(
             for c, methods in found.items()
             if c in chapters
         ]
-        results.append(sorted(verdicts, key=lambda v: (-v.flagged, -v.score, v.chapter_id)))
+        results.append(sorted(verdicts, key=_best_first))
+    if by_chapter:
+        _add_book_verdicts(session, documents, results, settings, ignored=ignored, contract=contract)
     return results, holders.serial
+
+
+def _best_first(verdict: Verdict) -> tuple[bool, float, int]:
+    return (not verdict.flagged, -verdict.score, verdict.chapter_id)
+
+
+def _add_book_verdicts(
+    session: Session,
+    documents: Sequence[TextFingerprints],
+    results: list[list[Verdict]],
+    settings: Settings,
+    *,
+    ignored: Sequence[Collection[int]] | None,
+    contract: FingerprintContract,
+) -> None:
+    """Compare each long document's parts (:func:`compare.chapters.book_segments`: its chapters, or windows)
+    as documents of their own, and keep, per chapter, the better of the whole document's verdict and its
+    parts' (flagged first, then the score), spans moved to the whole document's offsets.
+
+    A whole book compared whole has its few best candidate chapters verified (the index keeps
+    ``max_candidates`` of them per document); compared part by part, every chapter it holds is a candidate of
+    the part that holds it. Documents shorter than :data:`compare.chapters.BOOK_MIN_CHARS` are not split."""
+    owners: list[tuple[int, int]] = []  # (document, the part's start in it)
+    parts: list[TextFingerprints] = []
+    for number, document in enumerate(documents):
+        for start, end in book_segments(document.original):
+            owners.append((number, start))
+            parts.append(fingerprint_text(document.original[start:end], contract))
+    if not parts:
+        return
+    part_ignored = [ignored[number] for number, _ in owners] if ignored is not None else None
+    found, _ = _compare_batch_at(
+        session, parts, settings, ignored=part_ignored, contract=contract, by_chapter=False
+    )
+    best: dict[int, dict[int, Verdict]] = {}
+    for (number, start), verdicts in zip(owners, found, strict=True):
+        chosen = best.setdefault(number, {v.chapter_id: v for v in results[number]})
+        for verdict in verdicts:
+            spans = tuple((a + start, b + start, c, d) for a, b, c, d in verdict.spans)
+            moved = replace(verdict, spans=spans)
+            held = chosen.get(verdict.chapter_id)
+            if held is None or _best_first(moved) < _best_first(held):
+                chosen[verdict.chapter_id] = moved
+    for number, chosen in best.items():
+        results[number] = sorted(chosen.values(), key=_best_first)
 
 
 def compare_document(

@@ -31,6 +31,7 @@ __all__ = [
     "charset_from_content_type",
     "charset_from_meta",
     "describe_failure",
+    "download_problem",
     "is_binary_media_type",
     "is_listing",
     "media_type",
@@ -95,6 +96,7 @@ FILE_TYPES = frozenset(
         "application/vnd.amazon.ebook",
     }
 )
+_DOWNLOAD = "download: "
 _FILE_NAME = re.compile(r"""filename\*?\s*=\s*(?:UTF-8'')?["']?([^"';]+)""", re.IGNORECASE)
 
 
@@ -264,7 +266,7 @@ def _download_page(
     if max_chars is not None:
         text, notes = cap_text(text, max_chars)
     kinds = sorted({document.kind for document in reading.documents})
-    summary = f"download: {reading.kind}" + (
+    summary = f"{_DOWNLOAD}{reading.kind}" + (
         f", {len(reading.documents)} text(s) read ({', '.join(kinds)})" if reading.documents else ""
     )
     problems = tuple(reading.problems)
@@ -277,6 +279,17 @@ def _download_page(
         note="; ".join((summary, *problems, *notes))[:2000] if text else "",
         **common,  # type: ignore[arg-type]
     )
+
+
+def download_problem(page: CrawledPage) -> str:
+    """What a downloaded file's page says it could not read (a cap reached, damage), or ``''``: its error
+    when it gave no text, else its note past the summary (a note of a download that was read whole is the
+    summary alone)."""
+    if page.error.startswith(_DOWNLOAD):
+        return page.error
+    if page.note.startswith(_DOWNLOAD) and "; " in page.note:
+        return page.note
+    return ""
 
 
 def download_name(response: Response) -> str:

@@ -29,6 +29,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from fptrack.crawler.pages import CrawledPage, CrawlFailure, CrawlProgress
+from fptrack.crawler.parse import download_problem
 from fptrack.storage.exchanges import RawExchange
 
 __all__ = [
@@ -45,6 +46,7 @@ FLUSH_SECONDS = 1.0
 RESPONSES_WAITING = 256  # URLs whose responses wait for their page (bounded: a response may yield no page)
 
 HOOKS_SETTING = "FPTRACK_HOOKS"
+MAX_DOWNLOAD_NOTES = 50  # lines of the crawl's summary for downloads not read whole (the rest are counted)
 logger = logging.getLogger(__name__)
 
 
@@ -129,6 +131,11 @@ class RecordPipeline:
                 self.stats.inc_value("fptrack/pages_with_text")
             if item.error:
                 self.stats.inc_value("fptrack/pages_without_text")
+            problem = download_problem(item)
+            if problem:  # a download not read whole (a cap, damage): one line of the crawl's summary each
+                self.stats.inc_value("fptrack/downloads_with_problems")
+                if len(self.ledger.notes) < MAX_DOWNLOAD_NOTES:
+                    self.ledger.notes.append(f"{item.url}: {problem}")
         elif isinstance(item, CrawlFailure):
             self.ledger.failures.append((item.url, item.reason))
             self.stats.inc_value("fptrack/failures")
