@@ -347,11 +347,14 @@ def test_the_stamp_task_and_a_broker_that_fails(
     def broken(*args: object) -> None:
         raise ConnectionError("the broker is down")
 
-    monkeypatch.setattr(tasks.stamp_captures, "delay", broken)
-    tasks._enqueue_stamps([page_id])  # logged, not raised: the sweep stamps it later
-    monkeypatch.undo()
-    assert tasks.stamp_captures.run([page_id]) == {"stamped": 1, "left": 0, "error": None}
-    assert tasks.stamp_captures.run(None) == {"stamped": 0, "left": 0, "error": None}
+    try:
+        monkeypatch.setattr(tasks.stamp_captures, "delay", broken)
+        tasks._enqueue_stamps([page_id])  # logged, not raised: the sweep stamps it later
+        monkeypatch.undo()
+        assert tasks.stamp_captures.run([page_id]) == {"stamped": 1, "left": 0, "error": None}
+        assert tasks.stamp_captures.run(None) == {"stamped": 0, "left": 0, "error": None}
+    finally:
+        tasks.configure(settings)  # no authority for the tests that come after
 
 
 def test_an_authority_of_the_system_trust_store_needs_no_tsa_cert(
