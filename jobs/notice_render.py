@@ -37,7 +37,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from fptrack.services.evidence.bundle import bundle_key_fingerprint
+from fptrack.services.evidence.bundle import bundle_capture_sealed, bundle_key_fingerprint
 from fptrack.services.rights import PROOF_LABELS, Owner, notice_proofs, notice_works, owner_of, rights_gaps
 from fptrack.storage.models import Notice, NoticeItem, Sender, as_utc
 
@@ -51,6 +51,7 @@ __all__ = [
     "NavLink",
     "absent_elements",
     "bundle_filename",
+    "capture_sealed",
     "electronic_signature",
     "format_day",
     "format_minute",
@@ -178,6 +179,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "first_seen": "First found",
         "fetched": "Page fetched",
         "snapshot": "SHA-256 of the page as fetched",
+        "sealed": "Capture sealed (RFC 3161 time-stamp, capture.tsr in the evidence bundle)",
         "passage": "Passage {number}",
         "original": "Original",
         "copy": "Copy",
@@ -255,6 +257,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "first_seen": "首次发现",
         "fetched": "抓取时间",
         "snapshot": "抓取内容的 SHA-256 校验值",
+        "sealed": "抓取内容可信时间戳（证据包内附时间戳文件）",
         "passage": "段落 {number}",
         "original": "原文",
         "copy": "侵权内容",
@@ -401,6 +404,12 @@ def electronic_signature(notice: Notice, fingerprints: Sequence[str]) -> str:
     return t["esign"].format(signer=sender.signer_name.strip(), name=name, key=key)
 
 
+def capture_sealed(item: NoticeItem) -> datetime | None:
+    """When an item's capture was sealed by the time-stamping authority (its bundle's ``capture.tsr``): the
+    page was captured no later than that; None when the bundle carries no seal."""
+    return bundle_capture_sealed(item.bundle) if item.bundle else None
+
+
 def key_fingerprints(notice: Notice) -> list[str]:
     """The fingerprints of the keys that signed the notice's evidence bundles (one, unless the key changed
     between drafts), printed in the notice so that a recipient can tie a bundle to the sender
@@ -509,6 +518,7 @@ def _context(notice: Notice, when: datetime, parent: Notice | None) -> dict[str,
         "bundle_filename": bundle_filename,
         "minute": minute,
         "key_fingerprints": fingerprints,
+        "capture_sealed": capture_sealed,
     }
 
 
@@ -587,6 +597,8 @@ def render_text(notice: Notice, when: datetime) -> str:
         lines.append(f"      {t['first_seen']}{colon}{seen}{t['separator']}{t['fetched']}{colon}{fetched}")
         if item.snapshot_sha256:
             lines.append(f"      {t['snapshot']}{colon}{item.snapshot_sha256}")
+        if (sealed := capture_sealed(item)) is not None:
+            lines.append(f"      {t['sealed']}{colon}{minute(sealed)}")
         for index, pair in enumerate(item.passages or [], start=1):
             original, copy = (str(pair[0]), str(pair[1])) if len(pair) == 2 else ("", "")
             lines += [

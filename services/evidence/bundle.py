@@ -85,6 +85,7 @@ __all__ = [
     "TimestampInfo",
     "Verification",
     "build_bundle",
+    "bundle_capture_sealed",
     "bundle_key_fingerprint",
     "certificate_path",
     "evidence_bundle",
@@ -252,6 +253,20 @@ def key_certificate(settings: Settings, key: ed25519.Ed25519PublicKey) -> bytes 
     pem = path.read_bytes()
     _certificate_chain(pem, key, f"the installed certificate {path}")
     return pem
+
+
+def bundle_capture_sealed(data: bytes) -> datetime | None:
+    """When the capture a bundle fptrack made was sealed (evidence.json's ``capture.stamped_at``, the time its
+    ``capture.tsr`` states), as a notice prints it beside the bundle; None without a seal or for bytes that
+    are no such bundle."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            capture = json.loads(archive.read("evidence.json")).get("capture")
+        return (
+            _claimed_time(capture["stamped_at"], "capture.stamped_at") if isinstance(capture, dict) else None
+        )
+    except (zipfile.BadZipFile, KeyError, ValueError, AttributeError, BundleError):
+        return None
 
 
 def _public_key_of(pem: bytes, what: str) -> ed25519.Ed25519PublicKey:

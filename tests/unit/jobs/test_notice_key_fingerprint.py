@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.core.settings import Settings
+from fptrack.jobs.capture_stamps import stamp_captures
 from fptrack.jobs.delivery import SmtpTransport
-from fptrack.jobs.notice_render import render_html
+from fptrack.jobs.notice_render import TEXTS, format_minute, render_html
 from fptrack.jobs.notices import add_contact, send_notice
 from fptrack.services.evidence.bundle import (
     bundle_key_fingerprint,
@@ -20,7 +25,10 @@ from fptrack.services.evidence.bundle import (
     load_signing_key,
     verify_bundle,
 )
+from fptrack.storage.exchanges import RawExchange, keep_exchanges
+from fptrack.storage.models import CaptureStamp, Match
 from tests.support.admin_seed import Seeded
+from tests.support.tsa import LocalTsa, local_tsa
 from tests.unit.jobs.test_notices import HOST, Inbox, _draft, _sender, seeded, smtp
 
 __all__ = ["seeded", "smtp"]
@@ -71,3 +79,38 @@ def test_a_notice_without_bundles_prints_no_fingerprint(
     empty = io.BytesIO()
     zipfile.ZipFile(empty, "w").close()
     assert bundle_key_fingerprint(empty.getvalue()) is None
+
+
+@pytest.fixture
+def tsa(tmp_path: Path) -> Iterator[LocalTsa]:
+    with local_tsa(tmp_path / "tsa") as authority:
+        yield authority
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_notice_prints_when_each_capture_was_sealed(
+    session: Session, settings: Settings, seeded: Seeded, tsa: LocalTsa, language: str
+) -> None:
+    match = session.get(Match, seeded.hostile_match_id)
+    assert match is not None
+    body = b"<html><body>copy</body></html>"
+    exchange = RawExchange(
+        match.page.final_url or match.page.url,
+        b"GET / HTTP/1.1\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n\r\n",
+        body,
+        datetime(2026, 11, 25, 17, 0, tzinfo=UTC),
+    )
+    match.page.snapshot_sha256 = exchange.snapshot_sha256
+    keep_exchanges(session, [(match.page_id, exchange)])
+    session.commit()
+    with_tsa = settings.with_overrides(tsa_url=tsa.url)
+    assert stamp_captures(session, with_tsa).stamped == 1
+    sealed = session.scalars(select(CaptureStamp.stamped_at)).one()
+    _sender(session, language=language)
+    add_contact(session, HOST, "abuse@pirate.example")
+    notice = _draft(session, with_tsa)
+    colon = "：" if language == "zh" else ": "
+    line = f"{TEXTS[language]['sealed']}{colon}{format_minute(sealed, language)}"
+    assert line in notice.text, notice.text
+    assert format_minute(sealed, language) in render_html(notice, notice.created_at)
