@@ -124,6 +124,7 @@ def save_work_rights(session: Session, work_id: int, **fields: str | None) -> Wo
 
 
 def add_proof(
+    session: Session,
     filename: str,
     content: bytes,
     *,
@@ -134,7 +135,7 @@ def add_proof(
 ) -> RightsProof:
     """Keep a file proving a right (stored with its SHA-256): an ``ownership_certificate`` of ``work``, an
     ``authorisation`` of ``sender`` (for ``work``, or for every work without one), an ``identity`` of
-    ``sender``. The same file of the same kind for the same holder is kept once."""
+    ``sender``. The same file of the same kind for the same holder is kept once. The caller commits."""
     if kind not in PROOF_KINDS:
         raise RightsError(f"a proof's kind is one of {', '.join(PROOF_KINDS)}, not {kind!r}")
     if kind == "ownership_certificate" and work is None:
@@ -155,6 +156,8 @@ def add_proof(
     proof = RightsProof(kind=kind, filename=name, media_type=guessed, sha256=digest, content=content)
     proof.work = work
     proof.sender = sender
+    session.add(proof)
+    session.flush()
     return proof
 
 
