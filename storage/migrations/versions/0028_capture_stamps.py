@@ -1,5 +1,5 @@
-"""capture time-stamps: ``capture_stamps`` keeps, for each kept exchange of a page with a match, the SHA-256 of
-its capture statement (storage/capture_stamps.py: the exchange's URL, fetch time and the SHA-256 of each
+"""capture time-stamps: ``capture_stamps`` keeps, for each kept exchange of a page with a match, the SHA-256
+of its capture statement (storage/capture_stamps.py: the exchange's URL, fetch time and the SHA-256 of each
 WARC block it becomes) and the RFC 3161 time-stamp token an authority gave over it when the page was flagged,
 so that a bundle made weeks later shows the capture was sealed then. A new table: no existing row changes.
 
