@@ -43,6 +43,24 @@ RESPONSE_HEAD = (
     b"X-Served-By: wire-test\r\n"
     b"Content-Length: %d\r\n\r\n" % len(CODED)
 )
+# another chapter, gzip-coded and sent in chunks: the WARC holds it with the chunks joined, still gzip
+CHUNKED_CODED = gzip.compress(
+    chapter_page(
+        "第二章",
+        [line for line in demo_chapters("lighthouse.txt")[1].split("\n") if line.strip()],
+        template="biquge",
+    ).body,
+    mtime=0,
+)
+CHUNKED = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Encoding: gzip\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n"
+    + b"".join(
+        b"%x\r\n%s\r\n" % (len(piece), piece)
+        for piece in (CHUNKED_CODED[i : i + 500] for i in range(0, len(CHUNKED_CODED), 500))
+    )
+    + b"0\r\n\r\n"
+)
 NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nnot found"
 
 
@@ -74,7 +92,8 @@ def wire_server() -> Iterator[WireServer]:
                     head += line
                 state.heads.append(head)
                 path = head.split(b" ", 2)[1]
-                self.wfile.write(RESPONSE_HEAD + CODED if path == b"/copy.html" else NOT_FOUND)
+                answers = {b"/copy.html": RESPONSE_HEAD + CODED, b"/chunked.html": CHUNKED}
+                self.wfile.write(answers.get(path, NOT_FOUND))
                 self.wfile.flush()
 
     class Server(socketserver.ThreadingTCPServer):
@@ -98,10 +117,9 @@ def test_the_warc_holds_the_exchange_as_it_came_over_the_wire(fptrack, tmp_path:
     fptrack.extra_env["FPTRACK_USER_AGENT"] = "fptrack-wire-test/1.0"
     fptrack.extra_env["FPTRACK_EVIDENCE_SCREENSHOT"] = "true"
     with wire_server() as server:
-        url = server.base + "/copy.html"
-        fptrack.run(
-            "crawl", url, "--allow-private-host", f"127.0.0.1:{server.port}", "--depth", "0", "--quiet"
-        )
+        url, chunked_url = server.base + "/copy.html", server.base + "/chunked.html"
+        allow = f"127.0.0.1:{server.port}"
+        fptrack.run("crawl", url, chunked_url, "--allow-private-host", allow, "--depth", "0", "--quiet")
     [match] = [m for m in fptrack.matches() if m["page_url"] == url]
     [sent] = [head for head in server.heads if head.startswith(b"GET /copy.html ")]
     assert f"Host: 127.0.0.1:{server.port}\r\n".encode() in sent
@@ -155,3 +173,20 @@ def test_the_warc_holds_the_exchange_as_it_came_over_the_wire(fptrack, tmp_path:
     assert "FAILED" not in verified.stdout + verified.stderr
     # and a picture of the capture for those who cannot read a WARC
     assert archive.read("page.png").startswith(b"\x89PNG") and "screenshot: page.png" in verified.stdout
+
+    # sent in chunks: the payload is the gzip stream with the chunks joined (the transfer coding undone, the
+    # content coding kept); Transfer-Encoding, which Twisted consumes, is not claimed
+    [chunked_match] = [m for m in fptrack.matches() if m["page_url"] == chunked_url]
+    chunked_output = tmp_path / "chunked.zip"
+    fptrack.run("evidence", "bundle", "--match", str(chunked_match["id"]), "-o", str(chunked_output))
+    chunked_warc = zipfile.ZipFile(io.BytesIO(chunked_output.read_bytes())).read("page.warc.gz")
+    [(chunked_head, chunked_payload)] = [
+        (r.http_headers, r.raw_stream.read())  # read as it goes by: the iterator moves past it
+        for r in ArchiveIterator(io.BytesIO(chunked_warc))
+        if r.rec_type == "response"
+    ]
+    assert chunked_head.get_header("Content-Encoding") == "gzip"
+    assert chunked_head.get_header("Transfer-Encoding") is None
+    assert chunked_payload == CHUNKED_CODED
+    verified = fptrack.run("evidence", "verify", str(chunked_output), check=False)
+    assert "content coding undone" in verified.stdout, verified.stdout + verified.stderr
