@@ -326,14 +326,32 @@ def works_license(context: CliContext, work_id: int, sites: tuple[str, ...]) -> 
 
 
 @works.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @pass_context
 @friendly_errors
-def works_list(context: CliContext) -> None:
-    """List the registered works."""
+def works_list(context: CliContext, fmt: str) -> None:
+    """List the registered works (JSON: one object per line, with each work's rights data and proofs)."""
     from fptrack.services.queries import work_rows
 
     with context.session() as session:
-        rows = [(w.id, w.title, w.chapters, w.characters, w.matches) for w in work_rows(session, order="id")]
+        found = work_rows(session, order="id")
+        rows = [(w.id, w.title, w.chapters, w.characters, w.matches) for w in found]
+        if fmt == "json":
+            from fptrack.services.rights import work_rights_json
+            from fptrack.storage.models import Work
+
+            for w in found:
+                work = session.get(Work, w.id)
+                rights = work_rights_json(work) if work is not None else {}
+                record = {
+                    "id": w.id,
+                    "title": w.title,
+                    "chapters": w.chapters,
+                    "matches": w.matches,
+                    **rights,
+                }
+                click.echo(json.dumps(record, ensure_ascii=False))
+            return
     if not rows:
         click.echo("no works registered yet: fptrack works add FILE")
         return

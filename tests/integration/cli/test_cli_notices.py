@@ -119,6 +119,8 @@ def test_senders_contacts_notices_round_trip(
     assert [(p["kind"], p["filename"]) for p in shown_work["proofs"]] == [
         ("ownership_certificate", "certificate.pdf")
     ]
+    listed_works = _run(settings, port, "works", "list", "--format", "json").output.splitlines()
+    assert {json.loads(line)["registration_number"] for line in listed_works} == {"2026-A-1"}
     assert _run(settings, port, "contacts", "add", "pirate.example", "abuse@pirate.example").exit_code == 0
     contact = _run(
         settings, port, "contacts", "add", "pirate.example", "abuse@host.example", "--kind", "hosting"
