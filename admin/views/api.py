@@ -44,6 +44,7 @@ from fptrack.services.review import (
     record_bulk_decision,
     record_decision,
 )
+from fptrack.services.rights import work_rights_json
 from fptrack.storage.models import Chapter, Match, Page, Work, iso_utc
 
 __all__ = ["API_MAX_PER_PAGE", "API_PER_PAGE", "blueprint", "match_json"]
@@ -184,12 +185,14 @@ def work_json(work_id: int) -> dict[str, Any]:
     if not rows:
         abort(404, description=f"There is no work with id {work_id}.")
     work = rows[0]
+    stored = session.get(Work, work_id)
     return {
         "id": work.id,
         "title": work.title,
         "source_name": work.source_name,
         "matches": work.matches,
         "created_at": work.created_at.isoformat(),
+        "rights": work_rights_json(stored) if stored is not None else None,
         "chapters": [
             {"id": c.id, "index": c.index, "title": c.title, "length": c.length, "matches": c.matches}
             for c in chapter_rows(session, work_id)
