@@ -6,7 +6,11 @@ bytes give no match and one line each in the crawl's summary."""
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from fptrack.compare.chapters import split_chapters
 from testbed.downloads import docx_of, epub_of, nested_zip, pdf_of, sevenz_of, tar_of, zip_bomb, zip_of
@@ -75,7 +79,8 @@ def test_a_download_site_gives_every_chapter_its_files_hold(fptrack, tmp_path) -
             "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1", "--max-pages", "50"
         )
     found: dict[str, set[tuple[str, int]]] = {}
-    for match in fptrack.matches():
+    matches = fptrack.matches()
+    for match in matches:
         found.setdefault(match["page_url"].removeprefix(base), set()).add(
             (match["work_title"], match["chapter_index"])
         )
@@ -84,3 +89,15 @@ def test_a_download_site_gives_every_chapter_its_files_hold(fptrack, tmp_path) -
     notes = [line for line in crawl.stdout.splitlines() if line.startswith("  note: ")]
     for path in hostile:
         assert sum(1 for line in notes if f"{base}{path}:" in line) == 1, (path, crawl.stdout)
+
+    # the evidence of a match on a download: the WARC's response payload is the file as served
+    on_zip = next(m for m in matches if m["page_url"] == base + "/zip/a.zip")
+    bundle = tmp_path / "bundle.zip"
+    fptrack.run("evidence", "bundle", "--match", str(on_zip["id"]), "-o", str(bundle))
+    archive = zipfile.ZipFile(io.BytesIO(bundle.read_bytes()))
+    payloads = [
+        record.raw_stream.read()
+        for record in ArchiveIterator(io.BytesIO(archive.read("page.warc.gz")))
+        if record.rec_type == "response"
+    ]
+    assert payloads == [pages["/zip/a.zip"].body]
