@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urldefrag
+from urllib.parse import urlunparse
 
 from scrapy.core.downloader.handlers.http11 import (  # the agent: the one place the reason phrase is seen
     HTTP11DownloadHandler,
@@ -30,7 +30,7 @@ from scrapy.exceptions import ResponseDataLossError
 from scrapy.http import Request, Response
 from scrapy.utils._download_handlers import get_dataloss_msg, wrap_twisted_exceptions
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.web.client import URI
+from scrapy.utils.httpobj import urlparse_cached
 from twisted.web.http_headers import Headers as TxHeaders
 
 __all__ = [
@@ -118,18 +118,19 @@ def request_head_as_sent(request: Request) -> bytes:
     no proxy): the request line with the URL's path and query, ``Content-Length`` when there is a body, the
     request's headers in their order with the names Twisted writes, then the ``Host`` Twisted adds (with the
     port when the URL names one that is not its scheme's default)."""
-    uri = URI.fromBytes(urldefrag(request.url)[0].encode("ascii"))  # type: ignore[no-untyped-call]
-    lines = [b"%s %s HTTP/1.1" % (request.method.encode("ascii"), uri.originForm)]
+    parsed = urlparse_cached(request)  # Scrapy's, cached on the request: parsed as Twisted parses it
+    target = urlunparse(("", "", parsed.path, parsed.params, parsed.query, "")) or "/"
+    lines = [b"%s %s HTTP/1.1" % (request.method.encode("ascii"), target.encode("ascii"))]
     if request.body:
         lines.append(b"Content-Length: %d" % len(request.body))
     headers = TxHeaders(request.headers)
     if not headers.hasHeader(b"host"):
-        host = uri.host
-        if b":" in host:  # an IPv6 address
-            host = b"[" + host + b"]"
-        if (uri.scheme, uri.port) not in ((b"http", 80), (b"https", 443)):
-            host += b":%d" % uri.port
-        headers.addRawHeader(b"host", host)
+        host, _, port = parsed.netloc.rpartition(":")  # the host as the URL writes it ([::1] bracketed)
+        if not port.isdigit():  # no port, or the end of an IPv6 address
+            host, port = parsed.netloc, ""
+        if port and (parsed.scheme, int(port)) not in (("http", 80), ("https", 443)):
+            host += f":{int(port)}"
+        headers.addRawHeader(b"host", host.encode("ascii"))
     for name, values in headers.getAllRawHeaders():
         lines += [name + b": " + value for value in values]
     return b"\r\n".join(lines) + b"\r\n\r\n"

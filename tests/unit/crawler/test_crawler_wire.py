@@ -40,6 +40,8 @@ def test_the_request_head_has_host_with_a_port_that_is_not_the_default() -> None
     )
     assert b"\r\nHost: example.com\r\n" in request_head_as_sent(Request("http://example.com/"))
     assert b"\r\nHost: example.com\r\n" in request_head_as_sent(Request("https://example.com:443/"))
+    assert b"\r\nHost: example.com\r\n" in request_head_as_sent(Request("http://example.com:80/"))
+    assert b"\r\nHost: example.com:443\r\n" in request_head_as_sent(Request("http://example.com:443/"))
     assert b"\r\nHost: [::1]:8080\r\n" in request_head_as_sent(Request("http://[::1]:8080/"))
     posted = request_head_as_sent(Request("http://example.com/f", method="POST", body=b"a=1"))
     assert posted.startswith(b"POST /f HTTP/1.1\r\nContent-Length: 3\r\n")
