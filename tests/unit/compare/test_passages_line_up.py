@@ -127,3 +127,22 @@ def test_a_page_that_copies_a_stretch_twice_claims_it_once() -> None:
     spans = _spans(page, chapter)
     _check_passages(page, chapter, spans)
     assert len(spans) >= 1
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 1000), start=st.integers(0, 3000), length=st.integers(300, 1500))
+def test_a_verbatim_excerpt_of_kana_prose_is_one_passage_without_edits(
+    seed: int, start: int, length: int
+) -> None:
+    """Generated kana prose repeats its 6-grams all over (a small vocabulary, no pinyin): the benchmark's
+    ``kana_excerpt`` kind, which anchoring at first occurrences cut into several runs."""
+    from testbed.kana import kana_prose
+
+    chapter = kana_prose(random.Random(seed), 5000)
+    excerpt = chapter[start : start + length]
+    page = page_of(excerpt)
+    spans = _spans(page, chapter)
+    _check_passages(page, chapter, spans)
+    assert len(spans) == 1, spans
+    assert span_diff(page, chapter, EvidenceSpan(1, *spans[0])).identical
