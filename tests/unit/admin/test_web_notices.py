@@ -137,7 +137,8 @@ def test_senders_contacts_draft_send_and_export(
     assert reviewer.get(notice_url + "/export?format=urls").get_data(as_text=True) == (
         "http://pirate.example/other.html\n"
     )
-    assert reviewer.get(notice_url + "/export?format=lumen").get_json()["notice"]["type"] == "DMCA"
+    # the sender writes in Chinese: a notice under 信息网络传播权保护条例, not a DMCA notice (docs/notices.md)
+    assert reviewer.get(notice_url + "/export?format=lumen").get_json()["notice"]["type"] == "Other"
     assert reviewer.get(notice_url + "/notice.txt").get_data(as_text=True).startswith("侵权通知书")
     mark = {"csrf_token": token, "mark": "acknowledged", "note": "ticket 7"}
     assert reviewer.post(notice_url + "/mark", data=mark).status_code == 303
