@@ -18,7 +18,7 @@ from fptrack.fingerprint.contract import CONTRACT
 from fptrack.fingerprint.encoding import DecodedText, UndecodableError, decode_bytes, refuse_binary_start
 from fptrack.fingerprint.normalize import is_kept_char, normalize
 from fptrack.storage.housekeeping import delete_works
-from fptrack.storage.models import Chapter, Match, Work
+from fptrack.storage.models import Chapter, Match, RightsProof, Work
 
 __all__ = [
     "RegisteredWork",
@@ -193,7 +193,7 @@ def remove_work(session: Session, work_id: int, *, with_matches: bool) -> Remove
     """Delete work ``work_id`` with its chapters, their fingerprints and code index rows, and its licensed
     sites (the foreign keys cascade, a trigger clears ``code_index``:
     :func:`storage.housekeeping.delete_works`); :class:`WorkNotRemoved` when there is no such work, or when it
-    has matches and ``with_matches`` is False.
+    has matches or proofs of its rights (``rights_proofs``) and ``with_matches`` is False.
     With ``with_matches`` its matches go too, with their review decisions, notes and takedown checks (the
     match roll-ups follow through their triggers).
 
@@ -209,6 +209,12 @@ def remove_work(session: Session, work_id: int, *, with_matches: bool) -> Remove
             f"work #{work_id} {title!r} has {matches} match(es), evidence with their "
             "reviews and takedown history: not removed (--with-matches removes them "
             "too)"
+        )
+    proofs = _count(session, RightsProof, RightsProof.work_id == work_id)
+    if proofs and not with_matches:
+        raise WorkNotRemoved(
+            f"work #{work_id} {title!r} has {proofs} proof(s) of its rights that notices cite: not removed "
+            "(--with-matches removes them too)"
         )
     chapters = _count(session, Chapter, Chapter.work_id == work_id)
     delete_works(session, [work_id])

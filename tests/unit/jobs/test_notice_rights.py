@@ -333,3 +333,18 @@ def test_the_admin_senders_page_sets_kind_role_codes_and_typed_proofs(
             ]
     finally:
         engine.dispose()
+
+
+def test_a_work_whose_rights_proofs_notices_cite_is_not_removed_unasked(session: Session) -> None:
+    from fptrack.compare.works import WorkNotRemoved, remove_work
+
+    work = Work(title="无人抄袭", source_name="x.txt", content_sha256="sha-unmatched", text="正文")
+    session.add(work)
+    session.flush()
+    proof = _certificate(session, work, "certificate.pdf")
+    with pytest.raises(WorkNotRemoved, match=r"1 proof\(s\) of its rights"):
+        remove_work(session, work.id, with_matches=False)
+    assert session.get(RightsProof, proof.id) is not None
+    remove_work(session, work.id, with_matches=True)
+    session.expire_all()
+    assert session.get(Work, work.id) is None
