@@ -371,8 +371,9 @@ def works_list(context: CliContext, fmt: str) -> None:
 def works_remove(context: CliContext, work_ids: tuple[int, ...], with_matches: bool) -> None:
     """Remove works with their chapters and fingerprints.
 
-    IDs are those of `fptrack works list`. A work with matches, in any review state, is refused: they are
-    evidence, with their reviews and takedown history. --with-matches removes them with it. To stop flagging
+    IDs are those of `fptrack works list`. A work with matches, in any review state, or with proofs of its
+    rights is refused: they are evidence, with their reviews and takedown history. --with-matches removes them
+    with it. To stop flagging
     copies on a site that may publish a work, see `fptrack works license` instead. Each work is removed on its
     own; exits 1 when any was not."""
     failures = 0
