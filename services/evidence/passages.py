@@ -204,19 +204,20 @@ def quote_pair(page_text: str, work_text: str, span: EvidenceSpan, limit: int) -
     original = work_text[max(0, span.work_start) : max(0, span.work_end)]
     if len(copy) <= limit and len(original) <= limit:
         return original, copy
-    page_norm, work_norm = normalize(copy[:MAX_DIFF_LENGTH]), normalize(original[:MAX_DIFF_LENGTH])
+    window = 3 * limit  # the cut lies in there: no need to diff a whole chapter for it
+    page_norm, work_norm = normalize(copy[:window]), normalize(original[:window])
     page_first = len(copy) >= len(original)
     cut_norm, other_norm = (page_norm, work_norm) if page_first else (work_norm, page_norm)
     kept = int(np.searchsorted(cut_norm.offsets, limit))  # normalised characters before the cut
     matched = _corresponding(cut_norm.text, other_norm.text, kept)
-    other_cut = int(other_norm.offsets[matched]) if matched < len(other_norm) else None
+    other_cut = int(other_norm.offsets[matched]) if matched < len(other_norm) else window
     cuts = (limit, other_cut) if page_first else (other_cut, limit)
     copy_cut, original_cut = cuts
     return _cut(original, original_cut), _cut(copy, copy_cut)
 
 
-def _cut(text: str, end: int | None) -> str:
-    return text if end is None or end >= len(text) else text[:end] + "…"
+def _cut(text: str, end: int) -> str:
+    return text if end >= len(text) else text[:end] + "…"
 
 
 def _corresponding(left: str, right: str, position: int) -> int:
