@@ -55,7 +55,7 @@ from fptrack.jobs.rechecks import PageVerdict, refetch_matches
 from fptrack.services.accounts.contact_fields import InvalidField, check_email, check_fields, check_one_line
 from fptrack.services.evidence.bundle import build_bundle
 from fptrack.services.evidence.passages import EvidenceSpan, quote_pair
-from fptrack.services.review import latest_basis
+from fptrack.services.review import BASIS_BELOW, basis_needed, latest_basis
 from fptrack.services.rights import RightsError, check_credit_code
 from fptrack.storage.match_life import evidence_of
 from fptrack.storage.models import (
@@ -338,9 +338,12 @@ def not_noticeable(
     *,
     recipient: str = "",
     besides: Collection[int] = (),
+    basis_below: float = BASIS_BELOW,
 ) -> dict[int | None, str]:
     """Why each of ``match_ids`` may not be named in a notice now (a match that may is absent): deleted, no
-    longer confirmed, on a site since licensed for its work, found taken down, or (with ``recipient``) named
+    longer confirmed, on a site since licensed for its work, found taken down, confirmed without the
+    reviewer's basis it needs (an excerpt, or a score below ``basis_below``: :mod:`services.review`; a
+    confirmation made before the basis was recorded), or (with ``recipient``) named
     by a notice to the same address whose copies are still pursued (sent, acknowledged or followed up) and
     not found gone, other than the notices ``besides`` (a follow-up's own chain). Asked when a notice is
     drafted, sent and followed up: a notice is sworn when it is sent, not when it was drafted."""
@@ -364,6 +367,15 @@ def not_noticeable(
             reasons[match_id] = f"match {match_id} was found taken down on {when}"
         elif is_licensed(match.page.url, licensed[match.work_id]):
             reasons[match_id] = f"match {match_id} is on {match.page.host}, licensed for its work"
+        elif basis_needed(match, basis_below=basis_below):
+            basis = latest_basis(session, match_id)
+            if not (basis.copy_kind and basis.fair_use_considered and basis.note):
+                why = basis_needed(match, basis.copy_kind, basis_below)
+                reasons[match_id] = (
+                    f"match {match_id} was confirmed without the reviewer's basis, needed since {why}: "
+                    f"confirm it again with it (fptrack review {match_id} confirm --copy-kind ... "
+                    "--fair-use-considered --basis ...)"
+                )
     if recipient and wanted:
         for noticed_id, notice_id, state in session.execute(
             select(NoticeItem.match_id, Notice.id, Notice.state)
@@ -489,7 +501,8 @@ def _preview(
     if recipient:
         _check_typed({"recipient": recipient})
     address = (recipient or "").strip() or (contact.email if contact else "")
-    left_out = not_noticeable(session, [m.id for m in matches], recipient=address)
+    below = bundle_settings.review_basis_below if bundle_settings is not None else BASIS_BELOW
+    left_out = not_noticeable(session, [m.id for m in matches], recipient=address, basis_below=below)
     if left_out and match_ids:
         raise NoticeError("; ".join(left_out.values()))
     matches = [m for m in matches if m.id not in left_out]
@@ -627,7 +640,7 @@ def send_notice(
     now = now or utcnow()
     if notice.state != "draft":
         raise NoticeError(f"notice {notice.id} is {notice.state}: only a draft is sent")
-    _leave_out_unnoticeable(session, notice, now)
+    _leave_out_unnoticeable(session, notice, now, settings.review_basis_below)
     unsure: list[str] = []
     if refetch and settings.notice_refetch:
         unsure = _leave_out_gone(session, notice, settings, now, actor=actor)
@@ -673,7 +686,9 @@ def send_notice(
     return notice
 
 
-def _leave_out_unnoticeable(session: Session, notice: Notice, now: datetime) -> None:
+def _leave_out_unnoticeable(
+    session: Session, notice: Notice, now: datetime, basis_below: float = BASIS_BELOW
+) -> None:
     """Take out of a draft each copy that may no longer be named (:func:`not_noticeable`), recording why;
     :class:`NothingLeftError` (the draft unchanged) when none is left."""
     reasons = not_noticeable(
@@ -681,6 +696,7 @@ def _leave_out_unnoticeable(session: Session, notice: Notice, now: datetime) -> 
         [item.match_id for item in notice.items],
         recipient=notice.recipient_address,
         besides=_chain(notice),
+        basis_below=basis_below,
     )
     if not reasons:
         return
@@ -816,7 +832,9 @@ def _successor(
     ``settings.notice_refetch`` each copy still up is fetched again first; one seen gone is not carried
     (an ``item_gone`` event on ``notice`` says why)."""
     open_items = [item for item in notice.items if item.closed_at is None]
-    barred = not_noticeable(session, [item.match_id for item in open_items])
+    barred = not_noticeable(
+        session, [item.match_id for item in open_items], basis_below=settings.review_basis_below
+    )
     carried = [item for item in open_items if item.match_id not in barred]
     if carried and settings.notice_refetch:
         verdicts = refetch_matches(

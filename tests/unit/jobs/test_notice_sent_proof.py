@@ -185,3 +185,35 @@ def test_an_excerpt_is_not_called_a_complete_copy(
     from fptrack.storage.models import utcnow
 
     assert excerpt in render_html(notice, utcnow())
+
+
+def test_a_low_score_confirmed_without_its_basis_is_not_noticed(
+    session: Session, settings: Settings, seeded: Seeded, relay: tuple[_RawInbox, SmtpTransport]
+) -> None:
+    """A 0.70-score copy confirmed before the basis was recorded (no decision states one) is left out of a
+    host's notice and refused by id, with the way to state it; confirmed again with its basis, it is named."""
+    inbox, transport = relay
+    _sender(session)
+    low = session.get(Match, seeded.javascript_match_id)
+    assert low is not None and low.score < settings.review_basis_below
+    low.status, low.page.host = "confirmed", HOST  # type: ignore[union-attr]
+    session.flush()
+    from fptrack.jobs.notices import NoticeError
+
+    with pytest.raises(NoticeError, match=rf"match {low.id} was confirmed without the reviewer's basis"):
+        draft_notice(session, actor="t", match_ids=[low.id], bundle_settings=settings)
+    _confirm(session, seeded.hostile_match_id)
+    notice = draft_notice(
+        session, actor="t", host=HOST, recipient="abuse@pirate.example", bundle_settings=settings
+    )
+    assert low.id not in {item.match_id for item in notice.items}
+    assert "fptrack review" in next(e.detail for e in notice.events if e.kind == "drafted")
+    # confirmed again with its basis: named, and sent
+    record_decision(session, low.id, "flagged", "rita")
+    _confirm(session, low.id, Basis("excerpt", True, "quoted at length"))
+    again = draft_notice(
+        session, actor="t", match_ids=[low.id], recipient="abuse@other.example", bundle_settings=settings
+    )
+    assert [item.copy_kind for item in again.items] == ["excerpt"]
+    send_notice(session, again, settings, actor="t", transport=transport)
+    assert again.state == "sent" and len(inbox.received) == 1
