@@ -323,6 +323,18 @@ def zip_member_name(info: zipfile.ZipInfo) -> str:
     return info.filename
 
 
+def _zip_consumed(stream: object, info: zipfile.ZipInfo) -> Callable[[], int]:
+    """How many compressed bytes of a zip member its stream has consumed so far: a bomb's ratio shows after
+    its first MiB, not once the whole member is out (``zipfile.ZipExtFile`` counts what is left to read in
+    ``_compress_left``; without it, the member's whole compressed size)."""
+
+    def consumed() -> int:
+        left = getattr(stream, "_compress_left", None)
+        return info.compress_size - left if isinstance(left, int) else info.compress_size
+
+    return consumed
+
+
 def _read_zip(reading: _Reading, data: bytes, path: str, *, depth: int) -> None:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         for info in archive.infolist():
@@ -332,7 +344,7 @@ def _read_zip(reading: _Reading, data: bytes, path: str, *, depth: int) -> None:
             name = _joined(path, zip_member_name(info))
             try:
                 with archive.open(info) as stream:
-                    body = reading.drain(stream, name, _fixed(info.compress_size))
+                    body = reading.drain(stream, name, _zip_consumed(stream, info))
             except _SkipMember as skip:
                 reading.problems.append(str(skip))
                 continue
@@ -475,7 +487,7 @@ def _zip_read(reading: _Reading, archive: zipfile.ZipFile, member: str, label: s
     info = archive.getinfo(member)
     reading.count_member()
     with archive.open(info) as stream:
-        return reading.drain(stream, label, _fixed(info.compress_size))
+        return reading.drain(stream, label, _zip_consumed(stream, info))
 
 
 def _read_epub(reading: _Reading, data: bytes, path: str) -> None:
@@ -537,13 +549,15 @@ def _read_pdf(reading: _Reading, data: bytes, path: str) -> None:
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # a damaged PDF's warnings are its problem line
     document = PdfReader(io.BytesIO(data), strict=False)
-    texts = []
-    for page in document.pages:
-        reading.check_time()
-        reading.count_member()
-        texts.append(page.extract_text() or "")
-    text = "\n".join(t.strip() for t in texts if t.strip())
-    if text:
-        reading.documents.append(Document(path, "pdf", text))
-    else:
+    texts: list[str] = []
+    try:
+        for page in document.pages:
+            reading.check_time()
+            reading.count_member()
+            texts.append(page.extract_text() or "")
+    finally:  # a cap reached keeps the pages read so far
+        text = "\n".join(t.strip() for t in texts if t.strip())
+        if text:
+            reading.documents.append(Document(path, "pdf", text))
+    if not text:
         reading.problems.append(f"{path or 'the file'}: a PDF without a text layer (scanned?): no text")

@@ -200,7 +200,7 @@ def _declared_unless_garbled(data: bytes, declared: str, rivals: list[str]) -> s
 
     isolation = [c.replace("-", "_") for c in (declared, *rivals)]
     chaos: dict[str, float] = {}
-    for match in from_bytes(data[:_SAMPLE_BYTES], cp_isolation=isolation):
+    for match in from_bytes(_sample(data), cp_isolation=isolation):
         name = normalise_encoding_name(match.encoding)
         if name is not None:
             chaos[name] = min(match.chaos, chaos.get(name, 1.0))
@@ -213,11 +213,22 @@ def _declared_unless_garbled(data: bytes, declared: str, rivals: list[str]) -> s
     return best_rival
 
 
+def _sample(data: bytes) -> bytes:
+    """The first 64 KB of ``data``, cut after its last line feed when longer: a cut inside a double-byte
+    character makes every candidate fail to decode the sample (a line feed is never a GBK or Big5 trail
+    byte), and a whole book read as text went to the first candidate."""
+    if len(data) <= _SAMPLE_BYTES:
+        return data
+    sample = data[:_SAMPLE_BYTES]
+    cut = sample.rfind(b"\n")
+    return sample[: cut + 1] if cut > 0 else sample
+
+
 def _rank(data: bytes, candidates: list[str]) -> str:
     from charset_normalizer import from_bytes
 
     isolation = [c.replace("-", "_") for c in candidates]
-    best = from_bytes(data[:_SAMPLE_BYTES], cp_isolation=isolation).best()
+    best = from_bytes(_sample(data), cp_isolation=isolation).best()
     if best is None:
         return candidates[0]
     found = normalise_encoding_name(best.encoding)

@@ -281,3 +281,36 @@ def test_member_at_names_the_member_holding_each_offset(members: list[tuple[str,
         start = text.index(header, position) + len(header)
         assert member_at(text, start + len(document.text) // 2) == document.member
         position = start
+
+
+def test_a_whole_big5_book_whose_sample_ends_inside_a_character() -> None:
+    """The encoding is ranked on the first 64 KB: cut inside a double-byte character, every candidate failed
+    to decode the sample and a Big5 book was read as GB18030 (nonsense)."""
+    from testbed.sites import to_traditional
+    from tests.support.books import book
+
+    text = "x" + to_traditional(book(7, 30, length=1500))
+    reading = read_download(text.encode("big5", "replace"))
+    assert reading.documents[0].encoding == "big5"
+
+
+def test_a_zip_bomb_is_refused_after_its_first_mib_not_its_member_cap() -> None:
+    from testbed.downloads import zip_bomb
+
+    bomb = zip_bomb(512)
+    started = time.process_time()
+    reading = read_download(bomb)
+    assert time.process_time() - started < 0.5
+    assert reading.documents == ()
+    assert reading.problems == (
+        "全本.txt: compressed more than 100 to 1, not read (the compression ratio cap; a zip bomb?)",
+    )
+
+
+def test_a_pdf_stopped_by_the_time_cap_keeps_the_pages_read() -> None:
+    from testbed.downloads import pdf_of
+
+    data = pdf_of("\n".join(f"第{n}页的文字内容" for n in range(400)))
+    reading = read_download(data, limits=ContainerLimits(max_members=3))
+    assert len(reading.documents) == 1 and "第0页" in reading.documents[0].text
+    assert reading.problems == ("more than 3 members: the rest not read (the member cap)",)
