@@ -94,3 +94,23 @@ def test_downloads_are_no_longer_stopped_at_their_headers() -> None:
         skip.headers_received(Headers({"Content-Type": mime}), 10, Request("http://x/a"), None)
     with pytest.raises(StopDownload):
         skip.headers_received(Headers({"Content-Type": "image/png"}), 10, Request("http://x/a"), None)
+
+
+def test_a_download_not_read_whole_is_one_line_for_the_summary() -> None:
+    from fptrack.crawler.parse import download_problem
+
+    whole = _parse("http://x/a.zip", _zip("a.txt", BOOK.encode()), {"Content-Type": "application/zip"})
+    broken = _parse("http://x/b.zip", b"PK\x03\x04broken", {"Content-Type": "application/zip"})
+    cut = _parse(
+        "http://x/c.zip",
+        _zip("c.txt", ("天下大势\n" * 1000).encode()),
+        {"Content-Type": "application/zip"},
+        file_limits=ContainerLimits(max_member_bytes=650),
+    )
+    chapter = _parse("http://x/1.html", b"<html><body><p>x</p></body></html>", {"Content-Type": "text/html"})
+    assert download_problem(whole) == "" and download_problem(chapter) == ""
+    assert download_problem(broken) == broken.error and broken.error.startswith("download: zip: no text")
+    assert (
+        download_problem(cut)
+        == "download: zip, 1 text(s) read (text); c.txt: cut at 650 bytes (the member size cap)"
+    )
