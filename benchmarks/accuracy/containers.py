@@ -1,0 +1,342 @@
+"""Downloads: whole books as files, archives, e-books and PDFs crawled by the real ``fptrack``
+(docs/downloads.md).
+
+    python -m benchmarks.accuracy.containers --quick   # books of 12 chapters, a few minutes
+    python -m benchmarks.accuracy.containers           # books of 40 chapters
+
+1. Books are made of ../shared/corpus chapters (the Simplified ``tennessine`` copies): two registered novels
+   (三国演义, 水浒传) and one never registered (西游记), each ``第N回`` heading followed by its chapter.
+2. Each book is served on 127.0.0.1 in every kind a download site hands it out: a whole-book .txt in GB18030,
+   in Big5 (Traditional, OpenCC), in UTF-16 (BOM, no charset), a single chapter as .txt, a zip with GBK member
+   names, a 7z, a .tar.gz, an EPUB, a DOCX and a PDF (WeasyPrint's text layer); beside them the hostile files
+   (a member expanding to 512 MiB, zips nested five deep, a truncated EPUB, random bytes named .zip).
+3. In a temporary data folder the command line runs as a user's would: ``fptrack init``, ``works add``,
+   ``crawl <site> --depth 1``, ``matches --format json``.
+4. Figures: per kind, file recall (files of a registered book with a match of its work) and chapter recall
+   (chapters the files hold that are matched on them); false matches (matches on the unregistered book's files
+   and on the hostile ones); CPU seconds per MB of file read by ``fingerprint.containers.read_download``; for
+   each hostile file, in a fresh process, the seconds and the peak RSS added by reading it.
+
+Targets (issue 35): every kind >= 0.95 file and chapter recall, 0 false matches, the 512 MiB member <= 2 s and
+<= 200 MB of RSS. No corpus text is written into the repository: the data folder is temporary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from benchmarks.corpus import iter_chapters, require_corpus
+from benchmarks.harness import ROOT, arguments, emit, machine, print_table, progress
+from testbed.downloads import (
+    docx_of,
+    epub_of,
+    nested_zip,
+    pdf_of,
+    random_bytes,
+    sevenz_of,
+    tar_of,
+    zip_bomb,
+    zip_of,
+)
+from testbed.sites import Page, serve_site, to_traditional
+
+BENCHMARK = "containers"
+REGISTERED = {"sanguoyanyi": "三国演义", "shuihuzhuan": "水浒传"}
+UNREGISTERED = {"xiyouji": "西游记"}
+SOURCE = "tennessine"
+KINDS = (
+    "txt-gb18030",
+    "txt-big5",
+    "txt-utf16",
+    "chapter-txt",
+    "zip-gbk",
+    "7z",
+    "tar.gz",
+    "epub",
+    "docx",
+    "pdf",
+)
+TYPES = {
+    "txt-gb18030": "text/plain; charset=gbk",
+    "txt-big5": "text/plain",
+    "txt-utf16": "text/plain",
+    "chapter-txt": "application/octet-stream",
+    "zip-gbk": "application/zip",
+    "7z": "application/x-7z-compressed",
+    "tar.gz": "application/gzip",
+    "epub": "application/epub+zip",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pdf": "application/pdf",
+}
+
+
+def _books(chapters: int) -> dict[str, list[tuple[str, str]]]:
+    """work id -> its first ``chapters`` chapters as (heading, text)."""
+    found: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    wanted = {**REGISTERED, **UNREGISTERED}
+    for chapter in iter_chapters(f"*__{SOURCE}.jsonl"):
+        if chapter.work_id in wanted and 1 <= chapter.chapter <= chapters:
+            lines = (line.strip(" \t\u3000") for line in chapter.text.splitlines())
+            found[chapter.work_id].append((chapter.title, "\n".join(line for line in lines if line)))
+    return dict(found)
+
+
+def _book_text(title: str, chapters: list[tuple[str, str]]) -> str:
+    return title + "\n" + "\n".join(f"{heading}\n{text}" for heading, text in chapters) + "\n"
+
+
+def _file(kind: str, title: str, chapters: list[tuple[str, str]]) -> bytes:
+    text = _book_text(title, chapters)
+    if kind == "txt-gb18030":
+        return text.encode("gb18030")
+    if kind == "txt-big5":
+        return to_traditional(text).encode("big5", "replace")
+    if kind == "txt-utf16":
+        return text.encode("utf-16")
+    if kind == "chapter-txt":
+        heading, body = chapters[len(chapters) // 2]
+        return f"{heading}\n{body}".encode("utf-16")
+    if kind == "zip-gbk":
+        return zip_of({f"{title}/{title}全本.txt": text.encode("gb18030")}, gbk_names=True)
+    if kind == "7z":
+        return sevenz_of({f"{title}/全本.txt": text.encode("utf-8")})
+    if kind == "tar.gz":
+        return tar_of({f"{title}/全本.txt": text.encode("utf-8")})
+    if kind == "epub":
+        return epub_of(chapters)
+    if kind == "docx":
+        return docx_of(text)
+    if kind == "pdf":
+        return pdf_of(text)
+    raise ValueError(kind)
+
+
+def _hostile(chapters: list[tuple[str, str]]) -> dict[str, bytes]:
+    text = _book_text("书", chapters).encode("utf-8")
+    return {
+        "bomb-512mib.zip": zip_bomb(512),
+        "nested-5.zip": nested_zip(text, 5),
+        "truncated.epub": epub_of(chapters)[: len(epub_of(chapters)) // 2],
+        "random.zip": random_bytes(200_000, seed=7),
+    }
+
+
+def _run(data_dir: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("FPTRACK_") or key == "FPTRACK_CORPUS"
+    }
+    env.update(
+        FPTRACK_DATA_DIR=str(data_dir),
+        FPTRACK_DATABASE_URL=f"sqlite:///{data_dir / 'fptrack.db'}",
+        FPTRACK_CRAWL_TIMEOUT="60",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "fptrack.cli", *args],
+        cwd=ROOT.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(
+            f"fptrack {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+        )
+    return done
+
+
+_READ_IN_CHILD = """
+import resource, sys, time
+from fptrack.fingerprint.containers import read_download
+data = open(sys.argv[1], "rb").read()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+started, cpu = time.monotonic(), time.process_time()
+reading = read_download(data)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(time.monotonic() - started, time.process_time() - cpu, (after - before) / 1024, after / 1024,
+      len(reading.documents), "|".join(reading.problems))
+"""
+
+
+def _hostile_costs(files: dict[str, bytes], folder: Path) -> list[dict[str, Any]]:
+    rows = []
+    for name, data in files.items():
+        path = folder / name
+        path.write_bytes(data)
+        out = subprocess.run(
+            [sys.executable, "-c", _READ_IN_CHILD, str(path)],
+            cwd=ROOT.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split(" ", 5)
+        rows.append(
+            {
+                "file": name,
+                "bytes": len(data),
+                "seconds": round(float(out[0]), 3),
+                "cpu_seconds": round(float(out[1]), 3),
+                "peak_rss_added_mb": round(float(out[2]), 1),
+                "peak_rss_mb": round(float(out[3]), 1),
+                "texts": int(out[4]),
+                "problem": out[5].strip()[:120],
+            }
+        )
+    return rows
+
+
+def _page_notes(data_dir: Path, base: str) -> dict[str, str]:
+    """path -> the stored page's error, else its note and text length."""
+    import sqlite3
+
+    with sqlite3.connect(data_dir / "fptrack.db") as db:
+        rows = db.execute("SELECT url, error, note FROM pages").fetchall()
+    return {str(url).removeprefix(base): str(error or note or "") for url, error, note in rows}
+
+
+def _cpu_per_mb(files: dict[str, tuple[str, bytes]]) -> dict[str, float]:
+    from fptrack.fingerprint.containers import read_download
+
+    spent: dict[str, float] = defaultdict(float)
+    size: dict[str, int] = defaultdict(int)
+    for kind, data in files.values():
+        started = time.process_time()
+        read_download(data)
+        spent[kind] += time.process_time() - started
+        size[kind] += len(data)
+    return {kind: round(spent[kind] / (size[kind] / 1e6), 3) for kind in spent}
+
+
+def main() -> None:
+    args = arguments(__doc__, "books of 12 chapters (the full run: 40)").parse_args()
+    require_corpus(BENCHMARK)
+    per_book = 12 if args.quick else 40
+    books = _books(per_book)
+    progress(f"books of {per_book} chapters: {', '.join(f'{w} ({len(c)})' for w, c in books.items())}")
+    titles = {**REGISTERED, **UNREGISTERED}
+    files: dict[str, tuple[str, bytes]] = {}  # path -> (kind, bytes)
+    truth: dict[str, set[tuple[str, int]]] = {}  # path -> (work title, chapter index) the file holds
+    negatives: set[str] = set()
+    for work_id, chapters in books.items():
+        for kind in KINDS:
+            path = f"/{work_id}/{kind}.{kind.split('-')[0]}"
+            files[path] = (kind, _file(kind, titles[work_id], chapters))
+            if work_id in REGISTERED:
+                indexes = [len(chapters) // 2 + 1] if kind == "chapter-txt" else range(1, len(chapters) + 1)
+                truth[path] = {(titles[work_id], index) for index in indexes}
+            else:
+                negatives.add(path)
+    hostile = _hostile(books["sanguoyanyi"])
+    links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in [*files, *(f"/bad/{n}" for n in hostile)])
+    pages = {"/": Page.html(f"<html><body><ul>{links}</ul></body></html>")}
+    pages.update({p: Page(data, content_type=TYPES[kind]) for p, (kind, data) in files.items()})
+    pages.update({f"/bad/{n}": Page(data, content_type="application/zip") for n, data in hostile.items()})
+
+    with tempfile.TemporaryDirectory(prefix="fptrack-containers-") as folder:
+        data_dir = Path(folder)
+        _run(data_dir, "init")
+        for work_id in REGISTERED:
+            work_file = data_dir / f"{work_id}.txt"
+            work_file.write_text(_book_text(titles[work_id], books[work_id]), encoding="utf-8")
+            _run(data_dir, "works", "add", str(work_file), "--title", titles[work_id])
+        with serve_site(pages) as base:
+            progress(f"crawling {len(pages)} URLs on {base}")
+            started = time.monotonic()
+            crawl = _run(data_dir, "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1")
+            crawl_seconds = time.monotonic() - started
+        matches = [
+            json.loads(line) for line in _run(data_dir, "matches", "--format", "json").stdout.splitlines()
+        ]
+        found: dict[str, set[tuple[str, int]]] = defaultdict(set)
+        for match in matches:
+            found[match["page_url"].removeprefix(base)].add((match["work_title"], match["chapter_index"]))
+        hostile_rows = _hostile_costs(hostile, data_dir)
+        stored = _page_notes(data_dir, base)
+
+    by_kind: dict[str, dict[str, Any]] = {}
+    for kind in KINDS:
+        paths = [p for p in truth if files[p][0] == kind]
+        held = sum(len(truth[p]) for p in paths)
+        hit_files = sum(1 for p in paths if truth[p] & found.get(p, set()))
+        hit_chapters = sum(len(truth[p] & found.get(p, set())) for p in paths)
+        wrong = sum(len(found.get(p, set()) - truth[p]) for p in paths)
+        by_kind[kind] = {
+            "files": len(paths),
+            "file_recall": round(hit_files / len(paths), 3),
+            "chapters": held,
+            "chapter_recall": round(hit_chapters / held, 3),
+            "wrong_chapters": wrong,
+        }
+    false_matches = sum(len(found.get(p, set())) for p in negatives) + sum(
+        len(found.get(f"/bad/{n}", set())) for n in hostile
+    )
+    cpu = _cpu_per_mb(files)
+    print_table(
+        "Downloads: recall by kind",
+        ["kind", "files", "file recall", "chapters", "chapter recall", "wrong chapters", "CPU s/MB read"],
+        [
+            [k, v["files"], v["file_recall"], v["chapters"], v["chapter_recall"], v["wrong_chapters"], cpu[k]]
+            for k, v in by_kind.items()
+        ],
+    )
+    print(
+        f"\nfalse matches on the unregistered book's {len(negatives)} files and {len(hostile)} hostile "
+        f"files: "
+        f"{false_matches}"
+    )
+    print_table(
+        "Hostile files (read in a fresh process)",
+        ["file", "bytes", "seconds", "CPU s", "peak RSS added MB", "peak RSS MB", "texts", "problem"],
+        [
+            [
+                r["file"],
+                r["bytes"],
+                r["seconds"],
+                r["cpu_seconds"],
+                r["peak_rss_added_mb"],
+                r["peak_rss_mb"],
+                r["texts"],
+                r["problem"],
+            ]
+            for r in hostile_rows
+        ],
+    )
+    missed = [p for p in truth if not truth[p] <= found.get(p, set())]
+    print_table(
+        "Files with chapters not found (the page's error or note)",
+        ["file", "found", "held", "page"],
+        [
+            [p, len(truth[p] & found.get(p, set())), len(truth[p]), stored.get(p, "not stored")[:100]]
+            for p in missed
+        ],
+    )
+    summary = [line.strip() for line in crawl.stdout.splitlines() if line.startswith("crawled ")]
+    print(f"\ncrawl: {summary[0] if summary else '?'} ({crawl_seconds:.1f} s)")
+    emit(
+        {
+            "benchmark": BENCHMARK,
+            "quick": bool(args.quick),
+            "chapters_per_book": per_book,
+            "by_kind": by_kind,
+            "false_matches": false_matches,
+            "cpu_seconds_per_mb": cpu,
+            "hostile": hostile_rows,
+            "crawl_seconds": round(crawl_seconds, 1),
+            "machine": machine(),
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
