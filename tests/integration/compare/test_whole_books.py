@@ -76,3 +76,18 @@ def test_a_book_of_unregistered_novels_matches_nothing(session: Session, setting
     _register(session, book(4, 20))
     page = _page(session, "http://127.0.0.1/down/other.txt", book(5, 40) + book(6, 20))
     assert _matched(session, page, settings) == []
+
+
+def test_a_book_crawled_before_its_work_was_registered(session: Session, settings: Settings) -> None:
+    """Retroactive detection compares the stored book chapter by chapter too."""
+    session.info["settings"] = settings
+    text = book(7, 30)
+    page = _page(session, "http://127.0.0.1/down/early.txt", text)
+    service.process_pages(session, [page.id], settings)
+    work = register_work(session, text.encode("utf-8"), source_name="book.txt")
+    candidates = service.index_work(session, work.work_id, settings)
+    assert page.id in candidates
+    service.recompare_pages(session, candidates, settings)
+    matched = session.scalars(select(Match).where(Match.page_id == page.id)).all()
+    indexes = sorted(session.get(Chapter, m.chapter_id).index for m in matched)  # type: ignore[union-attr]
+    assert indexes == list(range(1, 31))
