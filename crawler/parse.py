@@ -97,6 +97,7 @@ FILE_TYPES = frozenset(
     }
 )
 _DOWNLOAD = "download: "
+_HTML_START = re.compile(rb"\s*(?:\xef\xbb\xbf)?\s*<(?:!doctype\s+html|html[\s>])", re.IGNORECASE)
 _FILE_NAME = re.compile(r"""filename\*?\s*=\s*(?:UTF-8'')?["']?([^"';]+)""", re.IGNORECASE)
 
 
@@ -190,9 +191,11 @@ def parse_response(
     if mime in FILE_TYPES or (
         _header(response, b"Content-Disposition").lower().startswith("attachment") and mime not in _HTML_TYPES
     ):
-        return ParsedResponse(
-            page=_download_page(response, body, common, file_limits, max_file_chars), links=()
-        )
+        if not _HTML_START.match(body[:1024]):
+            return ParsedResponse(
+                page=_download_page(response, body, common, file_limits, max_file_chars), links=()
+            )
+        mime = "text/html"  # a page served as a file (a misconfigured server): read as the page it is
     if mime not in _HTML_TYPES and mime not in _TEXT_TYPES and not mime.startswith("text/"):
         return without_text(f"not text ({mime})")
     if not body.strip():

@@ -114,3 +114,13 @@ def test_a_download_not_read_whole_is_one_line_for_the_summary() -> None:
         download_problem(cut)
         == "download: zip, 1 text(s) read (text); c.txt: cut at 650 bytes (the member size cap)"
     )
+
+
+def test_a_page_served_as_a_file_is_read_as_the_page_it_is() -> None:
+    markup = (
+        "<!DOCTYPE html><html><head><title>第一章</title></head><body><div id='content'>"
+        "<p>天下大势，分久必合。</p></div></body></html>"
+    )
+    page = _parse("http://x/1.html", markup.encode("utf-8"), {"Content-Type": "application/octet-stream"})
+    assert "<" not in page.text and "天下大势" in page.text
+    assert not page.note.startswith("download: ")
