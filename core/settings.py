@@ -539,9 +539,10 @@ class Settings:
     )
     download_max_seconds: float = _crawling(
         "FPTRACK_DOWNLOAD_MAX_SECONDS",
-        20.0,
+        60.0,
         _float,
-        "seconds spent reading one downloaded file at most; what was read by then is kept",
+        "seconds spent reading one downloaded file at most (a PDF's text layer costs up to 3 s of CPU a MB); "
+        "what was read by then is kept",
         above=(0, "seconds > 0"),
     )
     allow_private_hosts: tuple[str, ...] = _crawling(

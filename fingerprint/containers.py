@@ -63,7 +63,7 @@ class ContainerLimits:
     max_ratio: float = 100.0
     max_members: int = 2000
     max_depth: int = 3
-    max_seconds: float = 20.0
+    max_seconds: float = 60.0
 
     def __post_init__(self) -> None:
         if min(self.max_unpacked_bytes, self.max_member_bytes, self.max_members) < 1:

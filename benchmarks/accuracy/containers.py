@@ -157,14 +157,21 @@ def _run(data_dir: Path, *args: str, timeout: float = 3600) -> subprocess.Comple
 
 
 _READ_IN_CHILD = """
-import resource, sys, time
+import sys, time
 from fptrack.fingerprint.containers import read_download
+
+def peak_mb():  # this process's own high-water mark (ru_maxrss keeps the parent's across exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
 data = open(sys.argv[1], "rb").read()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak_mb()
 started, cpu = time.monotonic(), time.process_time()
 reading = read_download(data)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(time.monotonic() - started, time.process_time() - cpu, (after - before) / 1024, after / 1024,
+after = peak_mb()
+print(time.monotonic() - started, time.process_time() - cpu, after - before, after,
       len(reading.documents), "|".join(reading.problems))
 """
 
