@@ -710,9 +710,9 @@ class Settings:
         "FPTRACK_TSA_URL",
         None,
         _optional_text,
-        "an RFC 3161 time-stamping authority (`http(s)://`) that seals each flagged page's capture when it is "
-        "flagged and timestamps every evidence bundle and its signature; unset: nothing is sealed, bundles say "
-        '"not timestamped"',
+        "an RFC 3161 time-stamping authority (`http(s)://`) that seals each flagged page's capture when it "
+        "is flagged and timestamps every evidence bundle and its signature; unset: nothing is sealed, "
+        'bundles say "not timestamped"',
     )
     evidence_operator: str = _evidence(
         "FPTRACK_EVIDENCE_OPERATOR",
