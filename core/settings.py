@@ -18,6 +18,7 @@ from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -165,6 +166,16 @@ def _http_url(name: str, raw: str) -> str:
 
 def _hosts(name: str, raw: str) -> tuple[str, ...]:
     return _list(name, raw) or LOOPBACK_HOSTS
+
+
+def _timezone(name: str, raw: str) -> str:
+    zone = raw.strip()
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        message = f"{name}={raw!r} is not an IANA time zone (e.g. Asia/Shanghai, UTC)"
+        raise ConfigurationError(message) from None
+    return zone
 
 
 def _default_cache_dir(env: Mapping[str, str]) -> Path:
@@ -696,6 +707,13 @@ class Settings:
         _optional_text,
         "a header naming the logged-in account, set by an SSO proxy and believed only from a trusted proxy",
         example="X-Remote-User",
+    )
+    timezone: str = _admin(
+        "FPTRACK_TIMEZONE",
+        "Asia/Shanghai",
+        _timezone,
+        "the IANA time zone the admin shows every time in (its pages, whatever their language)",
+        example="UTC",
     )
     signing_key_file: Path | None = _evidence(  # noqa: RUF009 (the declarer returns a dataclasses.field)
         "FPTRACK_SIGNING_KEY_FILE",
