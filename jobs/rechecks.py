@@ -248,6 +248,7 @@ def read_response(
     200 and for challenge pages, else the main text, rendered first when the crawl's rule asks for it
     (``render_js``: the site's mode)."""
     from fptrack.crawler.parse import parse_response
+    from fptrack.crawler.runner import download_limits
 
     status = result.status
     if status in GONE_STATUSES:
@@ -256,7 +257,14 @@ def read_response(
     if status != 200:
         return PageRead(result.url, status, outcome="error", detail=f"HTTP {status}")
     response = _response(result.final_url, status, result.headers, result.body)
-    page = parse_response(response, requested_url=result.url, fetched_at=fetched_at).page
+    page = parse_response(
+        response,
+        requested_url=result.url,
+        fetched_at=fetched_at,
+        max_chars=settings.max_page_chars,
+        file_limits=download_limits(settings),
+        max_file_chars=settings.download_max_chars,
+    ).page
     if page.error and not page.text:
         if page.error == "empty body":
             return PageRead(result.url, status, text="", detail="HTTP 200 with an empty body")
