@@ -132,7 +132,7 @@ def notices_draft(
         raise NoticeError(
             f"draft notice {number} is kept but cannot be sent; it lacks: "
             + "; ".join(missing)
-            + f" (complete the sender or the contacts, then: fptrack notices send {number})"
+            + f" (complete what it lacks, then: fptrack notices send {number})"
         )
     if output is not None:
         if isinstance(document, bytes):
