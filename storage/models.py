@@ -1322,3 +1322,45 @@ class DiscoveryCandidate(Base):
     probed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     decided_by: Mapped[str] = mapped_column(String(200), default="")
+
+
+LEAD_STATES = ("new", "confirmed", "dismissed")
+
+
+class ShareLead(Base):
+    """A cloud-drive share link seen on crawled pages (crawler/leads.py), one per ``(platform, share_id)``:
+    a lead to a whole book. ``work_id``: the registered work whose title the text around the link names (''
+    when none does; the works of the matches on the pages it was seen on count too, storage/leads.py).
+    ``state``: ``new`` until a reviewer confirms it (only confirmed leads go into notices) or dismisses it."""
+
+    __tablename__ = "share_leads"
+    __table_args__ = (
+        UniqueConstraint("platform", "share_id"),
+        CheckConstraint("state IN (" + ", ".join(f"'{s}'" for s in LEAD_STATES) + ")", name="known_state"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    platform: Mapped[str] = mapped_column(String(20))
+    share_id: Mapped[str] = mapped_column(String(200))
+    url: Mapped[str] = mapped_column(String(2048))
+    code: Mapped[str] = mapped_column(String(20), default="")
+    work_id: Mapped[int | None] = mapped_column(ForeignKey("works.id", ondelete="SET NULL"), index=True)
+    state: Mapped[str] = mapped_column(String(10), default="new")
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    reviewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    reviewed_by: Mapped[str] = mapped_column(String(200), default="")
+
+
+class ShareLeadSighting(Base):
+    """A page a :class:`ShareLead` was seen on, with the text around the link there (the last fetch's)."""
+
+    __tablename__ = "share_lead_sightings"
+    __table_args__ = (UniqueConstraint("lead_id", "page_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    lead_id: Mapped[int] = mapped_column(ForeignKey("share_leads.id", ondelete="CASCADE"))
+    page_id: Mapped[int] = mapped_column(ForeignKey("pages.id", ondelete="CASCADE"), index=True)
+    context: Mapped[str] = mapped_column(Text, default="")
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
