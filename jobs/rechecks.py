@@ -70,7 +70,13 @@ from fptrack.crawler.render import RenderPlan
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import session_scope
 from fptrack.storage.locks import drop_lock, holder_died, refresh_lock, take_lock
-from fptrack.storage.match_life import GONE_STATUSES, INFRINGING_STATUSES, Observation, observe
+from fptrack.storage.match_life import (
+    GONE_STATUSES,
+    INFRINGING_STATUSES,
+    Observation,
+    observe,
+    replan_due,
+)
 from fptrack.storage.models import Match, MonitorLock, Page, Site, utcnow
 from fptrack.storage.pacing import Pacer
 from fptrack.storage.sites import site_of
@@ -174,9 +180,11 @@ def due_matches(
     """Ids of the flagged and confirmed matches due for a re-check at ``now``: never checked (no
     ``recheck_due_at``) first, by id, then those whose ``recheck_due_at`` has come, the earliest first; at
     most ``limit`` (default ``FPTRACK_RECHECK_LIMIT``). Both halves walk the index
-    ``ix_matches_status_recheck_due_at``."""
+    ``ix_matches_status_recheck_due_at``. Due times planned under a longer cadence than the current one are
+    brought forward first (:func:`storage.match_life.replan_due`; the caller commits)."""
     now = now or utcnow()
     limit = settings.recheck_limit if limit is None else limit
+    replan_due(session, settings, now)
     followed = select(Match.id).where(Match.status.in_(RECHECKED_STATUSES))
     never = followed.where(Match.recheck_due_at.is_(None)).order_by(Match.id).limit(limit)
     found = [int(i) for i in session.scalars(never)]

@@ -57,6 +57,7 @@ __all__ = [
     "observe",
     "observe_fetches",
     "pages_with_matches",
+    "replan_due",
     "rest_on_page",
 ]
 
@@ -103,6 +104,38 @@ def next_due(settings: Settings, first_seen: datetime, now: datetime) -> datetim
     young = as_utc(now) - as_utc(first_seen) < timedelta(seconds=settings.recheck_young_for)
     every = settings.recheck_young_every if young else settings.recheck_after
     return now + timedelta(seconds=every)
+
+
+def replan_due(session: Session, settings: Settings, now: datetime) -> int:
+    """Bring forward the stored due times the current cadence no longer allows: a copy whose
+    ``recheck_due_at`` lies further from its last check than ``FPTRACK_RECHECK_YOUNG_EVERY`` (while young) or
+    ``FPTRACK_RECHECK_AFTER`` says (a shorter cadence set after it was planned) is due at its last check plus
+    the current interval. A pending removal (``down_seen_at``) keeps its confirmation time. Only late due
+    times are read: none unless the cadence was shortened. Returns how many were moved; the caller commits."""
+    young_since = now - timedelta(seconds=settings.recheck_young_for)
+    followed = (
+        Match.status.in_([s.value for s in INFRINGING_STATUSES]),
+        Match.down_seen_at.is_(None),
+        Match.rechecked_at.is_not(None),
+    )
+    late = [
+        # young copies planned further than the young interval from now, and older ones past the long one
+        (Match.first_seen > young_since, now + timedelta(seconds=settings.recheck_young_every)),
+        (Match.first_seen <= young_since, now + timedelta(seconds=settings.recheck_after)),
+    ]
+    moved = 0
+    for age, horizon in late:
+        rows = session.execute(
+            select(Match.id, Match.first_seen, Match.rechecked_at, Match.recheck_due_at)
+            .where(*followed, age, Match.recheck_due_at > horizon)
+            .order_by(Match.id)
+        ).all()
+        for match_id, first_seen, rechecked_at, due_at in rows:
+            due = next_due(settings, first_seen, as_utc(rechecked_at))
+            if due < as_utc(due_at):
+                session.execute(update(Match).where(Match.id == match_id).values(recheck_due_at=due))
+                moved += 1
+    return moved
 
 
 def observe(

@@ -251,3 +251,33 @@ def test_an_empty_page_with_nothing_to_fill_it_is_a_removal(
         second = recheck_matches(allowed, sessions, [match_id], clock=_at(t0 + timedelta(seconds=CONFIRM)))
     assert dict(first.outcomes) == {"removed": 1} and first.pending == 1
     assert second.newly_taken_down == 1
+
+
+def test_a_shorter_cadence_set_later_replans_the_copies_already_planned(
+    settings: Settings, sessions: sessionmaker[Session]
+) -> None:
+    """Due times stored under an hourly cadence are brought forward when FPTRACK_RECHECK_YOUNG_EVERY is set to
+    300 later (issue 37: a copy deleted at 06:32 was still unchecked at 06:45, its stored due time 07:14); a
+    pending removal keeps its confirmation time, and a longer cadence moves nothing."""
+    now = utcnow()
+    with serve_live_site() as site:
+        planned, pending = _copies(sessions, settings, site, ["/p.html", "/q.html"])
+        hourly = _allowed(settings, site).with_overrides(recheck_young_every=3600.0)
+        recheck_matches(hourly, sessions, [planned, pending], clock=_at(now))
+    assert as_utc(_state(sessions, planned).recheck_due_at) == now + timedelta(hours=1)
+    with session_scope(sessions) as session:
+        session.execute(
+            update(Match)
+            .where(Match.id == pending)
+            .values(down_seen_at=now, recheck_due_at=now + timedelta(hours=2))
+        )
+    shorter = settings.with_overrides(recheck_young_every=300.0)
+    with session_scope(sessions) as session:
+        assert due_matches(session, shorter, now=now + timedelta(seconds=299)) == []
+    with session_scope(sessions) as session:
+        assert due_matches(session, shorter, now=now + timedelta(seconds=301)) == [planned]
+    assert as_utc(_state(sessions, planned).recheck_due_at) == now + timedelta(seconds=300)
+    assert as_utc(_state(sessions, pending).recheck_due_at) == now + timedelta(hours=2)
+    longer = settings.with_overrides(recheck_young_every=7200.0)
+    with session_scope(sessions) as session:
+        assert due_matches(session, longer, now=now + timedelta(seconds=301)) == [planned]
