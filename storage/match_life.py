@@ -131,6 +131,8 @@ def replan_due(session: Session, settings: Settings, now: datetime) -> int:
             .order_by(Match.id)
         ).all()
         for match_id, first_seen, rechecked_at, due_at in rows:
+            if rechecked_at is None or due_at is None:  # excluded by the query
+                continue
             due = next_due(settings, first_seen, as_utc(rechecked_at))
             if due < as_utc(due_at):
                 session.execute(update(Match).where(Match.id == match_id).values(recheck_due_at=due))
