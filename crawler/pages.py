@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from fptrack.core.errors import FptrackError
+from fptrack.crawler.leads import ShareLink
 
 __all__ = [
     "RENDER_JS_MODES",
@@ -53,6 +54,8 @@ class CrawledPage:
     not_modified: bool = False
     next_part_url: str = ""  # the next part of a chapter split over pages ("下一页"), see crawler.multipage
     listing: bool = False  # it lists other pages (an entry, a table of contents): re-crawls fetch it again
+    # cloud-drive share links the page names (crawler.leads), recorded as leads when the page is stored
+    share_links: tuple[ShareLink, ...] = ()
 
 
 @dataclass(frozen=True)

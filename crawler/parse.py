@@ -19,6 +19,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 from scrapy.http import Response
 
 from fptrack.crawler.extract import cap_text, extract_main_text, tidy_whitespace
+from fptrack.crawler.leads import find_share_links
 from fptrack.crawler.multipage import next_part_url
 from fptrack.crawler.pages import CrawledPage
 from fptrack.fingerprint.containers import ContainerLimits, file_kind, joined_text, read_download
@@ -230,11 +231,13 @@ def parse_response(
         error = extracted.error
         next_part = next_part_url(decoded.text, response.url)
         listing = is_listing(decoded.text, text, len(links))
+        share_links = find_share_links(decoded.text)
         if _FEED_ROOT.search(decoded.text[:1024]):
             links = feed_links(decoded.text, response.url, max_links)
     else:  # plain text (e.g. a .txt download): every non-empty line is a paragraph
         lines = (tidy_whitespace(line) for line in decoded.text.splitlines())
         title, text, links = "", "\n".join(line for line in lines if line), ()
+        share_links = find_share_links(text)
         if max_chars is not None:
             text, notes = cap_text(text, max_chars)
     del decoded
@@ -249,6 +252,7 @@ def parse_response(
         note="; ".join(notes),
         next_part_url=next_part,
         listing=listing,
+        share_links=share_links,
         **common,  # type: ignore[arg-type]
     )
     return ParsedResponse(page=page, links=links)

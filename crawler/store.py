@@ -18,7 +18,11 @@ Modified`` answer keeps the page as stored (text, fingerprints, matches, ``compa
 Raw exchanges: a page handed on with its HTTP exchange (:class:`storage.exchanges.RawExchange`, captured by
 :class:`crawler.pipelines.PersistPipeline`) keeps it in the same transaction when it is to be compared (its
 content is new or changed) or already has matches (a match may rest on this fetch); the compare step drops the
-exchanges of pages that turn out to have no match (:func:`storage.exchanges.prune_exchanges`)."""
+exchanges of pages that turn out to have no match (:func:`storage.exchanges.prune_exchanges`).
+
+Cloud-drive share links a page names (:mod:`crawler.leads`) are recorded as leads in the batch's
+transaction (:func:`storage.leads.record_share_links`): one way in every run mode, since every crawl stores
+through here."""
 
 from __future__ import annotations
 
@@ -36,9 +40,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql.dml import ReturningInsert
 
 from fptrack.core.settings import Settings
+from fptrack.crawler.leads import ShareLink
 from fptrack.crawler.pages import CrawledPage
 from fptrack.storage.db import retry_in_session
 from fptrack.storage.exchanges import RawExchange, keep_exchanges, prune_exchanges
+from fptrack.storage.leads import record_share_links
 from fptrack.storage.match_life import GONE_STATUSES, keep_versions, observe_fetches, pages_with_matches
 from fptrack.storage.models import Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of
@@ -241,8 +247,11 @@ class PageStore:
         answered: dict[int, int] = {}  # page id -> the status it answered, for pages gone or in error
         kept: list[tuple[int, RawExchange]] = []  # the exchanges a match may rest on (module docstring)
         exchanges = exchanges or {}
+        share_links: list[tuple[int, datetime, Sequence[ShareLink]]] = []  # recorded as leads
         for page_id, url, compared_at in session.execute(upsert, rows):
             fetched, held = by_stored_url[url], before.get(url)
+            if fetched.share_links:
+                share_links.append((int(page_id), fetched.fetched_at, fetched.share_links))
             if held is not None:
                 if fetched.status != 200:
                     answered[held.page_id] = fetched.status
@@ -266,6 +275,7 @@ class PageStore:
             else:
                 counts.stored += 1
         counts.site_ids.update(v for v in sites.values())
+        record_share_links(session, share_links)
         if kept:
             keep_exchanges(session, kept)
             # a page with matches fetched again: the exchange of the fetch it no longer shows goes, unless a

@@ -1,0 +1,120 @@
+"""crawler.leads.find_share_links: cloud-drive share links in a page, plain and disguised."""
+
+from __future__ import annotations
+
+import string
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fptrack.crawler.leads import find_share_links
+
+ALNUM = string.ascii_letters + string.digits
+
+
+def _one(markup: str) -> tuple[str, str, str]:
+    links = find_share_links(markup)
+    assert len(links) == 1, links
+    return links[0].platform, links[0].share_id, links[0].code
+
+
+def test_the_real_shapes_of_each_platform() -> None:
+    assert _one('<a href="https://pan.baidu.com/s/1AbCdEfGhIjKlMnOp?pwd=x7k2">下载</a>') == (
+        "baidu",
+        "1AbCdEfGhIjKlMnOp",
+        "x7k2",
+    )
+    assert _one("链接: https://pan.baidu.com/share/init?surl=Qwerty12345 提取码: aaaa") == (
+        "baidu",
+        "1Qwerty12345",
+        "aaaa",
+    )
+    assert _one("https://www.aliyundrive.com/s/Ab1Cd2Ef3Gh 提取码: 3x9k") == ("aliyun", "Ab1Cd2Ef3Gh", "3x9k")
+    assert _one("https://www.alipan.com/s/Ab1Cd2Ef3Gh") == ("aliyun", "Ab1Cd2Ef3Gh", "")
+    assert _one("夸克网盘：https://pan.quark.cn/s/0123456789ab") == ("quark", "0123456789ab", "")
+    assert _one("https://www.123684.com/s/abcd-EfGhI.html 提取码:1234") == ("123pan", "abcd-EfGhI", "1234")
+    assert _one("https://www.123pan.com/s/abcd-EfGhI?pwd=5678") == ("123pan", "abcd-EfGhI", "5678")
+    assert _one("https://wwi.lanzoux.com/iAbCd0123ef\n密码:6m1g") == ("lanzou", "iAbCd0123ef", "6m1g")
+    assert _one("https://user.lanzoui.com/b0e9c4bsj") == ("lanzou", "b0e9c4bsj", "")
+
+
+def test_one_share_named_twice_is_one_link_with_the_code_from_either_mention() -> None:
+    markup = (
+        '<p><a href="https://pan.baidu.com/s/1ZyXwVuTsRq">《青山记》全本</a></p>'
+        "<p>备用：pan.baidu.com/s/1ZyXwVuTsRq 提取码：ab12</p>"
+    )
+    links = find_share_links(markup)
+    assert [(x.share_id, x.code) for x in links] == [("1ZyXwVuTsRq", "ab12")]
+    assert "青山记" in links[0].context
+
+
+def test_a_code_belongs_to_the_link_before_it() -> None:
+    links = find_share_links("pan.quark.cn/s/aaaaaaaaaaaa 下一个 pan.quark.cn/s/bbbbbbbbbbbb 提取码:zz99")
+    assert [(x.share_id, x.code) for x in links] == [("aaaaaaaaaaaa", ""), ("bbbbbbbbbbbb", "zz99")]
+
+
+def test_pages_without_share_links_give_none() -> None:
+    assert find_share_links("<p>第一章 青山</p><a href='https://www.baidu.com/s?wd=青山'>搜</a>") == ()
+    assert find_share_links("百度一下，点这里：pan 和 quark 都不是链接") == ()
+    assert find_share_links("") == ()
+
+
+def _fullwidth(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+DOTS = st.sampled_from([".", " . ", "．", "。", "点", " 点 ", "[.]", "(.)", " dot ", "[dot]"])
+SLASHES = st.sampled_from(["/", " / ", "／"])
+CODE_LABELS = st.sampled_from(["提取码:", "提取码：", "提取碼 ", "密码:", "密码 : ", "pwd=", "访问码："])
+GAPS = st.sampled_from([" ", "\n", "  \n", "<br>", "</p><p>", "，", " 复制这段内容后打开 "])
+HOSTS = st.sampled_from(
+    [
+        ("baidu", ["pan", "baidu", "com"], "s", "1"),
+        ("aliyun", ["www", "alipan", "com"], "s", ""),
+        ("aliyun", ["www", "aliyundrive", "com"], "s", ""),
+        ("quark", ["pan", "quark", "cn"], "s", ""),
+        ("123pan", ["www", "123pan", "com"], "s", ""),
+        ("123pan", ["www", "123865", "com"], "s", ""),
+        ("lanzou", ["wwx", "lanzoux", "com"], "", "i"),
+        ("lanzou", ["abc", "lanzouw", "com"], "", "i"),
+    ]
+)
+PROSE = st.text(alphabet="青山记全本下载资源分享楼主好人一生平安，。！", max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    host=HOSTS,
+    tail=st.text(alphabet=ALNUM, min_size=8, max_size=20),
+    code=st.text(alphabet=ALNUM, min_size=4, max_size=4),
+    dot=DOTS,
+    slash=SLASHES,
+    label=CODE_LABELS,
+    gap=GAPS,
+    scheme=st.sampled_from(["", "https://", "http://", "https：//", "https : //"]),
+    wide=st.booleans(),
+    before=PROSE,
+    after=PROSE,
+)
+def test_disguised_links_are_read_with_their_code(
+    host: tuple[str, list[str], str, str],
+    tail: str,
+    code: str,
+    dot: str,
+    slash: str,
+    label: str,
+    gap: str,
+    scheme: str,
+    wide: bool,
+    before: str,
+    after: str,
+) -> None:
+    platform, labels, segment, prefix = host
+    share_id = prefix + tail
+    path = slash.join([*([segment] if segment else []), share_id])
+    link = scheme + dot.join(labels) + slash + path
+    if wide:
+        link = _fullwidth(link)
+    markup = f"<p>{before} {link}{gap}{label}{code} {after}</p>"
+    links = find_share_links(markup)
+    assert [(x.platform, x.share_id, x.code) for x in links] == [(platform, share_id, code)]
