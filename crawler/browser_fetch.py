@@ -9,8 +9,8 @@ empty, and a copy still up would be recorded as taken down.
 
 The browser is held to what the crawl's browser is held to:
 
-- Chromium is Debian's (:func:`crawler.render.chromium_path`), started with the crawl's arguments
-  (:data:`crawler.render.CHROMIUM_ARGS`: a proxy that refuses every connection, a resolver that finds no
+- Chromium is Debian's (:func:`core.chromium.chromium_path`), started with the crawl's arguments
+  (:data:`core.chromium.CHROMIUM_ARGS`: a proxy that refuses every connection, a resolver that finds no
   host), so nothing it does on its own reaches the network;
 - every request of the page goes through one route handler, which refuses what the private-address guard
   refuses (the same :class:`crawler.guard.PrivateAddressPolicy`, after DNS), never fetches images, media or
@@ -38,16 +38,15 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urljoin, urlsplit
 
+from fptrack.core.chromium import CHROMIUM_ARGS, chromium_path
 from fptrack.core.settings import Settings
 from fptrack.crawler.guard import PrivateAddressPolicy, resolve_all
 from fptrack.crawler.render import (
-    CHROMIUM_ARGS,
     MAX_REDIRECTS,
     NEVER_FETCHED,
     REDIRECT_STATUSES,
     ResourceCache,
     browser_destination,
-    chromium_path,
 )
 from fptrack.storage.sites import site_of
 

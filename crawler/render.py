@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -38,6 +37,7 @@ from urllib.parse import urljoin, urlsplit
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 
+from fptrack.core.chromium import CHROMIUM_ARGS, chromium_path
 from fptrack.core.settings import Settings
 from fptrack.crawler.guard import PrivateAddressPolicy, parse_address, resolve_all
 from fptrack.crawler.pages import CrawledPage, CrawlError
@@ -46,7 +46,6 @@ from fptrack.crawler.wire import WireHTTP11Handler
 from fptrack.storage.match_life import UNSETTLED_MARK
 
 __all__ = [
-    "CHROMIUM_ARGS",
     "DIRECT_AFTER",
     "MAX_REDIRECTS",
     "NEVER_FETCHED",
@@ -59,7 +58,6 @@ __all__ = [
     "RenderPlan",
     "ResourceCache",
     "browser_destination",
-    "chromium_path",
     "learned_verdict",
     "plan_rendering",
     "playwright_settings",
@@ -82,29 +80,6 @@ _WIRE_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encod
 _DOCUMENTS_KEPT = 64  # rendered pages' documents waiting for the spider (BrowserRequestGuard._documents)
 MAX_REDIRECTS = 10  # as Scrapy's REDIRECT_MAX_TIMES for the crawl's own requests
 _HARMLESS_SCHEMES = frozenset({"data", "blob", "about"})  # never leave the browser
-DEAD_PROXY = "127.0.0.1:1"  # nothing listens on port 1 (tcpmux, unassigned in practice)
-CHROMIUM_ARGS = (
-    "--no-sandbox",  # a crawler may run as root in a container; the renderer has no privileges to drop anyway
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    # The browser itself never goes on the network: every request of a page is fetched by the guard's route
-    # handler and fulfilled (BrowserRequestGuard.route). What is not routed (Chromium's own update checks, DNS
-    # prefetch...) meets a proxy that refuses every connection and a resolver that finds no host.
-    f"--proxy-server=http://{DEAD_PROXY}",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-)
-
-
-def chromium_path(settings: Settings) -> str | None:
-    """Debian's Chromium (``FPTRACK_CHROMIUM``, else ``chromium`` / ``chromium-browser`` on the PATH), or
-    None. Playwright never downloads a browser here."""
-    if settings.chromium:
-        return shutil.which(settings.chromium)
-    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ the crawler drives it, with no proxy and no resolver that could reach a host."""
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 
+from fptrack.core.chromium import CHROMIUM_ARGS, chromium_path
 from fptrack.core.settings import Settings
 from fptrack.storage.exchanges import RawExchange
 
@@ -21,18 +21,6 @@ __all__ = ["SCREENSHOT_WIDTH", "Screenshot", "screenshot_of"]
 SCREENSHOT_WIDTH = 1280  # CSS pixels: a desktop browser's window
 MAX_HEIGHT = 16000  # CSS pixels: Chromium's largest bitmap side; a longer page is cut there (and says so)
 TIMEOUT_SECONDS = 60.0
-# what the browser may not do on its own: no proxy it could use, no host it could resolve
-_OFF_THE_NETWORK = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--proxy-server=http://127.0.0.1:9",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-)
 
 
 @dataclass(frozen=True)
@@ -44,12 +32,6 @@ class Screenshot:
     source: str
     note: str = ""
     cut: bool = False
-
-
-def _chromium(settings: Settings) -> str | None:
-    if settings.chromium:
-        return shutil.which(settings.chromium)
-    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _content_type(exchange: RawExchange) -> str:
@@ -69,7 +51,7 @@ def screenshot_of(exchange: RawExchange, settings: Settings) -> Screenshot:
         html, content_type, source = exchange.body, _content_type(exchange), "the response body kept"
     else:
         return Screenshot(None, "", "no page body was kept")
-    chromium = _chromium(settings)
+    chromium = chromium_path(settings)
     if chromium is None:
         wanted = settings.chromium or "chromium"
         return Screenshot(None, source, f"not taken: {wanted!r} not found (apt-get install chromium)")
@@ -95,7 +77,7 @@ def screenshot_of(exchange: RawExchange, settings: Settings) -> Screenshot:
             browser = playwright.chromium.launch(
                 executable_path=chromium,
                 headless=True,
-                args=list(_OFF_THE_NETWORK),
+                args=list(CHROMIUM_ARGS),
                 timeout=TIMEOUT_SECONDS * 1000,
             )
             try:
