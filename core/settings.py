@@ -488,6 +488,15 @@ class Settings:
         "response bodies larger than this many bytes are abandoned and reported as failures",
         at_least=(1, "a number of bytes >= 1"),
     )
+    download_max_bytes: int = _crawling(
+        "FPTRACK_DOWNLOAD_MAX_BYTES",
+        200 * 1024 * 1024,
+        _int,
+        "bytes of a downloaded file (a response its headers say is a file, or a URL ending in a file's "
+        "extension: docs/downloads.md) at most, where pages keep FPTRACK_CRAWL_MAX_BYTES; a larger file is "
+        "abandoned and reported as a failure",
+        at_least=(1, "a number of bytes >= 1"),
+    )
     crawl_max_links: int = _crawling(
         "FPTRACK_CRAWL_MAX_LINKS",
         5000,

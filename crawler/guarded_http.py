@@ -240,6 +240,7 @@ class GuardedFetcher:
         connection_type = _PinnedHTTPS if scheme == "https" else _PinnedHTTP
         connection = connection_type(host, port, address, self.settings.crawl_timeout)
         limit = self.settings.crawl_max_body_bytes
+        cap = "FPTRACK_CRAWL_MAX_BYTES"
         try:
             connection.request(
                 "GET",
@@ -252,6 +253,15 @@ class GuardedFetcher:
             )
             response = connection.getresponse()
             headers = {name.lower(): value for name, value in response.getheaders()}
+            from fptrack.crawler.parse import is_download  # Scrapy's Response: only once a page is read
+
+            if is_download(url, headers.get("content-type", ""), headers.get("content-disposition", "")):
+                limit, cap = self.settings.download_max_bytes, "FPTRACK_DOWNLOAD_MAX_BYTES"
+            announced = headers.get("content-length", "").strip()
+            if announced.isdigit() and int(announced) > limit:
+                raise FetchFailure(
+                    f"response larger than the download size cap ({cap}): {announced} bytes announced"
+                )
             body = response.read(limit + 1)
         except ConnectionRefusedError:
             raise FetchFailure("connection refused") from None
@@ -265,5 +275,5 @@ class GuardedFetcher:
             connection.close()
         self._check_rate_limit(site, response.status, headers)
         if len(body) > limit:
-            raise FetchFailure("response larger than the download size cap (FPTRACK_CRAWL_MAX_BYTES)")
+            raise FetchFailure(f"response larger than the download size cap ({cap})")
         return response.status, headers, body

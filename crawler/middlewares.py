@@ -13,7 +13,8 @@ from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http import Request, Response
 
 from fptrack.crawler.links import site_of
-from fptrack.crawler.parse import is_binary_media_type, media_type
+from fptrack.crawler.pages import DOWNLOAD_MAXSIZE_SETTING
+from fptrack.crawler.parse import is_binary_media_type, is_download, media_type
 from fptrack.crawler.spiders import BYTES_RECEIVED, START_PAGE
 
 __all__ = ["RefuseRedirectLoops", "SkipBinaryBodies", "StayOnStartSites", "same_registrable_domain"]
@@ -106,14 +107,21 @@ class RefuseRedirectLoops:
 
 class SkipBinaryBodies:
     """Stop downloading a body as soon as its headers say it is an image, an archive, a PDF...: the page
-    is still reported (with its status and an ``error``), but megabytes of zip are not fetched."""
+    is still reported (with its status and an ``error``), but megabytes of zip are not fetched.
 
-    def __init__(self, stats: Any) -> None:
+    A downloaded file (:func:`crawler.parse.is_download`: its head says so, or its URL's extension) gets its
+    own size cap, ``file_max_bytes`` (FPTRACK_DOWNLOAD_MAX_BYTES), set on its request as its headers arrive:
+    Scrapy reads a request's ``download_maxsize`` after this signal, against the announced length and then
+    the bytes as they come, so a page keeps DOWNLOAD_MAXSIZE and a file larger than its cap is dropped
+    before its body is held."""
+
+    def __init__(self, stats: Any, file_max_bytes: int = 0) -> None:
         self.stats = stats
 
+        self.file_max_bytes = file_max_bytes
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SkipBinaryBodies:
-        extension = cls(crawler.stats)
+        extension = cls(crawler.stats, crawler.settings.getint(DOWNLOAD_MAXSIZE_SETTING))
         crawler.signals.connect(extension.headers_received, signal=signals.headers_received)
         crawler.signals.connect(extension.bytes_received, signal=signals.bytes_received)
         return extension
@@ -129,3 +137,6 @@ class SkipBinaryBodies:
         if is_binary_media_type(media_type(content_type)):
             self.stats.inc_value("fptrack/binary_bodies_skipped")
             raise StopDownload(fail=False)
+        disposition = (headers.get(b"Content-Disposition") or b"").decode("latin-1")
+        if self.file_max_bytes and is_download(request.url, content_type, disposition):
+            request.meta["download_maxsize"] = self.file_max_bytes

@@ -10,6 +10,7 @@ from fptrack.core.errors import FptrackError
 from fptrack.crawler.leads import ShareLink
 
 __all__ = [
+    "DOWNLOAD_MAXSIZE_SETTING",
     "RENDER_JS_MODES",
     "CrawlError",
     "CrawlFailure",
@@ -18,6 +19,9 @@ __all__ = [
     "CrawlStats",
     "CrawledPage",
 ]
+
+DOWNLOAD_MAXSIZE_SETTING = "FPTRACK_DOWNLOAD_MAXSIZE"
+"""The Scrapy setting of a downloaded file's size cap (FPTRACK_DOWNLOAD_MAX_BYTES; crawler.middlewares)."""
 
 
 class CrawlError(FptrackError):

@@ -34,6 +34,7 @@ __all__ = [
     "describe_failure",
     "download_problem",
     "is_binary_media_type",
+    "is_download",
     "is_listing",
     "media_type",
     "parse_response",
@@ -98,6 +99,8 @@ FILE_TYPES = frozenset(
     }
 )
 _DOWNLOAD = "download: "
+# the ends of a URL's path that name a file (whose size cap is FPTRACK_DOWNLOAD_MAX_BYTES, not a page's)
+_FILE_SUFFIX = re.compile(r"\.(?:txt|zip|7z|rar|tar|gz|tgz|bz2|xz|epub|mobi|azw3?|pdf|docx)$", re.IGNORECASE)
 _HTML_START = re.compile(rb"\s*(?:\xef\xbb\xbf)?\s*<(?:!doctype\s+html|html[\s>])", re.IGNORECASE)
 _FILE_NAME = re.compile(r"""filename\*?\s*=\s*(?:UTF-8'')?["']?([^"';]+)""", re.IGNORECASE)
 
@@ -116,6 +119,20 @@ def media_type(content_type: str) -> str:
 def is_binary_media_type(mime: str) -> bool:
     """True for media types that are never text worth fingerprinting (images, archives, PDFs...)."""
     return mime.startswith(_BINARY_PREFIXES) or mime in _BINARY_TYPES
+
+
+def is_download(url: str, content_type: str, disposition: str = "") -> bool:
+    """Whether a response is a downloaded file, known from its head alone: a :data:`FILE_TYPES` type, an
+    attachment that is not HTML, or a URL whose path ends in a file's extension (``.zip``, ``.txt``...) and
+    whose type is not HTML. Such a body may reach ``FPTRACK_DOWNLOAD_MAX_BYTES``."""
+    mime = media_type(content_type)
+    if mime in FILE_TYPES:
+        return True
+    if mime in _HTML_TYPES and mime:
+        return False
+    return disposition.strip().lower().startswith("attachment") or bool(
+        _FILE_SUFFIX.search(urlsplit(url).path)
+    )
 
 
 def charset_from_content_type(content_type: str) -> str | None:
@@ -349,11 +366,17 @@ def _visible_chars(text: str) -> int:
 
 
 def describe_failure(
-    error: BaseException, *, timeout: float | None = None, max_bytes: int | None = None, received: int = 0
+    error: BaseException,
+    *,
+    timeout: float | None = None,
+    max_bytes: int | None = None,
+    received: int = 0,
+    file: bool = False,
 ) -> str:
     """A one-line, human-readable reason for a request that got no response. ``received`` is how many body
     bytes had arrived: a body without a Content-Length (chunked) that outgrows ``max_bytes`` is cancelled
-    silently by Scrapy, and only this count tells that cancel from others."""
+    silently by Scrapy, and only this count tells that cancel from others. ``file``: the response was a
+    downloaded file, whose cap is FPTRACK_DOWNLOAD_MAX_BYTES (the reason names it)."""
     from scrapy import exceptions as scrapy_errors
     from twisted.internet import error as net
     from twisted.internet.defer import CancelledError
@@ -364,6 +387,7 @@ def describe_failure(
         return tuple(getattr(scrapy_errors, name) for name in names if hasattr(scrapy_errors, name))
 
     message = tidy_whitespace(str(error))
+    which = "a file's size cap, FPTRACK_DOWNLOAD_MAX_BYTES" if file else "the download size cap"
     if message.startswith("refused by the private-address guard"):  # crawler.guard, either layer
         return message
     if isinstance(error, (net.ConnectionRefusedError, *kinds("DownloadConnectionRefusedError"))):
@@ -379,9 +403,9 @@ def describe_failure(
             numbers = _NUMBER.findall(message.split(" in request ")[0])
             cap = max_bytes or (int(numbers[-1]) if numbers else 0)
             announced = f": {numbers[0]} bytes announced" if len(numbers) >= 2 else ""
-            return f"larger than {cap} bytes (the download size cap){announced}"
+            return f"larger than {cap} bytes ({which}){announced}"
         if max_bytes and received > max_bytes:
-            return f"larger than {max_bytes} bytes (the download size cap): stopped after {received} bytes"
+            return f"larger than {max_bytes} bytes ({which}): stopped after {received} bytes"
         return "download cancelled" + (f": {message}" if message else "")
     if isinstance(
         error,

@@ -30,6 +30,7 @@ from fptrack.crawler.links import request_url, site_of
 from fptrack.crawler.pacing import PACE_LIMIT_SETTING, PACER_SETTING
 from fptrack.crawler.pages import (
     RENDER_JS_MODES,
+    DOWNLOAD_MAXSIZE_SETTING,
     CrawledPage,
     CrawlError,
     CrawlOptions,
@@ -265,6 +266,7 @@ def scrapy_settings(
 
         values.update(scrapy_redis_settings(shared))
     if render is not None:
+            DOWNLOAD_MAXSIZE_SETTING: settings.download_max_bytes,  # a downloaded file's (middlewares)
         pace = values[PACER_SETTING]
         limit = values[PACE_LIMIT_SETTING] or None
 

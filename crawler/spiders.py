@@ -370,7 +370,13 @@ class PageSpider(scrapy.Spider):
         timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT") if crawler else None
         received = request.meta.get(BYTES_RECEIVED, 0) if request is not None else 0
         reason = (
-            describe_failure(error, timeout=timeout, max_bytes=self.max_bytes, received=received)
+            describe_failure(
+                error,
+                timeout=timeout,
+                max_bytes=request.meta.get("download_maxsize", self.max_bytes) if request else self.max_bytes,
+                received=received,
+                file=request is not None and "download_maxsize" in request.meta,
+            )
             if error is not None
             else "unknown error"
         )
