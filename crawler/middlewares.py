@@ -117,8 +117,8 @@ class SkipBinaryBodies:
 
     def __init__(self, stats: Any, file_max_bytes: int = 0) -> None:
         self.stats = stats
-
         self.file_max_bytes = file_max_bytes
+
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SkipBinaryBodies:
         extension = cls(crawler.stats, crawler.settings.getint(DOWNLOAD_MAXSIZE_SETTING))

@@ -29,8 +29,8 @@ from fptrack.crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_ho
 from fptrack.crawler.links import request_url, site_of
 from fptrack.crawler.pacing import PACE_LIMIT_SETTING, PACER_SETTING
 from fptrack.crawler.pages import (
-    RENDER_JS_MODES,
     DOWNLOAD_MAXSIZE_SETTING,
+    RENDER_JS_MODES,
     CrawledPage,
     CrawlError,
     CrawlOptions,
@@ -258,6 +258,7 @@ def scrapy_settings(
             POLICY_SETTING: policy,
             "DOWNLOAD_TIMEOUT": settings.crawl_timeout,
             "DOWNLOAD_MAXSIZE": settings.crawl_max_body_bytes,
+            DOWNLOAD_MAXSIZE_SETTING: settings.download_max_bytes,  # a downloaded file's (middlewares)
             HOOKS_SETTING: hooks,
         }
     )
@@ -266,7 +267,6 @@ def scrapy_settings(
 
         values.update(scrapy_redis_settings(shared))
     if render is not None:
-            DOWNLOAD_MAXSIZE_SETTING: settings.download_max_bytes,  # a downloaded file's (middlewares)
         pace = values[PACER_SETTING]
         limit = values[PACE_LIMIT_SETTING] or None
 
