@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -46,6 +47,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 from fptrack.compare.licensing import is_licensed, licensed_hosts_of
+from fptrack.compare.records import match_files
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.jobs.delivery import DeliveryError, SmtpTransport, Transport, attachment_names, notice_message
@@ -55,6 +57,7 @@ from fptrack.jobs.rechecks import PageVerdict, refetch_matches
 from fptrack.services.accounts.contact_fields import InvalidField, check_email, check_fields, check_one_line
 from fptrack.services.evidence.bundle import build_bundle
 from fptrack.services.evidence.passages import EvidenceSpan, quote_pair
+from fptrack.services.evidence.screenshot import one_browser
 from fptrack.services.review import BASIS_BELOW, basis_needed, latest_basis
 from fptrack.services.rights import RightsError, check_credit_code
 from fptrack.storage.match_life import evidence_of
@@ -435,6 +438,7 @@ def _item(session: Session, match: Match, bundle_settings: Settings | None) -> N
         bundle=bundle,
         bundle_sha256=hashlib.sha256(bundle).hexdigest() if bundle is not None else "",
         copy_kind=latest_basis(session, match.id).copy_kind,
+        file_members="\n".join(match_files(session, match)),
     )
     item.work = match.work  # its owner and proofs are what the notice cites
     return item
@@ -525,7 +529,9 @@ def _preview(
         created_by="",
     )
     notice.sender = sender
-    notice.items = [_item(session, match, bundle_settings) for match in matches]
+    # one Chromium for the screenshots of every copy's bundle, not one started per copy
+    with one_browser(bundle_settings) if bundle_settings is not None else nullcontext():
+        notice.items = [_item(session, match, bundle_settings) for match in matches]
     _rerender(notice, now)
     return notice, left_out
 
@@ -900,6 +906,7 @@ def _successor(
             bundle=item.bundle,
             bundle_sha256=item.bundle_sha256,
             copy_kind=item.copy_kind,
+            file_members=item.file_members,
         )
         for item in carried
     ]

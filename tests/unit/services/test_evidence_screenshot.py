@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from fptrack.core.settings import Settings
+from fptrack.services.evidence import screenshot as screenshot_module
 from fptrack.services.evidence.bundle import (
     build_bundle,
     load_signing_key,
@@ -28,7 +29,7 @@ from fptrack.services.evidence.bundle import (
     stored_zip,
     verify_bundle,
 )
-from fptrack.services.evidence.screenshot import SCREENSHOT_WIDTH, screenshot_of
+from fptrack.services.evidence.screenshot import SCREENSHOT_WIDTH, one_browser, screenshot_of
 from fptrack.storage.exchanges import RawExchange, keep_exchanges
 from fptrack.storage.models import Match
 from tests.support.admin_seed import seed
@@ -93,6 +94,40 @@ def test_the_screenshot_shows_the_capture_off_the_network(live_site: tuple[str, 
     width, height = int.from_bytes(shot.png[16:20], "big"), int.from_bytes(shot.png[20:24], "big")
     assert width == SCREENSHOT_WIDTH and height > 900  # the whole page, not the window
     assert asked == []  # neither the page's URL nor its stylesheet, script or image was fetched
+
+
+def test_screenshots_inside_one_browser_start_chromium_once(
+    live_site: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notice's copies each get a bundle with a screenshot: inside :func:`one_browser` they share one
+    Chromium (a start costs 2-5 s; a notice of 50 copies started 50), each in a context of its own."""
+    base, asked = live_site
+    launches: list[str] = []
+    launch = screenshot_module._launch
+
+    def counted(playwright: object, chromium: str) -> object:
+        launches.append(chromium)
+        return launch(playwright, chromium)
+
+    monkeypatch.setattr(screenshot_module, "_launch", counted)
+    settings = Settings(evidence_screenshot=True)
+    pages = [
+        RawExchange(
+            f"{base}/book/{n}.html",
+            b"",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n",
+            f"<html><body><h1>第{n}章</h1></body></html>".encode(),
+            datetime.now(UTC),
+        )
+        for n in range(3)
+    ]
+    with one_browser(settings):
+        shots = [screenshot_of(page, settings) for page in pages]
+    assert all(shot.png is not None for shot in shots), [shot.note for shot in shots]
+    assert len({shot.png for shot in shots}) == 3  # each its own page
+    assert len(launches) == 1 and asked == []
+    assert screenshot_of(pages[0], settings).png is not None  # outside: a browser of its own again
+    assert len(launches) == 2
 
 
 def test_without_chromium_there_is_no_picture_and_a_reason() -> None:
