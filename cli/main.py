@@ -41,6 +41,7 @@ COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
     "fptrack.cli.demo": ("demo",),
     "fptrack.cli.discover": ("discover", "candidates"),
     "fptrack.cli.evidence": ("evidence",),
+    "fptrack.cli.leads": ("leads",),
     "fptrack.cli.matches": ("check", "matches", "report"),
     "fptrack.cli.networks": ("networks",),
     "fptrack.cli.notices": ("notices",),

@@ -142,7 +142,9 @@ def _undo_disguise(text: str) -> str:
 
 def find_share_links(markup: str) -> tuple[ShareLink, ...]:
     """Every share link named in ``markup`` (HTML or plain text), once per (platform, share id), in the order
-    first named; a code found at any mention is kept."""
+    first named; a code found at any mention is kept. A link's context is the text around its first mention
+    (at most :data:`CONTEXT_CHARS` each side), not reaching past another share's link; its code is searched
+    in the :data:`CODE_WINDOW` characters after a mention, not past another share's link either."""
     if not might_hold_share_links(markup):
         return ()
     text = _undo_disguise(_visible(markup))
@@ -157,16 +159,21 @@ def find_share_links(markup: str) -> tuple[ShareLink, ...]:
                 continue
             found.append((m.start(), m.end(), platform, share_id, groups.get("pwd") or ""))
     found.sort()
+    keys = [(platform, share_id) for _, _, platform, share_id, _ in found]
     links: dict[tuple[str, str], ShareLink] = {}
     for n, (start, end, platform, share_id, code) in enumerate(found):
-        if not code:
-            following = found[n + 1][0] if n + 1 < len(found) else len(text)
-            window = text[end : min(end + CODE_WINDOW, following)]
-            if (named := _CODE.search(window)) is not None:
-                code = named.group("code")
-        key = (platform, share_id)
-        before = text[max(0, start - CONTEXT_CHARS) : start]
-        after = text[end : end + CONTEXT_CHARS]
+        key = keys[n]
+        # the text between this share and its neighbours is its own (a post of several links names each
+        # one's book beside it); mentions of the same share (a link and its own text) are no boundary
+        previous = max((found[i][1] for i in range(n) if keys[i] != key and found[i][1] <= start), default=0)
+        following = min(
+            (found[i][0] for i in range(n + 1, len(found)) if keys[i] != key and found[i][0] >= end),
+            default=len(text),
+        )
+        if not code and (named := _CODE.search(text[end : min(end + CODE_WINDOW, following)])) is not None:
+            code = named.group("code")
+        before = text[max(previous, start - CONTEXT_CHARS) : start]
+        after = text[end : min(following, end + CONTEXT_CHARS)]
         context = _SPACE.sub(" ", f"{before}{text[start:end]}{after}").strip()
         held = links.get(key)
         if held is None:

@@ -1,0 +1,141 @@
+"""``fptrack leads``: cloud-drive share links found on crawled pages (leads to a whole book), their review
+(``confirm``, ``dismiss``) and the notice of a platform's confirmed leads (``notice``). The services are
+:mod:`storage.leads` and :mod:`jobs.leads`; docs/leads.md says what a lead is."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from fptrack.cli.common import CliContext, friendly_errors, pass_context, print_table
+
+__all__ = ["LEAD_COLUMNS", "leads"]
+
+LEAD_COLUMNS = (
+    "id",
+    "platform",
+    "share_id",
+    "url",
+    "code",
+    "state",
+    "work_ids",
+    "work_titles",
+    "basis",
+    "pages",
+    "first_seen",
+    "last_seen",
+    "context",
+)
+PLATFORM_NAMES = ("baidu", "aliyun", "quark", "123pan", "lanzou")
+LEAD_STATES = ("new", "confirmed", "dismissed")
+
+
+@click.group(invoke_without_command=True)
+@click.option("--work", "work_id", type=int, help="Only leads of this work id.")
+@click.option("--platform", type=click.Choice(PLATFORM_NAMES), help="Only this platform's share links.")
+@click.option("--state", type=click.Choice(LEAD_STATES), help="Only leads in this state.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
+)
+@click.pass_context
+def leads(ctx: click.Context, work_id: int | None, platform: str | None, state: str | None, fmt: str) -> None:
+    """Cloud-drive share links (百度网盘, 阿里云盘, 夸克, 123云盘, 蓝奏云) posted on crawled pages: leads to a
+    whole book, one per share, with its 提取码, the work it is a lead of and every page it was seen on.
+
+    \b
+      fptrack leads                                 every lead, latest seen first
+      fptrack leads --work 3 --platform baidu --format json
+      fptrack leads confirm 12                      a reviewer confirms lead 12 (it may go into a notice)
+      fptrack leads dismiss 13
+      fptrack leads notice --platform baidu --work 3   a notice of work 3's confirmed Baidu leads
+
+    JSON is one object per line: id, platform, share_id, url, code, state, works [{work_id, work_title}],
+    basis (title: the text beside the link names the work; page: the page it was on matches the work),
+    first_seen, last_seen, pages [{page_url, context, first_seen, last_seen}]. CSV: one line per lead."""
+    if ctx.invoked_subcommand is not None:
+        return
+    _list(ctx.obj, work_id, platform, state, fmt)
+
+
+@friendly_errors
+def _list(
+    context: CliContext, work_id: int | None, platform: str | None, state: str | None, fmt: str
+) -> None:
+    from fptrack.storage.leads import list_leads
+
+    with context.session() as session:
+        rows = list_leads(session, work_id=work_id, platform=platform, state=state)
+    if fmt == "json":
+        for row in rows:
+            click.echo(json.dumps(row.as_json(), ensure_ascii=False))
+    elif fmt == "csv":
+        from fptrack.services.exports import csv_lines
+
+        records = (
+            {
+                "id": row.id,
+                "platform": row.platform,
+                "share_id": row.share_id,
+                "url": row.url,
+                "code": row.code,
+                "state": row.state,
+                "work_ids": " ".join(str(w) for w, _ in row.works),
+                "work_titles": " / ".join(t for _, t in row.works),
+                "basis": row.basis,
+                "pages": " ".join(s.page_url for s in row.sightings),
+                "first_seen": row.first_seen.isoformat(),
+                "last_seen": row.last_seen.isoformat(),
+                "context": row.sightings[0].context if row.sightings else "",
+            }
+            for row in rows
+        )
+        for line in csv_lines(LEAD_COLUMNS, records):
+            click.echo(line, nl=False)
+    elif not rows:
+        click.echo("no leads" + (" matching these filters" if work_id or platform or state else ""))
+    else:
+        print_table(
+            ["id", "platform", "share link", "code", "state", "work", "pages", "last seen"],
+            [
+                (
+                    row.id,
+                    row.platform,
+                    row.url,
+                    row.code or "-",
+                    row.state,
+                    " / ".join(t for _, t in row.works) or "-",
+                    len(row.sightings),
+                    row.last_seen.strftime("%Y-%m-%d %H:%M"),
+                )
+                for row in rows
+            ],
+        )
+
+
+def _review(context: CliContext, lead_id: int, state: str, by: str) -> None:
+    from fptrack.storage.leads import review_lead
+
+    with context.session() as session:
+        lead = review_lead(session, lead_id, state, by=by)
+        click.echo(f"lead {lead.id} ({lead.platform} {lead.url}) is {lead.state}")
+
+
+@leads.command("confirm")
+@click.argument("lead_id", type=int)
+@click.option("--by", default="", help="Who reviewed it (recorded with the decision).")
+@pass_context
+@friendly_errors
+def leads_confirm(context: CliContext, lead_id: int, by: str) -> None:
+    """Confirm lead LEAD_ID: the share holds the work (only confirmed leads go into notices)."""
+    _review(context, lead_id, "confirmed", by)
+
+
+@leads.command("dismiss")
+@click.argument("lead_id", type=int)
+@click.option("--by", default="", help="Who reviewed it (recorded with the decision).")
+@pass_context
+@friendly_errors
+def leads_dismiss(context: CliContext, lead_id: int, by: str) -> None:
+    """Dismiss lead LEAD_ID (kept, never deleted; ``confirm`` takes it back)."""
+    _review(context, lead_id, "dismissed", by)
