@@ -565,6 +565,35 @@ class Settings:
         "what was read by then is kept",
         above=(0, "seconds > 0"),
     )
+    ocr_min_chars: int = _crawling(
+        "FPTRACK_OCR_MIN_CHARS",
+        200,
+        _int,
+        "a page with less main text than this whose content images may hold its chapter (图片章节) has them "
+        "fetched and read by OCR (docs/downloads.md); 0: never",
+        at_least=(0, "a number of characters >= 0"),
+    )
+    ocr_max_images: int = _crawling(
+        "FPTRACK_OCR_MAX_IMAGES",
+        20,
+        _int,
+        "chapter images fetched and read per page at most (0: never)",
+        at_least=(0, "an integer >= 0"),
+    )
+    ocr_max_seconds: float = _crawling(
+        "FPTRACK_OCR_MAX_SECONDS",
+        60.0,
+        _float,
+        "seconds spent reading one page's images at most (Tesseract costs about 3 ms of CPU a Chinese "
+        "character); what was read by then is kept",
+        above=(0, "seconds > 0"),
+    )
+    ocr_languages: str = _crawling(
+        "FPTRACK_OCR_LANGUAGES",
+        "chi_sim",
+        _stripped,
+        "Tesseract's languages for chapter images (chi_sim, chi_tra, chi_sim+chi_tra: twice the CPU)",
+    )
     allow_private_hosts: tuple[str, ...] = _crawling(
         "FPTRACK_ALLOW_PRIVATE_HOSTS",
         (),

@@ -12,6 +12,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http import Request, Response
 
+from fptrack.crawler.images import CHAPTER_IMAGE
 from fptrack.crawler.links import site_of
 from fptrack.crawler.pages import DOWNLOAD_MAXSIZE_SETTING
 from fptrack.crawler.parse import is_binary_media_type, is_download, media_type
@@ -134,7 +135,7 @@ class SkipBinaryBodies:
 
     def headers_received(self, headers: Any, body_length: int, request: Request, spider: object) -> None:
         content_type = (headers.get(b"Content-Type") or b"").decode("latin-1")
-        if is_binary_media_type(media_type(content_type)):
+        if is_binary_media_type(media_type(content_type)) and CHAPTER_IMAGE not in request.meta:
             self.stats.inc_value("fptrack/binary_bodies_skipped")
             raise StopDownload(fail=False)
         disposition = (headers.get(b"Content-Disposition") or b"").decode("latin-1")

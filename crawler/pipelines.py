@@ -28,6 +28,7 @@ from typing import Any
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
+from fptrack.crawler.images import image_problem
 from fptrack.crawler.pages import CrawledPage, CrawlFailure, CrawlProgress
 from fptrack.crawler.parse import download_problem
 from fptrack.storage.exchanges import RawExchange
@@ -131,9 +132,13 @@ class RecordPipeline:
                 self.stats.inc_value("fptrack/pages_with_text")
             if item.error:
                 self.stats.inc_value("fptrack/pages_without_text")
-            problem = download_problem(item)
-            if problem:  # a download not read whole (a cap, damage): one line of the crawl's summary each
-                self.stats.inc_value("fptrack/downloads_with_problems")
+            problem = download_problem(item) or image_problem(item.note)
+            if problem:  # a download or chapter images not read whole: one line of the crawl's summary each
+                self.stats.inc_value(
+                    "fptrack/downloads_with_problems"
+                    if item.note.startswith("download") or item.error
+                    else "fptrack/ocr/pages_with_problems"
+                )
                 if len(self.ledger.notes) < MAX_DOWNLOAD_NOTES:
                     self.ledger.notes.append(f"{item.url}: {problem}")
         elif isinstance(item, CrawlFailure):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from fptrack.core.settings import Settings
 from fptrack.crawler import robots
 from fptrack.crawler.guard import POLICY_SETTING, PrivateAddressPolicy, proxy_hosts
+from fptrack.crawler.images import OcrPlan
 from fptrack.crawler.links import request_url, site_of
 from fptrack.crawler.pacing import PACE_LIMIT_SETTING, PACER_SETTING
 from fptrack.crawler.pages import (
@@ -41,6 +42,7 @@ from fptrack.crawler.pipelines import HOOKS_SETTING, CrawlHooks
 from fptrack.crawler.render import RenderPlan, plan_rendering, playwright_settings
 from fptrack.crawler.store import PageStore
 from fptrack.fingerprint.containers import ContainerLimits
+from fptrack.fingerprint.ocr import OcrLimits
 from fptrack.storage.pacing import Pacer
 
 if TYPE_CHECKING:
@@ -100,6 +102,12 @@ def download_limits(settings: Settings) -> ContainerLimits:
         max_depth=settings.download_max_depth,
         max_seconds=settings.download_max_seconds,
     )
+
+
+def ocr_plan(settings: Settings) -> OcrPlan:
+    """Which pages have their chapter images read, and the caps on reading them (docs/downloads.md)."""
+    limits = OcrLimits(languages=settings.ocr_languages, max_seconds=settings.ocr_max_seconds)
+    return OcrPlan(min_chars=settings.ocr_min_chars, max_images=settings.ocr_max_images, limits=limits)
 
 
 def check_options(options: CrawlOptions) -> None:
@@ -356,6 +364,7 @@ def run_crawl(
         seed=shared is None or shared.first,
         render=render,
         state=state,
+        ocr=ocr_plan(settings),
     )
     # What start-up made (modules, Scrapy's and the job's objects) lives as long as the process: frozen out of
     # the collector's reach, so that a full collection during the crawl does not walk it again each time.

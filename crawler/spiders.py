@@ -12,12 +12,13 @@ it meets, as asked."""
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import re
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, ClassVar
@@ -30,6 +31,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredSemaphore
 from twisted.python.failure import Failure
 
+from fptrack.crawler.images import CHAPTER_IMAGE, IMAGE_NOTE, OcrPlan, chapter_image_urls, needs_ocr
 from fptrack.crawler.known import KnownPages, load_known_pages
 from fptrack.crawler.links import links_to_follow, site_of
 from fptrack.crawler.pages import CrawledPage, CrawlFailure
@@ -38,6 +40,7 @@ from fptrack.crawler.pipelines import HOOKS_SETTING
 from fptrack.crawler.render import RENDER_DIRECT, RENDER_META, RenderPlan, rendered_response, take_document
 from fptrack.crawler.resume import CrawlState
 from fptrack.fingerprint.containers import ContainerLimits
+from fptrack.fingerprint.ocr import read_images, tesseract_path
 
 __all__ = ["PARSE_THREADS", "RENDER_ENOUGH", "RENDER_NEEDED", "PageSpider"]
 
@@ -92,6 +95,7 @@ class PageSpider(scrapy.Spider):
         seed: bool = True,
         render: RenderPlan | None = None,
         state: CrawlState | None = None,
+        ocr: OcrPlan | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -115,6 +119,8 @@ class PageSpider(scrapy.Spider):
         self.pages_taken = 0  # pages drawn from max_pages (emitted, or waiting on the browser)
         self.render = render or RenderPlan()  # default: never render (a spider built outside run_crawl)
         self.state = state
+        self.ocr = ocr or OcrPlan(max_images=0)  # default: never (a spider built outside run_crawl)
+        self._ocr_unavailable = 0  # image pages kept as they are: no tesseract
         # a site crawl skips known pages that cannot have changed (crawler.known); loaded in start()
         self.known = KnownPages()
         self._skipped: set[str] = set()
@@ -222,8 +228,113 @@ class PageSpider(scrapy.Spider):
             return
         if rendered:
             self._inc("fptrack/render/pages")
+        images = await self._chapter_images(response, parsed)
+        if images:  # a chapter drawn as images: the page waits for them (on_chapter_image)
+            yield self._image_request(_ImagePage(parsed, dict(response.meta), images), 0)
+            return
         for item in self._emit(parsed, response.meta):
             yield item
+
+    async def _chapter_images(self, response: Response, parsed: ParsedResponse) -> tuple[str, ...]:
+        """The images on the crawl's sites that hold the page's chapter (crawler.images), when its text is
+        too short to be one; () for an ordinary page (one length check), or when OCR is off or missing."""
+        page = parsed.page
+        if (
+            not self.ocr.active
+            or page.status != 200
+            or page.error
+            or not needs_ocr(page.text, min_chars=self.ocr.min_chars)
+        ):
+            return ()
+        if page.note.startswith("download: ") or not hasattr(response, "text"):
+            return ()
+        work = partial(chapter_image_urls, response.text, response.url, max_images=self.ocr.max_images)
+        urls = (
+            work()
+            if getattr(self, "crawler", None) is None
+            else await maybe_deferred_to_future(_PARSE_THREADS.run(work))
+        )
+        urls = tuple(url for url in urls if site_of(url) in self.allowed_sites)
+        if urls and tesseract_path(self.ocr.limits.binary) is None:
+            self._ocr_unavailable += 1
+            if self._ocr_unavailable == 1:
+                self._note(
+                    f"OCR: {self.ocr.limits.binary} is not installed; pages whose text is drawn as "
+                    "images are kept as they are (apt-get install tesseract-ocr tesseract-ocr-chi-sim "
+                    "tesseract-ocr-chi-tra)"
+                )
+            self._inc("fptrack/ocr/unavailable")
+            return ()
+        return urls
+
+    def _image_request(self, work: _ImagePage, index: int) -> Request:
+        # dont_filter: two pages may share an image, and a filtered request would lose its page
+        return Request(
+            work.urls[index],
+            callback=self.on_chapter_image,
+            errback=self.on_chapter_image_error,
+            meta={CHAPTER_IMAGE: (work, index)},
+            dont_filter=True,
+            priority=1,
+        )
+
+    async def on_chapter_image(self, response: Response) -> AsyncIterator[CrawledPage | Request]:
+        """One image of a chapter page arrived: fetch the next, or read them all and emit the page."""
+        work, index = response.meta[CHAPTER_IMAGE]
+        if response.status == 200 and response.body:
+            work.images.append((work.urls[index], bytes(response.body)))
+        else:
+            work.problems.append(f"image {work.urls[index]}: HTTP {response.status}")
+        async for item in self._next_image(work, index):
+            yield item
+
+    async def on_chapter_image_error(self, failure: Failure) -> AsyncIterator[CrawledPage | Request]:
+        request = failure.request  # type: ignore[attr-defined]
+        work, index = request.meta[CHAPTER_IMAGE]
+        received = request.meta.get(BYTES_RECEIVED, 0)
+        error = failure.value if failure.value is not None else RuntimeError("unknown error")
+        reason = describe_failure(error, max_bytes=self.max_bytes, received=received)
+        work.problems.append(f"image {work.urls[index]}: {reason}")
+        async for item in self._next_image(work, index):
+            yield item
+
+    async def _next_image(self, work: _ImagePage, index: int) -> AsyncIterator[CrawledPage | Request]:
+        if index + 1 < len(work.urls):
+            yield self._image_request(work, index + 1)
+            return
+        read = partial(read_images, work.images, limits=self.ocr.limits)
+        reading = (
+            read()
+            if getattr(self, "crawler", None) is None
+            else await maybe_deferred_to_future(_PARSE_THREADS.run(read))
+        )
+        self._inc("fptrack/ocr/pages")
+        self._inc("fptrack/ocr/images_read", reading.images_read)
+        page = work.parsed.page
+        problems = (*work.problems, *reading.problems)
+        summary = f"{IMAGE_NOTE}{reading.images_read} of {len(work.urls)} image(s) read by OCR"
+        if reading.text:
+            text = "\n".join(part for part in (page.text, reading.text) if part)
+            page = replace(
+                page,
+                text=text,
+                content_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                note="; ".join(part for part in (summary, *problems, page.note) if part)[:2000],
+            )
+        else:
+            self._inc("fptrack/ocr/pages_unread")
+            page = replace(page, note="; ".join((summary, *problems, page.note))[:2000].rstrip("; "))
+        for item in self._emit(ParsedResponse(page=page, links=work.parsed.links), work.meta):
+            yield item
+
+    def _note(self, line: str) -> None:
+        """One line of the crawl's summary (the ledger's notes, as a download's problems)."""
+        crawler = getattr(self, "crawler", None)
+        hooks = crawler.settings.get(HOOKS_SETTING) if crawler is not None else None
+        ledger = getattr(hooks, "ledger", None)
+        if ledger is not None:
+            ledger.notes.append(line)
+        self.logger.warning("%s", line)
 
     async def _static_enough(self, response: Response) -> bool | None:
         """For a page rendered at once: whether its own document, as the server sent it, had text enough
@@ -386,6 +497,17 @@ class PageSpider(scrapy.Spider):
         crawler = getattr(self, "crawler", None)
         if crawler is not None and crawler.stats is not None:
             crawler.stats.inc_value(key, count)
+
+
+@dataclass
+class _ImagePage:
+    """A chapter page waiting for its images, fetched one after another (the site's pace) by the spider."""
+
+    parsed: ParsedResponse
+    meta: dict[str, Any]
+    urls: tuple[str, ...]
+    images: list[tuple[str, bytes]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
 
 class _ParseThreads:

@@ -1,0 +1,46 @@
+"""crawler.images: which pages need OCR and which images hold their chapter, from the HTML alone."""
+
+from __future__ import annotations
+
+from fptrack.crawler.images import OcrPlan, chapter_image_urls, image_problem, needs_ocr
+
+BASE = "http://example.test/book/1/2.html"
+
+
+def test_an_ordinary_chapter_needs_no_ocr_and_a_short_page_may() -> None:
+    assert not needs_ocr("字" * 300, min_chars=200)
+    assert needs_ocr("第二章 山路", min_chars=200)
+    assert not needs_ocr("", min_chars=0)  # 0: never
+    assert not OcrPlan(max_images=0).active and OcrPlan().active
+
+
+def test_the_content_images_are_the_chapter_and_the_chrome_is_not() -> None:
+    markup = """<html><body>
+      <div class="header"><img src="/static/logo.png"></div>
+      <img src="/ad/banner.jpg" width="728" height="90">
+      <div id="chaptercontent">
+        <img data-original="/img/2_1.png" src="/static/loading.gif">
+        <img src="/img/2_2.webp">
+        <img src="/img/2_2.webp">
+        <img src="/img/icon.png" width="16" height="16">
+        <img src="data:image/png;base64,AAAA">
+        <img src="/img/anim.gif">
+      </div>
+      <div class="share"><img src="/img/qr.png"></div>
+      <img src="https://cdn.example.test/p/9.jpg" width="800" height="2400">
+      <img src="/img/lost.png">
+    </body></html>"""
+    assert chapter_image_urls(markup, BASE, max_images=10) == (
+        "http://example.test/img/2_1.png",
+        "http://example.test/img/2_2.webp",
+        "https://cdn.example.test/p/9.jpg",
+    )
+    assert chapter_image_urls(markup, BASE, max_images=1) == ("http://example.test/img/2_1.png",)
+    assert chapter_image_urls("<p>no images</p>", BASE, max_images=10) == ()
+    assert chapter_image_urls("<img src='/x.png'", BASE, max_images=10) == ()  # outside any content element
+
+
+def test_image_problem_is_the_note_of_a_page_whose_images_were_not_all_read() -> None:
+    assert image_problem("images: 1 of 2 image(s) read by OCR; image /x.png: HTTP 404") != ""
+    assert image_problem("images: 2 of 2 image(s) read by OCR") == ""
+    assert image_problem("download: zip; x") == ""

@@ -1,0 +1,88 @@
+"""fingerprint.ocr: Tesseract on real images drawn by Pillow (no mock of the engine)."""
+
+from __future__ import annotations
+
+import difflib
+import struct
+import zlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fptrack.fingerprint.ocr import OcrLimits, read_images, tesseract_path, tidy_ocr_text
+from testbed.images import chapter_png
+from tests.support.books import book
+
+needs_tesseract = pytest.mark.skipif(tesseract_path() is None, reason="deploy/ensure-services.sh installs it")
+TEXT = book(7, 1, length=300).split("\n", 2)[2]  # one chapter's paragraphs, no line repeated
+
+
+def _png_header_only(width: int, height: int) -> bytes:
+    """A PNG whose header says ``width`` x ``height`` grey pixels, with a few bytes of data."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _similarity(read: str, expected: str) -> float:
+    a, b = "".join(read.split()), "".join(expected.split())
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+@needs_tesseract
+def test_a_chapter_image_reads_as_its_text() -> None:
+    reading = read_images([("a.png", chapter_png(TEXT, noise=0.002))])
+    assert reading.problems == () and reading.images_read == 1
+    assert _similarity(reading.text, TEXT) >= 0.9, reading.text
+
+
+@needs_tesseract
+def test_a_tall_image_is_read_in_slices_cut_between_lines() -> None:
+    whole = read_images([("a.png", chapter_png(TEXT))]).text
+    sliced = read_images([("a.png", chapter_png(TEXT))], limits=OcrLimits(slice_height=150)).text
+    assert _similarity(sliced, whole) >= 0.95, (sliced, whole)
+
+
+@needs_tesseract
+def test_broken_and_oversized_images_are_one_problem_each_and_the_rest_is_read() -> None:
+    good = chapter_png(TEXT, fmt="JPEG")
+    huge = _png_header_only(100_000, 100_000)
+    reading = read_images([("broken.png", good[:200]), ("huge.png", huge), ("good.jpg", good)])
+    assert reading.images_read == 1 and _similarity(reading.text, TEXT) >= 0.9
+    assert len(reading.problems) == 2
+    assert reading.problems[0].startswith("image broken.png: not an image")
+    assert reading.problems[1].startswith("image huge.png:") and "pixel cap" in reading.problems[1]
+    # below Pillow's own guard, ours refuses it too, by its header
+    refused = read_images([("big.png", _png_header_only(8_000, 8_000))], limits=OcrLimits(max_pixels=10**6))
+    assert refused.problems == (
+        "image big.png: 8000x8000 pixels, more than 1000000 (the OCR pixel cap), not read",
+    )
+
+
+def test_without_tesseract_nothing_is_read_and_one_line_says_why() -> None:
+    reading = read_images([("a.png", b"x")], limits=OcrLimits(binary="tesseract-not-installed-here"))
+    assert reading.text == "" and len(reading.problems) == 1 and "not installed" in reading.problems[0]
+
+
+def test_bad_limits_are_refused_with_a_clear_message() -> None:
+    with pytest.raises(ValueError, match="chi_sim"):
+        OcrLimits(languages="chi_sim; rm -rf /")
+
+
+_HAN = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
+
+
+@given(st.lists(st.tuples(_HAN, st.sampled_from(["", " ", "  ", "\t"])), max_size=40))
+def test_tidy_removes_spaces_between_han_and_keeps_every_character(pairs: list[tuple[str, str]]) -> None:
+    raw = "".join(char + space for char, space in pairs)
+    tidy = tidy_ocr_text(raw)
+    assert tidy == "".join(char for char, _ in pairs)
