@@ -3,6 +3,7 @@
 # - PostgreSQL and Redis: started when installed but down.
 # - Chromium (admin browser tests): installed from Debian's packages when missing and we may.
 # - wrk (the admin and API load test): installed the same way.
+# - Tesseract with its Chinese data (chapter images read by OCR, fingerprint/ocr.py): installed the same way.
 # - A CJK font (fonts-wqy-microhei, else fonts-noto-cjk), so that Chinese renders in the browser tests'
 #   screenshots and in takedown notices printed to PDF: installed the same way.
 # - openssl (the evidence tests run their own RFC 3161 time-stamping authority with `openssl ts`): installed
@@ -57,6 +58,19 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     || say "could not install libarchive13 (see /tmp/fptrack-apt.log): 7z and rar downloads will not be read"
 else
   say "libarchive is not installed (apt-get install libarchive13): 7z and rar downloads will not be read"
+fi
+OCR_PACKAGES="tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-chi-tra"
+if command -v tesseract >/dev/null 2>&1 && tesseract --list-langs 2>/dev/null | grep -q '^chi_sim$'; then
+  say "Tesseract found at $(command -v tesseract) (chapter images, fingerprint/ocr.py)"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  say "installing Debian's $OCR_PACKAGES (chapter images read by OCR, docs/downloads.md)"
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $OCR_PACKAGES >>/tmp/fptrack-apt.log 2>&1 \
+    || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $OCR_PACKAGES >>/tmp/fptrack-apt.log 2>&1; } \
+    || say "could not install $OCR_PACKAGES (see /tmp/fptrack-apt.log): chapter images will not be read"
+else
+  say "Tesseract is not installed (apt-get install $OCR_PACKAGES): chapter images will not be read"
 fi
 if command -v wrk >/dev/null 2>&1; then
   say "wrk found at $(command -v wrk)"

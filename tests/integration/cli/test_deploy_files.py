@@ -196,3 +196,15 @@ def test_systemd_units_run_valid_commands_and_pass_systemd_analyze_verify(tmp_pa
     assert verified.returncode == 0, verified.stdout + verified.stderr
     problems = [line for line in (verified.stdout + verified.stderr).splitlines() if "fptrack" in line]
     assert problems == [], problems
+
+
+def test_the_image_and_the_set_up_install_tesseract_with_its_chinese_data() -> None:
+    """Chapter images are read by Debian's Tesseract (fingerprint/ocr.py): the image installs it, and so does
+    deploy/ensure-services.sh when it may; no model is fetched at run time."""
+    packages = "tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-chi-tra"
+    install = re.search(
+        r"apt-get install.*?rm -rf /var/lib/apt/lists", (DEPLOY / "Dockerfile").read_text(), re.DOTALL
+    )
+    assert install is not None and packages in install.group(0)
+    ensure = (DEPLOY / "ensure-services.sh").read_text()
+    assert f'OCR_PACKAGES="{packages}"' in ensure and "apt-get install -y -q $OCR_PACKAGES" in ensure
