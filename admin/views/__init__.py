@@ -1,5 +1,5 @@
-"""The admin's blueprints: login, health, dashboard, works, matches, reports, notices and senders, crawls,
-sites, users (HTML) and the JSON API."""
+"""The admin's blueprints: login, health, dashboard, works, matches, leads, reports, notices and senders,
+crawls, sites, users (HTML) and the JSON API."""
 
 from fptrack.admin.views import (
     api,
@@ -7,6 +7,7 @@ from fptrack.admin.views import (
     crawls,
     dashboard,
     health,
+    leads,
     matches,
     notices,
     reports,
@@ -23,6 +24,7 @@ BLUEPRINTS = (
     dashboard.blueprint,
     works.blueprint,
     matches.blueprint,
+    leads.blueprint,
     reports.blueprint,
     notices.blueprint,
     notices.senders_blueprint,
