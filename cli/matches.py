@@ -128,9 +128,10 @@ def matches(
     With --format json: one object per line with page_url, work_id, work_title, chapter_index, chapter_title,
     score, methods, spans ([page_start, page_end, work_start, work_end] in characters of the original texts),
     first_seen, then id and status (and with --evidence: evidence, an object with passages, fetched_at,
-    http_status, snapshot_sha256 and kept, true when the page has changed since). CSV has the same columns in
-    that order (cells a spreadsheet would read as a formula are prefixed with an apostrophe)."""
-    from fptrack.compare.records import match_to_dict
+    http_status, snapshot_sha256 and kept, true when the page has changed since); a match on a downloaded
+    archive adds files, the archive's files its passages are in (docs/downloads.md). CSV has the same columns
+    in that order (cells a spreadsheet would read as a formula are prefixed with an apostrophe)."""
+    from fptrack.compare.records import match_files, match_to_dict
     from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
     from fptrack.services.queries import MATCH_STATUSES, MatchFilter, iter_matches
 
@@ -143,11 +144,14 @@ def matches(
                 status=None if status == "all" else status, work_id=work_id, ids=match_ids, order="asc"
             )
             found = list(iter_matches(session, selected))  # first seen first
-        records = [
-            {**match_to_dict(m), "id": m.id, "status": m.status}
-            | ({"evidence": _evidence(session, m)} if with_evidence else {})
-            for m in found
-        ]
+        records = []
+        for m in found:
+            files = match_files(session, m)
+            records.append(
+                {**match_to_dict(m), "id": m.id, "status": m.status}
+                | ({"files": files} if files else {})
+                | ({"evidence": _evidence(session, m)} if with_evidence else {})
+            )
     if fmt == "json":
         for record in records:
             click.echo(json.dumps(record, ensure_ascii=False))
@@ -173,6 +177,9 @@ def matches(
                 for r in records
             ],
         )
+        for r in records:
+            if r.get("files"):
+                click.echo(f"match {r['id']}: in the downloaded archive, the file(s) {', '.join(r['files'])}")
         for r in records if with_evidence else ():
             shown = r["evidence"]
             click.echo(

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.orm import Session
+
+from fptrack.fingerprint.containers import members_at
 from fptrack.storage.models import Match, as_utc
 
-__all__ = ["MATCH_FIELDS", "match_to_dict"]
+__all__ = ["DOWNLOAD_NOTE", "MATCH_FIELDS", "match_files", "match_to_dict"]
+
+DOWNLOAD_NOTE = "download: "
+"""How the note of a downloaded file's page begins (crawler.parse): only such a page has members."""
 
 MATCH_FIELDS = (
     "page_url",
@@ -40,3 +46,15 @@ def match_to_dict(match: Match) -> dict[str, Any]:
         "spans": [list(map(int, span)) for span in (match.spans or [])],
         "first_seen": as_utc(match.first_seen).isoformat(timespec="seconds"),
     }
+
+
+def match_files(session: Session, match: Match) -> list[str]:
+    """The files of the downloaded archive (or e-book) ``match``'s passages are in (``第一卷/003.txt``), in
+    the order of the text, from the text its spans point into (:func:`storage.match_life.evidence_of`);
+    ``[]`` for a match on a page, whose text is never read for it."""
+    from fptrack.storage.match_life import evidence_of
+
+    if not (match.page.note or "").startswith(DOWNLOAD_NOTE):
+        return []
+    text = evidence_of(session, match).text
+    return members_at(text, (int(span[0]) for span in match.spans or [] if span))

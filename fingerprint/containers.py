@@ -26,7 +26,8 @@ import re
 import tarfile
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 from xml.etree.ElementTree import Element
@@ -41,6 +42,7 @@ __all__ = [
     "file_kind",
     "joined_text",
     "member_at",
+    "members_at",
     "read_download",
 ]
 
@@ -199,6 +201,18 @@ def member_at(text: str, offset: int) -> str:
     for line in _MEMBER_LINE.finditer(text, 0, max(0, offset)):
         found = line.group(1)
     return found
+
+
+def members_at(text: str, offsets: Iterable[int]) -> list[str]:
+    """The members of a :func:`joined_text` holding the characters at ``offsets`` (a match's passages), as
+    :func:`member_at` names them, each once, in the order of the text; ``[]`` for a text that names no member
+    (a page, a file that is one text)."""
+    if MEMBER_MARK not in text:
+        return []
+    marks = list(_MEMBER_LINE.finditer(text))
+    ends = [mark.end() for mark in marks]
+    held = {bisect_right(ends, max(0, offset)) - 1 for offset in offsets} - {-1}
+    return list(dict.fromkeys(marks[index].group(1) for index in sorted(held)))
 
 
 # --------------------------------------------------------------------------------------------- sniffing

@@ -171,6 +171,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "url": "Network address (URL)",
         "page_title": "Page title",
         "copies": "Copies",
+        "in_files": "In the downloaded archive, the file(s)",
         "extent": "Extent",
         "extent_whole_chapter": "the whole chapter",
         "extent_substantial_part": "a substantial part of the chapter",
@@ -250,6 +251,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "url": "网络地址",
         "page_title": "网页标题",
         "copies": "侵权作品",
+        "in_files": "压缩包内文件",
         "extent": "侵权范围",
         "extent_whole_chapter": "整章",
         "extent_substantial_part": "该章的实质部分",
@@ -591,6 +593,9 @@ def render_text(notice: Notice, when: datetime) -> str:
         owner = c["item_owner"](item)
         copies = t["work"].format(work=item.work_title, chapter=item.chapter_title, owner=owner)
         lines.append(f"      {t['copies']}{colon}{copies}")
+        if item.file_members:  # a copy in a downloaded file: the archive's files it is in
+            files = ("、" if c["language"] == "zh" else ", ").join(item.file_members.splitlines())
+            lines.append(f"      {t['in_files']}{colon}{files}")
         if item.copy_kind:  # the reviewer's word: an excerpt is not called a copy of the chapter
             lines.append(f"      {t['extent']}{colon}{t['extent_' + item.copy_kind]}")
         seen, fetched = minute(item.first_seen), minute(item.fetched_at)

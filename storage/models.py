@@ -1131,6 +1131,9 @@ class NoticeItem(Base):
     # the work it names, whose owner and proofs the notice cites (a plain column: SQLite cannot add a foreign
     # key to an existing table; a removed work leaves the id of no row, and the item unsendable)
     work_id: Mapped[int | None] = mapped_column(BigInteger)
+    # a copy in a downloaded file: the files of the archive (or e-book) its passages are in, one a line
+    # (fingerprint.containers.members_at); '' for a page
+    file_members: Mapped[str] = mapped_column(Text, default="", server_default="")
 
     notice: Mapped[Notice] = relationship(back_populates="items")
     work: Mapped[Work | None] = relationship(primaryjoin="foreign(NoticeItem.work_id) == Work.id")

@@ -28,7 +28,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.views.read_sessions import read_session
-from fptrack.compare.records import match_to_dict
+from fptrack.compare.records import match_files, match_to_dict
 from fptrack.services.evidence.passages import (
     EvidenceSpan,
     Segment,
@@ -333,6 +333,7 @@ def detail(match_id: int) -> str:
         takedown_checks=_takedown_checks(match_id),
         review_statuses=REVIEW_STATUSES,
         copy_kinds=COPY_KIND_LABELS,
+        files=match_files(read_session(), match),
         basis_needed=basis_needed(match, basis_below=admin_state().settings.review_basis_below),
     )
 
