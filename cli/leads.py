@@ -139,3 +139,42 @@ def leads_confirm(context: CliContext, lead_id: int, by: str) -> None:
 def leads_dismiss(context: CliContext, lead_id: int, by: str) -> None:
     """Dismiss lead LEAD_ID (kept, never deleted; ``confirm`` takes it back)."""
     _review(context, lead_id, "dismissed", by)
+
+
+@leads.command("notice")
+@click.option("--platform", required=True, type=click.Choice(PLATFORM_NAMES), help="The platform written to.")
+@click.option("--work", "work_id", required=True, type=int, help="The work whose confirmed leads are listed.")
+@click.option("--sender", "sender_name", help="The sender's name (default: the only sender).")
+@click.option(
+    "--lang", "language", type=click.Choice(["zh", "en"]), help="Default: the contact's, the sender's, zh."
+)
+@click.option("--to", "recipient", help="An email address (default: the platform's contact or channel).")
+@pass_context
+@friendly_errors
+def leads_notice(
+    context: CliContext,
+    platform: str,
+    work_id: int,
+    sender_name: str | None,
+    language: str | None,
+    recipient: str | None,
+) -> None:
+    """Draft a notice listing WORK's confirmed share links on PLATFORM, addressed to the platform's complaint
+    channel (built in: docs/leads.md; a contact added with `fptrack contacts add <platform host> EMAIL`
+    overrides it). The draft is kept with the other notices (fptrack notices list); its text is printed."""
+    from fptrack.jobs.leads import draft_lead_notice
+    from fptrack.jobs.notices import find_sender
+
+    with context.session() as session:
+        sender = find_sender(session, sender_name) if sender_name else None
+        notice = draft_lead_notice(
+            session,
+            platform=platform,
+            work_id=work_id,
+            actor="cli",
+            sender=sender,
+            language=language,
+            recipient=recipient,
+        )
+        click.echo(f"drafted notice {notice.id} to {notice.recipient_name or notice.recipient_address}")
+        click.echo(notice.text, nl=False)

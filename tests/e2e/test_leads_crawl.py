@@ -94,5 +94,9 @@ def test_a_forum_crawl_records_each_share_once_as_a_lead_of_its_work(fptrack, tm
 
     exported = list(csv.DictReader(io.StringIO(fptrack.run("leads", "--format", "csv").stdout)))
     assert {row["url"] for row in exported} == {baidu, quark, aliyun}
+    notice = fptrack.run("leads", "notice", "--platform", "baidu", "--work", str(work_a)).stdout
+    assert (
+        notice.startswith("drafted notice") and baidu in notice and "x7k2" in notice and quark not in notice
+    )
     table = fptrack.run("leads").stdout
     assert "0123456789ab" in table and "山海长歌" in table
