@@ -101,6 +101,7 @@ def download_limits(settings: Settings) -> ContainerLimits:
         max_members=settings.download_max_members,
         max_depth=settings.download_max_depth,
         max_seconds=settings.download_max_seconds,
+        ocr=ocr_plan(settings).limits if ocr_plan(settings).active else None,  # scanned PDFs
     )
 
 

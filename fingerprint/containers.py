@@ -19,6 +19,7 @@ MOBI/AZW3 are recognised and reported as not read.
 from __future__ import annotations
 
 import bz2
+import dataclasses
 import gzip
 import io
 import lzma
@@ -33,6 +34,7 @@ from typing import IO, Any, Protocol
 from xml.etree.ElementTree import Element
 
 from fptrack.fingerprint.encoding import UndecodableError, decode_bytes
+from fptrack.fingerprint.ocr import OcrLimits, read_images
 
 __all__ = [
     "MEMBER_MARK",
@@ -58,7 +60,8 @@ class ContainerLimits:
     """The caps on reading one download. ``max_unpacked_bytes``: bytes decompressed from the whole download
     (every member, every level); ``max_member_bytes``: one member's bytes kept (a longer one is cut there);
     ``max_ratio``: unpacked bytes per packed byte of one member or stream; ``max_members``: members read (and
-    PDF pages); ``max_depth``: archives inside archives; ``max_seconds``: the reading's wall-clock time."""
+    PDF pages); ``max_depth``: archives inside archives; ``max_seconds``: the reading's wall-clock time;
+    ``ocr``: how a scanned PDF's page images are read (:mod:`fingerprint.ocr`; None: they are not)."""
 
     max_unpacked_bytes: int = 256 * 1024 * 1024
     max_member_bytes: int = 32 * 1024 * 1024
@@ -66,6 +69,7 @@ class ContainerLimits:
     max_members: int = 2000
     max_depth: int = 3
     max_seconds: float = 60.0
+    ocr: OcrLimits | None = None
 
     def __post_init__(self) -> None:
         if min(self.max_unpacked_bytes, self.max_member_bytes, self.max_members) < 1:
@@ -573,5 +577,58 @@ def _read_pdf(reading: _Reading, data: bytes, path: str) -> None:
         text = "\n".join(t.strip() for t in texts if t.strip())
         if text:
             reading.documents.append(Document(path, "pdf", text))
+    if not text and reading.limits.ocr is not None:
+        text = _read_scanned_pdf(reading, document, path, reading.limits.ocr)
     if not text:
         reading.problems.append(f"{path or 'the file'}: a PDF without a text layer (scanned?): no text")
+
+
+def _read_scanned_pdf(reading: _Reading, document: Any, path: str, ocr: OcrLimits) -> str:
+    """A PDF without a text layer: its pages' images read by OCR (:func:`fingerprint.ocr.read_images`), page
+    by page within the caps (pages count as members; the OCR time is the smaller of its own cap and what is
+    left of the reading's)."""
+    texts: list[str] = []
+    try:
+        for number, page in enumerate(document.pages, start=1):
+            reading.check_time()
+            oversized = _oversized_images(page, ocr.max_pixels)
+            if oversized:  # refused before pypdf decodes it (a decompression bomb)
+                reading.problems.append(
+                    f"{path or 'the file'}: page {number}: an image of {oversized} pixels, more than "
+                    f"{ocr.max_pixels} (the OCR pixel cap), not read"
+                )
+                continue
+            try:
+                images = [(f"page {number} {image.name}", image.data) for image in page.images]
+            except Exception as exc:  # noqa: BLE001 - pypdf's errors on a damaged image vary
+                reading.problems.append(
+                    f"{path or 'the file'}: page {number}: images unreadable ({exc})"[:300]
+                )
+                continue
+            left = reading.deadline - time.monotonic()
+            if not images or left <= 0:
+                continue
+            seconds = min(ocr.max_seconds, left)
+            read = read_images(images, limits=dataclasses.replace(ocr, max_seconds=seconds))
+            reading.problems.extend(f"{path or 'the file'}: {problem}" for problem in read.problems)
+            texts.append(read.text)
+    finally:  # a cap reached keeps the pages read so far
+        text = "\n".join(t for t in texts if t)
+        if text:
+            reading.documents.append(Document(path, "pdf-ocr", text))
+    return text
+
+
+def _oversized_images(page: Any, max_pixels: int) -> int:
+    """The pixels of the largest image a PDF page declares (its ``/XObject`` resources) when over
+    ``max_pixels``, else 0."""
+    resources = page.get("/Resources")
+    xobjects = resources.get_object().get("/XObject") if resources is not None else None
+    if xobjects is None:
+        return 0
+    largest = 0
+    for reference in xobjects.get_object().values():
+        image = reference.get_object()
+        if image.get("/Subtype") == "/Image":
+            largest = max(largest, int(image.get("/Width", 0)) * int(image.get("/Height", 0)))
+    return largest if largest > max_pixels else 0

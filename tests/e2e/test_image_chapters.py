@@ -1,7 +1,8 @@
 """End to end: `fptrack crawl` of a loopback reader site whose chapters are drawn as images (图片章节) reads
 them by OCR (Tesseract) and finds the registered chapter on the page's URL; an ordinary text chapter has none
 of its images fetched; an image page of unregistered text gives no match; a broken and a huge image give one
-line in the crawl's summary and the page is kept."""
+line in the crawl's summary and the page is kept; a scanned PDF (page images, no text layer) is read by
+OCR too."""
 
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ def test_an_image_chapter_is_read_by_ocr_and_matched(fptrack, tmp_path) -> None:
         "/": Page.html(
             "<html><body><h1>月下孤城 目录</h1><ul>"
             + "".join(f'<li><a href="/c/{n}.html">第{n}章</a></li>' for n in range(1, 5))
+            + '<li><a href="/scan.pdf">第四章 (PDF)</a></li>'
             + "</ul></body></html>"
         ),
         "/c/1.html": _image_page(heading, ["/img/1a.png", "/img/1b.webp"]),
@@ -86,6 +88,7 @@ def test_an_image_chapter_is_read_by_ocr_and_matched(fptrack, tmp_path) -> None:
         "/img/broken.png": Page(first[:300], content_type="image/png"),
         "/img/huge.png": Page(_huge_png(), content_type="image/png"),
         "/logo.png": Page(first, content_type="image/png"),
+        "/scan.pdf": Page(_scanned_pdf(chapter_png(_chapter(BOOK, 4)[1])), content_type="application/pdf"),
     }
     fptrack.run("init")
     path = tmp_path / "book.txt"
@@ -99,6 +102,7 @@ def test_an_image_chapter_is_read_by_ocr_and_matched(fptrack, tmp_path) -> None:
     found = {(m["page_url"].removeprefix(base), m["chapter_index"]) for m in fptrack.matches()}
     assert ("/c/1.html", 2) in found, crawl.stdout
     assert ("/c/2.html", 3) in found, crawl.stdout
+    assert ("/scan.pdf", 4) in found, crawl.stdout
     assert not any(url == "/c/3.html" for url, _ in found)
     # the ordinary chapter and the page chrome cost no image fetch; the image pages' images were fetched
     assert "/img/ordinary.png" not in requested and "/logo.png" not in requested
@@ -117,4 +121,14 @@ def _as_webp(png: bytes) -> bytes:
 
     out = io.BytesIO()
     Image.open(io.BytesIO(png)).save(out, format="WEBP", quality=90)
+    return out.getvalue()
+
+
+def _scanned_pdf(page: bytes) -> bytes:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.open(io.BytesIO(page)).convert("RGB").save(out, format="PDF", resolution=150)
     return out.getvalue()

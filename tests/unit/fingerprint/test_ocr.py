@@ -45,6 +45,7 @@ def test_a_chapter_image_reads_as_its_text() -> None:
     assert _similarity(reading.text, TEXT) >= 0.9, reading.text
 
 
+@pytest.mark.slow
 @needs_tesseract
 def test_a_tall_image_is_read_in_slices_cut_between_lines() -> None:
     whole = read_images([("a.png", chapter_png(TEXT))]).text
@@ -86,3 +87,33 @@ def test_tidy_removes_spaces_between_han_and_keeps_every_character(pairs: list[t
     raw = "".join(char + space for char, space in pairs)
     tidy = tidy_ocr_text(raw)
     assert tidy == "".join(char for char, _ in pairs)
+
+
+def _scanned_pdf(*pages: bytes) -> bytes:
+    """A PDF of page images and no text layer, as a scanner writes one (Pillow)."""
+    import io
+
+    from PIL import Image
+
+    images = [Image.open(io.BytesIO(page)).convert("RGB") for page in pages]
+    out = io.BytesIO()
+    images[0].save(out, format="PDF", save_all=True, append_images=images[1:], resolution=150)
+    return out.getvalue()
+
+
+@pytest.mark.slow
+@needs_tesseract
+def test_a_scanned_pdf_is_read_by_ocr_within_the_caps() -> None:
+    from fptrack.fingerprint.containers import ContainerLimits, read_download
+
+    lines = TEXT.splitlines()
+    pdf = _scanned_pdf(chapter_png("\n".join(lines[:2])), chapter_png("\n".join(lines[2:])))
+    reading = read_download(pdf, name="scan.pdf", limits=ContainerLimits(ocr=OcrLimits()))
+    assert [d.kind for d in reading.documents] == ["pdf-ocr"]
+    assert _similarity(reading.documents[0].text, TEXT) >= 0.9
+    # without OCR (and so before it): no text, and the line that says why
+    plain = read_download(pdf, name="scan.pdf")
+    assert not plain.documents and any("without a text layer" in p for p in plain.problems)
+    # a page image over the pixel cap is refused before it is decoded
+    capped = read_download(pdf, name="scan.pdf", limits=ContainerLimits(ocr=OcrLimits(max_pixels=1000)))
+    assert not capped.documents and sum("the OCR pixel cap" in p for p in capped.problems) == 2
