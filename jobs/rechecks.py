@@ -306,12 +306,27 @@ def read_response(
                 result.url, status, text="", detail="no text after its scripts ran", rendered=True
             )
         return PageRead(result.url, status, text=page.text, rendered=True, settled=rendered.settled)
+    if _drawn_as_images(result, page, settings):
+        # the crawl read this page's chapter from its images (crawler.images); a re-check does not fetch them,
+        # and its short text must not read as a removal
+        detail = "a chapter drawn as images: a re-check does not read images, so it cannot tell"
+        return PageRead(result.url, status, outcome="error", detail=detail)
     if not page.text.strip():
         if _SCRIPT.search(result.body):
             detail = "HTTP 200 without text, and its scripts were not run (the site's render_js is no)"
             return PageRead(result.url, status, outcome="error", detail=detail)
         return PageRead(result.url, status, text="", detail="HTTP 200 without text")
     return PageRead(result.url, status, text=page.text)
+
+
+def _drawn_as_images(result: FetchResult, page: CrawledPage, settings: Settings) -> bool:
+    """Whether the crawl would read this page's chapter from its images (OCR, docs/downloads.md)."""
+    from fptrack.crawler.images import chapter_image_urls, needs_ocr
+
+    if settings.ocr_max_images <= 0 or not needs_ocr(page.text, min_chars=settings.ocr_min_chars):
+        return False
+    markup = result.body.decode("utf-8", "replace")  # the tags and their URLs are ASCII in any encoding
+    return bool(chapter_image_urls(markup, result.final_url, max_images=settings.ocr_max_images))
 
 
 def read_page(

@@ -46,3 +46,24 @@ def test_a_recheck_keeps_the_settings_cap_on_members() -> None:
     text = _read(body, Settings(download_max_members=2)) or ""
     assert text.count("=== file: ") == 2
     assert (_read(body, Settings()) or "").count("=== file: ") == 5
+
+
+def test_a_recheck_of_a_chapter_drawn_as_images_cannot_tell_and_never_says_removed() -> None:
+    """The crawl read the page's chapter from its images (OCR); a re-check does not, and the page's short
+    text is not a removal."""
+    body = (
+        "<html><body><h1>第一章 山雨欲来</h1><div id='chaptercontent'><img src='/img/1.png'>"
+        "<img src='/img/2.png'></div><a href='/'>目录</a> <a href='/2.html'>下一章</a></body></html>"
+    ).encode()
+    result = FetchResult(
+        url="http://127.0.0.1:9/1.html",
+        final_url="http://127.0.0.1:9/1.html",
+        status=200,
+        headers={"content-type": "text/html; charset=utf-8"},
+        body=body,
+    )
+    read = read_response(result, settings=Settings(), fetched_at=NOW)
+    assert read.text is None and read.outcome == "error" and "drawn as images" in read.detail
+    # with OCR off, the page is read as any page (its short text judged as it was before)
+    plain = read_response(result, settings=Settings(ocr_max_images=0), fetched_at=NOW)
+    assert plain.outcome != "error" and plain.text is not None
