@@ -778,6 +778,15 @@ class Settings:
         "notice sender's name when there is one sender, else the WARC says it was not stated",
         example="Example Rights Ltd., enforcement team",
     )
+    evidence_max_payload: int = _evidence(
+        "FPTRACK_EVIDENCE_MAX_PAYLOAD",
+        100 * 1024 * 1024,
+        _int,
+        "bytes of a response payload an evidence bundle's WARC holds at most (100 MiB at most, what a "
+        "bundle's verifier reads with the extracted text); a larger one (a downloaded archive) is cut there, "
+        "its record saying so with the full payload's length and SHA-256 (docs/evidence.md)",
+        at_least=(1, "a number of bytes >= 1"),
+    )
     evidence_screenshot: bool = _evidence(
         "FPTRACK_EVIDENCE_SCREENSHOT",
         True,

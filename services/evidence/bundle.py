@@ -78,6 +78,7 @@ from fptrack.storage.models import Match, Page, ReviewDecision, Sender, as_utc
 __all__ = [
     "BUNDLE_FORMAT",
     "MAX_BUNDLE_BYTES",
+    "MAX_EVIDENCE_PAYLOAD",
     "UNTRUSTED_TIMESTAMP",
     "UNVERIFIED_ORIGIN",
     "BundleError",
@@ -115,6 +116,11 @@ NO_CAPTURE_STAMP = "no capture timestamp"
 PUBLIC_KEY = "signing-key.pub"
 CERTIFICATE = "signing-key.crt"
 WARC_FILE = "page.warc.gz"
+MAX_EVIDENCE_PAYLOAD = 100 * 1024 * 1024
+"""The most of a response payload a bundle's WARC holds, whatever FPTRACK_EVIDENCE_MAX_PAYLOAD says: with the
+extracted text (FPTRACK_DOWNLOAD_MAX_CHARS, up to 15 MB as UTF-8), the heads and the metadata record, the WARC
+stays under :data:`MAX_WARC_EXPANSION` and the bundle under :data:`MAX_BUNDLE_BYTES`, what a verifier
+reads."""
 SIGNED_FILES = ("README.txt", "evidence.json", WARC_FILE, PUBLIC_KEY)
 TSA_TIMEOUT = 30.0
 NOT_TIMESTAMPED = "not timestamped"
@@ -668,15 +674,43 @@ def warcinfo_fields(exchange: RawExchange | None, operator: str) -> dict[str, st
 
 
 def page_warc(
-    page: Page, content: Evidence, exchange: RawExchange | None, *, operator: str = ""
+    page: Page,
+    content: Evidence,
+    exchange: RawExchange | None,
+    *,
+    operator: str = "",
+    max_payload: int = MAX_EVIDENCE_PAYLOAD,
 ) -> tuple[bytes, dict[str, Any]]:
     """The gzipped WARC file of the page and what it holds (record ids, which record's payload is the
     snapshot), for evidence.json. See the module docstring for the records. The response record holds the
     payload as received (content coding kept) when the exchange kept it: its snapshot is then that payload
-    decoded."""
+    decoded.
+
+    A payload longer than ``max_payload`` (``FPTRACK_EVIDENCE_MAX_PAYLOAD``, never above
+    :data:`MAX_EVIDENCE_PAYLOAD`: a downloaded archive) is cut there: its record says so (``WARC-Truncated:
+    length``, WARC 1.1) and states the full payload's length and SHA-256 and the full block's SHA-256
+    (``Fptrack-Full-Payload-Length``, ``Fptrack-Full-Payload-Digest``, ``Fptrack-Full-Block-Digest``: what a
+    capture time-stamp sealed), as do the warcinfo record and evidence.json's ``warc.truncated``."""
     buffer = io.BytesIO()
     writer = WARCWriter(buffer, gzip=True, warc_version="1.1")
-    writer.write_record(writer.create_warcinfo_record(WARC_FILE, warcinfo_fields(exchange, operator)))
+    cap = max(1, min(max_payload, MAX_EVIDENCE_PAYLOAD))
+    payload = exchange.payload if exchange is not None else None
+    truncated: dict[str, Any] | None = None
+    info = warcinfo_fields(exchange, operator)
+    if exchange is not None and payload is not None and len(payload) > cap:
+        truncated = {
+            "record": "response",
+            "kept_bytes": cap,
+            "full_bytes": len(payload),
+            "full_payload_sha256": sha256_hex(payload),
+            "full_block_sha256": sha256_hex(exchange.response_head + payload),
+            "cap": "FPTRACK_EVIDENCE_MAX_PAYLOAD",
+        }
+        info["description"] += (
+            f"; the response payload is truncated at {cap} of its {len(payload)} bytes "
+            f"(FPTRACK_EVIDENCE_MAX_PAYLOAD), the full payload's SHA-256 {truncated['full_payload_sha256']}"
+        )
+    writer.write_record(writer.create_warcinfo_record(WARC_FILE, info))
     described: dict[str, Any] = {"file": WARC_FILE}
     text_date = utc_z(content.fetched_at)
     source_id: str | None = None  # the record the extracted text comes from
@@ -684,11 +718,20 @@ def page_warc(
     if exchange is not None:
         date = utc_z(exchange.fetched_at)
         described["fetched_as"] = "rendered in Chromium" if exchange.rendered else "plain HTTP"
-        payload = exchange.payload
         if payload is not None:
+            full_payload = payload
+            if truncated is not None:
+                payload = payload[:cap]
             response_headers = {"WARC-Date": date, "WARC-Payload-Digest": "sha256:" + sha256_hex(payload)}
             if exchange.ip_address:
                 response_headers["WARC-IP-Address"] = exchange.ip_address
+            if truncated is not None:
+                response_headers["WARC-Truncated"] = "length"
+                response_headers["Fptrack-Full-Payload-Length"] = str(len(full_payload))
+                response_headers["Fptrack-Full-Payload-Digest"] = "sha256:" + truncated["full_payload_sha256"]
+                response_headers["Fptrack-Full-Block-Digest"] = "sha256:" + truncated["full_block_sha256"]
+                described["truncated"] = truncated
+            del full_payload
             response = writer.create_warc_record(
                 exchange.url,
                 "response",
@@ -855,7 +898,13 @@ def evidence_bundle(
     key = load_signing_key(settings)
     public = key.public_key()
     certificate = key_certificate(settings, public)
-    warc, records = page_warc(page, content, exchange, operator=settings.evidence_operator or operator or "")
+    warc, records = page_warc(
+        page,
+        content,
+        exchange,
+        operator=settings.evidence_operator or operator or "",
+        max_payload=settings.evidence_max_payload,
+    )
     page_part = page_metadata(page, content)
     if exchange is None:
         page_part["raw_exchange"] = (
@@ -1461,6 +1510,8 @@ class _Record:
     block: bytes | None
     decoded_sha256: str | None = None  # a response's payload with its content coding undone, when it has one
     block_sha256: str = ""  # the whole block's: the HTTP head and the payload of a response or request
+    payload_length: int = 0  # the bytes of the payload (of the block, for a record without an HTTP head)
+    coded: bool = False  # a response whose head names a content coding
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name)
@@ -1618,6 +1669,7 @@ def _read_record(stream: io.BufferedReader[_CappedGunzip]) -> tuple[str, _Record
     if left < 0:
         raise BundleError(f"page.warc.gz: a {kind} record has no valid Content-Length")
     status = None
+    coded = False
     decoded: _DecodedHash | None = None
     block = hashlib.sha256()
     if kind in ("response", "request"):  # the payload is what follows the HTTP head
@@ -1627,8 +1679,11 @@ def _read_record(stream: io.BufferedReader[_CappedGunzip]) -> tuple[str, _Record
         if kind == "response" and http_head:
             status = (http_head[0].split(b" ") + [b""])[1].decode("latin-1")
             codings = content_codings(b"\r\n".join(http_head))
-            decoded = _DecodedHash(codings) if codings else None
+            coded = bool(codings)
+            # a payload cut short (WARC-Truncated) is not decoded: its coding's stream does not end
+            decoded = _DecodedHash(codings) if codings and "WARC-Truncated" not in headers else None
     hasher = hashlib.sha256()
+    payload_length = left
     kept = bytearray() if kind == "metadata" else None
     if kept is not None and left > MAX_KEPT_RECORD:
         raise BundleError("page.warc.gz's metadata record is larger than fptrack writes")
@@ -1653,6 +1708,8 @@ def _read_record(stream: io.BufferedReader[_CappedGunzip]) -> tuple[str, _Record
         None if kept is None else bytes(kept),
         None if decoded is None else decoded.hexdigest(),
         block.hexdigest(),
+        payload_length,
+        coded,
     )
     return headers.get("WARC-Record-ID", ""), record
 
@@ -1730,7 +1787,7 @@ def _warc_statement(records: Mapping[str, _Record], claimed: Mapping[str, Any]) 
         if "request_record" in claimed:
             request = _record_of(records, claimed["request_record"], ("request",), "the HTTP request")
             blocks.append(("request", request.block_sha256))
-        blocks.append(("response", anchor.block_sha256))
+        blocks.append(("response", _full_block_sha256(anchor)))
     elif "rendered_record" in claimed:
         metadata = next(record.block for record in records.values() if record.kind == "metadata")
         head = _json_object(metadata or b"", "the WARC's metadata record").get("browser_response_head")
@@ -1789,6 +1846,7 @@ def _check_exchange(
         )
     if response.header("WARC-Payload-Digest") != "sha256:" + response.sha256:
         raise BundleError("the WARC's response payload does not match its WARC-Payload-Digest")
+    _check_truncation(response, claimed)
     if "request_record" in claimed:
         request = _record_of(records, claimed["request_record"], ("request",), "the HTTP request")
         if request.header("WARC-Target-URI") != target or request.header("WARC-Concurrent-To") != response_id:
@@ -1801,6 +1859,8 @@ def _snapshot_line(
     if claimed.get("snapshot_record") is None:
         return "page: the text as stored only (no raw HTTP exchange was kept): snapshot_sha256 not checkable"
     snapshot = _record_of(records, claimed["snapshot_record"], ("response", "resource"), "the snapshot")
+    if snapshot.kind == "response" and snapshot.header("WARC-Truncated") is not None:
+        return _truncated_line(snapshot, page)
     decoded = snapshot.kind == "response" and snapshot.decoded_sha256 is not None
     if (snapshot.decoded_sha256 if decoded else snapshot.sha256) != page.get("snapshot_sha256"):
         raise BundleError(f"the WARC {snapshot.kind} payload does not hash to the recorded snapshot_sha256")
@@ -1811,4 +1871,67 @@ def _snapshot_line(
         f"page: WARC {what} hashes to snapshot_sha256 {page.get('snapshot_sha256')} "
         f"(HTTP {page.get('http_status')}, fetched {page.get('fetched_at')}); evidence.json's URL, status, "
         "hashes and times agree with the WARC"
+    )
+
+
+def _full_block_sha256(response: _Record) -> str:
+    """The SHA-256 of a response record's whole block: as read, or, for a payload cut at the cap, as its
+    record states it (``Fptrack-Full-Block-Digest``: what a capture time-stamp sealed)."""
+    if response.header("WARC-Truncated") is None:
+        return response.block_sha256
+    stated = response.header("Fptrack-Full-Block-Digest") or ""
+    if not re.fullmatch(r"sha256:[0-9a-f]{64}", stated):
+        raise BundleError("page.warc.gz: a truncated response states no full block SHA-256")
+    return stated.removeprefix("sha256:")
+
+
+def _check_truncation(response: _Record, claimed: Mapping[str, Any]) -> None:
+    """A response cut at FPTRACK_EVIDENCE_MAX_PAYLOAD says so in its record (``WARC-Truncated: length``, the
+    full length and SHA-256) and in evidence.json's ``warc.truncated``, and the two agree; an uncut one
+    claims no cut."""
+    note = claimed.get("truncated")
+    if response.header("WARC-Truncated") is None:
+        if note is not None:
+            raise BundleError("evidence.json says the response was truncated, and its WARC record does not")
+        return
+    if response.header("WARC-Truncated") != "length":
+        raise BundleError(f"the WARC's response is truncated for {response.header('WARC-Truncated')!r}")
+    note = _object(note, "evidence.json's warc.truncated")
+    full = response.header("Fptrack-Full-Payload-Length") or ""
+    full_bytes = int(full) if full.isdigit() else -1
+    stated: dict[str, object] = {
+        "kept_bytes": response.payload_length,
+        "full_bytes": full_bytes,
+        "full_payload_sha256": (response.header("Fptrack-Full-Payload-Digest") or "").removeprefix("sha256:"),
+        "full_block_sha256": _full_block_sha256(response),
+    }
+    if any(note.get(key) != value for key, value in stated.items()):
+        raise BundleError("the WARC's truncated response and evidence.json's warc.truncated disagree")
+    if not 0 < response.payload_length < full_bytes:
+        raise BundleError("the WARC's truncated response keeps no fewer bytes than its full length")
+
+
+def _truncated_line(snapshot: _Record, page: Mapping[str, Any]) -> str:
+    """The snapshot line of a response payload cut at the cap: its kept bytes hash to the record's digest
+    (checked with the exchange); the full payload is not in the bundle, so the page's snapshot_sha256 is
+    checked against the full SHA-256 the record states, when the payload is the body itself (no content
+    coding), and is otherwise the record's word."""
+    full = snapshot.header("Fptrack-Full-Payload-Digest") or ""
+    kept, whole = snapshot.payload_length, snapshot.header("Fptrack-Full-Payload-Length")
+    cut = (
+        f"page: WARC response payload TRUNCATED at {kept:,} of its {int(whole or 0):,} bytes "
+        "(FPTRACK_EVIDENCE_MAX_PAYLOAD): the bytes kept match its WARC-Payload-Digest; the full payload is "
+        f"not in the bundle, its SHA-256 {full.removeprefix('sha256:')} as the record states"
+    )
+    if not snapshot.coded:
+        if full != f"sha256:{page.get('snapshot_sha256')}":
+            raise BundleError("the truncated response's full SHA-256 is not the recorded snapshot_sha256")
+        return (
+            cut
+            + f", which is the recorded snapshot_sha256 (HTTP {page.get('http_status')}, fetched "
+            + (f"{page.get('fetched_at')}); whoever holds the file can check it against that hash")
+        )
+    return cut + (
+        f"; the recorded snapshot_sha256 {page.get('snapshot_sha256')} is of the payload with its content "
+        "coding undone, which the cut payload cannot show"
     )
