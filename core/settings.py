@@ -684,7 +684,7 @@ class Settings:
     )
     recheck_young_every: float = _schedules(
         "FPTRACK_RECHECK_YOUNG_EVERY",
-        3600.0,
+        600.0,
         _float,
         "a copy younger than `FPTRACK_RECHECK_YOUNG_FOR` is re-checked this often, in seconds (the first "
         "re-check too)",
@@ -702,7 +702,7 @@ class Settings:
     )
     recheck_confirm_after: float = _schedules(
         "FPTRACK_RECHECK_CONFIRM_AFTER",
-        120.0,
+        30.0,
         _float,
         "a removal seen once is confirmed by a second fetch at least this many seconds later before it is "
         "recorded",

@@ -6,8 +6,16 @@ everything it meets, as asked. A site crawl (crawler/spiders.py) follows a link 
 fetching it again can tell something new: a start URL, a listing (an entry page, a table of contents: it may
 list new chapters), a page not stored successfully (an error, a status other than 200), or a page whose
 flagged or confirmed match is due for a re-check (``matches.recheck_due_at`` NULL or past: a brand-new match
-counts as due). Every other known page (a chapter page, fetched already) is left to the re-check cadence
-(jobs/rechecks.py), not fetched by every crawl. Links the crawl has not seen are followed as always.
+counts as due), or a page whose copy was seen down (a removal pending or recorded: a copy put back and linked
+again is fetched, and recorded back, by the next crawl). Every other known page (a chapter page, fetched
+already) is left to the re-check cadence (jobs/rechecks.py), not fetched by every crawl. Links the crawl has
+not seen are followed as always.
+
+A known copy (a flagged or confirmed match, not seen down) that the crawl never meets as a link has left its
+listing: ``copies`` names them, and the spider fetches those it did not meet once its listings are read
+(crawler/spiders.py), so a chapter taken off its table of contents is re-checked by the crawl that saw it go,
+not an interval later. A removal seen once and awaiting its confirming fetch is among them too (the next crawl
+confirms it); a removal recorded is not (a copy taken down and off its listing costs no request per crawl).
 
 A site none of whose known pages is a listing (pages stored by earlier releases were never told apart) has all
 its pages fetched again once, which sorts them.
@@ -46,6 +54,9 @@ class KnownPages:
     render_hosts: frozenset[str] = frozenset()
     # known listings (entry pages, tables of contents): read plainly even on those sites
     listings: frozenset[str] = frozenset()
+    # settled pages holding a followed copy, and pages whose removal awaits its confirming fetch: fetched by
+    # the crawl when it no longer links them
+    copies: frozenset[str] = frozenset()
 
     def fetch(self, url: str) -> bool:
         """Whether a link to ``url`` is worth a request in this crawl."""
@@ -65,6 +76,19 @@ def load_known_pages(
         Match.page_id == Page.id,
         Match.status.in_(_RECHECKED),
         or_(Match.recheck_due_at.is_(None), Match.recheck_due_at <= now),
+    )
+    # a copy seen down (pending or recorded): fetched whenever linked, so that one put back is seen back
+    down = exists().where(
+        Match.page_id == Page.id,
+        Match.status.in_(_RECHECKED),
+        or_(Match.down_seen_at.is_not(None), Match.taken_down_at.is_not(None)),
+    )
+    followed = exists().where(Match.page_id == Page.id, Match.status.in_(_RECHECKED))
+    pending = exists().where(
+        Match.page_id == Page.id,
+        Match.status.in_(_RECHECKED),
+        Match.down_seen_at.is_not(None),
+        Match.taken_down_at.is_(None),
     )
 
     def read(session: Session) -> KnownPages:
@@ -89,7 +113,10 @@ def load_known_pages(
                     # read by the browser before its scripts were done: its text may be a placeholder
                     ~Page.note.contains(UNSETTLED_NOTE),
                     ~due,
+                    ~down,
                 ).label("settled"),
+                followed.label("copy"),
+                pending.label("pending"),
             )
             .join(Site, Site.id == Page.site_id)
             .where(Site.host.in_(keys))
@@ -97,15 +124,27 @@ def load_known_pages(
         total = 0
         listings: set[str] = set()
         settled: dict[int, set[str]] = {}
+        copies: set[str] = set()  # removals pending their confirmation
+        settled_copies: set[str] = set()
         sorted_sites: set[int] = set()  # sites with a listing among their pages: their pages were sorted
-        for site_id, url, listing, is_settled in rows:
+        for site_id, url, listing, is_settled, is_copy, is_pending in rows:
             total += 1
+            if is_pending:
+                copies.add(str(url))
             if listing:
                 sorted_sites.add(int(site_id or 0))
                 listings.add(str(url))
             if is_settled:
                 settled.setdefault(int(site_id or 0), set()).add(str(url))
+                if is_copy:
+                    settled_copies.add(str(url))
         kept = frozenset(url for site_id in sorted_sites for url in settled.get(site_id, ()))
-        return KnownPages(settled=kept, total=total, render_hosts=render_hosts, listings=frozenset(listings))
+        return KnownPages(
+            settled=kept,
+            total=total,
+            render_hosts=render_hosts,
+            listings=frozenset(listings),
+            copies=frozenset(copies) | (frozenset(settled_copies) & kept),
+        )
 
     return retry_in_session(sessions, read, what="reading the pages the crawl knows")

@@ -24,7 +24,8 @@ from functools import partial
 from typing import Any, ClassVar
 
 import scrapy
-from scrapy.exceptions import CloseSpider
+from scrapy import signals
+from scrapy.exceptions import CloseSpider, DontCloseSpider
 from scrapy.http import Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -124,12 +125,46 @@ class PageSpider(scrapy.Spider):
         # a site crawl skips known pages that cannot have changed (crawler.known); loaded in start()
         self.known = KnownPages()
         self._skipped: set[str] = set()
+        # known copies met as links, pages with links read with a 200: what tells a copy that left its listing
+        self._met_copies: set[str] = set()
+        self._listings_read = 0
+        self._unlinked_asked = False
         # per host: pages the browser had to render (and gave text), pages whose static text was enough
         self._rendered_hosts: Counter[str] = Counter()
         self._static_hosts: Counter[str] = Counter()
         if state is not None and state.resumed:
             self.pages_taken = self.pages_emitted = len(state.done)  # the earlier runs spent these
             self.allowed_sites |= state.sites()
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> PageSpider:
+        spider: PageSpider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.on_idle, signal=signals.spider_idle)
+        return spider
+
+    def on_idle(self) -> None:
+        """When the crawl has nothing left to fetch: fetch the known copies it never met as a link (they left
+        their listing: a chapter taken down is usually taken off its table of contents too), once, at the
+        depth limit (a conditional request, no links followed); their answers are observed as any fetch's
+        (crawler/store.py: a 404 is a first sighting of the removal). Not in a distributed crawl (each
+        process meets part of the links), a resumed one, or one that read no page with links (the site did
+        not answer: nothing left any listing)."""
+        if self._unlinked_asked:
+            return
+        self._unlinked_asked = True
+        if self.take_page is not None or (self.state is not None and self.state.resumed):
+            return
+        if not self._listings_read or self.pages_taken >= self.max_pages:
+            return
+        unmet = sorted(self.known.copies - self._met_copies)[: self.max_pages - self.pages_taken]
+        if not unmet:
+            return
+        self._inc("fptrack/unlinked_copies_fetched", len(unmet))
+        for url in unmet:
+            request = self._request(url, depth=self.depth)
+            request.meta["depth"] = self.depth
+            self.crawler.engine.crawl(request)
+        raise DontCloseSpider
 
     async def start(self) -> AsyncIterator[Request]:
         await self._load_known_pages()
@@ -386,6 +421,8 @@ class PageSpider(scrapy.Spider):
         """Hand the page on and follow its links (recorded in the crawl state first: once the page is stored,
         a resumed crawl will not fetch it again, so its links must be known by then)."""
         self.pages_emitted += 1
+        if parsed.page.status == 200 and parsed.links:
+            self._listings_read += 1
         depth = self._depth(meta)
         follow = self._links(parsed) if depth < self.depth else []
         if self.state is not None and follow:
@@ -401,6 +438,8 @@ class PageSpider(scrapy.Spider):
         if not parsed.links:
             return []
         follow, off_site = links_to_follow(parsed.links, frozenset(self.allowed_sites))
+        if self.known.copies:
+            self._met_copies.update(url for url in follow if url in self.known.copies)
         if off_site:
             self._inc("fptrack/links_off_site", off_site)
         wanted = [url for url in follow if self.wanted(url)]

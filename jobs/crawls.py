@@ -31,6 +31,7 @@ import logging
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urldefrag
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.errors import FptrackError
@@ -49,7 +50,7 @@ from fptrack.jobs import PAGES_PER_TASK
 from fptrack.jobs.stage_process import ComparePool, ConfiguredTasks, compare_batch, compare_in_pool
 from fptrack.storage.chunks import id_chunks
 from fptrack.storage.db import retry_in_session, session_scope
-from fptrack.storage.match_life import INFRINGING_STATUSES
+from fptrack.storage.match_life import DOWN_OUTCOMES, INFRINGING_STATUSES
 from fptrack.storage.models import CrawlJob, CrawlJobStatus, Match, Page, Site, utcnow
 from fptrack.storage.sites import site_ids, site_of
 
@@ -91,6 +92,9 @@ class CrawlOutcome:
     pages_compared: int = 0
     # (url, chapters) of this crawl's copying pages
     copies: list[tuple[str, int]] = field(default_factory=list)
+    # (url, chapters) of this crawl's pages whose copies are seen down now (a 404, a removal notice): a
+    # removal pending its confirming fetch, or recorded
+    down: list[tuple[str, int]] = field(default_factory=list)
     status: str = CrawlJobStatus.RUNNING.value
     error: str = ""
     elapsed_seconds: float = 0.0
@@ -385,7 +389,7 @@ class _Job:
     def count(self) -> None:
         """What the job did as the database has it now: pages stored and compared, pages that copy works."""
         self._count_stored()
-        self.outcome.copies = _copies(self.sessions, self.store.counts.page_ids)
+        self.outcome.copies, self.outcome.down = _copies(self.sessions, self.store.counts.page_ids)
         self.outcome.pages_compared = _compared(self.sessions, self.store.counts.page_ids)
         self.outcome.elapsed_seconds = time.monotonic() - self.started
 
@@ -463,7 +467,7 @@ def _leave_shared(
         except Exception as error:  # recorded on the job like any failed crawl
             log.exception("settling the sites of job %s failed", outcome.job_id)
             whole.status, whole.error = CrawlJobStatus.FAILED.value, f"{type(error).__name__}: {error}"
-    whole.copies = _copies(sessions, page_ids)
+    whole.copies, whole.down = _copies(sessions, page_ids)
     whole.pages_compared = _compared(sessions, page_ids)
     counts = StoreCounts(
         stored=totals.stored,
@@ -796,24 +800,30 @@ def _compare_the_rest(
         time.sleep(POLL_SECONDS)
 
 
-def _copies(sessions: sessionmaker[Session], page_ids: set[int]) -> list[tuple[str, int]]:
+def _copies(
+    sessions: sessionmaker[Session], page_ids: set[int]
+) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """(url, chapters) of the crawl's pages that copy registered works without a licence and whose matches a
     reviewer did not dismiss (:data:`storage.match_life.INFRINGING_STATUSES`), whether or not the copies were
-    found by an earlier crawl."""
+    found by an earlier crawl; and, apart, those whose every such copy is seen down now (its latest
+    observation ``gone`` or ``removed``, or its takedown recorded): a page that now holds a removal notice or
+    answers 404 is no copy."""
 
-    def read(session: Session) -> list[tuple[str, int]]:
-        found: list[tuple[str, int]] = []
+    def read(session: Session) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        live: Counter[str] = Counter()
+        down: Counter[str] = Counter()
         for chunk in id_chunks(page_ids):
-            found.extend(
-                (str(url), int(count))
-                for url, count in session.execute(
-                    select(Page.url, func.count(Match.id))
-                    .join(Match, Match.page_id == Page.id)
-                    .where(Page.id.in_(chunk), Match.status.in_(INFRINGING_STATUSES))
-                    .group_by(Page.url)
-                )
+            rows = session.execute(
+                select(Page.url, Match.recheck_state, Match.taken_down_at)
+                .join(Match, Match.page_id == Page.id)
+                .where(Page.id.in_(chunk), Match.status.in_(INFRINGING_STATUSES))
             )
-        return sorted(found)
+            for url, state, taken_down_at in rows:
+                seen_down = taken_down_at is not None or state in DOWN_OUTCOMES
+                (down if seen_down else live)[str(url)] += 1
+        copies = sorted(live.items())
+        removed = sorted((url, count) for url, count in down.items() if url not in live)
+        return copies, removed
 
     return retry_in_session(sessions, read, what="reading the crawl's copies")
 

@@ -366,8 +366,9 @@ def waiting_lines(emit: Callable[[str], None]) -> Callable[[WaitProgress], None]
 
 
 def report_lines(site_name: str, outcome: CrawlOutcome) -> list[str]:
-    """The crawl's summary, its first failures, its notes and the pages that copy registered works, as this
-    entry and ``fptrack sites run`` print them."""
+    """The crawl's summary, its first failures, its notes, the pages that copy registered works and, apart,
+    the crawl's pages whose copies are seen down (``down:``: a 404, a removal notice), as this entry and
+    ``fptrack sites run`` print them."""
     lines = []
     stats = outcome.stats
     if stats is not None:
@@ -386,6 +387,9 @@ def report_lines(site_name: str, outcome: CrawlOutcome) -> list[str]:
         skipped = int(stats.counters.get("fptrack/known_pages_skipped", 0))
         if skipped:
             lines.append(f"  known pages not fetched again: {skipped} (left to the re-check cadence)")
+        unlinked = int(stats.counters.get("fptrack/unlinked_copies_fetched", 0))
+        if unlinked:
+            lines.append(f"  known copies no longer linked, fetched again: {unlinked}")
         lines.extend(f"  failed: {url}: {reason}" for url, reason in stats.failures[:10])
         if any(reason.startswith(GUARD_REFUSAL) for _, reason in stats.failures):
             lines.append(
@@ -395,6 +399,10 @@ def report_lines(site_name: str, outcome: CrawlOutcome) -> list[str]:
         lines.extend(f"  note: {note}" for note in stats.notes)
     lines.extend(
         f"  copy: {url} ({count} chapter match{'es' if count != 1 else ''})" for url, count in outcome.copies
+    )
+    lines.extend(
+        f"  down: {url} ({count} chapter match{'es' if count != 1 else ''} no longer copied: a removal)"
+        for url, count in outcome.down
     )
     return lines
 
