@@ -7,7 +7,7 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fptrack.crawler.leads import find_share_links
+from fptrack.crawler.leads import find_share_links, might_hold_share_links
 
 ALNUM = string.ascii_letters + string.digits
 
@@ -36,6 +36,8 @@ def test_the_real_shapes_of_each_platform() -> None:
     assert _one("https://www.123pan.com/s/abcd-EfGhI?pwd=5678") == ("123pan", "abcd-EfGhI", "5678")
     assert _one("https://wwi.lanzoux.com/iAbCd0123ef\n密码:6m1g") == ("lanzou", "iAbCd0123ef", "6m1g")
     assert _one("https://user.lanzoui.com/b0e9c4bsj") == ("lanzou", "b0e9c4bsj", "")
+    assert _one("HTTPS://PAN.BAIDU.COM/s/1AbCdEfGh 提取码 ab12") == ("baidu", "1AbCdEfGh", "ab12")
+    assert _one("Pan.Quark.cn/s/0123456789ab") == ("quark", "0123456789ab", "")
 
 
 def test_one_share_named_twice_is_one_link_with_the_code_from_either_mention() -> None:
@@ -57,6 +59,9 @@ def test_pages_without_share_links_give_none() -> None:
     assert find_share_links("<p>第一章 青山</p><a href='https://www.baidu.com/s?wd=青山'>搜</a>") == ()
     assert find_share_links("百度一下，点这里：pan 和 quark 都不是链接") == ()
     assert find_share_links("") == ()
+    # the cheap test passes over prose, full-width punctuation and digits that spell no marker
+    assert not might_hold_share_links("<p>　　第１２章　青山！？（上）</p>" * 50)
+    assert might_hold_share_links("ｐａｎ．ｂａｉｄｕ") and might_hold_share_links("LANZOUX")
 
 
 def _fullwidth(text: str) -> str:
