@@ -20,11 +20,12 @@ from fptrack.storage.db import create_engine_for
 from fptrack.storage.models import Match, Page
 from tests.integration.crawler.test_incremental_recrawl import CHAPTERS, _chapter, _crawl, _fptrack, _toc
 from tests.support.live_site import serve_live_site
+from tests.support.pirate_site import OTHER, paragraphs_of
 
 pytestmark = pytest.mark.slow
 
 CHAPTER_PATHS = ["/book/0.html", "/book/1.html", "/book/2.html"]
-KEPT, GONE = CHAPTER_PATHS[0], CHAPTER_PATHS[2]
+KEPT, NOTICE, GONE = CHAPTER_PATHS
 
 
 def _match(session: Session, url: str) -> Match:
@@ -58,11 +59,19 @@ def test_a_chapter_that_leaves_its_listing_is_recorded_removed_by_the_next_crawl
                 later = datetime.now(UTC) + timedelta(hours=1)
                 session.execute(update(Match).values(recheck_due_at=later))
 
-            # the site deletes chapter 2 and takes it off the table of contents
+            # the site deletes chapter 2 and takes it off the table of contents; chapter 1 stays linked but
+            # now holds a removal notice, and is due for its re-check
             site.remove(GONE)
             _toc(site, CHAPTER_PATHS[:2])
+            site.set(NOTICE, _chapter("第1章", ["该章节已删除。", *paragraphs_of(OTHER[0])]))
+            with Session(engine) as session, session.begin():
+                page_id = session.scalar(select(Page.id).where(Page.url == site.url(NOTICE)))
+                due = datetime.now(UTC) - timedelta(seconds=1)
+                session.execute(update(Match).where(Match.page_id == page_id).values(recheck_due_at=due))
             second, summary = _crawl(settings, site)
-            assert second[GONE] == 1 and not second[KEPT], second
+            assert second[GONE] == 1 and second[NOTICE] == 1 and not second[KEPT], second
+            notice = site.url(NOTICE)
+            assert f"down: {notice} " in summary and f"copy: {notice} " not in summary, summary
             assert "known copies no longer linked, fetched again: 1" in summary, summary
             assert f"down: {gone} " in summary and f"copy: {gone} " not in summary, summary
             with Session(engine) as session:
@@ -90,7 +99,7 @@ def test_a_chapter_that_leaves_its_listing_is_recorded_removed_by_the_next_crawl
             site.set(GONE, _chapter("第2章", CHAPTERS[2].split("\n")))
             _toc(site, CHAPTER_PATHS)
             fourth, summary = _crawl(settings, site)
-            assert fourth[KEPT] == 1 and fourth[GONE] == 1 and not fourth[CHAPTER_PATHS[1]], fourth
+            assert fourth[KEPT] == 1 and fourth[GONE] == 1, fourth
             assert f"copy: {kept} " in summary and f"copy: {gone} " in summary, summary
             with Session(engine) as session:
                 for url in (kept, gone):
