@@ -10,15 +10,21 @@
    in Big5 (Traditional, OpenCC), in UTF-16 (BOM, no charset), a single chapter as .txt, a zip with GBK member
    names, a 7z, a .tar.gz, an EPUB, a DOCX and a PDF (WeasyPrint's text layer); beside them the hostile files
    (a member expanding to 512 MiB, zips nested five deep, a truncated EPUB, random bytes named .zip).
+   Kind ``images``: the first chapters of each book as reader pages whose text is drawn as two images
+   (图片章节: Pillow and the set-up's CJK font, 20, 24 or 28 pixel characters, PNG, JPEG or WebP, 0.2 % of the
+   pixels noise), read by OCR (Tesseract, fingerprint/ocr.py).
 3. In a temporary data folder the command line runs as a user's would: ``fptrack init``, ``works add``,
    ``crawl <site> --depth 1``, ``matches --format json``.
 4. Figures: per kind, file recall (files of a registered book with a match of its work) and chapter recall
    (chapters the files hold that are matched on them); false matches (matches on the unregistered book's files
    and on the hostile ones); CPU seconds per MB of file read by ``fingerprint.containers.read_download``; for
-   each hostile file, in a fresh process, the seconds and the peak RSS added by reading it.
+   each hostile file, in a fresh process, the seconds and the peak RSS added by reading it; the CPU seconds
+   Tesseract spends per image page and per 1,000 characters (one page of each registered book, in this
+   process).
 
 Targets (issue 35): every kind >= 0.95 file and chapter recall, 0 false matches, the 512 MiB member <= 2 s and
-<= 200 MB of RSS. No corpus text is written into the repository: the data folder is temporary.
+<= 200 MB of RSS, OCR <= 2 s of CPU per image page. No corpus text is written into the repository: the data
+folder is temporary.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Any
 
 from benchmarks.corpus import iter_chapters, require_corpus
 from benchmarks.harness import ROOT, arguments, emit, machine, print_table, progress
+from fptrack.fingerprint.ocr import read_images
 from testbed.downloads import (
     docx_of,
     epub_of,
@@ -46,6 +53,7 @@ from testbed.downloads import (
     zip_bomb,
     zip_of,
 )
+from testbed.images import chapter_png
 from testbed.sites import Page, serve_site, to_traditional
 
 BENCHMARK = "containers"
@@ -64,6 +72,8 @@ KINDS = (
     "docx",
     "pdf",
 )
+IMAGE_KIND = "images"
+IMAGE_FORMATS = (("PNG", "png", "image/png"), ("JPEG", "jpg", "image/jpeg"), ("WEBP", "webp", "image/webp"))
 TYPES = {
     "txt-gb18030": "text/plain; charset=gbk",
     "txt-big5": "text/plain",
@@ -117,6 +127,55 @@ def _file(kind: str, title: str, chapters: list[tuple[str, str]]) -> bytes:
     if kind == "pdf":
         return pdf_of(text)
     raise ValueError(kind)
+
+
+def _image_pages(
+    work_id: str, chapters: list[tuple[str, str]], count: int
+) -> tuple[dict[str, Page], dict[str, int], dict[str, list[tuple[str, bytes]]]]:
+    """The first ``count`` chapters as reader pages whose text is two images: the pages and their images,
+    each page's chapter index, and each page's images as (name, bytes)."""
+    pages: dict[str, Page] = {}
+    index_of: dict[str, int] = {}
+    images_of: dict[str, list[tuple[str, bytes]]] = {}
+    for number, (heading, text) in enumerate(chapters[:count], start=1):
+        lines = text.splitlines()
+        halves = ["\n".join(lines[: len(lines) // 2]), "\n".join(lines[len(lines) // 2 :])]
+        fmt, ext, mime = IMAGE_FORMATS[number % len(IMAGE_FORMATS)]
+        path = f"/{work_id}/{IMAGE_KIND}/{number}.html"
+        images = []
+        for part, half in enumerate(halves):
+            data = chapter_png(half, size=(20, 24, 28)[number % 3], noise=0.002, seed=number, fmt=fmt)
+            image_path = f"/{work_id}/{IMAGE_KIND}/{number}-{part}.{ext}"
+            pages[image_path] = Page(data, content_type=mime)
+            images.append((image_path, data))
+        tags = "".join(f'<img src="{name}" alt="">' for name, _ in images)
+        pages[path] = Page.html(
+            f"<html><head><title>{heading}</title></head><body><h1>{heading}</h1>"
+            f'<div id="chaptercontent">{tags}</div><p><a href="/">目录</a></p></body></html>'
+        )
+        index_of[path] = number
+        images_of[path] = images
+    return pages, index_of, images_of
+
+
+def _ocr_cpu(images_of: dict[str, list[tuple[str, bytes]]], texts: dict[str, str]) -> dict[str, float]:
+    """CPU seconds Tesseract spends on one image page, and per 1,000 characters of its chapter."""
+    import resource
+
+    spent, chars = 0.0, 0
+    for path, images in images_of.items():
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        read_images(images)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent += (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        chars += len("".join(texts[path].split()))
+    pages = max(1, len(images_of))
+    return {
+        "pages": len(images_of),
+        "cpu_seconds_per_page": round(spent / pages, 2),
+        "cpu_seconds_per_1000_chars": round(spent / max(1, chars) * 1000, 2),
+        "chars_per_page": chars // pages,
+    }
 
 
 def _hostile(chapters: list[tuple[str, str]]) -> dict[str, bytes]:
@@ -244,10 +303,29 @@ def main() -> None:
                 truth[path] = {(titles[work_id], index) for index in indexes}
             else:
                 negatives.add(path)
+    image_pages: dict[str, Page] = {}
+    timed: dict[str, list[tuple[str, bytes]]] = {}  # one image page of each registered book: its OCR CPU
+    chapter_text: dict[str, str] = {}
+    for work_id, chapters in books.items():
+        served, index_of, images_of = _image_pages(work_id, chapters, 2 if args.quick else 4)
+        image_pages.update(served)
+        for path, index in index_of.items():
+            files[path] = (IMAGE_KIND, b"")
+            chapter_text[path] = chapters[index - 1][1]
+            if work_id in REGISTERED:
+                truth[path] = {(titles[work_id], index)}
+            else:
+                negatives.add(path)
+        first = next(iter(images_of))
+        if work_id in REGISTERED:
+            timed[first] = images_of[first]
     hostile = _hostile(books["sanguoyanyi"])
     links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in [*files, *(f"/bad/{n}" for n in hostile)])
     pages = {"/": Page.html(f"<html><body><ul>{links}</ul></body></html>")}
-    pages.update({p: Page(data, content_type=TYPES[kind]) for p, (kind, data) in files.items()})
+    pages.update(
+        {p: Page(data, content_type=TYPES[kind]) for p, (kind, data) in files.items() if kind != IMAGE_KIND}
+    )
+    pages.update(image_pages)
     pages.update({f"/bad/{n}": Page(data, content_type="application/zip") for n, data in hostile.items()})
 
     with tempfile.TemporaryDirectory(prefix="fptrack-containers-") as folder:
@@ -272,7 +350,7 @@ def main() -> None:
         stored = _page_notes(data_dir, base)
 
     by_kind: dict[str, dict[str, Any]] = {}
-    for kind in KINDS:
+    for kind in (*KINDS, IMAGE_KIND):
         paths = [p for p in truth if files[p][0] == kind]
         held = sum(len(truth[p]) for p in paths)
         hit_files = sum(1 for p in paths if truth[p] & found.get(p, set()))
@@ -288,12 +366,17 @@ def main() -> None:
     false_matches = sum(len(found.get(p, set())) for p in negatives) + sum(
         len(found.get(f"/bad/{n}", set())) for n in hostile
     )
-    cpu = _cpu_per_mb(files)
+    cpu = _cpu_per_mb({p: entry for p, entry in files.items() if entry[0] != IMAGE_KIND})
+    progress(f"OCR CPU on {len(timed)} image pages")
+    ocr = _ocr_cpu(timed, chapter_text)
     print_table(
         "Downloads: recall by kind",
         ["kind", "files", "file recall", "chapters", "chapter recall", "wrong chapters", "CPU s/MB read"],
         [
-            [k, v["files"], v["file_recall"], v["chapters"], v["chapter_recall"], v["wrong_chapters"], cpu[k]]
+            [
+                *(k, v["files"], v["file_recall"], v["chapters"], v["chapter_recall"], v["wrong_chapters"]),
+                cpu.get(k, "OCR: below"),
+            ]
             for k, v in by_kind.items()
         ],
     )
@@ -301,6 +384,11 @@ def main() -> None:
         f"\nfalse matches on the unregistered book's {len(negatives)} files and {len(hostile)} hostile "
         f"files: "
         f"{false_matches}"
+    )
+    print(
+        f"OCR (Tesseract, {ocr['pages']} image pages of {ocr['chars_per_page']} characters on average): "
+        f"{ocr['cpu_seconds_per_page']} s of CPU per page, {ocr['cpu_seconds_per_1000_chars']} s per 1,000 "
+        "characters"
     )
     print_table(
         "Hostile files (read in a fresh process)",
@@ -338,6 +426,7 @@ def main() -> None:
             "by_kind": by_kind,
             "false_matches": false_matches,
             "cpu_seconds_per_mb": cpu,
+            "ocr": ocr,
             "hostile": hostile_rows,
             "crawl_seconds": round(crawl_seconds, 1),
             "machine": machine(),
