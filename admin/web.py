@@ -21,16 +21,17 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from datetime import UTC, datetime
 from pathlib import Path
 
 from flask import Flask, Response, abort, render_template, request
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter, Map
 
+from fptrack.admin.i18n import install_i18n
 from fptrack.admin.security import check_csrf_unless_token, install_access_policy, install_security
 from fptrack.admin.views import BLUEPRINTS
 from fptrack.admin.views import networks as networks_views
@@ -145,7 +146,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_error_handler(OperationalError, _database_lost)
 
     app.jinja_env.tests["web_url"] = is_web_url
-    app.jinja_env.filters["when"] = _format_time
+    install_i18n(app)  # languages, times in FPTRACK_TIMEZONE, site names (filters when, site_name)
     app.jinja_env.filters["duration"] = format_duration
     app.jinja_env.filters["schedule"] = format_schedule
     return app
@@ -249,7 +250,9 @@ def _http_error(error: HTTPException) -> ResponseReturnValue:
 
 
 def _csrf_error(error: CSRFError) -> ResponseReturnValue:
-    error.description = "The form's security token is missing or has expired. Reload the page and try again."
+    error.description = gettext(
+        "The form's security token is missing or has expired. Reload the page and try again."
+    )
     return _http_error(error)
 
 
@@ -272,24 +275,15 @@ def _database_lost(error: OperationalError) -> ResponseReturnValue:
     return _database_not_ready(DatabaseUnavailable(f"the database stopped answering: {error}"))
 
 
-def _format_time(value: datetime | None) -> str:
-    """UTC, to the minute. SQLite hands back naive datetimes; they were written in UTC."""
-    if value is None:
-        return ""
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%d %H:%M UTC")
-
-
 def format_duration(seconds: int | None) -> str:
     """A duration for people, to two units: ``42 s``, ``3 min 5 s``, ``2 h 10 min``, ``3 d 4 h``."""
     if seconds is None:
         return ""
     seconds = max(0, int(seconds))
-    units = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+    units = ((gettext("d"), 86400), (gettext("h"), 3600), (gettext("min"), 60), (gettext("s"), 1))
     parts: list[str] = []
     for name, size in units:
-        if seconds >= size or (name == "s" and not parts):
+        if seconds >= size or (size == 1 and not parts):
             parts.append(f"{seconds // size} {name}")
             seconds %= size
         elif parts:
@@ -302,7 +296,7 @@ def format_duration(seconds: int | None) -> str:
 def format_schedule(schedule: str) -> str:
     """A site's schedule for people: ``every 6 h``, ``cron 0 3 * * * (UTC)``, ``manual``."""
     if not schedule:
-        return "manual"
+        return str(gettext("manual"))
     if schedule.isdigit():
-        return "every " + format_duration(int(schedule))
-    return f"cron {schedule} (UTC)"
+        return str(gettext("every %(duration)s", duration=format_duration(int(schedule))))
+    return str(gettext("cron %(schedule)s (UTC)", schedule=schedule))

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from flask import Blueprint, current_app, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import lazy_gettext
 from flask_login import current_user, login_user, logout_user
 from flask_wtf import FlaskForm
 from sqlalchemy import select
@@ -42,8 +43,10 @@ CLOCK_SKEW_SECONDS = 300  # the admin's machines may disagree on the time by thi
 
 
 class LoginForm(FlaskForm):  # type: ignore[misc]  # Flask-WTF ships no type hints
-    username = StringField("Username", validators=[DataRequired(), Length(max=150)])
-    password = PasswordField("Password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)])
+    username = StringField(lazy_gettext("Username"), validators=[DataRequired(), Length(max=150)])
+    password = PasswordField(
+        lazy_gettext("Password"), validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)]
+    )
     next = HiddenField()
 
 

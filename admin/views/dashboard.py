@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from flask import Blueprint, Response, abort, render_template, request
+from flask_babel import gettext
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
@@ -59,7 +60,7 @@ class DashboardPeriod:
 
     @property
     def label(self) -> str:
-        return "all time" if not self.days else f"last {self.days} days"
+        return str(gettext("all time") if not self.days else gettext("last %(days)d days", days=self.days))
 
 
 def dashboard_period(session: Session) -> DashboardPeriod:
@@ -197,7 +198,7 @@ def chart_works() -> Response:
     session = read_session()
     period = dashboard_period(session)
     rows = top_works(session, since=period.since, limit=TOP)
-    return _svg(bars_svg(f"Works with most matches, {period.label}", rows))
+    return _svg(bars_svg(gettext("Works with most matches, %(period)s", period=period.label), rows))
 
 
 @blueprint.get("/charts/hosts.svg")
@@ -205,7 +206,7 @@ def chart_hosts() -> Response:
     session = read_session()
     period = dashboard_period(session)
     rows = top_hosts(session, since=period.since, limit=TOP)
-    return _svg(bars_svg(f"Sites with most matches, {period.label}", rows))
+    return _svg(bars_svg(gettext("Sites with most matches, %(period)s", period=period.label), rows))
 
 
 def _periods(session: Session, period: DashboardPeriod) -> list[PeriodCount]:

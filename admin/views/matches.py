@@ -20,6 +20,7 @@ from flask import (
     request,
     url_for,
 )
+from flask_babel import gettext, ngettext
 from flask_login import current_user
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload, object_session
@@ -28,6 +29,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.views.read_sessions import read_session
+from fptrack.admin.vocabulary import label
 from fptrack.compare.records import match_files, match_to_dict
 from fptrack.services.evidence.passages import (
     EvidenceSpan,
@@ -195,7 +197,11 @@ def bulk() -> BaseResponse:
     elif scope == "selected":
         chosen = _ids(request.form.getlist("ids"))
         if not chosen:
-            flash("No match was selected: tick the matches to act on, or choose all matches of the list.")
+            flash(
+                gettext(
+                    "No match was selected: tick the matches to act on, or choose all matches of the list."
+                )
+            )
             return redirect(back, code=303)
         ids = _on_list(session, match_filter, chosen)
     else:
@@ -218,7 +224,12 @@ def bulk() -> BaseResponse:
     session.commit()
     changed = sum(1 for decision in decisions if decision.previous_status != decision.status)
     status = request.form.get("decision", "")
-    flash(f"{changed} match{'' if changed == 1 else 'es'} now {status}; {len(decisions)} acted on.")
+    flash(
+        ngettext(
+            "%(num)d match now %(status)s", "%(num)d matches now %(status)s", changed, status=label(status)
+        )
+        + gettext("; %(acted)d acted on.", acted=len(decisions))
+    )
     return redirect(back, code=303)
 
 
@@ -372,7 +383,7 @@ def set_status(match_id: int) -> BaseResponse:
     except ValueError as error:
         abort(400, description=str(error)[:1].upper() + str(error)[1:] + ".")
     session.commit()
-    flash(f"Match {match_id} is now {decision.status}.")
+    flash(gettext("Match %(id)d is now %(status)s.", id=match_id, status=label(decision.status)))
     return redirect(url_for("matches.detail", match_id=match_id), code=303)
 
 
@@ -400,5 +411,5 @@ def note(match_id: int) -> BaseResponse:
     except ValueError as error:
         abort(400, description=str(error)[:1].upper() + str(error)[1:] + ".")
     session.commit()
-    flash("Note added.")
+    flash(gettext("Note added."))
     return redirect(url_for("matches.detail", match_id=match_id, _anchor="history"), code=303)

@@ -12,12 +12,14 @@ import json
 
 from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext
 from flask_login import current_user
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
+from fptrack.admin.vocabulary import label
 from fptrack.jobs.delivery import DeliveryError, infringing_urls, lumen_json, urls_by_work
 from fptrack.jobs.notice_proof import timestamp_time
 from fptrack.jobs.notice_render import NavLink, missing_elements, render_html
@@ -164,7 +166,7 @@ def draft() -> ResponseReturnValue:
         session.rollback()
         abort(400, description=_message(error))
     session.commit()
-    flash(f"Drafted notice {notice.id}.")
+    flash(gettext("Drafted notice %(id)d.", id=notice.id))
     return redirect(url_for("notices.show", notice_id=notice.id), code=303)
 
 
@@ -286,8 +288,8 @@ def send(notice_id: int) -> ResponseReturnValue:
     session.commit()
     left_out = before - len(notice.items)
     flash(
-        f"Sent notice {notice.id} to {notice.recipient_address}"
-        + (f"; {left_out} copy(ies) left out, see its events." if left_out else ".")
+        gettext("Sent notice %(id)d to %(address)s", id=notice.id, address=notice.recipient_address)
+        + (gettext("; %(num)d copy(ies) left out, see its events.", num=left_out) if left_out else ".")
     )
     return redirect(url_for("notices.show", notice_id=notice.id), code=303)
 
@@ -309,7 +311,7 @@ def mark(notice_id: int) -> ResponseReturnValue:
         session.rollback()
         abort(400, description=_message(error))
     session.commit()
-    flash(f"Notice {notice.id}: {request.form.get('mark')}.")
+    flash(gettext("Notice %(id)d: %(mark)s.", id=notice.id, mark=label(request.form.get("mark"))))
     return redirect(url_for("notices.show", notice_id=notice.id), code=303)
 
 
@@ -320,9 +322,16 @@ def run_follow_up() -> ResponseReturnValue:
     summary = follow_up(session, admin_state().settings)
     session.commit()
     flash(
-        f"Follow-up: {summary.items_closed} copy(ies) found gone, {len(summary.copies_gone)} notice(s) done, "
-        f"{len(summary.reminders)} reminder(s), {len(summary.escalations)} escalation(s), "
-        f"{len(summary.sent)} sent, {len(summary.not_sent)} waiting as draft(s)."
+        gettext(
+            "Follow-up: %(closed)d copy(ies) found gone, %(done)d notice(s) done, %(reminders)d reminder(s), "
+            "%(escalations)d escalation(s), %(sent)d sent, %(waiting)d waiting as draft(s).",
+            closed=summary.items_closed,
+            done=len(summary.copies_gone),
+            reminders=len(summary.reminders),
+            escalations=len(summary.escalations),
+            sent=len(summary.sent),
+            waiting=len(summary.not_sent),
+        )
     )
     return redirect(url_for("notices.index"), code=303)
 
@@ -375,7 +384,7 @@ def senders_add() -> ResponseReturnValue:
         session.rollback()
         return _senders_page(_message(error), 400)
     session.commit()
-    flash(f"Added sender {sender.name}.")
+    flash(gettext("Added sender %(name)s.", name=sender.name))
     return redirect(url_for("senders.senders_index"), code=303)
 
 
@@ -412,7 +421,7 @@ def senders_edit(sender_id: int) -> ResponseReturnValue:
         session.rollback()
         return _senders_page(_message(error), 400)
     session.commit()
-    flash(f"Saved sender {sender.name}.")
+    flash(gettext("Saved sender %(name)s.", name=sender.name))
     return redirect(url_for("senders.senders_index"), code=303)
 
 
@@ -435,5 +444,12 @@ def contacts_add() -> ResponseReturnValue:
         session.rollback()
         return _senders_page(_message(error), 400)
     session.commit()
-    flash(f"Added {contact.email} as level {contact.level} of {contact.host}.")
+    flash(
+        gettext(
+            "Added %(email)s as level %(level)s of %(host)s.",
+            email=contact.email,
+            level=contact.level,
+            host=contact.host,
+        )
+    )
     return redirect(url_for("senders.senders_index"), code=303)

@@ -15,6 +15,7 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -159,7 +160,7 @@ def add() -> ResponseReturnValue:
         session.rollback()
         return _form(spec, error=str(error), status=400)
     session.commit()
-    flash(f"Monitoring {site.name} ({site.host}).")
+    flash(gettext("Monitoring %(name)s (%(host)s).", name=site.name, host=site.host))
     return redirect(url_for("sites.detail", site_id=site.id), code=303)
 
 
@@ -197,7 +198,7 @@ def edit(site_id: int) -> ResponseReturnValue:
         session.rollback()
         return _form(spec, site=_managed_site(session, site_id), error=str(error), status=400)
     session.commit()
-    flash(f"Saved {edited.name}.")
+    flash(gettext("Saved %(name)s.", name=edited.name))
     return redirect(url_for("sites.detail", site_id=site_id), code=303)
 
 
@@ -213,15 +214,16 @@ def run_now(site_id: int) -> ResponseReturnValue:
     holder = session.get(MonitorLock, site_lock_name(site_id))
     if holder is not None:
         flash(
-            f"{site.name} is being crawled already"
-            + (f" (crawl #{holder.job_id})." if holder.job_id else ".")
+            gettext("%(name)s is being crawled already (crawl #%(id)s).", name=site.name, id=holder.job_id)
+            if holder.job_id
+            else gettext("%(name)s is being crawled already.", name=site.name)
         )
         return redirect(url_for("sites.detail", site_id=site_id), code=303)
     try:
         spawn_site_crawl(site.id, site.name, settings=admin_state().settings, scheduled=False)
     except OSError as error:
         abort(503, description=f"Cannot start the crawl: {error}")
-    flash(f"Started a crawl of {site.name}; it appears below as soon as it has begun.")
+    flash(gettext("Started a crawl of %(name)s; it appears below as soon as it has begun.", name=site.name))
     return redirect(url_for("sites.detail", site_id=site_id), code=303)
 
 
@@ -232,5 +234,5 @@ def remove(site_id: int) -> ResponseReturnValue:
     session = db_session()
     site = remove_site(session, _managed_site(session, site_id).name)
     session.commit()
-    flash(f"Stopped monitoring {site.name}; its pages, matches and crawls are kept.")
+    flash(gettext("Stopped monitoring %(name)s; its pages, matches and crawls are kept.", name=site.name))
     return redirect(url_for("sites.index"), code=303)

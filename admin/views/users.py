@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext, lazy_gettext
 from flask_login import current_user
 from flask_wtf import FlaskForm
 from wtforms import PasswordField, SelectField, StringField
@@ -11,6 +12,7 @@ from wtforms.validators import DataRequired, Length
 
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import db_session
+from fptrack.admin.vocabulary import label
 from fptrack.services.accounts.users import MAX_PASSWORD_LENGTH, ROLES, create_user, list_users, remove_user
 from fptrack.storage.models import User
 
@@ -20,9 +22,13 @@ blueprint = Blueprint("users", __name__, url_prefix="/users")
 
 
 class NewUserForm(FlaskForm):  # type: ignore[misc]  # Flask-WTF ships no type hints
-    username = StringField("Username", validators=[DataRequired(), Length(max=150)])
-    role = SelectField("Role", choices=list(ROLES), default="viewer")
-    password = PasswordField("Password", validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)])
+    username = StringField(lazy_gettext("Username"), validators=[DataRequired(), Length(max=150)])
+    role = SelectField(
+        lazy_gettext("Role"), choices=[(role, lazy_gettext(role)) for role in ROLES], default="viewer"
+    )
+    password = PasswordField(
+        lazy_gettext("Password"), validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)]
+    )
 
 
 def _page(form: NewUserForm, error: str = "", status: int = 200) -> tuple[str, int]:
@@ -51,7 +57,7 @@ def add() -> ResponseReturnValue:
         database.rollback()
         return _page(form, str(error).capitalize() + ".", 400)
     database.commit()
-    flash(f"Added {account.username} ({account.role}).")
+    flash(gettext("Added %(name)s (%(role)s).", name=account.username, role=label(account.role)))
     return redirect(url_for("users.index"), code=303)
 
 
@@ -70,5 +76,5 @@ def remove(user_id: int) -> ResponseReturnValue:
         database.rollback()
         abort(400, description=str(error).capitalize() + ".")
     database.commit()
-    flash(f"Removed {account.username}.")
+    flash(gettext("Removed %(name)s.", name=account.username))
     return redirect(url_for("users.index"), code=303)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext
 
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import db_session
@@ -97,5 +98,5 @@ def rights(work_id: int) -> ResponseReturnValue:
         session.rollback()
         return _detail(work_id, str(error), 400)
     session.commit()
-    flash(f"Saved the rights of work #{work_id}.")
+    flash(gettext("Saved the rights of work #%(id)d.", id=work_id))
     return redirect(url_for("works.detail", work_id=work_id), code=303)

@@ -126,7 +126,8 @@ def _listed_match_ids(html: str) -> list[int]:
 def test_matches_list_is_newest_first_and_filters(client: FlaskClient, seeded: Seeded) -> None:
     html = _text(client.get("/matches"))
     assert _listed_match_ids(html) == list(seeded.match_ids_newest_first)
-    assert "0.931" in html and "simhash64, winnowing" in html and "2026-03-01 12:00 UTC" in html
+    # 12:00 UTC, shown in Asia/Shanghai (FPTRACK_TIMEZONE)
+    assert "0.931" in html and "simhash64, winnowing" in html and "2026-03-01 20:00" in html
 
     flagged = _text(client.get("/matches?status=flagged"))
     assert _listed_match_ids(flagged) == [seeded.hostile_match_id]

@@ -28,7 +28,7 @@ from fptrack.storage.models import Match, MatchNote, ReviewDecision, User
 from tests.support.accounts import PASSWORD, add_account, csrf_token_in, log_in
 from tests.support.admin_seed import Seeded
 
-PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static"}
+PUBLIC_ENDPOINTS = {"auth.login", "health.healthz", "static", "language"}  # language: the switch, a cookie
 # GET routes that need a query argument (a notice names its site): without it, a 400 that says so
 NEEDS_ARGUMENTS = {"reports.notice", "reports.notice_pdf"}
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}

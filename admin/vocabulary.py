@@ -1,0 +1,72 @@
+"""The words the database holds and the admin's pages show (statuses, roles, outcomes, sort keys), each a
+msgid of the admin's catalog, and ``label``, which shows one in the page's language (``admin.i18n``)."""
+
+from __future__ import annotations
+
+from flask_babel import gettext
+
+__all__ = ["N_", "VOCABULARY", "label"]
+
+
+def N_(message: str) -> str:
+    return message
+
+
+# The words the database holds and the pages show (statuses, roles, outcomes, sort keys): each is a msgid, so
+# the ``label`` filter translates them; a value not listed here is shown as it is.
+VOCABULARY = frozenset(
+    {
+        N_("flagged"),
+        N_("confirmed"),
+        N_("dismissed"),
+        N_("licensed"),
+        N_("queued"),
+        N_("running"),
+        N_("finished"),
+        N_("failed"),
+        N_("cancelled"),
+        N_("interrupted"),
+        N_("present"),
+        N_("gone"),
+        N_("removed"),
+        N_("error"),
+        N_("crawl"),
+        N_("recheck"),
+        N_("viewer"),
+        N_("reviewer"),
+        N_("admin"),
+        N_("date"),
+        N_("score"),
+        N_("work"),
+        N_("site"),
+        N_("status"),
+        N_("day"),
+        N_("week"),
+        N_("open"),
+        N_("closed"),
+        N_("draft"),
+        N_("sent"),
+        N_("acknowledged"),
+        N_("escalated"),
+        N_("withdrawn"),
+        N_("copy_gone"),
+        N_("done"),
+        N_("Bad Request"),
+        N_("Unauthorized"),
+        N_("Forbidden"),
+        N_("Not Found"),
+        N_("Method Not Allowed"),
+        N_("Conflict"),
+        N_("Request Entity Too Large"),
+        N_("Too Many Requests"),
+        N_("Internal Server Error"),
+        N_("Bad Gateway"),
+        N_("Service Unavailable"),
+    }
+)
+
+
+def label(value: object) -> str:
+    """A stored word (a status, a role...) in the page's language."""
+    text = "" if value is None else str(value)
+    return gettext(text) if text in VOCABULARY else text
