@@ -51,6 +51,7 @@ VOCABULARY = frozenset(
         N_("withdrawn"),
         N_("copy_gone"),
         N_("done"),
+        N_("new"),
         N_("Bad Request"),
         N_("Unauthorized"),
         N_("Forbidden"),

@@ -97,6 +97,7 @@ def _pages(seeded: Seeded) -> list[str]:
         "/notices",
         "/senders",
         "/users",
+        "/leads",
     ]
 
 
