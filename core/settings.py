@@ -156,6 +156,15 @@ def _serpapi_engine(name: str, raw: str) -> str:
     return engine
 
 
+def _ocr_languages(name: str, raw: str) -> str:
+    languages = raw.strip()
+    if not re.fullmatch(r"[a-z_]+(\+[a-z_]+)*", languages):
+        raise ConfigurationError(
+            f"{name}={raw!r} is not Tesseract languages such as chi_sim or chi_sim+chi_tra"
+        )
+    return languages
+
+
 def _http_url(name: str, raw: str) -> str:
     url = raw.strip()
     parts = urlsplit(url)
@@ -591,7 +600,7 @@ class Settings:
     ocr_languages: str = _crawling(
         "FPTRACK_OCR_LANGUAGES",
         "chi_sim",
-        _stripped,
+        _ocr_languages,
         "Tesseract's languages for chapter images (chi_sim, chi_tra, chi_sim+chi_tra: twice the CPU)",
     )
     allow_private_hosts: tuple[str, ...] = _crawling(

@@ -44,3 +44,19 @@ def test_image_problem_is_the_note_of_a_page_whose_images_were_not_all_read() ->
     assert image_problem("images: 1 of 2 image(s) read by OCR; image /x.png: HTTP 404") != ""
     assert image_problem("images: 2 of 2 image(s) read by OCR") == ""
     assert image_problem("download: zip; x") == ""
+
+
+def test_the_ocr_settings_reach_the_plan_and_bad_languages_are_one_line() -> None:
+    import pytest
+
+    from fptrack.core.settings import ConfigurationError, Settings
+    from fptrack.crawler.runner import download_limits, ocr_plan
+
+    settings = Settings.from_env({"FPTRACK_OCR_LANGUAGES": "chi_sim+chi_tra", "FPTRACK_OCR_MAX_SECONDS": "5"})
+    plan = ocr_plan(settings)
+    assert plan.active and plan.limits.languages == "chi_sim+chi_tra" and plan.limits.max_seconds == 5
+    assert download_limits(settings).ocr == plan.limits  # scanned PDFs
+    off = Settings.from_env({"FPTRACK_OCR_MAX_IMAGES": "0"})
+    assert not ocr_plan(off).active and download_limits(off).ocr is None
+    with pytest.raises(ConfigurationError, match=r"^FPTRACK_OCR_LANGUAGES='chi_sim; rm' is not Tesseract"):
+        Settings.from_env({"FPTRACK_OCR_LANGUAGES": "chi_sim; rm"})
