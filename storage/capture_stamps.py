@@ -35,7 +35,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from fptrack.storage.exchanges import RawExchange, unpack_exchange
+from fptrack.storage.exchanges import RawExchange, read_exchange
 from fptrack.storage.models import CaptureStamp, Match, PageExchange, as_utc, utcnow
 
 __all__ = [
@@ -105,16 +105,23 @@ def unstamped_captures(
         CaptureStamp.snapshot_sha256 == PageExchange.snapshot_sha256,
     )
     query = (
-        select(PageExchange.page_id, PageExchange.snapshot_sha256, PageExchange.data, PageExchange.fetched_at)
+        select(
+            PageExchange.page_id,
+            PageExchange.snapshot_sha256,
+            PageExchange.data,
+            PageExchange.fetched_at,
+            PageExchange.blob_sha256,
+        )
         .where(has_match, ~stamped)
         .order_by(PageExchange.fetched_at, PageExchange.id)
         .limit(limit)
     )
     if page_ids is not None:
         query = query.where(PageExchange.page_id.in_(sorted(set(page_ids))))
+    found = session.execute(query).all()  # read whole before each blob is read
     return [
-        Unstamped(page_id, snapshot, exchange_statement(unpack_exchange(bytes(data), fetched_at)))
-        for page_id, snapshot, data, fetched_at in session.execute(query)
+        Unstamped(page_id, snapshot, exchange_statement(read_exchange(session, bytes(data), when, blob)))
+        for page_id, snapshot, data, when, blob in found
     ]
 
 

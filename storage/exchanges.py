@@ -20,6 +20,13 @@ of ``0xFFFFFFFE`` marks a body that is the payload as received, decoded by the c
 (:func:`decode_content`): kept only when it decodes to the body exactly, so the coded bytes, usually a
 third of the decoded ones, are kept instead of both.
 
+Format ``3`` (written since 2026-11-29 for a payload as received of at least :data:`BLOB_MIN_BYTES`: a
+downloaded file): the byte ``3``, the same zlib stream of six parts, then one part: the SHA-256 (hex, ASCII)
+of the payload as received, which is kept once in ``blobs`` (:class:`storage.models.Blob`) however many URLs
+and fetches serve it, and named by the row's ``blob_sha256``. In the zlib stream the body is the marker
+``0xFFFFFFFD`` when it is that payload itself (no content coding), ``0xFFFFFFFE`` when it is the payload
+decoded, else its bytes. Small pages keep format 2: the ordinary crawl stores and compresses as before.
+
 What "as fetched" means. Format 2: the request head is the one Twisted wrote for Scrapy (its ``Host`` with
 the port of a URL that names one); the response head is the status line with the reason phrase the server
 sent and the headers as Scrapy received them, in their order (``Content-Encoding`` kept; ``Content-Length``
@@ -46,23 +53,31 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from fptrack.storage.chunks import id_chunks
-from fptrack.storage.models import Match, Page, PageExchange, PageVersion, as_utc
+from fptrack.storage.chunks import CHUNK, id_chunks
+from fptrack.storage.models import Blob, Match, Page, PageExchange, PageVersion, as_utc, utcnow
 
 __all__ = [
+    "BLOB_MIN_BYTES",
     "RawExchange",
     "content_codings",
     "decode_content",
     "exchange_for",
     "keep_exchanges",
     "pack_exchange",
+    "pack_stored",
     "prune_exchanges",
+    "read_exchange",
     "unpack_exchange",
 ]
 
 _FORMAT = 2
+_FORMAT_BLOB = 3
 _ABSENT = 0xFFFFFFFF
 _DERIVED = 0xFFFFFFFE  # the body is the payload as received, decoded
+_IN_BLOB = 0xFFFFFFFD  # the body is the payload as received itself, kept as a blob
+BLOB_MIN_BYTES = 64 * 1024
+"""A payload as received of at least this many bytes (a downloaded file, rarely a page) is kept as a blob,
+once per SHA-256 (format 3); a smaller one inline (format 2), as every ordinary page is."""
 LEVEL = 1
 """zlib level of a kept exchange: against level 6, 0.43 instead of 0.73 ms of CPU for a 19.7 KB chapter page,
 for 5 % more bytes (10.1 KB instead of 9.6 KB); every crawled page pays it, few are ever read back."""
@@ -172,7 +187,7 @@ def _read_parts(raw: bytes, at: int, count: int) -> tuple[list[bytes | int], int
     for _ in range(count):
         (length,) = struct.unpack_from(">I", raw, at)
         at += 4
-        if length in (_ABSENT, _DERIVED):
+        if length in (_ABSENT, _DERIVED, _IN_BLOB):
             parts.append(length)
             continue
         if at + length > len(raw):
@@ -203,9 +218,63 @@ def pack_exchange(exchange: RawExchange) -> bytes:
     return bytes((_FORMAT,)) + zlib.compress(head, LEVEL) + wire
 
 
-def unpack_exchange(data: bytes, fetched_at: datetime) -> RawExchange:
-    """An exchange as :func:`pack_exchange` stored it, in format 2 or the earlier format 1."""
-    if data[:1] == bytes((_FORMAT,)):
+@dataclass(frozen=True)
+class PackedExchange:
+    """The stored form of an exchange: ``data`` for its row, and in format 3 the payload as received kept
+    as a blob (``blob``, ``blob_sha256``; None in formats 1 and 2)."""
+
+    data: bytes
+    blob: bytes | None = None
+    blob_sha256: str | None = None
+
+
+def pack_stored(exchange: RawExchange) -> PackedExchange:
+    """``exchange`` as :func:`keep_exchanges` stores it: format 3 with its payload as a blob when the payload
+    as received is at least :data:`BLOB_MIN_BYTES`, else format 2 (:func:`pack_exchange`)."""
+    payload = exchange.payload
+    if payload is None or len(payload) < BLOB_MIN_BYTES:
+        return PackedExchange(pack_exchange(exchange))
+    digest = hashlib.sha256(payload).hexdigest()
+    body: bytes | int
+    if exchange.wire_body is None:
+        body = _IN_BLOB
+    elif _body_derivable(exchange):
+        body = _DERIVED
+    else:
+        body = _ABSENT if exchange.body is None else exchange.body
+    head = _parts(
+        [
+            exchange.url.encode("utf-8"),
+            exchange.request_head,
+            exchange.response_head,
+            body,
+            exchange.rendered,
+            exchange.ip_address.encode("ascii"),
+        ]
+    )
+    data = bytes((_FORMAT_BLOB,)) + zlib.compress(head, LEVEL) + _parts([digest.encode("ascii")])
+    return PackedExchange(data, payload, digest)
+
+
+def unpack_exchange(data: bytes, fetched_at: datetime, blob: bytes | None = None) -> RawExchange:
+    """An exchange as :func:`pack_exchange` or :func:`pack_stored` stored it, in format 1, 2 or 3 (``blob``:
+    the payload a format 3 row names, which must hash to its SHA-256)."""
+    if data[:1] == bytes((_FORMAT_BLOB,)):
+        inflating = zlib.decompressobj()
+        raw = inflating.decompress(data[1:])
+        parts, _ = _read_parts(raw, 0, 6)
+        (reference,) = _read_parts(inflating.unused_data, 0, 1)[0]
+        digest = reference.decode("ascii") if isinstance(reference, bytes) else ""
+        if blob is None:
+            raise ValueError(f"the blob {digest} of a page exchange is missing")
+        if hashlib.sha256(blob).hexdigest() != digest:
+            raise ValueError(f"the blob {digest} of a page exchange does not hash to its name")
+        if parts[3] == _IN_BLOB:
+            parts[3] = blob
+            parts.append(_ABSENT)
+        else:
+            parts.append(blob)
+    elif data[:1] == bytes((_FORMAT,)):
         inflating = zlib.decompressobj()
         raw = inflating.decompress(data[1:])
         parts, _ = _read_parts(raw, 0, 6)
@@ -240,24 +309,48 @@ def unpack_exchange(data: bytes, fetched_at: datetime) -> RawExchange:
 
 def keep_exchanges(session: Session, exchanges: Iterable[tuple[int, RawExchange]]) -> int:
     """Store the exchange of each ``(page id, exchange)`` (one already stored for the same page and snapshot
-    is kept as it is: it is the same response). Returns how many rows were offered."""
-    rows = [
-        {
-            "page_id": page_id,
-            "snapshot_sha256": exchange.snapshot_sha256,
-            "fetched_at": exchange.fetched_at,
-            "rendered": bool(exchange.rendered),
-            "data": pack_exchange(exchange),
-        }
-        for page_id, exchange in exchanges
-    ]
+    is kept as it is: it is the same response), a payload of at least :data:`BLOB_MIN_BYTES` as a blob, once
+    per SHA-256. Returns how many rows were offered.
+
+    Two workers storing the same blob at once both succeed: ``INSERT ... ON CONFLICT (sha256) DO UPDATE``,
+    which, unlike DO NOTHING, also locks an existing blob's row until this transaction ends, so that a
+    concurrent :func:`prune_exchanges` (which locks the blobs it may drop) cannot drop a blob this
+    transaction is about to name."""
+    rows: list[dict[str, object]] = []
+    blobs: dict[str, dict[str, object]] = {}
+    for page_id, exchange in exchanges:
+        packed = pack_stored(exchange)
+        rows.append(
+            {
+                "page_id": page_id,
+                "snapshot_sha256": exchange.snapshot_sha256,
+                "fetched_at": exchange.fetched_at,
+                "rendered": bool(exchange.rendered),
+                "data": packed.data,
+                "blob_sha256": packed.blob_sha256,
+            }
+        )
+        if packed.blob is not None and packed.blob_sha256 is not None:
+            blobs[packed.blob_sha256] = {
+                "sha256": packed.blob_sha256,
+                "size": len(packed.blob),
+                "data": packed.blob,
+                "first_stored": utcnow(),
+            }
     if not rows:
         return 0
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    for sha256 in sorted(blobs):  # in one order: two workers never wait on each other's blobs crosswise
+        blob = insert(Blob).values(**blobs[sha256])
+        session.execute(
+            blob.on_conflict_do_update(index_elements=["sha256"], set_={"size": blob.excluded.size})
+        )
     # one statement, the rows as its parameters: compiled once and cached, where a VALUES clause of the rows
     # was compiled anew for each batch
     statement = insert(PageExchange).on_conflict_do_nothing(index_elements=["page_id", "snapshot_sha256"])
     session.execute(statement, rows)
+    if blobs:  # a fetch stored before under the same snapshot kept its own row: its new blob names nothing
+        _drop_unnamed_blobs(session, list(blobs))
     return len(rows)
 
 
@@ -274,10 +367,31 @@ def prune_exchanges(session: Session, page_ids: Sequence[int]) -> None:
         PageVersion.snapshot_sha256 == PageExchange.snapshot_sha256,
     )
     for chunk in id_chunks(sorted(set(page_ids))):
+        doomed = and_(PageExchange.page_id.in_(chunk), or_(not_(has_match), and_(not_(current), not_(kept))))
+        blobs = session.scalars(
+            select(PageExchange.blob_sha256).where(doomed, PageExchange.blob_sha256.is_not(None)).distinct()
+        ).all()
+        session.execute(delete(PageExchange).where(doomed).execution_options(synchronize_session=False))
+        _drop_unnamed_blobs(session, [sha256 for sha256 in blobs if sha256])
+
+
+def _drop_unnamed_blobs(session: Session, candidates: Sequence[str]) -> None:
+    """Drop those of the blobs ``candidates`` that no exchange names any more. The rows are locked first
+    (PostgreSQL: FOR UPDATE; SQLite has one writer at a time), then dropped by a statement of its own, which
+    sees every exchange committed meanwhile: a worker that is storing an exchange naming one of them holds
+    its row (:func:`keep_exchanges`) until it commits, and its exchange then keeps the blob."""
+    unique = sorted(set(candidates))
+    for start in range(0, len(unique), CHUNK):
+        chunk = unique[start : start + CHUNK]
+        locked = session.scalars(
+            select(Blob.sha256).where(Blob.sha256.in_(chunk)).order_by(Blob.sha256).with_for_update()
+        ).all()
+        if not locked:
+            continue
+        named = exists().where(PageExchange.blob_sha256 == Blob.sha256)
         session.execute(
-            delete(PageExchange)
-            .where(PageExchange.page_id.in_(chunk))
-            .where(or_(not_(has_match), and_(not_(current), not_(kept))))
+            delete(Blob)
+            .where(Blob.sha256.in_(locked), not_(named))
             .execution_options(synchronize_session=False)
         )
 
@@ -287,8 +401,19 @@ def exchange_for(session: Session, page_id: int, snapshot_sha256: str) -> RawExc
     None when none was kept (a page fetched before exchanges were kept, or flagged later by a newly
     registered work after its exchange was dropped)."""
     row = session.execute(
-        select(PageExchange.data, PageExchange.fetched_at).where(
+        select(PageExchange.data, PageExchange.fetched_at, PageExchange.blob_sha256).where(
             PageExchange.page_id == page_id, PageExchange.snapshot_sha256 == snapshot_sha256
         )
     ).first()
-    return None if row is None else unpack_exchange(bytes(row[0]), row[1])
+    return None if row is None else read_exchange(session, bytes(row[0]), row[1], row[2])
+
+
+def read_exchange(
+    session: Session, data: bytes, fetched_at: datetime, blob_sha256: str | None
+) -> RawExchange:
+    """A ``page_exchanges`` row's exchange, its blob read when it names one (format 3)."""
+    blob = None
+    if blob_sha256:
+        found = session.scalar(select(Blob.data).where(Blob.sha256 == blob_sha256))
+        blob = None if found is None else bytes(found)
+    return unpack_exchange(data, fetched_at, blob)

@@ -71,6 +71,7 @@ __all__ = [
     "USER_ROLES",
     "ApiToken",
     "Base",
+    "Blob",
     "CaptureStamp",
     "Chapter",
     "CodeIndexRow",
@@ -1181,6 +1182,21 @@ class PageExchange(Base):
     fetched_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     rendered: Mapped[bool] = mapped_column(Boolean, default=False)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+    # format 3 (a payload above storage.exchanges.BLOB_MIN_BYTES): the blob holding the payload as received
+    blob_sha256: Mapped[str | None] = mapped_column(String(64), index=True)
+
+
+class Blob(Base):
+    """A downloaded file's payload as received, kept once however many exchanges (URLs, fetches) served it:
+    ``page_exchanges`` rows in format 3 name it by ``sha256`` (:mod:`storage.exchanges`). Dropped by
+    :func:`storage.exchanges.prune_exchanges` only once no exchange names it."""
+
+    __tablename__ = "blobs"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    first_stored: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class CaptureStamp(Base):
