@@ -12,7 +12,7 @@ anyone who wants the figures.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 
 import pygal
@@ -79,26 +79,33 @@ def _whole_numbers(largest: int) -> dict[str, object]:
     return {"y_labels": list(range(largest + 1))} if largest < 10 else {}
 
 
-def time_series_svg(periods: Sequence[PeriodCount], *, per: str) -> bytes:
-    """Stacked bars of the matches first seen per day or week, one colour per status."""
+def time_series_svg(
+    periods: Sequence[PeriodCount],
+    *,
+    per: str,
+    title: str | None = None,
+    status_names: Mapping[str, str] | None = None,
+) -> bytes:
+    """Stacked bars of the matches first seen per day or week, one colour per status (``status_names``: the
+    legend's words for them, in the page's language)."""
     largest = max((p.total for p in periods), default=0)
     chart = pygal.StackedBar(
         **_config(
             x_label_rotation=30, show_minor_x_labels=False, truncate_label=-1, **_whole_numbers(largest)
         )
     )
-    chart.title = f"Matches first seen per {per}"
+    chart.title = title or f"Matches first seen per {per}"
     labels = [_label(p.start, per) for p in periods]
     chart.x_labels = labels
     # about a dozen labels on the axis, whatever the number of bars
     step = max(1, len(labels) // 12)
     chart.x_labels_major = labels[::step]
     for status in STATUSES:
-        chart.add(status, [p.by_status.get(status, 0) for p in periods])
+        chart.add((status_names or {}).get(status, status), [p.by_status.get(status, 0) for p in periods])
     return _render(chart)
 
 
-def bars_svg(title: str, rows: Sequence[KeyCount]) -> bytes:
+def bars_svg(title: str, rows: Sequence[KeyCount], *, status_names: Mapping[str, str] | None = None) -> bytes:
     """Horizontal stacked bars, one per work or host, largest on top."""
     largest = max((row.total for row in rows), default=0)
     chart = pygal.HorizontalStackedBar(
@@ -108,7 +115,7 @@ def bars_svg(title: str, rows: Sequence[KeyCount]) -> bytes:
     ordered = list(reversed(rows))  # pygal draws the first label at the bottom
     chart.x_labels = [row.label for row in ordered]
     for status in STATUSES:
-        chart.add(status, [row.by_status.get(status, 0) for row in ordered])
+        chart.add((status_names or {}).get(status, status), [row.by_status.get(status, 0) for row in ordered])
     return _render(chart)
 
 

@@ -21,6 +21,7 @@ from fptrack.admin.charts import CHART_CONTENT_SECURITY_POLICY, bars_svg, time_s
 from fptrack.admin.views.context import admin_state
 from fptrack.admin.views.crawls import crawl_rows
 from fptrack.admin.views.read_sessions import read_session
+from fptrack.admin.vocabulary import label
 from fptrack.analytics.latency import detection_latency
 from fptrack.analytics.rollups import (
     STATUSES,
@@ -190,7 +191,10 @@ def _takedowns(session: Session) -> dict[str, object]:
 def chart_over_time() -> Response:
     session = read_session()
     period = dashboard_period(session)
-    return _svg(time_series_svg(_periods(session, period), per=period.per))
+    title = gettext("Matches first seen per %(per)s", per=label(period.per))
+    return _svg(
+        time_series_svg(_periods(session, period), per=period.per, title=title, status_names=_names())
+    )
 
 
 @blueprint.get("/charts/works.svg")
@@ -198,7 +202,11 @@ def chart_works() -> Response:
     session = read_session()
     period = dashboard_period(session)
     rows = top_works(session, since=period.since, limit=TOP)
-    return _svg(bars_svg(gettext("Works with most matches, %(period)s", period=period.label), rows))
+    return _svg(
+        bars_svg(
+            gettext("Works with most matches, %(period)s", period=period.label), rows, status_names=_names()
+        )
+    )
 
 
 @blueprint.get("/charts/hosts.svg")
@@ -206,7 +214,11 @@ def chart_hosts() -> Response:
     session = read_session()
     period = dashboard_period(session)
     rows = top_hosts(session, since=period.since, limit=TOP)
-    return _svg(bars_svg(gettext("Sites with most matches, %(period)s", period=period.label), rows))
+    return _svg(
+        bars_svg(
+            gettext("Sites with most matches, %(period)s", period=period.label), rows, status_names=_names()
+        )
+    )
 
 
 def _periods(session: Session, period: DashboardPeriod) -> list[PeriodCount]:
@@ -225,3 +237,8 @@ def _as_date(value: object) -> date:
     if isinstance(value, date):
         return value
     return date.fromisoformat(str(value)[:10])
+
+
+def _names() -> dict[str, str]:
+    """The statuses in the page's language, for the charts' legends."""
+    return {status: label(status) for status in STATUSES}

@@ -207,3 +207,11 @@ def test_sites_are_shown_by_name_with_the_host_as_title(
     page = client.get("/matches").get_data(as_text=True)
     assert '<td class="host"><span class="site-name" title="copy.example">抄书网</span></td>' in page
     assert '<td class="host">pirate.example</td>' in page  # no site names it: the host
+
+
+def test_charts_speak_the_page_language(client: FlaskClient, seeded: Seeded) -> None:
+    client.set_cookie(LANGUAGE_COOKIE, "zh")
+    over_time = client.get("/charts/matches-over-time.svg?days=0&per=week").get_data(as_text=True)
+    assert "每周首次发现的匹配" in over_time and "待审核" in over_time and "flagged<" not in over_time
+    works = client.get("/charts/works.svg?days=0").get_data(as_text=True)
+    assert "匹配最多的作品，全部时间" in works and "已确认" in works
