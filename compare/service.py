@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from fptrack.compare import chapter_index
@@ -53,7 +53,14 @@ from fptrack.storage.fingerprints import (
     write_fingerprints,
 )
 from fptrack.storage.index import IndexLayout
-from fptrack.storage.match_life import UNSETTLED_NOTE, Observation, next_due, observe, rest_on_page
+from fptrack.storage.match_life import (
+    IMAGES_UNREAD_NOTE,
+    UNSETTLED_NOTE,
+    Observation,
+    next_due,
+    observe,
+    rest_on_page,
+)
 from fptrack.storage.models import (
     Chapter,
     Match,
@@ -788,10 +795,12 @@ def record_matches(
 
 def _unsettled(session: Session, page_ids: Sequence[int]) -> set[int]:
     """The pages among ``page_ids`` that the browser read before their scripts were done
-    (:data:`storage.match_life.UNSETTLED_NOTE`)."""
+    (:data:`storage.match_life.UNSETTLED_NOTE`), or whose chapter images could not all be read
+    (:data:`storage.match_life.IMAGES_UNREAD_NOTE`)."""
     found: set[int] = set()
     for chunk in id_chunks(page_ids):
-        query = select(Page.id).where(Page.id.in_(chunk), Page.note.contains(UNSETTLED_NOTE))
+        unread = or_(Page.note.contains(UNSETTLED_NOTE), Page.note.contains(IMAGES_UNREAD_NOTE))
+        query = select(Page.id).where(Page.id.in_(chunk), unread)
         found.update(int(i) for i in session.scalars(query))
     return found
 

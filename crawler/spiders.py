@@ -42,6 +42,7 @@ from fptrack.crawler.render import RENDER_DIRECT, RENDER_META, RenderPlan, rende
 from fptrack.crawler.resume import CrawlState
 from fptrack.fingerprint.containers import ContainerLimits
 from fptrack.fingerprint.ocr import read_images, tesseract_path
+from fptrack.storage.match_life import IMAGES_UNREAD_NOTE
 
 __all__ = ["PARSE_THREADS", "RENDER_ENOUGH", "RENDER_NEEDED", "PageSpider"]
 
@@ -264,15 +265,19 @@ class PageSpider(scrapy.Spider):
         if rendered:
             self._inc("fptrack/render/pages")
         images = await self._chapter_images(response, parsed)
-        if images:  # a chapter drawn as images: the page waits for them (on_chapter_image)
+        if images is None:  # drawn as images, no OCR engine: kept as it is, and it tells nothing of a removal
+            note = "; ".join(part for part in (f"{IMAGE_NOTE}{IMAGES_UNREAD_NOTE}", parsed.page.note) if part)
+            parsed = ParsedResponse(page=replace(parsed.page, note=note[:2000]), links=parsed.links)
+        elif images:  # a chapter drawn as images: the page waits for them (on_chapter_image)
             yield self._image_request(_ImagePage(parsed, dict(response.meta), images), 0)
             return
         for item in self._emit(parsed, response.meta):
             yield item
 
-    async def _chapter_images(self, response: Response, parsed: ParsedResponse) -> tuple[str, ...]:
+    async def _chapter_images(self, response: Response, parsed: ParsedResponse) -> tuple[str, ...] | None:
         """The images on the crawl's sites that hold the page's chapter (crawler.images), when its text is
-        too short to be one; () for an ordinary page (one length check), or when OCR is off or missing."""
+        too short to be one; () for an ordinary page (one length check) or when OCR is off; None when the
+        page has such images and no OCR engine is installed."""
         page = parsed.page
         if (
             not self.ocr.active
@@ -299,7 +304,7 @@ class PageSpider(scrapy.Spider):
                     "tesseract-ocr-chi-tra)"
                 )
             self._inc("fptrack/ocr/unavailable")
-            return ()
+            return None
         return urls
 
     def _image_request(self, work: _ImagePage, index: int) -> Request:
@@ -348,6 +353,8 @@ class PageSpider(scrapy.Spider):
         page = work.parsed.page
         problems = (*work.problems, *reading.problems)
         summary = f"{IMAGE_NOTE}{reading.images_read} of {len(work.urls)} image(s) read by OCR"
+        if problems or reading.images_read < len(work.urls):  # its text tells nothing of a removal
+            summary += f" ({IMAGES_UNREAD_NOTE} whole)"
         if reading.text:
             text = "\n".join(part for part in (page.text, reading.text) if part)
             page = replace(

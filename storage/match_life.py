@@ -44,6 +44,7 @@ __all__ = [
     "COPYING_STATUSES",
     "DOWN_OUTCOMES",
     "GONE_STATUSES",
+    "IMAGES_UNREAD_NOTE",
     "INFRINGING_STATUSES",
     "UNSETTLED_MARK",
     "UNSETTLED_NOTE",
@@ -75,6 +76,9 @@ GONE_STATUSES = frozenset({404, 410, 451})
 # with this attribute, the parser notes it on the page (pages.note), and a removal is never observed from it.
 UNSETTLED_MARK = "data-fptrack-unsettled"
 UNSETTLED_NOTE = "rendered while its requests were still running"
+IMAGES_UNREAD_NOTE = "chapter images not read"
+"""A page note: the page's chapter is drawn as images that this fetch could not read (no OCR engine, an image
+failed): its text tells nothing about a removal, as an unsettled rendering's does not."""
 
 
 @dataclass(frozen=True)

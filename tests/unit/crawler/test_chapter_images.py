@@ -60,3 +60,35 @@ def test_the_ocr_settings_reach_the_plan_and_bad_languages_are_one_line() -> Non
     assert not ocr_plan(off).active and download_limits(off).ocr is None
     with pytest.raises(ConfigurationError, match=r"^FPTRACK_OCR_LANGUAGES='chi_sim; rm' is not Tesseract"):
         Settings.from_env({"FPTRACK_OCR_LANGUAGES": "chi_sim; rm"})
+
+
+def _collect(spider: object, response: object) -> list[object]:
+    import asyncio
+
+    async def run() -> list[object]:
+        return [item async for item in spider.parse(response)]  # type: ignore[attr-defined]
+
+    return asyncio.run(run())
+
+
+def test_without_tesseract_an_image_page_is_kept_as_it_is_and_says_it_tells_nothing() -> None:
+    from scrapy.http import HtmlResponse, Request
+
+    from fptrack.crawler.pages import CrawledPage
+    from fptrack.crawler.spiders import PageSpider
+    from fptrack.fingerprint.ocr import OcrLimits
+    from fptrack.storage.match_life import IMAGES_UNREAD_NOTE
+
+    body = "<html><body><h1>第一章</h1><div id='content'><img src='/i/1.png'></div></body></html>"
+    response = HtmlResponse(BASE, body=body.encode(), encoding="utf-8", request=Request(BASE))
+    missing = OcrPlan(limits=OcrLimits(binary="tesseract-not-installed-here"))
+    spider = PageSpider(start_urls=[BASE], depth=0, max_pages=5, ocr=missing)
+    items = _collect(spider, response)
+    assert len(items) == 1 and isinstance(items[0], CrawledPage)
+    assert IMAGES_UNREAD_NOTE in items[0].note and len(items[0].text) < 200  # its text as parsed
+    # an ordinary page is untouched
+    ordinary = HtmlResponse(
+        BASE, body=("<p>" + "字" * 400 + "</p>").encode(), encoding="utf-8", request=Request(BASE)
+    )
+    page = _collect(PageSpider(start_urls=[BASE], depth=0, max_pages=5, ocr=missing), ordinary)[0]
+    assert isinstance(page, CrawledPage) and page.note == ""
