@@ -1,19 +1,26 @@
 """End to end: `fptrack crawl` of a loopback forum whose threads post cloud-drive share links (a link, a
 disguised link, the 提取码 on the next line) records each share once as a lead of the work the page copies or
 the text beside the link names, with every page it was seen on; a second crawl adds nothing; `fptrack leads`
-lists, filters, exports and reviews them. SQLite and PostgreSQL (the ``settings`` fixture)."""
+lists, filters, exports and reviews them. In-process on SQLite and PostgreSQL (the ``settings`` fixture), and
+with two Celery worker processes over Redis on PostgreSQL: the same leads."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import uuid
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, text
 
+from fptrack.core.settings import Settings
 from testbed.sites import Page, serve_site
+from tests.conftest import REDIS_URL
+from tests.e2e.conftest import Fptrack
 from tests.support.books import book
+from tests.support.workers import wait_indexed, worker_processes
 
 pytestmark = pytest.mark.slow
 
@@ -49,16 +56,47 @@ def _leads(fptrack: Any, *args: str) -> dict[str, dict[str, Any]]:
     return {row["url"]: row for row in rows}
 
 
-def test_a_forum_crawl_records_each_share_once_as_a_lead_of_its_work(fptrack, tmp_path) -> None:
-    fptrack.run("init")
-    for name, text in (("a", BOOK_A), ("b", BOOK_B)):
+def _register(fptrack: Fptrack, tmp_path: Any) -> None:
+    for name, book_text in (("a", BOOK_A), ("b", BOOK_B)):
         path = tmp_path / f"{name}.txt"
-        path.write_text(text, encoding="utf-8")
+        path.write_text(book_text, encoding="utf-8")
         fptrack.run("works", "add", str(path))
+
+
+def _crawl_twice(fptrack: Fptrack) -> str:
     with serve_site(_forum()) as base:
         for _ in range(2):  # a second crawl of the same pages records nothing new
             fptrack.run("crawl", base + "/", "--allow-private-host", base.key, "--depth", "1")
     assert any(m["work_title"] == "山海长歌" for m in fptrack.matches())
+    return str(base)
+
+
+def _answer(fptrack: Fptrack, base: str) -> set[tuple[Any, ...]]:
+    return {
+        (
+            row["platform"],
+            row["share_id"],
+            row["code"],
+            row["basis"],
+            tuple(w["work_title"] for w in row["works"]),
+            tuple(sorted(p["page_url"].removeprefix(base) for p in row["pages"])),
+        )
+        for row in _leads(fptrack).values()
+    }
+
+
+EXPECTED = {
+    ("baidu", "1AbCdEfGhIjKlMnOp", "x7k2", "page", ("山海长歌",), ("/thread/1", "/thread/2")),
+    ("quark", "0123456789ab", "", "page", ("山海长歌",), ("/thread/1",)),
+    ("aliyun", "Ab1Cd2Ef3Gh", "3x9k", "title", ("青灯夜话",), ("/thread/2",)),
+}
+
+
+def test_a_forum_crawl_records_each_share_once_as_a_lead_of_its_work(fptrack, tmp_path) -> None:
+    fptrack.run("init")
+    _register(fptrack, tmp_path)
+    base = _crawl_twice(fptrack)
+    assert _answer(fptrack, base) == EXPECTED
 
     leads = _leads(fptrack)
     baidu = "https://pan.baidu.com/s/1AbCdEfGhIjKlMnOp"
@@ -100,3 +138,29 @@ def test_a_forum_crawl_records_each_share_once_as_a_lead_of_its_work(fptrack, tm
     )
     table = fptrack.run("leads").stdout
     assert "0123456789ab" in table and "山海长歌" in table
+
+
+@pytest.mark.postgres
+def test_the_leads_are_the_same_when_workers_compare_the_pages(
+    postgres_settings: Settings, tmp_path: Any
+) -> None:
+    database = f"fptrack_leads_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(postgres_settings.database_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {database}"))
+    try:
+        url = f"{postgres_settings.database_url.rsplit('/', 1)[0]}/{database}"
+        settings = Settings(data_dir=tmp_path / "workers", database_url=url)
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        queue = f"fptrack-leads-{uuid.uuid4().hex[:8]}"
+        workers = Fptrack(settings, {"FPTRACK_BROKER_URL": REDIS_URL, "FPTRACK_TASK_QUEUE": queue})
+        workers.run("init")
+        with worker_processes(workers.env(), tmp_path, 2):
+            _register(workers, tmp_path)
+            wait_indexed(settings)
+            base = _crawl_twice(workers)
+        assert _answer(workers, base) == EXPECTED
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)"))
+        admin.dispose()
