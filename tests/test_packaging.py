@@ -35,7 +35,19 @@ PACKAGE = "fptrack"
 # ``__init__.py``, such as deploy/, docs/, requirements/, is not a package and is left out too).
 NOT_SHIPPED = frozenset({"tests", "testbed", "benchmarks", "research"})
 # Data files the product reads at run time, by pattern, under the package folders.
-DATA_PATTERNS = ("*.html", "*.css", "*.js", "*.txt", "*.mako", "*.sql", "*.json", "*.ini", "py.typed")
+DATA_PATTERNS = (
+    "*.html",
+    "*.css",
+    "*.js",
+    "*.txt",
+    "*.mako",
+    "*.sql",
+    "*.json",
+    "*.ini",
+    "*.po",
+    "*.mo",
+    "py.typed",
+)
 LOCK = ROOT / "requirements" / "runtime.txt"
 LOCK_DEV = ROOT / "requirements" / "dev.txt"
 
