@@ -23,9 +23,7 @@ blueprint = Blueprint("users", __name__, url_prefix="/users")
 
 class NewUserForm(FlaskForm):  # type: ignore[misc]  # Flask-WTF ships no type hints
     username = StringField(lazy_gettext("Username"), validators=[DataRequired(), Length(max=150)])
-    role = SelectField(
-        lazy_gettext("Role"), choices=[(role, lazy_gettext(role)) for role in ROLES], default="viewer"
-    )
+    role = SelectField(lazy_gettext("Role"), choices=list(ROLES), default="viewer")
     password = PasswordField(
         lazy_gettext("Password"), validators=[DataRequired(), Length(max=MAX_PASSWORD_LENGTH)]
     )
