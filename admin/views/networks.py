@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext
 from flask_login import current_user
 
 from fptrack.admin.security import requires_role
@@ -49,11 +50,13 @@ def decide(candidate_id: int, decision: str) -> ResponseReturnValue:
     try:
         if decision == "accept":
             site = accept_candidate(session, candidate_id, admin_state().settings, by=by)
-            message = f"Monitoring {site.name} ({site.host})."
+            message = gettext("Monitoring %(name)s (%(host)s).", name=site.name, host=site.host)
         elif decision == "reject":
-            message = f"Rejected {reject_candidate(session, candidate_id, by=by).host}."
+            message = gettext("Rejected %(host)s.", host=reject_candidate(session, candidate_id, by=by).host)
         else:
-            message = f"{license_candidate(session, candidate_id, by=by).host} is licensed."
+            message = gettext(
+                "%(host)s is licensed.", host=license_candidate(session, candidate_id, by=by).host
+            )
     except (CandidateError, SiteError) as error:
         session.rollback()
         flash(str(error))
