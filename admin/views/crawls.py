@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, abort, render_template
+from flask_babel import gettext
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -100,7 +101,7 @@ def detail(job_id: int) -> str:
     session = read_session()
     job = session.get(CrawlJob, job_id)
     if job is None:
-        abort(404, description=f"There is no crawl with id {job_id}.")
+        abort(404, description=gettext("There is no crawl with id %(id)s.", id=job_id))
     site = session.get(Site, job.site_id) if job.site_id is not None else None
     row = crawl_rows(session, limit=1, job_id=job_id)[0]
     return render_template("crawl.html", crawl=row, job=job, site=site, stats=job.stats or {})

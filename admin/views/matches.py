@@ -241,7 +241,7 @@ def _ids(raw: list[str]) -> list[int]:
         except ValueError:
             abort(400, description=f"Match ids are integers, not {value[:40]!r}.")
         if not 1 <= number <= MAX_ID:
-            abort(404, description=f"There is no match with id {value[:40]}.")
+            abort(404, description=gettext("There is no match with id %(id)s.", id=value[:40]))
         ids.append(number)
     if len(ids) > BULK_LIMIT:
         abort(400, description=f"A bulk action changes at most {BULK_LIMIT} matches.")
@@ -324,7 +324,7 @@ def _load_match(match_id: int) -> Match:
         options=[joinedload(Match.page), joinedload(Match.work), joinedload(Match.chapter)],
     )
     if match is None:
-        abort(404, description=f"There is no match with id {match_id}.")
+        abort(404, description=gettext("There is no match with id %(id)s.", id=match_id))
     return match
 
 
@@ -379,7 +379,7 @@ def set_status(match_id: int) -> BaseResponse:
             basis_below=admin_state().settings.review_basis_below,
         )
     except LookupError:
-        abort(404, description=f"There is no match with id {match_id}.")
+        abort(404, description=gettext("There is no match with id %(id)s.", id=match_id))
     except ValueError as error:
         abort(400, description=str(error)[:1].upper() + str(error)[1:] + ".")
     session.commit()
@@ -407,7 +407,7 @@ def note(match_id: int) -> BaseResponse:
     try:
         add_note(session, match_id, current_user.username, request.form.get("text", ""))
     except LookupError:
-        abort(404, description=f"There is no match with id {match_id}.")
+        abort(404, description=gettext("There is no match with id %(id)s.", id=match_id))
     except ValueError as error:
         abort(400, description=str(error)[:1].upper() + str(error)[1:] + ".")
     session.commit()

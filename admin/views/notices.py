@@ -85,7 +85,7 @@ def _notice_or_404(session: Session, notice_id: int) -> Notice:
     try:
         return load_notice(session, notice_id)
     except NoticeError:
-        abort(404, description=f"There is no notice with id {notice_id}.")
+        abort(404, description=gettext("There is no notice with id %(id)s.", id=notice_id))
 
 
 def notice_document(notice: Notice, *, for_pdf: bool, nav: list[NavLink] | None = None) -> str:
@@ -394,7 +394,7 @@ def senders_edit(sender_id: int) -> ResponseReturnValue:
     session = db_session()
     sender = session.get(Sender, sender_id)
     if sender is None:
-        abort(404, description=f"There is no sender with id {sender_id}.")
+        abort(404, description=gettext("There is no sender with id %(id)s.", id=sender_id))
     try:
         save_sender(session, sender.name, create=False, **_sender_fields())
         upload = request.files.get("proof")

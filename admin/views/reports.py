@@ -9,6 +9,7 @@ reviewers and admins only, and for confirmed matches only (``?status=`` other th
 from __future__ import annotations
 
 from flask import Blueprint, Response, abort, render_template, request, url_for
+from flask_babel import gettext
 
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
@@ -95,7 +96,7 @@ def bundle(match_id: int) -> Response:
     FPTRACK_TSA_URL set, timestamped. A time-stamping authority that fails answers 502."""
     session = db_session()
     if session.get(Match, match_id) is None:
-        abort(404, description=f"There is no match with id {match_id}.")
+        abort(404, description=gettext("There is no match with id %(id)s.", id=match_id))
     try:
         data = build_bundle(session, match_id, admin_state().settings)
     except BundleError as error:

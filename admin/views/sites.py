@@ -121,7 +121,7 @@ def spec_from_form() -> SiteSpec:
 def _managed_site(session: Session, site_id: int) -> Site:
     site = session.get(Site, site_id)
     if site is None or not site.managed:
-        abort(404, description=f"There is no monitored site with id {site_id}.")
+        abort(404, description=gettext("There is no monitored site with id %(id)s.", id=site_id))
     return site
 
 

@@ -65,7 +65,7 @@ def remove(user_id: int) -> ResponseReturnValue:
     database = db_session()
     user = database.get(User, user_id)
     if user is None:
-        abort(404, description=f"There is no user with id {user_id}.")
+        abort(404, description=gettext("There is no user with id %(id)s.", id=user_id))
     if user.username == current_user.username:
         abort(400, description="You cannot remove your own account here; use `fptrack users remove`.")
     try:

@@ -37,7 +37,7 @@ def _detail(work_id: int, error: str = "", status: int = 200) -> tuple[str, int]
     rows = work_rows(session, work_id)
     rights = session.get(Work, work_id) if rows else None
     if rights is None:
-        abort(404, description=f"There is no work with id {work_id}.")
+        abort(404, description=gettext("There is no work with id %(id)s.", id=work_id))
     page = render_template(
         "work.html",
         work=rows[0],
@@ -62,7 +62,7 @@ def rights(work_id: int) -> ResponseReturnValue:
     session = db_session()
     work = session.get(Work, work_id) if 1 <= work_id <= MAX_ID else None
     if work is None:
-        abort(404, description=f"There is no work with id {work_id}.")
+        abort(404, description=gettext("There is no work with id %(id)s.", id=work_id))
     form = request.form
     try:
         fields = {name: (form.get(name) or "")[:2048] for name in WORK_RIGHTS_FIELDS if name in form}

@@ -215,3 +215,19 @@ def test_charts_speak_the_page_language(client: FlaskClient, seeded: Seeded) -> 
     assert "每周首次发现的匹配" in over_time and "待审核" in over_time and "flagged<" not in over_time
     works = client.get("/charts/works.svg?days=0").get_data(as_text=True)
     assert "匹配最多的作品，全部时间" in works and "已确认" in works
+
+
+def test_a_missing_record_is_said_in_chinese(client: FlaskClient, seeded: Seeded) -> None:
+    client.set_cookie(LANGUAGE_COOKIE, "zh")
+    for path, sentence in (
+        ("/matches/999999", "没有编号为 999999 的匹配。"),
+        ("/works/999999", "没有编号为 999999 的作品。"),
+        ("/crawls/999999", "没有编号为 999999 的抓取。"),
+    ):
+        response = client.get(path)
+        page = response.get_data(as_text=True)
+        assert response.status_code == 404 and "404 · 未找到" in page and sentence in page, path
+        assert not _untranslated(page), (path, _untranslated(page))
+    english = client.application.test_client()
+    log_in(english, "ada")
+    assert "There is no match with id 999999." in english.get("/matches/999999").get_data(as_text=True)
