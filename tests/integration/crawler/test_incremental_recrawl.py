@@ -83,7 +83,7 @@ def test_a_recrawl_fetches_listings_and_new_pages_not_known_chapters(settings: S
         engine = create_engine_for(settings)
         try:
             with Session(engine) as session:
-                listings = dict(session.execute(select(Page.url, Page.listing)).tuples().all())
+                listings = {url: listing for url, listing in session.execute(select(Page.url, Page.listing))}
                 assert listings[site.url("/")] and listings[site.url("/book/")]
                 assert not any(listings[site.url(path)] for path in chapters)
                 assert session.scalar(select(Match.recheck_due_at).limit(1)) is not None  # not due yet
