@@ -37,63 +37,39 @@ else
   say "Redis is not installed: its tests will be skipped (or fail under CI=true)"
 fi
 
-if command -v chromium >/dev/null 2>&1; then
-  say "Chromium found at $(command -v chromium)"
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  say "installing Debian's chromium (JS rendering of crawled pages, the admin browser tests)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/tmp/fptrack-apt.log 2>&1 \
-    || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
-         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >>/tmp/fptrack-apt.log 2>&1; } \
-    || say "could not install chromium (see /tmp/fptrack-apt.log): browser tests will be skipped"
-else
-  say "Chromium is not installed (apt-get install chromium): browser tests will be skipped"
-fi
-if ldconfig -p 2>/dev/null | grep -q 'libarchive\.so\.13'; then
-  say "libarchive found (7z and rar downloads, fingerprint/containers.py)"
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  say "installing Debian's libarchive13 (7z and rar downloads read by the crawler, docs/downloads.md)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q libarchive13 >>/tmp/fptrack-apt.log 2>&1 \
-    || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
-         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libarchive13 >>/tmp/fptrack-apt.log 2>&1; } \
-    || say "could not install libarchive13 (see /tmp/fptrack-apt.log): 7z and rar downloads will not be read"
-else
-  say "libarchive is not installed (apt-get install libarchive13): 7z and rar downloads will not be read"
-fi
+# ensure_packages CHECK FOUND USE LOST PACKAGES...: when CHECK (a shell command) fails, install Debian's PACKAGES
+# with apt-get (as root; the package index updated first when it is stale), saying what they serve (USE) and what
+# is lost without them (LOST); FOUND is said when CHECK passes
+ensure_packages() {
+  check=$1 found=$2 use=$3 lost=$4
+  shift 4
+  if sh -c "$check" >/dev/null 2>&1; then
+    say "$found"
+  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian's $* ($use)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >>/tmp/fptrack-apt.log 2>&1 \
+      || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
+           && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >>/tmp/fptrack-apt.log 2>&1; } \
+      || say "could not install $* (see /tmp/fptrack-apt.log): $lost"
+  else
+    say "$* is not installed (apt-get install $*): $lost"
+  fi
+}
+
+ensure_packages "command -v chromium" "Chromium found at $(command -v chromium)" \
+  "JS rendering of crawled pages, the evidence screenshot, the admin browser tests" \
+  "browser tests will be skipped" chromium
+ensure_packages "ldconfig -p | grep -q 'libarchive\.so\.13'" "libarchive found (7z and rar downloads)" \
+  "7z and rar downloads read by the crawler, docs/downloads.md" "7z and rar downloads will not be read" \
+  libarchive13
 OCR_PACKAGES="tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-chi-tra"
-if command -v tesseract >/dev/null 2>&1 && tesseract --list-langs 2>/dev/null | grep -q '^chi_sim$'; then
-  say "Tesseract found at $(command -v tesseract) (chapter images, fingerprint/ocr.py)"
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  say "installing Debian's $OCR_PACKAGES (chapter images read by OCR, docs/downloads.md)"
-  # shellcheck disable=SC2086
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $OCR_PACKAGES >>/tmp/fptrack-apt.log 2>&1 \
-    || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
-         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $OCR_PACKAGES >>/tmp/fptrack-apt.log 2>&1; } \
-    || say "could not install $OCR_PACKAGES (see /tmp/fptrack-apt.log): chapter images will not be read"
-else
-  say "Tesseract is not installed (apt-get install $OCR_PACKAGES): chapter images will not be read"
-fi
-if command -v wrk >/dev/null 2>&1; then
-  say "wrk found at $(command -v wrk)"
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  say "installing Debian's wrk (the admin and API load test, tests/reliability/test_admin_load.py)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >>/tmp/fptrack-apt.log 2>&1 \
-    || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
-         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >>/tmp/fptrack-apt.log 2>&1; } \
-    || say "could not install wrk (see /tmp/fptrack-apt.log): the admin load test will be skipped"
-else
-  say "wrk is not installed (apt-get install wrk): the admin load test will be skipped"
-fi
-if command -v openssl >/dev/null 2>&1; then
-  say "openssl found at $(command -v openssl)"
-elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  say "installing Debian's openssl (the evidence tests' local time-stamping authority)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl >>/tmp/fptrack-apt.log 2>&1 \
-    || { DEBIAN_FRONTEND=noninteractive apt-get update -q >>/tmp/fptrack-apt.log 2>&1 \
-         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl >>/tmp/fptrack-apt.log 2>&1; } \
-    || say "could not install openssl (see /tmp/fptrack-apt.log): the evidence time-stamping tests will fail"
-else
-  say "openssl is not installed (apt-get install openssl): the evidence time-stamping tests will fail"
-fi
+# shellcheck disable=SC2086
+ensure_packages "tesseract --list-langs | grep -q '^chi_sim\$'" "Tesseract found at $(command -v tesseract)" \
+  "chapter images read by OCR, docs/downloads.md" "chapter images will not be read" $OCR_PACKAGES
+ensure_packages "command -v wrk" "wrk found at $(command -v wrk)" \
+  "the admin and API load test, tests/reliability/test_admin_load.py" "the admin load test will be skipped" wrk
+ensure_packages "command -v openssl" "openssl found at $(command -v openssl)" \
+  "the evidence tests' local time-stamping authority" "the evidence time-stamping tests will fail" openssl
 has_cjk_font() { command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list :lang=zh family 2>/dev/null | head -n1)" ]; }
 
 if has_cjk_font; then
