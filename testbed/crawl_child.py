@@ -73,7 +73,18 @@ def main(argv: list[str]) -> int:
                 result["second_run_error"] = str(exc)
     # whether scrapy-playwright's handler was ever made in this process (the browser on demand)
     result["browser_handler_loaded"] = "scrapy_playwright.handler" in sys.modules
+    result["peak_kib"] = _peak_kib()
     json.dump(result, sys.stdout, ensure_ascii=False)
+    return 0
+
+
+def _peak_kib() -> int:
+    """This process's own peak resident memory (VmHWM), in KiB: not ``ru_maxrss`` as the parent reads it for
+    its children, which is the largest of every child it ever waited for."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
     return 0
 
 

@@ -34,6 +34,7 @@ class ChildCrawl:
     crawl_error: str | None = None
     second_run_error: str | None = None
     browser_handler_loaded: bool = False
+    peak_kib: int = 0  # the crawling child's own peak resident memory (VmHWM)
 
     def page(self, url: str) -> dict[str, Any]:
         found = [p for p in self.pages if p["url"] == url]
@@ -80,4 +81,5 @@ def crawl_in_child(
         crawl_error=result.get("crawl_error"),
         second_run_error=result.get("second_run_error"),
         browser_handler_loaded=result.get("browser_handler_loaded", False),
+        peak_kib=result.get("peak_kib", 0),
     )

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import io
 import os
-import resource
 import threading
-import time
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -96,9 +94,7 @@ def _site() -> Iterator[str]:
 
 def test_a_file_has_its_own_size_cap_and_a_page_keeps_its_own() -> None:
     with _site() as site:
-        started = time.monotonic()
         result = crawl_in_child([site + "/"], depth=1, timeout=120)
-        elapsed = time.monotonic() - started
     book = result.page(site + "/down?id=1")
     assert book["text"].startswith("=== file: 全本.txt ===\n第一章 山谷\n" + PARAGRAPHS[0])
     page_size = len(_Handler.files["/big.html"][1])
@@ -111,9 +107,9 @@ def test_a_file_has_its_own_size_cap_and_a_page_keeps_its_own() -> None:
         [site + "/huge.zip", f"larger than {200 * MIB} bytes ({file_cap}): {300 * MIB} bytes announced"],
     ]
     assert _Handler.sent.get("/huge.zip", 0) < 300 * MIB  # the client hung up: the body was never fetched
-    assert elapsed < 60
-    # the crawling child's peak memory: the 20 MiB file read, the 300 MiB one never held
-    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 400 * 1024
+    # the crawling child's own peak memory (not ru_maxrss of the children, the largest of every child this
+    # test process ever waited for): the 20 MiB file read, the 300 MiB one never held
+    assert 0 < result.peak_kib < 400 * 1024
 
 
 def test_the_file_cap_is_a_setting() -> None:
