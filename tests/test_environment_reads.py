@@ -19,6 +19,7 @@ ENTRY_POINTS: dict[tuple[str, str | None], str] = {
         "main",
     ): "python -m fptrack.jobs.site_crawl, a site's crawl in a process of its own",
     ("jobs/site_runs.py", "spawn_site_crawl"): "hands this process's environment on to that crawl process",
+    ("fingerprint/ocr.py", "_tesseract"): "hands this process's environment on to Tesseract, one thread",
 }
 
 
