@@ -205,7 +205,7 @@ def test_an_in_process_batch_compared_while_postgres_is_down_waits_for_it(cluste
             _Dispatcher(settings, tasks)(ids)  # refused until the database is back, then compared once
         finally:
             back.join()
-        pending, copies = _pending(sessions, set(ids)), _copies(sessions, set(ids))
+        pending, (copies, _seen_down) = _pending(sessions, set(ids)), _copies(sessions, set(ids))
     finally:
         engine.dispose()
     print(
