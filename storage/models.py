@@ -63,6 +63,7 @@ __all__ = [
     "PAGE_SAMPLE_INDEX",
     "PROOF_KINDS",
     "REGISTRY_LOCK_KEY",
+    "RELEASE_SOURCES",
     "RENDER_JS_MODES",
     "REVIEW_DECISIONS",
     "SENDER_KINDS",
@@ -98,6 +99,8 @@ __all__ = [
     "PageExchange",
     "PageVersion",
     "RegistryVersion",
+    "Release",
+    "ReleaseFeed",
     "ReviewDecision",
     "RightsProof",
     "Sender",
@@ -1383,3 +1386,46 @@ class ShareLeadSighting(Base):
     context: Mapped[str] = mapped_column(Text, default="")
     first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+RELEASE_SOURCES = ("registration", "feed")
+
+
+class Release(Base):
+    """A new chapter (or volume) of ``work_id`` came out at ``released_at``: registered as a release of it
+    (``fptrack works add FILE --release-of WORK``: ``source`` ``registration``, ``ref`` ``work:<new id>``,
+    ``new_work_id`` the work that holds the new text) or read from the work's release feed (``feed``, ``ref``
+    the entry's id or link). The sites that copied the work are crawled at a quicker pace for a while after it
+    (jobs/releases.py)."""
+
+    __tablename__ = "releases"
+    __table_args__ = (
+        UniqueConstraint("work_id", "ref"),
+        CheckConstraint(
+            "source IN (" + ", ".join(f"'{s}'" for s in RELEASE_SOURCES) + ")", name="known_source"
+        ),
+        Index("ix_releases_released_at", "released_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    work_id: Mapped[int] = mapped_column(ForeignKey("works.id", ondelete="CASCADE"))
+    released_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    source: Mapped[str] = mapped_column(String(16))
+    ref: Mapped[str] = mapped_column(String(2048))
+    new_work_id: Mapped[int | None] = mapped_column(ForeignKey("works.id", ondelete="SET NULL"))
+    recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ReleaseFeed(Base):
+    """The RSS, Atom or JSON feed a work's releases are read from (jobs/releases.py), one per work, with what
+    its last fetch left: the validators of a conditional request, and the error when it failed."""
+
+    __tablename__ = "release_feeds"
+
+    work_id: Mapped[int] = mapped_column(ForeignKey("works.id", ondelete="CASCADE"), primary_key=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    next_check_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    etag: Mapped[str] = mapped_column(String(300), default="", server_default="")
+    last_modified: Mapped[str] = mapped_column(String(100), default="", server_default="")
+    error: Mapped[str] = mapped_column(Text, default="", server_default="")
