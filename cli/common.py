@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import wraps
@@ -30,6 +30,8 @@ __all__ = [
     "EXIT_USAGE",
     "CliContext",
     "CliError",
+    "bom_option",
+    "echo_csv",
     "echo_error",
     "echo_warning",
     "friendly_errors",
@@ -169,6 +171,25 @@ def print_table(headers: list[str], rows: list[tuple[Any, ...]]) -> None:
     click.echo("  ".join("-" * w for w in widths))
     for row in cells:
         click.echo("  ".join(c + " " * (widths[i] - width(c)) for i, c in enumerate(row)).rstrip())
+
+
+def bom_option(command: F) -> F:
+    """``--bom/--no-bom`` for a command that writes CSV: a UTF-8 byte order mark first, by default."""
+    return click.option(
+        "--bom/--no-bom",
+        default=True,
+        help="CSV: start with a UTF-8 byte order mark, without which Excel (on Chinese Windows too) garbles "
+        "Chinese text [--bom].",
+    )(command)
+
+
+def echo_csv(columns: Sequence[str], rows: Iterable[Mapping[str, object]], *, bom: bool) -> None:
+    """Every CSV the command line writes: the header and the rows on stdout (``services.exports.csv_lines``,
+    cells a spreadsheet would run made safe), a byte order mark first when ``bom``."""
+    from fptrack.services.exports import csv_lines
+
+    for line in csv_lines(columns, rows, bom=bom):
+        click.echo(line, nl=False)
 
 
 class _ClosedPipeGuard:

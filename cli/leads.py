@@ -8,7 +8,7 @@ import json
 
 import click
 
-from fptrack.cli.common import CliContext, friendly_errors, pass_context, print_table
+from fptrack.cli.common import CliContext, bom_option, echo_csv, friendly_errors, pass_context, print_table
 
 __all__ = ["LEAD_COLUMNS", "leads"]
 
@@ -38,8 +38,11 @@ LEAD_STATES = ("new", "confirmed", "dismissed")
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
 )
+@bom_option
 @click.pass_context
-def leads(ctx: click.Context, work_id: int | None, platform: str | None, state: str | None, fmt: str) -> None:
+def leads(
+    ctx: click.Context, work_id: int | None, platform: str | None, state: str | None, fmt: str, bom: bool
+) -> None:
     """Cloud-drive share links (百度网盘, 阿里云盘, 夸克, 123云盘, 蓝奏云) posted on crawled pages: leads to a
     whole book, one per share, with its 提取码, the work it is a lead of and every page it was seen on.
 
@@ -52,15 +55,16 @@ def leads(ctx: click.Context, work_id: int | None, platform: str | None, state: 
 
     JSON is one object per line: id, platform, share_id, url, code, state, works [{work_id, work_title}],
     basis (title: the text beside the link names the work; page: the page it was on matches the work),
-    first_seen, last_seen, pages [{page_url, context, first_seen, last_seen}]. CSV: one line per lead."""
+    first_seen, last_seen, pages [{page_url, context, first_seen, last_seen}]. CSV: one line per lead, after
+    a UTF-8 byte order mark unless --no-bom."""
     if ctx.invoked_subcommand is not None:
         return
-    _list(ctx.obj, work_id, platform, state, fmt)
+    _list(ctx.obj, work_id, platform, state, fmt, bom)
 
 
 @friendly_errors
 def _list(
-    context: CliContext, work_id: int | None, platform: str | None, state: str | None, fmt: str
+    context: CliContext, work_id: int | None, platform: str | None, state: str | None, fmt: str, bom: bool
 ) -> None:
     from fptrack.storage.leads import list_leads
 
@@ -70,8 +74,6 @@ def _list(
         for row in rows:
             click.echo(json.dumps(row.as_json(), ensure_ascii=False))
     elif fmt == "csv":
-        from fptrack.services.exports import csv_lines
-
         records = (
             {
                 "id": row.id,
@@ -90,8 +92,7 @@ def _list(
             }
             for row in rows
         )
-        for line in csv_lines(LEAD_COLUMNS, records):
-            click.echo(line, nl=False)
+        echo_csv(LEAD_COLUMNS, records, bom=bom)
     elif not rows:
         click.echo("no leads" + (" matching these filters" if work_id or platform or state else ""))
     else:

@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fptrack.cli.common import CliContext, CliError, friendly_errors, pass_context, print_table
+from fptrack.cli.common import (
+    CliContext,
+    CliError,
+    bom_option,
+    echo_csv,
+    friendly_errors,
+    pass_context,
+    print_table,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -102,10 +110,18 @@ def _fetch_one(context: CliContext, url: str, allow_private: tuple[str, ...] = (
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
 )
 @click.option(
-    "--status", default="flagged", show_default=True, help="flagged, licensed, confirmed, dismissed or all."
+    "--status",
+    help="flagged, licensed, confirmed, dismissed or all [flagged; all with --id].",
 )
 @click.option("--work", "work_id", type=int, help="Only matches of this work id.")
-@click.option("--id", "match_ids", type=int, multiple=True, metavar="ID", help="Only the match with this id.")
+@click.option(
+    "--id",
+    "match_ids",
+    type=int,
+    multiple=True,
+    metavar="ID",
+    help="Only the match with this id, whatever its status (repeatable).",
+)
 @click.option(
     "--evidence",
     "with_evidence",
@@ -113,15 +129,17 @@ def _fetch_one(context: CliContext, url: str, allow_private: tuple[str, ...] = (
     help="Add each match's evidence: the copied passages as the page had them when copied (kept when the "
     "page has changed or gone since), with that fetch's time, HTTP status and snapshot SHA-256.",
 )
+@bom_option
 @pass_context
 @friendly_errors
 def matches(
     context: CliContext,
     fmt: str,
-    status: str,
+    status: str | None,
     work_id: int | None,
     match_ids: tuple[int, ...],
     with_evidence: bool,
+    bom: bool,
 ) -> None:
     """List the matches found, with their id (for `fptrack review ID ...`) and review status.
 
@@ -130,13 +148,19 @@ def matches(
     first_seen, then id and status (and with --evidence: evidence, an object with passages, fetched_at,
     http_status, snapshot_sha256 and kept, true when the page has changed since); a match on a downloaded
     archive adds files, the archive's files its passages are in (docs/downloads.md). CSV has the same columns
-    in that order (cells a spreadsheet would read as a formula are prefixed with an apostrophe)."""
+    in that order (cells a spreadsheet would read as a formula are prefixed with an apostrophe), after a UTF-8
+    byte order mark unless --no-bom.
+
+    \b
+      fptrack matches --id 12               match 12, whatever its status
+      fptrack matches --status all --format csv > matches.csv"""
     from fptrack.compare.records import match_files, match_to_dict
-    from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_lines, csv_match_row
+    from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_match_row
     from fptrack.services.queries import MATCH_STATUSES, MatchFilter, iter_matches
 
     if with_evidence and fmt == "csv":
         raise CliError("--evidence goes with --format json or table")
+    status = status or ("all" if match_ids else "flagged")
     with context.session() as session:
         found: list[Match] = []
         if status == "all" or status in MATCH_STATUSES:  # a status that does not exist selects nothing
@@ -144,6 +168,7 @@ def matches(
                 status=None if status == "all" else status, work_id=work_id, ids=match_ids, order="asc"
             )
             found = list(iter_matches(session, selected))  # first seen first
+        _require_ids(session, match_ids)
         records = []
         for m in found:
             files = match_files(session, m)
@@ -156,8 +181,7 @@ def matches(
         for record in records:
             click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
-        for line in csv_lines(CSV_MATCH_COLUMNS, (csv_match_row(record) for record in records)):
-            click.echo(line, nl=False)
+        echo_csv(CSV_MATCH_COLUMNS, (csv_match_row(record) for record in records), bom=bom)
     elif not records:
         click.echo("no matches" + (f" with status {status}" if status != "all" else ""))
     else:
@@ -191,6 +215,22 @@ def matches(
                 click.echo("  " + (passage if len(passage) <= 160 else passage[:75] + " … " + passage[-75:]))
 
 
+def _require_ids(session: Session, match_ids: tuple[int, ...]) -> None:
+    """A one-line error naming the ids asked for that no match has."""
+    from sqlalchemy import select
+
+    from fptrack.storage.models import Match
+
+    if not match_ids:
+        return
+    known = set(session.scalars(select(Match.id).where(Match.id.in_(match_ids))))
+    unknown = [str(i) for i in dict.fromkeys(match_ids) if i not in known]
+    if unknown:
+        raise CliError(
+            f"no match with id {', '.join(unknown)}; `fptrack matches --status all` lists them all"
+        )
+
+
 def _evidence(session: Session, match: Match) -> dict[str, Any]:
     """The text ``match``'s spans point into (:func:`storage.match_life.evidence_of`), as its passages."""
     from fptrack.storage.match_life import evidence_of
@@ -217,12 +257,14 @@ def _evidence(session: Session, match: Match) -> dict[str, Any]:
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
 )
+@bom_option
 @pass_context
 @friendly_errors
-def report(context: CliContext, dimension: str, days: int | None, fmt: str) -> None:
+def report(context: CliContext, dimension: str, days: int | None, fmt: str, bom: bool) -> None:
     """Match counts per work, per host or per day, by review status.
 
-    CSV columns: key, flagged, confirmed, dismissed, licensed, pages, total (the same as the JSON fields)."""
+    CSV columns: key, flagged, confirmed, dismissed, licensed, pages, total (the same as the JSON fields),
+    after a UTF-8 byte order mark unless --no-bom."""
     from datetime import timedelta
 
     from fptrack.analytics.rollups import match_rollup
@@ -236,10 +278,8 @@ def report(context: CliContext, dimension: str, days: int | None, fmt: str) -> N
             click.echo(json.dumps(row.as_json(), ensure_ascii=False))
     elif fmt == "csv":
         from fptrack.analytics.rollups import ROLLUP_COLUMNS
-        from fptrack.services.exports import csv_lines
 
-        for line in csv_lines(ROLLUP_COLUMNS, (row.as_json() for row in rows)):
-            click.echo(line, nl=False)
+        echo_csv(ROLLUP_COLUMNS, (row.as_json() for row in rows), bom=bom)
     elif not rows:
         click.echo("no matches yet")
     else:

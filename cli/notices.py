@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from fptrack.cli.common import CliContext, friendly_errors, pass_context, print_table
+from fptrack.cli.common import CliContext, bom_option, friendly_errors, pass_context, print_table
 from fptrack.storage.models import NOTICE_LANGUAGES, NOTICE_STATES, Notice, iso_utc, utcnow
 
 __all__ = ["notices"]
@@ -327,10 +327,17 @@ def notices_show(
     help="lumen: write the files its file_uploads_attributes name (the notice as sent, the bundles) here.",
 )
 @click.option("--country", default="", help="lumen: the sender's and owners' ISO country code (CN, US).")
+@bom_option
 @pass_context
 @friendly_errors
 def notices_export(
-    context: CliContext, notice_id: int, fmt: str, open_only: bool, files_dir: Path | None, country: str
+    context: CliContext,
+    notice_id: int,
+    fmt: str,
+    open_only: bool,
+    files_dir: Path | None,
+    country: str,
+    bom: bool,
 ) -> None:
     """A notice in a bulk format: a Lumen database notice submission (JSON; type DMCA for an English notice,
     Other for a Chinese one; with --files DIR the files it uploads), the infringing URLs one a line, or
@@ -354,7 +361,8 @@ def notices_export(
         elif fmt == "urls":
             click.echo(infringing_urls(notice, open_only=open_only), nl=False)
         else:
-            click.echo(urls_by_work(notice, open_only=open_only, csv_format=fmt == "urls-csv"), nl=False)
+            exported = urls_by_work(notice, open_only=open_only, csv_format=fmt == "urls-csv", bom=bom)
+            click.echo(exported, nl=False)
 
 
 @notices.command("mark")

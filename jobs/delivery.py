@@ -329,13 +329,15 @@ def lumen_json(notice: Notice, *, country_code: str = "") -> dict[str, Any]:
     return {"notice": record}
 
 
-def urls_by_work(notice: Notice, *, open_only: bool = False, csv_format: bool = False) -> str:
+def urls_by_work(
+    notice: Notice, *, open_only: bool = False, csv_format: bool = False, bom: bool = False
+) -> str:
     """The notice's infringing URLs grouped per work, as search engines' bulk removal forms take them (one
     request per work: the work, where its authorised original is, then its URLs): text, one block per work
     (``# title``, ``# authorised original: URL`` when the work has one, the URLs one a line, a blank line),
-    or CSV (``work,authorised_url,infringing_url``, a row per URL). ``open_only``: the copies still up."""
-    import csv
-    import io
+    or CSV (``work,authorised_url,infringing_url``, a row per URL, written by ``services.exports.csv_lines``:
+    cells made safe, a byte order mark first when ``bom``). ``open_only``: the copies still up."""
+    from fptrack.services.exports import csv_lines
 
     blocks: dict[object, tuple[str, str, list[str]]] = {}
     for item in notice.items:
@@ -348,12 +350,12 @@ def urls_by_work(notice: Notice, *, open_only: bool = False, csv_format: bool = 
         if item.url not in urls:
             urls.append(item.url)
     if csv_format:
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["work", "authorised_url", "infringing_url"])
-        for title, original, urls in blocks.values():
-            writer.writerows([title, original, url] for url in urls)
-        return out.getvalue()
+        rows = (
+            {"work": title, "authorised_url": original, "infringing_url": url}
+            for title, original, urls in blocks.values()
+            for url in urls
+        )
+        return "".join(csv_lines(("work", "authorised_url", "infringing_url"), rows, bom=bom))
     lines: list[str] = []
     for title, original, urls in blocks.values():
         lines.append(f"# {title}")

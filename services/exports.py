@@ -10,6 +10,10 @@ An export is written whole before a byte of it is sent (:func:`spooled`): one th
 database lost, a row that cannot be read) is then an error status, never a 200 with a truncated body that a
 reader would take for the whole list.
 
+A CSV meant for a spreadsheet starts with a UTF-8 byte order mark (``csv_lines(..., bom=True)``): without it
+Excel reads the file in the machine's legacy code page (GBK on Chinese Windows) and garbles every Chinese
+cell. The admin's exports and the command line's (``--no-bom`` to leave it out) use the same function.
+
 Columns: the documented fields of ``compare.records.MATCH_FIELDS`` first, in their order, then ``id`` and
 ``status``: a reader that takes the documented columns by position still reads them.
 """
@@ -29,6 +33,7 @@ from fptrack.compare.records import MATCH_FIELDS
 __all__ = [
     "CSV_MATCH_COLUMNS",
     "FORMULA_PREFIXES",
+    "UTF8_BOM",
     "SpooledExport",
     "csv_lines",
     "csv_match_row",
@@ -38,6 +43,8 @@ __all__ = [
 
 CSV_MATCH_COLUMNS: tuple[str, ...] = (*MATCH_FIELDS, "id", "status")
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+UTF8_BOM = "\ufeff"
+"""The byte order mark a spreadsheet needs to read a CSV file as UTF-8 (EF BB BF once encoded)."""
 SPOOL_IN_MEMORY = 16 * 1024 * 1024
 """Bytes of an export kept in memory while it is written; a larger one goes on to a temporary file."""
 SPOOL_READ = 64 * 1024
@@ -69,13 +76,15 @@ def csv_match_row(record: Mapping[str, Any]) -> dict[str, object]:
     return {column: csv_safe_cell(flat.get(column)) for column in CSV_MATCH_COLUMNS}
 
 
-def csv_lines(columns: Sequence[str], rows: Iterable[Mapping[str, object]]) -> Iterator[str]:
+def csv_lines(
+    columns: Sequence[str], rows: Iterable[Mapping[str, object]], *, bom: bool = False
+) -> Iterator[str]:
     """The header and then one CSV line per row (``\\r\\n``-free: ``\\n`` line ends), cells made safe; a
-    generator, so a long export streams."""
+    generator, so a long export streams. ``bom``: :data:`UTF8_BOM` first, for spreadsheets."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
-    yield _drain(buffer)
+    yield (UTF8_BOM if bom else "") + _drain(buffer)
     for row in rows:
         writer.writerow({column: csv_safe_cell(row.get(column)) for column in columns})
         yield _drain(buffer)

@@ -145,9 +145,8 @@ def export_csv() -> Response:
     match_filter = _filter_or_400(request.args)
 
     def lines(session: Session) -> Iterator[str]:
-        yield "\ufeff"
         records = (csv_match_row(match_record(match)) for match in iter_matches(session, match_filter))
-        yield from csv_lines(CSV_MATCH_COLUMNS, records)
+        yield from csv_lines(CSV_MATCH_COLUMNS, records, bom=True)
 
     return _export(lines(read_session()), "text/csv", "csv")
 

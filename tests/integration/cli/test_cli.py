@@ -114,8 +114,8 @@ def test_matches_formats_when_empty(initialised: Path) -> None:
     assert fptrack(initialised, "matches", "--format", "json").stdout == ""
     csv_out = fptrack(initialised, "matches", "--format", "csv").stdout
     # the documented columns first, in their order; then the match id and its review status
-    assert csv_out.splitlines() == [
-        "page_url,work_id,work_title,chapter_index,chapter_title,score,methods,spans,first_seen,id,status"
+    assert csv_out.splitlines() == [  # after the byte order mark spreadsheets need
+        "\ufeffpage_url,work_id,work_title,chapter_index,chapter_title,score,methods,spans,first_seen,id,status"
     ]
 
 

@@ -91,7 +91,7 @@ def test_json_keeps_the_documented_fields_and_adds_id_and_status(data_dir: Path,
 
 
 def test_csv_has_ids_statuses_and_no_formulas(data_dir: Path, seeded: Seeded) -> None:
-    out = _run(data_dir, "matches", "--format", "csv", "--status", "flagged")
+    out = _run(data_dir, "matches", "--format", "csv", "--status", "flagged", "--no-bom")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert list(rows[0]) == [*MATCH_FIELDS, "id", "status"]
     urls = {row["page_url"] for row in rows}
@@ -102,9 +102,58 @@ def test_csv_has_ids_statuses_and_no_formulas(data_dir: Path, seeded: Seeded) ->
 
 
 def test_report_as_csv(data_dir: Path, seeded: Seeded) -> None:
-    rows = list(csv.DictReader(io.StringIO(_run(data_dir, "report", "--by", "host", "--format", "csv"))))
+    out = _run(data_dir, "report", "--by", "host", "--format", "csv", "--no-bom")
+    rows = list(csv.DictReader(io.StringIO(out)))
     assert list(rows[0]) == ["key", "flagged", "confirmed", "dismissed", "licensed", "pages", "total"]
     by_host = {row["key"]: row for row in rows}
     assert by_host["pirate.example"]["total"] == "2"
     assert by_host["'@evil"]["flagged"] == "1"  # a host that a spreadsheet would read as a formula
     assert by_host["<script>alert(1)</script>"]["dismissed"] == "1"
+
+
+def test_csv_starts_with_a_byte_order_mark_unless_told_not_to(data_dir: Path, seeded: Seeded) -> None:
+    for command in (["matches", "--status", "all"], ["report", "--by", "work"], ["leads"]):
+        with_bom = _run(data_dir, *command, "--format", "csv")
+        # what Excel needs to read UTF-8 (on Chinese Windows it reads GBK otherwise)
+        assert with_bom.encode("utf-8")[:3] == b"\xef\xbb\xbf", command
+        without = _run(data_dir, *command, "--format", "csv", "--no-bom")
+        assert without == with_bom[1:], command
+    header = _run(data_dir, "matches", "--format", "csv").splitlines()[0]
+    assert header.removeprefix("\ufeff").split(",") == [*MATCH_FIELDS, "id", "status"]
+
+
+def test_an_id_is_shown_whatever_its_status(data_dir: Path, seeded: Seeded) -> None:
+    dismissed = str(seeded.javascript_match_id)
+    rows = _run(data_dir, "matches", "--id", dismissed).splitlines()[2:]
+    assert [row.split()[:2] for row in rows] == [[dismissed, "dismissed"]]
+    records = [
+        json.loads(line)
+        for line in _run(data_dir, "matches", "--id", dismissed, "--format", "json").splitlines()
+    ]
+    assert [(r["id"], r["status"]) for r in records] == [(seeded.javascript_match_id, "dismissed")]
+    # a status asked for still filters
+    assert _run(data_dir, "matches", "--id", dismissed, "--status", "flagged").strip() == (
+        "no matches with status flagged"
+    )
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_an_unknown_id_is_a_one_line_error(data_dir: Path, seeded: Seeded, fmt: str) -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "--data-dir",
+            str(data_dir),
+            "matches",
+            "--id",
+            str(seeded.hostile_match_id),
+            "--id",
+            "987654",
+            "--format",
+            fmt,
+        ],
+    )
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "error: no match with id 987654; `fptrack matches --status all` lists them all"
+    ]

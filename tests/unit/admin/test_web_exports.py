@@ -48,5 +48,6 @@ def test_a_whole_export_says_its_length(reviewer: FlaskClient, seeded: Seeded) -
     response = reviewer.get("/matches/export.csv")
     body = response.get_data()
     assert response.status_code == 200 and int(response.headers["Content-Length"]) == len(body)
+    assert body.startswith(b"\xef\xbb\xbfpage_url,")  # the byte order mark spreadsheets need, once
     rows = list(csv.DictReader(io.StringIO(body.decode("utf-8-sig"))))
     assert sorted(int(row["id"]) for row in rows) == sorted(seeded.match_ids_newest_first)
