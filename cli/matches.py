@@ -49,6 +49,7 @@ def check(context: CliContext, source: str, context_chars: int, allow_private: t
 
     Shows the verdict for a text file or an http(s) URL with the copied passages highlighted. Nothing is
     stored. Exit status 3 when it copies a registered work."""
+    from fptrack.compare.records import copied_characters
     from fptrack.compare.service import compare_document
     from fptrack.compare.works import decode_work_text, read_work_file
     from fptrack.fingerprint.text_fingerprints import fingerprint_text
@@ -65,14 +66,15 @@ def check(context: CliContext, source: str, context_chars: int, allow_private: t
         click.echo(f"{label}: no copy of a registered work found")
         for v in verdicts[:3]:
             click.echo(
-                f"  closest: {v.work_title} / {v.chapter_title}: {v.copied_chars} characters in common"
+                f"  closest: {v.work_title} / {v.chapter_title}: {copied_characters(v.spans)} characters "
+                "in common"
             )
         return
     click.echo(click.style(f"{label}: copies {len(flagged)} chapter(s) of registered works", bold=True))
     for v in flagged:
         click.echo(
             f"\n  {v.work_title} / chapter {v.chapter_index} {v.chapter_title}  score {v.score:.2f}  "
-            f"({v.copied_chars} characters; {', '.join(v.methods)})"
+            f"({copied_characters(v.spans)} characters; {', '.join(v.methods)})"
         )
         for page_start, page_end, work_start, work_end in v.spans[:8]:
             before = text[max(0, page_start - context_chars) : page_start].replace("\n", " ")

@@ -6,6 +6,7 @@ is the one place that builds them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -13,7 +14,7 @@ from sqlalchemy.orm import Session
 from fptrack.fingerprint.containers import members_at
 from fptrack.storage.models import Match, as_utc
 
-__all__ = ["DOWNLOAD_NOTE", "MATCH_FIELDS", "match_files", "match_to_dict"]
+__all__ = ["DOWNLOAD_NOTE", "MATCH_FIELDS", "copied_characters", "match_files", "match_to_dict"]
 
 DOWNLOAD_NOTE = "download: "
 """How the note of a downloaded file's page begins (crawler.parse): only such a page has members."""
@@ -29,6 +30,18 @@ MATCH_FIELDS = (
     "spans",
     "first_seen",
 )
+
+
+def copied_characters(spans: Iterable[Sequence[int]]) -> int:
+    """How many characters of the page its copied passages cover: the union of the spans' page ranges
+    (``[page_start, page_end, ...]``), a character in two spans counted once, as the page has them
+    (punctuation and spaces included). The one number ``fptrack check`` and the admin's match page show."""
+    covered = reach = 0
+    for start, end in sorted((int(span[0]), int(span[1])) for span in spans):
+        if end > max(start, reach):
+            covered += end - max(start, reach)
+            reach = end
+    return covered
 
 
 def match_to_dict(match: Match) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.views.read_sessions import read_session
 from fptrack.admin.vocabulary import label
-from fptrack.compare.records import match_files, match_to_dict
+from fptrack.compare.records import copied_characters, match_files, match_to_dict
 from fptrack.services.evidence.passages import (
     EvidenceSpan,
     Segment,
@@ -269,6 +269,12 @@ class Evidence:
     page_segments: list[Segment]
     chapter_segments: list[Segment]
     stored: StoredEvidence  # the content the spans point into: the page's, or the version kept of it
+
+    @property
+    def copied_chars(self) -> int:
+        """The page characters the copied passages cover (``compare.records.copied_characters``, the number
+        ``fptrack check`` gives for the same page)."""
+        return copied_characters((span.page_start, span.page_end) for span in self.spans)
 
     def passages(self, limit: int = 0) -> list[str]:
         """The copied passages as the page had them when copied (cut to ``limit`` characters when ``limit``
