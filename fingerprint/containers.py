@@ -2,9 +2,9 @@
 
 What pirate download sites hand out: a whole novel as one ``.txt`` (GB18030, Big5, UTF-8, UTF-16 with a
 BOM), often zipped (member names in GBK without zip's UTF-8 flag), in a 7z or rar, in a tar (``.tar.gz``,
-``.bz2``, ``.xz``), as an EPUB 2/3 (a zip of XHTML read in its spine's order), a DOCX (a zip of XML) or a PDF
-with a text layer. :func:`read_download` sniffs the kind from the bytes (not from the name or the
-Content-Type, which lie), reads every text it holds, archives inside archives to
+``.bz2``, ``.xz``), as an EPUB 2/3 (a zip of XHTML read in its spine's order), a MOBI/AZW3, a DOCX (a zip of
+XML) or a PDF with a text layer. :func:`read_download` sniffs the kind from the bytes (not from the name or
+the Content-Type, which lie), reads every text it holds, archives inside archives to
 :attr:`ContainerLimits.max_depth`, and returns them as :class:`Document` values with the member's path. It
 never raises: what it could not read is a one-line ``problem``.
 
@@ -12,8 +12,8 @@ Hostile files cost nothing beyond the caps of :class:`ContainerLimits`: every me
 chunks, counted against the caps on its own size, on the bytes unpacked from the whole download and on the
 compression ratio (a zip bomb stops after its first megabyte), a member count and a deadline. Nothing is
 written to disk: members are read into memory, never beyond the caps. Zip, tar, gzip, bzip2 and xz are read
-by the standard library; 7z and rar by libarchive (libarchive-c, Debian's libarchive13); PDFs by pypdf.
-MOBI/AZW3 are recognised and reported as not read.
+by the standard library; 7z and rar by libarchive (libarchive-c, Debian's libarchive13); PDFs by pypdf;
+MOBI/AZW3 by :mod:`fingerprint.mobi`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import IO, Any, Protocol
 from xml.etree.ElementTree import Element
 
 from fptrack.fingerprint.encoding import UndecodableError, decode_bytes
+from fptrack.fingerprint.mobi import MobiError, open_mobi
 from fptrack.fingerprint.ocr import OcrLimits, read_images
 
 __all__ = [
@@ -82,7 +83,7 @@ class ContainerLimits:
 class Document:
     """One text found in a download: ``member`` is its path inside the download (``''`` for the file itself;
     ``a.zip/b/c.txt`` for a member of a nested archive), ``kind`` what it was read as (``text``, ``epub``,
-    ``docx``, ``pdf``), ``encoding`` the text's (plain text only)."""
+    ``docx``, ``pdf``, ``mobi``), ``encoding`` the text's (plain text only)."""
 
     member: str
     kind: str
@@ -280,7 +281,7 @@ def _read_any(reading: _Reading, data: bytes, path: str, kind: str, *, depth: in
         elif kind == "pdf":
             _read_pdf(reading, data, path)
         else:
-            reading.problems.append(f"{label}: a MOBI/AZW3 e-book: not read (no reader for it)")
+            _read_mobi(reading, data, path)
     except (_Stop, _SkipMember):
         raise
     except Exception as exc:  # noqa: BLE001 (a damaged file is one line, never the crawl; readers differ)
@@ -477,7 +478,11 @@ def _local(tag: Any) -> str:
 
 def _xhtml_text(data: bytes) -> str:
     """The text of an XHTML document, a line per block element."""
-    root = _xml_root(data)
+    return _markup_text(_xml_root(data))
+
+
+def _markup_text(root: Element) -> str:
+    """The text of a parsed (X)HTML document's body, a line per block element."""
     body = next((el for el in root.iter() if _local(el.tag) == "body"), root)
     parts: list[str] = []
 
@@ -557,6 +562,31 @@ def _read_docx(reading: _Reading, data: bytes, path: str) -> None:
                 lines.append(line)
     if lines:
         reading.documents.append(Document(path, "docx", "\n".join(lines)))
+
+
+def _read_mobi(reading: _Reading, data: bytes, path: str) -> None:
+    """A MOBI/AZW3/PalmDOC book (:mod:`fingerprint.mobi`): its text records decompressed one by one within
+    the caps (each counted as unpacked bytes; the whole text is one member), then its markup read as HTML
+    (a PalmDOC book's plain text decoded as any text file)."""
+    from lxml import html
+
+    try:
+        book = open_mobi(data)
+    except MobiError as exc:
+        reading.problems.append(f"{path or 'the file'}: a MOBI/AZW3 e-book: {exc}")
+        return
+    reading.count_member()
+    label = path or "the file"
+    raw = reading.drain(_BlockStream(book.records()), label, _fixed(len(data)))
+    if not book.encoding:  # PalmDOC: plain text in whatever encoding its maker used
+        _read_text(reading, raw, path)
+        return
+    parser = html.HTMLParser(encoding=book.encoding, no_network=True)
+    text = _markup_text(html.document_fromstring(raw, parser=parser)) if raw.strip() else ""
+    if text:
+        reading.documents.append(Document(path, "mobi", text))
+    else:
+        reading.problems.append(f"{label}: a MOBI/AZW3 e-book with no text")
 
 
 def _read_pdf(reading: _Reading, data: bytes, path: str) -> None:
