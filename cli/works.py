@@ -106,6 +106,15 @@ def works() -> None:
     help="With workers (FPTRACK_BROKER_URL): wait until they have fingerprinted each work and compared it "
     "with the pages crawled before, and print what they found (without a broker this is always so).",
 )
+@click.option(
+    "--release-of",
+    "release_of",
+    type=click.IntRange(1, 2**63 - 1),
+    metavar="WORK_ID",
+    help="The file is a new chapter (or volume) of work WORK_ID, released now: the monitored sites that "
+    "copied WORK_ID are crawled every FPTRACK_RELEASE_EVERY seconds (30) for FPTRACK_RELEASE_WINDOW (an "
+    "hour), when pirates repost (docs/monitoring.md, 'Releases').",
+)
 @_rights_options
 @pass_context
 @friendly_errors
@@ -115,6 +124,7 @@ def works_add(
     files: tuple[Path, ...],
     title: str | None,
     wait: bool,
+    release_of: int | None,
     proofs: tuple[Path, ...],
     **rights: str | None,
 ) -> None:
@@ -131,6 +141,8 @@ def works_add(
         raise click.UsageError("--title applies to a single file; register the files one by one")
     if (proofs or any(value is not None for value in rights.values())) and len(files) > 1:
         raise click.UsageError("the rights options describe a single work; register the files one by one")
+    if release_of is not None:
+        _released_work(context, release_of)
     tasks = context.tasks()
     failures = 0
     queued: list[int] = []
@@ -159,6 +171,8 @@ def works_add(
         )
         if too_short:
             echo_warning(_too_short_warning(registered, too_short))
+        if release_of is not None:
+            click.echo(_record_release(context, release_of, registered.work_id))
         try:
             result = tasks.index_work.delay(registered.work_id)
         except Exception as error:
@@ -182,6 +196,34 @@ def works_add(
         failures += 1
     if failures:
         sys.exit(EXIT_FAILURE)
+
+
+def _released_work(context: CliContext, work_id: int) -> None:
+    """:class:`CliError` when ``--release-of`` names no registered work."""
+    from fptrack.storage.models import Work
+
+    with context.session() as session:
+        if session.get(Work, work_id) is None:
+            raise CliError(f"--release-of {work_id}: there is no work with that id (fptrack works list)")
+
+
+def _record_release(context: CliContext, work_id: int, new_work_id: int) -> str:
+    """Record the registration of ``new_work_id`` as a release of ``work_id`` now; the line that says so."""
+    from fptrack.jobs.releases import ReleasePace, release_work
+    from fptrack.storage.models import utcnow
+
+    pace = ReleasePace.from_settings(context.settings)
+    with context.session() as session:
+        released = release_work(
+            session, work_id, released_at=utcnow(), source="registration", ref=f"work:{new_work_id}",
+            pace=pace, new_work_id=new_work_id,
+        )  # fmt: skip
+    if not pace.on:
+        return f"  release of work #{work_id} recorded (release pacing is off: FPTRACK_RELEASE_WINDOW=0)"
+    return (
+        f"  release of work #{work_id}: {len(released.sites)} monitored site(s) that copied it crawled every "
+        f"{max(pace.every, pace.tick):g} s for the next {pace.window:g} s"
+    )
 
 
 def _too_short_warning(work: RegisteredWork, too_short: list[int]) -> str:
@@ -302,6 +344,58 @@ def works_show(context: CliContext, work_id: int) -> None:
             **work_rights_json(work),
         }
     click.echo(json.dumps(record, ensure_ascii=False))
+
+
+@works.command("releases")
+@click.argument("work_id", type=click.IntRange(1, 2**63 - 1))
+@click.option(
+    "--feed",
+    metavar="URL",
+    help="Read the work's releases from this RSS, Atom or JSON feed, every FPTRACK_RELEASE_FEED_EVERY "
+    "seconds on the scheduler's beat (fetched like a re-check: the private-address guard, robots.txt, the "
+    "site's pace); '' stops reading it.",
+)
+@pass_context
+@friendly_errors
+def works_releases(context: CliContext, work_id: int, feed: str | None) -> None:
+    """The releases of work WORK_ID (newest first) and its release feed; --feed sets the feed.
+
+    For FPTRACK_RELEASE_WINDOW seconds after a release, the monitored sites that copied the work are crawled
+    every FPTRACK_RELEASE_EVERY seconds; the rest of the time less often than their schedule, so that their
+    crawls per day stay those of the schedule (docs/monitoring.md, 'Releases')."""
+    from fptrack.storage.models import Release, ReleaseFeed, Work, iso_utc
+    from fptrack.storage.releases import copier_sites, set_feed
+    from fptrack.storage.sites import site_of
+
+    if feed is not None and feed.strip() and not site_of(feed.strip()):
+        raise CliError(f"--feed {feed!r}: expected an http:// or https:// URL")
+    with context.session() as session:
+        if session.get(Work, work_id) is None:
+            raise CliError(f"there is no work with id {work_id} (fptrack works list)")
+        if feed is not None:
+            set_feed(session, work_id, feed.strip())
+        current = session.get(ReleaseFeed, work_id)
+        rows = session.execute(
+            select(Release.released_at, Release.source, Release.ref)
+            .where(Release.work_id == work_id)
+            .order_by(Release.released_at.desc(), Release.id.desc())
+            .limit(50)
+        ).all()
+        copiers = len(copier_sites(session, work_id))
+    if current is None:
+        click.echo("release feed: none (set one with --feed URL)")
+    else:
+        state = (
+            f"error: {current.error}" if current.error else "read" if current.checked_at else "not read yet"
+        )
+        click.echo(
+            f"release feed: {current.url} ({state}; last read {iso_utc(current.checked_at) or 'never'})"
+        )
+    click.echo(f"monitored sites that copied it (crawled sooner after a release): {copiers}")
+    if not rows:
+        click.echo("no release recorded")
+        return
+    print_table(["released at", "source", "entry"], [(iso_utc(at), source, ref) for at, source, ref in rows])
 
 
 @works.command("license")

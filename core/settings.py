@@ -676,6 +676,30 @@ class Settings:
         "a site quiet for 3 crawls in a row is visited less often, up to this many times its schedule",
         at_least=(1, "a factor >= 1"),
     )
+    release_window: float = _schedules(
+        "FPTRACK_RELEASE_WINDOW",
+        3600.0,
+        _float,
+        "seconds after a release of a work (`works add --release-of`, its release feed) during which the "
+        "sites that copied it are crawled every `FPTRACK_RELEASE_EVERY` seconds, paid for by visiting them "
+        "less often the rest of the time; 0: release pacing off",
+        at_least=_SECONDS_0,
+    )
+    release_every: float = _schedules(
+        "FPTRACK_RELEASE_EVERY",
+        30.0,
+        _float,
+        "seconds between two crawls of a site that copied a work released within `FPTRACK_RELEASE_WINDOW` "
+        "(never more often than `FPTRACK_SCHEDULE_EVERY`, never less often than its schedule)",
+        at_least=_SECONDS_1,
+    )
+    release_feed_every: float = _schedules(
+        "FPTRACK_RELEASE_FEED_EVERY",
+        60.0,
+        _float,
+        "seconds between two reads of a work's release feed (`fptrack works releases ID --feed URL`)",
+        at_least=_SECONDS_1,
+    )
     crawl_stale_seconds: float = _schedules(
         "FPTRACK_CRAWL_STALE_SECONDS",
         120.0,

@@ -37,6 +37,7 @@ from fptrack.crawler.pages import CrawlError, CrawlOptions, CrawlProgress
 from fptrack.crawler.render import learned_verdict
 from fptrack.crawler.spiders import RENDER_ENOUGH, RENDER_NEEDED
 from fptrack.jobs.crawls import CrawlOutcome, WaitProgress, job_stats, pace_line, run_crawl_job
+from fptrack.jobs.releases import ReleasePace
 from fptrack.jobs.site_runs import claim, kept_alive, release
 from fptrack.jobs.sites import (
     SiteError,
@@ -175,6 +176,7 @@ def _record_result(
             scheduled=scheduled,
             started_at=started_at,
             backoff_max=settings.schedule_backoff_max,
+            pace=ReleasePace.from_settings(settings),
         )
         if outcome.stats is not None:
             _record_render_verdict(session, turn, outcome.stats.counters)

@@ -24,7 +24,11 @@ Adaptive revisits: ``sites.quiet_crawls`` counts the scheduled crawls in a row t
 page (:func:`record_crawl_result`); from the third one, the site's interval stretches to ``schedule *
 2 ** (quiet_crawls - 2)``, at most ``FPTRACK_SCHEDULE_BACKOFF_MAX`` times the schedule, and any crawl that
 finds something brings it back to its schedule. Sites that post most are visited most, and none less often
-than the user's schedule times that bound. Cron schedules are kept as written (never stretched)."""
+than the user's schedule times that bound. Cron schedules are kept as written (never stretched).
+
+Release pacing (:mod:`jobs.releases`): for ``FPTRACK_RELEASE_WINDOW`` after a release of a work a site
+copied, its interval is ``FPTRACK_RELEASE_EVERY``; outside those windows it is stretched to pay for them,
+and the quiet back-off applies on top (the larger factor wins). :func:`pacing_factors` gives each site's."""
 
 from __future__ import annotations
 
@@ -41,7 +45,9 @@ from sqlalchemy.orm import Session
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import classify_allow_entry
 from fptrack.crawler.pages import RENDER_JS_MODES, CrawlOptions
+from fptrack.jobs.releases import LOOKBACK, ReleasePace, pace_factor
 from fptrack.storage.models import MonitorLock, Site, as_utc, utcnow
+from fptrack.storage.releases import release_activity
 from fptrack.storage.sites import site_of
 
 __all__ = [
@@ -57,6 +63,7 @@ __all__ = [
     "following_due",
     "interval_factor",
     "next_due",
+    "pacing_factors",
     "parse_schedule",
     "private_start_hosts",
     "record_crawl_result",
@@ -390,15 +397,47 @@ def site_lock_name(site_id: int) -> str:
     return f"site:{site_id}"
 
 
+def pacing_factors(
+    session: Session,
+    sites: list[tuple[int, str, int]],
+    *,
+    now: datetime,
+    backoff_max: float = DEFAULT_BACKOFF_MAX,
+    pace: ReleasePace | None = None,
+) -> list[float]:
+    """The factor on the interval schedule of each of ``sites`` (``(id, schedule, quiet_crawls)``) at ``now``,
+    in order:
+    the release pace within a release window of a work the site copied, else the larger of the quiet-site
+    back-off (:func:`interval_factor`) and the release back-off (:func:`jobs.releases.pace_factor`)."""
+    interval = [site for site in sites if site[1].isdigit()]
+    activity = (
+        release_activity(session, [site[0] for site in interval], since=now - LOOKBACK, now=now)
+        if pace is not None and pace.on and interval
+        else {}
+    )
+    factors = []
+    for site_id, schedule, quiet in sites:
+        quiet_factor = interval_factor(quiet, backoff_max)
+        seen = activity.get(site_id)
+        if seen is None or pace is None or not schedule.isdigit():
+            factors.append(quiet_factor)
+            continue
+        release = pace_factor(float(schedule), now, seen.latest, seen.count, pace)
+        factors.append(release if release < 1 else max(release, quiet_factor))
+    return factors
+
+
 def due_sites(
     session: Session,
     *,
     now: datetime | None = None,
     tick: float = 0.0,
     backoff_max: float = DEFAULT_BACKOFF_MAX,
+    pace: ReleasePace | None = None,
 ) -> list[tuple[int, str]]:
     """(id, name) of the enabled managed sites that are due, in due order, and take their turn: each site's
-    ``next_crawl_at`` moves to its next due time (:func:`following_due`, stretched for a quiet site; a
+    ``next_crawl_at`` moves to its next due time (:func:`following_due`, on the grid of its pacing factor,
+    :func:`pacing_factors`: stretched for a quiet site, shortened after a release with ``pace``; a
     compare-and-set, so two schedulers never both start it). With ``tick`` (the scheduler's period, seconds),
     a site due within half a tick counts as due: the tick nearest its due time starts it."""
     now = now or utcnow()
@@ -415,11 +454,17 @@ def due_sites(
         .order_by(Site.next_crawl_at)
     ).all()
     running = {name for name in session.scalars(select(MonitorLock.name))}
+    factors = pacing_factors(
+        session,
+        [(int(row.id), str(row.schedule), int(row.quiet_crawls or 0)) for row in candidates],
+        now=now,
+        backoff_max=backoff_max,
+        pace=pace,
+    )
     due = []
-    for site_id, name, schedule, was_due, host, quiet in candidates:
+    for (site_id, name, schedule, was_due, host, _quiet), factor in zip(candidates, factors, strict=True):
         if site_lock_name(site_id) in running or was_due is None:
             continue  # still crawling: it runs again when next due after that
-        factor = interval_factor(int(quiet or 0), backoff_max)
         following = following_due(schedule, as_utc(was_due), now, host=str(host), factor=factor)
         result = session.execute(
             update(Site)
@@ -441,11 +486,13 @@ def record_crawl_result(
     started_at: datetime,
     now: datetime | None = None,
     backoff_max: float = DEFAULT_BACKOFF_MAX,
+    pace: ReleasePace | None = None,
 ) -> None:
     """After a crawl of the site that ended: ``found`` (it stored a new or changed page) makes the site
     active again (``quiet_crawls`` 0), a ``scheduled`` crawl that found nothing counts one quiet crawl more (a
-    manual one that found nothing counts for nothing). When that changes the site's interval, its next due
-    time moves to the new interval, counted from ``started_at`` (about the due time the crawl served)."""
+    manual one that found nothing counts for nothing). When that changes the site's interval
+    (:func:`pacing_factors`, with ``pace`` for release pacing), its next due time moves to the new interval,
+    counted from ``started_at`` (about the due time the crawl served)."""
     site = session.get(Site, site_id)
     if site is None:
         return
@@ -455,7 +502,10 @@ def record_crawl_result(
     if after == quiet:
         return
     site.quiet_crawls = after
-    before, factor = interval_factor(quiet, backoff_max), interval_factor(after, backoff_max)
+    before, factor = pacing_factors(
+        session, [(site.id, site.schedule, quiet), (site.id, site.schedule, after)], now=now,
+        backoff_max=backoff_max, pace=pace,
+    )  # fmt: skip
     if factor != before and site.schedule.isdigit() and site.enabled and site.next_crawl_at is not None:
         site.next_crawl_at = following_due(site.schedule, started_at, now, host=site.host, factor=factor)
     session.flush()

@@ -188,16 +188,26 @@ def maintain() -> dict[str, object]:
 
 @celery.task(name="fptrack.start_due_crawls")  # type: ignore[untyped-decorator]
 def start_due_crawls() -> dict[str, Any]:
-    """Mark dead crawls failed, then start every due site's crawl in a process of its own."""
+    """Mark dead crawls failed, read the release feeds that are due (jobs/releases.py), then start every due
+    site's crawl in a process of its own."""
+    from fptrack.jobs.releases import ReleasePace, read_due_feeds
     from fptrack.jobs.site_runs import collect_finished_crawls, reap_dead_claims, spawn_site_crawl
     from fptrack.jobs.sites import due_sites
 
     collect_finished_crawls()
     with session_scope(task_sessions()) as session:
         failed = reap_dead_claims(session, task_settings())
+    try:
+        releases = read_due_feeds(task_settings(), task_sessions())
+    except Exception:  # a feed must never keep the sites from their crawls
+        log.exception("reading the release feeds failed")
+        releases = {}
     with session_scope(task_sessions()) as session:
         due = due_sites(
-            session, tick=task_settings().schedule_every, backoff_max=task_settings().schedule_backoff_max
+            session,
+            tick=task_settings().schedule_every,
+            backoff_max=task_settings().schedule_backoff_max,
+            pace=ReleasePace.from_settings(task_settings()),
         )
     started = []
     for site_id, name in due:
@@ -208,7 +218,7 @@ def start_due_crawls() -> dict[str, Any]:
             continue
         log.info("started the scheduled crawl of site %s (pid %d)", name, child.pid)
         started.append(name)
-    return {"started": started, "dead_jobs_failed": failed}
+    return {"started": started, "dead_jobs_failed": failed, "release_feeds": releases}
 
 
 @celery.task(name="fptrack.recheck_takedowns")  # type: ignore[untyped-decorator]

@@ -1417,8 +1417,8 @@ class Release(Base):
 
 
 class ReleaseFeed(Base):
-    """The RSS, Atom or JSON feed a work's releases are read from (jobs/releases.py), one per work, with what
-    its last fetch left: the validators of a conditional request, and the error when it failed."""
+    """The RSS, Atom or JSON feed a work's releases are read from (jobs/releases.py), one per work: when it is
+    next read, when it was last, and that fetch's error ('' when it was read)."""
 
     __tablename__ = "release_feeds"
 
@@ -1426,6 +1426,4 @@ class ReleaseFeed(Base):
     url: Mapped[str] = mapped_column(String(2048))
     next_check_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    etag: Mapped[str] = mapped_column(String(300), default="", server_default="")
-    last_modified: Mapped[str] = mapped_column(String(100), default="", server_default="")
     error: Mapped[str] = mapped_column(Text, default="", server_default="")

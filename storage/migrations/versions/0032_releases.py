@@ -46,8 +46,6 @@ def upgrade() -> None:
         sa.Column("url", sa.String(2048), nullable=False),
         sa.Column("next_check_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("checked_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("etag", sa.String(300), nullable=False, server_default=""),
-        sa.Column("last_modified", sa.String(100), nullable=False, server_default=""),
         sa.Column("error", sa.Text(), nullable=False, server_default=""),
         sa.ForeignKeyConstraint(
             ["work_id"], ["works.id"], name="fk_release_feeds_work_id_works", ondelete="CASCADE"

@@ -1,0 +1,160 @@
+"""Releases: when a work's new chapters came out (``releases``), the feeds they are read from
+(``release_feeds``), and the sites that copied a work before (the ones to visit sooner after a release).
+The pacing that rests on them is :mod:`jobs.releases`."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from fptrack.storage.models import (
+    Match,
+    MatchStatus,
+    Page,
+    Release,
+    ReleaseFeed,
+    Site,
+    as_utc,
+    utcnow,
+)
+
+__all__ = [
+    "ReleaseActivity",
+    "copier_sites",
+    "due_feeds",
+    "hasten_sites",
+    "record_release",
+    "release_activity",
+    "set_feed",
+]
+
+# a copy dismissed by a reviewer, or on a licensed site, says nothing of where the next chapter is pirated
+_COPYING = (MatchStatus.FLAGGED.value, MatchStatus.CONFIRMED.value)
+
+
+@dataclass(frozen=True)
+class ReleaseActivity:
+    """The releases of the works a site copied: the latest one (not after now) and how many since a time."""
+
+    latest: datetime
+    count: int
+
+
+def record_release(
+    session: Session,
+    work_id: int,
+    *,
+    released_at: datetime,
+    source: str,
+    ref: str,
+    new_work_id: int | None = None,
+) -> bool:
+    """Record that ``work_id`` had a release at ``released_at``, once per ``(work_id, ref)``; False when that
+    release was recorded already."""
+    known = session.scalar(select(Release.id).where(Release.work_id == work_id, Release.ref == ref[:2048]))
+    if known is not None:
+        return False
+    session.add(
+        Release(
+            work_id=work_id,
+            released_at=as_utc(released_at),
+            source=source,
+            ref=ref[:2048],
+            new_work_id=new_work_id,
+            recorded_at=utcnow(),
+        )
+    )
+    session.flush()
+    return True
+
+
+def copier_sites(session: Session, work_id: int) -> list[int]:
+    """Ids of the monitored sites (enabled, on an interval schedule) holding a page that copies ``work_id``
+    (a flagged or confirmed match)."""
+    rows = session.scalars(
+        select(Site.id)
+        .where(
+            Site.managed.is_(True),
+            Site.enabled.is_(True),
+            Site.schedule != "",
+            Site.id.in_(
+                select(Page.site_id)
+                .join(Match, Match.page_id == Page.id)
+                .where(Match.work_id == work_id, Match.status.in_(_COPYING))
+            ),
+        )
+        .order_by(Site.id)
+    )
+    return [int(site_id) for site_id in rows]
+
+
+def hasten_sites(session: Session, site_ids: Collection[int], at: datetime) -> int:
+    """Bring the next crawl of ``site_ids`` forward to ``at`` where it was due later; how many moved. Only
+    interval schedules: a cron schedule is kept as written."""
+    if not site_ids:
+        return 0
+    moved = 0
+    for site_id, schedule, due in session.execute(
+        select(Site.id, Site.schedule, Site.next_crawl_at).where(Site.id.in_(list(site_ids)))
+    ):
+        if not str(schedule).isdigit() or (due is not None and as_utc(due) <= at):
+            continue
+        session.execute(update(Site).where(Site.id == site_id).values(next_crawl_at=at))
+        moved += 1
+    session.flush()
+    return moved
+
+
+def release_activity(
+    session: Session, site_ids: Collection[int], *, since: datetime, now: datetime
+) -> dict[int, ReleaseActivity]:
+    """Per site of ``site_ids`` that copied a released work: its latest release at or before ``now``, and the
+    number of its releases from ``since`` to ``now``. Sites without any are left out."""
+    if not site_ids:
+        return {}
+    copied = (
+        select(Page.site_id.label("site_id"), Match.work_id.label("work_id"))
+        .join(Match, Match.page_id == Page.id)
+        .where(Page.site_id.in_(list(site_ids)), Match.status.in_(_COPYING))
+        .distinct()
+        .subquery()
+    )
+    rows = session.execute(
+        select(copied.c.site_id, func.max(Release.released_at), func.count(func.distinct(Release.id)))
+        .join(Release, Release.work_id == copied.c.work_id)
+        .where(Release.released_at >= since, Release.released_at <= now)
+        .group_by(copied.c.site_id)
+    )
+    return {
+        int(site_id): ReleaseActivity(as_utc(latest), int(count))
+        for site_id, latest, count in rows
+        if latest is not None
+    }
+
+
+def set_feed(session: Session, work_id: int, url: str) -> None:
+    """Read ``work_id``'s releases from the feed at ``url`` (read at the next look); ``''`` stops it."""
+    feed = session.get(ReleaseFeed, work_id)
+    if not url:
+        if feed is not None:
+            session.delete(feed)
+    elif feed is None:
+        session.add(ReleaseFeed(work_id=work_id, url=url, next_check_at=None, error=""))
+    elif feed.url != url:
+        feed.url, feed.next_check_at, feed.error = url, None, ""
+    session.flush()
+
+
+def due_feeds(session: Session, now: datetime) -> list[ReleaseFeed]:
+    """The release feeds due for a read (never read, or their next read has come), the earliest first."""
+    return list(
+        session.scalars(
+            select(ReleaseFeed)
+            .where((ReleaseFeed.next_check_at.is_(None)) | (ReleaseFeed.next_check_at <= now))
+            .order_by(ReleaseFeed.next_check_at.is_not(None), ReleaseFeed.next_check_at, ReleaseFeed.work_id)
+        )
+    )
