@@ -1,6 +1,6 @@
-"""``fptrack senders add|list|edit`` (who signs takedown notices) and ``fptrack contacts add|list`` (whom a
-host's notices go to, in escalation order). The services are :mod:`jobs.notices`; this module parses options
-and prints what they return.
+"""``fptrack senders add|list|edit|remove`` (who signs takedown notices) and ``fptrack contacts
+add|list|edit|remove`` (whom a host's notices go to, in escalation order). The services are
+:mod:`jobs.notices`; this module parses options and prints what they return.
 """
 
 from __future__ import annotations
@@ -150,6 +150,7 @@ def senders() -> None:
           --signer "王五" --title "法务总监" --lang zh --identity licence.pdf
       fptrack senders add "维权代理公司" --role agent --authorisation 授权委托书.pdf --for-work 3 ...
       fptrack senders list
+      fptrack senders remove "旧代理公司"      (refused while a sent notice names it)
     """
 
 
@@ -171,6 +172,21 @@ def senders_add(context: CliContext, /, name: str, **options: Any) -> None:
 def senders_edit(context: CliContext, /, name: str, **options: Any) -> None:
     """Change the sender NAME: the options given are set, proof files added."""
     _save(context, name, False, **options)
+
+
+@senders.command("remove")
+@click.argument("name")
+@pass_context
+@friendly_errors
+def senders_remove(context: CliContext, /, name: str) -> None:
+    """Remove the sender NAME and its identity and authorisation files. Refused while a sent notice names it
+    (what was sent keeps its sender); drafts that named it are left without a sender."""
+    from fptrack.jobs.notices import remove_sender
+
+    with context.session() as session:
+        drafts = remove_sender(session, name)
+    left = f"; draft(s) {', '.join(map(str, drafts))} now name no sender" if drafts else ""
+    click.echo(f"removed sender {name.strip()}{left}")
 
 
 def _sender_json(sender: Sender) -> dict[str, object]:
@@ -240,6 +256,8 @@ def contacts() -> None:
       fptrack contacts add pirate.example dmca@host.example --kind designated_agent --name "Host Inc."
         (a US host's DMCA agent, as the Copyright Office's DMCA designated agent directory lists it)
       fptrack contacts list --host pirate.example
+      fptrack contacts edit pirate.example 0 --email dmca@pirate.example
+      fptrack contacts remove pirate.example 1   (refused while a notice sent to it is followed up)
     """
 
 
@@ -306,3 +324,56 @@ def contacts_list(context: CliContext, host: str | None, fmt: str) -> None:
             ["host", "level", "kind", "name", "email", "lang"],
             [(r["host"], r["level"], r["kind"], r["name"], r["email"], r["language"]) for r in found],
         )
+
+
+@contacts.command("edit")
+@click.argument("host")
+@click.argument("level", type=click.IntRange(0, 100))
+@click.option("--email", help="The new address.")
+@click.option("--kind", type=click.Choice(CONTACT_KINDS))
+@click.option("--name", help="The recipient's name (a company).")
+@click.option("--lang", "language", type=click.Choice([*NOTICE_LANGUAGES, ""]), help="'' for the sender's.")
+@click.option("--note", help="Anything worth remembering (where the address comes from).")
+@pass_context
+@friendly_errors
+def contacts_edit(
+    context: CliContext,
+    host: str,
+    level: int,
+    email: str | None,
+    kind: str | None,
+    name: str | None,
+    language: str | None,
+    note: str | None,
+) -> None:
+    """Change the contact of HOST at LEVEL: the options given are set. Notices already drafted or sent keep
+    the recipient they name."""
+    from fptrack.jobs.notices import edit_contact, find_contact
+
+    with context.session() as session:
+        contact = edit_contact(
+            session,
+            find_contact(session, host, level),
+            email=email,
+            kind=kind,
+            name=name,
+            language=language,
+            note=note,
+        )
+        click.echo(f"saved {contact.email} as level {contact.level} ({contact.kind}) of {contact.host}")
+
+
+@contacts.command("remove")
+@click.argument("host")
+@click.argument("level", type=click.IntRange(0, 100))
+@pass_context
+@friendly_errors
+def contacts_remove(context: CliContext, host: str, level: int) -> None:
+    """Remove the contact of HOST at LEVEL. Refused while a notice sent to it is still followed up."""
+    from fptrack.jobs.notices import find_contact, remove_contact
+
+    with context.session() as session:
+        contact = find_contact(session, host, level)
+        email = contact.email
+        remove_contact(session, contact)
+    click.echo(f"removed {email} (level {level}) of {host.strip().lower()}")

@@ -89,6 +89,8 @@ __all__ = [
     "add_contact",
     "default_sender",
     "draft_notice",
+    "edit_contact",
+    "find_contact",
     "find_sender",
     "follow_up",
     "list_contacts",
@@ -98,6 +100,8 @@ __all__ = [
     "not_noticeable",
     "notice_matches",
     "preview_notice",
+    "remove_contact",
+    "remove_sender",
     "save_sender",
     "send_notice",
 ]
@@ -269,6 +273,97 @@ def add_contact(
     session.add(contact)
     session.flush()
     return contact
+
+
+def remove_sender(session: Session, name: str) -> list[int]:
+    """Remove the sender ``name`` and its own proof files (identity, authorisations); returns the drafts that
+    named it (they now name no sender, which they show as missing). Refused while a sent notice names it:
+    what was sent keeps its sender. The caller commits."""
+    sender = find_sender(session, name)
+    named = session.execute(select(Notice.id, Notice.state).where(Notice.sender_id == sender.id)).all()
+    sent = [notice_id for notice_id, state in named if state != "draft"]
+    if sent:
+        raise NoticeError(
+            f"sender {sender.name!r} signed notice(s) {', '.join(map(str, sorted(sent)))}: a sent notice "
+            "keeps its sender, so it cannot be removed (edit it instead)"
+        )
+    drafts = sorted(notice_id for notice_id, _state in named)
+    for notice in session.scalars(select(Notice).where(Notice.id.in_(drafts))):
+        notice.sender = None
+    for proof in sender.proofs:
+        if proof.work_id is not None and proof.kind != "authorisation":
+            proof.sender_id = None  # a work's own proof, once filed through the sender, stays the work's
+    session.flush()
+    session.delete(sender)
+    session.flush()
+    return drafts
+
+
+def find_contact(session: Session, host: str, level: int) -> HostContact:
+    contact = session.scalar(
+        select(HostContact).where(HostContact.host == host.strip().lower(), HostContact.level == level)
+    )
+    if contact is None:
+        raise NoticeError(f"{host.strip().lower()} has no contact at level {level} (fptrack contacts list)")
+    return contact
+
+
+def edit_contact(
+    session: Session,
+    contact: HostContact,
+    *,
+    email: str | None = None,
+    kind: str | None = None,
+    name: str | None = None,
+    language: str | None = None,
+    note: str | None = None,
+) -> HostContact:
+    """Change the fields of ``contact`` that are not None, checked as :func:`add_contact` checks them.
+    Notices already drafted or sent keep the recipient they name. The caller commits."""
+    email = contact.email if email is None else email.strip()
+    if "@" not in email:
+        raise NoticeError("a host contact needs an email address (abuse@hosting.example)")
+    name = contact.name if name is None else _clean(name, 300)
+    note = contact.note if note is None else note.strip()
+    _check_typed({"email": email, "name": name, "note": note})
+    kind = contact.kind if kind is None else kind
+    if kind not in CONTACT_KINDS:
+        raise NoticeError(f"kind must be one of {', '.join(CONTACT_KINDS)}, not {kind!r}")
+    language = contact.language if language is None else language
+    if language and language not in NOTICE_LANGUAGES:
+        raise NoticeError(f"language must be one of {', '.join(NOTICE_LANGUAGES)}, not {language!r}")
+    contact.email, contact.name, contact.note, contact.kind, contact.language = (
+        email[:320],
+        name,
+        note,
+        kind,
+        language,
+    )
+    session.flush()
+    return contact
+
+
+def remove_contact(session: Session, contact: HostContact) -> None:
+    """Remove a host contact. Refused while a notice sent to it is still pursued (sent, acknowledged or
+    followed up): its reminders go to the same recipient and its escalation to the next level up. The caller
+    commits."""
+    pursued = session.scalars(
+        select(Notice.id)
+        .where(
+            Notice.host == contact.host,
+            Notice.contact_level == contact.level,
+            Notice.recipient_address == contact.email,
+            Notice.state.in_(PURSUED_STATES),
+        )
+        .order_by(Notice.id)
+    ).all()
+    if pursued:
+        raise NoticeError(
+            f"notice(s) {', '.join(map(str, pursued))} to {contact.email} are still pursued (their follow-up "
+            f"goes to this contact of {contact.host}); remove it once they are closed or withdrawn"
+        )
+    session.delete(contact)
+    session.flush()
 
 
 def list_contacts(session: Session, host: str | None = None) -> list[HostContact]:

@@ -30,11 +30,14 @@ from fptrack.jobs.notices import (
     NoticeError,
     add_contact,
     draft_notice,
+    edit_contact,
     follow_up,
     list_contacts,
     list_notices,
     load_notice,
     mark_notice,
+    remove_contact,
+    remove_sender,
     save_sender,
     send_notice,
 )
@@ -47,6 +50,7 @@ from fptrack.storage.models import (
     NOTICE_STATES,
     SENDER_KINDS,
     SENDER_ROLES,
+    HostContact,
     Notice,
     Sender,
     Work,
@@ -59,6 +63,8 @@ blueprint = Blueprint("notices", __name__, url_prefix="/notices")
 senders_blueprint = Blueprint("senders", __name__, url_prefix="/senders")
 
 STYLESHEET_FOR_PDF = "notice.css"  # services.pdf resolves bare names in admin/static
+# what jobs.notice_render.absent_elements says of an item without its evidence bundle
+NO_BUNDLE_YET = "no evidence bundle for"
 
 
 def _actor() -> str:
@@ -88,11 +94,35 @@ def _notice_or_404(session: Session, notice_id: int) -> Notice:
         abort(404, description=gettext("There is no notice with id %(id)s.", id=notice_id))
 
 
+def still_missing(notice: Notice) -> list[str]:
+    """What a draft lacks before it may be sent (:func:`jobs.notice_render.missing_elements`). A preview (a
+    notice not kept, ``id`` None) has no evidence bundles yet: keeping it as a draft makes them, so their
+    absence is the next step, not a flaw of the case."""
+    if notice.state != "draft":
+        return []
+    missing = missing_elements(notice)
+    if notice.id is None:
+        missing = [line for line in missing if NO_BUNDLE_YET not in line]
+    return missing
+
+
+def smtp_relay_missing() -> str:
+    """Why no notice can be sent by email from here ('' when an SMTP relay is configured)."""
+    if admin_state().settings.smtp_host:
+        return ""
+    return str(
+        gettext(
+            "No SMTP relay is configured (FPTRACK_SMTP_HOST): download the notice and send it yourself, or "
+            "ask the administrator to set one."
+        )
+    )
+
+
 def notice_document(notice: Notice, *, for_pdf: bool, nav: list[NavLink] | None = None) -> str:
     """The notice as an HTML document: linked to the admin's stylesheet, with ``nav`` and, for a draft, what
     it still lacks (on screen only)."""
     stylesheet = STYLESHEET_FOR_PDF if for_pdf else url_for("static", filename="notice.css")
-    missing = missing_elements(notice) if notice.state == "draft" and not for_pdf else []
+    missing = [] if for_pdf else still_missing(notice)
     when = notice.sent_at or utcnow()
     return render_html(
         notice, when, stylesheet=stylesheet, nav=[] if for_pdf else (nav or []), missing=missing
@@ -174,11 +204,11 @@ def draft() -> ResponseReturnValue:
 @requires_role("reviewer")
 def show(notice_id: int) -> ResponseReturnValue:
     notice = _notice_or_404(db_session(), notice_id)
-    missing = missing_elements(notice) if notice.state == "draft" else []
     return render_template(
         "notice_page.html",
         notice=notice,
-        missing=missing,
+        missing=still_missing(notice),
+        no_relay=smtp_relay_missing(),
         marks=list(MARKS),
         sent_stamped_at=timestamp_time(notice),
     )
@@ -270,6 +300,9 @@ def export(notice_id: int) -> Response:
 def send(notice_id: int) -> ResponseReturnValue:
     session = db_session()
     notice = _notice_or_404(session, notice_id)
+    if no_relay := smtp_relay_missing():
+        flash(no_relay)  # the button was shown disabled with this reason: a form posted by hand
+        return redirect(url_for("notices.show", notice_id=notice_id), code=303)
     before = len(notice.items)
     try:
         send_notice(session, notice, admin_state().settings, actor=_actor())
@@ -452,4 +485,77 @@ def contacts_add() -> ResponseReturnValue:
             host=contact.host,
         )
     )
+    return redirect(url_for("senders.senders_index"), code=303)
+
+
+@senders_blueprint.post("/<int:sender_id>/remove")
+@requires_role("admin")
+def senders_remove(sender_id: int) -> ResponseReturnValue:
+    """Remove a sender no sent notice names (drafts that named it then name none)."""
+    session = db_session()
+    sender = session.get(Sender, sender_id)
+    if sender is None:
+        abort(404, description=gettext("There is no sender with id %(id)s.", id=sender_id))
+    name = sender.name
+    try:
+        drafts = remove_sender(session, name)
+    except NoticeError as error:
+        session.rollback()
+        return _senders_page(_message(error), 409)
+    session.commit()
+    flash(
+        gettext("Removed sender %(name)s.", name=name)
+        + (
+            gettext(" Drafts now without a sender: %(ids)s.", ids=", ".join(map(str, drafts)))
+            if drafts
+            else ""
+        )
+    )
+    return redirect(url_for("senders.senders_index"), code=303)
+
+
+def _contact_or_404(session: Session, contact_id: int) -> HostContact:
+    contact = session.get(HostContact, contact_id)
+    if contact is None:
+        abort(404, description=gettext("There is no contact with id %(id)s.", id=contact_id))
+    return contact
+
+
+@senders_blueprint.post("/contacts/<int:contact_id>")
+@requires_role("admin")
+def contacts_edit(contact_id: int) -> ResponseReturnValue:
+    session = db_session()
+    contact = _contact_or_404(session, contact_id)
+    form = request.form
+    try:
+        edit_contact(
+            session,
+            contact,
+            email=form.get("email"),
+            kind=form.get("kind"),
+            name=form.get("name"),
+            language=form.get("language"),
+            note=form.get("note"),
+        )
+    except NoticeError as error:
+        session.rollback()
+        return _senders_page(_message(error), 400)
+    session.commit()
+    flash(gettext("Saved contact %(email)s of %(host)s.", email=contact.email, host=contact.host))
+    return redirect(url_for("senders.senders_index"), code=303)
+
+
+@senders_blueprint.post("/contacts/<int:contact_id>/remove")
+@requires_role("admin")
+def contacts_remove(contact_id: int) -> ResponseReturnValue:
+    session = db_session()
+    contact = _contact_or_404(session, contact_id)
+    email, host = contact.email, contact.host
+    try:
+        remove_contact(session, contact)
+    except NoticeError as error:
+        session.rollback()
+        return _senders_page(_message(error), 409)
+    session.commit()
+    flash(gettext("Removed contact %(email)s of %(host)s.", email=email, host=host))
     return redirect(url_for("senders.senders_index"), code=303)

@@ -10,7 +10,7 @@ own, which claims the site, so a site is never crawled twice at once) and answer
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
@@ -25,7 +25,8 @@ from fptrack.admin.views.crawls import CrawlRow, crawl_rows
 from fptrack.admin.views.read_sessions import read_session
 from fptrack.crawler.pages import RENDER_JS_MODES
 from fptrack.jobs.sites import SiteError, SiteSpec, add_site, edit_site, remove_site, site_lock_name, spec_of
-from fptrack.storage.models import CrawlJob, MonitorLock, Site
+from fptrack.storage.locks import drop_lock, take_lock
+from fptrack.storage.models import CrawlJob, MonitorLock, Site, as_utc, utcnow
 
 __all__ = ["SiteRow", "blueprint", "site_rows", "spec_from_form"]
 
@@ -202,6 +203,31 @@ def edit(site_id: int) -> ResponseReturnValue:
     return redirect(url_for("sites.detail", site_id=site_id), code=303)
 
 
+STARTING_SECONDS = 60
+"""How long a "run now" counts as beginning: from the click until its crawl's process has made the crawl job
+(within seconds; it claims the site first). A second click meanwhile is refused, not a second crawl."""
+
+
+def _starting_name(site_id: int) -> str:
+    return f"site-start:{site_id}"  # not a crawl's claim (site:, crawl:): the reaper leaves it alone
+
+
+def _mark_starting(session: Session, site_id: int) -> str | None:
+    """Record that a crawl of the site is being started; None when one was started moments ago and its job
+    has not begun yet. A mark whose crawl began, or older than :data:`STARTING_SECONDS`, is replaced."""
+    now = utcnow()
+    mark = session.get(MonitorLock, _starting_name(site_id))
+    if mark is not None:
+        begun = session.scalar(
+            select(CrawlJob.id).where(CrawlJob.site_id == site_id, CrawlJob.started_at >= mark.acquired_at)
+        )
+        if begun is None and as_utc(mark.acquired_at) > now - timedelta(seconds=STARTING_SECONDS):
+            return None
+        session.delete(mark)
+        session.flush()
+    return take_lock(session, _starting_name(site_id), now)
+
+
 @blueprint.post("/<int:site_id>/run")
 @requires_role("admin")
 def run_now(site_id: int) -> ResponseReturnValue:
@@ -219,9 +245,16 @@ def run_now(site_id: int) -> ResponseReturnValue:
             else gettext("%(name)s is being crawled already.", name=site.name)
         )
         return redirect(url_for("sites.detail", site_id=site_id), code=303)
+    token = _mark_starting(session, site_id)
+    if token is None:
+        flash(gettext("A crawl of %(name)s was started a moment ago and is beginning.", name=site.name))
+        return redirect(url_for("sites.detail", site_id=site_id), code=303)
+    session.commit()
     try:
         spawn_site_crawl(site.id, site.name, settings=admin_state().settings, scheduled=False)
     except OSError as error:
+        drop_lock(session, _starting_name(site_id), token)
+        session.commit()
         abort(503, description=f"Cannot start the crawl: {error}")
     flash(gettext("Started a crawl of %(name)s; it appears below as soon as it has begun.", name=site.name))
     return redirect(url_for("sites.detail", site_id=site_id), code=303)
