@@ -248,7 +248,7 @@ def reorder_and_drop(text: str, rng: random.Random, *, drop: float = 0.2) -> str
 
 
 def ocr_noise(
-    text: str, rng: random.Random, *, confusion: float = 0.06, punctuation_lost: float = 0.8
+    text: str, rng: random.Random, *, confusion: float = 0.25, punctuation_lost: float = 0.8
 ) -> str:
     """OCR output of ``text``: a share ``confusion`` of the characters that have a similar-shape twin read as
     it, a share ``punctuation_lost`` of the punctuation gone, and hard line breaks every 18-30 characters
@@ -261,7 +261,7 @@ def ocr_noise(
     for ch in text.replace("\n", ""):
         if _PUNCTUATION.fullmatch(ch) and rng.random() < punctuation_lost:
             continue
-        if ch in twins and rng.random() < confusion * 4:  # twins cover about a quarter of the characters read
+        if ch in twins and rng.random() < confusion:  # (twins exist for about a fifth of a chapter)
             ch = _pick(rng, twins[ch])
         out.append(ch)
         countdown -= 1
