@@ -34,12 +34,25 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 import numpy as np
-from sqlalchemy import func, literal, or_, select
+from sqlalchemy import and_, case, exists, func, literal, or_, select
 from sqlalchemy.orm import Session
 
-from fptrack.storage.models import Match, MatchStatus, Notice, NoticeItem, Page, Work, as_utc, iso_utc
+from fptrack.storage.models import (
+    Match,
+    MatchRollup,
+    MatchStatus,
+    Notice,
+    NoticeItem,
+    Page,
+    ReviewDecision,
+    TakedownCheck,
+    Work,
+    as_utc,
+    iso_utc,
+)
 
 __all__ = [
+    "COPY_STATES",
     "DETECTION_COLUMNS",
     "NOTICE_REMOVAL_COLUMNS",
     "RECORD_COLUMNS",
@@ -49,11 +62,14 @@ __all__ = [
     "Grouping",
     "NoticeRemovalRow",
     "TakedownRow",
+    "copy_state",
     "detection_delays",
     "detection_times",
     "notice_removal_times",
+    "notice_sent_at",
     "takedown_records",
     "takedown_stats",
+    "takedown_stats_stamp",
 ]
 
 # the states a listing filters on: a match's latest re-check outcome, never checked, or down now (gone or
@@ -78,6 +94,41 @@ STATUSES = (MatchStatus.FLAGGED.value, MatchStatus.CONFIRMED.value)
 TAKEDOWN_COLUMNS = ("key", "matches", "checked", "taken_down", "rate", "median_seconds", "p90_seconds")
 # the time to detect, added after TAKEDOWN_COLUMNS by `fptrack takedowns stats` (detection_times)
 DETECTION_COLUMNS = ("detect_known", "detect_median_seconds", "detect_p90_seconds")
+
+
+# Where a copy stands on its way down, the furthest step it reached: its review (flagged, confirmed), a sent
+# notice naming it, taken down (down now, confirmed), back up (present again after a check found it down).
+# Dismissed and licensed matches keep their review status.
+COPY_STATES = ("flagged", "confirmed", "notice_sent", "taken_down", "back_up")
+
+
+def notice_sent_at() -> Any:
+    """When the first sent notice naming the match went out (NULL: none), as a correlated SQL value."""
+    return (
+        select(func.min(Notice.sent_at))
+        .join(NoticeItem, NoticeItem.notice_id == Notice.id)
+        .where(NoticeItem.match_id == Match.id, Notice.sent_at.is_not(None))
+        .scalar_subquery()
+    )
+
+
+def copy_state() -> Any:
+    """The match's step in :data:`COPY_STATES` (or its review status when dismissed or licensed), as SQL:
+    one definition for the takedowns page, its filter and the match list's."""
+    seen_down = exists().where(
+        TakedownCheck.match_id == Match.id, TakedownCheck.outcome.in_(("gone", "removed"))
+    )
+    notice_sent = exists(
+        select(NoticeItem.id)
+        .join(Notice, Notice.id == NoticeItem.notice_id)
+        .where(NoticeItem.match_id == Match.id, Notice.sent_at.is_not(None))
+    )
+    return case(
+        (Match.taken_down_at.is_not(None), literal("taken_down")),
+        (and_(Match.recheck_state == "present", seen_down), literal("back_up")),
+        (notice_sent, literal("notice_sent")),
+        else_=Match.status,
+    )
 
 
 @dataclass(frozen=True)
@@ -154,6 +205,31 @@ def takedown_stats(session: Session, by: Grouping = "all") -> list[TakedownRow]:
             for k, n, c, t in rows
         ]
     return sorted(result, key=lambda r: (-r.matches, r.key))
+
+
+def takedown_stats_stamp(session: Session) -> tuple[object, ...]:
+    """What :func:`takedown_stats` depends on, read in a few index lookups: equal stamps, equal figures. A
+    re-check or a crawl's observation moves its match's ``rechecked_at``; a review decision, a new match, a
+    removed one or a status set by the comparison moves the decisions' or matches' last id or the kept
+    flagged and confirmed totals (``match_rollups``). For a cache of the figures that is never stale."""
+    latest_checks = [
+        select(func.max(Match.rechecked_at)).where(Match.status == status).scalar_subquery()
+        for status in STATUSES
+    ]
+    totals = (
+        select(func.coalesce(func.sum(MatchRollup.matches), 0))
+        .where(MatchRollup.status.in_(STATUSES))
+        .scalar_subquery()
+    )
+    row = session.execute(
+        select(
+            select(func.max(Match.id)).scalar_subquery(),
+            select(func.max(ReviewDecision.id)).scalar_subquery(),
+            totals,
+            *latest_checks,
+        )
+    ).one()
+    return tuple(row)
 
 
 def _sqlite_times(session: Session, by: Grouping, key: Any) -> dict[str, tuple[float | None, float | None]]:

@@ -12,36 +12,44 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from math import ceil
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, joinedload
 
 from fptrack.analytics.rollups import status_totals, top_hosts
+from fptrack.analytics.takedowns import COPY_STATES, copy_state, notice_sent_at
 from fptrack.services.review import REVIEW_STATUSES
 from fptrack.storage.models import Chapter, Match, MatchRollup, MatchStatus, Page, Work
 
 __all__ = [
+    "COPY_STATES",
     "MATCH_STATUSES",
     "MAX_ID",
     "MAX_PAGE_NUMBER",
     "REVIEW_STATUSES",
     "SORT_KEYS",
+    "TAKEDOWN_STATES",
     "WORK_ORDERS",
     "ChapterRow",
     "HostCount",
     "MatchFilter",
     "PageOf",
     "Stats",
+    "TakedownCopy",
+    "TakedownFilter",
     "WorkRow",
     "chapter_rows",
     "collect_stats",
+    "copy_states",
     "count_matches",
     "iter_matches",
     "list_matches",
+    "list_takedown_copies",
     "match_filter_from_args",
     "matching_ids",
     "positive_int_arg",
+    "takedown_filter_from_args",
     "work_choices",
     "work_rows",
 ]
@@ -179,6 +187,8 @@ def work_choices(session: Session) -> list[tuple[int, str]]:
 
 
 SORT_KEYS = ("date", "score", "work", "site", "status")
+# the steps of a copy's takedown a match list filters on (analytics.takedowns.COPY_STATES beyond the review)
+TAKEDOWN_STATES = ("notice_sent", "taken_down", "back_up")
 SORT_ORDERS = ("desc", "asc")
 MAX_SEARCH_LENGTH = 300
 
@@ -189,8 +199,9 @@ class MatchFilter:
     the bulk actions and the JSON API, so that a bulk action or an export acts on exactly the list shown.
 
     ``site`` is a page host (exact, lower-case); ``url`` a piece of the page URL (case-insensitive);
-    ``since``/``until`` first-seen days, both included; ``min_score``/``max_score`` in 0..1; ``ids`` these
-    matches only (the command line's ``--id``; not one of the query arguments).
+    ``since``/``until`` first-seen days, both included; ``min_score``/``max_score`` in 0..1; ``takedown``
+    one of :data:`TAKEDOWN_STATES`; ``ids`` these matches only (the command line's ``--id``; not one of the
+    query arguments).
     """
 
     status: str | None = None
@@ -201,6 +212,7 @@ class MatchFilter:
     until: date | None = None
     min_score: float | None = None
     max_score: float | None = None
+    takedown: str | None = None
     ids: tuple[int, ...] = ()
     sort: str = "date"
     order: str = "desc"
@@ -208,6 +220,10 @@ class MatchFilter:
     def __post_init__(self) -> None:
         if self.status is not None and self.status not in MATCH_STATUSES:
             raise ValueError(f"unknown status {self.status!r}; expected one of {', '.join(MATCH_STATUSES)}")
+        if self.takedown is not None and self.takedown not in TAKEDOWN_STATES:
+            raise ValueError(
+                f"unknown takedown state {self.takedown[:40]!r}; expected one of {', '.join(TAKEDOWN_STATES)}"
+            )
         if self.sort not in SORT_KEYS:
             raise ValueError(f"sort must be one of {', '.join(SORT_KEYS)}, got {self.sort[:40]!r}")
         if self.order not in SORT_ORDERS:
@@ -240,6 +256,8 @@ class MatchFilter:
             query = query.where(Match.score >= self.min_score)
         if self.max_score is not None:
             query = query.where(Match.score <= self.max_score)
+        if self.takedown is not None:
+            query = query.where(copy_state() == self.takedown)
         return query
 
     def ordered(self, query: Select) -> Select:  # type: ignore[type-arg]
@@ -273,6 +291,7 @@ class MatchFilter:
             "to": self.until.isoformat() if self.until else "",
             "min_score": "" if self.min_score is None else f"{self.min_score:g}",
             "max_score": "" if self.max_score is None else f"{self.max_score:g}",
+            "takedown": self.takedown or "",
             "sort": "" if self.sort == "date" else self.sort,
             "order": "" if self.order == "desc" else self.order,
         }
@@ -308,8 +327,8 @@ def _score_arg(args: Mapping[str, str], name: str) -> float | None:
 
 def match_filter_from_args(args: Mapping[str, str]) -> MatchFilter:
     """Read a :class:`MatchFilter` from query arguments: ``status``, ``work``, ``site``, ``q`` (a piece of
-    the URL), ``from``/``to`` (days), ``min_score``/``max_score``, ``sort``, ``order``. Empty means no
-    filter; a ValueError names the bad argument."""
+    the URL), ``from``/``to`` (days), ``min_score``/``max_score``, ``takedown``, ``sort``, ``order``. Empty
+    means no filter; a ValueError names the bad argument."""
     status = (args.get("status") or "").strip() or None
     raw_work = (args.get("work") or "").strip()
     work_id: int | None = None
@@ -334,6 +353,7 @@ def match_filter_from_args(args: Mapping[str, str]) -> MatchFilter:
         until=_date_arg(args, "to"),
         min_score=_score_arg(args, "min_score"),
         max_score=_score_arg(args, "max_score"),
+        takedown=(args.get("takedown") or "").strip() or None,
         sort=(args.get("sort") or "").strip() or "date",
         order=(args.get("order") or "").strip() or "desc",
     )
@@ -355,11 +375,14 @@ def positive_int_arg(args: Mapping[str, str], name: str, default: int, maximum: 
     return min(value, maximum) if maximum is not None else value
 
 
+Item = TypeVar("Item")
+
+
 @dataclass(frozen=True)
-class PageOf:
+class PageOf(Generic[Item]):
     """One page of a paginated list: ``number`` is 1-based."""
 
-    items: Sequence[Match]
+    items: Sequence[Item]
     number: int
     per_page: int
     total: int
@@ -377,7 +400,7 @@ class PageOf:
         return self.number < self.pages
 
 
-def list_matches(session: Session, match_filter: MatchFilter, number: int, per_page: int) -> PageOf:
+def list_matches(session: Session, match_filter: MatchFilter, number: int, per_page: int) -> PageOf[Match]:
     """One page of the matches the filter selects, in its order, with page, work and chapter loaded.
 
     Two steps: the page's ids (an index walk over ``matches`` alone, however deep the page), then those rows
@@ -435,11 +458,12 @@ def matching_ids(session: Session, match_filter: MatchFilter, limit: int) -> lis
 def count_matches(session: Session, match_filter: MatchFilter) -> int:
     """How many matches the filter selects. Filters on status, work, site and first-seen days are counted from
     the kept roll-up table (``analytics.rollups``: exact, and a few thousand rows rather than a million); a
-    score range, a URL search or a list of ids counts the matches themselves."""
+    score range, a URL search, a takedown state or a list of ids counts the matches themselves."""
     if (
         match_filter.url is None
         and match_filter.min_score is None
         and match_filter.max_score is None
+        and match_filter.takedown is None
         and not match_filter.ids
     ):
         query = select(func.coalesce(func.sum(MatchRollup.matches), 0))
@@ -455,3 +479,123 @@ def count_matches(session: Session, match_filter: MatchFilter) -> int:
             query = query.where(MatchRollup.day <= match_filter.until)
         return int(session.scalar(query) or 0)
     return session.scalar(match_filter.apply(select(func.count()).select_from(Match))) or 0
+
+
+# ----------------------------------------------------------------------------------------------- takedowns
+
+
+def copy_states(session: Session, match_ids: Sequence[int]) -> dict[int, str]:
+    """Match id -> its step in ``analytics.takedowns.COPY_STATES`` (or its review status), for a listed page
+    of matches."""
+    if not match_ids:
+        return {}
+    rows = session.execute(select(Match.id, copy_state()).where(Match.id.in_(match_ids)))
+    return {int(match_id): str(state) for match_id, state in rows}
+
+
+@dataclass(frozen=True)
+class TakedownFilter:
+    """What the takedowns page lists: the flagged and confirmed matches, in one state of
+    ``analytics.takedowns.COPY_STATES`` (None: any), of one work, on one page host (exact, lower-case)."""
+
+    state: str | None = None
+    work_id: int | None = None
+    site: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.state is not None and self.state not in COPY_STATES:
+            raise ValueError(f"unknown state {self.state[:40]!r}; expected one of {', '.join(COPY_STATES)}")
+
+    def as_args(self) -> dict[str, str]:
+        """The query arguments that rebuild this filter (empty ones left out)."""
+        values = {
+            "state": self.state or "",
+            "work": "" if self.work_id is None else str(self.work_id),
+            "site": self.site or "",
+        }
+        return {name: value for name, value in values.items() if value}
+
+
+def takedown_filter_from_args(args: Mapping[str, str]) -> TakedownFilter:
+    """A :class:`TakedownFilter` from ``state``, ``work`` and ``site``; a ValueError names the bad one."""
+    matches = match_filter_from_args({name: args.get(name) or "" for name in ("work", "site")})
+    return TakedownFilter(
+        state=(args.get("state") or "").strip() or None, work_id=matches.work_id, site=matches.site
+    )
+
+
+@dataclass(frozen=True)
+class TakedownCopy:
+    """One copy followed for takedown, as the takedowns page lists it."""
+
+    id: int
+    url: str
+    host: str
+    work_id: int
+    work_title: str
+    status: str
+    state: str  # analytics.takedowns.COPY_STATES
+    first_seen: datetime
+    notice_sent_at: datetime | None
+    taken_down_at: datetime | None
+    rechecked_at: datetime | None
+    recheck_state: str | None  # the latest check's outcome, None: never checked
+
+    @property
+    def seconds_to_takedown(self) -> float | None:
+        """From the first notice naming the copy to the first check that found it down (0 when it was down
+        before the notice went out); None without both."""
+        if self.notice_sent_at is None or self.taken_down_at is None:
+            return None
+        sent, down = _aware(self.notice_sent_at), _aware(self.taken_down_at)
+        return max(0.0, (down - sent).total_seconds())
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)  # SQLite drops the zone
+
+
+def list_takedown_copies(
+    session: Session, takedown_filter: TakedownFilter, number: int, per_page: int
+) -> tuple[PageOf[TakedownCopy], dict[str, int]]:
+    """One page of the flagged and confirmed matches the filter selects, newest first, and how many there
+    are in each state (under the filter's work and site, whatever its state: the page's summary)."""
+    if per_page < 1:
+        raise ValueError(f"per_page must be at least 1, got {per_page}")
+    number = max(1, number)
+    state = copy_state().label("state")
+    conditions: list[Any] = [Match.status.in_((MatchStatus.FLAGGED.value, MatchStatus.CONFIRMED.value))]
+    if takedown_filter.work_id is not None:
+        conditions.append(Match.work_id == takedown_filter.work_id)
+    if takedown_filter.site is not None:
+        conditions.append(Match.page_id.in_(select(Page.id).where(Page.host == takedown_filter.site)))
+    counts = dict.fromkeys(COPY_STATES, 0)
+    for name, count in session.execute(select(state, func.count()).where(*conditions).group_by(state)):
+        counts[str(name)] = int(count)
+    if takedown_filter.state is not None:
+        conditions.append(copy_state() == takedown_filter.state)
+    total = counts[takedown_filter.state] if takedown_filter.state else sum(counts.values())
+    rows = session.execute(
+        select(
+            Match.id,
+            Page.url,
+            Page.host,
+            Match.work_id,
+            Work.title,
+            Match.status,
+            state,
+            Match.first_seen,
+            notice_sent_at(),
+            Match.taken_down_at,
+            Match.rechecked_at,
+            Match.recheck_state,
+        )
+        .join(Page, Page.id == Match.page_id)
+        .join(Work, Work.id == Match.work_id)
+        .where(*conditions)
+        .order_by(Match.first_seen.desc(), Match.id.desc())
+        .limit(per_page)
+        .offset((number - 1) * per_page)
+    )
+    copies = [TakedownCopy(*row) for row in rows]
+    return PageOf(copies, number, per_page, total), counts

@@ -1,5 +1,5 @@
-"""The admin's blueprints: login, health, dashboard, works, matches, leads, reports, notices and senders,
-crawls, sites, users (HTML) and the JSON API."""
+"""The admin's blueprints: login, health, dashboard, works, matches, takedowns, leads, reports, notices and
+senders, crawls, sites, users (HTML) and the JSON API."""
 
 from fptrack.admin.views import (
     api,
@@ -12,6 +12,7 @@ from fptrack.admin.views import (
     notices,
     reports,
     sites,
+    takedowns,
     users,
     works,
 )
@@ -24,6 +25,7 @@ BLUEPRINTS = (
     dashboard.blueprint,
     works.blueprint,
     matches.blueprint,
+    takedowns.blueprint,
     leads.blueprint,
     reports.blueprint,
     notices.blueprint,

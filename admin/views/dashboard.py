@@ -8,7 +8,6 @@ panel; ``?per=day|week`` for the chart over time (default: per day up to 90 days
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -31,7 +30,7 @@ from fptrack.analytics.rollups import (
     top_hosts,
     top_works,
 )
-from fptrack.analytics.takedowns import TakedownRow, takedown_stats
+from fptrack.analytics.takedowns import TakedownRow, takedown_stats, takedown_stats_stamp
 from fptrack.storage.models import Chapter, CrawlJob, MatchRollup, Page, Site, Work, utcnow
 
 __all__ = ["DAY_CHOICES", "DashboardPeriod", "blueprint", "dashboard_period", "overdue_sites", "page_count"]
@@ -44,11 +43,11 @@ TOP = 10
 RECENT_CRAWLS = 10
 # the latency shown is that of the most recent matches: an index range, whatever the size of the table
 LATENCY_SAMPLE = 2_000
-# The takedown figures read every flagged and confirmed match (about 1.6 s at a million on PostgreSQL):
-# computed at most once per this many seconds per admin process, and shown with their age. They move with the
-# daily re-checks.
-TAKEDOWN_FIGURES_SECONDS = 300.0
-_takedown_figures: dict[str, tuple[float, TakedownRow]] = {}
+# The takedown figures read every flagged and confirmed match (about 1.6 s at a million on PostgreSQL): each
+# admin process keeps the latest per database and computes them again only when what they count has changed
+# (analytics.takedowns.takedown_stats_stamp, a few index lookups), so they are current, as `fptrack takedowns
+# stats` prints them, without that cost on every page.
+_takedown_figures: dict[str, tuple[tuple[object, ...], TakedownRow]] = {}
 _takedown_lock = threading.Lock()
 
 
@@ -168,23 +167,23 @@ def index() -> str:
         crawls=crawl_rows(session, limit=RECENT_CRAWLS),
         failed_last_day=sum(int(count) for _, count in failing),
         overdue=overdue_sites(session, timedelta(seconds=max(60.0, 2 * settings.schedule_every))),
-        **_takedowns(session),
+        takedowns=_takedowns(session),
     )
 
 
-def _takedowns(session: Session) -> dict[str, object]:
-    """The overall takedown figures (``analytics.takedowns``) and their age in seconds, from this process's
-    cache when younger than :data:`TAKEDOWN_FIGURES_SECONDS`."""
+def _takedowns(session: Session) -> TakedownRow:
+    """The overall takedown figures (``analytics.takedowns.takedown_stats``, as ``fptrack takedowns stats``
+    reads them), from this process's copy while their stamp is unchanged."""
     key = str(session.get_bind().engine.url)
-    now = time.monotonic()
+    stamp = takedown_stats_stamp(session)
     with _takedown_lock:
         cached = _takedown_figures.get(key)
-    if cached is None or now - cached[0] > TAKEDOWN_FIGURES_SECONDS:
-        cached = (now, takedown_stats(session, "all")[0])
-        with _takedown_lock:
-            _takedown_figures[key] = cached
-    age = now - cached[0]
-    return {"takedowns": cached[1], "takedowns_age": age if age >= 60 else 0}
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    figures = takedown_stats(session, "all")[0]
+    with _takedown_lock:
+        _takedown_figures[key] = (stamp, figures)
+    return figures
 
 
 @blueprint.get("/charts/matches-over-time.svg")

@@ -47,7 +47,9 @@ from fptrack.services.queries import (
     MAX_ID,
     REVIEW_STATUSES,
     SORT_KEYS,
+    TAKEDOWN_STATES,
     MatchFilter,
+    copy_states,
     count_matches,
     iter_matches,
     list_matches,
@@ -104,9 +106,13 @@ def index() -> str:
         listing=listing,
         match_filter=match_filter,
         filters={
-            **{name: "" for name in ("status", "work", "site", "q", "from", "to", "min_score", "max_score")},
+            **dict.fromkeys(
+                ("status", "work", "site", "q", "from", "to", "min_score", "max_score", "takedown"), ""
+            ),
             **link_filters,
         },
+        copy_states=copy_states(session, [match.id for match in listing.items]),
+        takedown_states=TAKEDOWN_STATES,
         link_filters=link_filters,
         statuses=MATCH_STATUSES,
         sort_keys=SORT_KEYS,
