@@ -30,7 +30,7 @@ from tests.support.accounts import PASSWORD, add_account
 from tests.support.admin_seed import seed
 from tests.unit.admin.test_web_i18n import _untranslated
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SCREENSHOTS = ARTIFACTS.parent / "screenshots"
 WIDTHS = (1400, 390)
