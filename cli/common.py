@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import wraps
 from types import ModuleType
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,6 +24,9 @@ from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.jobs.bootstrap import open_sessions
 from fptrack.storage.db import session_scope
+
+if TYPE_CHECKING:
+    from fptrack.storage.models import Site
 
 __all__ = [
     "EXIT_FAILURE",
@@ -39,6 +42,7 @@ __all__ = [
     "known_errors",
     "pass_context",
     "print_table",
+    "private_site_warning",
     "stdout_closed_quietly",
 ]
 
@@ -66,6 +70,21 @@ def echo_error(message: str) -> None:
 def echo_warning(message: str) -> None:
     """``warning: <message>`` on stderr, the prefix in bold yellow."""
     click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
+
+
+def private_site_warning(site: Site, how: str = "") -> str:
+    """The warning (or ``""``) for a monitored site whose start URLs are on private or loopback addresses it
+    may not reach: the private-address guard would refuse every crawl of it. ``how``: another way to allow it,
+    said in brackets after ``fptrack sites edit NAME --allow-private``."""
+    from fptrack.jobs.sites import private_start_hosts
+
+    hosts = private_start_hosts(site)
+    if not hosts:
+        return ""
+    return (
+        f"{', '.join(hosts)} is a private or loopback address: crawls of {site.name} will be refused; allow "
+        f"it with `fptrack sites edit {site.name} --allow-private`" + (f" ({how})" if how else "")
+    )
 
 
 def known_errors() -> tuple[type[BaseException], ...]:

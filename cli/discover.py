@@ -8,7 +8,14 @@ import json
 
 import click
 
-from fptrack.cli.common import CliContext, friendly_errors, pass_context, print_table
+from fptrack.cli.common import (
+    CliContext,
+    echo_warning,
+    friendly_errors,
+    pass_context,
+    print_table,
+    private_site_warning,
+)
 
 __all__ = ["candidates", "discover"]
 
@@ -43,7 +50,8 @@ def _rows(entries: list[dict[str, object]]) -> list[tuple[object, ...]]:
     multiple=True,
     metavar="HOST",
     help="Let probes reach this host (host:port, address or network) although it is private or loopback. "
-    "Repeatable; FPTRACK_ALLOW_PRIVATE_HOSTS adds to it.",
+    "Repeatable; FPTRACK_ALLOW_PRIVATE_HOSTS adds to it (a monitored site's own --allow-private applies to "
+    "the fetches of that site).",
 )
 @click.option("--no-probe", is_flag=True, help="Propose candidates without probing them.")
 @pass_context
@@ -54,6 +62,11 @@ def discover(
     """Find candidate pirate sites now: links on the monitored pirate sites (friend links, mirror notices,
     redirects), search providers (FPTRACK_SEARCH_PROVIDERS) and networks of near-duplicate pages; probe each
     new one (a few pages, guarded and polite) and list every candidate.
+
+    What could not be fetched is said on stderr with the reason: a host the private-address guard refused
+    (with how to allow it), a monitored site's page that did not answer. A candidate whose probe was refused
+    stays new and is probed by the next run allowed to reach it. With --format json: one object, the summary
+    (seeds, proposed, probed, requests, errors, warnings, searches, refused, unreachable) and candidates.
 
     \b
       fptrack discover                       from every monitored site with copies
@@ -69,17 +82,22 @@ def discover(
         probe=not no_probe,
     )
     for line in [*report.errors, *report.warnings]:
-        click.echo(f"warning: {line}", err=True)
+        echo_warning(line)
+    for url, why in report.unreachable.items():
+        echo_warning(f"not fetched: {url}: {why}")
+    for host, why in report.refused.items():
+        echo_warning(f"not fetched: {host}: {why}")
     if output == "json":
-        for entry in report.candidates:
-            click.echo(json.dumps(entry, ensure_ascii=False))
+        click.echo(json.dumps(report.as_json(), ensure_ascii=False))
         return
     click.echo(
         f"from {len(report.seeds)} site(s): {report.proposed} new candidate(s), {report.probed} probed, "
         f"{report.requests} request(s)"
         + "".join(f", {n} {name} search(es)" for name, n in report.searches.items())
+        + (f", {len(report.refused)} host(s) refused by the private-address guard" if report.refused else "")
     )
-    print_table(_HEADERS, _rows(report.candidates))
+    if report.candidates:
+        print_table(_HEADERS, _rows(report.candidates))
 
 
 @click.group()
@@ -115,7 +133,8 @@ def candidates_list(context: CliContext, /, state: str | None, output: str) -> N
 @pass_context
 @friendly_errors
 def candidates_accept(context: CliContext, /, candidate_id: int, allow_private: bool) -> None:
-    """Monitor the candidate's site (schedule FPTRACK_DISCOVERY_SCHEDULE)."""
+    """Monitor the candidate's site (schedule FPTRACK_DISCOVERY_SCHEDULE). A site on a private or loopback
+    address is crawled only with --allow-private (a warning says so)."""
     from fptrack.jobs.discovery import accept_candidate
 
     with context.session() as session:
@@ -123,7 +142,10 @@ def candidates_accept(context: CliContext, /, candidate_id: int, allow_private: 
             session, candidate_id, context.settings, by="cli", allow_private=allow_private
         )
         shown = f"{site.name} ({site.host}, schedule {site.schedule or 'manual'})"
+        private = private_site_warning(site)
     click.echo(f"candidate {candidate_id} accepted: monitoring site {shown}")
+    if private:
+        echo_warning(private)
 
 
 @candidates.command("reject")

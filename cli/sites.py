@@ -14,7 +14,16 @@ import click
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from fptrack.cli.common import CliContext, CliError, echo_error, friendly_errors, pass_context, print_table
+from fptrack.cli.common import (
+    CliContext,
+    CliError,
+    echo_error,
+    echo_warning,
+    friendly_errors,
+    pass_context,
+    print_table,
+    private_site_warning,
+)
 from fptrack.storage.models import CrawlJob, Site
 
 __all__ = ["sites"]
@@ -134,10 +143,10 @@ def sites_add(context: CliContext, /, name: str, urls: tuple[str, ...], **values
     tick = context.settings.schedule_every
     with context.session() as session:
         site = add_site(session, SiteSpec(name=name, start_urls=urls, **changes), tick=tick)
-        shown, private = _describe(site), _private_warning(site)
+        shown, private = _describe(site), private_site_warning(site, "or add the site with --allow-private")
     click.echo(f"monitoring site {shown}")
     if private:
-        click.echo(private, err=True)
+        echo_warning(private)
 
 
 @sites.command("edit")
@@ -165,10 +174,10 @@ def sites_edit(
     with context.session() as session:
         site = edit_site(session, name, tick=context.settings.schedule_every, **changes)
         shown = _describe(site)
-        private = _private_warning(site) if "start_urls" in changes or "allow_private" in changes else ""
+        private = private_site_warning(site) if {"start_urls", "allow_private"} & set(changes) else ""
     click.echo(f"site {shown}")
     if private:
-        click.echo(private, err=True)
+        echo_warning(private)
 
 
 @sites.command("remove")
@@ -361,21 +370,6 @@ def _seconds(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
-
-
-def _private_warning(site: Site) -> str:
-    """A warning when the site's start URLs are on private or loopback addresses it is not allowed to crawl
-    (the private-address guard refuses them: every crawl of it would fail)."""
-    from fptrack.jobs.sites import private_start_hosts
-
-    hosts = private_start_hosts(site)
-    if not hosts:
-        return ""
-    return (
-        f"warning: {', '.join(hosts)} is a private or loopback address: crawls of {site.name} will be "
-        f"refused; allow it with `fptrack sites edit {site.name} --allow-private` (or add the site with "
-        "--allow-private)"
-    )
 
 
 def _describe(site: Site) -> str:

@@ -38,6 +38,7 @@ from twisted.internet.error import DNSLookupError
 from fptrack.core.settings import classify_allow_entry
 
 __all__ = [
+    "GUARD_REFUSAL",
     "POLICY_SETTING",
     "GuardedResolver",
     "PrivateAddressGuard",
@@ -50,6 +51,9 @@ __all__ = [
 ]
 
 POLICY_SETTING = "FPTRACK_PRIVATE_ADDRESS_POLICY"
+GUARD_REFUSAL = "refused by the private-address guard"
+"""How every refusal of the guard begins (:meth:`PrivateAddressPolicy.refusal`): what a failure's reason is
+matched on."""
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -145,7 +149,7 @@ class PrivateAddressPolicy:
                 bracketed = f"[{host}]" if ":" in host else host
                 where = f"{bracketed}:{port}" if port is not None else bracketed
                 return (
-                    f"refused by the private-address guard: {shown} is a {kind} address "
+                    f"{GUARD_REFUSAL}: {shown} is a {kind} address "
                     f"(allow it with --allow-private-host {where}, the site's allow_private setting "
                     "or FPTRACK_ALLOW_PRIVATE_HOSTS)"
                 )

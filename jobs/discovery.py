@@ -21,6 +21,12 @@ share of probed text pages that copy a registered chapter; it is ``probed`` (cop
 person), ``clean`` or ``failed``. The page Simhash of each probed page is looked up too, so a candidate that
 mirrors a known site says which (``mirror_of_site_id``).
 
+Fetches are guarded as a crawl's are: a monitored site allowed to reach a private address (its
+``allow_private``) lets discovery fetch it too, and ``--allow-private-host`` / ``FPTRACK_ALLOW_PRIVATE_HOSTS``
+let probes reach candidates on such addresses. What the guard refused is reported (``refused``: host -> the
+guard's reason, which says how to allow it), never counted as a request; a candidate whose probe was refused
+stays ``new`` (with the reason as its error) and is probed by the next run that may reach it.
+
 Nothing is crawled beyond the probe without a person's :func:`accept_candidate` (a monitored site with the
 ``FPTRACK_DISCOVERY_SCHEDULE`` schedule), unless ``FPTRACK_DISCOVERY_AUTO_MONITOR`` is set and the score
 reaches it. :func:`reject_candidate` and :func:`license_candidate` are remembered.
@@ -32,7 +38,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -46,12 +52,12 @@ from fptrack.compare.service import compare_document
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
 from fptrack.crawler.extract import extract_main_text
-from fptrack.crawler.guard import PrivateAddressPolicy
+from fptrack.crawler.guard import GUARD_REFUSAL, PrivateAddressPolicy
 from fptrack.crawler.guarded_http import FetchFailure, FetchResult, GuardedFetcher
 from fptrack.crawler.parse import charset_from_content_type, charset_from_meta
 from fptrack.fingerprint.text_fingerprints import fingerprint_text
 from fptrack.jobs.search_providers import SearchError, SearchProvider, provider_named, queries_for_work
-from fptrack.jobs.sites import SiteSpec, add_site
+from fptrack.jobs.sites import SiteSpec, add_site, crawl_options
 from fptrack.storage.db import session_scope
 from fptrack.storage.models import (
     Chapter,
@@ -109,15 +115,32 @@ class CandidateError(FptrackError, ValueError):
 
 
 class CountingFetcher(GuardedFetcher):
-    """The guarded client, counting the requests it makes per site (robots.txt included)."""
+    """The guarded client, counting per site the requests it sends (robots.txt included) and keeping what the
+    private-address guard refused (site -> its reason): a refused request is never sent, so never counted."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.requests: Counter[str] = Counter()
+        self.refused: dict[str, str] = {}
 
-    def _request(self, url: str, site: Any = None) -> tuple[int, dict[str, str], bytes]:
+    def allow(self, entries: Iterable[str]) -> None:
+        """Let the guard pass these entries too (host, host:port or network), e.g. a monitored site's own."""
+        extra = PrivateAddressPolicy.from_entries(entries)
+        self.policy = replace(
+            self.policy,
+            hosts=self.policy.hosts | extra.hosts,
+            networks=(*self.policy.networks, *extra.networks),
+        )
+
+    def _destination(self, url: str) -> tuple[str, str, int, str]:
+        try:
+            destination = super()._destination(url)
+        except FetchFailure as error:
+            if str(error).startswith(GUARD_REFUSAL):
+                self.refused.setdefault(site_of(url), str(error))
+            raise
         self.requests[site_of(url)] += 1
-        return super()._request(url, site)
+        return destination
 
 
 def make_fetcher(settings: Settings, allow_private: Iterable[str] = ()) -> CountingFetcher:
@@ -297,6 +320,8 @@ class DiscoveryReport:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # rate-limit waits, a provider's end date
     searches: dict[str, int] = field(default_factory=dict)  # provider -> requests sent to its API (its bill)
+    refused: dict[str, str] = field(default_factory=dict)  # host -> why the private-address guard refused it
+    unreachable: dict[str, str] = field(default_factory=dict)  # a seed's URL -> why it could not be fetched
     candidates: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -308,6 +333,8 @@ class DiscoveryReport:
             "errors": self.errors,
             "warnings": self.warnings,
             "searches": self.searches,
+            "refused": self.refused,
+            "unreachable": self.unreachable,
             "candidates": self.candidates,
         }
 
@@ -369,9 +396,12 @@ class _Proposals:
         return True
 
 
-def _links_of_seed(session: Session, site: Site, fetcher: CountingFetcher, proposals: _Proposals) -> int:
+def _links_of_seed(
+    session: Session, site: Site, fetcher: CountingFetcher, proposals: _Proposals, report: DiscoveryReport
+) -> int:
     """Fetch the seed's home page (its first start URL) and one page of it that copies a registered chapter;
-    keep the hosts they point to and propose them. Returns the requests spent."""
+    keep the hosts they point to and propose them; a page that could not be fetched goes in the report's
+    ``unreachable``. Returns the requests spent."""
     before = sum(fetcher.requests.values())
     urls = [str(site.start_urls[0])] if site.start_urls else [f"http://{site.host}/"]
     copied = session.scalar(
@@ -388,7 +418,7 @@ def _links_of_seed(session: Session, site: Site, fetcher: CountingFetcher, propo
         try:
             response = fetcher.fetch(url)
         except FetchFailure as error:
-            log.info("discovery: cannot fetch %s: %s", url, error)
+            report.unreachable[url] = str(error)
             continue
         final = site_of(response.final_url)
         if final and final != site.host:
@@ -486,9 +516,11 @@ def run_discovery(
     with session_scope(sessions) as session:
         seeds = _pirate_seeds(session, site_name)
         report.seeds = [site.host for site in seeds]
+        for site in seeds:  # a site allowed to reach a private address is allowed here too
+            fetcher.allow(crawl_options(site).allow_private_hosts)
         proposals = _Proposals(session)
         for site in seeds:
-            report.requests += _links_of_seed(session, site, fetcher, proposals)
+            report.requests += _links_of_seed(session, site, fetcher, proposals, report)
         if providers:
             if site_name:
                 copied = (
@@ -504,6 +536,7 @@ def run_discovery(
         report.proposed = len(proposals.new)
     if probe:
         report.requests += _probe_new(sessions, settings, fetcher, report)
+    report.refused = dict(fetcher.refused)
     with session_scope(sessions) as session:
         report.candidates = [candidate_json(c) for c in list_candidates(session)]
     return report
@@ -523,6 +556,9 @@ def _probe_new(
             if candidate is None or candidate.state != "new":
                 continue
             result = probe_site(session, candidate.url, settings, fetcher, titles=titles, known_sites=known)
+            if result.pages == 0 and result.error.startswith(GUARD_REFUSAL):
+                candidate.error = result.error  # not probed: the next run allowed to reach it probes it
+                continue
             candidate.pages_probed = result.pages
             candidate.requests += result.requests
             candidate.copies = result.copies

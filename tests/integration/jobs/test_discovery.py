@@ -9,11 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from fptrack.cli.demo import DEMO_DATA, demo_chapters
+from fptrack.cli.main import main
 from fptrack.compare import service
 from fptrack.compare.licensing import add_licensed_site
 from fptrack.compare.works import register_work_file
@@ -29,11 +31,11 @@ from fptrack.jobs.discovery import (
 )
 from fptrack.jobs.search_providers import configured_providers
 from fptrack.jobs.sites import SiteSpec, add_site
-from fptrack.storage.db import session_factory
+from fptrack.storage.db import create_engine_for, session_factory
 from fptrack.storage.models import DiscoveryCandidate, Page, Site, SiteOutboundHost
 from testbed.search_provider import serve_search_provider
 from testbed.sites import Page as Served
-from testbed.sites import chapter_page, serve_site
+from testbed.sites import SiteURL, chapter_page, serve_site
 from tests.support.cli import fptrack
 
 _CHAPTERS = demo_chapters("alley.txt") + demo_chapters("lighthouse.txt")
@@ -180,7 +182,7 @@ def test_the_command_line_round_trip(postgres_settings: Settings, tmp_path: Path
                     tmp_path, "discover", "--format", "json", "--allow-private-host", "127.0.0.1", **env
                 )
         assert result.returncode == 0, result.stderr
-        entries = [json.loads(line) for line in result.stdout.splitlines()]
+        entries = json.loads(result.stdout)["candidates"]
         assert [(e["host"], e["state"], e["source"]) for e in entries] == [(clone.key, "probed", "link")]
         listed = fptrack(tmp_path, "candidates", "list", **env)
         assert clone.key in listed.stdout and "probed" in listed.stdout
@@ -216,5 +218,101 @@ def test_the_beat_runs_discovery_only_when_enabled(sqlite_settings: Settings) ->
         "errors": [],
         "warnings": [],
         "searches": {},
+        "refused": {},
+        "unreachable": {},
     }
     tasks.configure(sqlite_settings)
+
+
+def _pirates_linking(known_pages: dict[str, Served], clone: SiteURL, friend: SiteURL) -> dict[str, Served]:
+    """``known_pages`` with a home page that gives ``clone`` as its new address and links to ``friend``."""
+    known_pages["/"] = Served.html(
+        f'<p>最新网址：<a href="{clone.url("/")}">{clone.key}</a></p>'
+        f'<div class="links"><a href="{friend.url("/")}">友情链接</a></div>'
+    )
+    return known_pages
+
+
+def _monitor(settings: Settings, known: SiteURL) -> None:
+    engine = create_engine_for(settings)
+    try:
+        with Session(engine) as session:
+            _known_site(session, settings, known)  # monitored with allow_private
+    finally:
+        engine.dispose()
+
+
+def test_discovery_uses_each_sites_allowance_and_says_what_it_refused(sqlite_settings: Settings) -> None:
+    """Loopback sites monitored with --allow-private are fetched by discovery on that allowance; candidates
+    on loopback are refused, said so (how to allow them included), left new, and probed once allowed."""
+    env = {"FPTRACK_DATABASE_URL": sqlite_settings.database_url, "FPTRACK_SITE_RATE": "50"}
+    runner = CliRunner()
+    with (
+        serve_site(_book(TEXTS[:4], "html5-article")) as clone,
+        serve_site(_book(TEXTS[2:6], "html5-article")) as friend,
+        serve_site(_pirates_linking(_book(TEXTS, "biquge"), clone, friend)) as known,
+    ):
+        _monitor(sqlite_settings, known)
+        refused = runner.invoke(main, ["discover", "--format", "json"], env=env)
+        assert refused.exit_code == 0, refused.output
+        summary = json.loads(refused.stdout)
+        # the monitored site's own allowance let discovery read it; the candidates were never reached
+        assert known.page_requests and clone.requests == friend.requests == []
+        assert (summary["seeds"], summary["proposed"], summary["probed"]) == ([known.key], 2, 0)
+        assert summary["requests"] == len(known.requests) and summary["unreachable"] == {}
+        assert set(summary["refused"]) == {clone.key, friend.key}
+        for host, why in summary["refused"].items():
+            assert why.startswith("refused by the private-address guard")
+            assert f"--allow-private-host {host}" in why
+            assert f"warning: not fetched: {host}: refused by the private-address guard" in refused.stderr
+        assert {(c["host"], c["state"]) for c in summary["candidates"]} == {
+            (clone.key, "new"),
+            (friend.key, "new"),
+        }
+
+        table = runner.invoke(main, ["discover"], env=env)
+        assert "0 new candidate(s), 0 probed" in table.stdout
+        assert "2 host(s) refused by the private-address guard" in table.stdout
+
+        allowed = runner.invoke(
+            main, ["discover", "--format", "json", "--allow-private-host", "127.0.0.1"], env=env
+        )
+        summary = json.loads(allowed.stdout)
+        assert summary["refused"] == {} and summary["probed"] == 2 and clone.page_requests
+        assert {c["state"] for c in summary["candidates"]} == {"probed"}
+
+
+@pytest.mark.slow
+def test_a_loopback_candidate_accepted_with_its_allowance_is_crawled(
+    sqlite_settings: Settings, tmp_path: Path
+) -> None:
+    """``candidates accept`` warns, as ``sites add`` does, about a candidate on loopback accepted without
+    --allow-private; one accepted with it is crawled (a crawl in a child process, as a user runs it)."""
+    env = {"FPTRACK_DATABASE_URL": sqlite_settings.database_url, "FPTRACK_SITE_RATE": "50"}
+    runner = CliRunner()
+    with (
+        serve_site(_book(TEXTS[:4], "html5-article")) as clone,
+        serve_site(_book(TEXTS[2:6], "html5-article")) as friend,
+    ):
+        with serve_site(_pirates_linking(_book(TEXTS, "biquge"), clone, friend)) as known:
+            _monitor(sqlite_settings, known)
+            found = runner.invoke(
+                main, ["discover", "--format", "json", "--allow-private-host", "127.0.0.1"], env=env
+            )
+        ids = {c["host"]: c["id"] for c in json.loads(found.stdout)["candidates"]}
+
+        accept = ["candidates", "accept"]
+        with_flag = runner.invoke(main, [*accept, str(ids[clone.key]), "--allow-private"], env=env)
+        assert with_flag.exit_code == 0 and with_flag.stderr == "", with_flag.output
+        without = runner.invoke(main, [*accept, str(ids[friend.key])], env=env)
+        assert without.exit_code == 0, without.output
+        friend_site = friend.key.replace(":", "-")
+        assert without.stderr == (
+            f"warning: 127.0.0.1 is a private or loopback address: crawls of {friend_site} will be refused; "
+            f"allow it with `fptrack sites edit {friend_site} --allow-private`\n"
+        )
+
+        probed = len(clone.page_requests)
+        crawled = fptrack(tmp_path, "sites", "run", clone.key.replace(":", "-"), "--quiet", **env)
+        assert crawled.returncode == 0, crawled.stderr
+        assert len(clone.page_requests) >= probed + 4  # its home page and its four chapters, at least
