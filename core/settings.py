@@ -597,6 +597,14 @@ class Settings:
         "character); what was read by then is kept",
         above=(0, "seconds > 0"),
     )
+    ocr_max_chars: int = _crawling(
+        "FPTRACK_OCR_MAX_CHARS",
+        600,
+        _int,
+        "characters read from one page's chapter images, about (reading stops at the end of that line: "
+        "enough to recognise a copied chapter, at a fraction of the CPU); 0: every image read whole",
+        at_least=(0, "a number of characters >= 0"),
+    )
     ocr_languages: str = _crawling(
         "FPTRACK_OCR_LANGUAGES",
         "chi_sim",

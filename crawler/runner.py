@@ -107,7 +107,11 @@ def download_limits(settings: Settings) -> ContainerLimits:
 
 def ocr_plan(settings: Settings) -> OcrPlan:
     """Which pages have their chapter images read, and the caps on reading them (docs/downloads.md)."""
-    limits = OcrLimits(languages=settings.ocr_languages, max_seconds=settings.ocr_max_seconds)
+    limits = OcrLimits(
+        languages=settings.ocr_languages,
+        max_seconds=settings.ocr_max_seconds,
+        max_chars=settings.ocr_max_chars,
+    )
     return OcrPlan(min_chars=settings.ocr_min_chars, max_images=settings.ocr_max_images, limits=limits)
 
 

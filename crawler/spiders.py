@@ -353,7 +353,10 @@ class PageSpider(scrapy.Spider):
         page = work.parsed.page
         problems = (*work.problems, *reading.problems)
         summary = f"{IMAGE_NOTE}{reading.images_read} of {len(work.urls)} image(s) read by OCR"
-        if problems or reading.images_read < len(work.urls):  # its text tells nothing of a removal
+        if reading.sampled:  # stopped on purpose at FPTRACK_OCR_MAX_CHARS: the rest is the same chapter
+            summary += f", their first {self.ocr.limits.max_chars} characters or so"
+        if problems or (reading.images_read < len(work.urls) and not reading.sampled):
+            # its text tells nothing of a removal
             summary += f" ({IMAGES_UNREAD_NOTE} whole)"
         if reading.text:
             text = "\n".join(part for part in (page.text, reading.text) if part)

@@ -639,7 +639,7 @@ def _read_scanned_pdf(reading: _Reading, document: Any, path: str, ocr: OcrLimit
             if not images or left <= 0:
                 continue
             seconds = min(ocr.max_seconds, left)
-            read = read_images(images, limits=dataclasses.replace(ocr, max_seconds=seconds))
+            read = read_images(images, limits=dataclasses.replace(ocr, max_seconds=seconds, max_chars=0))
             reading.problems.extend(f"{path or 'the file'}: {problem}" for problem in read.problems)
             texts.append(read.text)
     finally:  # a cap reached keeps the pages read so far

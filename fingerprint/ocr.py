@@ -9,8 +9,14 @@ Each image is checked before it is decoded (its header's width and height agains
 GIF...), cut into slices of at most :attr:`OcrLimits.slice_height` pixels at the whitest row near each cut
 (a tall chapter image is one slice per screen, and no line of text is cut in two), and each slice is handed to
 ``tesseract stdin stdout --psm 6`` with ``OMP_THREAD_LIMIT=1`` (one core per page: the crawl shares the
-machine). Cost: about 3 ms of CPU per character recognised (Tesseract 5.3's LSTM on ``chi_sim``), so a
-2,500-character chapter costs 7-8 s; :attr:`OcrLimits.max_seconds` bounds one page.
+machine). Cost: about 3 ms of CPU per character recognised (Tesseract 5.3's LSTM on ``chi_sim``: each
+character, scaled to the network's 48-pixel rows, is 16 steps of a 512-cell LSTM), so a 2,500-character
+chapter costs 7-8 s; :attr:`OcrLimits.max_seconds` bounds one page.
+
+:attr:`OcrLimits.max_chars` reads only what a decision needs: the lines of text in each image are found
+from its rows of ink (no OCR), and reading stops at the end of the line where about that many characters
+have been read, in the first image or a later one. A copied chapter is recognised from its first few hundred
+characters as surely as from all of them (docs/downloads.md measures it), at a fraction of the CPU.
 """
 
 from __future__ import annotations
@@ -40,21 +46,26 @@ class OcrLimits:
     max_seconds: float = 60.0  # wall time for one page's images; what was read by then is kept
     slice_height: int = 2_000
     binary: str = "tesseract"
+    max_chars: int = 0  # stop after the line where about this many characters were read (0: read all)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z_]+(\+[a-z_]+)*", self.languages):
             raise ValueError(f"OCR languages must look like chi_sim+chi_tra, not {self.languages!r}")
-        if self.max_pixels < 1 or self.max_seconds <= 0 or self.slice_height < 100:
-            raise ValueError("OCR limits: max_pixels >= 1, max_seconds > 0, slice_height >= 100")
+        if self.max_pixels < 1 or self.max_seconds <= 0 or self.slice_height < 100 or self.max_chars < 0:
+            raise ValueError(
+                "OCR limits: max_pixels >= 1, max_seconds > 0, slice_height >= 100, max_chars >= 0"
+            )
 
 
 @dataclass(frozen=True)
 class OcrReading:
-    """The text of a page's images in order (a line per line of text), and what could not be read."""
+    """The text of a page's images in order (a line per line of text), and what could not be read;
+    ``sampled``: reading stopped at :attr:`OcrLimits.max_chars`, the rest left unread on purpose."""
 
     text: str
     images_read: int
     problems: tuple[str, ...]
+    sampled: bool = False
 
 
 def tesseract_path(binary: str = "tesseract") -> str | None:
@@ -79,10 +90,16 @@ def read_images(images: Sequence[tuple[str, bytes]], *, limits: OcrLimits | None
     deadline = time.monotonic() + limits.max_seconds
     texts: list[str] = []
     problems: list[str] = []
-    read = 0
+    read = chars = 0
+    sampled = False
     for name, data in images:
+        wanted = limits.max_chars - chars if limits.max_chars else None
+        if wanted is not None and wanted <= 0:
+            sampled = True
+            break
         try:
-            slices = _grey_slices(data, limits)
+            slices, cut = _grey_slices(data, limits, wanted)
+            sampled = sampled or cut
         except _Unreadable as exc:
             problems.append(f"image {name}: {exc}")
             continue
@@ -101,17 +118,19 @@ def read_images(images: Sequence[tuple[str, bytes]], *, limits: OcrLimits | None
         if text:
             texts.append(text)
             read += 1
-        if time.monotonic() >= deadline:
+            chars += len("".join(text.split()))
+        if time.monotonic() >= deadline or cut:
             break
-    return OcrReading("\n".join(texts), read, tuple(problems))
+    return OcrReading("\n".join(texts), read, tuple(problems), sampled)
 
 
 class _Unreadable(Exception):
     pass
 
 
-def _grey_slices(data: bytes, limits: OcrLimits) -> list[bytes]:
-    """The image as grey PNG slices, each at most ``limits.slice_height`` high, cut at white rows."""
+def _grey_slices(data: bytes, limits: OcrLimits, wanted: int | None) -> tuple[list[bytes], bool]:
+    """The image as grey PNG slices, each at most ``limits.slice_height`` high, cut at white rows; with
+    ``wanted`` characters, only its top down to the line where about that many are read (and True)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -128,17 +147,46 @@ def _grey_slices(data: bytes, limits: OcrLimits) -> list[bytes]:
         raise _Unreadable(f"more than {limits.max_pixels} pixels (the OCR pixel cap), not read") from None
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise _Unreadable(f"not an image Pillow can read ({type(exc).__name__})") from None
+    bottom = height if wanted is None else _rows_holding(grey, wanted)
     slices: list[bytes] = []
     top = 0
-    while top < height:
-        end = min(height, top + limits.slice_height)
-        if end < height:
+    while top < bottom:
+        end = min(bottom, top + limits.slice_height)
+        if end < bottom:
             end = _whitest_row(grey, max(top + 1, end - _FIND_CUT_ROWS), end)
         out = io.BytesIO()
         grey.crop((0, top, width, end)).save(out, format="PNG")
         slices.append(out.getvalue())
         top = end
-    return slices
+    return slices, bottom < height
+
+
+def _rows_holding(grey: object, wanted: int) -> int:
+    """The row below the line of text where ``wanted`` characters are reached (the image's height when it
+    holds fewer). Lines are the runs of rows with ink (more than 0.5 % of the row darker than 128), their
+    width from the first to the last column with two dark pixels in the line; a line's characters are that
+    width over the advance, a CJK character being square and its ink about 87 % of it high."""
+    import numpy as np
+    from PIL import Image
+
+    assert isinstance(grey, Image.Image)
+    ink = np.asarray(grey) < 128
+    inked_rows = np.flatnonzero(ink.sum(axis=1) > max(2, grey.width // 200))
+    if inked_rows.size == 0:
+        return grey.height
+    breaks = np.flatnonzero(np.diff(inked_rows) > 1)
+    starts = np.concatenate(([inked_rows[0]], inked_rows[breaks + 1]))
+    ends = np.concatenate((inked_rows[breaks], [inked_rows[-1]])) + 1
+    total = 0.0
+    for number, (top, end) in enumerate(zip(starts, ends, strict=True)):
+        columns = np.flatnonzero(ink[top:end].sum(axis=0) > 1)  # a lone speck of noise is no ink
+        if columns.size == 0:
+            continue
+        total += (columns[-1] - columns[0] + 1) / (1.15 * max(1, end - top))
+        if total >= wanted:
+            below = starts[number + 1] if number + 1 < len(starts) else grey.height
+            return int(end + below) // 2  # halfway down the gap under the line
+    return grey.height
 
 
 def _whitest_row(grey: object, start: int, end: int) -> int:

@@ -69,6 +69,35 @@ def test_broken_and_oversized_images_are_one_problem_each_and_the_rest_is_read()
     )
 
 
+@needs_tesseract
+def test_max_chars_reads_the_first_lines_only_and_no_later_image() -> None:
+    first = chapter_png(TEXT[:200], noise=0.002)
+    reading = read_images(
+        [("a.png", first), ("b.png", chapter_png(TEXT[200:]))], limits=OcrLimits(max_chars=60)
+    )
+    read = "".join(reading.text.split())
+    assert reading.sampled and reading.images_read == 1 and reading.problems == ()
+    assert 40 <= len(read) <= 100, read  # the lines holding about 60 characters (at most 32 a line)
+    assert _similarity(read, TEXT[: len(read)]) >= 0.85, read
+    whole = read_images([("a.png", first)], limits=OcrLimits(max_chars=10_000))
+    assert not whole.sampled and _similarity(whole.text, TEXT[:200]) >= 0.9
+
+
+def test_the_lines_of_an_image_are_found_from_its_rows_of_ink() -> None:
+    import io
+
+    from PIL import Image
+
+    from fptrack.fingerprint.ocr import _rows_holding
+
+    grey = Image.open(io.BytesIO(chapter_png("天" * 31 * 4, size=24))).convert("L")  # 4 lines of 31
+    # lines start every 36 rows from row 24; a cut falls in the gap under the line that reaches the count
+    assert 24 + 36 * 1 - 12 < _rows_holding(grey, 40) < 24 + 36 * 2
+    assert 24 + 36 * 2 - 12 < _rows_holding(grey, 64) < 24 + 36 * 3
+    assert _rows_holding(grey, 10_000) == grey.height
+    assert _rows_holding(Image.new("L", (100, 100), 255), 5) == 100
+
+
 def test_without_tesseract_nothing_is_read_and_one_line_says_why() -> None:
     reading = read_images([("a.png", b"x")], limits=OcrLimits(binary="tesseract-not-installed-here"))
     assert reading.text == "" and len(reading.problems) == 1 and "not installed" in reading.problems[0]
