@@ -10,11 +10,15 @@ from __future__ import annotations
 import getpass
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from fptrack.cli.common import CliContext, bom_option, friendly_errors, pass_context, print_table
+from fptrack.cli.common import CliContext, CliError, bom_option, friendly_errors, pass_context, print_table
 from fptrack.storage.models import NOTICE_LANGUAGES, NOTICE_STATES, Notice, iso_utc, utcnow
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = ["notices"]
 
@@ -92,18 +96,21 @@ def notices_draft(
     recipient: str | None,
     output: Path | None,
 ) -> None:
-    """Draft a notice and print or write it. Refused for a match that is not confirmed; when an element of the
-    law is missing, nothing is printed: the command names what is missing and exits 1 (the draft is kept, and
-    is sent once the sender or the contacts are completed: send renders it again)."""
+    """Draft a notice and print or write it. Refused for a match that is not confirmed, and before a sender
+    exists (fptrack senders add); drafting again what an unsent draft names redoes that draft. When an element
+    of the law is missing, nothing is printed: the command names what is missing and exits 1 (the draft is
+    kept, and is sent once the sender or the contacts are completed: send renders it again)."""
     from fptrack.jobs.notice_render import missing_elements, render_html
-    from fptrack.jobs.notices import NoticeError, draft_notice, find_sender
+    from fptrack.jobs.notices import NoticeError, default_sender, draft_notice, find_sender
 
     if bool(match_ids) == bool(host):
         raise click.UsageError("name the matches (--match ID) or the host (--host HOST), not both")
     if fmt == "pdf" and output is None:
         raise click.UsageError("--format pdf needs -o FILE")
     with context.session() as session:
-        sender = find_sender(session, sender_name) if sender_name else None
+        sender = find_sender(session, sender_name) if sender_name else default_sender(session)
+        if sender is None:
+            raise CliError(_no_sender(session))
         notice = draft_notice(
             session,
             actor=_actor(),
@@ -308,6 +315,20 @@ def notices_show(
         )
     click.echo("")
     click.echo(record["text"], nl=False)
+
+
+def _no_sender(session: Session) -> str:
+    """Why a notice cannot be drafted without ``--sender``: no sender yet, or several to choose from."""
+    from sqlalchemy import func, select
+
+    from fptrack.storage.models import Sender
+
+    if session.scalar(select(func.count()).select_from(Sender)):
+        return "there are several senders: name the one sending with --sender NAME (fptrack senders list)"
+    return (
+        "no sender yet: a notice speaks for a rights holder; add it first: fptrack senders add NAME "
+        "--address ... --email ... --signer ... --title ... (fptrack senders add --help)"
+    )
 
 
 @notices.command("export")

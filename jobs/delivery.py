@@ -84,6 +84,7 @@ class SmtpTransport:
     user: str | None = None
     password: str | None = None
     starttls: bool = True
+    timeout: float = SMTP_TIMEOUT
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SmtpTransport:
@@ -112,23 +113,76 @@ class SmtpTransport:
             address for _name, address in getaddresses(message.get_all("To", []) + message.get_all("Cc", []))
         ]
         options = ["SMTPUTF8", "BODY=8BITMIME"] if not (origin + "".join(recipients)).isascii() else []
+        step = "connect"
         try:
-            with _ReplyKeepingSMTP(self.host, self.port, timeout=SMTP_TIMEOUT) as client:
+            with _ReplyKeepingSMTP(self.host, self.port, timeout=self.timeout) as client:
+                step = "ehlo"
                 client.ehlo()
                 if self.starttls:
+                    step = "starttls"
                     client.starttls(context=ssl.create_default_context())
                     client.ehlo()
                 if self.user:
+                    step = "login"
                     client.login(self.user, self.password or "")
+                step = "send"
                 refused = client.sendmail(origin, recipients, raw, mail_options=options)
                 code, text = client.data_reply
         except (OSError, smtplib.SMTPException) as error:
             raise DeliveryError(
-                f"the SMTP relay {self.host}:{self.port} did not take the notice: {error}"
+                f"the SMTP relay {self.host}:{self.port} did not take the notice: {self._why(error, step)}"
             ) from None
         if refused:
             raise DeliveryError(f"the SMTP relay refused {', '.join(sorted(refused))}")
         return Delivered(raw, f"{code} {text.decode('utf-8', errors='replace')}".strip(), utcnow())
+
+    def _why(self, error: Exception, step: str) -> str:
+        """``error`` in a line, with what to change for the usual set-up mistakes: a relay without STARTTLS,
+        a login refused or not offered, nothing listening, an implicit-TLS port, a certificate not trusted."""
+        if isinstance(error, ConnectionRefusedError):
+            return "connection refused (nothing listens there): check FPTRACK_SMTP_HOST and FPTRACK_SMTP_PORT"
+        if step == "connect" and isinstance(error, (TimeoutError, smtplib.SMTPServerDisconnected)):
+            return (
+                f"no SMTP greeting ({error or 'timed out'}): an implicit-TLS port (SMTPS, usually 465) waits "
+                "for TLS first, and fptrack speaks STARTTLS: set FPTRACK_SMTP_PORT to the relay's submission "
+                "port (usually 587)"
+            )
+        if step == "starttls" and isinstance(error, smtplib.SMTPNotSupportedError):
+            return (
+                "it does not offer STARTTLS: set FPTRACK_SMTP_STARTTLS=false for a relay on loopback or a "
+                "trusted network, else use a port of it that offers STARTTLS (usually 587)"
+            )
+        if isinstance(error, ssl.SSLCertVerificationError):
+            return (
+                f"its TLS certificate is not trusted ({error.verify_message}): give the relay a certificate "
+                f"for {self.host} from a known authority, or add its authority to the trusted ones "
+                "(SSL_CERT_FILE)"
+            )
+        if isinstance(error, ssl.SSLError):
+            return (
+                f"TLS failed ({error.reason or error}): check that FPTRACK_SMTP_PORT is a STARTTLS port "
+                "(usually 587), not an implicit-TLS one (465), and FPTRACK_SMTP_STARTTLS"
+            )
+        if isinstance(error, smtplib.SMTPAuthenticationError):
+            return (
+                f"it refused the login of {self.user!r} ({_reply(error)}): check FPTRACK_SMTP_USER and "
+                "FPTRACK_SMTP_PASSWORD"
+            )
+        if step == "login" and isinstance(error, smtplib.SMTPNotSupportedError):
+            return (
+                "it offers no login (AUTH)"
+                + (" without STARTTLS: set FPTRACK_SMTP_STARTTLS=true" if not self.starttls else "")
+                + ("; or unset FPTRACK_SMTP_USER if it needs none" if self.user else "")
+            )
+        if isinstance(error, smtplib.SMTPResponseException) and error.smtp_code == 530:
+            return f"it asks for a login ({_reply(error)}): set FPTRACK_SMTP_USER and FPTRACK_SMTP_PASSWORD"
+        return str(error)
+
+
+def _reply(error: smtplib.SMTPResponseException) -> str:
+    message = error.smtp_error
+    text = message.decode("utf-8", errors="replace") if isinstance(message, bytes) else str(message)
+    return f"{error.smtp_code} {text}".strip()
 
 
 class _ReplyKeepingSMTP(smtplib.SMTP):

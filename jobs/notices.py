@@ -644,7 +644,8 @@ def draft_notice(
     now: datetime | None = None,
 ) -> Notice:
     """Make and keep a draft notice (:func:`preview_notice`'s, with an evidence bundle per item signed
-    with ``bundle_settings``' key).
+    with ``bundle_settings``' key). Drafting again what an unsent draft already names (a copy of the same
+    host in common: :func:`_unsent_draft`) redoes that draft, its number kept, instead of a second one.
     The caller commits."""
     now = now or utcnow()
     notice, left_out = _preview(
@@ -657,15 +658,51 @@ def draft_notice(
         bundle_settings=bundle_settings,
         now=now,
     )
-    notice.created_by = actor
-    session.add(notice)
+    earlier = _unsent_draft(session, notice)
+    if earlier is not None:
+        notice = _redo(session, earlier, notice)
+    else:
+        notice.created_by = actor
+        session.add(notice)
     session.flush()  # the notice's number goes into its text
     _rerender(notice, now)
-    detail = f"{len(notice.items)} item(s), language {notice.language}"
+    detail = ("drafted again: " if earlier is not None else "") + (
+        f"{len(notice.items)} item(s), language {notice.language}"
+    )
     if left_out:
         detail += "; left out: " + "; ".join(left_out.values())
     _event(notice, "drafted", now, actor=actor, detail=detail)
     return notice
+
+
+def _unsent_draft(session: Session, fresh: Notice) -> Notice | None:
+    """The latest first notice to ``fresh``'s host that is still an unsent draft and names one of its
+    matches, or None."""
+    match_ids = {item.match_id for item in fresh.items if item.match_id is not None}
+    drafts = session.scalars(
+        select(Notice)
+        .where(
+            Notice.host == fresh.host,
+            Notice.state == "draft",
+            Notice.kind == "notice",
+            Notice.sent_at.is_(None),
+        )
+        .options(selectinload(Notice.items))
+        .order_by(Notice.id.desc())
+    )
+    return next((d for d in drafts if match_ids & {item.match_id for item in d.items}), None)
+
+
+def _redo(session: Session, draft: Notice, fresh: Notice) -> Notice:
+    """``draft`` made what ``fresh`` is (sender, language, recipient, the items and their new bundles)."""
+    for name in ("language", "contact_level", "recipient_kind", "recipient_name", "recipient_address"):
+        setattr(draft, name, getattr(fresh, name))
+    draft.sender = fresh.sender
+    draft.items.clear()
+    session.flush()  # its items gone before the new ones, which name the same matches, are written
+    items, fresh.items = list(fresh.items), []
+    draft.items = items
+    return draft
 
 
 def _event(

@@ -61,8 +61,13 @@ def test_senders_contacts_notices_round_trip(
     proof = tmp_path / "certificate.pdf"
     proof.write_bytes(b"%PDF registration")
 
-    refused = _run(settings, port, "notices", "draft", "--match", str(ids.hostile_match_id))
-    assert refused.exit_code == 1 and "is flagged, not confirmed" in refused.output
+    # before any sender: refused in one line that says how, and no draft that could never be sent is kept
+    senderless = _run(settings, port, "notices", "draft", "--host", "pirate.example")
+    assert senderless.exit_code == 1 and senderless.output == (
+        "error: no sender yet: a notice speaks for a rights holder; add it first: fptrack senders add NAME "
+        "--address ... --email ... --signer ... --title ... (fptrack senders add --help)\n"
+    )
+    assert _run(settings, port, "notices", "list", "--format", "json").output == ""
 
     added = _run(
         settings,
@@ -80,6 +85,8 @@ def test_senders_contacts_notices_round_trip(
         "en",
     )
     assert added.exit_code == 0, added.output
+    refused = _run(settings, port, "notices", "draft", "--match", str(ids.hostile_match_id))
+    assert refused.exit_code == 1 and "is flagged, not confirmed" in refused.output
     missing = _run(settings, port, "notices", "draft", "--host", "pirate.example")
     assert missing.exit_code == 1
     for named in (
@@ -134,27 +141,27 @@ def test_senders_contacts_notices_round_trip(
         json.loads(line)
         for line in _run(settings, port, "notices", "list", "--format", "json").output.splitlines()
     ]
+    # drafted three times (twice kept lacking an element), one draft: the same notice redone each time
+    assert len(notices) == 1
     latest = notices[0]
     assert latest["state"] == "draft" and latest["recipient"] == "abuse@pirate.example"
-
     other_id = ids.match_ids_newest_first[0]
     twin = _run(settings, port, "notices", "draft", "--match", str(other_id))
-    twin_id = int(twin.output.split("send it: fptrack notices send ")[1].split()[0])
+    assert f"send it: fptrack notices send {latest['id']}" in twin.output  # a copy it names: redone again
+    redone = _run(settings, port, "notices", "draft", "--host", "pirate.example", "--lang", "zh")
+    assert redone.exit_code == 0, redone.output
+
     sent = _run(settings, port, "notices", "send", str(latest["id"]))
     assert sent.exit_code == 0, sent.output
     assert "Message-ID <" in sent.output and inbox.recipients == [["abuse@pirate.example"]]
-    # the same copy to the same address again: not sent, in one line saying why
-    again = _run(settings, port, "notices", "send", str(twin_id))
-    assert again.exit_code == 1 and len(again.output.strip().splitlines()) == 1
-    assert f"notice {twin_id} not sent: nothing left to notice (match {other_id} is in notice" in again.output
-    assert inbox.recipients == [["abuse@pirate.example"]]
     duplicate = _run(settings, port, "notices", "draft", "--match", str(other_id))
     assert (
         duplicate.exit_code == 1
         and f"is in notice {latest['id']} to abuse@pirate.example" in duplicate.output
     )
     shown = json.loads(_run(settings, port, "notices", "show", str(latest["id"]), "--format", "json").output)
-    assert shown["state"] == "sent" and [e["kind"] for e in shown["events"]] == ["drafted", "sent"]
+    assert shown["state"] == "sent" and [e["kind"] for e in shown["events"]] == ["drafted"] * 5 + ["sent"]
+    assert all(e["detail"].startswith("drafted again: ") for e in shown["events"][1:5])
     urls = _run(settings, port, "notices", "export", str(latest["id"]), "--format", "urls").output
     assert urls == "http://pirate.example/other.html\n"
     lumen = json.loads(_run(settings, port, "notices", "export", str(latest["id"])).output)
