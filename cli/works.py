@@ -190,10 +190,12 @@ def works_add(
             if flagged:
                 click.echo(f"  retroactive check: {flagged} already-crawled page(s) copy this work")
         else:
-            click.echo(f"  fingerprinting queued (task {result.id})")
+            click.echo(f"  queued for the workers to fingerprint (task {result.id})")
             queued.append(registered.work_id)
     if wait and queued and not _wait_for_indexing(context, queued):
         failures += 1
+    elif queued and not wait:
+        _say_if_no_worker(context, queued)
     if failures:
         sys.exit(EXIT_FAILURE)
 
@@ -242,6 +244,20 @@ def _too_short_warning(work: RegisteredWork, too_short: list[int]) -> str:
         "letters and digits, the least a page must copy to be flagged: copies of those chapters cannot "
         "be found"
     )
+
+
+def _say_if_no_worker(context: CliContext, work_ids: list[int]) -> None:
+    """A warning when no worker consumes the task queue: the queued works wait for one (`fptrack worker`)."""
+    from fptrack.taskqueue import workers_on_queue
+
+    queue = context.settings.task_queue
+    if workers_on_queue(queue, first=True) == []:
+        saved = ", ".join(f"#{w}" for w in work_ids)
+        echo_warning(
+            f"no worker consumes the queue {queue!r}: work(s) {saved} are saved and queued, and are "
+            "fingerprinted and compared with the pages crawled before only once a worker runs: start one "
+            "with `fptrack worker`"
+        )
 
 
 def _wait_for_indexing(context: CliContext, work_ids: list[int]) -> bool:

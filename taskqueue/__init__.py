@@ -202,11 +202,12 @@ def workers_answering(
     return answering
 
 
-def workers_on_queue(queue: str, *, timeout: float = 2.0) -> list[str] | None:
+def workers_on_queue(queue: str, *, timeout: float = 2.0, first: bool = False) -> list[str] | None:
     """Names of the workers consuming ``queue`` ([] when none answers within ``timeout`` seconds), or None
-    when the broker cannot be asked: a broker down (restarting) says nothing about the workers."""
+    when the broker cannot be asked: a broker down (restarting) says nothing about the workers. ``first``:
+    the first one that answers is enough (:func:`workers_answering`)."""
     try:
-        return sorted(workers_answering(timeout, queue=queue))
+        return sorted(workers_answering(timeout, queue=queue, first=first))
     except Exception as error:  # noqa: BLE001 - any broker trouble means: no answer
         log.warning("cannot ask the workers which queues they consume: %s", error)
         return None

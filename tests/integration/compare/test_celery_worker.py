@@ -48,7 +48,7 @@ def test_crawl_with_a_broker_runs_on_the_worker(postgres_settings, tmp_path) -> 
         # --wait: the work's fingerprints are indexed (by the worker) before the command returns
         added = fptrack("works", "add", str(DEMO_DATA / "lighthouse.txt"), "--wait")
         assert added.returncode == 0, added.stdout + added.stderr
-        assert "fingerprinting queued" in added.stdout, added.stdout + added.stderr
+        assert "queued for the workers to fingerprint" in added.stdout, added.stdout + added.stderr
         assert "work #1 fingerprinted: 0 already-crawled page(s) copy it" in added.stdout, added.stdout
         chapters = demo_chapters("lighthouse.txt")
         pages = {
