@@ -10,7 +10,7 @@ import json
 import click
 
 from fptrack.analytics.takedowns import STATES
-from fptrack.cli.common import CliContext, friendly_errors, pass_context, print_table
+from fptrack.cli.common import CliContext, bom_option, echo_csv, friendly_errors, pass_context, print_table
 
 __all__ = ["takedowns"]
 
@@ -37,9 +37,10 @@ def _duration(seconds: float | None) -> str:
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
 )
+@bom_option
 @click.pass_context
 def takedowns(
-    ctx: click.Context, state: str | None, work_id: int | None, domain: str | None, fmt: str
+    ctx: click.Context, state: str | None, work_id: int | None, domain: str | None, fmt: str, bom: bool
 ) -> None:
     """Whether the copies found were taken down: the flagged and confirmed matches with their latest re-check.
 
@@ -54,14 +55,17 @@ def takedowns(
     the copy is not), error (the check could not tell: 5xx, 403, 429, a timeout, a challenge page), unchecked.
     A removal counts as taken down once a second check confirms it. JSON is one object per line with id,
     page_url, work_id, work_title, status, state, first_seen, rechecked_at, taken_down_at,
-    time_to_takedown_seconds; CSV has the same columns. Settings: docs/monitoring.md."""
+    time_to_takedown_seconds; CSV has the same columns, after a UTF-8 byte order mark unless --no-bom.
+    Settings: docs/monitoring.md."""
     if ctx.invoked_subcommand is not None:
         return
-    _list(ctx.obj, state, work_id, domain, fmt)
+    _list(ctx.obj, state, work_id, domain, fmt, bom)
 
 
 @friendly_errors
-def _list(context: CliContext, state: str | None, work_id: int | None, domain: str | None, fmt: str) -> None:
+def _list(
+    context: CliContext, state: str | None, work_id: int | None, domain: str | None, fmt: str, bom: bool
+) -> None:
     from fptrack.analytics.takedowns import takedown_records
 
     with context.session() as session:
@@ -71,10 +75,8 @@ def _list(context: CliContext, state: str | None, work_id: int | None, domain: s
             click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
         from fptrack.analytics.takedowns import RECORD_COLUMNS
-        from fptrack.services.exports import csv_lines
 
-        for line in csv_lines(RECORD_COLUMNS, records):
-            click.echo(line, nl=False)
+        echo_csv(RECORD_COLUMNS, records, bom=bom)
     elif not records:
         click.echo("no matches to follow" + (f" in state {state}" if state else ""))
     else:
@@ -178,9 +180,10 @@ def takedowns_check(
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True
 )
+@bom_option
 @pass_context
 @friendly_errors
-def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
+def takedowns_stats(context: CliContext, grouping: str, fmt: str, bom: bool) -> None:
     """Takedown rate, time to takedown and time to detect (median, 90th percentile), overall or per site or
     work.
 
@@ -193,7 +196,7 @@ def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
     or the recipient's address), notices, copies named, removed since, median_seconds and p90_seconds from
     the notice being sent to each copy being found down."""
     if grouping in ("notice", "recipient"):
-        _notice_stats(context, grouping, fmt)
+        _notice_stats(context, grouping, fmt, bom)
         return
     from fptrack.analytics.takedowns import (
         DETECTION_COLUMNS,
@@ -214,10 +217,7 @@ def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
         for record in records:
             click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
-        from fptrack.services.exports import csv_lines
-
-        for line in csv_lines((*TAKEDOWN_COLUMNS, *DETECTION_COLUMNS), records):
-            click.echo(line, nl=False)
+        echo_csv((*TAKEDOWN_COLUMNS, *DETECTION_COLUMNS), records, bom=bom)
     elif not rows:
         click.echo("no matches yet")
     else:
@@ -250,7 +250,7 @@ def takedowns_stats(context: CliContext, grouping: str, fmt: str) -> None:
         )
 
 
-def _notice_stats(context: CliContext, grouping: str, fmt: str) -> None:
+def _notice_stats(context: CliContext, grouping: str, fmt: str, bom: bool) -> None:
     from fptrack.analytics.takedowns import NOTICE_REMOVAL_COLUMNS, notice_removal_times
 
     with context.session() as session:
@@ -260,10 +260,7 @@ def _notice_stats(context: CliContext, grouping: str, fmt: str) -> None:
         for record in records:
             click.echo(json.dumps(record, ensure_ascii=False))
     elif fmt == "csv":
-        from fptrack.services.exports import csv_lines
-
-        for line in csv_lines(NOTICE_REMOVAL_COLUMNS, records):
-            click.echo(line, nl=False)
+        echo_csv(NOTICE_REMOVAL_COLUMNS, records, bom=bom)
     elif not rows:
         click.echo("no notice sent yet")
     else:

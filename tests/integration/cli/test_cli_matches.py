@@ -112,7 +112,14 @@ def test_report_as_csv(data_dir: Path, seeded: Seeded) -> None:
 
 
 def test_csv_starts_with_a_byte_order_mark_unless_told_not_to(data_dir: Path, seeded: Seeded) -> None:
-    for command in (["matches", "--status", "all"], ["report", "--by", "work"], ["leads"]):
+    commands = (
+        ["matches", "--status", "all"],
+        ["report", "--by", "work"],
+        ["leads"],
+        ["takedowns"],
+        ["takedowns", "stats", "--by", "host"],
+    )
+    for command in commands:
         with_bom = _run(data_dir, *command, "--format", "csv")
         # what Excel needs to read UTF-8 (on Chinese Windows it reads GBK otherwise)
         assert with_bom.encode("utf-8")[:3] == b"\xef\xbb\xbf", command

@@ -329,7 +329,7 @@ def test_cli_lists_and_checks_takedowns(postgres_settings: Settings, tmp_path: P
             table = fptrack("takedowns", "--domain", site.key)
             assert table.returncode == 0 and table.stdout.count("unchecked") == 2
             csv = fptrack("takedowns", "--format", "csv")
-            assert csv.stdout.splitlines()[0].startswith("id,page_url,work_id")
+            assert csv.stdout.splitlines()[0].startswith("\ufeffid,page_url,work_id")  # the BOM, for Excel
             stats = fptrack("takedowns", "stats", "--by", "host", "--format", "json")
             assert json.loads(stats.stdout)["taken_down"] == 1
             bad = fptrack("takedowns", "check", "--match", "424242")
