@@ -250,8 +250,8 @@ def sent_timestamp(notice_id: int) -> Response:
 def document(notice_id: int) -> ResponseReturnValue:
     notice = _notice_or_404(db_session(), notice_id)
     nav = [
-        NavLink(f"← Notice {notice.id}", url_for("notices.show", notice_id=notice.id)),
-        NavLink("Download as PDF", url_for("notices.pdf", notice_id=notice.id), "notice-pdf"),
+        NavLink(str(gettext("← Notice %(id)s", id=notice.id)), url_for("notices.show", notice_id=notice.id)),
+        NavLink(str(gettext("Download as PDF")), url_for("notices.pdf", notice_id=notice.id), "notice-pdf"),
     ]
     return notice_document(notice, for_pdf=False, nav=nav)
 
