@@ -34,7 +34,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 import numpy as np
-from sqlalchemy import and_, case, exists, func, literal, or_, select
+from sqlalchemy import and_, case, func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from fptrack.storage.models import (
@@ -114,19 +114,19 @@ def notice_sent_at() -> Any:
 
 def copy_state() -> Any:
     """The match's step in :data:`COPY_STATES` (or its review status when dismissed or licensed), as SQL:
-    one definition for the takedowns page, its filter and the match list's."""
-    seen_down = exists().where(
-        TakedownCheck.match_id == Match.id, TakedownCheck.outcome.in_(("gone", "removed"))
-    )
-    notice_sent = exists(
-        select(NoticeItem.id)
+    one definition for the takedowns page, its counts and the match list's filter. The copies seen down and
+    those named by a sent notice are uncorrelated subqueries, so that both databases read each once (a hashed
+    set, an ephemeral index) rather than once per match."""
+    seen_down = select(TakedownCheck.match_id).where(TakedownCheck.outcome.in_(("gone", "removed")))
+    noticed = (
+        select(NoticeItem.match_id)
         .join(Notice, Notice.id == NoticeItem.notice_id)
-        .where(NoticeItem.match_id == Match.id, Notice.sent_at.is_not(None))
+        .where(Notice.sent_at.is_not(None), NoticeItem.match_id.is_not(None))
     )
     return case(
         (Match.taken_down_at.is_not(None), literal("taken_down")),
-        (and_(Match.recheck_state == "present", seen_down), literal("back_up")),
-        (notice_sent, literal("notice_sent")),
+        (and_(Match.recheck_state == "present", Match.id.in_(seen_down)), literal("back_up")),
+        (Match.id.in_(noticed), literal("notice_sent")),
         else_=Match.status,
     )
 

@@ -14,7 +14,8 @@ What it does, in a database of its own (created, then dropped at the end unless 
    admin account, and logs in over HTTP like a browser (the login form, its CSRF token, the session cookie);
 3. times ``--requests`` sequential requests of each page (after a warm-up): the dashboard, the review list
    filtered to flagged matches (page 1 and page 500), a takedown notice (the largest host's confirmed
-   matches), and ``/healthz`` as the baseline (the same server and database round trip, no page to build);
+   matches), the takedowns page (all copies, and one site's), and ``/healthz`` as the baseline (the same
+   server and database round trip, no page to build);
 4. prints a table (median, p90, p99 per page, and each median against the baseline's) and ends with a JSON
    line.
 
@@ -169,6 +170,8 @@ def main() -> None:
                 "matches flagged p1": "/matches?status=flagged",
                 "matches flagged p500": "/matches?status=flagged&page=500",
                 "notice": f"/reports/notice?host={top_host}",
+                "takedowns": "/takedowns",
+                "takedowns of one site": f"/takedowns?site={top_host}",
             }
             results: dict[str, dict[str, float]] = {}
             for label, path in pages.items():

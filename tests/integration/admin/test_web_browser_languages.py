@@ -44,6 +44,7 @@ def _pages(match_id: int) -> dict[str, str]:
         "works": "/works",
         "work": "/works/1",
         "matches": "/matches",
+        "takedowns": "/takedowns",
         "match": f"/matches/{match_id}",
         "reports": "/reports",
         "sites": "/sites",

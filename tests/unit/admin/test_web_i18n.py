@@ -87,6 +87,7 @@ def _pages(seeded: Seeded) -> list[str]:
         "/works",
         f"/works/{seeded.work_id}",
         "/matches",
+        "/takedowns",
         f"/matches/{seeded.hostile_match_id}",
         f"/matches/{seeded.plain_match_id}",
         "/reports",
