@@ -8,8 +8,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import func, literal, select, union, update
+from sqlalchemy.orm import Session, aliased
+from sqlalchemy.sql.selectable import CompoundSelect
 
 from fptrack.storage.models import (
     Match,
@@ -72,9 +73,17 @@ def record_release(
     return True
 
 
+def _series(work_id: int) -> CompoundSelect[tuple[int]]:
+    """``work_id`` and the works registered as its releases (their new chapters)."""
+    return union(
+        select(literal(work_id)),
+        select(Release.new_work_id).where(Release.work_id == work_id, Release.new_work_id.is_not(None)),
+    )
+
+
 def copier_sites(session: Session, work_id: int) -> list[int]:
     """Ids of the monitored sites (enabled, on an interval schedule) holding a page that copies ``work_id``
-    (a flagged or confirmed match)."""
+    or one of its released chapters (a flagged or confirmed match)."""
     rows = session.scalars(
         select(Site.id)
         .where(
@@ -84,7 +93,7 @@ def copier_sites(session: Session, work_id: int) -> list[int]:
             Site.id.in_(
                 select(Page.site_id)
                 .join(Match, Match.page_id == Page.id)
-                .where(Match.work_id == work_id, Match.status.in_(_COPYING))
+                .where(Match.work_id.in_(_series(work_id)), Match.status.in_(_COPYING))
             ),
         )
         .order_by(Site.id)
@@ -112,8 +121,9 @@ def hasten_sites(session: Session, site_ids: Collection[int], at: datetime) -> i
 def release_activity(
     session: Session, site_ids: Collection[int], *, since: datetime, now: datetime
 ) -> dict[int, ReleaseActivity]:
-    """Per site of ``site_ids`` that copied a released work: its latest release at or before ``now``, and the
-    number of its releases from ``since`` to ``now``. Sites without any are left out."""
+    """Per site of ``site_ids`` that copied a released work (or one of its released chapters): its latest
+    release at or before ``now``, and the number of its releases from ``since`` to ``now``. Sites without any
+    are left out."""
     if not site_ids:
         return {}
     copied = (
@@ -123,9 +133,20 @@ def release_activity(
         .distinct()
         .subquery()
     )
+    # a copy of a released chapter (a work registered with --release-of) counts as a copy of its work
+    chapter_of = aliased(Release)
+    head = func.coalesce(
+        select(chapter_of.work_id)
+        .where(chapter_of.new_work_id == copied.c.work_id)
+        .order_by(chapter_of.id)
+        .limit(1)
+        .correlate(copied)
+        .scalar_subquery(),
+        copied.c.work_id,
+    )
     rows = session.execute(
         select(copied.c.site_id, func.max(Release.released_at), func.count(func.distinct(Release.id)))
-        .join(Release, Release.work_id == copied.c.work_id)
+        .join(Release, Release.work_id == head)
         .where(Release.released_at >= since, Release.released_at <= now)
         .group_by(copied.c.site_id)
     )

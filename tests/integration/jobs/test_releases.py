@@ -15,7 +15,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.settings import Settings
@@ -97,6 +97,27 @@ def test_a_release_hastens_the_copiers_then_a_30_second_grid_then_a_back_off(ses
     session.flush()
     assert "copier" in [n for _, n in due_sites(session, now=after, tick=30, pace=PACE)]
     assert _due(copier) - after > timedelta(seconds=120)
+    # a site that copied only a released chapter (a work registered --release-of) follows the work too
+    chapter = Work(title="灯塔 第二章", source_name="b.txt", content_sha256="d" * 64, text="第二章\n浪")
+    chapter.chapters.append(Chapter(index=1, title="第二章", start=0, end=5, text="第二章\n浪"))
+    session.add(chapter)
+    session.flush()
+    session.execute(update(Release).values(new_work_id=chapter.id))
+    late = _copied_site(session, "late", copies=False)
+    late.next_crawl_at = after + timedelta(seconds=100)
+    page = Page(url="http://late.test/2.html", final_url="http://late.test/2.html", host=late.host,
+                status=200, text="copy", site_id=late.id)  # fmt: skip
+    session.add(page)
+    session.flush()
+    session.add(Match(page_id=page.id, work_id=chapter.id, chapter_id=chapter.chapters[0].id, score=0.9,
+                      methods=["winnowing"], spans=[], status="flagged"))  # fmt: skip
+    session.flush()
+    next_one = release_work(
+        session, work.id, released_at=after, source="feed", ref="ch-3", pace=PACE, now=after
+    )
+    assert sorted(next_one.sites) == sorted([copier.id, late.id])
+    assert _due(late) == after + timedelta(seconds=30)
+
     # release pacing off: the same site keeps its schedule
     copier.next_crawl_at, copier.quiet_crawls = after, 0
     session.flush()
