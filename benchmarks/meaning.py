@@ -149,7 +149,11 @@ def meaning_path(method: ModuleType, registry: Registry, examples: list[Example]
         started = time.process_time()
         best, flagged, kind = 0.0, set(), ""
         for cid, _score in index.candidates(example.text, limit=limit):
-            alignment = method.align(example.text, registry.texts[cid])
+            alignment = (
+                index.align(example.text, cid)  # the chapter's stored sentences, when the index keeps them
+                if hasattr(index, "align")
+                else method.align(example.text, registry.texts[cid])
+            )
             if alignment.coverage >= method.COVERAGE_MIN:
                 flagged.add(registry.keys[cid])
             if alignment.coverage > best:
