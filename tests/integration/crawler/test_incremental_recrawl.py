@@ -25,12 +25,13 @@ from tests.support.pirate_site import OTHER, paragraphs_of
 CHAPTERS = demo_chapters("lighthouse.txt")
 
 
-def _fptrack(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    env = clean_environ()
-    env.update(
+def _fptrack(settings: Settings, *args: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    """Run ``fptrack *args`` on the test's database; ``environment`` adds settings (``FPTRACK_...="2"``)."""
+    env = clean_environ(
         FPTRACK_DATA_DIR=str(settings.data_dir),
         FPTRACK_DATABASE_URL=settings.database_url,
         FPTRACK_CRAWL_TIMEOUT="5",
+        **environment,
     )
     return subprocess.run(
         [sys.executable, "-m", "fptrack.cli", *args],
@@ -51,10 +52,10 @@ def _toc(site: LiveSite, paths: list[str]) -> None:
     site.set("/book/", f"<html><head><title>某书目录</title></head><body><ul>{items}</ul></body></html>")
 
 
-def _crawl(settings: Settings, site: LiveSite) -> tuple[Counter[str], str]:
+def _crawl(settings: Settings, site: LiveSite, **environment: str) -> tuple[Counter[str], str]:
     """Run the site's crawl; return the paths it requested (robots.txt aside) and its summary."""
     before = len(site.page_requests())
-    result = _fptrack(settings, "sites", "run", "books", "--quiet")
+    result = _fptrack(settings, "sites", "run", "books", "--quiet", **environment)
     assert result.returncode == 0, result.stderr + result.stdout
     return Counter(path for path, _ in site.page_requests()[before:]), result.stdout
 
