@@ -18,6 +18,11 @@ URL shapes recognised (share pages as the platforms serve them in 2026):
 - ``lanzou`` 蓝奏云: ``<user>.lanzou?.com/<id>`` (``lanzoux``, ``lanzoui``, ``lanzouw``, ``lanzn``,
   ``lanzv``...; every domain serves every id), optionally under a folder segment.
 
+Public shares are followed to their file: a 蓝奏云 share page serves its file to anyone without a login
+(:data:`FOLLOWED_PLATFORMS`), through a frame and a download link; :func:`share_download_step` names the
+next URL of that walk in a page of it, and the crawl (``crawler.spiders``) fetches the file and compares it
+as any download. The other platforms need a login (and forbid automated access): they stay leads.
+
 Pure: text in, frozen values out."""
 
 from __future__ import annotations
@@ -25,9 +30,19 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from urllib.parse import urljoin
 
-__all__ = ["PLATFORMS", "ShareLink", "find_share_links", "might_hold_share_links"]
+__all__ = [
+    "FOLLOWED_PLATFORMS",
+    "PLATFORMS",
+    "SHARE_MAX_STEPS",
+    "SHARE_WALK",
+    "ShareLink",
+    "find_share_links",
+    "might_hold_share_links",
+    "share_download_step",
+]
 
 # platform -> (name shown to a person, canonical share URL prefix)
 PLATFORMS: dict[str, tuple[str, str]] = {
@@ -37,6 +52,12 @@ PLATFORMS: dict[str, tuple[str, str]] = {
     "123pan": ("123云盘", "https://www.123pan.com/s/"),
     "lanzou": ("蓝奏云", "https://www.lanzoux.com/"),
 }
+FOLLOWED_PLATFORMS = frozenset({"lanzou"})
+"""Platforms whose public shares serve the file without a login: the crawl follows them to it."""
+SHARE_WALK = "fptrack_share_walk"
+"""A request's meta key on the walk from a share link to its file: (the share's URL, steps taken)."""
+SHARE_MAX_STEPS = 4
+"""Pages of a share host walked through at most before its file (蓝奏云: the share page, its frame)."""
 
 CONTEXT_CHARS = 80  # of text kept on each side of a link
 CODE_WINDOW = 60  # characters after a link searched for its code
@@ -120,13 +141,15 @@ _SPACE = re.compile(r"\s+")
 class ShareLink:
     """One share named on a page: ``platform`` (a :data:`PLATFORMS` key), its ``share_id`` (as the platform
     spells it: ``1...`` for Baidu), the canonical ``url``, the extraction ``code`` ('' when none is given) and
-    the ``context``: the text around it, whitespace collapsed."""
+    the ``context``: the text around it, whitespace collapsed; ``linked``: the URL as the page wrote it
+    (its scheme, ``https`` when none, and host: every 蓝奏云 domain serves every share), to follow it by."""
 
     platform: str
     share_id: str
     url: str
     code: str
     context: str
+    linked: str = field(default="", compare=False)
 
 
 def might_hold_share_links(text: str) -> bool:
@@ -193,7 +216,37 @@ def find_share_links(markup: str) -> tuple[ShareLink, ...]:
         context = _SPACE.sub(" ", f"{before}{text[start:end]}{after}").strip()
         held = links.get(key)
         if held is None:
-            links[key] = ShareLink(platform, share_id, PLATFORMS[platform][1] + share_id, code, context)
+            scheme = "http://" if text[max(0, start - 7) : start].lower() == "http://" else "https://"
+            linked = scheme + text[start:end]
+            links[key] = ShareLink(
+                platform, share_id, PLATFORMS[platform][1] + share_id, code, context, linked
+            )
         elif code and not held.code:
-            links[key] = ShareLink(platform, held.share_id, held.url, code, held.context)
+            links[key] = ShareLink(platform, held.share_id, held.url, code, held.context, held.linked)
     return tuple(links.values())
+
+
+_FRAME = re.compile(r"<iframe\b[^>]*?\bsrc\s*=\s*([\"'])([^\"']+)\1", re.IGNORECASE)
+_ANCHOR = re.compile(r"<a\b([^>]*)>(.*?)</a\s*>", re.IGNORECASE | re.DOTALL)
+_ANCHOR_HREF = re.compile(r"\bhref\s*=\s*([\"'])([^\"']+)\1", re.IGNORECASE)
+_DOWNLOAD_WORDS = re.compile(r"下载|下載|download", re.IGNORECASE)
+_SCRIPT_HREF = re.compile(r"^\s*(?:javascript:|#)", re.IGNORECASE)
+
+
+def share_download_step(markup: str, base_url: str) -> str | None:
+    """The next URL from a public share's page toward its file: the page's first frame (a 蓝奏云 share page
+    holds its download box in one), else its first link whose text, title or class says download
+    (下载, download), absolute; None when the page has neither (a share behind a password or a login, a
+    removed share)."""
+    markup = _DROP.sub(" ", markup)
+    frame = _FRAME.search(markup)
+    if frame is not None:
+        return urljoin(base_url, html.unescape(frame.group(2)))
+    for anchor in _ANCHOR.finditer(markup):
+        attributes, label = anchor.group(1), _TAG.sub("", anchor.group(2))
+        href = _ANCHOR_HREF.search(attributes)
+        if href is None or _SCRIPT_HREF.match(href.group(2)):
+            continue
+        if _DOWNLOAD_WORDS.search(label) or _DOWNLOAD_WORDS.search(_ANCHOR_HREF.sub("", attributes)):
+            return urljoin(base_url, html.unescape(href.group(2)))
+    return None

@@ -13,6 +13,7 @@ from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http import Request, Response
 
 from fptrack.crawler.images import CHAPTER_IMAGE
+from fptrack.crawler.leads import SHARE_WALK
 from fptrack.crawler.links import site_of
 from fptrack.crawler.pages import DOWNLOAD_MAXSIZE_SETTING
 from fptrack.crawler.parse import is_binary_media_type, is_download, media_type
@@ -62,6 +63,8 @@ class StayOnStartSites:
         site = site_of(request.url)
         if site in sites:
             return
+        if request.meta.get(SHARE_WALK) or site in getattr(self.crawler.spider, "share_sites", ()):
+            return  # a public share walked to its file, and its host's robots.txt (crawler.leads)
         stats = self.crawler.stats
         redirected_from = request.meta.get("redirect_urls") or ()
         if request.meta.get(START_PAGE) and redirected_from:

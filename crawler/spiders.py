@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import scrapy
 from scrapy import signals
 from scrapy.exceptions import CloseSpider, DontCloseSpider
-from scrapy.http import Request, Response
+from scrapy.http import HtmlResponse, Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredSemaphore
@@ -34,6 +34,7 @@ from twisted.python.failure import Failure
 
 from fptrack.crawler.images import CHAPTER_IMAGE, IMAGE_NOTE, OcrPlan, chapter_image_urls, needs_ocr
 from fptrack.crawler.known import KnownPages, load_known_pages
+from fptrack.crawler.leads import FOLLOWED_PLATFORMS, SHARE_MAX_STEPS, SHARE_WALK, share_download_step
 from fptrack.crawler.links import links_to_follow, site_of
 from fptrack.crawler.pages import CrawledPage, CrawlFailure
 from fptrack.crawler.parse import ParsedResponse, describe_failure, parse_response
@@ -133,6 +134,8 @@ class PageSpider(scrapy.Spider):
         # per host: pages the browser had to render (and gave text), pages whose static text was enough
         self._rendered_hosts: Counter[str] = Counter()
         self._static_hosts: Counter[str] = Counter()
+        # hosts of public shares followed to their file (crawler.leads): requests to them leave the sites
+        self.share_sites: set[str] = set()
         if state is not None and state.resumed:
             self.pages_taken = self.pages_emitted = len(state.done)  # the earlier runs spent these
             self.allowed_sites |= state.sites()
@@ -442,6 +445,43 @@ class PageSpider(scrapy.Spider):
             raise CloseSpider("max_pages")
         for url in follow:
             yield self._request(url, depth=depth + 1)
+        if depth < self.depth:
+            yield from self._share_requests(parsed.page, depth + 1)
+
+    def _share_requests(self, page: CrawledPage, depth: int) -> Iterator[Request]:
+        """A public share named on the page (蓝奏云: :data:`crawler.leads.FOLLOWED_PLATFORMS`) is walked to
+        its file, which is read as a download recorded at the share's URL (on_share_page)."""
+        for link in page.share_links:
+            if link.platform in FOLLOWED_PLATFORMS and link.linked:
+                self.share_sites.add(site_of(link.linked))
+                self._inc("fptrack/shares/followed")
+                yield Request(
+                    link.linked,
+                    callback=self.on_share_page,
+                    errback=self.on_error,
+                    meta={SHARE_WALK: (link.url, 0), REQUESTED_URL: link.url, PAGE_DEPTH: depth},
+                )
+
+    async def on_share_page(self, response: Response) -> AsyncIterator[CrawledPage | Request]:
+        """One step of a share's walk: a page of the share host leads to the next (its frame, its download
+        link), the file is parsed as any download under the share's URL; a walk that finds no file (a
+        password, a login, a removed share) or takes more than :data:`SHARE_MAX_STEPS` steps is one line in
+        the crawl's summary."""
+        share, steps = response.meta[SHARE_WALK]
+        if response.status == 200 and isinstance(response, HtmlResponse):
+            step = share_download_step(response.text, response.url) if steps < SHARE_MAX_STEPS else None
+            if step is None:
+                self._inc("fptrack/shares/no_file")
+                self._note(f"share {share}: no file reached from {response.url} (a password or a login?)")
+                return
+            meta = {key: response.meta[key] for key in (REQUESTED_URL, PAGE_DEPTH)}
+            meta[SHARE_WALK] = (share, steps + 1)
+            self.share_sites.add(site_of(step))
+            yield Request(step, callback=self.on_share_page, errback=self.on_error, meta=meta)
+            return
+        self._inc("fptrack/shares/files")
+        async for item in self.parse(response):
+            yield item
 
     def _links(self, parsed: ParsedResponse) -> list[str]:
         """The page's links the crawl follows: on its sites and wanted by the include/exclude patterns."""

@@ -123,3 +123,36 @@ def test_disguised_links_are_read_with_their_code(
     markup = f"<p>{before} {link}{gap}{label}{code} {after}</p>"
     links = find_share_links(markup)
     assert [(x.platform, x.share_id, x.code) for x in links] == [(platform, share_id, code)]
+
+
+def test_a_share_keeps_the_url_as_linked_to_follow_it_by() -> None:
+    (public, plain) = find_share_links(
+        "<a href='http://pirate.lanzoux.com/iAbC123d'>全本</a> 密码:ab12 备用 www.lanzoui.com/iZyx987w"
+    )
+    assert (public.url, public.linked, public.code) == (
+        "https://www.lanzoux.com/iAbC123d",
+        "http://pirate.lanzoux.com/iAbC123d",
+        "ab12",
+    )
+    assert plain.linked == "https://www.lanzoui.com/iZyx987w"
+
+
+def test_the_walk_from_a_share_page_to_its_file() -> None:
+    from fptrack.crawler.leads import share_download_step
+
+    base = "http://pirate.lanzoux.com/iAbC123d"
+    frame = "<div><iframe class='ifr2' src='/fn?AbC&amp;x=1' frameborder=0></iframe></div>"
+    assert share_download_step(frame, base) == "http://pirate.lanzoux.com/fn?AbC&x=1"
+    button = (
+        "<a href='#'>下载</a><a href='javascript:go()'>下载</a>"
+        "<a class='btn' href='/file/?s=1'>普通<b>下载</b></a>"
+    )
+    assert share_download_step(button, base) == "http://pirate.lanzoux.com/file/?s=1"
+    assert (
+        share_download_step("<a href='/dl/1' title='Download'>⇩</a>", base)
+        == "http://pirate.lanzoux.com/dl/1"
+    )
+    # a password form, a removed share, a frame only inside a script: no step
+    assert share_download_step("<form><input name='pwd'><div id='sub'>提交</div></form>", base) is None
+    assert share_download_step("<p>文件取消分享了</p><a href='/'>首页</a>", base) is None
+    assert share_download_step("<script>x = '<iframe src=\"/fn?a\">'</script>", base) is None
