@@ -1,6 +1,7 @@
 """Real downloaded files made here, for the tests and the benchmarks of downloads (docs/downloads.md):
 zips (with GBK member names as Chinese Windows tools write them), tars, 7z (libarchive's writer), EPUB and
-DOCX built as zips, MOBI/AZW3 and PalmDOC books written byte by byte (with a PalmDOC compressor of our own),
+DOCX built as zips, MOBI/AZW3 and PalmDOC books and stored RAR5 archives written byte by byte (a PalmDOC
+compressor of our own; no free rar writer exists),
 PDFs with a text layer (WeasyPrint), and the hostile ones (a zip bomb, archives nested deep, a truncated EPUB,
 random bytes)."""
 
@@ -24,6 +25,7 @@ __all__ = [
     "palmdoc_compress",
     "palmdoc_of",
     "pdf_of",
+    "rar_of",
     "sevenz_of",
     "tar_of",
     "zip_bomb",
@@ -70,6 +72,38 @@ def sevenz_of(members: Mapping[str, bytes]) -> bytes:
             for name, data in members.items():
                 writer.add_file_from_memory(name, len(data), data)
         return target.read_bytes()
+
+
+def rar_of(members: Mapping[str, bytes]) -> bytes:
+    """A RAR5 archive of ``members``, stored (not compressed), written from RARLAB's public format description
+    (there is no free RAR writer): the signature, a main header, a file header per member (its data's CRC32,
+    Unix mode 0644, UTF-8 name) followed by its bytes, an end header. Each header is its CRC32, its size and
+    its fields, the numbers as little-endian 7-bit groups (vint)."""
+    import zlib
+
+    def vint(number: int) -> bytes:
+        out = bytearray()
+        while True:
+            low, number = number & 0x7F, number >> 7
+            out.append(low | (0x80 if number else 0))
+            if not number:
+                return bytes(out)
+
+    def header(*fields: int | bytes) -> bytes:
+        body = b"".join(f if isinstance(f, bytes) else vint(f) for f in fields)
+        size = vint(len(body))
+        return struct.pack("<I", zlib.crc32(size + body)) + size + body
+
+    out = bytearray(b"Rar!\x1a\x07\x01\x00")
+    out += header(1, 0, 0)  # main: type, header flags, archive flags
+    for name, data in members.items():
+        raw = name.encode("utf-8")
+        crc = struct.pack("<I", zlib.crc32(data))
+        # file: type, header flags (a data area), data size, file flags (CRC32 given), size, mode, CRC32,
+        # compression (version 0, stored), host OS (Unix), the name's length and the name; then the data
+        out += header(2, 0x0002, len(data), 0x0004, len(data), 0o100644, crc, 0, 1, len(raw), raw) + data
+    out += header(5, 0, 0)  # end: type, header flags, end flags
+    return bytes(out)
 
 
 def epub_of(

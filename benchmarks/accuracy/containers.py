@@ -3,13 +3,16 @@
 
     python -m benchmarks.accuracy.containers --quick   # books of 12 chapters, a few minutes
     python -m benchmarks.accuracy.containers           # books of 40 chapters
+    python -m benchmarks.accuracy.containers --quick --ocr-max-chars 0   # image pages read whole
+    python -m benchmarks.accuracy.containers --quick --ocr-levers        # only the OCR levers' table
 
 1. Books are made of ../shared/corpus chapters (the Simplified ``tennessine`` copies): two registered novels
    (三国演义, 水浒传) and one never registered (西游记), each ``第N回`` heading followed by its chapter.
 2. Each book is served on 127.0.0.1 in every kind a download site hands it out: a whole-book .txt in GB18030,
    in Big5 (Traditional, OpenCC), in UTF-16 (BOM, no charset), a single chapter as .txt, a zip with GBK member
-   names, a 7z, a .tar.gz, an EPUB, a DOCX and a PDF (WeasyPrint's text layer); beside them the hostile files
-   (a member expanding to 512 MiB, zips nested five deep, a truncated EPUB, random bytes named .zip).
+   names, a 7z, a stored RAR5, a .tar.gz, an EPUB, a MOBI, an AZW3 (KF8), a DOCX and a PDF (WeasyPrint's
+   text layer); beside them the hostile files (a member expanding to 512 MiB, zips nested five deep, a
+   truncated EPUB, random bytes named .zip).
    Kind ``images``: the first chapters of each book as reader pages whose text is drawn as two images
    (图片章节: Pillow and the set-up's CJK font, 20, 24 or 28 pixel characters, PNG, JPEG or WebP, 0.2 % of the
    pixels noise), read by OCR (Tesseract, fingerprint/ocr.py).
@@ -20,7 +23,12 @@
    and on the hostile ones); CPU seconds per MB of file read by ``fingerprint.containers.read_download``; for
    each hostile file, in a fresh process, the seconds and the peak RSS added by reading it; the CPU seconds
    Tesseract spends per image page and per 1,000 characters (one page of each registered book, in this
-   process).
+   process), reading as the crawl does (``FPTRACK_OCR_MAX_CHARS``, or ``--ocr-max-chars``).
+5. ``--ocr-levers``: on the first 1,000 characters of those timed pages' chapters drawn as one image (24
+   pixel characters, slight noise), Tesseract's CPU and how much of what it read is right
+   (characters of the read text found in order in the chapter, after NFKC) for each lever tried: page
+   segmentation, threads, the inverted-line retry, the dictionary, binarisation, downscaling, a horizontal
+   squeeze, and reading only the first N characters (the product's ``max_chars``).
 
 Targets (issue 35): every kind >= 0.95 file and chapter recall, 0 false matches, the 512 MiB member <= 2 s and
 <= 200 MB of RSS, OCR <= 2 s of CPU per image page. No corpus text is written into the repository: the data
@@ -41,13 +49,16 @@ from typing import Any
 
 from benchmarks.corpus import iter_chapters, require_corpus
 from benchmarks.harness import ROOT, arguments, emit, machine, print_table, progress
-from fptrack.fingerprint.ocr import read_images
+from fptrack.core.settings import Settings
+from fptrack.fingerprint.ocr import OcrLimits, read_images
 from testbed.downloads import (
     docx_of,
     epub_of,
+    mobi_of,
     nested_zip,
     pdf_of,
     random_bytes,
+    rar_of,
     sevenz_of,
     tar_of,
     zip_bomb,
@@ -67,12 +78,16 @@ KINDS = (
     "chapter-txt",
     "zip-gbk",
     "7z",
+    "rar",
     "tar.gz",
     "epub",
     "docx",
     "pdf",
+    "mobi",
+    "azw3",
 )
 IMAGE_KIND = "images"
+LEVER_CHARS = 1_000  # characters of each timed chapter drawn as the image every OCR lever reads
 IMAGE_FORMATS = (("PNG", "png", "image/png"), ("JPEG", "jpg", "image/jpeg"), ("WEBP", "webp", "image/webp"))
 TYPES = {
     "txt-gb18030": "text/plain; charset=gbk",
@@ -81,10 +96,13 @@ TYPES = {
     "chapter-txt": "application/octet-stream",
     "zip-gbk": "application/zip",
     "7z": "application/x-7z-compressed",
+    "rar": "application/vnd.rar",
     "tar.gz": "application/gzip",
     "epub": "application/epub+zip",
     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     "pdf": "application/pdf",
+    "mobi": "application/x-mobipocket-ebook",
+    "azw3": "application/vnd.amazon.ebook",
 }
 
 
@@ -118,6 +136,8 @@ def _file(kind: str, title: str, chapters: list[tuple[str, str]]) -> bytes:
         return zip_of({f"{title}/{title}全本.txt": text.encode("gb18030")}, gbk_names=True)
     if kind == "7z":
         return sevenz_of({f"{title}/全本.txt": text.encode("utf-8")})
+    if kind == "rar":
+        return rar_of({f"{title}/全本.txt": text.encode("gb18030")})
     if kind == "tar.gz":
         return tar_of({f"{title}/全本.txt": text.encode("utf-8")})
     if kind == "epub":
@@ -126,6 +146,8 @@ def _file(kind: str, title: str, chapters: list[tuple[str, str]]) -> bytes:
         return docx_of(text)
     if kind == "pdf":
         return pdf_of(text)
+    if kind in ("mobi", "azw3"):
+        return mobi_of(chapters, kf8=kind == "azw3")
     raise ValueError(kind)
 
 
@@ -158,24 +180,127 @@ def _image_pages(
     return pages, index_of, images_of
 
 
-def _ocr_cpu(images_of: dict[str, list[tuple[str, bytes]]], texts: dict[str, str]) -> dict[str, float]:
-    """CPU seconds Tesseract spends on one image page, and per 1,000 characters of its chapter."""
+def _children_cpu() -> float:
     import resource
 
-    spent, chars = 0.0, 0
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _ocr_cpu(
+    images_of: dict[str, list[tuple[str, bytes]]], texts: dict[str, str], max_chars: int
+) -> dict[str, float]:
+    """CPU seconds Tesseract spends on one image page read as the crawl reads it (``max_chars``), and per
+    1,000 characters read."""
+    spent, chars, held = 0.0, 0, 0
     for path, images in images_of.items():
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        read_images(images)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        spent += (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        chars += len("".join(texts[path].split()))
+        before = _children_cpu()
+        reading = read_images(images, limits=OcrLimits(max_chars=max_chars))
+        spent += _children_cpu() - before
+        chars += len("".join(reading.text.split()))
+        held += len("".join(texts[path].split()))
     pages = max(1, len(images_of))
     return {
         "pages": len(images_of),
+        "max_chars": max_chars,
         "cpu_seconds_per_page": round(spent / pages, 2),
         "cpu_seconds_per_1000_chars": round(spent / max(1, chars) * 1000, 2),
-        "chars_per_page": chars // pages,
+        "chars_read_per_page": chars // pages,
+        "chars_per_page": held // pages,
     }
+
+
+def _read_right(read: str, chapter: str) -> float:
+    """The share of the characters read that are the chapter's, in order (NFKC, white space dropped)."""
+    import difflib
+    import unicodedata
+
+    a, b = ("".join(unicodedata.normalize("NFKC", t).split()) for t in (read, chapter))
+    matched = sum(
+        block.size for block in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    )
+    return matched / max(1, len(a))
+
+
+def _tesseract_as(images: list[tuple[str, bytes]], arguments: list[str], prepare: Any, threads: bool) -> str:
+    """An experiment, not the product's reading: each image made grey (and ``prepare``d), read whole by one
+    ``tesseract`` call with ``arguments``."""
+    import io
+
+    from PIL import Image
+
+    from fptrack.fingerprint.ocr import tidy_ocr_text
+
+    env = dict(os.environ) if threads else {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    if threads:
+        env.pop("OMP_THREAD_LIMIT", None)
+    texts = []
+    for _, data in images:
+        grey = prepare(Image.open(io.BytesIO(data)).convert("L"))
+        out = io.BytesIO()
+        grey.save(out, format="PNG")
+        done = subprocess.run(
+            ["tesseract", "stdin", "stdout", "-l", "chi_sim", *arguments],
+            input=out.getvalue(),
+            capture_output=True,
+            env=env,
+            check=True,
+        )
+        texts.append(tidy_ocr_text(done.stdout.decode("utf-8", "replace")))
+    return "\n".join(texts)
+
+
+def _ocr_levers(images_of: dict[str, list[tuple[str, bytes]]], texts: dict[str, str]) -> list[dict[str, Any]]:
+    """Each lever's CPU per page, characters read per page and the share of them right (see the docstring)."""
+    from PIL import Image
+
+    def scaled(x: float, y: float) -> Any:
+        return lambda im: im.resize((round(im.width * x), round(im.height * y)), Image.Resampling.LANCZOS)
+
+    same = lambda im: im
+    experiments: dict[str, Any] = {
+        "psm 6, 1 thread (the product, read whole)": lambda imgs: read_images(imgs).text,
+        "psm 3 (automatic layout)": lambda imgs: _tesseract_as(imgs, ["--psm", "3"], same, False),
+        "OpenMP threads not limited (CPU of all)": lambda imgs: _tesseract_as(
+            imgs, ["--psm", "6"], same, True
+        ),
+        "no inverted-line retry (invert_threshold=0)": lambda imgs: _tesseract_as(
+            imgs, ["--psm", "6", "-c", "invert_threshold=0"], same, False
+        ),
+        "no dictionary (load_*_dawg=0)": lambda imgs: _tesseract_as(
+            imgs, ["--psm", "6", "-c", "load_system_dawg=0", "-c", "load_freq_dawg=0"], same, False
+        ),
+        "binarised at 160": lambda imgs: _tesseract_as(
+            imgs, ["--psm", "6"], lambda im: im.point(lambda p: 255 if p > 160 else 0), False
+        ),
+        "downscaled to 0.75": lambda imgs: _tesseract_as(imgs, ["--psm", "6"], scaled(0.75, 0.75), False),
+        "squeezed to 0.8 wide": lambda imgs: _tesseract_as(imgs, ["--psm", "6"], scaled(0.8, 1.0), False),
+    }
+    for budget in (300, 600):
+        experiments[f"first {budget} characters (max_chars)"] = lambda imgs, b=budget: (
+            read_images(imgs, limits=OcrLimits(max_chars=b)).text
+        )
+    rows = []
+    for name, read in experiments.items():
+        progress(f"OCR lever: {name}")
+        spent, chars, right = 0.0, 0, []
+        for path, images in images_of.items():
+            before = _children_cpu()
+            text = read(images)
+            spent += _children_cpu() - before
+            chars += len("".join(text.split()))
+            right.append(_read_right(text, texts[path]))
+        pages = max(1, len(images_of))
+        rows.append(
+            {
+                "lever": name,
+                "cpu_seconds_per_page": round(spent / pages, 2),
+                "chars_read_per_page": chars // pages,
+                "cpu_ms_per_char": round(spent / max(1, chars) * 1000, 2),
+                "read_right": round(sum(right) / pages, 3),
+            }
+        )
+    return rows
 
 
 def _hostile(chapters: list[tuple[str, str]]) -> dict[str, bytes]:
@@ -188,7 +313,9 @@ def _hostile(chapters: list[tuple[str, str]]) -> dict[str, bytes]:
     }
 
 
-def _run(data_dir: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+def _run(
+    data_dir: Path, *args: str, timeout: float = 3600, ocr_max_chars: int | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -199,6 +326,8 @@ def _run(data_dir: Path, *args: str, timeout: float = 3600) -> subprocess.Comple
         FPTRACK_DATABASE_URL=f"sqlite:///{data_dir / 'fptrack.db'}",
         FPTRACK_CRAWL_TIMEOUT="60",
     )
+    if ocr_max_chars is not None:
+        env["FPTRACK_OCR_MAX_CHARS"] = str(ocr_max_chars)
     done = subprocess.run(
         [sys.executable, "-m", "fptrack.cli", *args],
         cwd=ROOT.parent,
@@ -285,7 +414,17 @@ def _cpu_per_mb(files: dict[str, tuple[str, bytes]]) -> dict[str, float]:
 
 
 def main() -> None:
-    args = arguments(__doc__, "books of 12 chapters (the full run: 40)").parse_args()
+    parser = arguments(__doc__, "books of 12 chapters (the full run: 40)")
+    default_chars = Settings.from_env({}).ocr_max_chars
+    parser.add_argument(
+        "--ocr-max-chars",
+        type=int,
+        default=default_chars,
+        metavar="N",
+        help=f"FPTRACK_OCR_MAX_CHARS for the crawl and the OCR CPU figure ({default_chars}; 0: read whole)",
+    )
+    parser.add_argument("--ocr-levers", action="store_true", help="print only the OCR levers' table")
+    args = parser.parse_args()
     require_corpus(BENCHMARK)
     per_book = 12 if args.quick else 40
     books = _books(per_book)
@@ -319,6 +458,21 @@ def main() -> None:
         first = next(iter(images_of))
         if work_id in REGISTERED:
             timed[first] = images_of[first]
+    if args.ocr_levers:
+        # each timed page's first 1,000 characters as one image: every lever reads the same, in minutes
+        heads = {path: chapter_text[path][:LEVER_CHARS] for path in timed}
+        images = {
+            path: [(f"{path}.png", chapter_png(head, size=24, noise=0.002, seed=1))]
+            for path, head in heads.items()
+        }
+        levers = _ocr_levers(images, heads)
+        print_table(
+            f"OCR levers (Tesseract, {len(timed)} image pages of registered books)",
+            ["lever", "CPU s/page", "chars read/page", "CPU ms/char", "read right"],
+            [list(row.values()) for row in levers],
+        )
+        emit({"benchmark": BENCHMARK, "quick": bool(args.quick), "ocr_levers": levers, "machine": machine()})
+        return
     hostile = _hostile(books["sanguoyanyi"])
     links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in [*files, *(f"/bad/{n}" for n in hostile)])
     pages = {"/": Page.html(f"<html><body><ul>{links}</ul></body></html>")}
@@ -338,7 +492,11 @@ def main() -> None:
         with serve_site(pages) as base:
             progress(f"crawling {len(pages)} URLs on {base}")
             started = time.monotonic()
-            crawl = _run(data_dir, "crawl", base + "/", "--allow-private-host", base.key, "--depth", "1")
+            crawl = _run(
+                data_dir,
+                *("crawl", base + "/", "--allow-private-host", base.key, "--depth", "1"),
+                ocr_max_chars=args.ocr_max_chars,
+            )
             crawl_seconds = time.monotonic() - started
         matches = [
             json.loads(line) for line in _run(data_dir, "matches", "--format", "json").stdout.splitlines()
@@ -368,7 +526,7 @@ def main() -> None:
     )
     cpu = _cpu_per_mb({p: entry for p, entry in files.items() if entry[0] != IMAGE_KIND})
     progress(f"OCR CPU on {len(timed)} image pages")
-    ocr = _ocr_cpu(timed, chapter_text)
+    ocr = _ocr_cpu(timed, chapter_text, args.ocr_max_chars)
     print_table(
         "Downloads: recall by kind",
         ["kind", "files", "file recall", "chapters", "chapter recall", "wrong chapters", "CPU s/MB read"],
@@ -386,9 +544,10 @@ def main() -> None:
         f"{false_matches}"
     )
     print(
-        f"OCR (Tesseract, {ocr['pages']} image pages of {ocr['chars_per_page']} characters on average): "
+        f"OCR (Tesseract, {ocr['pages']} image pages of {ocr['chars_per_page']} characters on average, "
+        f"max_chars {ocr['max_chars']}: {ocr['chars_read_per_page']} read): "
         f"{ocr['cpu_seconds_per_page']} s of CPU per page, {ocr['cpu_seconds_per_1000_chars']} s per 1,000 "
-        "characters"
+        "characters read"
     )
     print_table(
         "Hostile files (read in a fresh process)",

@@ -113,6 +113,17 @@ def test_an_epub_is_read_in_its_spines_order(version: str) -> None:
     )
 
 
+def test_a_rar5_archive_is_read_by_libarchive() -> None:
+    from testbed.downloads import rar_of
+
+    data = rar_of({"小说/全本.txt": BOOK.encode("gb18030"), "封面.jpg": b"\xff\xd8\xff\xe0" + bytes(300)})
+    reading = read_download(data)
+    assert reading.kind == "rar" and reading.problems == ()
+    assert [(d.member, d.text, d.encoding) for d in reading.documents] == [("小说/全本.txt", BOOK, "gb18030")]
+    # cut short: what was read before the cut is kept or the file is one line, never an exception
+    assert len(read_download(data[: len(data) // 2]).problems) <= 1
+
+
 def test_a_docx_gives_a_line_per_paragraph() -> None:
     word = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
     document = (
