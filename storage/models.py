@@ -68,6 +68,7 @@ __all__ = [
     "REVIEW_DECISIONS",
     "SENDER_KINDS",
     "SENDER_ROLES",
+    "TAKEDOWN_DOWN_CHECK",
     "TAKEDOWN_OUTCOMES",
     "USER_ROLES",
     "ApiToken",
@@ -154,6 +155,9 @@ RENDER_JS_MODES = ("auto", "yes", "no")
 # longer copies the chapter, the page is gone (404/410, no such host), or the check could not tell (refused,
 # timeout, 5xx)
 TAKEDOWN_OUTCOMES = ("present", "gone", "removed", "error")
+# the checks that found a copy down (gone or removed), as SQL: the partial index's predicate, written the same
+# in the queries that use it (a database uses a partial index only for a WHERE it can match)
+TAKEDOWN_DOWN_CHECK = "outcome IN ('gone', 'removed')"
 # what fetched the page of a takedown check: a crawl of its site, or the re-check of the copy
 CHECK_SOURCES = ("crawl", "recheck")
 REVIEW_DECISIONS = tuple(s.value for s in MatchStatus)
@@ -767,6 +771,14 @@ class TakedownCheck(Base):
             "outcome IN (" + ", ".join(f"'{o}'" for o in TAKEDOWN_OUTCOMES) + ")", name="known_outcome"
         ),
         Index("ix_takedown_checks_match_id_checked_at", "match_id", "checked_at"),
+        # the checks that found the copy down, few among many: was a copy back up ever seen down?
+        # (analytics.takedowns.copy_state)
+        Index(
+            "ix_takedown_checks_down_match_id",
+            "match_id",
+            postgresql_where=sql_text(TAKEDOWN_DOWN_CHECK),
+            sqlite_where=sql_text(TAKEDOWN_DOWN_CHECK),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
