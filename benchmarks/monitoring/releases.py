@@ -223,16 +223,15 @@ def figures(mode: Mode) -> dict[str, Any]:
     }
 
 
-def day_projection(paced: dict[str, Any], peer: dict[str, Any]) -> dict[str, float] | None:
+def day_projection(paced: dict[str, Any], peer: dict[str, Any], pace: Any) -> dict[str, float] | None:
     """Requests a second per site over a day with one release, from the measured requests per crawl: the
     paced mode's crawls of the window, the back-off's crawls the rest of the day at the peer's cost; against
-    720 crawls at the peer's cost (module docstring)."""
-    from fptrack.jobs.releases import ReleasePace, quiet_stretch
+    720 crawls at the peer's cost (module docstring). ``pace``: the paced mode's :class:`ReleasePace`."""
+    from fptrack.jobs.releases import quiet_stretch
 
     window_cost, plain_cost = paced["requests_per_crawl"], peer["requests_per_crawl"]
     if not window_cost or not plain_cost:
         return None
-    pace = ReleasePace()
     stretch = quiet_stretch(SCHEDULE, 1.0, pace)
     window_crawls = pace.window / pace.every
     rest_crawls = (86400 - pace.window) / (SCHEDULE * stretch)
@@ -323,7 +322,11 @@ def main(argv: list[str] | None = None) -> None:
             if mode.product is not None:
                 mode.product.cleanup()
     paced, peer = results[modes[0].name], results[modes[1].name]
-    projection = day_projection(paced, peer)
+    from fptrack.core.settings import Settings
+    from fptrack.jobs.releases import ReleasePace
+
+    pace = ReleasePace.from_settings(Settings.from_env(paced_env))
+    projection = day_projection(paced, peer, pace)
     print(
         f"releases: {sites} loopback site(s), {count} release(s) {args.every:g} s apart, copies 5-"
         f"{args.delay_max:g} s after each, schedules {SCHEDULE} s, every other setting at its default; both "
