@@ -27,13 +27,14 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.settings import Settings
 from fptrack.jobs.sites import site_lock_name
 from fptrack.storage.db import session_scope
 from fptrack.storage.locks import dead_locks, drop_lock, refresh_lock, take_lock
-from fptrack.storage.models import CrawlJob, CrawlJobStatus, as_utc, utcnow
+from fptrack.storage.models import CrawlJob, CrawlJobStatus, MonitorLock, as_utc, utcnow
 
 __all__ = [
     "SITE_CRAWL_MODULE",
@@ -46,6 +47,7 @@ __all__ = [
     "reap_dead_claims",
     "release",
     "spawn_site_crawl",
+    "start_mark_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -66,13 +68,22 @@ def crawl_lock_name(key: str) -> str:
 # ------------------------------------------------------------------------------------------------ claims
 
 
+def start_mark_name(site_id: int) -> str:
+    """The mark the admin's "run now" leaves while the crawl it started has not claimed the site yet (a
+    second click meanwhile is refused); the crawl's :func:`claim` removes it. Not a crawl's claim: the reaper
+    leaves it alone."""
+    return f"site-start:{site_id}"
+
+
 def claim(session: Session, site_id: int, settings: Settings, *, now: datetime | None = None) -> str | None:
     """Claim the right to crawl a site; returns the claim's token, or None when a live crawl holds it. A claim
-    whose holder died is taken over (its job is marked failed first)."""
+    whose holder died is taken over (its job is marked failed first). A "run now" mark is removed."""
     now = now or utcnow()
     name = site_lock_name(site_id)
     reap_dead_claims(session, settings, now=now, names=[name])
     token = take_lock(session, name, now)
+    if token is not None:
+        session.execute(delete(MonitorLock).where(MonitorLock.name == start_mark_name(site_id)))
     session.flush()
     return token
 

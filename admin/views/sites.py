@@ -204,34 +204,31 @@ def edit(site_id: int) -> ResponseReturnValue:
 
 
 STARTING_SECONDS = 60
-"""How long a "run now" counts as beginning: from the click until its crawl's process has made the crawl job
-(within seconds; it claims the site first). A second click meanwhile is refused, not a second crawl."""
-
-
-def _starting_name(site_id: int) -> str:
-    return f"site-start:{site_id}"  # not a crawl's claim (site:, crawl:): the reaper leaves it alone
+"""How long a "run now" counts as beginning: from the click until its crawl's process claims the site (within
+seconds). A second click meanwhile is refused, not a second crawl."""
 
 
 def _mark_starting(session: Session, site_id: int) -> str | None:
-    """Record that a crawl of the site is being started; None when one was started moments ago and its job
-    has not begun yet. A mark whose crawl began, or older than :data:`STARTING_SECONDS`, is replaced."""
+    """Record that a crawl of the site is being started (:func:`jobs.site_runs.start_mark_name`: the crawl
+    removes the mark when it claims the site); None when one was started less than
+    :data:`STARTING_SECONDS` ago and has not claimed the site yet. An older mark (its crawl never began) is
+    replaced."""
+    from fptrack.jobs.site_runs import start_mark_name
+
     now = utcnow()
-    mark = session.get(MonitorLock, _starting_name(site_id))
+    mark = session.get(MonitorLock, start_mark_name(site_id))
     if mark is not None:
-        begun = session.scalar(
-            select(CrawlJob.id).where(CrawlJob.site_id == site_id, CrawlJob.started_at >= mark.acquired_at)
-        )
-        if begun is None and as_utc(mark.acquired_at) > now - timedelta(seconds=STARTING_SECONDS):
+        if as_utc(mark.acquired_at) > now - timedelta(seconds=STARTING_SECONDS):
             return None
         session.delete(mark)
         session.flush()
-    return take_lock(session, _starting_name(site_id), now)
+    return take_lock(session, start_mark_name(site_id), now)
 
 
 @blueprint.post("/<int:site_id>/run")
 @requires_role("admin")
 def run_now(site_id: int) -> ResponseReturnValue:
-    from fptrack.jobs.site_runs import spawn_site_crawl
+    from fptrack.jobs.site_runs import spawn_site_crawl, start_mark_name
 
     session = db_session()
     site = _managed_site(session, site_id)
@@ -253,7 +250,7 @@ def run_now(site_id: int) -> ResponseReturnValue:
     try:
         spawn_site_crawl(site.id, site.name, settings=admin_state().settings, scheduled=False)
     except OSError as error:
-        drop_lock(session, _starting_name(site_id), token)
+        drop_lock(session, start_mark_name(site_id), token)
         session.commit()
         abort(503, description=f"Cannot start the crawl: {error}")
     flash(gettext("Started a crawl of %(name)s; it appears below as soon as it has begun.", name=site.name))

@@ -9,11 +9,12 @@ from datetime import timedelta
 
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.admin.views.sites import _mark_starting
 from fptrack.core.settings import Settings
+from fptrack.jobs.site_runs import claim
 from fptrack.storage.models import CrawlJob, HostContact, MonitorLock, Notice, Sender, utcnow
 from tests.support.accounts import add_account, csrf_token_in, log_in
 from tests.support.admin_seed import Seeded
@@ -149,16 +150,14 @@ def test_run_now_clicked_twice_starts_one_crawl(app: Flask, settings: Settings, 
     second = admin.post(f"/sites/{site_id}/run", data={"csrf_token": token}, follow_redirects=True)
     assert "A crawl of books was started a moment ago and is beginning." in second.get_data(as_text=True)
     assert session.scalars(select(CrawlJob)).all() == []
-    # once its job has begun (or the mark is stale), the mark no longer stands in the way: the site's own
-    # claim does, while its crawl runs
-    session.add(CrawlJob(site_id=site_id, start_urls=["http://books.example/"], status="finished"))
-    session.commit()
-    assert _mark_starting(session, site_id) is not None
+    # the crawl removes the mark when it claims the site (whose claim then refuses clicks while it runs)
+    token = claim(session, site_id, settings)
+    assert token is not None and session.get(MonitorLock, f"site-start:{site_id}") is None
     session.rollback()
+    # a mark whose crawl never began stands for a minute only
     mark = session.get(MonitorLock, f"site-start:{site_id}")
     assert mark is not None
     mark.acquired_at = utcnow() - timedelta(minutes=5)
-    session.execute(delete(CrawlJob))
     session.commit()
     assert _mark_starting(session, site_id) is not None
     session.rollback()
