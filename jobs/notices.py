@@ -676,8 +676,9 @@ def draft_notice(
 
 
 def _unsent_draft(session: Session, fresh: Notice) -> Notice | None:
-    """The latest first notice to ``fresh``'s host that is still an unsent draft and names one of its
-    matches, or None."""
+    """The latest first notice to ``fresh``'s host that is still an unsent draft, names one of its matches
+    and goes to the same address (or to none yet), or None: a draft to another recipient (the host's
+    provider, say) is a notice of its own."""
     match_ids = {item.match_id for item in fresh.items if item.match_id is not None}
     drafts = session.scalars(
         select(Notice)
@@ -686,6 +687,7 @@ def _unsent_draft(session: Session, fresh: Notice) -> Notice | None:
             Notice.state == "draft",
             Notice.kind == "notice",
             Notice.sent_at.is_(None),
+            Notice.recipient_address.in_(("", fresh.recipient_address)),
         )
         .options(selectinload(Notice.items))
         .order_by(Notice.id.desc())
