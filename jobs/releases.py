@@ -10,7 +10,8 @@ work's release feed (RSS, Atom or JSON, read on the scheduler's beat through the
 
 - **the window**: for ``FPTRACK_RELEASE_WINDOW`` seconds after a release (an hour), every monitored site that
   copied the work (a flagged or confirmed match, :func:`storage.releases.copier_sites`) is crawled every
-  ``FPTRACK_RELEASE_EVERY`` seconds (30), its first crawl that long after the release. Its crawls are the
+  ``FPTRACK_RELEASE_EVERY`` seconds (30), its first crawl that long after the release, until it has reposted
+  (a copy of the work first seen after the release: nothing more to wait for). Its crawls are the
   incremental ones (listings read with conditional requests, only new links followed), so a quicker pace costs
   few requests;
 - **the back-off**: outside its windows such a site is crawled ``stretch`` times its schedule
@@ -117,13 +118,16 @@ def pace_factor(
     latest_release: datetime | None,
     releases_since_lookback: int,
     pace: ReleasePace,
+    *,
+    reposted: bool = False,
 ) -> float:
     """The factor on a site's interval ``schedule`` (seconds) at ``now``: ``pace.every / schedule`` within
-    ``pace.window`` of its latest release (never above 1), else :func:`quiet_stretch` of its releases of the
-    last :data:`LOOKBACK`; 1 for a site that copied no released work."""
+    ``pace.window`` of its latest release (never above 1) until the site has ``reposted`` (copied the work
+    since), else :func:`quiet_stretch` of its releases of the last :data:`LOOKBACK`; 1 for a site that copied
+    no released work."""
     if not pace.on or latest_release is None or schedule <= 0:
         return 1.0
-    if now - as_utc(latest_release) < timedelta(seconds=pace.window):
+    if not reposted and now - as_utc(latest_release) < timedelta(seconds=pace.window):
         return min(1.0, max(pace.every, pace.tick) / schedule)
     per_day = releases_since_lookback / (LOOKBACK.total_seconds() / _DAY)
     return quiet_stretch(schedule, per_day, pace)

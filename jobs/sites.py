@@ -422,7 +422,7 @@ def pacing_factors(
         if seen is None or pace is None or not schedule.isdigit():
             factors.append(quiet_factor)
             continue
-        release = pace_factor(float(schedule), now, seen.latest, seen.count, pace)
+        release = pace_factor(float(schedule), now, seen.latest, seen.count, pace, reposted=seen.reposted)
         factors.append(release if release < 1 else max(release, quiet_factor))
     return factors
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, literal, select, union, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.selectable import CompoundSelect
 
 from fptrack.storage.models import (
@@ -39,10 +39,12 @@ _COPYING = (MatchStatus.FLAGGED.value, MatchStatus.CONFIRMED.value)
 
 @dataclass(frozen=True)
 class ReleaseActivity:
-    """The releases of the works a site copied: the latest one (not after now) and how many since a time."""
+    """The releases of the works a site copied: the latest one (not after now), how many since a time, and
+    whether the site has copied the work since that release (``reposted``)."""
 
     latest: datetime
     count: int
+    reposted: bool = False
 
 
 def record_release(
@@ -122,39 +124,49 @@ def release_activity(
     session: Session, site_ids: Collection[int], *, since: datetime, now: datetime
 ) -> dict[int, ReleaseActivity]:
     """Per site of ``site_ids`` that copied a released work (or one of its released chapters): its latest
-    release at or before ``now``, and the number of its releases from ``since`` to ``now``. Sites without any
-    are left out."""
+    release at or before ``now``, the number of its releases from ``since`` to ``now``, and whether the site
+    has copied that work since its latest release (a match of the work, or of one of its chapters, first seen
+    after it: the site has reposted). Sites without any release are left out."""
     if not site_ids:
         return {}
-    copied = (
-        select(Page.site_id.label("site_id"), Match.work_id.label("work_id"))
+    copies = session.execute(
+        select(Page.site_id, Match.work_id, func.max(Match.first_seen))
         .join(Match, Match.page_id == Page.id)
         .where(Page.site_id.in_(list(site_ids)), Match.status.in_(_COPYING))
-        .distinct()
-        .subquery()
-    )
+        .group_by(Page.site_id, Match.work_id)
+    ).all()
+    works = {int(work_id) for _, work_id, _ in copies}
     # a copy of a released chapter (a work registered with --release-of) counts as a copy of its work
-    chapter_of = aliased(Release)
-    head = func.coalesce(
-        select(chapter_of.work_id)
-        .where(chapter_of.new_work_id == copied.c.work_id)
-        .order_by(chapter_of.id)
-        .limit(1)
-        .correlate(copied)
-        .scalar_subquery(),
-        copied.c.work_id,
-    )
-    rows = session.execute(
-        select(copied.c.site_id, func.max(Release.released_at), func.count(func.distinct(Release.id)))
-        .join(Release, Release.work_id == head)
-        .where(Release.released_at >= since, Release.released_at <= now)
-        .group_by(copied.c.site_id)
-    )
-    return {
-        int(site_id): ReleaseActivity(as_utc(latest), int(count))
-        for site_id, latest, count in rows
-        if latest is not None
+    head = {
+        int(chapter or 0): int(work)
+        for chapter, work in session.execute(
+            select(Release.new_work_id, Release.work_id).where(Release.new_work_id.in_(works))
+        )
     }
+    released: dict[int, list[datetime]] = {}
+    for work_id, at in session.execute(
+        select(Release.work_id, Release.released_at).where(
+            Release.work_id.in_(works | set(head.values())),
+            Release.released_at >= since,
+            Release.released_at <= now,
+        )
+    ):
+        released.setdefault(int(work_id), []).append(as_utc(at))
+    last_copy: dict[tuple[int, int], datetime] = {}  # (site, head work) -> its latest copy's first sighting
+    for site_id, work_id, seen in copies:
+        key = (int(site_id or 0), head.get(int(work_id), int(work_id)))
+        if seen is not None and (key not in last_copy or as_utc(seen) > last_copy[key]):
+            last_copy[key] = as_utc(seen)
+    activity: dict[int, ReleaseActivity] = {}
+    for site_id in {site for site, _ in last_copy}:
+        heads = [h for s, h in last_copy if s == site_id and h in released]
+        if not heads:
+            continue
+        latest_head = max(heads, key=lambda h: max(released[h]))
+        latest = max(released[latest_head])
+        count = sum(len(released[h]) for h in heads)
+        activity[site_id] = ReleaseActivity(latest, count, last_copy[(site_id, latest_head)] >= latest)
+    return activity
 
 
 def set_feed(session: Session, work_id: int, url: str) -> None:

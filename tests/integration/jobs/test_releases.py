@@ -42,8 +42,9 @@ def _copied_site(session: Session, name: str, *, copies: bool, status: str = "fl
                     host=site.host, status=200, text="copy", site_id=site.id)  # fmt: skip
         session.add(page)
         session.flush()
+        found = T0 - timedelta(days=1)  # before the releases: not a repost
         session.add(Match(page_id=page.id, work_id=work.id, chapter_id=work.chapters[0].id, score=0.9,
-                          methods=["winnowing"], spans=[], status=status))  # fmt: skip
+                          methods=["winnowing"], spans=[], status=status, first_seen=found))  # fmt: skip
     session.flush()
     return site
 
@@ -91,6 +92,18 @@ def test_a_release_hastens_the_copiers_then_a_30_second_grid_then_a_back_off(ses
     assert starts[0] == T0 + timedelta(seconds=30)
     assert [(b - a).total_seconds() for a, b in pairwise(starts)] == [30.0] * 8
 
+    # the copier posts the released chapter: nothing more to wait for, its schedule (stretched) again
+    reposted = Page(url="http://copier.test/2.html", final_url="http://copier.test/2.html", host=copier.host,
+                    status=200, text="copy", site_id=copier.id)  # fmt: skip
+    session.add(reposted)
+    session.flush()
+    session.add(Match(page_id=reposted.id, work_id=work.id, chapter_id=work.chapters[0].id, score=0.9,
+                      methods=["winnowing"], spans=[], status="flagged", first_seen=moment))  # fmt: skip
+    copier.next_crawl_at = moment
+    session.flush()
+    assert "copier" in [n for _, n in due_sites(session, now=moment, tick=30, pace=PACE)]
+    assert _due(copier) - moment >= timedelta(seconds=120)
+
     # past the window: the next due time is further than the schedule (quiet crawls and the release back-off)
     after = T0 + timedelta(hours=1, seconds=30)
     copier.next_crawl_at = after
@@ -110,7 +123,7 @@ def test_a_release_hastens_the_copiers_then_a_30_second_grid_then_a_back_off(ses
     session.add(page)
     session.flush()
     session.add(Match(page_id=page.id, work_id=chapter.id, chapter_id=chapter.chapters[0].id, score=0.9,
-                      methods=["winnowing"], spans=[], status="flagged"))  # fmt: skip
+                      methods=["winnowing"], spans=[], status="flagged", first_seen=T0))  # fmt: skip
     session.flush()
     next_one = release_work(
         session, work.id, released_at=after, source="feed", ref="ch-3", pace=PACE, now=after

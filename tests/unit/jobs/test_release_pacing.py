@@ -28,6 +28,10 @@ def test_the_window_after_a_release_shortens_the_schedule_to_the_release_pace() 
     assert pace_factor(20.0, T0, released, 1, PACE) == 1
 
 
+def test_a_site_that_has_reposted_leaves_the_window() -> None:
+    assert pace_factor(SCHEDULE, T0 + timedelta(seconds=60), T0, 1, PACE, reposted=True) > 1
+
+
 def test_release_pacing_off_keeps_the_schedule() -> None:
     off = ReleasePace(window=0)
     assert pace_factor(SCHEDULE, T0, T0, 50, off) == 1
