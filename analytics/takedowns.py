@@ -34,10 +34,11 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 import numpy as np
-from sqlalchemy import and_, case, func, literal, or_, select
+from sqlalchemy import and_, case, exists, func, literal, or_, select, text
 from sqlalchemy.orm import Session
 
 from fptrack.storage.models import (
+    TAKEDOWN_DOWN_CHECK,
     Match,
     MatchRollup,
     MatchStatus,
@@ -114,10 +115,10 @@ def notice_sent_at() -> Any:
 
 def copy_state() -> Any:
     """The match's step in :data:`COPY_STATES` (or its review status when dismissed or licensed), as SQL:
-    one definition for the takedowns page, its counts and the match list's filter. The copies seen down and
-    those named by a sent notice are uncorrelated subqueries, so that both databases read each once (a hashed
-    set, an ephemeral index) rather than once per match."""
-    seen_down = select(TakedownCheck.match_id).where(TakedownCheck.outcome.in_(("gone", "removed")))
+    one definition for the takedowns page, its counts and the match list's filter. Whether a present copy was
+    seen down before is asked of the checks that found copies down (a partial index: few rows, whatever the
+    size of the history); the copies named by a sent notice are read once, as a set."""
+    seen_down = exists().where(TakedownCheck.match_id == Match.id, text(TAKEDOWN_DOWN_CHECK))
     noticed = (
         select(NoticeItem.match_id)
         .join(Notice, Notice.id == NoticeItem.notice_id)
@@ -125,7 +126,7 @@ def copy_state() -> Any:
     )
     return case(
         (Match.taken_down_at.is_not(None), literal("taken_down")),
-        (and_(Match.recheck_state == "present", Match.id.in_(seen_down)), literal("back_up")),
+        (and_(Match.recheck_state == "present", seen_down), literal("back_up")),
         (Match.id.in_(noticed), literal("notice_sent")),
         else_=Match.status,
     )
