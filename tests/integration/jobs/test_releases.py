@@ -207,6 +207,7 @@ def test_a_release_feed_on_loopback_hastens_the_next_crawl(
         engine.dispose()
 
 
+@pytest.mark.slow  # four command-line runs, two of them registering works: about 20 s on an idle machine
 def test_works_add_release_of_and_works_releases_on_the_command_line(sqlite_settings: Settings) -> None:
     tmp = Path(sqlite_settings.data_dir).parent
     env = {"FPTRACK_DATABASE_URL": sqlite_settings.database_url}
