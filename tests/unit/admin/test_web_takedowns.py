@@ -170,3 +170,19 @@ def test_match_list_shows_and_filters_the_takedown_state(
     assert re.findall(r'<tr id="match-(\d+)">', listed) == [str(flagged)]
     assert 'id="match-total">1<' in listed
     assert client.get("/matches?takedown=lost").status_code == 400
+
+
+def test_match_api_filters_by_takedown_state(
+    app: Flask, seeded: Seeded, session: Session, settings: Settings
+) -> None:
+    from fptrack.services.accounts.tokens import create_token
+
+    flagged, _ = _followed(seeded)
+    _take_down(session, settings, flagged)
+    add_account(settings, "api", "viewer")
+    token = create_token(session, "api", "test").token
+    session.commit()
+    headers = {"Authorization": f"Bearer {token}"}
+    body = app.test_client().get("/api/matches?takedown=taken_down", headers=headers).get_json()
+    assert [item["id"] for item in body["items"]] == [flagged]
+    assert body["total"] == 1
