@@ -39,10 +39,12 @@ __all__ = [
     "echo_warning",
     "friendly_errors",
     "friendly_errors_also",
+    "interval_text",
     "known_errors",
     "pass_context",
     "print_table",
     "private_site_warning",
+    "schedule_text",
     "stdout_closed_quietly",
 ]
 
@@ -85,6 +87,24 @@ def private_site_warning(site: Site, how: str = "") -> str:
         f"{', '.join(hosts)} is a private or loopback address: crawls of {site.name} will be refused; allow "
         f"it with `fptrack sites edit {site.name} --allow-private`" + (f" ({how})" if how else "")
     )
+
+
+def schedule_text(schedule: str) -> str:
+    """A stored schedule as a person reads it: ``'120'`` -> ``'every 2m'``, a cron expression -> ``'cron 0 3 *
+    * * (UTC)'``, none -> ``'manual'``."""
+    if not schedule:
+        return "manual"
+    if schedule.isdigit():
+        return f"every {interval_text(int(schedule))}"
+    return f"cron {schedule} (UTC)"
+
+
+def interval_text(seconds: float) -> str:
+    """``7200`` -> ``'2h'``, ``90`` -> ``'90s'``: an interval as a person reads it."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
 
 
 def known_errors() -> tuple[type[BaseException], ...]:

@@ -15,6 +15,7 @@ from fptrack.cli.common import (
     pass_context,
     print_table,
     private_site_warning,
+    schedule_text,
 )
 
 __all__ = ["candidates", "discover"]
@@ -141,7 +142,7 @@ def candidates_accept(context: CliContext, /, candidate_id: int, allow_private: 
         site = accept_candidate(
             session, candidate_id, context.settings, by="cli", allow_private=allow_private
         )
-        shown = f"{site.name} ({site.host}, schedule {site.schedule or 'manual'})"
+        shown = f"{site.name} ({site.host}, {schedule_text(site.schedule)})"
         private = private_site_warning(site)
     click.echo(f"candidate {candidate_id} accepted: monitoring site {shown}")
     if private:

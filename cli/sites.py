@@ -20,9 +20,11 @@ from fptrack.cli.common import (
     echo_error,
     echo_warning,
     friendly_errors,
+    interval_text,
     pass_context,
     print_table,
     private_site_warning,
+    schedule_text,
 )
 from fptrack.storage.models import CrawlJob, Site
 
@@ -210,7 +212,7 @@ def sites_list(context: CliContext) -> None:
                 (
                     site.name,
                     site.host,
-                    _schedule(site.schedule),
+                    schedule_text(site.schedule),
                     "yes" if site.enabled else "no",
                     _when(site.next_crawl_at) if site.enabled and site.schedule else "-",
                     f"#{last[0].id} {last[0].status}" if last else "never",
@@ -258,7 +260,7 @@ def sites_show(context: CliContext, name: str) -> None:
             elif value is None:
                 value = "default"
             elif key == "schedule":
-                value = _schedule(str(value))
+                value = schedule_text(str(value))
             click.echo(f"  {key:<14} {value}")
         click.echo(
             f"  {'next crawl':<14} {_when(site.next_crawl_at) if site.schedule and site.enabled else '-'}"
@@ -266,7 +268,7 @@ def sites_show(context: CliContext, name: str) -> None:
         if site.schedule.isdigit():
             factor = interval_factor(int(site.quiet_crawls or 0), context.settings.schedule_backoff_max)
             quiet = f" (quiet for {site.quiet_crawls} crawls)" if site.quiet_crawls else ""
-            click.echo(f"  {'visited every':<14} {_seconds(int(site.schedule) * factor)}{quiet}")
+            click.echo(f"  {'visited every':<14} {interval_text(int(site.schedule) * factor)}{quiet}")
         last = next((j for j in _jobs(session, int(site.id), 10) if pace_line(j.stats)), None)
         if last is not None:
             click.echo(f"  {'last pace':<14} {pace_line(last.stats)} (crawl #{last.id})")
@@ -352,24 +354,6 @@ def _jobs(session: Session, site_id: int, limit: int) -> list[CrawlJob]:
 
 def _when(moment: datetime | None) -> str:
     return moment.isoformat(timespec="seconds") if moment is not None else "-"
-
-
-def _schedule(schedule: str) -> str:
-    """A stored schedule as a person reads it: ``'120'`` -> ``'every 2m'``, a cron expression -> ``'cron 0 3 *
-    * * (UTC)'``, none -> ``'manual'``."""
-    if not schedule:
-        return "manual"
-    if schedule.isdigit():
-        return f"every {_seconds(int(schedule))}"
-    return f"cron {schedule} (UTC)"
-
-
-def _seconds(seconds: float) -> str:
-    """``7200`` -> ``'2h'``, ``90`` -> ``'90s'``: an interval as a person reads it."""
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"
 
 
 def _describe(site: Site) -> str:
