@@ -58,6 +58,8 @@ class QuickRuns:
         self._runs = {module: self._pool.submit(self._run, module) for module in modules}
 
     def result(self, module: str) -> subprocess.CompletedProcess[str]:
+        if module not in self._runs:  # not started ahead: run it now
+            self._runs[module] = self._pool.submit(self._run, module)
         return self._runs[module].result()
 
     def _run(self, module: str) -> subprocess.CompletedProcess[str]:
@@ -85,10 +87,12 @@ class QuickRuns:
 
 @pytest.fixture(scope="module")
 def quick_runs(request: pytest.FixtureRequest) -> Iterator[QuickRuns]:
+    # a pytest-xdist worker sees every item but runs only some: it runs each benchmark when its test asks
+    ahead = not hasattr(request.config, "workerinput")
     selected = [
         str(item.callspec.params["module"])
         for item in request.session.items
-        if item.path == request.path and isinstance(item, pytest.Function) and "module" in item.fixturenames
+        if ahead and item.path == request.path and "module" in getattr(item, "fixturenames", ())
     ]
     runs = QuickRuns(selected)
     yield runs
