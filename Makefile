@@ -45,7 +45,9 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/fptrack demo
 
 # the whole suite; --durations=30 ends each run with its 30 slowest tests (set-up and teardown included), so
-# that a test that grew slow shows itself
+# that a test that grew slow shows itself. To rank one folder: make test PYTEST_ARGS="tests/e2e --durations=40".
+# A test that waits on a period (a polite pace, a re-check or confirmation delay, a schedule) sets the setting
+# that shortens it in the test, unless the test proves that default (tests/e2e/test_removal_with_defaults.py).
 test: $(VENV)/.installed-test
 	bash deploy/ensure-services.sh
 	$(PY) -m pytest --durations=30 $(PYTEST_ARGS)
