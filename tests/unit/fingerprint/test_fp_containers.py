@@ -26,25 +26,10 @@ from fptrack.fingerprint.containers import (
     member_at,
     read_download,
 )
-from testbed.downloads import epub_of
+from testbed.downloads import epub_of, zip_of
 
 BOOK = "第一章 山雨欲来\n天下大势，分久必合，合久必分。\n第二章 风满楼\n话说那日风雨交加，众人皆惊。\n"
 BOOK_TW = "第一章 山雨欲來\n天下大勢，分久必合，合久必分。\n第二章 風滿樓\n話說那日風雨交加，眾人皆驚。\n"
-
-
-def _zip(members: dict[str, bytes], *, method: int = zipfile.ZIP_DEFLATED) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", method) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
-
-
-def _gbk_named_zip(name: str, data: bytes) -> bytes:
-    """A zip whose member name is GBK bytes without the UTF-8 flag (as Chinese Windows tools write them)."""
-    raw = name.encode("gbk")
-    placeholder = "p" * (len(raw) - 4) + ".txt"
-    return _zip({placeholder: data}).replace(placeholder.encode(), raw)
 
 
 def _texts(data: bytes, limits: ContainerLimits | None = None) -> list[tuple[str, str]]:
@@ -61,12 +46,12 @@ def test_a_whole_book_as_text_in_any_encoding_is_read(codec: str) -> None:
 
 
 def test_a_zip_with_gbk_member_names_without_the_utf8_flag() -> None:
-    data = _gbk_named_zip("全本小说.txt", BOOK.encode("gb18030"))
+    data = zip_of({"全本小说.txt": BOOK.encode("gb18030")}, gbk_names=True)
     assert _texts(data) == [("全本小说.txt", BOOK)]
 
 
 def test_a_zip_with_utf8_names_and_a_directory() -> None:
-    data = _zip(
+    data = zip_of(
         {"书/": b"", "书/第一卷.txt": BOOK.encode("utf-8"), "书/封面.jpg": b"\xff\xd8\xff\xe0" + bytes(300)}
     )
     assert _texts(data) == [("书/第一卷.txt", BOOK)]
@@ -131,7 +116,7 @@ def test_a_docx_gives_a_line_per_paragraph() -> None:
         "<w:p><w:r><w:t>第一章 </w:t></w:r><w:r><w:t>山雨欲来</w:t></w:r></w:p>"
         "<w:p><w:r><w:t>天下大势</w:t></w:r></w:p></w:body></w:document>"
     )
-    data = _zip({"[Content_Types].xml": b"<Types/>", "word/document.xml": document.encode()})
+    data = zip_of({"[Content_Types].xml": b"<Types/>", "word/document.xml": document.encode()})
     assert read_download(data).documents == (Document("", "docx", "第一章 山雨欲来\n天下大势"),)
 
 
@@ -145,7 +130,7 @@ def test_a_pdf_with_a_text_layer_drawn_by_weasyprint() -> None:
 
 
 def test_an_epub_inside_a_zip_inside_a_tar_gz() -> None:
-    inner = _zip({"book.epub": epub_of([("第一章 山雨欲来", "天下大势")])})
+    inner = zip_of({"book.epub": epub_of([("第一章 山雨欲来", "天下大势")])})
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         info = tarfile.TarInfo("downloads/pack.zip")
@@ -182,7 +167,7 @@ def test_a_zip_bomb_member_of_512_mib_costs_little() -> None:
 
 
 def test_a_zip_bomb_is_refused_by_its_ratio() -> None:
-    data = _zip({"bomb.txt": b"A" * (8 << 20)})
+    data = zip_of({"bomb.txt": b"A" * (8 << 20)})
     reading = read_download(data, limits=ContainerLimits(max_ratio=50))
     assert reading.documents == ()
     assert reading.problems == (
@@ -194,7 +179,7 @@ def test_archives_nested_five_deep_stop_at_the_depth_cap() -> None:
     data = BOOK.encode("utf-8")
     name = "book.txt"
     for level in range(5):
-        data = _zip({name: data})
+        data = zip_of({name: data})
         name = f"level{level}.zip"
     reading = read_download(data, limits=ContainerLimits(max_depth=3))
     assert reading.documents == ()
@@ -220,7 +205,7 @@ def test_random_bytes_named_zip_give_no_text() -> None:
 
 
 def test_the_member_cap_and_the_unpacked_cap() -> None:
-    data = _zip({f"{n}.txt": BOOK.encode() for n in range(10)})
+    data = zip_of({f"{n}.txt": BOOK.encode() for n in range(10)})
     reading = read_download(data, limits=ContainerLimits(max_members=3))
     assert len(reading.documents) == 3
     assert reading.problems == ("more than 3 members: the rest not read (the member cap)",)
@@ -229,7 +214,7 @@ def test_the_member_cap_and_the_unpacked_cap() -> None:
 
 
 def test_a_member_over_the_member_cap_is_cut() -> None:
-    data = _zip({"a.txt": ("天下大势\n" * 1000).encode()})
+    data = zip_of({"a.txt": ("天下大势\n" * 1000).encode()})
     reading = read_download(data, limits=ContainerLimits(max_member_bytes=1300))
     assert 1200 < len(reading.documents[0].text.encode()) <= 1300
     assert reading.problems == ("a.txt: cut at 1300 bytes (the member size cap)",)
@@ -238,7 +223,7 @@ def test_a_member_over_the_member_cap_is_cut() -> None:
 def test_nothing_is_written_to_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    read_download(_zip({"../../escape.txt": BOOK.encode(), "/abs.txt": BOOK.encode()}))
+    read_download(zip_of({"../../escape.txt": BOOK.encode(), "/abs.txt": BOOK.encode()}))
     assert list(tmp_path.iterdir()) == []
 
 
