@@ -9,6 +9,7 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext
 from flask_login import current_user
 
+from fptrack.admin.network_graph import MAX_DRAWN_SITES, network_svg, site_label
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.views.read_sessions import read_session
@@ -27,6 +28,7 @@ __all__ = ["blueprint"]
 
 blueprint = Blueprint("networks", __name__, url_prefix="/networks")
 CANDIDATE_LIMIT = 500
+DRAWN_NETWORKS = 20  # the largest networks are drawn as graphs; every network is in the table
 
 
 @blueprint.get("")
@@ -34,7 +36,21 @@ def index() -> ResponseReturnValue:
     session = read_session()
     networks = find_networks(session, admin_state().settings)
     candidates = list_candidates(session)[:CANDIDATE_LIMIT]
-    return render_template("networks.html", networks=networks, candidates=candidates, limit=CANDIDATE_LIMIT)
+    graphs = {
+        network.id: network_svg(network)
+        for network in networks[:DRAWN_NETWORKS]
+        if len(network.sites) <= MAX_DRAWN_SITES
+    }
+    return render_template(
+        "networks.html",
+        networks=networks,
+        graphs=graphs,
+        labels={site.site_id: site_label(site) for network in networks for site in network.sites},
+        candidates=candidates,
+        limit=CANDIDATE_LIMIT,
+        drawn_limit=DRAWN_NETWORKS,
+        max_drawn_sites=MAX_DRAWN_SITES,
+    )
 
 
 @blueprint.post("/candidates/<int:candidate_id>/<decision>")
