@@ -27,6 +27,7 @@ OpenMP engine). Embeddings of recently seen sentences are kept (``_EmbeddingCach
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import unicodedata
@@ -48,7 +49,7 @@ __all__ = [
     "split_sentences",
 ]
 
-COVERAGE_MIN = 0.35
+COVERAGE_MIN = 0.3
 """A page is a meaning match of a chapter when ``align(page, chapter).coverage`` reaches this share."""
 
 MAX_SENTENCE_CHARS = 160
@@ -297,6 +298,10 @@ MARGIN_MIN = 0.06
 """A pair aligns only when its margin (similarity minus its neighbours'), centred vectors, exceeds this."""
 RAW_MARGIN_MIN = 0.005
 """... and when the margin of the sentences' own vectors exceeds this."""
+GAP_SENTENCES = 20
+"""Between two aligned steps at most this many sentences apart on both sides, the alignment is redone."""
+GAP_MARGIN_MIN = 0.0
+"""... where a step needs only a centred margin above this."""
 
 
 def _merged(vectors: np.ndarray, size: int) -> np.ndarray:
@@ -347,7 +352,7 @@ def _centred(vectors: np.ndarray) -> np.ndarray:
 
 
 def _step_gains(
-    page: _Sentences, chapter: _Sentences
+    page: _Sentences, chapter: _Sentences, margin_min: float, raw_margin_min: float
 ) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
     """Per step (a, b): the gain of aligning page sentences i..i+a-1 with chapter j..j+b-1; the similarity.
 
@@ -369,7 +374,7 @@ def _step_gains(
         page_units = _rolling_mean(page.units, a)[:, None] * a + 1.0
         chapter_units = _rolling_mean(chapter.units, b)[None, :] * b + 1.0
         fits = np.abs(np.log(page_units / chapter_units)) <= np.log(LENGTH_RATIO_MAX)
-        gain = np.where(fits & (raw_margin > RAW_MARGIN_MIN), (margin - MARGIN_MIN) * (a + b) / 2, -np.inf)
+        gain = np.where(fits & (raw_margin > raw_margin_min), (margin - margin_min) * (a + b) / 2, -np.inf)
         gains[(a, b)] = (gain, similarity)
     return gains
 
@@ -389,7 +394,7 @@ def _monotone_pairs(
         row = score[i - 1].copy()
         row_choice = np.full(n + 1, -1, dtype=np.int8)
         for index, (a, b) in enumerate(STEPS):
-            if i < a:
+            if i < a or (a, b) not in gains:
                 continue
             margin = gains[(a, b)][0]
             if margin.shape[1] == 0:
@@ -416,11 +421,40 @@ def _monotone_pairs(
     return pairs[::-1]
 
 
+def _filled(
+    anchors: list[tuple[int, int, int, int, float]],
+    gains: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]],
+) -> list[tuple[int, int, int, int, float]]:
+    """The anchors, and between two anchors close on both sides the steps a looser alignment finds there.
+
+    A loose translation aligns only a sentence in eight with the strict margins, but in order; between two
+    such anchors at most ``GAP_SENTENCES`` apart on both sides, the sentences are aligned again with ``gains``
+    (centred margin above ``GAP_MARGIN_MIN``, no raw margin), as bertalign's second pass searches a band
+    around its first. Anchors of unrelated text are few and far apart, so their gaps stay empty.
+    """
+    steps: list[tuple[int, int, int, int, float]] = []
+    for previous, following in itertools.pairwise(anchors):
+        steps.append(previous)
+        top, left = previous[0] + previous[1], previous[2] + previous[3]
+        rows, columns = following[0] - top, following[2] - left
+        if not (0 < rows <= GAP_SENTENCES and 0 < columns <= GAP_SENTENCES):
+            continue
+        block = {
+            (a, b): (gain[top : top + rows - a + 1, left : left + columns - b + 1], similarity)
+            for (a, b), (gain, similarity) in gains.items()
+            if rows >= a and columns >= b
+        }
+        for i, a, j, b, _ in _monotone_pairs(block, rows, columns):
+            steps.append((top + i, a, left + j, b, float(gains[(a, b)][1][top + i, left + j])))
+    return steps + anchors[-1:]
+
+
 def _align_sentences(page: _Sentences, chapter: _Sentences, kind: str) -> MeaningAlignment:
     m, n = len(page.spans), len(chapter.spans)
     if not m or not n or chapter.weights.sum() == 0:
         return MeaningAlignment(0.0, kind, (), m, n)
-    steps = _monotone_pairs(_step_gains(page, chapter), m, n)
+    anchors = _monotone_pairs(_step_gains(page, chapter, MARGIN_MIN, RAW_MARGIN_MIN), m, n)
+    steps = _filled(anchors, _step_gains(page, chapter, GAP_MARGIN_MIN, -np.inf))
     covered = sum(float(chapter.weights[j : j + b].sum()) for _, _, j, b, _ in steps)
     pairs = tuple(
         (
