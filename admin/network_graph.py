@@ -35,10 +35,11 @@ MAX_DRAWN_SITES = 40
 """Larger networks are listed, not drawn: 40 labelled nodes already crowd a 480-unit column."""
 WIDTH = 480
 FONT_SIZE = 17
-LABEL_MAX_WIDTH = 150  # units; a longer name is cut with an ellipsis (whole in the node's title)
+LABEL_MAX_WIDTH = 170  # units; a longer name is cut with an ellipsis (whole in the node's title)
 NODE_RADIUS = 9
 SOURCE_RADIUS = 12
 MARGIN = 22
+SIDE_MARGIN = 48  # nodes keep this far from the sides: most labels then fit centred under their node
 LAYOUT_SEED = 37
 ITERATIONS = 120
 _SVG = "http://www.w3.org/2000/svg"
@@ -59,8 +60,9 @@ def force_layout(
     """Positions in ``[0, width] x [0, height]`` of ``nodes`` (ids) linked by ``edges`` ``(a, b, strength)``.
 
     Fruchterman-Reingold (module docstring) with k = sqrt(area / n), a linear cooling from width / 10, and
-    the attraction of an edge weighted from 0.5 to 1 by its strength relative to the strongest; the result is
-    stretched to fill the box. Deterministic: a pure function of its arguments (cached)."""
+    the attraction of an edge weighted from 0.5 to 1 by its strength relative to the strongest; nodes move
+    freely (no walls to pile up against) and the result is stretched to fill the box. Deterministic: a pure
+    function of its arguments (cached)."""
     if len(set(nodes)) != len(nodes):
         raise ValueError(f"force_layout: duplicate node ids in {list(nodes)}")
     known = set(nodes)
@@ -118,8 +120,8 @@ def _layout(
         for i in range(n):
             length = max(math.hypot(dx[i], dy[i]), 0.01)
             move = min(length, temperature) / length
-            xs[i] = min(width, max(0.0, xs[i] + dx[i] * move))
-            ys[i] = min(height, max(0.0, ys[i] + dy[i] * move))
+            xs[i] += dx[i] * move
+            ys[i] += dy[i] * move
     return tuple(
         (node, (_stretch(xs[i], xs, width), _stretch(ys[i], ys, height))) for i, node in enumerate(nodes)
     )
@@ -140,8 +142,8 @@ def _xml_text(text: str) -> str:
 
 
 def _text_width(text: str) -> float:
-    """Approximate width in units at :data:`FONT_SIZE`: wide (CJK) characters one em, others 0.6 em."""
-    return sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.6 for c in text) * FONT_SIZE
+    """Width in units at :data:`FONT_SIZE`, on the wide side: wide (CJK) characters one em, others 0.7 em."""
+    return sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.7 for c in text) * FONT_SIZE
 
 
 def _shortened(text: str) -> str:
@@ -154,7 +156,7 @@ def _shortened(text: str) -> str:
 
 def graph_height(sites: int) -> int:
     """The viewBox height for a network of ``sites`` sites: taller as it grows, so labels keep apart."""
-    return 360 + 36 * max(0, sites - 8)
+    return 360 + 20 * max(0, sites - 8)
 
 
 def network_svg(network: Network) -> Markup:
@@ -163,11 +165,11 @@ def network_svg(network: Network) -> Markup:
     height = graph_height(len(sites))
     inner_height = height - 2 * MARGIN - FONT_SIZE - NODE_RADIUS  # room for the bottom row's labels
     positions = {
-        node: (MARGIN + x, MARGIN + y)
+        node: (SIDE_MARGIN + x, MARGIN + y)
         for node, (x, y) in force_layout(
             [site.site_id for site in sites],
             network.links,
-            width=WIDTH - 2 * MARGIN,
+            width=WIDTH - 2 * SIDE_MARGIN,
             height=inner_height,
         ).items()
     }
@@ -242,10 +244,15 @@ def network_svg(network: Network) -> Markup:
             group,
             f"{{{_SVG}}}text",
             attrib={
-                "x": _number(min(WIDTH - 2 - half, max(2 + half, x))),
+                "x": _number(min(WIDTH - 4 - half, max(4 + half, x))),
                 "y": _number(y + SOURCE_RADIUS + FONT_SIZE),
                 "text-anchor": "middle",
                 "fill": _TEXT,
+                # a white halo keeps the label readable where lines cross it
+                "stroke": "#ffffff",
+                "stroke-width": "4",
+                "stroke-linejoin": "round",
+                "paint-order": "stroke",
                 "class": "site-name",
             },
         )
