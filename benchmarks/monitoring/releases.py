@@ -2,8 +2,8 @@
 publisher's releases precede the copies, watched by the product with its defaults, release pacing on, and the
 same run with release pacing off (``FPTRACK_RELEASE_WINDOW=0``) as the peer, side by side.
 
-    python -m benchmarks.monitoring.releases          # 3 sites, 3 releases, both modes at once (about 8 min)
-    python -m benchmarks.monitoring.releases --quick  # 1 site, 1 release (about 4 min)
+    python -m benchmarks.monitoring.releases          # 3 sites, 3 releases, both modes at once (11-13 min)
+    python -m benchmarks.monitoring.releases --quick  # 1 site, 1 release (about 7 min)
 
 What runs, per mode, each in a fresh PostgreSQL database with ``fptrack worker --beat`` on Redis (a queue of
 its own) and every setting at its default but the peer's one: ``fptrack init``; ``fptrack works add`` of a
@@ -248,7 +248,7 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    parser = arguments(__doc__, "1 site, 1 release (about 4 minutes)")
+    parser = arguments(__doc__, "1 site, 1 release (about 7 minutes on a busy machine)")
     parser.add_argument("--sites", type=int, help=f"pirate sites [{len(SITES)}; quick 1]")
     parser.add_argument("--releases", type=int, help="releases of a new chapter [3; quick 1]")
     parser.add_argument("--every", type=float, default=60.0, help="seconds between two releases [60]")
