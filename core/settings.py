@@ -599,7 +599,7 @@ class Settings:
     )
     ocr_max_chars: int = _crawling(
         "FPTRACK_OCR_MAX_CHARS",
-        600,
+        400,
         _int,
         "characters read from one page's chapter images, about (reading stops at the end of that line: "
         "enough to recognise a copied chapter, at a fraction of the CPU); 0: every image read whole",

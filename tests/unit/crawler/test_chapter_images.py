@@ -55,7 +55,7 @@ def test_the_ocr_settings_reach_the_plan_and_bad_languages_are_one_line() -> Non
     settings = Settings.from_env({"FPTRACK_OCR_LANGUAGES": "chi_sim+chi_tra", "FPTRACK_OCR_MAX_SECONDS": "5"})
     plan = ocr_plan(settings)
     assert plan.active and plan.limits.languages == "chi_sim+chi_tra" and plan.limits.max_seconds == 5
-    assert plan.limits.max_chars == 600
+    assert plan.limits.max_chars == 400
     assert ocr_plan(Settings.from_env({"FPTRACK_OCR_MAX_CHARS": "0"})).limits.max_chars == 0
     assert download_limits(settings).ocr == plan.limits  # scanned PDFs
     off = Settings.from_env({"FPTRACK_OCR_MAX_IMAGES": "0"})
