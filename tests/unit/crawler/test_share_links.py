@@ -156,3 +156,18 @@ def test_the_walk_from_a_share_page_to_its_file() -> None:
     assert share_download_step("<form><input name='pwd'><div id='sub'>提交</div></form>", base) is None
     assert share_download_step("<p>文件取消分享了</p><a href='/'>首页</a>", base) is None
     assert share_download_step("<script>x = '<iframe src=\"/fn?a\">'</script>", base) is None
+
+
+MARKER_LETTERS = list("baidulnzquarkpyvem123684 第章") + list(_fullwidth("baidulanzquark123"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(MARKER_LETTERS)))
+def test_the_cheap_test_misses_no_page_that_folding_it_whole_would_pass(text: str) -> None:
+    # the cheap test folds only the stretches around full-width runs: whatever folding the whole page finds
+    import unicodedata
+
+    from fptrack.crawler.leads import _MARKERS
+
+    if _MARKERS.search(unicodedata.normalize("NFKC", text).lower()) is not None:
+        assert might_hold_share_links(text)
