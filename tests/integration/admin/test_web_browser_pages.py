@@ -37,7 +37,10 @@ WIDTHS = (1400, 390)
 # Pages that still show English words on a Chinese page, and where they come from (to translate next; every
 # other page fails the test on one English word outside data and the allow-list of test_web_i18n._KEPT)
 ENGLISH_LEFT = {
-    "notice-document": "the on-screen box of jobs/templates/notice_document.html and what it lists",
+    "notice-document": (
+        "the elements the 'cannot be sent yet' box lists: English reasons made by jobs/notice_render.py's "
+        "absent_elements and services/rights.py's rights_gaps (the command line prints the same)"
+    ),
 }
 
 
@@ -204,6 +207,28 @@ _OVERFLOW = """() => {
 }"""
 
 
+# ordinary words (a run of letters between spaces, so not URLs, hosts, hashes or markup) that the layout
+# broke across lines: a word whose letters lie on two line boxes (`overflow-wrap: anywhere` in a narrow cell)
+_BROKEN_WORDS = r"""() => {
+  const broken = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.parentElement.getBoundingClientRect().width < 2) continue;  // visually hidden (screen readers)
+    for (const token of node.data.matchAll(/\S+/g)) {
+      const word = token[0].replace(/^[("'“‘]+/, '').replace(/[.,;:!?)"'”’]+$/, '');
+      if (!/^[A-Za-z]{2,}$/.test(word)) continue;  // a URL, host, hash, number or markup, not a word
+      const start = token.index + token[0].indexOf(word);
+      range.setStart(node, start);
+      range.setEnd(node, start + word.length);
+      const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (tops.size > 1) broken.push(`${word} in <${node.parentElement.tagName.toLowerCase()}>`);
+    }
+  }
+  return broken.slice(0, 5);
+}"""
+
+
 @pytest.mark.parametrize("language", ["zh", "en"])
 def test_every_page_fits_the_window_and_speaks_the_language(
     served: Served, browser: Any, language: str
@@ -235,6 +260,8 @@ def test_every_page_fits_the_window_and_speaks_the_language(
                     problems.append(
                         f"{language} {width}px {path}: {measured['scroll']} px wide; {measured['culprits']}"
                     )
+                if broken := page.evaluate(_BROKEN_WORDS):
+                    problems.append(f"{language} {width}px {path}: words broken mid-word: {broken}")
                 if language == "zh" and width == WIDTHS[0] and (left := _untranslated(page.content())):
                     if name in ENGLISH_LEFT:  # known, listed for the lead: printed, not failed
                         print(f"zh {path}: English left ({ENGLISH_LEFT[name]}): {left}")
