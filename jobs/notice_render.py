@@ -653,14 +653,19 @@ def render_html(
     stylesheet: str | None = None,
     nav: Sequence[NavLink] = (),
     missing: Sequence[str] = (),
+    missing_heading: str = "This notice cannot be sent yet. Missing:",
 ) -> str:
     """The notice as an HTML document: the same sections as :func:`render_text`, the passages side by side.
     ``stylesheet``: the href of a stylesheet to link (the admin's ``notice.css``); None: a small style
     element of its own (a message's HTML part has no stylesheet to link). ``nav`` and ``missing`` are shown
-    on screen only (links of the admin, the elements still missing)."""
+    on screen only (links of the admin, the elements still missing, under ``missing_heading``)."""
     template = _environment().get_template("notice_document.html")
     return template.render(
-        **_context(notice, when, _parent(notice)), stylesheet=stylesheet, nav=list(nav), missing=list(missing)
+        **_context(notice, when, _parent(notice)),
+        stylesheet=stylesheet,
+        nav=list(nav),
+        missing=list(missing),
+        missing_heading=missing_heading,
     )
 
 

@@ -125,7 +125,12 @@ def notice_document(notice: Notice, *, for_pdf: bool, nav: list[NavLink] | None 
     missing = [] if for_pdf else still_missing(notice)
     when = notice.sent_at or utcnow()
     return render_html(
-        notice, when, stylesheet=stylesheet, nav=[] if for_pdf else (nav or []), missing=missing
+        notice,
+        when,
+        stylesheet=stylesheet,
+        nav=[] if for_pdf else (nav or []),
+        missing=missing,
+        missing_heading=str(gettext("This notice cannot be sent yet. Missing:")),
     )
 
 

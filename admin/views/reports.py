@@ -59,12 +59,14 @@ def _preview() -> Notice:
 def notice() -> str:
     preview = _preview()
     nav = [
-        NavLink("← Reports", url_for("reports.index")),
+        NavLink(str(gettext("← Reports")), url_for("reports.index")),
         NavLink(
-            "Keep as a draft (with evidence bundles)", url_for("notices.index", host=preview.host), "draft"
+            str(gettext("Keep as a draft (with evidence bundles)")),
+            url_for("notices.index", host=preview.host),
+            "draft",
         ),
         NavLink(
-            "Download as PDF",
+            str(gettext("Download as PDF")),
             url_for(
                 "reports.notice_pdf",
                 host=preview.host,

@@ -232,3 +232,13 @@ def test_a_missing_record_is_said_in_chinese(client: FlaskClient, seeded: Seeded
     english = client.application.test_client()
     log_in(english, "ada")
     assert "There is no match with id 999999." in english.get("/matches/999999").get_data(as_text=True)
+
+
+def test_a_notice_preview_in_chinese_has_chinese_links_and_box(client: FlaskClient, seeded: Seeded) -> None:
+    """The preview's links and the heading of what the notice still lacks follow the admin's language (the
+    notice's own text follows the notice's)."""
+    client.set_cookie(LANGUAGE_COOKIE, "zh")
+    page = client.get("/reports/notice?host=pirate.example").get_data(as_text=True)
+    assert "← 报告" in page and "保存为草稿（附证据包）" in page and "下载 PDF" in page
+    assert "此通知书尚不能发送。缺少：" in page and "cannot be sent" not in page
+    assert "Keep as a draft" not in page and "Reports" not in page
