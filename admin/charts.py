@@ -21,7 +21,14 @@ from pygal.style import Style
 
 from fptrack.analytics.rollups import STATUSES, KeyCount, PeriodCount
 
-__all__ = ["CHART_CONTENT_SECURITY_POLICY", "STATUS_COLOURS", "bars_svg", "time_series_svg"]
+__all__ = [
+    "BAR_LABEL_CHARS",
+    "CHART_CONTENT_SECURITY_POLICY",
+    "STATUS_COLOURS",
+    "bar_label",
+    "bars_svg",
+    "time_series_svg",
+]
 
 # Importing pygal appends to sys.meta_path an old-style importer (find_module only, no find_spec) that maps
 # its external ``pygal.maps.*`` plugins; code that walks sys.meta_path calling find_spec (pytest's importlib
@@ -116,14 +123,25 @@ def bars_svg(title: str, rows: Sequence[KeyCount], *, status_names: Mapping[str,
     """Horizontal stacked bars, one per work or host, largest on top."""
     largest = max((row.total for row in rows), default=0)
     chart = pygal.HorizontalStackedBar(
-        **_config(height=max(200, 60 + 28 * len(rows)), truncate_label=40, **_whole_numbers(largest))
+        **_config(height=max(200, 60 + 28 * len(rows)), truncate_label=-1, **_whole_numbers(largest))
     )
     chart.title = title
     ordered = list(reversed(rows))  # pygal draws the first label at the bottom
-    chart.x_labels = [row.label for row in ordered]
+    chart.x_labels = [bar_label(row.label) for row in ordered]
     for status in STATUSES:
         chart.add((status_names or {}).get(status, status), [row.by_status.get(status, 0) for row in ordered])
     return _render(chart)
+
+
+BAR_LABEL_CHARS = 24
+"""A bar's label is cut to this many characters (with an ellipsis): pygal gives the labels the width the
+longest one needs, so one 90-character host left the bars no room (the table beside the chart names it
+whole)."""
+
+
+def bar_label(label: str) -> str:
+    """``label`` cut to :data:`BAR_LABEL_CHARS` characters, an ellipsis standing for the rest."""
+    return label if len(label) <= BAR_LABEL_CHARS else label[: BAR_LABEL_CHARS - 1] + "…"
 
 
 def _label(day: date, per: str) -> str:

@@ -257,3 +257,15 @@ def test_match_page_shows_its_takedown_checks_escaped(
     assert 'class="recheck-gone">gone<' in section and "Taken down" in section
     assert section.index(">gone<", section.index("<tbody>")) < section.index(">present<")  # newest first
     assert SCRIPT not in html and ESCAPED_SCRIPT in section  # a page's answer is crawled text: inert
+
+
+def test_a_long_host_leaves_the_bars_room() -> None:
+    # one 90-character host once took the whole chart's width for its label, the bars squeezed to nothing
+    from fptrack.admin.charts import BAR_LABEL_CHARS, bars_svg
+    from fptrack.analytics.rollups import KeyCount
+
+    host = "www." + "mirror-of-a-" * 7 + "pirate.example"
+    svg = bars_svg("hosts", [KeyCount(host, host, {"flagged": 3}), KeyCount("a.example", "a.example", {})])
+    assert host.encode() not in svg
+    assert (host[: BAR_LABEL_CHARS - 1] + "…").encode() in svg
+    assert b"a.example" in svg
