@@ -133,7 +133,7 @@ def bars_svg(title: str, rows: Sequence[KeyCount], *, status_names: Mapping[str,
     return _render(chart)
 
 
-BAR_LABEL_CHARS = 24
+BAR_LABEL_CHARS = 32
 """A bar's label is cut to this many characters (with an ellipsis): pygal gives the labels the width the
 longest one needs, so one 90-character host left the bars no room (the table beside the chart names it
 whole)."""
