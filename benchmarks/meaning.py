@@ -84,14 +84,14 @@ def register(data: MeaningData, workdir: Path) -> tuple[dict[str, str], Registry
     run = Run(env, database_url)
     run.fptrack("init")
     files, headings = [], {}
-    for work, chapters in data.registered.items():
+    for work, registered in data.registered.items():
         path = workdir / f"{work}.txt"
         path.write_text(
-            data.titles[work] + "\n\n" + "".join(f"{c.title}\n{c.text}\n\n" for c in chapters),
+            data.titles[work] + "\n\n" + "".join(f"{c.title}\n{c.text}\n\n" for c in registered),
             encoding="utf-8",
         )
         files.append(str(path))
-        headings.update({(work, c.title): c.number for c in chapters})
+        headings.update({(work, c.title): c.number for c in registered})
     run.fptrack("works", "add", *files)
     _pages, chapters = _read_back(database_url)
     work_of = {title: work for work, title in data.titles.items()}  # the title is the file's first line
