@@ -37,6 +37,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from fptrack.core.phrase import Phrase
 from fptrack.services.evidence.bundle import bundle_capture_sealed, bundle_key_fingerprint
 from fptrack.services.rights import PROOF_LABELS, Owner, notice_proofs, notice_works, owner_of, rights_gaps
 from fptrack.storage.models import Notice, NoticeItem, Sender, as_utc
@@ -71,7 +72,8 @@ TEMPLATES = Path(__file__).parent / "templates"
 @dataclass(frozen=True)
 class Element:
     """One element a notice must carry: ``key`` (stable, for tests and scripts), ``ref`` (the law and
-    article, as a person cites it) and ``title``."""
+    article, as a person cites it) and ``title`` (a :class:`Phrase` where the admin translates it: the
+    English titles of 17 U.S.C. 512)."""
 
     key: str
     ref: str
@@ -79,13 +81,19 @@ class Element:
 
 
 ELEMENTS: tuple[Element, ...] = (
-    Element("us_i_signature", "17 U.S.C. 512(c)(3)(A)(i)", "signature of a person authorised to act"),
-    Element("us_ii_work", "17 U.S.C. 512(c)(3)(A)(ii)", "identification of the copyrighted work"),
-    Element("us_iii_material", "17 U.S.C. 512(c)(3)(A)(iii)", "the infringing material and where it is"),
-    Element("us_iv_contact", "17 U.S.C. 512(c)(3)(A)(iv)", "contact information of the complaining party"),
-    Element("us_v_good_faith", "17 U.S.C. 512(c)(3)(A)(v)", "statement of good-faith belief"),
+    Element("us_i_signature", "17 U.S.C. 512(c)(3)(A)(i)", Phrase("signature of a person authorised to act")),
+    Element("us_ii_work", "17 U.S.C. 512(c)(3)(A)(ii)", Phrase("identification of the copyrighted work")),
     Element(
-        "us_vi_accuracy", "17 U.S.C. 512(c)(3)(A)(vi)", "accuracy and authority under penalty of perjury"
+        "us_iii_material", "17 U.S.C. 512(c)(3)(A)(iii)", Phrase("the infringing material and where it is")
+    ),
+    Element(
+        "us_iv_contact", "17 U.S.C. 512(c)(3)(A)(iv)", Phrase("contact information of the complaining party")
+    ),
+    Element("us_v_good_faith", "17 U.S.C. 512(c)(3)(A)(v)", Phrase("statement of good-faith belief")),
+    Element(
+        "us_vi_accuracy",
+        "17 U.S.C. 512(c)(3)(A)(vi)",
+        Phrase("accuracy and authority under penalty of perjury"),
     ),
     Element("cn14_1_holder", "信息网络传播权保护条例 第十四条（一）", "权利人的姓名（名称）、联系方式和地址"),
     Element("cn14_2_works", "信息网络传播权保护条例 第十四条（二）", "侵权作品的名称和网络地址"),
@@ -672,79 +680,95 @@ def render_html(
 # ------------------------------------------------------------------------------------------ the elements
 
 
-def absent_elements(notice: Notice) -> list[tuple[str, str]]:
+def absent_elements(notice: Notice, *, bundles_due: bool = True) -> list[tuple[str, Phrase]]:
     """``(element key, what is missing)`` for each element of :data:`ELEMENTS` the notice lacks; an element
-    may appear more than once (one line per missing part)."""
-    absent: list[tuple[str, str]] = []
+    may appear more than once (one line per missing part). Each reason is an English :class:`Phrase` the
+    admin says again in its reader's language. ``bundles_due`` False: missing evidence bundles are not
+    counted (a preview's: keeping it as a draft makes them, so their absence is the next step, not a flaw)."""
+    absent: list[tuple[str, Phrase]] = []
     sender = notice.sender
     statements = statements_for(notice.language, sender)
     text = notice.text or ""
 
+    def lacks(reason: Phrase, *keys: str) -> None:
+        absent.extend((key, reason) for key in keys)
+
     if sender is None:
-        for key in ("us_i_signature", "us_iv_contact", "us_vi_accuracy", "cn14_1_holder", "cn14_truth"):
-            absent.append((key, "no sender (add one: fptrack senders add)"))
+        lacks(
+            Phrase("no sender (add one: %(command)s)", command="fptrack senders add"),
+            "us_i_signature",
+            "us_iv_contact",
+            "us_vi_accuracy",
+            "cn14_1_holder",
+            "cn14_truth",
+        )
     else:
         if not sender.signer_name.strip():
-            absent.append(("us_i_signature", "the sender names no signer for the /s/ signature"))
+            lacks(Phrase("the sender names no signer for the /s/ signature"), "us_i_signature")
         # a person who owns the rights acts as the owner; anyone else says in what capacity the signer acts
         if not sender.signer_title.strip() and not (_person(sender) and sender.role == "owner"):
-            absent.append(
-                ("us_vi_accuracy", "the signer's authority to act (title or capacity) is not given")
-            )
+            lacks(Phrase("the signer's authority to act (title or capacity) is not given"), "us_vi_accuracy")
         if not (sender.rights_owner or sender.name).strip():
-            absent.append(("cn14_1_holder", "the rights holder's name is empty"))
+            lacks(Phrase("the rights holder's name is empty"), "cn14_1_holder")
         # 512(c)(3)(A)(iv): address, telephone and email; 第十四条（一）: the address and a way to reach them
         if not sender.address.strip():
-            absent.append(("us_iv_contact", "the sender has no postal address"))
-            absent.append(("cn14_1_holder", "the sender has no postal address"))
+            lacks(Phrase("the sender has no postal address"), "us_iv_contact", "cn14_1_holder")
         if not sender.phone.strip():
-            absent.append(("us_iv_contact", "the sender has no telephone number"))
+            lacks(Phrase("the sender has no telephone number"), "us_iv_contact")
         if not sender.email.strip():
-            absent.append(("us_iv_contact", "the sender has no email address"))
+            lacks(Phrase("the sender has no email address"), "us_iv_contact")
         if not (sender.phone.strip() or sender.email.strip()):
-            absent.append(("cn14_1_holder", "the sender has neither telephone nor email"))
+            lacks(Phrase("the sender has neither telephone nor email"), "cn14_1_holder")
 
     items = list(notice.items)
     if not items:
-        for key in ("us_ii_work", "us_iii_material", "cn14_2_works", "cn14_3_evidence"):
-            absent.append((key, "the notice names no infringing copy"))
+        lacks(
+            Phrase("the notice names no infringing copy"),
+            "us_ii_work",
+            "us_iii_material",
+            "cn14_2_works",
+            "cn14_3_evidence",
+        )
     for item in items:
+        url = item.url
         if not item.work_title.strip():
-            absent.append(("us_ii_work", f"no work named for {item.url}"))
-            absent.append(("cn14_2_works", f"no work named for {item.url}"))
-        if not item.url.strip():
-            absent.append(("us_iii_material", f"item {item.id} has no URL"))
-            absent.append(("cn14_2_works", f"item {item.id} has no network address"))
-        elif text and item.url not in text:
-            absent.append(("us_iii_material", f"the text does not name {item.url}"))
-            absent.append(("cn14_2_works", f"the text does not name {item.url}"))
+            lacks(Phrase("no work named for %(url)s", url=url), "us_ii_work", "cn14_2_works")
+        if not url.strip():
+            lacks(Phrase("item %(item)s has no URL", item=item.id), "us_iii_material")
+            lacks(Phrase("item %(item)s has no network address", item=item.id), "cn14_2_works")
+        elif text and url not in text:
+            lacks(Phrase("the text does not name %(url)s", url=url), "us_iii_material", "cn14_2_works")
         if not item.passages:
-            absent.append(("us_iii_material", f"no copied passage identified on {item.url}"))
-            absent.append(("cn14_3_evidence", f"no passage compared for {item.url}"))
-        if not item.bundle_sha256:
-            absent.append(("cn14_3_evidence", f"no evidence bundle for {item.url}"))
+            lacks(Phrase("no copied passage identified on %(url)s", url=url), "us_iii_material")
+            lacks(Phrase("no passage compared for %(url)s", url=url), "cn14_3_evidence")
+        if bundles_due and not item.bundle_sha256:
+            lacks(Phrase("no evidence bundle for %(url)s", url=url), "cn14_3_evidence")
     # the rights: each work's ownership proof, an agent's authorisation and principal (services.rights)
     absent += rights_gaps(notice)
 
     checks = (
-        ("us_v_good_faith", "good_faith", "the good-faith statement"),
-        ("us_vi_accuracy", "accuracy", "the statement of accuracy under penalty of perjury"),
-        ("cn14_truth", "truth", "the sender's responsibility for the notice's truth"),
+        ("us_v_good_faith", "good_faith", Phrase("the good-faith statement")),
+        ("us_vi_accuracy", "accuracy", Phrase("the statement of accuracy under penalty of perjury")),
+        ("cn14_truth", "truth", Phrase("the sender's responsibility for the notice's truth")),
     )
     for key, statement, label in checks:
         if statements[statement] not in text:
-            absent.append((key, f"the text lacks {label}"))
+            lacks(Phrase("the text lacks %(statement)s", statement=label), key)
     if sender is not None and sender.signer_name.strip() and f"/s/ {sender.signer_name.strip()}" not in text:
-        absent.append(("us_i_signature", "the text carries no /s/ signature"))
+        lacks(Phrase("the text carries no /s/ signature"), "us_i_signature")
     return absent
 
 
-def missing_elements(notice: Notice) -> list[str]:
+def missing_elements(notice: Notice, *, bundles_due: bool = True) -> list[Phrase]:
     """Each element the notice lacks, named by law and article with what is missing, e.g. ``17 U.S.C.
     512(c)(3)(A)(iv) contact information of the complaining party: the sender has no postal address``.
-    Empty: the notice carries every element of 512(c)(3)(A) and 第十四条 and may be sent."""
+    Empty: the notice carries every element of 512(c)(3)(A) and 第十四条 and may be sent. Each line is an
+    English :class:`Phrase` (the element's title and the reason are phrases in it)."""
     found = []
-    for key, reason in absent_elements(notice):
+    for key, reason in absent_elements(notice, bundles_due=bundles_due):
         element = _BY_KEY[key]
-        found.append(f"{element.ref} {element.title}: {reason}")
+        line = Phrase(
+            "%(ref)s %(element)s: %(reason)s", ref=element.ref, element=element.title, reason=reason
+        )
+        found.append(line)
     return list(dict.fromkeys(found))

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.orm import Session
 
 from fptrack.core.errors import FptrackError
+from fptrack.core.phrase import Phrase
 from fptrack.services.accounts.contact_fields import InvalidField, check_email, check_one_line
 from fptrack.storage.models import PROOF_KINDS, Notice, RightsProof, Sender, Work
 
@@ -238,58 +239,56 @@ def notice_proofs(notice: Notice) -> list[RightsProof]:
     return list(found.values())
 
 
-def rights_gaps(notice: Notice) -> list[tuple[str, str]]:
+def rights_gaps(notice: Notice) -> list[tuple[str, Phrase]]:
     """``(element key, what is missing)`` (keys of :data:`jobs.notice_render.ELEMENTS`) for the rights a
     notice must show: an item whose work is unknown, a work without an ownership certificate, an agent
     sender without an authorisation for a work, an owner (an agent's principal) without a name, address or
-    way to reach them."""
-    gaps: list[tuple[str, str]] = []
+    way to reach them. Each reason is an English :class:`Phrase` the admin says in its reader's language."""
+    gaps: list[tuple[str, Phrase]] = []
     sender = notice.sender
     for item in notice.items:
         if item.work is None:
-            gaps.append(("cn14_3_evidence", f"the work of {item.url} is no longer registered"))
-    for work in notice_works(notice):
-        named = f"《{work.title}》 (work {work.id})"
-        if not any(proof.kind == "ownership_certificate" for proof in work.proofs):
             gaps.append(
-                (
-                    "cn14_3_evidence",
-                    f"{named} has no proof of ownership (fptrack works edit {work.id} --proof FILE)",
-                )
+                ("cn14_3_evidence", Phrase("the work of %(url)s is no longer registered", url=item.url))
             )
+    for work in notice_works(notice):
+        named = Phrase("《%(title)s》 (work %(id)s)", title=work.title, id=work.id)
+        edit = f"fptrack works edit {work.id}"
+        if not any(proof.kind == "ownership_certificate" for proof in work.proofs):
+            reason = Phrase(
+                "%(work)s has no proof of ownership (%(command)s)", work=named, command=f"{edit} --proof FILE"
+            )
+            gaps.append(("cn14_3_evidence", reason))
         if sender is None or sender.role != "agent":
             continue
         if not _authorisations(sender, work):
-            how = f"fptrack senders edit {sender.name!r} --authorisation FILE --for-work {work.id}"
-            for key in ("us_vi_accuracy", "cn14_1_holder"):
-                gaps.append(
-                    (key, f"the agent {sender.name} has no authorisation (授权委托书) for {named} ({how})")
-                )
+            reason = Phrase(
+                "the agent %(name)s has no authorisation (授权委托书) for %(work)s (%(command)s)",
+                name=sender.name,
+                work=named,
+                command=f"fptrack senders edit {sender.name!r} --authorisation FILE --for-work {work.id}",
+            )
+            gaps += [(key, reason) for key in ("us_vi_accuracy", "cn14_1_holder")]
         owner = owner_of(work, sender)
         if not owner.name:
-            gaps.append(
-                (
-                    "cn14_1_holder",
-                    f"{named} names no rights owner (fptrack works edit {work.id} --owner NAME)",
-                )
+            reason = Phrase(
+                "%(work)s names no rights owner (%(command)s)", work=named, command=f"{edit} --owner NAME"
             )
+            gaps.append(("cn14_1_holder", reason))
         if not owner.address.strip():
-            gaps.append(
-                (
-                    "cn14_1_holder",
-                    f"the owner of {named} has no address (fptrack works edit {work.id} --owner-address)",
-                )
+            reason = Phrase(
+                "the owner of %(work)s has no address (%(command)s)",
+                work=named,
+                command=f"{edit} --owner-address",
             )
+            gaps.append(("cn14_1_holder", reason))
         if not (owner.email.strip() or owner.phone.strip()):
-            gaps.append(
-                (
-                    "cn14_1_holder",
-                    (
-                        f"the owner of {named} has neither email nor telephone "
-                        f"(fptrack works edit {work.id} --owner-email / --owner-phone)"
-                    ),
-                )
+            reason = Phrase(
+                "the owner of %(work)s has neither email nor telephone (%(command)s)",
+                work=named,
+                command=f"{edit} --owner-email / --owner-phone",
             )
+            gaps.append(("cn14_1_holder", reason))
     return gaps
 
 

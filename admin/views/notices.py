@@ -14,12 +14,14 @@ from flask import Blueprint, Response, abort, flash, redirect, render_template, 
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext
 from flask_login import current_user
+from markupsafe import Markup
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from fptrack.admin.security import requires_role
 from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.vocabulary import label
+from fptrack.core.phrase import Phrase
 from fptrack.jobs.delivery import DeliveryError, infringing_urls, lumen_json, urls_by_work
 from fptrack.jobs.notice_proof import timestamp_time
 from fptrack.jobs.notice_render import NavLink, missing_elements, render_html
@@ -63,8 +65,14 @@ blueprint = Blueprint("notices", __name__, url_prefix="/notices")
 senders_blueprint = Blueprint("senders", __name__, url_prefix="/senders")
 
 STYLESHEET_FOR_PDF = "notice.css"  # services.pdf resolves bare names in admin/static
-# what jobs.notice_render.absent_elements says of an item without its evidence bundle
-NO_BUNDLE_YET = "no evidence bundle for"
+# how a reason's parameters are shown: data (URLs, names, titles), commands and citations, marked as such
+MARKED_PARAMS = {
+    "url": Markup('<span class="url">%s</span>'),
+    "name": Markup('<span class="name">%s</span>'),
+    "title": Markup('<span class="title">%s</span>'),
+    "command": Markup("<code>%s</code>"),
+    "ref": Markup('<span class="citation">%s</span>'),  # a law's article: 17 U.S.C. 512(c)(3)(A)(iv)
+}
 
 
 def _actor() -> str:
@@ -94,16 +102,23 @@ def _notice_or_404(session: Session, notice_id: int) -> Notice:
         abort(404, description=gettext("There is no notice with id %(id)s.", id=notice_id))
 
 
-def still_missing(notice: Notice) -> list[str]:
-    """What a draft lacks before it may be sent (:func:`jobs.notice_render.missing_elements`). A preview (a
-    notice not kept, ``id`` None) has no evidence bundles yet: keeping it as a draft makes them, so their
-    absence is the next step, not a flaw of the case."""
+def said(phrase: Phrase) -> Markup:
+    """A phrase of the layers below (:mod:`core.phrase`) in the page's language, as HTML: its template
+    translated, its parameters escaped and marked up by :data:`MARKED_PARAMS` (URLs are crawled data)."""
+
+    def mark(name: str, value: object) -> object:
+        return MARKED_PARAMS[name] % value if name in MARKED_PARAMS else value
+
+    return Markup(phrase.say(lambda template: Markup.escape(gettext(template)), mark))
+
+
+def still_missing(notice: Notice) -> list[Markup]:
+    """What a draft lacks before it may be sent (:func:`jobs.notice_render.missing_elements`), in the page's
+    language. A preview (a notice not kept, ``id`` None) has no evidence bundles yet: keeping it as a draft
+    makes them, so their absence is the next step, not a flaw of the case."""
     if notice.state != "draft":
         return []
-    missing = missing_elements(notice)
-    if notice.id is None:
-        missing = [line for line in missing if NO_BUNDLE_YET not in line]
-    return missing
+    return [said(line) for line in missing_elements(notice, bundles_due=notice.id is not None)]
 
 
 def smtp_relay_missing() -> str:

@@ -15,12 +15,15 @@ from babel.messages.pofile import read_po
 from flask import Flask
 from flask.testing import FlaskClient
 from lxml import html as lxml_html
+from markupsafe import escape
 from sqlalchemy.orm import Session
 
 from fptrack.admin.i18n import LANGUAGE_COOKIE, TRANSLATIONS
 from fptrack.admin.web import create_app
 from fptrack.core.settings import ConfigurationError, Settings
-from fptrack.storage.models import Site
+from fptrack.jobs.notice_render import missing_elements
+from fptrack.jobs.notices import add_contact, draft_notice, save_sender
+from fptrack.storage.models import Match, Site
 from tests.support.accounts import add_account, csrf_token_in, log_in
 from tests.support.admin_seed import Seeded
 
@@ -34,10 +37,11 @@ _KEPT = {
     "id", "p90", "lumen", "eml", "robots", "txt", "cron", "utc", "rfc", "opencc", "simhash64", "winnowing",
     "english", "dmca", "ok", "ip", "tsa", "ed25519", "cc", "bcc", "sha256sums", "gb", "mb", "kb",
 }  # fmt: skip
-# Elements whose text is data (crawled or registered text, hosts, URLs, hashes, names, code), not ours.
+# Elements whose text is data (crawled or registered text, hosts, URLs, hashes, names, code, a law's citation
+# as the law writes it: 17 U.S.C. 512(c)(3)(A)(iv)), not ours.
 _DATA_CLASSES = {
     "url", "host", "page-title", "text", "note", "hash", "who", "page-note", "methods", "error", "detail",
-    "kept-version", "title", "name", "email", "site-name", "diff-summary", "muted-data",
+    "kept-version", "title", "name", "email", "site-name", "diff-summary", "muted-data", "citation",
 }  # fmt: skip
 # The seed's own texts (a work's title, a chapter's, the account's name), shown as they were registered.
 _SEEDED = re.compile(r"Other <script>alert\(1\)</script>|Chapter 1|\bada\b")
@@ -242,3 +246,34 @@ def test_a_notice_preview_in_chinese_has_chinese_links_and_box(client: FlaskClie
     assert "← 报告" in page and "保存为草稿（附证据包）" in page and "下载 PDF" in page
     assert "此通知书尚不能发送。缺少：" in page and "cannot be sent" not in page
     assert "Keep as a draft" not in page and "Reports" not in page
+
+
+def test_a_notice_lacking_elements_says_why_in_chinese_and_the_cli_in_english(
+    client: FlaskClient, seeded: Seeded, session: Session
+) -> None:
+    """The reasons a draft cannot be sent (jobs.notice_render, services.rights) are phrases the admin says in
+    the page's language, their data (a URL, a work's title) escaped and marked as data; the command line
+    prints the same lines in English."""
+    match = session.get(Match, seeded.hostile_match_id)
+    assert match is not None
+    match.status = "confirmed"
+    sender = save_sender(session, "山中出版社", create=True, email="rights@shan.example", signer_name="王五")
+    add_contact(session, match.page.host, "abuse@pirate.example")
+    notice = draft_notice(session, actor="admin:ada", host=match.page.host, sender=sender)
+    session.commit()
+    client.set_cookie(LANGUAGE_COOKIE, "zh")
+    for path in (f"/notices/{notice.id}", f"/notices/{notice.id}/document"):
+        page = client.get(path).get_data(as_text=True)
+        assert "发送方没有通讯地址" in page and "发送方没有电话号码" in page, path
+        assert "投诉方的联系方式：发送方没有电话号码" in page, path  # the element's title too
+        assert f'<span class="url">{escape(match.page.url)}</span> 没有证据包' in page, path
+        work = seeded.work_id
+        assert (
+            f"（作品 {work}）没有权属证明（<code>fptrack works edit {work} --proof FILE</code>）" in page
+        ), path
+        assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page, path
+        (box,) = lxml_html.fromstring(page).find_class("missing-elements")  # the notice itself is in English
+        assert not _untranslated(lxml_html.tostring(box, encoding="unicode")), path
+    english = "\n".join(missing_elements(notice))  # what `fptrack notices draft` prints
+    assert "contact information of the complaining party: the sender has no telephone number" in english
+    assert f"no evidence bundle for {match.page.url}" in english and "没有" not in english
