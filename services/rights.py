@@ -255,38 +255,35 @@ def rights_gaps(notice: Notice) -> list[tuple[str, Phrase]]:
         named = Phrase("《%(title)s》 (work %(id)s)", title=work.title, id=work.id)
         edit = f"fptrack works edit {work.id}"
         if not any(proof.kind == "ownership_certificate" for proof in work.proofs):
-            reason = Phrase(
-                "%(work)s has no proof of ownership (%(command)s)", work=named, command=f"{edit} --proof FILE"
-            )
+            command = f"{edit} --proof FILE"
+            reason = Phrase("%(work)s has no proof of ownership (%(command)s)", work=named, command=command)
             gaps.append(("cn14_3_evidence", reason))
         if sender is None or sender.role != "agent":
             continue
         if not _authorisations(sender, work):
+            command = f"fptrack senders edit {sender.name!r} --authorisation FILE --for-work {work.id}"
             reason = Phrase(
                 "the agent %(name)s has no authorisation (授权委托书) for %(work)s (%(command)s)",
                 name=sender.name,
                 work=named,
-                command=f"fptrack senders edit {sender.name!r} --authorisation FILE --for-work {work.id}",
+                command=command,
             )
             gaps += [(key, reason) for key in ("us_vi_accuracy", "cn14_1_holder")]
         owner = owner_of(work, sender)
         if not owner.name:
-            reason = Phrase(
-                "%(work)s names no rights owner (%(command)s)", work=named, command=f"{edit} --owner NAME"
-            )
+            command = f"{edit} --owner NAME"
+            reason = Phrase("%(work)s names no rights owner (%(command)s)", work=named, command=command)
             gaps.append(("cn14_1_holder", reason))
         if not owner.address.strip():
-            reason = Phrase(
-                "the owner of %(work)s has no address (%(command)s)",
-                work=named,
-                command=f"{edit} --owner-address",
-            )
+            command = f"{edit} --owner-address"
+            reason = Phrase("the owner of %(work)s has no address (%(command)s)", work=named, command=command)
             gaps.append(("cn14_1_holder", reason))
         if not (owner.email.strip() or owner.phone.strip()):
+            command = f"{edit} --owner-email / --owner-phone"
             reason = Phrase(
                 "the owner of %(work)s has neither email nor telephone (%(command)s)",
                 work=named,
-                command=f"{edit} --owner-email / --owner-phone",
+                command=command,
             )
             gaps.append(("cn14_1_holder", reason))
     return gaps

@@ -36,12 +36,7 @@ SCREENSHOTS = ARTIFACTS.parent / "screenshots"
 WIDTHS = (1400, 390)
 # Pages that still show English words on a Chinese page, and where they come from (to translate next; every
 # other page fails the test on one English word outside data and the allow-list of test_web_i18n._KEPT)
-ENGLISH_LEFT = {
-    "notice-document": (
-        "the elements the 'cannot be sent yet' box lists: English reasons made by jobs/notice_render.py's "
-        "absent_elements and services/rights.py's rights_gaps (the command line prints the same)"
-    ),
-}
+ENGLISH_LEFT: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
