@@ -265,7 +265,7 @@ def test_fptrack_discover_with_each_provider(tmp_path: Path, case: str, variable
         bad_key = {f"FPTRACK_SEARCH_{case.upper()}_KEY": wrong} if case != "searxng" else {}
         refused = fptrack(tmp_path, "discover", "--no-probe", **{**env, **bad_key})
     assert result.returncode == 0, result.stderr
-    entries = [json.loads(line) for line in result.stdout.splitlines()]
+    entries = json.loads(result.stdout)["candidates"]  # one object: the run's summary with its candidates
     assert [(e["host"], e["source"], e["state"]) for e in entries] == [
         ("pirate-one.example", "search", "new")
     ]
