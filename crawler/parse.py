@@ -19,6 +19,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 from scrapy.http import Response
 
 from fptrack.crawler.extract import cap_text, extract_main_text, tidy_whitespace
+from fptrack.crawler.guard import GUARD_REFUSAL
 from fptrack.crawler.leads import find_share_links
 from fptrack.crawler.multipage import next_part_url
 from fptrack.crawler.pages import CrawledPage
@@ -388,7 +389,7 @@ def describe_failure(
 
     message = tidy_whitespace(str(error))
     which = "a file's size cap, FPTRACK_DOWNLOAD_MAX_BYTES" if file else "the download size cap"
-    if message.startswith("refused by the private-address guard"):  # crawler.guard, either layer
+    if message.startswith(GUARD_REFUSAL):  # crawler.guard, either layer
         return message
     if isinstance(error, (net.ConnectionRefusedError, *kinds("DownloadConnectionRefusedError"))):
         return "connection refused"

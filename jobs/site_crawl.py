@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.errors import FptrackError
 from fptrack.core.settings import Settings
+from fptrack.crawler.guard import GUARD_REFUSAL
 from fptrack.crawler.pages import CrawlError, CrawlOptions, CrawlProgress
 from fptrack.crawler.render import learned_verdict
 from fptrack.crawler.spiders import RENDER_ENOUGH, RENDER_NEEDED
@@ -58,7 +59,6 @@ if TYPE_CHECKING:
 __all__ = ["SiteRun", "main", "report_lines", "run_site", "waiting_lines"]
 
 EXIT_FAILURE = 1
-GUARD_REFUSAL = "refused by the private-address guard"  # how crawler.guard's refusals begin
 EXIT_INTERRUPTED = 130
 WAITING_EVERY_SECONDS = 2.0
 
