@@ -29,6 +29,8 @@ MATCH_FIELDS = (
     "methods",
     "spans",
     "first_seen",
+    "kind",
+    "alignment",
 )
 
 
@@ -46,8 +48,11 @@ def copied_characters(spans: Iterable[Sequence[int]]) -> int:
 
 def match_to_dict(match: Match) -> dict[str, Any]:
     """``{"page_url", "work_id", "work_title", "chapter_index", "chapter_title", "score", "methods", "spans",
-    "first_seen"}``; spans are ``[page_start, page_end, work_start, work_end]`` in characters of the original
-    page text and work text."""
+    "first_seen", "kind", "alignment"}``; spans are ``[page_start, page_end, work_start, work_end]`` in
+    characters of the original page text and work text. ``kind`` is null for an exact copy, ``rewrite`` or
+    ``translation:<language>`` for a copy the meaning path found, whose ``alignment`` holds its sentences
+    aligned in order (``{"coverage", "pairs": [[page_start, page_end, chapter_start, chapter_end,
+    similarity], ...], "page_sentences", "chapter_sentences", "model"}``; null on an exact match)."""
     return {
         "page_url": match.page.url,
         "work_id": match.work_id,
@@ -58,6 +63,8 @@ def match_to_dict(match: Match) -> dict[str, Any]:
         "methods": list(match.methods or []),
         "spans": [list(map(int, span)) for span in (match.spans or [])],
         "first_seen": as_utc(match.first_seen).isoformat(timespec="seconds"),
+        "kind": match.kind,
+        "alignment": match.alignment,
     }
 
 

@@ -67,11 +67,12 @@ def csv_safe_cell(value: object) -> object:
 
 def csv_match_row(record: Mapping[str, Any]) -> dict[str, object]:
     """A match record (``compare.records.match_to_dict`` plus ``id`` and ``status``) as a CSV row: methods
-    joined by spaces, spans as JSON, every cell made safe."""
+    joined by spaces, spans and a meaning match's alignment as JSON, every cell made safe."""
     flat = {
         **record,
         "methods": " ".join(str(method) for method in record.get("methods") or []),
         "spans": json.dumps(record.get("spans") or []),
+        "alignment": json.dumps(record["alignment"]) if record.get("alignment") else None,
     }
     return {column: csv_safe_cell(flat.get(column)) for column in CSV_MATCH_COLUMNS}
 

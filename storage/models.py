@@ -55,6 +55,8 @@ __all__ = [
     "COPY_KINDS",
     "CRAWL_JOB_STATUSES",
     "DISCOVERY_SOURCES",
+    "MEANING_CHECK_STATES",
+    "MEANING_GATE_REASONS",
     "NOTICE_EVENT_KINDS",
     "NOTICE_KINDS",
     "NOTICE_LANGUAGES",
@@ -76,6 +78,7 @@ __all__ = [
     "Blob",
     "CaptureStamp",
     "Chapter",
+    "ChapterVectors",
     "CodeIndexRow",
     "CorpusStatistics",
     "CrawlJob",
@@ -90,6 +93,7 @@ __all__ = [
     "MatchNote",
     "MatchRollup",
     "MatchStatus",
+    "MeaningCheck",
     "MonitorLock",
     "NearDuplicate",
     "Notice",
@@ -755,10 +759,69 @@ class Match(Base):
     recheck_due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     down_seen_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     evidence_version_id: Mapped[int | None] = mapped_column(BigInteger)
+    # a copy that keeps the meaning, not the words (jobs.meaning, issue 36): its kind (``rewrite``,
+    # ``translation:en``, ...: compare.meaning.MeaningAlignment.kind; NULL = an exact copy) and the sentences
+    # aligned in order, {"coverage", "pairs": [[page_start, page_end, chapter_start, chapter_end,
+    # similarity], ...], "page_sentences", "chapter_sentences", "model"} (chapter offsets into the chapter's
+    # text; NULL on an exact match). Such a match fills ``score`` (the coverage), ``methods`` (["meaning"])
+    # and ``spans`` (the pairs' offsets) too, so every reader of matches keeps working.
+    kind: Mapped[str | None] = mapped_column(String(32))
+    alignment: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
     page: Mapped[Page] = relationship()
     work: Mapped[Work] = relationship()
     chapter: Mapped[Chapter] = relationship()
+
+
+MEANING_CHECK_STATES = ("pending", "done")
+# why the gate sent a page to the meaning path: a Chinese page's near misses of the exact compare, or a page
+# in another language whose named entities point at chapters (compare.entities)
+MEANING_GATE_REASONS = ("near_miss", "entities")
+
+
+class MeaningCheck(Base):
+    """A page the meaning path's gate sent on (jobs.meaning): its candidate chapters, ``[[chapter_id, score],
+    ...]`` best first, and the page text they were chosen for (``content_sha256``); ``pending`` until a task
+    of queue ``meaning`` aligned it with them, then ``done`` with the matches it recorded and the CPU it took.
+    One row a page: a re-delivery or a restart finds the decision made and does the work once."""
+
+    __tablename__ = "meaning_checks"
+    __table_args__ = (
+        UniqueConstraint("page_id"),
+        CheckConstraint(
+            "state IN (" + ", ".join(f"'{s}'" for s in MEANING_CHECK_STATES) + ")", name="known_state"
+        ),
+        Index("ix_meaning_checks_state_id", "state", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    page_id: Mapped[int] = mapped_column(ForeignKey("pages.id", ondelete="CASCADE"))
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(10), default="pending")
+    reason: Mapped[str] = mapped_column(String(16))
+    candidates: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    gated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    matches: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    cpu_seconds: Mapped[float | None] = mapped_column(Float)
+
+
+class ChapterVectors(Base):
+    """A chapter's sentences embedded once per model (compare.meaning_store): the sentence offsets into the
+    chapter's text and their unit vectors as float16 (``len(spans)`` x 384, 768 bytes a sentence), with the
+    SHA-256 of the text they came from: vectors of a text that has since changed are never used, and are
+    replaced on the next use."""
+
+    __tablename__ = "chapter_vectors"
+
+    chapter_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("chapters.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    model: Mapped[str] = mapped_column(String(64), primary_key=True)
+    text_sha256: Mapped[str] = mapped_column(String(64))
+    spans: Mapped[list[Any]] = mapped_column(JSON)
+    vectors: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class TakedownCheck(Base):
