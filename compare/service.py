@@ -913,6 +913,9 @@ def fingerprint_work(session: Session, work_id: int, settings: Settings) -> Chap
         layout=layout_for(settings),
         items=[FingerprintSet(i, document.simhash, document.index_arrays()) for i, document in documents],
     )
+    from fptrack.compare.entities import index_chapters  # the meaning path's candidates (issue 36)
+
+    index_chapters(session, work_id)
     return documents
 
 

@@ -1502,3 +1502,31 @@ class ReleaseFeed(Base):
     next_check_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     error: Mapped[str] = mapped_column(Text, default="", server_default="")
+
+
+class EntityChapter(Base):
+    """A chapter whose named entities are in ``entity_postings`` (``compare.entities.index_chapters``), with
+    how many terms it has there. ``id`` grows with every (re)indexing: its largest value and the row count are
+    what tells a process that its vocabulary is stale."""
+
+    __tablename__ = "entity_chapters"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    chapter_id: Mapped[int] = mapped_column(ForeignKey("chapters.id", ondelete="CASCADE"), unique=True)
+    work_id: Mapped[int] = mapped_column(ForeignKey("works.id", ondelete="CASCADE"), index=True)
+    terms: Mapped[int] = mapped_column(Integer)
+    indexed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class EntityPosting(Base):
+    """A named entity of a chapter (a Han term, or its pinyin or Wade-Giles key: ``compare.entities.forms``):
+    how often the chapter has it and where first, in ten thousandths of the chapter."""
+
+    __tablename__ = "entity_postings"
+
+    term: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chapter_id: Mapped[int] = mapped_column(
+        ForeignKey("chapters.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    occurrences: Mapped[int] = mapped_column(Integer)
+    first: Mapped[int] = mapped_column(Integer)
