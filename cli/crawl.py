@@ -233,6 +233,7 @@ def _run_job(
                 shared=shared,
                 on_start=started,
                 pool=pool,
+                meaning_progress=_meaning_printer(quiet),
             )
     finally:
         if shared is not None:
@@ -249,6 +250,16 @@ def _progress_printer(quiet: bool) -> Callable[[CrawlProgress], None]:
                 f"{update.last_url}",
                 err=True,
             )
+
+    return progress
+
+
+def _meaning_printer(quiet: bool) -> Callable[[int, int], None]:
+    """The crawl's meaning phase (jobs.meaning): a line on stderr per batch of pages checked."""
+
+    def progress(done: int, total: int) -> None:
+        if not quiet:
+            click.echo(f"meaning: {done}/{total} page(s) checked", err=True)
 
     return progress
 
@@ -292,6 +303,8 @@ def _print_outcome(outcome: CrawlOutcome) -> None:
             click.echo(f"  failed: {url}: {reason}")
         for note in stats.notes:
             click.echo(f"  note: {note}")
+    if outcome.meaning is not None:
+        click.echo(outcome.meaning.line())
     if outcome.copies:
         click.echo(f"{len(outcome.copies)} page(s) copy registered works:")
         for url, count in outcome.copies:

@@ -43,6 +43,7 @@ COMMAND_MODULES: Mapping[str, tuple[str, ...]] = {
     "fptrack.cli.evidence": ("evidence",),
     "fptrack.cli.leads": ("leads",),
     "fptrack.cli.matches": ("check", "matches", "report"),
+    "fptrack.cli.meaning": ("meaning",),
     "fptrack.cli.networks": ("networks",),
     "fptrack.cli.notices": ("notices",),
     "fptrack.cli.processes": ("serve", "worker", "crawler", "beat", "ping", "healthz"),

@@ -109,15 +109,42 @@ def _serve_warnings(context: CliContext, host: str, *, debug: bool, production: 
     help="Also take the scheduler's crawl tasks (start the due site crawls here, the takedown re-checks). "
     "--no-crawls: fingerprint and compare only, and run `fptrack crawler` elsewhere.",
 )
+@click.option(
+    "--meaning/--no-meaning",
+    "meaning_queue",
+    default=True,
+    show_default=True,
+    help="Also take the meaning path's checks (queue FPTRACK_TASK_QUEUE.meaning: rewrites and translations "
+    "aligned by a model, seconds a page). --no-meaning: leave them to a worker started with --only-meaning.",
+)
+@click.option(
+    "--only-meaning",
+    is_flag=True,
+    help="Take the meaning path's checks only (a machine of its own for the model).",
+)
 @pass_context
 @friendly_errors
-def worker(context: CliContext, concurrency: int, loglevel: str, beat: bool, crawls: bool) -> None:
+def worker(
+    context: CliContext,
+    concurrency: int,
+    loglevel: str,
+    beat: bool,
+    crawls: bool,
+    meaning_queue: bool,
+    only_meaning: bool,
+) -> None:
     """Run a Celery worker for the fingerprint stage.
 
     Needs FPTRACK_BROKER_URL (redis:// or amqp://); start one per machine, with one process per core. It
-    consumes FPTRACK_TASK_QUEUE and, unless --no-crawls, the crawl queue (FPTRACK_TASK_QUEUE.crawls) too, so
-    one worker with --beat runs everything. Check it answers with `fptrack ping`."""
-    queues = [context.settings.task_queue] + ([context.settings.crawl_task_queue] if crawls else [])
+    consumes FPTRACK_TASK_QUEUE, unless --no-crawls the crawl queue (FPTRACK_TASK_QUEUE.crawls) and unless
+    --no-meaning the meaning path's queue (FPTRACK_TASK_QUEUE.meaning) too, so one worker with --beat runs
+    everything. Check it answers with `fptrack ping`."""
+    settings = context.settings
+    queues = [settings.task_queue] + ([settings.crawl_task_queue] if crawls else [])
+    if meaning_queue and settings.meaning:
+        queues.append(settings.meaning_task_queue)
+    if only_meaning:
+        queues = [settings.meaning_task_queue]
     _run_worker(context, "worker", queues, concurrency, loglevel, beat=beat, load_tables=True)
 
 

@@ -547,3 +547,30 @@ class MeaningIndex:
             chapter.spans, chapter.vectors.astype(np.float32), chapter.weights, chapter.units
         )
         return _align_sentences(_Sentences.of(page_text), chapter, copy_kind(page_text, language))
+
+
+# ------------------------------------------------------------------ stored chapter vectors (jobs.meaning)
+
+
+def sentence_vectors(text: str) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The sentences of ``text`` (``split_sentences``) and their unit vectors (float32): what
+    ``compare.meaning_store`` keeps of a chapter, so that it is embedded once, ever."""
+    sentences = _Sentences.of(text)
+    return list(sentences.spans), sentences.vectors
+
+
+def align_stored(
+    page_text: str, chapter_text: str, spans: Sequence[tuple[int, int]], vectors: np.ndarray
+) -> MeaningAlignment:
+    """``align(page_text, chapter_text)`` with the chapter's sentences and vectors as ``sentence_vectors``
+    gave them (stored, perhaps as float16): only the page is embedded."""
+    chapter_sentences = [chapter_text[s:e] for s, e in spans]
+    chapter = _Sentences(
+        tuple((int(s), int(e)) for s, e in spans),
+        np.asarray(vectors, dtype=np.float32).reshape(len(chapter_sentences), EMBEDDING_DIM),
+        np.array([_weight(s) for s in chapter_sentences], dtype=np.float64),
+        np.array([_length_units(s) for s in chapter_sentences], dtype=np.float64),
+    )
+    return _align_sentences(
+        _Sentences.of(page_text), chapter, copy_kind(page_text, detect_language(chapter_text))
+    )

@@ -515,11 +515,16 @@ def verify_chapters(
 
 @dataclass(frozen=True)
 class PageOutcome:
-    """What processing one page decided: the chapters it copies (flagged or licensed matches)."""
+    """What processing one page decided: the chapters it copies (flagged or licensed matches). The meaning
+    path's gate (:mod:`compare.meaning_gate`) reads the rest, known here at no extra cost: ``near_misses``,
+    the candidate chapters verified and not flagged, ``(chapter_id, score)`` best first, and the page's
+    ``text`` (:func:`process_pages` only)."""
 
     page_id: int
     url: str
     matched_chapters: tuple[int, ...]
+    near_misses: tuple[tuple[int, float], ...] = ()
+    text: str = field(default="", repr=False, compare=False)
 
 
 def _lock_pages(
@@ -572,6 +577,7 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
     if chapter_index.hold_registry(session) != serial:
         verdicts, serial = _compare_batch_at(session, documents, settings)
     outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts, settings, fresh=True)
+    outcomes = [replace(o, text=text) for o, (_, _, text) in zip(outcomes, rows, strict=True)]
     _mark_compared(session, [i for i, _, _ in rows], template_masked=False, serial=serial)
     # page Simhash and near duplicates (networks), from the texts normalised above
     observe_pages(
@@ -749,6 +755,9 @@ def record_matches(
                 "spans": [list(span) for span in verdict.spans],
                 "part_spans": None,
                 "last_seen": now,
+                # an exact copy: a meaning match found earlier on this chapter (jobs.meaning) becomes it
+                "kind": None,
+                "alignment": None,
             }
             match: Match | None = existing.pop((page_id, verdict.chapter_id), None)
             if match is None:
@@ -770,7 +779,10 @@ def record_matches(
                 for name, value in values.items():
                     setattr(match, name, value)
             matched.append(verdict.chapter_id)
-        outcomes.append(PageOutcome(page_id, url, tuple(matched)))
+        near = tuple((v.chapter_id, v.score) for v in page_verdicts if not v.flagged)
+        outcomes.append(PageOutcome(page_id, url, tuple(matched), near))
+    # a meaning match (jobs.meaning) is not the exact compare's to observe or drop: the meaning path checks it
+    existing = {key: m for key, m in existing.items() if m.kind is None}
     session.flush()
     # the new matches in one multi-row INSERT, in the order found: PostgreSQL's rollup trigger runs once per
     # statement (see the licences above); the ORM's flush did the same there (insertmanyvalues, 1,000 rows a

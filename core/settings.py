@@ -436,6 +436,30 @@ class Settings:
         "loses its fingerprints the same way (0: never)",
         at_least=(0, "a number of days >= 0 (0: never)"),
     )
+    meaning: bool = _matching(
+        "FPTRACK_MEANING",
+        True,
+        _bool,
+        "the meaning path (issue 36: rewrites and translations, docs/meaning-pipeline.md): a page the exact "
+        'compare flags nothing on and whose cheap features say "maybe" is aligned sentence by sentence '
+        "with its candidate chapters by a multilingual model, on queue `<queue>.meaning` (in a crawl's own "
+        "process after its pages are compared, without a broker); `false` turns it off",
+    )
+    meaning_candidates: int = _matching(
+        "FPTRACK_MEANING_CANDIDATES",
+        3,
+        _int,
+        "candidate chapters the meaning path aligns a gated page with (its best near misses, or its best "
+        "chapters by named entities)",
+        at_least=_INT_1,
+    )
+    meaning_pages_per_task: int = _matching(
+        "FPTRACK_MEANING_PAGES_PER_TASK",
+        8,
+        _int,
+        "gated pages a task of the meaning queue checks (the model is loaded once a process)",
+        at_least=_INT_1,
+    )
     crawl_concurrency: int = _crawling(
         "FPTRACK_CRAWL_CONCURRENCY", 8, _int, "concurrent requests of one crawl", at_least=_INT_1
     )
@@ -1106,6 +1130,12 @@ class Settings:
         apart from the fingerprint queue so that crawls can run on crawler processes (``fptrack crawler``)
         while ``fptrack worker --no-crawls`` only fingerprints and compares."""
         return f"{self.task_queue}.crawls"
+
+    @property
+    def meaning_task_queue(self) -> str:
+        """The queue of the meaning path's checks (``jobs.meaning``): apart from the fingerprint queue, so
+        that the model's seconds a page never hold back the compare of the next batch of pages."""
+        return f"{self.task_queue}.meaning"
 
     @property
     def tasks_in_process(self) -> bool:

@@ -12,9 +12,12 @@ call :func:`run_crawl_job`; they only present what it returns.
    again when they stall for ``FPTRACK_STALL_SECONDS`` (a killed worker): the stage is idempotent.
    In-process, the pool is drained (every batch it was sent compared there, or here), then pages another
    crawl was comparing at the same moment are awaited (or compared once it is gone).
-4. The crawl's sites settle (:func:`compare.templates.settle_site`): site templates are decided from all
+4. With no broker, the meaning path's checks the crawl's pages left pending are done (:mod:`jobs.meaning`:
+   rewrites and translations, the model loaded once), with progress; with workers, queue ``meaning`` does
+   them.
+5. The crawl's sites settle (:func:`compare.templates.settle_site`): site templates are decided from all
    pages.
-5. The job is finished, failed or interrupted (Ctrl+C), with the pages of this crawl that copy registered
+6. The job is finished, failed or interrupted (Ctrl+C), with the pages of this crawl that copy registered
    works.
 
 A distributed crawl (:mod:`crawler.distributed`) is one job crawled by several processes: the run's first
@@ -57,6 +60,7 @@ from fptrack.storage.sites import site_ids, site_of
 if TYPE_CHECKING:
     from fptrack.crawler.distributed import SharedCrawl
     from fptrack.crawler.resume import CrawlState
+    from fptrack.jobs.meaning import MeaningRun
 
 __all__ = ["CrawlOutcome", "HandOffError", "WaitProgress", "job_stats", "pace_line", "run_crawl_job"]
 
@@ -102,6 +106,8 @@ class CrawlOutcome:
     # are the job's (this process finished it), False when they are this process's part of a job others finish
     role: str = ""
     whole_job: bool = True
+    # the meaning path's checks this crawl did as its last phase (no broker; jobs.meaning), else None
+    meaning: MeaningRun | None = None
 
     @property
     def ok(self) -> bool:
@@ -171,6 +177,7 @@ def run_crawl_job(
     state: CrawlState | None = None,
     compare_process: bool | None = None,
     pool: ComparePool | None = None,
+    meaning_progress: Callable[[int, int], None] | None = None,
 ) -> CrawlOutcome:
     """Run one crawl job (see the module docstring). Runs Scrapy in this process: once per process.
 
@@ -231,6 +238,7 @@ def run_crawl_job(
         try:
             job.crawl(urls, depth, max_pages, progress, options, state)
             job.compare_pages(waiting)
+            job.check_meaning(meaning_progress)
             job.conclude()
         except KeyboardInterrupt:
             outcome.status, outcome.error = CrawlJobStatus.INTERRUPTED.value, "interrupted"
@@ -356,6 +364,22 @@ class _Job:
                 "process instead"
             )
             self.outcome.stats = replace(self.outcome.stats, notes=(*self.outcome.stats.notes, note))
+
+    def check_meaning(self, progress: Callable[[int, int], None] | None) -> None:
+        """With no broker, the meaning path's checks the crawl's pages left pending (:mod:`jobs.meaning`),
+        once every page is stored and compared: the model never holds back the crawl page by page. With
+        workers, queue ``meaning`` does them."""
+        if (
+            self.outcome.status != CrawlJobStatus.RUNNING.value
+            or not self.settings.tasks_in_process
+            or not self.settings.meaning
+        ):
+            return
+        from fptrack.jobs.meaning import run_pending
+
+        self.outcome.meaning = run_pending(
+            self.sessions, self.settings, page_ids=self.store.counts.page_ids, progress=progress
+        )
 
     def conclude(self) -> None:
         """The verdict of a job still running: one process of a distributed crawl has done its part (the last

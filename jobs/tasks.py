@@ -12,6 +12,8 @@ function is called, so that a message queued before an upgrade still runs after 
   detection), :func:`settle_site` (site templates);
 - upkeep: :func:`sweep` (hands on what was left behind), :func:`maintain`;
 - evidence: :func:`stamp_captures` (the captures of flagged pages time-stamped: jobs/capture_stamps.py);
+- the meaning path: :func:`meaning_check` (gated pages aligned with their candidate chapters:
+  jobs/meaning.py), on queue ``<FPTRACK_TASK_QUEUE>.meaning``;
 - monitoring, on the crawl queue: :func:`start_due_crawls` starts every due site's crawl in a process of its
   own (:func:`jobs.site_runs.spawn_site_crawl`: Scrapy's reactor runs once per process, and a crawl must
   outlive the task that started it); :func:`recheck_takedowns`; :func:`follow_up_notices` (takedown
@@ -39,6 +41,7 @@ __all__ = [
     "follow_up_notices",
     "index_work",
     "maintain",
+    "meaning_check",
     "process_pages",
     "recheck_takedowns",
     "settle_site",
@@ -75,6 +78,7 @@ def configure(settings: Settings) -> Celery:
         task_routes={
             **(app.conf.task_routes or {}),
             "fptrack.discover": {"queue": settings.crawl_task_queue},
+            "fptrack.meaning_check": {"queue": settings.meaning_task_queue},
         },
     )
     return app
@@ -90,9 +94,15 @@ def process_pages(page_ids: list[int]) -> dict[str, list[int]]:
     Idempotent: pages already compared, or being compared by another worker, are skipped; pages that are gone
     are logged and skipped."""
     from fptrack.compare import service
+    from fptrack.compare.meaning_gate import gate_pages
 
+    settings = task_settings()
     with session_scope(task_sessions()) as session:
-        outcomes = service.process_pages(session, page_ids, task_settings())
+        outcomes = service.process_pages(session, page_ids, settings)
+        # the meaning path's gate, in the compare's transaction: a page compared is a page gated
+        gated = gate_pages(session, outcomes, settings)
+    if gated and not settings.tasks_in_process:
+        _enqueue_meaning(gated, settings)
     done = {o.page_id for o in outcomes}
     if len(done) < len(set(page_ids)):
         log.info(
@@ -101,9 +111,31 @@ def process_pages(page_ids: list[int]) -> dict[str, list[int]]:
             len(set(page_ids)),
         )
     flagged = sorted(o.page_id for o in outcomes if o.matched_chapters)
-    if flagged and task_settings().tsa_url:
+    if flagged and settings.tsa_url:
         _enqueue_stamps(flagged)
-    return {"done": sorted(done), "flagged": flagged}
+    return {"done": sorted(done), "flagged": flagged, "meaning": gated}
+
+
+def _enqueue_meaning(check_ids: list[int], settings: Settings) -> None:
+    """Hand the pending meaning checks on to queue ``meaning`` (jobs/meaning.py), after the commit that
+    recorded them, ``FPTRACK_MEANING_PAGES_PER_TASK`` a task; a broker that fails leaves them to the sweep."""
+    size = settings.meaning_pages_per_task
+    try:
+        for start in range(0, len(check_ids), size):
+            meaning_check.delay(check_ids[start : start + size])
+    except Exception:
+        log.warning("meaning checks: could not hand on %s", check_ids, exc_info=True)
+
+
+@celery.task(name="fptrack.meaning_check", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]
+def meaning_check(check_ids: list[int]) -> dict[str, Any]:
+    """Align a batch of gated pages with their candidate chapters and record the meaning matches
+    (jobs/meaning.py). Idempotent: checks done, or held by another worker, are skipped."""
+    from fptrack.jobs.meaning import check_pages
+
+    with session_scope(task_sessions()) as session:
+        run = check_pages(session, check_ids, task_settings())
+    return run.as_json()
 
 
 def _enqueue_stamps(page_ids: list[int] | None) -> None:
@@ -171,7 +203,39 @@ def sweep() -> dict[str, int]:
         settle_site.delay(site_id)
     if settings.tsa_url:  # captures an unreachable authority left unstamped
         _enqueue_stamps(None)
-    return {"pages": len(left.pages), "works": len(left.works), "sites": len(left.sites)}
+    checks = _meaning_left_behind(settings)
+    if checks:
+        _enqueue_meaning(checks, settings)
+    return {
+        "pages": len(left.pages),
+        "works": len(left.works),
+        "sites": len(left.sites),
+        "meaning_checks": len(checks),
+    }
+
+
+def _meaning_left_behind(settings: Settings) -> list[int]:
+    """Meaning checks pending for longer than ``FPTRACK_SWEEP_AFTER`` (their task lost with a broker or a
+    worker): handed on again (a check done meanwhile is skipped by its task)."""
+    from datetime import timedelta
+
+    from sqlalchemy import select
+
+    from fptrack.storage.models import MeaningCheck, utcnow
+
+    if not settings.meaning or settings.tasks_in_process:
+        return []  # in-process, the crawl's last phase and `fptrack meaning run` do them
+    before = utcnow() - timedelta(seconds=settings.sweep_after)
+    with session_scope(task_sessions()) as session:
+        return [
+            int(i)
+            for i in session.scalars(
+                select(MeaningCheck.id)
+                .where(MeaningCheck.state == "pending", MeaningCheck.gated_at < before)
+                .order_by(MeaningCheck.id)
+                .limit(10_000)
+            )
+        ]
 
 
 @celery.task(name="fptrack.maintain", **{**_RETRY_ON_DATABASE_ERRORS, "max_retries": 3})  # type: ignore[untyped-decorator]

@@ -766,7 +766,7 @@ class Match(Base):
     # text; NULL on an exact match). Such a match fills ``score`` (the coverage), ``methods`` (["meaning"])
     # and ``spans`` (the pairs' offsets) too, so every reader of matches keeps working.
     kind: Mapped[str | None] = mapped_column(String(32))
-    alignment: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    alignment: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)
 
     page: Mapped[Page] = relationship()
     work: Mapped[Work] = relationship()

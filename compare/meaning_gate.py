@@ -1,0 +1,140 @@
+"""The meaning path's gate: which compared pages may be rewrites or translations, and of which chapters.
+
+The exact path stays first and decides most pages: a copy, or unrelated text. The meaning path costs ~65 ms
+of CPU a sentence (the model), so a page goes on to it only when
+
+(a) the exact compare flagged nothing on it, and
+(b) cheap features say "maybe":
+
+- a page in Chinese (``compare.meaning.detect_language`` on its first :data:`LANGUAGE_SAMPLE` characters)
+  with *near misses*: registered chapters that shared codes with it and were verified by the exact compare
+  but fell below its bar (``compare.service.PageOutcome.near_misses``, known at no extra cost). A synonym
+  rewrite keeps runs of 8+ characters here and there; unrelated Chinese text shares none with any chapter
+  (codes many chapters hold are ignored);
+- a page in another language with chapters whose named entities it names (``compare.entities.candidates``:
+  people, places, titles matched across scripts and romanizations), through :func:`entity_candidates`.
+
+Pages shorter than :data:`MIN_LETTERS` letters never go (a passage that short covers no chapter). The
+decision and its candidates are recorded as a pending ``meaning_checks`` row in the compare's own transaction,
+one a page: a task delivered twice, a restart or a crash before the check finds it there and does the work
+once; the page's text changed since (a re-crawl) makes the decision again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from fptrack.compare.meaning import detect_language
+from fptrack.compare.service import PageOutcome
+from fptrack.core.settings import Settings
+from fptrack.storage.chunks import id_chunks
+from fptrack.storage.models import MeaningCheck, utcnow
+
+__all__ = ["EntityCandidates", "GateDecision", "decide", "entity_candidates", "gate_pages"]
+
+LANGUAGE_SAMPLE = 4000
+"""Characters of a page its language is told from: a page's language shows in its first lines, and a long
+page (a whole book) costs no more than a chapter."""
+MIN_LETTERS = 200
+"""A page with fewer letters (in its first :data:`LANGUAGE_SAMPLE` characters) is never checked: 200 letters
+are ~60 Han characters of English, under a tenth of a short chapter (``COVERAGE_MIN`` is 0.3)."""
+
+EntityCandidates = Callable[[Session, str, int], list[tuple[int, float]]]
+
+
+def entity_candidates(session: Session, text: str, limit: int) -> list[tuple[int, float]]:
+    """``compare.entities.candidates``: the chapters whose named entities the page names, best first. None
+    while that index is not installed (the module absent or not importable): the gate then sends no
+    page in another language on."""
+    try:
+        entities = importlib.import_module("fptrack.compare.entities")
+    except ImportError:
+        return []
+    found: list[tuple[int, float]] = entities.candidates(session, text, limit)
+    return [(int(chapter_id), float(score)) for chapter_id, score in found]
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """Why a page goes to the meaning path (``near_miss`` or ``entities``) and its candidate chapters."""
+
+    reason: str
+    candidates: tuple[tuple[int, float], ...]
+
+
+def _letters(text: str) -> int:
+    return sum(1 for ch in text if ch.isalnum())
+
+
+def decide(
+    session: Session,
+    outcome: PageOutcome,
+    limit: int,
+    *,
+    entities: EntityCandidates = entity_candidates,
+) -> GateDecision | None:
+    """The gate for one compared page (see the module docstring): None for "no"."""
+    if outcome.matched_chapters or not outcome.text:
+        return None
+    sample = outcome.text[:LANGUAGE_SAMPLE]
+    if _letters(sample) < MIN_LETTERS:
+        return None
+    language = detect_language(sample)
+    if language == "zh":
+        near = tuple(outcome.near_misses[:limit])
+        return GateDecision("near_miss", near) if near else None
+    if language == "und":
+        return None
+    found = tuple(entities(session, outcome.text, limit)[:limit])
+    return GateDecision("entities", found) if found else None
+
+
+def gate_pages(
+    session: Session,
+    outcomes: Sequence[PageOutcome],
+    settings: Settings,
+    *,
+    entities: EntityCandidates = entity_candidates,
+) -> list[int]:
+    """Record the gate's "maybe" of each compared page as a pending meaning check (in the caller's
+    transaction); the ids of the checks now pending. A page already gated at its current text keeps its
+    check as it is (pending or done): the decision is made once."""
+    if not settings.meaning:
+        return []
+    decided: dict[int, tuple[str, GateDecision]] = {}
+    for outcome in outcomes:
+        decision = decide(session, outcome, settings.meaning_candidates, entities=entities)
+        if decision is not None:
+            digest = hashlib.sha256(outcome.text.encode("utf-8")).hexdigest()
+            decided[outcome.page_id] = (digest, decision)
+    if not decided:
+        return []
+    existing: dict[int, MeaningCheck] = {}
+    for chunk in id_chunks(sorted(decided)):
+        existing.update(
+            (check.page_id, check)
+            for check in session.scalars(select(MeaningCheck).where(MeaningCheck.page_id.in_(chunk)))
+        )
+    pending: list[MeaningCheck] = []
+    now = utcnow()
+    for page_id, (digest, decision) in decided.items():
+        candidates = [[chapter_id, round(score, 4)] for chapter_id, score in decision.candidates]
+        check = existing.get(page_id)
+        if check is None:
+            check = MeaningCheck(page_id=page_id, content_sha256=digest, matches=0)
+            session.add(check)
+        elif check.content_sha256 == digest:
+            if check.state == "pending":
+                pending.append(check)
+            continue
+        check.content_sha256, check.state, check.reason = digest, "pending", decision.reason
+        check.candidates, check.gated_at, check.checked_at, check.cpu_seconds = candidates, now, None, None
+        pending.append(check)
+    session.flush()
+    return sorted(check.id for check in pending)

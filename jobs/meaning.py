@@ -1,0 +1,247 @@
+"""The meaning path's checks: pending ``meaning_checks`` aligned with their candidates, matches recorded.
+
+The gate (:mod:`compare.meaning_gate`) records a pending check in the compare's own transaction; this module
+does the expensive part, apart from the crawl's compare:
+
+- with workers, :func:`jobs.tasks.meaning_check` on queue ``Settings.meaning_task_queue`` (``fptrack worker``
+  consumes it), ``FPTRACK_MEANING_PAGES_PER_TASK`` pages a task, the model loaded once per process;
+- in the embedded default, :func:`run_pending` as the crawl's last phase (``fptrack crawl``: its pages
+  stored and compared first, then the checks they left, with progress), and ``fptrack meaning run`` for what
+  a crash or a kill left pending.
+
+A check is the page's sentences aligned in order with each candidate's (``compare.meaning.align_stored``, the
+chapter's vectors from ``compare.meaning_store``); a candidate whose coverage reaches
+``compare.meaning.COVERAGE_MIN`` is a match: ``kind`` and ``alignment`` say what the meaning path found,
+``score`` (the coverage), ``methods`` (``["meaning"]``) and ``spans`` (the aligned pairs' offsets, chapter
+offsets moved into the work's text as an exact match's are) let every reader of matches show it. Checks are
+claimed (``FOR UPDATE SKIP LOCKED`` on PostgreSQL) and marked done in the transaction that records their
+matches: a task delivered twice records one match; a chapter the page already copies exactly keeps its
+exact match.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from fptrack.core.settings import Settings
+from fptrack.storage.chunks import id_chunks
+from fptrack.storage.db import session_scope
+from fptrack.storage.fingerprints import is_postgres
+from fptrack.storage.models import Chapter, Match, MatchStatus, MeaningCheck, Page, utcnow
+
+__all__ = ["MeaningRun", "check_pages", "pending_checks", "run_pending"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MeaningRun:
+    """What a run of meaning checks did: pages checked, matches recorded, CPU seconds of this process."""
+
+    checked: int = 0
+    matches: int = 0
+    cpu_seconds: float = 0.0
+    left: int = 0  # checks still pending when the run ended (interrupted, or not this run's)
+
+    def add(self, other: MeaningRun) -> None:
+        self.checked += other.checked
+        self.matches += other.matches
+        self.cpu_seconds += other.cpu_seconds
+
+    def line(self) -> str:
+        """The crawl summary's line."""
+        text = (
+            f"meaning: {self.checked} page(s) checked, {self.matches} match(es), {self.cpu_seconds:.1f} CPU s"
+        )
+        return text + (f", {self.left} left pending (fptrack meaning run)" if self.left else "")
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "checked": self.checked,
+            "matches": self.matches,
+            "cpu_seconds": round(self.cpu_seconds, 3),
+            "left": self.left,
+        }
+
+
+def pending_checks(session: Session, page_ids: Collection[int] | None = None) -> list[int]:
+    """Ids of the pending checks (of ``page_ids`` when given), oldest first."""
+    statement = select(MeaningCheck.id).where(MeaningCheck.state == "pending").order_by(MeaningCheck.id)
+    if page_ids is None:
+        return [int(i) for i in session.scalars(statement)]
+    found: list[int] = []
+    for chunk in id_chunks(sorted(page_ids)):
+        found.extend(int(i) for i in session.scalars(statement.where(MeaningCheck.page_id.in_(chunk))))
+    return sorted(found)
+
+
+def _claim(session: Session, check_ids: Sequence[int]) -> list[MeaningCheck]:
+    """The pending checks among ``check_ids``, locked for this transaction on PostgreSQL (checks another
+    worker holds are skipped: it does them)."""
+    claimed: list[MeaningCheck] = []
+    for chunk in id_chunks(sorted(set(check_ids))):
+        statement = (
+            select(MeaningCheck)
+            .where(MeaningCheck.id.in_(chunk), MeaningCheck.state == "pending")
+            .order_by(MeaningCheck.id)
+        )
+        if is_postgres(session):
+            statement = statement.with_for_update(skip_locked=True)
+        claimed.extend(session.scalars(statement))
+    return claimed
+
+
+def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) -> MeaningRun:
+    """Do the pending checks among ``check_ids`` (in the caller's transaction): align each page with its
+    candidates, record the matches, mark the checks done."""
+    from fptrack.compare.meaning import COVERAGE_MIN, align_stored
+    from fptrack.compare.meaning_store import chapter_sentences, model_id
+
+    run = MeaningRun()
+    checks = _claim(session, check_ids)
+    if not checks:
+        return run
+    started = time.process_time()
+    pages = {
+        int(i): (str(url), str(text or ""), str(digest))
+        for i, url, text, digest in session.execute(
+            select(Page.id, Page.url, Page.text, Page.content_sha256).where(
+                Page.id.in_([c.page_id for c in checks])
+            )
+        )
+    }
+    wanted = sorted({int(c) for check in checks for c, _ in check.candidates})
+    chapters = chapter_sentences(session, wanted)
+    places = {
+        int(i): (int(work), int(start))
+        for i, work, start in session.execute(
+            select(Chapter.id, Chapter.work_id, Chapter.start).where(Chapter.id.in_(wanted or [-1]))
+        )
+    }
+    existing = {
+        (m.page_id, m.chapter_id): m
+        for m in session.scalars(select(Match).where(Match.page_id.in_([c.page_id for c in checks])))
+    }
+    model = model_id()
+    for check in checks:
+        page_started = time.process_time()
+        url, text, _ = pages.get(check.page_id, ("", "", ""))
+        recorded = 0
+        for chapter_id, _score in check.candidates:
+            chapter = chapters.get(int(chapter_id))
+            held = existing.get((check.page_id, int(chapter_id)))
+            if chapter is None or not text or (held is not None and held.kind is None):
+                continue  # gone, or copied exactly: the exact match stands
+            alignment = align_stored(text, chapter.text, chapter.spans, chapter.vectors)
+            if alignment.coverage < COVERAGE_MIN:
+                continue
+            work_id, start = places[chapter.chapter_id]
+            _record(
+                session,
+                settings,
+                check.page_id,
+                url,
+                work_id,
+                chapter.chapter_id,
+                start,
+                alignment,
+                model,
+                held,
+            )
+            recorded += 1
+        check.state, check.checked_at, check.matches = "done", utcnow(), recorded
+        check.cpu_seconds = round(time.process_time() - page_started, 4)
+        run.checked += 1
+        run.matches += recorded
+    session.flush()
+    run.cpu_seconds = time.process_time() - started
+    return run
+
+
+def _record(
+    session: Session,
+    settings: Settings,
+    page_id: int,
+    url: str,
+    work_id: int,
+    chapter_id: int,
+    chapter_start: int,
+    alignment: Any,
+    model: str,
+    held: Match | None,
+) -> None:
+    """Insert (or refresh) the meaning match of the page on the chapter."""
+    from fptrack.compare.licensing import is_licensed, licensed_hosts_of
+    from fptrack.storage.match_life import next_due
+
+    pairs = [[int(a), int(b), int(c), int(d), round(float(s), 4)] for a, b, c, d, s in alignment.pairs]
+    values: dict[str, Any] = {
+        "score": round(float(alignment.coverage), 4),
+        "methods": ["meaning"],
+        # a match's spans point into the work's text (compare.service.verify); the alignment's chapter
+        # offsets stay the chapter's
+        "spans": [[a, b, chapter_start + c, chapter_start + d] for a, b, c, d, _ in pairs],
+        "kind": alignment.kind,
+        "alignment": {
+            "coverage": round(float(alignment.coverage), 4),
+            "pairs": pairs,
+            "page_sentences": int(alignment.page_sentences),
+            "chapter_sentences": int(alignment.chapter_sentences),
+            "model": model,
+        },
+    }
+    now = utcnow()
+    if held is not None:  # checked again (the page changed): refreshed, a reviewer's decision stands
+        for name, value in values.items():
+            setattr(held, name, value)
+        held.last_seen = now
+        return
+    licensed = is_licensed(url, licensed_hosts_of(session, [work_id])[work_id])
+    status = MatchStatus.LICENSED if licensed else MatchStatus.FLAGGED
+    session.add(
+        Match(
+            page_id=page_id,
+            work_id=work_id,
+            chapter_id=chapter_id,
+            status=status.value,
+            first_seen=now,
+            last_seen=now,
+            recheck_due_at=next_due(settings, now, now),
+            **values,
+        )
+    )
+    session.flush()
+
+
+def run_pending(
+    sessions: sessionmaker[Session],
+    settings: Settings,
+    *,
+    page_ids: Collection[int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> MeaningRun:
+    """Do the pending checks (of ``page_ids`` when given: a crawl's pages), ``FPTRACK_MEANING_PAGES_PER_TASK``
+    a transaction, telling ``progress(done, total)`` after each; what is left when interrupted stays
+    pending."""
+    with session_scope(sessions) as session:
+        ids = pending_checks(session, page_ids)
+    run = MeaningRun(left=len(ids))
+    size = settings.meaning_pages_per_task
+    if progress is not None and ids:
+        progress(0, len(ids))
+    for start in range(0, len(ids), size):
+        batch = ids[start : start + size]
+        with session_scope(sessions) as session:
+            done = check_pages(session, batch, settings)
+        run.add(done)
+        run.left = len(ids) - start - len(batch)
+        if progress is not None:
+            progress(start + len(batch), len(ids))
+    return run
