@@ -38,8 +38,18 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from fptrack.core.phrase import Phrase
+from fptrack.services.evidence.alignment import LANGUAGE_NAMES, translation_language
 from fptrack.services.evidence.bundle import bundle_capture_sealed, bundle_key_fingerprint
-from fptrack.services.rights import PROOF_LABELS, Owner, notice_proofs, notice_works, owner_of, rights_gaps
+from fptrack.services.rights import (
+    PROOF_LABELS,
+    Owner,
+    notice_proofs,
+    notice_works,
+    owner_of,
+    rights_gaps,
+    rights_in_short,
+    rights_named,
+)
 from fptrack.storage.models import Notice, NoticeItem, Sender, as_utc
 
 __all__ = [
@@ -56,6 +66,9 @@ __all__ = [
     "electronic_signature",
     "format_day",
     "format_minute",
+    "item_kind",
+    "item_meaning",
+    "item_pairs",
     "key_fingerprints",
     "missing_elements",
     "notice_subject",
@@ -192,6 +205,16 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "passage": "Passage {number}",
         "original": "Original",
         "copy": "Copy",
+        "rights": "Rights infringed",
+        "kind": "Kind of copy",
+        "kind_rewrite": "a rewrite of the chapter (洗稿): its sentences reworded, in the original's order",
+        "kind_translation": "a translation of the chapter into {language}",
+        "coverage": "Sentences aligned with the original",
+        "coverage_value": "{coverage} of the original chapter, sentence by sentence in order",
+        "aligned": "{shown} of the {pairs} aligned sentence pairs, from the chapter's beginning to its end "
+        "(similarity of the two sentences' meaning, 0 to 1):",
+        "pair": "Pair {number}, similarity {similarity}",
+        "similarity": "Similarity",
         "s4": "4. Prima facie evidence of infringement",
         "evidence": "Each page's evidence bundle is attached (the page as archived in WARC with its fetch "
         "record, the passages, SHA-256 checksums); the original passages stand beside the copies in "
@@ -227,10 +250,10 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "site": "涉及网站",
         "number": "通知编号",
         "opening": "{name}（以下简称“我司”）是下列作品的著作权人。我司发现，网站 {host} 未经许可，通过"
-        "信息网络向公众提供我司享有著作权的下列作品，侵犯了我司依法享有的信息网络传播权。根据《信息网络"
+        "信息网络向公众提供我司享有著作权的下列作品，侵犯了我司依法享有的{rights}。根据《信息网络"
         "传播权保护条例》第十四条的规定，特此通知贵司。",
         "opening_agent": "{name}（以下简称“我司”）受著作权人{owner}委托，就下列作品发出本通知书。我司发现，"
-        "网站 {host} 未经许可，通过信息网络向公众提供下列作品，侵犯了{owner}依法享有的信息网络传播权。"
+        "网站 {host} 未经许可，通过信息网络向公众提供下列作品，侵犯了{owner}依法享有的{rights}。"
         "根据《信息网络传播权保护条例》第十四条的规定，特此通知贵司。",
         "reminder": "本函系我司就同一事项发出的第二次通知。"
         "我司已于{date}向贵司发出侵权通知书（{reference}），所列侵权内容至今仍可访问。",
@@ -271,6 +294,16 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "passage": "段落 {number}",
         "original": "原文",
         "copy": "侵权内容",
+        "rights": "被侵犯的权利",
+        "kind": "侵权方式",
+        "kind_rewrite": "洗稿改写：逐句改写原章节的文字，保留原文的内容和顺序",
+        "kind_translation": "将原章节翻译为{language}",
+        "coverage": "逐句对应原文",
+        "coverage_value": "按原文顺序逐句对应，覆盖原章节 {coverage}",
+        "aligned": "逐句对照（共 {pairs} 对，自章首至章末选列 {shown} 对；"
+        "相似度为两句语义的相似程度，0 至 1）：",
+        "pair": "第 {number} 对，相似度 {similarity}",
+        "similarity": "相似度",
         "s4": "四、构成侵权的初步证明材料",
         "evidence": "每个网页的证据包均随本通知书附上（网页存档 WARC 及抓取记录、比对段落、SHA-256 校验值）；"
         "原文与侵权内容的对照见第三部分。",
@@ -462,7 +495,58 @@ def _opening(notice: Notice, t: Mapping[str, str], owners: Sequence[Owner]) -> s
     separator = "、" if notice.language == "zh" else ", "
     owner_names = separator.join(owner.name for owner in owners if owner.name)
     template = t["opening_agent" if sender.role == "agent" else "opening"]
-    return template.format(name=sender.name, owner=owner_names, host=notice.host)
+    rights = rights_in_short([item_kind(item) for item in notice.items])
+    return template.format(name=sender.name, owner=owner_names, host=notice.host, rights=rights)
+
+
+def item_meaning(item: NoticeItem) -> Mapping[str, Any] | None:
+    """The header of an item that copies the meaning, not the words (a rewrite, a translation:
+    ``jobs.notices._meaning_passages``): ``{"kind", "coverage", "pairs"}``; None for an exact copy."""
+    passages = item.passages or []
+    head = passages[0] if passages else None
+    return head if isinstance(head, Mapping) and isinstance(head.get("kind"), str) else None
+
+
+def item_kind(item: NoticeItem) -> str | None:
+    """The kind of copy an item is (``rewrite``, ``translation:en``...; None: an exact copy)."""
+    meaning = item_meaning(item)
+    return str(meaning["kind"]) if meaning is not None else None
+
+
+def item_pairs(item: NoticeItem) -> list[list[Any]]:
+    """The item's quoted passages, ``[original, copy]`` each (an exact copy) or ``[original, copy,
+    similarity]`` (aligned sentences of a copy that keeps the meaning), without the header."""
+    return [list(pair) for pair in item.passages or [] if isinstance(pair, list | tuple) and len(pair) >= 2]
+
+
+def _kind_text(kind: str | None, t: Mapping[str, str], language: str) -> str:
+    """What the notice says an item of ``kind`` is: a rewrite, a translation into a named language."""
+    code = translation_language(kind)
+    if code is not None:
+        return t["kind_translation"].format(language=LANGUAGE_NAMES[language].get(code, code))
+    return t["kind_rewrite"] if kind == "rewrite" else ""
+
+
+def _percent(share: object) -> str:
+    return f"{round(float(share) * 100) if isinstance(share, int | float) else 0}%"
+
+
+def _similarity(value: object) -> str:
+    return f"{float(value):.2f}" if isinstance(value, int | float) and not isinstance(value, bool) else "–"
+
+
+def _item_facts(item: NoticeItem, t: Mapping[str, str], language: str) -> dict[str, str]:
+    """The rights the item's copy infringes, and for a copy that keeps the meaning its kind, its coverage
+    and the heading of its aligned pairs, as the notice's text and document show them."""
+    kind = item_kind(item)
+    facts = {"rights": rights_named(kind, language)}
+    meaning = item_meaning(item)
+    if meaning is not None:
+        shown = len(item_pairs(item))
+        facts["kind"] = _kind_text(kind, t, language)
+        facts["coverage"] = t["coverage_value"].format(coverage=_percent(meaning.get("coverage")))
+        facts["aligned"] = t["aligned"].format(shown=shown, pairs=meaning.get("pairs", shown))
+    return facts
 
 
 def _works(notice: Notice) -> list[tuple[str, str, str]]:
@@ -515,6 +599,9 @@ def _context(notice: Notice, when: datetime, parent: Notice | None) -> dict[str,
         "company": sender is not None and not _person(sender),
         "owners": owners,
         "item_owner": lambda item: item_owners.get(id(item), ""),
+        "item_facts": lambda item: _item_facts(item, t, language),
+        "item_pairs": item_pairs,
+        "similarity": _similarity,
         "proofs": [(PROOF_LABELS[language][p.kind], p) for p in notice_proofs(notice)],
         "works": _works(notice),
         "work_facts": _work_facts(notice, t, colon),
@@ -604,6 +691,11 @@ def render_text(notice: Notice, when: datetime) -> str:
         if item.file_members:  # a copy in a downloaded file: the archive's files it is in
             files = ("、" if c["language"] == "zh" else ", ").join(item.file_members.splitlines())
             lines.append(f"      {t['in_files']}{colon}{files}")
+        facts = _item_facts(item, t, c["language"])
+        if "kind" in facts:  # a rewrite or a translation: what it is, and how much of the chapter it covers
+            lines.append(f"      {t['kind']}{colon}{facts['kind']}")
+            lines.append(f"      {t['coverage']}{colon}{facts['coverage']}")
+        lines.append(f"      {t['rights']}{colon}{facts['rights']}")
         if item.copy_kind:  # the reviewer's word: an excerpt is not called a copy of the chapter
             lines.append(f"      {t['extent']}{colon}{t['extent_' + item.copy_kind]}")
         seen, fetched = minute(item.first_seen), minute(item.fetched_at)
@@ -612,10 +704,15 @@ def render_text(notice: Notice, when: datetime) -> str:
             lines.append(f"      {t['snapshot']}{colon}{item.snapshot_sha256}")
         if (sealed := capture_sealed(item)) is not None:
             lines.append(f"      {t['sealed']}{colon}{minute(sealed)}")
-        for index, pair in enumerate(item.passages or [], start=1):
-            original, copy = (str(pair[0]), str(pair[1])) if len(pair) == 2 else ("", "")
+        if "aligned" in facts:
+            lines.append(f"      {facts['aligned']}")
+        for index, pair in enumerate(item_pairs(item), start=1):
+            original, copy = str(pair[0]), str(pair[1])
+            heading = t["passage"].format(number=index)
+            if len(pair) > 2:  # an aligned sentence pair, with its similarity
+                heading = t["pair"].format(number=index, similarity=_similarity(pair[2]))
             lines += [
-                f"      {t['passage'].format(number=index)}",
+                f"      {heading}",
                 f"        {t['original']}{colon}{original}",
                 f"        {t['copy']}{colon}{copy}",
             ]

@@ -42,6 +42,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload, selectinload
@@ -55,6 +56,7 @@ from fptrack.jobs.notice_proof import keep_what_was_sent
 from fptrack.jobs.notice_render import missing_elements, render_html, render_text
 from fptrack.jobs.rechecks import PageVerdict, refetch_matches
 from fptrack.services.accounts.contact_fields import InvalidField, check_email, check_fields, check_one_line
+from fptrack.services.evidence.alignment import match_alignment, quoted_pairs
 from fptrack.services.evidence.bundle import build_bundle
 from fptrack.services.evidence.passages import EvidenceSpan, quote_pair
 from fptrack.services.evidence.screenshot import one_browser
@@ -111,6 +113,9 @@ NOTICE_LIMIT = 500
 PASSAGE_LIMIT = 600
 """Characters of each passage (original and copy) quoted in a notice, the two cut at the same place of the
 text (``services.evidence.passages.quote_pair``); the bundle has them whole."""
+MEANING_PAIRS = 5
+"""Aligned sentence pairs a notice quotes of a copy that keeps the meaning (a rewrite, a translation), spread
+from the chapter's beginning to its end, with the share of the chapter the whole alignment covers."""
 SENDER_FIELDS = (
     "rights_owner",
     "address",
@@ -505,11 +510,24 @@ def _chain(notice: Notice) -> set[int]:
     return ids
 
 
+def _meaning_passages(session: Session, match: Match) -> list[Any]:
+    """A copy that keeps the meaning, not the words (``match.kind``): what :func:`_item` stores as its
+    passages, a header ``{"kind", "coverage", "pairs"}`` (the kind of copy, the share of the chapter covered,
+    the number of aligned pairs) and then :data:`MEANING_PAIRS` aligned pairs spread over the chapter,
+    ``[original, copy, similarity]`` each (``services.evidence.alignment``); the notice names the right of
+    translation or adaptation from the kind (``services.rights.rights_named``). Empty when nothing aligns."""
+    alignment = match_alignment(session, match)
+    if alignment is None or not alignment.pairs:
+        return []
+    header = {"kind": alignment.kind, "coverage": round(alignment.coverage, 4), "pairs": len(alignment.pairs)}
+    return [header, *quoted_pairs(alignment, MEANING_PAIRS, PASSAGE_LIMIT)]
+
+
 def _item(session: Session, match: Match, bundle_settings: Settings | None) -> NoticeItem:
     stored = evidence_of(session, match)
     work_text = match.work.text or ""
-    passages: list[list[str]] = []
-    for raw in match.spans or []:
+    passages: list[Any] = []
+    for raw in [] if match.kind else match.spans or []:
         try:
             page_start, page_end, work_start, work_end = (int(value) for value in raw[:4])
         except (TypeError, ValueError):
@@ -519,6 +537,8 @@ def _item(session: Session, match: Match, bundle_settings: Settings | None) -> N
         if copy or original:  # both columns cut at the same place of the text
             span = EvidenceSpan(len(passages) + 1, page_start, page_end, work_start, work_end)
             passages.append(list(quote_pair(stored.text, work_text, span, PASSAGE_LIMIT)))
+    if match.kind:  # its spans are sentence offsets into the chapter, not copied passages of the work
+        passages = _meaning_passages(session, match)
     bundle = build_bundle(session, match.id, bundle_settings) if bundle_settings is not None else None
     item = NoticeItem(
         match_id=match.id,

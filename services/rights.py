@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -39,6 +39,9 @@ __all__ = [
     "notice_works",
     "owner_of",
     "rights_gaps",
+    "rights_in_short",
+    "rights_infringed",
+    "rights_named",
     "save_work_rights",
     "work_rights_json",
 ]
@@ -305,3 +308,74 @@ def work_rights_json(work: Work) -> dict[str, object]:
             for proof in work.proofs
         ],
     }
+
+
+# ------------------------------------------------------------------------------------------ rights infringed
+
+# The rights a copy infringes, by its kind (Match.kind: None an exact copy, ``rewrite`` a 洗稿 rewrite,
+# ``translation:<language>`` a translation), as each side of a notice cites them: the Copyright Law of the
+# PRC, Article 10(1) (（十二）信息网络传播权, （十四）改编权, （十五）翻译权) and 17 U.S.C. 106 ((1)
+# reproduction, (3) distribution, (5) public display; (2) derivative works, which a translation and an
+# adaptation are under 17 U.S.C. 101).
+_CN_RIGHTS: Mapping[str, Mapping[str, str]] = {
+    "zh": {
+        "communication": "信息网络传播权（《中华人民共和国著作权法》第十条第一款第（十二）项）",
+        "adaptation": "改编权（同款第（十四）项）",
+        "translation": "翻译权（同款第（十五）项）",
+    },
+    "en": {
+        "communication": "the right of communication through information networks (信息网络传播权, "
+        "Copyright Law of the PRC, Article 10(1)(12))",
+        "adaptation": "the right of adaptation (改编权, Article 10(1)(14))",
+        "translation": "the right of translation (翻译权, Article 10(1)(15))",
+    },
+}
+_US_COPY = {
+    "zh": "《美国法典》第17编第106条第(1)、(3)、(5)项（复制权、发行权、展示权）",
+    "en": "the exclusive rights of reproduction, distribution and public display, "
+    "17 U.S.C. 106(1), (3) and (5)",
+}
+_US_DERIVATIVE: Mapping[str, Mapping[str, str]] = {
+    "zh": {
+        "adaptation": "及第(2)项（演绎作品：改编）",
+        "translation": "及第(2)项（演绎作品：翻译）",
+    },
+    "en": {
+        "adaptation": ", and to prepare derivative works (an adaptation), 17 U.S.C. 106(2)",
+        "translation": ", and to prepare derivative works (a translation), 17 U.S.C. 106(2)",
+    },
+}
+
+
+def rights_infringed(kind: str | None) -> tuple[str, ...]:
+    """The rights a copy of ``kind`` infringes under the Copyright Law of the PRC, Article 10(1): an exact
+    copy put online the right of communication (信息网络传播权) alone; a rewrite the right of adaptation
+    (改编权) beside it; a translation the right of translation (翻译权) beside it."""
+    if kind and kind.startswith("translation:"):
+        return ("communication", "translation")
+    if kind == "rewrite":
+        return ("communication", "adaptation")
+    return ("communication",)
+
+
+def rights_named(kind: str | None, language: str = "en") -> str:
+    """The rights a copy of ``kind`` infringes as a notice in ``language`` names them, under both laws it is
+    sent under: the articles of the Copyright Law of the PRC (:func:`rights_infringed`) and 17 U.S.C. 106,
+    whose (2) (derivative works) a rewrite or a translation adds to (1), (3) and (5)."""
+    side = "zh" if language == "zh" else "en"
+    rights = rights_infringed(kind)
+    chinese = [_CN_RIGHTS[side][right] for right in rights]
+    american = _US_COPY[side] + "".join(_US_DERIVATIVE[side].get(right, "") for right in rights)
+    if side == "zh":
+        return "、".join(chinese) + "；" + american
+    return " and ".join(chinese) + "; " + american
+
+
+_CN_SHORT = {"communication": "信息网络传播权", "adaptation": "改编权", "translation": "翻译权"}
+
+
+def rights_in_short(kinds: Sequence[str | None]) -> str:
+    """The Chinese names of the rights copies of ``kinds`` infringe, each once (信息网络传播权、翻译权):
+    what a Chinese notice's opening says was infringed."""
+    rights = dict.fromkeys(right for kind in kinds for right in rights_infringed(kind))
+    return "、".join(_CN_SHORT[right] for right in rights or ("communication",))
