@@ -1,0 +1,101 @@
+"""The named-entity index (compare.entities) on both databases: registering a work fills it (through
+``compare.service.fingerprint_work``), a page translated into English with the names romanized gets its
+chapter first, an unrelated English page and a page naming a few heroes get nothing, and the rows follow a
+work fingerprinted again or removed."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from fptrack.compare import entities, service
+from fptrack.compare.works import register_work
+from fptrack.core.settings import Settings
+from fptrack.storage.housekeeping import delete_works
+from fptrack.storage.models import Chapter, EntityChapter, EntityPosting
+
+# Each chapter names its people and places in an order of its own; some names are in several chapters.
+SANGUO = [
+    ("第一回 桃园结义", "刘备 关羽 张飞 涿州 黄巾 张角 卢植 董卓 洛阳"),
+    ("第二回 怒鞭督邮", "董卓 张飞 督邮 刘备 关羽 何进 洛阳"),
+    ("第三回 议温明", "吕布 丁原 李肃 袁绍 曹操 王允 郭汜 李儒 张济 杨奉 董卓 洛阳"),
+    ("第四回 废汉帝", "曹操 陈宫 吕伯奢 中牟 袁绍 董卓 洛阳"),
+]
+XIYOU = [
+    ("第一回 大闹天宫", "花果山 美猴王 东海 龙王 敖广 玉帝 李靖 哪吒 南天门 太上老君 孙悟空"),
+    ("第二回 魏征斩龙", "长安 唐王 魏征 泾河 袁守诚 唐僧 孙悟空"),
+]
+FILLER = "{a}引兵来到城下，{b}出马迎敌。两军相对，鼓声大作。"
+
+
+def _work_text(title: str, chapters: list[tuple[str, str]]) -> bytes:
+    parts = [title, ""]
+    for heading, names in chapters:
+        people = names.split()
+        body = "".join(FILLER.format(a=a, b=b) for a, b in zip(people, people[1:] + people[:1], strict=True))
+        parts += [heading, body * 2, ""]
+    return "\n".join(parts).encode("utf-8")
+
+
+def _register(session: Session, settings: Settings, title: str, chapters: list[tuple[str, str]]) -> int:
+    work = register_work(session, _work_text(title, chapters), source_name=f"{title}.txt", title=title)
+    service.fingerprint_work(session, work.work_id, settings)
+    session.commit()
+    return work.work_id
+
+
+TRANSLATED = (
+    "Now when Lü Bu heard that Ting Yüan was dead, he went to Li Su. Then Yuan Shao and Ts'ao Ts'ao met "
+    "Wang Yun at the capital, and Kuo Ssu sang for them; Li Ju poured the wine, Chang Chi and Yang Feng "
+    "kept the gate. Tung Cho rode into Lo-yang in triumph."
+)
+
+
+def test_a_translated_page_gets_its_chapter_first_and_unrelated_pages_nothing(
+    session: Session, settings: Settings
+) -> None:
+    sanguo = _register(session, settings, "三国演义", SANGUO)
+    _register(session, settings, "西游记", XIYOU)
+    found = entities.candidates(session, TRANSLATED, 12)
+    titles = [(session.get(Chapter, c).title, s) for c, s in found]  # type: ignore[union-attr]
+    assert found and session.get(Chapter, found[0][0]).work_id == sanguo, titles  # type: ignore[union-attr]
+    assert titles[0][0].startswith("第三回"), titles
+    assert (
+        entities.candidates(
+            session,
+            "The quick brown fox jumps over the lazy dog. Alice met Bob in London and Paris; "
+            "Charles Dickens wrote of Oliver Twist, and Jane Austen of Elizabeth Bennet.",
+            12,
+        )
+        == []
+    )
+    assert entities.candidates(session, "刘备、关羽、张飞三位英雄，读来令人感慨。", 12) == []
+    assert entities.candidates(session, "", 12) == []
+
+
+def test_a_chinese_rewrite_names_its_chapter(session: Session, settings: Settings) -> None:
+    _register(session, settings, "三国演义", SANGUO)
+    xiyou = _register(session, settings, "西游记", XIYOU)
+    page = (
+        "花果山上的美猴王，去东海寻龙王敖广讨了兵器。玉帝差李靖父子擒他，哪吒败回南天门，"
+        "太上老君也奈何不得这孙悟空。"
+    )
+    found = entities.candidates(session, page, 12)
+    first = session.get(Chapter, found[0][0]) if found else None
+    assert first is not None and first.work_id == xiyou
+
+
+def test_the_rows_follow_the_work(session: Session, settings: Settings) -> None:
+    sanguo = _register(session, settings, "三国演义", SANGUO)
+    rows = session.scalar(select(func.count()).select_from(EntityPosting))
+    indexed = session.scalar(select(func.count()).select_from(EntityChapter))
+    assert rows and indexed == session.scalar(select(func.count()).select_from(Chapter))
+    service.fingerprint_work(session, sanguo, settings)  # again: replaced, not doubled
+    session.commit()
+    assert session.scalar(select(func.count()).select_from(EntityPosting)) == rows
+    assert entities.candidates(session, TRANSLATED, 12)
+    delete_works(session, [sanguo])
+    session.commit()
+    assert session.scalar(select(func.count()).select_from(EntityPosting)) == 0
+    assert session.scalar(select(func.count()).select_from(EntityChapter)) == 0
+    assert entities.candidates(session, TRANSLATED, 12) == []
