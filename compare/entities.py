@@ -116,7 +116,9 @@ TIE = 200  # first occurrences closer than this (ten thousandths of the chapter)
 POSITION_SCALE = 10_000
 
 _HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-_LATIN_WORD = re.compile(r"[^\W\d_][^\W\d_'’\-]*(?:['’\-][^\W\d_]+)*", re.UNICODE)
+_LATIN = "A-Za-z\u00c0-\u024f\u1e00-\u1eff"  # Latin letters, with those of the extended blocks (ü, ê, ǎ)
+_LATIN_WORD = re.compile(f"[{_LATIN}]+(?:['’\\-][{_LATIN}]+)*")
+_RUN_BREAK = re.compile(r"[.!?;:,()\"“”\n]")
 _STRIP = re.compile(r"['’\-\s]")
 
 
