@@ -60,6 +60,7 @@ __all__ = [
     "build_meaning_data",
     "changed_share",
     "cilin_synonyms",
+    "english_review",
     "longest_shared_run",
     "news_fan_fiction",
     "ocr_noise",
@@ -89,6 +90,8 @@ NEGATIVE_KINDS = (
     "review",
     "unregistered_chapter",
     "unregistered_rewrite",
+    "unregistered_translation",
+    "review_en",
 )
 
 SPLIT_SEED = "fptrack-meaning-36"
@@ -304,6 +307,38 @@ def review(chapter: Chapter, rng: random.Random, *, synopsis_chars: int = 200, q
     )
 
 
+ENGLISH_COMMENTS = (
+    "This is one of the chapters readers remember best, and it repays a second reading.",
+    "The translator keeps the pace of the original, though some of the names take getting used to.",
+    "What struck me most was how little the narrator tells us about what the characters feel.",
+    "Some readers find the battle scenes repetitive; I think they are the point.",
+    "The verse at the end sums the chapter up better than any review could.",
+    "Let me know in the comments which chapter you would like me to cover next.",
+)
+"""Commentary an English review of a translated chapter adds to its synopsis."""
+
+_ENGLISH_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def english_review(chapter: Chapter, rng: random.Random, *, synopsis_chars: int = 1000) -> str:
+    """An English reader's review of a translated ``chapter`` (its text in English): a synopsis of about
+    ``synopsis_chars`` (the opening clause of sentences taken evenly through it, as :func:`review` does in
+    Chinese; English runs about five letters to a Han character), one quoted sentence and commentary: the
+    same names and plot in the page's language, but not the chapter sentence by sentence."""
+    sentences = [s for s in _ENGLISH_SENTENCE_END.split(" ".join(chapter.text.split())) if len(s) > 30]
+    step = max(1, len(sentences) // 12)
+    synopsis = "In this chapter "
+    for sentence in sentences[::step]:
+        if len(synopsis) >= synopsis_chars:
+            break
+        clause = sentence.split(",")[0].strip("“”\"' ")
+        synopsis += _pick(rng, ("then ", "after that ", "next ", "")) + clause[0].lower() + clause[1:] + "; "
+    quote = rng.choice(sentences) if sentences else ""
+    comments = " ".join(rng.sample(ENGLISH_COMMENTS, 3))
+    synopsis = synopsis[:synopsis_chars].rstrip("; ")
+    return f"Review: {chapter.title}\n\n{synopsis}.\n\nAs the book puts it: \u201c{quote}\u201d\n\n{comments}"
+
+
 def renamed_fan_fiction(text: str, names: Sequence[str]) -> str:
     """``text`` (a 水浒传 chapter) with its heroes and places renamed, in :data:`_FAN_NAMES`' order, to
     ``names``."""
@@ -470,6 +505,11 @@ def build_meaning_data(
         for (translated, number), (language, text) in sorted(translations.items()):
             if translated == work and number in numbers:
                 add(f"translation_{language}", numbers[number], text)
+                chapter = Chapter(work, number, numbers[number].title, text)
+                # its own generator: the pages sampled for the other kinds stay those of earlier runs
+                add("review_en", chapter, english_review(chapter, random.Random(f"{seed}:{work}:{number}")))
+            elif translated == work and number % 10 == HELD_OUT_DIGIT:
+                add("unregistered_translation", Chapter(work, number, "", text), text)
 
     for c in sample(other, per_kind):
         add("other_work", c, c.text)

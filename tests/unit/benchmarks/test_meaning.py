@@ -19,6 +19,7 @@ from benchmarks.meaning_data import (
     Example,
     MeaningData,
     changed_share,
+    english_review,
     longest_shared_run,
     news_fan_fiction,
     ocr_noise,
@@ -88,6 +89,23 @@ def test_a_review_quotes_one_short_passage_beside_a_synopsis() -> None:
     assert quote and len(quote.group(1)) == 30 and quote.group(1) in chapter.text
     assert "将军出城" in written
     assert len(written) < 60 + 30 + 120
+
+
+ENGLISH = " ".join(
+    f"Sentence {i} tells how Liu Bei, Guan Yu and Zhang Fei rode to battle number {i} with their men."
+    for i in range(60)
+)
+
+
+def test_an_english_review_is_a_short_synopsis_in_order_with_one_quote() -> None:
+    chapter = Chapter("sanguoyanyi", 3, "Dong Zhuo Silences Ding Yuan", ENGLISH)
+    text = english_review(chapter, random.Random(5))
+    assert text == english_review(chapter, random.Random(5))
+    assert text.startswith("Review: Dong Zhuo Silences Ding Yuan") and len(text) < len(ENGLISH) / 2
+    numbers = [int(n) for n in re.findall(r"[Ss]entence (\d+) tells", text)]
+    synopsis, quote = numbers[:-1], numbers[-1]
+    assert len(synopsis) >= 8 and synopsis == sorted(synopsis)  # clauses taken evenly, in order
+    assert 0 <= quote < 60
 
 
 def test_fan_fiction_borrows_the_registered_works_names() -> None:
