@@ -369,11 +369,17 @@ def judge_text(
 
     if not text.strip():
         return {m: ("removed", f"HTTP 200 without the copy: {note or 'no text'}") for m in chapters}
+    suffix = f" ({note})" if note else ""
+    judged: dict[int, tuple[str, str]] = {}
+    by_meaning = _meaning_matches(session, chapters)
+    if by_meaning:
+        judged.update(_judge_meaning(session, text, by_meaning, suffix))
+        chapters = {m: c for m, c in chapters.items() if m not in by_meaning}
+        if not chapters:
+            return judged
     verdicts = verify_chapters(
         session, fingerprint_text(text), set(chapters.values()), ignored_codes=template
     )
-    suffix = f" ({note})" if note else ""
-    judged: dict[int, tuple[str, str]] = {}
     for match_id, chapter_id in chapters.items():
         verdict = verdicts.get(chapter_id)
         common = verdict.copied_chars if verdict is not None else 0
@@ -383,6 +389,47 @@ def judge_text(
         else:
             detail = f"the page no longer copies the chapter ({common} characters in common){suffix}"
             judged[match_id] = ("removed", detail)
+    return judged
+
+
+def _meaning_matches(session: Session, chapters: Mapping[int, int]) -> dict[int, int]:
+    """The matches among ``chapters`` (match id -> chapter id) that the meaning path found (``kind`` set)."""
+    from fptrack.storage.models import Match
+
+    ids = [
+        int(i)
+        for i in session.scalars(
+            select(Match.id).where(Match.id.in_(list(chapters)), Match.kind.is_not(None))
+        )
+    ]
+    return {i: chapters[i] for i in ids}
+
+
+def _judge_meaning(
+    session: Session, text: str, chapters: Mapping[int, int], suffix: str
+) -> dict[int, tuple[str, str]]:
+    """A meaning match (a rewrite, a translation) is still there when the page's sentences still align with
+    the chapter's (``compare.meaning``, the chapter's stored vectors): the exact path would call it
+    removed."""
+    from fptrack.compare.meaning import COVERAGE_MIN, align_stored
+    from fptrack.compare.meaning_store import chapter_sentences
+
+    stored = chapter_sentences(session, sorted(set(chapters.values())))
+    judged: dict[int, tuple[str, str]] = {}
+    for match_id, chapter_id in chapters.items():
+        chapter = stored.get(chapter_id)
+        coverage = (
+            align_stored(text, chapter.text, chapter.spans, chapter.vectors).coverage
+            if chapter is not None
+            else 0.0
+        )
+        if coverage >= COVERAGE_MIN:
+            judged[match_id] = ("present", f"still follows the chapter: coverage {coverage:.2f}{suffix}")
+        else:
+            judged[match_id] = (
+                "removed",
+                f"the page no longer follows the chapter (coverage {coverage:.2f}){suffix}",
+            )
     return judged
 
 

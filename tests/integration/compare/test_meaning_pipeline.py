@@ -227,3 +227,20 @@ def test_the_setting_turns_the_gate_off_and_a_changed_page_is_gated_again(
     assert again == gated
     with session_scope(sessions) as session:
         assert pending_checks(session) == gated
+
+
+def test_a_takedown_recheck_judges_a_meaning_match_by_its_alignment(
+    committed: tuple[Settings, sessionmaker[Session]], stand_in: StandIn
+) -> None:
+    from fptrack.jobs.rechecks import judge_text
+
+    settings, sessions = committed
+    chapter_id = _registered(sessions, settings)
+    _crawled(sessions, settings, NEAR_MISS, "http://127.0.0.1/rewrite.html")
+    run_pending(sessions, settings)
+    (match,) = _matches(sessions)
+    with session_scope(sessions) as session:
+        still = judge_text(session, NEAR_MISS, {match.id: chapter_id})
+        gone = judge_text(session, "今天天气晴朗，我们去公园散步。" * 30, {match.id: chapter_id})
+    assert still[match.id][0] == "present" and "coverage 0.80" in still[match.id][1]
+    assert gone[match.id][0] == "removed"  # the exact path would have said removed for both
