@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ MIN_LETTERS = 200
 """A page with fewer letters (in its first :data:`LANGUAGE_SAMPLE` characters) is never checked: 200 letters
 are ~60 Han characters of English, under a tenth of a short chapter (``COVERAGE_MIN`` is 0.3)."""
 
+log = logging.getLogger(__name__)
+
 EntityCandidates = Callable[[Session, str, int], list[tuple[int, float]]]
 
 
@@ -57,7 +60,12 @@ def entity_candidates(session: Session, text: str, limit: int) -> list[tuple[int
         entities = importlib.import_module("fptrack.compare.entities")
     except ImportError:
         return []
-    found: list[tuple[int, float]] = entities.candidates(session, text, limit)
+    try:
+        with session.begin_nested():  # a failure rolls back this look-up alone, never the page's compare
+            found: list[tuple[int, float]] = entities.candidates(session, text, limit)
+    except Exception:  # the gate must never fail the compare stage: the page stays compared, not gated
+        log.warning("meaning gate: the entity index failed; page not gated", exc_info=True)
+        return []
     return [(int(chapter_id), float(score)) for chapter_id, score in found]
 
 

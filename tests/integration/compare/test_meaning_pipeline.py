@@ -7,12 +7,14 @@ test_meaning_crawl.py runs the real one end to end."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import delete, func, select
+from sqlalchemy import text as sql_text
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.compare import meaning, service
@@ -244,3 +246,37 @@ def test_a_takedown_recheck_judges_a_meaning_match_by_its_alignment(
         gone = judge_text(session, "今天天气晴朗，我们去公园散步。" * 30, {match.id: chapter_id})
     assert still[match.id][0] == "present" and "coverage 0.80" in still[match.id][1]
     assert gone[match.id][0] == "removed"  # the exact path would have said removed for both
+
+
+def test_a_translation_is_gated_by_the_entity_index_whose_failure_never_fails_the_compare(
+    committed: tuple[Settings, sessionmaker[Session]], stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    from tests.unit.compare.test_meaning_model import TRANSLATION
+
+    settings, sessions = committed
+    chapter_id = _registered(sessions, settings)
+
+    def candidates(session: Session, text: str, limit: int) -> list[tuple[int, float]]:
+        session.execute(
+            select(Chapter.id)
+        ).all()  # the index reads the database, in the compare's transaction
+        return [(chapter_id, 2.5)]
+
+    monkeypatch.setitem(sys.modules, "fptrack.compare.entities", types.SimpleNamespace(candidates=candidates))
+    _, gated = _crawled(sessions, settings, TRANSLATION, "http://127.0.0.1/en.html")
+    with session_scope(sessions) as session:
+        check = session.get(MeaningCheck, gated[0])
+        assert check is not None and (check.reason, check.candidates) == ("entities", [[chapter_id, 2.5]])
+
+    def broken(session: Session, text: str, limit: int) -> list[tuple[int, float]]:
+        session.execute(sql_text("SELECT term FROM entity_table_not_migrated"))  # fails, in the database
+        raise AssertionError("unreachable")
+
+    monkeypatch.setitem(sys.modules, "fptrack.compare.entities", types.SimpleNamespace(candidates=broken))
+    other_id, none = _crawled(sessions, settings, TRANSLATION + "\n\nThe end.", "http://127.0.0.1/en2.html")
+    assert none == []
+    with session_scope(sessions) as session:  # compared all the same
+        page = session.get(Page, other_id)
+        assert page is not None and page.compared_at is not None
