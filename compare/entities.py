@@ -382,20 +382,31 @@ _vocabularies: dict[str, _Vocabulary] = {}
 
 
 def _vocabulary(session: Session) -> _Vocabulary:
-    """Every indexed term with its chapter frequency, held per database and reloaded when ``entity_chapters``
-    changes (its largest id and row count: one index look-up each)."""
+    """Every indexed term with its chapter frequency, held per database and brought up to date when
+    ``entity_chapters`` changes (its largest id and row count: one index look-up each). Chapters only added
+    since (a work registered: every row new has a larger id, and the count grew by as many) are read alone;
+    anything else (a work removed or indexed again) reads the whole index again."""
     bind = session.get_bind()
     key = str(bind.engine.url) if hasattr(bind, "engine") else str(id(bind))
     version_row = session.execute(select(func.max(EntityChapter.id), func.count(EntityChapter.id))).one()
     version = (int(version_row[0] or 0), int(version_row[1] or 0))
     with _vocabulary_lock:
         held = _vocabularies.get(key)
-        if held is not None and held.version == version:
-            return held
-    df = {
-        str(term): int(n)
-        for term, n in session.execute(select(EntityPosting.term, func.count()).group_by(EntityPosting.term))
-    }
+    if held is not None and held.version == version:
+        return held
+    counted = select(EntityPosting.term, func.count()).group_by(EntityPosting.term)
+    added = 0
+    if held is not None and version[0] > held.version[0]:
+        added = int(session.scalar(select(func.count()).where(EntityChapter.id > held.version[0])) or 0)
+    if held is not None and added and held.version[1] + added == version[1]:
+        df = dict(held.df)
+        new_rows = counted.join(EntityChapter, EntityChapter.chapter_id == EntityPosting.chapter_id).where(
+            EntityChapter.id > held.version[0], EntityChapter.id <= version[0]
+        )
+        for term, n in session.execute(new_rows):
+            df[str(term)] = df.get(str(term), 0) + int(n)
+    else:
+        df = {str(term): int(n) for term, n in session.execute(counted)}
     prefixes = frozenset(t[:2] for t in df if _HAN_RUN.match(t))
     vocabulary = _Vocabulary(version, df, version[1], prefixes)
     with _vocabulary_lock:

@@ -75,7 +75,12 @@ def test_a_translated_page_gets_its_chapter_first_and_unrelated_pages_nothing(
 
 def test_a_chinese_rewrite_names_its_chapter(session: Session, settings: Settings) -> None:
     _register(session, settings, "三国演义", SANGUO)
-    xiyou = _register(session, settings, "西游记", XIYOU)
+    assert entities.candidates(session, TRANSLATED, 12)  # the vocabulary held before the next work
+    xiyou = _register(session, settings, "西游记", XIYOU)  # read alone: only added
+    held = entities._vocabulary(session)
+    whole = select(EntityPosting.term, func.count()).group_by(EntityPosting.term)
+    assert held.df == {str(t): int(n) for t, n in session.execute(whole)}
+    assert held.chapters == session.scalar(select(func.count()).select_from(Chapter))
     page = (
         "花果山上的美猴王，去东海寻龙王敖广讨了兵器。玉帝差李靖父子擒他，哪吒败回南天门，"
         "太上老君也奈何不得这孙悟空。"
