@@ -285,11 +285,12 @@ def _keep_trying(wait: float, check: Callable[[], str | None]) -> None:
 @click.option(
     "--queue",
     "queue_kind",
-    type=click.Choice(["any", "tasks", "crawls"]),
+    type=click.Choice(["any", "tasks", "crawls", "meaning"]),
     default="any",
     show_default=True,
     help="Only workers consuming this queue: tasks = FPTRACK_TASK_QUEUE (`fptrack worker`), "
-    "crawls = the crawl queue (`fptrack crawler`, or a worker without --no-crawls).",
+    "crawls = the crawl queue (`fptrack crawler`, or a worker without --no-crawls), meaning = the meaning "
+    "path's queue (a worker without --no-meaning).",
 )
 @click.option(
     "--local",
@@ -320,7 +321,12 @@ def ping(context: CliContext, timeout: float, queue_kind: str, local: bool, ever
 
     tasks.configure(context.settings)
     settings = context.settings
-    queue = {"any": None, "tasks": settings.task_queue, "crawls": settings.crawl_task_queue}[queue_kind]
+    queue = {
+        "any": None,
+        "tasks": settings.task_queue,
+        "crawls": settings.crawl_task_queue,
+        "meaning": settings.meaning_task_queue,
+    }[queue_kind]
     answering: dict[str, list[str]] = {}
 
     def check() -> str | None:
