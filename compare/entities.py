@@ -67,6 +67,7 @@ __all__ = [
     "chapter_postings",
     "forms",
     "index_chapters",
+    "index_missing",
     "page_terms",
     "pinyin_syllables",
     "romanized_key",
@@ -367,6 +368,21 @@ def index_chapters(session: Session, work_id: int) -> int:
     for start in range(0, len(rows), 5_000):
         session.execute(insert(EntityPosting), rows[start : start + 5_000])
     return len(rows)
+
+
+def index_missing(session: Session) -> list[int]:
+    """Index every work that has a chapter without entity rows (works registered before migration 0035, or
+    whose indexing was lost); returns their ids. Each work is one :func:`index_chapters`."""
+    missing = (
+        select(Chapter.work_id)
+        .outerjoin(EntityChapter, EntityChapter.chapter_id == Chapter.id)
+        .where(EntityChapter.id.is_(None))
+        .distinct()
+    )
+    work_ids = sorted(int(w) for w in session.scalars(missing))
+    for work_id in work_ids:
+        index_chapters(session, work_id)
+    return work_ids
 
 
 @dataclass(frozen=True)

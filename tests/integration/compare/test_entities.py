@@ -5,7 +5,7 @@ work fingerprinted again or removed."""
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from fptrack.compare import entities, service
@@ -99,6 +99,10 @@ def test_the_rows_follow_the_work(session: Session, settings: Settings) -> None:
     session.commit()
     assert session.scalar(select(func.count()).select_from(EntityPosting)) == rows
     assert entities.candidates(session, TRANSLATED, 12)
+    session.execute(delete(EntityChapter))  # as a work registered before migration 0035 stands
+    session.execute(delete(EntityPosting))
+    assert entities.index_missing(session) == [sanguo] and entities.index_missing(session) == []
+    assert session.scalar(select(func.count()).select_from(EntityPosting)) == rows
     delete_works(session, [sanguo])
     session.commit()
     assert session.scalar(select(func.count()).select_from(EntityPosting)) == 0
