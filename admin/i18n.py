@@ -27,7 +27,7 @@ from sqlalchemy import select
 
 from fptrack.admin.security import public
 from fptrack.admin.views.context import admin_state, db_session
-from fptrack.admin.vocabulary import label
+from fptrack.admin.vocabulary import kind_label, label
 from fptrack.storage.models import Site
 
 __all__ = [
@@ -116,6 +116,7 @@ def install_i18n(app: Flask) -> None:
     app.jinja_env.filters["when_seconds"] = _when_seconds
     app.jinja_env.filters["site_name"] = site_name
     app.jinja_env.filters["label"] = label
+    app.jinja_env.filters["kind"] = kind_label  # a meaning match's kind: 洗稿改写, 翻译（英文）
     app.jinja_env.globals["ui_languages"] = _LANGUAGE_NAMES
     app.jinja_env.globals["current_language"] = select_language
     app.add_url_rule("/language", "language", public(_language_switch), methods=["POST"])

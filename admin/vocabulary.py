@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask_babel import gettext
 
-__all__ = ["N_", "VOCABULARY", "label"]
+__all__ = ["LANGUAGES", "N_", "VOCABULARY", "kind_label", "label"]
 
 
 def N_(message: str) -> str:
@@ -93,3 +93,31 @@ def label(value: object) -> str:
     """A stored word (a status, a role...) in the page's language."""
     text = "" if value is None else str(value)
     return gettext(text) if text in VOCABULARY else text
+
+
+# The languages a translation is found in (compare.meaning.detect_language), by code.
+LANGUAGES = {
+    "en": N_("English"),
+    "vi": N_("Vietnamese"),
+    "id": N_("Indonesian"),
+    "th": N_("Thai"),
+    "ko": N_("Korean"),
+    "ja": N_("Japanese"),
+    "ru": N_("Russian"),
+    "ar": N_("Arabic"),
+    "zh": N_("Chinese"),
+}
+
+
+def kind_label(kind: object) -> str:
+    """A meaning match's kind (``Match.kind``) in the page's language: ``rewrite`` a 洗稿 rewrite,
+    ``translation:en`` a translation into English; empty for an exact copy (None), a kind not known as it
+    is."""
+    text = "" if kind is None else str(kind)
+    if text == "rewrite":
+        return str(gettext("Rewrite"))
+    if text.startswith("translation:"):
+        code = text.partition(":")[2]
+        name = gettext(LANGUAGES[code]) if code in LANGUAGES else code
+        return str(gettext("Translation (%(language)s)", language=name))
+    return text

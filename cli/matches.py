@@ -147,14 +147,16 @@ def matches(
 
     With --format json: one object per line with page_url, work_id, work_title, chapter_index, chapter_title,
     score, methods, spans ([page_start, page_end, work_start, work_end] in characters of the original texts),
-    first_seen, then id and status (and with --evidence: evidence, an object with passages, fetched_at,
-    http_status, snapshot_sha256 and kept, true when the page has changed since); a match on a downloaded
-    archive adds files, the archive's files its passages are in (docs/downloads.md). CSV has the same columns
-    in that order (cells a spreadsheet would read as a formula are prefixed with an apostrophe), after a UTF-8
-    byte order mark unless --no-bom.
+    first_seen, kind (null: an exact copy; rewrite or translation:<language>: a copy that keeps the meaning),
+    alignment (its sentences aligned in order: coverage, pairs), then id and status (and with --evidence:
+    evidence, an object with passages, fetched_at, http_status, snapshot_sha256 and kept, true when the page
+    has changed since); a match on a downloaded archive adds files, the archive's files its passages are in
+    (docs/downloads.md). CSV has the same columns in that order (cells a spreadsheet would read as a formula
+    are prefixed with an apostrophe), after a UTF-8 byte order mark unless --no-bom.
 
     \b
-      fptrack matches --id 12               match 12, whatever its status
+      fptrack matches --id 12               match 12, whatever its status (a rewrite or a
+                                            translation: its aligned sentence pairs too)
       fptrack matches --status all --format csv > matches.csv"""
     from fptrack.compare.records import match_files, match_to_dict
     from fptrack.services.exports import CSV_MATCH_COLUMNS, csv_match_row
@@ -172,6 +174,7 @@ def matches(
             found = list(iter_matches(session, selected))  # first seen first
         _require_ids(session, match_ids)
         records = []
+        aligned = [_aligned_text(session, m) for m in found if m.kind and match_ids and fmt == "table"]
         for m in found:
             files = match_files(session, m)
             records.append(
@@ -188,7 +191,7 @@ def matches(
         click.echo("no matches" + (f" with status {status}" if status != "all" else ""))
     else:
         print_table(
-            ["id", "status", "score", "work", "chapter", "page", "methods", "first seen"],
+            ["id", "status", "score", "work", "chapter", "page", "methods", "kind", "first seen"],
             [
                 (
                     r["id"],
@@ -198,11 +201,14 @@ def matches(
                     f"{r['chapter_index']} {r['chapter_title']}",
                     r["page_url"],
                     ",".join(r["methods"]),
+                    r["kind"] or "exact",
                     r["first_seen"][:19],
                 )
                 for r in records
             ],
         )
+        for text in aligned:
+            click.echo(text)
         for r in records:
             if r.get("files"):
                 click.echo(f"match {r['id']}: in the downloaded archive, the file(s) {', '.join(r['files'])}")
@@ -215,6 +221,36 @@ def matches(
             )
             for passage in shown["passages"]:
                 click.echo("  " + (passage if len(passage) <= 160 else passage[:75] + " … " + passage[-75:]))
+
+
+def _aligned_text(session: Session, match: Match) -> str:
+    """A meaning match as ``fptrack matches --id`` prints it below the table: its kind, its coverage and each
+    aligned pair, the page's sentence over the chapter's, with their similarity
+    (``services.evidence.alignment``)."""
+    from fptrack.services.evidence.alignment import kind_label, match_alignment
+
+    alignment = match_alignment(session, match)
+    if alignment is None:
+        return ""
+    covered = round(alignment.coverage * 100)
+    heading = (
+        f"\nmatch {match.id}: {kind_label(alignment.kind)}, {covered}% of the chapter covered; "
+        f"{len(alignment.pairs)} aligned sentence pairs (the page has {alignment.page_sentences} sentences, "
+        f"the chapter {alignment.chapter_sentences})"
+    )
+    lines = [heading]
+    for pair in alignment.pairs:
+        lines += [
+            f"  {pair.number}. similarity {pair.similarity:.2f}",
+            f"     page    [{pair.page_start}:{pair.page_end}] {_one_line(pair.page_text)}",
+            f"     chapter [{pair.chapter_start}:{pair.chapter_end}] {_one_line(pair.chapter_text)}",
+        ]
+    return "\n".join(lines)
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit // 2 - 2] + " … " + text[-(limit // 2 - 2) :]
 
 
 def _require_ids(session: Session, match_ids: tuple[int, ...]) -> None:

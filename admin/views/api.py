@@ -25,6 +25,7 @@ from fptrack.admin.views.sites import site_rows
 from fptrack.analytics.rollups import match_rollup
 from fptrack.analytics.takedowns import STATES, takedown_records, takedown_stats
 from fptrack.compare.records import match_to_dict
+from fptrack.services.evidence.alignment import match_alignment
 from fptrack.services.queries import (
     MAX_ID,
     chapter_rows,
@@ -79,7 +80,27 @@ def match_json(match: Match, *, detail: bool = False) -> dict[str, Any]:
             "rechecked_at": iso_utc(match.rechecked_at),
             "taken_down_at": iso_utc(match.taken_down_at),
         },
+        "aligned": _aligned(match),
     }
+
+
+def _aligned(match: Match) -> list[dict[str, Any]] | None:
+    """A meaning match's aligned sentence pairs with their texts (``services.evidence.alignment``: the page's
+    text as copied beside the chapter's), in order; None for an exact copy."""
+    alignment = match_alignment(read_session(), match)
+    if alignment is None:
+        return None
+    return [
+        {
+            "number": pair.number,
+            "page": [pair.page_start, pair.page_end],
+            "chapter": [pair.chapter_start, pair.chapter_end],
+            "similarity": round(pair.similarity, 4),
+            "page_text": pair.page_text,
+            "chapter_text": pair.chapter_text,
+        }
+        for pair in alignment.pairs
+    ]
 
 
 def _bad(error: Exception) -> None:

@@ -31,6 +31,7 @@ from fptrack.admin.views.context import admin_state, db_session
 from fptrack.admin.views.read_sessions import read_session
 from fptrack.admin.vocabulary import label
 from fptrack.compare.records import copied_characters, match_files, match_to_dict
+from fptrack.services.evidence.alignment import match_alignment
 from fptrack.services.evidence.passages import (
     EvidenceSpan,
     Segment,
@@ -302,7 +303,9 @@ def load_evidence(match: Match, session: Session | None = None) -> Evidence:
         raise ValueError("the match is not attached to a session")
     stored = evidence_of(session, match)
     chapter = match.chapter
-    spans = evidence_spans(match.spans)
+    # a copy that keeps the meaning (match.kind) has aligned sentences, not copied passages: its spans are
+    # sentence offsets into the chapter, shown as pairs (services.evidence.alignment), never highlighted here
+    spans = evidence_spans(match.spans) if not match.kind else []
     page_text = stored.text or ""
     work_text = match.work.text or ""
     # Spans are offsets into Work.text; the chapter shown is that text's [start, end) slice.
@@ -347,6 +350,7 @@ def detail(match_id: int) -> str:
         "match.html",
         match=match,
         evidence=evidence,
+        alignment=match_alignment(read_session(), match),
         spans=evidence.spans,
         diffs=evidence.diffs,
         page_segments=evidence.page_segments,

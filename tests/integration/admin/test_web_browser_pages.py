@@ -28,6 +28,7 @@ from tests.conftest import TEST_SITE_RATE
 from tests.integration.admin.test_web_browser import ARTIFACTS, CHROMIUM_ARGS, CHROMIUM_PATH
 from tests.support.accounts import PASSWORD, add_account
 from tests.support.admin_seed import COPIED_ONE, T0, Seeded, passage_span, seed
+from tests.support.meaning_seed import add_meaning_match
 from tests.unit.admin.test_web_i18n import _untranslated
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -87,6 +88,8 @@ def _seed(settings: Settings) -> dict[str, str]:
         with Session(engine, expire_on_commit=False) as session:
             seeded = seed(session)
             _long_ones(session, seeded)
+            # a copy that keeps the meaning (issue 36): its kind, coverage and aligned sentences side by side
+            meaning_id = add_meaning_match(session, seeded)
             site = add_site(
                 session, SiteSpec(name="盗版书站", start_urls=("http://pirate.example/",), schedule="6h")
             )
@@ -120,6 +123,7 @@ def _seed(settings: Settings) -> dict[str, str]:
                 "dashboard": "/?days=0",
                 "matches": "/matches",
                 "match": f"/matches/{seeded.hostile_match_id}",
+                "match-meaning": f"/matches/{meaning_id}",
                 "works": "/works",
                 "work": f"/works/{seeded.work_id}",
                 "sites": "/sites",

@@ -325,6 +325,7 @@ def test_api_matches_carry_the_public_fields_plus_id_and_status(client: FlaskCli
         "page_note": "",
         "parts": [],
         "takedown": unchecked,
+        "aligned": None,  # an exact copy: no aligned sentences (a meaning match's: test_web_meaning)
     }  # one match says a little more
 
 
