@@ -209,7 +209,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "kind": "Kind of copy",
         "kind_rewrite": "a rewrite of the chapter (洗稿): its sentences reworded, in the original's order",
         "kind_translation": "a translation of the chapter into {language}",
-        "coverage": "Sentences aligned with the original",
+        "coverage": "Coverage",
         "coverage_value": "{coverage} of the original chapter, sentence by sentence in order",
         "aligned": "{shown} of the {pairs} aligned sentence pairs, from the chapter's beginning to its end "
         "(similarity of the two sentences' meaning, 0 to 1):",
@@ -298,7 +298,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "kind": "侵权方式",
         "kind_rewrite": "洗稿改写：逐句改写原章节的文字，保留原文的内容和顺序",
         "kind_translation": "将原章节翻译为{language}",
-        "coverage": "逐句对应原文",
+        "coverage": "覆盖范围",
         "coverage_value": "按原文顺序逐句对应，覆盖原章节 {coverage}",
         "aligned": "逐句对照（共 {pairs} 对，自章首至章末选列 {shown} 对；"
         "相似度为两句语义的相似程度，0 至 1）：",

@@ -67,6 +67,7 @@ from fptrack.compare.records import match_to_dict
 from fptrack.core.errors import FptrackError
 from fptrack.core.plain_http import HttpFailure, http_request
 from fptrack.core.settings import Settings
+from fptrack.services.evidence.alignment import chapter_text_of, read_alignment
 from fptrack.services.evidence.passages import evidence_spans, span_diff
 from fptrack.services.evidence.screenshot import MAX_HEIGHT as MAX_SCREENSHOT_HEIGHT
 from fptrack.services.evidence.screenshot import Screenshot, screenshot_of
@@ -1022,6 +1023,8 @@ def _capture_seal(session: Session, page_id: int, exchange: RawExchange) -> Capt
 
 def _passages(match: Match, content: Evidence) -> list[dict[str, Any]]:
     page_text = content.text or ""
+    if match.kind:  # a copy that keeps the meaning: its aligned sentences, not copied passages
+        return _aligned_passages(match, page_text)
     work_text = match.work.text or ""
     passages = []
     for span in evidence_spans(match.spans):
@@ -1039,6 +1042,28 @@ def _passages(match: Match, content: Evidence) -> list[dict[str, Any]]:
             }
         )
     return passages
+
+
+def _aligned_passages(match: Match, page_text: str) -> list[dict[str, Any]]:
+    """A meaning match's aligned sentence pairs (``services.evidence.alignment``) as the bundle's passages:
+    ``work`` in characters of the work's text as for an exact copy (its ``spans`` are chapter offsets),
+    ``chapter`` in the chapter's, with the pair's ``similarity``; no character differences (other words)."""
+    chapter_text = chapter_text_of(match)
+    alignment = read_alignment(match.kind, match.alignment, page_text, chapter_text)
+    shift = match.chapter.start
+    return [
+        {
+            "number": pair.number,
+            "page": [pair.page_start, pair.page_end],
+            "work": [shift + pair.chapter_start, shift + pair.chapter_end],
+            "chapter": [pair.chapter_start, pair.chapter_end],
+            "page_text": page_text[pair.page_start : pair.page_end],
+            "work_text": chapter_text[pair.chapter_start : pair.chapter_end],
+            "similarity": round(pair.similarity, 4),
+            "differences": None,
+        }
+        for pair in (alignment.pairs if alignment is not None else ())
+    ]
 
 
 def build_bundle(

@@ -8,9 +8,16 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from fptrack.storage.models import Match, Page, Work
-from tests.support.admin_seed import CHAPTER_ONE, SCRIPT, T0, Seeded
+from tests.support.admin_seed import SCRIPT, T0, Seeded
 
-__all__ = ["CHAPTER_SENTENCES", "PAGE_SENTENCES", "TRANSLATION_URL", "add_meaning_match"]
+__all__ = [
+    "CHAPTER_SENTENCES",
+    "CHAPTER_TWO_SENTENCES",
+    "PAGE_SENTENCES",
+    "PAGE_TWO_SENTENCES",
+    "TRANSLATION_URL",
+    "add_meaning_match",
+]
 
 TRANSLATION_URL = "http://translated.example/mountain/1.html"
 CHAPTER_SENTENCES = ("山中有一座小庙，庙里住着一位老和尚。", "每天清晨他都去溪边挑水。")
@@ -19,6 +26,12 @@ PAGE_SENTENCES = (
     "Every morning he walks down to the stream to carry water.",
 )
 SIMILARITIES = (0.91, 0.87)
+# the second chapter, which starts further into the work's text than the first: its offsets differ
+CHAPTER_TWO_SENTENCES = ("小和尚长大以后决定下山看看外面的世界，", "他带着一把旧伞出发了。")
+PAGE_TWO_SENTENCES = (
+    "When the little monk grew up he decided to go down the mountain and see the world;",
+    "he set off with an old umbrella.",
+)
 
 
 def add_meaning_match(
@@ -29,18 +42,24 @@ def add_meaning_match(
     status: str = "confirmed",
     url: str = TRANSLATION_URL,
     host: str = "translated.example",
+    chapter_index: int = 1,
 ) -> int:
     """A meaning match of ``kind`` on the seed's first chapter (its two sentences aligned with the page's
-    two), committed; its id."""
+    two; ``chapter_index`` 2: the second chapter's), committed; its id."""
     work = session.get(Work, seeded.work_id)
     assert work is not None
-    chapter = work.chapters[0]
-    text = f"Chapter One {SCRIPT}\n" + " ".join(PAGE_SENTENCES) + "\nNext chapter | <b>ads</b>"
+    chapter = work.chapters[chapter_index - 1]
+    page_sentences, chapter_sentences = (
+        (PAGE_SENTENCES, CHAPTER_SENTENCES)
+        if chapter_index == 1
+        else (PAGE_TWO_SENTENCES, CHAPTER_TWO_SENTENCES)
+    )
+    text = f"Chapter One {SCRIPT}\n" + " ".join(page_sentences) + "\nNext chapter | <b>ads</b>"
     pairs: list[list[float]] = []
     for page_sentence, chapter_sentence, similarity in zip(
-        PAGE_SENTENCES, CHAPTER_SENTENCES, SIMILARITIES, strict=True
+        page_sentences, chapter_sentences, SIMILARITIES, strict=True
     ):
-        page_start, chapter_start = text.index(page_sentence), CHAPTER_ONE.index(chapter_sentence)
+        page_start, chapter_start = text.index(page_sentence), chapter.text.index(chapter_sentence)
         pairs.append(
             [
                 page_start,

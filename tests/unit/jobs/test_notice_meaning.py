@@ -7,6 +7,9 @@ quoted are unit-tested too."""
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
 from datetime import UTC, datetime
 
 import pytest
@@ -23,9 +26,15 @@ from fptrack.services.evidence.alignment import (
     read_alignment,
 )
 from fptrack.services.rights import rights_in_short, rights_infringed, rights_named
-from fptrack.storage.models import Match
+from fptrack.storage.models import Match, Work
 from tests.support.admin_seed import SCRIPT, Seeded
-from tests.support.meaning_seed import CHAPTER_SENTENCES, PAGE_SENTENCES, add_meaning_match
+from tests.support.meaning_seed import (
+    CHAPTER_SENTENCES,
+    CHAPTER_TWO_SENTENCES,
+    PAGE_SENTENCES,
+    PAGE_TWO_SENTENCES,
+    add_meaning_match,
+)
 from tests.unit.jobs.test_notices import _draft, _sender, seeded
 
 __all__ = ["seeded"]
@@ -206,3 +215,25 @@ def test_a_meaning_match_gone_from_the_database_keeps_its_notice(
     session.expire_all()
     html = render_html(notice, NOW)
     assert "a translation of the chapter into English" in html and "106(2)" in html
+
+
+def test_the_evidence_bundle_holds_the_aligned_pairs_in_the_works_offsets(
+    session: Session, settings: Settings, seeded: Seeded
+) -> None:
+    """The bundle a notice attaches (evidence.json): the pairs of a meaning match on the second chapter, the
+    work's offsets shifted by the chapter's start (a meaning match's spans are chapter offsets)."""
+    add_meaning_match(session, seeded, chapter_index=2)
+    _sender(session)
+    notice = _draft(session, settings, language="en", host="translated.example", now=NOW)
+    [item] = notice.items
+    assert item.bundle is not None
+    with zipfile.ZipFile(io.BytesIO(item.bundle)) as bundle:
+        document = json.loads(bundle.read("evidence.json"))
+    work = session.get(Work, seeded.work_id)
+    assert work is not None and work.chapters[1].start > 0
+    passages = document["passages"]
+    assert [p["work_text"] for p in passages] == list(CHAPTER_TWO_SENTENCES)
+    assert [p["page_text"] for p in passages] == list(PAGE_TWO_SENTENCES)
+    assert [work.text[slice(*p["work"])] for p in passages] == list(CHAPTER_TWO_SENTENCES)
+    assert [p["similarity"] for p in passages] == [0.91, 0.87]
+    assert document["match"]["kind"] == "translation:en"
