@@ -249,7 +249,9 @@ def _aligned_text(session: Session, match: Match) -> str:
 
 
 def _one_line(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
+    """Crawled text on one line of a terminal: whitespace runs as one space, a control character (an escape
+    sequence a hostile page may hold) as U+FFFD, cut in the middle past ``limit`` characters."""
+    text = "".join(char if char.isprintable() else "\ufffd" for char in " ".join(text.split()))
     return text if len(text) <= limit else text[: limit // 2 - 2] + " … " + text[-(limit // 2 - 2) :]
 
 

@@ -82,3 +82,11 @@ def test_json_carries_kind_and_alignment(data_dir: Path, meaning_id: tuple[Seede
         records[seeded.hostile_match_id]["kind"] is None
         and records[seeded.hostile_match_id]["alignment"] is None
     )
+
+
+def test_a_sentence_is_one_line_without_control_characters() -> None:
+    from fptrack.cli.matches import _one_line
+
+    assert _one_line("a\n b\x1b[2J c\u0007") == "a b\ufffd[2J c\ufffd"
+    long = _one_line("字" * 400)
+    assert len(long) <= 160 and " … " in long
