@@ -47,27 +47,30 @@ import math
 import re
 import threading
 import unicodedata
-from collections import Counter
-from collections.abc import Container, Iterable, Iterator
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from fptrack.storage.chunks import id_chunks
-from fptrack.storage.models import Chapter, EntityChapter, EntityPosting
+from fptrack.storage.models import Chapter, EntityChapter, EntityPosting, EntityStamp, EntityTerm
 
 __all__ = [
     "MIN_SCORE",
     "MIN_SHARED",
     "PageTerms",
+    "add_terms",
     "candidates",
     "chapter_postings",
     "forms",
     "index_chapters",
     "index_missing",
+    "page_keys",
     "page_terms",
     "pinyin_syllables",
     "romanized_key",
@@ -343,7 +346,9 @@ def _forms_cached(term: str) -> frozenset[str]:
 def index_chapters(session: Session, work_id: int) -> int:
     """Build work ``work_id``'s lexicon from all its chapters and write every chapter's postings, replacing
     any rows they had (a work fingerprinted again, a chapter's text replaced); returns the rows written.
-    Called by ``compare.service.fingerprint_work``, in its transaction."""
+    Called by ``compare.service.fingerprint_work``, in its transaction. The rows deleted are taken off
+    ``entity_terms`` and the stamp by triggers (migration 0036); those written are added here, the terms in
+    their sorted order (two registrations wait for each other, never deadlock), and the stamp moves on."""
     chapters = [
         (int(cid), str(text))
         for cid, text in session.execute(
@@ -367,12 +372,33 @@ def index_chapters(session: Session, work_id: int) -> int:
         )
     for start in range(0, len(rows), 5_000):
         session.execute(insert(EntityPosting), rows[start : start + 5_000])
+    add_terms(session, Counter(str(row["term"]) for row in rows), len(chapters))
     return len(rows)
 
 
-def index_missing(session: Session) -> list[int]:
+def add_terms(session: Session, counts: Counter[str], chapters: int) -> None:
+    """Add ``counts`` (term -> chapters newly holding it) to ``entity_terms`` and ``chapters`` to the stamp,
+    whose serial moves on: what :func:`index_chapters` does after inserting its rows (and a bulk load of rows
+    written otherwise must do too)."""
+    dialect = session.get_bind().dialect.name
+    upsert = postgresql.insert(EntityTerm) if dialect == "postgresql" else sqlite.insert(EntityTerm)
+    statement = upsert.on_conflict_do_update(
+        index_elements=[EntityTerm.term], set_={"chapters": EntityTerm.chapters + upsert.excluded.chapters}
+    )
+    terms = sorted(counts)
+    for start in range(0, len(terms), 5_000):
+        session.execute(statement, [{"term": t, "chapters": counts[t]} for t in terms[start : start + 5_000]])
+    session.execute(
+        update(EntityStamp)
+        .where(EntityStamp.id == 1)
+        .values(serial=EntityStamp.serial + 1, chapters=EntityStamp.chapters + chapters)
+    )
+
+
+def index_missing(session: Session, progress: Callable[[int, int, int], None] | None = None) -> list[int]:
     """Index every work that has a chapter without entity rows (works registered before migration 0035, or
-    whose indexing was lost); returns their ids. Each work is one :func:`index_chapters`."""
+    whose indexing was lost); returns their ids. Each work is one :func:`index_chapters`; ``progress`` is
+    called after each with (works done, works to do, the work's id)."""
     missing = (
         select(Chapter.work_id)
         .outerjoin(EntityChapter, EntityChapter.chapter_id == Chapter.id)
@@ -380,54 +406,92 @@ def index_missing(session: Session) -> list[int]:
         .distinct()
     )
     work_ids = sorted(int(w) for w in session.scalars(missing))
-    for work_id in work_ids:
+    for done, work_id in enumerate(work_ids, 1):
         index_chapters(session, work_id)
+        if progress is not None:
+            progress(done, len(work_ids), work_id)
     return work_ids
 
 
-@dataclass(frozen=True)
-class _Vocabulary:
-    version: tuple[int, int]
-    df: dict[str, int]  # term -> chapters holding it
-    chapters: int
-    prefixes: frozenset[str]  # the first two characters of every Han term
+Stamp = tuple[int, int]
+"""(serial, indexed chapters) of ``entity_stamp``: a change of either is a change of the index."""
+
+CACHED_TERMS = 200_000
+"""Terms (and strings found not to be terms) a process holds per database: about 30 MB at most."""
+_LOOKUP_CHUNK = 2_000
 
 
-_vocabulary_lock = threading.Lock()
-_vocabularies: dict[str, _Vocabulary] = {}
+def _stamp(session: Session) -> Stamp:
+    """The index's stamp: one row read by its key, whatever the index's size."""
+    row = session.execute(select(EntityStamp.serial, EntityStamp.chapters).where(EntityStamp.id == 1)).first()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
-def _vocabulary(session: Session) -> _Vocabulary:
-    """Every indexed term with its chapter frequency, held per database and brought up to date when
-    ``entity_chapters`` changes (its largest id and row count: one index look-up each). Chapters only added
-    since (a work registered: every row new has a larger id, and the count grew by as many) are read alone;
-    anything else (a work removed or indexed again) reads the whole index again."""
+class _TermCache:
+    """The document frequencies a process has read (0: not a term), least recently used first, at most
+    :data:`CACHED_TERMS`; emptied when the stamp it was read at changes (a work registered, indexed again or
+    removed changes the frequencies of its terms, and every weight's ``N``)."""
+
+    def __init__(self, size: int = CACHED_TERMS) -> None:
+        self.size = size
+        self.stamp: Stamp = (-1, -1)
+        self.df: OrderedDict[str, int] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def frequencies(self, session: Session, stamp: Stamp, keys: set[str]) -> dict[str, int]:
+        """The document frequency of each of ``keys`` that is an indexed term (held, or read by key)."""
+        with self.lock:
+            if stamp != self.stamp:
+                self.df.clear()
+                self.stamp = stamp
+            held = {k: self.df[k] for k in keys if k in self.df}
+            for k in held:
+                self.df.move_to_end(k)
+        wanted = sorted(keys.difference(held))
+        read: dict[str, int] = dict.fromkeys(wanted, 0)
+        for start in range(0, len(wanted), _LOOKUP_CHUNK):
+            chunk = wanted[start : start + _LOOKUP_CHUNK]
+            for term, n in session.execute(
+                select(EntityTerm.term, EntityTerm.chapters).where(EntityTerm.term.in_(chunk))
+            ):
+                read[str(term)] = max(0, int(n))
+        with self.lock:
+            if stamp == self.stamp:
+                self.df.update(read)
+                while len(self.df) > self.size:
+                    self.df.popitem(last=False)
+        held.update(read)
+        return {k: n for k, n in held.items() if n > 0}
+
+
+_caches_lock = threading.Lock()
+_caches: dict[str, _TermCache] = {}
+
+
+def _cache(session: Session) -> _TermCache:
     bind = session.get_bind()
     key = str(bind.engine.url) if hasattr(bind, "engine") else str(id(bind))
-    version_row = session.execute(select(func.max(EntityChapter.id), func.count(EntityChapter.id))).one()
-    version = (int(version_row[0] or 0), int(version_row[1] or 0))
-    with _vocabulary_lock:
-        held = _vocabularies.get(key)
-    if held is not None and held.version == version:
-        return held
-    counted = select(EntityPosting.term, func.count()).group_by(EntityPosting.term)
-    added = 0
-    if held is not None and version[0] > held.version[0]:
-        added = int(session.scalar(select(func.count()).where(EntityChapter.id > held.version[0])) or 0)
-    if held is not None and added and held.version[1] + added == version[1]:
-        df = dict(held.df)
-        new_rows = counted.join(EntityChapter, EntityChapter.chapter_id == EntityPosting.chapter_id).where(
-            EntityChapter.id > held.version[0], EntityChapter.id <= version[0]
-        )
-        for term, n in session.execute(new_rows):
-            df[str(term)] = df.get(str(term), 0) + int(n)
-    else:
-        df = {str(term): int(n) for term, n in session.execute(counted)}
-    prefixes = frozenset(t[:2] for t in df if _HAN_RUN.match(t))
-    vocabulary = _Vocabulary(version, df, version[1], prefixes)
-    with _vocabulary_lock:
-        _vocabularies[key] = vocabulary
-    return vocabulary
+    with _caches_lock:
+        return _caches.setdefault(key, _TermCache())
+
+
+def page_keys(text: str) -> set[str]:
+    """Every string of a page that could be an indexed term: its Han n-grams (2 to :data:`MAX_TERM_CHARS`
+    characters of the normalised text) and the romanized keys of its capitalised runs' sub-runs (at most
+    :data:`MAX_RUN_WORDS` words, at least :data:`MIN_LATIN_KEY` letters). What is looked up in
+    ``entity_terms``: the cost of a page follows its length, not the index's size."""
+    keys: set[str] = set()
+    for run in _HAN_RUN.finditer(_han_text(text)):
+        s = run.group()
+        for i in range(len(s) - 1):
+            keys.update(s[i : i + n] for n in range(2, min(MAX_TERM_CHARS, len(s) - i) + 1))
+    for words in _capitalised_runs(text):
+        for i in range(len(words)):
+            for n in range(1, min(MAX_RUN_WORDS, len(words) - i) + 1):
+                key = romanized_key("".join(w for w, _ in words[i : i + n]))
+                if len(key) >= MIN_LATIN_KEY:
+                    keys.add(key)
+    return {k for k in keys if len(k) <= 64}
 
 
 # ------------------------------------------------------------------------------------------------ the page
@@ -530,14 +594,15 @@ def candidates(session: Session, text: str, limit: int = 12) -> list[tuple[int, 
     entities (the gate's "no")."""
     if limit <= 0 or not text:
         return []
-    vocabulary = _vocabulary(session)
-    if not vocabulary.df:
+    stamp = _stamp(session)
+    if stamp[1] <= 0:
         return []
-    page = page_terms(text, vocabulary.df, vocabulary.prefixes)
+    df = _cache(session).frequencies(session, stamp, page_keys(text))
+    page = page_terms(text, df)
     if len(page) < MIN_SHARED:
         return []
-    n = max(1, vocabulary.chapters)
-    weights = {t: math.log1p(n / vocabulary.df[t]) / math.log1p(n) for t in page.terms}
+    n = max(1, stamp[1])
+    weights = {t: math.log1p(n / max(1, df[t])) / math.log1p(n) for t in page.terms}
     asked = sorted(page.terms, key=lambda t: (-weights[t], t))[:MAX_QUERY_TERMS]
     by_chapter: dict[int, dict[str, int]] = {}
     for term, chapter_id, first in session.execute(

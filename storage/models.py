@@ -1530,3 +1530,26 @@ class EntityPosting(Base):
     )
     occurrences: Mapped[int] = mapped_column(Integer)
     first: Mapped[int] = mapped_column(Integer)
+
+
+class EntityTerm(Base):
+    """A term of ``entity_postings`` with how many chapters hold it (the idf's document frequency):
+    ``compare.entities.index_chapters`` adds, a trigger on ``entity_postings`` takes off (migration 0036). A
+    term whose chapters are all gone stays with 0."""
+
+    __tablename__ = "entity_terms"
+
+    term: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chapters: Mapped[int] = mapped_column(Integer)
+
+
+class EntityStamp(Base):
+    """One row (id 1): a serial one more at every change of the entity index and the indexed chapters'
+    count, what a process's term cache is checked against (``compare.entities``; a trigger on
+    ``entity_chapters`` keeps it on deletes)."""
+
+    __tablename__ = "entity_stamp"
+
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    serial: Mapped[int] = mapped_column(BigInteger)
+    chapters: Mapped[int] = mapped_column(BigInteger)

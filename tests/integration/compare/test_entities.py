@@ -5,14 +5,15 @@ work fingerprinted again or removed."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine, delete, func, select
+from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.compare import entities, service
 from fptrack.compare.works import register_work
 from fptrack.core.settings import Settings
+from fptrack.storage.db import create_engine_for
 from fptrack.storage.housekeeping import delete_works
-from fptrack.storage.models import Chapter, EntityChapter, EntityPosting
+from fptrack.storage.models import Chapter, EntityChapter, EntityPosting, EntityTerm
 
 # Each chapter names its people and places in an order of its own; some names are in several chapters.
 SANGUO = [
@@ -42,6 +43,15 @@ def _register(session: Session, settings: Settings, title: str, chapters: list[t
     service.fingerprint_work(session, work.work_id, settings)
     session.commit()
     return work.work_id
+
+
+def _assert_terms_and_stamp_agree(session: Session) -> None:
+    """``entity_terms`` and the stamp say what a GROUP BY and a count over the rows would."""
+    whole = select(EntityPosting.term, func.count()).group_by(EntityPosting.term)
+    terms = {str(t): int(n) for t, n in session.execute(select(EntityTerm.term, EntityTerm.chapters))}
+    assert {t: n for t, n in terms.items() if n} == {str(t): int(n) for t, n in session.execute(whole)}
+    assert min(terms.values(), default=0) >= 0
+    assert entities._stamp(session)[1] == session.scalar(select(func.count()).select_from(EntityChapter))
 
 
 TRANSLATED = (
@@ -77,10 +87,7 @@ def test_a_chinese_rewrite_names_its_chapter(session: Session, settings: Setting
     _register(session, settings, "三国演义", SANGUO)
     assert entities.candidates(session, TRANSLATED, 12)  # the vocabulary held before the next work
     xiyou = _register(session, settings, "西游记", XIYOU)  # read alone: only added
-    held = entities._vocabulary(session)
-    whole = select(EntityPosting.term, func.count()).group_by(EntityPosting.term)
-    assert held.df == {str(t): int(n) for t, n in session.execute(whole)}
-    assert held.chapters == session.scalar(select(func.count()).select_from(Chapter))
+    _assert_terms_and_stamp_agree(session)
     page = (
         "花果山上的美猴王，去东海寻龙王敖广讨了兵器。玉帝差李靖父子擒他，哪吒败回南天门，"
         "太上老君也奈何不得这孙悟空。"
@@ -98,13 +105,51 @@ def test_the_rows_follow_the_work(session: Session, settings: Settings) -> None:
     service.fingerprint_work(session, sanguo, settings)  # again: replaced, not doubled
     session.commit()
     assert session.scalar(select(func.count()).select_from(EntityPosting)) == rows
+    _assert_terms_and_stamp_agree(session)
     assert entities.candidates(session, TRANSLATED, 12)
     session.execute(delete(EntityChapter))  # as a work registered before migration 0035 stands
     session.execute(delete(EntityPosting))
+    _assert_terms_and_stamp_agree(session)
     assert entities.index_missing(session) == [sanguo] and entities.index_missing(session) == []
     assert session.scalar(select(func.count()).select_from(EntityPosting)) == rows
+    _assert_terms_and_stamp_agree(session)
     delete_works(session, [sanguo])
     session.commit()
     assert session.scalar(select(func.count()).select_from(EntityPosting)) == 0
     assert session.scalar(select(func.count()).select_from(EntityChapter)) == 0
+    _assert_terms_and_stamp_agree(session)
     assert entities.candidates(session, TRANSLATED, 12) == []
+
+
+def test_a_long_lived_process_never_returns_a_removed_work_and_sees_one_registered_elsewhere(
+    engine: Engine, settings: Settings
+) -> None:
+    """One session stands for a long-lived worker (its term cache held across pages); works are registered
+    and removed through other connections, as another process would (nothing of theirs touches the cache)."""
+    other = sessionmaker(bind=create_engine_for(settings))
+    with Session(engine) as worker:
+        assert entities.candidates(worker, TRANSLATED, 12) == []
+        worker.commit()
+        with other() as writer:
+            sanguo = _register(writer, settings, "三国演义", SANGUO)
+        found = entities.candidates(worker, TRANSLATED, 12)  # registered elsewhere: seen at once
+        worker.commit()
+        chapters = {c.id for c in worker.scalars(select(Chapter).where(Chapter.work_id == sanguo))}
+        assert found and {c for c, _ in found} <= chapters
+        with other() as writer:
+            xiyou = _register(writer, settings, "西游记", XIYOU)
+            delete_works(writer, [sanguo])
+            writer.commit()
+        assert entities.candidates(worker, TRANSLATED, 12) == []  # its chapters gone, never returned
+        worker.commit()
+        with other() as writer:  # registered again (new chapter ids), the cache read before stays right
+            again = _register(writer, settings, "三国演义", SANGUO)
+        found = entities.candidates(worker, TRANSLATED, 12)
+        worker.commit()
+        kept = {c.id for c in worker.scalars(select(Chapter).where(Chapter.work_id == again))}
+        assert found and {c for c, _ in found} <= kept and not {c for c, _ in found} & chapters
+        with other() as writer:
+            delete_works(writer, [again, xiyou])
+            writer.commit()
+        assert entities.candidates(worker, TRANSLATED, 12) == []
+        _assert_terms_and_stamp_agree(worker)
