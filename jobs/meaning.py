@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from fptrack.core.settings import Settings
@@ -205,19 +206,24 @@ def _record(
         return
     licensed = is_licensed(url, licensed_hosts_of(session, [work_id])[work_id])
     status = MatchStatus.LICENSED if licensed else MatchStatus.FLAGGED
-    session.add(
-        Match(
-            page_id=page_id,
-            work_id=work_id,
-            chapter_id=chapter_id,
-            status=status.value,
-            first_seen=now,
-            last_seen=now,
-            recheck_due_at=next_due(settings, now, now),
-            **values,
-        )
-    )
-    session.flush()
+    try:
+        with session.begin_nested():
+            session.add(
+                Match(
+                    page_id=page_id,
+                    work_id=work_id,
+                    chapter_id=chapter_id,
+                    status=status.value,
+                    first_seen=now,
+                    last_seen=now,
+                    recheck_due_at=next_due(settings, now, now),
+                    **values,
+                )
+            )
+    except IntegrityError:
+        # recorded meanwhile (an exact match committed by a re-crawl, or the same check done by another
+        # process on SQLite, where checks are not locked): one match a page and chapter, the first stands
+        log.info("meaning check: page %d already has a match on chapter %d", page_id, chapter_id)
 
 
 def run_pending(

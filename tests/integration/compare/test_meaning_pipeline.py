@@ -280,3 +280,38 @@ def test_a_translation_is_gated_by_the_entity_index_whose_failure_never_fails_th
     with session_scope(sessions) as session:  # compared all the same
         page = session.get(Page, other_id)
         assert page is not None and page.compared_at is not None
+
+
+def test_a_match_recorded_meanwhile_stands_and_the_check_still_commits(
+    committed: tuple[Settings, sessionmaker[Session]], stand_in: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fptrack.jobs import meaning as meaning_jobs
+
+    settings, sessions = committed
+    chapter_id = _registered(sessions, settings)
+    page_id, gated = _crawled(sessions, settings, NEAR_MISS, "http://127.0.0.1/rewrite.html")
+    original = meaning_jobs._record
+
+    def late(session: Session, *args: Any, **kwargs: Any) -> None:
+        """Another process's match on the same page and chapter lands between the read and the write."""
+        chapter = session.get(Chapter, chapter_id)
+        assert chapter is not None
+        with session.begin_nested():
+            session.add(
+                Match(
+                    page_id=page_id,
+                    work_id=chapter.work_id,
+                    chapter_id=chapter_id,
+                    score=0.9,
+                    methods=["winnowing"],
+                    spans=[],
+                )
+            )
+        original(session, *args, **kwargs)
+
+    monkeypatch.setattr(meaning_jobs, "_record", late)
+    with session_scope(sessions) as session:
+        check_pages(session, gated, settings)
+    assert [(m.kind, m.methods) for m in _matches(sessions)] == [(None, ["winnowing"])]
+    with session_scope(sessions) as session:
+        assert pending_checks(session) == []
