@@ -23,7 +23,22 @@ def init(context: CliContext) -> None:
 
     Safe to run again, and from several machines at once on PostgreSQL (an advisory lock serialises them)."""
     revision = migrate(context.settings)
+    _index_entities(context)
     click.echo(f"database ready at schema revision {revision}: {_shown_url(context.settings)}")
+
+
+def _index_entities(context: CliContext) -> None:
+    """The named-entity rows of the works registered before migration 0035 (the meaning path's candidates):
+    one commit per work, so a run stopped part way resumes where it was; nothing to do costs one query."""
+    from fptrack.compare.entities import index_missing
+
+    def progress(done: int, total: int, work_id: int) -> None:
+        click.echo(f"entity index: work {work_id} ({done}/{total})", err=True)
+
+    with context.session() as session:
+        indexed = index_missing(session, progress, commit=True)
+    if indexed:
+        click.echo(f"entity index: {len(indexed)} works registered before it indexed")
 
 
 def _shown_url(settings: Settings) -> str:

@@ -395,10 +395,13 @@ def add_terms(session: Session, counts: Counter[str], chapters: int) -> None:
     )
 
 
-def index_missing(session: Session, progress: Callable[[int, int, int], None] | None = None) -> list[int]:
+def index_missing(
+    session: Session, progress: Callable[[int, int, int], None] | None = None, *, commit: bool = False
+) -> list[int]:
     """Index every work that has a chapter without entity rows (works registered before migration 0035, or
-    whose indexing was lost); returns their ids. Each work is one :func:`index_chapters`; ``progress`` is
-    called after each with (works done, works to do, the work's id)."""
+    whose indexing was lost); returns their ids. Each work is one :func:`index_chapters`, committed alone
+    when ``commit`` (``fptrack init``: a run stopped part way keeps what it did); ``progress`` is called
+    after each with (works done, works to do, the work's id)."""
     missing = (
         select(Chapter.work_id)
         .outerjoin(EntityChapter, EntityChapter.chapter_id == Chapter.id)
@@ -408,6 +411,8 @@ def index_missing(session: Session, progress: Callable[[int, int, int], None] | 
     work_ids = sorted(int(w) for w in session.scalars(missing))
     for done, work_id in enumerate(work_ids, 1):
         index_chapters(session, work_id)
+        if commit:
+            session.commit()
         if progress is not None:
             progress(done, len(work_ids), work_id)
     return work_ids
