@@ -502,7 +502,7 @@ def run_crawl(
                 started = time.perf_counter()
                 with BackendCpu(database) as drain_backends:
                     deadline = time.monotonic() + timeout
-                    while pending_checks(database_url, data_dir) and time.monotonic() < deadline:
+                    while meaning and pending_checks(database_url, data_dir) and time.monotonic() < deadline:
                         time.sleep(0.25)
                 run.total_seconds = timed.seconds + time.perf_counter() - started
                 run.cpu_total = {
@@ -782,10 +782,12 @@ def print_found(scores: Mapping[str, dict[str, Any]]) -> None:
 
 def gate_cost(runs: Sequence[CrawlRun], bare: Bare) -> dict[str, Any]:
     """On the ordinary site, per mode: the crawl's ratio to bare with the meaning path on and off, and on/off,
-    round by round and their medians."""
+    round by round and their medians; the same of the crawl's CPU per page (every process), the steadier
+    figure on a shared machine."""
     out: dict[str, Any] = {}
     for mode in dict.fromkeys(r.mode for r in runs):
         on_off: list[float] = []
+        cpu_on_off: list[float] = []
         ratios: dict[str, list[float]] = {"on": [], "off": []}
         for round_number in sorted({r.round for r in runs}):
             pair = {
@@ -799,11 +801,16 @@ def gate_cost(runs: Sequence[CrawlRun], bare: Bare) -> dict[str, Any]:
                     ratios["on" if meaning else "off"].append(run.pages_per_second("crawl") / reference)
             if True in pair and False in pair and pair[False].pages_per_second("crawl"):
                 on_off.append(pair[True].pages_per_second("crawl") / pair[False].pages_per_second("crawl"))
+                cpu_on, cpu_off = pair[True].cpu_ms_per_page("crawl"), pair[False].cpu_ms_per_page("crawl")
+                if cpu_on and cpu_off:
+                    cpu_on_off.append(cpu_on / cpu_off)
         out[mode] = {
             "ratio_on": [round(x, 3) for x in ratios["on"]],
             "ratio_off": [round(x, 3) for x in ratios["off"]],
             "on_over_off": [round(x, 3) for x in on_off],
             "on_over_off_median": round(statistics.median(on_off), 3) if on_off else None,
+            "cpu_on_over_off": [round(x, 3) for x in cpu_on_off],
+            "cpu_on_over_off_median": round(statistics.median(cpu_on_off), 3) if cpu_on_off else None,
         }
     return out
 
@@ -897,9 +904,17 @@ def report(sites: Sites, measured: Measured, args: argparse.Namespace) -> dict[s
     print_table(
         "the gate's cost on the ordinary site: the crawl's ratio to bare, meaning path on and off, same "
         "round",
-        ["mode", "on", "off", "on/off", "median on/off"],
+        ["mode", "on", "off", "on/off", "median on/off", "CPU/page on/off", "median"],
         [
-            [mode, c["ratio_on"], c["ratio_off"], c["on_over_off"], _cell(c["on_over_off_median"], "{:.3f}")]
+            [
+                mode,
+                c["ratio_on"],
+                c["ratio_off"],
+                c["on_over_off"],
+                _cell(c["on_over_off_median"], "{:.3f}"),
+                c["cpu_on_over_off"],
+                _cell(c["cpu_on_over_off_median"], "{:.3f}"),
+            ]
             for mode, c in cost.items()
         ],
     )

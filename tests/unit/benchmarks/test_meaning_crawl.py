@@ -168,7 +168,7 @@ def test_the_benchmark_runs_end_to_end_on_tiny_sites(
     planted = figures["found"]["one_in_ten/sqlite/meaning-on"]
     assert sum(k["planted"] for k in planted["kinds"].values()) == 2
     assert planted["exact_missed"] == 0 and planted["exact_extra"] == 0
-    assert set(figures["gate_cost"]["sqlite"]) >= {"ratio_on", "ratio_off", "on_over_off"}
+    assert set(figures["gate_cost"]["sqlite"]) >= {"ratio_on", "ratio_off", "on_over_off", "cpu_on_over_off"}
     json.dumps(figures)
     out = capsys.readouterr().out
     assert "the gate's cost" in out and "one_in_ten" in out
