@@ -37,7 +37,7 @@ from fptrack.storage.db import session_scope
 from fptrack.storage.fingerprints import is_postgres
 from fptrack.storage.models import Chapter, Match, MatchStatus, MeaningCheck, Page, utcnow
 
-__all__ = ["MeaningRun", "check_pages", "pending_checks", "run_pending"]
+__all__ = ["MeaningRun", "check_pages", "gate_retroactive", "pending_checks", "run_pending"]
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +224,37 @@ def _record(
         # recorded meanwhile (an exact match committed by a re-crawl, or the same check done by another
         # process on SQLite, where checks are not locked): one match a page and chapter, the first stands
         log.info("meaning check: page %d already has a match on chapter %d", page_id, chapter_id)
+
+
+def gate_retroactive(
+    session: Session, page_ids: Sequence[int], work_id: int, settings: Settings
+) -> list[int]:
+    """The meaning path's gate for pages crawled before a work was registered (``jobs.retroactive``: they
+    shared codes with it and were compared again exactly): those that copy none of the work are compared once
+    more, without their site's template, for their near misses, and gated (``compare.meaning_gate``). Returns
+    the ids of the checks now pending."""
+    from fptrack.compare.meaning_gate import gate_pages
+    from fptrack.compare.service import PageOutcome, compare_document
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
+
+    copying: set[int] = set()
+    outcomes: list[PageOutcome] = []
+    for chunk in id_chunks(sorted(set(page_ids))):
+        copying.update(
+            int(i)
+            for i in session.scalars(
+                select(Match.page_id).where(Match.page_id.in_(chunk), Match.work_id == work_id)
+            )
+        )
+        rows = session.execute(select(Page.id, Page.url, Page.text).where(Page.id.in_(chunk))).all()
+        for page_id, url, text in rows:
+            if int(page_id) in copying or not text:
+                continue
+            verdicts = compare_document(session, fingerprint_text(str(text)), settings)
+            matched = tuple(v.chapter_id for v in verdicts if v.flagged)
+            near = tuple((v.chapter_id, v.score) for v in verdicts if not v.flagged)
+            outcomes.append(PageOutcome(int(page_id), str(url), matched, near, str(text)))
+    return gate_pages(session, outcomes, settings)
 
 
 def run_pending(

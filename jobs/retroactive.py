@@ -22,13 +22,20 @@ RECHECK_BATCH = 64
 
 
 def index_and_recheck(
-    session: Session, work_id: int, settings: Settings, *, fingerprinted: ChapterDocuments | None = None
+    session: Session,
+    work_id: int,
+    settings: Settings,
+    *,
+    fingerprinted: ChapterDocuments | None = None,
+    gated: list[int] | None = None,
 ) -> int:
     """Index a registered work (``fingerprinted``: its chapters' fingerprints as
     :func:`compare.service.fingerprint_work` wrote and committed them), compare again the pages crawled before
     it that may copy it, each with its site's settled template (:func:`compare.templates.settle_pages`: a
     site's other pages keep their verdicts, a site never settled or changed since is settled whole); returns
-    the number of pages now copying the work."""
+    the number of pages now copying the work. The pages that copy none of it go through the meaning path's
+    gate (:func:`jobs.meaning.gate_retroactive`); the ids of the checks it left pending are added to
+    ``gated``."""
     candidates = index_work(session, work_id, settings, fingerprinted=fingerprinted)
     by_site: dict[int | None, list[int]] = defaultdict(list)
     for chunk in id_chunks(candidates):
@@ -42,6 +49,12 @@ def index_and_recheck(
                 recompare_pages(session, chunk, settings, recomparison=recomparison)
         else:
             settle_pages(session, site_id, sorted(page_ids), settings, recomparison=recomparison)
+    if settings.meaning:
+        from fptrack.jobs.meaning import gate_retroactive
+
+        checks = gate_retroactive(session, candidates, work_id, settings)
+        if gated is not None:
+            gated.extend(checks)
     session.execute(update(Work).where(Work.id == work_id).values(indexed_at=utcnow()))
     return _pages_copying(session, candidates, work_id)
 

@@ -168,10 +168,15 @@ def index_work(work_id: int) -> int:
     from fptrack.compare.service import fingerprint_work
     from fptrack.jobs.retroactive import index_and_recheck
 
+    settings = task_settings()
     with session_scope(task_sessions()) as session:
-        documents = fingerprint_work(session, work_id, task_settings())
+        documents = fingerprint_work(session, work_id, settings)
+    gated: list[int] = []
     with session_scope(task_sessions()) as session:
-        return index_and_recheck(session, work_id, task_settings(), fingerprinted=documents)
+        copying = index_and_recheck(session, work_id, settings, fingerprinted=documents, gated=gated)
+    if gated and not settings.tasks_in_process:  # in-process: `fptrack meaning run` does them
+        _enqueue_meaning(gated, settings)
+    return copying
 
 
 @celery.task(name="fptrack.settle_site", **_RETRY_ON_DATABASE_ERRORS)  # type: ignore[untyped-decorator]

@@ -315,3 +315,22 @@ def test_a_match_recorded_meanwhile_stands_and_the_check_still_commits(
     assert [(m.kind, m.methods) for m in _matches(sessions)] == [(None, ["winnowing"])]
     with session_scope(sessions) as session:
         assert pending_checks(session) == []
+
+
+def test_a_page_crawled_before_its_work_was_registered_is_gated_when_the_work_is(
+    committed: tuple[Settings, sessionmaker[Session]], stand_in: StandIn
+) -> None:
+    from fptrack.jobs.retroactive import index_and_recheck
+
+    settings, sessions = committed
+    page_id, gated = _crawled(sessions, settings, NEAR_MISS, "http://127.0.0.1/early.html")
+    assert gated == []  # nothing registered yet
+    with session_scope(sessions) as session:
+        work = register_work(session, ("风雨\n\n" + CHAPTER).encode(), source_name="fengyu.txt")
+        session.flush()
+        found: list[int] = []
+        assert index_and_recheck(session, work.work_id, settings, gated=found) == 0
+    assert len(found) == 1
+    run = run_pending(sessions, settings)
+    assert (run.checked, run.matches) == (1, 1)
+    assert [(m.page_id, m.kind) for m in _matches(sessions)] == [(page_id, "rewrite")]
