@@ -72,9 +72,8 @@ def test_meaning_columns_and_tables_come_and_go_keeping_rows(empty_settings: Set
             connection.execute(text(VECTORS), {"vectors": b"\x00\x3c" * 384})
             stored = connection.execute(text("SELECT kind, alignment FROM matches WHERE id = 8")).one()
             assert stored.kind == "translation:en"
-            assert (json.loads(stored.alignment) if isinstance(stored.alignment, str) else stored.alignment) == (
-                alignment
-            )
+            raw = stored.alignment
+            assert (json.loads(raw) if isinstance(raw, str) else raw) == alignment
         with pytest.raises(IntegrityError), engine.begin() as connection:  # one check a page
             connection.execute(text(CHECK), {"id": 2, "candidates": "[]"})
         with engine.connect() as connection:
