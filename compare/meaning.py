@@ -298,10 +298,12 @@ MARGIN_MIN = 0.06
 """A pair aligns only when its margin (similarity minus its neighbours'), centred vectors, exceeds this."""
 RAW_MARGIN_MIN = 0.005
 """... and when the margin of the sentences' own vectors exceeds this."""
-GAP_SENTENCES = 20
+GAP_SENTENCES = 30
 """Between two aligned steps at most this many sentences apart on both sides, the alignment is redone."""
 GAP_MARGIN_MIN = 0.0
 """... where a step needs only a centred margin above this."""
+BRIDGE_SENTENCES = 3
+"""Chapter sentences between two steps at most this many sentences apart on both sides count as covered."""
 
 
 def _merged(vectors: np.ndarray, size: int) -> np.ndarray:
@@ -449,13 +451,31 @@ def _filled(
     return steps + anchors[-1:]
 
 
+def _covered(steps: Sequence[tuple[int, int, int, int, float]], n: int) -> np.ndarray:
+    """Which of the chapter's ``n`` sentences the aligned ``steps`` cover, bridges included.
+
+    A translator merges, splits and drops clauses, so between two steps a sentence or three of the chapter
+    may have no counterpart that stands out, though the page plainly goes on following the chapter there:
+    chapter sentences between two consecutive steps at most ``BRIDGE_SENTENCES`` apart on both sides count
+    as covered (the pairs shown stay the aligned ones). Unrelated text's chance steps are rarely that close
+    on both sides at once.
+    """
+    mask = np.zeros(n, dtype=bool)
+    for _, _, j, b, _ in steps:
+        mask[j : j + b] = True
+    for (i0, a0, j0, b0, _), (i1, _, j1, _, _) in itertools.pairwise(steps):
+        if i1 - (i0 + a0) <= BRIDGE_SENTENCES and 0 < j1 - (j0 + b0) <= BRIDGE_SENTENCES:
+            mask[j0 + b0 : j1] = True
+    return mask
+
+
 def _align_sentences(page: _Sentences, chapter: _Sentences, kind: str) -> MeaningAlignment:
     m, n = len(page.spans), len(chapter.spans)
     if not m or not n or chapter.weights.sum() == 0:
         return MeaningAlignment(0.0, kind, (), m, n)
     anchors = _monotone_pairs(_step_gains(page, chapter, MARGIN_MIN, RAW_MARGIN_MIN), m, n)
     steps = _filled(anchors, _step_gains(page, chapter, GAP_MARGIN_MIN, -np.inf))
-    covered = sum(float(chapter.weights[j : j + b].sum()) for _, _, j, b, _ in steps)
+    covered = float(chapter.weights[_covered(steps, n)].sum())
     pairs = tuple(
         (
             page.spans[i][0],

@@ -14,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fptrack.compare.meaning import (
+    BRIDGE_SENTENCES,
     COVERAGE_MIN,
     EMBEDDING_DIM,
     _align_sentences,
+    _covered,
     _Sentences,
     copy_kind,
     detect_language,
@@ -140,3 +142,40 @@ def test_empty_sides_cover_nothing() -> None:
     chapter = _sentences(_random_vectors(rng, 5))
     assert _align_sentences(empty, chapter, "rewrite").coverage == 0.0
     assert _align_sentences(chapter, empty, "rewrite").coverage == 0.0
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 10_000))
+def test_a_translation_that_follows_the_chapter_loosely_is_covered_between_its_steps(seed: int) -> None:
+    """A translation's sentences stand out against the chapter's only here and there (a short sentence in
+    three), in order, the long ones between them merged or rephrased past recognition: the page still follows
+    the chapter, so the chapter between its steps is covered (before the bridges: 0.16-0.27 of the letters,
+    below COVERAGE_MIN)."""
+    rng = np.random.default_rng(seed)
+    chapter = _random_vectors(rng, 60)
+    weights = [10.0 if j % 3 == 0 else 30.0 for j in range(60)]
+    page = _random_vectors(rng, 60)
+    for j in range(0, 60, 3):
+        page[j] = chapter[j] + 0.3 * rng.normal(size=EMBEDDING_DIM)
+    translation = _align_sentences(_sentences(page, weights), _sentences(chapter, weights), "translation:en")
+    assert translation.coverage > 0.8 > COVERAGE_MIN
+    assert len(translation.pairs) < 40  # the pairs shown are the aligned steps, not the bridged sentences
+    unrelated = _align_sentences(
+        _sentences(_random_vectors(rng, 60), weights), _sentences(chapter, weights), "x"
+    )
+    assert unrelated.coverage < COVERAGE_MIN
+
+
+def test_bridges_span_short_gaps_on_both_sides_only() -> None:
+    gap = BRIDGE_SENTENCES
+    steps = [
+        (0, 1, 0, 1, 0.9),
+        (1 + gap, 1, 1 + gap, 1, 0.9),  # gap sentences skipped on both sides: bridged
+        (3 + 2 * gap, 1, 3 + 2 * gap, 1, 0.9),  # one more on both sides: not bridged
+        (4 + 2 * gap + 10, 1, 5 + 2 * gap, 1, 0.9),  # close in the chapter, far on the page: not bridged
+    ]
+    mask = _covered(steps, 8 + 2 * gap)
+    assert mask[: 2 + gap].all()
+    assert not mask[2 + gap : 3 + 2 * gap].any()
+    assert mask[3 + 2 * gap] and not mask[4 + 2 * gap] and mask[5 + 2 * gap]
+    assert not mask[6 + 2 * gap :].any()
