@@ -73,6 +73,7 @@ __all__ = [
     "page_keys",
     "page_terms",
     "pinyin_syllables",
+    "ranked",
     "romanized_key",
     "score_chapter",
     "wade_giles",
@@ -437,8 +438,8 @@ class _TermCache:
     :data:`CACHED_TERMS`; emptied when the stamp it was read at changes (a work registered, indexed again or
     removed changes the frequencies of its terms, and every weight's ``N``)."""
 
-    def __init__(self, size: int = CACHED_TERMS) -> None:
-        self.size = size
+    def __init__(self, size: int | None = None) -> None:
+        self.size = CACHED_TERMS if size is None else size
         self.stamp: Stamp = (-1, -1)
         self.df: OrderedDict[str, int] = OrderedDict()
         self.lock = threading.Lock()
@@ -603,10 +604,17 @@ def candidates(session: Session, text: str, limit: int = 12) -> list[tuple[int, 
     if stamp[1] <= 0:
         return []
     df = _cache(session).frequencies(session, stamp, page_keys(text))
-    page = page_terms(text, df)
+    return ranked(session, page_terms(text, df), df, stamp[1], limit)
+
+
+def ranked(
+    session: Session, page: PageTerms, df: dict[str, int], chapters: int, limit: int
+) -> list[tuple[int, float]]:
+    """:func:`candidates` once the page's terms and their document frequencies ``df`` over ``chapters``
+    indexed chapters are known: its rarest terms' postings read, the chapters scored and ranked."""
     if len(page) < MIN_SHARED:
         return []
-    n = max(1, stamp[1])
+    n = max(1, chapters)
     weights = {t: math.log1p(n / max(1, df[t])) / math.log1p(n) for t in page.terms}
     asked = sorted(page.terms, key=lambda t: (-weights[t], t))[:MAX_QUERY_TERMS]
     by_chapter: dict[int, dict[str, int]] = {}
@@ -620,5 +628,5 @@ def candidates(session: Session, text: str, limit: int = 12) -> list[tuple[int, 
     # the order factor (at most 1 + ORDER_FLOOR) only for the chapters that could still make the list
     massive = sorted(held_enough, key=lambda c: -sum(weights[t] for t in c[1]))[: SCORED_PER_LIMIT * limit]
     scored = [(chapter_id, score_chapter(page.terms, held, weights)) for chapter_id, held in massive]
-    ranked = sorted((s for s in scored if s[1] >= MIN_SCORE), key=lambda s: (-s[1], s[0]))
-    return [(cid, round(score, 3)) for cid, score in ranked[:limit]]
+    best = sorted((s for s in scored if s[1] >= MIN_SCORE), key=lambda s: (-s[1], s[0]))
+    return [(cid, round(score, 3)) for cid, score in best[:limit]]

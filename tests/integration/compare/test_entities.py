@@ -5,6 +5,7 @@ work fingerprinted again or removed."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -153,3 +154,18 @@ def test_a_long_lived_process_never_returns_a_removed_work_and_sees_one_register
             writer.commit()
         assert entities.candidates(worker, TRANSLATED, 12) == []
         _assert_terms_and_stamp_agree(worker)
+
+
+def test_the_term_cache_stays_within_its_bound_and_answers_alike(
+    session: Session, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _register(session, settings, "三国演义", SANGUO)
+    entities._caches.clear()
+    whole = entities.candidates(session, TRANSLATED, 12)
+    entities._caches.clear()
+    monkeypatch.setattr(entities, "CACHED_TERMS", 40)
+    for _ in range(2):  # cold, then with what the bound let stay
+        assert entities.candidates(session, TRANSLATED, 12) == whole
+        (cache,) = entities._caches.values()
+        assert 0 < len(cache.df) <= 40
+    assert whole

@@ -12,6 +12,7 @@ from fptrack.compare.entities import (
     Occurrences,
     _capitalised_runs,
     forms,
+    page_keys,
     page_terms,
     pinyin_syllables,
     romanized_key,
@@ -126,3 +127,49 @@ def test_the_chapters_order_outscores_its_reverse(weights: list[float]) -> None:
     in_order = {t: Occurrences(1, 400 * i) for i, t in enumerate(terms)}
     reversed_ = {t: Occurrences(1, 400 * (len(terms) - i)) for i, t in enumerate(terms)}
     assert score_chapter(in_order, chapter, w) > score_chapter(reversed_, chapter, w)
+
+
+NAMES = [
+    "刘备",
+    "关羽",
+    "诸葛亮",
+    "荆州",
+    "花果山",
+    "孙悟空",
+    "liubei",
+    "kuanyu",
+    "chukoliang",
+    "tsaotsao",
+    "lubu",
+]
+PIECES = [
+    *NAMES,
+    "Liu Bei",
+    "Kuan Yü",
+    "Chu-ko Liang",
+    "Ts'ao Ts'ao",
+    "Lü Bu",
+    "the",
+    "came",
+    "。",
+    ", ",
+    " ",
+    "到",
+]
+PIECES += ["Liu", "Bei", "劉備", "關羽", "諸葛", "Zhuge Kong Ming", "\n", "said"]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=60), st.sets(st.sampled_from(NAMES), min_size=1))
+@settings(max_examples=200)
+def test_the_page_keys_hold_every_term_the_page_is_read_for(pieces: list[str], indexed: set[str]) -> None:
+    """``candidates`` reads a page only for the terms among :func:`page_keys` that are indexed: the page's
+    terms are those it would have with the whole vocabulary in hand."""
+    text = "".join(pieces)
+    known = dict.fromkeys(indexed | {"无关", "zzzz"}, 3)
+    looked_up = {k: known[k] for k in page_keys(text) if k in known}
+    assert page_terms(text, looked_up).terms == page_terms(text, known).terms
+
+
+@given(st.text(max_size=300))
+def test_page_keys_of_any_text_are_short_and_nonempty(text: str) -> None:
+    assert all(0 < len(k) <= 64 for k in page_keys(text))
