@@ -30,15 +30,18 @@ meets the Simplified entity.
 chapter) with the occurrences and the first occurrence's place in the chapter (a share of its length, in ten
 thousandths). :func:`index_chapters` fills a work's rows when it is fingerprinted (``compare.service
 .fingerprint_work``) and replaces them when it runs again; the rows of a removed chapter or work go with it
-(foreign keys, ``ON DELETE CASCADE``).
+(foreign keys, ``ON DELETE CASCADE``). ``entity_terms`` holds each term's chapter count and ``entity_stamp`` a
+serial and the indexed chapters' count (migration 0036): :func:`index_chapters` adds what it writes, triggers
+take off what any delete removes.
 
-**The score** (:func:`candidates`). The page's terms found in the index (a vocabulary held in memory, reloaded
-when ``entity_chapters`` changes), at most :data:`MAX_QUERY_TERMS` of the rarest, are looked up; each chapter
-sharing at least :data:`MIN_SHARED` of them is scored by the sum of their weights (idf: ``ln(1 + N / df)``
-over the ``N`` indexed chapters, divided by ``ln(1 + N)``), times the order factor: :data:`ORDER_FLOOR` plus
-the weighted share of the shared terms' pairs that come in the same order in the page as in the chapter
-(first occurrences). A review naming three heroes shares too few terms; fan fiction borrowing the works'
-names shares them in no chapter's order.
+**The score** (:func:`candidates`). The page's strings that could be terms (:func:`page_keys`) are looked up
+by key in ``entity_terms``, through a bounded per-process cache emptied when the stamp moves: a page costs
+what its length does, whatever the index's size. Its terms, at most :data:`MAX_QUERY_TERMS` of the rarest, are
+looked up in the postings; each chapter sharing at least :data:`MIN_SHARED` of them is scored by the sum of
+their weights (idf: ``ln(1 + N / df)`` over the ``N`` indexed chapters, divided by ``ln(1 + N)``), times the
+order factor: :data:`ORDER_FLOOR` plus the weighted share of the shared terms' pairs that come in the same
+order in the page as in the chapter (first occurrences). A review naming three heroes shares too few terms;
+fan fiction borrowing the works' names shares them in no chapter's order.
 """
 
 from __future__ import annotations

@@ -1506,8 +1506,8 @@ class ReleaseFeed(Base):
 
 class EntityChapter(Base):
     """A chapter whose named entities are in ``entity_postings`` (``compare.entities.index_chapters``), with
-    how many terms it has there. ``id`` grows with every (re)indexing: its largest value and the row count are
-    what tells a process that its vocabulary is stale."""
+    how many terms it has there. A process learns of a change from :class:`EntityStamp` (a delete here moves
+    it on by a trigger, an insert by ``index_chapters``), not from this table's count."""
 
     __tablename__ = "entity_chapters"
 
