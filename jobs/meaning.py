@@ -103,7 +103,7 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
     """Do the pending checks among ``check_ids`` (in the caller's transaction): align each page with its
     candidates, record the matches, mark the checks done."""
     from fptrack.compare.meaning import COVERAGE_MIN, align_stored
-    from fptrack.compare.meaning_store import chapter_sentences, model_id
+    from fptrack.compare.meaning_store import StoredChapter, chapter_sentences, model_id
 
     run = MeaningRun()
     checks = _claim(session, check_ids)
@@ -119,7 +119,14 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
         )
     }
     wanted = sorted({int(c) for check in checks for c, _ in check.candidates})
-    chapters = chapter_sentences(session, wanted)
+    chapters: dict[int, StoredChapter | None] = {}
+
+    def chapter_of(chapter_id: int) -> StoredChapter | None:
+        """A candidate's vectors, read (or embedded: seconds of CPU) only when it is aligned."""
+        if chapter_id not in chapters:
+            chapters[chapter_id] = chapter_sentences(session, [chapter_id]).get(chapter_id)
+        return chapters[chapter_id]
+
     places = {
         int(i): (int(work), int(start))
         for i, work, start in session.execute(
@@ -136,10 +143,12 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
         url, text, _ = pages.get(check.page_id, ("", "", ""))
         recorded = 0
         for chapter_id, _score in check.candidates:
-            chapter = chapters.get(int(chapter_id))
             held = existing.get((check.page_id, int(chapter_id)))
-            if chapter is None or not text or (held is not None and held.kind is None):
-                continue  # gone, or copied exactly: the exact match stands
+            if not text or (held is not None and held.kind is None):
+                continue  # copied exactly: the exact match stands
+            chapter = chapter_of(int(chapter_id))
+            if chapter is None:
+                continue  # removed since
             alignment = align_stored(text, chapter.text, chapter.spans, chapter.vectors)
             if alignment.coverage < COVERAGE_MIN:
                 continue
@@ -157,6 +166,9 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
                 held,
             )
             recorded += 1
+            # candidates come best first, and a page rewrites or translates one chapter: the others are not
+            # aligned (each costs its chapter's embedding the first time, ~65 ms of CPU a sentence)
+            break
         check.state, check.checked_at, check.matches = "done", utcnow(), recorded
         check.cpu_seconds = round(time.process_time() - page_started, 4)
         run.checked += 1

@@ -334,3 +334,23 @@ def test_a_page_crawled_before_its_work_was_registered_is_gated_when_the_work_is
     run = run_pending(sessions, settings)
     assert (run.checked, run.matches) == (1, 1)
     assert [(m.page_id, m.kind) for m in _matches(sessions)] == [(page_id, "rewrite")]
+
+
+def test_a_check_stops_at_its_best_candidate_that_aligns(
+    committed: tuple[Settings, sessionmaker[Session]], stand_in: StandIn
+) -> None:
+    settings, sessions = committed
+    first = _registered(sessions, settings)
+    with session_scope(sessions) as session:
+        other = register_work(
+            session, "雪夜\n\n第一回 雪夜\n\n大雪封山，猎户在火塘边守了一夜。".encode(), source_name="x.txt"
+        )
+        second = int(session.scalars(select(Chapter.id).where(Chapter.work_id == other.work_id)).one())
+    _, gated = _crawled(sessions, settings, NEAR_MISS, "http://127.0.0.1/rewrite.html")
+    with session_scope(sessions) as session:
+        check = session.get(MeaningCheck, gated[0])
+        assert check is not None
+        check.candidates = [[second, 0.2], [first, 0.1]]
+    assert run_pending(sessions, settings).matches == 1
+    assert [m.chapter_id for m in _matches(sessions)] == [second]
+    assert stand_in.aligned == 1 and len(stand_in.embedded) == 1  # the second candidate never embedded
