@@ -6,6 +6,9 @@ them with the settings and says what is wrong when it cannot."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -114,8 +117,10 @@ def _serve_warnings(context: CliContext, host: str, *, debug: bool, production: 
     "meaning_queue",
     default=True,
     show_default=True,
-    help="Also take the meaning path's checks (queue FPTRACK_TASK_QUEUE.meaning: rewrites and translations "
-    "aligned by a model, seconds a page). --no-meaning: leave them to a worker started with --only-meaning.",
+    help="Also run the meaning path's checks (queue FPTRACK_TASK_QUEUE.meaning: rewrites and translations "
+    "aligned by a model, seconds of CPU a page), in a companion process of this worker at a lower CPU "
+    "priority (nice 10), one check at a time, so that compares never wait behind them. --no-meaning: leave "
+    "them to a worker started with --only-meaning.",
 )
 @click.option(
     "--only-meaning",
@@ -136,16 +141,59 @@ def worker(
     """Run a Celery worker for the fingerprint stage.
 
     Needs FPTRACK_BROKER_URL (redis:// or amqp://); start one per machine, with one process per core. It
-    consumes FPTRACK_TASK_QUEUE, unless --no-crawls the crawl queue (FPTRACK_TASK_QUEUE.crawls) and unless
-    --no-meaning the meaning path's queue (FPTRACK_TASK_QUEUE.meaning) too, so one worker with --beat runs
-    everything. Check it answers with `fptrack ping`."""
+    consumes FPTRACK_TASK_QUEUE and, unless --no-crawls, the crawl queue (FPTRACK_TASK_QUEUE.crawls); unless
+    --no-meaning, a companion worker process (nice 10, one check at a time) consumes the meaning path's queue
+    (FPTRACK_TASK_QUEUE.meaning), so one worker with --beat runs everything. Check it answers with
+    `fptrack ping`."""
     settings = context.settings
     queues = [settings.task_queue] + ([settings.crawl_task_queue] if crawls else [])
-    if meaning_queue and settings.meaning:
-        queues.append(settings.meaning_task_queue)
     if only_meaning:
-        queues = [settings.meaning_task_queue]
-    _run_worker(context, "worker", queues, concurrency, loglevel, beat=beat, load_tables=True)
+        _run_worker(context, "meaning", [settings.meaning_task_queue], concurrency, loglevel, beat=beat)
+        return
+    if not (meaning_queue and settings.meaning):
+        _run_worker(context, "worker", queues, concurrency, loglevel, beat=beat, load_tables=True)
+        return
+    # A check holds its process for seconds to minutes (a model embeds every sentence): taken by this
+    # worker's pool it would hold back the compares of a crawl behind it (measured: a one-in-ten site's crawl
+    # 296 s instead of 17 s, docs/meaning-crawl.md). In a process of its own at a lower priority it takes the
+    # CPU the compares leave.
+    companion = _start_meaning_companion(settings, loglevel)
+    try:
+        _run_worker(context, "worker", queues, concurrency, loglevel, beat=beat, load_tables=True)
+    finally:
+        _stop(companion)
+
+
+MEANING_NICENESS = 10
+
+
+def _start_meaning_companion(settings: Settings, loglevel: str) -> subprocess.Popen[bytes]:
+    """``fptrack worker --only-meaning -c 1`` beside this worker, at niceness :data:`MEANING_NICENESS`, its
+    output on this worker's, ended with it (on Linux even when this process is killed: a parent-death
+    signal)."""
+    args = [sys.executable, "-m", "fptrack.cli", "--data-dir", str(settings.data_dir)]
+    args += ["worker", "--only-meaning", "--concurrency", "1", "--loglevel", loglevel]
+    return subprocess.Popen(args, preexec_fn=_lower_priority_and_die_with_parent)  # noqa: PLW1509
+
+
+def _lower_priority_and_die_with_parent() -> None:
+    os.nice(MEANING_NICENESS)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _stop(process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """A warm shutdown (SIGTERM: the check under way finishes or is handed back), then a kill."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @click.command()

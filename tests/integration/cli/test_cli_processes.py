@@ -144,3 +144,54 @@ def test_beat_alone_sends_the_crawl_tasks_to_the_crawl_queue_and_the_rest_to_the
     finally:
         client.delete(queue, f"{queue}.crawls")
         client.close()
+
+
+def _children(pid: int) -> list[int]:
+    found = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in found.read_text().split()] if found.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_runs_the_meaning_checks_in_a_lower_priority_companion_that_ends_with_it(
+    tmp_path: Path, broker_env: dict[str, str], postgres_settings: Settings
+) -> None:
+    """The meaning path's checks take seconds to minutes each: a worker takes them in a companion process at
+    niceness 10, never in its own pool, where they held a crawl's compares back (docs/meaning-crawl.md), and
+    the companion ends with the worker, even one killed outright."""
+    env = {**broker_env, "FPTRACK_DATABASE_URL": postgres_settings.database_url}
+    queue = broker_env["FPTRACK_TASK_QUEUE"]
+    with running(tmp_path, "worker", "worker", "--no-crawls", "--concurrency", "1", **env) as worker:
+        meaning = fptrack(tmp_path, "ping", "--queue", "meaning", "--wait", "120", **env)
+        log = (tmp_path / "worker.log").read_text(errors="replace")
+        assert meaning.returncode == 0, meaning.stderr + log
+        assert meaning.stdout.startswith("meaning-"), meaning.stdout
+        assert f"({queue}.meaning)" in meaning.stdout
+        companion = int(meaning.stdout.split("-", 1)[1].split("@", 1)[0])
+        assert companion in _children(worker.pid)
+        assert os.getpriority(os.PRIO_PROCESS, companion) == os.getpriority(os.PRIO_PROCESS, worker.pid) + 10
+        # the worker's own node takes the tasks and not the meaning queue
+        tasks = fptrack(tmp_path, "ping", "--all", "--timeout", "3", **env)
+        own = [line for line in tasks.stdout.splitlines() if line.startswith(f"worker-{worker.pid}@")]
+        assert own and f"{queue}.meaning" not in own[0], tasks.stdout
+        worker.kill()
+        worker.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while _alive(companion) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(companion), "the meaning companion outlived its worker"
+
+
+def test_only_meaning_and_no_meaning_workers_say_what_they_take(tmp_path: Path) -> None:
+    shown = fptrack(tmp_path, "worker", "--help").stdout
+    assert "--only-meaning" in shown and "--no-meaning" in shown and "nice 10" in shown
