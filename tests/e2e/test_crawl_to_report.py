@@ -68,9 +68,13 @@ def test_crawl_finds_exactly_the_copies(fptrack) -> None:
         "methods",
         "spans",
         "first_seen",
+        "kind",
+        "alignment",
     }
     for match in matches:
         assert set(match) == fields | {"id", "status"}  # the documented fields, then the id and review status
+        # every copy here keeps the original's characters: none is a meaning copy (README, "Match JSON")
+        assert match["kind"] is None and match["alignment"] is None
         assert match["status"] == "flagged"
         assert 0 < match["score"] <= 1
         assert match["methods"]
