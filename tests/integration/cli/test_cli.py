@@ -115,7 +115,10 @@ def test_matches_formats_when_empty(initialised: Path) -> None:
     csv_out = fptrack(initialised, "matches", "--format", "csv").stdout
     # the documented columns first, in their order; then the match id and its review status
     assert csv_out.splitlines() == [  # after the byte order mark spreadsheets need
-        "\ufeffpage_url,work_id,work_title,chapter_index,chapter_title,score,methods,spans,first_seen,id,status"
+        (
+            "\ufeffpage_url,work_id,work_title,chapter_index,chapter_title,score,methods,spans,first_seen,kind,"
+            "alignment,id,status"
+        )
     ]
 
 
