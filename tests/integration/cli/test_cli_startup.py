@@ -113,6 +113,10 @@ def test_crawl_help_loads_no_other_command_group(tmp_path: Path) -> None:
 def test_schema_check_keeps_alembic_out_once_the_head_is_cached(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     assert fptrack(tmp_path, "init", FPTRACK_CACHE_DIR=str(cache)).returncode == 0
+    # init leaves the head cached itself (it opens the database again to index the works registered before
+    # the entity index): start from no cache, as a process of a new release does
+    for cached in cache.glob("schema-head-*"):
+        cached.unlink()
     first = _modules_after(tmp_path, "works", "list", FPTRACK_CACHE_DIR=str(cache))
     second = _modules_after(tmp_path, "works", "list", FPTRACK_CACHE_DIR=str(cache))
     assert "alembic" in first and "alembic" not in second
