@@ -36,7 +36,7 @@ from fptrack.compare.meaning import detect_language
 from fptrack.compare.service import PageOutcome
 from fptrack.core.settings import Settings
 from fptrack.storage.chunks import id_chunks
-from fptrack.storage.models import MeaningCheck, utcnow
+from fptrack.storage.models import Match, MeaningCheck, utcnow
 
 __all__ = ["EntityCandidates", "GateDecision", "decide", "entity_candidates", "gate_pages"]
 
@@ -46,6 +46,9 @@ page (a whole book) costs no more than a chapter."""
 MIN_LETTERS = 200
 """A page with fewer letters (in its first :data:`LANGUAGE_SAMPLE` characters) is never checked: 200 letters
 are ~60 Han characters of English, under a tenth of a short chapter (``COVERAGE_MIN`` is 0.3)."""
+
+RECHECK = "recheck"
+"""The reason of a check made only because the page holds meaning matches and its text changed."""
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +116,31 @@ def decide(
     return GateDecision("entities", found) if found else None
 
 
+def _meaning_matches(session: Session, page_ids: Sequence[int]) -> dict[int, list[int]]:
+    """The chapters of the meaning matches each page among ``page_ids`` holds (page id -> chapter ids)."""
+    held: dict[int, list[int]] = {}
+    for chunk in id_chunks(sorted(set(page_ids))):
+        for page_id, chapter_id in session.execute(
+            select(Match.page_id, Match.chapter_id)
+            .where(Match.page_id.in_(chunk), Match.kind.is_not(None))
+            .order_by(Match.page_id, Match.chapter_id)
+        ):
+            held.setdefault(int(page_id), []).append(int(chapter_id))
+    return held
+
+
+def _with_held(decision: GateDecision | None, held: Sequence[int]) -> GateDecision:
+    """A page holding meaning matches is always checked when its text changed: its matches' chapters first
+    (the check observes each present or removed, as the exact compare observes an exact match), then the
+    gate's own candidates, if it had any."""
+    candidates = [(chapter_id, 1.0) for chapter_id in held]
+    reason = RECHECK
+    if decision is not None:
+        candidates += [c for c in decision.candidates if c[0] not in set(held)]
+        reason = decision.reason
+    return GateDecision(reason, tuple(candidates))
+
+
 def gate_pages(
     session: Session,
     outcomes: Sequence[PageOutcome],
@@ -122,12 +150,18 @@ def gate_pages(
 ) -> list[int]:
     """Record the gate's "maybe" of each compared page as a pending meaning check (in the caller's
     transaction); the ids of the checks now pending. A page already gated at its current text keeps its
-    check as it is (pending or done): the decision is made once."""
+    check as it is (pending or done): the decision is made once. A page that holds meaning matches is
+    checked whatever the gate says (:func:`_with_held`): a crawl that finds it changed has the meaning path
+    say whether its copies are still there."""
     if not settings.meaning:
         return []
+    holding = _meaning_matches(session, [o.page_id for o in outcomes])
     decided: dict[int, tuple[str, GateDecision]] = {}
     for outcome in outcomes:
         decision = decide(session, outcome, settings.meaning_candidates, entities=entities)
+        held = holding.get(outcome.page_id)
+        if held:
+            decision = _with_held(decision, held)
         if decision is not None:
             digest = hashlib.sha256(outcome.text.encode("utf-8")).hexdigest()
             decided[outcome.page_id] = (digest, decision)

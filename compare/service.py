@@ -87,6 +87,7 @@ __all__ = [
     "process_pages",
     "recompare_pages",
     "record_matches",
+    "unsettled_pages",
     "verify_chapters",
 ]
 
@@ -792,7 +793,7 @@ def record_matches(
     rest_on_page(session, held)
     if fresh:
         observations = [Observation(i, "present", 200, "copied (crawl)", source="crawl") for i in held]
-        unsettled = _unsettled(session, page_ids)  # read before their scripts were done: not a removal
+        unsettled = unsettled_pages(session, page_ids)  # read before their scripts were done: not a removal
         observations += [
             Observation(m.id, "removed", 200, "the page no longer copies the chapter (crawl)", source="crawl")
             for m in existing.values()
@@ -805,7 +806,7 @@ def record_matches(
     return outcomes
 
 
-def _unsettled(session: Session, page_ids: Sequence[int]) -> set[int]:
+def unsettled_pages(session: Session, page_ids: Sequence[int]) -> set[int]:
     """The pages among ``page_ids`` that the browser read before their scripts were done
     (:data:`storage.match_life.UNSETTLED_NOTE`), or whose chapter images could not all be read
     (:data:`storage.match_life.IMAGES_UNREAD_NOTE`)."""

@@ -101,9 +101,17 @@ def _claim(session: Session, check_ids: Sequence[int]) -> list[MeaningCheck]:
 
 def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) -> MeaningRun:
     """Do the pending checks among ``check_ids`` (in the caller's transaction): align each page with its
-    candidates, record the matches, mark the checks done."""
+    candidates, record the matches, mark the checks done.
+
+    A page that already holds meaning matches (its text changed since they were found) has each observed as
+    the exact compare observes an exact match: ``present`` with fresh spans, resting on the page's current
+    text, while its sentences still align with the chapter's; ``removed`` otherwise (never dropped: its
+    spans point into the version the crawl kept); a page the browser read before its scripts were done is
+    not judged removed."""
     from fptrack.compare.meaning import COVERAGE_MIN, align_stored
     from fptrack.compare.meaning_store import StoredChapter, chapter_sentences, model_id
+    from fptrack.compare.service import unsettled_pages
+    from fptrack.storage.match_life import Observation, observe
 
     run = MeaningRun()
     checks = _claim(session, check_ids)
@@ -138,14 +146,70 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
         for m in session.scalars(select(Match).where(Match.page_id.in_([c.page_id for c in checks])))
     }
     model = model_id()
+    unsettled = unsettled_pages(session, [c.page_id for c in checks])
+    observations: list[Observation] = []
     for check in checks:
         page_started = time.process_time()
         url, text, _ = pages.get(check.page_id, ("", "", ""))
         recorded = 0
+        # the page's own meaning matches first (a changed page: are its copies still there?), then the gate's
+        # candidates, best first, up to the first that aligns: a page rewrites or translates one chapter, and
+        # each further candidate costs its chapter's embedding the first time (~65 ms of CPU a sentence)
+        held_meaning = [
+            m for (page_id, _), m in existing.items() if page_id == check.page_id and m.kind is not None
+        ]
+        found = False
+        for held in held_meaning:
+            chapter = chapter_of(held.chapter_id)
+            alignment = (
+                align_stored(text, chapter.text, chapter.spans, chapter.vectors)
+                if text and chapter is not None
+                else None
+            )
+            if alignment is not None and alignment.coverage >= COVERAGE_MIN:
+                assert chapter is not None
+                work_id, start = places[chapter.chapter_id]
+                _record(
+                    session,
+                    settings,
+                    check.page_id,
+                    url,
+                    work_id,
+                    held.chapter_id,
+                    start,
+                    alignment,
+                    model,
+                    held,
+                )
+                observations.append(
+                    Observation(
+                        held.id,
+                        "present",
+                        200,
+                        f"still follows the chapter: coverage {alignment.coverage:.2f} (crawl)",
+                        source="crawl",
+                    )
+                )
+                recorded += 1
+                found = True
+            elif check.page_id not in unsettled:
+                coverage = alignment.coverage if alignment is not None else 0.0
+                observations.append(
+                    Observation(
+                        held.id,
+                        "removed",
+                        200,
+                        f"the page no longer follows the chapter (coverage {coverage:.2f}) (crawl)",
+                        source="crawl",
+                    )
+                )
+        held_chapters = {m.chapter_id for m in held_meaning}
         for chapter_id, _score in check.candidates:
-            held = existing.get((check.page_id, int(chapter_id)))
-            if not text or (held is not None and held.kind is None):
-                continue  # copied exactly: the exact match stands
+            if found or not text:
+                break
+            exact = existing.get((check.page_id, int(chapter_id)))
+            if int(chapter_id) in held_chapters or exact is not None:
+                continue  # judged above, or copied exactly: the exact match stands
             chapter = chapter_of(int(chapter_id))
             if chapter is None:
                 continue  # removed since
@@ -163,17 +227,17 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
                 start,
                 alignment,
                 model,
-                held,
+                None,
             )
             recorded += 1
-            # candidates come best first, and a page rewrites or translates one chapter: the others are not
-            # aligned (each costs its chapter's embedding the first time, ~65 ms of CPU a sentence)
-            break
+            found = True
         check.state, check.checked_at, check.matches = "done", utcnow(), recorded
         check.cpu_seconds = round(time.process_time() - page_started, 4)
         run.checked += 1
         run.matches += recorded
     session.flush()
+    if observations:
+        observe(session, observations, settings)
     run.cpu_seconds = time.process_time() - started
     return run
 
@@ -192,7 +256,7 @@ def _record(
 ) -> None:
     """Insert (or refresh) the meaning match of the page on the chapter."""
     from fptrack.compare.licensing import is_licensed, licensed_hosts_of
-    from fptrack.storage.match_life import next_due
+    from fptrack.storage.match_life import next_due, rest_on_page
 
     pairs = [[int(a), int(b), int(c), int(d), round(float(s), 4)] for a, b, c, d, s in alignment.pairs]
     values: dict[str, Any] = {
@@ -215,6 +279,8 @@ def _record(
         for name, value in values.items():
             setattr(held, name, value)
         held.last_seen = now
+        session.flush()
+        rest_on_page(session, [held.id])  # its spans point into the page's current text again
         return
     licensed = is_licensed(url, licensed_hosts_of(session, [work_id])[work_id])
     status = MatchStatus.LICENSED if licensed else MatchStatus.FLAGGED

@@ -775,8 +775,9 @@ class Match(Base):
 
 MEANING_CHECK_STATES = ("pending", "done")
 # why the gate sent a page to the meaning path: a Chinese page's near misses of the exact compare, or a page
-# in another language whose named entities point at chapters (compare.entities)
-MEANING_GATE_REASONS = ("near_miss", "entities")
+# in another language whose named entities point at chapters (compare.entities), or a changed page that holds
+# meaning matches (each observed present or removed by the check)
+MEANING_GATE_REASONS = ("near_miss", "entities", "recheck")
 
 
 class MeaningCheck(Base):

@@ -354,3 +354,63 @@ def test_a_check_stops_at_its_best_candidate_that_aligns(
     assert run_pending(sessions, settings).matches == 1
     assert [m.chapter_id for m in _matches(sessions)] == [second]
     assert stand_in.aligned == 1 and len(stand_in.embedded) == 1  # the second candidate never embedded
+
+
+def _changed(sessions: sessionmaker[Session], settings: Settings, page_id: int, text: str) -> list[int]:
+    """The page fetched again with ``text``, as a crawl stores it (its matches' content kept as a version
+    first, ``storage.match_life.keep_versions``), then compared and gated: the checks now pending."""
+    from fptrack.storage.match_life import keep_versions
+
+    with session_scope(sessions) as session:
+        keep_versions(session, [page_id])
+        page = session.get(Page, page_id)
+        assert page is not None
+        page.text, page.compared_at = text, None
+        page.content_sha256 = f"sha-{len(text)}-{hash(text)}"
+    with session_scope(sessions) as session:
+        return gate_pages(session, service.process_pages(session, [page_id], settings), settings)
+
+
+def test_a_changed_page_has_its_meaning_match_observed_present_or_removed_never_dropped(
+    committed: tuple[Settings, sessionmaker[Session]], stand_in: StandIn
+) -> None:
+    from fptrack.storage.models import TakedownCheck
+
+    settings, sessions = committed
+    _registered(sessions, settings)
+    page_id, _ = _crawled(sessions, settings, NEAR_MISS, "http://127.0.0.1/rewrite.html")
+    run_pending(sessions, settings)
+    (found,) = _matches(sessions)
+
+    # still a rewrite of the chapter, a line added: present, fresh spans into the current text, resting on it
+    still = "新增的一行。\n\n" + NEAR_MISS
+    assert _changed(sessions, settings, page_id, still)
+    assert run_pending(sessions, settings).checked == 1
+    (present,) = _matches(sessions)
+    assert (present.id, present.kind, present.recheck_state) == (found.id, "rewrite", "present")
+    assert present.evidence_version_id is None
+    assert present.spans[0][0] == still.index(MARKER)
+
+    # now unrelated text, which the gate alone would not send on: checked all the same, observed removed
+    unrelated = "今天天气晴朗，我们去公园散步。" * 30
+    with session_scope(sessions) as session:
+        check = session.scalars(select(MeaningCheck).where(MeaningCheck.page_id == page_id)).one()
+        assert check.state == "done"
+    assert _changed(sessions, settings, page_id, unrelated)
+    with session_scope(sessions) as session:
+        check = session.scalars(select(MeaningCheck).where(MeaningCheck.page_id == page_id)).one()
+        assert (check.state, check.reason) == ("pending", "recheck")
+    assert run_pending(sessions, settings).matches == 0
+    (removed,) = _matches(sessions)
+    assert (removed.id, removed.kind, removed.recheck_state) == (found.id, "rewrite", "removed")
+    assert removed.evidence_version_id is not None  # its spans point into the text the crawl kept
+    assert removed.first_seen == found.first_seen and removed.down_seen_at is not None
+    with session_scope(sessions) as session:
+        outcomes = list(
+            session.scalars(
+                select(TakedownCheck.outcome)
+                .where(TakedownCheck.match_id == found.id)
+                .order_by(TakedownCheck.id)
+            )
+        )
+    assert outcomes == ["present", "removed"]
