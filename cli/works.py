@@ -189,6 +189,12 @@ def works_add(
             flagged = result.get()
             if flagged:
                 click.echo(f"  retroactive check: {flagged} already-crawled page(s) copy this work")
+            waiting = _meaning_pending(context)
+            if waiting:
+                click.echo(
+                    f"  meaning path: {waiting} already-crawled page(s) may rewrite or translate a "
+                    "registered work; `fptrack meaning run` checks them (minutes of CPU: not done here)"
+                )
         else:
             click.echo(f"  queued for the workers to fingerprint (task {result.id})")
             queued.append(registered.work_id)
@@ -198,6 +204,17 @@ def works_add(
         _say_if_no_worker(context, queued)
     if failures:
         sys.exit(EXIT_FAILURE)
+
+
+def _meaning_pending(context: CliContext) -> int:
+    """The meaning checks pending now (jobs.meaning): in-process, the retroactive gate leaves them for
+    ``fptrack meaning run`` rather than hold the registration for minutes of model time."""
+    from fptrack.jobs.meaning import pending_checks
+
+    if not context.settings.meaning:
+        return 0
+    with context.session() as session:
+        return len(pending_checks(session))
 
 
 def _released_work(context: CliContext, work_id: int) -> None:

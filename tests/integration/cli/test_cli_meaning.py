@@ -90,3 +90,31 @@ def test_a_sentence_is_one_line_without_control_characters() -> None:
     assert _one_line("a\n b\x1b[2J c\u0007") == "a b\ufffd[2J c\ufffd"
     long = _one_line("字" * 400)
     assert len(long) <= 160 and " … " in long
+
+
+def test_works_add_says_when_pages_crawled_before_wait_for_the_meaning_check(tmp_path: Path) -> None:
+    """In-process, the registration's retroactive gate leaves its checks to ``fptrack meaning run`` and says
+    so (the model's minutes are not spent inside ``works add``)."""
+    from fptrack.compare import service
+    from fptrack.storage.models import Page
+    from tests.integration.compare.test_meaning_pipeline import CHAPTER, NEAR_MISS
+
+    data_dir = tmp_path / "data"
+    _run(data_dir, "init")
+    engine = create_engine_for(Settings(data_dir=data_dir))
+    try:
+        with Session(engine) as session:
+            url = "http://127.0.0.1/early.html"
+            page = Page(url=url, final_url=url, host="127.0.0.1", status=200, encoding="utf-8", title="t")
+            page.text, page.content_sha256 = NEAR_MISS, "sha-early"
+            session.add(page)
+            session.flush()
+            service.process_pages(session, [page.id], Settings(data_dir=data_dir))  # its codes stored
+            session.commit()
+    finally:
+        engine.dispose()
+    novel = tmp_path / "fengyu.txt"
+    novel.write_text("风雨\n\n" + CHAPTER, encoding="utf-8")
+    output = _run(data_dir, "works", "add", str(novel))
+    assert "meaning path: 1 already-crawled page(s)" in output and "fptrack meaning run" in output
+    assert "1 pending" in _run(data_dir, "meaning", "status")
