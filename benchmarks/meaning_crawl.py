@@ -84,7 +84,7 @@ from benchmarks.harness import (
     progress,
     tree_cpu_seconds,
 )
-from benchmarks.meaning_data import MEANING_DATA, load_translations, reorder_and_drop, synonym_rewrite
+from benchmarks.meaning_data import MEANING_DATA, load_translations, reorder_rewrite, synonym_rewrite
 from benchmarks.pipeline.throughput import (
     CRAWL_LINE,
     MODES,
@@ -189,9 +189,11 @@ def meaning_page(
     if kind == "translation_en":
         paragraphs = [p for p in english[chapter.index].split("\n") if p.strip()]
         return f"Chapter {chapter.index}: Romance of the Three Kingdoms", paragraphs
-    text = synonym_rewrite("\n".join(chapter.paragraphs), synonyms, rng, segment)
+    source = "\n".join(chapter.paragraphs)
     if kind == "rewrite_reorder":
-        text = reorder_and_drop(text, rng)
+        text = reorder_rewrite(source, synonyms, rng, segment)
+    else:
+        text = synonym_rewrite(source, synonyms, rng, segment)
     return chapter.heading, paragraphs_of(text)
 
 

@@ -27,6 +27,7 @@ from benchmarks.meaning_data import (
     ocr_noise,
     renamed_fan_fiction,
     reorder_and_drop,
+    reorder_rewrite,
     review,
     split_of,
     synonym_rewrite,
@@ -71,6 +72,13 @@ def test_reorder_keeps_the_clauses_of_the_sentences_it_keeps() -> None:
     assert shuffled != TEXT
     dropped = reorder_and_drop(TEXT, random.Random(3), drop=0.5)
     assert len(dropped) < len(TEXT)
+
+
+def test_the_reorder_kind_swaps_every_one_character_word_too_and_drops_sentences() -> None:
+    table = {**SYNONYMS, "马": ("驹",)}
+    rewritten = reorder_rewrite(TEXT * 4, table, random.Random(4), list)
+    assert "马" not in rewritten and "驹" in rewritten
+    assert len(re.findall("[。：]", rewritten)) < len(re.findall("[。：]", TEXT * 4))  # sentences dropped
 
 
 def test_ocr_noise_breaks_lines_loses_punctuation_and_confuses_shapes() -> None:

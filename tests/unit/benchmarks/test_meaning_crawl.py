@@ -67,7 +67,8 @@ def test_every_tenth_chapter_page_is_a_meaning_copy_and_the_rest_is_the_ordinary
             assert body != ordinary.pages[after.path].body.decode("utf-8")
             original = "".join(chapters[copy.truth].paragraphs)
             text = "".join(ch for ch in body if "\u4e00" <= ch <= "\u9fff")
-            assert sum(ch in original for ch in set(text)) > 0.5 * len(set(text))  # the chapter's, reworded
+            if copy.kind == "rewrite":  # the chapter's, reworded (the reorder swaps every word it can)
+                assert sum(ch in original for ch in set(text)) > 0.5 * len(set(text))
             assert original[:40] not in text  # not the words in order
             # the page keeps its place in the site: the same links as the page it replaced
             for link in (f'href="{ordinary.chapter_pages[position - 1].path}"', 'href="/list/1.html"'):
