@@ -51,7 +51,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -69,6 +69,7 @@ __all__ = [
     "PageTerms",
     "add_terms",
     "candidates",
+    "candidates_among",
     "chapter_postings",
     "forms",
     "index_chapters",
@@ -608,6 +609,42 @@ def candidates(session: Session, text: str, limit: int = 12) -> list[tuple[int, 
         return []
     df = _cache(session).frequencies(session, stamp, page_keys(text))
     return ranked(session, page_terms(text, df), df, stamp[1], limit)
+
+
+def candidates_among(
+    session: Session, text: str, chapter_ids: Sequence[int], limit: int = 12
+) -> list[tuple[int, float]]:
+    """:func:`candidates` scored among ``chapter_ids`` only, as (chapter id, score), best first: the page is
+    searched for those chapters' terms alone (their postings read by chapter), so the cost follows the
+    chapters asked about, not the page's length. For a Chinese page that shares a code or two with a few
+    chapters (``compare.service.PageOutcome.faint``): are they its chapters, by their names?"""
+    if limit <= 0 or not text or not chapter_ids:
+        return []
+    stamp = _stamp(session)
+    if stamp[1] <= 0:
+        return []
+    by_chapter: dict[int, dict[str, int]] = {}
+    for chunk in id_chunks(sorted(set(chapter_ids))):
+        for term, chapter_id, first in session.execute(
+            select(EntityPosting.term, EntityPosting.chapter_id, EntityPosting.first).where(
+                EntityPosting.chapter_id.in_(chunk)
+            )
+        ):
+            by_chapter.setdefault(int(chapter_id), {})[str(term)] = int(first)
+    known = {t for held in by_chapter.values() for t in held}
+    page = page_terms(text, known)
+    if len(page) < MIN_SHARED:
+        return []
+    df = _cache(session).frequencies(session, stamp, set(page.terms))
+    n = max(1, stamp[1])
+    weights = {t: math.log1p(n / max(1, df.get(t, 1))) / math.log1p(n) for t in page.terms}
+    scored = [
+        (chapter_id, score_chapter(page.terms, held, weights))
+        for chapter_id, held in by_chapter.items()
+        if sum(t in page.terms for t in held) >= MIN_SHARED
+    ]
+    best = sorted((s for s in scored if s[1] >= MIN_SCORE), key=lambda s: (-s[1], s[0]))
+    return [(cid, round(score, 3)) for cid, score in best[:limit]]
 
 
 def ranked(

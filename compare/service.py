@@ -248,7 +248,10 @@ def _rank_candidates(
     exclude_id: int | None = None,
     contract: FingerprintContract = CONTRACT,
     limit: int | None = CONTRACT.candidates.max_candidates,
+    faint: dict[int, int] | None = None,
 ) -> dict[int, set[str]]:
+    """The candidate chapters (or pages) of ``document`` with the methods that made each one, best first;
+    ``faint`` receives the owners that share codes with it too few to make a candidate, with how many."""
     found: dict[int, set[str]] = defaultdict(set)
     if contract.uses("simhash") and document.simhash is not None:
         for hit in simhash_candidates(session, document.simhash, layout, owner=owner, exclude_id=exclude_id):
@@ -262,6 +265,11 @@ def _rank_candidates(
             if owner_id != exclude_id and shared >= contract.candidates.min_shared:
                 found[owner_id].add(METHOD_NAMES[kind])
                 votes[owner_id] += shared
+            elif owner_id != exclude_id and faint is not None:
+                faint[owner_id] = faint.get(owner_id, 0) + shared
+    if faint is not None:
+        for owner_id in found:
+            faint.pop(owner_id, None)
     ranked = sorted(found, key=lambda o: ("simhash" not in found[o], -votes[o], o))
     return {o: found[o] for o in ranked[:limit]}
 
@@ -399,16 +407,28 @@ def _compare_batch_at(
     ignored: Sequence[Collection[int]] | None = None,
     contract: FingerprintContract = CONTRACT,
     by_chapter: bool = True,
+    faint: list[dict[int, int]] | None = None,
 ) -> tuple[list[list[Verdict]], int]:
     """:func:`_compare_batch`, and the registry's serial the verdicts were compared at. ``by_chapter``: a long
-    document (a whole book) is compared part by part as well (:func:`_add_book_verdicts`)."""
+    document (a whole book) is compared part by part as well (:func:`_add_book_verdicts`). ``faint``, when
+    given, receives per document the chapters that share a code with it too few to make a candidate."""
     layout = layout_for(settings)
     holders = _Holders.fetch(session, documents, owner="chapter")
+    if faint is not None:
+        faint[:] = [{} for _ in documents]
     candidates = [
-        _rank_candidates(session, document, holders, layout, owner="chapter", contract=contract)
+        _rank_candidates(
+            session,
+            document,
+            holders,
+            layout,
+            owner="chapter",
+            contract=contract,
+            faint=faint[number] if faint is not None else None,
+        )
         if document.text
         else {}
-        for document in documents
+        for number, document in enumerate(documents)
     ]
     chapters = load_chapters(session, (c for found in candidates for c in found))
     results: list[list[Verdict]] = []
@@ -519,13 +539,24 @@ class PageOutcome:
     """What processing one page decided: the chapters it copies (flagged or licensed matches). The meaning
     path's gate (:mod:`compare.meaning_gate`) reads the rest, known here at no extra cost: ``near_misses``,
     the candidate chapters verified and not flagged, ``(chapter_id, score)`` best first, and the page's
-    ``text`` (:func:`process_pages` only)."""
+    ``text`` (:func:`process_pages` only), and ``faint``: chapters that share codes with the page, too few
+    to make them candidates (a rewrite that changed two thirds of the words may keep only that), at most
+    :data:`FAINT_KEPT`, those sharing the most first."""
 
     page_id: int
     url: str
     matched_chapters: tuple[int, ...]
     near_misses: tuple[tuple[int, float], ...] = ()
     text: str = field(default="", repr=False, compare=False)
+    faint: tuple[int, ...] = ()
+
+
+FAINT_KEPT = 12
+"""Chapters a page's :attr:`PageOutcome.faint` keeps (as many as the candidates verified)."""
+
+
+def _faintest(shared: dict[int, int]) -> tuple[int, ...]:
+    return tuple(sorted(shared, key=lambda c: (-shared[c], c))[:FAINT_KEPT])
 
 
 def _lock_pages(
@@ -561,7 +592,8 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
     documents = [fingerprint_text(text, CONTRACT) for _, _, text in rows]
     # Compared before the first write: the comparison only reads the registry, and on SQLite the first write
     # takes the database's one write lock, which the crawl's page store then waits on for the whole batch.
-    verdicts, serial = _compare_batch_at(session, documents, settings)
+    faint: list[dict[int, int]] = []
+    verdicts, serial = _compare_batch_at(session, documents, settings, faint=faint)
     write_fingerprints(
         session,
         owner="page",
@@ -576,9 +608,12 @@ def process_pages(session: Session, page_ids: Sequence[int], settings: Settings)
     # the pages' samples are written: from here to the commit no registration commits (hold_registry), and
     # one that committed since the compare is compared with now
     if chapter_index.hold_registry(session) != serial:
-        verdicts, serial = _compare_batch_at(session, documents, settings)
+        verdicts, serial = _compare_batch_at(session, documents, settings, faint=faint)
     outcomes = record_matches(session, [(i, url) for i, url, _ in rows], verdicts, settings, fresh=True)
-    outcomes = [replace(o, text=text) for o, (_, _, text) in zip(outcomes, rows, strict=True)]
+    outcomes = [
+        replace(o, text=text, faint=_faintest(shared))
+        for o, (_, _, text), shared in zip(outcomes, rows, faint, strict=True)
+    ]
     _mark_compared(session, [i for i, _, _ in rows], template_masked=False, serial=serial)
     # page Simhash and near duplicates (networks), from the texts normalised above
     observe_pages(

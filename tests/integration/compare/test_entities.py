@@ -169,3 +169,22 @@ def test_the_term_cache_stays_within_its_bound_and_answers_alike(
         (cache,) = entities._caches.values()
         assert 0 < len(cache.df) <= 40
     assert whole
+
+
+def test_candidates_among_scores_only_the_chapters_asked_about(session: Session, settings: Settings) -> None:
+    _register(session, settings, "三国演义", SANGUO)
+    xiyou = _register(session, settings, "西游记", XIYOU)
+    page = (
+        "花果山上的美猴王，去东海寻龙王敖广讨了兵器。玉帝差李靖父子擒他，哪吒败回南天门，"
+        "太上老君也奈何不得这孙悟空。"
+    )
+    chapters = {
+        c.title.split()[0]: c.id for c in session.scalars(select(Chapter).where(Chapter.work_id == xiyou))
+    }
+    everywhere = dict(entities.candidates(session, page, 12))
+    among = entities.candidates_among(session, page, [chapters["第一回"], chapters["第二回"]], 12)
+    assert [c for c, _ in among] == [chapters["第一回"]]
+    assert among[0][1] == pytest.approx(everywhere[chapters["第一回"]], rel=0.05)
+    # the chapters asked about are the only ones that can come back, and asking about none asks nothing
+    assert entities.candidates_among(session, page, [chapters["第二回"]], 12) == []
+    assert entities.candidates_among(session, page, [], 12) == []

@@ -414,3 +414,51 @@ def test_a_changed_page_has_its_meaning_match_observed_present_or_removed_never_
             )
         )
     assert outcomes == ["present", "removed"]
+
+
+def test_a_page_sharing_one_code_with_a_chapter_names_it_faint(
+    committed: tuple[Settings, sessionmaker[Session]],
+) -> None:
+    """``PageOutcome.faint``: the chapters sharing codes with a page, too few to be verified (the gate asks
+    the entity index about them: a rewrite that changed two thirds of the words may keep only that)."""
+    from fptrack.fingerprint.text_fingerprints import fingerprint_text
+
+    settings, sessions = committed
+    chapter_id = _registered(sessions, settings)
+    chapter_codes = {
+        kind: set(array[:, 0].tolist()) for kind, array in fingerprint_text(CHAPTER).index_arrays().items()
+    }
+    filler = "今天天气晴朗，我们去公园散步。" * 30
+
+    def shared(text: str) -> int:
+        codes = fingerprint_text(text).index_arrays()
+        return sum(len(set(a[:, 0].tolist()) & chapter_codes[kind]) for kind, a in codes.items())
+
+    # the shortest run of the chapter that shares exactly one code with it, inside unrelated text
+    run = next(
+        text
+        for size in range(16, 60)
+        for start in range(0, 200, 7)
+        if shared(text := filler + CHAPTER[start : start + size] + filler) == 1
+    )
+    with session_scope(sessions) as session:
+        url = "http://127.0.0.1/faint.html"
+        page = Page(
+            url=url, final_url=url, host="127.0.0.1", status=200, encoding="utf-8", title="t", text=run
+        )
+        page.content_sha256 = "sha-faint"
+        plain = Page(
+            url=url + "?2",
+            final_url=url,
+            host="127.0.0.1",
+            status=200,
+            encoding="utf-8",
+            title="t",
+            text=filler,
+        )
+        plain.content_sha256 = "sha-plain"
+        session.add_all([page, plain])
+        session.flush()
+        faint, unrelated = service.process_pages(session, [page.id, plain.id], settings)
+    assert (faint.matched_chapters, faint.near_misses, faint.faint) == ((), (), (chapter_id,))
+    assert (unrelated.near_misses, unrelated.faint) == ((), ())

@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy.orm import Session
 
-from fptrack.compare.meaning_gate import MIN_LETTERS, GateDecision, decide, entity_candidates
+from fptrack.compare.meaning_gate import (
+    FAINT_ASKED,
+    FAINT_MIN_SCORE,
+    MIN_LETTERS,
+    GateDecision,
+    decide,
+    entity_candidates,
+)
 from fptrack.compare.service import PageOutcome
 from tests.unit.compare.test_meaning_model import CHAPTER, TRANSLATION
 
@@ -30,9 +37,25 @@ def _entities(found: list[tuple[int, float]]) -> tuple[list[str], object]:
 
 
 def _outcome(
-    text: str, matched: tuple[int, ...] = (), near: tuple[tuple[int, float], ...] = ()
+    text: str,
+    matched: tuple[int, ...] = (),
+    near: tuple[tuple[int, float], ...] = (),
+    faint: tuple[int, ...] = (),
 ) -> PageOutcome:
-    return PageOutcome(1, "http://127.0.0.1/p", matched, near, text)
+    return PageOutcome(1, "http://127.0.0.1/p", matched, near, text, faint)
+
+
+def _among(scores: dict[int, float]) -> tuple[list[tuple[int, ...]], object]:
+    asked: list[tuple[int, ...]] = []
+
+    def among(
+        session: Session, text: str, chapter_ids: tuple[int, ...], limit: int
+    ) -> list[tuple[int, float]]:
+        asked.append(tuple(chapter_ids))
+        found = sorted(((c, scores[c]) for c in chapter_ids if c in scores), key=lambda c: -c[1])
+        return found[:limit]
+
+    return asked, among
 
 
 def test_a_chinese_page_with_near_misses_goes_on_with_its_best_ones() -> None:
@@ -89,3 +112,19 @@ def test_a_decision_names_at_most_limit_candidates_and_never_for_a_copy(
     assert decision.reason in ("near_miss", "entities")
     if decision.reason == "near_miss":
         assert decision.candidates == tuple(near[:limit])
+
+
+def test_a_chinese_page_sharing_too_few_codes_goes_on_when_its_names_point_at_those_chapters() -> None:
+    faint = tuple(range(20, 20 + FAINT_ASKED + 3))
+    asked, among = _among({21: FAINT_MIN_SCORE * 3, 22: FAINT_MIN_SCORE - 1, 40: 500.0})
+    decision = decide(NO_SESSION, _outcome(CHAPTER, faint=faint), 3, among=among)  # type: ignore[arg-type]
+    assert decision == GateDecision("entities", ((21, FAINT_MIN_SCORE * 3),))  # 22 too weak to go on
+    assert asked == [faint[:FAINT_ASKED]]  # the chapters sharing the most codes, a bounded number
+    asked, among = _among({22: FAINT_MIN_SCORE - 1})
+    assert decide(NO_SESSION, _outcome(CHAPTER, faint=faint), 3, among=among) is None  # type: ignore[arg-type]
+    # near misses decide without the names; no faint chapter, no look-up
+    asked, among = _among({21: 500.0})
+    near = decide(NO_SESSION, _outcome(CHAPTER, near=NEAR, faint=faint), 3, among=among)  # type: ignore[arg-type]
+    assert near is not None and near.reason == "near_miss"
+    assert decide(NO_SESSION, _outcome(CHAPTER), 3, among=among) is None  # type: ignore[arg-type]
+    assert asked == []
