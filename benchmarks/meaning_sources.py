@@ -8,8 +8,8 @@ of the source it can reach.
 ``PATH`` is any of:
 
 - a checkout (or a folder laid out like one) of the public repository ``Pokfus/folio`` at a commit that holds
-  ``books/three-kingdoms.js`` (its history has it, e.g. commit ``36274d3f6e5f``; the newest snapshot dropped
-  its ``books/`` folder);
+  ``books/three-kingdoms.js`` (the code index holds it at commit ``6f9c253173116f6bdd1ed7e780fdb37a1b0add93``;
+  the newest snapshot dropped its ``books/`` folder);
 - the file ``three-kingdoms.js`` itself;
 - a folder of pages of that file, ``offset-<N>.json``, each the body of a JSON string literal holding the
   file's characters from ``N`` on (how a code index serves a large file, 16,000 characters a page). Pages
