@@ -546,7 +546,8 @@ def run_benchmark(
 ) -> dict[str, Any]:
     """Every system on ``data``'s pages of ``split`` (``all``: both), of ``kinds`` only if given; the
     figures, ``product``'s first. ``index_all``: also the all-chapters diagnostic (with ``method``'s
-    ``MeaningIndex``; after the product, whose CPU it would otherwise flatter through the model's cache)."""
+    ``MeaningIndex``; after the product, so the model's sentence cache flatters its CPU, never the
+    product's)."""
     from fptrack.core.settings import Settings
 
     wanted = set(kinds) if kinds is not None else None
