@@ -1,6 +1,6 @@
 """The meaning path's gate: which compared pages may be rewrites or translations, and of which chapters.
 
-The exact path stays first and decides most pages: a copy, or unrelated text. The meaning path costs ~65 ms
+The exact path stays first and decides most pages: a copy, or unrelated text. The meaning path costs ~15-25 ms
 of CPU a sentence (the model), so a page goes on to it only when
 
 (a) the exact compare flagged nothing on it, and

