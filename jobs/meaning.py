@@ -149,6 +149,11 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
     model = model_id()
     unsettled = unsettled_pages(session, [c.page_id for c in checks])
     observations: list[Observation] = []
+
+    def record(page_id: int, url: str, chapter: StoredChapter, alignment: Any, held: Match | None) -> None:
+        work_id, start = places[chapter.chapter_id]
+        _record(session, settings, page_id, url, work_id, chapter.chapter_id, start, alignment, model, held)
+
     for check in checks:
         page_started = time.process_time()
         url, text, _ = pages.get(check.page_id, ("", "", ""))
@@ -169,19 +174,7 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
             )
             if alignment is not None and alignment.coverage >= COVERAGE_MIN:
                 assert chapter is not None
-                work_id, start = places[chapter.chapter_id]
-                _record(
-                    session,
-                    settings,
-                    check.page_id,
-                    url,
-                    work_id,
-                    held.chapter_id,
-                    start,
-                    alignment,
-                    model,
-                    held,
-                )
+                record(check.page_id, url, chapter, alignment, held)
                 observations.append(
                     Observation(
                         held.id,
@@ -217,19 +210,7 @@ def check_pages(session: Session, check_ids: Sequence[int], settings: Settings) 
             alignment = align_stored(text, chapter.text, chapter.spans, chapter.vectors)
             if alignment.coverage < COVERAGE_MIN:
                 continue
-            work_id, start = places[chapter.chapter_id]
-            _record(
-                session,
-                settings,
-                check.page_id,
-                url,
-                work_id,
-                chapter.chapter_id,
-                start,
-                alignment,
-                model,
-                None,
-            )
+            record(check.page_id, url, chapter, alignment, None)
             recorded += 1
             found = True
         check.state, check.checked_at, check.matches = "done", utcnow(), recorded
