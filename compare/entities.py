@@ -477,6 +477,62 @@ class _TermCache:
 _caches_lock = threading.Lock()
 _caches: dict[str, _TermCache] = {}
 
+CACHED_CHAPTERS = 256
+"""Chapters whose postings a process holds per database for :func:`candidates_among` (~800 terms a chapter:
+about 20 MB at most). The chapters a crawl's faint pages point at recur from page to page (a chapter sharing
+a formula with many pages), and reading a chapter's postings is nearly all of a call's cost (~1.5 ms a
+chapter here)."""
+
+
+class _PostingCache:
+    """The postings (term -> first occurrence) of the chapters a process has scored pages against, least
+    recently used first, at most :data:`CACHED_CHAPTERS`; emptied when the stamp they were read at changes
+    (a work registered, indexed again or removed)."""
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = CACHED_CHAPTERS if size is None else size
+        self.stamp: Stamp = (-1, -1)
+        self.rows: OrderedDict[int, dict[str, int]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def postings(
+        self, session: Session, stamp: Stamp, chapter_ids: Sequence[int]
+    ) -> dict[int, dict[str, int]]:
+        """Each of ``chapter_ids``' postings (a chapter with none is left out)."""
+        with self.lock:
+            if stamp != self.stamp:
+                self.rows.clear()
+                self.stamp = stamp
+            held = {c: self.rows[c] for c in set(chapter_ids) if c in self.rows}
+            for c in held:
+                self.rows.move_to_end(c)
+        wanted = sorted(set(chapter_ids).difference(held))
+        read: dict[int, dict[str, int]] = {c: {} for c in wanted}
+        for chunk in id_chunks(wanted):
+            for term, chapter_id, first in session.execute(
+                select(EntityPosting.term, EntityPosting.chapter_id, EntityPosting.first).where(
+                    EntityPosting.chapter_id.in_(chunk)
+                )
+            ):
+                read[int(chapter_id)][str(term)] = int(first)
+        with self.lock:
+            if stamp == self.stamp:
+                self.rows.update(read)
+                while len(self.rows) > self.size:
+                    self.rows.popitem(last=False)
+        held.update(read)
+        return {c: terms for c, terms in held.items() if terms}
+
+
+_posting_caches: dict[str, _PostingCache] = {}
+
+
+def _posting_cache(session: Session) -> _PostingCache:
+    bind = session.get_bind()
+    key = str(bind.engine.url) if hasattr(bind, "engine") else str(id(bind))
+    with _caches_lock:
+        return _posting_caches.setdefault(key, _PostingCache())
+
 
 def _cache(session: Session) -> _TermCache:
     bind = session.get_bind()
@@ -623,14 +679,7 @@ def candidates_among(
     stamp = _stamp(session)
     if stamp[1] <= 0:
         return []
-    by_chapter: dict[int, dict[str, int]] = {}
-    for chunk in id_chunks(sorted(set(chapter_ids))):
-        for term, chapter_id, first in session.execute(
-            select(EntityPosting.term, EntityPosting.chapter_id, EntityPosting.first).where(
-                EntityPosting.chapter_id.in_(chunk)
-            )
-        ):
-            by_chapter.setdefault(int(chapter_id), {})[str(term)] = int(first)
+    by_chapter = _posting_cache(session).postings(session, stamp, chapter_ids)
     known = {t for held in by_chapter.values() for t in held}
     page = page_terms(text, known)
     if len(page) < MIN_SHARED:

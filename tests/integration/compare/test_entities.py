@@ -188,3 +188,28 @@ def test_candidates_among_scores_only_the_chapters_asked_about(session: Session,
     # the chapters asked about are the only ones that can come back, and asking about none asks nothing
     assert entities.candidates_among(session, page, [chapters["第二回"]], 12) == []
     assert entities.candidates_among(session, page, [], 12) == []
+
+
+def test_the_posting_cache_answers_alike_and_forgets_a_removed_work(
+    engine: Engine, settings: Settings
+) -> None:
+    """candidates_among keeps the chapters' postings a long-lived process read (the faint path asks about the
+    same chapters page after page); a work removed elsewhere changes the stamp, and its chapters are never
+    scored from what was held."""
+    other = sessionmaker(bind=create_engine_for(settings))
+    page = (
+        "花果山上的美猴王，去东海寻龙王敖广讨了兵器。玉帝差李靖父子擒他，哪吒败回南天门，"
+        "太上老君也奈何不得这孙悟空。"
+    )
+    with other() as writer:
+        xiyou = _register(writer, settings, "西游记", XIYOU)
+    with Session(engine) as worker:
+        chapters = [c.id for c in worker.scalars(select(Chapter).where(Chapter.work_id == xiyou))]
+        first = entities.candidates_among(worker, page, chapters, 12)
+        worker.commit()
+        assert first and entities.candidates_among(worker, page, chapters, 12) == first  # from the cache
+        worker.commit()
+        with other() as writer:
+            delete_works(writer, [xiyou])
+            writer.commit()
+        assert entities.candidates_among(worker, page, chapters, 12) == []
