@@ -54,6 +54,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Generic, TypeVar
 
 import numpy as np
 from sqlalchemy import delete, insert, select, update
@@ -426,6 +427,9 @@ def index_missing(
 Stamp = tuple[int, int]
 """(serial, indexed chapters) of ``entity_stamp``: a change of either is a change of the index."""
 
+K = TypeVar("K", str, int)
+V = TypeVar("V")
+
 CACHED_TERMS = 200_000
 """Terms (and strings found not to be terms) a process holds per database: about 30 MB at most."""
 _LOOKUP_CHUNK = 2_000
@@ -437,108 +441,94 @@ def _stamp(session: Session) -> Stamp:
     return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
-class _TermCache:
-    """The document frequencies a process has read (0: not a term), least recently used first, at most
-    :data:`CACHED_TERMS`; emptied when the stamp it was read at changes (a work registered, indexed again or
-    removed changes the frequencies of its terms, and every weight's ``N``)."""
+class _StampedCache(Generic[K, V]):
+    """Values a process has read from the entity index, least recently used first, at most ``size``; emptied
+    when the stamp they were read at changes (a work registered, indexed again or removed changes every term's
+    frequency and every weight's ``N``, and which chapters hold which terms)."""
 
-    def __init__(self, size: int | None = None) -> None:
-        self.size = CACHED_TERMS if size is None else size
+    def __init__(self, size: int) -> None:
+        self.size = size
         self.stamp: Stamp = (-1, -1)
-        self.df: OrderedDict[str, int] = OrderedDict()
+        self.rows: OrderedDict[K, V] = OrderedDict()
         self.lock = threading.Lock()
 
-    def frequencies(self, session: Session, stamp: Stamp, keys: set[str]) -> dict[str, int]:
-        """The document frequency of each of ``keys`` that is an indexed term (held, or read by key)."""
+    def get(self, stamp: Stamp, keys: Iterable[K], read: Callable[[list[K]], dict[K, V]]) -> dict[K, V]:
+        """Each of ``keys``' value: held, or read now (``read`` is given the missing keys, sorted, and
+        returns a value for each); what is read is held only if the stamp is still the one asked about."""
+        wanted = set(keys)
         with self.lock:
             if stamp != self.stamp:
-                self.df.clear()
+                self.rows.clear()
                 self.stamp = stamp
-            held = {k: self.df[k] for k in keys if k in self.df}
+            held = {k: self.rows[k] for k in wanted if k in self.rows}
             for k in held:
-                self.df.move_to_end(k)
-        wanted = sorted(keys.difference(held))
-        read: dict[str, int] = dict.fromkeys(wanted, 0)
-        for start in range(0, len(wanted), _LOOKUP_CHUNK):
-            chunk = wanted[start : start + _LOOKUP_CHUNK]
-            for term, n in session.execute(
-                select(EntityTerm.term, EntityTerm.chapters).where(EntityTerm.term.in_(chunk))
-            ):
-                read[str(term)] = max(0, int(n))
+                self.rows.move_to_end(k)
+        fresh = read(sorted(wanted.difference(held)))
         with self.lock:
             if stamp == self.stamp:
-                self.df.update(read)
-                while len(self.df) > self.size:
-                    self.df.popitem(last=False)
-        held.update(read)
-        return {k: n for k, n in held.items() if n > 0}
+                self.rows.update(fresh)
+                while len(self.rows) > self.size:
+                    self.rows.popitem(last=False)
+        held.update(fresh)
+        return held
 
 
 _caches_lock = threading.Lock()
-_caches: dict[str, _TermCache] = {}
+_caches: dict[str, _StampedCache[str, int]] = {}
+"""Per database: the document frequencies read (0: not a term), at most :data:`CACHED_TERMS`."""
 
 CACHED_CHAPTERS = 256
 """Chapters whose postings a process holds per database for :func:`candidates_among` (~800 terms a chapter:
 about 20 MB at most). The chapters a crawl's faint pages point at recur from page to page (a chapter sharing
 a formula with many pages), and reading a chapter's postings is nearly all of a call's cost (~1.5 ms a
 chapter here)."""
+_posting_caches: dict[str, _StampedCache[int, dict[str, int]]] = {}
+"""Per database: the postings (term -> first occurrence) of the chapters read, at most
+:data:`CACHED_CHAPTERS`."""
 
 
-class _PostingCache:
-    """The postings (term -> first occurrence) of the chapters a process has scored pages against, least
-    recently used first, at most :data:`CACHED_CHAPTERS`; emptied when the stamp they were read at changes
-    (a work registered, indexed again or removed)."""
+def _per_database(session: Session, caches: dict[str, _StampedCache[K, V]], size: int) -> _StampedCache[K, V]:
+    bind = session.get_bind()
+    key = str(bind.engine.url) if hasattr(bind, "engine") else str(id(bind))
+    with _caches_lock:
+        if key not in caches:
+            caches[key] = _StampedCache(size)
+        return caches[key]
 
-    def __init__(self, size: int | None = None) -> None:
-        self.size = CACHED_CHAPTERS if size is None else size
-        self.stamp: Stamp = (-1, -1)
-        self.rows: OrderedDict[int, dict[str, int]] = OrderedDict()
-        self.lock = threading.Lock()
 
-    def postings(
-        self, session: Session, stamp: Stamp, chapter_ids: Sequence[int]
-    ) -> dict[int, dict[str, int]]:
-        """Each of ``chapter_ids``' postings (a chapter with none is left out)."""
-        with self.lock:
-            if stamp != self.stamp:
-                self.rows.clear()
-                self.stamp = stamp
-            held = {c: self.rows[c] for c in set(chapter_ids) if c in self.rows}
-            for c in held:
-                self.rows.move_to_end(c)
-        wanted = sorted(set(chapter_ids).difference(held))
-        read: dict[int, dict[str, int]] = {c: {} for c in wanted}
+def _frequencies(session: Session, stamp: Stamp, keys: set[str]) -> dict[str, int]:
+    """The document frequency of each of ``keys`` that is an indexed term (held, or read by key)."""
+
+    def read(wanted: list[str]) -> dict[str, int]:
+        found = dict.fromkeys(wanted, 0)
+        for start in range(0, len(wanted), _LOOKUP_CHUNK):
+            chunk = wanted[start : start + _LOOKUP_CHUNK]
+            for term, n in session.execute(
+                select(EntityTerm.term, EntityTerm.chapters).where(EntityTerm.term.in_(chunk))
+            ):
+                found[str(term)] = max(0, int(n))
+        return found
+
+    held = _per_database(session, _caches, CACHED_TERMS).get(stamp, keys, read)
+    return {k: n for k, n in held.items() if n > 0}
+
+
+def _postings(session: Session, stamp: Stamp, chapter_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+    """Each of ``chapter_ids``' postings, term -> first occurrence (a chapter with none is left out)."""
+
+    def read(wanted: list[int]) -> dict[int, dict[str, int]]:
+        found: dict[int, dict[str, int]] = {c: {} for c in wanted}
         for chunk in id_chunks(wanted):
             for term, chapter_id, first in session.execute(
                 select(EntityPosting.term, EntityPosting.chapter_id, EntityPosting.first).where(
                     EntityPosting.chapter_id.in_(chunk)
                 )
             ):
-                read[int(chapter_id)][str(term)] = int(first)
-        with self.lock:
-            if stamp == self.stamp:
-                self.rows.update(read)
-                while len(self.rows) > self.size:
-                    self.rows.popitem(last=False)
-        held.update(read)
-        return {c: terms for c, terms in held.items() if terms}
+                found[int(chapter_id)][str(term)] = int(first)
+        return found
 
-
-_posting_caches: dict[str, _PostingCache] = {}
-
-
-def _posting_cache(session: Session) -> _PostingCache:
-    bind = session.get_bind()
-    key = str(bind.engine.url) if hasattr(bind, "engine") else str(id(bind))
-    with _caches_lock:
-        return _posting_caches.setdefault(key, _PostingCache())
-
-
-def _cache(session: Session) -> _TermCache:
-    bind = session.get_bind()
-    key = str(bind.engine.url) if hasattr(bind, "engine") else str(id(bind))
-    with _caches_lock:
-        return _caches.setdefault(key, _TermCache())
+    held = _per_database(session, _posting_caches, CACHED_CHAPTERS).get(stamp, chapter_ids, read)
+    return {c: terms for c, terms in held.items() if terms}
 
 
 def page_keys(text: str) -> set[str]:
@@ -663,7 +653,7 @@ def candidates(session: Session, text: str, limit: int = 12) -> list[tuple[int, 
     stamp = _stamp(session)
     if stamp[1] <= 0:
         return []
-    df = _cache(session).frequencies(session, stamp, page_keys(text))
+    df = _frequencies(session, stamp, page_keys(text))
     return ranked(session, page_terms(text, df), df, stamp[1], limit)
 
 
@@ -679,12 +669,12 @@ def candidates_among(
     stamp = _stamp(session)
     if stamp[1] <= 0:
         return []
-    by_chapter = _posting_cache(session).postings(session, stamp, chapter_ids)
+    by_chapter = _postings(session, stamp, chapter_ids)
     known = {t for held in by_chapter.values() for t in held}
     page = page_terms(text, known)
     if len(page) < MIN_SHARED:
         return []
-    df = _cache(session).frequencies(session, stamp, set(page.terms))
+    df = _frequencies(session, stamp, set(page.terms))
     n = max(1, stamp[1])
     weights = {t: math.log1p(n / max(1, df.get(t, 1))) / math.log1p(n) for t in page.terms}
     scored = [

@@ -167,7 +167,7 @@ def test_the_term_cache_stays_within_its_bound_and_answers_alike(
     for _ in range(2):  # cold, then with what the bound let stay
         assert entities.candidates(session, TRANSLATED, 12) == whole
         (cache,) = entities._caches.values()
-        assert 0 < len(cache.df) <= 40
+        assert 0 < len(cache.rows) <= 40
     assert whole
 
 
