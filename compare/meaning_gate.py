@@ -40,7 +40,7 @@ from fptrack.compare.meaning import detect_language
 from fptrack.compare.service import PageOutcome
 from fptrack.core.settings import Settings
 from fptrack.storage.chunks import id_chunks
-from fptrack.storage.models import Match, MeaningCheck, utcnow
+from fptrack.storage.models import MeaningCheck, utcnow
 
 __all__ = [
     "EntityCandidates",
@@ -163,19 +163,6 @@ def decide(
     return GateDecision("entities", found) if found else None
 
 
-def _meaning_matches(session: Session, page_ids: Sequence[int]) -> dict[int, list[int]]:
-    """The chapters of the meaning matches each page among ``page_ids`` holds (page id -> chapter ids)."""
-    held: dict[int, list[int]] = {}
-    for chunk in id_chunks(sorted(set(page_ids))):
-        for page_id, chapter_id in session.execute(
-            select(Match.page_id, Match.chapter_id)
-            .where(Match.page_id.in_(chunk), Match.kind.is_not(None))
-            .order_by(Match.page_id, Match.chapter_id)
-        ):
-            held.setdefault(int(page_id), []).append(int(chapter_id))
-    return held
-
-
 def _with_held(decision: GateDecision | None, held: Sequence[int]) -> GateDecision:
     """A page holding meaning matches is always checked when its text changed: its matches' chapters first
     (the check observes each present or removed, as the exact compare observes an exact match), then the
@@ -183,7 +170,7 @@ def _with_held(decision: GateDecision | None, held: Sequence[int]) -> GateDecisi
     candidates = [(chapter_id, 1.0) for chapter_id in held]
     reason = RECHECK
     if decision is not None:
-        candidates += [c for c in decision.candidates if c[0] not in set(held)]
+        candidates += [c for c in decision.candidates if c[0] not in held]
         reason = decision.reason
     return GateDecision(reason, tuple(candidates))
 
@@ -203,13 +190,11 @@ def gate_pages(
     say whether its copies are still there."""
     if not settings.meaning:
         return []
-    holding = _meaning_matches(session, [o.page_id for o in outcomes])
     decided: dict[int, tuple[str, GateDecision]] = {}
     for outcome in outcomes:
         decision = decide(session, outcome, settings.meaning_candidates, entities=entities, among=among)
-        held = holding.get(outcome.page_id)
-        if held:
-            decision = _with_held(decision, held)
+        if outcome.meaning:
+            decision = _with_held(decision, outcome.meaning)
         if decision is not None:
             digest = hashlib.sha256(outcome.text.encode("utf-8")).hexdigest()
             decided[outcome.page_id] = (digest, decision)

@@ -541,7 +541,8 @@ class PageOutcome:
     the candidate chapters verified and not flagged, ``(chapter_id, score)`` best first, and the page's
     ``text`` (:func:`process_pages` only), and ``faint``: chapters that share codes with the page, too few
     to make them candidates (a rewrite that changed two thirds of the words may keep only that), at most
-    :data:`FAINT_KEPT`, those sharing the most first."""
+    :data:`FAINT_KEPT`, those sharing the most first; ``meaning``: the chapters of the meaning matches the
+    page holds (:func:`record_matches`, from the matches it read anyway), which the gate checks again."""
 
     page_id: int
     url: str
@@ -549,6 +550,7 @@ class PageOutcome:
     near_misses: tuple[tuple[int, float], ...] = ()
     text: str = field(default="", repr=False, compare=False)
     faint: tuple[int, ...] = ()
+    meaning: tuple[int, ...] = ()
 
 
 FAINT_KEPT = 12
@@ -766,6 +768,9 @@ def record_matches(
     for chunk in id_chunks(page_ids):
         for row in session.scalars(select(Match).where(Match.page_id.in_(chunk))):
             existing[(row.page_id, row.chapter_id)] = row
+    meaning_of: dict[int, list[int]] = defaultdict(list)  # page -> chapters of its meaning matches
+    for page_id, chapter_id in sorted(key for key, m in existing.items() if m.kind is not None):
+        meaning_of[page_id].append(chapter_id)
     now = utcnow()
     # every work's licensed sites read before the first new match is added: a query between two additions
     # would flush the matches added so far as an INSERT of their own, and the rollup trigger's upserts of two
@@ -816,7 +821,9 @@ def record_matches(
                     setattr(match, name, value)
             matched.append(verdict.chapter_id)
         near = tuple((v.chapter_id, v.score) for v in page_verdicts if not v.flagged)
-        outcomes.append(PageOutcome(page_id, url, tuple(matched), near))
+        # the meaning matches the page still holds (one it now copies exactly was turned exact above)
+        meaning = tuple(c for c in meaning_of.get(page_id, ()) if c not in matched)
+        outcomes.append(PageOutcome(page_id, url, tuple(matched), near, meaning=meaning))
     # a meaning match (jobs.meaning) is not the exact compare's to observe or drop: the meaning path checks it
     existing = {key: m for key, m in existing.items() if m.kind is None}
     session.flush()
