@@ -346,7 +346,9 @@ def workers(env: dict[str, str], count: int, log_dir: Path) -> Iterator[list[sub
         deadline = time.monotonic() + 120
         # a worker starts a companion for the meaning queue (cli/processes.py) unless the path is off; both
         # print " ready." to this log, and a deployment's are running before any crawl: wait for both
-        expected = 1 if env.get("FPTRACK_MEANING", "true").lower() in ("false", "0", "no", "off") else 2
+        from fptrack.core.settings import Settings
+
+        expected = 2 if Settings.from_env(env).meaning else 1
         for process, (_, log_path) in zip(started, logs, strict=True):
             while log_path.read_text(errors="replace").count(" ready.") < expected:
                 if process.poll() is not None or time.monotonic() > deadline:
